@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maia accelerator hardware ABI: PCI identity, BAR layout, BAR0 register map,
+ * interrupt causes and MSI-X vectors.
+ *
+ * This header set (maia/hw/*.h) is the single source of truth for the
+ * device interface. It is shared verbatim by firmware-sim, the QEMU glue, the
+ * kernel driver, libmaia and the tests, and described in
+ * Documentation/hw/registers.rst. All registers are 32 bits wide,
+ * little-endian, and must be accessed with aligned 32-bit accesses.
+ */
+#ifndef MAIA_HW_REGS_H
+#define MAIA_HW_REGS_H
+
+/* PCI identity. The device ID is this model's own, not a silicon ID. */
+#define MAIA_PCI_VENDOR_ID		0x1414u
+#define MAIA_PCI_DEVICE_ID		0xa100u
+#define MAIA_PCI_REVISION		0x01u
+#define MAIA_PCI_CLASS			0x1200u	/* processing accelerator */
+
+/* BARs */
+#define MAIA_BAR_REGS			0	/* 32-bit MMIO, MAIA_BAR0_SIZE */
+#define MAIA_BAR_HBM			2	/* 64-bit prefetchable, HBM aperture */
+#define MAIA_BAR_MSIX			4	/* MSI-X table and PBA */
+#define MAIA_BAR0_SIZE			0x4000u
+
+#define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
+#define MAIA_HW_REVISION		0x0100u		/* major.minor = 1.0 */
+
+#define MAIA_MAX_QUEUES			16u
+#define MAIA_DEFAULT_QUEUES		8u
+#define MAIA_MAX_CLUSTERS		64u
+#define MAIA_MAX_TILES_PER_CLUSTER	16u
+
+/* Identification (read-only) */
+#define MAIA_REG_ID			0x0000u
+#define MAIA_REG_REVISION		0x0004u
+#define MAIA_REG_CAPS			0x0008u
+#define MAIA_REG_DTYPES			0x000cu	/* bitmask of 1 << MAIA_DTYPE_* */
+#define MAIA_REG_TOPOLOGY		0x0010u
+#define   MAIA_TOPOLOGY_CLUSTERS_MASK	0x000000ffu
+#define   MAIA_TOPOLOGY_TILES_MASK	0x0000ff00u
+#define   MAIA_TOPOLOGY_TILES_SHIFT	8
+#define MAIA_REG_NUM_QUEUES		0x0014u
+#define MAIA_REG_HBM_SIZE_LO		0x0018u
+#define MAIA_REG_HBM_SIZE_HI		0x001cu
+#define MAIA_REG_SRAM_KIB		0x0020u	/* on-chip SRAM per cluster, KiB */
+#define MAIA_REG_MSIX_VECTORS		0x0024u
+
+/* MAIA_REG_CAPS bits */
+#define MAIA_CAP_MMU			(1u << 0)
+#define MAIA_CAP_SEMAPHORES		(1u << 1)
+#define MAIA_CAP_TENSOR			(1u << 2)
+#define MAIA_CAP_TELEMETRY		(1u << 3)
+#define MAIA_CAP_FLR			(1u << 4)
+
+/* Control */
+#define MAIA_REG_RESET			0x0030u	/* write MAIA_RESET_MAGIC */
+#define   MAIA_RESET_MAGIC		0x52534554u	/* "RSET" */
+#define MAIA_REG_SCRATCH		0x0034u	/* read/write, cleared by reset */
+
+/* Boot (see maia/hw/boot.h for the protocol) */
+#define MAIA_REG_BOOT_STATUS		0x0040u
+#define MAIA_REG_BOOT_ERROR		0x0044u
+#define MAIA_REG_BOOT_ADDR_LO		0x0048u	/* bus address of the image */
+#define MAIA_REG_BOOT_ADDR_HI		0x004cu
+#define MAIA_REG_BOOT_SIZE		0x0050u	/* bytes */
+#define MAIA_REG_BOOT_CTRL		0x0054u	/* write MAIA_BOOT_CTRL_START */
+#define   MAIA_BOOT_CTRL_START		0x1u
+#define MAIA_REG_FW_VERSION		0x0058u	/* valid once READY */
+#define MAIA_REG_FW_ABI			0x005cu	/* major << 16 | minor */
+
+/* Device time, nanoseconds since reset; read LO first, it latches HI. */
+#define MAIA_REG_TIME_LO		0x0060u
+#define MAIA_REG_TIME_HI		0x0064u
+
+/* Event interrupt (MSI-X vector MAIA_VEC_EVENT) */
+#define MAIA_REG_INT_STATUS		0x0080u	/* write 1 to clear */
+#define MAIA_REG_INT_MASK		0x0084u	/* 1 = cause masked */
+#define   MAIA_INT_BOOT_DONE		(1u << 0)	/* READY or FAILED */
+#define   MAIA_INT_MBOX_DONE		(1u << 1)
+#define   MAIA_INT_MMU_FAULT		(1u << 2)
+#define   MAIA_INT_QUEUE_ERROR		(1u << 3)
+#define   MAIA_INT_FW_ERROR		(1u << 4)
+#define   MAIA_INT_THERMAL		(1u << 5)
+#define   MAIA_INT_ALL			0x3fu
+
+/* MMU fault record, valid while MAIA_INT_MMU_FAULT is set */
+#define MAIA_REG_FAULT_INFO		0x00a0u
+#define   MAIA_FAULT_ASID_MASK		0x0000ffffu
+#define   MAIA_FAULT_ACCESS_MASK	0x00030000u	/* MAIA_ACCESS_* */
+#define   MAIA_FAULT_ACCESS_SHIFT	16
+#define   MAIA_FAULT_QUEUE_MASK		0xff000000u
+#define   MAIA_FAULT_QUEUE_SHIFT	24
+#define MAIA_REG_FAULT_ADDR_LO		0x00a4u
+#define MAIA_REG_FAULT_ADDR_HI		0x00a8u
+#define MAIA_ACCESS_READ		1u
+#define MAIA_ACCESS_WRITE		2u
+
+/* Mailbox (see maia/hw/mbox.h); completion raises MAIA_INT_MBOX_DONE */
+#define MAIA_REG_MBOX_CMD		0x00c0u	/* write starts the command */
+#define MAIA_REG_MBOX_STATUS		0x00c4u
+#define   MAIA_MBOX_STATUS_BUSY		(1u << 31)
+#define   MAIA_MBOX_STATUS_RESULT_MASK	0x0000ffffu	/* MAIA_MBOX_OK/E* */
+#define MAIA_REG_MBOX_ARG(n)		(0x00c8u + 4u * (n))	/* n < 4 */
+#define MAIA_REG_MBOX_RESP(n)		(0x00d8u + 4u * (n))	/* n < 4 */
+#define MAIA_MBOX_NARGS			4u
+
+/* 0x0100 - 0x01ff: telemetry block (maia/hw/telemetry.h) */
+#define MAIA_REG_TELEMETRY_BASE		0x0100u
+
+/* Queue register blocks (see maia/hw/queue.h) */
+#define MAIA_REG_QUEUE_BASE		0x0400u
+#define MAIA_REG_QUEUE_STRIDE		0x40u
+#define MAIA_REG_Q(q, reg)		(MAIA_REG_QUEUE_BASE + MAIA_REG_QUEUE_STRIDE * (q) + (reg))
+#define   MAIA_Q_SQ_LO			0x00u	/* bus address of the entry ring */
+#define   MAIA_Q_SQ_HI			0x04u
+#define   MAIA_Q_CQ_LO			0x08u	/* bus address of the completion array */
+#define   MAIA_Q_CQ_HI			0x0cu
+#define   MAIA_Q_SIZE			0x10u	/* entries, power of two */
+#define   MAIA_Q_CTRL			0x14u
+#define     MAIA_Q_CTRL_ENABLE		(1u << 0)
+#define     MAIA_Q_CTRL_PRIO_MASK	0x00000300u
+#define     MAIA_Q_CTRL_PRIO_SHIFT	8
+#define   MAIA_Q_HEAD			0x18u	/* read-only: next entry to fetch */
+#define   MAIA_Q_TAIL			0x1cu	/* read-only: last doorbell value */
+#define   MAIA_Q_STATUS			0x20u	/* read-only */
+#define     MAIA_Q_STATUS_ERR_CONFIG	(1u << 0)	/* bad base/size when enabled */
+#define     MAIA_Q_STATUS_ERR_DOORBELL	(1u << 1)	/* tail out of range */
+#define     MAIA_Q_STATUS_ERR_DMA	(1u << 2)	/* ring fetch failed */
+#define   MAIA_Q_COMPLETED		0x24u	/* read-only: completions posted */
+
+/*
+ * Doorbells: one 32-bit register per queue, in its own range so that each
+ * can be an ioeventfd. The value written is the new tail index.
+ */
+#define MAIA_REG_DOORBELL_BASE		0x1000u
+#define MAIA_REG_DOORBELL(q)		(MAIA_REG_DOORBELL_BASE + 4u * (q))
+
+/* MSI-X vectors: events first, then one per queue. */
+#define MAIA_VEC_EVENT			0u
+#define MAIA_VEC_QUEUE(q)		(1u + (q))
+#define MAIA_NUM_VECTORS(nq)		(1u + (nq))
+
+#endif /* MAIA_HW_REGS_H */

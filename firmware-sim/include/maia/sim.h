@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim: the Maia device as a C library with no QEMU dependency.
+ *
+ * A host (the QEMU glue, or a unit test) creates a device with a config and
+ * a set of callbacks for DMA to host memory and for raising MSI-X vectors.
+ * It forwards BAR0 accesses to maia_sim_mmio_read/write. HBM (BAR2) is a
+ * host buffer the caller owns and passes in the config; the device reads
+ * and writes it directly.
+ *
+ * Threading: the library runs device work (boot, mailbox, queues) on its own
+ * worker thread, so MMIO handlers return quickly. Callbacks may therefore be
+ * called from that worker thread, and must be thread-safe. All entry points
+ * may be called from any one host thread at a time (the QEMU BQL holder).
+ */
+#ifndef MAIA_SIM_H
+#define MAIA_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct maia_sim;
+
+struct maia_sim_ops {
+	/* Host memory by bus address. Return 0, or -1 if the access failed. */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+	/* Raise MSI-X vector (MAIA_VEC_*). */
+	void (*raise_irq)(void *opaque, unsigned int vector);
+	/* A guest mistake, as one line without a trailing newline. */
+	void (*guest_error)(void *opaque, const char *msg);
+	/* Optional: a device event worth tracing, as one line. */
+	void (*trace)(void *opaque, const char *msg);
+};
+
+struct maia_sim_config {
+	uint64_t hbm_size;		/* bytes */
+	void *hbm;			/* hbm_size bytes, owned by the caller */
+	unsigned int clusters;		/* default 16 */
+	unsigned int tiles_per_cluster;	/* default 4 */
+	unsigned int num_queues;	/* default MAIA_DEFAULT_QUEUES */
+	unsigned int sram_kib;		/* per cluster; default 8192 */
+	unsigned int worker_threads;	/* tensor thread pool; 0 = one per host CPU */
+};
+
+/* Fills cfg with defaults (hbm and hbm_size are left to the caller). */
+void maia_sim_config_defaults(struct maia_sim_config *cfg);
+
+/* Returns NULL and sets errno on invalid config or allocation failure. */
+struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
+				 const struct maia_sim_ops *ops, void *opaque);
+void maia_sim_destroy(struct maia_sim *sim);
+
+/*
+ * BAR0 accesses, 32-bit and aligned; the glue rejects anything else.
+ * Offsets outside the map read as 0 and ignore writes, with a guest_error.
+ */
+uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset);
+void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value);
+
+/* Same as writing MAIA_REG_DOORBELL(queue); used by the ioeventfd path. */
+void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail);
+
+/*
+ * Full device reset (MAIA_REG_RESET, PCI reset, FLR): waits for the worker to
+ * stop, aborts queued jobs, clears registers and returns to WAIT_FW.
+ */
+void maia_sim_reset(struct maia_sim *sim);
+
+/* Wait until the worker is idle (all doorbells and mailbox work done). */
+void maia_sim_drain(struct maia_sim *sim);
+
+/* Fault injection, for tests. */
+enum maia_sim_inject {
+	MAIA_SIM_INJECT_HANG = 1,	/* the next job on queue never completes */
+	MAIA_SIM_INJECT_MMU_FAULT = 2,	/* the next job on queue faults */
+};
+int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
+		    unsigned int queue);
+
+#endif /* MAIA_SIM_H */
