@@ -66,6 +66,10 @@ system_ss.add(when: 'CONFIG_MAIA_PCI',
 	grep -q "maia-test" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
 		sed -i "s|^  (config_all_devices.has_key('CONFIG_IVSHMEM_DEVICE') ? \['ivshmem-test'\] : \[\])$|&                 \\\\\n  + (config_all_devices.has_key('CONFIG_MAIA_PCI') ? ['maia-test'] : [])|" \
 			"$QEMU_SRC_DIR/tests/qtest/meson.build"
+	# The qtest includes the hardware ABI headers (maia/hw/*.h).
+	grep -q "'maia-test':" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
+		sed -i "s|^qtests = {$|&\\n  'maia-test': [declare_dependency(include_directories: include_directories('../../hw/misc/maia/fwsim/include'))],|" \
+			"$QEMU_SRC_DIR/tests/qtest/meson.build"
 }
 
 configure() {

@@ -22,11 +22,29 @@ extern "C" {
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
+#define DRM_MAIA_BO_CREATE		0x02
+#define DRM_MAIA_BO_INFO		0x03
+#define DRM_MAIA_VM_BIND		0x04
+#define DRM_MAIA_SUBMIT			0x05
+#define DRM_MAIA_WAIT			0x06
+#define DRM_MAIA_CONTEXT_STATUS		0x07
 
 #define DRM_IOCTL_MAIA_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_GET_PARAM, struct drm_maia_get_param)
 #define DRM_IOCTL_MAIA_PING \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_PING, struct drm_maia_ping)
+#define DRM_IOCTL_MAIA_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_BO_CREATE, struct drm_maia_bo_create)
+#define DRM_IOCTL_MAIA_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_BO_INFO, struct drm_maia_bo_info)
+#define DRM_IOCTL_MAIA_VM_BIND \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_VM_BIND, struct drm_maia_vm_bind)
+#define DRM_IOCTL_MAIA_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_SUBMIT, struct drm_maia_submit)
+#define DRM_IOCTL_MAIA_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_WAIT, struct drm_maia_wait)
+#define DRM_IOCTL_MAIA_CONTEXT_STATUS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_CONTEXT_STATUS, struct drm_maia_context_status)
 
 /* drm_maia_get_param.param */
 #define DRM_MAIA_PARAM_DEVICE_ID	0	/* PCI vendor << 16 | device */
@@ -73,6 +91,150 @@ struct drm_maia_ping {
 	__u64 echo;
 	__u64 round_trip_ns;
 	__u64 device_ns;
+};
+
+/* Buffer object placement (drm_maia_bo_create.flags): exactly one. */
+#define DRM_MAIA_BO_HBM			(1u << 0)	/* device HBM; CPU mapping via BAR2, WC */
+#define DRM_MAIA_BO_HOST		(1u << 1)	/* host memory, pinned while mapped on the device */
+
+/**
+ * struct drm_maia_bo_create - create a buffer object
+ * @size: in, bytes; rounded up to 4 KiB; 0 or more than the placement can
+ *        hold is -EINVAL, HBM exhaustion is -ENOMEM
+ * @flags: in, DRM_MAIA_BO_HBM or DRM_MAIA_BO_HOST
+ * @handle: out, GEM handle (close with DRM_IOCTL_GEM_CLOSE)
+ */
+struct drm_maia_bo_create {
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+};
+
+/**
+ * struct drm_maia_bo_info - query a buffer object
+ * @handle: in
+ * @flags: out, placement
+ * @size: out, bytes
+ * @mmap_offset: out, offset for mmap() on the device fd
+ */
+struct drm_maia_bo_info {
+	__u32 handle;
+	__u32 flags;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/*
+ * Device virtual addresses are chosen by userspace (VM_BIND style) inside
+ * [DRM_MAIA_VA_START, DRM_MAIA_VA_END); the kernel owns the page tables.
+ */
+#define DRM_MAIA_VA_START		0x0000000100000000ull
+#define DRM_MAIA_VA_END			0x0000800000000000ull
+
+#define DRM_MAIA_VM_MAP			0
+#define DRM_MAIA_VM_UNMAP		1
+#define DRM_MAIA_VM_READONLY		(1u << 0)	/* map without device write */
+
+/**
+ * struct drm_maia_vm_bind - map or unmap a range of this file's address space
+ * @op: DRM_MAIA_VM_MAP or DRM_MAIA_VM_UNMAP
+ * @handle: MAP: the buffer object; UNMAP: must be 0
+ * @va: 4 KiB aligned; a MAP must not overlap an existing mapping; an
+ *      UNMAP must name exactly one existing mapping (va and size)
+ * @offset: MAP: 4 KiB aligned offset into the BO; UNMAP: 0
+ * @size: 4 KiB multiple, nonzero, offset + size within the BO
+ * @flags: DRM_MAIA_VM_READONLY
+ * @pad: must be 0
+ *
+ * UNMAP waits for this file's jobs that are in flight, so the device never
+ * sees a page after it is unmapped.
+ */
+struct drm_maia_vm_bind {
+	__u32 op;
+	__u32 handle;
+	__u64 va;
+	__u64 offset;
+	__u64 size;
+	__u32 flags;
+	__u32 pad;
+};
+
+#define DRM_MAIA_PRIO_LOW		0
+#define DRM_MAIA_PRIO_NORMAL		1
+#define DRM_MAIA_PRIO_HIGH		2
+
+/**
+ * struct drm_maia_submit - run a command buffer on the device
+ * @cmdbuf_handle: BO holding commands in the device format (maia/hw/cmd.h);
+ *                 it must be mapped in this file's address space
+ * @flags: must be 0
+ * @cmdbuf_offset: 8-byte aligned offset of the first command in the BO
+ * @cmdbuf_size: bytes; offset + size within the BO
+ * @in_syncobjs: user pointer to __u32 syncobj handles to wait for first
+ * @num_in_syncobjs: entries in @in_syncobjs
+ * @out_syncobj: syncobj that receives the job's fence, or 0
+ * @priority: DRM_MAIA_PRIO_*
+ * @pad: must be 0
+ * @seqno: out, the job's sequence number in this file (for DRM_MAIA_WAIT)
+ *
+ * After an MMU fault in this file's context, submit fails with -EBADFD.
+ */
+struct drm_maia_submit {
+	__u32 cmdbuf_handle;
+	__u32 flags;
+	__u64 cmdbuf_offset;
+	__u64 cmdbuf_size;
+	__u64 in_syncobjs;
+	__u32 num_in_syncobjs;
+	__u32 out_syncobj;
+	__u32 priority;
+	__u32 pad;
+	__u64 seqno;
+};
+
+/* Job status (drm_maia_wait.status) */
+#define DRM_MAIA_JOB_OK			0	/* completed */
+#define DRM_MAIA_JOB_ERROR		1	/* device rejected a command; see device_status */
+#define DRM_MAIA_JOB_FAULT		2	/* MMU fault: the context is now faulted */
+#define DRM_MAIA_JOB_TIMEOUT		3	/* hung; the device was reset (guilty) */
+#define DRM_MAIA_JOB_ABORTED		4	/* lost to a reset caused by another job */
+
+/**
+ * struct drm_maia_wait - wait for a job
+ * @seqno: in, from DRM_MAIA_SUBMIT
+ * @timeout_ns: in, absolute CLOCK_MONOTONIC deadline; -ETIME when it passes
+ * @status: out, DRM_MAIA_JOB_*
+ * @device_status: out, the device's MAIA_STATUS_* code
+ * @error_offset: out, byte offset of the failing command in the buffer
+ * @pad: must be 0
+ */
+struct drm_maia_wait {
+	__u64 seqno;
+	__s64 timeout_ns;
+	__u32 status;
+	__u32 device_status;
+	__u32 error_offset;
+	__u32 pad;
+};
+
+#define DRM_MAIA_CTX_FAULTED		(1u << 0)
+
+/**
+ * struct drm_maia_context_status - this file's context state
+ * @flags: out, DRM_MAIA_CTX_*
+ * @asid: out, the device address space id
+ * @fault_addr: out, faulting address if DRM_MAIA_CTX_FAULTED
+ * @fault_access: out, MAIA_ACCESS_READ/WRITE
+ * @pad: must be 0
+ * @device_resets: out, device resets since this file was opened
+ */
+struct drm_maia_context_status {
+	__u32 flags;
+	__u32 asid;
+	__u64 fault_addr;
+	__u32 fault_access;
+	__u32 pad;
+	__u64 device_resets;
 };
 
 #if defined(__cplusplus)

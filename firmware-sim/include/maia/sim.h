@@ -32,6 +32,12 @@ struct maia_sim_ops {
 	void (*guest_error)(void *opaque, const char *msg);
 	/* Optional: a device event worth tracing, as one line. */
 	void (*trace)(void *opaque, const char *msg);
+	/*
+	 * Optional: queue's shadow tail was set (enabled) or cleared. The glue
+	 * may then route the doorbell through an eventfd and call
+	 * maia_sim_doorbell_kick(). Called from an MMIO write.
+	 */
+	void (*shadow_changed)(void *opaque, unsigned int queue, bool enabled);
 };
 
 struct maia_sim_config {
@@ -61,6 +67,9 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value);
 
 /* Same as writing MAIA_REG_DOORBELL(queue); used by the ioeventfd path. */
 void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail);
+
+/* A doorbell write whose value was not seen (ioeventfd): use the shadow tail. */
+void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue);
 
 /*
  * Full device reset (MAIA_REG_RESET, PCI reset, FLR): waits for the worker to

@@ -22,8 +22,12 @@
 #define MAIA_QUEUE_PRIO_NORMAL		1u
 #define MAIA_QUEUE_PRIO_HIGH		2u
 
-/* ASID 0 is the physical context: addresses are host bus addresses. */
+/*
+ * ASID 0 is the physical context for the kernel driver: an address is a host
+ * bus address, or, with MAIA_PHYS_HBM set, an offset into HBM.
+ */
 #define MAIA_ASID_PHYS			0u
+#define MAIA_PHYS_HBM			(1ull << 63)
 #define MAIA_MAX_ASIDS			256u
 
 struct maia_sq_entry {

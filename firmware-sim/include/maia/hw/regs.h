@@ -3,7 +3,7 @@
  * Maia accelerator hardware ABI: PCI identity, BAR layout, BAR0 register map,
  * interrupt causes and MSI-X vectors.
  *
- * This header set (maia/hw/*.h) is the single source of truth for the
+ * This header set (maia/hw/) is the single source of truth for the
  * device interface. It is shared verbatim by firmware-sim, the QEMU glue, the
  * kernel driver, libmaia and the tests, and described in
  * Documentation/hw/registers.rst. All registers are 32 bits wide,
@@ -129,6 +129,14 @@
 #define     MAIA_Q_STATUS_ERR_DOORBELL	(1u << 1)	/* tail out of range */
 #define     MAIA_Q_STATUS_ERR_DMA	(1u << 2)	/* ring fetch failed */
 #define   MAIA_Q_COMPLETED		0x24u	/* read-only: completions posted */
+/*
+ * Shadow tail (optional, like NVMe's shadow doorbells): bus address of a
+ * 4-byte tail the host keeps in its memory. While set (nonzero), the value
+ * written to the doorbell is ignored and the device reads the tail from
+ * there, which lets the doorbell be a plain eventfd kick (ioeventfd).
+ */
+#define   MAIA_Q_SHADOW_LO		0x28u
+#define   MAIA_Q_SHADOW_HI		0x2cu
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each

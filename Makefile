@@ -1,0 +1,76 @@
+# Maia accelerator stack: top-level build.
+#
+#   make run     set up everything, boot a guest with the device, run work on it
+#   make check   set up everything and run every test; ends with "N passed, N failed"
+#
+# Set-up (apt packages, QEMU source and build, guest kernel, linux-source) is
+# cached in $(MAIA_CACHE), default ~/.cache/maia-stack, keyed by version.
+
+include versions.env
+
+MAIA_CACHE ?= $(HOME)/.cache/maia-stack
+export MAIA_CACHE
+
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+KERNEL_RELEASE := $(GUEST_KERNEL_ABI)-amd64
+KDIR := $(MAIA_CACHE)/kernel-$(GUEST_KERNEL_ABI)/usr/src/linux-headers-$(KERNEL_RELEASE)
+LINUX_SRC := $(MAIA_CACHE)/linux-source-$(GUEST_KERNEL_DEB_VERSION)
+QEMU_BUILD := $(MAIA_CACHE)/qemu-build-$(QEMU_UPSTREAM_VERSION)
+JOBS ?= 2
+
+.PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
+	userspace kselftest unit-tests run check bench lint clean
+
+all: firmware-sim driver userspace kselftest
+
+# --- set-up -----------------------------------------------------------------
+setup: deps guest-kernel linux-source qemu
+
+deps:
+	@qemu/setup/deps.sh
+
+guest-kernel: deps
+	@qemu/setup/guest-kernel.sh
+
+linux-source: deps
+	@qemu/setup/linux-source.sh
+
+qemu: deps
+	@qemu/setup/qemu.sh
+
+# --- the stack --------------------------------------------------------------
+firmware-sim: deps
+	@$(MAKE) --no-print-directory -C firmware-sim BUILD=$(BUILD)/firmware-sim -j$(JOBS)
+
+firmware: firmware-sim
+
+driver: guest-kernel
+	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) W=1 -j$(JOBS) modules
+
+userspace: deps
+	@$(MAKE) --no-print-directory -C userspace BUILD=$(BUILD)/userspace -j$(JOBS)
+
+kselftest: linux-source
+	@$(MAKE) --no-print-directory -C tests/kselftest/maia OUTPUT=$(BUILD)/kselftest \
+		KSFT_DIR=$(LINUX_SRC)/tools/testing/selftests -j$(JOBS)
+
+unit-tests: firmware-sim
+	@$(MAKE) --no-print-directory -C tests/unit BUILD=$(BUILD)/unit -j$(JOBS)
+
+# --- what users run ---------------------------------------------------------
+run: setup all
+	@qemu/run-guest --no-build -- /usr/share/maia/run-demo
+
+check: setup all unit-tests
+	@tests/run-all
+
+bench: setup all
+	@tests/run-bench
+
+lint: guest-kernel linux-source
+	@tests/lint/kernel-style
+
+clean:
+	rm -rf $(BUILD)
+	-$(MAKE) -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1

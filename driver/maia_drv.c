@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: PCI probe and remove, the DRM accel device and
+ * its ioctl table.
+ */
+
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/maia_accel.h>
+#include <linux/compat.h>
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/nospec.h>
+#include <linux/pci.h>
+
+#include "maia_fw.h"
+#include "maia_hw.h"
+#include "maia_irq.h"
+#include "maia_queue.h"
+#include "maia_sysfs.h"
+
+static int maia_get_param_ioctl(struct drm_device *drm, void *data,
+				struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	struct pci_dev *pdev = to_pci_dev(drm->dev);
+	struct drm_maia_get_param *args = data;
+	u64 value;
+	int idx;
+
+	if (args->index)
+		return -EINVAL;
+
+	switch (args->param) {
+	case DRM_MAIA_PARAM_DEVICE_ID:
+		value = (u32)pdev->vendor << 16 | pdev->device;
+		break;
+	case DRM_MAIA_PARAM_REVISION:
+		value = mdev->hw.revision;
+		break;
+	case DRM_MAIA_PARAM_FW_VERSION:
+		value = mdev->fw.version;
+		break;
+	case DRM_MAIA_PARAM_FW_ABI:
+		value = mdev->fw.abi;
+		break;
+	case DRM_MAIA_PARAM_HBM_SIZE:
+		value = mdev->hw.hbm_size;
+		break;
+	case DRM_MAIA_PARAM_NUM_CLUSTERS:
+		value = mdev->hw.clusters;
+		break;
+	case DRM_MAIA_PARAM_TILES_PER_CLUSTER:
+		value = mdev->hw.tiles_per_cluster;
+		break;
+	case DRM_MAIA_PARAM_DTYPES:
+		value = mdev->hw.dtypes;
+		break;
+	case DRM_MAIA_PARAM_NUM_QUEUES:
+		value = mdev->hw.num_queues;
+		break;
+	case DRM_MAIA_PARAM_CAPABILITIES:
+		value = mdev->hw.caps;
+		break;
+	case DRM_MAIA_PARAM_SRAM_KIB:
+		value = mdev->hw.sram_kib;
+		break;
+	case DRM_MAIA_PARAM_PCI_BDF:
+		value = (u64)pci_domain_nr(pdev->bus) << 16 |
+			pdev->bus->number << 8 | pdev->devfn;
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	/* The values are cached, but a device that is gone answers nothing. */
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	args->value = value;
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static const struct drm_ioctl_desc maia_drm_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(MAIA_GET_PARAM, maia_get_param_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_PING, maia_ping_ioctl, 0),
+};
+
+/*
+ * drm_ioctl() zero-extends or truncates a driver ioctl whose size differs
+ * from the table's and drops the copy in or out when the direction bits
+ * differ. The uAPI promises -EINVAL instead, so a driver ioctl must match
+ * its table entry exactly; unknown driver numbers fail the same way.
+ */
+static bool maia_ioctl_cmd_valid(unsigned int cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+	unsigned int index;
+
+	if (nr < DRM_COMMAND_BASE || nr >= DRM_COMMAND_END)
+		return true;	/* DRM core ioctl: the core checks it */
+
+	index = nr - DRM_COMMAND_BASE;
+	if (index >= ARRAY_SIZE(maia_drm_ioctls))
+		return false;
+	index = array_index_nospec(index, ARRAY_SIZE(maia_drm_ioctls));
+	return cmd == maia_drm_ioctls[index].cmd;
+}
+
+static long maia_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (!maia_ioctl_cmd_valid(cmd))
+		return -EINVAL;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+/* Every maia uAPI struct has the same layout for 32-bit callers. */
+static long maia_compat_ioctl(struct file *filp, unsigned int cmd,
+			      unsigned long arg)
+{
+	if (!maia_ioctl_cmd_valid(cmd))
+		return -EINVAL;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define maia_compat_ioctl NULL
+#endif
+
+/* DEFINE_DRM_ACCEL_FOPS(), with the ioctl entry points checked first. */
+static const struct file_operations maia_fops = {
+	.owner		= THIS_MODULE,
+	.open		= accel_open,
+	.release	= drm_release,
+	.unlocked_ioctl	= maia_ioctl,
+	.compat_ioctl	= maia_compat_ioctl,
+	.poll		= drm_poll,
+	.read		= drm_read,
+	.llseek		= noop_llseek,
+	.mmap		= drm_gem_mmap,
+	.fop_flags	= FOP_UNSIGNED_OFFSET,
+};
+
+static const struct drm_driver maia_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.ioctls = maia_drm_ioctls,
+	.num_ioctls = ARRAY_SIZE(maia_drm_ioctls),
+	.fops = &maia_fops,
+	.name = MAIA_DRIVER_NAME,
+	.desc = MAIA_DRIVER_DESC,
+	.major = MAIA_DRIVER_MAJOR,
+	.minor = 0,
+};
+
+/*
+ * Managed action, runs on probe failure and after remove: stops the device
+ * touching host memory and raising interrupts before the rings and vectors
+ * it used are released (they were allocated earlier, so are freed later).
+ */
+static void maia_device_quiesce(void *arg)
+{
+	struct maia_device *mdev = arg;
+
+	maia_irq_disable(mdev);
+	maia_queue_disable(&mdev->kq);
+	if (maia_hw_reset(mdev))
+		maia_warn(mdev, "device did not come out of reset\n");
+	maia_irq_sync(mdev);
+}
+
+static int maia_pci_init(struct maia_device *mdev)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret) {
+		maia_err(mdev, "cannot enable the PCI device: %pe\n", ERR_PTR(ret));
+		return ret;
+	}
+
+	if (pci_resource_len(pdev, MAIA_BAR_REGS) < MAIA_BAR0_SIZE) {
+		maia_err(mdev, "BAR%d is %llu bytes, expected at least %#x\n",
+			 MAIA_BAR_REGS,
+			 (u64)pci_resource_len(pdev, MAIA_BAR_REGS),
+			 MAIA_BAR0_SIZE);
+		return -ENODEV;
+	}
+	mdev->regs = pcim_iomap_region(pdev, MAIA_BAR_REGS, MAIA_DRIVER_NAME);
+	if (IS_ERR(mdev->regs)) {
+		ret = PTR_ERR(mdev->regs);
+		maia_err(mdev, "cannot map BAR%d: %pe\n", MAIA_BAR_REGS, mdev->regs);
+		return ret;
+	}
+
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret) {
+		maia_err(mdev, "no 64-bit DMA: %pe\n", ERR_PTR(ret));
+		return ret;
+	}
+	pci_set_master(pdev);
+	return 0;
+}
+
+static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct maia_device *mdev;
+	int ret;
+
+	mdev = devm_drm_dev_alloc(&pdev->dev, &maia_drm_driver,
+				  struct maia_device, drm);
+	if (IS_ERR(mdev))
+		return PTR_ERR(mdev);
+	pci_set_drvdata(pdev, mdev);
+	init_completion(&mdev->fw.boot_done);
+	spin_lock_init(&mdev->fault_lock);
+	mdev->kq.mdev = mdev;
+	mdev->kq.index = MAIA_KQ_INDEX;
+
+	ret = maia_pci_init(mdev);
+	if (ret)
+		return ret;
+
+	ret = maia_hw_identify(mdev);
+	if (ret)
+		return ret;
+
+	/* Start from WAIT_FW even if an earlier driver left firmware running. */
+	maia_wr(mdev, MAIA_REG_INT_MASK, MAIA_INT_ALL);
+	ret = maia_hw_reset(mdev);
+	if (ret) {
+		maia_err(mdev, "device did not come out of reset\n");
+		return ret;
+	}
+
+	ret = maia_irq_init(mdev);
+	if (ret)
+		return ret;
+
+	ret = maia_queue_init(mdev, &mdev->kq, MAIA_KQ_INDEX, MAIA_KQ_ENTRIES);
+	if (ret)
+		return ret;
+
+	ret = devm_add_action_or_reset(&pdev->dev, maia_device_quiesce, mdev);
+	if (ret)
+		return ret;
+
+	maia_irq_enable(mdev);
+
+	ret = maia_fw_boot(mdev);
+	if (ret)
+		return ret;
+
+	ret = maia_queue_enable(&mdev->kq);
+	if (ret)
+		return ret;
+
+	ret = drm_dev_register(&mdev->drm, 0);
+	if (ret) {
+		maia_err(mdev, "cannot register the accel device: %pe\n", ERR_PTR(ret));
+		return ret;
+	}
+
+	maia_info(mdev, "Maia rev %u.%u: %ux%u tiles, %llu MiB HBM, %u queues, accel%d\n",
+		  mdev->hw.revision >> 8 & 0xff, mdev->hw.revision & 0xff,
+		  mdev->hw.clusters, mdev->hw.tiles_per_cluster,
+		  mdev->hw.hbm_size >> 20, mdev->hw.num_queues,
+		  mdev->drm.accel->index);
+	return 0;
+}
+
+/* Users still holding the device see -ENODEV; managed actions do the rest. */
+static void maia_remove(struct pci_dev *pdev)
+{
+	struct maia_device *mdev = pci_get_drvdata(pdev);
+
+	drm_dev_unplug(&mdev->drm);
+}
+
+static const struct pci_device_id maia_pci_ids[] = {
+	{ PCI_DEVICE(MAIA_PCI_VENDOR_ID, MAIA_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, maia_pci_ids);
+
+static struct pci_driver maia_pci_driver = {
+	.name = MAIA_DRIVER_NAME,
+	.id_table = maia_pci_ids,
+	.probe = maia_probe,
+	.remove = maia_remove,
+	.dev_groups = maia_sysfs_groups,
+};
+module_pci_driver(maia_pci_driver);
+
+MODULE_DESCRIPTION("Maia accelerator DRM accel driver");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: the device structure shared by all driver files,
+ * and logging wrappers.
+ */
+#ifndef __MAIA_DRV_H__
+#define __MAIA_DRV_H__
+
+#include <drm/drm_device.h>
+#include <drm/drm_print.h>
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/device.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+
+#include <maia/hw/queue.h>
+
+#define MAIA_DRIVER_DESC	"Maia accelerator"
+
+/* The hardware ABI structures are little-endian and used as they are. */
+#ifndef __LITTLE_ENDIAN
+#error "maia: the device ABI is little-endian; big-endian hosts need conversions"
+#endif
+
+/* Entries in the kernel queue: enough for driver work, one page of SQ. */
+#define MAIA_KQ_ENTRIES		64u
+#define MAIA_KQ_INDEX		0u
+
+/* What the device reports about itself in its identification registers. */
+struct maia_hw_info {
+	u32 revision;		/* MAIA_REG_REVISION, major << 8 | minor */
+	u32 caps;		/* MAIA_CAP_* */
+	u32 dtypes;		/* 1 << MAIA_DTYPE_* */
+	u32 clusters;
+	u32 tiles_per_cluster;
+	u32 num_queues;
+	u32 sram_kib;		/* per cluster */
+	u32 msix_vectors;
+	u64 hbm_size;		/* bytes */
+};
+
+/* The firmware that is running, valid once probe has booted it. */
+struct maia_fw_info {
+	const char *name;	/* file it was loaded from */
+	u32 version;		/* MAIA_REG_FW_VERSION: MAIA_FW_VERSION() */
+	u32 abi;		/* MAIA_REG_FW_ABI: major << 16 | minor */
+	char build_id[32];
+	struct completion boot_done;	/* signalled by MAIA_INT_BOOT_DONE */
+};
+
+/* A completion drained from a queue by its interrupt thread. */
+struct maia_queue_done {
+	struct maia_cq_entry cqe;
+	ktime_t handled;	/* host time the interrupt thread saw it */
+};
+
+/*
+ * A hardware queue owned by the kernel. Slot i of the completion array
+ * belongs to slot i of the submission ring.
+ *
+ * @submitted and @completed count jobs since the queue was enabled; slot
+ * n % @entries holds job n. @submitted is written under @lock and published
+ * with a release store; @completed and @done are written only by the
+ * queue's interrupt thread and published with a release store of @completed.
+ */
+struct maia_queue {
+	struct maia_device *mdev;
+	unsigned int index;
+	u32 entries;			/* power of two */
+	struct maia_sq_entry *sq;
+	dma_addr_t sq_dma;
+	struct maia_cq_entry *cq;
+	dma_addr_t cq_dma;
+	bool enabled;
+	/* Serializes submitters: protects sq[], the clearing of cq[], @submitted. */
+	struct mutex lock;
+	u64 submitted;
+	u64 completed;
+	struct maia_queue_done done[MAIA_KQ_ENTRIES];
+	wait_queue_head_t done_wq;	/* woken when @completed moves */
+};
+
+/* An MMU fault as the device recorded it, captured by the hard IRQ handler. */
+struct maia_fault_record {
+	u32 info;			/* MAIA_REG_FAULT_INFO */
+	u64 addr;
+};
+
+struct maia_device {
+	struct drm_device drm;
+	void __iomem *regs;		/* BAR0 */
+	struct maia_hw_info hw;
+	struct maia_fw_info fw;
+
+	/* MAIA_INT_* causes acked by the hard handler, not yet handled by the thread. */
+	atomic_t irq_causes;
+	/* Protects @fault between the hard IRQ handler and the IRQ thread. */
+	spinlock_t fault_lock;
+	struct maia_fault_record fault;
+
+	struct maia_queue kq;		/* kernel queue for driver work */
+};
+
+static inline struct maia_device *to_maia_device(struct drm_device *drm)
+{
+	return container_of(drm, struct maia_device, drm);
+}
+
+/*
+ * Logging: errors and warnings go through dev_* on the PCI device so that a
+ * user sees "maia 0000:00:03.0: <message>", the debug messages through the
+ * DRM "driver" debug category (drm.debug=0x2, or dynamic debug).
+ */
+#define maia_err(mdev, fmt, ...) \
+	dev_err((mdev)->drm.dev, fmt, ##__VA_ARGS__)
+#define maia_err_ratelimited(mdev, fmt, ...) \
+	dev_err_ratelimited((mdev)->drm.dev, fmt, ##__VA_ARGS__)
+#define maia_warn(mdev, fmt, ...) \
+	dev_warn((mdev)->drm.dev, fmt, ##__VA_ARGS__)
+#define maia_warn_ratelimited(mdev, fmt, ...) \
+	dev_warn_ratelimited((mdev)->drm.dev, fmt, ##__VA_ARGS__)
+#define maia_info(mdev, fmt, ...) \
+	dev_info((mdev)->drm.dev, fmt, ##__VA_ARGS__)
+#define maia_dbg(mdev, fmt, ...) \
+	drm_dbg_driver(&(mdev)->drm, "%s(): " fmt, __func__, ##__VA_ARGS__)
+
+#endif /* __MAIA_DRV_H__ */

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: MSI-X vectors and the event interrupt.
+ *
+ * Vector MAIA_VEC_EVENT carries the causes in MAIA_REG_INT_STATUS (boot
+ * done, mailbox, faults); vector MAIA_VEC_QUEUE(q) says queue q posted
+ * completions. Every hard handler only acknowledges and wakes its thread;
+ * the work happens in the threads.
+ */
+
+#include <linux/bitfield.h>
+#include <linux/interrupt.h>
+#include <linux/pci.h>
+
+#include "maia_hw.h"
+#include "maia_irq.h"
+#include "maia_queue.h"
+
+static irqreturn_t maia_irq_event(int irq, void *arg)
+{
+	struct maia_device *mdev = arg;
+	u32 causes;
+
+	causes = maia_rd(mdev, MAIA_REG_INT_STATUS);
+	if (!causes)
+		return IRQ_NONE;
+
+	/* The fault record is only valid until its cause is cleared. */
+	if (causes & MAIA_INT_MMU_FAULT) {
+		spin_lock(&mdev->fault_lock);
+		mdev->fault.info = maia_rd(mdev, MAIA_REG_FAULT_INFO);
+		mdev->fault.addr = maia_rd(mdev, MAIA_REG_FAULT_ADDR_LO) |
+				   (u64)maia_rd(mdev, MAIA_REG_FAULT_ADDR_HI) << 32;
+		spin_unlock(&mdev->fault_lock);
+	}
+
+	maia_wr(mdev, MAIA_REG_INT_STATUS, causes);
+	atomic_or(causes, &mdev->irq_causes);
+	return IRQ_WAKE_THREAD;
+}
+
+static void maia_irq_report_fault(struct maia_device *mdev)
+{
+	struct maia_fault_record fault;
+
+	spin_lock_irq(&mdev->fault_lock);
+	fault = mdev->fault;
+	spin_unlock_irq(&mdev->fault_lock);
+
+	maia_err_ratelimited(mdev, "MMU fault: asid %u queue %u %s at %#llx\n",
+			     FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info),
+			     FIELD_GET(MAIA_FAULT_QUEUE_MASK, fault.info),
+			     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info) ==
+			     MAIA_ACCESS_WRITE ? "write" : "read",
+			     fault.addr);
+}
+
+static irqreturn_t maia_irq_event_thread(int irq, void *arg)
+{
+	struct maia_device *mdev = arg;
+	u32 causes = atomic_xchg(&mdev->irq_causes, 0);
+
+	if (causes & MAIA_INT_BOOT_DONE)
+		complete(&mdev->fw.boot_done);
+	if (causes & MAIA_INT_MBOX_DONE)
+		maia_dbg(mdev, "mailbox done\n");
+	if (causes & MAIA_INT_MMU_FAULT)
+		maia_irq_report_fault(mdev);
+	if (causes & MAIA_INT_QUEUE_ERROR)
+		maia_queue_report_error(&mdev->kq);
+	if (causes & MAIA_INT_FW_ERROR)
+		maia_err_ratelimited(mdev, "firmware reported an internal error\n");
+	if (causes & MAIA_INT_THERMAL)
+		maia_warn_ratelimited(mdev, "thermal event\n");
+
+	return IRQ_HANDLED;
+}
+
+/* Queue vectors have no status register: the completion array says it all. */
+static irqreturn_t maia_irq_queue(int irq, void *arg)
+{
+	return IRQ_WAKE_THREAD;
+}
+
+static irqreturn_t maia_irq_queue_thread(int irq, void *arg)
+{
+	maia_queue_drain(arg);
+	return IRQ_HANDLED;
+}
+
+/*
+ * Allocates one vector for events and one per hardware queue, and installs
+ * handlers for the event vector and the kernel queue; the other queue
+ * vectors wait for the queues that will use them. All of it is managed:
+ * released after remove, handlers before vectors.
+ */
+int maia_irq_init(struct maia_device *mdev)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+	unsigned int nvec = MAIA_NUM_VECTORS(mdev->hw.num_queues);
+	int ret;
+
+	ret = pci_alloc_irq_vectors(pdev, nvec, nvec, PCI_IRQ_MSIX);
+	if (ret < 0) {
+		maia_err(mdev, "cannot allocate %u MSI-X vectors: %pe\n",
+			 nvec, ERR_PTR(ret));
+		return ret;
+	}
+
+	ret = devm_request_threaded_irq(&pdev->dev, pci_irq_vector(pdev, MAIA_VEC_EVENT),
+					maia_irq_event, maia_irq_event_thread,
+					0, "maia-event", mdev);
+	if (ret) {
+		maia_err(mdev, "cannot request the event interrupt: %pe\n", ERR_PTR(ret));
+		return ret;
+	}
+
+	ret = devm_request_threaded_irq(&pdev->dev,
+					pci_irq_vector(pdev, MAIA_VEC_QUEUE(mdev->kq.index)),
+					maia_irq_queue, maia_irq_queue_thread,
+					0, "maia-kq", &mdev->kq);
+	if (ret) {
+		maia_err(mdev, "cannot request the kernel queue interrupt: %pe\n",
+			 ERR_PTR(ret));
+		return ret;
+	}
+
+	return 0;
+}
+
+/* Unmasks every event cause, dropping any left over from before. */
+void maia_irq_enable(struct maia_device *mdev)
+{
+	maia_wr(mdev, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+	maia_wr(mdev, MAIA_REG_INT_MASK, 0);
+}
+
+void maia_irq_disable(struct maia_device *mdev)
+{
+	maia_wr(mdev, MAIA_REG_INT_MASK, MAIA_INT_ALL);
+}
+
+/* Waits for running handlers, hard and threaded, to finish. */
+void maia_irq_sync(struct maia_device *mdev)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+
+	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
+	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_QUEUE(mdev->kq.index)));
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: kernel-owned hardware queues and the PING ioctl.
+ *
+ * The driver fills submission entries at the tail and writes the new tail
+ * to the queue's doorbell; the device writes the completion entry of the
+ * same slot with MAIA_CQE_VALID set and raises the queue's vector; the
+ * interrupt thread drains completions in order and wakes the waiters.
+ */
+
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+#include <drm/maia_accel.h>
+#include <linux/bitfield.h>
+#include <linux/dma-mapping.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+
+#include "maia_hw.h"
+#include "maia_queue.h"
+
+static unsigned int maia_ping_timeout_ms = 1000;
+module_param_named(ping_timeout_ms, maia_ping_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(ping_timeout_ms, "Time a PING may take before it fails, in ms (default 1000)");
+
+/* Allocates the rings (managed); the queue stays disabled until enabled. */
+int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
+		    unsigned int index, u32 entries)
+{
+	struct device *dev = mdev->drm.dev;
+	int ret;
+
+	if (WARN_ON(!is_power_of_2(entries) || entries > ARRAY_SIZE(q->done) ||
+		    entries < MAIA_QUEUE_MIN_ENTRIES))
+		return -EINVAL;
+
+	q->mdev = mdev;
+	q->index = index;
+	q->entries = entries;
+	init_waitqueue_head(&q->done_wq);
+	ret = drmm_mutex_init(&mdev->drm, &q->lock);
+	if (ret)
+		return ret;
+
+	q->sq = dmam_alloc_coherent(dev, entries * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
+	q->cq = dmam_alloc_coherent(dev, entries * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
+	if (!q->sq || !q->cq) {
+		maia_err(mdev, "cannot allocate rings for queue %u\n", index);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Points the device at the rings and enables the queue, both from slot 0. */
+int maia_queue_enable(struct maia_queue *q)
+{
+	struct maia_device *mdev = q->mdev;
+	unsigned int i = q->index;
+	u32 status;
+
+	q->submitted = 0;
+	q->completed = 0;
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SQ_LO), lower_32_bits(q->sq_dma));
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SQ_HI), upper_32_bits(q->sq_dma));
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CQ_LO), lower_32_bits(q->cq_dma));
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CQ_HI), upper_32_bits(q->cq_dma));
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SIZE), q->entries);
+	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
+		FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, MAIA_QUEUE_PRIO_NORMAL));
+
+	status = maia_rd(mdev, MAIA_REG_Q(i, MAIA_Q_STATUS));
+	if (status) {
+		maia_err(mdev, "queue %u refused its configuration (status %#x)\n",
+			 i, status);
+		maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CTRL), 0);
+		return -EIO;
+	}
+	WRITE_ONCE(q->enabled, true);
+	return 0;
+}
+
+void maia_queue_disable(struct maia_queue *q)
+{
+	WRITE_ONCE(q->enabled, false);
+	maia_wr(q->mdev, MAIA_REG_Q(q->index, MAIA_Q_CTRL), 0);
+}
+
+/*
+ * Interrupt thread: moves completions, in order, from the device's array
+ * to @done, up to the last job submitted. Only this thread writes
+ * @completed, so no lock is needed against itself.
+ */
+void maia_queue_drain(struct maia_queue *q)
+{
+	u64 submitted = smp_load_acquire(&q->submitted);
+	u64 completed = q->completed;
+	bool progress = false;
+
+	if (!READ_ONCE(q->enabled))
+		return;
+
+	while (completed < submitted) {
+		u32 slot = completed & (q->entries - 1);
+		struct maia_cq_entry *cqe = &q->cq[slot];
+
+		if (!(READ_ONCE(cqe->flags) & MAIA_CQE_VALID))
+			break;
+		/* Read the entry only after seeing the device set VALID. */
+		dma_rmb();
+		q->done[slot].cqe = *cqe;
+		q->done[slot].handled = ktime_get();
+		completed++;
+		/* Publish done[slot] before the count that makes it visible. */
+		smp_store_release(&q->completed, completed);
+		progress = true;
+	}
+
+	if (progress)
+		wake_up_all(&q->done_wq);
+}
+
+void maia_queue_report_error(struct maia_queue *q)
+{
+	struct maia_device *mdev = q->mdev;
+
+	maia_err_ratelimited(mdev, "queue %u error: status %#x head %u tail %u\n",
+			     q->index,
+			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS)),
+			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
+			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_TAIL)));
+}
+
+/*
+ * Submits a NOP carrying @job_id and waits for its completion. A job whose
+ * waiter timed out stays accounted: it is drained when the device gets to
+ * it, and later jobs wait for their own slot.
+ */
+static int maia_queue_nop(struct maia_queue *q, u64 job_id,
+			  struct maia_queue_done *done, ktime_t *doorbell_time)
+{
+	struct maia_device *mdev = q->mdev;
+	struct maia_sq_entry *sqe;
+	u64 seq;
+	u32 slot;
+	long left;
+	int ret;
+
+	ret = mutex_lock_interruptible(&q->lock);
+	if (ret)
+		return ret;
+
+	/* One slot stays empty: HEAD == TAIL means an empty ring to the device. */
+	if (q->submitted - smp_load_acquire(&q->completed) >= q->entries - 1) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+
+	slot = q->submitted & (q->entries - 1);
+	memset(&q->cq[slot], 0, sizeof(q->cq[slot]));
+	sqe = &q->sq[slot];
+	*sqe = (struct maia_sq_entry) {
+		.asid = MAIA_ASID_PHYS,
+		.flags = MAIA_SQE_NOP,
+		.job_id = job_id,
+	};
+	seq = q->submitted + 1;
+	/* The interrupt thread may drain up to this job once it is published. */
+	smp_store_release(&q->submitted, seq);
+
+	*doorbell_time = ktime_get();
+	maia_wr(mdev, MAIA_REG_DOORBELL(q->index), seq & (q->entries - 1));
+
+	left = wait_event_interruptible_timeout(q->done_wq,
+						smp_load_acquire(&q->completed) >= seq,
+						msecs_to_jiffies(maia_ping_timeout_ms));
+	if (left < 0) {
+		ret = left;
+		goto out_unlock;
+	}
+	if (!left) {
+		maia_err_ratelimited(mdev, "queue %u: job %llu not completed within %u ms (head %u completed %u status %#x)\n",
+				     q->index, seq, maia_ping_timeout_ms,
+				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
+				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_COMPLETED)),
+				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS)));
+		ret = -ETIMEDOUT;
+		goto out_unlock;
+	}
+
+	/* Nobody else submits while we hold the lock, so the slot is ours. */
+	*done = q->done[slot];
+	if (done->cqe.status != MAIA_STATUS_OK) {
+		maia_err_ratelimited(mdev, "queue %u: NOP job %llu failed with status %u\n",
+				     q->index, seq, done->cqe.status);
+		ret = -EIO;
+	}
+
+out_unlock:
+	mutex_unlock(&q->lock);
+	return ret;
+}
+
+int maia_ping_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	struct drm_maia_ping *args = data;
+	struct maia_queue_done done;
+	ktime_t doorbell_time;
+	int ret, idx;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = maia_queue_nop(&mdev->kq, args->cookie, &done, &doorbell_time);
+	drm_dev_exit(idx);
+	if (ret)
+		return ret;
+
+	args->echo = done.cqe.job_id;
+	args->round_trip_ns = ktime_to_ns(ktime_sub(done.handled, doorbell_time));
+	args->device_ns = done.cqe.end_ns;
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: kernel-owned hardware queues and the PING ioctl.
+ */
+#ifndef __MAIA_QUEUE_H__
+#define __MAIA_QUEUE_H__
+
+#include "maia_drv.h"
+
+struct drm_file;
+
+int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
+		    unsigned int index, u32 entries);
+int maia_queue_enable(struct maia_queue *q);
+void maia_queue_disable(struct maia_queue *q);
+void maia_queue_drain(struct maia_queue *q);
+void maia_queue_report_error(struct maia_queue *q);
+
+int maia_ping_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __MAIA_QUEUE_H__ */

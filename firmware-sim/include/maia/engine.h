@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim internal interface between the command processor and the
+ * engines that run commands (tensor engine, DMA engine).
+ *
+ * The command processor owns the job's address space. Engines never see
+ * host or HBM pointers for device VAs: they copy operands in and results
+ * out through struct maia_job_mem, which walks the job's page tables and
+ * reports faults. The engine returns a MAIA_STATUS_* code.
+ */
+#ifndef MAIA_ENGINE_H
+#define MAIA_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maia/hw/cmd.h"
+
+struct maia_job_mem {
+	void *opaque;
+	/* Return MAIA_STATUS_OK, MAIA_STATUS_MMU_FAULT or MAIA_STATUS_DMA_ERROR. */
+	int (*read)(void *opaque, uint64_t va, void *buf, size_t len);
+	int (*write)(void *opaque, uint64_t va, const void *buf, size_t len);
+};
+
+/* Work counters one command adds to, for telemetry. */
+struct maia_op_stats {
+	uint64_t flops;
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	uint64_t busy_ns;		/* summed over tiles */
+};
+
+struct maia_tensor_engine;
+
+struct maia_tensor_config {
+	unsigned int clusters;
+	unsigned int tiles_per_cluster;
+	unsigned int sram_kib;		/* per cluster */
+	unsigned int threads;		/* host threads; 0 = one per host CPU */
+};
+
+struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg);
+void maia_tensor_destroy(struct maia_tensor_engine *te);
+
+/* True if opcode is a tensor operation this engine runs. */
+int maia_tensor_handles(uint16_t opcode);
+
+/*
+ * Run one tensor command (cmd->size bytes, already copied from the command
+ * buffer and size-checked against the buffer). Returns MAIA_STATUS_*.
+ */
+int maia_tensor_exec(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		     const struct maia_job_mem *mem, struct maia_op_stats *stats);
+
+#endif /* MAIA_ENGINE_H */

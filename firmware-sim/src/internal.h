@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim internals: the device state shared by the register file,
+ * boot, mailbox, MMU, scheduler and command processor.
+ *
+ * Threads: the host thread (MMIO, doorbells, reset) and one device worker
+ * thread. sim->lock guards the register-visible state; the worker drops it
+ * while it runs work (DMA, jobs). Callbacks that may take host locks
+ * (raise_irq, dma_*, shadow_changed) are never called with sim->lock held;
+ * guest_error and trace may be.
+ */
+#ifndef MAIA_FWSIM_INTERNAL_H
+#define MAIA_FWSIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "maia/engine.h"
+#include "maia/hw/boot.h"
+#include "maia/hw/cmd.h"
+#include "maia/hw/mbox.h"
+#include "maia/hw/mmu.h"
+#include "maia/hw/queue.h"
+#include "maia/hw/regs.h"
+#include "maia/sim.h"
+
+#include "crc32.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "firmware-sim copies little-endian device structures directly"
+#endif
+
+#define MAIA_TLB_ENTRIES	16u
+#define MAIA_FW_NAME_MAX	64u
+#define MAIA_BOUNCE_SIZE	(256u * 1024u)	/* DMA copy chunk */
+#define MAIA_DEFAULT_QUANTUM_US	2000u
+#define MAIA_MAX_POWER_CAP_MW	1000000u	/* 1 kW */
+
+/* Parameters the firmware image sets (TLV records). */
+struct maia_fw_params {
+	char name[MAIA_FW_NAME_MAX];
+	uint32_t clock_mhz;
+	uint32_t tdp_w;
+	uint64_t opcodes;		/* bit n: opcode n < 64 enabled */
+	uint32_t quantum_us;		/* scheduler time slice */
+};
+
+struct maia_tlb_entry {
+	uint64_t va_base;		/* page-aligned VA; valid if size != 0 */
+	uint64_t size;			/* page size, 0 = empty slot */
+	uint64_t pte;			/* leaf entry */
+};
+
+/* One device address space (ASID != 0). */
+struct maia_asid_ctx {
+	uint64_t root;			/* HBM offset of the L0 table */
+	bool enabled;
+	unsigned int next_victim;	/* round-robin TLB replacement */
+	struct maia_tlb_entry tlb[MAIA_TLB_ENTRIES];
+};
+
+enum maia_job_state {
+	MAIA_JOB_IDLE,			/* no job fetched */
+	MAIA_JOB_RUNNING,		/* fetched; runnable (may have yielded) */
+	MAIA_JOB_SEM_WAIT,		/* parked on a semaphore */
+	MAIA_JOB_HUNG,			/* injected hang: only reset ends it */
+};
+
+/* The job in flight on a queue. Touched by the worker only (and by reset
+ * while the worker is parked). */
+struct maia_job {
+	enum maia_job_state state;
+	struct maia_sq_entry sqe;
+	uint32_t index;			/* SQ/CQ slot */
+	uint32_t offset;		/* next command in the buffer */
+	uint64_t start_ns;
+	uint32_t sem_index;		/* MAIA_JOB_SEM_WAIT */
+	uint32_t sem_value;
+	uint64_t deadline_ns;
+	uint64_t gen;			/* queue generation it was fetched in */
+	uint64_t cq;			/* CQ base, snapshot at fetch */
+};
+
+struct maia_queue {
+	/* Registers, under sim->lock. */
+	uint64_t sq, cq, shadow;
+	uint32_t size, ctrl, head, tail, status, completed;
+	bool enabled;			/* ENABLE accepted (config valid) */
+	bool kicked;			/* shadow tail must be re-read */
+	bool inject_hang, inject_fault;
+	uint64_t gen;			/* bumped on every enable/disable */
+	/* Worker-owned. */
+	struct maia_job job;
+};
+
+struct maia_sim {
+	struct maia_sim_config cfg;
+	struct maia_sim_ops ops;
+	void *opaque;
+	struct maia_tensor_engine *te;
+	pthread_t worker;
+
+	/*
+	 * lock protects every register field below, the queues' register
+	 * fields and the worker handshake flags. work_cond wakes the worker;
+	 * idle_cond wakes host threads waiting in reset or drain.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t work_cond;
+	pthread_cond_t idle_cond;
+	bool stop;			/* destroy: worker exits */
+	bool reset_req;			/* reset: worker parks (read atomically in long ops) */
+	bool worker_busy;		/* worker is running work outside the lock */
+	bool worker_idle;		/* nothing runnable and no timed waits */
+	uint64_t work_seq;		/* bumped on every new piece of work */
+
+	uint32_t scratch;
+	uint32_t boot_status, boot_error, boot_size;
+	uint64_t boot_addr;
+	bool boot_pending;
+	uint32_t fw_version, fw_abi;
+	uint64_t time_base_ns;		/* CLOCK_MONOTONIC at reset (atomic) */
+	uint32_t time_hi_latch;
+	uint32_t int_status, int_mask;
+	uint32_t fault_info;
+	uint64_t fault_addr;
+	uint32_t mbox_cmd, mbox_status;
+	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
+	bool mbox_pending;
+	uint32_t power_cap_mw;
+	struct maia_queue queues[MAIA_MAX_QUEUES];
+	unsigned int rr_next[4];	/* round-robin cursor per priority */
+
+	/* Worker-owned (reset rewrites them while the worker is parked). */
+	struct maia_fw_params fw;
+	uint64_t sems[MAIA_NUM_SEMAPHORES];
+	uint8_t *bounce;		/* MAIA_BOUNCE_SIZE */
+	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
+	size_t cmd_buf_size;
+	struct maia_op_stats stats;
+
+	/* mmu_lock protects ctx[] (roots and TLBs); engine threads may walk. */
+	pthread_mutex_t mmu_lock;
+	struct maia_asid_ctx ctx[MAIA_MAX_ASIDS];
+};
+
+/* sim.c */
+void maia_guest_error(struct maia_sim *sim, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void maia_trace(struct maia_sim *sim, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+uint64_t maia_now_ns(struct maia_sim *sim);
+/* Set interrupt causes; returns true if MAIA_VEC_EVENT must be raised. */
+bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes);
+void maia_raise(struct maia_sim *sim, unsigned int vector);
+void maia_kick_worker_locked(struct maia_sim *sim);
+void maia_sim_reset_state_locked(struct maia_sim *sim);
+
+/* boot.c: runs on the worker. */
+void maia_boot_run(struct maia_sim *sim);
+void maia_fw_params_defaults(struct maia_fw_params *fw);
+
+/* mbox.c: runs on the worker. */
+void maia_mbox_run(struct maia_sim *sim);
+
+/* mmu.c */
+struct maia_as {
+	struct maia_sim *sim;
+	unsigned int asid;
+	/* First fault of the job, for FAULT_INFO/FAULT_ADDR. */
+	bool faulted;
+	uint64_t fault_va;
+	unsigned int fault_access;	/* MAIA_ACCESS_* */
+};
+void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid);
+int maia_as_read(struct maia_as *as, uint64_t va, void *buf, size_t len);
+int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len);
+void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem);
+bool maia_asid_usable(struct maia_sim *sim, unsigned int asid);
+int maia_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root);
+void maia_mmu_invalidate(struct maia_sim *sim, unsigned int asid);
+void maia_mmu_reset(struct maia_sim *sim);
+
+/* cmd.c: runs a job's commands on the worker. */
+enum maia_run_result {
+	MAIA_RUN_DONE,		/* *status and *error_offset are final */
+	MAIA_RUN_PARKED,	/* waiting on a semaphore */
+	MAIA_RUN_YIELD,		/* quantum used up; runnable */
+	MAIA_RUN_STOPPED,	/* reset or queue disable: job abandoned */
+};
+enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
+				  struct maia_job *job, struct maia_as *as,
+				  uint32_t *status, uint32_t *error_offset);
+
+/* sched.c */
+void *maia_worker_main(void *arg);
+void maia_sched_abort_inflight(struct maia_sim *sim);
+bool maia_job_should_stop(struct maia_sim *sim, unsigned int qi,
+			  const struct maia_job *job);
+
+#endif /* MAIA_FWSIM_INTERNAL_H */

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: MIT
+/*
+ * BAR0 register file: decodes MMIO accesses, updates register state under
+ * sim->lock and hands anything slow (boot, mailbox, jobs) to the worker.
+ * Guest mistakes are reported through guest_error and otherwise ignored.
+ */
+#include "internal.h"
+#include "maia/hw/dtype.h"
+
+#define MAIA_CAPS	(MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR | MAIA_CAP_FLR)
+#define MAIA_DTYPES_ALL	((1u << MAIA_DTYPE_COUNT) - 1u)
+
+/* What to do once sim->lock is dropped. */
+struct mmio_effects {
+	bool raise_event;
+	bool reset;
+	int shadow_queue;		/* -1: none */
+	bool shadow_enabled;
+};
+
+static bool is_queue_reg(const struct maia_sim *sim, uint32_t offset,
+			 unsigned int *q, uint32_t *reg)
+{
+	uint32_t end = MAIA_REG_QUEUE_BASE + MAIA_REG_QUEUE_STRIDE * sim->cfg.num_queues;
+
+	if (offset < MAIA_REG_QUEUE_BASE || offset >= end)
+		return false;
+	*q = (offset - MAIA_REG_QUEUE_BASE) / MAIA_REG_QUEUE_STRIDE;
+	*reg = (offset - MAIA_REG_QUEUE_BASE) % MAIA_REG_QUEUE_STRIDE;
+	return true;
+}
+
+static bool is_doorbell(const struct maia_sim *sim, uint32_t offset, unsigned int *q)
+{
+	if (offset < MAIA_REG_DOORBELL_BASE ||
+	    offset >= MAIA_REG_DOORBELL(sim->cfg.num_queues))
+		return false;
+	*q = (offset - MAIA_REG_DOORBELL_BASE) / 4u;
+	return true;
+}
+
+static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
+			   uint32_t *val)
+{
+	const struct maia_queue *q = &sim->queues[qi];
+
+	switch (reg) {
+	case MAIA_Q_SQ_LO:	*val = (uint32_t)q->sq; break;
+	case MAIA_Q_SQ_HI:	*val = (uint32_t)(q->sq >> 32); break;
+	case MAIA_Q_CQ_LO:	*val = (uint32_t)q->cq; break;
+	case MAIA_Q_CQ_HI:	*val = (uint32_t)(q->cq >> 32); break;
+	case MAIA_Q_SIZE:	*val = q->size; break;
+	case MAIA_Q_CTRL:	*val = q->ctrl; break;
+	case MAIA_Q_HEAD:	*val = q->head; break;
+	case MAIA_Q_TAIL:	*val = q->tail; break;
+	case MAIA_Q_STATUS:	*val = q->status; break;
+	case MAIA_Q_COMPLETED:	*val = q->completed; break;
+	case MAIA_Q_SHADOW_LO:	*val = (uint32_t)q->shadow; break;
+	case MAIA_Q_SHADOW_HI:	*val = (uint32_t)(q->shadow >> 32); break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
+{
+	const struct maia_sim_config *cfg = &sim->cfg;
+	uint32_t val = 0;
+	unsigned int q;
+	uint32_t reg;
+	bool ok = true;
+
+	if (offset & 3u) {
+		maia_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
+		return 0;
+	}
+	pthread_mutex_lock(&sim->lock);
+	switch (offset) {
+	case MAIA_REG_ID:		val = MAIA_ID_MAGIC; break;
+	case MAIA_REG_REVISION:		val = MAIA_HW_REVISION; break;
+	case MAIA_REG_CAPS:		val = MAIA_CAPS; break;
+	case MAIA_REG_DTYPES:		val = MAIA_DTYPES_ALL; break;
+	case MAIA_REG_TOPOLOGY:
+		val = (cfg->clusters & MAIA_TOPOLOGY_CLUSTERS_MASK) |
+		      ((cfg->tiles_per_cluster << MAIA_TOPOLOGY_TILES_SHIFT) &
+		       MAIA_TOPOLOGY_TILES_MASK);
+		break;
+	case MAIA_REG_NUM_QUEUES:	val = cfg->num_queues; break;
+	case MAIA_REG_HBM_SIZE_LO:	val = (uint32_t)cfg->hbm_size; break;
+	case MAIA_REG_HBM_SIZE_HI:	val = (uint32_t)(cfg->hbm_size >> 32); break;
+	case MAIA_REG_SRAM_KIB:		val = cfg->sram_kib; break;
+	case MAIA_REG_MSIX_VECTORS:	val = MAIA_NUM_VECTORS(cfg->num_queues); break;
+	case MAIA_REG_RESET:		val = 0; break;	/* write-only */
+	case MAIA_REG_SCRATCH:		val = sim->scratch; break;
+	case MAIA_REG_BOOT_STATUS:	val = sim->boot_status; break;
+	case MAIA_REG_BOOT_ERROR:	val = sim->boot_error; break;
+	case MAIA_REG_BOOT_ADDR_LO:	val = (uint32_t)sim->boot_addr; break;
+	case MAIA_REG_BOOT_ADDR_HI:	val = (uint32_t)(sim->boot_addr >> 32); break;
+	case MAIA_REG_BOOT_SIZE:	val = sim->boot_size; break;
+	case MAIA_REG_BOOT_CTRL:	val = 0; break;	/* write-only */
+	case MAIA_REG_FW_VERSION:	val = sim->fw_version; break;
+	case MAIA_REG_FW_ABI:		val = sim->fw_abi; break;
+	case MAIA_REG_TIME_LO: {
+		uint64_t now = maia_now_ns(sim);
+
+		sim->time_hi_latch = (uint32_t)(now >> 32);
+		val = (uint32_t)now;
+		break;
+	}
+	case MAIA_REG_TIME_HI:		val = sim->time_hi_latch; break;
+	case MAIA_REG_INT_STATUS:	val = sim->int_status; break;
+	case MAIA_REG_INT_MASK:		val = sim->int_mask; break;
+	case MAIA_REG_FAULT_INFO:	val = sim->fault_info; break;
+	case MAIA_REG_FAULT_ADDR_LO:	val = (uint32_t)sim->fault_addr; break;
+	case MAIA_REG_FAULT_ADDR_HI:	val = (uint32_t)(sim->fault_addr >> 32); break;
+	case MAIA_REG_MBOX_CMD:		val = sim->mbox_cmd; break;
+	case MAIA_REG_MBOX_STATUS:	val = sim->mbox_status; break;
+	case MAIA_REG_MBOX_ARG(0):
+	case MAIA_REG_MBOX_ARG(1):
+	case MAIA_REG_MBOX_ARG(2):
+	case MAIA_REG_MBOX_ARG(3):
+		val = sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u];
+		break;
+	case MAIA_REG_MBOX_RESP(0):
+	case MAIA_REG_MBOX_RESP(1):
+	case MAIA_REG_MBOX_RESP(2):
+	case MAIA_REG_MBOX_RESP(3):
+		val = sim->mbox_resp[(offset - MAIA_REG_MBOX_RESP(0)) / 4u];
+		break;
+	default:
+		if (is_queue_reg(sim, offset, &q, &reg))
+			ok = queue_reg_read(sim, q, reg, &val);
+		else if (is_doorbell(sim, offset, &q))
+			val = sim->queues[q].tail;
+		else
+			ok = false;
+		break;
+	}
+	pthread_mutex_unlock(&sim->lock);
+	if (!ok)
+		maia_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
+	return val;
+}
+
+static void read_only(struct maia_sim *sim, uint32_t offset, uint32_t value)
+{
+	maia_guest_error(sim, "maia: write 0x%08x to read-only register 0x%04x ignored",
+			 value, offset);
+}
+
+static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
+{
+	switch (sim->boot_status) {
+	case MAIA_BOOT_STATUS_WAIT_FW:
+		sim->boot_status = MAIA_BOOT_STATUS_LOADING;
+		sim->boot_error = MAIA_BOOT_OK;
+		sim->boot_pending = true;
+		maia_kick_worker_locked(sim);
+		break;
+	case MAIA_BOOT_STATUS_FAILED:
+		maia_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
+		sim->boot_error = MAIA_BOOT_ERR_STATE;
+		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
+		break;
+	default:
+		maia_guest_error(sim, "maia: boot START while firmware is %s; ignored",
+				 sim->boot_status == MAIA_BOOT_STATUS_READY ? "running" : "loading");
+		break;
+	}
+}
+
+static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value)
+{
+	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY) {
+		maia_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
+				 value, sim->mbox_cmd);
+		return;
+	}
+	sim->mbox_cmd = value;
+	sim->mbox_status = MAIA_MBOX_STATUS_BUSY;
+	sim->mbox_pending = true;
+	maia_kick_worker_locked(sim);
+}
+
+static bool queue_config_valid(const struct maia_queue *q)
+{
+	return q->size >= MAIA_QUEUE_MIN_ENTRIES && q->size <= MAIA_QUEUE_MAX_ENTRIES &&
+	       (q->size & (q->size - 1)) == 0 &&
+	       q->sq && q->cq && !(q->sq & 7u) && !(q->cq & 7u);
+}
+
+static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t value,
+			      struct mmio_effects *fx)
+{
+	struct maia_queue *q = &sim->queues[qi];
+	uint32_t prio = (value & MAIA_Q_CTRL_PRIO_MASK) >> MAIA_Q_CTRL_PRIO_SHIFT;
+	bool enable = value & MAIA_Q_CTRL_ENABLE;
+
+	if (value & ~(MAIA_Q_CTRL_ENABLE | MAIA_Q_CTRL_PRIO_MASK)) {
+		maia_guest_error(sim, "maia: queue %u CTRL 0x%08x has undefined bits; ignored",
+				 qi, value);
+		return;
+	}
+	if (prio > MAIA_QUEUE_PRIO_HIGH) {
+		maia_guest_error(sim, "maia: queue %u priority %u out of range; ignored", qi, prio);
+		return;
+	}
+	if (enable && !q->enabled) {
+		q->status = 0;
+		if (!queue_config_valid(q)) {
+			maia_guest_error(sim,
+					 "maia: queue %u enabled with bad config (sq 0x%llx cq 0x%llx size %u)",
+					 qi, (unsigned long long)q->sq,
+					 (unsigned long long)q->cq, q->size);
+			q->status = MAIA_Q_STATUS_ERR_CONFIG;
+			q->ctrl = value & ~MAIA_Q_CTRL_ENABLE;
+			fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+			return;
+		}
+		q->head = 0;
+		q->tail = 0;
+		q->completed = 0;
+		q->enabled = true;
+		q->gen++;
+		maia_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
+	} else if (!enable && q->enabled) {
+		q->enabled = false;
+		q->gen++;
+		maia_kick_worker_locked(sim);	/* drop its in-flight job */
+		maia_trace(sim, "queue %u disabled", qi);
+	}
+	q->ctrl = value;
+	maia_kick_worker_locked(sim);		/* priority may have changed */
+}
+
+static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t shadow,
+			      struct mmio_effects *fx)
+{
+	struct maia_queue *q = &sim->queues[qi];
+	bool was = q->shadow != 0;
+
+	if (shadow & 3u) {
+		maia_guest_error(sim, "maia: queue %u shadow tail address 0x%llx not 4-byte aligned; ignored",
+				 qi, (unsigned long long)shadow);
+		return;
+	}
+	q->shadow = shadow;
+	if (was != (shadow != 0)) {
+		fx->shadow_queue = (int)qi;
+		fx->shadow_enabled = shadow != 0;
+	}
+	if (shadow && q->enabled) {
+		q->kicked = true;
+		maia_kick_worker_locked(sim);
+	}
+}
+
+static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
+			    uint32_t value, struct mmio_effects *fx)
+{
+	struct maia_queue *q = &sim->queues[qi];
+	uint64_t *addr = NULL;
+	bool hi = false;
+
+	switch (reg) {
+	case MAIA_Q_SQ_LO: addr = &q->sq; break;
+	case MAIA_Q_SQ_HI: addr = &q->sq; hi = true; break;
+	case MAIA_Q_CQ_LO: addr = &q->cq; break;
+	case MAIA_Q_CQ_HI: addr = &q->cq; hi = true; break;
+	case MAIA_Q_SIZE:
+		if (q->enabled) {
+			maia_guest_error(sim, "maia: queue %u SIZE written while enabled; ignored", qi);
+			return;
+		}
+		q->size = value;
+		return;
+	case MAIA_Q_CTRL:
+		queue_ctrl_locked(sim, qi, value, fx);
+		return;
+	case MAIA_Q_SHADOW_LO:
+		set_shadow_locked(sim, qi, (q->shadow & ~0xffffffffull) | value, fx);
+		return;
+	case MAIA_Q_SHADOW_HI:
+		set_shadow_locked(sim, qi, (q->shadow & 0xffffffffull) | ((uint64_t)value << 32), fx);
+		return;
+	case MAIA_Q_HEAD:
+	case MAIA_Q_TAIL:
+	case MAIA_Q_STATUS:
+	case MAIA_Q_COMPLETED:
+		read_only(sim, MAIA_REG_Q(qi, reg), value);
+		return;
+	default:
+		maia_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+				 value, MAIA_REG_Q(qi, reg));
+		return;
+	}
+	if (q->enabled) {
+		maia_guest_error(sim, "maia: queue %u ring address written while enabled; ignored", qi);
+		return;
+	}
+	if (hi)
+		*addr = (*addr & 0xffffffffull) | ((uint64_t)value << 32);
+	else
+		*addr = (*addr & ~0xffffffffull) | value;
+}
+
+static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail,
+			    bool use_value, struct mmio_effects *fx)
+{
+	struct maia_queue *q = &sim->queues[qi];
+
+	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
+		maia_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
+		return;
+	}
+	if (!q->enabled) {
+		maia_guest_error(sim, "maia: doorbell on disabled queue %u; ignored", qi);
+		return;
+	}
+	if (q->shadow) {
+		q->kicked = true;
+		maia_kick_worker_locked(sim);
+		return;
+	}
+	if (!use_value) {
+		maia_guest_error(sim, "maia: doorbell kick on queue %u without a shadow tail; ignored", qi);
+		return;
+	}
+	if (tail >= q->size) {
+		maia_guest_error(sim, "maia: queue %u doorbell %u out of range (size %u)",
+				 qi, tail, q->size);
+		q->status |= MAIA_Q_STATUS_ERR_DOORBELL;
+		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		return;
+	}
+	q->tail = tail;
+	maia_kick_worker_locked(sim);
+}
+
+static void apply_effects(struct maia_sim *sim, const struct mmio_effects *fx)
+{
+	if (fx->raise_event)
+		maia_raise(sim, MAIA_VEC_EVENT);
+	if (fx->shadow_queue >= 0 && sim->ops.shadow_changed)
+		sim->ops.shadow_changed(sim->opaque, (unsigned int)fx->shadow_queue,
+					fx->shadow_enabled);
+	if (fx->reset)
+		maia_sim_reset(sim);
+}
+
+static void int_mask_locked(struct maia_sim *sim, uint32_t value, struct mmio_effects *fx)
+{
+	uint32_t unmasked;
+
+	if (value & ~MAIA_INT_ALL)
+		maia_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
+				 value);
+	unmasked = sim->int_mask & ~value;
+	sim->int_mask = value & MAIA_INT_ALL;
+	/* A pending cause that becomes unmasked interrupts now. */
+	if (sim->int_status & unmasked)
+		fx->raise_event = true;
+}
+
+void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
+{
+	struct mmio_effects fx = { .shadow_queue = -1 };
+	unsigned int q;
+	uint32_t reg;
+
+	if (offset & 3u) {
+		maia_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
+		return;
+	}
+	pthread_mutex_lock(&sim->lock);
+	switch (offset) {
+	case MAIA_REG_ID:
+	case MAIA_REG_REVISION:
+	case MAIA_REG_CAPS:
+	case MAIA_REG_DTYPES:
+	case MAIA_REG_TOPOLOGY:
+	case MAIA_REG_NUM_QUEUES:
+	case MAIA_REG_HBM_SIZE_LO:
+	case MAIA_REG_HBM_SIZE_HI:
+	case MAIA_REG_SRAM_KIB:
+	case MAIA_REG_MSIX_VECTORS:
+	case MAIA_REG_BOOT_STATUS:
+	case MAIA_REG_BOOT_ERROR:
+	case MAIA_REG_FW_VERSION:
+	case MAIA_REG_FW_ABI:
+	case MAIA_REG_TIME_LO:
+	case MAIA_REG_TIME_HI:
+	case MAIA_REG_FAULT_INFO:
+	case MAIA_REG_FAULT_ADDR_LO:
+	case MAIA_REG_FAULT_ADDR_HI:
+	case MAIA_REG_MBOX_STATUS:
+	case MAIA_REG_MBOX_RESP(0):
+	case MAIA_REG_MBOX_RESP(1):
+	case MAIA_REG_MBOX_RESP(2):
+	case MAIA_REG_MBOX_RESP(3):
+		read_only(sim, offset, value);
+		break;
+	case MAIA_REG_RESET:
+		if (value == MAIA_RESET_MAGIC)
+			fx.reset = true;
+		else
+			maia_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
+					 value, MAIA_RESET_MAGIC);
+		break;
+	case MAIA_REG_SCRATCH:
+		sim->scratch = value;
+		break;
+	case MAIA_REG_BOOT_ADDR_LO:
+	case MAIA_REG_BOOT_ADDR_HI:
+	case MAIA_REG_BOOT_SIZE:
+		if (sim->boot_status == MAIA_BOOT_STATUS_LOADING) {
+			maia_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
+					 offset);
+		} else if (offset == MAIA_REG_BOOT_ADDR_LO) {
+			sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
+		} else if (offset == MAIA_REG_BOOT_ADDR_HI) {
+			sim->boot_addr = (sim->boot_addr & 0xffffffffull) | ((uint64_t)value << 32);
+		} else {
+			sim->boot_size = value;
+		}
+		break;
+	case MAIA_REG_BOOT_CTRL:
+		if (value == MAIA_BOOT_CTRL_START)
+			boot_start_locked(sim, &fx);
+		else
+			maia_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
+					 value);
+		break;
+	case MAIA_REG_INT_STATUS:
+		if (value & ~MAIA_INT_ALL)
+			maia_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
+		sim->int_status &= ~value;
+		break;
+	case MAIA_REG_INT_MASK:
+		int_mask_locked(sim, value, &fx);
+		break;
+	case MAIA_REG_MBOX_CMD:
+		mbox_cmd_locked(sim, value);
+		break;
+	case MAIA_REG_MBOX_ARG(0):
+	case MAIA_REG_MBOX_ARG(1):
+	case MAIA_REG_MBOX_ARG(2):
+	case MAIA_REG_MBOX_ARG(3):
+		if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
+			maia_guest_error(sim, "maia: mailbox argument written while busy; ignored");
+		else
+			sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
+		break;
+	default:
+		if (is_queue_reg(sim, offset, &q, &reg))
+			queue_reg_write(sim, q, reg, value, &fx);
+		else if (is_doorbell(sim, offset, &q))
+			doorbell_locked(sim, q, value, true, &fx);
+		else
+			maia_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+					 value, offset);
+		break;
+	}
+	pthread_mutex_unlock(&sim->lock);
+	apply_effects(sim, &fx);
+}
+
+void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail)
+{
+	struct mmio_effects fx = { .shadow_queue = -1 };
+
+	if (queue >= sim->cfg.num_queues) {
+		maia_guest_error(sim, "maia: doorbell on nonexistent queue %u", queue);
+		return;
+	}
+	pthread_mutex_lock(&sim->lock);
+	doorbell_locked(sim, queue, tail, true, &fx);
+	pthread_mutex_unlock(&sim->lock);
+	apply_effects(sim, &fx);
+}
+
+void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue)
+{
+	struct mmio_effects fx = { .shadow_queue = -1 };
+
+	if (queue >= sim->cfg.num_queues) {
+		maia_guest_error(sim, "maia: doorbell kick on nonexistent queue %u", queue);
+		return;
+	}
+	pthread_mutex_lock(&sim->lock);
+	doorbell_locked(sim, queue, 0, false, &fx);
+	pthread_mutex_unlock(&sim->lock);
+	apply_effects(sim, &fx);
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * firmware-sim lifecycle: create/destroy, reset, drain, fault injection, and
+ * the small helpers (logging, device time, interrupt causes) the rest of the
+ * device uses.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define MAIA_MSG_MAX	256
+
+void maia_guest_error(struct maia_sim *sim, const char *fmt, ...)
+{
+	char msg[MAIA_MSG_MAX];
+	va_list ap;
+
+	if (!sim->ops.guest_error)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sim->ops.guest_error(sim->opaque, msg);
+}
+
+void maia_trace(struct maia_sim *sim, const char *fmt, ...)
+{
+	char msg[MAIA_MSG_MAX];
+	va_list ap;
+
+	if (!sim->ops.trace)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sim->ops.trace(sim->opaque, msg);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t maia_now_ns(struct maia_sim *sim)
+{
+	return monotonic_ns() - __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
+}
+
+bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes)
+{
+	sim->int_status |= causes;
+	return (causes & ~sim->int_mask) != 0;
+}
+
+void maia_raise(struct maia_sim *sim, unsigned int vector)
+{
+	maia_trace(sim, "irq vector %u", vector);
+	sim->ops.raise_irq(sim->opaque, vector);
+}
+
+void maia_kick_worker_locked(struct maia_sim *sim)
+{
+	sim->worker_idle = false;
+	sim->work_seq++;
+	pthread_cond_signal(&sim->work_cond);
+}
+
+void maia_sim_config_defaults(struct maia_sim_config *cfg)
+{
+	cfg->clusters = 16;
+	cfg->tiles_per_cluster = 4;
+	cfg->num_queues = MAIA_DEFAULT_QUEUES;
+	cfg->sram_kib = 8192;
+	cfg->worker_threads = 0;
+}
+
+static bool config_valid(const struct maia_sim_config *cfg, const struct maia_sim_ops *ops)
+{
+	return cfg->hbm && cfg->hbm_size >= MAIA_PAGE_SIZE &&
+	       cfg->clusters >= 1 && cfg->clusters <= MAIA_MAX_CLUSTERS &&
+	       cfg->tiles_per_cluster >= 1 &&
+	       cfg->tiles_per_cluster <= MAIA_MAX_TILES_PER_CLUSTER &&
+	       cfg->num_queues >= 1 && cfg->num_queues <= MAIA_MAX_QUEUES &&
+	       cfg->sram_kib >= 1 &&
+	       ops && ops->dma_read && ops->dma_write && ops->raise_irq;
+}
+
+/* Back to power-on state. The worker must be parked (or not started). */
+void maia_sim_reset_state_locked(struct maia_sim *sim)
+{
+	unsigned int i;
+
+	__atomic_store_n(&sim->time_base_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	sim->time_hi_latch = 0;
+	sim->scratch = 0;
+	sim->boot_status = MAIA_BOOT_STATUS_WAIT_FW;
+	sim->boot_error = MAIA_BOOT_OK;
+	sim->boot_size = 0;
+	sim->boot_addr = 0;
+	sim->boot_pending = false;
+	sim->fw_version = 0;
+	sim->fw_abi = 0;
+	sim->int_status = 0;
+	sim->int_mask = 0;
+	sim->fault_info = 0;
+	sim->fault_addr = 0;
+	sim->mbox_cmd = 0;
+	sim->mbox_status = 0;
+	memset(sim->mbox_arg, 0, sizeof(sim->mbox_arg));
+	memset(sim->mbox_resp, 0, sizeof(sim->mbox_resp));
+	sim->mbox_pending = false;
+	sim->power_cap_mw = 0;
+	for (i = 0; i < MAIA_MAX_QUEUES; i++) {
+		struct maia_queue *q = &sim->queues[i];
+		uint64_t gen = q->gen + 1;
+
+		memset(q, 0, sizeof(*q));
+		q->gen = gen;
+	}
+	memset(sim->rr_next, 0, sizeof(sim->rr_next));
+	maia_fw_params_defaults(&sim->fw);
+	memset(sim->sems, 0, sizeof(sim->sems));
+	memset(&sim->stats, 0, sizeof(sim->stats));
+	maia_mmu_reset(sim);
+}
+
+struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
+				 const struct maia_sim_ops *ops, void *opaque)
+{
+	struct maia_tensor_config tcfg;
+	struct maia_sim *sim;
+	int err;
+
+	if (!cfg || !config_valid(cfg, ops)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sim = calloc(1, sizeof(*sim));
+	if (!sim) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sim->cfg = *cfg;
+	sim->ops = *ops;
+	sim->opaque = opaque;
+	sim->bounce = malloc(MAIA_BOUNCE_SIZE);
+	sim->cmd_buf_size = 4096;
+	sim->cmd_buf = malloc(sim->cmd_buf_size);
+	tcfg.clusters = cfg->clusters;
+	tcfg.tiles_per_cluster = cfg->tiles_per_cluster;
+	tcfg.sram_kib = cfg->sram_kib;
+	tcfg.threads = cfg->worker_threads;
+	sim->te = maia_tensor_create(&tcfg);
+	if (!sim->bounce || !sim->cmd_buf || !sim->te) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	pthread_mutex_init(&sim->lock, NULL);
+	pthread_mutex_init(&sim->mmu_lock, NULL);
+	pthread_cond_init(&sim->work_cond, NULL);
+	pthread_cond_init(&sim->idle_cond, NULL);
+	maia_sim_reset_state_locked(sim);
+	sim->worker_idle = true;
+	err = pthread_create(&sim->worker, NULL, maia_worker_main, sim);
+	if (err)
+		goto err_sync;
+	return sim;
+
+err_sync:
+	pthread_cond_destroy(&sim->idle_cond);
+	pthread_cond_destroy(&sim->work_cond);
+	pthread_mutex_destroy(&sim->mmu_lock);
+	pthread_mutex_destroy(&sim->lock);
+err_free:
+	if (sim->te)
+		maia_tensor_destroy(sim->te);
+	free(sim->cmd_buf);
+	free(sim->bounce);
+	free(sim);
+	errno = err;
+	return NULL;
+}
+
+void maia_sim_destroy(struct maia_sim *sim)
+{
+	if (!sim)
+		return;
+	pthread_mutex_lock(&sim->lock);
+	sim->stop = true;
+	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&sim->work_cond);
+	pthread_mutex_unlock(&sim->lock);
+	pthread_join(sim->worker, NULL);
+
+	pthread_cond_destroy(&sim->idle_cond);
+	pthread_cond_destroy(&sim->work_cond);
+	pthread_mutex_destroy(&sim->mmu_lock);
+	pthread_mutex_destroy(&sim->lock);
+	maia_tensor_destroy(sim->te);
+	free(sim->cmd_buf);
+	free(sim->bounce);
+	free(sim);
+}
+
+void maia_sim_reset(struct maia_sim *sim)
+{
+	bool had_shadow[MAIA_MAX_QUEUES];
+	unsigned int i;
+
+	pthread_mutex_lock(&sim->lock);
+	/* Park the worker: long operations poll reset_req and give up. */
+	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&sim->work_cond);
+	while (sim->worker_busy)
+		pthread_cond_wait(&sim->idle_cond, &sim->lock);
+	pthread_mutex_unlock(&sim->lock);
+
+	/* The worker is parked and the host is in here: nobody else runs. */
+	maia_sched_abort_inflight(sim);
+
+	pthread_mutex_lock(&sim->lock);
+	for (i = 0; i < sim->cfg.num_queues; i++)
+		had_shadow[i] = sim->queues[i].shadow != 0;
+	maia_sim_reset_state_locked(sim);
+	__atomic_store_n(&sim->reset_req, false, __ATOMIC_RELEASE);
+	maia_kick_worker_locked(sim);
+	pthread_mutex_unlock(&sim->lock);
+
+	maia_trace(sim, "device reset");
+	if (sim->ops.shadow_changed) {
+		for (i = 0; i < sim->cfg.num_queues; i++)
+			if (had_shadow[i])
+				sim->ops.shadow_changed(sim->opaque, i, false);
+	}
+}
+
+void maia_sim_drain(struct maia_sim *sim)
+{
+	pthread_mutex_lock(&sim->lock);
+	while (!sim->worker_idle || sim->worker_busy)
+		pthread_cond_wait(&sim->idle_cond, &sim->lock);
+	pthread_mutex_unlock(&sim->lock);
+}
+
+int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
+		    unsigned int queue)
+{
+	struct maia_queue *q;
+
+	if (queue >= sim->cfg.num_queues)
+		return -EINVAL;
+	q = &sim->queues[queue];
+	pthread_mutex_lock(&sim->lock);
+	switch (what) {
+	case MAIA_SIM_INJECT_HANG:
+		q->inject_hang = true;
+		break;
+	case MAIA_SIM_INJECT_MMU_FAULT:
+		q->inject_fault = true;
+		break;
+	default:
+		pthread_mutex_unlock(&sim->lock);
+		return -EINVAL;
+	}
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}

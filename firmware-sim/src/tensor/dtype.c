@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Element format conversions for the plain (non-block) dtypes: FP16, BF16,
+ * FP8 E4M3/E5M2, INT8, INT32, and the FP6/FP4 element types the MX block
+ * formats use. Rules are in Documentation/hw/dtypes.rst: round to nearest
+ * even everywhere, NaN stays a quiet NaN where the format has one.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "te.h"
+
+/* A small binary floating-point format. */
+struct minifloat {
+	int ebits;
+	int mbits;
+	int bias;
+	bool has_inf;		/* IEEE style: top exponent is Inf/NaN */
+	bool has_nan;		/* E4M3: only S.1111.111 is NaN */
+	float max;
+};
+
+static const struct minifloat fmt_fp16 = { 5, 10, 15, true, true, 65504.0f };
+static const struct minifloat fmt_e5m2 = { 5, 2, 15, true, true, 57344.0f };
+static const struct minifloat fmt_e4m3 = { 4, 3, 7, false, true, 448.0f };
+static const struct minifloat fmt_e3m2 = { 3, 2, 3, false, false, 28.0f };
+static const struct minifloat fmt_e2m3 = { 2, 3, 1, false, false, 7.5f };
+static const struct minifloat fmt_e2m1 = { 2, 1, 1, false, false, 6.0f };
+
+static const struct minifloat *minifloat_of(unsigned int type)
+{
+	switch (type) {
+	case MAIA_DTYPE_FP16:
+		return &fmt_fp16;
+	case MAIA_DTYPE_FP8_E5M2:
+	case MAIA_DTYPE_MXFP8_E5M2:
+		return &fmt_e5m2;
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_MXFP8_E4M3:
+		return &fmt_e4m3;
+	case MAIA_ELEM_FP6_E3M2:
+	case MAIA_DTYPE_MXFP6_E3M2:
+		return &fmt_e3m2;
+	case MAIA_ELEM_FP6_E2M3:
+	case MAIA_DTYPE_MXFP6_E2M3:
+		return &fmt_e2m3;
+	case MAIA_ELEM_FP4_E2M1:
+	case MAIA_DTYPE_MXFP4_E2M1:
+		return &fmt_e2m1;
+	default:
+		return NULL;
+	}
+}
+
+static uint32_t mf_max_code(const struct minifloat *m)
+{
+	if (m->has_inf)		/* largest exponent below Inf, all-ones mantissa */
+		return ((((1u << m->ebits) - 2) << m->mbits) | ((1u << m->mbits) - 1));
+	if (m->has_nan)		/* all ones is NaN: one below */
+		return (1u << (m->ebits + m->mbits)) - 2;
+	return (1u << (m->ebits + m->mbits)) - 1;
+}
+
+static uint32_t mf_nan_code(const struct minifloat *m)
+{
+	if (m->has_inf)		/* quiet NaN: top mantissa bit set */
+		return (((1u << m->ebits) - 1) << m->mbits) | (1u << (m->mbits - 1));
+	return (1u << (m->ebits + m->mbits)) - 1;
+}
+
+static uint32_t mf_encode(float f, const struct minifloat *m, bool saturate)
+{
+	uint32_t sign = (maia_f32_bits(f) >> 31) << (m->ebits + m->mbits);
+	int emin = 1 - m->bias;
+	float a = fabsf(f), q, r;
+	int e;
+
+	if (isnan(f))
+		return m->has_nan ? sign | mf_nan_code(m) : sign;
+	if (isinf(f)) {
+		if (saturate || (!m->has_inf && !m->has_nan))
+			return sign | mf_max_code(m);
+		return sign | (m->has_inf ? ((1u << m->ebits) - 1) << m->mbits : mf_nan_code(m));
+	}
+	if (a == 0.0f)
+		return sign;
+	frexpf(a, &e);
+	e -= 1;				/* a = 1.x * 2^e */
+	if (e < emin)
+		e = emin;
+	q = ldexpf(1.0f, e - m->mbits);	/* one unit in the last place */
+	r = nearbyintf(a / q);		/* current mode: nearest even */
+	if (r >= (float)(2u << m->mbits)) {
+		r *= 0.5f;
+		e++;
+	}
+	if (ldexpf(r, e - m->mbits) > m->max) {
+		if (saturate || (!m->has_inf && !m->has_nan))
+			return sign | mf_max_code(m);
+		return sign | (m->has_inf ? ((1u << m->ebits) - 1) << m->mbits : mf_nan_code(m));
+	}
+	if (r < (float)(1u << m->mbits))	/* subnormal */
+		return sign | (uint32_t)r;
+	return sign | ((uint32_t)(e + m->bias) << m->mbits) |
+	       ((uint32_t)r - (1u << m->mbits));
+}
+
+static float mf_decode(uint32_t v, const struct minifloat *m)
+{
+	uint32_t emask = (1u << m->ebits) - 1, mmask = (1u << m->mbits) - 1;
+	uint32_t ex = (v >> m->mbits) & emask, man = v & mmask;
+	bool neg = (v >> (m->ebits + m->mbits)) & 1;
+	float r;
+
+	if (m->has_inf && ex == emask)
+		r = man ? NAN : INFINITY;
+	else if (!m->has_inf && m->has_nan && ex == emask && man == mmask)
+		r = NAN;
+	else if (ex == 0)
+		r = ldexpf((float)man, 1 - m->bias - m->mbits);
+	else
+		r = ldexpf((float)(man | (1u << m->mbits)), (int)ex - m->bias - m->mbits);
+	return neg ? -r : r;
+}
+
+/* Decode tables for the 8-bit and smaller formats, built once. */
+static float tab_e4m3[256], tab_e5m2[256], tab_e3m2[64], tab_e2m3[64], tab_e2m1[16];
+static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
+
+static void tab_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < 256; i++) {
+		tab_e4m3[i] = mf_decode(i, &fmt_e4m3);
+		tab_e5m2[i] = mf_decode(i, &fmt_e5m2);
+	}
+	for (i = 0; i < 64; i++) {
+		tab_e3m2[i] = mf_decode(i, &fmt_e3m2);
+		tab_e2m3[i] = mf_decode(i, &fmt_e2m3);
+	}
+	for (i = 0; i < 16; i++)
+		tab_e2m1[i] = mf_decode(i, &fmt_e2m1);
+}
+
+const float *maia_minifloat_table(unsigned int type)
+{
+	pthread_once(&tab_once, tab_init);
+	switch (type) {
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_MXFP8_E4M3:
+		return tab_e4m3;
+	case MAIA_DTYPE_FP8_E5M2:
+	case MAIA_DTYPE_MXFP8_E5M2:
+		return tab_e5m2;
+	case MAIA_ELEM_FP6_E3M2:
+	case MAIA_DTYPE_MXFP6_E3M2:
+		return tab_e3m2;
+	case MAIA_ELEM_FP6_E2M3:
+	case MAIA_DTYPE_MXFP6_E2M3:
+		return tab_e2m3;
+	case MAIA_ELEM_FP4_E2M1:
+	case MAIA_DTYPE_MXFP4_E2M1:
+		return tab_e2m1;
+	default:
+		return NULL;
+	}
+}
+
+float maia_bf16_to_f32(uint16_t h)
+{
+	return maia_f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t maia_f32_to_bf16(float f)
+{
+	uint32_t u = maia_f32_bits(f);
+
+	if (isnan(f))
+		return (uint16_t)((u >> 16) | 0x0040);	/* keep sign and payload, set quiet */
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+float maia_fp16_to_f32(uint16_t h)
+{
+	return mf_decode(h, &fmt_fp16);
+}
+
+uint16_t maia_f32_to_fp16(float f)
+{
+	uint16_t h = (uint16_t)mf_encode(f, &fmt_fp16, false);
+
+	if (isnan(f))		/* keep the top payload bits, like hardware */
+		h |= (uint16_t)((maia_f32_bits(f) >> 13) & 0x3ff);
+	return h;
+}
+
+float maia_fp8_to_f32(uint8_t v, unsigned int dtype)
+{
+	const float *t = maia_minifloat_table(dtype);
+
+	return t ? t[v] : NAN;
+}
+
+uint8_t maia_f32_to_fp8(float f, unsigned int dtype, bool saturate)
+{
+	const struct minifloat *m = minifloat_of(dtype);
+
+	return m ? (uint8_t)mf_encode(f, m, saturate) : 0;
+}
+
+float maia_elem_to_f32(uint8_t v, unsigned int elem)
+{
+	const float *t = maia_minifloat_table(elem);
+	const struct minifloat *m = minifloat_of(elem);
+
+	return t ? t[v & ((1u << (m->ebits + m->mbits + 1)) - 1)] : NAN;
+}
+
+uint8_t maia_f32_to_elem(float f, unsigned int elem, bool saturate)
+{
+	const struct minifloat *m = minifloat_of(elem);
+
+	return m ? (uint8_t)mf_encode(f, m, saturate) : 0;
+}
+
+int8_t maia_f32_to_int8(float f)
+{
+	float r;
+
+	if (isnan(f))
+		return 0;
+	r = nearbyintf(f);
+	if (r > 127.0f)
+		return 127;
+	if (r < -128.0f)
+		return -128;
+	return (int8_t)r;
+}
+
+static int32_t f32_to_int32(float f)
+{
+	float r;
+
+	if (isnan(f))
+		return 0;
+	r = nearbyintf(f);
+	if (r >= 2147483648.0f)
+		return INT32_MAX;
+	if (r < -2147483648.0f)
+		return INT32_MIN;
+	return (int32_t)r;
+}
+
+unsigned int maia_dtype_size(unsigned int dtype)
+{
+	switch (dtype) {
+	case MAIA_DTYPE_FP32:
+	case MAIA_DTYPE_INT32:
+		return 4;
+	case MAIA_DTYPE_FP16:
+	case MAIA_DTYPE_BF16:
+		return 2;
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_FP8_E5M2:
+	case MAIA_DTYPE_INT8:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+bool maia_dtype_is_block(unsigned int dtype)
+{
+	return dtype >= MAIA_DTYPE_MXFP8_E4M3 && dtype <= MAIA_DTYPE_MX4;
+}
+
+unsigned int maia_dtype_block(unsigned int dtype)
+{
+	if (dtype >= MAIA_DTYPE_MXFP8_E4M3 && dtype <= MAIA_DTYPE_MXINT8)
+		return MAIA_MX_BLOCK;
+	if (dtype >= MAIA_DTYPE_MX9 && dtype <= MAIA_DTYPE_MX4)
+		return MAIA_MSMX_BLOCK;
+	return 1;
+}
+
+unsigned int maia_dtype_block_bytes(unsigned int dtype)
+{
+	switch (dtype) {
+	case MAIA_DTYPE_MXFP8_E4M3:
+	case MAIA_DTYPE_MXFP8_E5M2:
+	case MAIA_DTYPE_MXINT8:
+		return 32;
+	case MAIA_DTYPE_MXFP6_E3M2:
+	case MAIA_DTYPE_MXFP6_E2M3:
+		return 24;
+	case MAIA_DTYPE_MXFP4_E2M1:
+		return 16;
+	case MAIA_DTYPE_MX9:
+		return 17;	/* 16 x 8-bit elements + 8 microexponent bits */
+	case MAIA_DTYPE_MX6:
+		return 11;	/* 16 x 5 bits + 8 */
+	case MAIA_DTYPE_MX4:
+		return 7;	/* 16 x 3 bits + 8 */
+	default:
+		return maia_dtype_size(dtype);
+	}
+}
+
+float maia_dtype_max(unsigned int dtype)
+{
+	const struct minifloat *m = minifloat_of(dtype);
+
+	if (m)
+		return m->max;
+	switch (dtype) {
+	case MAIA_DTYPE_BF16:
+		return maia_bf16_to_f32(0x7f7f);
+	case MAIA_DTYPE_INT8:
+		return 127.0f;
+	case MAIA_DTYPE_MXINT8:
+		return 127.0f / 64.0f;
+	case MAIA_DTYPE_INT32:
+		return 2147483520.0f;	/* largest float below 2^31 */
+	default:
+		return 3.40282347e38f;
+	}
+}
+
+void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst)
+{
+	const uint8_t *b = src;
+	const float *t;
+	size_t i;
+
+	switch (dtype) {
+	case MAIA_DTYPE_FP32:
+		memcpy(dst, src, n * 4);
+		break;
+	case MAIA_DTYPE_BF16:
+		for (i = 0; i < n; i++) {
+			uint16_t h;
+
+			memcpy(&h, b + 2 * i, 2);
+			dst[i] = maia_bf16_to_f32(h);
+		}
+		break;
+	case MAIA_DTYPE_FP16:
+		for (i = 0; i < n; i++) {
+			uint16_t h;
+
+			memcpy(&h, b + 2 * i, 2);
+			dst[i] = maia_fp16_to_f32(h);
+		}
+		break;
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_FP8_E5M2:
+		t = maia_minifloat_table(dtype);
+		for (i = 0; i < n; i++)
+			dst[i] = t[b[i]] * scale;
+		break;
+	case MAIA_DTYPE_INT8:
+		for (i = 0; i < n; i++)
+			dst[i] = (float)(int8_t)b[i] * scale;
+		break;
+	case MAIA_DTYPE_INT32:
+		for (i = 0; i < n; i++) {
+			int32_t v;
+
+			memcpy(&v, b + 4 * i, 4);
+			dst[i] = (float)v;
+		}
+		break;
+	default:
+		for (i = 0; i < n; i++)
+			dst[i] = NAN;
+		break;
+	}
+}
+
+void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
+		 bool saturate, void *dst)
+{
+	uint8_t *b = dst;
+	size_t i;
+
+	switch (dtype) {
+	case MAIA_DTYPE_FP32:
+		memcpy(dst, src, n * 4);
+		break;
+	case MAIA_DTYPE_BF16:
+		for (i = 0; i < n; i++) {
+			uint16_t h = maia_f32_to_bf16(src[i]);
+
+			memcpy(b + 2 * i, &h, 2);
+		}
+		break;
+	case MAIA_DTYPE_FP16:
+		for (i = 0; i < n; i++) {
+			uint16_t h = maia_f32_to_fp16(src[i]);
+
+			memcpy(b + 2 * i, &h, 2);
+		}
+		break;
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_FP8_E5M2:
+		for (i = 0; i < n; i++)
+			b[i] = maia_f32_to_fp8(src[i] / scale, dtype, saturate);
+		break;
+	case MAIA_DTYPE_INT8:
+		for (i = 0; i < n; i++)
+			b[i] = (uint8_t)maia_f32_to_int8(src[i] / scale);
+		break;
+	case MAIA_DTYPE_INT32:
+		for (i = 0; i < n; i++) {
+			int32_t v = f32_to_int32(src[i]);
+
+			memcpy(b + 4 * i, &v, 4);
+		}
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Block (shared-scale) formats:
+ * - OCP Microscaling v1.0: 32 elements share an E8M0 scale (2^(s-127),
+ *   0xff = NaN). Elements FP8 E4M3/E5M2, FP6 E3M2/E2M3, FP4 E2M1, INT8
+ *   (value = int8 * 2^-6). Packed little-endian, low bits first.
+ * - Microsoft MX9/MX6/MX4 (shared microexponents): 16 elements share an
+ *   8-bit exponent E (bias 127, 0xff = NaN); each pair of elements has a
+ *   1-bit microexponent u and each element is sign + magnitude with m bits
+ *   (7, 4, 2): value = (-1)^s * mag * 2^(E - 127 - u - (m - 1)).
+ * Documentation/hw/dtypes.rst has the rules; this file is their reference.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "te.h"
+
+#define E8M0_NAN	0xffu
+#define E8M0_BIAS	127
+
+/* Element type, its largest exponent and width in bits. */
+struct mx_elem {
+	unsigned int elem;	/* MAIA_DTYPE_FP8_* / MAIA_ELEM_* or 0 for INT8 */
+	int emax;
+	unsigned int bits;
+};
+
+static bool mx_elem_of(unsigned int dtype, struct mx_elem *e)
+{
+	switch (dtype) {
+	case MAIA_DTYPE_MXFP8_E4M3:
+		*e = (struct mx_elem){ MAIA_DTYPE_FP8_E4M3, 8, 8 };
+		return true;
+	case MAIA_DTYPE_MXFP8_E5M2:
+		*e = (struct mx_elem){ MAIA_DTYPE_FP8_E5M2, 15, 8 };
+		return true;
+	case MAIA_DTYPE_MXFP6_E3M2:
+		*e = (struct mx_elem){ MAIA_ELEM_FP6_E3M2, 4, 6 };
+		return true;
+	case MAIA_DTYPE_MXFP6_E2M3:
+		*e = (struct mx_elem){ MAIA_ELEM_FP6_E2M3, 2, 6 };
+		return true;
+	case MAIA_DTYPE_MXFP4_E2M1:
+		*e = (struct mx_elem){ MAIA_ELEM_FP4_E2M1, 2, 4 };
+		return true;
+	case MAIA_DTYPE_MXINT8:
+		*e = (struct mx_elem){ 0, 0, 8 };
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Bit-field access within a block, low bits first. */
+static unsigned int get_bits(const uint8_t *p, unsigned int pos, unsigned int width)
+{
+	unsigned int v = 0;
+
+	for (unsigned int i = 0; i < width; i++)
+		v |= ((p[(pos + i) / 8] >> ((pos + i) % 8)) & 1u) << i;
+	return v;
+}
+
+static void put_bits(uint8_t *p, unsigned int pos, unsigned int width, unsigned int v)
+{
+	for (unsigned int i = 0; i < width; i++) {
+		uint8_t bit = (uint8_t)(1u << ((pos + i) % 8));
+
+		if ((v >> i) & 1)
+			p[(pos + i) / 8] |= bit;
+		else
+			p[(pos + i) / 8] &= (uint8_t)~bit;
+	}
+}
+
+/* floor(log2(a)) for finite a > 0. */
+static int ilog2f(float a)
+{
+	int e;
+
+	frexpf(a, &e);
+	return e - 1;
+}
+
+static void ocp_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float *dst)
+{
+	const float *tab;
+	struct mx_elem e;
+	unsigned int i;
+	float sc;
+
+	mx_elem_of(dtype, &e);
+	tab = maia_minifloat_table(e.elem);
+	if (s == E8M0_NAN) {
+		for (i = 0; i < MAIA_MX_BLOCK; i++)
+			dst[i] = NAN;
+		return;
+	}
+	sc = ldexpf(1.0f, (int)s - E8M0_BIAS);
+	switch (e.bits) {
+	case 8:
+		if (!e.elem) {
+			for (i = 0; i < MAIA_MX_BLOCK; i++)
+				dst[i] = (float)(int8_t)blk[i] * (1.0f / 64.0f) * sc;
+		} else {
+			for (i = 0; i < MAIA_MX_BLOCK; i++)
+				dst[i] = tab[blk[i]] * sc;
+		}
+		break;
+	case 4:
+		for (i = 0; i < MAIA_MX_BLOCK; i += 2) {
+			dst[i] = tab[blk[i / 2] & 0xf] * sc;
+			dst[i + 1] = tab[blk[i / 2] >> 4] * sc;
+		}
+		break;
+	default:	/* 6 bits: 4 elements in 3 bytes */
+		for (i = 0; i < MAIA_MX_BLOCK; i += 4) {
+			const uint8_t *p = blk + i / 4 * 3;
+			uint32_t w = p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+
+			for (unsigned int j = 0; j < 4; j++)
+				dst[i + j] = tab[(w >> (6 * j)) & 0x3f] * sc;
+		}
+		break;
+	}
+}
+
+static void ocp_encode(unsigned int dtype, const float *src, uint8_t *blk, uint8_t *s)
+{
+	uint8_t codes[MAIA_MX_BLOCK];
+	struct mx_elem e;
+	float amax = 0.0f;
+	unsigned int i;
+	int x;
+
+	mx_elem_of(dtype, &e);
+	for (i = 0; i < MAIA_MX_BLOCK; i++) {
+		float a = fabsf(src[i]);
+
+		if (!isfinite(a)) {	/* NaN or Inf: the whole block is NaN */
+			*s = E8M0_NAN;
+			memset(blk, 0, maia_dtype_block_bytes(dtype));
+			return;
+		}
+		if (a > amax)
+			amax = a;
+	}
+	x = amax == 0.0f ? -E8M0_BIAS : ilog2f(amax) - e.emax;
+	if (x < -E8M0_BIAS)
+		x = -E8M0_BIAS;
+	if (x > E8M0_BIAS)
+		x = E8M0_BIAS;
+	*s = (uint8_t)(x + E8M0_BIAS);
+	for (i = 0; i < MAIA_MX_BLOCK; i++) {
+		float v = ldexpf(src[i], -x);
+
+		if (!e.elem) {
+			float r = nearbyintf(v * 64.0f);
+
+			r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+			codes[i] = (uint8_t)(int8_t)r;
+		} else {
+			codes[i] = maia_f32_to_elem(v, e.elem, true);
+		}
+	}
+	switch (e.bits) {
+	case 8:
+		memcpy(blk, codes, MAIA_MX_BLOCK);
+		break;
+	case 4:
+		for (i = 0; i < MAIA_MX_BLOCK; i += 2)
+			blk[i / 2] = (uint8_t)(codes[i] | codes[i + 1] << 4);
+		break;
+	default:
+		for (i = 0; i < MAIA_MX_BLOCK; i += 4) {
+			uint32_t w = codes[i] | (uint32_t)codes[i + 1] << 6 |
+				     (uint32_t)codes[i + 2] << 12 | (uint32_t)codes[i + 3] << 18;
+			uint8_t *p = blk + i / 4 * 3;
+
+			p[0] = (uint8_t)w;
+			p[1] = (uint8_t)(w >> 8);
+			p[2] = (uint8_t)(w >> 16);
+		}
+		break;
+	}
+}
+
+/* Magnitude bits of the MX9/MX6/MX4 elements. */
+static unsigned int msmx_mbits(unsigned int dtype)
+{
+	return dtype == MAIA_DTYPE_MX9 ? 7 : dtype == MAIA_DTYPE_MX6 ? 4 : 2;
+}
+
+static void msmx_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float *dst)
+{
+	unsigned int m = msmx_mbits(dtype), w = m + 1, i;
+	uint8_t micro = blk[MAIA_MSMX_BLOCK * w / 8];
+
+	for (i = 0; i < MAIA_MSMX_BLOCK; i++) {
+		unsigned int v = get_bits(blk, i * w, w);
+		unsigned int u = (micro >> (i / 2)) & 1;
+		float mag = (float)(v & ((1u << m) - 1));
+
+		if (s == E8M0_NAN) {
+			dst[i] = NAN;
+			continue;
+		}
+		mag = ldexpf(mag, (int)s - E8M0_BIAS - (int)u - (int)(m - 1));
+		dst[i] = (v >> m) & 1 ? -mag : mag;
+	}
+}
+
+static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint8_t *s)
+{
+	unsigned int m = msmx_mbits(dtype), w = m + 1, i, bytes = maia_dtype_block_bytes(dtype);
+	float amax = 0.0f, magmax = (float)((1u << m) - 1);
+	uint8_t micro = 0;
+	int x;
+
+	memset(blk, 0, bytes);
+	for (i = 0; i < MAIA_MSMX_BLOCK; i++) {
+		float a = fabsf(src[i]);
+
+		if (!isfinite(a)) {
+			*s = E8M0_NAN;
+			return;
+		}
+		if (a > amax)
+			amax = a;
+	}
+	x = amax == 0.0f ? -E8M0_BIAS : ilog2f(amax);
+	if (x < -E8M0_BIAS)
+		x = -E8M0_BIAS;
+	if (x > E8M0_BIAS)
+		x = E8M0_BIAS;
+	*s = (uint8_t)(x + E8M0_BIAS);
+	for (i = 0; i < MAIA_MSMX_BLOCK; i += 2) {
+		float pmax = fmaxf(fabsf(src[i]), fabsf(src[i + 1]));
+		unsigned int u = pmax > 0.0f && ilog2f(pmax) < x && x > -E8M0_BIAS;
+
+		micro |= (uint8_t)(u << (i / 2));
+		for (unsigned int j = i; j < i + 2; j++) {
+			float mag = nearbyintf(ldexpf(fabsf(src[j]), (int)(m - 1) + (int)u - x));
+			unsigned int v = (unsigned int)(mag > magmax ? magmax : mag);
+
+			if (signbit(src[j]) && v)
+				v |= 1u << m;
+			put_bits(blk, j * w, w, v);
+		}
+	}
+	blk[MAIA_MSMX_BLOCK * w / 8] = micro;
+}
+
+void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		    size_t nblocks, float *dst)
+{
+	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
+	size_t b;
+
+	for (b = 0; b < nblocks; b++) {
+		if (dtype >= MAIA_DTYPE_MX9)
+			msmx_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
+		else
+			ocp_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
+	}
+}
+
+void maia_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
+		    uint8_t *blocks, uint8_t *scales)
+{
+	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
+	size_t b;
+
+	for (b = 0; b < nblocks; b++) {
+		if (dtype >= MAIA_DTYPE_MX9)
+			msmx_encode(dtype, src + b * bs, blocks + b * bb, &scales[b]);
+		else
+			ocp_encode(dtype, src + b * bs, blocks + b * bb, &scales[b]);
+	}
+}

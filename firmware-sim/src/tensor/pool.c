@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A fixed pool of host threads that run the tasks of one tensor operation.
+ * Threads are created once with the engine; the caller of maia_pool_run()
+ * works as worker 0, pool threads are workers 1..n-1. Tasks are claimed
+ * with an atomic counter, so uneven tasks balance themselves.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "te.h"
+
+struct maia_pool {
+	pthread_mutex_t lock;		/* protects generation, fn, arg, ntasks, active, stop */
+	pthread_cond_t work;		/* a new generation was posted, or stop */
+	pthread_cond_t idle;		/* active dropped to 0 */
+	unsigned int nthreads;		/* pool threads, excluding the caller */
+	pthread_t *threads;
+	unsigned long generation;
+	maia_task_fn fn;
+	void *arg;
+	size_t ntasks;
+	size_t next;			/* next task to claim; atomic */
+	unsigned int active;		/* pool threads still inside the generation */
+	bool stop;
+};
+
+struct pool_thread_arg {
+	struct maia_pool *p;
+	unsigned int worker;
+};
+
+uint64_t maia_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void run_tasks(struct maia_pool *p, maia_task_fn fn, void *arg, size_t ntasks,
+		      unsigned int worker)
+{
+	for (;;) {
+		size_t t = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+
+		if (t >= ntasks)
+			break;
+		fn(arg, t, worker);
+	}
+}
+
+static void *pool_thread(void *opaque)
+{
+	struct pool_thread_arg *ta = opaque;
+	struct maia_pool *p = ta->p;
+	unsigned int worker = ta->worker;
+	unsigned long seen = 0;
+
+	free(ta);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		maia_task_fn fn;
+		void *arg;
+		size_t ntasks;
+
+		while (!p->stop && p->generation == seen)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		seen = p->generation;
+		fn = p->fn;
+		arg = p->arg;
+		ntasks = p->ntasks;
+		pthread_mutex_unlock(&p->lock);
+		run_tasks(p, fn, arg, ntasks, worker);
+		pthread_mutex_lock(&p->lock);
+		if (--p->active == 0)
+			pthread_cond_signal(&p->idle);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct maia_pool *maia_pool_create(unsigned int threads)
+{
+	struct maia_pool *p = calloc(1, sizeof(*p));
+	unsigned int i;
+
+	if (!p)
+		return NULL;
+	if (!threads)
+		threads = 1;
+	p->nthreads = threads - 1;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->idle, NULL);
+	p->threads = calloc(p->nthreads ? p->nthreads : 1, sizeof(*p->threads));
+	if (!p->threads)
+		goto fail;
+	for (i = 0; i < p->nthreads; i++) {
+		struct pool_thread_arg *ta = malloc(sizeof(*ta));
+
+		if (!ta)
+			break;
+		ta->p = p;
+		ta->worker = i + 1;
+		if (pthread_create(&p->threads[i], NULL, pool_thread, ta)) {
+			free(ta);
+			break;
+		}
+	}
+	p->nthreads = i;	/* run with the threads we got */
+	return p;
+fail:
+	free(p);
+	return NULL;
+}
+
+void maia_pool_destroy(struct maia_pool *p)
+{
+	unsigned int i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_cond_destroy(&p->idle);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p->threads);
+	free(p);
+}
+
+unsigned int maia_pool_size(const struct maia_pool *p)
+{
+	return p->nthreads + 1;
+}
+
+void maia_pool_run(struct maia_pool *p, size_t ntasks, maia_task_fn fn, void *arg)
+{
+	if (ntasks <= 1 || !p->nthreads) {
+		for (size_t t = 0; t < ntasks; t++)
+			fn(arg, t, 0);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->fn = fn;
+	p->arg = arg;
+	p->ntasks = ntasks;
+	__atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
+	p->active = p->nthreads;
+	p->generation++;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+
+	run_tasks(p, fn, arg, ntasks, 0);
+
+	pthread_mutex_lock(&p->lock);
+	while (p->active)
+		pthread_cond_wait(&p->idle, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}

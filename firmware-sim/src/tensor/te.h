@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tensor engine internals shared by the files in src/tensor/. Not part of
+ * any ABI: the hardware ABI is maia/hw/tensor.h, the interface to the
+ * command processor is maia/engine.h.
+ */
+#ifndef MAIA_TE_H
+#define MAIA_TE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maia/engine.h"
+#include "maia/hw/dtype.h"
+#include "maia/hw/tensor.h"
+
+/* ---- element formats (dtype.c, dtype_mx.c) ---- */
+
+/* Scalar conversions. Encoders round to nearest even. */
+float maia_bf16_to_f32(uint16_t h);
+uint16_t maia_f32_to_bf16(float f);
+float maia_fp16_to_f32(uint16_t h);
+uint16_t maia_f32_to_fp16(float f);
+/* Minifloats: MAIA_DTYPE_FP8_E4M3/E5M2, or the MX element types below. */
+float maia_fp8_to_f32(uint8_t v, unsigned int dtype);
+uint8_t maia_f32_to_fp8(float f, unsigned int dtype, bool saturate);
+int8_t maia_f32_to_int8(float f);
+/* Decode table of a format of 8 bits or fewer (indexed by code), or NULL. */
+const float *maia_minifloat_table(unsigned int type);
+
+/* Element types of the block formats, for maia_elem_* (not dtypes). */
+#define MAIA_ELEM_FP6_E3M2	100u
+#define MAIA_ELEM_FP6_E2M3	101u
+#define MAIA_ELEM_FP4_E2M1	102u
+float maia_elem_to_f32(uint8_t v, unsigned int elem);
+uint8_t maia_f32_to_elem(float f, unsigned int elem, bool saturate);
+
+/* Bytes per element of a non-block dtype; 0 for block formats. */
+unsigned int maia_dtype_size(unsigned int dtype);
+/* Elements per block (1 for non-block dtypes) and bytes per block. */
+unsigned int maia_dtype_block(unsigned int dtype);
+unsigned int maia_dtype_block_bytes(unsigned int dtype);
+bool maia_dtype_is_block(unsigned int dtype);
+/* Largest finite value of a dtype (of its elements before scaling). */
+float maia_dtype_max(unsigned int dtype);
+
+/*
+ * Row conversions. scale multiplies on decode and divides on encode
+ * (1.0 for types without a scale).
+ */
+void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst);
+void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
+		 bool saturate, void *dst);
+/* Block formats: nblocks blocks of elements plus one scale byte each. */
+void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		    size_t nblocks, float *dst);
+void maia_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
+		    uint8_t *blocks, uint8_t *scales);
+
+/* ---- validated tensors and row I/O (tensor_io.c) ---- */
+
+/* A descriptor after validation, normalized to 4 dimensions (outer dims 1). */
+struct maia_tview {
+	uint64_t addr;
+	uint64_t scale_addr;
+	uint64_t shape[4];
+	uint64_t strides[4];
+	uint64_t nelems;
+	unsigned int dtype;
+	unsigned int rank;	/* as described */
+	unsigned int block;	/* elements per block, 1 for plain types */
+	float scale;		/* INT8/FP8 multiplier, else 1 */
+};
+
+#define MAIA_TV_INPUT	0
+#define MAIA_TV_OUTPUT	1
+
+/* Returns MAIA_STATUS_OK or MAIA_STATUS_BAD_DESC. */
+int maia_tview_parse(const struct maia_tensor_desc *d, int dir, struct maia_tview *t);
+/* True if the descriptor is all zero (an unused optional operand). */
+bool maia_desc_is_zero(const struct maia_tensor_desc *d);
+/* True if a and b describe exactly the same elements (in-place ops). */
+bool maia_tview_same(const struct maia_tview *a, const struct maia_tview *b);
+
+/* Per-worker I/O state. */
+struct maia_io {
+	const struct maia_job_mem *mem;
+	uint8_t *stage;		/* raw bytes staging buffer */
+	size_t stage_size;
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+};
+
+#define MAIA_IO_STAGE_SIZE	(64u * 1024u)
+
+/*
+ * Load n elements starting at element offset off, step stride elements,
+ * into dst as FP32. Block formats need stride 1 and block-aligned off and n.
+ * Returns MAIA_STATUS_*.
+ */
+int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+		 uint64_t n, uint64_t stride, float *dst);
+int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+		  uint64_t n, uint64_t stride, const float *src, bool saturate);
+
+/* ---- execution (engine.c, pool.c) ---- */
+
+struct maia_pool;
+typedef void (*maia_task_fn)(void *arg, size_t task, unsigned int worker);
+struct maia_pool *maia_pool_create(unsigned int threads);
+void maia_pool_destroy(struct maia_pool *p);
+unsigned int maia_pool_size(const struct maia_pool *p);
+/* Run fn(arg, 0..ntasks-1, worker) on the pool and the caller; returns when all are done. */
+void maia_pool_run(struct maia_pool *p, size_t ntasks, maia_task_fn fn, void *arg);
+
+uint64_t maia_now_ns(void);
+
+/* Per-worker scratch memory, reused across operations. */
+struct maia_worker {
+	struct maia_io io;
+	float *scratch;
+	size_t scratch_floats;
+	uint64_t busy_ns;
+	int status;		/* first error this worker saw in the current op */
+	char pad[64];
+};
+
+struct maia_tensor_engine {
+	struct maia_tensor_config cfg;
+	unsigned int tiles;		/* clusters * tiles_per_cluster */
+	size_t tile_sram;		/* bytes of SRAM a tile may stage into */
+	struct maia_pool *pool;
+	unsigned int nworkers;
+	struct maia_worker *workers;
+	uint64_t *tile_busy_ns;		/* per logical tile, cumulative */
+	uint64_t ops;			/* commands executed */
+};
+
+/* Scratch of at least n floats for worker w; NULL if out of memory. */
+float *maia_worker_scratch(struct maia_worker *w, size_t n);
+
+/*
+ * An operation split into tasks. run() is called once per task with the
+ * worker's state; the first error stops the remaining tasks.
+ */
+struct maia_job {
+	struct maia_tensor_engine *te;
+	const struct maia_job_mem *mem;
+	int (*run)(struct maia_job *job, size_t task, struct maia_worker *w);
+	void *op;
+	size_t ntasks;
+	int status;		/* accessed atomically */
+};
+int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
+
+/* ---- operations ---- */
+float maia_act(float x, unsigned int act);
+
+int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		 const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+			 const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		      const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
+int maia_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
+
+static inline float maia_f32_from_bits(uint32_t u)
+{
+	union { uint32_t u; float f; } v = { .u = u };
+
+	return v.f;
+}
+
+static inline uint32_t maia_f32_bits(float f)
+{
+	union { float f; uint32_t u; } v = { .f = f };
+
+	return v.u;
+}
+
+#endif /* MAIA_TE_H */

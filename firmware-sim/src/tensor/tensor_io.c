@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tensor descriptors: validation, and moving rows of elements between the
+ * job's address space and FP32 working buffers (the tile's SRAM), converting
+ * on the way. Every byte goes through struct maia_job_mem, so MMU faults
+ * and DMA errors surface as the status of the command.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "maia/hw/queue.h"
+#include "te.h"
+
+/* Keeps element-offset and byte arithmetic far from 64-bit overflow. */
+#define MAX_ELEM_OFFSET		(1ull << 56)
+
+bool maia_desc_is_zero(const struct maia_tensor_desc *d)
+{
+	static const struct maia_tensor_desc zero;
+
+	return !memcmp(d, &zero, sizeof(zero));
+}
+
+bool maia_tview_same(const struct maia_tview *a, const struct maia_tview *b)
+{
+	return a->addr == b->addr && a->scale_addr == b->scale_addr && a->dtype == b->dtype &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape)) &&
+	       !memcmp(a->strides, b->strides, sizeof(a->strides));
+}
+
+/*
+ * Outputs must not write an element twice: sorted by stride, each dimension
+ * must step over everything the smaller ones span. Sufficient, not
+ * necessary; the rare interleaved layouts it rejects are documented.
+ */
+static bool overlaps(const struct maia_tview *t)
+{
+	unsigned int order[4], n = 0, i, j;
+	uint64_t extent = 1;
+
+	for (i = 0; i < 4; i++)
+		if (t->shape[i] > 1)
+			order[n++] = i;
+	for (i = 1; i < n; i++)		/* insertion sort by stride */
+		for (j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+			unsigned int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	for (i = 0; i < n; i++) {
+		uint64_t s = t->strides[order[i]];
+
+		if (s < extent)
+			return true;
+		extent = s * (t->shape[order[i]] - 1) + extent;
+	}
+	return false;
+}
+
+int maia_tview_parse(const struct maia_tensor_desc *d, int dir, struct maia_tview *t)
+{
+	unsigned int r = d->rank, pad, i, bs;
+	uint64_t maxoff = 0, n = 1, bytes;
+	float scale;
+
+	memset(t, 0, sizeof(*t));
+	if (d->dtype >= MAIA_DTYPE_COUNT || r < 1 || r > MAIA_TENSOR_MAX_RANK || d->flags)
+		return MAIA_STATUS_BAD_DESC;
+	for (i = r; i < MAIA_TENSOR_MAX_RANK; i++)
+		if (d->shape[i] || d->strides[i])
+			return MAIA_STATUS_BAD_DESC;
+	pad = MAIA_TENSOR_MAX_RANK - r;
+	for (i = 0; i < 4; i++) {
+		t->shape[i] = 1;
+		t->strides[i] = 0;
+	}
+	for (i = 0; i < r; i++) {
+		uint64_t dim = d->shape[i], st = d->strides[i];
+
+		if (!dim || dim > MAIA_TENSOR_MAX_DIM || n > MAIA_TENSOR_MAX_ELEMS / dim)
+			return MAIA_STATUS_BAD_DESC;
+		n *= dim;
+		if (dim > 1) {
+			if (st > (MAX_ELEM_OFFSET - maxoff) / (dim - 1))
+				return MAIA_STATUS_BAD_DESC;
+			maxoff += st * (dim - 1);
+		}
+		t->shape[pad + i] = dim;
+		t->strides[pad + i] = dim > 1 ? st : 0;
+	}
+	t->nelems = n;
+	t->dtype = d->dtype;
+	t->rank = r;
+	t->addr = d->addr;
+	t->scale_addr = d->scale_addr;
+	bs = maia_dtype_block(d->dtype);
+	t->block = bs;
+	if (bs > 1) {
+		uint64_t nblocks;
+
+		if (d->strides[r - 1] != 1 || d->shape[r - 1] % bs)
+			return MAIA_STATUS_BAD_DESC;
+		for (i = 0; i + 1 < r; i++)
+			if (d->strides[i] % bs)
+				return MAIA_STATUS_BAD_DESC;
+		nblocks = maxoff / bs + 1;
+		bytes = nblocks * maia_dtype_block_bytes(d->dtype);
+		if (nblocks - 1 > UINT64_MAX - d->scale_addr)
+			return MAIA_STATUS_BAD_DESC;
+	} else {
+		if (d->scale_addr)
+			return MAIA_STATUS_BAD_DESC;
+		bytes = (maxoff + 1) * maia_dtype_size(d->dtype);
+	}
+	if (bytes - 1 > UINT64_MAX - d->addr)
+		return MAIA_STATUS_BAD_DESC;
+	scale = maia_f32_from_bits(d->scale);
+	switch (d->dtype) {
+	case MAIA_DTYPE_INT8:
+	case MAIA_DTYPE_FP8_E4M3:
+	case MAIA_DTYPE_FP8_E5M2:
+		if (d->scale == 0)
+			scale = 1.0f;
+		else if (!isnormal(scale) || scale < 0.0f)
+			return MAIA_STATUS_BAD_DESC;
+		break;
+	default:
+		if (d->scale)
+			return MAIA_STATUS_BAD_DESC;
+		scale = 1.0f;
+		break;
+	}
+	t->scale = scale;
+	if (dir == MAIA_TV_OUTPUT && overlaps(t))
+		return MAIA_STATUS_BAD_DESC;
+	return MAIA_STATUS_OK;
+}
+
+static int io_read(struct maia_io *io, uint64_t va, void *buf, size_t len)
+{
+	int st = io->mem->read(io->mem->opaque, va, buf, len);
+
+	if (st == MAIA_STATUS_OK)
+		io->bytes_read += len;
+	return st;
+}
+
+static int io_write(struct maia_io *io, uint64_t va, const void *buf, size_t len)
+{
+	int st = io->mem->write(io->mem->opaque, va, buf, len);
+
+	if (st == MAIA_STATUS_OK)
+		io->bytes_written += len;
+	return st;
+}
+
+static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+		       uint64_t n, float *dst)
+{
+	unsigned int bs = t->block, bb = maia_dtype_block_bytes(t->dtype);
+	uint64_t first = off / bs, nb = n / bs, per = io->stage_size / (bb + 1u), done = 0;
+	int st;
+
+	if (off % bs || n % bs)
+		return MAIA_STATUS_BAD_DESC;
+	while (done < nb) {
+		uint64_t c = nb - done < per ? nb - done : per;
+
+		st = io_read(io, t->addr + (first + done) * bb, io->stage, c * bb);
+		if (st)
+			return st;
+		st = io_read(io, t->scale_addr + first + done, io->stage + c * bb, c);
+		if (st)
+			return st;
+		maia_mx_decode(t->dtype, io->stage, io->stage + c * bb, c, dst + done * bs);
+		done += c;
+	}
+	return MAIA_STATUS_OK;
+}
+
+int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+		 uint64_t n, uint64_t stride, float *dst)
+{
+	unsigned int es = maia_dtype_size(t->dtype);
+	uint64_t cap, i = 0;
+	int st;
+
+	if (!n)
+		return MAIA_STATUS_OK;
+	if (t->block > 1) {
+		if (stride != 1)
+			return MAIA_STATUS_BAD_DESC;
+		return load_blocks(io, t, off, n, dst);
+	}
+	if (n == 1)
+		stride = 1;
+	if (stride == 0) {
+		st = io_read(io, t->addr + off * es, io->stage, es);
+		if (st)
+			return st;
+		maia_decode(t->dtype, io->stage, 1, t->scale, dst);
+		for (i = 1; i < n; i++)
+			dst[i] = dst[0];
+		return MAIA_STATUS_OK;
+	}
+	if (stride == 1 && t->dtype == MAIA_DTYPE_FP32)
+		return io_read(io, t->addr + off * 4, dst, n * 4);
+	cap = io->stage_size / es;
+	while (i < n) {
+		/* a window of g elements whose span fits the staging buffer */
+		uint64_t g = stride <= cap - 1 ? (cap - 1) / stride + 1 : 1;
+		uint64_t span;
+
+		if (g > n - i)
+			g = n - i;
+		span = (g - 1) * stride + 1;
+		st = io_read(io, t->addr + (off + i * stride) * es, io->stage, span * es);
+		if (st)
+			return st;
+		if (stride != 1)
+			for (uint64_t j = 1; j < g; j++)
+				memmove(io->stage + j * es, io->stage + j * stride * es, es);
+		maia_decode(t->dtype, io->stage, g, t->scale, dst + i);
+		i += g;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int store_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+			uint64_t n, const float *src)
+{
+	unsigned int bs = t->block, bb = maia_dtype_block_bytes(t->dtype);
+	uint64_t first = off / bs, nb = n / bs, per = io->stage_size / (bb + 1u), done = 0;
+	int st;
+
+	if (off % bs || n % bs)
+		return MAIA_STATUS_BAD_DESC;
+	while (done < nb) {
+		uint64_t c = nb - done < per ? nb - done : per;
+
+		maia_mx_encode(t->dtype, src + done * bs, c, io->stage, io->stage + c * bb);
+		st = io_write(io, t->addr + (first + done) * bb, io->stage, c * bb);
+		if (st)
+			return st;
+		st = io_write(io, t->scale_addr + first + done, io->stage + c * bb, c);
+		if (st)
+			return st;
+		done += c;
+	}
+	return MAIA_STATUS_OK;
+}
+
+int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+		  uint64_t n, uint64_t stride, const float *src, bool saturate)
+{
+	unsigned int es = maia_dtype_size(t->dtype);
+	uint64_t cap, i;
+	int st;
+
+	if (!n)
+		return MAIA_STATUS_OK;
+	if (t->block > 1) {
+		if (stride != 1)
+			return MAIA_STATUS_BAD_DESC;
+		return store_blocks(io, t, off, n, src);
+	}
+	if (n == 1)
+		stride = 1;
+	if (stride == 1 && t->dtype == MAIA_DTYPE_FP32)
+		return io_write(io, t->addr + off * 4, src, n * 4);
+	if (stride == 1) {
+		cap = io->stage_size / es;
+		for (i = 0; i < n; i += cap) {
+			uint64_t g = n - i < cap ? n - i : cap;
+
+			maia_encode(t->dtype, src + i, g, t->scale, saturate, io->stage);
+			st = io_write(io, t->addr + (off + i) * es, io->stage, g * es);
+			if (st)
+				return st;
+		}
+		return MAIA_STATUS_OK;
+	}
+	/*
+	 * Strided rows are written element by element: a read-modify-write of
+	 * the span would race with other tiles writing the elements between.
+	 */
+	for (i = 0; i < n; i++) {
+		maia_encode(t->dtype, src + i, 1, t->scale, saturate, io->stage);
+		st = io_write(io, t->addr + (off + i * stride) * es, io->stage, es);
+		if (st)
+			return st;
+	}
+	return MAIA_STATUS_OK;
+}

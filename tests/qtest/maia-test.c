@@ -1,0 +1,5 @@
+#include "qemu/osdep.h"
+int main(void)
+{
+    return 0;
+}

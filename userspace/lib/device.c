@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device enumeration and opening. libdrm 2.4.114 does not list accel nodes,
+ * so we scan /sys/class/accel and keep the nodes our driver is bound to,
+ * then confirm with DRM_IOCTL_VERSION on open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+
+#include "drm/maia_accel.h"
+#include "internal.h"
+
+#define MAIA_MAX_ACCEL_NODES 64
+
+static const char *sysfs_root(void)
+{
+	/* Lets tests point enumeration at a fake tree. */
+	const char *root = getenv("MAIA_SYSFS_ROOT");
+
+	return root ? root : "/sys";
+}
+
+/* Is accelN bound to our driver? Fills the PCI address if so. */
+static bool accel_is_maia(int n, char *pci, size_t pci_len)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	const char *base;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device/driver", sysfs_root(), n);
+	len = readlink(path, target, sizeof(target) - 1);
+	if (len < 0)
+		return false;
+	target[len] = '\0';
+	base = strrchr(target, '/');
+	if (strcmp(base ? base + 1 : target, MAIA_DRIVER_NAME) != 0)
+		return false;
+
+	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device", sysfs_root(), n);
+	len = readlink(path, target, sizeof(target) - 1);
+	if (len < 0)
+		return false;
+	target[len] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (strlen(base) >= pci_len)
+		return false;
+	memcpy(pci, base, strlen(base) + 1);
+	return true;
+}
+
+/* Calls fn for each Maia accel node in order until it returns nonzero. */
+static int for_each_maia(int (*fn)(int n, const char *pci, void *arg), void *arg)
+{
+	char pci[64];
+	int n, ret;
+
+	for (n = 0; n < MAIA_MAX_ACCEL_NODES; n++) {
+		if (!accel_is_maia(n, pci, sizeof(pci)))
+			continue;
+		ret = fn(n, pci, arg);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int count_one(int n, const char *pci, void *arg)
+{
+	(void)n;
+	(void)pci;
+	(*(int *)arg)++;
+	return 0;
+}
+
+MAIA_EXPORT int maia_device_count(void)
+{
+	int count = 0;
+
+	for_each_maia(count_one, &count);
+	return count;
+}
+
+static int open_node(int n, const char *pci, struct maia_device **out)
+{
+	struct maia_device *dev;
+	char node[32], name[16] = "";
+	drm_version_t v = { .name = name, .name_len = sizeof(name) - 1 };
+	int fd, err;
+
+	snprintf(node, sizeof(node), "/dev/accel/accel%d", n);
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (drmIoctl(fd, DRM_IOCTL_VERSION, &v)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (strcmp(name, MAIA_DRIVER_NAME) != 0 || v.version_major != MAIA_DRIVER_MAJOR) {
+		close(fd);
+		return -ENODEV;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev) {
+		close(fd);
+		return -ENOMEM;
+	}
+	dev->fd = fd;
+	dev->index = n;
+	if (strlen(pci) < sizeof(dev->pci_address))
+		memcpy(dev->pci_address, pci, strlen(pci) + 1);
+	*out = dev;
+	return 0;
+}
+
+struct open_by_index {
+	int want, seen;
+	struct maia_device **out;
+	int err;
+};
+
+static int open_index_one(int n, const char *pci, void *arg)
+{
+	struct open_by_index *o = arg;
+
+	if (o->seen++ != o->want)
+		return 0;
+	o->err = open_node(n, pci, o->out);
+	return 1;
+}
+
+MAIA_EXPORT int maia_device_open(int index, struct maia_device **out)
+{
+	struct open_by_index o = { .want = index, .out = out, .err = -ENODEV };
+
+	if (!out || index < 0)
+		return -EINVAL;
+	for_each_maia(open_index_one, &o);
+	return o.err;
+}
+
+struct open_by_pci {
+	char want[64];
+	struct maia_device **out;
+	int err;
+};
+
+static int open_pci_one(int n, const char *pci, void *arg)
+{
+	struct open_by_pci *o = arg;
+	size_t lp = strlen(pci), lw = strlen(o->want);
+
+	/* Accept the full "dddd:bb:dd.f" or the short "bb:dd.f" form. */
+	if (strcmp(pci, o->want) != 0 &&
+	    !(lw < lp && pci[lp - lw - 1] == ':' && strcmp(pci + lp - lw, o->want) == 0))
+		return 0;
+	o->err = open_node(n, pci, o->out);
+	return 1;
+}
+
+MAIA_EXPORT int maia_device_open_pci(const char *pci_address, struct maia_device **out)
+{
+	struct open_by_pci o = { .out = out, .err = -ENODEV };
+
+	if (!out || !pci_address || strlen(pci_address) >= sizeof(o.want))
+		return -EINVAL;
+	snprintf(o.want, sizeof(o.want), "%s", pci_address);
+	for_each_maia(open_pci_one, &o);
+	return o.err;
+}
+
+MAIA_EXPORT void maia_device_close(struct maia_device *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	free(dev);
+}
+
+MAIA_EXPORT int maia_device_fd(const struct maia_device *dev)
+{
+	return dev ? dev->fd : -EINVAL;
+}
+
+MAIA_EXPORT int maia_query(struct maia_device *dev, uint32_t param, uint64_t *value)
+{
+	struct drm_maia_get_param gp = { .param = param };
+	int err;
+
+	if (!dev || !value)
+		return -EINVAL;
+	err = maia_ioctl(dev, DRM_IOCTL_MAIA_GET_PARAM, &gp);
+	if (!err)
+		*value = gp.value;
+	return err;
+}
+
+MAIA_EXPORT int maia_ping(struct maia_device *dev, uint64_t cookie, struct maia_ping_result *result)
+{
+	struct drm_maia_ping p = { .cookie = cookie };
+	int err;
+
+	if (!dev || !result)
+		return -EINVAL;
+	err = maia_ioctl(dev, DRM_IOCTL_MAIA_PING, &p);
+	if (err)
+		return err;
+	result->echo = p.echo;
+	result->round_trip_ns = p.round_trip_ns;
+	result->device_ns = p.device_ns;
+	return 0;
+}
