@@ -17,8 +17,13 @@
 #include <linux/pci.h>
 
 #include "maia_fw.h"
+#include "maia_gem.h"
+#include "maia_hbm.h"
+#include "maia_mbox.h"
+#include "maia_vm.h"
 #include "maia_hw.h"
 #include "maia_irq.h"
+#include "maia_job.h"
 #include "maia_queue.h"
 #include "maia_sysfs.h"
 
@@ -87,6 +92,12 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 static const struct drm_ioctl_desc maia_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(MAIA_GET_PARAM, maia_get_param_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_PING, maia_ping_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_BO_CREATE, maia_bo_create_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_BO_INFO, maia_bo_info_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_VM_BIND, maia_vm_bind_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_SUBMIT, maia_submit_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_WAIT, maia_wait_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_CONTEXT_STATUS, maia_context_status_ioctl, 0),
 };
 
 /*
@@ -141,8 +152,36 @@ static const struct file_operations maia_fops = {
 	.read		= drm_read,
 	.llseek		= noop_llseek,
 	.mmap		= drm_gem_mmap,
+	.show_fdinfo	= drm_show_fdinfo,
 	.fop_flags	= FOP_UNSIGNED_OFFSET,
 };
+
+/* A file's context: its device address space (maia_vm.c) and job state (maia_job.c). */
+static int maia_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	int ret;
+
+	ret = maia_vm_open(mdev, file);
+	if (ret)
+		return ret;
+	ret = maia_job_file_open(mdev, file);
+	if (ret)
+		maia_vm_postclose(mdev, file);
+	return ret;
+}
+
+static void maia_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	maia_vm_postclose(to_maia_device(drm), file);
+}
+
+/* /proc/<pid>/fdinfo/<fd>: drm-usage-stats of this file. */
+static void maia_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	maia_gem_show_fdinfo(p, file);
+	maia_job_show_fdinfo(p, file);
+}
 
 static const struct drm_driver maia_drm_driver = {
 	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
@@ -153,6 +192,10 @@ static const struct drm_driver maia_drm_driver = {
 	.desc = MAIA_DRIVER_DESC,
 	.major = MAIA_DRIVER_MAJOR,
 	.minor = 0,
+	.open = maia_open,
+	.postclose = maia_postclose,
+	.gem_create_object = maia_gem_create_object,
+	.show_fdinfo = maia_show_fdinfo,
 };
 
 /*
@@ -255,6 +298,23 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 
 	ret = maia_queue_enable(&mdev->kq);
+	if (ret)
+		return ret;
+
+	ret = maia_mbox_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_hbm_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_gem_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_vm_init(mdev);
+	if (ret)
+		return ret;
+	maia_debugfs_bo_init(mdev);
+	ret = maia_job_init(mdev);
 	if (ret)
 		return ret;
 

@@ -18,7 +18,15 @@
 
 #include <maia/hw/queue.h>
 
+#include "maia_gem.h"
+#include "maia_hbm.h"
+#include "maia_mbox.h"
+#include "maia_vm.h"
+
 #define MAIA_DRIVER_DESC	"Maia accelerator"
+
+struct maia_reset;
+struct maia_sched;
 
 /* The hardware ABI structures are little-endian and used as they are. */
 #ifndef __LITTLE_ENDIAN
@@ -81,6 +89,13 @@ struct maia_queue {
 	u64 completed;
 	struct maia_queue_done done[MAIA_KQ_ENTRIES];
 	wait_queue_head_t done_wq;	/* woken when @completed moves */
+	u32 prio;			/* MAIA_QUEUE_PRIO_*, set before enabling */
+	/*
+	 * Optional, for user queues (maia_sched.c): called by the interrupt
+	 * thread for each completion, in order, once @completed covers it.
+	 */
+	void (*complete)(struct maia_queue *q, u64 seq,
+			 const struct maia_queue_done *done);
 };
 
 /* An MMU fault as the device recorded it, captured by the hard IRQ handler. */
@@ -102,6 +117,14 @@ struct maia_device {
 	struct maia_fault_record fault;
 
 	struct maia_queue kq;		/* kernel queue for driver work */
+
+	struct maia_mbox mbox;		/* firmware mailbox */
+	struct maia_hbm hbm;		/* device memory allocator, BAR2 */
+	struct maia_gem gem;		/* buffer objects */
+	struct maia_contexts contexts;	/* per-file address spaces by ASID */
+
+	struct maia_sched *sched;	/* user queues and their schedulers */
+	struct maia_reset *reset;	/* hang recovery */
 };
 
 static inline struct maia_device *to_maia_device(struct drm_device *drm)

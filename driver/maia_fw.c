@@ -36,11 +36,22 @@ MODULE_PARM_DESC(boot_timeout_ms, "Time the firmware has to boot, in ms (default
 
 MODULE_FIRMWARE("maia/maia_fw_v1.bin");
 
-#define FW_VER_FMT	"%u.%u.%u"
-#define FW_VER_ARGS(v)	MAIA_FW_VERSION_MAJOR(v), MAIA_FW_VERSION_MINOR(v), \
-			MAIA_FW_VERSION_PATCH(v)
 #define FW_ABI_MAJOR(abi)	((abi) >> 16)
 #define FW_ABI_MINOR(abi)	((abi) & 0xffffu)
+#define FW_ABI(major, minor)	((u32)(major) << 16 | (minor))
+
+/* "firmware 1.2.3 (ABI 1.0)", for messages. */
+struct maia_fw_desc {
+	char str[48];
+};
+
+static const char *maia_fw_describe(struct maia_fw_desc *desc, u32 version, u32 abi)
+{
+	snprintf(desc->str, sizeof(desc->str), "firmware %u.%u.%u (ABI %u.%u)",
+		 MAIA_FW_VERSION_MAJOR(version), MAIA_FW_VERSION_MINOR(version),
+		 MAIA_FW_VERSION_PATCH(version), FW_ABI_MAJOR(abi), FW_ABI_MINOR(abi));
+	return desc->str;
+}
 
 static const char *maia_boot_error_str(u32 err)
 {
@@ -92,6 +103,7 @@ static int maia_fw_validate(struct maia_device *mdev, const struct firmware *fw)
 {
 	const char *name = mdev->fw.name;
 	struct maia_fw_header hdr;
+	struct maia_fw_desc desc;
 	u32 crc;
 
 	if (fw->size < sizeof(hdr) || fw->size > MAIA_FW_MAX_SIZE) {
@@ -113,28 +125,32 @@ static int maia_fw_validate(struct maia_device *mdev, const struct firmware *fw)
 		return -EINVAL;
 	}
 
-	if (hdr.header_size != sizeof(hdr) ||
-	    hdr.payload_size != fw->size - sizeof(hdr) ||
+	/* A later minor may grow the header; the payload follows it. */
+	if (hdr.header_size < sizeof(hdr) || hdr.header_size % 4 ||
+	    hdr.header_size > fw->size ||
+	    hdr.payload_size != fw->size - hdr.header_size ||
 	    hdr.flags || hdr.reserved ||
 	    !memchr(hdr.build_id, '\0', sizeof(hdr.build_id))) {
-		maia_err(mdev, "%s: firmware " FW_VER_FMT " (ABI %u.%u) has a malformed header (header %u bytes, payload %u of %zu bytes, flags %#x); driver supports ABI %u.x\n",
-			 name, FW_VER_ARGS(hdr.fw_version), hdr.abi_major,
-			 hdr.abi_minor, hdr.header_size, hdr.payload_size,
-			 fw->size - sizeof(hdr), hdr.flags, MAIA_FW_ABI_MAJOR);
+		maia_err(mdev, "%s: %s has a malformed header (header %u + payload %u bytes in a %zu-byte file, flags %#x); driver supports ABI %u.x\n",
+			 name, maia_fw_describe(&desc, hdr.fw_version,
+						FW_ABI(hdr.abi_major, hdr.abi_minor)),
+			 hdr.header_size, hdr.payload_size, fw->size,
+			 hdr.flags, MAIA_FW_ABI_MAJOR);
 		return -EINVAL;
 	}
 
-	crc = ~crc32_le(~0, fw->data + sizeof(hdr), hdr.payload_size);
+	crc = ~crc32_le(~0, fw->data + hdr.header_size, hdr.payload_size);
 	if (crc != hdr.payload_crc32) {
-		maia_err(mdev, "%s: firmware " FW_VER_FMT " (ABI %u.%u) is corrupt: payload CRC-32 %#010x, header says %#010x\n",
-			 name, FW_VER_ARGS(hdr.fw_version), hdr.abi_major,
-			 hdr.abi_minor, crc, hdr.payload_crc32);
+		maia_err(mdev, "%s: %s is corrupt: payload CRC-32 %#010x, header says %#010x\n",
+			 name, maia_fw_describe(&desc, hdr.fw_version,
+						FW_ABI(hdr.abi_major, hdr.abi_minor)),
+			 crc, hdr.payload_crc32);
 		return -EBADMSG;
 	}
 
 	strscpy(mdev->fw.build_id, hdr.build_id, sizeof(mdev->fw.build_id));
 	mdev->fw.version = hdr.fw_version;
-	mdev->fw.abi = (u32)hdr.abi_major << 16 | hdr.abi_minor;
+	mdev->fw.abi = FW_ABI(hdr.abi_major, hdr.abi_minor);
 	return 0;
 }
 
@@ -147,10 +163,13 @@ static int maia_fw_start(struct maia_device *mdev, const struct firmware *fw,
 			 dma_addr_t image_dma)
 {
 	const char *name = mdev->fw.name;
-	u32 ver = mdev->fw.version, abi = mdev->fw.abi;
+	struct maia_fw_desc desc;
 	unsigned long left;
-	u32 status, err;
+	u32 status, err, abi;
 	int ret;
+
+	/* What the image header claims, until the running firmware says. */
+	maia_fw_describe(&desc, mdev->fw.version, mdev->fw.abi);
 
 	status = maia_rd(mdev, MAIA_REG_BOOT_STATUS);
 	if (status != MAIA_BOOT_STATUS_WAIT_FW) {
@@ -171,24 +190,21 @@ static int maia_fw_start(struct maia_device *mdev, const struct firmware *fw,
 
 	if (status == MAIA_BOOT_STATUS_FAILED) {
 		err = maia_rd(mdev, MAIA_REG_BOOT_ERROR);
-		maia_err(mdev, "%s: device rejected firmware " FW_VER_FMT " (ABI %u.%u): boot error %u (%s); driver supports ABI %u.x\n",
-			 name, FW_VER_ARGS(ver), FW_ABI_MAJOR(abi),
-			 FW_ABI_MINOR(abi), err, maia_boot_error_str(err),
+		maia_err(mdev, "%s: device rejected %s: boot error %u (%s); driver supports ABI %u.x\n",
+			 name, desc.str, err, maia_boot_error_str(err),
 			 MAIA_FW_ABI_MAJOR);
 		ret = -EIO;
 		goto err_reset;
 	}
 	if (status != MAIA_BOOT_STATUS_READY) {
-		maia_err(mdev, "%s: firmware " FW_VER_FMT " (ABI %u.%u) did not boot within %u ms (boot status %u)\n",
-			 name, FW_VER_ARGS(ver), FW_ABI_MAJOR(abi),
-			 FW_ABI_MINOR(abi), maia_boot_timeout_ms, status);
+		maia_err(mdev, "%s: %s did not boot within %u ms (boot status %u)\n",
+			 name, desc.str, maia_boot_timeout_ms, status);
 		ret = -ETIMEDOUT;
 		goto err_reset;
 	}
 	if (!left) {
-		maia_err(mdev, "%s: firmware " FW_VER_FMT " (ABI %u.%u) booted but its boot-done interrupt did not arrive within %u ms: MSI-X delivery is broken\n",
-			 name, FW_VER_ARGS(ver), FW_ABI_MAJOR(abi),
-			 FW_ABI_MINOR(abi), maia_boot_timeout_ms);
+		maia_err(mdev, "%s: %s booted, but no boot-done interrupt within %u ms: MSI-X delivery is broken\n",
+			 name, desc.str, maia_boot_timeout_ms);
 		ret = -ETIMEDOUT;
 		goto err_reset;
 	}
@@ -214,6 +230,7 @@ err_reset:
 
 int maia_fw_boot(struct maia_device *mdev)
 {
+	struct maia_fw_desc desc;
 	const struct firmware *fw;
 	dma_addr_t image_dma;
 	void *image;
@@ -238,9 +255,8 @@ int maia_fw_boot(struct maia_device *mdev)
 	ret = maia_fw_start(mdev, fw, image_dma);
 	dma_free_coherent(mdev->drm.dev, fw->size, image, image_dma);
 	if (!ret)
-		maia_info(mdev, "%s: firmware " FW_VER_FMT " (ABI %u.%u, build %s) running\n",
-			  mdev->fw.name, FW_VER_ARGS(mdev->fw.version),
-			  FW_ABI_MAJOR(mdev->fw.abi), FW_ABI_MINOR(mdev->fw.abi),
+		maia_info(mdev, "%s: %s running, build %s\n", mdev->fw.name,
+			  maia_fw_describe(&desc, mdev->fw.version, mdev->fw.abi),
 			  mdev->fw.build_id);
 out_release:
 	release_firmware(fw);

@@ -15,6 +15,8 @@
 #include "maia_hw.h"
 #include "maia_irq.h"
 #include "maia_queue.h"
+#include "maia_sched.h"
+#include "maia_vm.h"
 
 static irqreturn_t maia_irq_event(int irq, void *arg)
 {
@@ -53,6 +55,9 @@ static void maia_irq_report_fault(struct maia_device *mdev)
 			     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info) ==
 			     MAIA_ACCESS_WRITE ? "write" : "read",
 			     fault.addr);
+	/* The faulting job completes with MMU_FAULT; its context is now faulted. */
+	maia_vm_report_fault(mdev, FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info),
+			     fault.addr, FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
 }
 
 static irqreturn_t maia_irq_event_thread(int irq, void *arg)
@@ -67,7 +72,7 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 	if (causes & MAIA_INT_MMU_FAULT)
 		maia_irq_report_fault(mdev);
 	if (causes & MAIA_INT_QUEUE_ERROR)
-		maia_queue_report_error(&mdev->kq);
+		maia_sched_report_queue_errors(mdev);
 	if (causes & MAIA_INT_FW_ERROR)
 		maia_err_ratelimited(mdev, "firmware reported an internal error\n");
 	if (causes & MAIA_INT_THERMAL)
@@ -115,17 +120,24 @@ int maia_irq_init(struct maia_device *mdev)
 		return ret;
 	}
 
-	ret = devm_request_threaded_irq(&pdev->dev,
-					pci_irq_vector(pdev, MAIA_VEC_QUEUE(mdev->kq.index)),
-					maia_irq_queue, maia_irq_queue_thread,
-					0, "maia-kq", &mdev->kq);
-	if (ret) {
-		maia_err(mdev, "cannot request the kernel queue interrupt: %pe\n",
-			 ERR_PTR(ret));
-		return ret;
-	}
+	return maia_irq_request_queue(mdev, &mdev->kq, "maia-kq");
+}
 
-	return 0;
+/* Installs the completion handler of queue @q on its vector (managed). */
+int maia_irq_request_queue(struct maia_device *mdev, struct maia_queue *q,
+			   const char *name)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+	int ret;
+
+	ret = devm_request_threaded_irq(&pdev->dev,
+					pci_irq_vector(pdev, MAIA_VEC_QUEUE(q->index)),
+					maia_irq_queue, maia_irq_queue_thread,
+					0, name, q);
+	if (ret)
+		maia_err(mdev, "cannot request the interrupt of queue %u: %pe\n",
+			 q->index, ERR_PTR(ret));
+	return ret;
 }
 
 /* Unmasks every event cause, dropping any left over from before. */
@@ -145,6 +157,8 @@ void maia_irq_sync(struct maia_device *mdev)
 {
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
 
-	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
-	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_QUEUE(mdev->kq.index)));
+	unsigned int vec;
+
+	for (vec = 0; vec < MAIA_NUM_VECTORS(mdev->hw.num_queues); vec++)
+		synchronize_irq(pci_irq_vector(pdev, vec));
 }

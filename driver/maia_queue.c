@@ -38,6 +38,7 @@ int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
 	q->mdev = mdev;
 	q->index = index;
 	q->entries = entries;
+	q->prio = MAIA_QUEUE_PRIO_NORMAL;
 	init_waitqueue_head(&q->done_wq);
 	ret = drmm_mutex_init(&mdev->drm, &q->lock);
 	if (ret)
@@ -67,7 +68,7 @@ int maia_queue_enable(struct maia_queue *q)
 	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CQ_HI), upper_32_bits(q->cq_dma));
 	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SIZE), q->entries);
 	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
-		FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, MAIA_QUEUE_PRIO_NORMAL));
+		FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, q->prio));
 
 	status = maia_rd(mdev, MAIA_REG_Q(i, MAIA_Q_STATUS));
 	if (status) {
@@ -93,13 +94,14 @@ void maia_queue_disable(struct maia_queue *q)
  */
 void maia_queue_drain(struct maia_queue *q)
 {
-	u64 submitted = smp_load_acquire(&q->submitted);
-	u64 completed = q->completed;
+	u64 submitted, completed = q->completed;
 	bool progress = false;
 
 	if (!READ_ONCE(q->enabled))
 		return;
 
+	/* Pairs with the release in maia_queue_nop(): entries up to here are written. */
+	submitted = smp_load_acquire(&q->submitted);
 	while (completed < submitted) {
 		u32 slot = completed & (q->entries - 1);
 		struct maia_cq_entry *cqe = &q->cq[slot];
@@ -114,6 +116,8 @@ void maia_queue_drain(struct maia_queue *q)
 		/* Publish done[slot] before the count that makes it visible. */
 		smp_store_release(&q->completed, completed);
 		progress = true;
+		if (q->complete)
+			q->complete(q, completed, &q->done[slot]);
 	}
 
 	if (progress)
@@ -131,6 +135,45 @@ void maia_queue_report_error(struct maia_queue *q)
 			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_TAIL)));
 }
 
+/* Jobs drained so far; their done[] records and cq[] reads are finished. */
+static u64 maia_queue_completed(struct maia_queue *q)
+{
+	/* Pairs with the release in maia_queue_drain(). */
+	return smp_load_acquire(&q->completed);
+}
+
+/*
+ * Writes @entry at the tail of @q, with its completion slot cleared, and
+ * publishes it to the interrupt thread; the device sees it at the next
+ * doorbell. Caller holds @q->lock. Returns the entry's sequence number
+ * (from 1; its slot is (seq - 1) % entries), or 0 when the ring is full.
+ */
+u64 maia_queue_write_locked(struct maia_queue *q, const struct maia_sq_entry *entry)
+{
+	u32 slot = q->submitted & (q->entries - 1);
+	u64 seq = q->submitted + 1;
+
+	lockdep_assert_held(&q->lock);
+	/* One slot stays empty: HEAD == TAIL means an empty ring to the device. */
+	if (q->submitted - maia_queue_completed(q) >= q->entries - 1)
+		return 0;
+
+	memset(&q->cq[slot], 0, sizeof(q->cq[slot]));
+	q->sq[slot] = *entry;
+	/* The interrupt thread may drain up to this job once it is published. */
+	smp_store_release(&q->submitted, seq);
+	return seq;
+}
+
+/*
+ * Hands the entries up to @seq to the device. maia_wr() (writel) orders the
+ * ring writes before the doorbell write reaches the device.
+ */
+void maia_queue_doorbell(struct maia_queue *q, u64 seq)
+{
+	maia_wr(q->mdev, MAIA_REG_DOORBELL(q->index), seq & (q->entries - 1));
+}
+
 /*
  * Submits a NOP carrying @job_id and waits for its completion. A job whose
  * waiter timed out stays accounted: it is drained when the device gets to
@@ -140,7 +183,11 @@ static int maia_queue_nop(struct maia_queue *q, u64 job_id,
 			  struct maia_queue_done *done, ktime_t *doorbell_time)
 {
 	struct maia_device *mdev = q->mdev;
-	struct maia_sq_entry *sqe;
+	const struct maia_sq_entry entry = {
+		.asid = MAIA_ASID_PHYS,
+		.flags = MAIA_SQE_NOP,
+		.job_id = job_id,
+	};
 	u64 seq;
 	u32 slot;
 	long left;
@@ -150,29 +197,16 @@ static int maia_queue_nop(struct maia_queue *q, u64 job_id,
 	if (ret)
 		return ret;
 
-	/* One slot stays empty: HEAD == TAIL means an empty ring to the device. */
-	if (q->submitted - smp_load_acquire(&q->completed) >= q->entries - 1) {
+	seq = maia_queue_write_locked(q, &entry);
+	if (!seq) {
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-
-	slot = q->submitted & (q->entries - 1);
-	memset(&q->cq[slot], 0, sizeof(q->cq[slot]));
-	sqe = &q->sq[slot];
-	*sqe = (struct maia_sq_entry) {
-		.asid = MAIA_ASID_PHYS,
-		.flags = MAIA_SQE_NOP,
-		.job_id = job_id,
-	};
-	seq = q->submitted + 1;
-	/* The interrupt thread may drain up to this job once it is published. */
-	smp_store_release(&q->submitted, seq);
-
+	slot = (seq - 1) & (q->entries - 1);
 	*doorbell_time = ktime_get();
-	maia_wr(mdev, MAIA_REG_DOORBELL(q->index), seq & (q->entries - 1));
+	maia_queue_doorbell(q, seq);
 
-	left = wait_event_interruptible_timeout(q->done_wq,
-						smp_load_acquire(&q->completed) >= seq,
+	left = wait_event_interruptible_timeout(q->done_wq, maia_queue_completed(q) >= seq,
 						msecs_to_jiffies(maia_ping_timeout_ms));
 	if (left < 0) {
 		ret = left;

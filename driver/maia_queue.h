@@ -13,6 +13,8 @@ int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
 		    unsigned int index, u32 entries);
 int maia_queue_enable(struct maia_queue *q);
 void maia_queue_disable(struct maia_queue *q);
+u64 maia_queue_write_locked(struct maia_queue *q, const struct maia_sq_entry *entry);
+void maia_queue_doorbell(struct maia_queue *q, u64 seq);
 void maia_queue_drain(struct maia_queue *q);
 void maia_queue_report_error(struct maia_queue *q);
 

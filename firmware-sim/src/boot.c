@@ -46,7 +46,7 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 	switch (type) {
 	case MAIA_FW_TLV_NAME:
 		if (len == 0 || len >= MAIA_FW_NAME_MAX) {
-			maia_guest_error(sim, "maia: firmware NAME record has length %u", len);
+			maia_sim_guest_error(sim, "maia: firmware NAME record has length %u", len);
 			return false;
 		}
 		memcpy(fw->name, val, len);
@@ -58,13 +58,13 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 		uint32_t v;
 
 		if (len != 4) {
-			maia_guest_error(sim, "maia: firmware record %u has length %u, want 4",
+			maia_sim_guest_error(sim, "maia: firmware record %u has length %u, want 4",
 					 type, len);
 			return false;
 		}
 		v = get_u32(val);
 		if (v == 0) {
-			maia_guest_error(sim, "maia: firmware record %u has value 0", type);
+			maia_sim_guest_error(sim, "maia: firmware record %u has value 0", type);
 			return false;
 		}
 		if (type == MAIA_FW_TLV_CLOCK_MHZ)
@@ -77,14 +77,14 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 	}
 	case MAIA_FW_TLV_OPCODES:
 		if (len != 8) {
-			maia_guest_error(sim, "maia: firmware OPCODES record has length %u, want 8", len);
+			maia_sim_guest_error(sim, "maia: firmware OPCODES record has length %u, want 8", len);
 			return false;
 		}
 		memcpy(&fw->opcodes, val, 8);
 		return true;
 	default:
 		/* Newer firmware may carry records this device does not know. */
-		maia_trace(sim, "boot: skipping unknown firmware record %u (%u bytes)", type, len);
+		maia_sim_trace(sim, "boot: skipping unknown firmware record %u (%u bytes)", type, len);
 		return true;
 	}
 }
@@ -99,7 +99,7 @@ static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
 		uint32_t padded;
 
 		if (size - off < sizeof(tlv)) {
-			maia_guest_error(sim, "maia: firmware record header truncated at payload offset %u",
+			maia_sim_guest_error(sim, "maia: firmware record header truncated at payload offset %u",
 					 off);
 			return MAIA_BOOT_ERR_PAYLOAD;
 		}
@@ -109,7 +109,7 @@ static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
 			return MAIA_BOOT_OK;
 		padded = ((uint32_t)tlv.length + 3u) & ~3u;
 		if (padded > size - off) {
-			maia_guest_error(sim, "maia: firmware record %u (%u bytes) overruns the payload",
+			maia_sim_guest_error(sim, "maia: firmware record %u (%u bytes) overruns the payload",
 					 tlv.type, tlv.length);
 			return MAIA_BOOT_ERR_PAYLOAD;
 		}
@@ -128,30 +128,30 @@ static uint32_t check_image(struct maia_sim *sim, const uint8_t *buf, uint32_t s
 
 	memcpy(hdr, buf, sizeof(*hdr));
 	if (hdr->magic != MAIA_FW_MAGIC) {
-		maia_guest_error(sim, "maia: firmware magic 0x%08x, want 0x%08x",
+		maia_sim_guest_error(sim, "maia: firmware magic 0x%08x, want 0x%08x",
 				 hdr->magic, MAIA_FW_MAGIC);
 		return MAIA_BOOT_ERR_MAGIC;
 	}
 	if (hdr->abi_major != MAIA_FW_ABI_MAJOR) {
-		maia_guest_error(sim, "maia: firmware ABI %u.%u, device supports major %u",
+		maia_sim_guest_error(sim, "maia: firmware ABI %u.%u, device supports major %u",
 				 hdr->abi_major, hdr->abi_minor, MAIA_FW_ABI_MAJOR);
 		return MAIA_BOOT_ERR_ABI;
 	}
 	if (hdr->flags || hdr->reserved) {
-		maia_guest_error(sim, "maia: firmware header flags 0x%x reserved 0x%x, want 0",
+		maia_sim_guest_error(sim, "maia: firmware header flags 0x%x reserved 0x%x, want 0",
 				 hdr->flags, hdr->reserved);
 		return MAIA_BOOT_ERR_ABI;
 	}
 	/* A newer minor may grow the header; the payload follows it. */
 	if (hdr->header_size < sizeof(*hdr) || hdr->header_size % 4u ||
 	    hdr->header_size > size || hdr->payload_size != size - hdr->header_size) {
-		maia_guest_error(sim, "maia: firmware sizes disagree: header %u + payload %u != image %u",
+		maia_sim_guest_error(sim, "maia: firmware sizes disagree: header %u + payload %u != image %u",
 				 hdr->header_size, hdr->payload_size, size);
 		return MAIA_BOOT_ERR_SIZE;
 	}
 	crc = maia_crc32(0, buf + hdr->header_size, hdr->payload_size);
 	if (crc != hdr->payload_crc32) {
-		maia_guest_error(sim, "maia: firmware payload CRC 0x%08x, header says 0x%08x",
+		maia_sim_guest_error(sim, "maia: firmware payload CRC 0x%08x, header says 0x%08x",
 				 crc, hdr->payload_crc32);
 		return MAIA_BOOT_ERR_CHECKSUM;
 	}
@@ -173,15 +173,15 @@ void maia_boot_run(struct maia_sim *sim)
 	size = sim->boot_size;
 	pthread_mutex_unlock(&sim->lock);
 
-	maia_trace(sim, "boot: fetching %u-byte image at 0x%llx", size, (unsigned long long)addr);
+	maia_sim_trace(sim, "boot: fetching %u-byte image at 0x%llx", size, (unsigned long long)addr);
 	if (size < sizeof(hdr) || size > MAIA_FW_MAX_SIZE) {
-		maia_guest_error(sim, "maia: firmware image size %u outside %zu..%u",
+		maia_sim_guest_error(sim, "maia: firmware image size %u outside %zu..%u",
 				 size, sizeof(hdr), MAIA_FW_MAX_SIZE);
 		err = MAIA_BOOT_ERR_SIZE;
 	} else if (!(buf = malloc(size))) {
 		err = MAIA_BOOT_ERR_DMA;
 	} else if (sim->ops.dma_read(sim->opaque, addr, buf, size)) {
-		maia_guest_error(sim, "maia: firmware fetch from 0x%llx (%u bytes) failed",
+		maia_sim_guest_error(sim, "maia: firmware fetch from 0x%llx (%u bytes) failed",
 				 (unsigned long long)addr, size);
 		err = MAIA_BOOT_ERR_DMA;
 	} else {
@@ -210,12 +210,12 @@ void maia_boot_run(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 
 	if (err == MAIA_BOOT_OK)
-		maia_trace(sim, "boot: firmware '%s' %u.%u.%u ready (%u MHz, %u W)", fw.name,
+		maia_sim_trace(sim, "boot: firmware '%s' %u.%u.%u ready (%u MHz, %u W)", fw.name,
 			   MAIA_FW_VERSION_MAJOR(hdr.fw_version),
 			   MAIA_FW_VERSION_MINOR(hdr.fw_version),
 			   MAIA_FW_VERSION_PATCH(hdr.fw_version), fw.clock_mhz, fw.tdp_w);
 	else
-		maia_trace(sim, "boot: failed with error %u", err);
+		maia_sim_trace(sim, "boot: failed with error %u", err);
 	if (raise)
-		maia_raise(sim, MAIA_VEC_EVENT);
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
 }

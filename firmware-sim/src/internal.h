@@ -69,7 +69,7 @@ enum maia_job_state {
 
 /* The job in flight on a queue. Touched by the worker only (and by reset
  * while the worker is parked). */
-struct maia_job {
+struct maia_qjob {
 	enum maia_job_state state;
 	struct maia_sq_entry sqe;
 	uint32_t index;			/* SQ/CQ slot */
@@ -91,7 +91,7 @@ struct maia_queue {
 	bool inject_hang, inject_fault;
 	uint64_t gen;			/* bumped on every enable/disable */
 	/* Worker-owned. */
-	struct maia_job job;
+	struct maia_qjob job;
 };
 
 struct maia_sim {
@@ -146,14 +146,14 @@ struct maia_sim {
 };
 
 /* sim.c */
-void maia_guest_error(struct maia_sim *sim, const char *fmt, ...)
+void maia_sim_guest_error(struct maia_sim *sim, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void maia_trace(struct maia_sim *sim, const char *fmt, ...)
+void maia_sim_trace(struct maia_sim *sim, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-uint64_t maia_now_ns(struct maia_sim *sim);
+uint64_t maia_sim_now_ns(struct maia_sim *sim);
 /* Set interrupt causes; returns true if MAIA_VEC_EVENT must be raised. */
 bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes);
-void maia_raise(struct maia_sim *sim, unsigned int vector);
+void maia_sim_raise(struct maia_sim *sim, unsigned int vector);
 void maia_kick_worker_locked(struct maia_sim *sim);
 void maia_sim_reset_state_locked(struct maia_sim *sim);
 
@@ -190,13 +190,13 @@ enum maia_run_result {
 	MAIA_RUN_STOPPED,	/* reset or queue disable: job abandoned */
 };
 enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
-				  struct maia_job *job, struct maia_as *as,
+				  struct maia_qjob *job, struct maia_as *as,
 				  uint32_t *status, uint32_t *error_offset);
 
 /* sched.c */
 void *maia_worker_main(void *arg);
 void maia_sched_abort_inflight(struct maia_sim *sim);
 bool maia_job_should_stop(struct maia_sim *sim, unsigned int qi,
-			  const struct maia_job *job);
+			  const struct maia_qjob *job);
 
 #endif /* MAIA_FWSIM_INTERNAL_H */

@@ -13,24 +13,24 @@ static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 	unsigned int asid = arg[0];
 
 	if (asid == MAIA_ASID_PHYS || asid >= MAIA_MAX_ASIDS) {
-		maia_guest_error(sim, "maia: SET_CONTEXT asid %u outside 1..%u",
+		maia_sim_guest_error(sim, "maia: SET_CONTEXT asid %u outside 1..%u",
 				 asid, MAIA_MAX_ASIDS - 1);
 		return MAIA_MBOX_EINVAL;
 	}
 	if (root && ((root & (MAIA_PAGE_SIZE - 1)) || root > sim->cfg.hbm_size - MAIA_PAGE_SIZE)) {
-		maia_guest_error(sim, "maia: SET_CONTEXT asid %u root 0x%llx not a page inside HBM",
+		maia_sim_guest_error(sim, "maia: SET_CONTEXT asid %u root 0x%llx not a page inside HBM",
 				 asid, (unsigned long long)root);
 		return MAIA_MBOX_EINVAL;
 	}
 	maia_mmu_set_context(sim, asid, root);
-	maia_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
+	maia_sim_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
 	return MAIA_MBOX_OK;
 }
 
 static uint32_t mbox_tlb_invalidate(struct maia_sim *sim, const uint32_t *arg)
 {
 	if (arg[0] != MAIA_ASID_ALL && arg[0] >= MAIA_MAX_ASIDS) {
-		maia_guest_error(sim, "maia: TLB_INVALIDATE asid %u out of range", arg[0]);
+		maia_sim_guest_error(sim, "maia: TLB_INVALIDATE asid %u out of range", arg[0]);
 		return MAIA_MBOX_EINVAL;
 	}
 	maia_mmu_invalidate(sim, arg[0]);
@@ -51,7 +51,7 @@ void maia_mbox_run(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 
 	if (boot_status != MAIA_BOOT_STATUS_READY) {
-		maia_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
+		maia_sim_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
 		result = MAIA_MBOX_ENOTREADY;
 	} else {
 		switch (cmd) {
@@ -68,7 +68,7 @@ void maia_mbox_run(struct maia_sim *sim)
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
 			if (arg[0] == 0 || arg[0] > MAIA_MAX_POWER_CAP_MW) {
-				maia_guest_error(sim, "maia: power cap %u mW outside 1..%u",
+				maia_sim_guest_error(sim, "maia: power cap %u mW outside 1..%u",
 						 arg[0], MAIA_MAX_POWER_CAP_MW);
 				result = MAIA_MBOX_EINVAL;
 				break;
@@ -77,7 +77,7 @@ void maia_mbox_run(struct maia_sim *sim)
 			result = MAIA_MBOX_OK;
 			break;
 		default:
-			maia_guest_error(sim, "maia: unknown mailbox command 0x%x", cmd);
+			maia_sim_guest_error(sim, "maia: unknown mailbox command 0x%x", cmd);
 			result = MAIA_MBOX_EUNKNOWN;
 			break;
 		}
@@ -95,7 +95,7 @@ void maia_mbox_run(struct maia_sim *sim)
 	sim->mbox_status = result & MAIA_MBOX_STATUS_RESULT_MASK;
 	raise = maia_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
 	pthread_mutex_unlock(&sim->lock);
-	maia_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
+	maia_sim_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
 	if (raise)
-		maia_raise(sim, MAIA_VEC_EVENT);
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
 }

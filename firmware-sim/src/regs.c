@@ -72,7 +72,7 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	bool ok = true;
 
 	if (offset & 3u) {
-		maia_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
+		maia_sim_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
 		return 0;
 	}
 	pthread_mutex_lock(&sim->lock);
@@ -102,7 +102,7 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_FW_VERSION:	val = sim->fw_version; break;
 	case MAIA_REG_FW_ABI:		val = sim->fw_abi; break;
 	case MAIA_REG_TIME_LO: {
-		uint64_t now = maia_now_ns(sim);
+		uint64_t now = maia_sim_now_ns(sim);
 
 		sim->time_hi_latch = (uint32_t)(now >> 32);
 		val = (uint32_t)now;
@@ -139,13 +139,13 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	}
 	pthread_mutex_unlock(&sim->lock);
 	if (!ok)
-		maia_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
+		maia_sim_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
 	return val;
 }
 
 static void read_only(struct maia_sim *sim, uint32_t offset, uint32_t value)
 {
-	maia_guest_error(sim, "maia: write 0x%08x to read-only register 0x%04x ignored",
+	maia_sim_guest_error(sim, "maia: write 0x%08x to read-only register 0x%04x ignored",
 			 value, offset);
 }
 
@@ -159,12 +159,12 @@ static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 		maia_kick_worker_locked(sim);
 		break;
 	case MAIA_BOOT_STATUS_FAILED:
-		maia_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
+		maia_sim_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
 		sim->boot_error = MAIA_BOOT_ERR_STATE;
 		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
 		break;
 	default:
-		maia_guest_error(sim, "maia: boot START while firmware is %s; ignored",
+		maia_sim_guest_error(sim, "maia: boot START while firmware is %s; ignored",
 				 sim->boot_status == MAIA_BOOT_STATUS_READY ? "running" : "loading");
 		break;
 	}
@@ -173,7 +173,7 @@ static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value)
 {
 	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY) {
-		maia_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
+		maia_sim_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
 				 value, sim->mbox_cmd);
 		return;
 	}
@@ -198,18 +198,18 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 	bool enable = value & MAIA_Q_CTRL_ENABLE;
 
 	if (value & ~(MAIA_Q_CTRL_ENABLE | MAIA_Q_CTRL_PRIO_MASK)) {
-		maia_guest_error(sim, "maia: queue %u CTRL 0x%08x has undefined bits; ignored",
+		maia_sim_guest_error(sim, "maia: queue %u CTRL 0x%08x has undefined bits; ignored",
 				 qi, value);
 		return;
 	}
 	if (prio > MAIA_QUEUE_PRIO_HIGH) {
-		maia_guest_error(sim, "maia: queue %u priority %u out of range; ignored", qi, prio);
+		maia_sim_guest_error(sim, "maia: queue %u priority %u out of range; ignored", qi, prio);
 		return;
 	}
 	if (enable && !q->enabled) {
 		q->status = 0;
 		if (!queue_config_valid(q)) {
-			maia_guest_error(sim,
+			maia_sim_guest_error(sim,
 					 "maia: queue %u enabled with bad config (sq 0x%llx cq 0x%llx size %u)",
 					 qi, (unsigned long long)q->sq,
 					 (unsigned long long)q->cq, q->size);
@@ -223,12 +223,12 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->completed = 0;
 		q->enabled = true;
 		q->gen++;
-		maia_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
+		maia_sim_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
 	} else if (!enable && q->enabled) {
 		q->enabled = false;
 		q->gen++;
 		maia_kick_worker_locked(sim);	/* drop its in-flight job */
-		maia_trace(sim, "queue %u disabled", qi);
+		maia_sim_trace(sim, "queue %u disabled", qi);
 	}
 	q->ctrl = value;
 	maia_kick_worker_locked(sim);		/* priority may have changed */
@@ -241,7 +241,7 @@ static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t sh
 	bool was = q->shadow != 0;
 
 	if (shadow & 3u) {
-		maia_guest_error(sim, "maia: queue %u shadow tail address 0x%llx not 4-byte aligned; ignored",
+		maia_sim_guest_error(sim, "maia: queue %u shadow tail address 0x%llx not 4-byte aligned; ignored",
 				 qi, (unsigned long long)shadow);
 		return;
 	}
@@ -250,10 +250,7 @@ static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t sh
 		fx->shadow_queue = (int)qi;
 		fx->shadow_enabled = shadow != 0;
 	}
-	if (shadow && q->enabled) {
-		q->kicked = true;
-		maia_kick_worker_locked(sim);
-	}
+	/* Read only on the next doorbell: LO and HI are two separate writes. */
 }
 
 static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
@@ -270,7 +267,7 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_CQ_HI: addr = &q->cq; hi = true; break;
 	case MAIA_Q_SIZE:
 		if (q->enabled) {
-			maia_guest_error(sim, "maia: queue %u SIZE written while enabled; ignored", qi);
+			maia_sim_guest_error(sim, "maia: queue %u SIZE written while enabled; ignored", qi);
 			return;
 		}
 		q->size = value;
@@ -291,12 +288,12 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 		read_only(sim, MAIA_REG_Q(qi, reg), value);
 		return;
 	default:
-		maia_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+		maia_sim_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 				 value, MAIA_REG_Q(qi, reg));
 		return;
 	}
 	if (q->enabled) {
-		maia_guest_error(sim, "maia: queue %u ring address written while enabled; ignored", qi);
+		maia_sim_guest_error(sim, "maia: queue %u ring address written while enabled; ignored", qi);
 		return;
 	}
 	if (hi)
@@ -311,11 +308,11 @@ static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail
 	struct maia_queue *q = &sim->queues[qi];
 
 	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
-		maia_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
+		maia_sim_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
 		return;
 	}
 	if (!q->enabled) {
-		maia_guest_error(sim, "maia: doorbell on disabled queue %u; ignored", qi);
+		maia_sim_guest_error(sim, "maia: doorbell on disabled queue %u; ignored", qi);
 		return;
 	}
 	if (q->shadow) {
@@ -324,11 +321,11 @@ static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail
 		return;
 	}
 	if (!use_value) {
-		maia_guest_error(sim, "maia: doorbell kick on queue %u without a shadow tail; ignored", qi);
+		maia_sim_guest_error(sim, "maia: doorbell kick on queue %u without a shadow tail; ignored", qi);
 		return;
 	}
 	if (tail >= q->size) {
-		maia_guest_error(sim, "maia: queue %u doorbell %u out of range (size %u)",
+		maia_sim_guest_error(sim, "maia: queue %u doorbell %u out of range (size %u)",
 				 qi, tail, q->size);
 		q->status |= MAIA_Q_STATUS_ERR_DOORBELL;
 		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
@@ -341,7 +338,7 @@ static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail
 static void apply_effects(struct maia_sim *sim, const struct mmio_effects *fx)
 {
 	if (fx->raise_event)
-		maia_raise(sim, MAIA_VEC_EVENT);
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
 	if (fx->shadow_queue >= 0 && sim->ops.shadow_changed)
 		sim->ops.shadow_changed(sim->opaque, (unsigned int)fx->shadow_queue,
 					fx->shadow_enabled);
@@ -354,7 +351,7 @@ static void int_mask_locked(struct maia_sim *sim, uint32_t value, struct mmio_ef
 	uint32_t unmasked;
 
 	if (value & ~MAIA_INT_ALL)
-		maia_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
+		maia_sim_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
 				 value);
 	unmasked = sim->int_mask & ~value;
 	sim->int_mask = value & MAIA_INT_ALL;
@@ -370,7 +367,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	uint32_t reg;
 
 	if (offset & 3u) {
-		maia_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
+		maia_sim_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);
@@ -405,7 +402,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		if (value == MAIA_RESET_MAGIC)
 			fx.reset = true;
 		else
-			maia_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
+			maia_sim_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
 					 value, MAIA_RESET_MAGIC);
 		break;
 	case MAIA_REG_SCRATCH:
@@ -415,7 +412,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_BOOT_ADDR_HI:
 	case MAIA_REG_BOOT_SIZE:
 		if (sim->boot_status == MAIA_BOOT_STATUS_LOADING) {
-			maia_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
+			maia_sim_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
 					 offset);
 		} else if (offset == MAIA_REG_BOOT_ADDR_LO) {
 			sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
@@ -429,12 +426,12 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		if (value == MAIA_BOOT_CTRL_START)
 			boot_start_locked(sim, &fx);
 		else
-			maia_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
+			maia_sim_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
 					 value);
 		break;
 	case MAIA_REG_INT_STATUS:
 		if (value & ~MAIA_INT_ALL)
-			maia_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
+			maia_sim_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
 		sim->int_status &= ~value;
 		break;
 	case MAIA_REG_INT_MASK:
@@ -448,7 +445,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_MBOX_ARG(2):
 	case MAIA_REG_MBOX_ARG(3):
 		if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
-			maia_guest_error(sim, "maia: mailbox argument written while busy; ignored");
+			maia_sim_guest_error(sim, "maia: mailbox argument written while busy; ignored");
 		else
 			sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
 		break;
@@ -458,7 +455,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		else if (is_doorbell(sim, offset, &q))
 			doorbell_locked(sim, q, value, true, &fx);
 		else
-			maia_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+			maia_sim_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 					 value, offset);
 		break;
 	}
@@ -471,7 +468,7 @@ void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail)
 	struct mmio_effects fx = { .shadow_queue = -1 };
 
 	if (queue >= sim->cfg.num_queues) {
-		maia_guest_error(sim, "maia: doorbell on nonexistent queue %u", queue);
+		maia_sim_guest_error(sim, "maia: doorbell on nonexistent queue %u", queue);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);
@@ -485,7 +482,7 @@ void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue)
 	struct mmio_effects fx = { .shadow_queue = -1 };
 
 	if (queue >= sim->cfg.num_queues) {
-		maia_guest_error(sim, "maia: doorbell kick on nonexistent queue %u", queue);
+		maia_sim_guest_error(sim, "maia: doorbell kick on nonexistent queue %u", queue);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);

@@ -15,7 +15,7 @@
 
 #define MAIA_MSG_MAX	256
 
-void maia_guest_error(struct maia_sim *sim, const char *fmt, ...)
+void maia_sim_guest_error(struct maia_sim *sim, const char *fmt, ...)
 {
 	char msg[MAIA_MSG_MAX];
 	va_list ap;
@@ -28,7 +28,7 @@ void maia_guest_error(struct maia_sim *sim, const char *fmt, ...)
 	sim->ops.guest_error(sim->opaque, msg);
 }
 
-void maia_trace(struct maia_sim *sim, const char *fmt, ...)
+void maia_sim_trace(struct maia_sim *sim, const char *fmt, ...)
 {
 	char msg[MAIA_MSG_MAX];
 	va_list ap;
@@ -49,7 +49,7 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t maia_now_ns(struct maia_sim *sim)
+uint64_t maia_sim_now_ns(struct maia_sim *sim)
 {
 	return monotonic_ns() - __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
 }
@@ -60,9 +60,9 @@ bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes)
 	return (causes & ~sim->int_mask) != 0;
 }
 
-void maia_raise(struct maia_sim *sim, unsigned int vector)
+void maia_sim_raise(struct maia_sim *sim, unsigned int vector)
 {
-	maia_trace(sim, "irq vector %u", vector);
+	maia_sim_trace(sim, "irq vector %u", vector);
 	sim->ops.raise_irq(sim->opaque, vector);
 }
 
@@ -234,7 +234,7 @@ void maia_sim_reset(struct maia_sim *sim)
 	maia_kick_worker_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 
-	maia_trace(sim, "device reset");
+	maia_sim_trace(sim, "device reset");
 	if (sim->ops.shadow_changed) {
 		for (i = 0; i < sim->cfg.num_queues; i++)
 			if (had_shadow[i])

@@ -9,6 +9,25 @@ struct maia_device {
 	int fd;
 	int index;
 	char pci_address[16];
+	/* Next free device VA for maia_bo_create (bump allocator). */
+	uint64_t next_va;
+};
+
+struct maia_bo {
+	struct maia_device *dev;
+	uint32_t handle;
+	uint32_t placement;
+	uint64_t size;
+	uint64_t va;		/* 0 if not mapped on the device */
+	void *cpu;		/* NULL until maia_bo_map */
+};
+
+struct maia_cmdbuf {
+	struct maia_device *dev;
+	struct maia_bo *bo;
+	uint8_t *cpu;
+	uint32_t capacity;
+	uint32_t used;
 };
 
 /* drmIoctl with MAIA_TRACE logging; returns 0 or a negative errno. */

@@ -11,6 +11,17 @@
 
 #include "te.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+
+/* Unaligned, aliasing-safe views of element arrays. */
+typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
+typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
+
 /* A small binary floating-point format. */
 struct minifloat {
 	int ebits;
@@ -329,6 +340,67 @@ float maia_dtype_max(unsigned int dtype)
 	}
 }
 
+static void decode_bf16_c(const u16_any *src, size_t n, float *dst)
+{
+	u32_any *d = (u32_any *)dst;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint32_t)src[i] << 16;
+}
+
+#if HAVE_X86
+__attribute__((target("avx2")))
+static void decode_bf16_avx2(const u16_any *src, size_t n, float *dst)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+		__m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+
+		_mm256_storeu_si256((__m256i *)(void *)(dst + i), w);
+	}
+	decode_bf16_c(src + i, n - i, dst + i);
+}
+
+/* F16C converts exactly, subnormals included. */
+__attribute__((target("avx,f16c")))
+static size_t decode_fp16_f16c(const u16_any *src, size_t n, float *dst)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+	}
+	return i;
+}
+#endif
+
+static void decode_bf16(const u16_any *src, size_t n, float *dst)
+{
+#if HAVE_X86
+	if (__builtin_cpu_supports("avx2")) {
+		decode_bf16_avx2(src, n, dst);
+		return;
+	}
+#endif
+	decode_bf16_c(src, n, dst);
+}
+
+static void decode_fp16(const u16_any *src, size_t n, float *dst)
+{
+	size_t i = 0;
+
+#if HAVE_X86
+	if (__builtin_cpu_supports("f16c"))
+		i = decode_fp16_f16c(src, n, dst);
+#endif
+	for (; i < n; i++)
+		dst[i] = maia_fp16_to_f32(src[i]);
+}
+
 void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst)
 {
 	const uint8_t *b = src;
@@ -340,20 +412,10 @@ void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, flo
 		memcpy(dst, src, n * 4);
 		break;
 	case MAIA_DTYPE_BF16:
-		for (i = 0; i < n; i++) {
-			uint16_t h;
-
-			memcpy(&h, b + 2 * i, 2);
-			dst[i] = maia_bf16_to_f32(h);
-		}
+		decode_bf16((const u16_any *)src, n, dst);
 		break;
 	case MAIA_DTYPE_FP16:
-		for (i = 0; i < n; i++) {
-			uint16_t h;
-
-			memcpy(&h, b + 2 * i, 2);
-			dst[i] = maia_fp16_to_f32(h);
-		}
+		decode_fp16((const u16_any *)src, n, dst);
 		break;
 	case MAIA_DTYPE_FP8_E4M3:
 	case MAIA_DTYPE_FP8_E5M2:

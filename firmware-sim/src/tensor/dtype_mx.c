@@ -96,7 +96,8 @@ static void ocp_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float 
 			dst[i] = NAN;
 		return;
 	}
-	sc = ldexpf(1.0f, (int)s - E8M0_BIAS);
+	/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+	sc = maia_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u);
 	switch (e.bits) {
 	case 8:
 		if (!e.elem) {

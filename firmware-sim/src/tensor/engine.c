@@ -1,21 +1,47 @@
 // SPDX-License-Identifier: MIT
-/* Tensor engine entry points (early version: validates and rejects). */
+/*
+ * Tensor engine: the clusters x tiles of the device, modeled on a fixed pool
+ * of host threads. Commands run one at a time (the command processor feeds
+ * them in order); each is split into tasks, a task being the work of one
+ * tile on one block of the output. Per-command counters go to
+ * struct maia_op_stats, per-tile busy time accumulates in tile_busy_ns.
+ */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "maia/engine.h"
 #include "maia/hw/queue.h"
-#include "maia/hw/tensor.h"
+#include "te.h"
 
-struct maia_tensor_engine {
-	struct maia_tensor_config cfg;
-};
+/* Smallest tile SRAM share that still holds one useful GEMM block. */
+#define MIN_TILE_SRAM		(256u * 1024u)
+
+float *maia_worker_scratch(struct maia_worker *w, size_t n)
+{
+	if (n > w->scratch_floats) {
+		size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+		float *p = aligned_alloc(64, bytes);
+
+		if (!p)
+			return NULL;
+		free(w->scratch);
+		w->scratch = p;
+		w->scratch_floats = bytes / sizeof(float);
+	}
+	return w->scratch;
+}
 
 struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg)
 {
 	struct maia_tensor_engine *te;
+	unsigned int threads, i;
+	long ncpu;
 
-	if (!cfg || !cfg->clusters || !cfg->tiles_per_cluster) {
+	if (!cfg || !cfg->clusters || !cfg->tiles_per_cluster ||
+	    cfg->clusters > 1024 || cfg->tiles_per_cluster > 64 ||
+	    (uint64_t)cfg->sram_kib * 1024 / cfg->tiles_per_cluster < MIN_TILE_SRAM) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -23,12 +49,115 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 	if (!te)
 		return NULL;
 	te->cfg = *cfg;
+	te->tiles = cfg->clusters * cfg->tiles_per_cluster;
+	te->tile_sram = (size_t)cfg->sram_kib * 1024 / cfg->tiles_per_cluster;
+	te->gemm_kernel = maia_gemm_kernel_find(NULL);
+	threads = cfg->threads;
+	if (!threads) {
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = ncpu > 0 ? (unsigned int)ncpu : 1;
+	}
+	if (threads > te->tiles)	/* more threads than tiles buys nothing */
+		threads = te->tiles;
+	if (threads > 256)
+		threads = 256;
+	pthread_mutex_init(&te->lock, NULL);
+	te->tile_busy_ns = calloc(te->tiles, sizeof(*te->tile_busy_ns));
+	te->pool = maia_pool_create(threads);
+	if (!te->tile_busy_ns || !te->pool)
+		goto fail;
+	te->nworkers = maia_pool_size(te->pool);
+	te->workers = aligned_alloc(64, ((sizeof(*te->workers) * te->nworkers) + 63) & ~(size_t)63);
+	if (!te->workers)
+		goto fail;
+	memset(te->workers, 0, sizeof(*te->workers) * te->nworkers);
+	for (i = 0; i < te->nworkers; i++) {
+		te->workers[i].io.stage_size = MAIA_IO_STAGE_SIZE;
+		te->workers[i].io.stage = malloc(MAIA_IO_STAGE_SIZE);
+		if (!te->workers[i].io.stage)
+			goto fail;
+	}
 	return te;
+fail:
+	maia_tensor_destroy(te);
+	errno = ENOMEM;
+	return NULL;
 }
 
 void maia_tensor_destroy(struct maia_tensor_engine *te)
 {
+	unsigned int i;
+
+	if (!te)
+		return;
+	maia_pool_destroy(te->pool);
+	for (i = 0; te->workers && i < te->nworkers; i++) {
+		free(te->workers[i].io.stage);
+		free(te->workers[i].scratch);
+	}
+	free(te->workers);
+	free(te->tile_busy_ns);
+	pthread_mutex_destroy(&te->lock);
 	free(te);
+}
+
+static void job_task(void *arg, size_t task, unsigned int worker)
+{
+	struct maia_job *job = arg;
+	struct maia_worker *w = &job->te->workers[worker];
+	uint64_t t0, dt;
+	int st;
+
+	if (__atomic_load_n(&job->status, __ATOMIC_RELAXED))
+		return;		/* an earlier task failed: the command is over */
+	t0 = maia_now_ns();
+	st = job->run(job, task, w);
+	dt = maia_now_ns() - t0;
+	w->busy_ns += dt;
+	__atomic_fetch_add(&job->te->tile_busy_ns[task % job->te->tiles], dt, __ATOMIC_RELAXED);
+	if (st) {
+		int expected = 0;
+
+		__atomic_compare_exchange_n(&job->status, &expected, st, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+int maia_job_run(struct maia_job *job, struct maia_op_stats *stats)
+{
+	struct maia_tensor_engine *te = job->te;
+	unsigned int i;
+
+	for (i = 0; i < te->nworkers; i++) {
+		te->workers[i].io.mem = job->mem;
+		te->workers[i].io.bytes_read = 0;
+		te->workers[i].io.bytes_written = 0;
+		te->workers[i].busy_ns = 0;
+	}
+	job->status = MAIA_STATUS_OK;
+	maia_pool_run(te->pool, job->ntasks, job_task, job);
+	for (i = 0; i < te->nworkers; i++) {
+		stats->bytes_read += te->workers[i].io.bytes_read;
+		stats->bytes_written += te->workers[i].io.bytes_written;
+		stats->busy_ns += te->workers[i].busy_ns;
+	}
+	return job->status;
+}
+
+float maia_act(float x, unsigned int act)
+{
+	switch (act) {
+	case MAIA_ACT_RELU:
+		return x > 0.0f ? x : 0.0f;
+	case MAIA_ACT_GELU:
+		return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+	case MAIA_ACT_SILU:
+		return x / (1.0f + expf(-x));
+	case MAIA_ACT_GELU_ERF:
+		return 0.5f * x * (1.0f + erff(x * 0.70710678f));
+	default:
+		return x;
+	}
 }
 
 int maia_tensor_handles(uint16_t opcode)
@@ -39,10 +168,48 @@ int maia_tensor_handles(uint16_t opcode)
 int maia_tensor_exec(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		     const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
-	(void)te;
-	(void)mem;
-	(void)stats;
+	int st;
+
 	if (!maia_tensor_handles(cmd->opcode))
 		return MAIA_STATUS_BAD_OPCODE;
-	return MAIA_STATUS_BAD_CMD;
+	if (cmd->size < sizeof(*cmd) || cmd->size % 8)
+		return MAIA_STATUS_BAD_CMD;
+	pthread_mutex_lock(&te->lock);
+	switch (cmd->opcode) {
+	case MAIA_OP_GEMM:
+		st = maia_op_gemm(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_GEMM_BATCHED:
+		st = maia_op_gemm_batched(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_ADD:
+	case MAIA_OP_MUL:
+	case MAIA_OP_SCALE:
+	case MAIA_OP_ACTIVATION:
+		st = maia_op_eltwise(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_SOFTMAX:
+	case MAIA_OP_LAYERNORM:
+	case MAIA_OP_RMSNORM:
+		st = maia_op_rownorm(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_ATTENTION:
+		st = maia_op_attention(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_QUANTIZE:
+	case MAIA_OP_DEQUANTIZE:
+	case MAIA_OP_TRANSPOSE:
+	case MAIA_OP_COPY:
+		st = maia_op_layout(te, cmd, mem, stats);
+		break;
+	case MAIA_OP_REDUCE:
+		st = maia_op_reduce(te, cmd, mem, stats);
+		break;
+	default:
+		st = MAIA_STATUS_BAD_OPCODE;
+		break;
+	}
+	te->ops++;
+	pthread_mutex_unlock(&te->lock);
+	return st;
 }

@@ -7,6 +7,7 @@
 #ifndef MAIA_TE_H
 #define MAIA_TE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,8 @@ int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 
 /* ---- execution (engine.c, pool.c) ---- */
 
+struct maia_gemm_kernel;
+
 struct maia_pool;
 typedef void (*maia_task_fn)(void *arg, size_t task, unsigned int worker);
 struct maia_pool *maia_pool_create(unsigned int threads);
@@ -127,7 +130,9 @@ struct maia_worker {
 };
 
 struct maia_tensor_engine {
+	pthread_mutex_t lock;		/* one command at a time on the pool and workers */
 	struct maia_tensor_config cfg;
+	const struct maia_gemm_kernel *gemm_kernel;
 	unsigned int tiles;		/* clusters * tiles_per_cluster */
 	size_t tile_sram;		/* bytes of SRAM a tile may stage into */
 	struct maia_pool *pool;
@@ -154,7 +159,51 @@ struct maia_job {
 };
 int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
 
+/* ---- GEMM micro-kernels (gemm_kernels.c) ---- */
+struct maia_gemm_kernel {
+	const char *name;
+	unsigned int mr, nr;	/* C tile rows and columns */
+	void (*fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+		   int accumulate);
+};
+const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n);
+bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k);
+/* By name, else MAIA_TE_ISA from the environment, else the best usable. */
+const struct maia_gemm_kernel *maia_gemm_kernel_find(const char *name);
+
 /* ---- operations ---- */
+
+/* Elements per row chunk that ops stage at once (a multiple of every block). */
+#define MAIA_CHUNK	4096u
+
+/* Number of rows (dims 0..2) of a normalized shape. */
+static inline uint64_t maia_rows(const uint64_t shape[4])
+{
+	return shape[0] * shape[1] * shape[2];
+}
+
+/* Element offset of row r (index over dims 0..2 of shape) in a tensor with strides st. */
+static inline uint64_t maia_row_offset(const uint64_t shape[4], const uint64_t st[4], uint64_t r)
+{
+	uint64_t i2 = r % shape[2], i1 = r / shape[2] % shape[1], i0 = r / shape[2] / shape[1];
+
+	return i0 * st[0] + i1 * st[1] + i2 * st[2];
+}
+
+/* x broadcasts to shape: each dim equal or 1. */
+static inline bool maia_broadcasts(const struct maia_tview *x, const uint64_t shape[4])
+{
+	for (int d = 0; d < 4; d++)
+		if (x->shape[d] != shape[d] && x->shape[d] != 1)
+			return false;
+	return true;
+}
+
+static inline bool maia_dtype_is_float(unsigned int dt)
+{
+	return dt == MAIA_DTYPE_FP32 || dt == MAIA_DTYPE_FP16 || dt == MAIA_DTYPE_BF16;
+}
+
 float maia_act(float x, unsigned int act);
 
 int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: debugfs "bos", every buffer object of the
+ * device with its placement, owner and device mappings.
+ */
+
+#include <drm/drm_debugfs.h>
+#include <drm/drm_gem.h>
+#include <drm/maia_accel.h>
+#include <linux/seq_file.h>
+
+#include "maia_drv.h"
+#include "maia_gem.h"
+#include "maia_vm.h"
+
+static int maia_debugfs_bos_show(struct seq_file *m, void *unused)
+{
+	struct drm_debugfs_entry *entry = m->private;
+	struct maia_device *mdev = to_maia_device(entry->dev);
+	struct maia_vm_mapping *map;
+	struct maia_bo *bo;
+	u64 total[2] = {};
+
+	seq_puts(m, "placement       size    pid refs mappings (asid:va+size)\n");
+	mutex_lock(&mdev->gem.lock);
+	list_for_each_entry(bo, &mdev->gem.bos, dev_link) {
+		struct drm_gem_object *obj = &bo->base.base;
+		bool is_hbm = bo->placement == DRM_MAIA_BO_HBM;
+
+		total[is_hbm] += obj->size;
+		seq_printf(m, "%-9s %10zu %6d %4u", is_hbm ? "hbm" : "host",
+			   obj->size, bo->owner_pid, kref_read(&obj->refcount));
+		list_for_each_entry(map, &bo->mappings, bo_link)
+			seq_printf(m, " %u:%#llx+%#llx%s", map->ctx->asid,
+				   map->node.start, map->node.size,
+				   map->flags & DRM_MAIA_VM_READONLY ? "(ro)" : "");
+		seq_putc(m, '\n');
+	}
+	mutex_unlock(&mdev->gem.lock);
+	seq_printf(m, "total: hbm %llu bytes, host %llu bytes\n", total[1], total[0]);
+	return 0;
+}
+
+void maia_debugfs_bo_init(struct maia_device *mdev)
+{
+	drm_debugfs_add_file(&mdev->drm, "bos", maia_debugfs_bos_show, NULL);
+}

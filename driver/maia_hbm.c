@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: device memory (HBM).
+ *
+ * HBM is device-local memory the CPU reaches through BAR2, which covers all
+ * of it. Buffer objects and page tables are carved out of it with the
+ * kernel's buddy allocator (the VRAM allocator of amdgpu and xe). Blocks
+ * are MAIA_PAGE_SIZE << order and aligned to their size, so a buffer of
+ * 2 MiB or more usually gets blocks the device MMU can map with 2 MiB pages.
+ */
+
+#include <drm/drm_managed.h>
+#include <linux/io.h>
+#include <linux/pci.h>
+#include <linux/sysfs.h>
+
+#include <maia/hw/mmu.h>
+#include <maia/hw/regs.h>
+
+#include "maia_drv.h"
+#include "maia_hbm.h"
+
+u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block)
+{
+	return gpu_buddy_block_size(&mdev->hbm.mm, block);
+}
+
+/*
+ * Allocates @size bytes (a MAIA_PAGE_SIZE multiple) as a list of blocks,
+ * largest first. Page tables pass @topdown to stay away from the low
+ * addresses where large buffers are placed. -ENOMEM when HBM is full.
+ */
+int maia_hbm_alloc(struct maia_device *mdev, u64 size, bool topdown,
+		   struct list_head *blocks)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	unsigned long flags = topdown ? GPU_BUDDY_TOPDOWN_ALLOCATION : 0;
+	int ret;
+
+	if (!size || !IS_ALIGNED(size, MAIA_PAGE_SIZE) || size > hbm->usable)
+		return -EINVAL;
+
+	mutex_lock(&hbm->lock);
+	ret = gpu_buddy_alloc_blocks(&hbm->mm, 0, hbm->size, size,
+				     MAIA_PAGE_SIZE, blocks, flags);
+	mutex_unlock(&hbm->lock);
+	if (ret == -ENOSPC)
+		ret = -ENOMEM;
+	return ret;
+}
+
+void maia_hbm_free(struct maia_device *mdev, struct list_head *blocks)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+
+	if (list_empty(blocks))
+		return;
+	mutex_lock(&hbm->lock);
+	gpu_buddy_free_list(&hbm->mm, blocks, 0);
+	mutex_unlock(&hbm->lock);
+}
+
+/* Includes page tables and the reserved page: what the device has in use. */
+u64 maia_hbm_used_bytes(struct maia_device *mdev)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	u64 used;
+
+	mutex_lock(&hbm->lock);
+	used = hbm->size - hbm->mm.avail;
+	mutex_unlock(&hbm->lock);
+	return used;
+}
+
+u64 maia_hbm_free_bytes(struct maia_device *mdev)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	u64 avail;
+
+	mutex_lock(&hbm->lock);
+	avail = hbm->mm.avail;
+	mutex_unlock(&hbm->lock);
+	return avail;
+}
+
+void __iomem *maia_hbm_io(struct maia_device *mdev, u64 offset)
+{
+	return mdev->hbm.wc + offset;
+}
+
+void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size)
+{
+	memset_io(maia_hbm_io(mdev, offset), 0, size);
+}
+
+static struct maia_device *maia_hbm_from_dev(struct device *dev)
+{
+	return pci_get_drvdata(to_pci_dev(dev));
+}
+
+/* HBM bytes allocated: buffer objects, page tables, driver reservations. */
+static ssize_t hbm_used_bytes_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", maia_hbm_used_bytes(maia_hbm_from_dev(dev)));
+}
+static DEVICE_ATTR_RO(hbm_used_bytes);
+
+/* HBM bytes free (possibly fragmented). */
+static ssize_t hbm_free_bytes_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", maia_hbm_free_bytes(maia_hbm_from_dev(dev)));
+}
+static DEVICE_ATTR_RO(hbm_free_bytes);
+
+static struct attribute *maia_hbm_attrs[] = {
+	&dev_attr_hbm_used_bytes.attr,
+	&dev_attr_hbm_free_bytes.attr,
+	NULL,
+};
+
+static const struct attribute_group maia_hbm_attr_group = {
+	.attrs = maia_hbm_attrs,
+};
+
+/*
+ * Runs when the last reference to the DRM device goes, after every buffer
+ * object has been freed: anything still allocated then is a leak.
+ */
+static void maia_hbm_fini(struct drm_device *drm, void *arg)
+{
+	struct maia_hbm *hbm = arg;
+
+	mutex_lock(&hbm->lock);
+	gpu_buddy_free_list(&hbm->mm, &hbm->reserved, 0);
+	drm_WARN(drm, hbm->mm.avail != hbm->size,
+		 "%llu bytes of HBM leaked\n", hbm->size - hbm->mm.avail);
+	gpu_buddy_fini(&hbm->mm);
+	mutex_unlock(&hbm->lock);
+}
+
+int maia_hbm_init(struct maia_device *mdev)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+	struct maia_hbm *hbm = &mdev->hbm;
+	u64 bar_len = pci_resource_len(pdev, MAIA_BAR_HBM);
+	int ret;
+
+	hbm->size = mdev->hw.hbm_size;
+	INIT_LIST_HEAD(&hbm->reserved);
+	if (hbm->size < 2 * MAIA_PAGE_SIZE || !IS_ALIGNED(hbm->size, MAIA_PAGE_SIZE)) {
+		maia_err(mdev, "device reports %llu bytes of HBM, not usable\n",
+			 hbm->size);
+		return -ENODEV;
+	}
+	if (bar_len < hbm->size) {
+		maia_err(mdev, "BAR%d is %llu bytes, smaller than the %llu bytes of HBM\n",
+			 MAIA_BAR_HBM, bar_len, hbm->size);
+		return -ENODEV;
+	}
+
+	ret = pcim_request_region(pdev, MAIA_BAR_HBM, "maia-hbm");
+	if (ret) {
+		maia_err(mdev, "cannot claim BAR%d: %pe\n", MAIA_BAR_HBM, ERR_PTR(ret));
+		return ret;
+	}
+	hbm->bar_base = pci_resource_start(pdev, MAIA_BAR_HBM);
+	hbm->wc = devm_ioremap_wc(&pdev->dev, hbm->bar_base, hbm->size);
+	if (!hbm->wc) {
+		maia_err(mdev, "cannot map BAR%d\n", MAIA_BAR_HBM);
+		return -ENOMEM;
+	}
+
+	ret = drmm_mutex_init(&mdev->drm, &hbm->lock);
+	if (ret)
+		return ret;
+
+	ret = gpu_buddy_init(&hbm->mm, hbm->size, MAIA_PAGE_SIZE);
+	if (ret) {
+		maia_err(mdev, "cannot set up the HBM allocator: %pe\n", ERR_PTR(ret));
+		return ret;
+	}
+	ret = drmm_add_action_or_reset(&mdev->drm, maia_hbm_fini, hbm);
+	if (ret)
+		return ret;
+
+	/* Page 0: SET_CONTEXT takes a root of 0 to mean "disable". */
+	mutex_lock(&hbm->lock);
+	ret = gpu_buddy_alloc_blocks(&hbm->mm, 0, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE,
+				     MAIA_PAGE_SIZE, &hbm->reserved,
+				     GPU_BUDDY_RANGE_ALLOCATION);
+	mutex_unlock(&hbm->lock);
+	if (ret)
+		return ret;
+	hbm->usable = hbm->size - MAIA_PAGE_SIZE;
+
+	ret = devm_device_add_group(&pdev->dev, &maia_hbm_attr_group);
+	if (ret)
+		return ret;
+
+	maia_dbg(mdev, "HBM %llu MiB at BAR%d %pa\n", hbm->size >> 20,
+		 MAIA_BAR_HBM, &hbm->bar_base);
+	return 0;
+}

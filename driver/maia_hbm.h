@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: device memory (HBM) allocator and the BAR2
+ * aperture through which the CPU reaches it.
+ */
+#ifndef __MAIA_HBM_H__
+#define __MAIA_HBM_H__
+
+#include <linux/gpu_buddy.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+struct maia_device;
+
+/*
+ * HBM is managed in MAIA_PAGE_SIZE chunks by the kernel's buddy allocator.
+ * The first page is reserved: SET_CONTEXT reads a page-table root of 0 as
+ * "disable", so no table may ever live there.
+ */
+struct maia_hbm {
+	/* Protects @mm (free trees and its avail counter). */
+	struct mutex lock;
+	struct gpu_buddy mm;
+	u64 size;			/* bytes of HBM on the device */
+	u64 usable;			/* @size minus the reserved page */
+	struct list_head reserved;	/* blocks held by the driver forever */
+	resource_size_t bar_base;	/* bus address of BAR2 */
+	void __iomem *wc;		/* BAR2 mapped write-combined, whole HBM */
+};
+
+int maia_hbm_init(struct maia_device *mdev);
+
+int maia_hbm_alloc(struct maia_device *mdev, u64 size, bool topdown,
+		   struct list_head *blocks);
+void maia_hbm_free(struct maia_device *mdev, struct list_head *blocks);
+
+u64 maia_hbm_used_bytes(struct maia_device *mdev);
+u64 maia_hbm_free_bytes(struct maia_device *mdev);
+
+static inline u64 maia_hbm_block_offset(struct gpu_buddy_block *block)
+{
+	return gpu_buddy_block_offset(block);
+}
+
+u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block);
+
+/* Caller is inside drm_dev_enter(): the aperture is unmapped after unplug. */
+void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size);
+
+/* CPU address of HBM @offset; same rule as maia_hbm_clear(). */
+void __iomem *maia_hbm_io(struct maia_device *mdev, u64 offset);
+
+#endif /* __MAIA_HBM_H__ */

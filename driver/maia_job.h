@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: jobs. The SUBMIT, WAIT and CONTEXT_STATUS ioctls,
+ * job completion and status, and the per-file submission state.
+ *
+ * With the memory code (maia_vm.[ch]): the per-file state hangs off
+ * maia_context.job_priv, created by maia_job_file_open() at open and torn
+ * down through maia_contexts.job_hooks->fini at close, before the address
+ * space goes; VM_BIND UNMAP calls job_hooks->wait_idle. Lock order:
+ * maia_context.lock, then the reset lock (maia_reset.h), then the file's job
+ * lock. Nobody waits for a job fence while holding the reset lock.
+ */
+#ifndef __MAIA_JOB_H__
+#define __MAIA_JOB_H__
+
+#include <drm/gpu_scheduler.h>
+#include <linux/dma-fence.h>
+#include <linux/kref.h>
+
+#include "maia_drv.h"
+
+struct drm_file;
+struct drm_gem_object;
+struct drm_printer;
+struct maia_job_file;
+struct maia_sched_queue;
+
+/*
+ * A job: one command buffer run on one hardware queue.
+ *
+ * Lifetime: the scheduler owns one reference from SUBMIT to free_job; the
+ * file's history ring owns another while WAIT may still ask for it. The
+ * command buffer BO is released at free_job.
+ */
+struct maia_job {
+	struct drm_sched_job base;
+	struct kref ref;
+	struct maia_device *mdev;
+	struct maia_job_file *jf;	/* valid until the file waited for its jobs */
+	u64 seqno;			/* per file, from 1 */
+	u32 priority;			/* DRM_MAIA_PRIO_* */
+	u16 asid;
+	u64 cmdbuf_va;
+	u32 cmdbuf_size;
+	struct drm_gem_object *cmdbuf;	/* reference held until free_job */
+
+	/* The scheduler's finished fence, referenced for WAIT. */
+	struct dma_fence *done;
+	/*
+	 * Hardware fence, returned by run_job and signalled by the queue's
+	 * completion interrupt or by recovery. Allocated at SUBMIT so that
+	 * run_job never allocates; @hw_fence_live says dma_fence_init() ran
+	 * (from then on the fence's refcount owns the memory).
+	 */
+	struct dma_fence *hw_fence;
+	bool hw_fence_live;
+	struct maia_sched_queue *queue;	/* set by run_job */
+	u64 hw_seq;			/* position on that queue, from 1 */
+	ktime_t hw_submitted;		/* host time the doorbell was rung */
+
+	/* Result, written before @hw_fence signals, read after @done signals. */
+	u32 status;			/* DRM_MAIA_JOB_* */
+	u32 device_status;		/* MAIA_STATUS_* */
+	u32 error_offset;
+};
+
+static inline struct maia_job *to_maia_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct maia_job, base);
+}
+
+int maia_job_init(struct maia_device *mdev);
+int maia_job_file_open(struct maia_device *mdev, struct drm_file *file);
+void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
+
+/* For the scheduler, completion and recovery paths; queue lock held. */
+void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe);
+void maia_job_fail(struct maia_job *job, u32 status, int error);
+void maia_job_put(struct maia_job *job);
+
+int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+int maia_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+int maia_context_status_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __MAIA_JOB_H__ */

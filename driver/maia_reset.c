@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: hang detection, device reset and recovery.
+ *
+ * Hang detection: the scheduler's timeout handler runs every watchdog tick
+ * while a queue has jobs in flight. The oldest job of a queue started when
+ * the job before it completed (or when it was handed to an idle queue), so
+ * it is hung only if it has run job_timeout_ms since then with its queue
+ * completing nothing. A long job is not killed for waiting behind others.
+ *
+ * Recovery, one at a time on the ordered reset workqueue: stop every
+ * scheduler, reset the device, fail the jobs that were on it (the hung one
+ * with DRM_MAIA_JOB_TIMEOUT, the others with DRM_MAIA_JOB_ABORTED: they may
+ * have partly run, so they are not run again), boot the firmware, enable the
+ * queues, register the live address spaces again, restart the schedulers,
+ * and tell userspace with a KOBJ_CHANGE uevent carrying MAIA_RESET=1.
+ * Jobs still waiting in the schedulers run afterwards as usual.
+ */
+
+#include <drm/drm_drv.h>
+#include <linux/debugfs.h>
+#include <linux/device.h>
+#include <linux/kobject.h>
+#include <linux/moduleparam.h>
+#include <linux/pci.h>
+
+#include "maia_fw.h"
+#include "maia_hw.h"
+#include "maia_irq.h"
+#include "maia_job.h"
+#include "maia_queue.h"
+#include "maia_reset.h"
+#include "maia_sched.h"
+#include "maia_trace.h"
+
+static unsigned int maia_job_timeout_ms = 5000;
+module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "A job running this long while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
+
+int maia_reset_read_lock(struct maia_device *mdev)
+{
+	return down_read_interruptible(&mdev->reset->lock);
+}
+
+void maia_reset_read_unlock(struct maia_device *mdev)
+{
+	up_read(&mdev->reset->lock);
+}
+
+u32 maia_reset_count(struct maia_device *mdev)
+{
+	return atomic_read(&mdev->reset->count);
+}
+
+static void maia_reset_notify(struct maia_device *mdev, const char *reason, bool ok)
+{
+	char count[32], why[48];
+	char *envp[] = { ok ? "MAIA_RESET=1" : "MAIA_RESET=failed", count, why, NULL };
+
+	snprintf(count, sizeof(count), "MAIA_RESET_COUNT=%u", maia_reset_count(mdev));
+	snprintf(why, sizeof(why), "MAIA_RESET_REASON=%s", reason);
+	kobject_uevent_env(&mdev->drm.dev->kobj, KOBJ_CHANGE, envp);
+}
+
+/* Brings the device back from reset to running, queues and contexts included. */
+static int maia_reset_restart(struct maia_device *mdev)
+{
+	int ret;
+
+	maia_irq_enable(mdev);
+	ret = maia_fw_boot(mdev);
+	if (ret)
+		return ret;
+	ret = maia_queue_enable(&mdev->kq);
+	if (ret)
+		return ret;
+	ret = maia_sched_enable_all(mdev);
+	if (ret)
+		return ret;
+	return maia_vm_restore_contexts(mdev);
+}
+
+/*
+ * Resets the device and recovers. @guilty is the hung job, or NULL for a
+ * forced reset. Runs on the reset workqueue, inside drm_dev_enter().
+ */
+static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty,
+			       const char *reason)
+{
+	struct maia_reset *rs = mdev->reset;
+	int ret;
+
+	down_write(&rs->lock);
+	/* A PING in flight ends (or times out) before its queue goes away. */
+	mutex_lock(&mdev->kq.lock);
+
+	maia_sched_stop_all(mdev, guilty);
+	maia_irq_disable(mdev);
+	maia_queue_disable(&mdev->kq);
+	ret = maia_hw_reset(mdev);
+	/* No completion thread looks at the rings from here on. */
+	maia_irq_sync(mdev);
+	maia_sched_retire_all(mdev, guilty);
+
+	if (ret)
+		maia_err(mdev, "device did not come out of reset\n");
+	else
+		ret = maia_reset_restart(mdev);
+	atomic_inc(&rs->count);
+	trace_maia_reset(mdev, reason, ret);
+	if (ret) {
+		maia_err(mdev, "recovery failed (%pe): jobs fail until the driver is reloaded\n",
+			 ERR_PTR(ret));
+		WRITE_ONCE(mdev->sched->dead, true);
+	} else {
+		maia_info(mdev, "recovered from %s (reset %u)\n", reason,
+			  maia_reset_count(mdev));
+	}
+
+	maia_sched_start_all(mdev);
+	mutex_unlock(&mdev->kq.lock);
+	up_write(&rs->lock);
+	maia_reset_notify(mdev, reason, !ret);
+}
+
+/*
+ * The timeout handler took @sjob off its pending list; a job that is not
+ * hung goes back to the head, where it was, and the watchdog re-arms.
+ */
+static void maia_reset_requeue(struct drm_sched_job *sjob)
+{
+	struct drm_gpu_scheduler *sched = sjob->sched;
+
+	spin_lock(&sched->job_list_lock);
+	list_add(&sjob->list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+}
+
+enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
+{
+	struct maia_job *job = to_maia_job(sjob);
+	struct maia_device *mdev = job->mdev;
+	struct maia_sched_queue *sq = job->queue;
+	unsigned int timeout_ms = READ_ONCE(maia_job_timeout_ms);
+	ktime_t started;
+	s64 ran_ms;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx)) {
+		maia_reset_requeue(sjob);
+		return DRM_GPU_SCHED_STAT_ENODEV;
+	}
+
+	if (!sq || dma_fence_is_signaled(job->hw_fence) || !timeout_ms)
+		goto not_hung;
+	started = READ_ONCE(sq->last_progress);
+	if (ktime_before(started, job->hw_submitted))
+		started = job->hw_submitted;
+	ran_ms = ktime_ms_delta(ktime_get(), started);
+	if (ran_ms < timeout_ms)
+		goto not_hung;
+
+	maia_err(mdev, "queue %u: job %llu (asid %u) made no progress for %lld ms (head %u completed %u): resetting the device\n",
+		 sq->hwq.index, job->hw_seq, job->asid, ran_ms,
+		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_HEAD)),
+		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_COMPLETED)));
+	maia_reset_recover(mdev, job, "timeout");
+	drm_dev_exit(idx);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+
+not_hung:
+	maia_reset_requeue(sjob);
+	drm_dev_exit(idx);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void maia_reset_force_work(struct work_struct *work)
+{
+	struct maia_reset *rs = container_of(work, struct maia_reset, force_work);
+	struct maia_device *mdev = rs->mdev;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return;
+	maia_warn(mdev, "reset forced through debugfs\n");
+	maia_reset_recover(mdev, NULL, "forced");
+	drm_dev_exit(idx);
+}
+
+/* debugfs force_reset: any write resets the device now and returns when recovered. */
+static ssize_t maia_force_reset_write(struct file *file, const char __user *buf,
+				      size_t size, loff_t *pos)
+{
+	struct maia_device *mdev = file->private_data;
+	struct maia_reset *rs = mdev->reset;
+
+	if (!size)
+		return -EINVAL;
+	queue_work(mdev->sched->reset_wq, &rs->force_work);
+	flush_work(&rs->force_work);
+	return size;
+}
+
+static const struct file_operations maia_force_reset_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = maia_force_reset_write,
+};
+
+/* Device resets since probe, on the PCI device. */
+static ssize_t reset_count_show(struct device *dev, struct device_attribute *attr,
+				char *buf)
+{
+	struct maia_device *mdev = pci_get_drvdata(to_pci_dev(dev));
+
+	return sysfs_emit(buf, "%u\n", maia_reset_count(mdev));
+}
+static DEVICE_ATTR_RO(reset_count);
+
+static struct attribute *maia_reset_attrs[] = {
+	&dev_attr_reset_count.attr,
+	NULL,
+};
+
+static const struct attribute_group maia_reset_attr_group = {
+	.attrs = maia_reset_attrs,
+};
+
+/* After maia_sched_init(): recovery uses its workqueue. */
+int maia_reset_init(struct maia_device *mdev)
+{
+	struct maia_reset *rs;
+	int ret;
+
+	rs = drmm_kzalloc(&mdev->drm, sizeof(*rs), GFP_KERNEL);
+	if (!rs)
+		return -ENOMEM;
+	rs->mdev = mdev;
+	init_rwsem(&rs->lock);
+	atomic_set(&rs->count, 0);
+	INIT_WORK(&rs->force_work, maia_reset_force_work);
+	mdev->reset = rs;
+
+	ret = devm_device_add_group(mdev->drm.dev, &maia_reset_attr_group);
+	if (ret)
+		return ret;
+	debugfs_create_file("force_reset", 0200, mdev->drm.debugfs_root, mdev,
+			    &maia_force_reset_fops);
+	return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: hang detection, device reset and recovery.
+ */
+#ifndef __MAIA_RESET_H__
+#define __MAIA_RESET_H__
+
+#include <drm/gpu_scheduler.h>
+#include <linux/atomic.h>
+#include <linux/rwsem.h>
+#include <linux/workqueue.h>
+
+#include "maia_drv.h"
+
+struct maia_job;
+
+struct maia_reset {
+	struct maia_device *mdev;
+	/*
+	 * Protects the device's running state (firmware, queue and context
+	 * registers) against a reset: ioctls and open paths that use the
+	 * device hold it for reading, recovery holds it for writing. Never
+	 * wait for a job while holding it: the job may need recovery to end.
+	 */
+	struct rw_semaphore lock;
+	atomic_t count;			/* resets since probe */
+	struct work_struct force_work;	/* debugfs force_reset, on the reset workqueue */
+};
+
+int maia_reset_init(struct maia_device *mdev);
+int maia_reset_read_lock(struct maia_device *mdev);
+void maia_reset_read_unlock(struct maia_device *mdev);
+u32 maia_reset_count(struct maia_device *mdev);
+enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
+
+#endif /* __MAIA_RESET_H__ */

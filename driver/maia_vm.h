@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: per-file contexts (device address spaces) and
+ * DRM_IOCTL_MAIA_VM_BIND.
+ */
+#ifndef __MAIA_VM_H__
+#define __MAIA_VM_H__
+
+#include <drm/drm_file.h>
+#include <drm/drm_mm.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+#include "maia_mmu.h"
+
+struct drm_device;
+struct drm_gem_object;
+struct maia_context;
+struct maia_device;
+
+/*
+ * What the job code (maia_job.c) does for the memory code. Both may sleep.
+ * @wait_idle: wait until no job of @ctx that was submitted before the call
+ *	can still touch memory; interruptible (returns 0 or -ERESTARTSYS).
+ *	VM_BIND UNMAP calls it with @ctx->lock held, so the job completion
+ *	path must not take @ctx->lock.
+ * @fini: at close, before the address space is torn down: cancel or wait
+ *	for every job of @ctx; cannot fail.
+ */
+struct maia_ctx_job_hooks {
+	int (*wait_idle)(struct maia_context *ctx);
+	void (*fini)(struct maia_context *ctx);
+};
+
+/* Device-wide table of contexts. */
+struct maia_contexts {
+	/*
+	 * Serializes context creation and destruction against the restore of
+	 * every context after a device reset (it covers the SET_CONTEXT
+	 * mailbox commands too).
+	 */
+	struct mutex lock;
+	struct xarray by_asid;		/* ASID -> context; lookups under xa_lock */
+	const struct maia_ctx_job_hooks *job_hooks;	/* NULL: no jobs exist */
+};
+
+/*
+ * The context of one open file: an ASID and its page tables, created at
+ * open and torn down at close (drm_file.driver_priv points to it). The
+ * struct itself is reference counted so that jobs may outlive the file;
+ * after close the address space is gone and @asid may be reused.
+ */
+struct maia_context {
+	struct maia_device *mdev;
+	struct kref ref;
+	u32 asid;
+
+	/*
+	 * Protects @va_mm, @pgt and the mappings. SUBMIT holds it from
+	 * maia_vm_find_bo_va() until its job is queued, so an UNMAP either
+	 * sees the job (and waits for it) or the job sees no mapping.
+	 */
+	struct mutex lock;
+	struct drm_mm va_mm;		/* struct maia_vm_mapping nodes */
+	struct maia_pgtable pgt;
+
+	/* Protects the fault state, written by the MMU fault path. */
+	spinlock_t fault_lock;
+	bool faulted;
+	u64 fault_addr;
+	u32 fault_access;		/* MAIA_ACCESS_* */
+
+	void *job_priv;			/* owned by the job code */
+};
+
+/* A VM_BIND mapping: [node.start, node.start + node.size) -> BO @offset. */
+struct maia_vm_mapping {
+	struct drm_mm_node node;
+	struct maia_context *ctx;
+	struct drm_gem_object *obj;	/* holds a reference */
+	u64 offset;
+	u32 flags;			/* DRM_MAIA_VM_* */
+	struct list_head bo_link;	/* in maia_bo.mappings, under maia_gem.lock */
+};
+
+int maia_vm_init(struct maia_device *mdev);
+int maia_vm_open(struct maia_device *mdev, struct drm_file *file);
+void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file);
+
+static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+struct maia_context *maia_ctx_get(struct maia_context *ctx);
+void maia_ctx_put(struct maia_context *ctx);
+/* Returns a reference, or NULL if no context has @asid. Any context. */
+struct maia_context *maia_ctx_lookup_asid(struct maia_device *mdev, u32 asid);
+
+/*
+ * Records an MMU fault for the context that has @asid (the first fault is
+ * kept) and returns whether there was one. Any context.
+ */
+bool maia_vm_report_fault(struct maia_device *mdev, u32 asid, u64 addr, u32 access);
+bool maia_ctx_faulted(struct maia_context *ctx);
+/* Copies the fault state; returns whether the context is faulted. */
+bool maia_ctx_fault_info(struct maia_context *ctx, u64 *addr, u32 *access);
+
+/*
+ * Device VA of byte @offset of @obj where [@offset, @offset + @size) is
+ * mapped in @ctx: 0, or -ENOENT if no single mapping covers it. Caller
+ * holds @ctx->lock.
+ */
+int maia_vm_find_bo_va(struct maia_context *ctx, struct drm_gem_object *obj,
+		       u64 offset, u64 size, u64 *va);
+
+/* After a device reset: installs the page tables of every live context. */
+int maia_vm_restore(struct maia_device *mdev);
+
+int maia_vm_bind_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __MAIA_VM_H__ */

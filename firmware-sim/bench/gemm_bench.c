@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GEMM throughput of the tensor engine (the MAIA_OP_GEMM path, operands read
+ * through struct maia_job_mem from a flat device memory) against OpenBLAS
+ * sgemm on the same FP32 values, in the same process with the same number of
+ * threads. One JSON object per line:
+ *   {"name","value","unit","higher_is_better","baseline","baseline_value","ratio"}
+ *
+ * Usage: gemm_bench [--threads N] [--quick] [--max SIZE] [--type NAME] [--no-blas]
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "maia/engine.h"
+#include "maia/hw/queue.h"
+#include "maia/hw/tensor.h"
+#include "../src/tensor/te.h"
+
+void openblas_set_num_threads(int num_threads);
+
+static bool no_blas;
+
+struct flat {
+	uint8_t *buf;
+	uint64_t size;
+};
+
+#define BASE 0x10000000ull
+
+static int flat_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+	struct flat *f = opaque;
+
+	if (va < BASE || va - BASE + len > f->size)
+		return MAIA_STATUS_MMU_FAULT;
+	memcpy(buf, f->buf + (va - BASE), len);
+	return MAIA_STATUS_OK;
+}
+
+static int flat_write(void *opaque, uint64_t va, const void *buf, size_t len)
+{
+	struct flat *f = opaque;
+
+	if (va < BASE || va - BASE + len > f->size)
+		return MAIA_STATUS_MMU_FAULT;
+	memcpy(f->buf + (va - BASE), buf, len);
+	return MAIA_STATUS_OK;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static struct maia_tensor_desc desc2(unsigned int dt, uint64_t va, uint64_t sva,
+				     uint32_t r, uint32_t c)
+{
+	struct maia_tensor_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.dtype = (uint8_t)dt;
+	d.rank = 2;
+	d.addr = va;
+	d.scale_addr = sva;
+	d.shape[0] = r;
+	d.shape[1] = c;
+	d.strides[0] = c;
+	d.strides[1] = 1;
+	return d;
+}
+
+static uint64_t bytes_of(unsigned int dt, uint64_t n)
+{
+	unsigned int bs = maia_dtype_block(dt);
+
+	return bs > 1 ? n / bs * maia_dtype_block_bytes(dt) : n * maia_dtype_size(dt);
+}
+
+/* Store vals as dtype at va (+ block scales at sva); vals become the stored values. */
+static void put(struct flat *f, unsigned int dt, uint64_t va, uint64_t sva, float *vals, uint64_t n)
+{
+	if (maia_dtype_is_block(dt)) {
+		maia_mx_encode(dt, vals, n / maia_dtype_block(dt), f->buf + (va - BASE),
+			       f->buf + (sva - BASE));
+		maia_mx_decode(dt, f->buf + (va - BASE), f->buf + (sva - BASE),
+			       n / maia_dtype_block(dt), vals);
+	} else {
+		maia_encode(dt, vals, n, 1.0f, true, f->buf + (va - BASE));
+		maia_decode(dt, f->buf + (va - BASE), n, 1.0f, vals);
+	}
+}
+
+static const char *dt_name(unsigned int dt)
+{
+	switch (dt) {
+	case MAIA_DTYPE_FP32: return "fp32";
+	case MAIA_DTYPE_BF16: return "bf16";
+	case MAIA_DTYPE_MXFP8_E4M3: return "mxfp8";
+	case MAIA_DTYPE_MXFP4_E2M1: return "mxfp4";
+	default: return "other";
+	}
+}
+
+/* Best-of time of fn over enough repetitions to fill min_s seconds. */
+#define TIME_BEST(out, min_s, body) do {				\
+	double t_best = 1e30, t_total = 0;				\
+	int reps = 0;							\
+	while (reps < 2 || (t_total < (min_s) && reps < 50)) {		\
+		double t0 = now(), t_el;					\
+		body;							\
+		t_el = now() - t0;				\
+		t_total += t_el;						\
+		if (t_el < t_best)					\
+			t_best = t_el;					\
+		reps++;							\
+	}								\
+	(out) = t_best;							\
+} while (0)
+
+static void bench_one(struct maia_tensor_engine *te, unsigned int dt, uint32_t m, uint32_t n,
+		      uint32_t k, double min_s)
+{
+	uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
+	uint64_t ba = bytes_of(dt, na), bb = bytes_of(dt, nb);
+	struct flat f;
+	struct maia_job_mem mem = { &f, flat_read, flat_write };
+	struct maia_cmd_gemm cmd;
+	struct maia_op_stats stats;
+	float *fa = malloc(4 * na), *fb = malloc(4 * nb), *fc = malloc(4 * nc);
+	uint64_t va, vb, vc, sa, sb;
+	double t_dev, t_blas, flop = 2.0 * m * n * k, err = 0;
+	int st = 0;
+	char name[96];
+
+	f.size = ba + bb + 4 * nc + na / 16 + nb / 16 + 4096;
+	f.buf = aligned_alloc(4096, (f.size + 4095) & ~4095ull);
+	va = BASE;
+	vb = va + ((ba + 63) & ~63ull);
+	vc = vb + ((bb + 63) & ~63ull);
+	sa = vc + 4 * nc;
+	sb = sa + ((na / 16 + 63) & ~63ull);
+	srand(7);
+	for (uint64_t i = 0; i < na; i++)
+		fa[i] = (float)rand() / RAND_MAX - 0.5f;
+	for (uint64_t i = 0; i < nb; i++)
+		fb[i] = (float)rand() / RAND_MAX - 0.5f;
+	put(&f, dt, va, sa, fa, na);
+	put(&f, dt, vb, sb, fb, nb);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = MAIA_OP_GEMM;
+	cmd.hdr.size = sizeof(cmd);
+	cmd.a = desc2(dt, va, maia_dtype_is_block(dt) ? sa : 0, m, k);
+	cmd.b = desc2(dt, vb, maia_dtype_is_block(dt) ? sb : 0, k, n);
+	cmd.c = desc2(MAIA_DTYPE_FP32, vc, 0, m, n);
+
+	TIME_BEST(t_dev, min_s, {
+		memset(&stats, 0, sizeof(stats));
+		st |= maia_tensor_exec(te, &cmd.hdr, &mem, &stats);
+	});
+	if (no_blas) {	/* profiling the engine alone */
+		t_blas = t_dev;
+		goto report;
+	}
+	TIME_BEST(t_blas, min_s, {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+			    1.0f, fa, (int)k, fb, (int)n, 0.0f, fc, (int)n);
+	});
+	/* same values in, so the results must agree to FP32 rounding */
+	for (uint64_t i = 0; i < nc; i += 97) {
+		float dev;
+
+		memcpy(&dev, f.buf + (vc - BASE) + 4 * i, 4);
+		if (fabsf(dev - fc[i]) > err)
+			err = fabsf(dev - fc[i]);
+	}
+	if (st || err > 1e-3 * sqrt(k)) {
+		fprintf(stderr, "gemm_bench: %s %ux%ux%u: status %d, max diff to sgemm %g\n",
+			dt_name(dt), m, n, k, st, err);
+		exit(1);
+	}
+report:
+	snprintf(name, sizeof(name), "gemm_%s_%ux%ux%u", dt_name(dt), m, n, k);
+	printf("{\"name\": \"%s\", \"value\": %.2f, \"unit\": \"GFLOP/s\", "
+	       "\"higher_is_better\": true, \"baseline\": \"openblas_sgemm\", "
+	       "\"baseline_value\": %.2f, \"ratio\": %.3f}\n",
+	       name, flop / t_dev * 1e-9, flop / t_blas * 1e-9, t_blas / t_dev);
+	fflush(stdout);
+	free(fa);
+	free(fb);
+	free(fc);
+	free(f.buf);
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned int types[] = {
+		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP4_E2M1,
+	};
+	static const uint32_t square[] = { 256, 512, 1024, 2048, 4096 };
+	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
+		{ 32, 4096, 4096 }, { 256, 4096, 1024 }, { 4096, 4096, 256 },
+	};
+	struct maia_tensor_config cfg = { 16, 4, 8192, 0 };
+	struct maia_tensor_engine *te;
+	uint32_t max = 4096;
+	const char *only = NULL;
+	double min_s = 1.0;
+	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--max") && i + 1 < argc)
+			max = (uint32_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--type") && i + 1 < argc)
+			only = argv[++i];
+		else if (!strcmp(argv[i], "--no-blas"))
+			no_blas = true;
+		else if (!strcmp(argv[i], "--quick"))
+			min_s = 0.2;
+		else {
+			fprintf(stderr, "usage: %s [--threads N] [--max SIZE] [--quick]\n", argv[0]);
+			return 2;
+		}
+	}
+	cfg.threads = (unsigned int)threads;
+	openblas_set_num_threads(threads);
+	te = maia_tensor_create(&cfg);
+	if (!te) {
+		perror("maia_tensor_create");
+		return 1;
+	}
+	fprintf(stderr, "gemm_bench: %d threads, micro-kernel %s\n", threads, te->gemm_kernel->name);
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		if (only && strcmp(only, dt_name(types[t])))
+			continue;
+		for (size_t i = 0; i < sizeof(square) / sizeof(square[0]); i++)
+			if (square[i] <= max)
+				bench_one(te, types[t], square[i], square[i], square[i], min_s);
+		for (size_t i = 0; i < sizeof(skinny) / sizeof(skinny[0]); i++)
+			if (skinny[i][1] <= max && skinny[i][0] <= max)
+				bench_one(te, types[t], skinny[i][0], skinny[i][1], skinny[i][2], min_s);
+	}
+	maia_tensor_destroy(te);
+	return 0;
+}

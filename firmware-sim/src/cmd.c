@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Command processor (maia/hw/cmd.h): walks a job's command buffer through
+ * its address space, one command at a time, and runs each one. The first
+ * failure ends the job with its status and byte offset. Jobs are resumable
+ * at a command boundary: a semaphore wait parks the job, and a job that used
+ * up its scheduler quantum yields so other queues can run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Internal results besides MAIA_STATUS_*. */
+#define CMD_PARK	(-1)	/* semaphore not ready: park the job */
+#define CMD_STOP	(-2)	/* reset or queue disabled: abandon the job */
+
+/* base + (rows - 1) * stride + width, or false if that overflows. */
+static bool span_end(uint64_t base, uint64_t stride, uint32_t rows, uint64_t width,
+		     uint64_t *end)
+{
+	uint64_t off;
+
+	if (__builtin_mul_overflow(stride, (uint64_t)(rows - 1), &off) ||
+	    __builtin_add_overflow(off, width, &off) ||
+	    __builtin_add_overflow(base, off, end))
+		return false;
+	return true;
+}
+
+/* Copies one contiguous span through the bounce buffer. */
+static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
+		     struct maia_as *as, uint64_t src, uint64_t dst, uint64_t len)
+{
+	while (len) {
+		size_t n = len < MAIA_BOUNCE_SIZE ? (size_t)len : MAIA_BOUNCE_SIZE;
+		int rc;
+
+		if (maia_job_should_stop(sim, qi, job))
+			return CMD_STOP;
+		rc = maia_as_read(as, src, sim->bounce, n);
+		if (rc == MAIA_STATUS_OK)
+			rc = maia_as_write(as, dst, sim->bounce, n);
+		if (rc != MAIA_STATUS_OK)
+			return rc;
+		sim->stats.bytes_read += n;
+		sim->stats.bytes_written += n;
+		src += n;
+		dst += n;
+		len -= n;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int cmd_dma_copy(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
+			struct maia_as *as, const uint8_t *raw)
+{
+	struct maia_cmd_dma_copy c;
+	uint64_t end;
+	int rc;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved)
+		return MAIA_STATUS_BAD_CMD;
+	if (!c.width || !c.height)
+		return MAIA_STATUS_OK;
+	if (c.height == 1)
+		c.src_stride = c.dst_stride = 0;
+	if (!span_end(c.src, c.src_stride, c.height, c.width, &end) ||
+	    !span_end(c.dst, c.dst_stride, c.height, c.width, &end))
+		return MAIA_STATUS_BAD_CMD;
+	/* Rows packed back to back on both sides are one span. */
+	if (c.height > 1 && c.src_stride == c.width && c.dst_stride == c.width) {
+		c.width *= c.height;
+		c.height = 1;
+	}
+	for (uint32_t row = 0; row < c.height; row++) {
+		rc = copy_span(sim, qi, job, as, c.src + row * c.src_stride,
+			       c.dst + row * c.dst_stride, c.width);
+		if (rc != MAIA_STATUS_OK)
+			return rc;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
+		    struct maia_as *as, const uint8_t *raw)
+{
+	struct maia_cmd_fill c;
+	uint64_t end;
+	size_t chunk;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved || c.size % 4u ||
+	    __builtin_add_overflow(c.dst, c.size, &end))
+		return MAIA_STATUS_BAD_CMD;
+	chunk = c.size < MAIA_BOUNCE_SIZE ? (size_t)c.size : MAIA_BOUNCE_SIZE;
+	for (size_t i = 0; i < chunk; i += 4)
+		memcpy(sim->bounce + i, &c.pattern, 4);
+	while (c.size) {
+		size_t n = c.size < chunk ? (size_t)c.size : chunk;
+		int rc;
+
+		if (maia_job_should_stop(sim, qi, job))
+			return CMD_STOP;
+		rc = maia_as_write(as, c.dst, sim->bounce, n);
+		if (rc != MAIA_STATUS_OK)
+			return rc;
+		sim->stats.bytes_written += n;
+		c.dst += n;
+		c.size -= n;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int cmd_fence_write(struct maia_as *as, const uint8_t *raw)
+{
+	struct maia_cmd_fence_write c;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || (c.addr & 7u))
+		return MAIA_STATUS_BAD_CMD;
+	/* Everything earlier commands wrote is visible before the fence value. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return maia_as_write(as, c.addr, &c.value, sizeof(c.value));
+}
+
+static int cmd_timestamp(struct maia_sim *sim, struct maia_as *as, const uint8_t *raw)
+{
+	struct maia_cmd_timestamp c;
+	uint64_t now;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || (c.addr & 7u))
+		return MAIA_STATUS_BAD_CMD;
+	now = maia_sim_now_ns(sim);
+	return maia_as_write(as, c.addr, &now, sizeof(now));
+}
+
+static int cmd_sem_signal(struct maia_sim *sim, const uint8_t *raw)
+{
+	struct maia_cmd_sem_signal c;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.index >= MAIA_NUM_SEMAPHORES ||
+	    __builtin_add_overflow(sim->sems[c.index], c.value, &sim->sems[c.index]))
+		return MAIA_STATUS_BAD_CMD;
+	return MAIA_STATUS_OK;
+}
+
+static int cmd_sem_wait(struct maia_sim *sim, struct maia_qjob *job, const uint8_t *raw)
+{
+	struct maia_cmd_sem_wait c;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved ||
+	    c.index >= MAIA_NUM_SEMAPHORES)
+		return MAIA_STATUS_BAD_CMD;
+	if (sim->sems[c.index] >= c.value) {
+		sim->sems[c.index] -= c.value;
+		return MAIA_STATUS_OK;
+	}
+	if (!c.timeout_us)
+		return MAIA_STATUS_SEM_TIMEOUT;
+	job->state = MAIA_JOB_SEM_WAIT;
+	job->sem_index = c.index;
+	job->sem_value = c.value;
+	job->deadline_ns = maia_sim_now_ns(sim) + (uint64_t)c.timeout_us * 1000u;
+	return CMD_PARK;
+}
+
+static int cmd_tensor(struct maia_sim *sim, struct maia_as *as, const uint8_t *raw)
+{
+	struct maia_op_stats st = { 0 };
+	struct maia_job_mem mem;
+	int rc;
+
+	maia_as_job_mem(as, &mem);
+	rc = maia_tensor_exec(sim->te, (const struct maia_cmd_header *)raw, &mem, &st);
+	sim->stats.flops += st.flops;
+	sim->stats.bytes_read += st.bytes_read;
+	sim->stats.bytes_written += st.bytes_written;
+	sim->stats.busy_ns += st.busy_ns;
+	return rc;
+}
+
+static int exec_one(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job,
+		    struct maia_as *as, const uint8_t *raw, uint16_t opcode)
+{
+	if (opcode < 64 && !((sim->fw.opcodes >> opcode) & 1))
+		return MAIA_STATUS_BAD_OPCODE;
+	switch (opcode) {
+	case MAIA_OP_NOP:
+		/* Any size: NOPs double as padding. */
+		return ((const struct maia_cmd_header *)raw)->flags ? MAIA_STATUS_BAD_CMD
+								    : MAIA_STATUS_OK;
+	case MAIA_OP_DMA_COPY:
+		return cmd_dma_copy(sim, qi, job, as, raw);
+	case MAIA_OP_FILL:
+		return cmd_fill(sim, qi, job, as, raw);
+	case MAIA_OP_FENCE_WRITE:
+		return cmd_fence_write(as, raw);
+	case MAIA_OP_TIMESTAMP:
+		return cmd_timestamp(sim, as, raw);
+	case MAIA_OP_SEM_SIGNAL:
+		return cmd_sem_signal(sim, raw);
+	case MAIA_OP_SEM_WAIT:
+		return cmd_sem_wait(sim, job, raw);
+	default:
+		if (maia_tensor_handles(opcode))
+			return cmd_tensor(sim, as, raw);
+		return MAIA_STATUS_BAD_OPCODE;
+	}
+}
+
+/* Fetches the command at job->offset into sim->cmd_buf. */
+static int fetch_cmd(struct maia_sim *sim, struct maia_qjob *job, struct maia_as *as,
+		     struct maia_cmd_header *hdr)
+{
+	uint32_t left = job->sqe.cmdbuf_size - job->offset;
+	uint64_t va = job->sqe.cmdbuf_addr + job->offset;
+	int rc;
+
+	if (left < sizeof(*hdr))
+		return MAIA_STATUS_BAD_CMD;
+	rc = maia_as_read(as, va, hdr, sizeof(*hdr));
+	if (rc != MAIA_STATUS_OK)
+		return rc;
+	if (hdr->size < sizeof(*hdr) || hdr->size % 8u || hdr->size > left)
+		return MAIA_STATUS_BAD_CMD;
+	if (hdr->size > sim->cmd_buf_size) {
+		uint8_t *nb = realloc(sim->cmd_buf, hdr->size);
+
+		if (!nb)
+			return MAIA_STATUS_BAD_CMD;
+		sim->cmd_buf = nb;
+		sim->cmd_buf_size = hdr->size;
+	}
+	memcpy(sim->cmd_buf, hdr, sizeof(*hdr));
+	return maia_as_read(as, va + sizeof(*hdr), sim->cmd_buf + sizeof(*hdr),
+			    hdr->size - sizeof(*hdr));
+}
+
+/* A parked semaphore wait: finish it if it can, else keep waiting. */
+static int resume_sem_wait(struct maia_sim *sim, struct maia_qjob *job)
+{
+	uint64_t *sem = &sim->sems[job->sem_index];
+
+	if (*sem >= job->sem_value) {
+		*sem -= job->sem_value;
+		job->state = MAIA_JOB_RUNNING;
+		job->offset += sizeof(struct maia_cmd_sem_wait);
+		return MAIA_STATUS_OK;
+	}
+	if (maia_sim_now_ns(sim) >= job->deadline_ns)
+		return MAIA_STATUS_SEM_TIMEOUT;
+	return CMD_PARK;
+}
+
+enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
+				  struct maia_qjob *job, struct maia_as *as,
+				  uint32_t *status, uint32_t *error_offset)
+{
+	uint64_t slice_end = maia_sim_now_ns(sim) + (uint64_t)sim->fw.quantum_us * 1000u;
+	int rc;
+
+	*error_offset = job->offset;
+	if (job->state == MAIA_JOB_SEM_WAIT) {
+		rc = resume_sem_wait(sim, job);
+		if (rc == CMD_PARK)
+			return MAIA_RUN_PARKED;
+		if (rc != MAIA_STATUS_OK) {
+			*status = (uint32_t)rc;
+			return MAIA_RUN_DONE;
+		}
+	}
+	while (job->offset < job->sqe.cmdbuf_size) {
+		struct maia_cmd_header hdr;
+
+		if (maia_job_should_stop(sim, qi, job))
+			return MAIA_RUN_STOPPED;
+		if (maia_sim_now_ns(sim) >= slice_end)
+			return MAIA_RUN_YIELD;
+		*error_offset = job->offset;
+		rc = fetch_cmd(sim, job, as, &hdr);
+		if (rc == MAIA_STATUS_OK)
+			rc = exec_one(sim, qi, job, as, sim->cmd_buf, hdr.opcode);
+		if (rc == CMD_STOP)
+			return MAIA_RUN_STOPPED;
+		if (rc == CMD_PARK)
+			return MAIA_RUN_PARKED;
+		if (rc != MAIA_STATUS_OK) {
+			maia_sim_trace(sim, "queue %u job 0x%llx: opcode 0x%x at offset %u failed with status %d",
+				   qi, (unsigned long long)job->sqe.job_id, hdr.opcode,
+				   job->offset, rc);
+			*status = (uint32_t)rc;
+			return MAIA_RUN_DONE;
+		}
+		job->offset += hdr.size;
+	}
+	*status = MAIA_STATUS_OK;
+	return MAIA_RUN_DONE;
+}

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device worker: runs boot and mailbox work, reads shadow tails, and
+ * schedules jobs across queues. Higher priority queues go first; queues of
+ * equal priority take turns (round robin) at job or quantum boundaries. A job
+ * parked on a semaphore does not block its priority level.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* Queue registers the worker needs, copied under sim->lock. */
+struct queue_snap {
+	uint64_t sq, cq, gen;
+	uint32_t size, head;
+	bool inject_hang, inject_fault;
+};
+
+bool maia_job_should_stop(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job)
+{
+	return __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&sim->queues[qi].gen, __ATOMIC_ACQUIRE) != job->gen;
+}
+
+static unsigned int queue_prio(const struct maia_queue *q)
+{
+	return (q->ctrl & MAIA_Q_CTRL_PRIO_MASK) >> MAIA_Q_CTRL_PRIO_SHIFT;
+}
+
+static bool queue_runnable_locked(struct maia_sim *sim, struct maia_queue *q, uint64_t now,
+				  uint64_t *next_deadline)
+{
+	struct maia_qjob *job = &q->job;
+
+	if (job->state != MAIA_JOB_IDLE && job->gen != q->gen)
+		job->state = MAIA_JOB_IDLE;	/* queue was disabled: drop it */
+	if (!q->enabled || (q->status & (MAIA_Q_STATUS_ERR_CONFIG | MAIA_Q_STATUS_ERR_DMA)))
+		return false;
+	switch (job->state) {
+	case MAIA_JOB_IDLE:
+		return q->head != q->tail;
+	case MAIA_JOB_RUNNING:
+		return true;
+	case MAIA_JOB_SEM_WAIT:
+		if (sim->sems[job->sem_index] >= job->sem_value || now >= job->deadline_ns)
+			return true;
+		if (job->deadline_ns < *next_deadline)
+			*next_deadline = job->deadline_ns;
+		return false;
+	case MAIA_JOB_HUNG:
+		return false;
+	}
+	return false;
+}
+
+static int pick_queue_locked(struct maia_sim *sim, uint64_t now, uint64_t *next_deadline)
+{
+	unsigned int nq = sim->cfg.num_queues;
+
+	for (int prio = MAIA_QUEUE_PRIO_HIGH; prio >= 0; prio--) {
+		for (unsigned int k = 0; k < nq; k++) {
+			unsigned int qi = (sim->rr_next[prio] + k) % nq;
+			struct maia_queue *q = &sim->queues[qi];
+
+			if (queue_prio(q) != (unsigned int)prio ||
+			    !queue_runnable_locked(sim, q, now, next_deadline))
+				continue;
+			sim->rr_next[prio] = (qi + 1) % nq;
+			return (int)qi;
+		}
+	}
+	return -1;
+}
+
+static void write_cqe(struct maia_sim *sim, const struct maia_qjob *job, uint32_t status,
+		      uint32_t error_offset, bool *ok)
+{
+	struct maia_cq_entry cqe = {
+		.job_id = job->sqe.job_id,
+		.status = status,
+		.start_ns = job->start_ns,
+		.end_ns = maia_sim_now_ns(sim),
+		.error_offset = error_offset,
+	};
+	uint64_t addr = job->cq + (uint64_t)job->index * sizeof(cqe);
+	uint32_t valid = MAIA_CQE_VALID;
+
+	/* The job's results are visible before its completion entry ... */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	*ok = !sim->ops.dma_write(sim->opaque, addr, &cqe, sizeof(cqe));
+	/* ... and the entry's fields before its VALID flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	*ok = *ok && !sim->ops.dma_write(sim->opaque, addr + offsetof(struct maia_cq_entry, flags),
+					 &valid, sizeof(valid));
+}
+
+static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job,
+			 uint32_t status, uint32_t error_offset, const struct maia_as *as)
+{
+	struct maia_queue *q = &sim->queues[qi];
+	bool ok, raise_event = false;
+
+	write_cqe(sim, job, status, error_offset, &ok);
+	job->state = MAIA_JOB_IDLE;
+	maia_sim_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",
+		   qi, (unsigned long long)job->sqe.job_id, job->index, status, error_offset);
+
+	pthread_mutex_lock(&sim->lock);
+	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) || job->gen != q->gen) {
+		pthread_mutex_unlock(&sim->lock);
+		return;
+	}
+	if (!ok) {
+		maia_sim_guest_error(sim, "maia: queue %u completion write to 0x%llx failed; queue stopped",
+				 qi, (unsigned long long)job->cq);
+		q->status |= MAIA_Q_STATUS_ERR_DMA;
+		raise_event = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+	} else {
+		q->head = (job->index + 1) & (q->size - 1);
+		q->completed++;
+		if (q->shadow)
+			q->kicked = true;	/* the host may have queued more */
+	}
+	if (status == MAIA_STATUS_MMU_FAULT && as && as->faulted) {
+		/* The first fault stays latched until the host clears the cause. */
+		if (!(sim->int_status & MAIA_INT_MMU_FAULT)) {
+			sim->fault_info = (as->asid & MAIA_FAULT_ASID_MASK) |
+					  ((as->fault_access << MAIA_FAULT_ACCESS_SHIFT) &
+					   MAIA_FAULT_ACCESS_MASK) |
+					  ((qi << MAIA_FAULT_QUEUE_SHIFT) & MAIA_FAULT_QUEUE_MASK);
+			sim->fault_addr = as->fault_va;
+		}
+		raise_event |= maia_int_assert_locked(sim, MAIA_INT_MMU_FAULT);
+	}
+	pthread_mutex_unlock(&sim->lock);
+
+	if (ok)
+		maia_sim_raise(sim, MAIA_VEC_QUEUE(qi));
+	if (raise_event)
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
+}
+
+static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct maia_sq_entry *e)
+{
+	if (e->reserved || (e->flags & ~MAIA_SQE_NOP)) {
+		maia_sim_guest_error(sim, "maia: queue %u entry flags 0x%x reserved 0x%llx", qi,
+				 e->flags, (unsigned long long)e->reserved);
+		return MAIA_STATUS_BAD_CMD;
+	}
+	if (e->flags & MAIA_SQE_NOP)
+		return MAIA_STATUS_OK;
+	if (!maia_asid_usable(sim, e->asid)) {
+		maia_sim_guest_error(sim, "maia: queue %u job uses asid %u with no context", qi, e->asid);
+		return MAIA_STATUS_BAD_CONTEXT;
+	}
+	if (!e->cmdbuf_size || e->cmdbuf_size > MAIA_CMDBUF_MAX_SIZE || e->cmdbuf_size % 8u ||
+	    (e->cmdbuf_addr & 7u)) {
+		maia_sim_guest_error(sim, "maia: queue %u command buffer 0x%llx size %u malformed", qi,
+				 (unsigned long long)e->cmdbuf_addr, e->cmdbuf_size);
+		return MAIA_STATUS_BAD_CMD;
+	}
+	return MAIA_STATUS_OK;
+}
+
+/* Fetches the entry at HEAD. Returns false if the job already finished. */
+static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s)
+{
+	struct maia_qjob *job = &sim->queues[qi].job;
+	struct maia_sq_entry sqe;
+	uint32_t status;
+	bool raise;
+
+	if (sim->ops.dma_read(sim->opaque, s->sq + (uint64_t)s->head * sizeof(sqe),
+			      &sqe, sizeof(sqe))) {
+		pthread_mutex_lock(&sim->lock);
+		maia_sim_guest_error(sim, "maia: queue %u entry %u fetch from 0x%llx failed; queue stopped",
+				 qi, s->head, (unsigned long long)s->sq);
+		sim->queues[qi].status |= MAIA_Q_STATUS_ERR_DMA;
+		raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		pthread_mutex_unlock(&sim->lock);
+		if (raise)
+			maia_sim_raise(sim, MAIA_VEC_EVENT);
+		return false;
+	}
+	memset(job, 0, sizeof(*job));
+	job->state = MAIA_JOB_RUNNING;
+	job->sqe = sqe;
+	job->index = s->head;
+	job->start_ns = maia_sim_now_ns(sim);
+	job->gen = s->gen;
+	job->cq = s->cq;
+	maia_sim_trace(sim, "queue %u job 0x%llx slot %u: asid %u cmdbuf 0x%llx size %u", qi,
+		   (unsigned long long)sqe.job_id, s->head, sqe.asid,
+		   (unsigned long long)sqe.cmdbuf_addr, sqe.cmdbuf_size);
+
+	if (s->inject_hang) {
+		maia_sim_trace(sim, "queue %u job 0x%llx: injected hang", qi,
+			   (unsigned long long)sqe.job_id);
+		job->state = MAIA_JOB_HUNG;
+		return false;
+	}
+	status = check_sqe(sim, qi, &sqe);
+	if (status == MAIA_STATUS_OK && s->inject_fault) {
+		struct maia_as as;
+
+		maia_as_init(&as, sim, sqe.asid);
+		as.faulted = true;
+		as.fault_va = sqe.cmdbuf_addr;
+		as.fault_access = MAIA_ACCESS_READ;
+		complete_job(sim, qi, job, MAIA_STATUS_MMU_FAULT, 0, &as);
+		return false;
+	}
+	if (status != MAIA_STATUS_OK || (sqe.flags & MAIA_SQE_NOP)) {
+		complete_job(sim, qi, job, status, 0, NULL);
+		return false;
+	}
+	return true;
+}
+
+static void run_queue(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s)
+{
+	struct maia_qjob *job = &sim->queues[qi].job;
+	uint32_t status = MAIA_STATUS_OK, error_offset = 0;
+	struct maia_as as;
+
+	if (job->state == MAIA_JOB_IDLE && !start_job(sim, qi, s))
+		return;
+	maia_as_init(&as, sim, job->sqe.asid);
+	if (maia_cmd_run(sim, qi, job, &as, &status, &error_offset) == MAIA_RUN_DONE)
+		complete_job(sim, qi, job, status, error_offset, &as);
+}
+
+/* Reads a shadow tail from host memory and applies it like a doorbell. */
+static void read_shadow(struct maia_sim *sim, unsigned int qi, uint64_t addr, uint64_t gen)
+{
+	struct maia_queue *q = &sim->queues[qi];
+	uint32_t tail = 0;
+	bool ok, raise = false;
+
+	ok = !sim->ops.dma_read(sim->opaque, addr, &tail, sizeof(tail));
+	pthread_mutex_lock(&sim->lock);
+	if (q->gen == gen && q->enabled && q->shadow == addr) {
+		if (!ok) {
+			maia_sim_guest_error(sim, "maia: queue %u shadow tail read at 0x%llx failed; queue stopped",
+					 qi, (unsigned long long)addr);
+			q->status |= MAIA_Q_STATUS_ERR_DMA;
+			raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		} else if (tail >= q->size) {
+			maia_sim_guest_error(sim, "maia: queue %u shadow tail %u out of range (size %u)",
+					 qi, tail, q->size);
+			q->status |= MAIA_Q_STATUS_ERR_DOORBELL;
+			raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		} else {
+			q->tail = tail;
+		}
+	}
+	pthread_mutex_unlock(&sim->lock);
+	if (raise)
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
+}
+
+static int find_kicked_locked(struct maia_sim *sim)
+{
+	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
+		struct maia_queue *q = &sim->queues[qi];
+
+		if (q->kicked) {
+			q->kicked = false;
+			if (q->shadow && q->enabled)
+				return (int)qi;
+		}
+	}
+	return -1;
+}
+
+/* Sleeps until new work or the device-time deadline. */
+static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
+{
+	struct timespec ts;
+	uint64_t abs_ns;
+
+	if (deadline == UINT64_MAX) {
+		sim->worker_idle = true;
+		pthread_cond_broadcast(&sim->idle_cond);
+		pthread_cond_wait(&sim->work_cond, &sim->lock);
+		return;
+	}
+	abs_ns = __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED) + deadline;
+	ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
+	ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
+}
+
+/* Runs fn with the lock dropped, flagged busy so reset and drain wait. */
+static void run_unlocked(struct maia_sim *sim, void (*fn)(struct maia_sim *sim))
+{
+	sim->worker_busy = true;
+	pthread_mutex_unlock(&sim->lock);
+	fn(sim);
+	pthread_mutex_lock(&sim->lock);
+	sim->worker_busy = false;
+	pthread_cond_broadcast(&sim->idle_cond);
+}
+
+void *maia_worker_main(void *arg)
+{
+	struct maia_sim *sim = arg;
+
+	pthread_mutex_lock(&sim->lock);
+	while (!sim->stop) {
+		uint64_t deadline = UINT64_MAX;
+		struct queue_snap snap;
+		int qi;
+
+		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
+			pthread_cond_broadcast(&sim->idle_cond);
+			pthread_cond_wait(&sim->work_cond, &sim->lock);
+			continue;
+		}
+		if (sim->boot_pending) {
+			run_unlocked(sim, maia_boot_run);
+			continue;
+		}
+		if (sim->mbox_pending) {
+			run_unlocked(sim, maia_mbox_run);
+			continue;
+		}
+		qi = find_kicked_locked(sim);
+		if (qi >= 0) {
+			struct maia_queue *q = &sim->queues[qi];
+			uint64_t addr = q->shadow, gen = q->gen;
+
+			sim->worker_busy = true;
+			pthread_mutex_unlock(&sim->lock);
+			read_shadow(sim, (unsigned int)qi, addr, gen);
+			pthread_mutex_lock(&sim->lock);
+			sim->worker_busy = false;
+			pthread_cond_broadcast(&sim->idle_cond);
+			continue;
+		}
+		qi = pick_queue_locked(sim, maia_sim_now_ns(sim), &deadline);
+		if (qi >= 0) {
+			struct maia_queue *q = &sim->queues[qi];
+
+			snap.sq = q->sq;
+			snap.cq = q->cq;
+			snap.gen = q->gen;
+			snap.size = q->size;
+			snap.head = q->head;
+			snap.inject_hang = snap.inject_fault = false;
+			if (q->job.state == MAIA_JOB_IDLE) {
+				/* Injections apply to the next job fetched. */
+				snap.inject_hang = q->inject_hang;
+				snap.inject_fault = q->inject_fault;
+				q->inject_hang = q->inject_fault = false;
+			}
+			sim->worker_busy = true;
+			pthread_mutex_unlock(&sim->lock);
+			run_queue(sim, (unsigned int)qi, &snap);
+			pthread_mutex_lock(&sim->lock);
+			sim->worker_busy = false;
+			pthread_cond_broadcast(&sim->idle_cond);
+			continue;
+		}
+		wait_for_work_locked(sim, deadline);
+	}
+	pthread_mutex_unlock(&sim->lock);
+	return NULL;
+}
+
+/* Reset: give every fetched job an ABORTED completion. Worker is parked. */
+void maia_sched_abort_inflight(struct maia_sim *sim)
+{
+	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
+		struct maia_queue *q = &sim->queues[qi];
+		struct maia_qjob *job = &q->job;
+		bool ok;
+
+		if (job->state == MAIA_JOB_IDLE || job->gen != q->gen || !q->enabled)
+			continue;
+		write_cqe(sim, job, MAIA_STATUS_ABORTED, job->offset, &ok);
+		maia_sim_trace(sim, "queue %u job 0x%llx aborted by reset", qi,
+			   (unsigned long long)job->sqe.job_id);
+		job->state = MAIA_JOB_IDLE;
+	}
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Elementwise operations: ADD, MUL (with broadcasting of size-1 or
+ * stride-0 dimensions), SCALE (alpha * x + beta) and ACTIVATION.
+ * Work is cut into chunks of MAIA_CHUNK elements of output rows; each
+ * chunk is loaded, computed in FP32 and stored by one tile.
+ */
+#include <math.h>
+
+#include "maia/hw/queue.h"
+#include "te.h"
+
+struct eltwise_op {
+	uint16_t opcode;
+	struct maia_tview x, y, out;
+	float alpha, beta;
+	unsigned int act;
+	bool saturate;
+	uint64_t chunks_per_row;
+};
+
+static int eltwise_task(struct maia_job *job, size_t task, struct maia_worker *w)
+{
+	struct eltwise_op *e = job->op;
+	uint64_t row = task / e->chunks_per_row, c0 = task % e->chunks_per_row * MAIA_CHUNK;
+	uint64_t n = e->out.shape[3] - c0 < MAIA_CHUNK ? e->out.shape[3] - c0 : MAIA_CHUNK;
+	float *a = maia_worker_scratch(w, 2 * MAIA_CHUNK), *b = a + MAIA_CHUNK;
+	uint64_t xo, i;
+	int st;
+
+	if (!a)
+		return MAIA_STATUS_DMA_ERROR;
+	xo = maia_row_offset(e->out.shape, e->x.strides, row) + c0 * e->x.strides[3];
+	st = maia_io_load(&w->io, &e->x, xo, n, e->x.strides[3], a);
+	if (st)
+		return st;
+	switch (e->opcode) {
+	case MAIA_OP_ADD:
+	case MAIA_OP_MUL:
+		st = maia_io_load(&w->io, &e->y,
+				  maia_row_offset(e->out.shape, e->y.strides, row) +
+				  c0 * e->y.strides[3], n, e->y.strides[3], b);
+		if (st)
+			return st;
+		if (e->opcode == MAIA_OP_ADD)
+			for (i = 0; i < n; i++)
+				a[i] += b[i];
+		else
+			for (i = 0; i < n; i++)
+				a[i] *= b[i];
+		break;
+	case MAIA_OP_SCALE:
+		for (i = 0; i < n; i++)
+			a[i] = e->alpha * a[i] + e->beta;
+		break;
+	default:
+		for (i = 0; i < n; i++)
+			a[i] = maia_act(a[i], e->act);
+		break;
+	}
+	return maia_io_store(&w->io, &e->out,
+			     maia_row_offset(e->out.shape, e->out.strides, row) +
+			     c0 * e->out.strides[3], n, e->out.strides[3], a, e->saturate);
+}
+
+int maia_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
+{
+	struct eltwise_op e = { .opcode = cmd->opcode };
+	struct maia_job job = { .te = te, .mem = mem, .run = eltwise_task, .op = &e };
+	const struct maia_tensor_desc *xd, *yd = NULL, *od;
+	int st;
+
+	switch (cmd->opcode) {
+	case MAIA_OP_ADD:
+	case MAIA_OP_MUL: {
+		const struct maia_cmd_eltwise *c = (const void *)cmd;
+
+		if (cmd->size != sizeof(*c) || cmd->flags & ~MAIA_ELTWISE_F_SAT)
+			return MAIA_STATUS_BAD_CMD;
+		xd = &c->x;
+		yd = &c->y;
+		od = &c->out;
+		break;
+	}
+	case MAIA_OP_SCALE: {
+		const struct maia_cmd_scale *c = (const void *)cmd;
+
+		if (cmd->size != sizeof(*c) || cmd->flags & ~MAIA_ELTWISE_F_SAT)
+			return MAIA_STATUS_BAD_CMD;
+		e.alpha = maia_f32_from_bits(c->alpha);
+		e.beta = maia_f32_from_bits(c->beta);
+		if (!isfinite(e.alpha) || !isfinite(e.beta))
+			return MAIA_STATUS_BAD_CMD;
+		xd = &c->x;
+		od = &c->out;
+		break;
+	}
+	default: {
+		const struct maia_cmd_activation *c = (const void *)cmd;
+
+		if (cmd->size != sizeof(*c) || cmd->flags & ~MAIA_ELTWISE_F_SAT || c->reserved ||
+		    c->activation == MAIA_ACT_NONE || c->activation >= MAIA_ACT_COUNT)
+			return MAIA_STATUS_BAD_CMD;
+		e.act = c->activation;
+		xd = &c->x;
+		od = &c->out;
+		break;
+	}
+	}
+	e.saturate = cmd->flags & MAIA_ELTWISE_F_SAT;
+	st = maia_tview_parse(xd, MAIA_TV_INPUT, &e.x);
+	if (!st && yd)
+		st = maia_tview_parse(yd, MAIA_TV_INPUT, &e.y);
+	if (!st)
+		st = maia_tview_parse(od, MAIA_TV_OUTPUT, &e.out);
+	if (st)
+		return st;
+	if (!maia_broadcasts(&e.x, e.out.shape) || (yd && !maia_broadcasts(&e.y, e.out.shape)))
+		return MAIA_STATUS_BAD_DESC;
+	/* block formats load whole blocks: no broadcasting along their rows */
+	if ((e.x.block > 1 && e.x.shape[3] != e.out.shape[3]) ||
+	    (yd && e.y.block > 1 && e.y.shape[3] != e.out.shape[3]))
+		return MAIA_STATUS_BAD_DESC;
+	e.chunks_per_row = (e.out.shape[3] + MAIA_CHUNK - 1) / MAIA_CHUNK;
+	job.ntasks = maia_rows(e.out.shape) * e.chunks_per_row;
+	stats->flops += e.out.nelems * (e.opcode == MAIA_OP_SCALE ? 2 : 1);
+	return maia_job_run(&job, stats);
+}

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias), strided-batched
+ * (MAIA_OP_GEMM) and pointer-array batched (MAIA_OP_GEMM_BATCHED).
+ *
+ * Work split: C is cut into mb x nb blocks; each block is one task, run by
+ * one tile. A tile streams K in kc slices: it copies the A slice (mb x kc)
+ * and B slice (kc x nb) from the job's memory into its SRAM, converting to
+ * FP32 and packing them into micro-kernel panels, and accumulates into an
+ * FP32 C block that stays in SRAM until the epilogue (alpha, beta, bias,
+ * activation, conversion) writes it out. Block sizes are chosen so that the
+ * three buffers fit the tile's SRAM share, which is also the host's L2-sized
+ * cache blocking the micro-kernels want.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maia/hw/queue.h"
+#include "te.h"
+
+#define MAX_BATCH_PTRS		65536u
+
+struct gemm_op {
+	const struct maia_gemm_kernel *kern;
+	struct maia_tview a, b, c, bias;
+	bool trans_a, trans_b, has_bias, saturate;
+	float alpha, beta;
+	unsigned int act;
+	uint64_t batch, m, n, k;
+	/* op(A)(i, k) is at a_off + i * a_rs + k * a_cs; same for B and C */
+	uint64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+	uint64_t a_bs, b_bs, c_bs;	/* batch strides (strided mode) */
+	uint64_t *ptrs;			/* batched mode: a, b, c pointers per batch */
+	uint64_t mb;			/* rows of A packed at once */
+	uint64_t mrange;		/* rows of C per task, a multiple of mb */
+	uint64_t nb, kc, mblocks, nblocks;
+};
+
+static uint64_t round_up(uint64_t x, uint64_t g)
+{
+	return (x + g - 1) / g * g;
+}
+
+static uint64_t div_up(uint64_t x, uint64_t g)
+{
+	return (x + g - 1) / g;
+}
+
+/*
+ * Load rows r0..r0+nr-1, columns c0..c0+nc-1 of the 2D view (row stride rs,
+ * column stride cs) into dst (nr x nc, row-major, leading dim ld), reading
+ * along whichever direction is contiguous in memory.
+ */
+static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base,
+		   uint64_t rs, uint64_t cs, uint64_t r0, uint64_t nr, uint64_t c0,
+		   uint64_t nc, float *dst, uint64_t ld, float *tmp)
+{
+	uint64_t i, j;
+	int st;
+
+	if (cs == 1 || rs != 1 || nr == 1) {
+		for (i = 0; i < nr; i++) {
+			st = maia_io_load(io, t, base + (r0 + i) * rs + c0 * cs, nc, cs, dst + i * ld);
+			if (st)
+				return st;
+		}
+		return MAIA_STATUS_OK;
+	}
+	/* column-major in memory: read columns, transpose into dst */
+	for (j = 0; j < nc; j++) {
+		st = maia_io_load(io, t, base + r0 + (c0 + j) * cs, nr, 1, tmp);
+		if (st)
+			return st;
+		for (i = 0; i < nr; i++)
+			dst[i * ld + j] = tmp[i];
+	}
+	return MAIA_STATUS_OK;
+}
+
+/* Pack a rows x kc block (row-major, ld) into mr-row panels, zero-padded. */
+static void pack_a(const float *src, uint64_t ld, uint64_t rows, uint64_t kc,
+		   unsigned int mr, float *dst)
+{
+	uint64_t p, k, r;
+
+	for (p = 0; p < rows; p += mr) {
+		for (k = 0; k < kc; k++)
+			for (r = 0; r < mr; r++)
+				*dst++ = p + r < rows ? src[(p + r) * ld + k] : 0.0f;
+	}
+}
+
+/* Pack a kc x cols block (row-major, ld) into nr-column panels, zero-padded. */
+static void pack_b(const float *src, uint64_t ld, uint64_t kc, uint64_t cols,
+		   unsigned int nr, float *dst)
+{
+	uint64_t p, k, c;
+
+	for (p = 0; p < cols; p += nr) {
+		uint64_t w = cols - p < nr ? cols - p : nr;
+
+		for (k = 0; k < kc; k++) {
+			memcpy(dst, src + k * ld + p, w * sizeof(float));
+			for (c = w; c < nr; c++)
+				dst[c] = 0.0f;
+			dst += nr;
+		}
+	}
+}
+
+/* Element offset of op(X)(r, c) in a 2D view. */
+#define AT(base, rs, cs, r, c)	((base) + (r) * (rs) + (c) * (cs))
+
+/*
+ * Pack op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into nr-column panels.
+ * When B's columns are contiguous (the usual layout), each row is decoded
+ * straight into the panels; otherwise the slice is staged first.
+ */
+static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *b,
+			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
+			float *bp, float *stage, float *row)
+{
+	unsigned int nr = g->kern->nr;
+	uint64_t k, p;
+	int st;
+
+	if (g->b_cs != 1 && g->b_rs == 1) {
+		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, stage, nn, row);
+		if (!st)
+			pack_b(stage, nn, kc, nn, nr, bp);
+		return st;
+	}
+	for (k = 0; k < kc; k++) {
+		st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs, row);
+		if (st)
+			return st;
+		for (p = 0; p + nr <= nn; p += nr)	/* whole panels: inline copies */
+			if (nr == 16)
+				memcpy(bp + p * kc + k * nr, row + p, 16 * sizeof(float));
+			else if (nr == 32)
+				memcpy(bp + p * kc + k * nr, row + p, 32 * sizeof(float));
+			else
+				for (uint64_t c = 0; c < nr; c++)
+					bp[p * kc + k * nr + c] = row[p + c];
+		if (p < nn) {			/* zero-padded last panel */
+			float *dst = bp + p * kc + k * nr;
+
+			for (uint64_t c = 0; c < nr; c++)
+				dst[c] = p + c < nn ? row[p + c] : 0.0f;
+		}
+	}
+	return MAIA_STATUS_OK;
+}
+
+/*
+ * Pack op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 into mr-row panels. With
+ * A's rows contiguous, mr rows are decoded into a small L1-resident buffer
+ * and interleaved from there.
+ */
+static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *a,
+			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
+			float *ap, float *stage, float *rows)
+{
+	unsigned int mr = g->kern->mr;
+	uint64_t p, r, k;
+	int st;
+
+	if (g->a_cs != 1 && g->a_rs == 1) {
+		st = load_2d(io, a, base, g->a_rs, g->a_cs, m0, mm, k0, kc, stage, kc, rows);
+		if (!st)
+			pack_a(stage, kc, mm, kc, mr, ap);
+		return st;
+	}
+	for (p = 0; p < mm; p += mr) {
+		uint64_t h = mm - p < mr ? mm - p : mr;
+		float *dst = ap + p * kc;
+
+		for (r = 0; r < h; r++) {
+			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + p + r, k0), kc,
+					  g->a_cs, rows + r * kc);
+			if (st)
+				return st;
+		}
+		for (k = 0; k < kc; k++)
+			for (r = 0; r < mr; r++)
+				*dst++ = r < h ? rows[r * kc + k] : 0.0f;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
+{
+	struct gemm_op *g = job->op;
+	const struct maia_gemm_kernel *kn = g->kern;
+	uint64_t bi = task / (g->mblocks * g->nblocks);
+	uint64_t rem = task % (g->mblocks * g->nblocks);
+	uint64_t m0 = rem / g->nblocks * g->mrange, n0 = rem % g->nblocks * g->nb;
+	uint64_t mbb = g->m - m0 < g->mrange ? g->m - m0 : g->mrange;
+	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
+	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
+	uint64_t sub = round_up(g->mb, kn->mr);
+	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, big;
+	float *ap, *bp, *cacc, *stage, *tmp, *bias;
+	struct maia_tview a = g->a, b = g->b, c = g->c;
+	size_t need;
+	int st;
+
+	if (g->ptrs) {
+		a.addr = g->ptrs[3 * bi];
+		b.addr = g->ptrs[3 * bi + 1];
+		c.addr = g->ptrs[3 * bi + 2];
+		a_off = b_off = c_off = 0;
+	} else {
+		a_off = bi * g->a_bs;
+		b_off = bi * g->b_bs;
+		c_off = bi * g->c_bs;
+	}
+	/* SRAM: packed A sub-block, packed B slice, C block, staging and rows */
+	big = np > sub ? np : sub;
+	if (big < kn->mr * g->kc)
+		big = kn->mr * g->kc;
+	need = sub * g->kc + g->kc * np + mp * np + g->kc * big + big + np + 6 * 16;
+	ap = maia_worker_scratch(w, need);
+	if (!ap)
+		return MAIA_STATUS_DMA_ERROR;
+	bp = ap + round_up(sub * g->kc, 16);
+	cacc = bp + round_up(g->kc * np, 16);
+	stage = cacc + round_up(mp * np, 16);
+	tmp = stage + round_up(g->kc * big, 16);
+	bias = tmp + round_up(big, 16);
+
+	for (k0 = 0; k0 < g->k; k0 += g->kc) {
+		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
+
+		/* the B slice is packed once and reused by every A sub-block */
+		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, stage, tmp);
+		if (st)
+			return st;
+		for (ms = 0; ms < mbb; ms += g->mb) {
+			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
+			uint64_t mmp = round_up(mm, kn->mr);
+
+			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb, ap, stage, tmp);
+			if (st)
+				return st;
+			for (j = 0; j < np; j += kn->nr)
+				for (i = 0; i < mmp; i += kn->mr)
+					kn->fn(kcb, ap + i * kcb, bp + j * kcb,
+					       cacc + (ms + i) * ldc + j, ldc, k0 > 0);
+		}
+	}
+
+	/* epilogue, one C row at a time */
+	if (g->has_bias) {
+		st = maia_io_load(&w->io, &g->bias, n0 * g->bias.strides[3], nbb,
+				  g->bias.strides[3], bias);
+		if (st)
+			return st;
+	}
+	for (i = 0; i < mbb; i++) {
+		float *row = cacc + i * ldc;
+		uint64_t off = c_off + (m0 + i) * g->c_rs + n0 * g->c_cs;
+
+		if (g->beta != 0.0f) {
+			st = maia_io_load(&w->io, &c, off, nbb, g->c_cs, tmp);
+			if (st)
+				return st;
+			for (j = 0; j < nbb; j++)
+				row[j] = g->alpha * row[j] + g->beta * tmp[j];
+		} else if (g->alpha != 1.0f) {
+			for (j = 0; j < nbb; j++)
+				row[j] *= g->alpha;
+		}
+		if (g->has_bias)
+			for (j = 0; j < nbb; j++)
+				row[j] += bias[j];
+		if (g->act != MAIA_ACT_NONE)
+			for (j = 0; j < nbb; j++)
+				row[j] = maia_act(row[j], g->act);
+		st = maia_io_store(&w->io, &c, off, nbb, g->c_cs, row, g->saturate);
+		if (st)
+			return st;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static bool c_dtype_ok(unsigned int dt)
+{
+	return dt == MAIA_DTYPE_FP32 || dt == MAIA_DTYPE_BF16 || dt == MAIA_DTYPE_FP16 ||
+	       dt == MAIA_DTYPE_FP8_E4M3 || dt == MAIA_DTYPE_FP8_E5M2;
+}
+
+/* Shapes and 2D strides; dims 0..1 of the normalized view are the batch. */
+static int gemm_shapes(struct gemm_op *g, unsigned int rank)
+{
+	const struct maia_tview *a = &g->a, *b = &g->b, *c = &g->c;
+	uint64_t ka, kb;
+
+	if (a->rank != rank || b->rank != rank || c->rank != rank ||
+	    a->shape[0] != 1 || b->shape[0] != 1 || c->shape[0] != 1)
+		return MAIA_STATUS_BAD_DESC;
+	g->batch = c->shape[1];
+	if ((a->shape[1] != g->batch && a->shape[1] != 1) ||
+	    (b->shape[1] != g->batch && b->shape[1] != 1))
+		return MAIA_STATUS_BAD_DESC;
+	g->a_bs = a->shape[1] == 1 ? 0 : a->strides[1];
+	g->b_bs = b->shape[1] == 1 ? 0 : b->strides[1];
+	g->c_bs = c->strides[1];
+	g->m = c->shape[2];
+	g->n = c->shape[3];
+	g->c_rs = c->strides[2];
+	g->c_cs = c->strides[3];
+	if (g->trans_a) {	/* A stored K x M */
+		ka = a->shape[2];
+		if (a->shape[3] != g->m)
+			return MAIA_STATUS_BAD_DESC;
+		g->a_rs = a->strides[3];
+		g->a_cs = a->strides[2];
+	} else {
+		ka = a->shape[3];
+		if (a->shape[2] != g->m)
+			return MAIA_STATUS_BAD_DESC;
+		g->a_rs = a->strides[2];
+		g->a_cs = a->strides[3];
+	}
+	if (g->trans_b) {	/* B stored N x K */
+		kb = b->shape[3];
+		if (b->shape[2] != g->n)
+			return MAIA_STATUS_BAD_DESC;
+		g->b_rs = b->strides[3];
+		g->b_cs = b->strides[2];
+	} else {
+		kb = b->shape[2];
+		if (b->shape[3] != g->n)
+			return MAIA_STATUS_BAD_DESC;
+		g->b_rs = b->strides[2];
+		g->b_cs = b->strides[3];
+	}
+	if (ka != kb)
+		return MAIA_STATUS_BAD_DESC;
+	g->k = ka;
+	return MAIA_STATUS_OK;
+}
+
+/*
+ * Block sizes: the packed A and B slices and the C block must fit the tile's
+ * SRAM share; then blocks shrink until every worker has a few tasks.
+ */
+static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te)
+{
+	unsigned int mr = g->kern->mr, nr = g->kern->nr;
+	/* block formats need block-aligned slices along their inner dimension */
+	uint64_t mg = g->trans_a && g->a.block > 1 ? mr * 32 : mr;
+	uint64_t ng = nr > 32 ? nr : 32;
+	uint64_t mb = round_up(96, mg), nb = 256, kc = 256, mrange, nblocks, want, fixed;
+	uint64_t budget = te->tile_sram / sizeof(float);
+
+	if (kc > g->k)
+		kc = round_up(g->k, 32);
+	/* balance: equal column blocks rather than a short tail */
+	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
+	for (;;) {
+		fixed = mb * kc + kc * nb + kc * (mb > nb ? mb : nb) + 2 * mr * kc;
+		if (fixed + mb * nb <= budget)
+			break;
+		if (nb > ng)
+			nb = round_up(nb / 2, ng);
+		else if (mb > mg)
+			mb = round_up(mb / 2, mg);
+		else if (kc > 32)
+			kc /= 2;
+		else
+			break;
+	}
+	nblocks = div_up(g->n, nb);
+	/*
+	 * Rows per task: as many as the C block budget allows (every row of a
+	 * task reuses its packed B slice), but enough tasks for every worker.
+	 */
+	want = 2 * (uint64_t)te->nworkers;
+	mrange = (budget - fixed) / nb / mb * mb;
+	if (mrange < mb)
+		mrange = mb;
+	if (g->batch * nblocks < want) {
+		uint64_t per = div_up(want, g->batch * nblocks);
+
+		if (div_up(g->m, per) < mrange)
+			mrange = round_up(div_up(g->m, per), mg);
+	}
+	if (mrange > round_up(g->m, mg))
+		mrange = round_up(g->m, mg);
+	if (mrange < mb)
+		mb = mrange;
+	mrange = round_up(div_up(g->m, div_up(g->m, mrange)), mb);
+	g->mb = mb;
+	g->mrange = mrange;
+	g->nb = nb;
+	g->kc = kc;
+	g->mblocks = div_up(g->m, mrange);
+	g->nblocks = nblocks;
+}
+
+static int gemm_common(struct maia_tensor_engine *te, const struct maia_tensor_desc *ad,
+		       const struct maia_tensor_desc *bd, const struct maia_tensor_desc *cd,
+		       const struct maia_tensor_desc *biasd, unsigned int flags, uint32_t alpha,
+		       uint32_t beta, uint32_t act, struct gemm_op *g)
+{
+	int st;
+
+	if (flags & ~MAIA_GEMM_F_ALL || act >= MAIA_ACT_COUNT)
+		return MAIA_STATUS_BAD_CMD;
+	g->kern = te->gemm_kernel;
+	g->trans_a = flags & MAIA_GEMM_F_TRANS_A;
+	g->trans_b = flags & MAIA_GEMM_F_TRANS_B;
+	g->has_bias = flags & MAIA_GEMM_F_BIAS;
+	g->saturate = flags & MAIA_GEMM_F_SAT;
+	g->alpha = alpha ? maia_f32_from_bits(alpha) : 1.0f;
+	g->beta = maia_f32_from_bits(beta);
+	g->act = act;
+	if (!isfinite(g->alpha) || !isfinite(g->beta))
+		return MAIA_STATUS_BAD_CMD;
+	st = maia_tview_parse(ad, MAIA_TV_INPUT, &g->a);
+	if (!st)
+		st = maia_tview_parse(bd, MAIA_TV_INPUT, &g->b);
+	if (!st)
+		st = maia_tview_parse(cd, MAIA_TV_OUTPUT, &g->c);
+	if (st)
+		return st;
+	if (!c_dtype_ok(g->c.dtype))
+		return MAIA_STATUS_BAD_DESC;
+	if (g->has_bias) {
+		st = maia_tview_parse(biasd, MAIA_TV_INPUT, &g->bias);
+		if (st)
+			return st;
+		if (g->bias.rank != 1 || g->bias.shape[3] != g->c.shape[3] || g->bias.block > 1)
+			return MAIA_STATUS_BAD_DESC;
+	} else if (!maia_desc_is_zero(biasd)) {
+		return MAIA_STATUS_BAD_CMD;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int gemm_run(struct maia_tensor_engine *te, struct gemm_op *g,
+		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
+{
+	struct maia_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
+
+	gemm_blocking(g, te);
+	job.ntasks = g->batch * g->mblocks * g->nblocks;
+	stats->flops += 2 * g->batch * g->m * g->n * g->k;
+	return maia_job_run(&job, stats);
+}
+
+int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+		 const struct maia_job_mem *mem, struct maia_op_stats *stats)
+{
+	const struct maia_cmd_gemm *c = (const void *)cmd;
+	struct gemm_op g = { 0 };
+	int st;
+
+	if (cmd->size != sizeof(*c) || c->reserved)
+		return MAIA_STATUS_BAD_CMD;
+	st = gemm_common(te, &c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
+			 c->activation, &g);
+	if (st)
+		return st;
+	if (g.c.rank != 2 && g.c.rank != 3)
+		return MAIA_STATUS_BAD_DESC;
+	st = gemm_shapes(&g, g.c.rank);
+	if (st)
+		return st;
+	return gemm_run(te, &g, mem, stats);
+}
+
+int maia_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+			 const struct maia_job_mem *mem, struct maia_op_stats *stats)
+{
+	const struct maia_cmd_gemm_batched *c = (const void *)cmd;
+	uint64_t *ptrs, bytes[3], i;
+	struct gemm_op g = { 0 };
+	int st;
+
+	if (cmd->size != sizeof(*c))
+		return MAIA_STATUS_BAD_CMD;
+	if (!c->batch_count || c->batch_count > MAX_BATCH_PTRS ||
+	    (c->a_ptrs | c->b_ptrs | c->c_ptrs) & 7)
+		return MAIA_STATUS_BAD_CMD;
+	if (c->a.addr || c->b.addr || c->c.addr)
+		return MAIA_STATUS_BAD_DESC;
+	st = gemm_common(te, &c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
+			 c->activation, &g);
+	if (st)
+		return st;
+	if (g.a.rank != 2 || g.a.block > 1 || g.b.block > 1)
+		return MAIA_STATUS_BAD_DESC;
+	st = gemm_shapes(&g, 2);
+	if (st)
+		return st;
+	g.batch = c->batch_count;
+	/* the descriptors were parsed at address 0: their extent bounds each pointer */
+	bytes[0] = (g.a.strides[2] * (g.a.shape[2] - 1) + g.a.strides[3] * (g.a.shape[3] - 1) + 1) *
+		   maia_dtype_size(g.a.dtype);
+	bytes[1] = (g.b.strides[2] * (g.b.shape[2] - 1) + g.b.strides[3] * (g.b.shape[3] - 1) + 1) *
+		   maia_dtype_size(g.b.dtype);
+	bytes[2] = (g.c.strides[2] * (g.c.shape[2] - 1) + g.c.strides[3] * (g.c.shape[3] - 1) + 1) *
+		   maia_dtype_size(g.c.dtype);
+	ptrs = malloc(3 * sizeof(*ptrs) * g.batch);
+	if (!ptrs)
+		return MAIA_STATUS_DMA_ERROR;
+	for (i = 0; i < g.batch && !st; i++) {
+		st = mem->read(mem->opaque, c->a_ptrs + 8 * i, &ptrs[3 * i], 8);
+		if (!st)
+			st = mem->read(mem->opaque, c->b_ptrs + 8 * i, &ptrs[3 * i + 1], 8);
+		if (!st)
+			st = mem->read(mem->opaque, c->c_ptrs + 8 * i, &ptrs[3 * i + 2], 8);
+		for (int j = 0; j < 3 && !st; j++)
+			if (bytes[j] - 1 > UINT64_MAX - ptrs[3 * i + j])
+				st = MAIA_STATUS_BAD_DESC;
+	}
+	stats->bytes_read += 24 * i;
+	if (!st) {
+		g.ptrs = ptrs;
+		st = gemm_run(te, &g, mem, stats);
+	}
+	free(ptrs);
+	return st;
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GEMM micro-kernels: C[mr x nr] (+)= A_panel * B_panel over kc, FP32 with
+ * FP32 accumulation. A is packed mr floats per k, B nr floats per k, both
+ * 64-byte aligned; C rows are ldc floats apart and 32-byte aligned.
+ *
+ * The ISA is chosen at run time (__builtin_cpu_supports); each kernel carries
+ * its own target attribute, so this file needs no special compiler flags.
+ * MAIA_TE_ISA=portable|avx2|avx512 in the environment forces one (if the
+ * CPU has it), for tests and benchmarks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "te.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+
+static void kern_portable(size_t kc, const float *a, const float *b, float *c,
+			  size_t ldc, int accumulate)
+{
+	float acc[6][16];
+	size_t k;
+	int i, j;
+
+	for (i = 0; i < 6; i++)
+		for (j = 0; j < 16; j++)
+			acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+	for (k = 0; k < kc; k++, a += 6, b += 16)
+		for (i = 0; i < 6; i++)
+			for (j = 0; j < 16; j++)
+				acc[i][j] += a[i] * b[j];
+	for (i = 0; i < 6; i++)
+		for (j = 0; j < 16; j++)
+			c[i * ldc + j] = acc[i][j];
+}
+
+#if HAVE_X86
+__attribute__((target("avx2,fma")))
+static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
+		      size_t ldc, int accumulate)
+{
+	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+	size_t k;
+
+	if (accumulate) {
+		c00 = _mm256_load_ps(c + 0 * ldc);
+		c01 = _mm256_load_ps(c + 0 * ldc + 8);
+		c10 = _mm256_load_ps(c + 1 * ldc);
+		c11 = _mm256_load_ps(c + 1 * ldc + 8);
+		c20 = _mm256_load_ps(c + 2 * ldc);
+		c21 = _mm256_load_ps(c + 2 * ldc + 8);
+		c30 = _mm256_load_ps(c + 3 * ldc);
+		c31 = _mm256_load_ps(c + 3 * ldc + 8);
+		c40 = _mm256_load_ps(c + 4 * ldc);
+		c41 = _mm256_load_ps(c + 4 * ldc + 8);
+		c50 = _mm256_load_ps(c + 5 * ldc);
+		c51 = _mm256_load_ps(c + 5 * ldc + 8);
+	} else {
+		c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
+		c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+	}
+#pragma GCC unroll 4
+	for (k = 0; k < kc; k++, a += 6, b += 16) {
+		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
+
+		ai = _mm256_broadcast_ss(a + 0);
+		c00 = _mm256_fmadd_ps(ai, b0, c00);
+		c01 = _mm256_fmadd_ps(ai, b1, c01);
+		ai = _mm256_broadcast_ss(a + 1);
+		c10 = _mm256_fmadd_ps(ai, b0, c10);
+		c11 = _mm256_fmadd_ps(ai, b1, c11);
+		ai = _mm256_broadcast_ss(a + 2);
+		c20 = _mm256_fmadd_ps(ai, b0, c20);
+		c21 = _mm256_fmadd_ps(ai, b1, c21);
+		ai = _mm256_broadcast_ss(a + 3);
+		c30 = _mm256_fmadd_ps(ai, b0, c30);
+		c31 = _mm256_fmadd_ps(ai, b1, c31);
+		ai = _mm256_broadcast_ss(a + 4);
+		c40 = _mm256_fmadd_ps(ai, b0, c40);
+		c41 = _mm256_fmadd_ps(ai, b1, c41);
+		ai = _mm256_broadcast_ss(a + 5);
+		c50 = _mm256_fmadd_ps(ai, b0, c50);
+		c51 = _mm256_fmadd_ps(ai, b1, c51);
+	}
+	_mm256_store_ps(c + 0 * ldc, c00);
+	_mm256_store_ps(c + 0 * ldc + 8, c01);
+	_mm256_store_ps(c + 1 * ldc, c10);
+	_mm256_store_ps(c + 1 * ldc + 8, c11);
+	_mm256_store_ps(c + 2 * ldc, c20);
+	_mm256_store_ps(c + 2 * ldc + 8, c21);
+	_mm256_store_ps(c + 3 * ldc, c30);
+	_mm256_store_ps(c + 3 * ldc + 8, c31);
+	_mm256_store_ps(c + 4 * ldc, c40);
+	_mm256_store_ps(c + 4 * ldc + 8, c41);
+	_mm256_store_ps(c + 5 * ldc, c50);
+	_mm256_store_ps(c + 5 * ldc + 8, c51);
+}
+
+/* 8 x 32: 16 zmm accumulators, two B vectors, A broadcast from memory. */
+__attribute__((target("avx512f")))
+static void kern_avx512(size_t kc, const float *a, const float *b, float *c,
+			size_t ldc, int accumulate)
+{
+	__m512 acc[8][2];
+	size_t k;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
+		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
+	}
+	for (k = 0; k < kc; k++, a += 8, b += 32) {
+		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+
+		for (i = 0; i < 8; i++) {
+			__m512 ai = _mm512_set1_ps(a[i]);
+
+			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+		}
+	}
+	for (i = 0; i < 8; i++) {
+		_mm512_store_ps(c + i * ldc, acc[i][0]);
+		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
+	}
+}
+#endif
+
+static const struct maia_gemm_kernel kernels[] = {
+#if HAVE_X86
+	{ "avx512", 8, 32, kern_avx512 },
+	{ "avx2", 6, 16, kern_avx2 },
+#endif
+	{ "portable", 6, 16, kern_portable },
+};
+
+bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k)
+{
+#if HAVE_X86
+	__builtin_cpu_init();
+	if (!strcmp(k->name, "avx512"))
+		return __builtin_cpu_supports("avx512f");
+	if (!strcmp(k->name, "avx2"))
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+	return !strcmp(k->name, "portable");
+}
+
+const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n)
+{
+	*n = sizeof(kernels) / sizeof(kernels[0]);
+	return kernels;
+}
+
+const struct maia_gemm_kernel *maia_gemm_kernel_find(const char *name)
+{
+	const char *force = name ? name : getenv("MAIA_TE_ISA");
+	size_t i;
+
+	for (i = 0; force && i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (!strcmp(kernels[i].name, force) && maia_gemm_kernel_usable(&kernels[i]))
+			return &kernels[i];
+	for (i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (maia_gemm_kernel_usable(&kernels[i]))
+			return &kernels[i];
+	return &kernels[sizeof(kernels) / sizeof(kernels[0]) - 1];
+}

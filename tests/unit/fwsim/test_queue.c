@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+/*
+ * firmware-sim queues: NOP round trips and completion entries, ring wrap,
+ * configuration and doorbell errors, priority and round-robin order, shadow
+ * tails, fault injection, disable and reset with jobs in flight.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "tap.h"
+
+static void fresh(struct env *e)
+{
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	boot_or_die(e);
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+}
+
+/* A command buffer of one NOP command, in host memory. */
+static uint64_t nop_buffer(struct env *e)
+{
+	struct maia_cmd_nop nop = { .hdr = { .opcode = MAIA_OP_NOP, .size = sizeof(nop) } };
+	struct cmdbuf cb;
+
+	cb_init(&cb);
+	cb_add(&cb, &nop, sizeof(nop));
+	return cb_to_host(e, &cb);
+}
+
+static void test_nop_round_trip(struct env *e)
+{
+	unsigned int qv = irq_count(e, MAIA_VEC_QUEUE(1)), q0v = irq_count(e, MAIA_VEC_QUEUE(0));
+	struct maia_cq_entry *c;
+	uint32_t slot;
+	uint64_t t0;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_STATUS)) == 0 &&
+	       (rd(e, MAIA_REG_Q(1, MAIA_Q_CTRL)) & MAIA_Q_CTRL_ENABLE), "queue 1 enables cleanly");
+	t0 = rd(e, MAIA_REG_TIME_LO);
+	t0 |= (uint64_t)rd(e, MAIA_REG_TIME_HI) << 32;
+
+	slot = queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 0xabcdef0123ull, true);
+	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 1, 2000), "a NOP entry raises queue 1's vector");
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, &q, slot);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK &&
+	       c->job_id == 0xabcdef0123ull, "the completion is VALID, OK, with the job id");
+	tap_ok(c->start_ns >= t0 && c->end_ns >= c->start_ns, "start/end are device times in order");
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_HEAD)) == 1 && rd(e, MAIA_REG_Q(1, MAIA_Q_TAIL)) == 1 &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 1, "HEAD, TAIL and COMPLETED advance to 1");
+	tap_ok(irq_count(e, MAIA_VEC_QUEUE(0)) == q0v && irq_count(e, MAIA_VEC_QUEUE(1)) == qv + 1,
+	       "only queue 1's vector fired, once");
+
+	slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 77, true);
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, &q, slot);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK && c->job_id == 77,
+	       "a command buffer holding one NOP command completes OK");
+}
+
+static void test_wrap(struct env *e)
+{
+	uint64_t nop = nop_buffer(e);
+	bool all = true;
+	struct tq q;
+
+	queue_setup(e, &q, 2, 4, MAIA_QUEUE_PRIO_NORMAL);
+	for (unsigned int i = 0; i < 11; i++) {
+		uint32_t slot = queue_push(e, &q, nop, 8, 0, 0, 1000 + i, true);
+		struct maia_cq_entry *c;
+
+		maia_sim_drain(e->sim);
+		c = cqe_at(e, &q, slot);
+		if (c->job_id != 1000 + i || c->status || c->flags != MAIA_CQE_VALID)
+			all = tap_ok(0, "job %u in slot %u", i, slot);
+	}
+	tap_ok(all, "11 jobs through a 4-entry ring complete in their own slots");
+	tap_ok(rd(e, MAIA_REG_Q(2, MAIA_Q_HEAD)) == 11 % 4 &&
+	       rd(e, MAIA_REG_Q(2, MAIA_Q_COMPLETED)) == 11, "HEAD wraps, COMPLETED counts 11");
+
+	/* Three entries queued before one doorbell all run. */
+	for (unsigned int i = 0; i < 3; i++)
+		queue_push(e, &q, nop, 8, 0, 0, 2000 + i, i == 2);
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(2, MAIA_Q_COMPLETED)) == 14, "one doorbell covers a batch of 3");
+}
+
+static void test_config_errors(struct env *e)
+{
+	unsigned int ev = irq_count(e, MAIA_VEC_EVENT), before;
+	static const uint32_t bad_sizes[] = { 0, 1, 3, 6, MAIA_QUEUE_MAX_ENTRIES * 2 };
+	uint64_t ring = host_alloc(e, 4096, 4096);
+	struct tq q;
+
+	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		wr(e, MAIA_REG_Q(3, MAIA_Q_CTRL), 0);
+		wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_LO), (uint32_t)ring);
+		wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_HI), (uint32_t)(ring >> 32));
+		wr(e, MAIA_REG_Q(3, MAIA_Q_CQ_LO), (uint32_t)ring);
+		wr(e, MAIA_REG_Q(3, MAIA_Q_CQ_HI), (uint32_t)(ring >> 32));
+		wr(e, MAIA_REG_Q(3, MAIA_Q_SIZE), bad_sizes[i]);
+		wr(e, MAIA_REG_Q(3, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE);
+		tap_ok(rd(e, MAIA_REG_Q(3, MAIA_Q_STATUS)) == MAIA_Q_STATUS_ERR_CONFIG &&
+		       !(rd(e, MAIA_REG_Q(3, MAIA_Q_CTRL)) & MAIA_Q_CTRL_ENABLE),
+		       "size %u is refused with ERR_CONFIG", bad_sizes[i]);
+	}
+	tap_ok((rd(e, MAIA_REG_INT_STATUS) & MAIA_INT_QUEUE_ERROR) &&
+	       irq_count(e, MAIA_VEC_EVENT) > ev, "config errors raise QUEUE_ERROR");
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SIZE), 4);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_LO), 0);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_HI), 0);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE);
+	tap_ok(rd(e, MAIA_REG_Q(3, MAIA_Q_STATUS)) == MAIA_Q_STATUS_ERR_CONFIG,
+	       "a zero SQ address is refused");
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_LO), (uint32_t)ring + 4);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_HI), (uint32_t)(ring >> 32));
+	wr(e, MAIA_REG_Q(3, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE);
+	tap_ok(rd(e, MAIA_REG_Q(3, MAIA_Q_STATUS)) == MAIA_Q_STATUS_ERR_CONFIG,
+	       "a misaligned SQ address is refused");
+
+	/* Ring registers are frozen while enabled. */
+	queue_setup(e, &q, 3, 4, MAIA_QUEUE_PRIO_NORMAL);
+	before = guest_errors(e);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SIZE), 8);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_SQ_LO), 0);
+	tap_ok(guest_errors(e) == before + 2 && rd(e, MAIA_REG_Q(3, MAIA_Q_SIZE)) == 4 &&
+	       rd(e, MAIA_REG_Q(3, MAIA_Q_SQ_LO)) == (uint32_t)q.sq,
+	       "SIZE and SQ writes while enabled are refused");
+
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+	before = guest_errors(e);
+	wr(e, MAIA_REG_DOORBELL(3), 4);
+	maia_sim_drain(e->sim);
+	tap_ok((rd(e, MAIA_REG_Q(3, MAIA_Q_STATUS)) & MAIA_Q_STATUS_ERR_DOORBELL) &&
+	       (rd(e, MAIA_REG_INT_STATUS) & MAIA_INT_QUEUE_ERROR) && guest_errors(e) == before + 1 &&
+	       rd(e, MAIA_REG_Q(3, MAIA_Q_TAIL)) == 0 && rd(e, MAIA_REG_Q(3, MAIA_Q_COMPLETED)) == 0,
+	       "doorbell 4 on a 4-entry queue: ERR_DOORBELL, QUEUE_ERROR, nothing runs");
+
+	/* The queue still works after a bad doorbell. */
+	queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 5, true);
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(3, MAIA_Q_COMPLETED)) == 1, "and still runs good doorbells");
+
+	before = guest_errors(e);
+	wr(e, MAIA_REG_Q(3, MAIA_Q_CTRL), 0);
+	wr(e, MAIA_REG_DOORBELL(3), 1);
+	tap_ok(guest_errors(e) == before + 1, "a doorbell on a disabled queue is reported");
+}
+
+static void test_bad_entries(struct env *e)
+{
+	struct maia_cq_entry *c;
+	uint32_t slot;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0x8000, 1, true);
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, &q, slot);
+	tap_ok(c->status == MAIA_STATUS_BAD_CMD && c->flags == MAIA_CQE_VALID,
+	       "an entry with undefined flags completes BAD_CMD");
+	slot = queue_push(e, &q, nop_buffer(e), 12, 0, 0, 2, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_BAD_CMD,
+	       "a command buffer size that is not a multiple of 8 is BAD_CMD");
+	slot = queue_push(e, &q, nop_buffer(e), 0, 0, 0, 3, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_BAD_CMD, "size 0 without NOP is BAD_CMD");
+	slot = queue_push(e, &q, nop_buffer(e), MAIA_CMDBUF_MAX_SIZE + 8, 0, 0, 4, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_BAD_CMD,
+	       "a command buffer over the limit is BAD_CMD");
+	slot = queue_push(e, &q, nop_buffer(e) + 4, 8, 0, 0, 5, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_BAD_CMD,
+	       "a misaligned command buffer is BAD_CMD");
+	slot = queue_push(e, &q, nop_buffer(e), 8, 9, 0, 6, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_BAD_CONTEXT,
+	       "a job in an ASID without a context is BAD_CONTEXT");
+	slot = queue_push(e, &q, 0x10, 8, 0, 0, 7, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_DMA_ERROR,
+	       "a command buffer at an unreachable bus address is DMA_ERROR");
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 7, "every bad entry still completes");
+
+	/* A ring the device cannot read stops the queue. */
+	wr(e, MAIA_REG_Q(1, MAIA_Q_SQ_LO), 0x1000);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_SQ_HI), 0);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_CQ_LO), (uint32_t)q.cq);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_CQ_HI), (uint32_t)(q.cq >> 32));
+	wr(e, MAIA_REG_Q(1, MAIA_Q_SIZE), 2);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE);
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+	wr(e, MAIA_REG_DOORBELL(1), 1);
+	maia_sim_drain(e->sim);
+	tap_ok((rd(e, MAIA_REG_Q(1, MAIA_Q_STATUS)) & MAIA_Q_STATUS_ERR_DMA) &&
+	       (rd(e, MAIA_REG_INT_STATUS) & MAIA_INT_QUEUE_ERROR) &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_HEAD)) == 0,
+	       "an unreadable ring sets ERR_DMA and QUEUE_ERROR and stops");
+	wr(e, MAIA_REG_Q(1, MAIA_Q_CTRL), 0);
+}
+
+/* Records the order jobs ran in, through TIMESTAMP commands. */
+static uint64_t ts_job(struct env *e, uint64_t *slot_addr)
+{
+	struct cmdbuf cb;
+
+	*slot_addr = host_alloc(e, 8, 8);
+	cb_init(&cb);
+	cmd_timestamp(&cb, *slot_addr);
+	return cb_to_host(e, &cb);
+}
+
+static uint64_t host_u64(struct env *e, uint64_t a)
+{
+	uint64_t v;
+
+	memcpy(&v, host_ptr(e, a), 8);
+	return v;
+}
+
+/* Keeps the worker busy (a 48 MiB fill in HBM) while the host rings doorbells. */
+static void stall_worker(struct env *e, struct tq *q)
+{
+	struct cmdbuf cb;
+
+	cb_init(&cb);
+	cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, 0);
+	queue_push(e, q, cb_to_host(e, &cb), cb.len, 0, 0, 0x57a11, true);
+}
+
+static void test_priority(struct env *e)
+{
+	uint64_t lo_ts[3], hi_ts[3], a_ts[4], b_ts[4];
+	struct tq lo, hi, n1, n2, blk;
+	bool ok;
+
+	fresh(e);
+	queue_setup(e, &lo, 0, 8, MAIA_QUEUE_PRIO_LOW);
+	queue_setup(e, &hi, 1, 8, MAIA_QUEUE_PRIO_HIGH);
+	queue_setup(e, &blk, 2, 8, MAIA_QUEUE_PRIO_LOW);
+	for (int i = 0; i < 3; i++) {
+		queue_push(e, &lo, ts_job(e, &lo_ts[i]), sizeof(struct maia_cmd_timestamp), 0, 0, i, false);
+		queue_push(e, &hi, ts_job(e, &hi_ts[i]), sizeof(struct maia_cmd_timestamp), 0, 0, i, false);
+	}
+	stall_worker(e, &blk);
+	wr(e, MAIA_REG_DOORBELL(0), 3);		/* low first */
+	wr(e, MAIA_REG_DOORBELL(1), 3);
+	maia_sim_drain(e->sim);
+	ok = host_u64(e, hi_ts[2]) < host_u64(e, lo_ts[0]) &&
+	     host_u64(e, hi_ts[0]) < host_u64(e, hi_ts[1]) &&
+	     host_u64(e, hi_ts[1]) < host_u64(e, hi_ts[2]) &&
+	     host_u64(e, lo_ts[0]) < host_u64(e, lo_ts[1]) &&
+	     host_u64(e, lo_ts[1]) < host_u64(e, lo_ts[2]);
+	tap_ok(ok, "all high-priority jobs run before any low-priority job, each queue in order");
+
+	/* Equal priority: the two queues alternate. */
+	wr(e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_CTRL), 0);
+	queue_setup(e, &n1, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	queue_setup(e, &n2, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	for (int i = 0; i < 4; i++) {
+		queue_push(e, &n1, ts_job(e, &a_ts[i]), sizeof(struct maia_cmd_timestamp), 0, 0, i, false);
+		queue_push(e, &n2, ts_job(e, &b_ts[i]), sizeof(struct maia_cmd_timestamp), 0, 0, i, false);
+	}
+	stall_worker(e, &blk);
+	wr(e, MAIA_REG_DOORBELL(0), 4);
+	wr(e, MAIA_REG_DOORBELL(1), 4);
+	maia_sim_drain(e->sim);
+	ok = true;
+	for (int i = 0; i < 4; i++) {
+		/* a0 < b0 < a1 < b1 < ... or b0 < a0 < b1 < a1 < ... */
+		uint64_t a = host_u64(e, a_ts[i]), b = host_u64(e, b_ts[i]);
+
+		if (i < 3)
+			ok &= a < host_u64(e, b_ts[i + 1]) && b < host_u64(e, a_ts[i + 1]);
+		ok &= a != b;
+	}
+	tap_ok(ok, "equal-priority queues take turns job by job");
+}
+
+static void test_shadow(struct env *e)
+{
+	uint64_t shadow = host_alloc(e, 4, 4);
+	unsigned int ev, before;
+	uint32_t tail;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	ev = e->shadow_events;
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_LO), (uint32_t)shadow);
+	tap_ok(e->shadow_events == ev + 1 && e->shadow_queue == 0 && e->shadow_enabled,
+	       "setting a shadow tail calls shadow_changed(0, enabled)");
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_HI), (uint32_t)(shadow >> 32));
+	tap_ok(e->shadow_events == ev + 1, "changing a nonzero shadow address is no new event");
+
+	for (int i = 0; i < 3; i++)
+		queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, i, false);
+	tail = 3;
+	memcpy(host_ptr(e, shadow), &tail, 4);
+	wr(e, MAIA_REG_DOORBELL(0), 0);		/* value ignored */
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 3 && rd(e, MAIA_REG_Q(0, MAIA_Q_TAIL)) == 3,
+	       "with a shadow tail the doorbell value is ignored and the shadow is read");
+
+	queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 9, false);
+	tail = 4;
+	memcpy(host_ptr(e, shadow), &tail, 4);
+	maia_sim_doorbell_kick(e->sim, 0);
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 4, "a value-less kick reads the shadow tail");
+
+	tail = 99;
+	memcpy(host_ptr(e, shadow), &tail, 4);
+	before = guest_errors(e);
+	maia_sim_doorbell_kick(e->sim, 0);
+	maia_sim_drain(e->sim);
+	tap_ok((rd(e, MAIA_REG_Q(0, MAIA_Q_STATUS)) & MAIA_Q_STATUS_ERR_DOORBELL) &&
+	       guest_errors(e) == before + 1 && rd(e, MAIA_REG_Q(0, MAIA_Q_TAIL)) == 4,
+	       "an out-of-range shadow tail sets ERR_DOORBELL and is ignored");
+
+	before = guest_errors(e);
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_LO), 2);
+	tap_ok(guest_errors(e) == before + 1, "a misaligned shadow address is refused");
+
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_LO), 0);
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_HI), 0);
+	tap_ok(e->shadow_events == ev + 2 && !e->shadow_enabled,
+	       "clearing the shadow calls shadow_changed(0, disabled)");
+	before = guest_errors(e);
+	maia_sim_doorbell_kick(e->sim, 0);
+	tap_ok(guest_errors(e) == before + 1, "a kick without a shadow tail is reported");
+	queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 10, true);
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 5, "without a shadow the doorbell value counts");
+
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_LO), (uint32_t)shadow);
+	wr(e, MAIA_REG_Q(0, MAIA_Q_SHADOW_HI), (uint32_t)(shadow >> 32));
+	ev = e->shadow_events;
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	tap_ok(e->shadow_events == ev + 1 && !e->shadow_enabled && e->shadow_queue == 0,
+	       "reset clears the shadow and says so");
+}
+
+static void test_inject_and_reset(struct env *e)
+{
+	struct maia_cq_entry *c;
+	uint32_t hang_slot, slot;
+	struct tq q, other;
+
+	fresh(e);
+	queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	queue_setup(e, &other, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	tap_ok(maia_sim_inject(e->sim, MAIA_SIM_INJECT_HANG, 0) == 0, "inject a hang on queue 0");
+	hang_slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 0x4a4e, true);
+	queue_push(e, &q, nop_buffer(e), 8, 0, 0, 0x4a4f, true);
+	slot = queue_push(e, &other, nop_buffer(e), 8, 0, 0, 0x0707, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, hang_slot)->flags == 0 && rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 0,
+	       "the hung job and the one behind it never complete");
+	tap_ok(cqe_at(e, &other, slot)->flags == MAIA_CQE_VALID,
+	       "another queue keeps running beside the hang");
+
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	c = cqe_at(e, &q, hang_slot);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_ABORTED && c->job_id == 0x4a4e,
+	       "reset completes the hung job as ABORTED");
+	tap_ok(rd(e, MAIA_REG_BOOT_STATUS) == MAIA_BOOT_STATUS_WAIT_FW &&
+	       rd(e, MAIA_REG_Q(0, MAIA_Q_CTRL)) == 0 && rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 0 &&
+	       rd(e, MAIA_REG_FW_VERSION) == 0, "reset returns to WAIT_FW with queues off");
+
+	/* Reset in the middle of a long job: a 64 MiB fill in HBM. */
+	fresh(e);
+	queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	{
+		struct cmdbuf cb;
+		struct timespec ts = { 0, 1000000 };
+
+		cb_init(&cb);
+		for (int i = 0; i < 64; i++)
+			cmd_fill(&cb, MAIA_PHYS_HBM, 16u << 20, 0x11111111u * (unsigned int)i);
+		slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 0xbeef, true);
+		nanosleep(&ts, NULL);
+		wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+		c = cqe_at(e, &q, slot);
+		tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_ABORTED &&
+		       c->error_offset < cb.len,
+		       "reset mid-job completes it ABORTED at command offset %u", c->error_offset);
+	}
+	fresh(e);
+	queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+	slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 1, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_OK, "the device works again after reset");
+
+	/* Disabling a queue drops its parked job without a completion. */
+	{
+		struct cmdbuf cb;
+
+		cb_init(&cb);
+		cmd_sem_wait(&cb, 5, 1, 10000000);
+		slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 2, true);
+		wr(e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+		maia_sim_drain(e->sim);
+		tap_ok(cqe_at(e, &q, slot)->flags == 0, "disable drops a parked job");
+		queue_setup(e, &q, 0, 8, MAIA_QUEUE_PRIO_NORMAL);
+		slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 3, true);
+		maia_sim_drain(e->sim);
+		tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_OK && slot == 0,
+		       "re-enabling restarts the ring at slot 0");
+	}
+}
+
+int main(void)
+{
+	struct env e;
+
+	if (env_init(&e, 4, 64u << 20, 16u << 20)) {
+		tap_ok(0, "env_init");
+		return tap_done();
+	}
+	boot_or_die(&e);
+	test_nop_round_trip(&e);
+	test_wrap(&e);
+	test_config_errors(&e);
+	test_bad_entries(&e);
+	test_priority(&e);
+	test_shadow(&e);
+	test_inject_and_reset(&e);
+	env_fini(&e);
+	return tap_done();
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/* firmware-sim register file: identification, control, time, interrupts, bad accesses. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "maia/hw/dtype.h"
+#include "tap.h"
+
+/* A bad access is reported once and changes nothing. */
+static void expect_guest_error(struct env *e, const char *what, unsigned int before)
+{
+	tap_ok(guest_errors(e) == before + 1, "%s is reported as a guest error (%u reports)",
+	       what, guest_errors(e) - before);
+}
+
+static void test_id(struct env *e)
+{
+	tap_ok(rd(e, MAIA_REG_ID) == MAIA_ID_MAGIC, "ID reads the MAIA magic");
+	tap_ok(rd(e, MAIA_REG_REVISION) == MAIA_HW_REVISION, "REVISION is 1.0");
+	tap_ok((rd(e, MAIA_REG_CAPS) & (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR)) ==
+	       (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR),
+	       "CAPS advertises MMU, semaphores and tensor");
+	tap_ok(rd(e, MAIA_REG_DTYPES) == (1u << MAIA_DTYPE_COUNT) - 1,
+	       "DTYPES advertises all %u dtypes (0x%x)", MAIA_DTYPE_COUNT, rd(e, MAIA_REG_DTYPES));
+	tap_ok(rd(e, MAIA_REG_TOPOLOGY) == (16u | (4u << MAIA_TOPOLOGY_TILES_SHIFT)),
+	       "TOPOLOGY is 16 clusters x 4 tiles");
+	tap_ok(rd(e, MAIA_REG_NUM_QUEUES) == 4, "NUM_QUEUES matches the config");
+	tap_ok(rd(e, MAIA_REG_HBM_SIZE_LO) == (uint32_t)e->hbm_size &&
+	       rd(e, MAIA_REG_HBM_SIZE_HI) == (uint32_t)(e->hbm_size >> 32), "HBM_SIZE matches");
+	tap_ok(rd(e, MAIA_REG_SRAM_KIB) == 8192, "SRAM_KIB is the default 8192");
+	tap_ok(rd(e, MAIA_REG_MSIX_VECTORS) == MAIA_NUM_VECTORS(4), "MSIX_VECTORS = 1 + queues");
+	tap_ok(rd(e, MAIA_REG_BOOT_STATUS) == MAIA_BOOT_STATUS_WAIT_FW, "BOOT_STATUS starts WAIT_FW");
+	tap_ok(guest_errors(e) == 0, "reading identification raises no guest error");
+}
+
+static void test_scratch_and_reset(struct env *e)
+{
+	wr(e, MAIA_REG_SCRATCH, 0xdeadbeef);
+	tap_ok(rd(e, MAIA_REG_SCRATCH) == 0xdeadbeef, "SCRATCH holds a value");
+	wr(e, MAIA_REG_INT_MASK, MAIA_INT_THERMAL);
+	unsigned int before = guest_errors(e);
+
+	wr(e, MAIA_REG_RESET, 0x12345678);
+	expect_guest_error(e, "RESET with a wrong magic", before);
+	tap_ok(rd(e, MAIA_REG_SCRATCH) == 0xdeadbeef, "a wrong RESET magic resets nothing");
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	tap_ok(rd(e, MAIA_REG_SCRATCH) == 0 && rd(e, MAIA_REG_INT_MASK) == 0,
+	       "RESET magic clears SCRATCH and INT_MASK");
+}
+
+static uint64_t read_time(struct env *e)
+{
+	uint32_t lo = rd(e, MAIA_REG_TIME_LO);
+
+	return ((uint64_t)rd(e, MAIA_REG_TIME_HI) << 32) | lo;
+}
+
+static void test_time(struct env *e)
+{
+	struct timespec ts = { 0, 2000000 };
+	uint64_t t0, t1;
+
+	t0 = read_time(e);
+	nanosleep(&ts, NULL);
+	t1 = read_time(e);
+	tap_ok(t1 > t0 && t1 - t0 >= 2000000 && t1 - t0 < 1000000000ull,
+	       "device time advances in ns (%llu ns over a 2 ms sleep)",
+	       (unsigned long long)(t1 - t0));
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	t1 = read_time(e);
+	tap_ok(t1 < t0 + 100000000ull, "device time restarts at reset (%llu ns)",
+	       (unsigned long long)t1);
+}
+
+static void test_interrupts(struct env *e)
+{
+	unsigned int ev = irq_count(e, MAIA_VEC_EVENT), before;
+	uint32_t resp[4];
+
+	/* Mailbox before the firmware runs still completes (ENOTREADY) and interrupts. */
+	wr(e, MAIA_REG_INT_MASK, MAIA_INT_MBOX_DONE);
+	before = guest_errors(e);
+	wr(e, MAIA_REG_MBOX_CMD, MAIA_MBOX_PING);
+	maia_sim_drain(e->sim);
+	tap_ok((rd(e, MAIA_REG_MBOX_STATUS) & MAIA_MBOX_STATUS_RESULT_MASK) == MAIA_MBOX_ENOTREADY,
+	       "mailbox before boot answers ENOTREADY");
+	tap_ok(guest_errors(e) == before + 1, "mailbox before boot is a guest error");
+	tap_ok(rd(e, MAIA_REG_INT_STATUS) & MAIA_INT_MBOX_DONE, "MBOX_DONE is pending");
+	tap_ok(irq_count(e, MAIA_VEC_EVENT) == ev, "a masked cause raises no interrupt");
+	wr(e, MAIA_REG_INT_MASK, 0);
+	tap_ok(irq_count(e, MAIA_VEC_EVENT) == ev + 1, "unmasking a pending cause interrupts");
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_BOOT_DONE);
+	tap_ok(rd(e, MAIA_REG_INT_STATUS) & MAIA_INT_MBOX_DONE,
+	       "INT_STATUS clears only the bits written (W1C)");
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_MBOX_DONE);
+	tap_ok(rd(e, MAIA_REG_INT_STATUS) == 0, "writing 1 clears the cause");
+	(void)resp;
+}
+
+static void test_bad_accesses(struct env *e)
+{
+	static const uint32_t ro[] = {
+		MAIA_REG_ID, MAIA_REG_CAPS, MAIA_REG_HBM_SIZE_LO, MAIA_REG_BOOT_STATUS,
+		MAIA_REG_FW_VERSION, MAIA_REG_TIME_LO, MAIA_REG_FAULT_INFO, MAIA_REG_MBOX_STATUS,
+		MAIA_REG_MBOX_RESP(3), MAIA_REG_Q(0, MAIA_Q_HEAD), MAIA_REG_Q(1, MAIA_Q_STATUS),
+		MAIA_REG_Q(3, MAIA_Q_COMPLETED),
+	};
+	static const uint32_t unmapped[] = {
+		0x0028, 0x0038, 0x0068, 0x0088, 0x00ac, 0x00e8, 0x0200, 0x03fc,
+		MAIA_REG_Q(0, 0x30), MAIA_REG_Q(4, MAIA_Q_SQ_LO),	/* only 4 queues */
+		MAIA_REG_DOORBELL(4), 0x2000, MAIA_BAR0_SIZE, 0xfffffffc,
+	};
+	unsigned int before;
+	bool all;
+
+	all = true;
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		uint32_t old = rd(e, ro[i]);
+
+		before = guest_errors(e);
+		wr(e, ro[i], 0xa5a5a5a5);
+		if (guest_errors(e) != before + 1 ||
+		    (ro[i] != MAIA_REG_TIME_LO && rd(e, ro[i]) != old))
+			all = tap_ok(0, "write to read-only 0x%04x", ro[i]);
+	}
+	tap_ok(all, "writes to %zu read-only registers are reported and ignored",
+	       sizeof(ro) / sizeof(ro[0]));
+
+	all = true;
+	for (size_t i = 0; i < sizeof(unmapped) / sizeof(unmapped[0]); i++) {
+		before = guest_errors(e);
+		if (rd(e, unmapped[i]) != 0 || guest_errors(e) != before + 1)
+			all = tap_ok(0, "read of unmapped 0x%04x", unmapped[i]);
+		wr(e, unmapped[i], 0xffffffff);
+		if (guest_errors(e) != before + 2)
+			all = tap_ok(0, "write to unmapped 0x%04x", unmapped[i]);
+	}
+	tap_ok(all, "unmapped offsets read 0 and report reads and writes");
+	tap_ok(strstr(e->last_error, "0xfffffffc") != NULL,
+	       "the report names the offset (\"%s\")", e->last_error);
+
+	before = guest_errors(e);
+	tap_ok(rd(e, MAIA_REG_SCRATCH + 1) == 0, "unaligned read returns 0");
+	wr(e, MAIA_REG_SCRATCH + 2, 1);
+	tap_ok(guest_errors(e) == before + 2 && rd(e, MAIA_REG_SCRATCH) == 0,
+	       "unaligned accesses are reported and ignored");
+
+	before = guest_errors(e);
+	wr(e, MAIA_REG_BOOT_CTRL, 2);
+	expect_guest_error(e, "BOOT_CTRL with an undefined value", before);
+	tap_ok(rd(e, MAIA_REG_BOOT_STATUS) == MAIA_BOOT_STATUS_WAIT_FW, "and starts nothing");
+
+	before = guest_errors(e);
+	wr(e, MAIA_REG_INT_MASK, 0xffffffff);
+	expect_guest_error(e, "INT_MASK with undefined bits", before);
+	tap_ok(rd(e, MAIA_REG_INT_MASK) == MAIA_INT_ALL, "INT_MASK keeps only defined bits");
+	wr(e, MAIA_REG_INT_MASK, 0);
+
+	before = guest_errors(e);
+	wr(e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0x80000001);
+	expect_guest_error(e, "queue CTRL with undefined bits", before);
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_CTRL)) == 0, "and is not applied");
+	before = guest_errors(e);
+	wr(e, MAIA_REG_Q(0, MAIA_Q_CTRL), 3u << MAIA_Q_CTRL_PRIO_SHIFT);
+	expect_guest_error(e, "queue priority 3", before);
+
+	before = guest_errors(e);
+	maia_sim_doorbell(e->sim, 99, 1);
+	maia_sim_doorbell_kick(e->sim, 99);
+	tap_ok(guest_errors(e) == before + 2, "doorbells on nonexistent queues are reported");
+	tap_ok(maia_sim_inject(e->sim, MAIA_SIM_INJECT_HANG, 99) < 0 &&
+	       maia_sim_inject(e->sim, (enum maia_sim_inject)77, 0) < 0,
+	       "fault injection rejects a bad queue or kind");
+}
+
+static void test_create_rejects(void)
+{
+	struct maia_sim_config cfg;
+	struct maia_sim_ops ops = { 0 };
+	static uint8_t hbm[65536];
+
+	maia_sim_config_defaults(&cfg);
+	cfg.hbm = hbm;
+	cfg.hbm_size = sizeof(hbm);
+	tap_ok(maia_sim_create(&cfg, &ops, NULL) == NULL, "create without DMA callbacks fails");
+	tap_ok(maia_sim_create(NULL, &ops, NULL) == NULL, "create without a config fails");
+}
+
+int main(void)
+{
+	struct env e;
+
+	if (env_init(&e, 4, 16u << 20, 16u << 20)) {
+		tap_ok(0, "env_init");
+		return tap_done();
+	}
+	test_id(&e);
+	test_scratch_and_reset(&e);
+	test_time(&e);
+	test_interrupts(&e);
+	test_bad_accesses(&e);
+	test_create_rejects();
+	env_fini(&e);
+	return tap_done();
+}

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Element format conversions against an independent reference built from
+ * the format definitions: every code of every 16-bit-or-smaller format is
+ * decoded, every 8/6/4-bit value and every midpoint between neighbours is
+ * encoded (ties to even, saturating and not), FP32 -> BF16/FP16 is checked on
+ * a dense sample of all 2^32 bit patterns, and the MX block formats are
+ * round-tripped with their corner cases (NaN/Inf, all-zero and
+ * max-magnitude blocks, subnormal scales).
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "tap.h"
+#include "../../../firmware-sim/src/tensor/te.h"
+
+struct fmt {
+	const char *name;
+	unsigned int type;	/* dtype or MAIA_ELEM_* for the encoder */
+	unsigned int mx;	/* MX dtype whose element this is, for ref_elem */
+	int ebits, mbits, bias, kind;
+	double max;
+};
+
+static const struct fmt fmts[] = {
+	{ "fp16", MAIA_DTYPE_FP16, 0, 5, 10, 15, REF_IEEE, 65504 },
+	{ "fp8_e4m3", MAIA_DTYPE_FP8_E4M3, MAIA_DTYPE_MXFP8_E4M3, 4, 3, 7, REF_FN, 448 },
+	{ "fp8_e5m2", MAIA_DTYPE_FP8_E5M2, MAIA_DTYPE_MXFP8_E5M2, 5, 2, 15, REF_IEEE, 57344 },
+	{ "fp6_e3m2", MAIA_ELEM_FP6_E3M2, MAIA_DTYPE_MXFP6_E3M2, 3, 2, 3, REF_FINITE, 28 },
+	{ "fp6_e2m3", MAIA_ELEM_FP6_E2M3, MAIA_DTYPE_MXFP6_E2M3, 2, 3, 1, REF_FINITE, 7.5 },
+	{ "fp4_e2m1", MAIA_ELEM_FP4_E2M1, MAIA_DTYPE_MXFP4_E2M1, 2, 1, 1, REF_FINITE, 6 },
+};
+
+static unsigned int ncodes(const struct fmt *f)
+{
+	return 1u << (1 + f->ebits + f->mbits);
+}
+
+static double dec_ref(const struct fmt *f, uint32_t c)
+{
+	return ref_minifloat(c, f->ebits, f->mbits, f->bias, f->kind);
+}
+
+static float dec_engine(const struct fmt *f, uint32_t c)
+{
+	if (f->type == MAIA_DTYPE_FP16)
+		return maia_fp16_to_f32((uint16_t)c);
+	if (f->type == MAIA_DTYPE_FP8_E4M3 || f->type == MAIA_DTYPE_FP8_E5M2)
+		return maia_fp8_to_f32((uint8_t)c, f->type);
+	return maia_elem_to_f32((uint8_t)c, f->type);
+}
+
+static uint32_t enc_engine(const struct fmt *f, float x, bool sat)
+{
+	if (f->type == MAIA_DTYPE_FP16)
+		return sat && fabsf(x) > 65504.0f && !isnan(x) ?
+		       (x < 0 ? 0xfbffu : 0x7bffu) : maia_f32_to_fp16(x);
+	if (f->type == MAIA_DTYPE_FP8_E4M3 || f->type == MAIA_DTYPE_FP8_E5M2)
+		return maia_f32_to_fp8(x, f->type, sat);
+	return maia_f32_to_elem(x, f->type, sat);
+}
+
+/*
+ * Reference encoder: the nearest of the format's finite values, ties to the
+ * even code; beyond max + half an ulp: Inf (IEEE), NaN (E4M3) or max when
+ * saturating or when the format has neither.
+ */
+static uint32_t enc_ref(const struct fmt *f, double x, bool sat)
+{
+	uint32_t signbit = 1u << (f->ebits + f->mbits), best = 0, c;
+	double a = fabs(x), bestd = INFINITY, half_ulp = ldexp(1, (int)(log2(f->max)) - f->mbits - 1);
+	uint32_t sign = signbit * (signbit && signbit(x) ? 1 : 0);
+
+	if (isnan(x))
+		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) |
+			(1u << (f->mbits - 1)) : f->kind == REF_FN ? sign | (signbit - 1) : sign;
+	if (a >= f->max + half_ulp && !sat && f->kind != REF_FINITE)
+		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) : sign | (signbit - 1);
+	for (c = 0; c < signbit; c++) {
+		double v = dec_ref(f, c), d;
+
+		if (!isfinite(v))
+			continue;
+		d = fabs(v - a);
+		if (d < bestd || (d == bestd && !(c & 1))) {
+			bestd = d;
+			best = c;
+		}
+	}
+	return sign | best;
+}
+
+static bool same_value(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static void test_minifloat(const struct fmt *f)
+{
+	unsigned int n = ncodes(f), bad_dec = 0, bad_rt = 0, bad_mid = 0, bad_big = 0;
+
+	for (uint32_t c = 0; c < n; c++)
+		if (!same_value(dec_engine(f, c), dec_ref(f, c)))
+			bad_dec++;
+	tap_ok(!bad_dec, "%s: all %u codes decode exactly (%u wrong)", f->name, n, bad_dec);
+
+	for (uint32_t c = 0; c < n; c++) {
+		double v = dec_ref(f, c);
+
+		if (isnan(v))
+			continue;
+		if (enc_engine(f, (float)v, false) != (isinf(v) ? c : enc_ref(f, v, false)))
+			bad_rt++;
+		if (isfinite(v) && enc_engine(f, (float)v, false) != c)
+			bad_rt++;
+	}
+	tap_ok(!bad_rt, "%s: every value encodes back to its code (%u wrong)", f->name, bad_rt);
+
+	/* every midpoint (ties to even) and points just either side of it */
+	{
+		uint32_t half = n / 2;
+
+		for (uint32_t c = 0; c + 1 < half; c++) {
+			double lo = dec_ref(f, c), hi = dec_ref(f, c + 1), mid = (lo + hi) / 2;
+			float pts[3] = { (float)mid, nextafterf((float)mid, 0), nextafterf((float)mid, INFINITY) };
+
+			if (!isfinite(hi) || isnan(hi))
+				continue;
+			for (int s = 0; s < 2; s++)
+				for (int p = 0; p < 3; p++) {
+					float x = s ? -pts[p] : pts[p];
+
+					for (int sat = 0; sat < 2; sat++)
+						if (enc_engine(f, x, sat) != enc_ref(f, x, sat))
+							bad_mid++;
+				}
+		}
+	}
+	tap_ok(!bad_mid, "%s: midpoints round to even, neighbours to nearest (%u wrong)", f->name, bad_mid);
+
+	/* overflow, Inf and NaN, saturating and not */
+	{
+		const float big[] = { (float)f->max, (float)(f->max * 1.01), (float)(f->max * 1.5), 1e30f,
+				      INFINITY, NAN, FLT_MAX, FLT_MIN, 1e-30f, 0.0f };
+
+		for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+			for (int s = 0; s < 2; s++)
+				for (int sat = 0; sat < 2; sat++) {
+					float x = s ? -big[i] : big[i];
+					uint32_t got = enc_engine(f, x, sat), want = enc_ref(f, x, sat);
+
+					if (isnan(x) ? !isnan(dec_ref(f, got)) && f->kind != REF_FINITE
+						     : got != want)
+						bad_big++;
+				}
+	}
+	tap_ok(!bad_big, "%s: overflow/Inf/NaN/underflow, saturating and not (%u wrong)", f->name, bad_big);
+}
+
+/* BF16 from FP32: every 2^32 / 2^22 th pattern, plus both neighbours of each. */
+static uint16_t bf16_ref(uint32_t u)
+{
+	union { uint32_t u; float f; } x = { .u = u }, lo, hi;
+	double dl, dh, hv;
+
+	if (isnan(x.f))
+		return (uint16_t)((u >> 16) | 0x40);
+	lo.u = u & 0xffff0000u;
+	hi.u = lo.u + 0x10000u;
+	hv = isinf(hi.f) ? copysign(ldexp(1, 128), hi.f) : hi.f;
+	dl = fabs((double)x.f - lo.f);
+	dh = fabs(hv - (double)x.f);
+	if (dl < dh || (dl == dh && !((lo.u >> 16) & 1)))
+		return (uint16_t)(lo.u >> 16);
+	return (uint16_t)(hi.u >> 16);
+}
+
+static void test_bf16(void)
+{
+	unsigned int bad = 0, bad_nan = 0, checked = 0;
+
+	for (uint32_t c = 0; c < 65536; c++)
+		if (!same_value(maia_bf16_to_f32((uint16_t)c), ref_decode(MAIA_DTYPE_BF16, c)))
+			bad++;
+	tap_ok(!bad, "bf16: all 65536 codes decode exactly (%u wrong)", bad);
+	bad = 0;
+	for (uint64_t base = 0; base < (1ull << 32); base += 1u << 10) {
+		for (uint32_t d = 0; d < 3; d++) {
+			uint32_t u = (uint32_t)base + (d == 0 ? 0 : d == 1 ? 0x8000u : 0x7fffu);
+			union { uint32_t u; float f; } x = { .u = u };
+			uint16_t got = maia_f32_to_bf16(x.f);
+
+			checked++;
+			if (isnan(x.f)) {
+				if ((got & 0x7fc0) != 0x7fc0 || (got >> 15) != (u >> 31))
+					bad_nan++;
+			} else if (got != bf16_ref(u)) {
+				bad++;
+			}
+		}
+	}
+	tap_ok(!bad, "bf16: RNE on %u FP32 patterns incl. every tie (%u wrong)", checked, bad);
+	tap_ok(!bad_nan, "bf16: NaN stays a quiet NaN with its sign (%u wrong)", bad_nan);
+}
+
+static void test_fp16_sample(void)
+{
+	const struct fmt *f = &fmts[0];
+	unsigned int bad = 0, n = 0;
+
+	for (uint64_t base = 0; base < (1ull << 32); base += 40009) {
+		union { uint32_t u; float f; } x = { .u = (uint32_t)base };
+
+		if (fabsf(x.f) > 1e6f && !isinf(x.f) && !isnan(x.f))
+			continue;	/* far beyond max: covered by the overflow test */
+		n++;
+		if (isnan(x.f) ? !isnan(maia_fp16_to_f32(maia_f32_to_fp16(x.f)))
+			       : maia_f32_to_fp16(x.f) != enc_ref(f, x.f, false))
+			bad++;
+	}
+	tap_ok(!bad, "fp16: RNE on %u sampled FP32 patterns (%u wrong)", n, bad);
+}
+
+static void test_int8(void)
+{
+	unsigned int bad = 0;
+	uint8_t b[256];
+	float v[256], back[256];
+
+	for (int i = 0; i < 256; i++)
+		v[i] = (float)(i - 128) * 0.25f;
+	maia_encode(MAIA_DTYPE_INT8, v, 256, 0.25f, false, b);
+	maia_decode(MAIA_DTYPE_INT8, b, 256, 0.25f, back);
+	for (int i = 0; i < 256; i++)
+		if (back[i] != v[i])
+			bad++;
+	tap_ok(!bad, "int8: all 256 values round-trip with scale 0.25 (%u wrong)", bad);
+	tap_ok(maia_f32_to_int8(1000.0f) == 127 && maia_f32_to_int8(-1000.0f) == -128 &&
+	       maia_f32_to_int8(NAN) == 0 && maia_f32_to_int8(2.5f) == 2 &&
+	       maia_f32_to_int8(-3.5f) == -4 && maia_f32_to_int8(INFINITY) == 127,
+	       "int8: saturation, NaN -> 0, ties to even");
+}
+
+/* ---- MX block formats ---- */
+
+static const unsigned int mx_types[] = {
+	MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP8_E5M2, MAIA_DTYPE_MXFP6_E3M2,
+	MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MXINT8,
+};
+
+static const struct fmt *elem_fmt(unsigned int mx)
+{
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		if (fmts[i].mx == mx)
+			return &fmts[i];
+	return NULL;	/* MXINT8 */
+}
+
+static int emax_of(unsigned int mx)
+{
+	const struct fmt *f = elem_fmt(mx);
+
+	return f ? (int)floor(log2(f->max)) : 0;
+}
+
+static double elem_max(unsigned int mx)
+{
+	const struct fmt *f = elem_fmt(mx);
+
+	return f ? f->max : 127.0 / 64;
+}
+
+/* Reference MX quantization of one block into values (not codes). */
+static void mx_ref_block(unsigned int mx, const float *x, double *out, int *scale_exp)
+{
+	double amax = 0;
+	int e;
+
+	for (int i = 0; i < 32; i++) {
+		if (!isfinite(x[i])) {
+			*scale_exp = 128;	/* NaN scale */
+			for (int j = 0; j < 32; j++)
+				out[j] = NAN;
+			return;
+		}
+		amax = fmax(amax, fabs(x[i]));
+	}
+	e = amax == 0 ? -127 : (int)floor(log2(amax)) - emax_of(mx);
+	if (e < -127)
+		e = -127;
+	if (e > 127)
+		e = 127;
+	*scale_exp = e;
+	for (int i = 0; i < 32; i++) {
+		double v = ldexp(x[i], -e), q;
+		const struct fmt *f = elem_fmt(mx);
+
+		if (f) {
+			q = dec_ref(f, enc_ref(f, v, true));
+		} else {
+			q = nearbyint(v * 64);
+			q = fmin(fmax(q, -127), 127) / 64;
+		}
+		out[i] = ldexp(q, e);
+	}
+}
+
+static void test_mx(unsigned int mx)
+{
+	const struct fmt *f = elem_fmt(mx);
+	const char *name = f ? f->name : "int8";
+	unsigned int bb = maia_dtype_block_bytes(mx), bad = 0, bad_rt = 0, blocks = 0;
+	uint8_t blk[32], sc[2], blk2[32], sc2[2];
+	int dummy_exp;
+	float x[32], y[32];
+	double ref[32];
+	struct tmem m;
+
+	tmem_init(&m, 4096);
+	/* every element code, in blocks pinned by a max-magnitude element */
+	{
+		unsigned int n = f ? ncodes(f) : 256, per = 31;
+
+		for (unsigned int c0 = 0; c0 < n; c0 += per) {
+			uint64_t va = TMEM_BASE, sva = TMEM_BASE + 64;
+			int scale = 120 + (int)(c0 % 17);	/* various scales */
+
+			for (unsigned int i = 0; i < 32; i++) {
+				unsigned int c = i == 31 ? 0 : c0 + i;
+				double v;
+
+				if (i == 31 || c >= n)
+					v = elem_max(mx);
+				else
+					v = f ? dec_ref(f, c) : (int8_t)c / 64.0;
+				if (!isfinite(v) || (!f && c == 0x80))
+					v = 0;		/* NaN/Inf element codes and -128 are not produced */
+				x[i] = (float)ldexp(v, scale - 127);
+			}
+			maia_mx_encode(mx, x, 1, tmem_ptr(&m, va), tmem_ptr(&m, sva));
+			tget(&m, mx, va, sva, 32, 1, ref);
+			maia_mx_decode(mx, tmem_ptr(&m, va), tmem_ptr(&m, sva), 1, y);
+			for (int i = 0; i < 32; i++) {
+				if (!same_value(y[i], ref[i]))
+					bad++;
+				if (!same_value(y[i], x[i]))
+					bad_rt++;
+			}
+			blocks++;
+		}
+	}
+	tap_ok(!bad, "mx %s: engine decode == reference decode (%u blocks, %u wrong)", name, blocks, bad);
+	tap_ok(!bad_rt, "mx %s: every element value round-trips exactly (%u wrong)", name, bad_rt);
+
+	/* random blocks against the reference quantizer, over a wide range of magnitudes */
+	bad = 0;
+	trand_seed(mx);
+	for (int t = 0; t < 2000; t++) {
+		int sc_exp, mag = (t % 60) - 30;
+
+		for (int i = 0; i < 32; i++)
+			x[i] = ldexpf(trand_uniform(-1, 1), mag + (i % 3 == 0 ? -(t % 20) : 0));
+		mx_ref_block(mx, x, ref, &sc_exp);
+		maia_mx_encode(mx, x, 1, blk, sc);
+		maia_mx_decode(mx, blk, sc, 1, y);
+		if (sc[0] != sc_exp + 127)
+			bad++;
+		for (int i = 0; i < 32; i++)
+			if (!same_value(y[i], ref[i]) && !(y[i] == 0 && ref[i] == 0))
+				bad++;
+		/* quantizing the dequantized block is the identity */
+		maia_mx_encode(mx, y, 1, blk2, sc2);
+		if (memcmp(blk, blk2, bb) || sc[0] != sc2[0])
+			bad_rt++;
+	}
+	tap_ok(!bad, "mx %s: 2000 random blocks match the reference quantizer", name);
+	tap_ok(!bad_rt, "mx %s: quantize(dequantize(q)) == q", name);
+
+	/* corners */
+	memset(x, 0, sizeof(x));
+	maia_mx_encode(mx, x, 1, blk, sc);
+	maia_mx_decode(mx, blk, sc, 1, y);
+	bad = sc[0] != 0;
+	for (int i = 0; i < 32; i++)
+		bad += y[i] != 0;
+	tap_ok(!bad, "mx %s: all-zero block -> scale 2^-127, zeros", name);
+	for (int i = 0; i < 32; i++)
+		x[i] = i & 1 ? -FLT_MAX : FLT_MAX;
+	maia_mx_encode(mx, x, 1, blk, sc);
+	maia_mx_decode(mx, blk, sc, 1, y);
+	mx_ref_block(mx, x, ref, &dummy_exp);
+	bad = sc[0] != 127 + 127 - emax_of(mx);
+	for (int i = 0; i < 32; i++)
+		bad += !same_value(y[i], ref[i]) || !isfinite(y[i]) || (i & 1 ? y[i] > 0 : y[i] < 0);
+	tap_ok(!bad, "mx %s: max-magnitude block keeps signs, finite (scale %u)", name, sc[0]);
+	for (int special = 0; special < 3; special++) {
+		for (int i = 0; i < 32; i++)
+			x[i] = trand_uniform(-1, 1);
+		x[7] = special == 0 ? NAN : special == 1 ? INFINITY : -INFINITY;
+		maia_mx_encode(mx, x, 1, blk, sc);
+		maia_mx_decode(mx, blk, sc, 1, y);
+		bad = sc[0] != 0xff;
+		for (int i = 0; i < 32; i++)
+			bad += !isnan(y[i]);
+		tap_ok(!bad, "mx %s: block with %s -> NaN scale, all NaN", name,
+		       special == 0 ? "NaN" : special == 1 ? "+Inf" : "-Inf");
+	}
+	for (int i = 0; i < 32; i++)
+		x[i] = ldexpf(trand_uniform(-1, 1), -140);	/* FP32 subnormals */
+	maia_mx_encode(mx, x, 1, blk, sc);
+	maia_mx_decode(mx, blk, sc, 1, y);
+	mx_ref_block(mx, x, ref, &dummy_exp);
+	bad = sc[0] != 0;
+	for (int i = 0; i < 32; i++)
+		bad += !same_value(y[i], ref[i]) && !(y[i] == 0 && ref[i] == 0);
+	tap_ok(!bad, "mx %s: subnormal block clamps the scale to 2^-127", name);
+	tmem_free(&m);
+}
+
+/* MX9/MX6/MX4: error within half a step of the pair's exponent, idempotent. */
+static void test_msmx(unsigned int dt)
+{
+	unsigned int mb = dt == MAIA_DTYPE_MX9 ? 7 : dt == MAIA_DTYPE_MX6 ? 4 : 2;
+	const char *name = dt == MAIA_DTYPE_MX9 ? "mx9" : dt == MAIA_DTYPE_MX6 ? "mx6" : "mx4";
+	unsigned int bad = 0, bad_rt = 0, bad_ref = 0;
+	uint8_t blk[17], sc, blk2[17], sc2;
+	float x[16], y[16];
+	double ref[16];
+	struct tmem m;
+
+	tmem_init(&m, 4096);
+	trand_seed(dt);
+	for (int t = 0; t < 4000; t++) {
+		double amax = 0;
+		int e;
+
+		for (int i = 0; i < 16; i++)
+			x[i] = ldexpf(trand_uniform(-1, 1), (t % 40) - 20 - (i % 4 == 1 ? t % 5 : 0));
+		maia_mx_encode(dt, x, 1, blk, &sc);
+		maia_mx_decode(dt, blk, &sc, 1, y);
+		memcpy(tmem_ptr(&m, TMEM_BASE), blk, sizeof(blk));
+		memcpy(tmem_ptr(&m, TMEM_BASE + 64), &sc, 1);
+		tget(&m, dt, TMEM_BASE, TMEM_BASE + 64, 16, 1, ref);
+		for (int i = 0; i < 16; i++) {
+			amax = fmax(amax, fabs(x[i]));
+			bad_ref += !same_value(y[i], ref[i]);
+		}
+		e = (int)floor(log2(amax));
+		for (int i = 0; i < 16; i += 2) {
+			double pmax = fmax(fabs(x[i]), fabs(x[i + 1]));
+			int pe = pmax > 0 && floor(log2(pmax)) < e ? e - 1 : e;
+			double step = ldexp(1, pe - (int)(mb - 1)), top = ((1 << mb) - 1) * step;
+
+			for (int j = i; j < i + 2; j++) {
+				double want = fmin(fabs(x[j]), top);
+
+				if (fabs(fabs(y[j]) - want) > step / 2 + 1e-30 ||
+				    (y[j] != 0 && signbit(y[j]) != signbit(x[j])))
+					bad++;
+			}
+		}
+		maia_mx_encode(dt, y, 1, blk2, &sc2);
+		if (memcmp(blk, blk2, maia_dtype_block_bytes(dt)) || sc != sc2)
+			bad_rt++;
+	}
+	tap_ok(!bad_ref, "%s: engine decode == reference decode on 4000 blocks", name);
+	tap_ok(!bad, "%s: every element within half a step of its pair's scale (%u wrong)", name, bad);
+	tap_ok(!bad_rt, "%s: quantize(dequantize(q)) == q (%u wrong)", name, bad_rt);
+	for (int i = 0; i < 16; i++)
+		x[i] = 0;
+	x[3] = NAN;
+	maia_mx_encode(dt, x, 1, blk, &sc);
+	maia_mx_decode(dt, blk, &sc, 1, y);
+	tap_ok(sc == 0xff && isnan(y[0]) && isnan(y[15]), "%s: NaN in a block -> NaN block", name);
+	tmem_free(&m);
+}
+
+int main(void)
+{
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		test_minifloat(&fmts[i]);
+	test_bf16();
+	test_fp16_sample();
+	test_int8();
+	for (size_t i = 0; i < sizeof(mx_types) / sizeof(mx_types[0]); i++)
+		test_mx(mx_types[i]);
+	test_msmx(MAIA_DTYPE_MX9);
+	test_msmx(MAIA_DTYPE_MX6);
+	test_msmx(MAIA_DTYPE_MX4);
+	return tap_done();
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+/* Command-buffer builder: device commands appended into a host BO. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maia/hw/cmd.h"
+
+#include "internal.h"
+
+MAIA_EXPORT int maia_cmdbuf_create(struct maia_device *dev, uint32_t capacity,
+				   struct maia_cmdbuf **out)
+{
+	struct maia_cmdbuf *cb;
+	void *cpu;
+	int err;
+
+	if (!dev || !out || !capacity || capacity > MAIA_CMDBUF_MAX_SIZE)
+		return -EINVAL;
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return -ENOMEM;
+	err = maia_bo_create(dev, capacity, MAIA_BO_HOST, &cb->bo);
+	if (!err)
+		err = maia_bo_map(cb->bo, &cpu);
+	if (err) {
+		maia_bo_destroy(cb->bo);
+		free(cb);
+		return err;
+	}
+	cb->dev = dev;
+	cb->cpu = cpu;
+	cb->capacity = capacity & ~7u;
+	*out = cb;
+	return 0;
+}
+
+MAIA_EXPORT void maia_cmdbuf_destroy(struct maia_cmdbuf *cb)
+{
+	if (!cb)
+		return;
+	maia_bo_destroy(cb->bo);
+	free(cb);
+}
+
+MAIA_EXPORT void maia_cmdbuf_reset(struct maia_cmdbuf *cb)
+{
+	if (cb)
+		cb->used = 0;
+}
+
+MAIA_EXPORT uint32_t maia_cmdbuf_size(const struct maia_cmdbuf *cb)
+{
+	return cb ? cb->used : 0;
+}
+
+MAIA_EXPORT int maia_cmd_raw(struct maia_cmdbuf *cb, const void *cmd)
+{
+	const struct maia_cmd_header *hdr = cmd;
+
+	if (!cb || !cmd || hdr->size < sizeof(*hdr) || hdr->size % 8)
+		return -EINVAL;
+	if (hdr->size > cb->capacity - cb->used)
+		return -ENOSPC;
+	memcpy(cb->cpu + cb->used, cmd, hdr->size);
+	cb->used += hdr->size;
+	return 0;
+}
+
+#define CMD_INIT(op, type) { .hdr = { .opcode = (op), .size = sizeof(type) } }
+
+MAIA_EXPORT int maia_cmd_nop(struct maia_cmdbuf *cb)
+{
+	struct maia_cmd_nop c = CMD_INIT(MAIA_OP_NOP, struct maia_cmd_nop);
+
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_copy_2d(struct maia_cmdbuf *cb, uint64_t dst, uint64_t dst_stride,
+				 uint64_t src, uint64_t src_stride, uint64_t width,
+				 uint32_t height)
+{
+	struct maia_cmd_dma_copy c = CMD_INIT(MAIA_OP_DMA_COPY, struct maia_cmd_dma_copy);
+
+	c.dst = dst;
+	c.dst_stride = dst_stride;
+	c.src = src;
+	c.src_stride = src_stride;
+	c.width = width;
+	c.height = height;
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_copy(struct maia_cmdbuf *cb, uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	return maia_cmd_copy_2d(cb, dst, 0, src, 0, bytes, 1);
+}
+
+MAIA_EXPORT int maia_cmd_fill(struct maia_cmdbuf *cb, uint64_t dst, uint64_t bytes,
+			      uint32_t pattern)
+{
+	struct maia_cmd_fill c = CMD_INIT(MAIA_OP_FILL, struct maia_cmd_fill);
+
+	c.dst = dst;
+	c.size = bytes;
+	c.pattern = pattern;
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_fence_write(struct maia_cmdbuf *cb, uint64_t addr, uint64_t value)
+{
+	struct maia_cmd_fence_write c = CMD_INIT(MAIA_OP_FENCE_WRITE, struct maia_cmd_fence_write);
+
+	c.addr = addr;
+	c.value = value;
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_timestamp(struct maia_cmdbuf *cb, uint64_t addr)
+{
+	struct maia_cmd_timestamp c = CMD_INIT(MAIA_OP_TIMESTAMP, struct maia_cmd_timestamp);
+
+	c.addr = addr;
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_sem_signal(struct maia_cmdbuf *cb, uint32_t index, uint32_t value)
+{
+	struct maia_cmd_sem_signal c = CMD_INIT(MAIA_OP_SEM_SIGNAL, struct maia_cmd_sem_signal);
+
+	c.index = index;
+	c.value = value;
+	return maia_cmd_raw(cb, &c);
+}
+
+MAIA_EXPORT int maia_cmd_sem_wait(struct maia_cmdbuf *cb, uint32_t index, uint32_t value,
+				  uint32_t timeout_us)
+{
+	struct maia_cmd_sem_wait c = CMD_INIT(MAIA_OP_SEM_WAIT, struct maia_cmd_sem_wait);
+
+	c.index = index;
+	c.value = value;
+	c.timeout_us = timeout_us;
+	return maia_cmd_raw(cb, &c);
+}
