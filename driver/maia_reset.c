@@ -18,6 +18,7 @@
  */
 
 #include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
 #include <linux/debugfs.h>
 #include <linux/device.h>
 #include <linux/kobject.h>
@@ -32,6 +33,7 @@
 #include "maia_reset.h"
 #include "maia_sched.h"
 #include "maia_trace.h"
+#include "maia_vm.h"
 
 static unsigned int maia_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
@@ -55,9 +57,10 @@ u32 maia_reset_count(struct maia_device *mdev)
 
 static void maia_reset_notify(struct maia_device *mdev, const char *reason, bool ok)
 {
-	char count[32], why[48];
-	char *envp[] = { ok ? "MAIA_RESET=1" : "MAIA_RESET=failed", count, why, NULL };
+	char state[24], count[32], why[48];
+	char *envp[4] = { state, count, why, NULL };
 
+	strscpy(state, ok ? "MAIA_RESET=1" : "MAIA_RESET=failed", sizeof(state));
 	snprintf(count, sizeof(count), "MAIA_RESET_COUNT=%u", maia_reset_count(mdev));
 	snprintf(why, sizeof(why), "MAIA_RESET_REASON=%s", reason);
 	kobject_uevent_env(&mdev->drm.dev->kobj, KOBJ_CHANGE, envp);
@@ -78,7 +81,7 @@ static int maia_reset_restart(struct maia_device *mdev)
 	ret = maia_sched_enable_all(mdev);
 	if (ret)
 		return ret;
-	return maia_vm_restore_contexts(mdev);
+	return maia_vm_restore(mdev);
 }
 
 /*

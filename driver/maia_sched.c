@@ -135,6 +135,7 @@ static void maia_sched_queue_complete(struct maia_queue *q, u64 seq,
 	struct maia_job *job;
 	unsigned long flags;
 
+	trace_maia_queue_irq(q->index, seq);
 	spin_lock_irqsave(&sq->lock, flags);
 	job = sq->jobs[slot];
 	if (!job || job->hw_seq != seq) {

@@ -31,7 +31,7 @@ struct maia_sched_queue {
 	u32 hw_prio;			/* MAIA_QUEUE_PRIO_* */
 	u64 fence_context;
 	u64 fence_seqno;		/* last hardware fence; only run_job writes it */
-	char name[16];			/* "maia-q<N>" */
+	char name[24];			/* "maia-q<N>" */
 	/*
 	 * Protects @jobs and is the lock of the hardware fences of this
 	 * queue: the completion thread and recovery both retire jobs under it,

@@ -22,6 +22,7 @@
 #include "maia_drv.h"
 #include "maia_gem.h"
 #include "maia_mmu.h"
+#include "maia_reset.h"
 #include "maia_vm.h"
 
 static void maia_vm_fini(struct drm_device *drm, void *arg)
@@ -140,28 +141,34 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	if (ret)
 		goto err_exit;
 
+	/* The mailbox is only usable while no reset is in progress. */
+	ret = maia_reset_read_lock(mdev);
+	if (ret)
+		goto err_pgtable;
 	mutex_lock(&contexts->lock);
 	ret = xa_alloc(&contexts->by_asid, &ctx->asid, ctx,
 		       XA_LIMIT(MAIA_ASID_PHYS + 1, MAIA_MAX_ASIDS - 1), GFP_KERNEL);
 	if (ret) {
-		mutex_unlock(&contexts->lock);
 		if (ret == -EBUSY)
 			maia_dbg(mdev, "all %u address spaces in use\n", MAIA_MAX_ASIDS - 1);
-		goto err_pgtable;
+		goto err_unlock;
 	}
 	ret = maia_mmu_set_context(mdev, ctx->asid, ctx->pgt.root->hbm);
 	if (ret) {
 		xa_erase(&contexts->by_asid, ctx->asid);
-		mutex_unlock(&contexts->lock);
-		goto err_pgtable;
+		goto err_unlock;
 	}
 	mutex_unlock(&contexts->lock);
+	maia_reset_read_unlock(mdev);
 	drm_dev_exit(idx);
 
 	file->driver_priv = ctx;
 	maia_dbg(mdev, "asid %u: root at HBM %#llx\n", ctx->asid, ctx->pgt.root->hbm);
 	return 0;
 
+err_unlock:
+	mutex_unlock(&contexts->lock);
+	maia_reset_read_unlock(mdev);
 err_pgtable:
 	maia_mmu_pgtable_fini(mdev, &ctx->pgt);
 err_exit:
@@ -200,6 +207,8 @@ void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file)
 	if (contexts->job_hooks && contexts->job_hooks->fini)
 		contexts->job_hooks->fini(ctx);
 
+	/* Not interruptible: a killed process closes its files too. */
+	down_read(&mdev->reset->lock);
 	mutex_lock(&contexts->lock);
 	if (drm_dev_enter(&mdev->drm, &idx)) {
 		if (maia_mmu_set_context(mdev, ctx->asid, 0) ||
@@ -210,6 +219,7 @@ void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file)
 	}
 	xa_erase(&contexts->by_asid, ctx->asid);
 	mutex_unlock(&contexts->lock);
+	up_read(&mdev->reset->lock);
 
 	mutex_lock(&ctx->lock);
 	drm_mm_for_each_node_safe(node, next, &ctx->va_mm)
@@ -405,13 +415,18 @@ static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind
 			goto out_unlock;
 	}
 
+	ret = maia_reset_read_lock(mdev);
+	if (ret)
+		goto out_unlock;
 	if (drm_dev_enter(&mdev->drm, &idx)) {
 		maia_mmu_unmap(mdev, &ctx->pgt, args->va, args->size);
+		/* On failure the device is broken; its reset flushes the TLB. */
 		if (maia_mmu_tlb_invalidate(mdev, ctx->asid))
 			maia_err_ratelimited(mdev, "asid %u: TLB invalidation failed after unmap\n",
 					     ctx->asid);
 		drm_dev_exit(idx);
 	}
+	maia_reset_read_unlock(mdev);
 	maia_vm_mapping_free(ctx, m);
 	maia_dbg(mdev, "asid %u: unmap %#llx+%#llx\n", ctx->asid, args->va, args->size);
 

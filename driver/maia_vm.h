@@ -41,7 +41,7 @@ struct maia_contexts {
 	/*
 	 * Serializes context creation and destruction against the restore of
 	 * every context after a device reset (it covers the SET_CONTEXT
-	 * mailbox commands too).
+	 * mailbox commands too). Taken after the reset lock.
 	 */
 	struct mutex lock;
 	struct xarray by_asid;		/* ASID -> context; lookups under xa_lock */
@@ -118,7 +118,10 @@ bool maia_ctx_fault_info(struct maia_context *ctx, u64 *addr, u32 *access);
 int maia_vm_find_bo_va(struct maia_context *ctx, struct drm_gem_object *obj,
 		       u64 offset, u64 size, u64 *va);
 
-/* After a device reset: installs the page tables of every live context. */
+/*
+ * After a device reset: installs the page tables of every live context.
+ * Caller holds the reset lock for writing.
+ */
 int maia_vm_restore(struct maia_device *mdev);
 
 int maia_vm_bind_ioctl(struct drm_device *drm, void *data, struct drm_file *file);

@@ -10,7 +10,7 @@ PACKAGES=(
 	dpkg-dev dwarves libelf-dev sparse
 	busybox-static seabios ipxe-qemu qemu-system-data
 	libdrm-dev libpci-dev libkmod-dev libopenblas-dev
-	clang llvm lld
+	clang llvm lld libclang-rt-14-dev
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 

@@ -435,6 +435,11 @@ static void test_boot_nop_msix(void)
     msix_program(&m, MAIA_VEC_QUEUE(0), msi_addr, msi_data, true);
 
     maia_boot_ok(&m);
+    /* Boot completion is an event: INT_STATUS cause and vector 0. */
+    g_assert_cmphex(rd(&m, MAIA_REG_INT_STATUS) & MAIA_INT_BOOT_DONE, ==,
+                    MAIA_INT_BOOT_DONE);
+    g_assert_true(WAIT_UNTIL(qpci_msix_pending(m.dev, MAIA_VEC_EVENT)));
+    g_assert_false(qpci_msix_pending(m.dev, MAIA_VEC_QUEUE(0)));
     queue_init(&m, &q, 0);
 
     /* NOP through queue 0 with an MMIO doorbell */

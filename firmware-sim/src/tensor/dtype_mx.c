@@ -236,17 +236,34 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 		x = E8M0_BIAS;
 	*s = (uint8_t)(x + E8M0_BIAS);
 	for (i = 0; i < MAIA_MSMX_BLOCK; i += 2) {
-		float pmax = fmaxf(fabsf(src[i]), fabsf(src[i + 1]));
-		unsigned int u = pmax > 0.0f && ilog2f(pmax) < x && x > -E8M0_BIAS;
+		unsigned int v[2], u = 0;
 
+		/*
+		 * A pair whose larger element is below 2^x takes the extra bit of
+		 * precision (u = 1), unless rounding would carry it out of range.
+		 */
+		for (int try_u = x > -E8M0_BIAS; ; try_u--) {
+			bool fits = true;
+
+			for (unsigned int j = 0; j < 2; j++) {
+				float mag = nearbyintf(ldexpf(fabsf(src[i + j]), (int)(m - 1) + try_u - x));
+
+				if (mag > magmax) {
+					fits = false;
+					mag = magmax;
+				}
+				v[j] = (unsigned int)mag;
+			}
+			if (fits || !try_u) {
+				u = (unsigned int)try_u;
+				break;
+			}
+		}
 		micro |= (uint8_t)(u << (i / 2));
-		for (unsigned int j = i; j < i + 2; j++) {
-			float mag = nearbyintf(ldexpf(fabsf(src[j]), (int)(m - 1) + (int)u - x));
-			unsigned int v = (unsigned int)(mag > magmax ? magmax : mag);
-
-			if (signbit(src[j]) && v)
-				v |= 1u << m;
-			put_bits(blk, j * w, w, v);
+		for (unsigned int j = 0; j < 2; j++) {
+			if (signbit(src[i + j]) && v[j])
+				v[j] |= 1u << m;
+			put_bits(blk, (i + j) * w, w, v[j]);
 		}
 	}
 	blk[MAIA_MSMX_BLOCK * w / 8] = micro;

@@ -37,7 +37,7 @@ for t in "$@"; do
 	rc=$(cat "$rc_file")
 	case "$rc" in
 	0) echo "ok $n selftests: $COLLECTION: $t" ;;
-	$KSFT_SKIP) echo "ok $n selftests: $COLLECTION: $t # SKIP" ;;
+	"$KSFT_SKIP") echo "ok $n selftests: $COLLECTION: $t # SKIP" ;;
 	124 | 143) echo "not ok $n selftests: $COLLECTION: $t # TIMEOUT $TIMEOUT seconds"
 		failed=$((failed + 1)) ;;
 	*) echo "not ok $n selftests: $COLLECTION: $t # exit=$rc"

@@ -79,16 +79,25 @@ static uint32_t enc_ref(const struct fmt *f, double x, bool sat)
 			(1u << (f->mbits - 1)) : f->kind == REF_FN ? sign | (signbit - 1) : sign;
 	if (a >= f->max + half_ulp && !sat && f->kind != REF_FINITE)
 		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) : sign | (signbit - 1);
-	for (c = 0; c < signbit; c++) {
-		double v = dec_ref(f, c), d;
+	/* finite non-negative values increase with the code: bisect */
+	{
+		uint32_t lo = 0, hi = signbit - 1;
 
-		if (!isfinite(v))
-			continue;
-		d = fabs(v - a);
-		if (d < bestd || (d == bestd && !(c & 1))) {
-			bestd = d;
-			best = c;
+		while (!isfinite(dec_ref(f, hi)))
+			hi--;
+		if (a >= dec_ref(f, hi))
+			return sign | hi;
+		while (hi - lo > 1) {	/* v(lo) <= a < v(hi) */
+			c = lo + (hi - lo) / 2;
+			if (dec_ref(f, c) <= a)
+				lo = c;
+			else
+				hi = c;
 		}
+		bestd = a - dec_ref(f, lo);
+		best = lo;
+		if (dec_ref(f, hi) - a < bestd || (dec_ref(f, hi) - a == bestd && !(hi & 1)))
+			best = hi;
 	}
 	return sign | best;
 }
@@ -168,6 +177,8 @@ static uint16_t bf16_ref(uint32_t u)
 
 	if (isnan(x.f))
 		return (uint16_t)((u >> 16) | 0x40);
+	if (isinf(x.f))
+		return (uint16_t)(u >> 16);
 	lo.u = u & 0xffff0000u;
 	hi.u = lo.u + 0x10000u;
 	hv = isinf(hi.f) ? copysign(ldexp(1, 128), hi.f) : hi.f;
@@ -452,7 +463,8 @@ static void test_msmx(unsigned int dt)
 		for (int i = 0; i < 16; i += 2) {
 			double pmax = fmax(fabs(x[i]), fabs(x[i + 1]));
 			int pe = pmax > 0 && floor(log2(pmax)) < e ? e - 1 : e;
-			double step = ldexp(1, pe - (int)(mb - 1)), top = ((1 << mb) - 1) * step;
+			double step = ldexp(1, pe - (int)(mb - 1));
+			double top = ((1 << mb) - 1) * ldexp(1, e - (int)(mb - 1));
 
 			for (int j = i; j < i + 2; j++) {
 				double want = fmin(fabs(x[j]), top);
@@ -462,13 +474,15 @@ static void test_msmx(unsigned int dt)
 					bad++;
 			}
 		}
+		/* the same values may have two encodings (microexponent): compare values */
 		maia_mx_encode(dt, y, 1, blk2, &sc2);
-		if (memcmp(blk, blk2, maia_dtype_block_bytes(dt)) || sc != sc2)
-			bad_rt++;
+		maia_mx_decode(dt, blk2, &sc2, 1, x);
+		for (int i = 0; i < 16; i++)
+			bad_rt += !same_value(x[i], y[i]);
 	}
 	tap_ok(!bad_ref, "%s: engine decode == reference decode on 4000 blocks", name);
 	tap_ok(!bad, "%s: every element within half a step of its pair's scale (%u wrong)", name, bad);
-	tap_ok(!bad_rt, "%s: quantize(dequantize(q)) == q (%u wrong)", name, bad_rt);
+	tap_ok(!bad_rt, "%s: dequantize(quantize(dequantize(q))) == dequantize(q) (%u wrong)", name, bad_rt);
 	for (int i = 0; i < 16; i++)
 		x[i] = 0;
 	x[3] = NAN;

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Hang recovery. A job that waits on a device semaphore nobody signals
+ * (with a timeout of about 71 minutes) is a real hang from the device's
+ * point of view: the driver's watchdog must reset the device, report the job
+ * as DRM_MAIA_JOB_TIMEOUT, count the reset in sysfs and in CONTEXT_STATUS,
+ * send a MAIA_RESET uevent, and run the next job normally. Jobs that take
+ * long in total but keep their queue moving must not trigger it. A reset
+ * forced through debugfs recovers the same way.
+ *
+ * The test shortens the maia.job_timeout_ms module parameter and restores
+ * it afterwards.
+ */
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include "maia_job_ksft.h"
+#include "kselftest_harness.h"
+
+#define VA_CMD		(DRM_MAIA_VA_START)
+#define VA_HOST		(DRM_MAIA_VA_START + 0x20000000ull)
+#define SEC		NS_PER_SEC
+#define TIMEOUT_PARAM	"/sys/module/maia/parameters/job_timeout_ms"
+#define TEST_TIMEOUT_MS	1000
+#define SEM_NEVER	63	/* nobody signals it */
+
+FIXTURE(recovery) {
+	struct maia_node node;
+	int fd;
+	struct kbo cmd, host;
+	struct kcmd cb;
+	long long old_timeout;
+	int uevents;
+};
+
+FIXTURE_SETUP(recovery)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	char val[32];
+
+	self->fd = -1;
+	self->uevents = -1;
+	if (maia_find_nodes(&self->node, 1) < 1)
+		SKIP(return, "no maia accel node");
+	self->old_timeout = kread_ll(TIMEOUT_PARAM);
+	ASSERT_LE(0, self->old_timeout) TH_LOG("no %s", TIMEOUT_PARAM);
+	snprintf(val, sizeof(val), "%d", TEST_TIMEOUT_MS);
+	ASSERT_EQ(0, maia_write_file(TIMEOUT_PARAM, val));
+
+	self->fd = maia_open_node(&self->node);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, kbo_create(self->fd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &self->cmd));
+	ASSERT_EQ(0, kbo_create(self->fd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_HOST, &self->host));
+	self->cb.bo = &self->cmd;
+
+	/* Kernel uevents (no udev in the guest: the kernel's own multicast group). */
+	self->uevents = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			       NETLINK_KOBJECT_UEVENT);
+	if (self->uevents >= 0 && bind(self->uevents, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(self->uevents);
+		self->uevents = -1;
+	}
+}
+
+FIXTURE_TEARDOWN(recovery)
+{
+	char val[32];
+
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->uevents >= 0)
+		close(self->uevents);
+	if (self->old_timeout >= 0) {
+		snprintf(val, sizeof(val), "%lld", self->old_timeout);
+		maia_write_file(TIMEOUT_PARAM, val);
+	}
+}
+
+/* Looks for a uevent carrying @key within @ms milliseconds. */
+static bool saw_uevent(int sock, const char *key, int ms)
+{
+	long long end = maia_now_ms() + ms;
+	char buf[4096];
+	ssize_t n, i;
+
+	while (maia_now_ms() < end) {
+		n = recv(sock, buf, sizeof(buf) - 1, 0);
+		if (n <= 0) {
+			maia_sleep_ms(20);
+			continue;
+		}
+		buf[n] = '\0';
+		/* NUL-separated "KEY=value" strings after the header. */
+		for (i = 0; i < n; i += strlen(buf + i) + 1)
+			if (!strcmp(buf + i, key))
+				return true;
+	}
+	return false;
+}
+
+static int fill_and_check(struct __test_metadata *_metadata, int fd, struct kcmd *cb,
+			  struct kbo *host, __u32 pattern)
+{
+	struct drm_maia_wait w;
+	__u64 seq = 0;
+	size_t i;
+
+	memset(host->cpu, 0, 8192);
+	kcmd_fill(cb, VA_HOST, 8192, pattern);
+	if (kcmd_submit(fd, cb, NULL, &seq))
+		return -1;
+	if (kwait(fd, seq, 20 * SEC, &w) || w.status != DRM_MAIA_JOB_OK)
+		return -2;
+	for (i = 0; i < 2048; i++)
+		if (((__u32 *)host->cpu)[i] != pattern)
+			return -3;
+	return 0;
+}
+
+TEST_F_TIMEOUT(recovery, hang_is_reset, 120)
+{
+	struct drm_maia_context_status cs;
+	struct drm_maia_ping ping;
+	struct drm_maia_wait w;
+	__u64 hung = 0, behind = 0;
+	long long resets;
+	__s64 t0;
+	int fd2;
+
+	ASSERT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x11111111));
+	resets = kreset_count(&self->node);
+	ASSERT_LE(0, resets);
+
+	kcmd_sem_wait(&self->cb, SEM_NEVER, 1, UINT32_MAX);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, NULL, &hung));
+	/* Same priority, so the same queue: lost with the reset, not run twice. */
+	kcmd_fill(&self->cb, VA_HOST, 4096, 0x22222222);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, NULL, &behind));
+
+	t0 = kmono_ns();
+	ASSERT_EQ(0, kwait(self->fd, hung, 60 * SEC, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_TIMEOUT, w.status);
+	EXPECT_LE((TEST_TIMEOUT_MS - 50) * 1000000ll, kmono_ns() - t0);
+	TH_LOG("hang detected and recovered after %.2f s", (kmono_ns() - t0) / 1e9);
+
+	ASSERT_EQ(0, kwait(self->fd, behind, 60 * SEC, &w));
+	EXPECT_TRUE(w.status == DRM_MAIA_JOB_ABORTED || w.status == DRM_MAIA_JOB_OK)
+		TH_LOG("status %u", w.status);
+
+	EXPECT_EQ(resets + 1, kreset_count(&self->node));
+	ASSERT_EQ(0, kcontext_status(self->fd, &cs));
+	EXPECT_EQ(1, cs.device_resets);
+	EXPECT_EQ(0, cs.flags);
+	if (self->uevents >= 0)
+		EXPECT_TRUE(saw_uevent(self->uevents, "MAIA_RESET=1", 2000));
+
+	/* The device works again: new jobs with data, PING on the kernel queue. */
+	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x33333333));
+	EXPECT_EQ(0, maia_ping(self->fd, 0xc0ffee, &ping));
+	EXPECT_EQ(0xc0ffee, ping.echo);
+
+	/* A file opened after the reset counts from there. */
+	fd2 = maia_open_node(&self->node);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, kcontext_status(fd2, &cs));
+	EXPECT_EQ(0, cs.device_resets);
+	close(fd2);
+}
+
+/*
+ * Ten jobs of 300 ms each (semaphore waits that give up) take three times
+ * the job timeout in total, but each completes within it: no reset.
+ */
+TEST_F_TIMEOUT(recovery, slow_queue_is_not_hung, 60)
+{
+	struct drm_maia_wait w;
+	__u64 seq[10] = { 0 };
+	long long resets = kreset_count(&self->node);
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		kcmd_sem_wait(&self->cb, SEM_NEVER, 1, 300 * 1000);
+		ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, NULL, &seq[i]));
+	}
+	for (i = 0; i < 10; i++) {
+		ASSERT_EQ(0, kwait(self->fd, seq[i], 30 * SEC, &w));
+		EXPECT_EQ(DRM_MAIA_JOB_ERROR, w.status);
+		EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status);
+	}
+	EXPECT_EQ(resets, kreset_count(&self->node));
+}
+
+TEST_F_TIMEOUT(recovery, forced_reset, 60)
+{
+	struct drm_maia_context_status cs;
+	char path[96];
+	long long resets = kreset_count(&self->node);
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%d/force_reset",
+		 self->node.minor);
+	if (access(path, W_OK))
+		SKIP(return, "no %s (debugfs not mounted?)", path);
+	ASSERT_EQ(0, maia_write_file(path, "1"));
+	EXPECT_EQ(resets + 1, kreset_count(&self->node));
+	ASSERT_EQ(0, kcontext_status(self->fd, &cs));
+	EXPECT_EQ(1, cs.device_resets);
+	if (self->uevents >= 0)
+		EXPECT_TRUE(saw_uevent(self->uevents, "MAIA_RESET_REASON=forced", 2000));
+	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x44444444));
+}
+
+TEST_HARNESS_MAIN

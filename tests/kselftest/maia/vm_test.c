@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Device address spaces: VM_BIND MAP/UNMAP of HBM and host buffer objects.
+ * Mappings may not overlap, must be 4 KiB aligned, inside
+ * [DRM_MAIA_VA_START, DRM_MAIA_VA_END) and inside their BO; UNMAP names
+ * exactly one mapping; a mapping keeps its BO alive; page tables and BOs
+ * are freed at close; each file has its own ASID, up to the device's limit.
+ * Through the device: data moves host -> HBM -> host through the page
+ * tables (4 KiB and 2 MiB pages, BO offsets); a read-only mapping, an
+ * unmapped VA and another file's VA fault without touching the memory.
+ */
+#include <sys/mman.h>
+
+#include <maia/hw/cmd.h>
+#include <maia/hw/queue.h>
+
+#include "maia_ksft.h"
+#include "kselftest_harness.h"
+
+#define PAGE		4096ull
+#define MIB		(1ull << 20)
+#define VA0		DRM_MAIA_VA_START
+
+static int bo_create(int fd, __u64 size, __u32 flags, __u32 *handle)
+{
+	struct drm_maia_bo_create c = { .size = size, .flags = flags };
+
+	if (ioctl(fd, DRM_IOCTL_MAIA_BO_CREATE, &c))
+		return -errno;
+	*handle = c.handle;
+	return 0;
+}
+
+static int gem_close(int fd, __u32 handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c) ? -errno : 0;
+}
+
+static int vm_bind(int fd, __u32 op, __u32 handle, __u64 va, __u64 offset, __u64 size,
+		   __u32 flags)
+{
+	struct drm_maia_vm_bind b = {
+		.op = op, .handle = handle, .va = va, .offset = offset, .size = size,
+		.flags = flags,
+	};
+
+	return ioctl(fd, DRM_IOCTL_MAIA_VM_BIND, &b) ? -errno : 0;
+}
+
+static int map(int fd, __u32 handle, __u64 va, __u64 offset, __u64 size)
+{
+	return vm_bind(fd, DRM_MAIA_VM_MAP, handle, va, offset, size, 0);
+}
+
+static int unmap(int fd, __u64 va, __u64 size)
+{
+	return vm_bind(fd, DRM_MAIA_VM_UNMAP, 0, va, 0, size, 0);
+}
+
+static unsigned long long hbm_used(const struct maia_node *node)
+{
+	char path[PATH_MAX], buf[64];
+
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%d/device/hbm_used_bytes",
+		 node->minor);
+	if (maia_read_file(path, buf, sizeof(buf)))
+		return ~0ull;
+	return strtoull(buf, NULL, 0);
+}
+
+FIXTURE(vm) {
+	struct maia_node node;
+	int fd;
+	__u32 hbm;	/* 4 MiB HBM BO */
+	__u32 host;	/* 1 MiB host BO */
+};
+
+FIXTURE_SETUP(vm)
+{
+	self->fd = -1;
+	if (maia_find_nodes(&self->node, 1) < 1)
+		SKIP(return, "no maia accel node (is maia.ko loaded and a maia device present?)");
+	self->fd = maia_open_node(&self->node);
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", self->node.path, strerror(errno));
+	ASSERT_EQ(0, bo_create(self->fd, 4 * MIB, DRM_MAIA_BO_HBM, &self->hbm));
+	ASSERT_EQ(0, bo_create(self->fd, MIB, DRM_MAIA_BO_HOST, &self->host));
+}
+
+FIXTURE_TEARDOWN(vm)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(vm, map_unmap_hbm_and_host)
+{
+	EXPECT_EQ(0, map(self->fd, self->hbm, VA0, 0, 4 * MIB));
+	EXPECT_EQ(0, map(self->fd, self->host, VA0 + 4 * MIB, 0, MIB));
+	/* The same BO again elsewhere, partly, read-only. */
+	EXPECT_EQ(0, vm_bind(self->fd, DRM_MAIA_VM_MAP, self->hbm, VA0 + 64 * MIB,
+			     2 * MIB, 2 * MIB, DRM_MAIA_VM_READONLY));
+	EXPECT_EQ(0, map(self->fd, self->host, VA0 + 80 * MIB + PAGE, PAGE, 3 * PAGE));
+	/* At the very top of the range. */
+	EXPECT_EQ(0, map(self->fd, self->host, DRM_MAIA_VA_END - MIB, 0, MIB));
+
+	EXPECT_EQ(0, unmap(self->fd, VA0, 4 * MIB));
+	EXPECT_EQ(0, unmap(self->fd, VA0 + 4 * MIB, MIB));
+	EXPECT_EQ(0, unmap(self->fd, VA0 + 64 * MIB, 2 * MIB));
+	EXPECT_EQ(0, unmap(self->fd, VA0 + 80 * MIB + PAGE, 3 * PAGE));
+	EXPECT_EQ(0, unmap(self->fd, DRM_MAIA_VA_END - MIB, MIB));
+	/* The range is free again. */
+	EXPECT_EQ(0, map(self->fd, self->hbm, VA0, 0, 4 * MIB));
+	EXPECT_EQ(0, unmap(self->fd, VA0, 4 * MIB));
+}
+
+TEST_F(vm, overlapping_maps_rejected)
+{
+	ASSERT_EQ(0, map(self->fd, self->hbm, VA0 + 2 * MIB, 0, 2 * MIB));
+	EXPECT_EQ(-EEXIST, map(self->fd, self->hbm, VA0 + 2 * MIB, 0, 2 * MIB));
+	EXPECT_EQ(-EEXIST, map(self->fd, self->hbm, VA0 + 3 * MIB, 0, 2 * MIB));
+	EXPECT_EQ(-EEXIST, map(self->fd, self->hbm, VA0 + MIB, 0, 2 * MIB));
+	EXPECT_EQ(-EEXIST, map(self->fd, self->hbm, VA0, 0, 4 * MIB + PAGE));
+	EXPECT_EQ(-EEXIST, map(self->fd, self->host, VA0 + 4 * MIB - PAGE, 0, PAGE));
+	/* Touching is not overlapping. */
+	EXPECT_EQ(0, map(self->fd, self->host, VA0 + 4 * MIB, 0, MIB));
+	EXPECT_EQ(0, map(self->fd, self->host, VA0 + 2 * MIB - PAGE, 0, PAGE));
+}
+
+TEST_F(vm, unaligned_and_out_of_range_rejected)
+{
+	static const struct { __u64 va, offset, size; } bad[] = {
+		{ VA0 + 1, 0, PAGE },			/* unaligned va */
+		{ VA0 + 2048, 0, PAGE },
+		{ VA0, 1, PAGE },			/* unaligned offset */
+		{ VA0, 0, 100 },			/* unaligned size */
+		{ VA0, 0, PAGE + 1 },
+		{ VA0, 0, 0 },				/* empty */
+		{ VA0 - PAGE, 0, PAGE },		/* below the range */
+		{ 0, 0, PAGE },
+		{ VA0 - PAGE, 0, 2 * PAGE },		/* straddles the start */
+		{ DRM_MAIA_VA_END, 0, PAGE },		/* above */
+		{ DRM_MAIA_VA_END - PAGE, 0, 2 * PAGE },/* straddles the end */
+		{ 0xfffffffffffff000ull, 0, PAGE },
+		{ VA0, 0, 0xfffffffffffff000ull },	/* va + size wraps */
+		{ VA0, 4 * MIB, PAGE },			/* offset at the end of the BO */
+		{ VA0, 3 * MIB, 2 * MIB },		/* offset + size past the end */
+		{ VA0, 0, 4 * MIB + PAGE },
+		{ VA0, 0xfffffffffffff000ull, 2 * PAGE }, /* offset + size wraps */
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		EXPECT_EQ(-EINVAL, map(self->fd, self->hbm, bad[i].va, bad[i].offset, bad[i].size))
+			TH_LOG("case %u: va %#llx offset %#llx size %#llx", i,
+			       (unsigned long long)bad[i].va, (unsigned long long)bad[i].offset,
+			       (unsigned long long)bad[i].size);
+	/* None of them left a mapping behind. */
+	EXPECT_EQ(0, map(self->fd, self->hbm, VA0, 0, 4 * MIB));
+}
+
+TEST_F(vm, bad_fields_rejected)
+{
+	struct drm_maia_vm_bind b = {
+		.op = DRM_MAIA_VM_MAP, .handle = self->hbm, .va = VA0, .size = PAGE,
+	};
+	struct drm_maia_vm_bind ref;
+
+	b.pad = 1;
+	ref = b;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_MAIA_VM_BIND, &b));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, memcmp(&b, &ref, sizeof(b)));
+	b.pad = 0;
+
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, DRM_MAIA_VM_MAP, self->hbm, VA0, 0, PAGE, 1u << 1));
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, DRM_MAIA_VM_MAP, self->hbm, VA0, 0, PAGE, 1u << 31));
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, 2, self->hbm, VA0, 0, PAGE, 0));
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, ~0u, self->hbm, VA0, 0, PAGE, 0));
+
+	ASSERT_EQ(0, map(self->fd, self->hbm, VA0, 0, PAGE));
+	/* UNMAP takes no handle, offset or flags. */
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, DRM_MAIA_VM_UNMAP, self->hbm, VA0, 0, PAGE, 0));
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, DRM_MAIA_VM_UNMAP, 0, VA0, PAGE, PAGE, 0));
+	EXPECT_EQ(-EINVAL, vm_bind(self->fd, DRM_MAIA_VM_UNMAP, 0, VA0, 0, PAGE,
+				   DRM_MAIA_VM_READONLY));
+	EXPECT_EQ(0, unmap(self->fd, VA0, PAGE));
+}
+
+TEST_F(vm, unmap_must_name_one_mapping)
+{
+	ASSERT_EQ(0, map(self->fd, self->hbm, VA0, 0, 4 * MIB));
+	EXPECT_EQ(-ENOENT, unmap(self->fd, VA0 + 8 * MIB, PAGE));	/* nothing there */
+	EXPECT_EQ(-ENOENT, unmap(self->fd, VA0, 2 * MIB));		/* part of it */
+	EXPECT_EQ(-ENOENT, unmap(self->fd, VA0 + PAGE, 4 * MIB - PAGE));
+	EXPECT_EQ(-ENOENT, unmap(self->fd, VA0, 8 * MIB));		/* more than it */
+	EXPECT_EQ(0, unmap(self->fd, VA0, 4 * MIB));
+	EXPECT_EQ(-ENOENT, unmap(self->fd, VA0, 4 * MIB));		/* already gone */
+}
+
+TEST_F(vm, bad_and_foreign_handles_rejected)
+{
+	__u32 other = 0;
+	int fd2;
+
+	EXPECT_EQ(-ENOENT, map(self->fd, 0, VA0, 0, PAGE));
+	EXPECT_EQ(-ENOENT, map(self->fd, 9999, VA0, 0, PAGE));
+
+	fd2 = maia_open_node(&self->node);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, bo_create(fd2, 8 * MIB, DRM_MAIA_BO_HBM, &other));
+	/* This file has no handle numbered like fd2's new BO. */
+	ASSERT_GT(other, self->host);
+	EXPECT_EQ(-ENOENT, map(self->fd, other, VA0, 0, PAGE));
+	/* And fd2 cannot map this file's BOs. */
+	EXPECT_EQ(-ENOENT, map(fd2, self->host + 10, VA0, 0, PAGE));
+	EXPECT_EQ(0, map(fd2, other, VA0, 0, 8 * MIB));
+	close(fd2);
+}
+
+/* Address spaces are per file: the same VA is free in another file. */
+TEST_F(vm, address_spaces_are_per_file)
+{
+	__u32 other = 0;
+	int fd2;
+
+	ASSERT_EQ(0, map(self->fd, self->hbm, VA0, 0, 4 * MIB));
+	fd2 = maia_open_node(&self->node);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, bo_create(fd2, 4 * MIB, DRM_MAIA_BO_HBM, &other));
+	EXPECT_EQ(0, map(fd2, other, VA0, 0, 4 * MIB));
+	EXPECT_EQ(0, unmap(fd2, VA0, 4 * MIB));
+	close(fd2);
+	EXPECT_EQ(-EEXIST, map(self->fd, self->hbm, VA0, 0, PAGE));
+}
+
+/* A mapping holds its BO; the memory goes when the mapping does. */
+TEST_F(vm, mapping_keeps_bo_alive)
+{
+	unsigned long long before, after_close;
+	__u32 big = 0;
+
+	before = hbm_used(&self->node);
+	ASSERT_NE(~0ull, before);
+	ASSERT_EQ(0, bo_create(self->fd, 16 * MIB, DRM_MAIA_BO_HBM, &big));
+	ASSERT_EQ(0, map(self->fd, big, VA0 + 32 * MIB, 0, 16 * MIB));
+	ASSERT_EQ(0, gem_close(self->fd, big));
+	after_close = hbm_used(&self->node);
+	/* The BO and the page tables of the mapping are still there. */
+	EXPECT_LE(before + 16 * MIB, after_close);
+	EXPECT_EQ(0, unmap(self->fd, VA0 + 32 * MIB, 16 * MIB));
+	/* BO and the tables the mapping needed are gone. */
+	EXPECT_EQ(before, hbm_used(&self->node));
+}
+
+/* Everything a file had on the device goes at close, mapped or not. */
+TEST_F(vm, close_frees_everything)
+{
+	unsigned long long base;
+	__u32 h[3] = { 0 };
+	int fd2, i;
+
+	base = hbm_used(&self->node);
+	fd2 = maia_open_node(&self->node);
+	ASSERT_LE(0, fd2);
+	EXPECT_LT(base, hbm_used(&self->node));	/* its root table */
+	ASSERT_EQ(0, bo_create(fd2, 6 * MIB, DRM_MAIA_BO_HBM, &h[0]));
+	ASSERT_EQ(0, bo_create(fd2, 2 * MIB, DRM_MAIA_BO_HOST, &h[1]));
+	ASSERT_EQ(0, bo_create(fd2, 64 * 1024, DRM_MAIA_BO_HBM, &h[2]));
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, map(fd2, h[0], VA0 + (__u64)i * (1ull << 30), 0, 6 * MIB));
+	ASSERT_EQ(0, map(fd2, h[1], DRM_MAIA_VA_END - 2 * MIB, 0, 2 * MIB));
+	ASSERT_EQ(0, map(fd2, h[2], VA0 + 0x123456000ull, 0, 64 * 1024));
+	close(fd2);
+	EXPECT_EQ(base, hbm_used(&self->node));
+}
+
+/* One ASID per open file; the 256th file is refused until one closes. */
+TEST_F(vm, asids_run_out_and_come_back)
+{
+	int fds[300], n, i, err = 0;
+
+	for (n = 0; n < 300; n++) {
+		fds[n] = maia_open_node(&self->node);
+		if (fds[n] < 0) {
+			err = errno;
+			break;
+		}
+	}
+	EXPECT_GT(n, 200);
+	EXPECT_LT(n, 255);	/* this fixture holds one ASID too */
+	EXPECT_EQ(EBUSY, err);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	fds[0] = maia_open_node(&self->node);
+	EXPECT_LE(0, fds[0]);
+	if (fds[0] >= 0)
+		close(fds[0]);
+}
+
+/* --- through the device ----------------------------------------------- */
+
+struct bo {
+	__u32 handle;
+	__u64 size;
+	void *cpu;
+};
+
+static void bo_new(struct __test_metadata *_metadata, int fd, __u64 size, __u32 flags,
+		   struct bo *bo)
+{
+	struct drm_maia_bo_info info = { 0 };
+
+	bo->size = size;
+	ASSERT_EQ(0, bo_create(fd, size, flags, &bo->handle));
+	info.handle = bo->handle;
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_BO_INFO, &info));
+	bo->cpu = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.mmap_offset);
+	ASSERT_NE(MAP_FAILED, bo->cpu);
+}
+
+/* Appends commands to a command buffer. */
+struct cmdbuf {
+	struct bo bo;
+	__u64 used;
+};
+
+static void *cmd_add(struct cmdbuf *cb, __u16 opcode, __u32 size)
+{
+	struct maia_cmd_header *h = (void *)((char *)cb->bo.cpu + cb->used);
+
+	memset(h, 0, size);
+	h->opcode = opcode;
+	h->size = size;
+	cb->used += size;
+	return h;
+}
+
+static void cmd_copy(struct cmdbuf *cb, __u64 src, __u64 dst, __u64 len)
+{
+	struct maia_cmd_dma_copy *c = cmd_add(cb, MAIA_OP_DMA_COPY, sizeof(*c));
+
+	c->src = src;
+	c->dst = dst;
+	c->width = len;
+	c->height = 1;
+}
+
+static void cmd_fill(struct cmdbuf *cb, __u64 dst, __u64 len, __u32 pattern)
+{
+	struct maia_cmd_fill *c = cmd_add(cb, MAIA_OP_FILL, sizeof(*c));
+
+	c->dst = dst;
+	c->size = len;
+	c->pattern = pattern;
+}
+
+/* Runs the command buffer (mapped at cb_va) and returns the job status. */
+static int run(struct __test_metadata *_metadata, int fd, struct cmdbuf *cb,
+	       struct drm_maia_wait *w)
+{
+	struct drm_maia_submit s = {
+		.cmdbuf_handle = cb->bo.handle,
+		.cmdbuf_size = cb->used,
+		.priority = DRM_MAIA_PRIO_NORMAL,
+	};
+	struct timespec now;
+
+	if (ioctl(fd, DRM_IOCTL_MAIA_SUBMIT, &s))
+		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	memset(w, 0, sizeof(*w));
+	w->seqno = s.seqno;
+	w->timeout_ns = (now.tv_sec + 30) * 1000000000ll + now.tv_nsec;
+	if (ioctl(fd, DRM_IOCTL_MAIA_WAIT, w))
+		return -errno;
+	return 0;
+}
+
+#define CB_VA		(VA0 + 0x7f000000ull)
+#define SRC_VA		(VA0 + 0x10000000ull)
+#define HBM_VA		(VA0 + 0x20000000ull)	/* 2 MiB aligned: huge pages */
+#define DST_VA		(VA0 + 0x30001000ull)	/* not 2 MiB aligned */
+
+FIXTURE(dev) {
+	struct maia_node node;
+	int fd;
+	struct cmdbuf cb;
+};
+
+FIXTURE_SETUP(dev)
+{
+	self->fd = -1;
+	if (maia_find_nodes(&self->node, 1) < 1)
+		SKIP(return, "no maia accel node (is maia.ko loaded and a maia device present?)");
+	self->fd = maia_open_node(&self->node);
+	ASSERT_LE(0, self->fd);
+	memset(&self->cb, 0, sizeof(self->cb));
+	bo_new(_metadata, self->fd, 64 * 1024, DRM_MAIA_BO_HOST, &self->cb.bo);
+	ASSERT_EQ(0, vm_bind(self->fd, DRM_MAIA_VM_MAP, self->cb.bo.handle, CB_VA, 0,
+			     64 * 1024, DRM_MAIA_VM_READONLY));
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+static __u32 pattern(__u64 i, __u32 seed)
+{
+	__u64 x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+
+	return (__u32)(x >> 29);
+}
+
+/*
+ * host -> HBM -> host, 3 MiB: the HBM BO is mapped with 2 MiB pages, the
+ * destination at a BO offset and a VA that force 4 KiB pages. The CPU
+ * checks the HBM copy through BAR2 and the final copy in host memory.
+ */
+TEST_F(dev, dma_round_trip_host_hbm_host)
+{
+	const __u64 len = 3 * MIB;
+	struct bo src, hbm, dst;
+	struct drm_maia_wait w;
+	__u32 *s, *h, *d;
+	__u64 i, n = len / 4;
+
+	bo_new(_metadata, self->fd, len, DRM_MAIA_BO_HOST, &src);
+	bo_new(_metadata, self->fd, 4 * MIB, DRM_MAIA_BO_HBM, &hbm);
+	bo_new(_metadata, self->fd, len + 2 * PAGE, DRM_MAIA_BO_HOST, &dst);
+	s = src.cpu;
+	h = hbm.cpu;
+	d = dst.cpu;
+	for (i = 0; i < n; i++)
+		s[i] = pattern(i, 1);
+	memset(d, 0x5a, dst.size);
+
+	ASSERT_EQ(0, vm_bind(self->fd, DRM_MAIA_VM_MAP, src.handle, SRC_VA, 0, len,
+			     DRM_MAIA_VM_READONLY));
+	ASSERT_EQ(0, map(self->fd, hbm.handle, HBM_VA, 0, 4 * MIB));
+	/* BO offset 4 KiB lands at DST_VA. */
+	ASSERT_EQ(0, map(self->fd, dst.handle, DST_VA, PAGE, len));
+
+	cmd_copy(&self->cb, SRC_VA, HBM_VA + 4096, len);
+	cmd_copy(&self->cb, HBM_VA + 4096, DST_VA, len);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	ASSERT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("device status %u at offset %u",
+						    w.device_status, w.error_offset);
+
+	for (i = 0; i < n; i++)
+		if (h[1024 + i] != s[i])
+			break;
+	EXPECT_EQ(n, i) TH_LOG("HBM word %llu: %#x, expected %#x", i, h[1024 + i], s[i]);
+	EXPECT_EQ(0, h[1023]);		/* nothing before it */
+	for (i = 0; i < n; i++)
+		if (d[1024 + i] != s[i])
+			break;
+	EXPECT_EQ(n, i) TH_LOG("host word %llu: %#x, expected %#x", i, d[1024 + i], s[i]);
+	/* The pages around the mapped part of dst were not written. */
+	EXPECT_EQ(0x5a5a5a5a, d[0]);
+	EXPECT_EQ(0x5a5a5a5a, d[1023]);
+	EXPECT_EQ(0x5a5a5a5a, d[1024 + n]);
+}
+
+/* The same HBM BO in two places of one address space: the same memory. */
+TEST_F(dev, aliased_mappings_share_memory)
+{
+	struct bo hbm;
+	struct drm_maia_wait w;
+	__u32 *h;
+
+	bo_new(_metadata, self->fd, 2 * MIB, DRM_MAIA_BO_HBM, &hbm);
+	h = hbm.cpu;
+	ASSERT_EQ(0, map(self->fd, hbm.handle, HBM_VA, 0, 2 * MIB));
+	ASSERT_EQ(0, map(self->fd, hbm.handle, DST_VA, MIB, PAGE));
+	cmd_fill(&self->cb, DST_VA + 16, 8, 0xc0ffee00);
+	cmd_fill(&self->cb, HBM_VA + 8, 4, 0x11223344);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	ASSERT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("device status %u", w.device_status);
+	EXPECT_EQ(0xc0ffee00, h[(MIB + 16) / 4]);
+	EXPECT_EQ(0xc0ffee00, h[(MIB + 20) / 4]);
+	EXPECT_EQ(0, h[(MIB + 24) / 4]);
+	EXPECT_EQ(0x11223344, h[2]);
+}
+
+static void expect_fault(struct __test_metadata *_metadata, int fd, __u64 va, __u32 access)
+{
+	struct drm_maia_context_status st;
+
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_CONTEXT_STATUS, &st));
+	EXPECT_EQ(DRM_MAIA_CTX_FAULTED, st.flags & DRM_MAIA_CTX_FAULTED);
+	EXPECT_EQ(va, st.fault_addr);
+	EXPECT_EQ(access, st.fault_access);
+}
+
+/* A write through a read-only mapping faults and writes nothing. */
+TEST_F(dev, readonly_mapping_faults_on_write)
+{
+	struct drm_maia_wait w;
+	struct bo hbm;
+	__u32 *h;
+
+	bo_new(_metadata, self->fd, 64 * 1024, DRM_MAIA_BO_HBM, &hbm);
+	h = hbm.cpu;
+	h[0] = 0x600dda7a;
+	ASSERT_EQ(0, vm_bind(self->fd, DRM_MAIA_VM_MAP, hbm.handle, HBM_VA, 0, 64 * 1024,
+			     DRM_MAIA_VM_READONLY));
+	cmd_fill(&self->cb, HBM_VA, 64, 0xbad0bad0);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
+	EXPECT_EQ(MAIA_STATUS_MMU_FAULT, w.device_status);
+	EXPECT_EQ(0x600dda7a, h[0]);
+	EXPECT_EQ(0, h[1]);
+	expect_fault(_metadata, self->fd, HBM_VA, MAIA_ACCESS_WRITE);
+}
+
+/* After UNMAP the device sees nothing at the old VA. */
+TEST_F(dev, unmapped_va_faults)
+{
+	struct drm_maia_wait w;
+	struct bo hbm;
+	__u32 *h;
+
+	bo_new(_metadata, self->fd, 2 * MIB, DRM_MAIA_BO_HBM, &hbm);
+	h = hbm.cpu;
+	ASSERT_EQ(0, map(self->fd, hbm.handle, HBM_VA, 0, 2 * MIB));
+	cmd_fill(&self->cb, HBM_VA + MIB, 4, 0x1);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	ASSERT_EQ(DRM_MAIA_JOB_OK, w.status);
+	EXPECT_EQ(1, h[MIB / 4]);
+
+	/* The first run put the 2 MiB translation in the TLB: UNMAP flushes it. */
+	ASSERT_EQ(0, unmap(self->fd, HBM_VA, 2 * MIB));
+	self->cb.used = 0;
+	cmd_fill(&self->cb, HBM_VA + MIB, 4, 0x2);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
+	EXPECT_EQ(1, h[MIB / 4]);
+	expect_fault(_metadata, self->fd, HBM_VA + MIB, MAIA_ACCESS_WRITE);
+}
+
+/*
+ * Isolation: file B aims a job at the VA where file A has its data. B's job
+ * faults, A's data is untouched, A is not faulted and keeps working.
+ */
+TEST_F(dev, other_file_cannot_reach_my_memory)
+{
+	struct drm_maia_context_status st;
+	struct drm_maia_wait w;
+	struct cmdbuf cb_b;
+	struct bo hbm;
+	__u32 *h;
+	int fd_b;
+
+	bo_new(_metadata, self->fd, 2 * MIB, DRM_MAIA_BO_HBM, &hbm);
+	h = hbm.cpu;
+	h[0] = 0xa11ce;
+	ASSERT_EQ(0, map(self->fd, hbm.handle, HBM_VA, 0, 2 * MIB));
+
+	fd_b = maia_open_node(&self->node);
+	ASSERT_LE(0, fd_b);
+	memset(&cb_b, 0, sizeof(cb_b));
+	bo_new(_metadata, fd_b, 64 * 1024, DRM_MAIA_BO_HOST, &cb_b.bo);
+	ASSERT_EQ(0, map(fd_b, cb_b.bo.handle, CB_VA, 0, 64 * 1024));
+	cmd_fill(&cb_b, HBM_VA, 4096, 0xb0b0b0b0);
+	ASSERT_EQ(0, run(_metadata, fd_b, &cb_b, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
+	expect_fault(_metadata, fd_b, HBM_VA, MAIA_ACCESS_WRITE);
+	/* B is done for: further submits fail. */
+	EXPECT_EQ(-EBADFD, run(_metadata, fd_b, &cb_b, &w));
+
+	EXPECT_EQ(0xa11ce, h[0]);
+	EXPECT_EQ(0, h[1]);
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_CONTEXT_STATUS, &st));
+	EXPECT_EQ(0, st.flags);
+	cmd_fill(&self->cb, HBM_VA + 4, 4, 0xa);
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	EXPECT_EQ(0xa, h[1]);
+	close(fd_b);
+}
+
+TEST_HARNESS_MAIN
