@@ -184,7 +184,8 @@ static void maia_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 }
 
 static const struct drm_driver maia_drm_driver = {
-	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL | DRIVER_SYNCOBJ |
+			   DRIVER_SYNCOBJ_TIMELINE,
 	.ioctls = maia_drm_ioctls,
 	.num_ioctls = ARRAY_SIZE(maia_drm_ioctls),
 	.fops = &maia_fops,

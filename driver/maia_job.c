@@ -21,11 +21,13 @@
 #include <drm/drm_syncobj.h>
 #include <drm/drm_utils.h>
 #include <drm/maia_accel.h>
+#include <linux/bitfield.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include <maia/hw/cmd.h>
 
+#include "maia_hw.h"
 #include "maia_job.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
@@ -101,6 +103,34 @@ static u32 maia_job_status(u32 device_status, int *error)
 }
 
 /*
+ * A job of this file hit an MMU fault. The device latches the fault record
+ * and raises the event vector after the queue vector, so the event thread
+ * may not have recorded it yet: take it here, so that a CONTEXT_STATUS
+ * after WAIT always sees the address. The record is valid while the cause
+ * is pending; once the event handler has acknowledged the cause, it holds a
+ * copy. Both paths keep the first fault of a context.
+ */
+static void maia_job_record_fault(struct maia_job *job)
+{
+	struct maia_device *mdev = job->mdev;
+	struct maia_fault_record fault;
+
+	spin_lock(&mdev->fault_lock);
+	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT) {
+		fault.info = maia_rd(mdev, MAIA_REG_FAULT_INFO);
+		fault.addr = maia_rd(mdev, MAIA_REG_FAULT_ADDR_LO) |
+			     (u64)maia_rd(mdev, MAIA_REG_FAULT_ADDR_HI) << 32;
+	} else {
+		fault = mdev->fault;
+	}
+	spin_unlock(&mdev->fault_lock);
+
+	if (FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info) == job->asid)
+		maia_vm_report_fault(mdev, job->asid, fault.addr,
+				     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
+}
+
+/*
  * The device completed @job (queue interrupt thread, queue lock held):
  * records the result and the device time it used, then signals.
  */
@@ -112,8 +142,10 @@ void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 	job->device_status = cqe->status;
 	job->error_offset = cqe->error_offset;
 	job->status = maia_job_status(cqe->status, &error);
-	if (job->status == DRM_MAIA_JOB_FAULT)
+	if (job->status == DRM_MAIA_JOB_FAULT) {
 		WRITE_ONCE(jf->job_faulted, true);
+		maia_job_record_fault(job);
+	}
 	if (cqe->end_ns > cqe->start_ns)
 		atomic64_add(cqe->end_ns - cqe->start_ns,
 			     &jf->busy_ns[job->queue->hwq.index]);

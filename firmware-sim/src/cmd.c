@@ -28,21 +28,38 @@ static bool span_end(uint64_t base, uint64_t stride, uint32_t rows, uint64_t wid
 	return true;
 }
 
-/* Copies one contiguous span through the bounce buffer. */
+/*
+ * Copies one contiguous VA span, piece by piece as the mappings allow. HBM
+ * is addressed directly; only host-to-host goes through the bounce buffer.
+ */
 static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
 		     struct maia_as *as, uint64_t src, uint64_t dst, uint64_t len)
 {
 	while (len) {
-		size_t n = len < MAIA_BOUNCE_SIZE ? (size_t)len : MAIA_BOUNCE_SIZE;
+		uint64_t n = len < MAIA_BOUNCE_SIZE ? len : MAIA_BOUNCE_SIZE;
+		struct maia_seg s, d;
 		int rc;
 
 		if (maia_job_should_stop(sim, qi, job))
 			return CMD_STOP;
-		rc = maia_as_read(as, src, sim->bounce, n);
+		rc = maia_as_segment(as, src, MAIA_ACCESS_READ, &s);
 		if (rc == MAIA_STATUS_OK)
-			rc = maia_as_write(as, dst, sim->bounce, n);
+			rc = maia_as_segment(as, dst, MAIA_ACCESS_WRITE, &d);
 		if (rc != MAIA_STATUS_OK)
 			return rc;
+		n = n < s.avail ? n : s.avail;
+		n = n < d.avail ? n : d.avail;
+		if (!s.sysmem && !d.sysmem)
+			memmove(d.hbm, s.hbm, n);
+		else if (!d.sysmem)
+			rc = sim->ops.dma_read(sim->opaque, s.pa, d.hbm, n);
+		else if (!s.sysmem)
+			rc = sim->ops.dma_write(sim->opaque, d.pa, s.hbm, n);
+		else
+			rc = sim->ops.dma_read(sim->opaque, s.pa, sim->bounce, n) ||
+			     sim->ops.dma_write(sim->opaque, d.pa, sim->bounce, n);
+		if (rc)
+			return MAIA_STATUS_DMA_ERROR;
 		sim->stats.bytes_read += n;
 		sim->stats.bytes_written += n;
 		src += n;
@@ -275,7 +292,7 @@ enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
 		}
 	}
 	while (job->offset < job->sqe.cmdbuf_size) {
-		struct maia_cmd_header hdr;
+		struct maia_cmd_header hdr = { 0 };	/* traced even if the fetch fails */
 
 		if (maia_job_should_stop(sim, qi, job))
 			return MAIA_RUN_STOPPED;

@@ -173,7 +173,15 @@ struct maia_as {
 	uint64_t fault_va;
 	unsigned int fault_access;	/* MAIA_ACCESS_* */
 };
+/* A contiguous piece of an address space: host bus range or HBM pointer. */
+struct maia_seg {
+	bool sysmem;
+	uint64_t pa;			/* bus address if sysmem */
+	uint8_t *hbm;			/* direct pointer if not */
+	uint64_t avail;			/* bytes contiguous from va */
+};
 void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid);
+int maia_as_segment(struct maia_as *as, uint64_t va, unsigned int access, struct maia_seg *seg);
 int maia_as_read(struct maia_as *as, uint64_t va, void *buf, size_t len);
 int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len);
 void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem);

@@ -167,14 +167,31 @@ static int translate(struct maia_as *as, uint64_t va, unsigned int access, struc
 	return MAIA_STATUS_OK;
 }
 
+/* Records the job's first fault; engine threads may fault concurrently. */
 static int fault(struct maia_as *as, uint64_t va, unsigned int access)
 {
+	pthread_mutex_lock(&as->sim->mmu_lock);
 	if (!as->faulted) {
 		as->faulted = true;
 		as->fault_va = va;
 		as->fault_access = access;
 	}
+	pthread_mutex_unlock(&as->sim->mmu_lock);
 	return MAIA_STATUS_MMU_FAULT;
+}
+
+/* Translates va for one access; MAIA_STATUS_MMU_FAULT is recorded. */
+int maia_as_segment(struct maia_as *as, uint64_t va, unsigned int access, struct maia_seg *seg)
+{
+	struct xlate x;
+
+	if (translate(as, va, access, &x) != MAIA_STATUS_OK)
+		return fault(as, va, access);
+	seg->sysmem = x.sysmem;
+	seg->pa = x.pa;
+	seg->hbm = x.sysmem ? NULL : (uint8_t *)as->sim->cfg.hbm + x.pa;
+	seg->avail = x.avail;
+	return MAIA_STATUS_OK;
 }
 
 /* Copies len bytes between buf and the address space, page by page. */

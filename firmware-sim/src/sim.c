@@ -136,6 +136,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 				 const struct maia_sim_ops *ops, void *opaque)
 {
 	struct maia_tensor_config tcfg;
+	pthread_condattr_t cattr;
 	struct maia_sim *sim;
 	int err;
 
@@ -165,7 +166,11 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	}
 	pthread_mutex_init(&sim->lock, NULL);
 	pthread_mutex_init(&sim->mmu_lock, NULL);
-	pthread_cond_init(&sim->work_cond, NULL);
+	/* The worker sleeps until device-time deadlines: a monotonic clock. */
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&sim->work_cond, &cattr);
+	pthread_condattr_destroy(&cattr);
 	pthread_cond_init(&sim->idle_cond, NULL);
 	maia_sim_reset_state_locked(sim);
 	sim->worker_idle = true;

@@ -87,20 +87,37 @@ struct MaiaState {
     uint32_t worker_threads;
 };
 
-/* Guest mistakes are logged once per access, never fatal. */
+/* Bit masks of vectors and queues below must fit in 32 bits. */
+QEMU_BUILD_BUG_ON(MAIA_NUM_VECTORS(MAIA_MAX_QUEUES) > 32);
+
+static bool maia_guest_error_wanted(void)
+{
+    return qemu_loglevel_mask(LOG_GUEST_ERROR) ||
+           trace_event_get_state_backends(TRACE_MAIA_GUEST_ERROR);
+}
+
+/* Guest mistakes (ours and the library's) are logged, never fatal. */
+static void maia_log_guest_error(MaiaState *s, const char *msg)
+{
+    trace_maia_guest_error(msg);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
+                  object_get_canonical_path_component(OBJECT(s)) ?: TYPE_MAIA,
+                  msg);
+}
+
 static void G_GNUC_PRINTF(2, 3) maia_guest_error_fmt(MaiaState *s,
                                                      const char *fmt, ...)
 {
     va_list ap;
     g_autofree char *msg = NULL;
 
+    if (!maia_guest_error_wanted()) {
+        return;
+    }
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    trace_maia_guest_error(msg);
-    qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
-                  object_get_canonical_path_component(OBJECT(s)) ?: TYPE_MAIA,
-                  msg);
+    maia_log_guest_error(s, msg);
 }
 
 /* ---- BAR0: registers ---------------------------------------------------- */
@@ -266,6 +283,9 @@ static void maia_kick_bh(void *opaque)
  * would take the BQL, and the BQL holder may be waiting for this very worker
  * in maia_sim_reset() or maia_sim_drain(). A target that is not RAM (another
  * device's BAR, an IOMMU fault, bus mastering off) fails the transfer.
+ * The check and the copy are separate RCU sections: only a guest remapping
+ * RAM under in-flight DMA can slip between them, and then the copy merely
+ * takes the BQL like any iothread's MMIO access would.
  */
 static bool maia_dma_is_ram(MaiaState *s, uint64_t addr, size_t len,
                             bool is_write)
@@ -301,10 +321,15 @@ static int maia_dma(MaiaState *s, uint64_t addr, void *buf, size_t len,
         return -1;
     }
     if (!bql_locked() && !maia_dma_is_ram(s, addr, len, is_write)) {
+        /* A racy look at COMMAND, only to word the message. */
+        bool master = pci_get_word(PCI_DEVICE(s)->config + PCI_COMMAND) &
+                      PCI_COMMAND_MASTER;
+
         trace_maia_dma_not_ram(what, addr, len);
-        maia_guest_error_fmt(s, "DMA %s at 0x%" PRIx64 " len %zu does not "
-                             "target guest RAM (or bus mastering is off)",
-                             what, addr, len);
+        maia_guest_error_fmt(s, "DMA %s at 0x%" PRIx64 " len %zu failed: %s",
+                             what, addr, len, master ?
+                             "not guest RAM (MMIO, unmapped or IOMMU fault)" :
+                             "bus mastering is disabled");
         return -1;
     }
     res = pci_dma_rw(PCI_DEVICE(s), addr, buf, len, dir,
@@ -373,10 +398,7 @@ static void maia_cb_raise_irq(void *opaque, unsigned int vector)
 
 static void maia_cb_guest_error(void *opaque, const char *msg)
 {
-    trace_maia_guest_error(msg);
-    qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
-                  object_get_canonical_path_component(OBJECT(opaque)) ?:
-                  TYPE_MAIA, msg);
+    maia_log_guest_error(opaque, msg);
 }
 
 static void maia_cb_trace(void *opaque, const char *msg)

@@ -17,6 +17,7 @@
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/pci.h"
+#include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
 
 #include "maia/hw/regs.h"
@@ -72,7 +73,8 @@ static void G_GNUC_PRINTF(2, 3) maia_start(Maia *m, const char *fmt, ...)
     extra = g_strdup_vprintf(fmt, ap);
     va_end(ap);
 
-    m->qs = qtest_pc_boot("-machine q35 -device maia,id=maia0%s", extra);
+    m->qs = qtest_pc_boot("-nodefaults -machine q35 "
+                          "-device maia,id=maia0%s", extra);
     m->qts = m->qs->qts;
     m->dev = NULL;
     qpci_device_foreach(m->qs->pcibus, MAIA_PCI_VENDOR_ID, MAIA_PCI_DEVICE_ID,
@@ -201,12 +203,19 @@ static void maia_boot_ok(Maia *m)
 
 /* ---- Queues ------------------------------------------------------------- */
 
-static void queue_init(Maia *m, MaiaQueue *q, uint32_t index)
+static void queue_alloc(Maia *m, MaiaQueue *q, uint32_t index)
 {
     q->index = index;
     q->tail = 0;
     q->sq = guest_zalloc(m, QUEUE_ENTRIES * sizeof(struct maia_sq_entry));
     q->cq = guest_zalloc(m, QUEUE_ENTRIES * sizeof(struct maia_cq_entry));
+}
+
+/* Programs the ring addresses (only accepted while disabled) and enables. */
+static void queue_enable(Maia *m, MaiaQueue *q)
+{
+    uint32_t index = q->index;
+
     wr(m, MAIA_REG_Q(index, MAIA_Q_SQ_LO), q->sq);
     wr(m, MAIA_REG_Q(index, MAIA_Q_SQ_HI), q->sq >> 32);
     wr(m, MAIA_REG_Q(index, MAIA_Q_CQ_LO), q->cq);
@@ -215,6 +224,12 @@ static void queue_init(Maia *m, MaiaQueue *q, uint32_t index)
     wr(m, MAIA_REG_Q(index, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
        (MAIA_QUEUE_PRIO_NORMAL << MAIA_Q_CTRL_PRIO_SHIFT));
     g_assert_cmphex(rd(m, MAIA_REG_Q(index, MAIA_Q_STATUS)), ==, 0);
+}
+
+static void queue_init(Maia *m, MaiaQueue *q, uint32_t index)
+{
+    queue_alloc(m, q, index);
+    queue_enable(m, q);
 }
 
 /* Writes a NOP entry at the tail; returns its slot. The doorbell is apart. */
@@ -283,6 +298,22 @@ static void msix_program(Maia *m, uint16_t vector, uint64_t addr,
     qpci_io_writel(d, d->msix_table_bar, off + PCI_MSIX_ENTRY_DATA, data);
     qpci_io_writel(d, d->msix_table_bar, off + PCI_MSIX_ENTRY_VECTOR_CTRL,
                    masked ? PCI_MSIX_ENTRY_CTRL_MASKBIT : 0);
+}
+
+/* Lines of QEMU's log file (-D) that contain needle. */
+static unsigned count_lines(const char *path, const char *needle)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    unsigned n = 0;
+    int i;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        n += strstr(lines[i], needle) != NULL;
+    }
+    return n;
 }
 
 /* ---- Tests -------------------------------------------------------------- */
@@ -419,8 +450,16 @@ static void test_boot_nop_msix(void)
     MaiaQueue q;
     uint64_t msi_addr, shadow;
     uint32_t slot, vec;
+    g_autofree char *log_path = NULL;
+    int log_fd;
 
-    maia_start(&m, ",hbm-size=16M,worker-threads=1");
+    /* The glue's trace events show which path each doorbell took. */
+    log_fd = g_file_open_tmp("maia-test-XXXXXX.log", &log_path, NULL);
+    g_assert_cmpint(log_fd, >=, 0);
+    close(log_fd);
+    maia_start(&m, ",hbm-size=16M,worker-threads=1 "
+               "-trace maia_doorbell_kick -trace maia_ioeventfd -D %s",
+               log_path);
 
     /*
      * MSI-X on, every vector masked, so that a fired vector shows up as a
@@ -479,8 +518,22 @@ static void test_boot_nop_msix(void)
                     MAIA_Q_STATUS_ERR_DOORBELL, ==, 0);
     /* Vector 1 is unmasked now: the message lands directly. */
     g_assert_true(WAIT_UNTIL(qtest_readl(m.qts, msi_addr) == msi_data));
+    /* That doorbell was an eventfd kick, the MMIO one before was not. */
+    g_assert_cmpuint(count_lines(log_path, "maia_ioeventfd queue 0 enabled 1"),
+                     ==, 1);
+    g_assert_cmpuint(count_lines(log_path, "maia_doorbell_kick queue 0"),
+                     ==, 1);
+
+    /* Reset drops the eventfd: doorbells are plain MMIO again. */
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    g_assert_cmpuint(count_lines(log_path, "maia_ioeventfd queue 0 enabled 0"),
+                     ==, 1);
+    wr(&m, MAIA_REG_DOORBELL(0), 1);
+    g_assert_cmpuint(count_lines(log_path, "maia_doorbell_kick queue 0"),
+                     ==, 1);
 
     maia_stop(&m);
+    unlink(log_path);
 }
 
 static void test_bad_access(void)
@@ -524,6 +577,197 @@ static void test_bad_access(void)
     maia_boot_ok(&m);
     queue_init(&m, &q, 0);
     queue_nop_ok(&m, &q, 0x0dd);
+
+    maia_stop(&m);
+}
+
+/*
+ * DMA that does not target guest RAM fails cleanly: the image or ring is
+ * reported as a DMA error, QEMU neither crashes nor deadlocks, and the
+ * device works again after a reset.
+ */
+static void test_dma_not_ram(void)
+{
+    const uint64_t unassigned = 0xdead00000000ull;
+    Maia m;
+    MaiaQueue q;
+    uint16_t cmd;
+
+    maia_start(&m, ",hbm-size=16M,worker-threads=1");
+
+    /* Firmware image "in" the device's own registers */
+    wr(&m, MAIA_REG_BOOT_ADDR_LO, m.regs.addr);
+    wr(&m, MAIA_REG_BOOT_ADDR_HI, m.regs.addr >> 32);
+    wr(&m, MAIA_REG_BOOT_SIZE, 256);
+    wr(&m, MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+    g_assert_true(WAIT_UNTIL(rd(&m, MAIA_REG_BOOT_STATUS) ==
+                             MAIA_BOOT_STATUS_FAILED));
+    g_assert_cmphex(rd(&m, MAIA_REG_BOOT_ERROR), ==, MAIA_BOOT_ERR_DMA);
+
+    /* A valid image, but bus mastering is off */
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    cmd = qpci_config_readw(m.dev, PCI_COMMAND);
+    qpci_config_writew(m.dev, PCI_COMMAND, cmd & ~PCI_COMMAND_MASTER);
+    g_assert_cmphex(maia_boot(&m, false), ==, MAIA_BOOT_STATUS_FAILED);
+    g_assert_cmphex(rd(&m, MAIA_REG_BOOT_ERROR), ==, MAIA_BOOT_ERR_DMA);
+    qpci_config_writew(m.dev, PCI_COMMAND, cmd);
+
+    /* A submission ring at an address nothing decodes */
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    maia_boot_ok(&m);
+    queue_alloc(&m, &q, 0);
+    q.sq = unassigned;
+    queue_enable(&m, &q);
+    wr(&m, MAIA_REG_DOORBELL(0), 1);
+    g_assert_true(WAIT_UNTIL(rd(&m, MAIA_REG_Q(0, MAIA_Q_STATUS)) &
+                             MAIA_Q_STATUS_ERR_DMA));
+
+    /* A completion array on top of BAR0 */
+    queue_alloc(&m, &q, 1);
+    q.cq = m.regs.addr;
+    queue_enable(&m, &q);
+    queue_put_nop(&m, &q, 0xbad1);
+    wr(&m, MAIA_REG_DOORBELL(1), q.tail);
+    g_assert_true(WAIT_UNTIL(rd(&m, MAIA_REG_Q(1, MAIA_Q_STATUS)) &
+                             MAIA_Q_STATUS_ERR_DMA));
+    g_assert_cmphex(rd(&m, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+
+    /* Reset recovers. */
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    maia_boot_ok(&m);
+    queue_init(&m, &q, 0);
+    queue_nop_ok(&m, &q, 0x900d);
+
+    maia_stop(&m);
+}
+
+static void collect_dev(QPCIDevice *dev, int devfn, void *data)
+{
+    g_ptr_array_add(data, dev);
+}
+
+/* Two devices side by side, each with its own configuration and state. */
+static void test_two_devices(void)
+{
+    QOSState *qs = qtest_pc_boot("-nodefaults -machine q35 "
+                                 "-device maia,hbm-size=16M,queues=2 "
+                                 "-device maia,hbm-size=32M,queues=3");
+    g_autoptr(GPtrArray) devs = g_ptr_array_new_with_free_func(g_free);
+    uint32_t queues_seen = 0;
+    QPCIBar regs[2];
+    int i;
+
+    qpci_device_foreach(qs->pcibus, MAIA_PCI_VENDOR_ID, MAIA_PCI_DEVICE_ID,
+                        collect_dev, devs);
+    g_assert_cmpuint(devs->len, ==, 2);
+    for (i = 0; i < 2; i++) {
+        QPCIDevice *dev = g_ptr_array_index(devs, i);
+        uint32_t nq;
+
+        regs[i] = qpci_iomap(dev, MAIA_BAR_REGS, NULL);
+        qpci_device_enable(dev);
+        nq = qpci_io_readl(dev, regs[i], MAIA_REG_NUM_QUEUES);
+        g_assert_cmphex(qpci_io_readl(dev, regs[i], MAIA_REG_HBM_SIZE_LO), ==,
+                        nq == 2 ? 16 * MiB : 32 * MiB);
+        queues_seen |= 1u << nq;
+        qpci_io_writel(dev, regs[i], MAIA_REG_SCRATCH, 0x1000 + i);
+    }
+    g_assert_cmphex(queues_seen, ==, (1u << 2) | (1u << 3));
+    for (i = 0; i < 2; i++) {
+        g_assert_cmphex(qpci_io_readl(g_ptr_array_index(devs, i), regs[i],
+                                      MAIA_REG_SCRATCH), ==, 0x1000 + i);
+    }
+
+    qtest_shutdown(qs);
+}
+
+/*
+ * A hostile driver: random register writes (random queue rings, doorbells,
+ * boot and mailbox commands, sizes and alignments) from the test's seed
+ * (reproduce with --seed). Afterwards QEMU must still be alive and a reset
+ * must bring the device back to a working state.
+ */
+static uint32_t fuzz_value(void)
+{
+    switch (g_test_rand_int_range(0, 4)) {
+    case 0:
+        return g_test_rand_int();
+    case 1:
+        return g_test_rand_int_range(0, 17);        /* sizes, indexes, bits */
+    case 2:
+        return 1u << g_test_rand_int_range(0, 32);
+    default:                                        /* somewhere in RAM */
+        return 0x100000 + g_test_rand_int_range(0, 0x4000) * 64;
+    }
+}
+
+static void test_mmio_fuzz(void)
+{
+    static const unsigned sizes[] = { 1, 2, 4, 4, 4, 4, 4, 4, 4, 8 };
+    Maia m;
+    MaiaQueue q;
+    uint32_t off, val;
+    unsigned size;
+    int i;
+
+    maia_start(&m, ",hbm-size=16M,queues=4,worker-threads=1");
+    maia_boot_ok(&m);       /* queues and mailbox need running firmware */
+    for (i = 0; i < 4000; i++) {
+        if (!g_test_rand_int_range(0, 32)) {
+            /* A plausible, possibly broken, queue set-up */
+            uint32_t qi = g_test_rand_int_range(0, 4);
+
+            wr(&m, MAIA_REG_Q(qi, MAIA_Q_CTRL), 0);
+            wr(&m, MAIA_REG_Q(qi, MAIA_Q_SQ_LO), fuzz_value() & ~63u);
+            wr(&m, MAIA_REG_Q(qi, MAIA_Q_CQ_LO), fuzz_value() & ~63u);
+            wr(&m, MAIA_REG_Q(qi, MAIA_Q_SIZE),
+               1u << g_test_rand_int_range(0, 14));
+            wr(&m, MAIA_REG_Q(qi, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
+               g_test_rand_int_range(0, 4) << MAIA_Q_CTRL_PRIO_SHIFT);
+            continue;
+        }
+        if (g_test_rand_bit()) {            /* queue registers, doorbells */
+            off = g_test_rand_bit() ?
+                MAIA_REG_Q(g_test_rand_int_range(0, 5),
+                           g_test_rand_int_range(0, MAIA_REG_QUEUE_STRIDE)) :
+                MAIA_REG_DOORBELL(g_test_rand_int_range(0, 5));
+        } else {
+            off = g_test_rand_int_range(0, MAIA_REG_DOORBELL(5));
+        }
+        size = sizes[g_test_rand_int_range(0, G_N_ELEMENTS(sizes))];
+        if (g_test_rand_int_range(0, 8)) {
+            off &= ~(size - 1);
+        }
+        if (off == MAIA_REG_RESET) {
+            continue;       /* keep the device busy rather than idle */
+        }
+        val = fuzz_value();
+        switch (size) {
+        case 1:
+            qpci_io_writeb(m.dev, m.regs, off, val);
+            break;
+        case 2:
+            qpci_io_writew(m.dev, m.regs, off, val);
+            break;
+        case 4:
+            qpci_io_writel(m.dev, m.regs, off, val);
+            break;
+        default:
+            qpci_io_writeq(m.dev, m.regs, off, ((uint64_t)val << 32) | val);
+            break;
+        }
+        if (i % 16 == 0) {
+            rd(&m, off & ~3u);
+        }
+    }
+    g_assert_cmphex(rd(&m, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    g_assert_cmphex(rd(&m, MAIA_REG_BOOT_STATUS), ==,
+                    MAIA_BOOT_STATUS_WAIT_FW);
+    maia_boot_ok(&m);
+    queue_init(&m, &q, 0);
+    queue_nop_ok(&m, &q, 0xf022);
 
     maia_stop(&m);
 }
@@ -638,7 +882,7 @@ static void expect_add_error(QTestState *qts, const char *prop, int64_t val)
 
 static void test_properties_hotplug(void)
 {
-    QOSState *qs = qtest_pc_boot("-machine pc");
+    QOSState *qs = qtest_pc_boot("-nodefaults -machine pc");
     QPCIDevice *dev = NULL;
     QPCIBar regs;
 
@@ -682,6 +926,9 @@ int main(int argc, char **argv)
     qtest_add_func("/maia/reset", test_reset);
     qtest_add_func("/maia/boot-nop-msix", test_boot_nop_msix);
     qtest_add_func("/maia/bad-access", test_bad_access);
+    qtest_add_func("/maia/dma-not-ram", test_dma_not_ram);
+    qtest_add_func("/maia/mmio-fuzz", test_mmio_fuzz);
+    qtest_add_func("/maia/two-devices", test_two_devices);
     qtest_add_func("/maia/hbm-64g", test_hbm_64g);
     qtest_add_func("/maia/fault-injection", test_fault_injection);
     qtest_add_func("/maia/properties-hotplug", test_properties_hotplug);

@@ -73,11 +73,18 @@ void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue);
 
 /*
  * Full device reset (MAIA_REG_RESET, PCI reset, FLR): waits for the worker to
- * stop, aborts queued jobs, clears registers and returns to WAIT_FW.
+ * stop (a running command gives up at its next chunk), writes a
+ * MAIA_STATUS_ABORTED completion (without an interrupt) for each job already
+ * fetched, clears registers and returns to WAIT_FW. Entries not yet fetched
+ * are dropped. Calls shadow_changed(q, false) for queues that had a shadow.
  */
 void maia_sim_reset(struct maia_sim *sim);
 
-/* Wait until the worker is idle (all doorbells and mailbox work done). */
+/*
+ * Wait until the worker is idle: all doorbells and mailbox work done, and no
+ * job left that can still finish. Jobs parked on a semaphore count as work
+ * until they are signalled or time out; hung (injected) jobs do not.
+ */
 void maia_sim_drain(struct maia_sim *sim);
 
 /* Fault injection, for tests. */

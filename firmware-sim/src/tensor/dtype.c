@@ -394,7 +394,8 @@ static void decode_fp16(const u16_any *src, size_t n, float *dst)
 	size_t i = 0;
 
 #if HAVE_X86
-	if (__builtin_cpu_supports("f16c"))
+	/* every AVX2 CPU has F16C; not every compiler can ask for "f16c" */
+	if (__builtin_cpu_supports("avx2"))
 		i = decode_fp16_f16c(src, n, dst);
 #endif
 	for (; i < n; i++)

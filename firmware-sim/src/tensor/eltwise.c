@@ -17,12 +17,12 @@ struct eltwise_op {
 	unsigned int act;
 	bool saturate;
 	uint64_t chunks_per_row;
+	uint64_t rows_per_task;	/* short rows are grouped into one task */
 };
 
-static int eltwise_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int eltwise_chunk(struct eltwise_op *e, uint64_t item, struct maia_worker *w)
 {
-	struct eltwise_op *e = job->op;
-	uint64_t row = task / e->chunks_per_row, c0 = task % e->chunks_per_row * MAIA_CHUNK;
+	uint64_t row = item / e->chunks_per_row, c0 = item % e->chunks_per_row * MAIA_CHUNK;
 	uint64_t n = e->out.shape[3] - c0 < MAIA_CHUNK ? e->out.shape[3] - c0 : MAIA_CHUNK;
 	float *a = maia_worker_scratch(w, 2 * MAIA_CHUNK), *b = a + MAIA_CHUNK;
 	uint64_t xo, i;
@@ -61,6 +61,18 @@ static int eltwise_task(struct maia_job *job, size_t task, struct maia_worker *w
 	return maia_io_store(&w->io, &e->out,
 			     maia_row_offset(e->out.shape, e->out.strides, row) +
 			     c0 * e->out.strides[3], n, e->out.strides[3], a, e->saturate);
+}
+
+static int eltwise_task(struct maia_job *job, size_t task, struct maia_worker *w)
+{
+	struct eltwise_op *e = job->op;
+	uint64_t items = maia_rows(e->out.shape) * e->chunks_per_row;
+	uint64_t i0 = task * e->rows_per_task, i;
+	int st = MAIA_STATUS_OK;
+
+	for (i = i0; i < i0 + e->rows_per_task && i < items && !st; i++)
+		st = eltwise_chunk(e, i, w);
+	return st;
 }
 
 int maia_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
@@ -123,7 +135,9 @@ int maia_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header 
 	    (yd && e.y.block > 1 && e.y.shape[3] != e.out.shape[3]))
 		return MAIA_STATUS_BAD_DESC;
 	e.chunks_per_row = (e.out.shape[3] + MAIA_CHUNK - 1) / MAIA_CHUNK;
-	job.ntasks = maia_rows(e.out.shape) * e.chunks_per_row;
+	e.rows_per_task = e.out.shape[3] >= MAIA_CHUNK ? 1 : MAIA_CHUNK / e.out.shape[3];
+	job.ntasks = (maia_rows(e.out.shape) * e.chunks_per_row + e.rows_per_task - 1) /
+		     e.rows_per_task;
 	stats->flops += e.out.nelems * (e.opcode == MAIA_OP_SCALE ? 2 : 1);
 	return maia_job_run(&job, stats);
 }

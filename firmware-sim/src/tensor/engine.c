@@ -150,11 +150,15 @@ float maia_act(float x, unsigned int act)
 	case MAIA_ACT_RELU:
 		return x > 0.0f ? x : 0.0f;
 	case MAIA_ACT_GELU:
-		return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+		/*
+		 * 0.5 x (1 + tanh(u)) written as x / (1 + exp(-2u)): no
+		 * cancellation for negative x, where 1 + tanh(u) -> 0.
+		 */
+		return x / (1.0f + expf(-1.5957691216f * (x + 0.044715f * x * x * x)));
 	case MAIA_ACT_SILU:
 		return x / (1.0f + expf(-x));
 	case MAIA_ACT_GELU_ERF:
-		return 0.5f * x * (1.0f + erff(x * 0.70710678f));
+		return 0.5f * x * erfcf(-x * 0.70710678118f);	/* erfc keeps the tail */
 	default:
 		return x;
 	}

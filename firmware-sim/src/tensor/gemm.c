@@ -35,6 +35,7 @@ struct gemm_op {
 	uint64_t mb;			/* rows of A packed at once */
 	uint64_t mrange;		/* rows of C per task, a multiple of mb */
 	uint64_t nb, kc, mblocks, nblocks;
+	bool stage_a, stage_b;		/* column-major operand: staged, then packed */
 };
 
 static uint64_t round_up(uint64_t x, uint64_t g)
@@ -125,7 +126,7 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
 	uint64_t k, p;
 	int st;
 
-	if (g->b_cs != 1 && g->b_rs == 1) {
+	if (g->stage_b) {
 		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, stage, nn, row);
 		if (!st)
 			pack_b(stage, nn, kc, nn, nr, bp);
@@ -166,7 +167,7 @@ static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struc
 	uint64_t p, r, k;
 	int st;
 
-	if (g->a_cs != 1 && g->a_rs == 1) {
+	if (g->stage_a) {
 		st = load_2d(io, a, base, g->a_rs, g->a_cs, m0, mm, k0, kc, stage, kc, rows);
 		if (!st)
 			pack_a(stage, kc, mm, kc, mr, ap);
@@ -182,9 +183,15 @@ static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struc
 			if (st)
 				return st;
 		}
-		for (k = 0; k < kc; k++)
-			for (r = 0; r < mr; r++)
-				*dst++ = r < h ? rows[r * kc + k] : 0.0f;
+		if (h == mr && mr == 6) {	/* the AVX2 panel: fixed trip count */
+			for (k = 0; k < kc; k++, dst += 6)
+				for (r = 0; r < 6; r++)
+					dst[r] = rows[r * kc + k];
+		} else {
+			for (k = 0; k < kc; k++)
+				for (r = 0; r < mr; r++)
+					*dst++ = r < h ? rows[r * kc + k] : 0.0f;
+		}
 	}
 	return MAIA_STATUS_OK;
 }
@@ -220,14 +227,15 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	big = np > sub ? np : sub;
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
-	need = sub * g->kc + g->kc * np + mp * np + g->kc * big + big + np + 6 * 16;
+	need = sub * g->kc + g->kc * np + mp * np + big + np + 6 * 16 +
+	       (g->stage_a || g->stage_b ? g->kc * big : 0);
 	ap = maia_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
 	cacc = bp + round_up(g->kc * np, 16);
 	stage = cacc + round_up(mp * np, 16);
-	tmp = stage + round_up(g->kc * big, 16);
+	tmp = stage + (g->stage_a || g->stage_b ? round_up(g->kc * big, 16) : 0);
 	bias = tmp + round_up(big, 16);
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
@@ -353,15 +361,18 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	/* block formats need block-aligned slices along their inner dimension */
 	uint64_t mg = g->trans_a && g->a.block > 1 ? mr * 32 : mr;
 	uint64_t ng = nr > 32 ? nr : 32;
-	uint64_t mb = round_up(96, mg), nb = 256, kc = 256, mrange, nblocks, want, fixed;
+	uint64_t mb = round_up(96, mg), nb = 512, kc = 256, mrange, nblocks, want, fixed;
 	uint64_t budget = te->tile_sram / sizeof(float);
 
 	if (kc > g->k)
 		kc = round_up(g->k, 32);
+	g->stage_a = g->a_cs != 1 && g->a_rs == 1;
+	g->stage_b = g->b_cs != 1 && g->b_rs == 1;
 	/* balance: equal column blocks rather than a short tail */
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
-		fixed = mb * kc + kc * nb + kc * (mb > nb ? mb : nb) + 2 * mr * kc;
+		fixed = mb * kc + kc * nb + 2 * mr * kc + nb +
+			(g->stage_b ? kc * nb : 0) + (g->stage_a ? kc * mb : 0);
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)

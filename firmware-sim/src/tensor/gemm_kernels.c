@@ -158,16 +158,59 @@ const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n)
 	return kernels;
 }
 
+/*
+ * Run a kernel once on small integers (exact in FP32) and compare with a
+ * plain loop, both without and with accumulation. A kernel that disagrees
+ * is never used: a wrong GEMM is worse than a slow one.
+ */
+static bool kernel_selftest(const struct maia_gemm_kernel *k)
+{
+	enum { KC = 37, MAXR = 8, MAXC = 32, LDC = 2 * MAXC };
+	float a[MAXR * KC] __attribute__((aligned(64)));
+	float b[MAXC * KC] __attribute__((aligned(64)));
+	float c[MAXR * LDC] __attribute__((aligned(64)));
+	unsigned int i, j, kk;
+
+	if (k->mr > MAXR || k->nr > MAXC)
+		return false;
+	for (i = 0; i < k->mr * KC; i++)
+		a[i] = (float)((int)(i * 7 % 13) - 6);
+	for (i = 0; i < k->nr * KC; i++)
+		b[i] = (float)((int)(i * 5 % 11) - 5);
+	for (i = 0; i < MAXR * LDC; i++)
+		c[i] = (float)(i % 9);
+	for (int acc = 1; acc >= 0; acc--) {
+		k->fn(KC, a, b, c, LDC, acc);
+		for (i = 0; i < k->mr; i++)
+			for (j = 0; j < k->nr; j++) {
+				float want = acc ? (float)((i * LDC + j) % 9) : 0.0f;
+
+				for (kk = 0; kk < KC; kk++)
+					want += a[kk * k->mr + i] * b[kk * k->nr + j];
+				if (c[i * LDC + j] != want)
+					return false;
+			}
+		for (i = 0; i < MAXR * LDC; i++)	/* back to the start for acc = 0 */
+			c[i] = (float)(i % 9);
+	}
+	return true;
+}
+
+static bool kernel_ok(const struct maia_gemm_kernel *k)
+{
+	return maia_gemm_kernel_usable(k) && kernel_selftest(k);
+}
+
 const struct maia_gemm_kernel *maia_gemm_kernel_find(const char *name)
 {
 	const char *force = name ? name : getenv("MAIA_TE_ISA");
 	size_t i;
 
 	for (i = 0; force && i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		if (!strcmp(kernels[i].name, force) && maia_gemm_kernel_usable(&kernels[i]))
+		if (!strcmp(kernels[i].name, force) && kernel_ok(&kernels[i]))
 			return &kernels[i];
 	for (i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		if (maia_gemm_kernel_usable(&kernels[i]))
+		if (kernel_ok(&kernels[i]))
 			return &kernels[i];
 	return &kernels[sizeof(kernels) / sizeof(kernels[0]) - 1];
 }

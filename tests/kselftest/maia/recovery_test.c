@@ -196,8 +196,9 @@ TEST_F_TIMEOUT(recovery, forced_reset, 60)
 	char path[96];
 	long long resets = kreset_count(&self->node);
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%d/force_reset",
-		 self->node.minor);
+	/* The accel debugfs directory is named after the device (its PCI address). */
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/force_reset",
+		 self->node.bdf);
 	if (access(path, W_OK))
 		SKIP(return, "no %s (debugfs not mounted?)", path);
 	ASSERT_EQ(0, maia_write_file(path, "1"));

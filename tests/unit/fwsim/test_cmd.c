@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "maia/hw/tensor.h"
@@ -220,6 +221,26 @@ static void test_semaphores(void)
 	       cw->end_ns - cw->start_ns >= 20000,
 	       "a wait that is never signalled times out after 20 us (%llu ns)",
 	       (unsigned long long)(cw->end_ns - cw->start_ns));
+
+	/* A parked wait sleeps: the worker must not spin until the deadline. */
+	{
+		struct timespec c0, c1, w0, w1;
+		double cpu, wall;
+
+		cb_init(&wait_cb);
+		cmd_sem_wait(&wait_cb, 6, 1, 200000);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+		clock_gettime(CLOCK_MONOTONIC, &w0);
+		sw = queue_push(&env, &q0, cb_to_host(&env, &wait_cb), wait_cb.len, 0, 0, 8, true);
+		maia_sim_drain(env.sim);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		clock_gettime(CLOCK_MONOTONIC, &w1);
+		cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+		wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9;
+		tap_ok(cqe_at(&env, &q0, sw)->status == MAIA_STATUS_SEM_TIMEOUT && wall >= 0.2 &&
+		       cpu < 0.1 * wall, "a 200 ms wait times out without spinning (%.0f ms CPU in %.0f ms)",
+		       cpu * 1e3, wall * 1e3);
+	}
 
 	cb_init(&wait_cb);
 	cmd_sem_wait(&wait_cb, 4, 1, 0);

@@ -284,6 +284,29 @@ static void test_priority(struct env *e)
 		ok &= a != b;
 	}
 	tap_ok(ok, "equal-priority queues take turns job by job");
+
+	/* A long job yields at its quantum (2 ms in the v1 image) to an equal queue. */
+	{
+		struct maia_cq_entry *cl, *cs;
+		uint32_t sl, ss;
+		uint64_t short_ts;
+		struct cmdbuf cb;
+
+		cb_init(&cb);
+		for (int i = 0; i < 200; i++)
+			cmd_fill(&cb, MAIA_PHYS_HBM, 1u << 20, (uint32_t)i);
+		sl = queue_push(e, &n1, cb_to_host(e, &cb), cb.len, 0, 0, 0x10c, true);
+		ss = queue_push(e, &n2, ts_job(e, &short_ts), sizeof(struct maia_cmd_timestamp), 0, 0,
+				0x5c, true);
+		maia_sim_drain(e->sim);
+		cl = cqe_at(e, &n1, sl);
+		cs = cqe_at(e, &n2, ss);
+		tap_ok(cl->status == MAIA_STATUS_OK && cs->status == MAIA_STATUS_OK &&
+		       cs->end_ns < cl->end_ns && cl->end_ns - cl->start_ns > 2000000,
+		       "a %llu ms job yields to a short job on an equal queue (done %llu us after it started)",
+		       (unsigned long long)((cl->end_ns - cl->start_ns) / 1000000),
+		       (unsigned long long)((cs->end_ns - cl->start_ns) / 1000));
+	}
 }
 
 static void test_shadow(struct env *e)

@@ -189,6 +189,48 @@ static void test_create_rejects(void)
 	tap_ok(maia_sim_create(NULL, &ops, NULL) == NULL, "create without a config fails");
 }
 
+/* Random register traffic over the whole BAR never crashes or wedges the device. */
+static void test_mmio_storm(struct env *e)
+{
+	static const uint32_t base[] = { 0x0000, MAIA_REG_QUEUE_BASE, MAIA_REG_DOORBELL_BASE, 0 };
+	static const uint32_t span[] = { 0x0100, 4 * MAIA_REG_QUEUE_STRIDE, 16, MAIA_BAR0_SIZE + 64 };
+	uint32_t x = 2024, done, bad_id = 0, before = guest_errors(e);
+	struct tq q;
+
+	for (int i = 0; i < 50000; i++) {
+		uint32_t off, val, region;
+
+		x = x * 1664525u + 1013904223u;
+		region = (x >> 4) % 4;
+		off = (base[region] + (x >> 8) % span[region]) & ~3u;
+		x = x * 1664525u + 1013904223u;
+		val = (x & 0x100) ? x : (x >> 28);	/* many small values */
+		if (off == MAIA_REG_RESET && (x & 0x3f))
+			continue;			/* reset now and then, not always */
+		if (x & 0x10000)
+			wr(e, off, val);
+		else if (off == MAIA_REG_ID)
+			bad_id += rd(e, off) != MAIA_ID_MAGIC;
+		else
+			(void)rd(e, off);
+		if ((i & 1023) == 0)
+			maia_sim_drain(e->sim);
+	}
+	maia_sim_drain(e->sim);
+	tap_ok(bad_id == 0 && rd(e, MAIA_REG_ID) == MAIA_ID_MAGIC && guest_errors(e) > before,
+	       "50000 random register accesses (%u guest errors) leave the device answering",
+	       guest_errors(e) - before);
+
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	boot_or_die(e);
+	queue_setup(e, &q, 0, 4, MAIA_QUEUE_PRIO_NORMAL);
+	queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 1, true);
+	maia_sim_drain(e->sim);
+	done = rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED));
+	tap_ok(done == 1 && cqe_at(e, &q, 0)->flags == MAIA_CQE_VALID,
+	       "after reset the device boots and runs a job");
+}
+
 int main(void)
 {
 	struct env e;
@@ -203,6 +245,7 @@ int main(void)
 	test_interrupts(&e);
 	test_bad_accesses(&e);
 	test_create_rejects();
+	test_mmio_storm(&e);
 	env_fini(&e);
 	return tap_done();
 }

@@ -287,6 +287,23 @@ static void test_kernels(void)
 	}
 }
 
+/* The smallest tile SRAM the engine accepts forces the smallest blocks. */
+static void test_small_sram(void)
+{
+	struct maia_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4, .sram_kib = 1024,
+					  .threads = 2 };
+	struct maia_tensor_engine *small = maia_tensor_create(&cfg);
+	struct gcase g = { MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_FP32, 1, 333, 544, 320,
+			   MAIA_GEMM_F_TRANS_A, 0, 1.0f, 0.0f, false };
+
+	cfg.sram_kib = 512;
+	tap_ok(maia_tensor_create(&cfg) == NULL, "tile SRAM below 256 KiB is refused");
+	if (!tap_ok(small != NULL, "engine with 256 KiB tiles"))
+		return;
+	check(small, &g, "256 KiB tile SRAM");
+	maia_tensor_destroy(small);
+}
+
 static void test_pointer_batch(struct maia_tensor_engine *te)
 {
 	struct maia_cmd_gemm_batched cmd;
@@ -417,6 +434,7 @@ int main(void)
 	test_output_types(te);
 	test_shapes_and_epilogue(te);
 	test_kernels();
+	test_small_sram();
 	test_pointer_batch(te);
 	test_errors(te);
 	{

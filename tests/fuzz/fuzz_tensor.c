@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target for the tensor engine's command and descriptor decoding:
+ * any bytes, as any tensor opcode, against a small device memory, must give
+ * a defined MAIA_STATUS_* and never crash, hang or touch memory it should
+ * not (build with ASan/UBSan; see Makefile).
+ *
+ * Input: byte 0 picks the opcode, bytes 1-2 are the header flags, then the
+ * command body (zero-padded to the opcode's size), then initial contents of
+ * the 64 KiB device memory at MEM_BASE.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maia/engine.h"
+#include "maia/hw/queue.h"
+#include "maia/hw/tensor.h"
+
+#define MEM_BASE	0x10000ull
+#define MEM_SIZE	(64u * 1024u)
+/* Elements per descriptor the target lets through, so that no input is a long job. */
+#define MAX_ELEMS	(1u << 14)
+
+static uint8_t device_mem[MEM_SIZE];
+
+static int mem_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+	(void)opaque;
+	if (va < MEM_BASE || va - MEM_BASE > MEM_SIZE || len > MEM_SIZE - (va - MEM_BASE))
+		return MAIA_STATUS_MMU_FAULT;
+	memcpy(buf, device_mem + (va - MEM_BASE), len);
+	return MAIA_STATUS_OK;
+}
+
+static int mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
+{
+	(void)opaque;
+	if (va < MEM_BASE || va - MEM_BASE > MEM_SIZE || len > MEM_SIZE - (va - MEM_BASE))
+		return MAIA_STATUS_MMU_FAULT;
+	memcpy(device_mem + (va - MEM_BASE), buf, len);
+	return MAIA_STATUS_OK;
+}
+
+static const struct {
+	uint16_t opcode;
+	uint16_t size;
+	uint8_t ndesc;
+} ops[] = {
+	{ MAIA_OP_GEMM, sizeof(struct maia_cmd_gemm), 4 },
+	{ MAIA_OP_GEMM_BATCHED, sizeof(struct maia_cmd_gemm_batched), 4 },
+	{ MAIA_OP_ADD, sizeof(struct maia_cmd_eltwise), 3 },
+	{ MAIA_OP_MUL, sizeof(struct maia_cmd_eltwise), 3 },
+	{ MAIA_OP_SCALE, sizeof(struct maia_cmd_scale), 2 },
+	{ MAIA_OP_ACTIVATION, sizeof(struct maia_cmd_activation), 2 },
+	{ MAIA_OP_SOFTMAX, sizeof(struct maia_cmd_softmax), 2 },
+	{ MAIA_OP_LAYERNORM, sizeof(struct maia_cmd_norm), 4 },
+	{ MAIA_OP_RMSNORM, sizeof(struct maia_cmd_norm), 4 },
+	{ MAIA_OP_ATTENTION, sizeof(struct maia_cmd_attention), 4 },
+	{ MAIA_OP_QUANTIZE, sizeof(struct maia_cmd_convert), 2 },
+	{ MAIA_OP_DEQUANTIZE, sizeof(struct maia_cmd_convert), 2 },
+	{ MAIA_OP_REDUCE, sizeof(struct maia_cmd_reduce), 2 },
+	{ MAIA_OP_TRANSPOSE, sizeof(struct maia_cmd_transpose), 2 },
+	{ MAIA_OP_COPY, sizeof(struct maia_cmd_convert), 2 },
+	{ 0x2e, 64, 0 },	/* a reserved tensor opcode */
+};
+
+/* Bound the work of one input; the device itself has no such limit. */
+static int too_big(const struct maia_tensor_desc *d)
+{
+	uint64_t n = 1;
+
+	for (unsigned int i = 0; i < 4 && i < d->rank; i++) {
+		n *= d->shape[i] ? d->shape[i] : 1;
+		if (n > MAX_ELEMS)
+			return 1;
+	}
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct maia_tensor_engine *te;
+	static const struct maia_job_mem mem = { NULL, mem_read, mem_write };
+	union {
+		uint64_t raw[64];
+		struct maia_cmd_header hdr;
+		struct maia_cmd_gemm_batched gb;
+	} cmd;
+	struct maia_tensor_desc d;
+	struct maia_op_stats stats = { 0 };
+	size_t k, body, n;
+	int st;
+
+	if (!te) {
+		struct maia_tensor_config cfg = { 4, 4, 2048, 2 };
+
+		te = maia_tensor_create(&cfg);
+		if (!te)
+			abort();
+	}
+	if (size < 3)
+		return 0;
+	k = data[0] % (sizeof(ops) / sizeof(ops[0]));
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = ops[k].opcode;
+	cmd.hdr.size = ops[k].size;
+	cmd.hdr.flags = (uint16_t)(data[1] | data[2] << 8);
+	data += 3;
+	size -= 3;
+	body = ops[k].size - sizeof(cmd.hdr);
+	n = size < body ? size : body;
+	memcpy((uint8_t *)&cmd + sizeof(cmd.hdr), data, n);
+	data += n;
+	size -= n;
+	memset(device_mem, 0, sizeof(device_mem));
+	memcpy(device_mem, data, size < MEM_SIZE ? size : MEM_SIZE);
+
+	for (unsigned int j = 0; j < ops[k].ndesc; j++) {
+		memcpy(&d, (uint8_t *)&cmd + sizeof(cmd.hdr) + j * sizeof(d), sizeof(d));
+		if (too_big(&d))
+			return 0;
+	}
+	if (ops[k].opcode == MAIA_OP_GEMM_BATCHED && cmd.gb.batch_count > 8)
+		return 0;
+
+	st = maia_tensor_exec(te, &cmd.hdr, &mem, &stats);
+	switch (st) {
+	case MAIA_STATUS_OK:
+	case MAIA_STATUS_BAD_OPCODE:
+	case MAIA_STATUS_BAD_CMD:
+	case MAIA_STATUS_MMU_FAULT:
+	case MAIA_STATUS_BAD_DESC:
+		return 0;
+	default:
+		abort();	/* a status the engine must never return */
+	}
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Writes the seed corpus for fuzz_tensor: a few well-formed commands of each
+# kind (input format in fuzz_tensor.c). Run from tests/fuzz: ./mkcorpus.py
+import os
+import struct
+
+BASE = 0x10000
+DT = dict(fp32=0, fp16=1, bf16=2, e4m3=3, int8=5, mxfp8=7, mxfp4=11, mx6=14)
+OPS = ['gemm', 'gemm_batched', 'add', 'mul', 'scale', 'act', 'softmax', 'layernorm',
+       'rmsnorm', 'attention', 'quantize', 'dequantize', 'reduce', 'transpose', 'copy']
+
+
+def desc(dtype, addr, shape, scale_addr=0, scale=0):
+    rank = len(shape)
+    strides, s = [], 1
+    for d in reversed(shape):
+        strides.insert(0, s)
+        s *= d
+    shape = list(shape) + [0] * (4 - rank)
+    strides = strides + [0] * (4 - rank)
+    return struct.pack('<QQ4Q4IBBHI', addr, scale_addr, *strides, *shape, DT[dtype], rank, 0, scale)
+
+
+def seed(name, op, body, flags=0, mem=b''):
+    data = bytes([OPS.index(op)]) + struct.pack('<H', flags) + body + mem
+    with open(os.path.join('corpus', name), 'wb') as f:
+        f.write(data)
+
+
+zero = bytes(72)
+mem = bytes(range(256)) * 16
+seed('gemm_fp32', 'gemm', desc('fp32', BASE, [8, 16]) + desc('fp32', BASE + 512, [16, 8]) +
+     desc('fp32', BASE + 1024, [8, 8]) + zero + struct.pack('<IIII', 0, 0, 1, 0), mem=mem)
+seed('gemm_mx_bias', 'gemm', desc('mxfp4', BASE, [4, 64], scale_addr=BASE + 4096) +
+     desc('bf16', BASE + 256, [64, 32]) + desc('bf16', BASE + 8192, [4, 32]) +
+     desc('fp32', BASE + 512, [32]) + struct.pack('<IIII', 0, 0, 2, 0), flags=4, mem=mem)
+seed('softmax_causal', 'softmax', desc('bf16', BASE, [4, 8, 8]) + desc('fp32', BASE + 1024, [4, 8, 8]) +
+     struct.pack('<Ii', 0, 1), flags=1, mem=mem)
+seed('layernorm', 'layernorm', desc('fp32', BASE, [4, 32]) + desc('fp32', BASE + 512, [32]) +
+     desc('fp32', BASE + 640, [32]) + desc('fp16', BASE + 1024, [4, 32]) + struct.pack('<II', 0, 0), mem=mem)
+seed('attention', 'attention', desc('bf16', BASE, [1, 2, 5, 16]) + desc('bf16', BASE + 512, [1, 2, 7, 16]) +
+     desc('bf16', BASE + 1024, [1, 2, 7, 16]) + desc('fp32', BASE + 2048, [1, 2, 5, 16]) +
+     struct.pack('<II', 0, 0), flags=1, mem=mem)
+seed('quantize_mx6', 'quantize', desc('fp32', BASE, [2, 32]) +
+     desc('mx6', BASE + 1024, [2, 32], scale_addr=BASE + 2048) + struct.pack('<Q', 0), mem=mem)
+seed('quantize_dynamic', 'quantize', desc('fp32', BASE, [2, 32]) + desc('int8', BASE + 1024, [2, 32]) +
+     struct.pack('<Q', BASE + 4000), flags=1, mem=mem)
+seed('reduce', 'reduce', desc('fp32', BASE, [3, 4, 5]) + desc('fp32', BASE + 1024, [1, 4, 1]) +
+     struct.pack('<II', 1, 5), mem=mem)
+seed('transpose', 'transpose', desc('fp32', BASE, [4, 6, 8]) + desc('bf16', BASE + 1024, [8, 4, 6]) +
+     bytes([2, 0, 1, 0]) + bytes(4), mem=mem)
+seed('add_bcast', 'add', desc('fp32', BASE, [4, 8]) + desc('fp32', BASE + 256, [1, 8]) +
+     desc('fp32', BASE + 512, [4, 8]), mem=mem)
