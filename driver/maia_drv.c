@@ -339,6 +339,7 @@ static void maia_remove(struct pci_dev *pdev)
 	struct maia_device *mdev = pci_get_drvdata(pdev);
 
 	drm_dev_unplug(&mdev->drm);
+	maia_gem_unplug(mdev);
 }
 
 static const struct pci_device_id maia_pci_ids[] = {

@@ -141,7 +141,6 @@ static const struct drm_gem_object_funcs maia_hbm_bo_funcs = {
 
 static struct drm_gem_object *maia_hbm_bo_create(struct maia_device *mdev, u64 size)
 {
-	struct gpu_buddy_block *block;
 	struct drm_gem_object *obj;
 	struct maia_bo *bo;
 	int idx, ret;
@@ -164,10 +163,10 @@ static struct drm_gem_object *maia_hbm_bo_create(struct maia_device *mdev, u64 s
 		ret = -ENODEV;
 		goto err_put;
 	}
-	list_for_each_entry(block, &bo->hbm_blocks, link)
-		maia_hbm_clear(mdev, maia_hbm_block_offset(block),
-			       maia_hbm_block_size(mdev, block));
+	ret = maia_hbm_clear_blocks(mdev, &bo->hbm_blocks);
 	drm_dev_exit(idx);
+	if (ret)
+		goto err_put;
 
 	ret = drm_gem_create_mmap_offset(obj);
 	if (ret)
@@ -304,6 +303,23 @@ int maia_bo_visit_chunks(struct maia_bo *bo, u64 offset, u64 size,
 	}
 
 	return left ? -EINVAL : 0;
+}
+
+/*
+ * The BAR goes with the device: CPU mappings of HBM must not outlive it.
+ * Zapped mappings fault (SIGBUS) from now on; new ones are refused by
+ * drm_dev_enter() in maia_hbm_bo_mmap().
+ */
+void maia_gem_unplug(struct maia_device *mdev)
+{
+	struct maia_bo *bo;
+
+	mutex_lock(&mdev->gem.lock);
+	list_for_each_entry(bo, &mdev->gem.bos, dev_link)
+		if (bo->placement == DRM_MAIA_BO_HBM)
+			drm_vma_node_unmap(&bo->base.base.vma_node,
+					   mdev->drm.anon_inode->i_mapping);
+	mutex_unlock(&mdev->gem.lock);
 }
 
 /* fdinfo: drm-total-{hbm,host}, drm-shared-*, drm-resident-* */

@@ -62,6 +62,8 @@ struct maia_bo_visitor {
 int maia_bo_visit_chunks(struct maia_bo *bo, u64 offset, u64 size,
 			 struct maia_bo_visitor *v);
 
+/* After drm_dev_unplug(): takes HBM out of every CPU mapping. */
+void maia_gem_unplug(struct maia_device *mdev);
 void maia_gem_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 /* debugfs "bos" (maia_debugfs_bo.c) */
 void maia_debugfs_bo_init(struct maia_device *mdev);

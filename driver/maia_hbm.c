@@ -14,11 +14,19 @@
 #include <linux/pci.h>
 #include <linux/sysfs.h>
 
+#include <maia/hw/cmd.h>
 #include <maia/hw/mmu.h>
+#include <maia/hw/queue.h>
 #include <maia/hw/regs.h>
 
 #include "maia_drv.h"
 #include "maia_hbm.h"
+#include "maia_queue.h"
+
+/* FILL commands per kernel-queue job; one per buddy block. */
+#define MAIA_HBM_CLEAR_CMDS	(PAGE_SIZE / sizeof(struct maia_cmd_fill))
+#define MAIA_HBM_CLEAR_JOB_ID	0x6862636c72000000ull	/* "hbclr" */
+#define MAIA_HBM_CLEAR_TIMEOUT_MS	10000
 
 u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block)
 {
@@ -93,6 +101,98 @@ void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size)
 	memset_io(maia_hbm_io(mdev, offset), 0, size);
 }
 
+/*
+ * Runs the first @n commands of the clear buffer as one job on the kernel
+ * queue and waits for it. Caller holds the queue's lock.
+ */
+static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n)
+{
+	struct maia_queue *q = &mdev->kq;
+	const struct maia_sq_entry entry = {
+		.cmdbuf_addr = mdev->hbm.clear_cmds_dma,
+		.cmdbuf_size = n * sizeof(struct maia_cmd_fill),
+		.asid = MAIA_ASID_PHYS,
+		.job_id = MAIA_HBM_CLEAR_JOB_ID | n,
+	};
+	u32 status;
+	u64 seq;
+
+	seq = maia_queue_write_locked(q, &entry);
+	if (!seq)
+		return -EBUSY;
+	maia_queue_doorbell(q, seq);
+	/* Not interruptible: the device is writing memory the caller owns. */
+	if (!wait_event_timeout(q->done_wq, smp_load_acquire(&q->completed) >= seq,
+				msecs_to_jiffies(MAIA_HBM_CLEAR_TIMEOUT_MS)))
+		return -ETIMEDOUT;
+	status = q->done[(seq - 1) & (q->entries - 1)].cqe.status;
+	return status == MAIA_STATUS_OK ? 0 : -EIO;
+}
+
+/* FILL with zeros, at the device's memory speed rather than through BAR2. */
+static int maia_hbm_clear_on_device(struct maia_device *mdev, struct list_head *blocks)
+{
+	struct maia_cmd_fill *cmds = mdev->hbm.clear_cmds;
+	struct maia_queue *q = &mdev->kq;
+	struct gpu_buddy_block *block;
+	unsigned int n = 0;
+	int ret = 0;
+
+	mutex_lock(&q->lock);
+	if (!READ_ONCE(q->enabled)) {
+		ret = -ENODEV;
+		goto out;
+	}
+	list_for_each_entry(block, blocks, link) {
+		cmds[n] = (struct maia_cmd_fill) {
+			.hdr.opcode = MAIA_OP_FILL,
+			.hdr.size = sizeof(*cmds),
+			.dst = MAIA_PHYS_HBM | maia_hbm_block_offset(block),
+			.size = maia_hbm_block_size(mdev, block),
+		};
+		if (++n == MAIA_HBM_CLEAR_CMDS) {
+			ret = maia_hbm_clear_job(mdev, n);
+			if (ret)
+				goto out;
+			n = 0;
+		}
+	}
+	if (n)
+		ret = maia_hbm_clear_job(mdev, n);
+out:
+	mutex_unlock(&q->lock);
+	return ret;
+}
+
+int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	struct gpu_buddy_block *block;
+	int ret;
+
+	ret = maia_hbm_clear_on_device(mdev, blocks);
+	if (!ret)
+		return 0;
+
+	if (ret == -ETIMEDOUT) {
+		/* The FILL may still land: nobody may own these blocks again. */
+		maia_err(mdev, "HBM clear timed out; %s\n",
+			 "its memory stays out of use until the driver is unbound");
+		mutex_lock(&hbm->lock);
+		list_splice_tail_init(blocks, &hbm->quarantine);
+		mutex_unlock(&hbm->lock);
+		return ret;
+	}
+
+	/* The device did not take the job: clear through the aperture. */
+	maia_dbg(mdev, "device clear failed (%d), clearing through BAR%d\n",
+		 ret, MAIA_BAR_HBM);
+	list_for_each_entry(block, blocks, link)
+		maia_hbm_clear(mdev, maia_hbm_block_offset(block),
+			       maia_hbm_block_size(mdev, block));
+	return 0;
+}
+
 static struct maia_device *maia_hbm_from_dev(struct device *dev)
 {
 	return pci_get_drvdata(to_pci_dev(dev));
@@ -134,6 +234,7 @@ static void maia_hbm_fini(struct drm_device *drm, void *arg)
 
 	mutex_lock(&hbm->lock);
 	gpu_buddy_free_list(&hbm->mm, &hbm->reserved, 0);
+	gpu_buddy_free_list(&hbm->mm, &hbm->quarantine, 0);
 	drm_WARN(drm, hbm->mm.avail != hbm->size,
 		 "%llu bytes of HBM leaked\n", hbm->size - hbm->mm.avail);
 	gpu_buddy_fini(&hbm->mm);
@@ -149,6 +250,7 @@ int maia_hbm_init(struct maia_device *mdev)
 
 	hbm->size = mdev->hw.hbm_size;
 	INIT_LIST_HEAD(&hbm->reserved);
+	INIT_LIST_HEAD(&hbm->quarantine);
 	if (hbm->size < 2 * MAIA_PAGE_SIZE || !IS_ALIGNED(hbm->size, MAIA_PAGE_SIZE)) {
 		maia_err(mdev, "device reports %llu bytes of HBM, not usable\n",
 			 hbm->size);
@@ -175,6 +277,12 @@ int maia_hbm_init(struct maia_device *mdev)
 	ret = drmm_mutex_init(&mdev->drm, &hbm->lock);
 	if (ret)
 		return ret;
+
+	hbm->clear_cmds = dmam_alloc_coherent(&pdev->dev, MAIA_HBM_CLEAR_CMDS *
+					      sizeof(*hbm->clear_cmds),
+					      &hbm->clear_cmds_dma, GFP_KERNEL);
+	if (!hbm->clear_cmds)
+		return -ENOMEM;
 
 	ret = gpu_buddy_init(&hbm->mm, hbm->size, MAIA_PAGE_SIZE);
 	if (ret) {

@@ -11,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/types.h>
 
+struct maia_cmd_fill;
 struct maia_device;
 
 /*
@@ -27,6 +28,15 @@ struct maia_hbm {
 	struct list_head reserved;	/* blocks held by the driver forever */
 	resource_size_t bar_base;	/* bus address of BAR2 */
 	void __iomem *wc;		/* BAR2 mapped write-combined, whole HBM */
+
+	/*
+	 * Device-side clearing: FILL commands run on the kernel queue, written
+	 * here under the kernel queue's lock. Blocks a clear may still write
+	 * after it timed out stay in @quarantine until the device goes.
+	 */
+	struct maia_cmd_fill *clear_cmds;
+	dma_addr_t clear_cmds_dma;
+	struct list_head quarantine;	/* under @lock */
 };
 
 int maia_hbm_init(struct maia_device *mdev);
@@ -47,6 +57,12 @@ u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block)
 
 /* Caller is inside drm_dev_enter(): the aperture is unmapped after unplug. */
 void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size);
+/*
+ * Zeroes every block of @blocks, by the device when it can. Same rule. On
+ * failure the blocks belong to the allocator again (or to the quarantine)
+ * and @blocks is empty.
+ */
+int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks);
 
 /* CPU address of HBM @offset; same rule as maia_hbm_clear(). */
 void __iomem *maia_hbm_io(struct maia_device *mdev, u64 offset);

@@ -24,6 +24,10 @@ static irqreturn_t maia_irq_event(int irq, void *arg)
 	u32 causes;
 
 	causes = maia_rd(mdev, MAIA_REG_INT_STATUS);
+	/* All ones: the device fell off the bus; nothing here is real. */
+	if (causes == U32_MAX)
+		return IRQ_NONE;
+	causes &= MAIA_INT_ALL;
 	if (!causes)
 		return IRQ_NONE;
 
@@ -156,7 +160,6 @@ void maia_irq_disable(struct maia_device *mdev)
 void maia_irq_sync(struct maia_device *mdev)
 {
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
-
 	unsigned int vec;
 
 	for (vec = 0; vec < MAIA_NUM_VECTORS(mdev->hw.num_queues); vec++)

@@ -405,6 +405,8 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		return ret;
 	if (!jf)
 		return -EOPNOTSUPP;	/* a device without user queues */
+	if (READ_ONCE(mdev->sched->dead))
+		return -ENODEV;		/* removed, or recovery failed */
 	if (maia_ctx_faulted(ctx) || READ_ONCE(jf->job_faulted))
 		return -EBADFD;
 

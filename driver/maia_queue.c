@@ -100,7 +100,7 @@ void maia_queue_drain(struct maia_queue *q)
 	if (!READ_ONCE(q->enabled))
 		return;
 
-	/* Pairs with the release in maia_queue_nop(): entries up to here are written. */
+	/* Pairs with the release in maia_queue_write_locked(): entries up to here are written. */
 	submitted = smp_load_acquire(&q->submitted);
 	while (completed < submitted) {
 		u32 slot = completed & (q->entries - 1);

@@ -38,9 +38,10 @@ static const char *maia_hw_fence_driver_name(struct dma_fence *fence)
 	return MAIA_DRIVER_NAME;
 }
 
+/* The fence lock is the queue's lock: that names the timeline. */
 static const char *maia_hw_fence_timeline_name(struct dma_fence *fence)
 {
-	return "maia-hw-queue";
+	return container_of(fence->lock, struct maia_sched_queue, lock)->name;
 }
 
 static const struct dma_fence_ops maia_hw_fence_ops = {

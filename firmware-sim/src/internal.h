@@ -113,7 +113,6 @@ struct maia_sim {
 	bool reset_req;			/* reset: worker parks (read atomically in long ops) */
 	bool worker_busy;		/* worker is running work outside the lock */
 	bool worker_idle;		/* nothing runnable and no timed waits */
-	uint64_t work_seq;		/* bumped on every new piece of work */
 
 	uint32_t scratch;
 	uint32_t boot_status, boot_error, boot_size;

@@ -222,11 +222,11 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->tail = 0;
 		q->completed = 0;
 		q->enabled = true;
-		q->gen++;
+		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
 		maia_sim_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
 	} else if (!enable && q->enabled) {
 		q->enabled = false;
-		q->gen++;
+		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
 		maia_kick_worker_locked(sim);	/* drop its in-flight job */
 		maia_sim_trace(sim, "queue %u disabled", qi);
 	}

@@ -103,6 +103,16 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob
 	struct maia_queue *q = &sim->queues[qi];
 	bool ok, raise_event = false;
 
+	/*
+	 * Reset writes the ABORTED entry itself; a disabled (or re-enabled)
+	 * queue's ring may already be gone, so it gets no entry at all.
+	 */
+	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
+		return;
+	if (maia_job_should_stop(sim, qi, job)) {
+		job->state = MAIA_JOB_IDLE;
+		return;
+	}
 	write_cqe(sim, job, status, error_offset, &ok);
 	job->state = MAIA_JOB_IDLE;
 	maia_sim_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",

@@ -69,7 +69,6 @@ void maia_sim_raise(struct maia_sim *sim, unsigned int vector)
 void maia_kick_worker_locked(struct maia_sim *sim)
 {
 	sim->worker_idle = false;
-	sim->work_seq++;
 	pthread_cond_signal(&sim->work_cond);
 }
 

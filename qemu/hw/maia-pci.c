@@ -525,6 +525,27 @@ static bool maia_check_properties(MaiaState *s, Error **errp)
     return true;
 }
 
+/*
+ * The library starts its worker (and tensor) threads with pthread_create:
+ * give them a fully blocked signal mask, as qemu_thread_create() does, so
+ * that process signals stay with QEMU's own threads.
+ */
+static struct maia_sim *maia_sim_create_nosignals(MaiaState *s,
+                                                  struct maia_sim_config *cfg)
+{
+    struct maia_sim *sim;
+    sigset_t all, old;
+    int err;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    sim = maia_sim_create(cfg, &maia_sim_ops, s);
+    err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return sim;
+}
+
 static void maia_realize(PCIDevice *pci_dev, Error **errp)
 {
     MaiaState *s = MAIA(pci_dev);
@@ -565,7 +586,7 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
         s->doorbell[q].queue = q;
     }
 
-    s->sim = maia_sim_create(&cfg, &maia_sim_ops, s);
+    s->sim = maia_sim_create_nosignals(s, &cfg);
     if (!s->sim) {
         error_setg_errno(errp, errno, "firmware-sim rejected the device "
                          "configuration");

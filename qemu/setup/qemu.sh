@@ -94,11 +94,16 @@ link_firmware() {
 	return 0
 }
 
+# Builds may overlap (parallel make targets, several users of one cache) and
+# meson refuses to regenerate a build directory twice at once: serialise.
+exec 9>"$MAIA_CACHE/qemu-build.lock"
+flock 9
+
 fetch_source
 graft_device
 configure
 log "building QEMU (first build takes several minutes)"
-ninja -C "$QEMU_BUILD_DIR" qemu-system-x86_64 tests/qtest/maia-test >"$QEMU_BUILD_DIR/ninja.log" 2>&1 ||
+ninja -C "$QEMU_BUILD_DIR" -j"${JOBS:-2}" qemu-system-x86_64 tests/qtest/maia-test >"$QEMU_BUILD_DIR/ninja.log" 2>&1 ||
 	{ grep -E 'error|Error' "$QEMU_BUILD_DIR/ninja.log" | head -40; tail -20 "$QEMU_BUILD_DIR/ninja.log"; exit 1; }
 link_firmware
 log "QEMU ready: $QEMU_BUILD_DIR/qemu-system-x86_64"

@@ -540,8 +540,15 @@ static void test_bad_access(void)
 {
     Maia m;
     MaiaQueue q;
+    g_autofree char *log_path = NULL;
+    int log_fd;
 
-    maia_start(&m, ",hbm-size=16M,worker-threads=1");
+    /* Each ignored access is reported as a guest error. */
+    log_fd = g_file_open_tmp("maia-test-XXXXXX.log", &log_path, NULL);
+    g_assert_cmpint(log_fd, >=, 0);
+    close(log_fd);
+    maia_start(&m, ",hbm-size=16M,worker-threads=1 -d guest_errors -D %s",
+               log_path);
     wr(&m, MAIA_REG_SCRATCH, 0x600dcafe);
 
     /* Wrong-size reads return 0, not a slice of the register. */
@@ -573,12 +580,21 @@ static void test_bad_access(void)
     wr(&m, MAIA_REG_ID, 0);
     g_assert_cmphex(rd(&m, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
 
+    g_assert_cmpuint(count_lines(log_path, "maia0: BAR0 read at 0x0 size 1 "
+                                 "ignored: not a 32-bit access"), ==, 1);
+    g_assert_cmpuint(count_lines(log_path, "maia0: BAR0 write at 0x30 size 8 "
+                                 "ignored: not a 32-bit access"), ==, 1);
+    g_assert_cmpuint(count_lines(log_path, "maia0: BAR0 read at 0x2 size 4 "
+                                 "ignored: misaligned"), ==, 1);
+    g_assert_cmpuint(count_lines(log_path, "ignored"), >=, 12);
+
     /* The device still works: boot and run a NOP. */
     maia_boot_ok(&m);
     queue_init(&m, &q, 0);
     queue_nop_ok(&m, &q, 0x0dd);
 
     maia_stop(&m);
+    unlink(log_path);
 }
 
 /*

@@ -15,6 +15,20 @@
 #include "maia/hw/queue.h"
 #include "te.h"
 
+/* The ABI: sizes are multiples of 8 and fixed (userspace and the driver build these). */
+_Static_assert(sizeof(struct maia_tensor_desc) == 72, "tensor descriptor is 72 bytes");
+_Static_assert(sizeof(struct maia_cmd_gemm) == 312, "GEMM command size");
+_Static_assert(sizeof(struct maia_cmd_gemm_batched) == 336, "batched GEMM command size");
+_Static_assert(sizeof(struct maia_cmd_eltwise) == 224, "eltwise command size");
+_Static_assert(sizeof(struct maia_cmd_scale) == 160, "scale command size");
+_Static_assert(sizeof(struct maia_cmd_activation) == 160, "activation command size");
+_Static_assert(sizeof(struct maia_cmd_softmax) == 160, "softmax command size");
+_Static_assert(sizeof(struct maia_cmd_norm) == 304, "norm command size");
+_Static_assert(sizeof(struct maia_cmd_attention) == 304, "attention command size");
+_Static_assert(sizeof(struct maia_cmd_convert) == 160, "convert command size");
+_Static_assert(sizeof(struct maia_cmd_reduce) == 160, "reduce command size");
+_Static_assert(sizeof(struct maia_cmd_transpose) == 160, "transpose command size");
+
 /* Smallest tile SRAM share that still holds one useful GEMM block. */
 #define MIN_TILE_SRAM		(256u * 1024u)
 

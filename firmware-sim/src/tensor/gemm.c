@@ -35,7 +35,7 @@ struct gemm_op {
 	uint64_t mb;			/* rows of A packed at once */
 	uint64_t mrange;		/* rows of C per task, a multiple of mb */
 	uint64_t nb, kc, mblocks, nblocks;
-	bool stage_a, stage_b;		/* column-major operand: staged, then packed */
+	bool stage_a, stage_b;		/* column-major operand: read by columns */
 };
 
 static uint64_t round_up(uint64_t x, uint64_t g)
@@ -77,19 +77,6 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
 			dst[i * ld + j] = tmp[i];
 	}
 	return MAIA_STATUS_OK;
-}
-
-/* Pack a rows x kc block (row-major, ld) into mr-row panels, zero-padded. */
-static void pack_a(const float *src, uint64_t ld, uint64_t rows, uint64_t kc,
-		   unsigned int mr, float *dst)
-{
-	uint64_t p, k, r;
-
-	for (p = 0; p < rows; p += mr) {
-		for (k = 0; k < kc; k++)
-			for (r = 0; r < mr; r++)
-				*dst++ = p + r < rows ? src[(p + r) * ld + k] : 0.0f;
-	}
 }
 
 /* Pack a kc x cols block (row-major, ld) into nr-column panels, zero-padded. */
@@ -155,45 +142,26 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
 }
 
 /*
- * Pack op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 into mr-row panels. With
- * A's rows contiguous, mr rows are decoded into a small L1-resident buffer
- * and interleaved from there.
+ * Load op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 as the kernels' A panels:
+ * row-major with row length kc, rows past mm (up to a multiple of mr) zero.
+ * Contiguous rows are decoded straight into place.
  */
 static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *a,
 			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
-			float *ap, float *stage, float *rows)
+			float *ap, float *col)
 {
-	unsigned int mr = g->kern->mr;
-	uint64_t p, r, k;
-	int st;
+	uint64_t mp = round_up(mm, g->kern->mr), r;
+	int st = MAIA_STATUS_OK;
 
 	if (g->stage_a) {
-		st = load_2d(io, a, base, g->a_rs, g->a_cs, m0, mm, k0, kc, stage, kc, rows);
-		if (!st)
-			pack_a(stage, kc, mm, kc, mr, ap);
-		return st;
+		st = load_2d(io, a, base, g->a_rs, g->a_cs, m0, mm, k0, kc, ap, kc, col);
+	} else {
+		for (r = 0; r < mm && !st; r++)
+			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + r, k0), kc, g->a_cs,
+					  ap + r * kc);
 	}
-	for (p = 0; p < mm; p += mr) {
-		uint64_t h = mm - p < mr ? mm - p : mr;
-		float *dst = ap + p * kc;
-
-		for (r = 0; r < h; r++) {
-			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + p + r, k0), kc,
-					  g->a_cs, rows + r * kc);
-			if (st)
-				return st;
-		}
-		if (h == mr && mr == 6) {	/* the AVX2 panel: fixed trip count */
-			for (k = 0; k < kc; k++, dst += 6)
-				for (r = 0; r < 6; r++)
-					dst[r] = rows[r * kc + k];
-		} else {
-			for (k = 0; k < kc; k++)
-				for (r = 0; r < mr; r++)
-					*dst++ = r < h ? rows[r * kc + k] : 0.0f;
-		}
-	}
-	return MAIA_STATUS_OK;
+	memset(ap + mm * kc, 0, (mp - mm) * kc * sizeof(float));
+	return st;
 }
 
 static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
@@ -228,14 +196,14 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
 	need = sub * g->kc + g->kc * np + mp * np + big + np + 6 * 16 +
-	       (g->stage_a || g->stage_b ? g->kc * big : 0);
+	       (g->stage_b ? g->kc * big : 0);
 	ap = maia_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
 	cacc = bp + round_up(g->kc * np, 16);
 	stage = cacc + round_up(mp * np, 16);
-	tmp = stage + (g->stage_a || g->stage_b ? round_up(g->kc * big, 16) : 0);
+	tmp = stage + (g->stage_b ? round_up(g->kc * big, 16) : 0);
 	bias = tmp + round_up(big, 16);
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
@@ -249,7 +217,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 			uint64_t mmp = round_up(mm, kn->mr);
 
-			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb, ap, stage, tmp);
+			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb, ap, tmp);
 			if (st)
 				return st;
 			for (j = 0; j < np; j += kn->nr)
@@ -372,7 +340,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
 		fixed = mb * kc + kc * nb + 2 * mr * kc + nb +
-			(g->stage_b ? kc * nb : 0) + (g->stage_a ? kc * mb : 0);
+			(g->stage_b ? kc * nb : 0);
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)
@@ -390,7 +358,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	 * task reuses its packed B slice), but enough tasks for every worker.
 	 */
 	want = 2 * (uint64_t)te->nworkers;
-	mrange = (budget - fixed) / nb / mb * mb;
+	mrange = fixed < budget ? (budget - fixed) / nb / mb * mb : mb;
 	if (mrange < mb)
 		mrange = mb;
 	if (g->batch * nblocks < want) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * GEMM micro-kernels: C[mr x nr] (+)= A_panel * B_panel over kc, FP32 with
- * FP32 accumulation. A is packed mr floats per k, B nr floats per k, both
- * 64-byte aligned; C rows are ldc floats apart and 32-byte aligned.
+ * FP32 accumulation. The A panel is mr rows of kc floats (row-major, so the
+ * rows are decoded straight into it, no interleaving); the B panel is packed
+ * nr floats per k, 64-byte aligned. C rows are ldc floats apart, 32-byte
+ * aligned.
  *
  * The ISA is chosen at run time (__builtin_cpu_supports); each kernel carries
  * its own target attribute, so this file needs no special compiler flags.
@@ -31,10 +33,10 @@ static void kern_portable(size_t kc, const float *a, const float *b, float *c,
 	for (i = 0; i < 6; i++)
 		for (j = 0; j < 16; j++)
 			acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
-	for (k = 0; k < kc; k++, a += 6, b += 16)
+	for (k = 0; k < kc; k++, b += 16)
 		for (i = 0; i < 6; i++)
 			for (j = 0; j < 16; j++)
-				acc[i][j] += a[i] * b[j];
+				acc[i][j] += a[i * kc + k] * b[j];
 	for (i = 0; i < 6; i++)
 		for (j = 0; j < 16; j++)
 			c[i * ldc + j] = acc[i][j];
@@ -46,6 +48,8 @@ static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
 		      size_t ldc, int accumulate)
 {
 	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+	const float *a0 = a, *a1 = a + kc, *a2 = a + 2 * kc, *a3 = a + 3 * kc;
+	const float *a4 = a + 4 * kc, *a5 = a + 5 * kc;
 	size_t k;
 
 	if (accumulate) {
@@ -66,25 +70,25 @@ static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
 		c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
 	}
 #pragma GCC unroll 4
-	for (k = 0; k < kc; k++, a += 6, b += 16) {
+	for (k = 0; k < kc; k++, b += 16) {
 		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
 
-		ai = _mm256_broadcast_ss(a + 0);
+		ai = _mm256_broadcast_ss(a0 + k);
 		c00 = _mm256_fmadd_ps(ai, b0, c00);
 		c01 = _mm256_fmadd_ps(ai, b1, c01);
-		ai = _mm256_broadcast_ss(a + 1);
+		ai = _mm256_broadcast_ss(a1 + k);
 		c10 = _mm256_fmadd_ps(ai, b0, c10);
 		c11 = _mm256_fmadd_ps(ai, b1, c11);
-		ai = _mm256_broadcast_ss(a + 2);
+		ai = _mm256_broadcast_ss(a2 + k);
 		c20 = _mm256_fmadd_ps(ai, b0, c20);
 		c21 = _mm256_fmadd_ps(ai, b1, c21);
-		ai = _mm256_broadcast_ss(a + 3);
+		ai = _mm256_broadcast_ss(a3 + k);
 		c30 = _mm256_fmadd_ps(ai, b0, c30);
 		c31 = _mm256_fmadd_ps(ai, b1, c31);
-		ai = _mm256_broadcast_ss(a + 4);
+		ai = _mm256_broadcast_ss(a4 + k);
 		c40 = _mm256_fmadd_ps(ai, b0, c40);
 		c41 = _mm256_fmadd_ps(ai, b1, c41);
-		ai = _mm256_broadcast_ss(a + 5);
+		ai = _mm256_broadcast_ss(a5 + k);
 		c50 = _mm256_fmadd_ps(ai, b0, c50);
 		c51 = _mm256_fmadd_ps(ai, b1, c51);
 	}
@@ -115,11 +119,11 @@ static void kern_avx512(size_t kc, const float *a, const float *b, float *c,
 		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
 		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
 	}
-	for (k = 0; k < kc; k++, a += 8, b += 32) {
+	for (k = 0; k < kc; k++, b += 32) {
 		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 
 		for (i = 0; i < 8; i++) {
-			__m512 ai = _mm512_set1_ps(a[i]);
+			__m512 ai = _mm512_set1_ps(a[i * kc + k]);
 
 			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
 			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
@@ -186,7 +190,7 @@ static bool kernel_selftest(const struct maia_gemm_kernel *k)
 				float want = acc ? (float)((i * LDC + j) % 9) : 0.0f;
 
 				for (kk = 0; kk < KC; kk++)
-					want += a[kk * k->mr + i] * b[kk * k->nr + j];
+					want += a[i * KC + kk] * b[kk * k->nr + j];
 				if (c[i * LDC + j] != want)
 					return false;
 			}

@@ -163,6 +163,7 @@ int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
 struct maia_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
+	/* a: mr rows of kc floats; b: nr floats per k; c: mr rows, ldc apart */
 	void (*fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
 		   int accumulate);
 };

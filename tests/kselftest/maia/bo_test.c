@@ -6,6 +6,8 @@
  * written; handles and mmap offsets private to their file; HBM accounting
  * back to where it started once everything is closed; fdinfo.
  */
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include "maia_ksft.h"
@@ -160,6 +162,40 @@ TEST_F(bo, hbm_round_trip_large)
 TEST_F(bo, host_round_trip)
 {
 	round_trip(_metadata, self->fd, DRM_MAIA_BO_HOST, 64 * 1024);
+}
+
+/*
+ * HBM freed by one owner and allocated by the next reads as zeros: the
+ * driver clears it (with the device) before handing it out.
+ */
+TEST_F(bo, reused_hbm_is_cleared)
+{
+	static const __u64 sizes[] = { PAGE, 64 * 1024, 2 << 20, (4 << 20) + 3 * PAGE };
+	struct drm_maia_bo_info info = { 0 };
+	unsigned int i, round;
+	__u32 handle = 0;
+	__u64 j;
+	__u32 *p;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (round = 0; round < 2; round++) {
+			ASSERT_EQ(0, bo_create(self->fd, sizes[i], DRM_MAIA_BO_HBM, &handle));
+			ASSERT_EQ(0, bo_info(self->fd, handle, &info));
+			p = mmap(NULL, sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+				 info.mmap_offset);
+			ASSERT_NE(MAP_FAILED, p);
+			for (j = 0; j < sizes[i] / 4; j++)
+				if (p[j])
+					break;
+			EXPECT_EQ(sizes[i] / 4, j) TH_LOG("size %llu round %u: word %llu is %#x",
+							  (unsigned long long)sizes[i], round,
+							  (unsigned long long)j, p[j]);
+			/* Leave a mess for the next owner. */
+			memset(p, 0xa5, sizes[i]);
+			ASSERT_EQ(0, munmap(p, sizes[i]));
+			ASSERT_EQ(0, gem_close(self->fd, handle));
+		}
+	}
 }
 
 TEST_F(bo, size_rounds_up_to_4k)
@@ -400,6 +436,54 @@ TEST_F(bo, fdinfo_memory_stats)
 	EXPECT_EQ(0, gem_close(self->fd, host));
 	EXPECT_EQ(0, fdinfo_bytes(self->fd, "drm-total-hbm"));
 	EXPECT_EQ(0, fdinfo_bytes(self->fd, "drm-total-host"));
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/*
+ * Unbinding the device under a process that has HBM mapped (CPU and
+ * device): the CPU mapping stops reaching the BAR (SIGBUS), ioctls fail
+ * with ENODEV, closing the file afterwards is clean, and the device binds
+ * again. Runs last: it rebinds the driver.
+ */
+TEST_F(bo, unbind_with_live_mappings)
+{
+	struct drm_maia_vm_bind bind = { .op = DRM_MAIA_VM_MAP, .va = DRM_MAIA_VA_START,
+					 .size = PAGE };
+	struct drm_maia_bo_info info = { 0 };
+	volatile __u32 *p;
+	__u32 handle = 0, h2 = 0;
+	int faulted;
+
+	if (geteuid())
+		SKIP(return, "needs root to unbind the driver");
+	ASSERT_EQ(0, bo_create(self->fd, PAGE, DRM_MAIA_BO_HBM, &handle));
+	ASSERT_EQ(0, bo_info(self->fd, handle, &info));
+	bind.handle = handle;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_VM_BIND, &bind));
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, info.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 42;
+	ASSERT_EQ(42, p[0]);
+
+	ASSERT_EQ(0, maia_write_file("/sys/bus/pci/drivers/maia/unbind", self->node.bdf));
+	signal(SIGBUS, on_sigbus);
+	faulted = sigsetjmp(sigbus_jmp, 1);
+	if (!faulted)
+		(void)p[0];
+	signal(SIGBUS, SIG_DFL);
+	EXPECT_TRUE(faulted) TH_LOG("HBM still mapped after unbind");
+	EXPECT_EQ(-ENODEV, bo_create(self->fd, PAGE, DRM_MAIA_BO_HBM, &h2));
+	close(self->fd);
+	self->fd = -1;
+
+	ASSERT_EQ(0, maia_write_file("/sys/bus/pci/drivers/maia/bind", self->node.bdf));
+	EXPECT_LE(1, maia_wait_nodes(1, 20000));
 }
 
 TEST_HARNESS_MAIN

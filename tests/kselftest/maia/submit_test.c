@@ -463,6 +463,38 @@ TEST_F(job, fdinfo_busy_time)
 }
 
 /*
+ * A file remembers its last 1024 jobs for WAIT: submitting more than that
+ * in one go works (submission waits for the oldest), WAIT on a job that
+ * far back is -ENOENT, and on the newest ones reports their status.
+ */
+TEST_F(job, history_window)
+{
+	const int n = 2500;
+	struct drm_maia_wait w;
+	__u64 seq = 0;
+	int i;
+
+	kcmd_nop(&self->cb);
+	for (i = 0; i < n; i++) {
+		struct drm_maia_submit s = {
+			.cmdbuf_handle = self->cmd.handle,
+			.cmdbuf_size = 8,
+			.priority = DRM_MAIA_PRIO_NORMAL,
+		};
+
+		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_SUBMIT, &s));
+		ASSERT_EQ(seq + 1, s.seqno);
+		seq = s.seqno;
+	}
+	ASSERT_EQ(0, kwait(self->fd, seq, 30 * SEC, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	ASSERT_EQ(0, kwait(self->fd, seq - 1023, 30 * SEC, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	EXPECT_EQ(-ENOENT, kwait(self->fd, seq - 1024, 30 * SEC, &w));
+	EXPECT_EQ(-ENOENT, kwait(self->fd, 1, 30 * SEC, &w));
+}
+
+/*
  * NPROC processes, each with its own file, submit NJOBS jobs at once, every
  * job filling its own 64-byte record with a pattern naming process and job;
  * then every record and every job status is checked.

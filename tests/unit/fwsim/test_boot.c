@@ -240,11 +240,9 @@ static void test_crafted(struct env *e)
 	expect_boot(e, &im, MAIA_BOOT_ERR_SIZE, "image smaller than a header");
 
 	img_begin(&im);
-	img_seal(&im);
-	im.buf[im.len - 1] ^= 0;		/* keep CRC, then flip a payload bit */
 	img_u32(&im, MAIA_FW_TLV_TDP_W, 400);
 	img_seal(&im);
-	im.buf[im.len - 1] ^= 0x80;
+	im.buf[im.len - 1] ^= 0x80;		/* flip one payload bit after sealing */
 	expect_boot(e, &im, MAIA_BOOT_ERR_CHECKSUM, "one flipped payload bit");
 
 	/* Size limits and DMA failures, by register. */

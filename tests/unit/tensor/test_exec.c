@@ -66,6 +66,33 @@ static bool verify(struct gemm_setup *s)
 	return true;
 }
 
+/* A memory that starts failing with ABORTED (as on a device reset) after a budget. */
+struct abort_mem {
+	struct tmem *m;
+	long budget;		/* accesses left; atomic */
+	long calls;
+};
+
+static int abort_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+	struct abort_mem *a = opaque;
+
+	__atomic_fetch_add(&a->calls, 1, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&a->budget, 1, __ATOMIC_RELAXED) < 0)
+		return MAIA_STATUS_ABORTED;
+	return a->m->mem.read(a->m, va, buf, len);
+}
+
+static int abort_write(void *opaque, uint64_t va, const void *buf, size_t len)
+{
+	struct abort_mem *a = opaque;
+
+	__atomic_fetch_add(&a->calls, 1, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&a->budget, 1, __ATOMIC_RELAXED) < 0)
+		return MAIA_STATUS_ABORTED;
+	return a->m->mem.write(a->m, va, buf, len);
+}
+
 struct thread_arg {
 	struct maia_tensor_engine *te;
 	struct gemm_setup *s;
@@ -117,6 +144,22 @@ int main(void)
 		       "C half outside the mapping: MMU fault");
 		st = trun(te, &s[1].mem, &s[1].cmd, NULL);
 		tap_ok(!st && verify(&s[1]), "the next command runs normally");
+	}
+
+	/* the memory failing mid-command (reset): the command stops early with that status */
+	{
+		struct abort_mem am = { &s[1].mem, 1L << 40, 0 };
+		struct maia_job_mem jm = { &am, abort_read, abort_write };
+		struct maia_op_stats os = { 0 };
+		long full;
+
+		st = maia_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
+		full = am.calls;
+		am.budget = 10;
+		am.calls = 0;
+		st = maia_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
+		tap_ok(st == MAIA_STATUS_ABORTED && am.calls < full / 2,
+		       "memory aborting after 10 accesses: ABORTED after %ld of %ld accesses", am.calls, full);
 	}
 
 	/* four host threads submitting at once: commands serialize, all correct */
