@@ -59,8 +59,13 @@ unit-tests: firmware-sim
 	@$(MAKE) --no-print-directory -C tests/unit BUILD=$(BUILD)/unit -j$(JOBS)
 
 # --- what users run ---------------------------------------------------------
+# The demo lives in userspace/examples/run-demo.sh when present (installed into
+# build/userspace/bin); otherwise the bring-up sequence below.
+RUN_DEMO := $(if $(wildcard userspace/examples/run-demo.sh),run-demo.sh,\
+	sh -c 'maia-smi && maia-hello && maia-smi ping -n 100 && maia-gemm')
+
 run: setup all
-	@qemu/run-guest --no-build -- /usr/share/maia/run-demo
+	@qemu/run-guest --no-build --timeout 600 -- $(RUN_DEMO)
 
 check: setup all unit-tests
 	@tests/run-all

@@ -72,14 +72,15 @@ static void maia_hbm_bo_free(struct drm_gem_object *obj)
 }
 
 /*
- * Maps the whole range now: the pages are device memory that never moves
- * while the BO lives, and the VMA holds a reference on the BO.
+ * Maps the whole object now: its pages are device memory that never moves
+ * while the BO lives, and the VMA holds a reference on the BO. DRM only
+ * maps objects from their start (drm_gem_mmap() looks up the exact
+ * offset) and never past their end.
  */
 static int maia_hbm_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct maia_device *mdev = to_maia_device(obj->dev);
 	struct maia_bo *bo = to_maia_bo(obj);
-	u64 skip = (u64)(vma->vm_pgoff - drm_vma_node_start(&obj->vma_node)) << PAGE_SHIFT;
 	unsigned long uaddr = vma->vm_start;
 	struct gpu_buddy_block *block;
 	int idx, ret = 0;
@@ -94,22 +95,16 @@ static int maia_hbm_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *v
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 
 	list_for_each_entry(block, &bo->hbm_blocks, link) {
-		u64 bsize = maia_hbm_block_size(mdev, block);
-		u64 len;
+		u64 len = min_t(u64, maia_hbm_block_size(mdev, block),
+				vma->vm_end - uaddr);
 
-		if (skip >= bsize) {
-			skip -= bsize;
-			continue;
-		}
-		len = min_t(u64, bsize - skip, vma->vm_end - uaddr);
 		ret = io_remap_pfn_range(vma, uaddr,
 					 PHYS_PFN(mdev->hbm.bar_base +
-						  maia_hbm_block_offset(block) + skip),
+						  maia_hbm_block_offset(block)),
 					 len, vma->vm_page_prot);
 		if (ret)
 			break;
 		uaddr += len;
-		skip = 0;
 		if (uaddr >= vma->vm_end)
 			break;
 	}

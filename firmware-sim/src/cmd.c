@@ -60,6 +60,7 @@ static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qj
 			     sim->ops.dma_write(sim->opaque, d.pa, sim->bounce, n);
 		if (rc)
 			return MAIA_STATUS_DMA_ERROR;
+		maia_telem_dma_chunk(sim, n, !s.sysmem, !d.sysmem);
 		sim->stats.bytes_read += n;
 		sim->stats.bytes_written += n;
 		src += n;
@@ -300,8 +301,13 @@ enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
 			return MAIA_RUN_YIELD;
 		*error_offset = job->offset;
 		rc = fetch_cmd(sim, job, as, &hdr);
-		if (rc == MAIA_STATUS_OK)
+		if (rc == MAIA_STATUS_OK) {
+			struct maia_op_stats before = sim->stats;
+			uint64_t t0 = maia_telem_cmd_begin(sim, hdr.opcode);
+
 			rc = exec_one(sim, qi, job, as, sim->cmd_buf, hdr.opcode);
+			maia_telem_cmd_end(sim, hdr.opcode, t0, &before);
+		}
 		if (rc == CMD_STOP)
 			return MAIA_RUN_STOPPED;
 		if (rc == CMD_PARK)

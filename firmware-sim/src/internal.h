@@ -26,6 +26,7 @@
 #include "maia/sim.h"
 
 #include "crc32.h"
+#include "telemetry.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "firmware-sim copies little-endian device structures directly"
@@ -138,6 +139,9 @@ struct maia_sim {
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;
 	struct maia_op_stats stats;
+
+	/* Power controller and counters (telemetry.c), under lock. */
+	struct maia_telem telem;
 
 	/* mmu_lock protects ctx[] (roots and TLBs); engine threads may walk. */
 	pthread_mutex_t mmu_lock;

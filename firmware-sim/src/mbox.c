@@ -67,9 +67,9 @@ void maia_mbox_run(struct maia_sim *sim)
 			result = mbox_tlb_invalidate(sim, arg);
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
-			if (arg[0] == 0 || arg[0] > MAIA_MAX_POWER_CAP_MW) {
-				maia_sim_guest_error(sim, "maia: power cap %u mW outside 1..%u",
-						 arg[0], MAIA_MAX_POWER_CAP_MW);
+			if (!maia_pm_cap_valid(arg[0])) {
+				maia_sim_guest_error(sim, "maia: power cap %u mW outside %u..%u",
+						 arg[0], MAIA_PM_CAP_MIN_MW, MAIA_PM_CAP_MAX_MW);
 				result = MAIA_MBOX_EINVAL;
 				break;
 			}

@@ -7,7 +7,8 @@
 #include "internal.h"
 #include "maia/hw/dtype.h"
 
-#define MAIA_CAPS	(MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR | MAIA_CAP_FLR)
+#define MAIA_CAPS	(MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR | MAIA_CAP_FLR | \
+			 MAIA_CAP_TELEMETRY)
 #define MAIA_DTYPES_ALL	((1u << MAIA_DTYPE_COUNT) - 1u)
 
 /* What to do once sim->lock is dropped. */
@@ -133,6 +134,8 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			ok = queue_reg_read(sim, q, reg, &val);
 		else if (is_doorbell(sim, offset, &q))
 			val = sim->queues[q].tail;
+		else if (maia_telem_is_reg(offset))
+			ok = maia_telem_read_locked(sim, offset, &val);
 		else
 			ok = false;
 		break;
@@ -454,6 +457,8 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 			queue_reg_write(sim, q, reg, value, &fx);
 		else if (is_doorbell(sim, offset, &q))
 			doorbell_locked(sim, q, value, true, &fx);
+		else if (maia_telem_is_reg(offset))
+			read_only(sim, offset, value);
 		else
 			maia_sim_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 					 value, offset);

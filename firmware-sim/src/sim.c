@@ -129,6 +129,7 @@ void maia_sim_reset_state_locked(struct maia_sim *sim)
 	memset(sim->sems, 0, sizeof(sim->sems));
 	memset(&sim->stats, 0, sizeof(sim->stats));
 	maia_mmu_reset(sim);
+	maia_telem_reset_locked(sim);
 }
 
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,

@@ -283,9 +283,9 @@ static void maia_kick_bh(void *opaque)
  * would take the BQL, and the BQL holder may be waiting for this very worker
  * in maia_sim_reset() or maia_sim_drain(). A target that is not RAM (another
  * device's BAR, an IOMMU fault, bus mastering off) fails the transfer.
- * The check and the copy are separate RCU sections: only a guest remapping
- * RAM under in-flight DMA can slip between them, and then the copy merely
- * takes the BQL like any iothread's MMIO access would.
+ * The check and the copy are separate RCU sections: a guest that turns RAM
+ * into MMIO under in-flight DMA can slip between them, and the copy then
+ * waits for the BQL as iothread DMA does; nothing well-behaved does that.
  */
 static bool maia_dma_is_ram(MaiaState *s, uint64_t addr, size_t len,
                             bool is_write)

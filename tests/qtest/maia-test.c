@@ -858,6 +858,13 @@ static void test_fault_injection(void)
     wr(&m, MAIA_REG_DOORBELL(0), q.tail);
     g_assert_cmpuint(queue_wait_status(&m, &q, slot, 0xfa17), ==,
                      MAIA_STATUS_MMU_FAULT);
+    /* ...reported as an event with the queue and access latched. */
+    g_assert_cmphex(rd(&m, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT, ==,
+                    MAIA_INT_MMU_FAULT);
+    g_assert_cmphex(rd(&m, MAIA_REG_FAULT_INFO) &
+                    (MAIA_FAULT_QUEUE_MASK | MAIA_FAULT_ACCESS_MASK), ==,
+                    (0u << MAIA_FAULT_QUEUE_SHIFT) |
+                    (MAIA_ACCESS_READ << MAIA_FAULT_ACCESS_SHIFT));
     /* Only the next one: the following job is fine. */
     queue_nop_ok(&m, &q, 0x600d);
 

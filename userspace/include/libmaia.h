@@ -128,10 +128,103 @@ int maia_cmd_sem_wait(struct maia_cmdbuf *cb, uint32_t index, uint32_t value,
 /* Tensor descriptor for a contiguous tensor (row-major, innermost last). */
 int maia_tensor_init(struct maia_tensor_desc *desc, uint64_t va, unsigned int dtype,
 		     unsigned int rank, const uint32_t *shape);
-/* GEMM: C = alpha * op(A) * op(B) + beta * C; flags MAIA_GEMM_F_*. */
+/* Set a block format's scale address (MX dtypes) or a per-tensor scale (INT8, FP8). */
+int maia_tensor_set_scale_addr(struct maia_tensor_desc *desc, uint64_t scale_va);
+int maia_tensor_set_scale(struct maia_tensor_desc *desc, float scale);
+/* Elements in the tensor's shape. */
+uint64_t maia_tensor_elems(const struct maia_tensor_desc *desc);
+/*
+ * Bytes a contiguous tensor of elems elements of dtype occupies: data bytes
+ * (MX formats: packed elements, plus microexponent bits for MX9/6/4) and the
+ * bytes of its block scales (0 for non-block formats). elems must be a
+ * multiple of the block size for block formats.
+ */
+int maia_dtype_bytes(unsigned int dtype, uint64_t elems, uint64_t *data_bytes,
+		     uint64_t *scale_bytes);
+
+/*
+ * Tensor operations (maia/hw/tensor.h and Documentation/tensor-engine.rst
+ * for the semantics). Each builder checks its arguments as the device
+ * would (ranks, shapes, dtypes, flags) and returns -EINVAL with a message in
+ * maia_last_error() rather than emit a command the device would reject.
+ * Floating-point arguments are binary32.
+ */
+
+/* GEMM: C = alpha * op(A) * op(B) + beta * C; flags MAIA_GEMM_F_* except BIAS. */
 int maia_cmd_gemm(struct maia_cmdbuf *cb, const struct maia_tensor_desc *a,
 		  const struct maia_tensor_desc *b, const struct maia_tensor_desc *c,
 		  float alpha, float beta, uint32_t flags);
+
+/* Everything MAIA_OP_GEMM can do; bias (rank 1, N) may be NULL. */
+struct maia_gemm_args {
+	const struct maia_tensor_desc *a, *b, *c;
+	const struct maia_tensor_desc *bias;	/* or NULL */
+	float alpha;				/* 0 is taken as 1 */
+	float beta;
+	uint32_t activation;			/* MAIA_ACT_* */
+	uint32_t flags;				/* MAIA_GEMM_F_TRANS_A/B, SAT */
+};
+
+/* C = act(alpha * op(A) * op(B) + beta * C + bias), rank 2 or 3 (strided batch). */
+int maia_cmd_gemm_ex(struct maia_cmdbuf *cb, const struct maia_gemm_args *args);
+
+/*
+ * Pointer-array batched GEMM: matrix i of A, B, C at the device VAs stored
+ * in the __u64 arrays at a_ptrs, b_ptrs, c_ptrs (device VAs, 8-byte
+ * aligned). The descriptors are rank 2 with addr 0.
+ */
+int maia_cmd_gemm_batched(struct maia_cmdbuf *cb, const struct maia_gemm_args *args,
+			  uint64_t a_ptrs, uint64_t b_ptrs, uint64_t c_ptrs,
+			  uint32_t batch_count);
+
+/* out = x + y / x * y elementwise; flags MAIA_ELTWISE_F_SAT. */
+int maia_cmd_add(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		 const struct maia_tensor_desc *y, const struct maia_tensor_desc *out,
+		 uint32_t flags);
+int maia_cmd_mul(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		 const struct maia_tensor_desc *y, const struct maia_tensor_desc *out,
+		 uint32_t flags);
+/* out = alpha * x + beta */
+int maia_cmd_scale(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		   const struct maia_tensor_desc *out, float alpha, float beta);
+/* out = act(x); activation is a MAIA_ACT_* other than NONE. */
+int maia_cmd_activation(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+			const struct maia_tensor_desc *out, uint32_t activation);
+/* out = softmax(scale * x) over the innermost dimension; flags MAIA_SOFTMAX_F_*. */
+int maia_cmd_softmax(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		     const struct maia_tensor_desc *out, float scale, int32_t causal_offset,
+		     uint32_t flags);
+/* Layer norm over the innermost dimension; gamma and beta both NULL for no affine. */
+int maia_cmd_layernorm(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		       const struct maia_tensor_desc *gamma, const struct maia_tensor_desc *beta,
+		       const struct maia_tensor_desc *out, float eps);
+/* RMS norm over the innermost dimension; gamma NULL for no affine. */
+int maia_cmd_rmsnorm(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		     const struct maia_tensor_desc *gamma, const struct maia_tensor_desc *out,
+		     float eps);
+/* out = softmax(scale * Q K^T [+ causal mask]) V, rank 4; scale 0 = 1/sqrt(D). */
+int maia_cmd_attention(struct maia_cmdbuf *cb, const struct maia_tensor_desc *q,
+		       const struct maia_tensor_desc *k, const struct maia_tensor_desc *v,
+		       const struct maia_tensor_desc *out, float scale, uint32_t flags);
+/*
+ * Quantize x into out's format; the device computes the MX block scales, or
+ * with MAIA_QUANT_F_DYNAMIC a per-tensor INT8/FP8 scale that it also writes
+ * as binary32 at scale_out (else scale_out must be 0).
+ */
+int maia_cmd_quantize(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		      const struct maia_tensor_desc *out, uint64_t scale_out, uint32_t flags);
+/* Convert a quantized x to out's (unquantized) format. */
+int maia_cmd_dequantize(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+			const struct maia_tensor_desc *out);
+/* Strided copy with conversion, out's scale as given (MAIA_OP_COPY). */
+int maia_cmd_tensor_copy(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+			 const struct maia_tensor_desc *out);
+/* Reduce (MAIA_REDUCE_*) over the dimensions set in axes; out keeps them as 1. */
+int maia_cmd_reduce(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		    const struct maia_tensor_desc *out, uint32_t op, uint32_t axes);
+/* out dimension d = x dimension perm[d]; perm has x->rank entries. */
+int maia_cmd_transpose(struct maia_cmdbuf *cb, const struct maia_tensor_desc *x,
+		       const struct maia_tensor_desc *out, const uint8_t *perm);
 
 /* ---- Submission ------------------------------------------------------ */
 
@@ -140,6 +233,12 @@ struct maia_submit_opts {
 	const uint32_t *in_syncobjs;	/* wait for these first */
 	uint32_t num_in_syncobjs;
 	uint32_t out_syncobj;		/* receives the job's fence, or 0 */
+	/*
+	 * If non-NULL, receives a sync_file fd for the job's fence: poll() it
+	 * (POLLIN when the job is done), pass it to maia_fence_wait(), or to
+	 * another driver; close() it when done.
+	 */
+	int *out_fence_fd;
 };
 
 struct maia_job_status {
@@ -157,6 +256,21 @@ int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 /* Submit, wait, and turn a failed job into a negative errno (-EIO, -EFAULT, -ETIMEDOUT). */
 int maia_run(struct maia_device *dev, struct maia_cmdbuf *cb, int64_t timeout_ns,
 	     struct maia_job_status *status);
+
+/*
+ * Wait for a sync_file fd (from maia_submit_opts.out_fence_fd or
+ * maia_syncobj_export) to signal: 0 when it has, -ETIME when timeout_ns
+ * (relative; negative waits forever) passes first.
+ */
+int maia_fence_wait(int fence_fd, int64_t timeout_ns);
+
+/* DRM syncobjs, for dependencies between jobs (maia_submit_opts). */
+int maia_syncobj_create(struct maia_device *dev, uint32_t *handle);
+void maia_syncobj_destroy(struct maia_device *dev, uint32_t handle);
+/* The syncobj's current fence as a sync_file fd. */
+int maia_syncobj_export(struct maia_device *dev, uint32_t handle, int *fence_fd);
+/* Wait on the syncobj's fence (relative timeout); -ETIME when it passes. */
+int maia_syncobj_wait(struct maia_device *dev, uint32_t handle, int64_t timeout_ns);
 
 struct maia_context_status {
 	bool faulted;
@@ -176,6 +290,13 @@ const char *maia_dtype_name(unsigned int dtype);
 
 /* Text for a negative errno returned by this library. */
 const char *maia_strerror(int err);
+
+/*
+ * What the last failing libmaia call in this thread said about why it
+ * failed ("maia_cmd_gemm: A is 64x32 but B is 16x64"), or "" if none.
+ * The messages also go to stderr when MAIA_TRACE or MAIA_DEBUG is set.
+ */
+const char *maia_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,18 @@ struct maia_cmdbuf {
 /* drmIoctl with MAIA_TRACE logging; returns 0 or a negative errno. */
 int maia_ioctl(struct maia_device *dev, unsigned long request, void *arg);
 
+/*
+ * Record why a call failed for maia_last_error() (and stderr when
+ * MAIA_TRACE or MAIA_DEBUG is set); returns err so callers can
+ * `return maia_error(-EINVAL, "...")`.
+ */
+int maia_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clear this thread's last error at the start of a public call. */
+void maia_error_clear(void);
+/* MAIA_TRACE or MAIA_DEBUG set (and not "0"). */
+int maia_debug_enabled(void);
+int maia_trace_enabled(void);
+
 #define MAIA_EXPORT __attribute__((visibility("default")))
 
 #endif /* LIBMAIA_INTERNAL_H */

@@ -10,18 +10,6 @@
 
 #include "internal.h"
 
-static int trace_enabled(void)
-{
-	static int enabled = -1;
-
-	if (enabled < 0) {
-		const char *env = getenv("MAIA_TRACE");
-
-		enabled = env && *env && *env != '0';
-	}
-	return enabled;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -32,12 +20,12 @@ static uint64_t now_ns(void)
 
 int maia_ioctl(struct maia_device *dev, unsigned long request, void *arg)
 {
-	uint64_t start = trace_enabled() ? now_ns() : 0;
+	uint64_t start = maia_trace_enabled() ? now_ns() : 0;
 	/* drmIoctl restarts on EINTR and EAGAIN, as libdrm's callers expect. */
 	int ret = drmIoctl(dev->fd, request, arg);
 	int err = ret ? -errno : 0;
 
-	if (trace_enabled())
+	if (maia_trace_enabled())
 		fprintf(stderr, "maia-trace: accel%d ioctl nr=0x%02lx size=%lu -> %d (%s) %.1f us\n",
 			dev->index, (unsigned long)_IOC_NR(request),
 			(unsigned long)_IOC_SIZE(request), err,

@@ -10,21 +10,53 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 			    const struct maia_submit_opts *opts, uint64_t *seqno)
 {
 	struct drm_maia_submit s = { .priority = DRM_MAIA_PRIO_NORMAL };
+	uint32_t tmp_syncobj = 0;
 	int err;
 
-	if (!dev || !cb || !seqno || !cb->used)
-		return -EINVAL;
+	maia_error_clear();
+	if (!dev || !cb || !seqno)
+		return maia_error(-EINVAL, "maia_submit: NULL device, command buffer or seqno");
+	if (cb->dev != dev)
+		return maia_error(-EINVAL, "maia_submit: the command buffer belongs to another "
+				  "device");
+	if (!cb->used)
+		return maia_error(-EINVAL, "maia_submit: empty command buffer");
 	s.cmdbuf_handle = cb->bo->handle;
 	s.cmdbuf_size = cb->used;
 	if (opts) {
+		if (opts->priority > DRM_MAIA_PRIO_HIGH)
+			return maia_error(-EINVAL, "maia_submit: priority %u is not "
+					  "DRM_MAIA_PRIO_LOW/NORMAL/HIGH", opts->priority);
+		if (opts->num_in_syncobjs && !opts->in_syncobjs)
+			return maia_error(-EINVAL, "maia_submit: num_in_syncobjs without "
+					  "in_syncobjs");
 		s.priority = opts->priority;
 		s.in_syncobjs = (uintptr_t)opts->in_syncobjs;
 		s.num_in_syncobjs = opts->num_in_syncobjs;
 		s.out_syncobj = opts->out_syncobj;
+		if (opts->out_fence_fd) {
+			*opts->out_fence_fd = -1;
+			/* A fence fd needs a syncobj to carry the job's fence out. */
+			if (!s.out_syncobj) {
+				err = maia_syncobj_create(dev, &tmp_syncobj);
+				if (err)
+					return err;
+				s.out_syncobj = tmp_syncobj;
+			}
+		}
 	}
 	err = maia_ioctl(dev, DRM_IOCTL_MAIA_SUBMIT, &s);
-	if (!err)
-		*seqno = s.seqno;
+	if (err) {
+		maia_syncobj_destroy(dev, tmp_syncobj);
+		if (err == -EBADFD)
+			return maia_error(err, "maia_submit: this context faulted earlier; open the "
+					  "device again");
+		return maia_error(err, "maia_submit: DRM_IOCTL_MAIA_SUBMIT failed");
+	}
+	*seqno = s.seqno;
+	if (opts && opts->out_fence_fd)
+		err = maia_syncobj_export(dev, s.out_syncobj, opts->out_fence_fd);
+	maia_syncobj_destroy(dev, tmp_syncobj);
 	return err;
 }
 
@@ -35,13 +67,17 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 	struct timespec now;
 	int err;
 
+	maia_error_clear();
 	if (!dev || timeout_ns < 0)
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_wait: NULL device or negative timeout");
 	/* The kernel takes an absolute deadline so that a restarted wait keeps it. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	w.timeout_ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;
 	w.timeout_ns = timeout_ns > INT64_MAX - w.timeout_ns ? INT64_MAX : w.timeout_ns + timeout_ns;
 	err = maia_ioctl(dev, DRM_IOCTL_MAIA_WAIT, &w);
+	if (err && err != -ETIME)
+		return maia_error(err, "maia_wait: DRM_IOCTL_MAIA_WAIT for job %llu failed",
+				  (unsigned long long)seqno);
 	if (!err && status) {
 		status->status = w.status;
 		status->device_status = w.device_status;
@@ -69,14 +105,21 @@ MAIA_EXPORT int maia_run(struct maia_device *dev, struct maia_cmdbuf *cb, int64_
 	case DRM_MAIA_JOB_OK:
 		return 0;
 	case DRM_MAIA_JOB_FAULT:
-		return -EFAULT;
+		err = -EFAULT;
+		break;
 	case DRM_MAIA_JOB_TIMEOUT:
-		return -ETIMEDOUT;
+		err = -ETIMEDOUT;
+		break;
 	case DRM_MAIA_JOB_ABORTED:
-		return -ECANCELED;
+		err = -ECANCELED;
+		break;
 	default:
-		return -EIO;
+		err = -EIO;
+		break;
 	}
+	return maia_error(err, "maia_run: job %llu: %s, device status %u at command offset %u",
+			  (unsigned long long)seqno, maia_job_status_name(st.status),
+			  st.device_status, st.error_offset);
 }
 
 MAIA_EXPORT int maia_context_status(struct maia_device *dev, struct maia_context_status *st)
@@ -84,11 +127,12 @@ MAIA_EXPORT int maia_context_status(struct maia_device *dev, struct maia_context
 	struct drm_maia_context_status cs = { 0 };
 	int err;
 
+	maia_error_clear();
 	if (!dev || !st)
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_context_status: NULL argument");
 	err = maia_ioctl(dev, DRM_IOCTL_MAIA_CONTEXT_STATUS, &cs);
 	if (err)
-		return err;
+		return maia_error(err, "maia_context_status: DRM_IOCTL_MAIA_CONTEXT_STATUS failed");
 	st->faulted = cs.flags & DRM_MAIA_CTX_FAULTED;
 	st->asid = cs.asid;
 	st->fault_addr = cs.fault_addr;

@@ -1,17 +1,174 @@
 // SPDX-License-Identifier: MIT
 /*
- * maia-smi: list Maia devices and their state.
+ * maia-smi: list Maia devices, their memory and the processes using them;
+ * load and unload the driver.
  *
- *   maia-smi [--json]          one entry per device
- *   maia-smi ping [-n COUNT]   round trips through a hardware queue
+ *   maia-smi [--json] [-l SECONDS]   one entry per device (-l: repeat)
+ *   maia-smi ping [-n COUNT]         round trips through a hardware queue
+ *   maia-smi load [PARAM=VALUE...]   load maia.ko (libkmod)
+ *   maia-smi unload                  unload it
+ *
+ * Memory in use comes from the driver's sysfs attributes (hbm_used_bytes,
+ * hbm_free_bytes); processes from /proc/PID/fdinfo, where DRM drivers print
+ * drm-usage-stats (Documentation/gpu/drm-usage-stats.rst): drm-driver,
+ * drm-pdev, drm-client-id and drm-total-* / drm-resident-* memory keys.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <libkmod.h>
 
 #include "libmaia.h"
 #include "maia/hw/dtype.h"
+
+#define MAX_CLIENTS	256
+
+/* One open DRM file of a process (fds sharing a client id are counted once). */
+struct client {
+	int pid;
+	char comm[32];
+	unsigned long long client_id;
+	char pdev[32];
+	unsigned long long hbm_bytes;	/* drm-total-hbm */
+	unsigned long long host_bytes;	/* drm-total-host */
+	unsigned long long busy_ns;	/* sum of drm-engine-* */
+};
+
+struct device_state {
+	struct maia_device_info info;
+	long long hbm_used;		/* -1 if the driver does not say */
+	long long hbm_free;
+	long long resets;
+};
+
+/* ---- sysfs and /proc -------------------------------------------------- */
+
+static long long sysfs_ll(const char *pci, const char *attr)
+{
+	char path[PATH_MAX];
+	long long v;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", pci, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%lld", &v) == 1;
+	fclose(f);
+	return ok ? v : -1;
+}
+
+/* "12 KiB" / "3 MiB" / "42" -> bytes (drm_print_memory_stats units). */
+static unsigned long long parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	while (*end == ' ')
+		end++;
+	if (!strncmp(end, "KiB", 3))
+		v <<= 10;
+	else if (!strncmp(end, "MiB", 3))
+		v <<= 20;
+	else if (!strncmp(end, "GiB", 3))
+		v <<= 30;
+	return v;
+}
+
+/* Parse one fdinfo file; true if it is a maia DRM file. */
+static bool parse_fdinfo(const char *path, struct client *c)
+{
+	char line[256];
+	bool maia = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (!v)
+			continue;
+		*v++ = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		v[strcspn(v, "\n")] = '\0';
+		if (!strcmp(line, "drm-driver"))
+			maia = !strcmp(v, "maia");
+		else if (!strcmp(line, "drm-pdev"))
+			snprintf(c->pdev, sizeof(c->pdev), "%s", v);
+		else if (!strcmp(line, "drm-client-id"))
+			c->client_id = strtoull(v, NULL, 10);
+		else if (!strcmp(line, "drm-total-hbm"))
+			c->hbm_bytes = parse_size(v);
+		else if (!strcmp(line, "drm-total-host"))
+			c->host_bytes = parse_size(v);
+		else if (!strncmp(line, "drm-engine-", 11))
+			c->busy_ns += strtoull(v, NULL, 10);
+	}
+	fclose(f);
+	return maia;
+}
+
+/* Every maia DRM client of every process we may inspect. */
+static int scan_clients(struct client *out, int max)
+{
+	DIR *proc = opendir("/proc"), *fds;
+	struct dirent *pe, *fe;
+	int n = 0, i;
+
+	if (!proc)
+		return 0;
+	while ((pe = readdir(proc)) && n < max) {
+		char path[PATH_MAX];
+		int pid;
+
+		if (!isdigit((unsigned char)pe->d_name[0]))
+			continue;
+		pid = atoi(pe->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+		fds = opendir(path);
+		if (!fds)
+			continue;	/* gone, or not ours to see */
+		while ((fe = readdir(fds)) && n < max) {
+			struct client c = { .pid = pid };
+			bool dup = false;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", pid, fe->d_name);
+			if (!parse_fdinfo(path, &c))
+				continue;
+			for (i = 0; i < n; i++)
+				dup |= out[i].pid == pid && out[i].client_id == c.client_id;
+			if (dup)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+			{
+				FILE *f = fopen(path, "r");
+
+				if (f) {
+					if (fgets(c.comm, sizeof(c.comm), f))
+						c.comm[strcspn(c.comm, "\n")] = '\0';
+					fclose(f);
+				}
+			}
+			out[n++] = c;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return n;
+}
+
+/* ---- listing ------------------------------------------------------------ */
 
 static void print_dtypes(uint32_t mask, const char *sep, const char *quote)
 {
@@ -26,26 +183,56 @@ static void print_dtypes(uint32_t mask, const char *sep, const char *quote)
 	}
 }
 
-static void print_text(const struct maia_device_info *i)
+static double mib(unsigned long long b)
 {
+	return b / (double)(1 << 20);
+}
+
+static void print_text(const struct device_state *d, const struct client *cl, int ncl)
+{
+	const struct maia_device_info *i = &d->info;
+	int k, shown = 0;
+
 	printf("accel%d  %s  [%04x:%04x rev %u.%u]  %s\n", i->index, i->pci_address,
 	       i->vendor_id, i->device_id, i->revision >> 8, i->revision & 0xff, i->node);
 	printf("  firmware   %u.%u.%u (ABI %u.%u)   driver %s\n", i->fw_version >> 16,
 	       (i->fw_version >> 8) & 0xff, i->fw_version & 0xff, i->fw_abi >> 16,
 	       i->fw_abi & 0xffff, i->driver_version);
-	printf("  HBM        %.1f GiB\n", i->hbm_size / (double)(1ull << 30));
+	if (d->hbm_used >= 0)
+		printf("  HBM        %.1f / %.1f MiB used (%.1f%%)\n", mib((unsigned long long)d->hbm_used),
+		       mib(i->hbm_size), 100.0 * (double)d->hbm_used / (double)i->hbm_size);
+	else
+		printf("  HBM        %.1f GiB\n", i->hbm_size / (double)(1ull << 30));
 	printf("  topology   %u clusters x %u tiles, %u KiB SRAM per cluster, %u queues\n",
 	       i->clusters, i->tiles_per_cluster, i->sram_kib, i->num_queues);
 	if (i->link_width)
 		printf("  PCIe       %u.%u GT/s x%u\n", i->link_speed_gts_x10 / 10,
 		       i->link_speed_gts_x10 % 10, i->link_width);
+	if (d->resets >= 0)
+		printf("  resets     %lld\n", d->resets);
 	printf("  dtypes     ");
 	print_dtypes(i->dtypes, " ", "");
 	printf("\n");
+	for (k = 0; k < ncl; k++) {
+		if (strcmp(cl[k].pdev, i->pci_address))
+			continue;
+		if (!shown++)
+			printf("  processes  %7s  %-16s %6s %12s %12s %12s\n", "PID", "NAME", "CLIENT",
+			       "HBM MiB", "HOST MiB", "BUSY ms");
+		printf("             %7d  %-16s %6llu %12.1f %12.1f %12.1f\n", cl[k].pid, cl[k].comm,
+		       cl[k].client_id, mib(cl[k].hbm_bytes), mib(cl[k].host_bytes),
+		       cl[k].busy_ns / 1e6);
+	}
+	if (!shown)
+		printf("  processes  none\n");
 }
 
-static void print_json(const struct maia_device_info *i, int first)
+static void print_json(const struct device_state *d, const struct client *cl, int ncl,
+		       int first)
 {
+	const struct maia_device_info *i = &d->info;
+	int k, shown = 0;
+
 	printf("%s{\"index\":%d,\"node\":\"%s\",\"pci_address\":\"%s\","
 	       "\"vendor_id\":\"0x%04x\",\"device_id\":\"0x%04x\",\"revision\":%u,"
 	       "\"firmware_version\":\"%u.%u.%u\",\"firmware_abi\":\"%u.%u\","
@@ -58,44 +245,76 @@ static void print_json(const struct maia_device_info *i, int first)
 	       (unsigned long long)i->hbm_size, i->clusters, i->tiles_per_cluster,
 	       i->sram_kib, i->num_queues, i->link_speed_gts_x10 / 10.0, i->link_width);
 	print_dtypes(i->dtypes, ",", "\"");
+	printf("]");
+	if (d->hbm_used >= 0)
+		printf(",\"hbm_used_bytes\":%lld", d->hbm_used);
+	if (d->hbm_free >= 0)
+		printf(",\"hbm_free_bytes\":%lld", d->hbm_free);
+	if (d->resets >= 0)
+		printf(",\"resets\":%lld", d->resets);
+	printf(",\"processes\":[");
+	for (k = 0; k < ncl; k++) {
+		const char *p;
+
+		if (strcmp(cl[k].pdev, i->pci_address))
+			continue;
+		printf("%s{\"pid\":%d,\"name\":\"", shown++ ? "," : "", cl[k].pid);
+		for (p = cl[k].comm; *p; p++)	/* comm is arbitrary bytes */
+			if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+				printf("\\u%04x", (unsigned char)*p);
+			else
+				putchar(*p);
+		printf("\",\"client_id\":%llu,\"hbm_bytes\":%llu,\"host_bytes\":%llu,"
+		       "\"busy_ns\":%llu}", cl[k].client_id, cl[k].hbm_bytes, cl[k].host_bytes,
+		       cl[k].busy_ns);
+	}
 	printf("]}");
 }
 
 static int list(int json)
 {
-	int n = maia_device_count(), idx, err, shown = 0;
+	static struct client clients[MAX_CLIENTS];
+	int n = maia_device_count(), idx, err, shown = 0, ncl;
 
 	if (n < 0) {
 		fprintf(stderr, "maia-smi: %s\n", maia_strerror(n));
 		return 1;
 	}
+	ncl = scan_clients(clients, MAX_CLIENTS);
 	if (json)
 		printf("[");
 	for (idx = 0; idx < n; idx++) {
-		struct maia_device_info info;
+		struct device_state d;
 		struct maia_device *dev;
 
 		err = maia_device_open(idx, &dev);
 		if (!err) {
-			err = maia_device_info(dev, &info);
+			err = maia_device_info(dev, &d.info);
 			maia_device_close(dev);
 		}
 		if (err) {
 			fprintf(stderr, "maia-smi: device %d: %s\n", idx, maia_strerror(err));
 			continue;
 		}
+		d.hbm_used = sysfs_ll(d.info.pci_address, "hbm_used_bytes");
+		d.hbm_free = sysfs_ll(d.info.pci_address, "hbm_free_bytes");
+		d.resets = sysfs_ll(d.info.pci_address, "reset_count");
+		/* Our own open file is gone by now, so it does not show. */
 		if (json)
-			print_json(&info, shown == 0);
+			print_json(&d, clients, ncl, shown == 0);
 		else
-			print_text(&info);
+			print_text(&d, clients, ncl);
 		shown++;
 	}
 	if (json)
 		printf("]\n");
 	else if (!shown)
-		printf("No Maia devices found.\n");
+		printf("No Maia devices found (is the driver loaded? try 'maia-smi load').\n");
+	fflush(stdout);
 	return shown == n ? 0 : 1;
 }
+
+/* ---- ping ---------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -144,18 +363,162 @@ static int ping(int count)
 	return 0;
 }
 
+/* ---- load / unload ----------------------------------------------------------- */
+
+#define DEFAULT_FIRMWARE	"maia/maia_fw_v1.bin"
+
+/* The module: by name through modules.dep, else MAIA_MODULE or the guest's path. */
+static int find_module(struct kmod_ctx *ctx, struct kmod_module **mod, bool *by_path)
+{
+	const char *path = getenv("MAIA_MODULE");
+	struct kmod_list *l = NULL;
+	int err;
+
+	*by_path = false;
+	if (!path) {
+		err = kmod_module_new_from_lookup(ctx, "maia", &l);
+		if (!err && l) {
+			*mod = kmod_module_get_module(l);
+			kmod_module_unref_list(l);
+			if (kmod_module_get_path(*mod))
+				return 0;
+			kmod_module_unref(*mod);
+		}
+		path = "/lib/modules/maia.ko";	/* where qemu/run-guest puts it */
+	}
+	if (access(path, R_OK))
+		return -ENOENT;
+	*by_path = true;
+	return kmod_module_new_from_path(ctx, path, mod);
+}
+
+static int load(int argc, char **argv)
+{
+	char opts[1024] = "", fw[PATH_MAX];
+	const char *fw_name = DEFAULT_FIRMWARE;
+	struct kmod_module *mod;
+	struct kmod_ctx *ctx;
+	bool by_path;
+	size_t len = 0;
+	int i, err, n;
+
+	for (i = 0; i < argc; i++) {
+		if (!strchr(argv[i], '=')) {
+			fprintf(stderr, "maia-smi load: '%s' is not PARAM=VALUE\n", argv[i]);
+			return 2;
+		}
+		if (!strncmp(argv[i], "firmware=", 9))
+			fw_name = argv[i] + 9;
+		n = snprintf(opts + len, sizeof(opts) - len, "%s%s", len ? " " : "", argv[i]);
+		if (n < 0 || (size_t)n >= sizeof(opts) - len) {
+			fprintf(stderr, "maia-smi load: parameters too long\n");
+			return 2;
+		}
+		len += (size_t)n;
+	}
+	/* The driver would fail probe without it; say so before loading. */
+	snprintf(fw, sizeof(fw), "/lib/firmware/%s", fw_name);
+	if (access(fw, R_OK)) {
+		fprintf(stderr, "maia-smi load: firmware %s is missing: install it (the "
+			"firmware-sim build makes build/firmware-sim/firmware/%s) or pass "
+			"firmware=PATH relative to /lib/firmware\n", fw, DEFAULT_FIRMWARE);
+		return 1;
+	}
+	ctx = kmod_new(NULL, NULL);
+	if (!ctx) {
+		fprintf(stderr, "maia-smi load: libkmod initialisation failed\n");
+		return 1;
+	}
+	err = find_module(ctx, &mod, &by_path);
+	if (err) {
+		fprintf(stderr, "maia-smi load: module maia not found (no maia.ko under "
+			"/lib/modules/%s and none at /lib/modules/maia.ko; set MAIA_MODULE=PATH)\n",
+			getenv("MAIA_MODULE") ? "" : "$(uname -r)");
+		kmod_unref(ctx);
+		return 1;
+	}
+	if (by_path)	/* no modules.dep entry: dependencies must already be loaded */
+		err = kmod_module_insert_module(mod, 0, opts);
+	else
+		err = kmod_module_probe_insert_module(mod, KMOD_PROBE_FAIL_ON_LOADED, opts,
+						      NULL, NULL, NULL);
+	if (err == -EEXIST) {
+		fprintf(stderr, "maia-smi load: maia is already loaded ('maia-smi unload' "
+			"first to change parameters)\n");
+	} else if (err) {
+		fprintf(stderr, "maia-smi load: loading %s failed: %s%s\n",
+			kmod_module_get_path(mod) ?: "maia", strerror(-err),
+			err == -ENOENT ? " (a module it depends on, e.g. gpu_sched, is missing)" :
+			err == -EPERM ? " (run as root)" : " (see dmesg)");
+	}
+	kmod_module_unref(mod);
+	kmod_unref(ctx);
+	if (err)
+		return 1;
+	/* Probe is synchronous for PCI drivers: devices are bound by now. */
+	n = maia_device_count();
+	printf("maia-smi: loaded maia%s%s; %d device%s bound\n", len ? " with " : "", opts, n,
+	       n == 1 ? "" : "s");
+	if (n <= 0)
+		printf("maia-smi: no device came up: check 'lspci -d 1414:' and dmesg "
+		       "(firmware boot errors are logged there)\n");
+	return 0;
+}
+
+static int unload(void)
+{
+	struct kmod_module *mod;
+	struct kmod_ctx *ctx;
+	int err;
+
+	ctx = kmod_new(NULL, NULL);
+	if (!ctx) {
+		fprintf(stderr, "maia-smi unload: libkmod initialisation failed\n");
+		return 1;
+	}
+	err = kmod_module_new_from_name(ctx, "maia", &mod);
+	if (!err) {
+		if (kmod_module_get_initstate(mod) < 0) {
+			fprintf(stderr, "maia-smi unload: maia is not loaded\n");
+			kmod_module_unref(mod);
+			kmod_unref(ctx);
+			return 1;
+		}
+		err = kmod_module_remove_module(mod, 0);
+		kmod_module_unref(mod);
+	}
+	kmod_unref(ctx);
+	if (err == -EAGAIN || err == -EBUSY) {
+		static struct client clients[MAX_CLIENTS];
+		int n = scan_clients(clients, MAX_CLIENTS), i;
+
+		fprintf(stderr, "maia-smi unload: maia is in use%s", n ? " by:" : "\n");
+		for (i = 0; i < n; i++)
+			fprintf(stderr, " %d (%s)%s", clients[i].pid, clients[i].comm,
+				i + 1 == n ? "\n" : ",");
+		return 1;
+	}
+	if (err) {
+		fprintf(stderr, "maia-smi unload: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("maia-smi: unloaded maia\n");
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: maia-smi [--json]\n       maia-smi ping [-n COUNT]\n");
+	fprintf(stderr, "usage: maia-smi [--json] [-l SECONDS]\n"
+			"       maia-smi ping [-n COUNT]\n"
+			"       maia-smi load [PARAM=VALUE...]\n"
+			"       maia-smi unload\n");
 }
 
 int main(int argc, char **argv)
 {
-	if (argc == 1)
-		return list(0);
-	if (argc == 2 && !strcmp(argv[1], "--json"))
-		return list(1);
-	if (!strcmp(argv[1], "ping")) {
+	int json = 0, interval = 0, i;
+
+	if (argc >= 2 && !strcmp(argv[1], "ping")) {
 		int count = 100;
 
 		if (argc == 4 && !strcmp(argv[2], "-n"))
@@ -164,7 +527,34 @@ int main(int argc, char **argv)
 			count = 0;
 		if (count > 0)
 			return ping(count);
+		usage();
+		return 2;
 	}
-	usage();
-	return 2;
+	if (argc >= 2 && !strcmp(argv[1], "load"))
+		return load(argc - 2, argv + 2);
+	if (argc == 2 && !strcmp(argv[1], "unload"))
+		return unload();
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "-l") && i + 1 < argc) {
+			interval = atoi(argv[++i]);
+			if (interval <= 0) {
+				usage();
+				return 2;
+			}
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	if (!interval)
+		return list(json);
+	/* Watch: text redraws the screen, JSON prints one document per line. */
+	for (;;) {
+		if (!json)
+			printf("\033[H\033[2J");
+		list(json);
+		sleep((unsigned int)interval);
+	}
 }

@@ -30,14 +30,16 @@ struct minifloat {
 	bool has_inf;		/* IEEE style: top exponent is Inf/NaN */
 	bool has_nan;		/* E4M3: only S.1111.111 is NaN */
 	float max;
+	int emax;		/* max = rmax * 2^(emax - mbits) */
+	uint32_t rmax;		/* with 2^mbits <= rmax < 2^(mbits + 1) */
 };
 
-static const struct minifloat fmt_fp16 = { 5, 10, 15, true, true, 65504.0f };
-static const struct minifloat fmt_e5m2 = { 5, 2, 15, true, true, 57344.0f };
-static const struct minifloat fmt_e4m3 = { 4, 3, 7, false, true, 448.0f };
-static const struct minifloat fmt_e3m2 = { 3, 2, 3, false, false, 28.0f };
-static const struct minifloat fmt_e2m3 = { 2, 3, 1, false, false, 7.5f };
-static const struct minifloat fmt_e2m1 = { 2, 1, 1, false, false, 6.0f };
+static const struct minifloat fmt_fp16 = { 5, 10, 15, true, true, 65504.0f, 15, 2047 };
+static const struct minifloat fmt_e5m2 = { 5, 2, 15, true, true, 57344.0f, 15, 7 };
+static const struct minifloat fmt_e4m3 = { 4, 3, 7, false, true, 448.0f, 8, 14 };
+static const struct minifloat fmt_e3m2 = { 3, 2, 3, false, false, 28.0f, 4, 7 };
+static const struct minifloat fmt_e2m3 = { 2, 3, 1, false, false, 7.5f, 2, 15 };
+static const struct minifloat fmt_e2m1 = { 2, 1, 1, false, false, 6.0f, 2, 3 };
 
 static const struct minifloat *minifloat_of(unsigned int type)
 {
@@ -80,41 +82,51 @@ static uint32_t mf_nan_code(const struct minifloat *m)
 	return (1u << (m->ebits + m->mbits)) - 1;
 }
 
+/*
+ * FP32 -> minifloat, round to nearest even, on the FP32 bits: the 24-bit
+ * significand is shifted right to the target's precision at the value's
+ * exponent (clamped to the target's subnormal range), rounding on the
+ * dropped bits.
+ */
 static uint32_t mf_encode(float f, const struct minifloat *m, bool saturate)
 {
-	uint32_t sign = (maia_f32_bits(f) >> 31) << (m->ebits + m->mbits);
-	int emin = 1 - m->bias;
-	float a = fabsf(f), q, r;
-	int e;
+	uint32_t u = maia_f32_bits(f), sign = (u >> 31) << (m->ebits + m->mbits);
+	uint32_t ex = (u >> 23) & 0xff, sig, r, rem, half, shift;
+	int emin = 1 - m->bias, e;
 
-	if (isnan(f))
-		return m->has_nan ? sign | mf_nan_code(m) : sign;
-	if (isinf(f)) {
+	if (ex == 0xff) {
+		if (u & 0x7fffff)	/* NaN */
+			return m->has_nan ? sign | mf_nan_code(m) : sign;
 		if (saturate || (!m->has_inf && !m->has_nan))
 			return sign | mf_max_code(m);
 		return sign | (m->has_inf ? ((1u << m->ebits) - 1) << m->mbits : mf_nan_code(m));
 	}
-	if (a == 0.0f)
+	if (ex == 0)		/* zero or FP32 subnormal: below every target's half-ulp */
 		return sign;
-	frexpf(a, &e);
-	e -= 1;				/* a = 1.x * 2^e */
+	e = (int)ex - 127;
+	sig = (u & 0x7fffff) | 0x800000;
+	shift = (uint32_t)(23 - m->mbits + (e < emin ? emin - e : 0));
+	if (shift > 25)
+		return sign;	/* below half the smallest subnormal */
+	r = sig >> shift;
+	rem = sig & ((1u << shift) - 1);
+	half = 1u << (shift - 1);
+	if (rem > half || (rem == half && (r & 1)))
+		r++;
 	if (e < emin)
 		e = emin;
-	q = ldexpf(1.0f, e - m->mbits);	/* one unit in the last place */
-	r = nearbyintf(a / q);		/* current mode: nearest even */
-	if (r >= (float)(2u << m->mbits)) {
-		r *= 0.5f;
+	if (r >= (2u << m->mbits)) {	/* rounding carried into the next binade */
+		r >>= 1;
 		e++;
 	}
-	if (ldexpf(r, e - m->mbits) > m->max) {
+	if (e > m->emax || (e == m->emax && r > m->rmax)) {
 		if (saturate || (!m->has_inf && !m->has_nan))
 			return sign | mf_max_code(m);
 		return sign | (m->has_inf ? ((1u << m->ebits) - 1) << m->mbits : mf_nan_code(m));
 	}
-	if (r < (float)(1u << m->mbits))	/* subnormal */
-		return sign | (uint32_t)r;
-	return sign | ((uint32_t)(e + m->bias) << m->mbits) |
-	       ((uint32_t)r - (1u << m->mbits));
+	if (r < (1u << m->mbits))	/* subnormal */
+		return sign | r;
+	return sign | ((uint32_t)(e + m->bias) << m->mbits) | (r - (1u << m->mbits));
 }
 
 static float mf_decode(uint32_t v, const struct minifloat *m)

@@ -51,35 +51,46 @@ static bool mx_elem_of(unsigned int dtype, struct mx_elem *e)
 	}
 }
 
-/* Bit-field access within a block, low bits first. */
+/*
+ * Bit fields of up to 8 bits within a block, low bits first, through a 16-bit
+ * window. The byte after a field's last byte always exists: every MX9/6/4
+ * block ends with its microexponent byte.
+ */
 static unsigned int get_bits(const uint8_t *p, unsigned int pos, unsigned int width)
 {
-	unsigned int v = 0;
+	unsigned int w = p[pos / 8] | (unsigned int)p[pos / 8 + 1] << 8;
 
-	for (unsigned int i = 0; i < width; i++)
-		v |= ((p[(pos + i) / 8] >> ((pos + i) % 8)) & 1u) << i;
-	return v;
+	return (w >> (pos % 8)) & ((1u << width) - 1);
 }
 
 static void put_bits(uint8_t *p, unsigned int pos, unsigned int width, unsigned int v)
 {
-	for (unsigned int i = 0; i < width; i++) {
-		uint8_t bit = (uint8_t)(1u << ((pos + i) % 8));
+	unsigned int mask = ((1u << width) - 1) << (pos % 8);
+	unsigned int w = p[pos / 8] | (unsigned int)p[pos / 8 + 1] << 8;
 
-		if ((v >> i) & 1)
-			p[(pos + i) / 8] |= bit;
-		else
-			p[(pos + i) / 8] &= (uint8_t)~bit;
-	}
+	w = (w & ~mask) | ((v << (pos % 8)) & mask);
+	p[pos / 8] = (uint8_t)w;
+	p[pos / 8 + 1] = (uint8_t)(w >> 8);
 }
 
 /* floor(log2(a)) for finite a > 0. */
 static int ilog2f(float a)
 {
+	uint32_t ex = (maia_f32_bits(a) >> 23) & 0xff;
 	int e;
 
-	frexpf(a, &e);
+	if (ex)
+		return (int)ex - 127;
+	frexpf(a, &e);		/* FP32 subnormal */
 	return e - 1;
+}
+
+/* v * 2^n, rounded once like ldexpf; a multiply when 2^n is a normal float. */
+static float mul_pow2(float v, int n)
+{
+	if (n >= -126 && n <= 127)
+		return v * maia_f32_from_bits((uint32_t)(n + 127) << 23);
+	return ldexpf(v, n);
 }
 
 static void ocp_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float *dst)
@@ -153,7 +164,7 @@ static void ocp_encode(unsigned int dtype, const float *src, uint8_t *blk, uint8
 		x = E8M0_BIAS;
 	*s = (uint8_t)(x + E8M0_BIAS);
 	for (i = 0; i < MAIA_MX_BLOCK; i++) {
-		float v = ldexpf(src[i], -x);
+		float v = mul_pow2(src[i], -x);
 
 		if (!e.elem) {
 			float r = nearbyintf(v * 64.0f);
@@ -206,7 +217,7 @@ static void msmx_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float
 			dst[i] = NAN;
 			continue;
 		}
-		mag = ldexpf(mag, (int)s - E8M0_BIAS - (int)u - (int)(m - 1));
+		mag = mul_pow2(mag, (int)s - E8M0_BIAS - (int)u - (int)(m - 1));
 		dst[i] = (v >> m) & 1 ? -mag : mag;
 	}
 }
@@ -246,7 +257,7 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 			bool fits = true;
 
 			for (unsigned int j = 0; j < 2; j++) {
-				float mag = nearbyintf(ldexpf(fabsf(src[i + j]), (int)(m - 1) + try_u - x));
+				float mag = nearbyintf(mul_pow2(fabsf(src[i + j]), (int)(m - 1) + try_u - x));
 
 				if (mag > magmax) {
 					fits = false;

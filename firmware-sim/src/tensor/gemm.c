@@ -221,9 +221,15 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 			if (st)
 				return st;
 			for (j = 0; j < np; j += kn->nr)
-				for (i = 0; i < mmp; i += kn->mr)
-					kn->fn(kcb, ap + i * kcb, bp + j * kcb,
-					       cacc + (ms + i) * ldc + j, ldc, k0 > 0);
+				for (i = 0; i < mmp; i += kn->mr) {
+					float *ct = cacc + (ms + i) * ldc + j;
+
+					/* the next C tile is in L2 or L3: start fetching it */
+					if (k0 > 0 && i + kn->mr < mmp)
+						for (unsigned int r = 0; r < kn->mr; r++)
+							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
+					kn->fn(kcb, ap + i * kcb, bp + j * kcb, ct, ldc, k0 > 0);
+				}
 		}
 	}
 
@@ -329,7 +335,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	/* block formats need block-aligned slices along their inner dimension */
 	uint64_t mg = g->trans_a && g->a.block > 1 ? mr * 32 : mr;
 	uint64_t ng = nr > 32 ? nr : 32;
-	uint64_t mb = round_up(96, mg), nb = 512, kc = 256, mrange, nblocks, want, fixed;
+	uint64_t mb = round_up(96, mg), nb = 256, kc = 256, mrange, nblocks, want, fixed;
 	uint64_t budget = te->tile_sram / sizeof(float);
 
 	if (kc > g->k)

@@ -177,7 +177,7 @@ TEST_F(bo, reused_hbm_is_cleared)
 	__u64 j;
 	__u32 *p;
 
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		for (round = 0; round < 2; round++) {
 			ASSERT_EQ(0, bo_create(self->fd, sizes[i], DRM_MAIA_BO_HBM, &handle));
 			ASSERT_EQ(0, bo_info(self->fd, handle, &info));
@@ -249,7 +249,7 @@ TEST_F(bo, create_rejects_bad_flags)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(flags); i++)
 		expect_create_fails(_metadata, self->fd, PAGE, flags[i], EINVAL);
 }
 
@@ -334,12 +334,14 @@ TEST_F(bo, mmap_past_the_end_fails)
 		ASSERT_EQ(0, bo_info(self->fd, handle, &info));
 
 		p = mmap(NULL, 3 * PAGE, PROT_READ, MAP_SHARED, self->fd, info.mmap_offset);
-		EXPECT_EQ(MAP_FAILED, p) TH_LOG("placement %#x: 3 pages of 2 mapped", placements[i]);
+		EXPECT_EQ(MAP_FAILED, p)
+			TH_LOG("placement %#x: 3 pages of 2 mapped", placements[i]);
 		if (p != MAP_FAILED)
 			munmap(p, 3 * PAGE);
 		p = mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, self->fd,
 			 info.mmap_offset + PAGE);
-		EXPECT_EQ(MAP_FAILED, p) TH_LOG("placement %#x: pages 1-2 of 2 mapped", placements[i]);
+		EXPECT_EQ(MAP_FAILED, p)
+			TH_LOG("placement %#x: pages 1-2 of 2 mapped", placements[i]);
 		if (p != MAP_FAILED)
 			munmap(p, 2 * PAGE);
 		/* Copy-on-write of device memory is refused too. */
@@ -456,6 +458,7 @@ TEST_F(bo, unbind_with_live_mappings)
 	struct drm_maia_vm_bind bind = { .op = DRM_MAIA_VM_MAP, .va = DRM_MAIA_VA_START,
 					 .size = PAGE };
 	struct drm_maia_bo_info info = { 0 };
+	/* volatile: the read after unbind must really happen (and fault). */
 	volatile __u32 *p;
 	__u32 handle = 0, h2 = 0;
 	int faulted;

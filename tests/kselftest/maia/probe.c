@@ -4,6 +4,9 @@
  * DRM_IOCTL_VERSION, every GET_PARAM against an independent source (the
  * hardware ABI header, the QEMU properties, PCI sysfs), and a PING.
  */
+#include <grp.h>
+#include <sys/wait.h>
+
 #include "maia_ksft.h"
 #include "kselftest_harness.h"
 
@@ -191,6 +194,69 @@ TEST_F(dev, ping_device_time_advances)
 	maia_sleep_ms(10);
 	ASSERT_EQ(0, maia_ping(self->fd, 2, &b));
 	EXPECT_GT(b.device_ns, a.device_ns);
+}
+
+/*
+ * An unprivileged process in the node's group (udev rule 70-maia.rules:
+ * GROUP="render", MODE="0660") can open the node and use it: the driver's
+ * ioctls must not demand root.
+ */
+TEST_F(dev, unprivileged_group_member_can_ping)
+{
+	struct drm_maia_ping p;
+	struct stat st;
+	int status, fd;
+	pid_t pid;
+	gid_t gid;
+
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch to an unprivileged user");
+	if (st.st_gid == 0 || !(st.st_mode & S_IRGRP) || !(st.st_mode & S_IWGRP))
+		SKIP(return, "%s is not group-accessible (no udev rule applied)", self->node.path);
+	gid = st.st_gid;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setgroups(1, &gid) || setgid(gid) || setuid(65534))
+			_exit(2);
+		fd = open(self->node.path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			_exit(3);
+		if (maia_ping(fd, 0x600d, &p) || p.echo != 0x600d)
+			_exit(4);
+		close(fd);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("2: setuid failed, 3: open failed, 4: ping failed");
+}
+
+/* Others (not owner, not in the group) cannot open the node. */
+TEST_F(dev, others_cannot_open)
+{
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch to an unprivileged user");
+	if (st.st_mode & (S_IROTH | S_IWOTH))
+		SKIP(return, "%s is world-accessible", self->node.path);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		gid_t nogroup = 65534;
+
+		if (setgroups(1, &nogroup) || setgid(nogroup) || setuid(65534))
+			_exit(2);
+		_exit(open(self->node.path, O_RDWR | O_CLOEXEC) < 0 && errno == EACCES ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN

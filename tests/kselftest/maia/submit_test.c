@@ -8,6 +8,8 @@
  * must fail with its precise errno and leave the caller's struct untouched.
  */
 #include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "maia_job_ksft.h"
@@ -23,6 +25,8 @@
 /* Semaphores are device-wide: each test uses its own. */
 #define SEM_DEPS	40
 #define SEM_ETIME	41
+#define SEM_SIGNALS	42
+#define SEM_PRIO	43
 
 FIXTURE(job) {
 	struct maia_node node;
@@ -155,6 +159,60 @@ TEST_F(job, priorities)
 	EXPECT_EQ(3, seq[2]);
 }
 
+/*
+ * The device runs HIGH before NORMAL. Both a NORMAL and a HIGH queue start
+ * with a job parked on the same semaphore, followed by jobs that only write
+ * their device completion time (TIMESTAMP). One LOW job releases both
+ * waiters at once; then every HIGH job must finish before any NORMAL one
+ * (equal priorities would take turns).
+ */
+TEST_F(job, high_priority_runs_first)
+{
+	const int k = 8;
+	struct ksubmit_opts normal = { .priority = DRM_MAIA_PRIO_NORMAL };
+	struct ksubmit_opts high = { .priority = DRM_MAIA_PRIO_HIGH };
+	struct ksubmit_opts low = { .priority = DRM_MAIA_PRIO_LOW };
+	volatile __u64 *ts = self->host.cpu;	/* [0, k) NORMAL, [k, 2k) HIGH */
+	struct drm_maia_wait w;
+	__u64 seq[40] = { 0 };
+	__u64 last_high = 0, first_normal = ~0ull;
+	int i, n = 0;
+
+	memset(self->host.cpu, 0, 4096);
+	kcmd_sem_wait(&self->cb, SEM_PRIO, 1, 20 * 1000 * 1000);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &normal, &seq[n++]));
+	kcmd_sem_wait(&self->cb, SEM_PRIO, 1, 20 * 1000 * 1000);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &high, &seq[n++]));
+	for (i = 0; i < 2 * k; i++) {
+		struct maia_cmd_timestamp *t = kcmd_add(&self->cb, MAIA_OP_TIMESTAMP,
+							sizeof(*t));
+
+		t->addr = VA_HOST + 8 * i;
+		ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, i < k ? &normal : &high,
+					 &seq[n++]));
+	}
+	/* Let both waiters park before releasing them together. */
+	usleep(200 * 1000);
+	kcmd_sem_signal(&self->cb, SEM_PRIO, 2);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &low, &seq[n++]));
+
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, kwait(self->fd, seq[i], 30 * SEC, &w));
+		ASSERT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("job %d", i);
+	}
+	for (i = 0; i < k; i++) {
+		ASSERT_NE(0, ts[i]);
+		ASSERT_NE(0, ts[k + i]);
+		if (ts[i] < first_normal)
+			first_normal = ts[i];
+		if (ts[k + i] > last_high)
+			last_high = ts[k + i];
+	}
+	EXPECT_LT(last_high, first_normal)
+		TH_LOG("last HIGH job at %llu ns, first NORMAL at %llu ns",
+		       (unsigned long long)last_high, (unsigned long long)first_normal);
+}
+
 /* A command the device rejects: the job reports ERROR and the offset. */
 TEST_F(job, device_error)
 {
@@ -270,6 +328,51 @@ TEST_F(job, wait_deadline)
 	EXPECT_LE(190 * 1000 * 1000ll, kmono_ns() - t0);
 
 	kcmd_sem_signal(&self->cb, SEM_ETIME, 1);
+	{
+		struct ksubmit_opts o = { .priority = DRM_MAIA_PRIO_HIGH };
+
+		ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &o, &sig));
+	}
+	ASSERT_EQ(0, kwait(self->fd, seq, 10 * SEC, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	alarms++;
+}
+
+/*
+ * Signals interrupt WAIT, which the kernel restarts with the same absolute
+ * deadline: it still ends at the deadline, not later, and the signals
+ * really arrived while it waited.
+ */
+TEST_F(job, wait_restarts_after_signals)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 50000 }, { 0, 50000 } };
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct drm_maia_wait w;
+	__u64 seq = 0, sig = 0;
+	__s64 t0, took;
+
+	kcmd_sem_wait(&self->cb, SEM_SIGNALS, 1, 20 * 1000 * 1000);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, NULL, &seq));
+
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	alarms = 0;
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	t0 = kmono_ns();
+	EXPECT_EQ(-ETIME, kwait(self->fd, seq, 600 * 1000 * 1000, &w));
+	took = kmono_ns() - t0;
+	setitimer(ITIMER_REAL, &off, NULL);
+	EXPECT_LE(5, alarms);
+	EXPECT_LE(590 * 1000 * 1000ll, took);
+	EXPECT_GT(1500 * 1000 * 1000ll, took);
+
+	kcmd_sem_signal(&self->cb, SEM_SIGNALS, 1);
 	{
 		struct ksubmit_opts o = { .priority = DRM_MAIA_PRIO_HIGH };
 

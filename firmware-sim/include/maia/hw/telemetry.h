@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maia hardware ABI: the telemetry and power-management register block,
+ * BAR0 0x0100 - 0x01ff (MAIA_REG_TELEMETRY_BASE in regs.h).
+ *
+ * The block belongs to the power controller, which is always on: its
+ * counters (energy, busy time, bytes, throttle events, temperature) run from
+ * power-on and are NOT cleared by MAIA_REG_RESET, FLR or a firmware reboot,
+ * so a reader computes rates from differences and never sees them go back.
+ * What the firmware sets (nominal clock, TDP, power cap) returns to the
+ * firmware image's defaults when the firmware boots again: a driver that
+ * set a cap re-applies it after a reset.
+ *
+ * Every register is read-only; the power cap is set with the mailbox
+ * command MAIA_MBOX_SET_POWER_CAP (arg0 = cap in mW, within
+ * [POWER_CAP_MIN_MW, POWER_CAP_MAX_MW], else MAIA_MBOX_EINVAL).
+ *
+ * 64-bit counters are LO/HI pairs: reading LO latches that counter's HI, so
+ * read LO then HI (one reader at a time per counter).
+ * See Documentation/telemetry.rst for the model behind the numbers.
+ */
+#ifndef MAIA_HW_TELEMETRY_H
+#define MAIA_HW_TELEMETRY_H
+
+#define MAIA_TELEM_VERSION_1		0x00010000u	/* major << 16 | minor */
+
+/* 32-bit registers */
+#define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1 */
+#define MAIA_REG_TELEM_PERIOD_US	0x0104u	/* power-management control period */
+#define MAIA_REG_TELEM_WINDOW_US	0x0108u	/* averaging window of POWER_MW and *_UTIL */
+#define MAIA_REG_TELEM_CLOCK_MHZ	0x010cu	/* tensor/vector clock now */
+#define MAIA_REG_TELEM_CLOCK_NOMINAL_MHZ 0x0110u	/* firmware TLV CLOCK_MHZ */
+#define MAIA_REG_TELEM_CLOCK_MIN_MHZ	0x0114u	/* lowest throttled clock */
+#define MAIA_REG_TELEM_POWER_MW		0x0118u	/* average power over the window */
+#define MAIA_REG_TELEM_POWER_INST_MW	0x011cu	/* power over the last control period */
+#define MAIA_REG_TELEM_POWER_CAP_MW	0x0120u	/* cap being enforced */
+#define MAIA_REG_TELEM_POWER_CAP_MIN_MW	0x0124u	/* smallest cap the mailbox accepts */
+#define MAIA_REG_TELEM_POWER_CAP_MAX_MW	0x0128u	/* largest cap (design power) */
+#define MAIA_REG_TELEM_TDP_MW		0x012cu	/* default cap, firmware TLV TDP_W */
+#define MAIA_REG_TELEM_TEMP_MC		0x0130u	/* die temperature, milli-degrees C */
+#define MAIA_REG_TELEM_TEMP_THROTTLE_MC	0x0134u	/* thermal throttling starts above */
+#define MAIA_REG_TELEM_TEMP_CRIT_MC	0x0138u	/* critical temperature */
+#define MAIA_REG_TELEM_THROTTLE_REASONS	0x013cu	/* MAIA_THROTTLE_*: why the clock is below nominal now */
+#define MAIA_REG_TELEM_THROTTLE_EVENTS	0x0140u	/* clock step-downs since power-on */
+#define MAIA_REG_TELEM_UTIL		0x0144u	/* engine busy over the window, 0..10000 (0.01 %) */
+#define MAIA_REG_TELEM_TENSOR_UTIL	0x0148u	/* tensor (matrix) busy over the window, 0..10000 */
+#define MAIA_REG_TELEM_TILES		0x014cu	/* tiles the busy counters cover */
+
+/* 64-bit counters, LO at the offset, HI at offset + 4 */
+#define MAIA_REG_TELEM_TIME_NS_LO	0x0160u	/* power-controller time since power-on */
+#define MAIA_REG_TELEM_ENERGY_UJ_LO	0x0168u	/* energy since power-on, microjoules */
+#define MAIA_REG_TELEM_BUSY_NS_LO	0x0170u	/* time any command ran (engine busy) */
+#define MAIA_REG_TELEM_TENSOR_NS_LO	0x0178u	/* ... a matrix op (GEMM, attention) */
+#define MAIA_REG_TELEM_VECTOR_NS_LO	0x0180u	/* ... a vector op (eltwise, norms, ...) */
+#define MAIA_REG_TELEM_DMA_NS_LO	0x0188u	/* ... a DMA op (copy, fill) */
+#define MAIA_REG_TELEM_HBM_READ_LO	0x0190u	/* HBM bytes read by commands */
+#define MAIA_REG_TELEM_HBM_WRITE_LO	0x0198u	/* HBM bytes written by commands */
+#define MAIA_REG_TELEM_DMA_BYTES_LO	0x01a0u	/* bytes the DMA engine moved */
+#define MAIA_REG_TELEM_FLOPS_LO		0x01a8u	/* floating-point/integer ops done */
+#define MAIA_REG_TELEM_TILE_BUSY_NS_LO	0x01b0u	/* tile-ns, summed over tiles */
+#define MAIA_REG_TELEM_THROTTLED_NS_LO	0x01b8u	/* time the clock was below nominal */
+#define MAIA_REG_TELEM_COMMANDS_LO	0x01c0u	/* commands executed */
+
+#define MAIA_REG_TELEM_LAST		0x01c4u	/* highest defined register */
+#define MAIA_REG_TELEM_END		0x0200u	/* block end (exclusive) */
+
+/* MAIA_REG_TELEM_THROTTLE_REASONS */
+#define MAIA_THROTTLE_POWER		(1u << 0)	/* power over 90 % of the cap */
+#define MAIA_THROTTLE_THERMAL		(1u << 1)	/* temperature over TEMP_THROTTLE */
+#define MAIA_THROTTLE_ALL		0x3u
+
+#endif /* MAIA_HW_TELEMETRY_H */

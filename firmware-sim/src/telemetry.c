@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Telemetry and power management (maia/hw/telemetry.h): a first-order model
+ * of the chip's power, energy and temperature, the firmware's clock
+ * throttling loop, and the counters the register block shows.
+ *
+ * What is modeled, and how (Documentation/telemetry.rst has the numbers):
+ * - Time is the host's CLOCK_MONOTONIC: the device model runs commands at
+ *   host speed, and that speed stands for the nominal clock. The pure model
+ *   (maia_pm_*) takes times as arguments, so tests run it on virtual time.
+ * - Activity: the engine is busy while a command runs, in one class
+ *   (tensor, vector, DMA). Per control period (10 ms) the busy fraction of
+ *   each class sets the dynamic power:
+ *     P = P_static + P_clock * r + sum(P_dyn[c] * r^3 * busy[c]) + HBM bytes * E_byte
+ *   with r = clock / nominal (dynamic power ~ f * V^2, V ~ f).
+ * - Energy integrates P; temperature follows T' = (ambient + R * P - T) / tau.
+ * - Throttling: after sustain_periods periods over threshold_pct of the cap
+ *   (or over the thermal limit) the clock steps down by step_pct of nominal,
+ *   down to min_pct; it steps back up after as many periods in which the
+ *   power predicted at the higher clock stays under the threshold (and the
+ *   die is hysteresis_c under the thermal limit), so it does not oscillate.
+ * - A throttled clock shows in job durations: a command that ran t ns is
+ *   stretched to t * nominal / clock by stalling the worker (the engine
+ *   stays busy meanwhile, at the lower clock and power).
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "maia/hw/tensor.h"
+
+/* The model steps at most this many periods per call; the rest of a long
+ * idle gap is settled in closed form. */
+#define MAX_STEPS		20000u
+
+static uint64_t telem_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void maia_pm_params_defaults(struct maia_pm_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->period_ns = 10000000ull;		/* 10 ms */
+	p->window_periods = 100;		/* 1 s */
+	p->sustain_periods = 3;
+	p->nominal_mhz = 1500;
+	p->min_pct = 30;
+	p->step_pct = 10;
+	p->cap_mw = 500000;
+	p->threshold_pct = 90;
+	p->idle_static_w = 60.0;
+	p->idle_clock_w = 25.0;
+	p->dyn_w[MAIA_PM_TENSOR] = 360.0;
+	p->dyn_w[MAIA_PM_VECTOR] = 200.0;
+	p->dyn_w[MAIA_PM_DMA] = 120.0;
+	p->hbm_pj_per_byte = 32.0;		/* ~4 pJ/bit */
+	p->ambient_c = 35.0;
+	p->r_th_c_per_w = 0.1;
+	p->tau_s = 1.5;
+	p->throttle_c = 95.0;
+	p->crit_c = 105.0;
+	p->hysteresis_c = 5.0;
+}
+
+bool maia_pm_cap_valid(uint32_t cap_mw)
+{
+	return cap_mw >= MAIA_PM_CAP_MIN_MW && cap_mw <= MAIA_PM_CAP_MAX_MW;
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+uint32_t maia_pm_min_mhz(const struct maia_pm *pm)
+{
+	uint32_t m = (uint32_t)((uint64_t)pm->p.nominal_mhz * pm->p.min_pct / 100u);
+
+	return m ? m : 1;
+}
+
+static uint32_t step_mhz(const struct maia_pm *pm)
+{
+	uint32_t s = (uint32_t)((uint64_t)pm->p.nominal_mhz * pm->p.step_pct / 100u);
+
+	return s ? s : 1;
+}
+
+void maia_pm_init(struct maia_pm *pm, const struct maia_pm_params *p, uint64_t now_ns)
+{
+	memset(pm, 0, sizeof(*pm));
+	pm->p = *p;
+	if (!pm->p.period_ns)
+		pm->p.period_ns = 1;
+	pm->p.window_periods = clamp_u32(pm->p.window_periods, 1, MAIA_PM_WINDOW_MAX);
+	if (!pm->p.sustain_periods)
+		pm->p.sustain_periods = 1;
+	pm->p.min_pct = clamp_u32(pm->p.min_pct, 1, 100);
+	pm->p.step_pct = clamp_u32(pm->p.step_pct, 1, 100);
+	pm->p.nominal_mhz = clamp_u32(pm->p.nominal_mhz, 1, 100000);
+	pm->now_ns = now_ns;
+	pm->period_start_ns = now_ns;
+	pm->active = MAIA_PM_IDLE;
+	pm->clock_mhz = pm->p.nominal_mhz;
+	pm->temp_c = pm->p.ambient_c;
+}
+
+void maia_pm_restart(struct maia_pm *pm)
+{
+	pm->clock_mhz = pm->p.nominal_mhz;
+	pm->reasons = 0;
+	pm->over = 0;
+	pm->under = 0;
+}
+
+void maia_pm_set_firmware(struct maia_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw)
+{
+	nominal_mhz = clamp_u32(nominal_mhz, 1, 100000);
+	pm->p.cap_mw = clamp_u32(cap_mw, MAIA_PM_CAP_MIN_MW, MAIA_PM_CAP_MAX_MW);
+	if (nominal_mhz != pm->p.nominal_mhz) {
+		pm->p.nominal_mhz = nominal_mhz;
+		maia_pm_restart(pm);
+	}
+}
+
+static double period_s(const struct maia_pm *pm)
+{
+	return (double)pm->p.period_ns * 1e-9;
+}
+
+/* Power at clock ratio r for the given busy fractions and HBM bytes. */
+static double model_power(const struct maia_pm *pm, double r, const double *busy,
+			  double hbm_bytes)
+{
+	double w = pm->p.idle_static_w + pm->p.idle_clock_w * r;
+
+	for (int c = 0; c < MAIA_PM_CLASSES; c++)
+		w += pm->p.dyn_w[c] * r * r * r * busy[c];
+	return w + hbm_bytes * pm->p.hbm_pj_per_byte * 1e-12 / period_s(pm);
+}
+
+static void throttle_step(struct maia_pm *pm, double power, const double *busy,
+			  double hbm_bytes)
+{
+	double limit = (double)pm->p.cap_mw * 1e-3 * pm->p.threshold_pct / 100.0;
+	bool over_power = power > limit;
+	bool over_temp = pm->temp_c > pm->p.throttle_c;
+	uint32_t min = maia_pm_min_mhz(pm), step = step_mhz(pm);
+
+	if (over_power || over_temp) {
+		pm->under = 0;
+		if (++pm->over < pm->p.sustain_periods)
+			return;
+		pm->over = 0;
+		pm->reasons |= (over_power ? MAIA_THROTTLE_POWER : 0) |
+			       (over_temp ? MAIA_THROTTLE_THERMAL : 0);
+		if (pm->clock_mhz > min) {
+			pm->clock_mhz = pm->clock_mhz - min > step ? pm->clock_mhz - step : min;
+			pm->events++;
+		}
+		return;
+	}
+	pm->over = 0;
+	if (pm->clock_mhz >= pm->p.nominal_mhz) {
+		pm->under = 0;
+		pm->reasons = 0;
+		return;
+	}
+	/* Would one step up still be under both limits? */
+	{
+		uint32_t up = pm->clock_mhz + step;
+		double r_up;
+
+		if (up > pm->p.nominal_mhz)
+			up = pm->p.nominal_mhz;
+		r_up = (double)up / pm->p.nominal_mhz;
+		if (model_power(pm, r_up, busy, hbm_bytes) > limit ||
+		    pm->temp_c > pm->p.throttle_c - pm->p.hysteresis_c) {
+			pm->under = 0;
+			return;
+		}
+		if (++pm->under < pm->p.sustain_periods)
+			return;
+		pm->under = 0;
+		pm->clock_mhz = up;
+		if (up >= pm->p.nominal_mhz)
+			pm->reasons = 0;
+	}
+}
+
+/* Closes the open period: power, energy, temperature, the window, control. */
+static void close_period(struct maia_pm *pm)
+{
+	double busy[MAIA_PM_CLASSES], any = 0.0, power, dt = period_s(pm);
+	double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
+	double hbm = (double)pm->period_bytes;
+
+	for (int c = 0; c < MAIA_PM_CLASSES; c++) {
+		busy[c] = (double)pm->period_busy_ns[c] / (double)pm->p.period_ns;
+		if (busy[c] > 1.0)
+			busy[c] = 1.0;
+		any += busy[c];
+		pm->period_busy_ns[c] = 0;
+	}
+	pm->period_bytes = 0;
+	power = model_power(pm, r, busy, hbm);
+	pm->power_inst_w = power;
+	pm->energy_uj += power * dt * 1e6;
+	pm->temp_c += (pm->p.ambient_c + pm->p.r_th_c_per_w * power - pm->temp_c) *
+		      (1.0 - exp(-dt / pm->p.tau_s));
+	if (pm->clock_mhz < pm->p.nominal_mhz)
+		pm->throttled_ns += pm->p.period_ns;
+	pm->win_power[pm->win_next] = power;
+	pm->win_busy[pm->win_next] = any > 1.0 ? 1.0 : any;
+	pm->win_tensor[pm->win_next] = busy[MAIA_PM_TENSOR];
+	pm->win_next = (pm->win_next + 1) % pm->p.window_periods;
+	if (pm->win_fill < pm->p.window_periods)
+		pm->win_fill++;
+	throttle_step(pm, power, busy, hbm);
+}
+
+/* Engine busy from t0 to t1 (both inside the open period). */
+static void add_busy(struct maia_pm *pm, uint64_t t0, uint64_t t1)
+{
+	if (pm->active == MAIA_PM_IDLE || t1 <= t0)
+		return;
+	pm->period_busy_ns[pm->active] += t1 - t0;
+	pm->class_ns[pm->active] += t1 - t0;
+	pm->busy_ns += t1 - t0;
+}
+
+/* An idle gap of n periods, in closed form: steady idle at nominal clock. */
+static void settle_idle(struct maia_pm *pm, uint64_t n)
+{
+	double zero[MAIA_PM_CLASSES] = { 0 };
+	double power, dt = period_s(pm) * (double)n, steady;
+
+	maia_pm_restart(pm);
+	power = model_power(pm, 1.0, zero, 0.0);
+	pm->energy_uj += power * dt * 1e6;
+	steady = pm->p.ambient_c + pm->p.r_th_c_per_w * power;
+	pm->temp_c = steady + (pm->temp_c - steady) * exp(-dt / pm->p.tau_s);
+	pm->power_inst_w = power;
+	for (unsigned int i = 0; i < pm->p.window_periods; i++) {
+		pm->win_power[i] = power;
+		pm->win_busy[i] = 0.0;
+		pm->win_tensor[i] = 0.0;
+	}
+	pm->win_fill = pm->p.window_periods;
+	pm->win_next = 0;
+	pm->period_start_ns += n * pm->p.period_ns;
+	pm->now_ns = pm->period_start_ns;
+}
+
+void maia_pm_advance(struct maia_pm *pm, uint64_t now_ns)
+{
+	unsigned int steps = 0;
+
+	if (now_ns <= pm->now_ns)
+		return;
+	while (now_ns - pm->period_start_ns >= pm->p.period_ns) {
+		uint64_t end = pm->period_start_ns + pm->p.period_ns;
+
+		if (++steps > MAX_STEPS) {
+			uint64_t n = (now_ns - pm->period_start_ns) / pm->p.period_ns;
+
+			/* A gap this long with a command running is a stuck clock read; idle it. */
+			add_busy(pm, pm->now_ns, pm->period_start_ns);
+			settle_idle(pm, n);
+			break;
+		}
+		add_busy(pm, pm->now_ns, end);
+		pm->now_ns = end;
+		close_period(pm);
+		pm->period_start_ns = end;
+	}
+	add_busy(pm, pm->now_ns, now_ns);
+	pm->now_ns = now_ns;
+}
+
+void maia_pm_set_active(struct maia_pm *pm, uint64_t now_ns, int cls)
+{
+	maia_pm_advance(pm, now_ns);
+	pm->active = cls >= 0 && cls < MAIA_PM_CLASSES ? cls : MAIA_PM_IDLE;
+}
+
+void maia_pm_add_hbm_bytes(struct maia_pm *pm, uint64_t bytes)
+{
+	pm->period_bytes += bytes;
+}
+
+static double window_avg(const struct maia_pm *pm, const double *v)
+{
+	double sum = 0.0;
+
+	if (!pm->win_fill)
+		return 0.0;
+	for (unsigned int i = 0; i < pm->win_fill; i++)
+		sum += v[i];
+	return sum / pm->win_fill;
+}
+
+double maia_pm_power_avg_w(const struct maia_pm *pm)
+{
+	if (!pm->win_fill)
+		return model_power(pm, (double)pm->clock_mhz / pm->p.nominal_mhz,
+				   (const double[MAIA_PM_CLASSES]){ 0 }, 0.0);
+	return window_avg(pm, pm->win_power);
+}
+
+double maia_pm_util(const struct maia_pm *pm)
+{
+	return window_avg(pm, pm->win_busy);
+}
+
+double maia_pm_tensor_util(const struct maia_pm *pm)
+{
+	return window_avg(pm, pm->win_tensor);
+}
+
+/* ---- the device side ---- */
+
+/* Firmware parameters as the running firmware (or its defaults) set them. */
+static void sync_fw_locked(struct maia_sim *sim)
+{
+	uint32_t cap = sim->power_cap_mw;
+
+	if (!cap)
+		cap = sim->fw.tdp_w > MAIA_PM_CAP_MAX_MW / 1000u ? MAIA_PM_CAP_MAX_MW
+								  : sim->fw.tdp_w * 1000u;
+	maia_pm_set_firmware(&sim->telem.pm, sim->fw.clock_mhz, cap);
+}
+
+void maia_telem_reset_locked(struct maia_sim *sim)
+{
+	struct maia_telem *t = &sim->telem;
+
+	if (!t->initialized) {
+		struct maia_pm_params p;
+
+		maia_pm_params_defaults(&p);
+		maia_pm_init(&t->pm, &p, telem_now_ns());
+		t->initialized = true;
+		return;
+	}
+	/* Counters are always on; the firmware's clock control starts over. */
+	maia_pm_advance(&t->pm, telem_now_ns());
+	maia_pm_set_active(&t->pm, telem_now_ns(), MAIA_PM_IDLE);
+	maia_pm_restart(&t->pm);
+	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
+}
+
+bool maia_telem_is_reg(uint32_t offset)
+{
+	return offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END;
+}
+
+static uint32_t to_u32(double v)
+{
+	if (!(v > 0.0))
+		return 0;
+	if (v >= 4294967295.0)
+		return UINT32_MAX;
+	return (uint32_t)(v + 0.5);
+}
+
+static bool counter64(const struct maia_sim *sim, uint32_t lo, uint64_t *v)
+{
+	const struct maia_telem *t = &sim->telem;
+	const struct maia_pm *pm = &t->pm;
+
+	switch (lo) {
+	case MAIA_REG_TELEM_TIME_NS_LO:		*v = pm->now_ns; break;
+	case MAIA_REG_TELEM_ENERGY_UJ_LO:	*v = (uint64_t)pm->energy_uj; break;
+	case MAIA_REG_TELEM_BUSY_NS_LO:		*v = pm->busy_ns; break;
+	case MAIA_REG_TELEM_TENSOR_NS_LO:	*v = pm->class_ns[MAIA_PM_TENSOR]; break;
+	case MAIA_REG_TELEM_VECTOR_NS_LO:	*v = pm->class_ns[MAIA_PM_VECTOR]; break;
+	case MAIA_REG_TELEM_DMA_NS_LO:		*v = pm->class_ns[MAIA_PM_DMA]; break;
+	case MAIA_REG_TELEM_HBM_READ_LO:	*v = t->hbm_read; break;
+	case MAIA_REG_TELEM_HBM_WRITE_LO:	*v = t->hbm_write; break;
+	case MAIA_REG_TELEM_DMA_BYTES_LO:	*v = t->dma_bytes; break;
+	case MAIA_REG_TELEM_FLOPS_LO:		*v = t->flops; break;
+	case MAIA_REG_TELEM_TILE_BUSY_NS_LO:	*v = t->tile_busy_ns; break;
+	case MAIA_REG_TELEM_THROTTLED_NS_LO:	*v = pm->throttled_ns; break;
+	case MAIA_REG_TELEM_COMMANDS_LO:	*v = t->commands; break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
+{
+	const struct maia_pm *pm = &sim->telem.pm;
+
+	switch (offset) {
+	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1; break;
+	case MAIA_REG_TELEM_PERIOD_US:		*val = (uint32_t)(pm->p.period_ns / 1000u); break;
+	case MAIA_REG_TELEM_WINDOW_US:
+		*val = (uint32_t)(pm->p.period_ns * pm->p.window_periods / 1000u);
+		break;
+	case MAIA_REG_TELEM_CLOCK_MHZ:		*val = pm->clock_mhz; break;
+	case MAIA_REG_TELEM_CLOCK_NOMINAL_MHZ:	*val = pm->p.nominal_mhz; break;
+	case MAIA_REG_TELEM_CLOCK_MIN_MHZ:	*val = maia_pm_min_mhz(pm); break;
+	case MAIA_REG_TELEM_POWER_MW:		*val = to_u32(maia_pm_power_avg_w(pm) * 1e3); break;
+	case MAIA_REG_TELEM_POWER_INST_MW:	*val = to_u32(pm->power_inst_w * 1e3); break;
+	case MAIA_REG_TELEM_POWER_CAP_MW:	*val = pm->p.cap_mw; break;
+	case MAIA_REG_TELEM_POWER_CAP_MIN_MW:	*val = MAIA_PM_CAP_MIN_MW; break;
+	case MAIA_REG_TELEM_POWER_CAP_MAX_MW:	*val = MAIA_PM_CAP_MAX_MW; break;
+	case MAIA_REG_TELEM_TDP_MW:
+		*val = sim->fw.tdp_w > MAIA_PM_CAP_MAX_MW / 1000u ? MAIA_PM_CAP_MAX_MW
+								  : sim->fw.tdp_w * 1000u;
+		break;
+	case MAIA_REG_TELEM_TEMP_MC:		*val = to_u32(pm->temp_c * 1e3); break;
+	case MAIA_REG_TELEM_TEMP_THROTTLE_MC:	*val = to_u32(pm->p.throttle_c * 1e3); break;
+	case MAIA_REG_TELEM_TEMP_CRIT_MC:	*val = to_u32(pm->p.crit_c * 1e3); break;
+	case MAIA_REG_TELEM_THROTTLE_REASONS:	*val = pm->reasons; break;
+	case MAIA_REG_TELEM_THROTTLE_EVENTS:	*val = pm->events; break;
+	case MAIA_REG_TELEM_UTIL:		*val = to_u32(maia_pm_util(pm) * 1e4); break;
+	case MAIA_REG_TELEM_TENSOR_UTIL:	*val = to_u32(maia_pm_tensor_util(pm) * 1e4); break;
+	case MAIA_REG_TELEM_TILES:
+		*val = sim->cfg.clusters * sim->cfg.tiles_per_cluster;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
+{
+	struct maia_telem *t = &sim->telem;
+	unsigned int slot = (offset - MAIA_REG_TELEMETRY_BASE) / 4u;
+	uint64_t v;
+
+	*val = 0;
+	sync_fw_locked(sim);
+	maia_pm_advance(&t->pm, telem_now_ns());
+	if (reg32(sim, offset, val))
+		return true;
+	if (offset >= MAIA_REG_TELEM_TIME_NS_LO && offset <= MAIA_REG_TELEM_LAST) {
+		uint32_t lo = offset & ~7u;
+
+		if (offset == lo) {
+			if (!counter64(sim, lo, &v))
+				return false;
+			t->latch_hi[slot + 1] = (uint32_t)(v >> 32);
+			*val = (uint32_t)v;
+			return true;
+		}
+		if (!counter64(sim, lo, &v))
+			return false;
+		*val = t->latch_hi[slot];
+		return true;
+	}
+	return false;
+}
+
+static int opcode_class(uint16_t opcode)
+{
+	switch (opcode) {
+	case MAIA_OP_DMA_COPY:
+	case MAIA_OP_FILL:
+		return MAIA_PM_DMA;
+	case MAIA_OP_GEMM:
+	case MAIA_OP_GEMM_BATCHED:
+	case MAIA_OP_ATTENTION:
+		return MAIA_PM_TENSOR;
+	default:
+		return maia_tensor_handles(opcode) ? MAIA_PM_VECTOR : MAIA_PM_IDLE;
+	}
+}
+
+uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
+{
+	int cls = opcode_class(opcode);
+	uint64_t now = telem_now_ns();
+
+	if (cls == MAIA_PM_IDLE)
+		return now;
+	pthread_mutex_lock(&sim->lock);
+	sync_fw_locked(sim);
+	maia_pm_set_active(&sim->telem.pm, now, cls);
+	pthread_mutex_unlock(&sim->lock);
+	return now;
+}
+
+void maia_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
+{
+	struct maia_telem *t = &sim->telem;
+
+	t->w_dma_bytes += n;
+	if (src_hbm)
+		t->w_hbm_read += n;
+	if (dst_hbm)
+		t->w_hbm_write += n;
+}
+
+/* Sleeps ns, in slices, unless a reset asks the worker to stop. */
+static void stall(struct maia_sim *sim, uint64_t ns)
+{
+	while (ns && !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
+		uint64_t slice = ns < 1000000u ? ns : 1000000u;
+		struct timespec ts = { 0, (long)slice };
+
+		nanosleep(&ts, NULL);
+		ns -= slice;
+	}
+}
+
+void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
+			const struct maia_op_stats *before)
+{
+	struct maia_telem *t = &sim->telem;
+	const struct maia_op_stats *s = &sim->stats;
+	int cls = opcode_class(opcode);
+	uint64_t now = telem_now_ns(), extra = 0, hbm_r, hbm_w;
+
+	if (cls == MAIA_PM_IDLE) {
+		pthread_mutex_lock(&sim->lock);
+		t->commands++;
+		pthread_mutex_unlock(&sim->lock);
+		return;
+	}
+	if (cls == MAIA_PM_DMA) {
+		/* copy_span knows which side is HBM; a fill is taken to be HBM. */
+		hbm_r = t->w_hbm_read;
+		hbm_w = opcode == MAIA_OP_FILL ? s->bytes_written - before->bytes_written
+					       : t->w_hbm_write;
+		if (opcode == MAIA_OP_FILL)
+			t->w_dma_bytes += hbm_w;
+	} else {
+		/* Tensor operands are taken to be in HBM. */
+		hbm_r = s->bytes_read - before->bytes_read;
+		hbm_w = s->bytes_written - before->bytes_written;
+	}
+
+	pthread_mutex_lock(&sim->lock);
+	sync_fw_locked(sim);
+	maia_pm_advance(&t->pm, now);
+	maia_pm_add_hbm_bytes(&t->pm, hbm_r + hbm_w);
+	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
+		extra = (uint64_t)((double)(now - t0) *
+				   ((double)t->pm.p.nominal_mhz / t->pm.clock_mhz - 1.0));
+	pthread_mutex_unlock(&sim->lock);
+
+	stall(sim, extra);
+
+	pthread_mutex_lock(&sim->lock);
+	maia_pm_set_active(&t->pm, telem_now_ns(), MAIA_PM_IDLE);
+	t->hbm_read += hbm_r;
+	t->hbm_write += hbm_w;
+	t->dma_bytes += t->w_dma_bytes;
+	t->flops += s->flops - before->flops;
+	t->tile_busy_ns += s->busy_ns - before->busy_ns;
+	t->commands++;
+	pthread_mutex_unlock(&sim->lock);
+	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
+}
