@@ -26,6 +26,7 @@
 #include "maia_job.h"
 #include "maia_queue.h"
 #include "maia_sysfs.h"
+#include "maia_telemetry.h"
 
 static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 				struct drm_file *file)
@@ -316,6 +317,9 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	maia_debugfs_bo_init(mdev);
 	ret = maia_job_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_telemetry_init(mdev);
 	if (ret)
 		return ret;
 

@@ -26,6 +26,7 @@
 #define MAIA_DRIVER_DESC	"Maia accelerator"
 
 struct maia_reset;
+struct maia_telemetry;
 struct maia_sched;
 
 /* The hardware ABI structures are little-endian and used as they are. */
@@ -125,6 +126,7 @@ struct maia_device {
 
 	struct maia_sched *sched;	/* user queues and their schedulers */
 	struct maia_reset *reset;	/* hang recovery */
+	struct maia_telemetry *telemetry;	/* power, counters; NULL without MAIA_CAP_TELEMETRY */
 };
 
 static inline struct maia_device *to_maia_device(struct drm_device *drm)

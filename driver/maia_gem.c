@@ -16,6 +16,7 @@
 #include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 #include <drm/maia_accel.h>
+#include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 
@@ -228,6 +229,70 @@ static struct drm_gem_object *maia_host_bo_create(struct maia_device *mdev, u64 
 
 /* Device access */
 
+int maia_bo_device_get(struct maia_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+	struct drm_gem_object *obj = &shmem->base;
+	struct sg_table *sgt;
+	int ret;
+
+	if (bo->placement != DRM_MAIA_BO_HOST)
+		return 0;
+
+	ret = dma_resv_lock_interruptible(obj->resv, NULL);
+	if (ret)
+		return ret;
+	if (bo->device_maps) {
+		bo->device_maps++;
+		goto out;
+	}
+
+	ret = drm_gem_shmem_pin_locked(shmem);
+	if (ret)
+		goto out;
+	sgt = drm_gem_shmem_get_sg_table(shmem);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_unpin;
+	}
+	ret = dma_map_sgtable(obj->dev->dev, sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		goto err_free;
+	WRITE_ONCE(bo->device_sgt, sgt);
+	bo->device_maps = 1;
+	goto out;
+
+err_free:
+	sg_free_table(sgt);
+	kfree(sgt);
+err_unpin:
+	drm_gem_shmem_unpin_locked(shmem);
+out:
+	dma_resv_unlock(obj->resv);
+	return ret;
+}
+
+void maia_bo_device_put(struct maia_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+	struct drm_gem_object *obj = &shmem->base;
+	struct sg_table *sgt;
+
+	if (bo->placement != DRM_MAIA_BO_HOST)
+		return;
+
+	dma_resv_lock(obj->resv, NULL);
+	if (!drm_WARN_ON(obj->dev, !bo->device_maps) && !--bo->device_maps) {
+		sgt = bo->device_sgt;
+		WRITE_ONCE(bo->device_sgt, NULL);
+		dma_unmap_sgtable(obj->dev->dev, sgt, DMA_BIDIRECTIONAL, 0);
+		sg_free_table(sgt);
+		kfree(sgt);
+		drm_gem_shmem_unpin_locked(shmem);
+	}
+	dma_resv_unlock(obj->resv);
+}
+
 static int maia_bo_chunk(u64 *skip, u64 *left, u64 *bo_offset, u64 addr, u64 len,
 			 struct maia_bo_visitor *v)
 {
@@ -275,14 +340,13 @@ int maia_bo_visit_chunks(struct maia_bo *bo, u64 offset, u64 size,
 				return ret;
 		}
 	} else {
+		/* Stable while the caller holds a device reference. */
+		struct sg_table *sgt = READ_ONCE(bo->device_sgt);
 		struct scatterlist *sg;
-		struct sg_table *sgt;
 		unsigned int i;
 
-		/* Pins the pages and maps them for DMA, until the BO is freed. */
-		sgt = drm_gem_shmem_get_pages_sgt(&bo->base);
-		if (IS_ERR(sgt))
-			return PTR_ERR(sgt);
+		if (drm_WARN_ON(&mdev->drm, !sgt))
+			return -EINVAL;
 		for_each_sgtable_dma_sg(sgt, sg, i) {
 			dma_addr_t addr = sg_dma_address(sg);
 			u64 len = sg_dma_len(sg);

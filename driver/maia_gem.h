@@ -24,9 +24,9 @@ struct maia_gem {
 
 /*
  * A buffer object. Host BOs are shmem objects: pages are allocated on first
- * use and stay pinned and DMA-mapped from their first device mapping until
- * the BO is freed. HBM BOs own a list of buddy blocks (their backing, in
- * BO offset order) and use only the drm_gem_object part of @base.
+ * use, and pinned and DMA-mapped while the BO is mapped on the device (by
+ * any context). HBM BOs own a list of buddy blocks (their backing, in BO
+ * offset order) and use only the drm_gem_object part of @base.
  */
 struct maia_bo {
 	struct drm_gem_shmem_object base;	/* first: shmem frees it with kfree() */
@@ -35,6 +35,9 @@ struct maia_bo {
 	struct list_head hbm_blocks;
 	struct list_head dev_link;		/* in maia_gem.bos */
 	struct list_head mappings;		/* maia_vm_mapping.bo_link */
+	/* Host BOs, under the reservation lock: device mappings, and their pages. */
+	unsigned int device_maps;
+	struct sg_table *device_sgt;
 };
 
 static inline struct maia_bo *to_maia_bo(struct drm_gem_object *obj)
@@ -55,9 +58,18 @@ struct maia_bo_visitor {
 };
 
 /*
+ * A device mapping of @bo starts with maia_bo_device_get() (host BOs: pins
+ * and DMA-maps the pages for the first one) and ends with
+ * maia_bo_device_put(), once the device can no longer reach the pages
+ * (PTEs cleared and TLB flushed).
+ */
+int maia_bo_device_get(struct maia_bo *bo);
+void maia_bo_device_put(struct maia_bo *bo);
+
+/*
  * Calls @v->chunk for each piece of the backing that overlaps [@offset,
- * @offset + @size), in BO order; host BOs get their pages pinned and
- * DMA-mapped first. Stops at the first error @v->chunk returns.
+ * @offset + @size), in BO order. Host BOs must be held by
+ * maia_bo_device_get(). Stops at the first error @v->chunk returns.
  */
 int maia_bo_visit_chunks(struct maia_bo *bo, u64 offset, u64 size,
 			 struct maia_bo_visitor *v);

@@ -179,7 +179,10 @@ err_free:
 	return ret;
 }
 
-/* Drops the mapping's bookkeeping; its PTEs are the caller's business. */
+/*
+ * Drops the mapping's bookkeeping and its hold on the BO's pages. The
+ * caller has cleared its PTEs and flushed the TLB, or disabled the ASID.
+ */
 static void maia_vm_mapping_free(struct maia_context *ctx, struct maia_vm_mapping *m)
 {
 	struct maia_device *mdev = ctx->mdev;
@@ -189,6 +192,7 @@ static void maia_vm_mapping_free(struct maia_context *ctx, struct maia_vm_mappin
 	list_del(&m->bo_link);
 	mutex_unlock(&mdev->gem.lock);
 	drm_mm_remove_node(&m->node);
+	maia_bo_device_put(to_maia_bo(m->obj));
 	drm_gem_object_put(m->obj);
 	kfree(m);
 }
@@ -348,12 +352,21 @@ static int maia_vm_map(struct maia_context *ctx, struct drm_file *file,
 			ret = -EEXIST;	/* overlaps an existing mapping */
 		goto err_unlock;
 	}
+	ret = maia_bo_device_get(bo);
+	if (ret)
+		goto err_remove;
 
 	ret = maia_bo_visit_chunks(bo, args->offset, args->size, &st.visitor);
 	if (ret) {
 		maia_mmu_unmap(mdev, &ctx->pgt, args->va, st.mapped);
-		drm_mm_remove_node(&m->node);
-		goto err_unlock;
+		/* A job aimed at the range may have cached what was there. */
+		if (st.mapped) {
+			down_read(&mdev->reset->lock);
+			maia_mmu_tlb_invalidate(mdev, ctx->asid);
+			up_read(&mdev->reset->lock);
+		}
+		maia_bo_device_put(bo);
+		goto err_remove;
 	}
 	/* The device will see the new entries before any job that uses them. */
 	maia_mmu_flush();
@@ -370,6 +383,8 @@ static int maia_vm_map(struct maia_context *ctx, struct drm_file *file,
 		 args->flags & DRM_MAIA_VM_READONLY ? " read-only" : "");
 	return 0;
 
+err_remove:
+	drm_mm_remove_node(&m->node);
 err_unlock:
 	mutex_unlock(&ctx->lock);
 	drm_dev_exit(idx);

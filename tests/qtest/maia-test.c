@@ -536,6 +536,39 @@ static void test_boot_nop_msix(void)
     unlink(log_path);
 }
 
+/*
+ * The event vector follows INT_MASK: a masked cause is latched without an
+ * interrupt, and unmasking it interrupts at once (raised from the MMIO
+ * write itself, i.e. with the BQL held, not from the device's worker).
+ */
+static void test_event_mask(void)
+{
+    Maia m;
+    uint32_t vec;
+
+    maia_start(&m, ",hbm-size=16M,worker-threads=1");
+    qpci_msix_enable(m.dev);
+    for (vec = 0; vec < qpci_msix_table_size(m.dev); vec++) {
+        msix_program(&m, vec, 0, 0, true);
+    }
+
+    wr(&m, MAIA_REG_INT_MASK, MAIA_INT_ALL);
+    maia_boot_ok(&m);
+    g_assert_cmphex(rd(&m, MAIA_REG_INT_STATUS) & MAIA_INT_BOOT_DONE, ==,
+                    MAIA_INT_BOOT_DONE);
+    g_usleep(50 * 1000);
+    g_assert_false(qpci_msix_pending(m.dev, MAIA_VEC_EVENT));
+
+    wr(&m, MAIA_REG_INT_MASK, MAIA_INT_ALL & ~MAIA_INT_BOOT_DONE);
+    g_assert_true(qpci_msix_pending(m.dev, MAIA_VEC_EVENT));
+
+    /* Write-1-to-clear */
+    wr(&m, MAIA_REG_INT_STATUS, MAIA_INT_BOOT_DONE);
+    g_assert_cmphex(rd(&m, MAIA_REG_INT_STATUS) & MAIA_INT_BOOT_DONE, ==, 0);
+
+    maia_stop(&m);
+}
+
 static void test_bad_access(void)
 {
     Maia m;
@@ -948,6 +981,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia/identity", test_identity);
     qtest_add_func("/maia/reset", test_reset);
     qtest_add_func("/maia/boot-nop-msix", test_boot_nop_msix);
+    qtest_add_func("/maia/event-mask", test_event_mask);
     qtest_add_func("/maia/bad-access", test_bad_access);
     qtest_add_func("/maia/dma-not-ram", test_dma_not_ram);
     qtest_add_func("/maia/mmio-fuzz", test_mmio_fuzz);

@@ -152,19 +152,6 @@ int main(int argc, char **argv)
 	char name[96];
 	uint32_t l, d, f, i;
 	int n, pass;
-	static const struct {
-		int id, rows_is_l;
-		char cols;	/* 'd' or 'f' */
-		int rows_d;	/* rows: 1, D, F or L */
-	} shapes[] = {
-		{ X, 1, 'd', 0 }, { G1, 0, 'd', 1 }, { B1, 0, 'd', 1 }, { WQ, 0, 'd', 'd' },
-		{ WK, 0, 'd', 'd' }, { WV, 0, 'd', 'd' }, { WO, 0, 'd', 'd' }, { G2, 0, 'd', 1 },
-		{ W1, 0, 'f', 'd' }, { W2, 0, 'd', 'f' }, { A, 1, 'd', 0 }, { Q, 1, 'd', 0 },
-		{ K, 1, 'd', 0 }, { V, 1, 'd', 0 }, { O, 1, 'd', 0 }, { P, 1, 'd', 0 },
-		{ X1, 1, 'd', 0 }, { R, 1, 'd', 0 }, { M, 1, 'f', 0 }, { F2, 1, 'd', 0 },
-		{ Y, 1, 'd', 0 },
-	};
-
 	if (argc == 5) {
 		dm.l = (uint32_t)atoi(argv[1]);
 		dm.d = (uint32_t)atoi(argv[2]);
@@ -183,9 +170,22 @@ int main(int argc, char **argv)
 	ex_device_name(dev, name, sizeof(name));
 
 	for (n = 0; n < NBUF; n++) {
-		uint32_t rows = shapes[n].rows_is_l ? l : shapes[n].rows_d == 1 ? 1 :
-				shapes[n].rows_d == 'd' ? d : f;
-		uint32_t cols = shapes[n].cols == 'd' ? d : f;
+		uint32_t rows, cols = n == W1 || n == M ? f : d;
+
+		switch (n) {
+		case G1: case B1: case G2:	/* norm parameters: vectors of D */
+			rows = 1;
+			break;
+		case WQ: case WK: case WV: case WO: case W1:
+			rows = d;
+			break;
+		case W2:
+			rows = f;
+			break;
+		default:			/* activations: L rows */
+			rows = l;
+			break;
+		}
 
 		ex_check(ex_buf_create(dev, (uint64_t)rows * cols * 4, &b[n]), prog, "allocate");
 		ex_check(mat(&t[n], &b[n], rows, cols), prog, "tensor descriptor");

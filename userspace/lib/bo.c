@@ -95,21 +95,28 @@ MAIA_EXPORT int maia_bo_create(struct maia_device *dev, uint64_t size,
 	struct drm_maia_bo_create c = { .size = size };
 	int err;
 
+	maia_error_clear();
 	if (!dev || !out || !size)
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_bo_create: NULL argument or size 0");
 	if (placement == MAIA_BO_HBM)
 		c.flags = DRM_MAIA_BO_HBM;
 	else if (placement == MAIA_BO_HOST)
 		c.flags = DRM_MAIA_BO_HOST;
 	else
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_bo_create: placement %d is not MAIA_BO_HBM or "
+				  "MAIA_BO_HOST", (int)placement);
 	err = maia_ioctl(dev, DRM_IOCTL_MAIA_BO_CREATE, &c);
 	if (err)
-		return err;
+		return maia_error(err, "maia_bo_create: %llu bytes of %s memory",
+				  (unsigned long long)size,
+				  placement == MAIA_BO_HBM ? "HBM" : "host");
 	err = bo_wrap(dev, c.handle, out);
-	if (err)
+	if (err) {
 		gem_close(dev, c.handle);
-	return err;
+		return maia_error(err, "maia_bo_create: mapping %llu bytes on the device",
+				  (unsigned long long)size);
+	}
+	return 0;
 }
 
 MAIA_EXPORT void maia_bo_destroy(struct maia_bo *bo)

@@ -141,10 +141,16 @@ MAIA_EXPORT int maia_device_open(int index, struct maia_device **out)
 {
 	struct open_by_index o = { .want = index, .out = out, .err = -ENODEV };
 
+	maia_error_clear();
 	if (!out || index < 0)
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_device_open: NULL out or negative index %d", index);
 	for_each_maia(open_index_one, &o);
-	return o.err;
+	if (o.err == -ENODEV && o.seen <= index)
+		return maia_error(o.err, "maia_device_open: there are %d Maia devices, no index %d",
+				  o.seen, index);
+	if (o.err)
+		return maia_error(o.err, "maia_device_open: opening device %d failed", index);
+	return 0;
 }
 
 struct open_by_pci {
@@ -170,11 +176,15 @@ MAIA_EXPORT int maia_device_open_pci(const char *pci_address, struct maia_device
 {
 	struct open_by_pci o = { .out = out, .err = -ENODEV };
 
+	maia_error_clear();
 	if (!out || !pci_address || strlen(pci_address) >= sizeof(o.want))
-		return -EINVAL;
+		return maia_error(-EINVAL, "maia_device_open_pci: NULL or overlong argument");
 	snprintf(o.want, sizeof(o.want), "%s", pci_address);
 	for_each_maia(open_pci_one, &o);
-	return o.err;
+	if (o.err)
+		return maia_error(o.err, "maia_device_open_pci: no usable Maia device at %s",
+				  pci_address);
+	return 0;
 }
 
 MAIA_EXPORT void maia_device_close(struct maia_device *dev)

@@ -367,6 +367,17 @@ static int ping(int count)
 
 #define DEFAULT_FIRMWARE	"maia/maia_fw_v1.bin"
 
+/* libkmod logs errors to stderr itself; we say what failed in our words. */
+static struct kmod_ctx *kmod_open(void)
+{
+	struct kmod_ctx *ctx = kmod_new(NULL, NULL);
+	const char *dbg = getenv("MAIA_DEBUG");
+
+	if (ctx && !(dbg && *dbg && strcmp(dbg, "0")))
+		kmod_set_log_priority(ctx, 0);
+	return ctx;
+}
+
 /* The module: by name through modules.dep, else MAIA_MODULE or the guest's path. */
 static int find_module(struct kmod_ctx *ctx, struct kmod_module **mod, bool *by_path)
 {
@@ -424,16 +435,20 @@ static int load(int argc, char **argv)
 			"firmware=PATH relative to /lib/firmware\n", fw, DEFAULT_FIRMWARE);
 		return 1;
 	}
-	ctx = kmod_new(NULL, NULL);
+	ctx = kmod_open();
 	if (!ctx) {
 		fprintf(stderr, "maia-smi load: libkmod initialisation failed\n");
 		return 1;
 	}
 	err = find_module(ctx, &mod, &by_path);
 	if (err) {
-		fprintf(stderr, "maia-smi load: module maia not found (no maia.ko under "
-			"/lib/modules/%s and none at /lib/modules/maia.ko; set MAIA_MODULE=PATH)\n",
-			getenv("MAIA_MODULE") ? "" : "$(uname -r)");
+		if (getenv("MAIA_MODULE"))
+			fprintf(stderr, "maia-smi load: no module at MAIA_MODULE=%s\n",
+				getenv("MAIA_MODULE"));
+		else
+			fprintf(stderr, "maia-smi load: module maia not found (not in "
+				"/lib/modules/$(uname -r), not at /lib/modules/maia.ko; set "
+				"MAIA_MODULE=PATH)\n");
 		kmod_unref(ctx);
 		return 1;
 	}
@@ -471,7 +486,7 @@ static int unload(void)
 	struct kmod_ctx *ctx;
 	int err;
 
-	ctx = kmod_new(NULL, NULL);
+	ctx = kmod_open();
 	if (!ctx) {
 		fprintf(stderr, "maia-smi unload: libkmod initialisation failed\n");
 		return 1;

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: telemetry. The device's power controller keeps
+ * the counters (maia/hw/telemetry.h); this file reads them, sets the power
+ * cap through the mailbox, and shows the activity counters as sysfs
+ * attributes of the PCI device (/sys/class/accel/accelN/device/). The
+ * hwmon device (maia_hwmon.c) shows power, energy, temperature and clock.
+ *
+ * The counters live in an always-on domain: they keep counting across
+ * device resets, so every attribute here is monotonic except the gauges
+ * (utilization, throttle_reasons).
+ */
+
+#include <drm/drm_managed.h>
+#include <linux/device.h>
+#include <linux/pci.h>
+#include <linux/sysfs.h>
+
+#include <maia/hw/mbox.h>
+#include <maia/hw/regs.h>
+#include <maia/hw/telemetry.h>
+
+#include "maia_drv.h"
+#include "maia_hw.h"
+#include "maia_hwmon.h"
+#include "maia_mbox.h"
+#include "maia_telemetry.h"
+
+u32 maia_telemetry_read32(struct maia_device *mdev, u32 reg)
+{
+	return maia_rd(mdev, reg);
+}
+
+u64 maia_telemetry_read64(struct maia_device *mdev, u32 lo)
+{
+	struct maia_telemetry *tm = mdev->telemetry;
+	u32 l, h;
+
+	mutex_lock(&tm->lock);
+	l = maia_rd(mdev, lo);		/* latches HI */
+	h = maia_rd(mdev, lo + 4);
+	mutex_unlock(&tm->lock);
+	return (u64)h << 32 | l;
+}
+
+static int maia_telemetry_send_cap(struct maia_device *mdev, u32 cap_mw)
+{
+	u32 args[MAIA_MBOX_NARGS] = { cap_mw };
+
+	return maia_mbox_cmd(mdev, MAIA_MBOX_SET_POWER_CAP, args, NULL);
+}
+
+int maia_telemetry_set_cap(struct maia_device *mdev, u32 cap_mw)
+{
+	struct maia_telemetry *tm = mdev->telemetry;
+	int ret;
+
+	if (cap_mw < tm->cap_min_mw || cap_mw > tm->cap_max_mw)
+		return -EINVAL;
+	mutex_lock(&tm->lock);
+	ret = maia_telemetry_send_cap(mdev, cap_mw);
+	if (!ret)
+		tm->user_cap_mw = cap_mw;
+	mutex_unlock(&tm->lock);
+	return ret;
+}
+
+int maia_telemetry_restore(struct maia_device *mdev)
+{
+	struct maia_telemetry *tm = mdev->telemetry;
+	int ret = 0;
+
+	if (!tm)
+		return 0;
+	mutex_lock(&tm->lock);
+	if (tm->user_cap_mw)
+		ret = maia_telemetry_send_cap(mdev, tm->user_cap_mw);
+	mutex_unlock(&tm->lock);
+	return ret;
+}
+
+static struct maia_device *maia_telemetry_from_dev(struct device *dev)
+{
+	return pci_get_drvdata(to_pci_dev(dev));
+}
+
+/* A 64-bit nanosecond counter shown in microseconds. */
+#define MAIA_TELEM_US_ATTR(name, reg)						\
+static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
+			   char *buf)						\
+{										\
+	u64 ns = maia_telemetry_read64(maia_telemetry_from_dev(dev), reg);	\
+										\
+	return sysfs_emit(buf, "%llu\n", div_u64(ns, NSEC_PER_USEC));		\
+}										\
+static DEVICE_ATTR_RO(name)
+
+/* A 64-bit counter shown as it is. */
+#define MAIA_TELEM_U64_ATTR(name, reg)						\
+static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
+			   char *buf)						\
+{										\
+	return sysfs_emit(buf, "%llu\n",					\
+			  maia_telemetry_read64(maia_telemetry_from_dev(dev), reg)); \
+}										\
+static DEVICE_ATTR_RO(name)
+
+/* Time any command ran, and per engine class. */
+MAIA_TELEM_US_ATTR(busy_time_us, MAIA_REG_TELEM_BUSY_NS_LO);
+MAIA_TELEM_US_ATTR(tensor_busy_time_us, MAIA_REG_TELEM_TENSOR_NS_LO);
+MAIA_TELEM_US_ATTR(vector_busy_time_us, MAIA_REG_TELEM_VECTOR_NS_LO);
+MAIA_TELEM_US_ATTR(dma_busy_time_us, MAIA_REG_TELEM_DMA_NS_LO);
+/* Time the clock spent below nominal. */
+MAIA_TELEM_US_ATTR(throttled_time_us, MAIA_REG_TELEM_THROTTLED_NS_LO);
+/* Bytes moved and operations done by commands. */
+MAIA_TELEM_U64_ATTR(hbm_bytes_read, MAIA_REG_TELEM_HBM_READ_LO);
+MAIA_TELEM_U64_ATTR(hbm_bytes_written, MAIA_REG_TELEM_HBM_WRITE_LO);
+MAIA_TELEM_U64_ATTR(dma_bytes, MAIA_REG_TELEM_DMA_BYTES_LO);
+MAIA_TELEM_U64_ATTR(flops, MAIA_REG_TELEM_FLOPS_LO);
+MAIA_TELEM_U64_ATTR(commands, MAIA_REG_TELEM_COMMANDS_LO);
+
+/* Percent of the device's averaging window (1 s) any command ran. */
+static ssize_t utilization_show(struct device *dev, struct device_attribute *attr,
+				char *buf)
+{
+	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev), MAIA_REG_TELEM_UTIL);
+
+	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
+}
+static DEVICE_ATTR_RO(utilization);
+
+/* Percent of the window a matrix (tensor-unit) operation ran. */
+static ssize_t tensor_utilization_show(struct device *dev,
+				       struct device_attribute *attr, char *buf)
+{
+	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev),
+				      MAIA_REG_TELEM_TENSOR_UTIL);
+
+	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
+}
+static DEVICE_ATTR_RO(tensor_utilization);
+
+/* Why the clock is below nominal now: MAIA_THROTTLE_* bits, 0x1 power, 0x2 thermal. */
+static ssize_t throttle_reasons_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev),
+				      MAIA_REG_TELEM_THROTTLE_REASONS);
+
+	return sysfs_emit(buf, "0x%x\n", v & MAIA_THROTTLE_ALL);
+}
+static DEVICE_ATTR_RO(throttle_reasons);
+
+/* Clock step-downs since power-on. */
+static ssize_t throttle_count_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  maia_telemetry_read32(maia_telemetry_from_dev(dev),
+						MAIA_REG_TELEM_THROTTLE_EVENTS));
+}
+static DEVICE_ATTR_RO(throttle_count);
+
+static struct attribute *maia_telemetry_attrs[] = {
+	&dev_attr_busy_time_us.attr,
+	&dev_attr_tensor_busy_time_us.attr,
+	&dev_attr_vector_busy_time_us.attr,
+	&dev_attr_dma_busy_time_us.attr,
+	&dev_attr_throttled_time_us.attr,
+	&dev_attr_hbm_bytes_read.attr,
+	&dev_attr_hbm_bytes_written.attr,
+	&dev_attr_dma_bytes.attr,
+	&dev_attr_flops.attr,
+	&dev_attr_commands.attr,
+	&dev_attr_utilization.attr,
+	&dev_attr_tensor_utilization.attr,
+	&dev_attr_throttle_reasons.attr,
+	&dev_attr_throttle_count.attr,
+	NULL,
+};
+
+static const struct attribute_group maia_telemetry_attr_group = {
+	.attrs = maia_telemetry_attrs,
+};
+
+int maia_telemetry_init(struct maia_device *mdev)
+{
+	struct maia_telemetry *tm;
+	u32 version;
+	int ret;
+
+	if (!(mdev->hw.caps & MAIA_CAP_TELEMETRY)) {
+		maia_info(mdev, "device has no telemetry block\n");
+		return 0;
+	}
+	version = maia_rd(mdev, MAIA_REG_TELEM_VERSION);
+	if (version >> 16 != MAIA_TELEM_VERSION_1 >> 16) {
+		maia_warn(mdev, "telemetry version %u.%u not supported (driver supports 1.x)\n",
+			  version >> 16, version & 0xffff);
+		return 0;
+	}
+
+	tm = drmm_kzalloc(&mdev->drm, sizeof(*tm), GFP_KERNEL);
+	if (!tm)
+		return -ENOMEM;
+	ret = drmm_mutex_init(&mdev->drm, &tm->lock);
+	if (ret)
+		return ret;
+	tm->mdev = mdev;
+	tm->cap_min_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MIN_MW);
+	tm->cap_max_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MAX_MW);
+	mdev->telemetry = tm;
+
+	ret = devm_device_add_group(mdev->drm.dev, &maia_telemetry_attr_group);
+	if (ret)
+		return ret;
+	return maia_hwmon_init(mdev);
+}

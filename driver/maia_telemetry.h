@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maia accelerator driver: telemetry (maia/hw/telemetry.h), the power cap
+ * and the sysfs counters on the PCI device.
+ */
+#ifndef __MAIA_TELEMETRY_H__
+#define __MAIA_TELEMETRY_H__
+
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+struct device;
+struct maia_device;
+
+struct maia_telemetry {
+	struct maia_device *mdev;
+	/*
+	 * Serializes reads of 64-bit counters (reading LO latches that
+	 * counter's HI in the device, so two readers must not interleave)
+	 * and protects @user_cap_mw.
+	 */
+	struct mutex lock;
+	/* Cap set through hwmon, mW, re-applied after a reset; 0 = none. */
+	u32 user_cap_mw;
+	u32 cap_min_mw, cap_max_mw;	/* what the firmware accepts */
+	struct device *hwmon;
+};
+
+/* After the firmware is up; a device without MAIA_CAP_TELEMETRY gets nothing. */
+int maia_telemetry_init(struct maia_device *mdev);
+/* After a device reset and firmware reboot: re-applies the user's cap. */
+int maia_telemetry_restore(struct maia_device *mdev);
+
+u32 maia_telemetry_read32(struct maia_device *mdev, u32 reg);
+u64 maia_telemetry_read64(struct maia_device *mdev, u32 lo);
+/* Sets the power cap through the mailbox; -EINVAL outside the device's range. */
+int maia_telemetry_set_cap(struct maia_device *mdev, u32 cap_mw);
+
+#endif /* __MAIA_TELEMETRY_H__ */
