@@ -126,7 +126,7 @@ struct maia_device {
 
 	struct maia_sched *sched;	/* user queues and their schedulers */
 	struct maia_reset *reset;	/* hang recovery */
-	struct maia_telemetry *telemetry;	/* power, counters; NULL without MAIA_CAP_TELEMETRY */
+	struct maia_telemetry *telemetry;	/* power and counters, or NULL */
 };
 
 static inline struct maia_device *to_maia_device(struct drm_device *drm)

@@ -224,6 +224,26 @@ TEST_F(dev, wait_timeout)
 	EXPECT_NE(NULL, strstr(maia_last_error(), "status"));
 }
 
+TEST_F(dev, device_rejects_raw_command)
+{
+	struct maia_cmd_gemm g;
+	struct maia_job_status st;
+
+	/* Bypass the builder: a GEMM whose descriptors are all zero (rank 0). */
+	memset(&g, 0, sizeof(g));
+	g.hdr.opcode = MAIA_OP_GEMM;
+	g.hdr.size = sizeof(g);
+	ASSERT_EQ(0, maia_cmd_nop(self->cb));
+	ASSERT_EQ(0, maia_cmd_raw(self->cb, &g));
+	EXPECT_EQ(-EIO, maia_run(self->dev, self->cb, 30 * SEC, &st));
+	EXPECT_EQ(DRM_MAIA_JOB_ERROR, st.status);
+	EXPECT_EQ(MAIA_STATUS_BAD_DESC, st.device_status);
+	EXPECT_EQ(sizeof(struct maia_cmd_nop), st.error_offset);
+	/* A size that is not a multiple of 8 never reaches the device. */
+	g.hdr.size = 12;
+	EXPECT_EQ(-EINVAL, maia_cmd_raw(self->cb, &g));
+}
+
 TEST_F(dev, fence_fd_poll_and_wait)
 {
 	struct maia_submit_opts opts = { .priority = DRM_MAIA_PRIO_NORMAL };
@@ -341,6 +361,54 @@ TEST_F(dev, bo_export_import_round_trip)
 	maia_bo_destroy(dst);
 	maia_bo_destroy(imp);
 	maia_device_close(dev2);
+}
+
+TEST_F(dev, bo_import_into_exporter)
+{
+	struct maia_bo *again;
+	uint32_t *view;
+	int fd;
+
+	/* Same file: the kernel hands back the exporter's handle; both must work. */
+	ASSERT_EQ(0, maia_bo_export(self->bo, &fd));
+	ASSERT_EQ(0, maia_bo_import(self->dev, fd, &again));
+	close(fd);
+	EXPECT_EQ(maia_bo_handle(self->bo), maia_bo_handle(again));
+	EXPECT_NE(maia_bo_va(self->bo), maia_bo_va(again));
+	ASSERT_EQ(0, maia_cmd_fill(self->cb, maia_bo_va(again), 4096, 0x77777777));
+	ASSERT_EQ(0, maia_run(self->dev, self->cb, 30 * SEC, NULL));
+	EXPECT_EQ(0x77777777u, ((uint32_t *)self->cpu)[100]);
+	maia_bo_destroy(again);
+	/* The original still works after the import is gone. */
+	maia_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, maia_cmd_fill(self->cb, self->va, 4096, 0x88888888));
+	ASSERT_EQ(0, maia_run(self->dev, self->cb, 30 * SEC, NULL));
+	ASSERT_EQ(0, maia_bo_map(self->bo, (void **)&view));
+	EXPECT_EQ(0x88888888u, view[100]);
+}
+
+TEST(dtype_bytes)
+{
+	uint64_t data, scales;
+
+	ASSERT_EQ(0, maia_dtype_bytes(MAIA_DTYPE_FP32, 10, &data, &scales));
+	EXPECT_EQ(40u, data);
+	EXPECT_EQ(0u, scales);
+	ASSERT_EQ(0, maia_dtype_bytes(MAIA_DTYPE_MXFP8_E4M3, 64, &data, &scales));
+	EXPECT_EQ(64u, data);
+	EXPECT_EQ(2u, scales);
+	ASSERT_EQ(0, maia_dtype_bytes(MAIA_DTYPE_MXFP4_E2M1, 64, &data, &scales));
+	EXPECT_EQ(32u, data);
+	ASSERT_EQ(0, maia_dtype_bytes(MAIA_DTYPE_MX4, 32, &data, &scales));
+	EXPECT_EQ(14u, data);	/* 2 blocks of 16 x 3 bits + 8 microexponent bits */
+	EXPECT_EQ(2u, scales);
+	EXPECT_EQ(-EINVAL, maia_dtype_bytes(MAIA_DTYPE_MXFP8_E4M3, 33, &data, &scales));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "block"));
+	EXPECT_EQ(-EINVAL, maia_dtype_bytes(MAIA_DTYPE_COUNT, 1, &data, &scales));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "dtype"));
+	/* A successful call clears the message. */
+	EXPECT_EQ(0, maia_dtype_bytes(MAIA_DTYPE_BF16, 2, &data, NULL));
+	EXPECT_STREQ("", maia_last_error());
 }
 
 /* ---- every command, data checked ------------------------------------------------ */

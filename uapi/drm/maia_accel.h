@@ -95,7 +95,8 @@ struct drm_maia_ping {
 
 /* Buffer object placement (drm_maia_bo_create.flags): exactly one. */
 #define DRM_MAIA_BO_HBM			(1u << 0)	/* device HBM; CPU mapping via BAR2, WC */
-#define DRM_MAIA_BO_HOST		(1u << 1)	/* host memory, pinned while mapped on the device */
+/* host memory, pinned while mapped on the device */
+#define DRM_MAIA_BO_HOST		(1u << 1)
 
 /**
  * struct drm_maia_bo_create - create a buffer object

@@ -60,6 +60,11 @@ int maia_device_count(void);
 int maia_device_open(int index, struct maia_device **out);
 /* Open by PCI address, "0000:00:03.0" or "00:03.0". */
 int maia_device_open_pci(const char *pci_address, struct maia_device **out);
+/*
+ * Close the device. Destroy its buffer objects and command buffers first:
+ * they refer to it. Closing ends the context; the kernel keeps buffers that
+ * running jobs or other importers still use.
+ */
 void maia_device_close(struct maia_device *dev);
 
 /* The DRM fd, for poll() and for interop (syncobjs, dma-bufs). */
@@ -95,7 +100,10 @@ int maia_bo_map(struct maia_bo *bo, void **ptr);
 uint64_t maia_bo_va(const struct maia_bo *bo);
 uint64_t maia_bo_size(const struct maia_bo *bo);
 uint32_t maia_bo_handle(const struct maia_bo *bo);
-/* dma-buf export and import (PRIME). */
+/*
+ * dma-buf export and import (PRIME). The importer gets its own maia_bo,
+ * mapped at its own VA, also when importing into the exporting device.
+ */
 int maia_bo_export(struct maia_bo *bo, int *dmabuf_fd);
 int maia_bo_import(struct maia_device *dev, int dmabuf_fd, struct maia_bo **out);
 

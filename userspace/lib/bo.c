@@ -61,6 +61,17 @@ static void gem_close(struct maia_device *dev, uint32_t handle)
 	maia_ioctl(dev, DRM_IOCTL_GEM_CLOSE, &c);
 }
 
+/* Does a live maia_bo of dev other than skip use this GEM handle? */
+static bool handle_shared(struct maia_device *dev, uint32_t handle, const struct maia_bo *skip)
+{
+	const struct maia_bo *b;
+
+	for (b = dev->bos; b; b = b->next)
+		if (b != skip && b->handle == handle)
+			return true;
+	return false;
+}
+
 /* Wrap an existing handle: query it and map it on the device. */
 static int bo_wrap(struct maia_device *dev, uint32_t handle, struct maia_bo **out)
 {
@@ -85,6 +96,8 @@ static int bo_wrap(struct maia_device *dev, uint32_t handle, struct maia_bo **ou
 		free(bo);
 		return err;
 	}
+	bo->next = dev->bos;
+	dev->bos = bo;
 	*out = bo;
 	return 0;
 }
@@ -121,13 +134,22 @@ MAIA_EXPORT int maia_bo_create(struct maia_device *dev, uint64_t size,
 
 MAIA_EXPORT void maia_bo_destroy(struct maia_bo *bo)
 {
+	struct maia_bo **link;
+
 	if (!bo)
 		return;
 	if (bo->cpu)
 		munmap(bo->cpu, bo->size);
 	if (bo->va)
 		vm_bind(bo, DRM_MAIA_VM_UNMAP);
-	gem_close(bo->dev, bo->handle);
+	if (!handle_shared(bo->dev, bo->handle, bo))
+		gem_close(bo->dev, bo->handle);
+	for (link = &bo->dev->bos; *link; link = &(*link)->next) {
+		if (*link == bo) {
+			*link = bo->next;
+			break;
+		}
+	}
 	free(bo);
 }
 
@@ -188,7 +210,7 @@ MAIA_EXPORT int maia_bo_import(struct maia_device *dev, int dmabuf_fd, struct ma
 	if (drmPrimeFDToHandle(dev->fd, dmabuf_fd, &handle))
 		return -errno;
 	err = bo_wrap(dev, handle, out);
-	if (err)
+	if (err && !handle_shared(dev, handle, NULL))
 		gem_close(dev, handle);
 	return err;
 }

@@ -15,8 +15,10 @@ MAIA_EXPORT int maia_cmdbuf_create(struct maia_device *dev, uint32_t capacity,
 	void *cpu;
 	int err;
 
-	if (!dev || !out || !capacity || capacity > MAIA_CMDBUF_MAX_SIZE)
-		return -EINVAL;
+	maia_error_clear();
+	if (!dev || !out || capacity < 8 || capacity > MAIA_CMDBUF_MAX_SIZE)
+		return maia_error(-EINVAL, "maia_cmdbuf_create: NULL argument or capacity %u not "
+				  "in 8..%u", capacity, MAIA_CMDBUF_MAX_SIZE);
 	cb = calloc(1, sizeof(*cb));
 	if (!cb)
 		return -ENOMEM;
@@ -58,10 +60,15 @@ MAIA_EXPORT int maia_cmd_raw(struct maia_cmdbuf *cb, const void *cmd)
 {
 	const struct maia_cmd_header *hdr = cmd;
 
-	if (!cb || !cmd || hdr->size < sizeof(*hdr) || hdr->size % 8)
-		return -EINVAL;
+	maia_error_clear();
+	if (!cb || !cmd)
+		return maia_error(-EINVAL, "maia_cmd_raw: NULL command buffer or command");
+	if (hdr->size < sizeof(*hdr) || hdr->size % 8)
+		return maia_error(-EINVAL, "maia_cmd_raw: command size %u is not a multiple of 8 "
+				  "of at least %zu", hdr->size, sizeof(*hdr));
 	if (hdr->size > cb->capacity - cb->used)
-		return -ENOSPC;
+		return maia_error(-ENOSPC, "command buffer full (%u of %u bytes used, command "
+				  "needs %u)", cb->used, cb->capacity, hdr->size);
 	memcpy(cb->cpu + cb->used, cmd, hdr->size);
 	cb->used += hdr->size;
 	return 0;
@@ -81,7 +88,22 @@ MAIA_EXPORT int maia_cmd_copy_2d(struct maia_cmdbuf *cb, uint64_t dst, uint64_t 
 				 uint32_t height)
 {
 	struct maia_cmd_dma_copy c = CMD_INIT(MAIA_OP_DMA_COPY, struct maia_cmd_dma_copy);
+	uint64_t span;
 
+	if (!width || !height)
+		return maia_error(-EINVAL, "maia_cmd_copy: nothing to copy (width %llu, height %u)",
+				  (unsigned long long)width, height);
+	/* The device rejects rows that run past the end of the address space. */
+	span = width;
+	if (height > 1) {
+		uint64_t stride = src_stride > dst_stride ? src_stride : dst_stride;
+
+		if (__builtin_mul_overflow(stride, (uint64_t)(height - 1), &span) ||
+		    __builtin_add_overflow(span, width, &span))
+			return maia_error(-EINVAL, "maia_cmd_copy_2d: the copied area overflows");
+	}
+	if (src + span < src || dst + span < dst)
+		return maia_error(-EINVAL, "maia_cmd_copy: the range wraps the address space");
 	c.dst = dst;
 	c.dst_stride = dst_stride;
 	c.src = src;
@@ -101,6 +123,9 @@ MAIA_EXPORT int maia_cmd_fill(struct maia_cmdbuf *cb, uint64_t dst, uint64_t byt
 {
 	struct maia_cmd_fill c = CMD_INIT(MAIA_OP_FILL, struct maia_cmd_fill);
 
+	if (bytes % 4 || dst + bytes < dst)
+		return maia_error(-EINVAL, "maia_cmd_fill: size %llu is not a multiple of 4 or "
+				  "wraps the address space", (unsigned long long)bytes);
 	c.dst = dst;
 	c.size = bytes;
 	c.pattern = pattern;
@@ -111,6 +136,9 @@ MAIA_EXPORT int maia_cmd_fence_write(struct maia_cmdbuf *cb, uint64_t addr, uint
 {
 	struct maia_cmd_fence_write c = CMD_INIT(MAIA_OP_FENCE_WRITE, struct maia_cmd_fence_write);
 
+	if (addr % 8)
+		return maia_error(-EINVAL, "maia_cmd_fence_write: address 0x%llx is not 8-byte "
+				  "aligned", (unsigned long long)addr);
 	c.addr = addr;
 	c.value = value;
 	return maia_cmd_raw(cb, &c);
@@ -120,6 +148,9 @@ MAIA_EXPORT int maia_cmd_timestamp(struct maia_cmdbuf *cb, uint64_t addr)
 {
 	struct maia_cmd_timestamp c = CMD_INIT(MAIA_OP_TIMESTAMP, struct maia_cmd_timestamp);
 
+	if (addr % 8)
+		return maia_error(-EINVAL, "maia_cmd_timestamp: address 0x%llx is not 8-byte "
+				  "aligned", (unsigned long long)addr);
 	c.addr = addr;
 	return maia_cmd_raw(cb, &c);
 }
@@ -128,6 +159,9 @@ MAIA_EXPORT int maia_cmd_sem_signal(struct maia_cmdbuf *cb, uint32_t index, uint
 {
 	struct maia_cmd_sem_signal c = CMD_INIT(MAIA_OP_SEM_SIGNAL, struct maia_cmd_sem_signal);
 
+	if (index >= MAIA_NUM_SEMAPHORES)
+		return maia_error(-EINVAL, "maia_cmd_sem_signal: semaphore %u, the device has %u",
+				  index, MAIA_NUM_SEMAPHORES);
 	c.index = index;
 	c.value = value;
 	return maia_cmd_raw(cb, &c);
@@ -138,6 +172,9 @@ MAIA_EXPORT int maia_cmd_sem_wait(struct maia_cmdbuf *cb, uint32_t index, uint32
 {
 	struct maia_cmd_sem_wait c = CMD_INIT(MAIA_OP_SEM_WAIT, struct maia_cmd_sem_wait);
 
+	if (index >= MAIA_NUM_SEMAPHORES)
+		return maia_error(-EINVAL, "maia_cmd_sem_wait: semaphore %u, the device has %u",
+				  index, MAIA_NUM_SEMAPHORES);
 	c.index = index;
 	c.value = value;
 	c.timeout_us = timeout_us;

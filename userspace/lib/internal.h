@@ -11,6 +11,12 @@ struct maia_device {
 	char pci_address[16];
 	/* Next free device VA for maia_bo_create (bump allocator). */
 	uint64_t next_va;
+	/*
+	 * Live buffer objects of this device. A dma-buf imported into the
+	 * file that exported it gets the exporter's GEM handle again, so a
+	 * handle is closed only when its last maia_bo goes.
+	 */
+	struct maia_bo *bos;
 };
 
 struct maia_bo {
@@ -20,6 +26,7 @@ struct maia_bo {
 	uint64_t size;
 	uint64_t va;		/* 0 if not mapped on the device */
 	void *cpu;		/* NULL until maia_bo_map */
+	struct maia_bo *next;	/* in dev->bos */
 };
 
 struct maia_cmdbuf {

@@ -3,14 +3,15 @@
  * GEMM: C = act(alpha * op(A) * op(B) + beta * C + bias), strided-batched
  * (MAIA_OP_GEMM) and pointer-array batched (MAIA_OP_GEMM_BATCHED).
  *
- * Work split: C is cut into mb x nb blocks; each block is one task, run by
- * one tile. A tile streams K in kc slices: it copies the A slice (mb x kc)
- * and B slice (kc x nb) from the job's memory into its SRAM, converting to
- * FP32 and packing them into micro-kernel panels, and accumulates into an
- * FP32 C block that stays in SRAM until the epilogue (alpha, beta, bias,
- * activation, conversion) writes it out. Block sizes are chosen so that the
- * three buffers fit the tile's SRAM share, which is also the host's L2-sized
- * cache blocking the micro-kernels want.
+ * Work split: C is cut into mrange x nb blocks; each block is one task, run
+ * by one tile. A tile streams K in kc slices: it copies the kc x nb slice of
+ * op(B) from the job's memory into its SRAM, converting to FP32 and packing
+ * it into nr-column panels, then, for each mb-row sub-block of its rows,
+ * decodes the mb x kc slice of op(A) row-major into SRAM and runs the
+ * micro-kernel over it. The FP32 C block stays in SRAM across the K slices
+ * until the epilogue (alpha, beta, bias, activation, conversion) writes it
+ * out. Block sizes are chosen so that the buffers fit the tile's SRAM
+ * share; the B slice and A sub-block are also the host's L2 cache blocks.
  */
 #include <math.h>
 #include <stdlib.h>

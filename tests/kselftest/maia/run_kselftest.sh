@@ -4,7 +4,8 @@
 # format of the kernel's kselftest runner (tools/testing/selftests/kselftest/
 # runner.sh): each test's own TAP indented with "# ", then one result line.
 #
-#   run_kselftest.sh [TEST...]     default: every test, in the Makefile order
+#   run_kselftest.sh [TEST...]     default: every test in kselftest-list.txt
+#                                  (the Makefile's TEST_GEN_PROGS order)
 #
 # Exit status 0 if every test passed or skipped, 1 otherwise.
 
@@ -14,7 +15,14 @@ TIMEOUT=900
 [ -f "$DIR/settings" ] && TIMEOUT=$(sed -n 's/^timeout=//p' "$DIR/settings")
 KSFT_SKIP=4
 
-[ $# -eq 0 ] && set -- probe bad_ioctl two_devices firmware_fail load_cycles
+if [ $# -eq 0 ]; then
+	if [ ! -f "$DIR/kselftest-list.txt" ]; then
+		echo "run_kselftest.sh: no $DIR/kselftest-list.txt (make kselftest)" >&2
+		exit 1
+	fi
+	# shellcheck disable=SC2046 # one test name a line
+	set -- $(sed -n "s|^$COLLECTION:||p" "$DIR/kselftest-list.txt")
+fi
 
 echo "TAP version 13"
 echo "1..$#"

@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Telemetry: the hwmon device and the sysfs counters exist with sane values;
+ * counters move under a real load (DMA copies and GEMMs submitted through
+ * the uAPI); invalid power caps are rejected with EINVAL; a low cap makes
+ * the firmware throttle (the clock drops, jobs take longer, power settles
+ * under the cap); maia-exporter's scrape (--once and over HTTP) is valid
+ * Prometheus text, checked line by line.
+ *
+ * Environment: MAIA_EXPORTER, path of maia-exporter (default /usr/bin/maia-exporter).
+ */
+#include <math.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <maia/hw/tensor.h>
+
+#include "maia_job_ksft.h"
+#include "kselftest_harness.h"
+
+#define VA_CMD		(DRM_MAIA_VA_START)
+#define VA_HBM		(DRM_MAIA_VA_START + 0x10000000ull)
+#define VA_HOST		(DRM_MAIA_VA_START + 0x20000000ull)
+#define VA_GEMM		(DRM_MAIA_VA_START + 0x30000000ull)
+#define SEC		NS_PER_SEC
+#define GEMM_N		256u
+#define CAP_DEFAULT_UW	500000000ll
+
+FIXTURE(tm) {
+	struct maia_node node;
+	int fd;
+	char dev[PATH_MAX];	/* /sys/bus/pci/devices/<bdf> */
+	char hwmon[PATH_MAX + 300];
+	long long cap_uw;	/* restored at teardown */
+	struct kbo cmd, hbm, host, gemm;
+	struct kcmd cb;
+};
+
+static long long read_ll(const char *dir, const char *attr)
+{
+	char path[PATH_MAX * 2], buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	if (maia_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+static int write_attr(const char *dir, const char *attr, const char *val)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	return maia_write_file(path, val);
+}
+
+static bool find_hwmon(const char *dev, char *out, size_t size)
+{
+	char dir[PATH_MAX + 16];
+	struct dirent *de;
+	bool found = false;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/hwmon", dev);
+	dp = opendir(dir);
+	if (!dp)
+		return false;
+	while ((de = readdir(dp)) && !found) {
+		if (strncmp(de->d_name, "hwmon", 5) == 0) {
+			snprintf(out, size, "%s/%s", dir, de->d_name);
+			found = true;
+		}
+	}
+	closedir(dp);
+	return found;
+}
+
+FIXTURE_SETUP(tm)
+{
+	self->fd = -1;
+	self->cap_uw = -1;
+	if (maia_find_nodes(&self->node, 1) < 1)
+		SKIP(return, "no maia accel node");
+	snprintf(self->dev, sizeof(self->dev), "/sys/bus/pci/devices/%s", self->node.bdf);
+	ASSERT_TRUE(find_hwmon(self->dev, self->hwmon, sizeof(self->hwmon)))
+		TH_LOG("no hwmon directory under %s", self->dev);
+	self->cap_uw = read_ll(self->hwmon, "power1_cap");
+	self->fd = maia_open_node(&self->node);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, kbo_create(self->fd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &self->cmd));
+	ASSERT_EQ(0, kbo_create(self->fd, 4 * KSFT_MIB, DRM_MAIA_BO_HBM, VA_HBM, &self->hbm));
+	ASSERT_EQ(0, kbo_create(self->fd, 4 * KSFT_MIB, DRM_MAIA_BO_HOST, VA_HOST, &self->host));
+	ASSERT_EQ(0, kbo_create(self->fd, 2 * KSFT_MIB, DRM_MAIA_BO_HBM, VA_GEMM, &self->gemm));
+	self->cb.bo = &self->cmd;
+}
+
+FIXTURE_TEARDOWN(tm)
+{
+	char v[32];
+
+	if (self->cap_uw > 0) {
+		snprintf(v, sizeof(v), "%lld", self->cap_uw);
+		write_attr(self->hwmon, "power1_cap", v);
+	}
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* Submits what was added and waits; the job status or -errno; *ns = wall time. */
+static int run(int fd, struct kcmd *cb, long long *ns)
+{
+	struct drm_maia_wait w;
+	__u64 seqno = 0;
+	__s64 t0 = kmono_ns();
+	int ret;
+
+	if (cb->used > KSFT_MIB - 4096)	/* start over at the buffer's beginning */
+		return -ENOSPC;
+	ret = kcmd_submit(fd, cb, NULL, &seqno);
+	if (!ret)
+		ret = kwait(fd, seqno, 60 * SEC, &w);
+	if (ns)
+		*ns = kmono_ns() - t0;
+	cb->start = cb->used = 0;
+	return ret ? ret : (int)w.status;
+}
+
+/* n copies of the 4 MiB host BO into the 4 MiB HBM BO. */
+static void add_copies(FIXTURE_DATA(tm) *self, int n)
+{
+	for (int i = 0; i < n; i++)
+		kcmd_copy(&self->cb, VA_HOST, VA_HBM, 4 * KSFT_MIB, 1, 0, 0);
+}
+
+static void desc2(struct maia_tensor_desc *d, __u64 va, __u32 rows, __u32 cols)
+{
+	memset(d, 0, sizeof(*d));
+	d->addr = va;
+	d->dtype = MAIA_DTYPE_FP32;
+	d->rank = 2;
+	d->shape[0] = rows;
+	d->shape[1] = cols;
+	d->strides[0] = cols;
+	d->strides[1] = 1;
+}
+
+/* n FP32 GEMMs C = A * B, GEMM_N^3, operands in the GEMM BO. */
+static void add_gemms(FIXTURE_DATA(tm) *self, int n)
+{
+	__u64 mat = (__u64)GEMM_N * GEMM_N * sizeof(float);
+
+	for (int i = 0; i < n; i++) {
+		struct maia_cmd_gemm *g = kcmd_add(&self->cb, MAIA_OP_GEMM, sizeof(*g));
+
+		desc2(&g->a, VA_GEMM, GEMM_N, GEMM_N);
+		desc2(&g->b, VA_GEMM + mat, GEMM_N, GEMM_N);
+		desc2(&g->c, VA_GEMM + 2 * mat, GEMM_N, GEMM_N);
+	}
+}
+
+TEST_F(tm, hwmon_and_sysfs)
+{
+	static const char * const counters[] = {
+		"busy_time_us", "tensor_busy_time_us", "vector_busy_time_us",
+		"dma_busy_time_us", "throttled_time_us", "hbm_bytes_read",
+		"hbm_bytes_written", "dma_bytes", "flops", "commands", "utilization",
+		"tensor_utilization", "throttle_count", "throttle_reasons",
+	};
+	char name[32], path[PATH_MAX * 2];
+	long long t, cap_max, cap_min;
+
+	snprintf(path, sizeof(path), "%s/name", self->hwmon);
+	ASSERT_LE(0, maia_read_file(path, name, sizeof(name)));
+	EXPECT_STREQ("maia", name);
+	t = read_ll(self->hwmon, "temp1_input");
+	EXPECT_TRUE(t >= 20000 && t <= read_ll(self->hwmon, "temp1_crit")) TH_LOG("temp %lld", t);
+	EXPECT_EQ(95000, read_ll(self->hwmon, "temp1_max"));
+	cap_max = read_ll(self->hwmon, "power1_cap_max");
+	cap_min = read_ll(self->hwmon, "power1_cap_min");
+	EXPECT_EQ(700000000, cap_max);
+	EXPECT_EQ(100000000, cap_min);
+	EXPECT_TRUE(self->cap_uw >= cap_min && self->cap_uw <= cap_max);
+	EXPECT_EQ(1500000000ll, read_ll(self->hwmon, "freq1_input"));
+	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_average"));
+	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_input"));
+	EXPECT_EQ(1000, read_ll(self->hwmon, "power1_average_interval"));
+	EXPECT_LT(0, read_ll(self->hwmon, "energy1_input"));
+	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
+		EXPECT_LE(0, read_ll(self->dev, counters[i])) TH_LOG("%s", counters[i]);
+	/* hwmon files are read-only except power1_cap. */
+	EXPECT_GT(0, write_attr(self->hwmon, "energy1_input", "0"));
+}
+
+TEST_F(tm, counters_move_under_load)
+{
+	long long busy0, tensor0, dma0, hbmw0, hbmr0, bytes0, flops0, cmds0, e0, e1;
+	long long t0, t1, ns;
+	float *a = self->gemm.cpu;
+
+	for (unsigned int i = 0; i < 2 * GEMM_N * GEMM_N; i++)
+		a[i] = (float)(i % 7) - 3.0f;
+	memset(self->host.cpu, 0x5a, self->host.size);
+	busy0 = read_ll(self->dev, "busy_time_us");
+	tensor0 = read_ll(self->dev, "tensor_busy_time_us");
+	dma0 = read_ll(self->dev, "dma_busy_time_us");
+	hbmw0 = read_ll(self->dev, "hbm_bytes_written");
+	hbmr0 = read_ll(self->dev, "hbm_bytes_read");
+	bytes0 = read_ll(self->dev, "dma_bytes");
+	flops0 = read_ll(self->dev, "flops");
+	cmds0 = read_ll(self->dev, "commands");
+	e0 = read_ll(self->hwmon, "energy1_input");
+	t0 = kmono_ns();
+
+	add_copies(self, 32);
+	add_gemms(self, 16);
+	ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &ns));
+
+	EXPECT_EQ(0x5a5a5a5a, ((__u32 *)self->hbm.cpu)[12345]);
+	EXPECT_LE(32 * 4 * KSFT_MIB, read_ll(self->dev, "hbm_bytes_written") - hbmw0);
+	EXPECT_LE(32 * 4 * KSFT_MIB, read_ll(self->dev, "dma_bytes") - bytes0);
+	/* Each GEMM reads A and B (at least 2 x 256 KiB) from HBM. */
+	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * 4, read_ll(self->dev, "hbm_bytes_read") - hbmr0);
+	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * GEMM_N, read_ll(self->dev, "flops") - flops0);
+	EXPECT_LE(48, read_ll(self->dev, "commands") - cmds0);
+	EXPECT_LT(0, read_ll(self->dev, "tensor_busy_time_us") - tensor0);
+	EXPECT_LT(0, read_ll(self->dev, "dma_busy_time_us") - dma0);
+	EXPECT_LE(read_ll(self->dev, "dma_busy_time_us") - dma0 +
+		  read_ll(self->dev, "tensor_busy_time_us") - tensor0,
+		  read_ll(self->dev, "busy_time_us") - busy0);
+	/* The busy time is device time inside this job's wall time. */
+	EXPECT_GE(ns / 1000 + 1000, read_ll(self->dev, "busy_time_us") - busy0);
+	EXPECT_LT(0, read_ll(self->dev, "utilization"));
+
+	maia_sleep_ms(100);
+	e1 = read_ll(self->hwmon, "energy1_input");
+	t1 = kmono_ns();
+	/* At least the idle power (60 W) over the time, less a 10 ms period. */
+	EXPECT_LE((long long)(60.0 * ((double)(t1 - t0) / 1e9 - 0.02) * 1e6), e1 - e0)
+		TH_LOG("energy %lld uJ over %lld ms", e1 - e0, (t1 - t0) / 1000000);
+	TH_LOG("job %lld ms, busy %lld us, energy %lld mJ", ns / 1000000,
+	       read_ll(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
+}
+
+TEST_F(tm, invalid_power_cap)
+{
+	static const char * const bad[] = {
+		"0", "-1", "-500000000", "99999999", "700000001", "9999999999999", "abc",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		int ret = write_attr(self->hwmon, "power1_cap", bad[i]);
+
+		EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", bad[i], ret);
+	}
+	EXPECT_EQ(self->cap_uw, read_ll(self->hwmon, "power1_cap"));
+	/* A valid value is taken and rounded to the device's mW. */
+	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", "400000400"));
+	EXPECT_EQ(400000000, read_ll(self->hwmon, "power1_cap"));
+}
+
+TEST_F(tm, low_cap_throttles)
+{
+	long long nominal = read_ll(self->hwmon, "freq1_input"), freq = nominal;
+	long long ev0 = read_ll(self->dev, "throttle_count"), d0 = 0, d1 = 0, ns;
+	long long deadline, avg;
+
+	/* Reference duration of a job at the nominal clock. */
+	for (int i = 0; i < 2; i++) {
+		add_copies(self, 16);
+		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &ns));
+		d0 = i ? (ns < d0 ? ns : d0) : ns;
+	}
+	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", "100000000"));
+	EXPECT_EQ(100000000, read_ll(self->hwmon, "power1_cap"));
+
+	/* Keep the device busy until the clock has dropped a few steps. */
+	deadline = kmono_ns() + 20 * SEC;
+	while (kmono_ns() < deadline && freq > nominal * 6 / 10) {
+		add_copies(self, 16);
+		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
+		freq = read_ll(self->hwmon, "freq1_input");
+	}
+	EXPECT_GE(nominal * 6 / 10, freq) TH_LOG("clock %lld Hz after 20 s of load", freq);
+	EXPECT_LE(ev0 + 4, read_ll(self->dev, "throttle_count"));
+	EXPECT_EQ(1, read_ll(self->dev, "throttle_reasons") & 1);
+	EXPECT_LT(0, read_ll(self->dev, "throttled_time_us"));
+
+	/* Jobs now take longer: the device runs at the lower clock. */
+	for (int i = 0; i < 2; i++) {
+		add_copies(self, 16);
+		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &ns));
+		d1 = i ? (ns < d1 ? ns : d1) : ns;
+	}
+	EXPECT_LT(d0 * 13 / 10, d1) TH_LOG("job %lld us at nominal, %lld us throttled",
+					   d0 / 1000, d1 / 1000);
+
+	/* Under continued load, the 1 s average settles under the cap. */
+	deadline = kmono_ns() + 3 * SEC / 2;
+	while (kmono_ns() < deadline) {
+		add_copies(self, 16);
+		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
+	}
+	avg = read_ll(self->hwmon, "power1_average");
+	EXPECT_GE(100000000, avg) TH_LOG("power1_average %lld uW over a 100 W cap", avg);
+	TH_LOG("throttled to %lld MHz, %lld W average, jobs %lld -> %lld us",
+	       read_ll(self->hwmon, "freq1_input") / 1000000, avg / 1000000, d0 / 1000, d1 / 1000);
+
+	/* Cap lifted: the clock climbs back to nominal once idle. */
+	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", "500000000"));
+	deadline = kmono_ns() + 5 * SEC;
+	while (kmono_ns() < deadline && read_ll(self->hwmon, "freq1_input") != nominal)
+		maia_sleep_ms(50);
+	EXPECT_EQ(nominal, read_ll(self->hwmon, "freq1_input"));
+	EXPECT_EQ(0, read_ll(self->dev, "throttle_reasons"));
+}
+
+/* ---- the exporter ---- */
+
+static const char *exporter_path(void)
+{
+	const char *p = getenv("MAIA_EXPORTER");
+
+	return p && *p ? p : "/usr/bin/maia-exporter";
+}
+
+static bool metric_name_ok(const char *s, size_t len)
+{
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			     c == ':';
+
+		if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+			return false;
+	}
+	return true;
+}
+
+struct scrape_check {
+	int samples, families;
+	bool device_label, pci_label, model_label;
+	char seen[64][64];	/* families with HELP and TYPE, in order */
+	char bad[256];		/* first bad line */
+};
+
+/* Validates Prometheus text exposition format, line by line. */
+static bool check_scrape(char *text, const char *bdf, struct scrape_check *c)
+{
+	char help_for[64] = "", type_for[64] = "";
+	char *line;
+
+	memset(c, 0, sizeof(*c));
+	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "# HELP ", 7) == 0 || strncmp(line, "# TYPE ", 7) == 0) {
+			const char *name = line + 7, *sp = strchr(name, ' ');
+			size_t len = sp ? (size_t)(sp - name) : 0;
+
+			if (!sp || !metric_name_ok(name, len) || len >= 64)
+				goto bad;
+			if (line[2] == 'H') {
+				snprintf(help_for, sizeof(help_for), "%.*s", (int)len, name);
+			} else {
+				if (strcmp(sp + 1, "gauge") && strcmp(sp + 1, "counter"))
+					goto bad;
+				/* TYPE follows the HELP of the same family. */
+				if (strncmp(help_for, name, len) || help_for[len])
+					goto bad;
+				snprintf(type_for, sizeof(type_for), "%.*s", (int)len, name);
+				if (c->families < 64)
+					snprintf(c->seen[c->families], 64, "%s", type_for);
+				c->families++;
+			}
+			continue;
+		}
+		if (line[0] == '#')
+			continue;
+		{
+			char *brace = strchr(line, '{'), *close, *end;
+			size_t len = brace ? (size_t)(brace - line) : 0;
+			double v;
+
+			/* Samples come after their family's HELP and TYPE. */
+			if (!brace || !metric_name_ok(line, len) || strncmp(type_for, line, len) ||
+			    type_for[len])
+				goto bad;
+			close = strstr(brace, "} ");
+			if (!close)
+				goto bad;
+			*close = '\0';
+			c->device_label |= strstr(brace, "device=\"maia") != NULL;
+			c->model_label |= strstr(brace, "modelName=\"") != NULL;
+			if (strstr(brace, "pci_address=\"") && strstr(brace, bdf))
+				c->pci_label = true;
+			errno = 0;
+			v = strtod(close + 2, &end);
+			if (errno || end == close + 2 || *end || !isfinite(v))
+				goto bad;
+			c->samples++;
+		}
+	}
+	return true;
+bad:
+	snprintf(c->bad, sizeof(c->bad), "%s", line);
+	return false;
+}
+
+static bool has_family(const struct scrape_check *c, const char *name)
+{
+	for (int i = 0; i < c->families && i < 64; i++)
+		if (!strcmp(c->seen[i], name))
+			return true;
+	return false;
+}
+
+static char *read_all(int fd)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	while ((n = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (len == cap - 1) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static void expect_families(struct __test_metadata *_metadata, const struct scrape_check *c)
+{
+	static const char * const want[] = {
+		"MAIA_FI_DEV_UTIL", "MAIA_FI_PROF_TENSOR_ACTIVE", "MAIA_FI_DEV_POWER_USAGE",
+		"MAIA_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "MAIA_FI_DEV_TEMP", "MAIA_FI_DEV_CLOCK",
+		"MAIA_FI_DEV_HBM_USED", "MAIA_FI_DEV_HBM_FREE", "MAIA_FI_DEV_THROTTLE_EVENTS",
+		"MAIA_FI_DEV_RESET_COUNT",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		EXPECT_TRUE(has_family(c, want[i])) TH_LOG("no family %s", want[i]);
+	EXPECT_LE(10, c->samples);
+	EXPECT_TRUE(c->device_label);
+	EXPECT_TRUE(c->pci_label);
+	EXPECT_TRUE(c->model_label);
+}
+
+TEST_F(tm, exporter_once)
+{
+	struct scrape_check c;
+	char cmd[PATH_MAX + 16];
+	char *out;
+	FILE *p;
+
+	if (access(exporter_path(), X_OK))
+		SKIP(return, "%s not found", exporter_path());
+	snprintf(cmd, sizeof(cmd), "%s --once", exporter_path());
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	out = read_all(fileno(p));
+	ASSERT_EQ(0, pclose(p));
+	ASSERT_NE(NULL, out);
+	EXPECT_TRUE(check_scrape(out, self->node.bdf, &c)) TH_LOG("bad line: %s", c.bad);
+	expect_families(_metadata, &c);
+	free(out);
+}
+
+static int loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM, 0), ret = 0;
+
+	if (s < 0)
+		return -errno;
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr))
+			ret = -errno;
+	}
+	close(s);
+	return ret;
+}
+
+/* GET path from 127.0.0.1:port; the whole response, or NULL. */
+static char *http_get(int port, const char *path)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char req[256];
+	char *resp;
+	int s;
+
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0)
+		return NULL;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(s);
+		return NULL;
+	}
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path);
+	if (write(s, req, strlen(req)) != (ssize_t)strlen(req)) {
+		close(s);
+		return NULL;
+	}
+	resp = read_all(s);
+	close(s);
+	return resp;
+}
+
+TEST_F(tm, exporter_http)
+{
+	int port = 9400 + getpid() % 500;
+	struct scrape_check c;
+	char portarg[16];
+	char *resp = NULL, *body;
+	pid_t pid;
+
+	if (access(exporter_path(), X_OK))
+		SKIP(return, "%s not found", exporter_path());
+	ASSERT_EQ(0, loopback_up());
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		execl(exporter_path(), "maia-exporter", "--port", portarg, "--bind", "127.0.0.1",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && !resp; i++) {
+		resp = http_get(port, "/metrics");
+		if (!resp)
+			maia_sleep_ms(50);
+	}
+	ASSERT_NE(NULL, resp) TH_LOG("exporter did not answer on port %d", port);
+	EXPECT_EQ(0, strncmp(resp, "HTTP/1.1 200 OK\r\n", 17)) TH_LOG("%.80s", resp);
+	EXPECT_NE(NULL, strstr(resp, "Content-Type: text/plain; version=0.0.4"));
+	body = strstr(resp, "\r\n\r\n");
+	ASSERT_NE(NULL, body);
+	EXPECT_TRUE(check_scrape(body + 4, self->node.bdf, &c)) TH_LOG("bad line: %s", c.bad);
+	expect_families(_metadata, &c);
+	free(resp);
+
+	resp = http_get(port, "/nope");
+	ASSERT_NE(NULL, resp);
+	EXPECT_EQ(0, strncmp(resp, "HTTP/1.1 404", 12));
+	free(resp);
+
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+TEST_HARNESS_MAIN
