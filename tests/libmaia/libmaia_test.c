@@ -177,6 +177,16 @@ TEST_F(dev, builder_bad_arguments)
 	EXPECT_EQ(-EINVAL, maia_tensor_init(&q, 0, MAIA_DTYPE_FP32, 5, (uint32_t[]){ 1, 1, 1, 1, 1 }));
 	EXPECT_EQ(-EINVAL, maia_tensor_init(&q, 0, MAIA_DTYPE_MXFP8_E4M3, 1, (uint32_t[]){ 31 }));
 	EXPECT_EQ(-EINVAL, maia_tensor_set_scale(&a, 2.0f));	/* fp32 has no scale */
+	/* DMA and sync commands */
+	EXPECT_EQ(-EINVAL, maia_cmd_fill(self->cb, self->va, 3, 0));
+	EXPECT_EQ(-EINVAL, maia_cmd_copy(self->cb, self->va, self->va + 4096, 0));
+	EXPECT_EQ(-EINVAL, maia_cmd_copy_2d(self->cb, self->va, UINT64_MAX / 2, self->va, 64, 16,
+					    8));
+	EXPECT_EQ(-EINVAL, maia_cmd_fence_write(self->cb, self->va + 4, 1));
+	EXPECT_EQ(-EINVAL, maia_cmd_timestamp(self->cb, self->va + 1));
+	EXPECT_EQ(-EINVAL, maia_cmd_sem_signal(self->cb, MAIA_NUM_SEMAPHORES, 1));
+	EXPECT_EQ(-EINVAL, maia_cmd_sem_wait(self->cb, 1000, 1, 10));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "semaphore"));
 	/* Nothing was appended by any failed call. */
 	EXPECT_EQ(before, maia_cmdbuf_size(self->cb));
 	EXPECT_EQ(-EINVAL, maia_submit(self->dev, self->cb, NULL, &(uint64_t){ 0 }));	/* empty */

@@ -188,8 +188,11 @@ TEST_F(tm, hwmon_and_sysfs)
 	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_input"));
 	EXPECT_EQ(1000, read_ll(self->hwmon, "power1_average_interval"));
 	EXPECT_LT(0, read_ll(self->hwmon, "energy1_input"));
-	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
-		EXPECT_LE(0, read_ll(self->dev, counters[i])) TH_LOG("%s", counters[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
+		const char *attr = counters[i];
+
+		EXPECT_LE(0, read_ll(self->dev, attr)) TH_LOG("%s", attr);
+	}
 	/* hwmon files are read-only except power1_cap. */
 	EXPECT_GT(0, write_attr(self->hwmon, "energy1_input", "0"));
 }
@@ -251,9 +254,10 @@ TEST_F(tm, invalid_power_cap)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		int ret = write_attr(self->hwmon, "power1_cap", bad[i]);
+		const char *val = bad[i];
+		int ret = write_attr(self->hwmon, "power1_cap", val);
 
-		EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", bad[i], ret);
+		EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", val, ret);
 	}
 	EXPECT_EQ(self->cap_uw, read_ll(self->hwmon, "power1_cap"));
 	/* A valid value is taken and rounded to the device's mW. */
@@ -449,8 +453,11 @@ static void expect_families(struct __test_metadata *_metadata, const struct scra
 		"MAIA_FI_DEV_RESET_COUNT",
 	};
 
-	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
-		EXPECT_TRUE(has_family(c, want[i])) TH_LOG("no family %s", want[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		const char *name = want[i];
+
+		EXPECT_TRUE(has_family(c, name)) TH_LOG("no family %s", name);
+	}
 	EXPECT_LE(10, c->samples);
 	EXPECT_TRUE(c->device_label);
 	EXPECT_TRUE(c->pci_label);
