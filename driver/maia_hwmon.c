@@ -113,10 +113,13 @@ static int maia_hwmon_write(struct device *dev, enum hwmon_sensor_types type,
 			    u32 attr, int channel, long val)
 {
 	struct maia_device *mdev = dev_get_drvdata(dev);
+	struct maia_telemetry *tm = mdev->telemetry;
 
 	if (type != hwmon_power || attr != hwmon_power_cap)
 		return -EOPNOTSUPP;
-	if (val <= 0 || val / MICROWATT_PER_MILLIWATT > U32_MAX)
+	/* Checked in uW: rounding to mW must not pull an outside value in. */
+	if (val <= 0 || val < (long)tm->cap_min_mw * MICROWATT_PER_MILLIWATT ||
+	    val > (long)tm->cap_max_mw * MICROWATT_PER_MILLIWATT)
 		return -EINVAL;
 	return maia_telemetry_set_cap(mdev, DIV_ROUND_CLOSEST(val, MICROWATT_PER_MILLIWATT));
 }

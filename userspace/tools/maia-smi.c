@@ -45,6 +45,8 @@ struct device_state {
 	long long hbm_used;		/* -1 if the driver does not say */
 	long long hbm_free;
 	long long resets;
+	/* Telemetry (maia-exporter reads the same files); -1 if absent. */
+	long long power_uw, cap_uw, temp_mc, freq_hz, util, throttle_reasons, throttle_count;
 };
 
 /* ---- sysfs and /proc -------------------------------------------------- */
@@ -60,9 +62,39 @@ static long long sysfs_ll(const char *pci, const char *attr)
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
-	ok = fscanf(f, "%lld", &v) == 1;
+	ok = fscanf(f, "%lli", &v) == 1;	/* %lli: throttle_reasons is 0x hex */
 	fclose(f);
 	return ok ? v : -1;
+}
+
+/* One value from the device's hwmon directory (maia_hwmon.c), or -1. */
+static long long hwmon_ll(const char *pci, const char *attr)
+{
+	char path[PATH_MAX], dir[PATH_MAX / 2];
+	struct dirent *de;
+	long long v = -1;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s/hwmon", pci);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((de = readdir(dp))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "hwmon", 5))
+			continue;
+		snprintf(path, sizeof(path), "%s/%.64s/%s", dir, de->d_name, attr);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%lld", &v) != 1)
+				v = -1;
+			fclose(f);
+		}
+		break;
+	}
+	closedir(dp);
+	return v;
 }
 
 /* "12 KiB" / "3 MiB" / "42" -> bytes (drm_print_memory_stats units). */
@@ -199,8 +231,9 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 	       (i->fw_version >> 8) & 0xff, i->fw_version & 0xff, i->fw_abi >> 16,
 	       i->fw_abi & 0xffff, i->driver_version);
 	if (d->hbm_used >= 0)
-		printf("  HBM        %.1f / %.1f MiB used (%.1f%%)\n", mib((unsigned long long)d->hbm_used),
-		       mib(i->hbm_size), 100.0 * (double)d->hbm_used / (double)i->hbm_size);
+		printf("  HBM        %.1f / %.1f MiB used (%.1f%%)\n",
+		       mib((unsigned long long)d->hbm_used), mib(i->hbm_size),
+		       100.0 * (double)d->hbm_used / (double)i->hbm_size);
 	else
 		printf("  HBM        %.1f GiB\n", i->hbm_size / (double)(1ull << 30));
 	printf("  topology   %u clusters x %u tiles, %u KiB SRAM per cluster, %u queues\n",
@@ -210,6 +243,11 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		       i->link_speed_gts_x10 % 10, i->link_width);
 	if (d->resets >= 0)
 		printf("  resets     %lld\n", d->resets);
+	if (d->power_uw >= 0)
+		printf("  power      %.1f W (cap %.0f W)  %.1f C  %lld MHz  util %lld%%  "
+		       "throttle 0x%llx (%lld events)\n", d->power_uw / 1e6, d->cap_uw / 1e6,
+		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
+		       d->throttle_count);
 	printf("  dtypes     ");
 	print_dtypes(i->dtypes, " ", "");
 	printf("\n");
@@ -217,10 +255,10 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		if (strcmp(cl[k].pdev, i->pci_address))
 			continue;
 		if (!shown++)
-			printf("  processes  %7s  %-16s %6s %12s %12s %12s\n", "PID", "NAME", "CLIENT",
-			       "HBM MiB", "HOST MiB", "BUSY ms");
-		printf("             %7d  %-16s %6llu %12.1f %12.1f %12.1f\n", cl[k].pid, cl[k].comm,
-		       cl[k].client_id, mib(cl[k].hbm_bytes), mib(cl[k].host_bytes),
+			printf("  processes  %7s  %-16s %6s %12s %12s %12s\n", "PID", "NAME",
+			       "CLIENT", "HBM MiB", "HOST MiB", "BUSY ms");
+		printf("             %7d  %-16s %6llu %12.1f %12.1f %12.1f\n", cl[k].pid,
+		       cl[k].comm, cl[k].client_id, mib(cl[k].hbm_bytes), mib(cl[k].host_bytes),
 		       cl[k].busy_ns / 1e6);
 	}
 	if (!shown)
@@ -252,6 +290,12 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 		printf(",\"hbm_free_bytes\":%lld", d->hbm_free);
 	if (d->resets >= 0)
 		printf(",\"resets\":%lld", d->resets);
+	if (d->power_uw >= 0)
+		printf(",\"power_w\":%.3f,\"power_cap_w\":%.3f,\"temperature_c\":%.3f,"
+		       "\"clock_mhz\":%lld,\"utilization_pct\":%lld,\"throttle_reasons\":%lld,"
+		       "\"throttle_count\":%lld", d->power_uw / 1e6, d->cap_uw / 1e6,
+		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
+		       d->throttle_count);
 	printf(",\"processes\":[");
 	for (k = 0; k < ncl; k++) {
 		const char *p;
@@ -299,6 +343,13 @@ static int list(int json)
 		d.hbm_used = sysfs_ll(d.info.pci_address, "hbm_used_bytes");
 		d.hbm_free = sysfs_ll(d.info.pci_address, "hbm_free_bytes");
 		d.resets = sysfs_ll(d.info.pci_address, "reset_count");
+		d.power_uw = hwmon_ll(d.info.pci_address, "power1_average");
+		d.cap_uw = hwmon_ll(d.info.pci_address, "power1_cap");
+		d.temp_mc = hwmon_ll(d.info.pci_address, "temp1_input");
+		d.freq_hz = hwmon_ll(d.info.pci_address, "freq1_input");
+		d.util = sysfs_ll(d.info.pci_address, "utilization");
+		d.throttle_reasons = sysfs_ll(d.info.pci_address, "throttle_reasons");
+		d.throttle_count = sysfs_ll(d.info.pci_address, "throttle_count");
 		/* Our own open file is gone by now, so it does not show. */
 		if (json)
 			print_json(&d, clients, ncl, shown == 0);
