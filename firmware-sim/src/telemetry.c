@@ -325,6 +325,25 @@ double maia_pm_tensor_util(const struct maia_pm *pm)
 
 /* ---- the device side ---- */
 
+/*
+ * Advances the model to now, then (optionally) switches the engine class;
+ * traces clock changes so a throttling device shows up in QEMU's trace.
+ */
+static void advance_locked(struct maia_sim *sim, uint64_t now, bool set, int cls)
+{
+	struct maia_pm *pm = &sim->telem.pm;
+	uint32_t clock = pm->clock_mhz;
+
+	if (set)
+		maia_pm_set_active(pm, now, cls);
+	else
+		maia_pm_advance(pm, now);
+	if (pm->clock_mhz != clock)
+		maia_sim_trace(sim, "power: clock %u -> %u MHz, %.1f W (cap %u W), %.1f C, reasons 0x%x",
+			       clock, pm->clock_mhz, pm->power_inst_w, pm->p.cap_mw / 1000u,
+			       pm->temp_c, pm->reasons);
+}
+
 /* Firmware parameters as the running firmware (or its defaults) set them. */
 static void sync_fw_locked(struct maia_sim *sim)
 {
@@ -349,8 +368,7 @@ void maia_telem_reset_locked(struct maia_sim *sim)
 		return;
 	}
 	/* Counters are always on; the firmware's clock control starts over. */
-	maia_pm_advance(&t->pm, telem_now_ns());
-	maia_pm_set_active(&t->pm, telem_now_ns(), MAIA_PM_IDLE);
+	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
 	maia_pm_restart(&t->pm);
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
@@ -440,7 +458,7 @@ bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val
 
 	*val = 0;
 	sync_fw_locked(sim);
-	maia_pm_advance(&t->pm, telem_now_ns());
+	advance_locked(sim, telem_now_ns(), false, 0);
 	if (reg32(sim, offset, val))
 		return true;
 	if (offset >= MAIA_REG_TELEM_TIME_NS_LO && offset <= MAIA_REG_TELEM_LAST) {
@@ -485,7 +503,7 @@ uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
 		return now;
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
-	maia_pm_set_active(&sim->telem.pm, now, cls);
+	advance_locked(sim, now, true, cls);
 	pthread_mutex_unlock(&sim->lock);
 	return now;
 }
@@ -542,7 +560,7 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
-	maia_pm_advance(&t->pm, now);
+	advance_locked(sim, now, false, 0);
 	maia_pm_add_hbm_bytes(&t->pm, hbm_r + hbm_w);
 	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
 		extra = (uint64_t)((double)(now - t0) *
@@ -552,7 +570,7 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	stall(sim, extra);
 
 	pthread_mutex_lock(&sim->lock);
-	maia_pm_set_active(&t->pm, telem_now_ns(), MAIA_PM_IDLE);
+	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
 	t->hbm_read += hbm_r;
 	t->hbm_write += hbm_w;
 	t->dma_bytes += t->w_dma_bytes;

@@ -129,6 +129,51 @@ static void find_hwmon(struct dev *d)
 	closedir(dp);
 }
 
+/* Basename of a symlink's target, or false. */
+static bool link_base(const char *path, char *out, size_t size)
+{
+	char target[PATH_MAX];
+	const char *base;
+	ssize_t len = readlink(path, target, sizeof(target) - 1);
+
+	if (len < 0)
+		return false;
+	target[len] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (strlen(base) >= size)
+		return false;
+	memcpy(out, base, strlen(base) + 1);
+	return true;
+}
+
+/*
+ * Without permission to open the device nodes (a monitoring user outside
+ * the device group), the accelN entries bound to the maia driver in sysfs
+ * still give the index and PCI address; only the revision is unknown.
+ */
+static bool enumerate_sysfs(int nth, struct dev *d)
+{
+	char path[PATH_MAX], drv[64];
+	int seen = 0;
+
+	for (int n = 0; n < 64; n++) {
+		snprintf(path, sizeof(path), "%s/class/accel/accel%d/device/driver", sysfs_root(), n);
+		if (!link_base(path, drv, sizeof(drv)) || strcmp(drv, "maia"))
+			continue;
+		if (seen++ != nth)
+			continue;
+		snprintf(path, sizeof(path), "%s/class/accel/accel%d/device", sysfs_root(), n);
+		if (!link_base(path, d->pci, sizeof(d->pci)))
+			return false;
+		snprintf(d->name, sizeof(d->name), "maia%d", n);
+		snprintf(d->model, sizeof(d->model), "Maia");
+		find_hwmon(d);
+		return true;
+	}
+	return false;
+}
+
 static int enumerate(struct dev *devs, int max)
 {
 	int n = maia_device_count(), found = 0;
@@ -138,8 +183,11 @@ static int enumerate(struct dev *devs, int max)
 		struct maia_device *md;
 		struct dev *d = &devs[found];
 
-		if (maia_device_open(i, &md) < 0)
+		if (maia_device_open(i, &md) < 0) {
+			if (enumerate_sysfs(i, d))
+				found++;
 			continue;
+		}
 		if (maia_device_info(md, &info) == 0) {
 			snprintf(d->name, sizeof(d->name), "maia%d", info.index);
 			snprintf(d->pci, sizeof(d->pci), "%s", info.pci_address);

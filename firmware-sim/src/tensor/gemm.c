@@ -339,6 +339,17 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	uint64_t mb = round_up(96, mg), nb = 256, kc = 256, mrange, nblocks, want, fixed;
 	uint64_t budget = te->tile_sram / sizeof(float);
 
+	/*
+	 * A is re-read once per column block, B once per row block. 256 columns
+	 * keep the B slice and the A sub-block in a 512 KiB L2; operands that
+	 * are costly to decode (8 bits or fewer) do better with half the A
+	 * re-reads.
+	 */
+	if (maia_dtype_size(g->a.dtype) <= 1 || maia_dtype_size(g->b.dtype) <= 1)
+		nb = 512;
+	/* ... unless the columns must be split anyway to give every worker work */
+	while (nb > 256 && g->batch * div_up(g->n, nb) < 2 * (uint64_t)te->nworkers)
+		nb /= 2;
 	if (kc > g->k)
 		kc = round_up(g->k, 32);
 	g->stage_a = g->a_cs != 1 && g->a_rs == 1;
