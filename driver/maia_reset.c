@@ -32,6 +32,7 @@
 #include "maia_queue.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
+#include "maia_telemetry.h"
 #include "maia_trace.h"
 #include "maia_vm.h"
 
@@ -81,7 +82,11 @@ static int maia_reset_restart(struct maia_device *mdev)
 	ret = maia_sched_enable_all(mdev);
 	if (ret)
 		return ret;
-	return maia_vm_restore(mdev);
+	ret = maia_vm_restore(mdev);
+	if (ret)
+		return ret;
+	/* The firmware came back with its default power cap: re-apply the user's. */
+	return maia_telemetry_restore(mdev);
 }
 
 /*

@@ -6,9 +6,9 @@
  *   maia-exporter [--port N] [--bind ADDR]   serve GET /metrics (default port 9400)
  *   maia-exporter --once                     print one scrape to stdout and exit
  *
- * Devices are enumerated with libmaia; the values come from the driver's
- * sysfs attributes on the PCI device and its hwmon device, read afresh on
- * every scrape (see Documentation/telemetry.rst). A metric a device does not
+ * Devices are enumerated with libmaia (once, and again when they change);
+ * the values come from the driver's sysfs attributes on the PCI device and
+ * its hwmon device, read afresh on every scrape (Documentation/telemetry.rst). A metric a device does not
  * provide (an older driver) is left out for that device, not reported as 0.
  * MAIA_SYSFS_ROOT (default /sys) points the sysfs reads elsewhere, as it
  * does for libmaia's enumeration.
@@ -249,10 +249,39 @@ static void put_label(FILE *out, const char *key, const char *val, bool last)
 	fprintf(out, "\"%s", last ? "" : ",");
 }
 
+/*
+ * Devices from the last enumeration. Opening a device creates a context in
+ * the driver, so scrapes reuse the list while the device count (a sysfs
+ * scan) is unchanged and every cached device is still there.
+ */
+static struct dev cached[MAX_DEVICES];
+static int ncached = -1;
+
+static bool cache_valid(void)
+{
+	char path[PATH_MAX + 64];
+
+	if (ncached < 0 || maia_device_count() != ncached)
+		return false;
+	for (int i = 0; i < ncached; i++) {
+		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/driver", sysfs_root(),
+			 cached[i].pci);
+		if (access(path, F_OK))
+			return false;
+	}
+	return true;
+}
+
 static void scrape(FILE *out)
 {
-	struct dev devs[MAX_DEVICES];
-	int n = enumerate(devs, MAX_DEVICES);
+	const struct dev *devs = cached;
+	int n;
+
+	if (!cache_valid())
+		ncached = enumerate(cached, MAX_DEVICES);
+	n = ncached;
+	for (int j = 0; j < n; j++)
+		find_hwmon(&cached[j]);	/* renumbered when the driver is reloaded */
 
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
 		const struct metric *m = &metrics[i];

@@ -80,66 +80,32 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
 	return MAIA_STATUS_OK;
 }
 
-/* Pack a kc x cols block (row-major, ld) into nr-column panels, zero-padded. */
-static void pack_b(const float *src, uint64_t ld, uint64_t kc, uint64_t cols,
-		   unsigned int nr, float *dst)
-{
-	uint64_t p, k, c;
-
-	for (p = 0; p < cols; p += nr) {
-		uint64_t w = cols - p < nr ? cols - p : nr;
-
-		for (k = 0; k < kc; k++) {
-			memcpy(dst, src + k * ld + p, w * sizeof(float));
-			for (c = w; c < nr; c++)
-				dst[c] = 0.0f;
-			dst += nr;
-		}
-	}
-}
-
 /* Element offset of op(X)(r, c) in a 2D view. */
 #define AT(base, rs, cs, r, c)	((base) + (r) * (rs) + (c) * (cs))
 
 /*
- * Pack op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into nr-column panels.
- * When B's columns are contiguous (the usual layout), each row is decoded
- * straight into the panels; otherwise the slice is staged first.
+ * Load op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into SRAM as a row-major
+ * block with row stride ldb (>= nn rounded up to nr, zero-padded). Each row
+ * is decoded straight into place; a column-major B is read by columns.
  */
 static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *b,
 			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
-			float *bp, float *stage, float *row)
+			float *bp, uint64_t ldb, float *col)
 {
-	unsigned int nr = g->kern->nr;
-	uint64_t k, p;
-	int st;
+	uint64_t np = round_up(nn, g->kern->nr), k;
+	int st = MAIA_STATUS_OK;
 
 	if (g->stage_b) {
-		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, stage, nn, row);
-		if (!st)
-			pack_b(stage, nn, kc, nn, nr, bp);
-		return st;
+		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, bp, ldb, col);
+	} else {
+		for (k = 0; k < kc && !st; k++)
+			st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs,
+					  bp + k * ldb);
 	}
-	for (k = 0; k < kc; k++) {
-		st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs, row);
-		if (st)
-			return st;
-		for (p = 0; p + nr <= nn; p += nr)	/* whole panels: inline copies */
-			if (nr == 16)
-				memcpy(bp + p * kc + k * nr, row + p, 16 * sizeof(float));
-			else if (nr == 32)
-				memcpy(bp + p * kc + k * nr, row + p, 32 * sizeof(float));
-			else
-				for (uint64_t c = 0; c < nr; c++)
-					bp[p * kc + k * nr + c] = row[p + c];
-		if (p < nn) {			/* zero-padded last panel */
-			float *dst = bp + p * kc + k * nr;
-
-			for (uint64_t c = 0; c < nr; c++)
-				dst[c] = p + c < nn ? row[p + c] : 0.0f;
-		}
-	}
-	return MAIA_STATUS_OK;
+	if (np > nn)
+		for (k = 0; k < kc; k++)
+			memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
+	return st;
 }
 
 /*
@@ -176,8 +142,8 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
 	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
 	uint64_t sub = round_up(g->mb, kn->mr);
-	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, big;
-	float *ap, *bp, *cacc, *stage, *tmp, *bias;
+	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
+	float *ap, *bp, *cacc, *tmp, *bias;
 	struct maia_tview a = g->a, b = g->b, c = g->c;
 	size_t need;
 	int st;
@@ -192,26 +158,29 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 		b_off = bi * g->b_bs;
 		c_off = bi * g->c_bs;
 	}
-	/* SRAM: packed A sub-block, packed B slice, C block, staging and rows */
+	/*
+	 * SRAM: the A sub-block, the B slice (rows padded by 16 floats so that
+	 * the kernel's walk down a column does not hit a handful of cache
+	 * sets), the C block, and a column buffer.
+	 */
+	ldb = np + 16;
 	big = np > sub ? np : sub;
-	if (big < kn->mr * g->kc)
-		big = kn->mr * g->kc;
-	need = sub * g->kc + g->kc * np + mp * np + big + np + 6 * 16 +
-	       (g->stage_b ? g->kc * big : 0);
+	if (big < g->kc)
+		big = g->kc;
+	need = sub * g->kc + g->kc * ldb + mp * np + big + np + 4 * 16;
 	ap = maia_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
-	cacc = bp + round_up(g->kc * np, 16);
-	stage = cacc + round_up(mp * np, 16);
-	tmp = stage + (g->stage_b ? round_up(g->kc * big, 16) : 0);
+	cacc = bp + round_up(g->kc * ldb, 16);
+	tmp = cacc + round_up(mp * np, 16);
 	bias = tmp + round_up(big, 16);
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
 
 		/* the B slice is packed once and reused by every A sub-block */
-		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, stage, tmp);
+		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, tmp);
 		if (st)
 			return st;
 		for (ms = 0; ms < mbb; ms += g->mb) {
@@ -229,7 +198,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 					if (k0 > 0 && i + kn->mr < mmp)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
-					kn->fn(kcb, ap + i * kcb, bp + j * kcb, ct, ldc, k0 > 0);
+					kn->fn(kcb, ap + i * kcb, bp + j, ldb, ct, ldc, k0 > 0);
 				}
 		}
 	}
@@ -357,8 +326,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	/* balance: equal column blocks rather than a short tail */
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
-		fixed = mb * kc + kc * nb + 2 * mr * kc + nb +
-			(g->stage_b ? kc * nb : 0);
+		fixed = mb * kc + kc * (nb + 16) + 2 * kc + 2 * nb;
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * GEMM micro-kernels: C[mr x nr] (+)= A_panel * B_panel over kc, FP32 with
- * FP32 accumulation. The A panel is mr rows of kc floats (row-major, so the
- * rows are decoded straight into it, no interleaving); the B panel is packed
- * nr floats per k, 64-byte aligned. C rows are ldc floats apart, 32-byte
- * aligned.
+ * FP32 accumulation. The A panel is mr rows of kc floats and the B panel kc
+ * rows of nr floats, ldb floats apart: both are plain row-major blocks of
+ * the slices the tile decoded into SRAM, so there is no packing pass. B rows
+ * and C rows (ldc apart) are 64-byte aligned.
  *
  * The ISA is chosen at run time (__builtin_cpu_supports); each kernel carries
  * its own target attribute, so this file needs no special compiler flags.
@@ -23,7 +23,7 @@
 #define HAVE_X86 0
 #endif
 
-static void kern_portable(size_t kc, const float *a, const float *b, float *c,
+static void kern_portable(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 			  size_t ldc, int accumulate)
 {
 	float acc[6][16];
@@ -33,7 +33,7 @@ static void kern_portable(size_t kc, const float *a, const float *b, float *c,
 	for (i = 0; i < 6; i++)
 		for (j = 0; j < 16; j++)
 			acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
-	for (k = 0; k < kc; k++, b += 16)
+	for (k = 0; k < kc; k++, b += ldb)
 		for (i = 0; i < 6; i++)
 			for (j = 0; j < 16; j++)
 				acc[i][j] += a[i * kc + k] * b[j];
@@ -44,7 +44,7 @@ static void kern_portable(size_t kc, const float *a, const float *b, float *c,
 
 #if HAVE_X86
 __attribute__((target("avx2,fma")))
-static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
+static void kern_avx2(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 		      size_t ldc, int accumulate)
 {
 	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
@@ -70,7 +70,7 @@ static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
 		c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
 	}
 #pragma GCC unroll 4
-	for (k = 0; k < kc; k++, b += 16) {
+	for (k = 0; k < kc; k++, b += ldb) {
 		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
 
 		ai = _mm256_broadcast_ss(a0 + k);
@@ -108,7 +108,7 @@ static void kern_avx2(size_t kc, const float *a, const float *b, float *c,
 
 /* 8 x 32: 16 zmm accumulators, two B vectors, A broadcast from memory. */
 __attribute__((target("avx512f")))
-static void kern_avx512(size_t kc, const float *a, const float *b, float *c,
+static void kern_avx512(size_t kc, const float *a, const float *b, size_t ldb, float *c,
 			size_t ldc, int accumulate)
 {
 	__m512 acc[8][2];
@@ -119,7 +119,7 @@ static void kern_avx512(size_t kc, const float *a, const float *b, float *c,
 		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
 		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
 	}
-	for (k = 0; k < kc; k++, b += 32) {
+	for (k = 0; k < kc; k++, b += ldb) {
 		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 
 		for (i = 0; i < 8; i++) {
@@ -169,9 +169,9 @@ const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n)
  */
 static bool kernel_selftest(const struct maia_gemm_kernel *k)
 {
-	enum { KC = 37, MAXR = 8, MAXC = 32, LDC = 2 * MAXC };
+	enum { KC = 37, MAXR = 8, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
 	float a[MAXR * KC] __attribute__((aligned(64)));
-	float b[MAXC * KC] __attribute__((aligned(64)));
+	float b[LDB * KC] __attribute__((aligned(64)));
 	float c[MAXR * LDC] __attribute__((aligned(64)));
 	unsigned int i, j, kk;
 
@@ -179,18 +179,18 @@ static bool kernel_selftest(const struct maia_gemm_kernel *k)
 		return false;
 	for (i = 0; i < k->mr * KC; i++)
 		a[i] = (float)((int)(i * 7 % 13) - 6);
-	for (i = 0; i < k->nr * KC; i++)
+	for (i = 0; i < LDB * KC; i++)
 		b[i] = (float)((int)(i * 5 % 11) - 5);
 	for (i = 0; i < MAXR * LDC; i++)
 		c[i] = (float)(i % 9);
 	for (int acc = 1; acc >= 0; acc--) {
-		k->fn(KC, a, b, c, LDC, acc);
+		k->fn(KC, a, b, LDB, c, LDC, acc);
 		for (i = 0; i < k->mr; i++)
 			for (j = 0; j < k->nr; j++) {
 				float want = acc ? (float)((i * LDC + j) % 9) : 0.0f;
 
 				for (kk = 0; kk < KC; kk++)
-					want += a[i * KC + kk] * b[kk * k->nr + j];
+					want += a[i * KC + kk] * b[kk * LDB + j];
 				if (c[i * LDC + j] != want)
 					return false;
 			}

@@ -163,8 +163,8 @@ int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
 struct maia_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
-	/* a: mr rows of kc floats; b: nr floats per k; c: mr rows, ldc apart */
-	void (*fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+	/* a: mr rows of kc floats; b: kc rows of nr floats, ldb apart; c: ldc apart */
+	void (*fn)(size_t kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
 		   int accumulate);
 };
 const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n);

@@ -582,6 +582,15 @@ TEST_F(tm, exporter_http)
 	expect_families(_metadata, &c);
 	free(resp);
 
+	/* A second scrape (the exporter reuses its device list) is just as valid. */
+	resp = http_get(port, "/metrics");
+	ASSERT_NE(NULL, resp);
+	body = strstr(resp, "\r\n\r\n");
+	ASSERT_NE(NULL, body);
+	EXPECT_TRUE(check_scrape(body + 4, self->node.bdf, &c)) TH_LOG("bad line: %s", c.bad);
+	expect_families(_metadata, &c);
+	free(resp);
+
 	resp = http_get(port, "/nope");
 	ASSERT_NE(NULL, resp);
 	EXPECT_EQ(0, strncmp(resp, "HTTP/1.1 404", 12));
