@@ -237,13 +237,27 @@ int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len)
 	return access_as(as, va, (void *)buf, len, MAIA_ACCESS_WRITE);
 }
 
+/*
+ * The tensor engine copies operands through these between tasks: a pending
+ * reset makes them fail, so a long operation stops within one task instead
+ * of holding up the reset until it finishes.
+ */
+static bool job_mem_reset_pending(const struct maia_as *as)
+{
+	return __atomic_load_n(&as->sim->reset_req, __ATOMIC_ACQUIRE);
+}
+
 static int job_mem_read(void *opaque, uint64_t va, void *buf, size_t len)
 {
+	if (job_mem_reset_pending(opaque))
+		return MAIA_STATUS_ABORTED;
 	return maia_as_read(opaque, va, buf, len);
 }
 
 static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 {
+	if (job_mem_reset_pending(opaque))
+		return MAIA_STATUS_ABORTED;
 	return maia_as_write(opaque, va, buf, len);
 }
 

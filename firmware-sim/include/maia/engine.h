@@ -18,7 +18,10 @@
 
 struct maia_job_mem {
 	void *opaque;
-	/* Return MAIA_STATUS_OK, MAIA_STATUS_MMU_FAULT or MAIA_STATUS_DMA_ERROR. */
+	/*
+	 * Return MAIA_STATUS_OK, MAIA_STATUS_MMU_FAULT, MAIA_STATUS_DMA_ERROR, or
+	 * MAIA_STATUS_ABORTED once a device reset is pending.
+	 */
 	int (*read)(void *opaque, uint64_t va, void *buf, size_t len);
 	int (*write)(void *opaque, uint64_t va, const void *buf, size_t len);
 };

@@ -5,13 +5,14 @@
  *
  * Work split: C is cut into mrange x nb blocks; each block is one task, run
  * by one tile. A tile streams K in kc slices: it copies the kc x nb slice of
- * op(B) from the job's memory into its SRAM, converting to FP32 and packing
- * it into nr-column panels, then, for each mb-row sub-block of its rows,
- * decodes the mb x kc slice of op(A) row-major into SRAM and runs the
- * micro-kernel over it. The FP32 C block stays in SRAM across the K slices
- * until the epilogue (alpha, beta, bias, activation, conversion) writes it
- * out. Block sizes are chosen so that the buffers fit the tile's SRAM
- * share; the B slice and A sub-block are also the host's L2 cache blocks.
+ * op(B) from the job's memory into its SRAM, converting to FP32 (row-major,
+ * or in nr-column panels when many A sub-blocks will reuse it), then, for
+ * each mb-row sub-block of its rows, decodes the mb x kc slice of op(A)
+ * row-major into SRAM and runs the micro-kernel over it. The FP32 C block
+ * stays in SRAM across the K slices until the epilogue (alpha, beta, bias,
+ * activation, conversion) writes it out. Block sizes are chosen so that the
+ * buffers fit the tile's SRAM share; the B slice and A sub-block are also
+ * the host's L2 cache blocks.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -84,23 +85,44 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
 #define AT(base, rs, cs, r, c)	((base) + (r) * (rs) + (c) * (cs))
 
 /*
- * Load op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into SRAM as a row-major
- * block with row stride ldb (>= nn rounded up to nr, zero-padded). Each row
- * is decoded straight into place; a column-major B is read by columns.
+ * Load op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into SRAM, zero-padded to
+ * a multiple of nr columns, in one of two layouts the kernels take:
+ * - rows (panels = false): row-major with row stride ldb; each row is decoded
+ *   straight into place, and a column-major B is read by columns;
+ * - panels: nr-column panels of kc x nr (ldb = nr), one more copy per
+ *   element but a sequential walk for the kernel. Worth it when many A
+ *   sub-blocks reuse the slice.
  */
 static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *b,
 			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
-			float *bp, uint64_t ldb, float *col)
+			float *bp, uint64_t ldb, bool panels, float *row)
 {
-	uint64_t np = round_up(nn, g->kern->nr), k;
+	unsigned int nr = g->kern->nr;
+	uint64_t np = round_up(nn, nr), k, p;
 	int st = MAIA_STATUS_OK;
 
 	if (g->stage_b) {
-		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, bp, ldb, col);
-	} else {
+		st = load_2d(io, b, base, g->b_rs, g->b_cs, k0, kc, n0, nn, bp, ldb, row);
+	} else if (!panels) {
 		for (k = 0; k < kc && !st; k++)
 			st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs,
 					  bp + k * ldb);
+	} else {
+		for (k = 0; k < kc; k++) {
+			st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs,
+					  row);
+			if (st)
+				return st;
+			for (p = 0; p + nr <= nn; p += nr)	/* whole panels: inline copies */
+				if (nr == 16)
+					memcpy(bp + p * kc + k * nr, row + p, 16 * sizeof(float));
+				else
+					memcpy(bp + p * kc + k * nr, row + p, nr * sizeof(float));
+			if (p < nn)		/* zero-padded last panel */
+				for (uint64_t c = 0; c < nr; c++)
+					bp[p * kc + k * nr + c] = p + c < nn ? row[p + c] : 0.0f;
+		}
+		return MAIA_STATUS_OK;
 	}
 	if (np > nn)
 		for (k = 0; k < kc; k++)
@@ -145,6 +167,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
 	float *ap, *bp, *cacc, *tmp, *bias;
 	struct maia_tview a = g->a, b = g->b, c = g->c;
+	bool panels;
 	size_t need;
 	int st;
 
@@ -163,16 +186,17 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	 * the kernel's walk down a column does not hit a handful of cache
 	 * sets), the C block, and a column buffer.
 	 */
-	ldb = np + 16;
+	panels = !g->stage_b && mbb > 2 * g->mb;
+	ldb = panels ? kn->nr : np + 16;
 	big = np > sub ? np : sub;
 	if (big < g->kc)
 		big = g->kc;
-	need = sub * g->kc + g->kc * ldb + mp * np + big + np + 4 * 16;
+	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
 	ap = maia_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
-	cacc = bp + round_up(g->kc * ldb, 16);
+	cacc = bp + round_up(g->kc * (np + 16), 16);
 	tmp = cacc + round_up(mp * np, 16);
 	bias = tmp + round_up(big, 16);
 
@@ -180,7 +204,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
 
 		/* the B slice is packed once and reused by every A sub-block */
-		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, tmp);
+		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
 		if (st)
 			return st;
 		for (ms = 0; ms < mbb; ms += g->mb) {
@@ -198,7 +222,8 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 					if (k0 > 0 && i + kn->mr < mmp)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
-					kn->fn(kcb, ap + i * kcb, bp + j, ldb, ct, ldc, k0 > 0);
+					kn->fn(kcb, ap + i * kcb, panels ? bp + j * kcb : bp + j, ldb,
+					       ct, ldc, k0 > 0);
 				}
 		}
 	}

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * GEMM micro-kernels: C[mr x nr] (+)= A_panel * B_panel over kc, FP32 with
- * FP32 accumulation. The A panel is mr rows of kc floats and the B panel kc
- * rows of nr floats, ldb floats apart: both are plain row-major blocks of
- * the slices the tile decoded into SRAM, so there is no packing pass. B rows
- * and C rows (ldc apart) are 64-byte aligned.
+ * FP32 accumulation. The A panel is mr rows of kc floats (a row-major block
+ * of the slice the tile decoded into SRAM: A needs no packing pass) and the
+ * B panel kc rows of nr floats, ldb floats apart (ldb = nr for packed
+ * panels). B rows and C rows (ldc apart) are 64-byte aligned.
  *
  * The ISA is chosen at run time (__builtin_cpu_supports); each kernel carries
  * its own target attribute, so this file needs no special compiler flags.

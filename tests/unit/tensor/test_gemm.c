@@ -284,6 +284,17 @@ static void test_kernels(void)
 		snprintf(what, sizeof(what), "kernel %s", k[i].name);
 		check(te, &g, what);
 		maia_tensor_destroy(te);
+		/* one thread, tall C: tasks with many A sub-blocks use B in panels */
+		te = tengine(1);
+		te->gemm_kernel = &k[i];
+		{
+			struct gcase tall = { MAIA_DTYPE_BF16, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, 1, 650,
+					      50, 300, MAIA_GEMM_F_BIAS, 0, 1.0f, 0.5f, false };
+
+			snprintf(what, sizeof(what), "kernel %s, B in panels", k[i].name);
+			check(te, &tall, what);
+		}
+		maia_tensor_destroy(te);
 	}
 }
 
