@@ -24,18 +24,6 @@ static uint32_t f32_bits(float f)
 	return u;
 }
 
-static bool dtype_is_block(unsigned int dt)
-{
-	return dt >= MAIA_DTYPE_MXFP8_E4M3 && dt <= MAIA_DTYPE_MX4;
-}
-
-static unsigned int dtype_block(unsigned int dt)
-{
-	if (dt >= MAIA_DTYPE_MX9 && dt <= MAIA_DTYPE_MX4)
-		return MAIA_MSMX_BLOCK;
-	return dtype_is_block(dt) ? MAIA_MX_BLOCK : 1;
-}
-
 /* INT8 and FP8 carry a per-tensor scale. */
 static bool dtype_has_scale(unsigned int dt)
 {
@@ -44,41 +32,7 @@ static bool dtype_has_scale(unsigned int dt)
 
 static bool dtype_is_quantized(unsigned int dt)
 {
-	return dtype_has_scale(dt) || dtype_is_block(dt);
-}
-
-/* Bytes per block of elements (element size for plain types). */
-static unsigned int dtype_block_bytes(unsigned int dt)
-{
-	switch (dt) {
-	case MAIA_DTYPE_FP32:
-	case MAIA_DTYPE_INT32:
-		return 4;
-	case MAIA_DTYPE_FP16:
-	case MAIA_DTYPE_BF16:
-		return 2;
-	case MAIA_DTYPE_FP8_E4M3:
-	case MAIA_DTYPE_FP8_E5M2:
-	case MAIA_DTYPE_INT8:
-		return 1;
-	case MAIA_DTYPE_MXFP8_E4M3:
-	case MAIA_DTYPE_MXFP8_E5M2:
-	case MAIA_DTYPE_MXINT8:
-		return 32;
-	case MAIA_DTYPE_MXFP6_E3M2:
-	case MAIA_DTYPE_MXFP6_E2M3:
-		return 24;
-	case MAIA_DTYPE_MXFP4_E2M1:
-		return 16;
-	case MAIA_DTYPE_MX9:
-		return 17;	/* 16 x 8 bits + 8 microexponent bits */
-	case MAIA_DTYPE_MX6:
-		return 11;
-	case MAIA_DTYPE_MX4:
-		return 7;
-	default:
-		return 0;
-	}
+	return dtype_has_scale(dt) || maia_dtype_is_block(dt);
 }
 
 MAIA_EXPORT int maia_dtype_bytes(unsigned int dtype, uint64_t elems, uint64_t *data_bytes,
@@ -89,12 +43,12 @@ MAIA_EXPORT int maia_dtype_bytes(unsigned int dtype, uint64_t elems, uint64_t *d
 	maia_error_clear();
 	if (dtype >= MAIA_DTYPE_COUNT || !data_bytes)
 		return maia_error(-EINVAL, "maia_dtype_bytes: bad dtype %u or NULL output", dtype);
-	block = dtype_block(dtype);
+	block = maia_dtype_block(dtype);
 	if (elems % block)
 		return maia_error(-EINVAL, "maia_dtype_bytes: %llu elements is not a multiple of "
 				  "the %s block of %u", (unsigned long long)elems,
 				  maia_dtype_name(dtype), block);
-	*data_bytes = elems / block * dtype_block_bytes(dtype);
+	*data_bytes = elems / block * maia_dtype_block_bytes(dtype);
 	if (scale_bytes)
 		*scale_bytes = block > 1 ? elems / block : 0;
 	return 0;
@@ -129,17 +83,17 @@ MAIA_EXPORT int maia_tensor_init(struct maia_tensor_desc *desc, uint64_t va, uns
 	if (stride > MAIA_TENSOR_MAX_ELEMS)
 		return maia_error(-EINVAL, "maia_tensor_init: %llu elements, more than 2^32",
 				  (unsigned long long)stride);
-	if (shape[rank - 1] % dtype_block(dtype))
+	if (shape[rank - 1] % maia_dtype_block(dtype))
 		return maia_error(-EINVAL, "maia_tensor_init: innermost dimension %u is not a "
 				  "multiple of the %s block of %u", shape[rank - 1],
-				  maia_dtype_name(dtype), dtype_block(dtype));
+				  maia_dtype_name(dtype), maia_dtype_block(dtype));
 	return 0;
 }
 
 MAIA_EXPORT int maia_tensor_set_scale_addr(struct maia_tensor_desc *desc, uint64_t scale_va)
 {
 	maia_error_clear();
-	if (!desc || !dtype_is_block(desc->dtype) || !scale_va)
+	if (!desc || !maia_dtype_is_block(desc->dtype) || !scale_va)
 		return maia_error(-EINVAL, "maia_tensor_set_scale_addr: only block (MX) formats "
 				  "have block scales, and the address must be nonzero");
 	desc->scale_addr = scale_va;
@@ -202,7 +156,7 @@ static int desc_check(const char *fn, const char *name, const struct maia_tensor
 	}
 	if (maia_tensor_elems(t) > MAIA_TENSOR_MAX_ELEMS)
 		return maia_error(-EINVAL, "%s: %s has more than 2^32 elements", fn, name);
-	block = dtype_block(t->dtype);
+	block = maia_dtype_block(t->dtype);
 	if (block > 1) {
 		if (t->strides[t->rank - 1] != 1 || t->shape[t->rank - 1] % block)
 			return maia_error(-EINVAL, "%s: %s (%s) needs innermost stride 1 and a size "
@@ -345,7 +299,7 @@ static int gemm_check(const char *fn, const struct maia_gemm_args *g, bool batch
 	if (batched && (a->addr || b->addr || c->addr))
 		return maia_error(-EINVAL, "%s: descriptor addr must be 0 (addresses come from "
 				  "the pointer arrays)", fn);
-	if (batched && (dtype_is_block(a->dtype) || dtype_is_block(b->dtype)))
+	if (batched && (maia_dtype_is_block(a->dtype) || maia_dtype_is_block(b->dtype)))
 		return maia_error(-EINVAL, "%s: block formats are not supported", fn);
 	ra = r - 2;
 	rb = r - 1;
@@ -454,7 +408,7 @@ static int eltwise(const char *fn, uint16_t op, struct maia_cmdbuf *cb,
 	TRY(desc_check(fn, "out", out, true));
 	TRY(broadcasts_to(fn, "x", x, out));
 	TRY(broadcasts_to(fn, "y", y, out));
-	if (dtype_is_block(out->dtype))
+	if (maia_dtype_is_block(out->dtype))
 		return maia_error(-EINVAL, "%s: out cannot be a block format (use "
 				  "maia_cmd_quantize)", fn);
 	if (flags & ~MAIA_ELTWISE_F_SAT)

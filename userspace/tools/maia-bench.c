@@ -261,6 +261,9 @@ static int bench_submit(struct maia_device *dev)
 			break;
 		}
 		bench_add(&rate[0], r);
+		fprintf(stderr, "maia-bench: depth 1: latency p10 %.0f p50 %.0f p90 %.0f p99 %.0f us\n",
+			bench_percentile(&lat, 10), bench_percentile(&lat, 50),
+			bench_percentile(&lat, 90), bench_percentile(&lat, 99));
 		bench_add(&p50[0], bench_percentile(&lat, 50));
 		bench_add(&p99[0], bench_percentile(&lat, 99));
 		lat.n = 0;

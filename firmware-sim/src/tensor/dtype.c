@@ -277,61 +277,6 @@ static int32_t f32_to_int32(float f)
 	return (int32_t)r;
 }
 
-unsigned int maia_dtype_size(unsigned int dtype)
-{
-	switch (dtype) {
-	case MAIA_DTYPE_FP32:
-	case MAIA_DTYPE_INT32:
-		return 4;
-	case MAIA_DTYPE_FP16:
-	case MAIA_DTYPE_BF16:
-		return 2;
-	case MAIA_DTYPE_FP8_E4M3:
-	case MAIA_DTYPE_FP8_E5M2:
-	case MAIA_DTYPE_INT8:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-bool maia_dtype_is_block(unsigned int dtype)
-{
-	return dtype >= MAIA_DTYPE_MXFP8_E4M3 && dtype <= MAIA_DTYPE_MX4;
-}
-
-unsigned int maia_dtype_block(unsigned int dtype)
-{
-	if (dtype >= MAIA_DTYPE_MXFP8_E4M3 && dtype <= MAIA_DTYPE_MXINT8)
-		return MAIA_MX_BLOCK;
-	if (dtype >= MAIA_DTYPE_MX9 && dtype <= MAIA_DTYPE_MX4)
-		return MAIA_MSMX_BLOCK;
-	return 1;
-}
-
-unsigned int maia_dtype_block_bytes(unsigned int dtype)
-{
-	switch (dtype) {
-	case MAIA_DTYPE_MXFP8_E4M3:
-	case MAIA_DTYPE_MXFP8_E5M2:
-	case MAIA_DTYPE_MXINT8:
-		return 32;
-	case MAIA_DTYPE_MXFP6_E3M2:
-	case MAIA_DTYPE_MXFP6_E2M3:
-		return 24;
-	case MAIA_DTYPE_MXFP4_E2M1:
-		return 16;
-	case MAIA_DTYPE_MX9:
-		return 17;	/* 16 x 8-bit elements + 8 microexponent bits */
-	case MAIA_DTYPE_MX6:
-		return 11;	/* 16 x 5 bits + 8 */
-	case MAIA_DTYPE_MX4:
-		return 7;	/* 16 x 3 bits + 8 */
-	default:
-		return maia_dtype_size(dtype);
-	}
-}
-
 float maia_dtype_max(unsigned int dtype)
 {
 	const struct minifloat *m = minifloat_of(dtype);

@@ -37,12 +37,7 @@ const float *maia_minifloat_table(unsigned int type);
 float maia_elem_to_f32(uint8_t v, unsigned int elem);
 uint8_t maia_f32_to_elem(float f, unsigned int elem, bool saturate);
 
-/* Bytes per element of a non-block dtype; 0 for block formats. */
-unsigned int maia_dtype_size(unsigned int dtype);
-/* Elements per block (1 for non-block dtypes) and bytes per block. */
-unsigned int maia_dtype_block(unsigned int dtype);
-unsigned int maia_dtype_block_bytes(unsigned int dtype);
-bool maia_dtype_is_block(unsigned int dtype);
+/* Storage geometry (maia_dtype_size, _block, _block_bytes) is in maia/hw/dtype.h. */
 /* Largest finite value of a dtype (of its elements before scaling). */
 float maia_dtype_max(unsigned int dtype);
 

@@ -27,9 +27,7 @@
 #define MAIA_TENSOR_MAX_DIM		(1u << 24)	/* per dimension */
 #define MAIA_TENSOR_MAX_ELEMS		(1ull << 32)	/* per tensor */
 
-/* Elements per shared scale in the block formats. */
-#define MAIA_MX_BLOCK			32u	/* OCP MX v1.0 formats */
-#define MAIA_MSMX_BLOCK			16u	/* MX9 / MX6 / MX4 */
+/* Block sizes (MAIA_MX_BLOCK, MAIA_MSMX_BLOCK) are in maia/hw/dtype.h. */
 
 /*
  * Tensor descriptor: a strided view of up to 4 dimensions in the job's
