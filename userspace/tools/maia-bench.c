@@ -220,6 +220,8 @@ static int bench_ping(struct maia_device *dev)
 		err = maia_ping(dev, i, &r);
 		if (!err && r.echo != i)
 			err = -EIO;
+		if (err)
+			break;
 		bench_add(&user, (double)(bench_now_ns() - t0) / 1e3);
 		bench_add(&kernel, (double)r.round_trip_ns / 1e3);
 	}
