@@ -1,6 +1,8 @@
 # Shared by the set-up scripts: pinned versions and the cache location.
 # shellcheck shell=bash
 set -euo pipefail
+# depmod, modinfo and modprobe live in /sbin, outside a normal user's PATH.
+PATH=$PATH:/usr/sbin:/sbin
 MAIA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=/dev/null
 . "$MAIA_TOP/versions.env"

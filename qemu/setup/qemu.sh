@@ -15,7 +15,16 @@ fetch_source() {
 		log "downloading QEMU source $QEMU_DEB_VERSION"
 		tmp=$(mktemp -d "$MAIA_CACHE/qemu-dl.XXXXXX")
 		chmod 755 "$tmp"
-		(cd "$tmp" && apt-get source --tar-only -qq "qemu=$QEMU_DEB_VERSION")
+		# The archive keeps only the newest Debian revision; every revision of
+		# the same upstream release ships the identical .orig tarball.
+		version=$QEMU_DEB_VERSION
+		if ! apt-cache showsrc qemu 2>/dev/null | grep -x "Version: $version" >/dev/null; then
+			version=$(apt-cache showsrc qemu 2>/dev/null |
+				sed -n "s/^Version: \(1:$QEMU_UPSTREAM_VERSION+ds-.*\)/\1/p" | head -n 1)
+			[ -n "$version" ] || { log "no qemu $QEMU_UPSTREAM_VERSION source in apt"; exit 1; }
+			log "qemu $QEMU_DEB_VERSION is gone from the archive; using $version (same upstream tarball)"
+		fi
+		(cd "$tmp" && apt-get source --tar-only -qq "qemu=$version")
 		mv "$tmp"/qemu_*.orig.tar.xz "$QEMU_TARBALL"
 		rm -rf "$tmp"
 	fi
