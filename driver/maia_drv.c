@@ -216,6 +216,17 @@ static void maia_device_quiesce(void *arg)
 	maia_irq_sync(mdev);
 }
 
+int maia_device_start(struct maia_device *mdev)
+{
+	int ret;
+
+	maia_irq_enable(mdev);
+	ret = maia_fw_boot(mdev);
+	if (ret)
+		return ret;
+	return maia_queue_enable(&mdev->kq);
+}
+
 static int maia_pci_init(struct maia_device *mdev)
 {
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
@@ -293,13 +304,7 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	maia_irq_enable(mdev);
-
-	ret = maia_fw_boot(mdev);
-	if (ret)
-		return ret;
-
-	ret = maia_queue_enable(&mdev->kq);
+	ret = maia_device_start(mdev);
 	if (ret)
 		return ret;
 

@@ -152,4 +152,10 @@ static inline struct maia_device *to_maia_device(struct drm_device *drm)
 #define maia_dbg(mdev, fmt, ...) \
 	drm_dbg_driver(&(mdev)->drm, "%s(): " fmt, __func__, ##__VA_ARGS__)
 
+/*
+ * Interrupts on, firmware booted, kernel queue running: the common start of
+ * probe and of recovery after a device reset.
+ */
+int maia_device_start(struct maia_device *mdev);
+
 #endif /* __MAIA_DRV_H__ */

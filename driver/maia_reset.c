@@ -72,11 +72,7 @@ static int maia_reset_restart(struct maia_device *mdev)
 {
 	int ret;
 
-	maia_irq_enable(mdev);
-	ret = maia_fw_boot(mdev);
-	if (ret)
-		return ret;
-	ret = maia_queue_enable(&mdev->kq);
+	ret = maia_device_start(mdev);
 	if (ret)
 		return ret;
 	ret = maia_sched_enable_all(mdev);
