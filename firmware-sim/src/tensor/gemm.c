@@ -335,11 +335,14 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 
 	/*
 	 * A is re-read once per column block, B once per row block. 256 columns
-	 * keep the B slice and the A sub-block in a 512 KiB L2; operands that
-	 * are costly to decode (8 bits or fewer) do better with half the A
-	 * re-reads.
+	 * keep the B slice and the A sub-block in a 512 KiB L2. Operands of 16
+	 * bits or fewer are costly to fetch (many short strided DMA rows) and
+	 * decode, so they take 512 columns: half the A re-reads for somewhat
+	 * more B re-reads (the C block budget gives fewer rows), which cuts the
+	 * bytes copied in by about a quarter on square shapes. The kernel walks
+	 * nr-column panels of B, so the larger slice costs little in cache.
 	 */
-	if (maia_dtype_size(g->a.dtype) <= 1 || maia_dtype_size(g->b.dtype) <= 1)
+	if (maia_dtype_size(g->a.dtype) <= 2 || maia_dtype_size(g->b.dtype) <= 2)
 		nb = 512;
 	/* ... unless the columns must be split anyway to give every worker work */
 	while (nb > 256 && g->batch * div_up(g->n, nb) < 2 * (uint64_t)te->nworkers)
