@@ -54,29 +54,6 @@ static unsigned long long dev_attr(const struct maia_node *node, const char *att
 	return strtoull(buf, NULL, 0);
 }
 
-/* A drm-<key> value of an fdinfo file, in bytes; -1 if absent. */
-static long long fdinfo_bytes(int fd, const char *key)
-{
-	char path[64], buf[4096], *p, unit[8] = "";
-	unsigned long long v;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (maia_read_file(path, buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, key);
-	if (!p || p[strlen(key)] != ':')
-		return -1;
-	n = sscanf(p + strlen(key) + 1, "%llu %7s", &v, unit);
-	if (n < 1)
-		return -1;
-	if (n == 2 && !strcmp(unit, "KiB"))
-		v <<= 10;
-	else if (n == 2 && !strcmp(unit, "MiB"))
-		v <<= 20;
-	return v;
-}
-
 FIXTURE(bo) {
 	struct maia_node node;
 	int fd;
@@ -421,23 +398,23 @@ TEST_F(bo, fdinfo_memory_stats)
 
 	ASSERT_EQ(0, bo_create(self->fd, 1 << 20, DRM_MAIA_BO_HBM, &hbm));
 	ASSERT_EQ(0, bo_create(self->fd, 2 << 20, DRM_MAIA_BO_HOST, &host));
-	EXPECT_EQ(1 << 20, fdinfo_bytes(self->fd, "drm-total-hbm"));
-	EXPECT_EQ(1 << 20, fdinfo_bytes(self->fd, "drm-resident-hbm"));
-	EXPECT_EQ(2 << 20, fdinfo_bytes(self->fd, "drm-total-host"));
+	EXPECT_EQ(1 << 20, maia_fdinfo_bytes(self->fd, "drm-total-hbm"));
+	EXPECT_EQ(1 << 20, maia_fdinfo_bytes(self->fd, "drm-resident-hbm"));
+	EXPECT_EQ(2 << 20, maia_fdinfo_bytes(self->fd, "drm-total-host"));
 	/* shmem pages come on first use */
-	EXPECT_EQ(0, fdinfo_bytes(self->fd, "drm-resident-host"));
+	EXPECT_EQ(0, maia_fdinfo_bytes(self->fd, "drm-resident-host"));
 
 	ASSERT_EQ(0, bo_info(self->fd, host, &info));
 	p = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, info.mmap_offset);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 1, 2 << 20);
-	EXPECT_EQ(2 << 20, fdinfo_bytes(self->fd, "drm-resident-host"));
+	EXPECT_EQ(2 << 20, maia_fdinfo_bytes(self->fd, "drm-resident-host"));
 	munmap(p, 2 << 20);
 
 	EXPECT_EQ(0, gem_close(self->fd, hbm));
 	EXPECT_EQ(0, gem_close(self->fd, host));
-	EXPECT_EQ(0, fdinfo_bytes(self->fd, "drm-total-hbm"));
-	EXPECT_EQ(0, fdinfo_bytes(self->fd, "drm-total-host"));
+	EXPECT_EQ(0, maia_fdinfo_bytes(self->fd, "drm-total-hbm"));
+	EXPECT_EQ(0, maia_fdinfo_bytes(self->fd, "drm-total-host"));
 }
 
 static sigjmp_buf sigbus_jmp;

@@ -93,6 +93,29 @@ static inline int maia_read_file(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+/* A drm-<key> value of this process's fdinfo for fd, in bytes; -1 if absent. */
+static inline long long maia_fdinfo_bytes(int fd, const char *key)
+{
+	char path[64], buf[4096], *p, unit[8] = "";
+	unsigned long long v;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (maia_read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, key);
+	if (!p || p[strlen(key)] != ':')
+		return -1;
+	n = sscanf(p + strlen(key) + 1, "%llu %7s", &v, unit);
+	if (n < 1)
+		return -1;
+	if (n == 2 && !strcmp(unit, "KiB"))
+		v <<= 10;
+	else if (n == 2 && !strcmp(unit, "MiB"))
+		v <<= 20;
+	return v;
+}
+
 static inline int maia_write_file(const char *path, const char *s)
 {
 	ssize_t n;

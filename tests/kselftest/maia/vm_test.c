@@ -664,29 +664,6 @@ TEST_F(dev, unmapped_va_faults)
 	expect_fault(_metadata, self->fd, HBM_VA + MIB, MAIA_ACCESS_WRITE);
 }
 
-/* A drm-<key> value of this process's fdinfo for fd, in bytes; -1 if absent. */
-static long long fdinfo_bytes(int fd, const char *key)
-{
-	char path[64], buf[4096], *p, unit[8] = "";
-	unsigned long long v;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (maia_read_file(path, buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, key);
-	if (!p || p[strlen(key)] != ':')
-		return -1;
-	n = sscanf(p + strlen(key) + 1, "%llu %7s", &v, unit);
-	if (n < 1)
-		return -1;
-	if (n == 2 && !strcmp(unit, "KiB"))
-		v <<= 10;
-	else if (n == 2 && !strcmp(unit, "MiB"))
-		v <<= 20;
-	return v;
-}
-
 /*
  * Host pages are pinned while the BO is mapped on the device, and only
  * then; what the device wrote stays in the BO after the unmap.
@@ -703,11 +680,11 @@ TEST_F(dev, host_pages_pinned_only_while_mapped)
 	fd = maia_open_node(&self->node);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, bo_create(fd, 2 * MIB, DRM_MAIA_BO_HOST, &host));
-	EXPECT_EQ(0, fdinfo_bytes(fd, "drm-resident-host"));
+	EXPECT_EQ(0, maia_fdinfo_bytes(fd, "drm-resident-host"));
 	ASSERT_EQ(0, map(fd, host, DST_VA, 0, 2 * MIB));
-	EXPECT_EQ(2 * MIB, fdinfo_bytes(fd, "drm-resident-host"));
+	EXPECT_EQ(2 * MIB, maia_fdinfo_bytes(fd, "drm-resident-host"));
 	ASSERT_EQ(0, map(fd, host, SRC_VA, MIB, MIB));
-	EXPECT_EQ(2 * MIB, fdinfo_bytes(fd, "drm-resident-host"));
+	EXPECT_EQ(2 * MIB, maia_fdinfo_bytes(fd, "drm-resident-host"));
 
 	/* The fixture's file cannot see fd's BO: run the fill from fd. */
 	bo_new(_metadata, fd, PAGE, DRM_MAIA_BO_HBM, &cb.bo);
@@ -718,9 +695,9 @@ TEST_F(dev, host_pages_pinned_only_while_mapped)
 	EXPECT_EQ(0, unmap(fd, CB_VA, PAGE));
 
 	EXPECT_EQ(0, unmap(fd, DST_VA, 2 * MIB));
-	EXPECT_EQ(2 * MIB, fdinfo_bytes(fd, "drm-resident-host"));	/* still mapped once */
+	EXPECT_EQ(2 * MIB, maia_fdinfo_bytes(fd, "drm-resident-host"));	/* still mapped once */
 	EXPECT_EQ(0, unmap(fd, SRC_VA, MIB));
-	EXPECT_EQ(0, fdinfo_bytes(fd, "drm-resident-host"));
+	EXPECT_EQ(0, maia_fdinfo_bytes(fd, "drm-resident-host"));
 
 	info.handle = host;
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_BO_INFO, &info));
