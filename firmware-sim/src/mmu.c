@@ -261,6 +261,25 @@ static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	return maia_as_write(opaque, va, buf, len);
 }
 
+/* HBM is read in place; host memory goes through read(), i.e. DMA. */
+static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+{
+	struct maia_as *as = opaque;
+	struct xlate x;
+
+	if (job_mem_reset_pending(as))
+		return MAIA_STATUS_ABORTED;
+	if (translate(as, va, MAIA_ACCESS_READ, &x) != MAIA_STATUS_OK)
+		return fault(as, va, MAIA_ACCESS_READ);
+	if (x.sysmem) {
+		*ptr = NULL;
+		return MAIA_STATUS_OK;
+	}
+	*ptr = (const uint8_t *)as->sim->cfg.hbm + x.pa;
+	*avail = len < x.avail ? len : (size_t)x.avail;
+	return MAIA_STATUS_OK;
+}
+
 void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid)
 {
 	memset(as, 0, sizeof(*as));
@@ -273,4 +292,5 @@ void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem)
 	mem->opaque = as;
 	mem->read = job_mem_read;
 	mem->write = job_mem_write;
+	mem->map = job_mem_map;
 }

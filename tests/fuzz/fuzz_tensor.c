@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct maia_tensor_engine *te;
-	static const struct maia_job_mem mem = { NULL, mem_read, mem_write };
+	static const struct maia_job_mem mem = { NULL, mem_read, mem_write, NULL };
 	union {
 		uint64_t raw[64];
 		struct maia_cmd_header hdr;

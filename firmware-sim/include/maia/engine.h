@@ -3,10 +3,9 @@
  * firmware-sim internal interface between the command processor and the
  * engines that run commands (tensor engine, DMA engine).
  *
- * The command processor owns the job's address space. Engines never see
- * host or HBM pointers for device VAs: they copy operands in and results
- * out through struct maia_job_mem, which walks the job's page tables and
- * reports faults. The engine returns a MAIA_STATUS_* code.
+ * The command processor owns the job's address space. Engines copy operands
+ * in and results out through struct maia_job_mem, which walks the job's page
+ * tables and reports faults. The engine returns a MAIA_STATUS_* code.
  */
 #ifndef MAIA_ENGINE_H
 #define MAIA_ENGINE_H
@@ -24,6 +23,16 @@ struct maia_job_mem {
 	 */
 	int (*read)(void *opaque, uint64_t va, void *buf, size_t len);
 	int (*write)(void *opaque, uint64_t va, const void *buf, size_t len);
+	/*
+	 * Optional (may be NULL): read access in place. On MAIA_STATUS_OK, *ptr
+	 * points at the bytes at va, readable for *avail bytes (1..len: a
+	 * mapping may end at a page boundary), or is NULL when that memory is
+	 * not directly addressable (host memory behind DMA) and read() must be
+	 * used. Lets an engine decode operands straight from device memory into
+	 * its working buffers, saving the staging copy; the bytes count as read
+	 * all the same. Errors as for read().
+	 */
+	int (*map)(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail);
 };
 
 /* Work counters one command adds to, for telemetry. */

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "maia/hw/queue.h"
@@ -32,14 +33,27 @@ _Static_assert(sizeof(struct maia_cmd_transpose) == 160, "transpose command size
 /* Smallest tile SRAM share that still holds one useful GEMM block. */
 #define MIN_TILE_SRAM		(256u * 1024u)
 
+/*
+ * A tile's working set is up to a few MiB walked with large strides (the
+ * micro-kernel steps down B and C rows): 2 MiB pages keep it within the
+ * TLB, so large scratch buffers are 2 MiB aligned and marked for them.
+ */
+#define HUGE_PAGE	(2u << 20)
+
 float *maia_worker_scratch(struct maia_worker *w, size_t n)
 {
 	if (n > w->scratch_floats) {
 		size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-		float *p = aligned_alloc(64, bytes);
+		bool huge = bytes >= HUGE_PAGE / 2;
+		float *p;
 
+		if (huge)
+			bytes = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+		p = aligned_alloc(huge ? HUGE_PAGE : 64, bytes);
 		if (!p)
 			return NULL;
+		if (huge)
+			madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: no THP is fine */
 		free(w->scratch);
 		w->scratch = p;
 		w->scratch_floats = bytes / sizeof(float);

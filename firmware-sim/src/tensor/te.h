@@ -97,6 +97,12 @@ struct maia_io {
  */
 int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		 uint64_t n, uint64_t stride, float *dst);
+/*
+ * Hint that maia_io_load() will soon read these n contiguous elements: starts
+ * fetching them where the memory can be read in place (the tile's DMA
+ * running ahead of the decode). No effect on results or counters.
+ */
+void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n);
 int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		  uint64_t n, uint64_t stride, const float *src, bool saturate);
 

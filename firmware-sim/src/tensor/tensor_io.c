@@ -3,7 +3,8 @@
  * Tensor descriptors: validation, and moving rows of elements between the
  * job's address space and FP32 working buffers (the tile's SRAM), converting
  * on the way. Every byte goes through struct maia_job_mem, so MMU faults
- * and DMA errors surface as the status of the command.
+ * and DMA errors surface as the status of the command. Reads decode in place
+ * where the memory can be mapped (HBM), else from a staging copy.
  */
 #include <math.h>
 #include <string.h>
@@ -155,6 +156,49 @@ static int io_write(struct maia_io *io, uint64_t va, const void *buf, size_t len
 	return st;
 }
 
+/*
+ * Borrow len bytes at va in place (see struct maia_job_mem): *p is NULL when
+ * the memory has no map or must be read by DMA, else valid for *n bytes.
+ */
+static int io_map(struct maia_io *io, uint64_t va, size_t len, const void **p, size_t *n)
+{
+	*p = NULL;
+	*n = 0;
+	if (!io->mem->map)
+		return MAIA_STATUS_OK;
+	return io->mem->map(io->mem->opaque, va, len, p, n);
+}
+
+/*
+ * Decode c whole blocks straight from device memory if both the elements
+ * and their scales can be read in place; returns how many it decoded (0:
+ * use the staging buffer) or a negative status.
+ */
+static int64_t load_blocks_mapped(struct maia_io *io, const struct maia_tview *t,
+				  uint64_t block, uint64_t c, float *dst)
+{
+	unsigned int bb = maia_dtype_block_bytes(t->dtype);
+	const void *pe, *ps;
+	size_t ne, ns;
+	int st;
+
+	st = io_map(io, t->addr + block * bb, c * bb, &pe, &ne);
+	if (st)
+		return -st;
+	if (!pe || ne < bb)
+		return 0;
+	c = ne / bb;
+	st = io_map(io, t->scale_addr + block, c, &ps, &ns);
+	if (st)
+		return -st;
+	if (!ps)
+		return 0;
+	c = ns < c ? ns : c;
+	maia_mx_decode(t->dtype, pe, ps, c, dst);
+	io->bytes_read += c * (bb + 1u);
+	return (int64_t)c;
+}
+
 static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		       uint64_t n, float *dst)
 {
@@ -166,7 +210,15 @@ static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t 
 		return MAIA_STATUS_BAD_DESC;
 	while (done < nb) {
 		uint64_t c = nb - done < per ? nb - done : per;
+		int64_t mapped = load_blocks_mapped(io, t, first + done, nb - done,
+						    dst + done * bs);
 
+		if (mapped < 0)
+			return (int)-mapped;
+		if (mapped > 0) {
+			done += (uint64_t)mapped;
+			continue;
+		}
 		st = io_read(io, t->addr + (first + done) * bb, io->stage, c * bb);
 		if (st)
 			return st;
@@ -177,6 +229,63 @@ static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t 
 		done += c;
 	}
 	return MAIA_STATUS_OK;
+}
+
+/*
+ * Up to g elements stride apart (span elements from first to last) decoded
+ * in place if the memory allows. Returns how many (0: use the staging
+ * buffer), or a negative status. A contiguous window may stop early at the
+ * end of a mapping; a strided one is all or nothing.
+ */
+static int64_t load_window_mapped(struct maia_io *io, const struct maia_tview *t, uint64_t va,
+				  uint64_t g, uint64_t stride, uint64_t span, float *dst)
+{
+	unsigned int es = maia_dtype_size(t->dtype);
+	const uint8_t *src;
+	const void *p;
+	size_t got;
+	int st;
+
+	st = io_map(io, va, span * es, &p, &got);
+	if (st)
+		return -st;
+	if (!p || got < es || (stride != 1 && got < span * es))
+		return 0;
+	src = p;
+	if (stride == 1) {
+		g = got / es;
+		maia_decode(t->dtype, src, g, t->scale, dst);
+	} else {
+		for (uint64_t j = 0; j < g; j++)
+			memcpy(io->stage + j * es, src + j * stride * es, es);
+		maia_decode(t->dtype, io->stage, g, t->scale, dst);
+	}
+	io->bytes_read += g * es;
+	return (int64_t)g;
+}
+
+void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n)
+{
+	uint64_t va, len, sva = 0, slen = 0;
+	const void *p;
+	size_t got;
+
+	if (t->block > 1) {
+		va = t->addr + off / t->block * maia_dtype_block_bytes(t->dtype);
+		len = n / t->block * maia_dtype_block_bytes(t->dtype);
+		sva = t->scale_addr + off / t->block;
+		slen = n / t->block;
+	} else {
+		va = t->addr + off * maia_dtype_size(t->dtype);
+		len = n * maia_dtype_size(t->dtype);
+	}
+	for (int part = 0; part < 2; part++, va = sva, len = slen) {
+		if (!len || io_map(io, va, len, &p, &got) || !p)
+			continue;
+		for (size_t b = 0; b < got; b += 64)
+			__builtin_prefetch((const uint8_t *)p + b);
+		__builtin_prefetch((const uint8_t *)p + got - 1);
+	}
 }
 
 int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
@@ -211,10 +320,19 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		/* a window of g elements whose span fits the staging buffer */
 		uint64_t g = stride <= cap - 1 ? (cap - 1) / stride + 1 : 1;
 		uint64_t span;
+		int64_t mapped;
 
 		if (g > n - i)
 			g = n - i;
 		span = (g - 1) * stride + 1;
+		mapped = load_window_mapped(io, t, t->addr + (off + i * stride) * es, g, stride,
+					    span, dst + i);
+		if (mapped < 0)
+			return (int)-mapped;
+		if (mapped > 0) {
+			i += (uint64_t)mapped;
+			continue;
+		}
 		st = io_read(io, t->addr + (off + i * stride) * es, io->stage, span * es);
 		if (st)
 			return st;

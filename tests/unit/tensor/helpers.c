@@ -27,6 +27,25 @@ static int tmem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	return MAIA_STATUS_OK;
 }
 
+/*
+ * In-place reads stop at every 4 KiB of the buffer, as a mapping ends at a
+ * page, so the engine's fallbacks for a split row or block get exercised.
+ */
+static int tmem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+{
+	struct tmem *m = opaque;
+	uint64_t off = va - m->base, page_left;
+
+	if (va < m->base || off >= m->size)
+		return MAIA_STATUS_MMU_FAULT;
+	page_left = TMEM_MAP_PAGE - off % TMEM_MAP_PAGE;
+	*ptr = m->buf + off;
+	*avail = len < page_left ? len : page_left;
+	if (*avail > m->size - off)
+		*avail = m->size - off;
+	return MAIA_STATUS_OK;
+}
+
 void tmem_init(struct tmem *m, uint64_t size)
 {
 	m->buf = calloc(1, size);
@@ -38,6 +57,7 @@ void tmem_init(struct tmem *m, uint64_t size)
 	m->mem.opaque = m;
 	m->mem.read = tmem_read;
 	m->mem.write = tmem_write;
+	m->mem.map = tmem_map;
 }
 
 void tmem_free(struct tmem *m)

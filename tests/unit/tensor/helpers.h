@@ -27,6 +27,8 @@ struct tmem {
 };
 
 #define TMEM_BASE	0x100000000ull
+/* mem.map stops at every TMEM_MAP_PAGE bytes; set mem.map = NULL to test without */
+#define TMEM_MAP_PAGE	4096u
 
 void tmem_init(struct tmem *m, uint64_t size);
 void tmem_free(struct tmem *m);

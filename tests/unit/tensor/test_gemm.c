@@ -213,6 +213,31 @@ static void test_input_types(struct maia_tensor_engine *te)
 	}
 }
 
+/*
+ * Operands read in place (tmem's mappings end every 4 KiB, splitting rows
+ * and blocks) and through the staging copy (no map): both must be right.
+ */
+static void test_read_paths(struct maia_tensor_engine *te)
+{
+	static const unsigned int types[] = {
+		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_FP16, MAIA_DTYPE_FP8_E5M2,
+		MAIA_DTYPE_INT8, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MX6,
+	};
+	int (*map)(void *, uint64_t, size_t, const void **, size_t *) = mem.mem.map;
+
+	for (int staged = 0; staged < 2; staged++) {
+		mem.mem.map = staged ? NULL : map;
+		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+			struct gcase g = { types[i], types[(i + 1) % 8], MAIA_DTYPE_FP32, 1, 64, 96,
+					   2080, i % 2 ? MAIA_GEMM_F_TRANS_B : MAIA_GEMM_F_TRANS_A,
+					   0, 1.0f, 0.0f, false };
+
+			check(te, &g, staged ? "staged reads" : "in-place reads split at pages");
+		}
+	}
+	mem.mem.map = map;
+}
+
 static void test_output_types(struct maia_tensor_engine *te)
 {
 	static const unsigned int types[] = {
@@ -442,6 +467,7 @@ int main(void)
 	if (!tap_ok(te != NULL, "engine created"))
 		return tap_done();
 	test_input_types(te);
+	test_read_paths(te);
 	test_output_types(te);
 	test_shapes_and_epilogue(te);
 	test_kernels();
