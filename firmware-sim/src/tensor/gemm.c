@@ -160,32 +160,54 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
 
 /*
  * Load op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 as the kernels' A panels:
- * row-major with row length kc, rows past mm (up to a multiple of mr) zero.
- * Contiguous rows are decoded straight into place.
+ * for each group of mr rows, kc columns of mr values (ap[k * mr + i]), so
+ * the kernel reads one sequential stream; rows past mm are zero. A
+ * column-major A is read by columns, each split over the panels; otherwise
+ * mr rows at a time are decoded into tmp (mr x kc) and interleaved.
  */
 static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *a,
 			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
-			float *ap, float *col)
+			float *ap, float *tmp)
 {
-	uint64_t mp = round_up(mm, g->kern->mr), r;
-	int st = MAIA_STATUS_OK;
+	unsigned int mr = g->kern->mr;
+	uint64_t mp = round_up(mm, mr), r, k, i;
+	int st;
 
 	if (g->stage_a) {
-		st = load_2d(io, a, base, g->a_rs, g->a_cs, m0, mm, k0, kc, ap, kc, col);
-	} else {
-		if (g->a_cs == 1)
-			prefetch_rows(io, a, base + k0, g->a_rs, m0 + 1, m0 + 1 + ROWS_AHEAD, m0 + mm,
-				      kc);
-		for (r = 0; r < mm && !st; r++) {
-			if (g->a_cs == 1)
-				prefetch_rows(io, a, base + k0, g->a_rs, m0 + r + 1 + ROWS_AHEAD,
-					      m0 + r + 2 + ROWS_AHEAD, m0 + mm, kc);
-			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + r, k0), kc, g->a_cs,
-					  ap + r * kc);
+		prefetch_rows(io, a, base + m0, g->a_cs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, mm);
+		for (k = 0; k < kc; k++) {
+			prefetch_rows(io, a, base + m0, g->a_cs, k0 + k + 1 + ROWS_AHEAD,
+				      k0 + k + 2 + ROWS_AHEAD, k0 + kc, mm);
+			st = maia_io_load(io, a, base + m0 + (k0 + k) * g->a_cs, mm, 1, tmp);
+			if (st)
+				return st;
+			memset(tmp + mm, 0, (mp - mm) * sizeof(float));
+			for (r = 0; r < mp; r += mr)
+				memcpy(ap + r * kc + k * mr, tmp + r, mr * sizeof(float));
 		}
+		return MAIA_STATUS_OK;
 	}
-	memset(ap + mm * kc, 0, (mp - mm) * kc * sizeof(float));
-	return st;
+	if (g->a_cs == 1)
+		prefetch_rows(io, a, base + k0, g->a_rs, m0 + 1, m0 + 1 + ROWS_AHEAD, m0 + mm, kc);
+	for (r = 0; r < mp; r += mr) {
+		float *panel = ap + r * kc;
+
+		for (i = 0; i < mr; i++) {
+			if (r + i >= mm) {
+				memset(tmp + i * kc, 0, kc * sizeof(float));
+				continue;
+			}
+			if (g->a_cs == 1)
+				prefetch_rows(io, a, base + k0, g->a_rs, m0 + r + i + 1 + ROWS_AHEAD,
+					      m0 + r + i + 2 + ROWS_AHEAD, m0 + mm, kc);
+			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + r + i, k0), kc,
+					  g->a_cs, tmp + i * kc);
+			if (st)
+				return st;
+		}
+		g->kern->pack_a(tmp, kc, kc, mr, panel);
+	}
+	return MAIA_STATUS_OK;
 }
 
 static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
@@ -224,8 +246,8 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	panels = !g->stage_b && mbb > 2 * g->mb;
 	ldb = panels ? kn->nr : np + 16;
 	big = np > sub ? np : sub;
-	if (big < g->kc)
-		big = g->kc;
+	if (big < kn->mr * g->kc)
+		big = kn->mr * g->kc;
 	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
 	ap = maia_worker_scratch(w, need);
 	if (!ap)
@@ -389,7 +411,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	/* balance: equal column blocks rather than a short tail */
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
-		fixed = mb * kc + kc * (nb + 16) + 2 * kc + 2 * nb;
+		fixed = mb * kc + kc * (nb + 16) + mr * kc + mb + 2 * nb + 64;
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)

@@ -164,9 +164,11 @@ int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
 struct maia_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
-	/* a: mr rows of kc floats; b: kc rows of nr floats, ldb apart; c: ldc apart */
+	/* a: kc columns of mr floats (a[k * mr + i]); b: kc rows of nr floats, ldb apart */
 	void (*fn)(size_t kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
 		   int accumulate);
+	/* a from mr rows of kc floats, ld apart: a[k * mr + i] = rows[i * ld + k] */
+	void (*pack_a)(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
 };
 const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n);
 bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k);
