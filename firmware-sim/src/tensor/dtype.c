@@ -400,6 +400,36 @@ void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, flo
 	}
 }
 
+#if HAVE_X86
+__attribute__((target("avx2")))
+static void decode_bf16_groups_avx2(const u16_any *src, size_t ngroups, unsigned int g,
+				    size_t gstride, float *dst)
+{
+	for (size_t i = 0; i < ngroups; i++, src += g, dst += gstride)
+		for (unsigned int j = 0; j < g; j += 8) {
+			__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + j));
+
+			_mm256_storeu_si256((__m256i *)(void *)(dst + j),
+					    _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+		}
+}
+#endif
+
+void maia_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
+			size_t gstride, float scale, float *dst)
+{
+	size_t bytes = (size_t)g * maia_dtype_size(dtype);
+
+#if HAVE_X86
+	if (dtype == MAIA_DTYPE_BF16 && g % 8 == 0 && __builtin_cpu_supports("avx2")) {
+		decode_bf16_groups_avx2(src, ngroups, g, gstride, dst);
+		return;
+	}
+#endif
+	for (size_t i = 0; i < ngroups; i++)
+		maia_decode(dtype, (const uint8_t *)src + i * bytes, g, scale, dst + i * gstride);
+}
+
 void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
 		 bool saturate, void *dst)
 {

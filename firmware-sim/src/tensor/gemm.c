@@ -133,27 +133,32 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
 	if (g->b_cs == 1)
 		prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
 	for (k = 0; k < kc; k++) {
-		float *dst = panels ? row : bp + k * ldb;
+		uint64_t off = AT(base, g->b_rs, g->b_cs, k0 + k, n0);
+		const float *tail = row;	/* elements p.. of the row, for the last panel */
 
 		if (g->b_cs == 1)
 			prefetch_rows(io, b, base + n0, g->b_rs, k0 + k + 1 + ROWS_AHEAD,
 				      k0 + k + 2 + ROWS_AHEAD, k0 + kc, nn);
-		st = maia_io_load(io, b, AT(base, g->b_rs, g->b_cs, k0 + k, n0), nn, g->b_cs, dst);
+		p = nn / nr * nr;
+		if (!panels) {
+			st = maia_io_load(io, b, off, nn, g->b_cs, bp + k * ldb);
+			if (np > nn)
+				memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
+			p = nn;
+		} else if (g->b_cs == 1) {	/* whole panels decoded into place */
+			st = maia_io_load_groups(io, b, off, nn / nr, nr, kc * nr, bp + k * nr, row);
+			if (!st && p < nn)
+				st = maia_io_load(io, b, off + p, nn - p, 1, row);
+		} else {
+			st = maia_io_load(io, b, off, nn, g->b_cs, row);
+			for (uint64_t q = 0; !st && q < p; q += nr)
+				memcpy(bp + q * kc + k * nr, row + q, nr * sizeof(float));
+			tail = row + p;
+		}
 		if (st)
 			return st;
-		if (!panels) {
-			if (np > nn)
-				memset(dst + nn, 0, (np - nn) * sizeof(float));
-			continue;
-		}
-		for (p = 0; p + nr <= nn; p += nr)	/* whole panels: inline copies */
-			if (nr == 16)
-				memcpy(bp + p * kc + k * nr, row + p, 16 * sizeof(float));
-			else
-				memcpy(bp + p * kc + k * nr, row + p, nr * sizeof(float));
-		if (p < nn)		/* zero-padded last panel */
-			for (uint64_t c = 0; c < nr; c++)
-				bp[p * kc + k * nr + c] = p + c < nn ? row[p + c] : 0.0f;
+		for (uint64_t c = 0; p < nn && c < nr; c++)	/* zero-padded last panel */
+			bp[p * kc + k * nr + c] = p + c < nn ? tail[c] : 0.0f;
 	}
 	return MAIA_STATUS_OK;
 }

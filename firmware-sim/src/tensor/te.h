@@ -48,6 +48,12 @@ float maia_dtype_max(unsigned int dtype);
 void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst);
 void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
 		 bool saturate, void *dst);
+/*
+ * maia_decode() of ngroups * g contiguous plain elements, group i going to
+ * dst + i * gstride (a GEMM's B panels): one pass instead of two.
+ */
+void maia_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
+			size_t gstride, float scale, float *dst);
 /* Block formats: nblocks blocks of elements plus one scale byte each. */
 void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 		    size_t nblocks, float *dst);
@@ -103,6 +109,13 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
  * running ahead of the decode). No effect on results or counters.
  */
 void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n);
+/*
+ * maia_io_load() of ngroups * g contiguous elements, group i written to
+ * dst + i * gstride; tmp (ngroups * g floats) stages them when they cannot
+ * be decoded in place.
+ */
+int maia_io_load_groups(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+			uint64_t ngroups, unsigned int g, uint64_t gstride, float *dst, float *tmp);
 int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		  uint64_t n, uint64_t stride, const float *src, bool saturate);
 

@@ -345,6 +345,30 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 	return MAIA_STATUS_OK;
 }
 
+int maia_io_load_groups(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+			uint64_t ngroups, unsigned int g, uint64_t gstride, float *dst, float *tmp)
+{
+	uint64_t n = ngroups * g, bytes = n * maia_dtype_size(t->dtype);
+	const void *p;
+	size_t got;
+	int st;
+
+	if (t->block == 1 && n) {
+		st = io_map(io, t->addr + off * maia_dtype_size(t->dtype), bytes, &p, &got);
+		if (st)
+			return st;
+		if (p && got == bytes) {
+			maia_decode_groups(t->dtype, p, ngroups, g, gstride, t->scale, dst);
+			io->bytes_read += bytes;
+			return MAIA_STATUS_OK;
+		}
+	}
+	st = maia_io_load(io, t, off, n, 1, tmp);
+	for (uint64_t i = 0; i < ngroups && !st; i++)
+		memcpy(dst + i * gstride, tmp + i * g, g * sizeof(float));
+	return st;
+}
+
 static int store_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 			uint64_t n, const float *src)
 {
