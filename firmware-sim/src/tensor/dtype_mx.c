@@ -286,6 +286,8 @@ void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *sc
 	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
 	size_t b;
 
+	if (maia_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
+		return;
 	for (b = 0; b < nblocks; b++) {
 		if (dtype >= MAIA_DTYPE_MX9)
 			msmx_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);

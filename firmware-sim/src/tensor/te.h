@@ -59,6 +59,9 @@ void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *sc
 		    size_t nblocks, float *dst);
 void maia_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
 		    uint8_t *blocks, uint8_t *scales);
+/* maia_mx_decode() with SIMD where this CPU and dtype have it; false: not done. */
+bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			 size_t nblocks, float *dst);
 
 /* ---- validated tensors and row I/O (tensor_io.c) ---- */
 

@@ -330,7 +330,7 @@ static void test_mx(unsigned int mx)
 	double ref[32];
 	struct tmem m;
 
-	tmem_init(&m, 4096);
+	tmem_init(&m, 65536);
 	/* every element code, in blocks pinned by a max-magnitude element */
 	{
 		unsigned int n = f ? ncodes(f) : 256, per = 31;
@@ -389,6 +389,36 @@ static void test_mx(unsigned int mx)
 	}
 	tap_ok(!bad, "mx %s: 2000 random blocks match the reference quantizer", name);
 	tap_ok(!bad_rt, "mx %s: quantize(dequantize(q)) == q", name);
+
+	/*
+	 * Raw blocks: every byte value at every byte position (so every code,
+	 * NaN codes and INT8 -128 included, in every element slot), under
+	 * scales from 2^-127 to 2^127 and NaN. Covers the SIMD decoders too.
+	 */
+	{
+		enum { NB = 256 };
+		static const uint8_t scales[] = { 0, 1, 60, 127, 200, 254, 255 };
+		uint64_t va = tmem_alloc(&m, NB * bb), sva = tmem_alloc(&m, NB);
+		uint8_t *raw = tmem_ptr(&m, va), *rs = tmem_ptr(&m, sva);
+		float *yy = malloc(sizeof(float) * NB * 32);
+		double *rr = malloc(sizeof(double) * NB * 32);
+
+		for (unsigned int b = 0; b < NB; b++) {
+			for (unsigned int j = 0; j < bb; j++)
+				raw[b * bb + j] = (uint8_t)(b + 37 * j);
+			rs[b] = scales[b % sizeof(scales)];
+		}
+		tget(&m, mx, va, sva, NB * 32, 1, rr);
+		maia_mx_decode(mx, raw, rs, NB, yy);
+		bad = 0;
+		/* the one FP32 multiply by the scale rounds (2^-127 * small) and overflows (2^127 * big) */
+		for (unsigned int i = 0; i < NB * 32; i++)
+			bad += !same_value(yy[i], (float)rr[i]);
+		tap_ok(!bad, "mx %s: %u raw blocks (all bytes everywhere, 7 scales) decode as the reference (%u wrong)",
+		       name, NB, bad);
+		free(yy);
+		free(rr);
+	}
 
 	/* corners */
 	memset(x, 0, sizeof(x));
