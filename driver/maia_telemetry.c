@@ -161,6 +161,32 @@ static ssize_t throttle_count_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(throttle_count);
 
+/*
+ * Busy time of each tile in microseconds, space separated, tile t being
+ * tile t % tiles-per-cluster of cluster t / tiles-per-cluster (an array of
+ * one type, as sysfs allows). Lists as many tiles as fit in the page.
+ */
+static ssize_t tile_busy_time_us_show(struct device *dev, struct device_attribute *attr,
+				      char *buf)
+{
+	struct maia_device *mdev = maia_telemetry_from_dev(dev);
+	u32 tiles = min(maia_telemetry_read32(mdev, MAIA_REG_TELEM_TILES), MAIA_TELEM_MAX_TILES);
+	int len = 0, n;
+	u32 t;
+
+	for (t = 0; t < tiles; t++) {
+		u64 ns = maia_telemetry_read64(mdev, MAIA_REG_TELEM_TILE_NS_LO(t));
+
+		/* room for this value and the newline */
+		if (len + 22 >= PAGE_SIZE)
+			break;
+		n = sysfs_emit_at(buf, len, "%s%llu", t ? " " : "", div_u64(ns, NSEC_PER_USEC));
+		len += n;
+	}
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+static DEVICE_ATTR_RO(tile_busy_time_us);
+
 static struct attribute *maia_telemetry_attrs[] = {
 	&dev_attr_busy_time_us.attr,
 	&dev_attr_tensor_busy_time_us.attr,
@@ -176,11 +202,24 @@ static struct attribute *maia_telemetry_attrs[] = {
 	&dev_attr_tensor_utilization.attr,
 	&dev_attr_throttle_reasons.attr,
 	&dev_attr_throttle_count.attr,
+	&dev_attr_tile_busy_time_us.attr,
 	NULL,
 };
 
+/* The per-tile window came with telemetry 1.1. */
+static umode_t maia_telemetry_attr_visible(struct kobject *kobj, struct attribute *attr, int n)
+{
+	struct maia_device *mdev = maia_telemetry_from_dev(kobj_to_dev(kobj));
+
+	if (attr == &dev_attr_tile_busy_time_us.attr &&
+	    mdev->telemetry->version < MAIA_TELEM_VERSION_1_1)
+		return 0;
+	return attr->mode;
+}
+
 static const struct attribute_group maia_telemetry_attr_group = {
 	.attrs = maia_telemetry_attrs,
+	.is_visible = maia_telemetry_attr_visible,
 };
 
 int maia_telemetry_init(struct maia_device *mdev)
@@ -207,6 +246,7 @@ int maia_telemetry_init(struct maia_device *mdev)
 	if (ret)
 		return ret;
 	tm->mdev = mdev;
+	tm->version = version;
 	tm->cap_min_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MIN_MW);
 	tm->cap_max_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MAX_MW);
 	mdev->telemetry = tm;

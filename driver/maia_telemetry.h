@@ -23,6 +23,7 @@ struct maia_telemetry {
 	/* Cap set through hwmon, mW, re-applied after a reset; 0 = none. */
 	u32 user_cap_mw;
 	u32 cap_min_mw, cap_max_mw;	/* what the firmware accepts */
+	u32 version;			/* MAIA_REG_TELEM_VERSION */
 	struct device *hwmon;
 };
 

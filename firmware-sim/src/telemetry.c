@@ -375,7 +375,23 @@ void maia_telem_reset_locked(struct maia_sim *sim)
 
 bool maia_telem_is_reg(uint32_t offset)
 {
-	return offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END;
+	return (offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END) ||
+	       (offset >= MAIA_REG_TELEM_TILE_NS_BASE && offset < MAIA_REG_TELEM_TILE_NS_END);
+}
+
+/* The per-tile window: tiles past the engine's read 0. */
+static uint32_t tile_read_locked(struct maia_sim *sim, uint32_t offset)
+{
+	struct maia_telem *t = &sim->telem;
+	uint32_t tile = (offset - MAIA_REG_TELEM_TILE_NS_BASE) / 8u;
+	uint64_t v = sim->te ? maia_tensor_tile_busy_ns(sim->te, tile) : 0;
+
+	if (offset % 8u == 0) {
+		t->tile_latch = tile;
+		t->tile_latch_hi = (uint32_t)(v >> 32);
+		return (uint32_t)v;
+	}
+	return t->tile_latch == tile ? t->tile_latch_hi : (uint32_t)(v >> 32);
 }
 
 static uint32_t to_u32(double v)
@@ -417,7 +433,7 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	const struct maia_pm *pm = &sim->telem.pm;
 
 	switch (offset) {
-	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1; break;
+	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_1; break;
 	case MAIA_REG_TELEM_PERIOD_US:		*val = (uint32_t)(pm->p.period_ns / 1000u); break;
 	case MAIA_REG_TELEM_WINDOW_US:
 		*val = (uint32_t)(pm->p.period_ns * pm->p.window_periods / 1000u);
@@ -457,6 +473,10 @@ bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val
 	uint64_t v;
 
 	*val = 0;
+	if (offset >= MAIA_REG_TELEM_TILE_NS_BASE) {
+		*val = tile_read_locked(sim, offset);
+		return true;
+	}
 	sync_fw_locked(sim);
 	advance_locked(sim, telem_now_ns(), false, 0);
 	if (reg32(sim, offset, val))

@@ -103,6 +103,8 @@ struct maia_telem {
 	struct maia_pm pm;
 	uint64_t hbm_read, hbm_write, dma_bytes, flops, tile_busy_ns, commands;
 	uint32_t latch_hi[(MAIA_REG_TELEM_END - MAIA_REG_TELEMETRY_BASE) / 4u];
+	/* the per-tile window's one latch: HI of the tile whose LO was read last */
+	uint32_t tile_latch, tile_latch_hi;
 	/* Worker-owned: DMA traffic of the running command, folded in at its end. */
 	uint64_t w_hbm_read, w_hbm_write, w_dma_bytes;
 };

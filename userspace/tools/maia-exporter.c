@@ -39,6 +39,7 @@ struct dev {
 	char pci[32];
 	char model[64];
 	char hwmon[PATH_MAX + 512];	/* hwmon directory, "" if none */
+	unsigned int tiles_per_cluster;
 };
 
 enum mtype { GAUGE, COUNTER };
@@ -194,6 +195,7 @@ static int enumerate(struct dev *devs, int max)
 			snprintf(d->model, sizeof(d->model), "Maia %s rev %u.%u",
 				 info.device_id == 0xa100 ? "100" : "accelerator",
 				 info.revision >> 8 & 0xff, info.revision & 0xff);
+			d->tiles_per_cluster = info.tiles_per_cluster ? info.tiles_per_cluster : 1;
 			find_hwmon(d);
 			found++;
 		}
@@ -272,6 +274,47 @@ static bool cache_valid(void)
 	return true;
 }
 
+/*
+ * Per-tile busy time (sysfs tile_busy_time_us: microseconds, one value per
+ * tile), one sample per tile labelled with its cluster and tile index.
+ */
+static void scrape_tiles(FILE *out, const struct dev *devs, int n)
+{
+	fputs("# HELP MAIA_FI_PROF_TILE_BUSY_TIME Time the tile ran tensor work since power-on "
+	      "(in s).\n# TYPE MAIA_FI_PROF_TILE_BUSY_TIME counter\n", out);
+	for (int j = 0; j < n; j++) {
+		char path[PATH_MAX + 64], buf[16384], *p, *end;
+		unsigned int t = 0;
+		size_t len;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/tile_busy_time_us",
+			 sysfs_root(), devs[j].pci);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		for (p = buf;; p = end, t++) {
+			char cl[16], ti[16];
+			unsigned long long us = strtoull(p, &end, 10);
+
+			if (end == p)
+				break;
+			snprintf(cl, sizeof(cl), "%u", t / devs[j].tiles_per_cluster);
+			snprintf(ti, sizeof(ti), "%u", t % devs[j].tiles_per_cluster);
+			fputs("MAIA_FI_PROF_TILE_BUSY_TIME{", out);
+			put_label(out, "device", devs[j].name, false);
+			put_label(out, "pci_address", devs[j].pci, false);
+			put_label(out, "modelName", devs[j].model, false);
+			put_label(out, "cluster", cl, false);
+			put_label(out, "tile", ti, true);
+			fprintf(out, "} %.10g\n", (double)us * 1e-6);
+		}
+	}
+}
+
 static void scrape(FILE *out)
 {
 	const struct dev *devs = cached;
@@ -300,6 +343,7 @@ static void scrape(FILE *out)
 			fprintf(out, "} %.10g\n", v);
 		}
 	}
+	scrape_tiles(out, devs, n);
 }
 
 static void send_all(int fd, const char *buf, size_t len)

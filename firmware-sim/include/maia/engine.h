@@ -55,6 +55,9 @@ struct maia_tensor_config {
 struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg);
 void maia_tensor_destroy(struct maia_tensor_engine *te);
 
+/* Nanoseconds tile (cluster * tiles_per_cluster + index) has been busy since creation; 0 past the last. */
+uint64_t maia_tensor_tile_busy_ns(struct maia_tensor_engine *te, unsigned int tile);
+
 /* True if opcode is a tensor operation this engine runs. */
 int maia_tensor_handles(uint16_t opcode);
 

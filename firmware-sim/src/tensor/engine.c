@@ -4,7 +4,8 @@
  * of host threads. Commands run one at a time (the command processor feeds
  * them in order); each is split into tasks, a task being the work of one
  * tile on one block of the output. Per-command counters go to
- * struct maia_op_stats, per-tile busy time accumulates in tile_busy_ns.
+ * struct maia_op_stats, per-tile busy time accumulates in tile_busy_ns
+ * (read by the telemetry block's per-tile window).
  */
 #include <errno.h>
 #include <math.h>
@@ -190,6 +191,11 @@ float maia_act(float x, unsigned int act)
 	default:
 		return x;
 	}
+}
+
+uint64_t maia_tensor_tile_busy_ns(struct maia_tensor_engine *te, unsigned int tile)
+{
+	return tile < te->tiles ? __atomic_load_n(&te->tile_busy_ns[tile], __ATOMIC_RELAXED) : 0;
 }
 
 int maia_tensor_handles(uint16_t opcode)

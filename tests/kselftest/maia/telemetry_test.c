@@ -2,7 +2,7 @@
 /*
  * Telemetry: the hwmon device and the sysfs counters exist with sane values;
  * counters move under a real load (DMA copies and GEMMs submitted through
- * the uAPI); invalid power caps are rejected with EINVAL; a low cap makes
+ * the uAPI), per-tile busy time included; invalid power caps are rejected with EINVAL; a low cap makes
  * the firmware throttle (the clock drops, jobs take longer, power settles
  * under the cap); maia-exporter's scrape (--once and over HTTP) is valid
  * Prometheus text, checked line by line.
@@ -276,6 +276,58 @@ TEST_F(tm, counters_move_under_load)
 	       read_ll(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
 }
 
+/* tile_busy_time_us: values into v (up to max); returns how many, -1 if unreadable. */
+static int read_tiles(const char *dir, long long *v, int max)
+{
+	char path[PATH_MAX * 2], buf[8192], *p, *end;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/tile_busy_time_us", dir);
+	if (maia_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	for (p = buf; n < max; p = end) {
+		long long x = strtoll(p, &end, 10);
+
+		if (end == p)
+			break;
+		v[n++] = x;
+	}
+	return n;
+}
+
+/*
+ * Per-tile busy time: one value per tile of the topology, and GEMMs (whose
+ * tasks are spread over the tiles) move several of them, never backwards.
+ */
+TEST_F(tm, tile_busy_time)
+{
+	long long before[1024], after[1024], grew = 0, moved = 0;
+	__u64 clusters = 0, per = 0;
+	int n0, n1;
+	long long ns;
+
+	ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_NUM_CLUSTERS, &clusters));
+	ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_TILES_PER_CLUSTER, &per));
+	n0 = read_tiles(self->dev, before, 1024);
+	ASSERT_EQ((int)(clusters * per), n0);
+	add_gemms(self, 8);
+	ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &ns));
+	n1 = read_tiles(self->dev, after, 1024);
+	ASSERT_EQ(n0, n1);
+	for (int t = 0; t < n1; t++) {
+		EXPECT_LE(before[t], after[t]);
+		grew += after[t] - before[t];
+		moved += after[t] > before[t];
+	}
+	/* a 256^3 GEMM is several tasks: more than one tile worked */
+	EXPECT_LE(2, moved);
+	EXPECT_LT(0, grew);
+	TH_LOG("8 GEMMs: %lld tile-us over %lld of %d tiles, job %lld us", grew, moved, n1,
+	       ns / 1000);
+	/* the file is read-only */
+	EXPECT_GT(0, write_attr(self->dev, "tile_busy_time_us", "0"));
+}
+
 TEST_F(tm, invalid_power_cap)
 {
 	static const char * const bad[] = {
@@ -475,7 +527,7 @@ static void expect_families(struct __test_metadata *_metadata, const struct scra
 		"MAIA_FI_DEV_UTIL", "MAIA_FI_PROF_TENSOR_ACTIVE", "MAIA_FI_DEV_POWER_USAGE",
 		"MAIA_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "MAIA_FI_DEV_TEMP", "MAIA_FI_DEV_CLOCK",
 		"MAIA_FI_DEV_HBM_USED", "MAIA_FI_DEV_HBM_FREE", "MAIA_FI_DEV_THROTTLE_EVENTS",
-		"MAIA_FI_DEV_RESET_COUNT",
+		"MAIA_FI_DEV_RESET_COUNT", "MAIA_FI_PROF_TILE_BUSY_TIME",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {

@@ -13,6 +13,7 @@
 #include "../../../firmware-sim/src/telemetry.h"
 #include "harness.h"
 #include "maia/hw/telemetry.h"
+#include "maia/hw/tensor.h"
 #include "tap.h"
 
 #define MS	1000000ull
@@ -233,7 +234,7 @@ static void test_device_registers(void)
 	uint32_t resp[4], errs;
 
 	tap_ok(rd(&env, MAIA_REG_CAPS) & MAIA_CAP_TELEMETRY, "CAPS advertises telemetry");
-	tap_ok(rd(&env, MAIA_REG_TELEM_VERSION) == MAIA_TELEM_VERSION_1, "telemetry version 1.0");
+	tap_ok(rd(&env, MAIA_REG_TELEM_VERSION) == MAIA_TELEM_VERSION_1_1, "telemetry version 1.1");
 	tap_ok(rd(&env, MAIA_REG_TELEM_CLOCK_NOMINAL_MHZ) == 1500 &&
 	       rd(&env, MAIA_REG_TELEM_CLOCK_MHZ) == 1500 &&
 	       rd(&env, MAIA_REG_TELEM_TDP_MW) == 500000 &&
@@ -337,6 +338,72 @@ static void test_device_throttle_and_reset(void)
 	       "after reboot the cap is the firmware's TDP again");
 }
 
+/* Sum of the per-tile window over n tiles; *busy: how many are nonzero. */
+static uint64_t tile_sum(unsigned int n, unsigned int *busy)
+{
+	uint64_t sum = 0;
+
+	*busy = 0;
+	for (unsigned int t = 0; t < n; t++) {
+		uint64_t v = rd64(MAIA_REG_TELEM_TILE_NS_LO(t));
+
+		sum += v;
+		*busy += v != 0;
+	}
+	return sum;
+}
+
+/*
+ * The per-tile window: a GEMM's tasks land on several tiles, the tiles add
+ * up to TILE_BUSY_NS exactly, tiles past the topology read 0, the window
+ * is read-only, and a reset keeps the counts.
+ */
+static void test_tile_window(void)
+{
+	struct maia_cmd_gemm g = { .hdr = { .opcode = MAIA_OP_GEMM, .size = sizeof(g) } };
+	const uint32_t n = 512;
+	uint64_t a = hbm_alloc(&env, 4ull * n * n, 4096), b = hbm_alloc(&env, 4ull * n * n, 4096);
+	uint64_t c = hbm_alloc(&env, 4ull * n * n, 4096), sum0, sum1, total;
+	unsigned int tiles = rd(&env, MAIA_REG_TELEM_TILES), busy0, busy1, errs;
+	struct maia_tensor_desc *d[3] = { &g.a, &g.b, &g.c };
+	uint64_t addr[3] = { a, b, c };
+	struct maia_cq_entry cqe;
+	struct cmdbuf cb;
+
+	for (int i = 0; i < 3; i++) {
+		d[i]->addr = MAIA_PHYS_HBM | addr[i];
+		d[i]->dtype = MAIA_DTYPE_FP32;
+		d[i]->rank = 2;
+		d[i]->shape[0] = d[i]->shape[1] = n;
+		d[i]->strides[0] = n;
+		d[i]->strides[1] = 1;
+	}
+	sum0 = tile_sum(tiles, &busy0);
+	tap_ok(sum0 == rd64(MAIA_REG_TELEM_TILE_BUSY_NS_LO),
+	       "per-tile counters add up to TILE_BUSY_NS before the GEMM (%llu ns)",
+	       (unsigned long long)sum0);
+	cb_init(&cb);
+	cb_add(&cb, &g, sizeof(g));
+	cqe = run_cb(&env, &q0, &cb);
+	sum1 = tile_sum(tiles, &busy1);
+	total = rd64(MAIA_REG_TELEM_TILE_BUSY_NS_LO);
+	tap_ok(cqe.status == MAIA_STATUS_OK && sum1 > sum0 && sum1 == total,
+	       "after a 512^3 GEMM the tiles add up to TILE_BUSY_NS (%llu ns, +%llu)",
+	       (unsigned long long)total, (unsigned long long)(sum1 - sum0));
+	tap_ok(busy1 >= 2, "the GEMM's tasks ran on %u tiles", busy1);
+	tap_ok(rd64(MAIA_REG_TELEM_TILE_NS_LO(tiles)) == 0 &&
+	       rd64(MAIA_REG_TELEM_TILE_NS_LO(MAIA_TELEM_MAX_TILES - 1)) == 0,
+	       "tiles past the topology read 0");
+	errs = guest_errors(&env);
+	wr(&env, MAIA_REG_TELEM_TILE_NS_LO(0), 0);
+	tap_ok(guest_errors(&env) == errs + 1 && tile_sum(tiles, &busy0) == sum1,
+	       "the window is read-only: a write is a guest error and changes nothing");
+	wr(&env, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	boot_or_die(&env);
+	queue_setup(&env, &q0, 0, 16, MAIA_QUEUE_PRIO_NORMAL);
+	tap_ok(tile_sum(tiles, &busy0) == sum1, "a device reset keeps the per-tile counts");
+}
+
 int main(void)
 {
 	test_model_idle_and_energy();
@@ -352,6 +419,7 @@ int main(void)
 	queue_setup(&env, &q0, 0, 16, MAIA_QUEUE_PRIO_NORMAL);
 	copy_src = host_alloc(&env, 4u << 20, 4096);
 	test_device_registers();
+	test_tile_window();
 	test_device_throttle_and_reset();
 	env_fini(&env);
 	return tap_done();

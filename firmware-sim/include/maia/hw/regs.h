@@ -145,6 +145,8 @@
 #define MAIA_REG_DOORBELL_BASE		0x1000u
 #define MAIA_REG_DOORBELL(q)		(MAIA_REG_DOORBELL_BASE + 4u * (q))
 
+/* 0x2000 - 0x3fff: per-tile telemetry counters (maia/hw/telemetry.h) */
+
 /* MSI-X vectors: events first, then one per queue. */
 #define MAIA_VEC_EVENT			0u
 #define MAIA_VEC_QUEUE(q)		(1u + (q))

@@ -23,9 +23,10 @@
 #define MAIA_HW_TELEMETRY_H
 
 #define MAIA_TELEM_VERSION_1		0x00010000u	/* major << 16 | minor */
+#define MAIA_TELEM_VERSION_1_1		0x00010001u	/* adds the per-tile window */
 
 /* 32-bit registers */
-#define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1 */
+#define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1_1 */
 #define MAIA_REG_TELEM_PERIOD_US	0x0104u	/* power-management control period */
 #define MAIA_REG_TELEM_WINDOW_US	0x0108u	/* averaging window of POWER_MW and *_UTIL */
 #define MAIA_REG_TELEM_CLOCK_MHZ	0x010cu	/* tensor/vector clock now */
@@ -63,6 +64,20 @@
 
 #define MAIA_REG_TELEM_LAST		0x01c4u	/* highest defined register */
 #define MAIA_REG_TELEM_END		0x0200u	/* block end (exclusive) */
+
+/*
+ * Per-tile busy time (version 1.1): BAR0 0x2000 - 0x3fff, one 64-bit
+ * counter per tile (LO/HI as above, one latch shared by the window: read a
+ * tile's LO, then its HI). Tile t is tile t % tiles-per-cluster of cluster
+ * t / tiles-per-cluster (MAIA_REG_TOPOLOGY); counters exist for the first
+ * min(MAIA_REG_TELEM_TILES, MAIA_TELEM_MAX_TILES) tiles, the rest of the
+ * window reads 0. Nanoseconds the tile spent on tensor commands since
+ * power-on; over all tiles they add up to TILE_BUSY_NS.
+ */
+#define MAIA_REG_TELEM_TILE_NS_BASE	0x2000u
+#define MAIA_TELEM_MAX_TILES		1024u
+#define MAIA_REG_TELEM_TILE_NS_LO(t)	(MAIA_REG_TELEM_TILE_NS_BASE + 8u * (t))
+#define MAIA_REG_TELEM_TILE_NS_END	MAIA_REG_TELEM_TILE_NS_LO(MAIA_TELEM_MAX_TILES)
 
 /* MAIA_REG_TELEM_THROTTLE_REASONS */
 #define MAIA_THROTTLE_POWER		(1u << 0)	/* power over 90 % of the cap */
