@@ -5,7 +5,8 @@
  * a defined MAIA_STATUS_* and never crash, hang or touch memory it should
  * not (build with ASan/UBSan; see Makefile).
  *
- * Input: byte 0 picks the opcode, bytes 1-2 are the header flags, then the
+ * Input: byte 0 picks the opcode (and, with its next bit, whether operands
+ * are read in place through map() or staged), bytes 1-2 are the header flags, then the
  * command body (zero-padded to the opcode's size), then initial contents of
  * the 64 KiB device memory at MEM_BASE.
  */
@@ -39,6 +40,40 @@ static int mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	if (va < MEM_BASE || va - MEM_BASE > MEM_SIZE || len > MEM_SIZE - (va - MEM_BASE))
 		return MAIA_STATUS_MMU_FAULT;
 	memcpy(device_mem + (va - MEM_BASE), buf, len);
+	return MAIA_STATUS_OK;
+}
+
+/*
+ * In-place reads: each mapping is a fresh heap copy of at most the rest of
+ * its 4 KiB page, so an engine reading past what map() granted is a heap
+ * overflow ASan reports. The last few copies stay valid (the engine holds
+ * two mappings at once for a block format: elements and scales); one ring
+ * per engine thread.
+ */
+#define MAP_RING	4
+static __thread uint8_t *map_ring[MAP_RING];
+static __thread unsigned int map_next;
+
+static int mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+{
+	uint64_t off = va - MEM_BASE, n;
+
+	(void)opaque;
+	if (va < MEM_BASE || off >= MEM_SIZE)
+		return MAIA_STATUS_MMU_FAULT;
+	n = 4096 - off % 4096;
+	if (n > len)
+		n = len;
+	if (n > MEM_SIZE - off)
+		n = MEM_SIZE - off;
+	free(map_ring[map_next]);
+	map_ring[map_next] = malloc(n ? n : 1);
+	if (!map_ring[map_next])
+		abort();
+	memcpy(map_ring[map_next], device_mem + off, n);
+	*ptr = map_ring[map_next];
+	*avail = n;
+	map_next = (map_next + 1) % MAP_RING;
 	return MAIA_STATUS_OK;
 }
 
@@ -82,7 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct maia_tensor_engine *te;
-	static const struct maia_job_mem mem = { NULL, mem_read, mem_write, NULL };
+	static const struct maia_job_mem staged = { NULL, mem_read, mem_write, NULL };
+	static const struct maia_job_mem mapped = { NULL, mem_read, mem_write, mem_map };
+	const struct maia_job_mem *mem;
 	union {
 		uint64_t raw[64];
 		struct maia_cmd_header hdr;
@@ -103,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	k = data[0] % (sizeof(ops) / sizeof(ops[0]));
+	/* the next bit of byte 0: operands read in place or through staging copies */
+	mem = data[0] / (sizeof(ops) / sizeof(ops[0])) % 2 ? &mapped : &staged;
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.hdr.opcode = ops[k].opcode;
 	cmd.hdr.size = ops[k].size;
@@ -125,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ops[k].opcode == MAIA_OP_GEMM_BATCHED && cmd.gb.batch_count > 8)
 		return 0;
 
-	st = maia_tensor_exec(te, &cmd.hdr, &mem, &stats);
+	st = maia_tensor_exec(te, &cmd.hdr, mem, &stats);
 	switch (st) {
 	case MAIA_STATUS_OK:
 	case MAIA_STATUS_BAD_OPCODE:

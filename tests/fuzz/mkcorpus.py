@@ -22,10 +22,16 @@ def desc(dtype, addr, shape, scale_addr=0, scale=0):
     return struct.pack('<QQ4Q4IBBHI', addr, scale_addr, *strides, *shape, DT[dtype], rank, 0, scale)
 
 
+# Entries in fuzz_tensor.c's ops[] (OPS plus a reserved opcode): byte 0 / this, odd,
+# means operands are read in place through map().
+N_OPS = len(OPS) + 1
+
+
 def seed(name, op, body, flags=0, mem=b''):
-    data = bytes([OPS.index(op)]) + struct.pack('<H', flags) + body + mem
-    with open(os.path.join('corpus', name), 'wb') as f:
-        f.write(data)
+    rest = struct.pack('<H', flags) + body + mem
+    for suffix, extra in (('', 0), ('_inplace', N_OPS)):
+        with open(os.path.join('corpus', name + suffix), 'wb') as f:
+            f.write(bytes([OPS.index(op) + extra]) + rest)
 
 
 zero = bytes(72)
