@@ -423,6 +423,41 @@ TEST(dtype_bytes)
 
 /* ---- every command, data checked ------------------------------------------------ */
 
+/*
+ * Closing a device with live buffer objects: they stay usable (CPU mapping,
+ * device VA, dma-buf export) and the last one destroyed closes the device
+ * file.
+ */
+TEST(close_with_live_bos)
+{
+	struct maia_device *dev;
+	struct maia_bo *bo;
+	struct maia_cmdbuf *cb;
+	uint32_t *p;
+	int fd, dmabuf = -1;
+
+	if (maia_device_open(0, &dev) == -ENODEV)
+		SKIP(return, "no Maia device");
+	fd = maia_device_fd(dev);
+	ASSERT_EQ(0, maia_bo_create(dev, 65536, MAIA_BO_HBM, &bo));
+	ASSERT_EQ(0, maia_cmdbuf_create(dev, 4096, &cb));
+	ASSERT_EQ(0, maia_bo_map(bo, (void **)&p));
+	p[100] = 0x600dcafe;
+	maia_device_close(dev);
+	/* still open: the BOs work */
+	EXPECT_EQ(0, fcntl(fd, F_GETFD) < 0 ? -errno : 0);
+	EXPECT_EQ(0x600dcafeu, p[100]);
+	EXPECT_NE(0u, maia_bo_va(bo));
+	EXPECT_EQ(0, maia_bo_export(bo, &dmabuf));
+	EXPECT_LE(0, dmabuf);
+	if (dmabuf >= 0)
+		close(dmabuf);
+	maia_bo_destroy(bo);
+	EXPECT_EQ(0, fcntl(fd, F_GETFD) < 0 ? -errno : 0);	/* the command buffer holds it */
+	maia_cmdbuf_destroy(cb);	/* the last one: the device file is closed */
+	EXPECT_EQ(-EBADF, fcntl(fd, F_GETFD) < 0 ? -errno : 0);
+}
+
 TEST_F(dev, dma_commands)
 {
 	uint32_t *p = (uint32_t *)self->cpu;

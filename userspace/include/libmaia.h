@@ -61,9 +61,11 @@ int maia_device_open(int index, struct maia_device **out);
 /* Open by PCI address, "0000:00:03.0" or "00:03.0". */
 int maia_device_open_pci(const char *pci_address, struct maia_device **out);
 /*
- * Close the device. Destroy its buffer objects and command buffers first:
- * they refer to it. Closing ends the context; the kernel keeps buffers that
- * running jobs or other importers still use.
+ * Close the device. Buffer objects and command buffers still alive keep it
+ * open: their CPU mappings, device VAs and dma-buf exports stay valid until
+ * they are destroyed, and the last one closes the device. dev itself must
+ * not be used after this call. Closing ends the context; the kernel keeps
+ * buffers that running jobs or other importers still use.
  */
 void maia_device_close(struct maia_device *dev);
 

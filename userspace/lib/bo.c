@@ -150,6 +150,8 @@ MAIA_EXPORT void maia_bo_destroy(struct maia_bo *bo)
 			break;
 		}
 	}
+	if (bo->dev->closing && !bo->dev->bos)
+		maia_device_release(bo->dev);
 	free(bo);
 }
 

@@ -187,12 +187,21 @@ MAIA_EXPORT int maia_device_open_pci(const char *pci_address, struct maia_device
 	return 0;
 }
 
+void maia_device_release(struct maia_device *dev)
+{
+	close(dev->fd);
+	free(dev);
+}
+
 MAIA_EXPORT void maia_device_close(struct maia_device *dev)
 {
 	if (!dev)
 		return;
-	close(dev->fd);
-	free(dev);
+	if (dev->bos) {		/* the last maia_bo_destroy() releases it */
+		dev->closing = true;
+		return;
+	}
+	maia_device_release(dev);
 }
 
 MAIA_EXPORT int maia_device_fd(const struct maia_device *dev)

@@ -17,6 +17,13 @@ struct maia_device {
 	 * handle is closed only when its last maia_bo goes.
 	 */
 	struct maia_bo *bos;
+	/*
+	 * maia_device_close() was called while buffer objects (command
+	 * buffers' included) were alive: the device is closed and freed when
+	 * the last of them is destroyed, as libdrm_amdgpu's BOs keep their
+	 * device.
+	 */
+	bool closing;
 };
 
 struct maia_bo {
@@ -39,6 +46,8 @@ struct maia_cmdbuf {
 
 /* drmIoctl with MAIA_TRACE logging; returns 0 or a negative errno. */
 int maia_ioctl(struct maia_device *dev, unsigned long request, void *arg);
+/* Closes the fd and frees dev (maia_device_close, or the last BO of a closed device). */
+void maia_device_release(struct maia_device *dev);
 
 /*
  * Record why a call failed for maia_last_error() (and stderr when
