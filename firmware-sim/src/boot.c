@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -75,6 +76,14 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 			fw->quantum_us = v;
 		return true;
 	}
+	case MAIA_FW_TLV_SELFTEST_MS:
+		if (len != 4 || get_u32(val) > MAIA_FW_SELFTEST_MAX_MS) {
+			maia_sim_guest_error(sim, "maia: firmware SELFTEST_MS record: length %u, want 4 with a value up to %u",
+					 len, MAIA_FW_SELFTEST_MAX_MS);
+			return false;
+		}
+		fw->selftest_ms = get_u32(val);
+		return true;
 	case MAIA_FW_TLV_OPCODES:
 		if (len != 8) {
 			maia_sim_guest_error(sim, "maia: firmware OPCODES record has length %u, want 8", len);
@@ -159,6 +168,19 @@ static uint32_t check_image(struct maia_sim *sim, const uint8_t *buf, uint32_t s
 	return parse_tlvs(sim, fw, buf + hdr->header_size, hdr->payload_size);
 }
 
+/* The firmware's start-up self-test: a wait that a device reset cuts short. */
+static void selftest(struct maia_sim *sim, uint32_t ms)
+{
+	struct timespec slice = { 0, 1000000 };	/* 1 ms */
+
+	maia_sim_trace(sim, "boot: self-test for %u ms", ms);
+	for (uint32_t i = 0; i < ms; i++) {
+		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
+			return;
+		nanosleep(&slice, NULL);
+	}
+}
+
 void maia_boot_run(struct maia_sim *sim)
 {
 	struct maia_fw_header hdr;
@@ -188,6 +210,8 @@ void maia_boot_run(struct maia_sim *sim)
 		err = check_image(sim, buf, size, &hdr, &fw);
 	}
 	free(buf);
+	if (err == MAIA_BOOT_OK && fw.selftest_ms)
+		selftest(sim, fw.selftest_ms);
 
 	pthread_mutex_lock(&sim->lock);
 	sim->boot_pending = false;

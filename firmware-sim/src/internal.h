@@ -45,6 +45,7 @@ struct maia_fw_params {
 	uint32_t tdp_w;
 	uint64_t opcodes;		/* bit n: opcode n < 64 enabled */
 	uint32_t quantum_us;		/* scheduler time slice */
+	uint32_t selftest_ms;		/* boot delay before READY */
 };
 
 struct maia_tlb_entry {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * maia.ko loaded with a broken or missing firmware image (firmware=
- * parameter): every device's probe fails, leaving no accel node; the kernel
+ * parameter), or one that boots slower than boot_timeout_ms: every
+ * device's probe fails, leaving no accel node; the kernel
  * log has exactly one warning-or-worse line per device naming the file; the
  * module still unloads; and a normal load afterwards works.
  *
@@ -20,6 +21,7 @@ FIXTURE(fw) {
 FIXTURE_VARIANT(fw) {
 	const char *file;	/* under /lib/firmware */
 	bool exists;
+	const char *params;	/* more module parameters, or NULL */
 };
 
 FIXTURE_VARIANT_ADD(fw, bad_magic) {
@@ -41,6 +43,14 @@ FIXTURE_VARIANT_ADD(fw, truncated) {
 /* Passes the host checks, rejected by the device (malformed TLV payload). */
 FIXTURE_VARIANT_ADD(fw, bad_tlv) {
 	.file = "maia/test/maia_fw_bad_tlv.bin", .exists = true,
+};
+
+/*
+ * A good image whose start-up self-test (2 s) outlasts the driver's wait:
+ * the boot-timeout path, and the reset that abandons the boot.
+ */
+FIXTURE_VARIANT_ADD(fw, boot_timeout) {
+	.file = "maia/test/maia_fw_slow.bin", .exists = true, .params = "boot_timeout_ms=300",
 };
 
 FIXTURE_VARIANT_ADD(fw, missing) {
@@ -125,7 +135,8 @@ TEST_F_TIMEOUT(fw, probe_fails_cleanly, 120)
 	long long end;
 	int ret;
 
-	snprintf(params, sizeof(params), "firmware=%s", variant->file);
+	snprintf(params, sizeof(params), "firmware=%s%s%s", variant->file,
+		 variant->params ? " " : "", variant->params ? variant->params : "");
 	ret = maia_module_load(params);
 	/* A failed probe does not fail the module load. */
 	ASSERT_EQ(0, ret) TH_LOG("load with %s: %s", params, strerror(-ret));

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tap.h"
@@ -159,6 +161,63 @@ static void expect_boot(struct env *e, struct image *im, uint32_t err, const cha
 	tap_ok(rd(e, MAIA_REG_BOOT_ERROR) == err &&
 	       st == (err == MAIA_BOOT_OK ? MAIA_BOOT_STATUS_READY : MAIA_BOOT_STATUS_FAILED),
 	       "%s: boot error %u (got %u)", what, err, rd(e, MAIA_REG_BOOT_ERROR));
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * SELFTEST_MS: READY only after the self-test; a reset during it abandons
+ * the boot at once; an out-of-range value is a malformed record.
+ */
+static void test_selftest_delay(struct env *e)
+{
+	struct image im;
+	uint64_t addr;
+	double t0, ms;
+	uint32_t st;
+
+	img_begin(&im);
+	img_u32(&im, MAIA_FW_TLV_SELFTEST_MS, 300);
+	img_seal(&im);
+	fresh(e);
+	t0 = now_ms();
+	st = boot_image(e, im.buf, im.len);
+	ms = now_ms() - t0;
+	tap_ok(st == MAIA_BOOT_STATUS_READY && ms >= 300, "a 300 ms self-test: READY after %.0f ms",
+	       ms);
+
+	img_begin(&im);
+	img_u32(&im, MAIA_FW_TLV_SELFTEST_MS, MAIA_FW_SELFTEST_MAX_MS);
+	img_seal(&im);
+	fresh(e);
+	addr = host_alloc(e, im.len, 4096);
+	memcpy(host_ptr(e, addr), im.buf, im.len);
+	wr(e, MAIA_REG_BOOT_ADDR_LO, (uint32_t)addr);
+	wr(e, MAIA_REG_BOOT_ADDR_HI, (uint32_t)(addr >> 32));
+	wr(e, MAIA_REG_BOOT_SIZE, (uint32_t)im.len);
+	wr(e, MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+	usleep(100 * 1000);
+	st = rd(e, MAIA_REG_BOOT_STATUS);
+	t0 = now_ms();
+	fresh(e);
+	ms = now_ms() - t0;
+	tap_ok(st == MAIA_BOOT_STATUS_LOADING && ms < 1000 &&
+	       rd(e, MAIA_REG_BOOT_STATUS) == MAIA_BOOT_STATUS_WAIT_FW,
+	       "a reset 100 ms into a 60 s self-test (status %u) takes %.1f ms and leaves WAIT_FW",
+	       st, ms);
+	tap_ok(boot_file(e, "maia_fw_v1.bin") == MAIA_BOOT_STATUS_READY,
+	       "the device boots normally after the abandoned self-test");
+
+	img_begin(&im);
+	img_u32(&im, MAIA_FW_TLV_SELFTEST_MS, MAIA_FW_SELFTEST_MAX_MS + 1);
+	img_seal(&im);
+	expect_boot(e, &im, MAIA_BOOT_ERR_PAYLOAD, "a self-test over 60 s");
 }
 
 static void test_crafted(struct env *e)
@@ -346,6 +405,7 @@ int main(void)
 	test_good_image(&e);
 	test_bad_files(&e);
 	test_crafted(&e);
+	test_selftest_delay(&e);
 	test_boot_irq_masked(&e);
 	test_mailbox(&e);
 	test_refuse_before_ready(&e);

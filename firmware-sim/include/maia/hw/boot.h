@@ -70,5 +70,13 @@ struct maia_fw_tlv {
 #define MAIA_FW_TLV_TDP_W		0x3u	/* __u32 default power cap */
 #define MAIA_FW_TLV_OPCODES		0x4u	/* __u64 bitmap of MAIA_OP_* < 64 */
 #define MAIA_FW_TLV_SCHED_QUANTUM_US	0x5u	/* __u32 */
+/*
+ * __u32: milliseconds of start-up self-test the firmware runs after the
+ * image checks and before READY (0..MAIA_FW_SELFTEST_MAX_MS; none if
+ * absent). A device reset during it abandons the boot. Lets a test image
+ * be slower to boot than the driver waits.
+ */
+#define MAIA_FW_TLV_SELFTEST_MS		0x6u
+#define MAIA_FW_SELFTEST_MAX_MS		60000u
 
 #endif /* MAIA_HW_BOOT_H */
