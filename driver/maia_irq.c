@@ -16,6 +16,7 @@
 #include "maia_irq.h"
 #include "maia_queue.h"
 #include "maia_sched.h"
+#include "maia_telemetry.h"
 #include "maia_vm.h"
 
 static irqreturn_t maia_irq_event(int irq, void *arg)
@@ -80,7 +81,7 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 	if (causes & MAIA_INT_FW_ERROR)
 		maia_err_ratelimited(mdev, "firmware reported an internal error\n");
 	if (causes & MAIA_INT_THERMAL)
-		maia_warn_ratelimited(mdev, "thermal event\n");
+		maia_telemetry_throttle_event(mdev);
 
 	return IRQ_HANDLED;
 }

@@ -43,6 +43,22 @@ u64 maia_telemetry_read64(struct maia_device *mdev, u32 lo)
 	return (u64)h << 32 | l;
 }
 
+void maia_telemetry_throttle_event(struct maia_device *mdev)
+{
+	u32 reasons, mhz, temp_mc;
+
+	if (!mdev->telemetry)
+		return;
+	reasons = maia_rd(mdev, MAIA_REG_TELEM_THROTTLE_REASONS);
+	mhz = maia_rd(mdev, MAIA_REG_TELEM_CLOCK_MHZ);
+	temp_mc = maia_rd(mdev, MAIA_REG_TELEM_TEMP_MC);
+	maia_warn_ratelimited(mdev, "clock throttled to %u MHz:%s%s (%u.%u C)\n", mhz,
+			      reasons & MAIA_THROTTLE_POWER ? " power cap" : "",
+			      reasons & MAIA_THROTTLE_THERMAL ? " temperature" : "",
+			      temp_mc / 1000, temp_mc % 1000 / 100);
+	sysfs_notify(&mdev->drm.dev->kobj, NULL, "throttle_reasons");
+}
+
 static int maia_telemetry_send_cap(struct maia_device *mdev, u32 cap_mw)
 {
 	u32 args[MAIA_MBOX_NARGS] = { cap_mw };

@@ -34,6 +34,12 @@ int maia_telemetry_restore(struct maia_device *mdev);
 
 u32 maia_telemetry_read32(struct maia_device *mdev, u32 reg);
 u64 maia_telemetry_read64(struct maia_device *mdev, u32 lo);
+/*
+ * MAIA_INT_THERMAL: the power controller started throttling the clock (for
+ * the power cap or the temperature). Logs it, rate-limited, and wakes
+ * poll() on the throttle_reasons attribute. Event IRQ thread context.
+ */
+void maia_telemetry_throttle_event(struct maia_device *mdev);
 /* Sets the power cap through the mailbox; -EINVAL outside the device's range. */
 int maia_telemetry_set_cap(struct maia_device *mdev, u32 cap_mw);
 

@@ -332,12 +332,15 @@ double maia_pm_tensor_util(const struct maia_pm *pm)
 static void advance_locked(struct maia_sim *sim, uint64_t now, bool set, int cls)
 {
 	struct maia_pm *pm = &sim->telem.pm;
-	uint32_t clock = pm->clock_mhz;
+	uint32_t clock = pm->clock_mhz, reasons = pm->reasons;
 
 	if (set)
 		maia_pm_set_active(pm, now, cls);
 	else
 		maia_pm_advance(pm, now);
+	/* the power controller interrupts when it starts throttling for a reason */
+	if (pm->reasons & ~reasons)
+		sim->telem.raise_pending |= maia_int_assert_locked(sim, MAIA_INT_THERMAL);
 	if (pm->clock_mhz != clock)
 		maia_sim_trace(sim, "power: clock %u -> %u MHz, %.1f W (cap %u W), %.1f C, reasons 0x%x",
 			       clock, pm->clock_mhz, pm->power_inst_w, pm->p.cap_mw / 1000u,
@@ -370,7 +373,26 @@ void maia_telem_reset_locked(struct maia_sim *sim)
 	/* Counters are always on; the firmware's clock control starts over. */
 	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
 	maia_pm_restart(&t->pm);
+	t->raise_pending = false;	/* the reset clears the interrupt causes */
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
+}
+
+bool maia_telem_take_raise_locked(struct maia_sim *sim)
+{
+	bool raise = sim->telem.raise_pending;
+
+	sim->telem.raise_pending = false;
+	return raise;
+}
+
+/* Drops sim->lock, then sends what the telemetry call left to raise. */
+static void unlock_and_raise(struct maia_sim *sim)
+{
+	bool raise = maia_telem_take_raise_locked(sim);
+
+	pthread_mutex_unlock(&sim->lock);
+	if (raise)
+		maia_sim_raise(sim, MAIA_VEC_EVENT);
 }
 
 bool maia_telem_is_reg(uint32_t offset)
@@ -524,7 +546,7 @@ uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
 	advance_locked(sim, now, true, cls);
-	pthread_mutex_unlock(&sim->lock);
+	unlock_and_raise(sim);
 	return now;
 }
 
@@ -585,7 +607,7 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
 		extra = (uint64_t)((double)(now - t0) *
 				   ((double)t->pm.p.nominal_mhz / t->pm.clock_mhz - 1.0));
-	pthread_mutex_unlock(&sim->lock);
+	unlock_and_raise(sim);
 
 	stall(sim, extra);
 
@@ -597,6 +619,6 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	t->flops += s->flops - before->flops;
 	t->tile_busy_ns += s->busy_ns - before->busy_ns;
 	t->commands++;
-	pthread_mutex_unlock(&sim->lock);
+	unlock_and_raise(sim);
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }

@@ -103,6 +103,8 @@ struct maia_telem {
 	struct maia_pm pm;
 	uint64_t hbm_read, hbm_write, dma_bytes, flops, tile_busy_ns, commands;
 	uint32_t latch_hi[(MAIA_REG_TELEM_END - MAIA_REG_TELEMETRY_BASE) / 4u];
+	/* THERMAL was asserted and unmasked: the event vector is still to fire */
+	bool raise_pending;
 	/* the per-tile window's one latch: HI of the tile whose LO was read last */
 	uint32_t tile_latch, tile_latch_hi;
 	/* Worker-owned: DMA traffic of the running command, folded in at its end. */
@@ -118,6 +120,12 @@ void maia_telem_reset_locked(struct maia_sim *sim);
 bool maia_telem_is_reg(uint32_t offset);
 /* False if offset is inside the block but not a register. */
 bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
+/*
+ * Whether the event vector must fire for a THERMAL interrupt asserted by
+ * the last telemetry call (throttling started, or for a new reason); the
+ * caller raises it after dropping sim->lock. Clears the flag.
+ */
+bool maia_telem_take_raise_locked(struct maia_sim *sim);
 /* Around one command: begin returns the start time for end. */
 uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode);
 /*

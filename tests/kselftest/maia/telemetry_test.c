@@ -2,10 +2,11 @@
 /*
  * Telemetry: the hwmon device and the sysfs counters exist with sane values;
  * counters move under a real load (DMA copies and GEMMs submitted through
- * the uAPI), per-tile busy time included; invalid power caps are rejected with EINVAL; a low cap makes
- * the firmware throttle (the clock drops, jobs take longer, power settles
- * under the cap); maia-exporter's scrape (--once and over HTTP) is valid
- * Prometheus text, checked line by line.
+ * the uAPI), per-tile busy time included; invalid power caps are rejected
+ * with EINVAL; a low cap makes the firmware throttle (the clock drops, the
+ * THERMAL interrupt is logged, jobs take longer, power settles under the
+ * cap); maia-exporter's scrape (--once and over HTTP) is valid Prometheus
+ * text, checked line by line.
  *
  * Environment: MAIA_EXPORTER, path of maia-exporter (default /usr/bin/maia-exporter).
  */
@@ -346,11 +347,28 @@ TEST_F(tm, invalid_power_cap)
 	EXPECT_EQ(400000000, read_ll(self->hwmon, "power1_cap"));
 }
 
+/* Kernel log lines of this device saying its clock was throttled for the cap. */
+struct throttle_log {
+	const char *bdf;
+	int lines;
+};
+
+static void count_throttle_line(int level, const char *text, void *arg)
+{
+	struct throttle_log *t = arg;
+
+	if (level <= 4 && strstr(text, t->bdf) && strstr(text, "clock throttled to") &&
+	    strstr(text, "power cap"))
+		t->lines++;
+}
+
 TEST_F(tm, low_cap_throttles)
 {
 	long long nominal = read_ll(self->hwmon, "freq1_input"), freq = nominal;
 	long long ev0 = read_ll(self->dev, "throttle_count"), d0, d1;
 	long long deadline, avg;
+	struct throttle_log tl = { .bdf = strrchr(self->dev, '/') + 1 };
+	int kmsg = maia_kmsg_open();
 
 	/* Reference: device time of a job at the nominal clock. */
 	d0 = timed_copies(self, 16);
@@ -369,6 +387,12 @@ TEST_F(tm, low_cap_throttles)
 	EXPECT_LE(ev0 + 4, read_ll(self->dev, "throttle_count"));
 	EXPECT_EQ(1, read_ll(self->dev, "throttle_reasons") & 1);
 	EXPECT_LT(0, read_ll(self->dev, "throttled_time_us"));
+	/* the THERMAL interrupt: the driver logged the start of throttling */
+	ASSERT_LE(0, kmsg);
+	maia_sleep_ms(100);
+	maia_kmsg_each(kmsg, count_throttle_line, &tl);
+	close(kmsg);
+	EXPECT_LE(1, tl.lines) TH_LOG("no 'clock throttled ... power cap' warning for %s", tl.bdf);
 
 	/*
 	 * Jobs now take longer. Only logged: under TCG the guest's own overhead

@@ -291,7 +291,7 @@ static void test_device_registers(void)
 static void test_device_throttle_and_reset(void)
 {
 	uint64_t d0 = UINT64_MAX, d1 = 0, e0, ev0;
-	uint32_t clock = 0, reasons = 0;
+	uint32_t clock = 0, reasons = 0, irq0;
 	struct timespec a, b;
 
 	/* Unthrottled duration of a reference job (best of 3). */
@@ -301,8 +301,11 @@ static void test_device_throttle_and_reset(void)
 		d0 = d && d < d0 ? d : d0;
 	}
 	ev0 = rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS);
+	tap_ok(!(rd(&env, MAIA_REG_INT_STATUS) & MAIA_INT_THERMAL),
+	       "no THERMAL interrupt while unthrottled");
 	tap_ok(mbox(&env, MAIA_MBOX_SET_POWER_CAP, MAIA_PM_CAP_MIN_MW, 0, 0, NULL) == MAIA_MBOX_OK,
 	       "cap lowered to the minimum, 100 W");
+	irq0 = irq_count(&env, MAIA_VEC_EVENT);
 	/* DMA load: idle 85 W + DMA 120 W is over 90 W; keep it up for up to 3 s. */
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
@@ -315,6 +318,17 @@ static void test_device_throttle_and_reset(void)
 	       rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS) >= ev0 + 4,
 	       "sustained load over the cap throttles: %u MHz, reasons 0x%x, %u events",
 	       clock, reasons, rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS));
+	/*
+	 * An interrupt when throttling starts (again if it stops and starts),
+	 * not one per step-down.
+	 */
+	tap_ok((rd(&env, MAIA_REG_INT_STATUS) & MAIA_INT_THERMAL) &&
+	       irq_count(&env, MAIA_VEC_EVENT) > irq0 &&
+	       irq_count(&env, MAIA_VEC_EVENT) - irq0 < rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS) - ev0,
+	       "throttling for the power cap raised THERMAL (%u event vectors for %u step-downs)",
+	       irq_count(&env, MAIA_VEC_EVENT) - irq0,
+	       (unsigned int)(rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS) - ev0));
+	wr(&env, MAIA_REG_INT_STATUS, MAIA_INT_THERMAL);
 	for (int i = 0; i < 3; i++)
 		d1 += copy_job(2u << 20, 4);
 	d1 /= 3;
