@@ -28,9 +28,26 @@
 
 static_assert(PAGE_SIZE == MAIA_PAGE_SIZE, "CPU and device pages differ");
 
+/*
+ * Host BOs are pinned while the device maps them. The total per device is
+ * capped so that one user cannot pin all of RAM through it.
+ */
+static unsigned int maia_max_pinned_mb;
+module_param_named(max_pinned_mb, maia_max_pinned_mb, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mb,
+		 "Host memory a device may have pinned for its mappings, in MiB (default 0: half of RAM)");
+
+static u64 maia_pinned_limit(void)
+{
+	unsigned int mb = READ_ONCE(maia_max_pinned_mb);
+
+	return mb ? (u64)mb << 20 : (u64)totalram_pages() << (PAGE_SHIFT - 1);
+}
+
 int maia_gem_init(struct maia_device *mdev)
 {
 	INIT_LIST_HEAD(&mdev->gem.bos);
+	atomic64_set(&mdev->gem.pinned_bytes, 0);
 	return drmm_mutex_init(&mdev->drm, &mdev->gem.lock);
 }
 
@@ -233,6 +250,7 @@ int maia_bo_device_get(struct maia_bo *bo)
 {
 	struct drm_gem_shmem_object *shmem = &bo->base;
 	struct drm_gem_object *obj = &shmem->base;
+	atomic64_t *pinned = &to_maia_device(obj->dev)->gem.pinned_bytes;
 	struct sg_table *sgt;
 	int ret;
 
@@ -247,9 +265,15 @@ int maia_bo_device_get(struct maia_bo *bo)
 		goto out;
 	}
 
+	if (atomic64_add_return(obj->size, pinned) > maia_pinned_limit()) {
+		atomic64_sub(obj->size, pinned);
+		drm_dbg(obj->dev, "pinning %zu more bytes would pass max_pinned_mb\n", obj->size);
+		ret = -ENOMEM;
+		goto out;
+	}
 	ret = drm_gem_shmem_pin_locked(shmem);
 	if (ret)
-		goto out;
+		goto err_unaccount;
 	sgt = drm_gem_shmem_get_sg_table(shmem);
 	if (IS_ERR(sgt)) {
 		ret = PTR_ERR(sgt);
@@ -267,6 +291,8 @@ err_free:
 	kfree(sgt);
 err_unpin:
 	drm_gem_shmem_unpin_locked(shmem);
+err_unaccount:
+	atomic64_sub(obj->size, pinned);
 out:
 	dma_resv_unlock(obj->resv);
 	return ret;
@@ -289,6 +315,7 @@ void maia_bo_device_put(struct maia_bo *bo)
 		sg_free_table(sgt);
 		kfree(sgt);
 		drm_gem_shmem_unpin_locked(shmem);
+		atomic64_sub(obj->size, &to_maia_device(obj->dev)->gem.pinned_bytes);
 	}
 	dma_resv_unlock(obj->resv);
 }

@@ -20,6 +20,8 @@ struct maia_gem {
 	/* Protects @bos and the @mappings list of every BO. */
 	struct mutex lock;
 	struct list_head bos;
+	/* Bytes of host BOs pinned for the device (capped by max_pinned_mb). */
+	atomic64_t pinned_bytes;
 };
 
 /*

@@ -76,6 +76,14 @@ static ssize_t topology_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(topology);
 
+/* Bytes of host buffer objects pinned while mapped on the device. */
+static ssize_t host_pinned_bytes_show(struct device *dev, struct device_attribute *attr,
+				      char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&maia_from_dev(dev)->gem.pinned_bytes));
+}
+static DEVICE_ATTR_RO(host_pinned_bytes);
+
 static struct attribute *maia_attrs[] = {
 	&dev_attr_fw_version.attr,
 	&dev_attr_fw_abi.attr,
@@ -83,6 +91,7 @@ static struct attribute *maia_attrs[] = {
 	&dev_attr_fw_file.attr,
 	&dev_attr_hbm_size.attr,
 	&dev_attr_topology.attr,
+	&dev_attr_host_pinned_bytes.attr,
 	NULL,
 };
 

@@ -784,6 +784,53 @@ static int submit(int fd, struct cmdbuf *cb, __u64 *seqno)
 	return 0;
 }
 
+#define PINNED_PARAM	"/sys/module/maia/parameters/max_pinned_mb"
+#define PIN_VA		(VA0 + 0x40000000ull)
+
+static long long host_pinned(const struct maia_node *node)
+{
+	char path[PATH_MAX], buf[64];
+
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%d/device/host_pinned_bytes",
+		 node->minor);
+	if (maia_read_file(path, buf, sizeof(buf)))
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+/*
+ * max_pinned_mb caps the host memory a device has pinned for mappings: a
+ * mapping past it fails with ENOMEM and leaves nothing pinned; unmapping
+ * makes room again; host_pinned_bytes follows.
+ */
+TEST_F(dev, pinned_host_memory_cap)
+{
+	char old[32], limit[32];
+	long long base;
+	struct bo a, b;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to set max_pinned_mb");
+	ASSERT_EQ(0, maia_read_file(PINNED_PARAM, old, sizeof(old)));
+	base = host_pinned(&self->node);
+	ASSERT_LE(64 * 1024, base);	/* at least the fixture's command buffer */
+	/* room for one 4 MiB buffer, not two */
+	snprintf(limit, sizeof(limit), "%lld", (base >> 20) + 5);
+	ASSERT_EQ(0, maia_write_file(PINNED_PARAM, limit));
+	bo_new(_metadata, self->fd, 4 * MIB, DRM_MAIA_BO_HOST, &a);
+	bo_new(_metadata, self->fd, 4 * MIB, DRM_MAIA_BO_HOST, &b);
+	EXPECT_EQ(0, map(self->fd, a.handle, PIN_VA, 0, 4 * MIB));
+	EXPECT_EQ(base + 4 * MIB, host_pinned(&self->node));
+	EXPECT_EQ(-ENOMEM, map(self->fd, b.handle, PIN_VA + 4 * MIB, 0, 4 * MIB));
+	EXPECT_EQ(base + 4 * MIB, host_pinned(&self->node));
+	EXPECT_EQ(0, unmap(self->fd, PIN_VA, 4 * MIB));
+	EXPECT_EQ(base, host_pinned(&self->node));
+	EXPECT_EQ(0, map(self->fd, b.handle, PIN_VA + 4 * MIB, 0, 4 * MIB));
+	EXPECT_EQ(0, unmap(self->fd, PIN_VA + 4 * MIB, 4 * MIB));
+	EXPECT_EQ(0, maia_write_file(PINNED_PARAM, old));
+	EXPECT_EQ(base, host_pinned(&self->node));
+}
+
 #define SEM_UNMAP	61
 #define SEM_KILL	62
 
