@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -456,6 +458,49 @@ TEST(close_with_live_bos)
 	EXPECT_EQ(0, fcntl(fd, F_GETFD) < 0 ? -errno : 0);	/* the command buffer holds it */
 	maia_cmdbuf_destroy(cb);	/* the last one: the device file is closed */
 	EXPECT_EQ(-EBADF, fcntl(fd, F_GETFD) < 0 ? -errno : 0);
+}
+
+/*
+ * maia-smi --json: one object per device with its PCI address and one
+ * tile_busy_us value per tile of the topology; brackets balance.
+ */
+TEST(smi_json)
+{
+	const char *smi = getenv("MAIA_SMI") ? getenv("MAIA_SMI") : "/usr/bin/maia-smi";
+	char cmd[PATH_MAX + 16], out[65536], *p, *q;
+	struct maia_device_info info;
+	struct maia_device *dev;
+	int depth = 0, tiles = 1;
+	size_t len;
+	FILE *f;
+
+	if (maia_device_open(0, &dev) == -ENODEV)
+		SKIP(return, "no Maia device");
+	ASSERT_EQ(0, maia_device_info(dev, &info));
+	maia_device_close(dev);
+	if (access(smi, X_OK))
+		SKIP(return, "no %s (set MAIA_SMI)", smi);
+	snprintf(cmd, sizeof(cmd), "%s --json", smi);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	len = fread(out, 1, sizeof(out) - 1, f);
+	ASSERT_EQ(0, pclose(f));
+	out[len] = '\0';
+	for (p = out; *p; p++) {
+		depth += *p == '[' || *p == '{';
+		depth -= *p == ']' || *p == '}';
+		ASSERT_LE(0, depth);
+	}
+	EXPECT_EQ(0, depth);
+	p = strstr(out, info.pci_address);
+	ASSERT_NE(NULL, p) TH_LOG("%s not in: %s", info.pci_address, out);
+	p = strstr(p, "\"tile_busy_us\":[");
+	ASSERT_NE(NULL, p);
+	q = strchr(p, ']');
+	ASSERT_NE(NULL, q);
+	for (p = strchr(p, '['); p < q; p++)
+		tiles += *p == ',';
+	EXPECT_EQ((int)(info.clusters * info.tiles_per_cluster), tiles);
 }
 
 TEST_F(dev, dma_commands)

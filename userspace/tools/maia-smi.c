@@ -47,7 +47,34 @@ struct device_state {
 	long long resets;
 	/* Telemetry (maia-exporter reads the same files); -1 if absent. */
 	long long power_uw, cap_uw, temp_mc, freq_hz, util, throttle_reasons, throttle_count;
+	/* tile_busy_time_us: busy time of each tile, us; ntiles 0 if absent */
+	int ntiles;
+	long long tile_us[1024];
 };
+
+/* Reads sysfs tile_busy_time_us (space-separated values) into d. */
+static void read_tiles(const char *pci, struct device_state *d)
+{
+	char path[PATH_MAX], buf[24 * 1024], *p, *end;
+	size_t len;
+	FILE *f;
+
+	d->ntiles = 0;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/tile_busy_time_us", pci);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (p = buf; d->ntiles < (int)(sizeof(d->tile_us) / sizeof(d->tile_us[0])); p = end) {
+		long long v = strtoll(p, &end, 10);
+
+		if (end == p)
+			break;
+		d->tile_us[d->ntiles++] = v;
+	}
+}
 
 /* ---- sysfs and /proc -------------------------------------------------- */
 
@@ -248,6 +275,18 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		       "throttle 0x%llx (%lld events)\n", d->power_uw / 1e6, d->cap_uw / 1e6,
 		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
 		       d->throttle_count);
+	if (d->ntiles) {
+		long long lo = d->tile_us[0], hi = d->tile_us[0], sum = 0;
+		int t;
+
+		for (t = 0; t < d->ntiles; t++) {
+			lo = d->tile_us[t] < lo ? d->tile_us[t] : lo;
+			hi = d->tile_us[t] > hi ? d->tile_us[t] : hi;
+			sum += d->tile_us[t];
+		}
+		printf("  tiles      %d busy %.1f ms in all, per tile %.1f .. %.1f ms\n", d->ntiles,
+		       sum / 1e3, lo / 1e3, hi / 1e3);
+	}
 	printf("  dtypes     ");
 	print_dtypes(i->dtypes, " ", "");
 	printf("\n");
@@ -296,6 +335,12 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 		       "\"throttle_count\":%lld", d->power_uw / 1e6, d->cap_uw / 1e6,
 		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
 		       d->throttle_count);
+	if (d->ntiles) {
+		printf(",\"tile_busy_us\":[");
+		for (k = 0; k < d->ntiles; k++)
+			printf("%s%lld", k ? "," : "", d->tile_us[k]);
+		printf("]");
+	}
 	printf(",\"processes\":[");
 	for (k = 0; k < ncl; k++) {
 		const char *p;
@@ -350,6 +395,7 @@ static int list(int json)
 		d.util = sysfs_ll(d.info.pci_address, "utilization");
 		d.throttle_reasons = sysfs_ll(d.info.pci_address, "throttle_reasons");
 		d.throttle_count = sysfs_ll(d.info.pci_address, "throttle_count");
+		read_tiles(d.info.pci_address, &d);
 		/* Our own open file is gone by now, so it does not show. */
 		if (json)
 			print_json(&d, clients, ncl, shown == 0);
