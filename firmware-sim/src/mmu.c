@@ -261,7 +261,11 @@ static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	return maia_as_write(opaque, va, buf, len);
 }
 
-/* HBM is read in place; host memory goes through read(), i.e. DMA. */
+/*
+ * HBM is read in place; host memory goes through read(), i.e. DMA. A
+ * translation fault is not recorded here: the engine's read() of the same
+ * bytes records it, if the command really reads them.
+ */
 static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
 {
 	struct maia_as *as = opaque;
@@ -270,7 +274,7 @@ static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, 
 	if (job_mem_reset_pending(as))
 		return MAIA_STATUS_ABORTED;
 	if (translate(as, va, MAIA_ACCESS_READ, &x) != MAIA_STATUS_OK)
-		return fault(as, va, MAIA_ACCESS_READ);
+		return MAIA_STATUS_MMU_FAULT;
 	if (x.sysmem) {
 		*ptr = NULL;
 		return MAIA_STATUS_OK;

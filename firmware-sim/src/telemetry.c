@@ -373,7 +373,9 @@ void maia_telem_reset_locked(struct maia_sim *sim)
 	/* Counters are always on; the firmware's clock control starts over. */
 	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
 	maia_pm_restart(&t->pm);
-	t->raise_pending = false;	/* the reset clears the interrupt causes */
+	/* the reset clears the interrupt causes, this last advance's included */
+	sim->int_status &= ~MAIA_INT_THERMAL;
+	t->raise_pending = false;
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
 

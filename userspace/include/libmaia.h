@@ -64,8 +64,10 @@ int maia_device_open_pci(const char *pci_address, struct maia_device **out);
  * Close the device. Buffer objects and command buffers still alive keep it
  * open: their CPU mappings, device VAs and dma-buf exports stay valid until
  * they are destroyed, and the last one closes the device. dev itself must
- * not be used after this call. Closing ends the context; the kernel keeps
- * buffers that running jobs or other importers still use.
+ * not be used after this call. The context (address space, queued jobs)
+ * ends when the device file is closed, at once or with the last buffer
+ * object; the kernel keeps buffers that running jobs or other importers
+ * still use.
  */
 void maia_device_close(struct maia_device *dev);
 

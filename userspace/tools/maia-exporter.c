@@ -148,6 +148,23 @@ static bool link_base(const char *path, char *out, size_t size)
 	return true;
 }
 
+/* Tiles per cluster from sysfs topology ("<clusters>x<tiles>"); 1 if unknown. */
+static unsigned int sysfs_tiles_per_cluster(const char *pci)
+{
+	char path[PATH_MAX];
+	unsigned int clusters = 0, tiles = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/topology", sysfs_root(), pci);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;
+	if (fscanf(f, "%ux%u", &clusters, &tiles) != 2 || !tiles)
+		tiles = 1;
+	fclose(f);
+	return tiles;
+}
+
 /*
  * Without permission to open the device nodes (a monitoring user outside
  * the device group), the accelN entries bound to the maia driver in sysfs
@@ -169,6 +186,7 @@ static bool enumerate_sysfs(int nth, struct dev *d)
 			return false;
 		snprintf(d->name, sizeof(d->name), "maia%d", n);
 		snprintf(d->model, sizeof(d->model), "Maia");
+		d->tiles_per_cluster = sysfs_tiles_per_cluster(d->pci);
 		find_hwmon(d);
 		return true;
 	}
@@ -284,7 +302,7 @@ static void scrape_tiles(FILE *out, const struct dev *devs, int n)
 	      "(in s).\n# TYPE MAIA_FI_PROF_TILE_BUSY_TIME counter\n", out);
 	for (int j = 0; j < n; j++) {
 		char path[PATH_MAX + 64], buf[16384], *p, *end;
-		unsigned int t = 0;
+		unsigned int t = 0, per = devs[j].tiles_per_cluster ? devs[j].tiles_per_cluster : 1;
 		size_t len;
 		FILE *f;
 
@@ -302,8 +320,8 @@ static void scrape_tiles(FILE *out, const struct dev *devs, int n)
 
 			if (end == p)
 				break;
-			snprintf(cl, sizeof(cl), "%u", t / devs[j].tiles_per_cluster);
-			snprintf(ti, sizeof(ti), "%u", t % devs[j].tiles_per_cluster);
+			snprintf(cl, sizeof(cl), "%u", t / per);
+			snprintf(ti, sizeof(ti), "%u", t % per);
 			fputs("MAIA_FI_PROF_TILE_BUSY_TIME{", out);
 			put_label(out, "device", devs[j].name, false);
 			put_label(out, "pci_address", devs[j].pci, false);

@@ -30,7 +30,9 @@ struct maia_job_mem {
 	 * not directly addressable (host memory behind DMA) and read() must be
 	 * used. Lets an engine decode operands straight from device memory into
 	 * its working buffers, saving the staging copy; the bytes count as read
-	 * all the same. Errors as for read().
+	 * all the same. Any other status means "not mapped": the engine then
+	 * calls read(), which reports the error. map() must not record a fault
+	 * itself (an engine may map ahead of what it reads, to prefetch).
 	 */
 	int (*map)(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail);
 };

@@ -8,8 +8,9 @@
  *
  * - FP8: E5M2 is the top byte of an FP16; E4M3 shifted left by 7 (sign
  *   apart) is an FP16 worth 2^-8 of the E4M3 value, subnormals included,
- *   and F16C converts both exactly. E4M3's NaN codes (S.1111.111) are
- *   patched in.
+ *   and F16C converts both exactly. NaN codes (E4M3 S.1111.111, E5M2
+ *   S.11111.mm with mm != 0) become the table's NaN, the default quiet NaN
+ *   with the code's sign, not F16C's payload-keeping conversion.
  * - FP4 E2M1: twice the magnitude is a small integer, looked up with a byte
  *   shuffle; the sign bit is set separately so -0 stays -0.
  * - INT8: int8 * 2^-6.
@@ -27,23 +28,27 @@ __attribute__((target("avx2,f16c")))
 static void fp8_block(bool e4m3, const uint8_t *blk, float sc, float *dst)
 {
 	const __m256 vsc = _mm256_set1_ps(sc), k256 = _mm256_set1_ps(256.0f);
-	const __m256 qnan = _mm256_set1_ps(NAN);
+	const __m256i qnan = _mm256_set1_epi32(0x7fc00000);
 	const __m128i m7f = _mm_set1_epi16(0x7f), m80 = _mm_set1_epi16(0x80);
+	const __m128i nan_above = _mm_set1_epi16(e4m3 ? 0x7e : 0x7c);
 
 	for (unsigned int i = 0; i < MAIA_MX_BLOCK; i += 8) {
 		__m128i w = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(blk + i)));
+		__m128i mag = _mm_and_si128(w, m7f);
+		/* the code's sign on the default NaN, where the code is a NaN */
+		__m256i sign = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_and_si128(w, m80)), 24);
+		__m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpgt_epi16(mag, nan_above)));
 		__m256 f;
 
 		if (e4m3) {
-			__m128i mag = _mm_and_si128(w, m7f);
 			__m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(w, m80), 8),
 						 _mm_slli_epi16(mag, 7));
-			__m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpeq_epi16(mag, m7f)));
 
-			f = _mm256_blendv_ps(_mm256_mul_ps(_mm256_cvtph_ps(h), k256), qnan, nan);
+			f = _mm256_mul_ps(_mm256_cvtph_ps(h), k256);
 		} else {
 			f = _mm256_cvtph_ps(_mm_slli_epi16(w, 8));
 		}
+		f = _mm256_blendv_ps(f, _mm256_castsi256_ps(_mm256_or_si256(qnan, sign)), nan);
 		_mm256_storeu_ps(dst + i, _mm256_mul_ps(f, vsc));
 	}
 }

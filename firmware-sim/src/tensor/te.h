@@ -109,9 +109,8 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 /*
  * Hint that maia_io_load() will soon read these n contiguous elements: starts
  * fetching them where the memory can be read in place (the tile's DMA
- * running ahead of the decode). No effect on results or byte counters; only
- * call it for elements the operation is about to load, since an unmapped
- * address is recorded as the job's fault like any other access.
+ * running ahead of the decode). No effect on results, byte counters or
+ * fault records (an unmapped address is simply not prefetched).
  */
 void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n);
 /*

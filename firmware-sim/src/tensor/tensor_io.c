@@ -158,15 +158,18 @@ static int io_write(struct maia_io *io, uint64_t va, const void *buf, size_t len
 
 /*
  * Borrow len bytes at va in place (see struct maia_job_mem): *p is NULL when
- * the memory has no map or must be read by DMA, else valid for *n bytes.
+ * the memory has no map, must be read by DMA, or does not map at all; the
+ * caller then uses read(), which reports (and records) any fault. So a
+ * fault is reported only by an access the command really makes, never by
+ * a prefetch hint.
  */
 static int io_map(struct maia_io *io, uint64_t va, size_t len, const void **p, size_t *n)
 {
 	*p = NULL;
 	*n = 0;
-	if (!io->mem->map)
-		return MAIA_STATUS_OK;
-	return io->mem->map(io->mem->opaque, va, len, p, n);
+	if (io->mem->map && io->mem->map(io->mem->opaque, va, len, p, n) != MAIA_STATUS_OK)
+		*p = NULL;
+	return MAIA_STATUS_OK;
 }
 
 /*
@@ -254,13 +257,14 @@ static int64_t load_window_mapped(struct maia_io *io, const struct maia_tview *t
 	src = p;
 	if (stride == 1) {
 		g = got / es;
+		span = g;
 		maia_decode(t->dtype, src, g, t->scale, dst);
 	} else {
 		for (uint64_t j = 0; j < g; j++)
 			memcpy(io->stage + j * es, src + j * stride * es, es);
 		maia_decode(t->dtype, io->stage, g, t->scale, dst);
 	}
-	io->bytes_read += g * es;
+	io->bytes_read += span * es;	/* the window, as the staging copy counts it */
 	return (int64_t)g;
 }
 

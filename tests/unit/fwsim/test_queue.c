@@ -226,13 +226,18 @@ static uint64_t host_u64(struct env *e, uint64_t a)
 	return v;
 }
 
-/* Keeps the worker busy (a 48 MiB fill in HBM) while the host rings doorbells. */
+/*
+ * Keeps the worker busy while the host rings doorbells: eight 48 MiB fills
+ * in HBM (tens of ms; one fill was sometimes over before the second
+ * doorbell on a loaded machine).
+ */
 static void stall_worker(struct env *e, struct tq *q)
 {
 	struct cmdbuf cb;
 
 	cb_init(&cb);
-	cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, 0);
+	for (int i = 0; i < 8; i++)
+		cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, 0);
 	queue_push(e, q, cb_to_host(e, &cb), cb.len, 0, 0, 0x57a11, true);
 }
 
