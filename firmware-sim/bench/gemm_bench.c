@@ -69,6 +69,11 @@ static int flat_map(void *opaque, uint64_t va, size_t len, const void **ptr, siz
 	return MAIA_STATUS_OK;
 }
 
+static int flat_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
+{
+	return flat_map(opaque, va, len, (const void **)ptr, avail);
+}
+
 /* Whether to time by process CPU time (all threads) instead of wall time. */
 static bool cpu_time;
 
@@ -183,7 +188,7 @@ static void bench_one(struct maia_tensor_engine *te, unsigned int dt, uint32_t m
 	uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
 	uint64_t ba = bytes_of(dt, na), bb = bytes_of(dt, nb);
 	struct flat f;
-	struct maia_job_mem mem = { &f, flat_read, flat_write, flat_map };
+	struct maia_job_mem mem = { &f, flat_read, flat_write, flat_map, flat_map_write };
 	struct maia_cmd_gemm cmd;
 	struct maia_op_stats stats;
 	float *fa = big_alloc(4 * na), *fb = big_alloc(4 * nb), *fc = big_alloc(4 * nc);

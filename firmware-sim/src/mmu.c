@@ -284,6 +284,24 @@ static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, 
 	return MAIA_STATUS_OK;
 }
 
+static int job_mem_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
+{
+	struct maia_as *as = opaque;
+	struct xlate x;
+
+	if (job_mem_reset_pending(as))
+		return MAIA_STATUS_ABORTED;
+	if (translate(as, va, MAIA_ACCESS_WRITE, &x) != MAIA_STATUS_OK)
+		return MAIA_STATUS_MMU_FAULT;
+	if (x.sysmem) {
+		*ptr = NULL;
+		return MAIA_STATUS_OK;
+	}
+	*ptr = (uint8_t *)as->sim->cfg.hbm + x.pa;
+	*avail = len < x.avail ? len : (size_t)x.avail;
+	return MAIA_STATUS_OK;
+}
+
 void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid)
 {
 	memset(as, 0, sizeof(*as));
@@ -297,4 +315,5 @@ void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem)
 	mem->read = job_mem_read;
 	mem->write = job_mem_write;
 	mem->map = job_mem_map;
+	mem->map_write = job_mem_map_write;
 }

@@ -6,7 +6,7 @@
  * not (build with ASan/UBSan; see Makefile).
  *
  * Input: byte 0 picks the opcode (and, with its next bit, whether operands
- * are read in place through map() or staged), bytes 1-2 are the header flags, then the
+ * are read and results written in place through map()/map_write() or staged), bytes 1-2 are the header flags, then the
  * command body (zero-padded to the opcode's size), then initial contents of
  * the 64 KiB device memory at MEM_BASE.
  */
@@ -77,6 +77,12 @@ static int mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size
 	return MAIA_STATUS_OK;
 }
 
+/* Writes in place land in the same kind of copy (and are dropped): overruns show. */
+static int mem_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
+{
+	return mem_map(opaque, va, len, (const void **)ptr, avail);
+}
+
 static const struct {
 	uint16_t opcode;
 	uint16_t size;
@@ -117,8 +123,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct maia_tensor_engine *te;
-	static const struct maia_job_mem staged = { NULL, mem_read, mem_write, NULL };
-	static const struct maia_job_mem mapped = { NULL, mem_read, mem_write, mem_map };
+	static const struct maia_job_mem staged = { NULL, mem_read, mem_write, NULL, NULL };
+	static const struct maia_job_mem mapped = { NULL, mem_read, mem_write, mem_map,
+						      mem_map_write };
 	const struct maia_job_mem *mem;
 	union {
 		uint64_t raw[64];

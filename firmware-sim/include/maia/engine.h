@@ -35,6 +35,8 @@ struct maia_job_mem {
 	 * itself (an engine may map ahead of what it reads, to prefetch).
 	 */
 	int (*map)(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail);
+	/* Optional: the same for writing results in place (the write permission is checked). */
+	int (*map_write)(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail);
 };
 
 /* Work counters one command adds to, for telemetry. */

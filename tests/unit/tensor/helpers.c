@@ -46,6 +46,11 @@ static int tmem_map(void *opaque, uint64_t va, size_t len, const void **ptr, siz
 	return MAIA_STATUS_OK;
 }
 
+static int tmem_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
+{
+	return tmem_map(opaque, va, len, (const void **)ptr, avail);
+}
+
 void tmem_init(struct tmem *m, uint64_t size)
 {
 	m->buf = calloc(1, size);
@@ -58,6 +63,7 @@ void tmem_init(struct tmem *m, uint64_t size)
 	m->mem.read = tmem_read;
 	m->mem.write = tmem_write;
 	m->mem.map = tmem_map;
+	m->mem.map_write = tmem_map_write;
 }
 
 void tmem_free(struct tmem *m)

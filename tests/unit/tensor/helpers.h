@@ -27,7 +27,7 @@ struct tmem {
 };
 
 #define TMEM_BASE	0x100000000ull
-/* mem.map stops at every TMEM_MAP_PAGE bytes; set mem.map = NULL to test without */
+/* mem.map/map_write stop at every TMEM_MAP_PAGE bytes; set them NULL to test without */
 #define TMEM_MAP_PAGE	4096u
 
 void tmem_init(struct tmem *m, uint64_t size);

@@ -149,7 +149,7 @@ int main(void)
 	/* the memory failing mid-command (reset): the command stops early with that status */
 	{
 		struct abort_mem am = { &s[1].mem, 1L << 40, 0 };
-		struct maia_job_mem jm = { &am, abort_read, abort_write, NULL };
+		struct maia_job_mem jm = { &am, abort_read, abort_write, NULL, NULL };
 		struct maia_op_stats os = { 0 };
 		long full;
 

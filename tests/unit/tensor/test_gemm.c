@@ -214,8 +214,9 @@ static void test_input_types(struct maia_tensor_engine *te)
 }
 
 /*
- * Operands read in place (tmem's mappings end every 4 KiB, splitting rows
- * and blocks) and through the staging copy (no map): both must be right.
+ * Operands read and results written in place (tmem's mappings end every
+ * 4 KiB, splitting rows and blocks) and through staging copies (no map):
+ * both must be right.
  */
 static void test_read_paths(struct maia_tensor_engine *te)
 {
@@ -224,9 +225,11 @@ static void test_read_paths(struct maia_tensor_engine *te)
 		MAIA_DTYPE_INT8, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MX6,
 	};
 	int (*map)(void *, uint64_t, size_t, const void **, size_t *) = mem.mem.map;
+	int (*map_write)(void *, uint64_t, size_t, void **, size_t *) = mem.mem.map_write;
 
 	for (int staged = 0; staged < 2; staged++) {
 		mem.mem.map = staged ? NULL : map;
+		mem.mem.map_write = staged ? NULL : map_write;
 		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 			struct gcase g = { types[i], types[(i + 1) % 8], MAIA_DTYPE_FP32, 1, 64, 96,
 					   2080, i % 2 ? MAIA_GEMM_F_TRANS_B : MAIA_GEMM_F_TRANS_A,
@@ -236,6 +239,7 @@ static void test_read_paths(struct maia_tensor_engine *te)
 		}
 	}
 	mem.mem.map = map;
+	mem.mem.map_write = map_write;
 }
 
 static void test_output_types(struct maia_tensor_engine *te)
