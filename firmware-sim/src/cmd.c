@@ -155,13 +155,20 @@ static int cmd_timestamp(struct maia_sim *sim, struct maia_as *as, const uint8_t
 	return maia_as_write(as, c.addr, &now, sizeof(now));
 }
 
-static int cmd_sem_signal(struct maia_sim *sim, const uint8_t *raw)
+/* Semaphores belong to the job's address space: a context cannot touch another's. */
+static uint64_t *job_sems(struct maia_sim *sim, const struct maia_qjob *job)
+{
+	return sim->sems[job->sqe.asid];
+}
+
+static int cmd_sem_signal(struct maia_sim *sim, struct maia_qjob *job, const uint8_t *raw)
 {
 	struct maia_cmd_sem_signal c;
+	uint64_t *sems = job_sems(sim, job);
 
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.index >= MAIA_NUM_SEMAPHORES ||
-	    __builtin_add_overflow(sim->sems[c.index], c.value, &sim->sems[c.index]))
+	    __builtin_add_overflow(sems[c.index], c.value, &sems[c.index]))
 		return MAIA_STATUS_BAD_CMD;
 	return MAIA_STATUS_OK;
 }
@@ -169,13 +176,14 @@ static int cmd_sem_signal(struct maia_sim *sim, const uint8_t *raw)
 static int cmd_sem_wait(struct maia_sim *sim, struct maia_qjob *job, const uint8_t *raw)
 {
 	struct maia_cmd_sem_wait c;
+	uint64_t *sems = job_sems(sim, job);
 
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved ||
 	    c.index >= MAIA_NUM_SEMAPHORES)
 		return MAIA_STATUS_BAD_CMD;
-	if (sim->sems[c.index] >= c.value) {
-		sim->sems[c.index] -= c.value;
+	if (sems[c.index] >= c.value) {
+		sems[c.index] -= c.value;
 		return MAIA_STATUS_OK;
 	}
 	if (!c.timeout_us)
@@ -221,7 +229,7 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job
 	case MAIA_OP_TIMESTAMP:
 		return cmd_timestamp(sim, as, raw);
 	case MAIA_OP_SEM_SIGNAL:
-		return cmd_sem_signal(sim, raw);
+		return cmd_sem_signal(sim, job, raw);
 	case MAIA_OP_SEM_WAIT:
 		return cmd_sem_wait(sim, job, raw);
 	default:
@@ -262,7 +270,7 @@ static int fetch_cmd(struct maia_sim *sim, struct maia_qjob *job, struct maia_as
 /* A parked semaphore wait: finish it if it can, else keep waiting. */
 static int resume_sem_wait(struct maia_sim *sim, struct maia_qjob *job)
 {
-	uint64_t *sem = &sim->sems[job->sem_index];
+	uint64_t *sem = &job_sems(sim, job)[job->sem_index];
 
 	if (*sem >= job->sem_value) {
 		*sem -= job->sem_value;

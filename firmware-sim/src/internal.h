@@ -135,7 +135,7 @@ struct maia_sim {
 
 	/* Worker-owned (reset rewrites them while the worker is parked). */
 	struct maia_fw_params fw;
-	uint64_t sems[MAIA_NUM_SEMAPHORES];
+	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* per address space */
 	uint8_t *bounce;		/* MAIA_BOUNCE_SIZE */
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;

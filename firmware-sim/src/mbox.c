@@ -23,6 +23,8 @@ static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 		return MAIA_MBOX_EINVAL;
 	}
 	maia_mmu_set_context(sim, asid, root);
+	/* a context starts (and ends) with its semaphores at 0; worker-owned, as is this */
+	memset(sim->sems[asid], 0, sizeof(sim->sems[asid]));
 	maia_sim_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
 	return MAIA_MBOX_OK;
 }

@@ -45,7 +45,8 @@ static bool queue_runnable_locked(struct maia_sim *sim, struct maia_queue *q, ui
 	case MAIA_JOB_RUNNING:
 		return true;
 	case MAIA_JOB_SEM_WAIT:
-		if (sim->sems[job->sem_index] >= job->sem_value || now >= job->deadline_ns)
+		if (sim->sems[job->sqe.asid][job->sem_index] >= job->sem_value ||
+		    now >= job->deadline_ns)
 			return true;
 		if (job->deadline_ns < *next_deadline)
 			*next_deadline = job->deadline_ns;

@@ -833,11 +833,14 @@ TEST_F(dev, pinned_host_memory_cap)
 
 #define SEM_UNMAP	61
 #define SEM_KILL	62
+#define SEM_ISOLATION	63
+#define SIG_VA		(VA0 + 0x7e000000ull)
 
 /*
- * UNMAP waits for the file's jobs in flight: a job blocked on a semaphore
- * and then writing through the mapping still finds it, and UNMAP returns
- * only after it is done.
+ * UNMAP waits for the file's jobs in flight: a job that wrote through the
+ * mapping and then stalls (a semaphore wait nobody in its context
+ * answers, 500 ms) keeps UNMAP waiting until it has finished, and the job
+ * ends by its own timeout, not by a fault on a page taken away under it.
  */
 TEST_F(dev, unmap_waits_for_jobs_in_flight)
 {
@@ -845,45 +848,89 @@ TEST_F(dev, unmap_waits_for_jobs_in_flight)
 	long long t0, waited;
 	__u64 seqno = 0;
 	struct bo hbm;
-	pid_t pid;
 	__u32 *h;
-	int status;
 
 	bo_new(_metadata, self->fd, 2 * MIB, DRM_MAIA_BO_HBM, &hbm);
 	h = hbm.cpu;
 	ASSERT_EQ(0, map(self->fd, hbm.handle, HBM_VA, 0, 2 * MIB));
-	cmd_sem_wait(&self->cb, SEM_UNMAP, 1, 3000000);
 	cmd_fill(&self->cb, HBM_VA + 64, 4, 0x0dd0c0de);
+	cmd_sem_wait(&self->cb, SEM_UNMAP, 1, 500000);
+	cmd_fill(&self->cb, HBM_VA + 128, 4, 0x0dd0c0de);
 	ASSERT_EQ(0, submit(self->fd, &self->cb, &seqno));
-
-	/* Another file releases the semaphore in 300 ms. */
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		struct cmdbuf cb = { 0 };
-		int fd = maia_open_node(&self->node);
-
-		maia_sleep_ms(300);
-		bo_new(_metadata, fd, PAGE, DRM_MAIA_BO_HOST, &cb.bo);
-		if (map(fd, cb.bo.handle, CB_VA, 0, PAGE))
-			_exit(1);
-		cmd_sem_signal(&cb, SEM_UNMAP, 1);
-		_exit(run(_metadata, fd, &cb, &w) || w.status != DRM_MAIA_JOB_OK);
-	}
+	maia_sleep_ms(100);	/* the job is now in its wait */
 
 	t0 = maia_now_ms();
 	EXPECT_EQ(0, unmap(self->fd, HBM_VA, 2 * MIB));
 	waited = maia_now_ms() - t0;
-	EXPECT_LE(200, waited) TH_LOG("UNMAP returned after %lld ms, before the job ran", waited);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, status);
+	EXPECT_LE(200, waited) TH_LOG("UNMAP returned after %lld ms, before the job ended", waited);
 
 	memset(&w, 0, sizeof(w));
 	w.seqno = seqno;
 	w.timeout_ns = INT64_MAX;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_WAIT, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_ERROR, w.status);
+	EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status);
+	EXPECT_EQ(0x0dd0c0de, h[16]);	/* written before the wait */
+	EXPECT_EQ(0, h[32]);		/* the job stopped at the wait */
+}
+
+/* Submits cb at priority prio; waits for it; returns the job's WAIT result. */
+static int run_prio(int fd, struct cmdbuf *cb, __u32 prio, __u64 *seqno)
+{
+	struct drm_maia_submit s = {
+		.cmdbuf_handle = cb->bo.handle, .cmdbuf_size = cb->used, .priority = prio,
+	};
+
+	if (ioctl(fd, DRM_IOCTL_MAIA_SUBMIT, &s))
+		return -errno;
+	*seqno = s.seqno;
+	return 0;
+}
+
+static void wait_job(struct __test_metadata *_metadata, int fd, __u64 seqno,
+		     struct drm_maia_wait *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->seqno = seqno;
+	w->timeout_ns = INT64_MAX;
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_WAIT, w));
+}
+
+/*
+ * Semaphores belong to a context: another file signalling the same index
+ * (from its HIGH-priority queue, so it runs while this file's job waits)
+ * does not release this file's wait, which times out; this file's own
+ * signal, from a HIGH-priority job, does.
+ */
+TEST_F(dev, semaphores_are_per_context)
+{
+	struct cmdbuf other = { 0 }, sig = { 0 };
+	__u64 seqno = 0, sseq = 0;
+	struct drm_maia_wait w;
+	int fd2 = maia_open_node(&self->node);
+
+	ASSERT_LE(0, fd2);
+	cmd_sem_wait(&self->cb, SEM_ISOLATION, 1, 500000);
+	ASSERT_EQ(0, submit(self->fd, &self->cb, &seqno));
+	bo_new(_metadata, fd2, PAGE, DRM_MAIA_BO_HOST, &other.bo);
+	ASSERT_EQ(0, map(fd2, other.bo.handle, CB_VA, 0, PAGE));
+	cmd_sem_signal(&other, SEM_ISOLATION, 1);
+	ASSERT_EQ(0, run_prio(fd2, &other, DRM_MAIA_PRIO_HIGH, &sseq));
+	wait_job(_metadata, fd2, sseq, &w);
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	wait_job(_metadata, self->fd, seqno, &w);
+	EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status) TH_LOG("status %u", w.status);
+	close(fd2);
+
+	self->cb.used = 0;
+	cmd_sem_wait(&self->cb, SEM_ISOLATION, 1, 20000000);
+	ASSERT_EQ(0, submit(self->fd, &self->cb, &seqno));
+	bo_new(_metadata, self->fd, PAGE, DRM_MAIA_BO_HOST, &sig.bo);
+	ASSERT_EQ(0, map(self->fd, sig.bo.handle, SIG_VA, 0, PAGE));
+	cmd_sem_signal(&sig, SEM_ISOLATION, 1);
+	ASSERT_EQ(0, run_prio(self->fd, &sig, DRM_MAIA_PRIO_HIGH, &sseq));
+	wait_job(_metadata, self->fd, seqno, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("device status %u", w.device_status);
-	EXPECT_EQ(0x0dd0c0de, h[16]);
 }
 
 /*

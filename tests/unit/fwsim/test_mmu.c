@@ -351,6 +351,41 @@ static void test_tensor_through_mmu(void)
 }
 
 /*
+ * Semaphores are per address space: ASID 1 signalling semaphore 5 does not
+ * release a wait on semaphore 5 in ASID 2; ASID 2's own signal does; and
+ * SET_CONTEXT starts a context's semaphores at 0.
+ */
+static void test_semaphores_per_context(void)
+{
+	struct cmdbuf cb;
+
+	cb_init(&cb);
+	cmd_sem_signal(&cb, 5, 1);
+	tap_ok(run_in(&q0, 1, &cb).status == MAIA_STATUS_OK, "ASID 1 signals its semaphore 5");
+	cb_init(&cb);
+	cmd_sem_wait(&cb, 5, 1, 50000);
+	tap_ok(run_in(&q0, 2, &cb).status == MAIA_STATUS_SEM_TIMEOUT,
+	       "ASID 2 waiting on its semaphore 5 is not released by ASID 1's signal");
+	cb_init(&cb);
+	cmd_sem_signal(&cb, 5, 1);
+	cmd_sem_wait(&cb, 5, 1, 50000);
+	tap_ok(run_in(&q0, 2, &cb).status == MAIA_STATUS_OK, "ASID 2's own signal releases it");
+	cb_init(&cb);
+	cmd_sem_wait(&cb, 5, 1, 0);
+	tap_ok(run_in(&q0, 1, &cb).status == MAIA_STATUS_OK,
+	       "ASID 1's semaphore 5 still holds its own signal");
+	cb_init(&cb);
+	cmd_sem_signal(&cb, 6, 3);
+	run_in(&q0, 1, &cb);
+	tap_ok(mbox(&env, MAIA_MBOX_SET_CONTEXT, 1, (uint32_t)root1, (uint32_t)(root1 >> 32),
+		    NULL) == MAIA_MBOX_OK, "SET_CONTEXT again for ASID 1");
+	cb_init(&cb);
+	cmd_sem_wait(&cb, 6, 1, 0);
+	tap_ok(run_in(&q0, 1, &cb).status == MAIA_STATUS_SEM_TIMEOUT,
+	       "after SET_CONTEXT its semaphores start at 0");
+}
+
+/*
  * BF16 -> FP32 COPY: the engine decodes HBM in place through the MMU's
  * map() (rows crossing scattered 4 KiB pages) and falls back to DMA reads
  * for host pages, which cannot be mapped. Both must give the exact values.
@@ -407,6 +442,7 @@ int main(void)
 	test_inject();
 	test_tensor_through_mmu();
 	test_in_place_reads();
+	test_semaphores_per_context();
 	env_fini(&env);
 	return tap_done();
 }

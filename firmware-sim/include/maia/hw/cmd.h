@@ -31,7 +31,7 @@ struct maia_cmd_header {
 /* 0x10 - 0x2f: tensor operations, maia/hw/tensor.h */
 
 #define MAIA_CMDBUF_MAX_SIZE		(1u << 20)
-#define MAIA_NUM_SEMAPHORES		64u
+#define MAIA_NUM_SEMAPHORES		64u	/* per address space (ASID) */
 
 struct maia_cmd_nop {
 	struct maia_cmd_header hdr;
@@ -74,7 +74,11 @@ struct maia_cmd_timestamp {
 	__u64 addr;
 };
 
-/* Semaphore signal: sem[index] += value. */
+/*
+ * Semaphore signal: sem[index] += value. Semaphores belong to the job's
+ * address space (ASID): jobs of one context, on any queue, share them; no
+ * other context sees them. SET_CONTEXT and a device reset zero them.
+ */
 struct maia_cmd_sem_signal {
 	struct maia_cmd_header hdr;
 	__u32 index;		/* < MAIA_NUM_SEMAPHORES */
