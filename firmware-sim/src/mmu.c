@@ -262,44 +262,37 @@ static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 }
 
 /*
- * HBM is read in place; host memory goes through read(), i.e. DMA. A
- * translation fault is not recorded here: the engine's read() of the same
- * bytes records it, if the command really reads them.
+ * In-place access for map()/map_write(): HBM is handed out, host memory
+ * goes through read()/write(), i.e. DMA (*ptr NULL). A translation fault is
+ * not recorded here: the engine's read() or write() of the same bytes
+ * records it, if the command really makes that access.
  */
-static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+static int map_in_place(struct maia_as *as, uint64_t va, size_t len, unsigned int access,
+			void **ptr, size_t *avail)
 {
-	struct maia_as *as = opaque;
 	struct xlate x;
 
 	if (job_mem_reset_pending(as))
 		return MAIA_STATUS_ABORTED;
-	if (translate(as, va, MAIA_ACCESS_READ, &x) != MAIA_STATUS_OK)
+	if (translate(as, va, access, &x) != MAIA_STATUS_OK)
 		return MAIA_STATUS_MMU_FAULT;
-	if (x.sysmem) {
-		*ptr = NULL;
-		return MAIA_STATUS_OK;
-	}
-	*ptr = (const uint8_t *)as->sim->cfg.hbm + x.pa;
+	*ptr = x.sysmem ? NULL : (uint8_t *)as->sim->cfg.hbm + x.pa;
 	*avail = len < x.avail ? len : (size_t)x.avail;
 	return MAIA_STATUS_OK;
 }
 
+static int job_mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+{
+	void *p = NULL;
+	int st = map_in_place(opaque, va, len, MAIA_ACCESS_READ, &p, avail);
+
+	*ptr = p;
+	return st;
+}
+
 static int job_mem_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
 {
-	struct maia_as *as = opaque;
-	struct xlate x;
-
-	if (job_mem_reset_pending(as))
-		return MAIA_STATUS_ABORTED;
-	if (translate(as, va, MAIA_ACCESS_WRITE, &x) != MAIA_STATUS_OK)
-		return MAIA_STATUS_MMU_FAULT;
-	if (x.sysmem) {
-		*ptr = NULL;
-		return MAIA_STATUS_OK;
-	}
-	*ptr = (uint8_t *)as->sim->cfg.hbm + x.pa;
-	*avail = len < x.avail ? len : (size_t)x.avail;
-	return MAIA_STATUS_OK;
+	return map_in_place(opaque, va, len, MAIA_ACCESS_WRITE, ptr, avail);
 }
 
 void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid)

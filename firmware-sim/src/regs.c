@@ -70,7 +70,7 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	uint32_t val = 0;
 	unsigned int q;
 	uint32_t reg;
-	bool ok = true, raise;
+	bool ok = true;
 
 	if (offset & 3u) {
 		maia_sim_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
@@ -140,10 +140,7 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			ok = false;
 		break;
 	}
-	raise = maia_telem_take_raise_locked(sim);
-	pthread_mutex_unlock(&sim->lock);
-	if (raise)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+	maia_telem_unlock_and_raise(sim);
 	if (!ok)
 		maia_sim_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
 	return val;

@@ -379,19 +379,11 @@ void maia_telem_reset_locked(struct maia_sim *sim)
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
 
-bool maia_telem_take_raise_locked(struct maia_sim *sim)
+void maia_telem_unlock_and_raise(struct maia_sim *sim)
 {
 	bool raise = sim->telem.raise_pending;
 
 	sim->telem.raise_pending = false;
-	return raise;
-}
-
-/* Drops sim->lock, then sends what the telemetry call left to raise. */
-static void unlock_and_raise(struct maia_sim *sim)
-{
-	bool raise = maia_telem_take_raise_locked(sim);
-
 	pthread_mutex_unlock(&sim->lock);
 	if (raise)
 		maia_sim_raise(sim, MAIA_VEC_EVENT);
@@ -548,7 +540,7 @@ uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
 	advance_locked(sim, now, true, cls);
-	unlock_and_raise(sim);
+	maia_telem_unlock_and_raise(sim);
 	return now;
 }
 
@@ -609,7 +601,7 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
 		extra = (uint64_t)((double)(now - t0) *
 				   ((double)t->pm.p.nominal_mhz / t->pm.clock_mhz - 1.0));
-	unlock_and_raise(sim);
+	maia_telem_unlock_and_raise(sim);
 
 	stall(sim, extra);
 
@@ -621,6 +613,6 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	t->flops += s->flops - before->flops;
 	t->tile_busy_ns += s->busy_ns - before->busy_ns;
 	t->commands++;
-	unlock_and_raise(sim);
+	maia_telem_unlock_and_raise(sim);
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }

@@ -121,11 +121,10 @@ bool maia_telem_is_reg(uint32_t offset);
 /* False if offset is inside the block but not a register. */
 bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
 /*
- * Whether the event vector must fire for a THERMAL interrupt asserted by
- * the last telemetry call (throttling started, or for a new reason); the
- * caller raises it after dropping sim->lock. Clears the flag.
+ * Drops sim->lock, then fires the event vector if a telemetry call under
+ * it asserted THERMAL (throttling started, or for a new reason).
  */
-bool maia_telem_take_raise_locked(struct maia_sim *sim);
+void maia_telem_unlock_and_raise(struct maia_sim *sim);
 /* Around one command: begin returns the start time for end. */
 uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode);
 /*

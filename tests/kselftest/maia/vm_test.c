@@ -770,18 +770,32 @@ static void cmd_sem_signal(struct cmdbuf *cb, __u32 index, __u32 value)
 	c->value = value;
 }
 
-static int submit(int fd, struct cmdbuf *cb, __u64 *seqno)
+/* Submits cb at priority prio without waiting; *seqno is the job's. */
+static int submit_prio(int fd, struct cmdbuf *cb, __u32 prio, __u64 *seqno)
 {
 	struct drm_maia_submit s = {
-		.cmdbuf_handle = cb->bo.handle,
-		.cmdbuf_size = cb->used,
-		.priority = DRM_MAIA_PRIO_NORMAL,
+		.cmdbuf_handle = cb->bo.handle, .cmdbuf_size = cb->used, .priority = prio,
 	};
 
 	if (ioctl(fd, DRM_IOCTL_MAIA_SUBMIT, &s))
 		return -errno;
 	*seqno = s.seqno;
 	return 0;
+}
+
+static int submit(int fd, struct cmdbuf *cb, __u64 *seqno)
+{
+	return submit_prio(fd, cb, DRM_MAIA_PRIO_NORMAL, seqno);
+}
+
+/* Waits for job seqno of fd without a deadline. */
+static void wait_job(struct __test_metadata *_metadata, int fd, __u64 seqno,
+		     struct drm_maia_wait *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->seqno = seqno;
+	w->timeout_ns = INT64_MAX;
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_WAIT, w));
 }
 
 #define PINNED_PARAM	"/sys/module/maia/parameters/max_pinned_mb"
@@ -864,36 +878,11 @@ TEST_F(dev, unmap_waits_for_jobs_in_flight)
 	waited = maia_now_ms() - t0;
 	EXPECT_LE(200, waited) TH_LOG("UNMAP returned after %lld ms, before the job ended", waited);
 
-	memset(&w, 0, sizeof(w));
-	w.seqno = seqno;
-	w.timeout_ns = INT64_MAX;
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_WAIT, &w));
+	wait_job(_metadata, self->fd, seqno, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_ERROR, w.status);
 	EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status);
 	EXPECT_EQ(0x0dd0c0de, h[16]);	/* written before the wait */
 	EXPECT_EQ(0, h[32]);		/* the job stopped at the wait */
-}
-
-/* Submits cb at priority prio; waits for it; returns the job's WAIT result. */
-static int run_prio(int fd, struct cmdbuf *cb, __u32 prio, __u64 *seqno)
-{
-	struct drm_maia_submit s = {
-		.cmdbuf_handle = cb->bo.handle, .cmdbuf_size = cb->used, .priority = prio,
-	};
-
-	if (ioctl(fd, DRM_IOCTL_MAIA_SUBMIT, &s))
-		return -errno;
-	*seqno = s.seqno;
-	return 0;
-}
-
-static void wait_job(struct __test_metadata *_metadata, int fd, __u64 seqno,
-		     struct drm_maia_wait *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->seqno = seqno;
-	w->timeout_ns = INT64_MAX;
-	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_MAIA_WAIT, w));
 }
 
 /*
@@ -915,7 +904,7 @@ TEST_F(dev, semaphores_are_per_context)
 	bo_new(_metadata, fd2, PAGE, DRM_MAIA_BO_HOST, &other.bo);
 	ASSERT_EQ(0, map(fd2, other.bo.handle, CB_VA, 0, PAGE));
 	cmd_sem_signal(&other, SEM_ISOLATION, 1);
-	ASSERT_EQ(0, run_prio(fd2, &other, DRM_MAIA_PRIO_HIGH, &sseq));
+	ASSERT_EQ(0, submit_prio(fd2, &other, DRM_MAIA_PRIO_HIGH, &sseq));
 	wait_job(_metadata, fd2, sseq, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
 	wait_job(_metadata, self->fd, seqno, &w);
@@ -928,7 +917,7 @@ TEST_F(dev, semaphores_are_per_context)
 	bo_new(_metadata, self->fd, PAGE, DRM_MAIA_BO_HOST, &sig.bo);
 	ASSERT_EQ(0, map(self->fd, sig.bo.handle, SIG_VA, 0, PAGE));
 	cmd_sem_signal(&sig, SEM_ISOLATION, 1);
-	ASSERT_EQ(0, run_prio(self->fd, &sig, DRM_MAIA_PRIO_HIGH, &sseq));
+	ASSERT_EQ(0, submit_prio(self->fd, &sig, DRM_MAIA_PRIO_HIGH, &sseq));
 	wait_job(_metadata, self->fd, seqno, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("device status %u", w.device_status);
 }

@@ -227,7 +227,7 @@ const char *fw_path(const char *name)
 	return path;
 }
 
-uint32_t boot_image(struct env *e, const void *img, size_t len)
+void boot_start(struct env *e, const void *img, size_t len)
 {
 	uint64_t addr = host_alloc(e, len ? len : 1, 4096);
 
@@ -236,6 +236,11 @@ uint32_t boot_image(struct env *e, const void *img, size_t len)
 	wr(e, MAIA_REG_BOOT_ADDR_HI, (uint32_t)(addr >> 32));
 	wr(e, MAIA_REG_BOOT_SIZE, (uint32_t)len);
 	wr(e, MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+}
+
+uint32_t boot_image(struct env *e, const void *img, size_t len)
+{
+	boot_start(e, img, len);
 	maia_sim_drain(e->sim);
 	return rd(e, MAIA_REG_BOOT_STATUS);
 }

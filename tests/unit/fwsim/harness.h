@@ -74,6 +74,8 @@ bool wait_irq(struct env *e, unsigned int vector, unsigned int n, unsigned int t
 
 /* Path of a firmware image built by firmware-sim/Makefile. */
 const char *fw_path(const char *name);
+/* Hands the device an image in memory and starts the boot, without waiting. */
+void boot_start(struct env *e, const void *img, size_t len);
 /* Boots from an image in memory / a file; returns BOOT_STATUS after the boot. */
 uint32_t boot_image(struct env *e, const void *img, size_t len);
 uint32_t boot_file(struct env *e, const char *name);

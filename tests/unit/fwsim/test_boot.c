@@ -178,7 +178,6 @@ static double now_ms(void)
 static void test_selftest_delay(struct env *e)
 {
 	struct image im;
-	uint64_t addr;
 	double t0, ms;
 	uint32_t st;
 
@@ -196,12 +195,7 @@ static void test_selftest_delay(struct env *e)
 	img_u32(&im, MAIA_FW_TLV_SELFTEST_MS, MAIA_FW_SELFTEST_MAX_MS);
 	img_seal(&im);
 	fresh(e);
-	addr = host_alloc(e, im.len, 4096);
-	memcpy(host_ptr(e, addr), im.buf, im.len);
-	wr(e, MAIA_REG_BOOT_ADDR_LO, (uint32_t)addr);
-	wr(e, MAIA_REG_BOOT_ADDR_HI, (uint32_t)(addr >> 32));
-	wr(e, MAIA_REG_BOOT_SIZE, (uint32_t)im.len);
-	wr(e, MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+	boot_start(e, im.buf, im.len);
 	usleep(100 * 1000);
 	st = rd(e, MAIA_REG_BOOT_STATUS);
 	t0 = now_ms();
