@@ -16,6 +16,7 @@
 #include <linux/nospec.h>
 #include <linux/pci.h>
 
+#include "maia_debugfs.h"
 #include "maia_fw.h"
 #include "maia_gem.h"
 #include "maia_hbm.h"
@@ -27,6 +28,7 @@
 #include "maia_queue.h"
 #include "maia_sysfs.h"
 #include "maia_telemetry.h"
+#include "maia_uapi.h"
 
 static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 				struct drm_file *file)
@@ -63,13 +65,13 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 		value = mdev->hw.tiles_per_cluster;
 		break;
 	case DRM_MAIA_PARAM_DTYPES:
-		value = mdev->hw.dtypes;
+		value = maia_uapi_dtypes(mdev->hw.dtypes);
 		break;
 	case DRM_MAIA_PARAM_NUM_QUEUES:
 		value = mdev->hw.num_queues;
 		break;
 	case DRM_MAIA_PARAM_CAPABILITIES:
-		value = mdev->hw.caps;
+		value = maia_uapi_caps(mdev->hw.caps);
 		break;
 	case DRM_MAIA_PARAM_SRAM_KIB:
 		value = mdev->hw.sram_kib;
@@ -102,15 +104,34 @@ static const struct drm_ioctl_desc maia_drm_ioctls[] = {
 };
 
 /*
- * drm_ioctl() zero-extends or truncates a driver ioctl whose size differs
- * from the table's and drops the copy in or out when the direction bits
- * differ. The uAPI promises -EINVAL instead, so a driver ioctl must match
- * its table entry exactly; unknown driver numbers fail the same way.
+ * The first size of each ioctl's struct (driver 1.0): a struct only grows at
+ * its end, so this is the shortest one userspace can have been built with.
+ */
+static const u16 maia_ioctl_first_size[] = {
+	[DRM_MAIA_GET_PARAM] = offsetofend(struct drm_maia_get_param, value),
+	[DRM_MAIA_PING] = offsetofend(struct drm_maia_ping, device_ns),
+	[DRM_MAIA_BO_CREATE] = offsetofend(struct drm_maia_bo_create, handle),
+	[DRM_MAIA_BO_INFO] = offsetofend(struct drm_maia_bo_info, mmap_offset),
+	[DRM_MAIA_VM_BIND] = offsetofend(struct drm_maia_vm_bind, pad),
+	[DRM_MAIA_SUBMIT] = offsetofend(struct drm_maia_submit, seqno),
+	[DRM_MAIA_WAIT] = offsetofend(struct drm_maia_wait, pad),
+	[DRM_MAIA_CONTEXT_STATUS] = offsetofend(struct drm_maia_context_status, device_resets),
+};
+
+static_assert(ARRAY_SIZE(maia_ioctl_first_size) == ARRAY_SIZE(maia_drm_ioctls));
+
+/*
+ * The growth rule of the uAPI (Documentation/uapi.rst), checked before
+ * drm_ioctl(): a driver ioctl must have the table's type and direction and a
+ * size from its first size up to the current one. drm_ioctl() then
+ * zero-extends a shorter struct and copies only the caller's bytes back. A
+ * longer struct is refused because its tail would be ignored unchecked, and
+ * unknown driver numbers fail the same way.
  */
 static bool maia_ioctl_cmd_valid(unsigned int cmd)
 {
 	unsigned int nr = _IOC_NR(cmd);
-	unsigned int index;
+	unsigned int index, size, table_cmd;
 
 	if (nr < DRM_COMMAND_BASE || nr >= DRM_COMMAND_END)
 		return true;	/* DRM core ioctl: the core checks it */
@@ -119,7 +140,11 @@ static bool maia_ioctl_cmd_valid(unsigned int cmd)
 	if (index >= ARRAY_SIZE(maia_drm_ioctls))
 		return false;
 	index = array_index_nospec(index, ARRAY_SIZE(maia_drm_ioctls));
-	return cmd == maia_drm_ioctls[index].cmd;
+	table_cmd = maia_drm_ioctls[index].cmd;
+	size = _IOC_SIZE(cmd);
+	return _IOC_TYPE(cmd) == _IOC_TYPE(table_cmd) &&
+	       _IOC_DIR(cmd) == _IOC_DIR(table_cmd) &&
+	       size >= maia_ioctl_first_size[index] && size <= _IOC_SIZE(table_cmd);
 }
 
 static long maia_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -157,7 +182,11 @@ static const struct file_operations maia_fops = {
 	.fop_flags	= FOP_UNSIGNED_OFFSET,
 };
 
-/* A file's context: its device address space (maia_vm.c) and job state (maia_job.c). */
+/*
+ * A file's context: its device address space (maia_vm.c), then its job
+ * state (maia_job.c). Close undoes them in the opposite order: no job of the
+ * file may run once its page tables are gone.
+ */
 static int maia_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
@@ -168,13 +197,16 @@ static int maia_open(struct drm_device *drm, struct drm_file *file)
 		return ret;
 	ret = maia_job_file_open(mdev, file);
 	if (ret)
-		maia_vm_postclose(mdev, file);
+		maia_vm_close(mdev, file);
 	return ret;
 }
 
 static void maia_postclose(struct drm_device *drm, struct drm_file *file)
 {
-	maia_vm_postclose(to_maia_device(drm), file);
+	struct maia_device *mdev = to_maia_device(drm);
+
+	maia_job_file_close(mdev, file);
+	maia_vm_close(mdev, file);
 }
 
 /* /proc/<pid>/fdinfo/<fd>: drm-usage-stats of this file. */
@@ -193,7 +225,7 @@ static const struct drm_driver maia_drm_driver = {
 	.name = MAIA_DRIVER_NAME,
 	.desc = MAIA_DRIVER_DESC,
 	.major = MAIA_DRIVER_MAJOR,
-	.minor = 0,
+	.minor = MAIA_DRIVER_MINOR,
 	.open = maia_open,
 	.postclose = maia_postclose,
 	.gem_create_object = maia_gem_create_object,
@@ -320,13 +352,13 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = maia_vm_init(mdev);
 	if (ret)
 		return ret;
-	maia_debugfs_bo_init(mdev);
 	ret = maia_job_init(mdev);
 	if (ret)
 		return ret;
 	ret = maia_telemetry_init(mdev);
 	if (ret)
 		return ret;
+	maia_debugfs_init(mdev);
 
 	ret = drm_dev_register(&mdev->drm, 0);
 	if (ret) {

@@ -79,8 +79,6 @@ int maia_bo_visit_chunks(struct maia_bo *bo, u64 offset, u64 size,
 /* After drm_dev_unplug(): takes HBM out of every CPU mapping. */
 void maia_gem_unplug(struct maia_device *mdev);
 void maia_gem_show_fdinfo(struct drm_printer *p, struct drm_file *file);
-/* debugfs "bos" (maia_debugfs_bo.c) */
-void maia_debugfs_bo_init(struct maia_device *mdev);
 
 int maia_bo_create_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 int maia_bo_info_ioctl(struct drm_device *drm, void *data, struct drm_file *file);

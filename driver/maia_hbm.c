@@ -22,6 +22,7 @@
 #include "maia_drv.h"
 #include "maia_hbm.h"
 #include "maia_queue.h"
+#include "maia_sysfs.h"
 
 /* FILL commands per kernel-queue job; one per buddy block. */
 #define MAIA_HBM_CLEAR_CMDS	(PAGE_SIZE / sizeof(struct maia_cmd_fill))
@@ -101,48 +102,31 @@ void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size)
 	memset_io(maia_hbm_io(mdev, offset), 0, size);
 }
 
-/*
- * Runs the first @n commands of the clear buffer as one job on the kernel
- * queue and waits for it. Caller holds the queue's lock.
- */
+/* Runs the first @n commands of the clear buffer as one kernel-queue job. */
 static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n)
 {
-	struct maia_queue *q = &mdev->kq;
 	const struct maia_sq_entry entry = {
 		.cmdbuf_addr = mdev->hbm.clear_cmds_dma,
 		.cmdbuf_size = n * sizeof(struct maia_cmd_fill),
 		.asid = MAIA_ASID_PHYS,
 		.job_id = MAIA_HBM_CLEAR_JOB_ID | n,
 	};
-	u32 status;
-	u64 seq;
 
-	seq = maia_queue_write_locked(q, &entry);
-	if (!seq)
-		return -EBUSY;
-	maia_queue_doorbell(q, seq);
+	lockdep_assert_held(&mdev->hbm.clear_lock);
 	/* Not interruptible: the device is writing memory the caller owns. */
-	if (!wait_event_timeout(q->done_wq, smp_load_acquire(&q->completed) >= seq,
-				msecs_to_jiffies(MAIA_HBM_CLEAR_TIMEOUT_MS)))
-		return -ETIMEDOUT;
-	status = q->done[(seq - 1) & (q->entries - 1)].cqe.status;
-	return status == MAIA_STATUS_OK ? 0 : -EIO;
+	return maia_queue_run_sync(&mdev->kq, &entry, MAIA_HBM_CLEAR_TIMEOUT_MS, false,
+				   NULL, NULL);
 }
 
 /* FILL with zeros, at the device's memory speed rather than through BAR2. */
 static int maia_hbm_clear_on_device(struct maia_device *mdev, struct list_head *blocks)
 {
 	struct maia_cmd_fill *cmds = mdev->hbm.clear_cmds;
-	struct maia_queue *q = &mdev->kq;
 	struct gpu_buddy_block *block;
 	unsigned int n = 0;
 	int ret = 0;
 
-	mutex_lock(&q->lock);
-	if (!READ_ONCE(q->enabled)) {
-		ret = -ENODEV;
-		goto out;
-	}
+	mutex_lock(&mdev->hbm.clear_lock);
 	list_for_each_entry(block, blocks, link) {
 		cmds[n] = (struct maia_cmd_fill) {
 			.hdr.opcode = MAIA_OP_FILL,
@@ -160,7 +144,7 @@ static int maia_hbm_clear_on_device(struct maia_device *mdev, struct list_head *
 	if (n)
 		ret = maia_hbm_clear_job(mdev, n);
 out:
-	mutex_unlock(&q->lock);
+	mutex_unlock(&mdev->hbm.clear_lock);
 	return ret;
 }
 
@@ -193,16 +177,11 @@ int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks)
 	return 0;
 }
 
-static struct maia_device *maia_hbm_from_dev(struct device *dev)
-{
-	return pci_get_drvdata(to_pci_dev(dev));
-}
-
 /* HBM bytes allocated: buffer objects, page tables, driver reservations. */
 static ssize_t hbm_used_bytes_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", maia_hbm_used_bytes(maia_hbm_from_dev(dev)));
+	return sysfs_emit(buf, "%llu\n", maia_hbm_used_bytes(maia_from_dev(dev)));
 }
 static DEVICE_ATTR_RO(hbm_used_bytes);
 
@@ -210,7 +189,7 @@ static DEVICE_ATTR_RO(hbm_used_bytes);
 static ssize_t hbm_free_bytes_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", maia_hbm_free_bytes(maia_hbm_from_dev(dev)));
+	return sysfs_emit(buf, "%llu\n", maia_hbm_free_bytes(maia_from_dev(dev)));
 }
 static DEVICE_ATTR_RO(hbm_free_bytes);
 
@@ -220,7 +199,7 @@ static struct attribute *maia_hbm_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group maia_hbm_attr_group = {
+const struct attribute_group maia_hbm_attr_group = {
 	.attrs = maia_hbm_attrs,
 };
 
@@ -277,6 +256,9 @@ int maia_hbm_init(struct maia_device *mdev)
 	ret = drmm_mutex_init(&mdev->drm, &hbm->lock);
 	if (ret)
 		return ret;
+	ret = drmm_mutex_init(&mdev->drm, &hbm->clear_lock);
+	if (ret)
+		return ret;
 
 	hbm->clear_cmds = dmam_alloc_coherent(&pdev->dev, MAIA_HBM_CLEAR_CMDS *
 					      sizeof(*hbm->clear_cmds),
@@ -302,10 +284,6 @@ int maia_hbm_init(struct maia_device *mdev)
 	if (ret)
 		return ret;
 	hbm->usable = hbm->size - MAIA_PAGE_SIZE;
-
-	ret = devm_device_add_group(&pdev->dev, &maia_hbm_attr_group);
-	if (ret)
-		return ret;
 
 	maia_dbg(mdev, "HBM %llu MiB at BAR%d %pa\n", hbm->size >> 20,
 		 MAIA_BAR_HBM, &hbm->bar_base);

@@ -9,6 +9,7 @@
 #include <linux/gpu_buddy.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/sysfs.h>
 #include <linux/types.h>
 
 struct maia_cmd_fill;
@@ -30,10 +31,11 @@ struct maia_hbm {
 	void __iomem *wc;		/* BAR2 mapped write-combined, whole HBM */
 
 	/*
-	 * Device-side clearing: FILL commands run on the kernel queue, written
-	 * here under the kernel queue's lock. Blocks a clear may still write
-	 * after it timed out stay in @quarantine until the device goes.
+	 * Device-side clearing: FILL commands run on the kernel queue. Blocks
+	 * a clear may still write after it timed out stay in @quarantine until
+	 * the device goes.
 	 */
+	struct mutex clear_lock;	/* protects @clear_cmds; taken before the kernel queue's */
 	struct maia_cmd_fill *clear_cmds;
 	dma_addr_t clear_cmds_dma;
 	struct list_head quarantine;	/* under @lock */
@@ -66,5 +68,8 @@ int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks);
 
 /* CPU address of HBM @offset; same rule as maia_hbm_clear(). */
 void __iomem *maia_hbm_io(struct maia_device *mdev, u64 offset);
+
+/* sysfs: HBM use, in maia_sysfs_groups */
+extern const struct attribute_group maia_hbm_attr_group;
 
 #endif /* __MAIA_HBM_H__ */

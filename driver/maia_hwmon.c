@@ -181,6 +181,5 @@ int maia_hwmon_init(struct maia_device *mdev)
 		maia_err(mdev, "cannot register the hwmon device: %pe\n", hwmon);
 		return PTR_ERR(hwmon);
 	}
-	mdev->telemetry->hwmon = hwmon;
 	return 0;
 }

@@ -35,9 +35,7 @@ static irqreturn_t maia_irq_event(int irq, void *arg)
 	/* The fault record is only valid until its cause is cleared. */
 	if (causes & MAIA_INT_MMU_FAULT) {
 		spin_lock(&mdev->fault_lock);
-		mdev->fault.info = maia_rd(mdev, MAIA_REG_FAULT_INFO);
-		mdev->fault.addr = maia_rd(mdev, MAIA_REG_FAULT_ADDR_LO) |
-				   (u64)maia_rd(mdev, MAIA_REG_FAULT_ADDR_HI) << 32;
+		maia_hw_read_fault(mdev, &mdev->fault);
 		spin_unlock(&mdev->fault_lock);
 	}
 

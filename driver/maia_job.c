@@ -31,17 +31,15 @@
 #include "maia_job.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
-#include "maia_vm.h"
-
-#define CREATE_TRACE_POINTS
 #include "maia_trace.h"
+#include "maia_uapi.h"
+#include "maia_vm.h"
 
 #define MAIA_JOB_HISTORY	1024u	/* power of two */
 #define MAIA_MAX_IN_SYNCOBJS	256u
 
 /* Submission state of one open file (maia_context.job_priv). */
 struct maia_job_file {
-	struct maia_device *mdev;
 	struct maia_context *ctx;
 	u32 resets_at_open;		/* device reset count when opened */
 	struct drm_sched_entity entities[MAIA_NUM_PRIOS];
@@ -116,13 +114,10 @@ static void maia_job_record_fault(struct maia_job *job)
 	struct maia_fault_record fault;
 
 	spin_lock(&mdev->fault_lock);
-	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT) {
-		fault.info = maia_rd(mdev, MAIA_REG_FAULT_INFO);
-		fault.addr = maia_rd(mdev, MAIA_REG_FAULT_ADDR_LO) |
-			     (u64)maia_rd(mdev, MAIA_REG_FAULT_ADDR_HI) << 32;
-	} else {
+	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT)
+		maia_hw_read_fault(mdev, &fault);
+	else
 		fault = mdev->fault;
-	}
 	spin_unlock(&mdev->fault_lock);
 
 	if (FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info) == job->asid)
@@ -131,14 +126,16 @@ static void maia_job_record_fault(struct maia_job *job)
 }
 
 /*
- * The device completed @job (queue interrupt thread, queue lock held):
- * records the result and the device time it used, then signals.
+ * The device completed @job (queue interrupt thread): records the result
+ * and the device time it used, then signals. Caller holds the lock of the
+ * job's hardware fence (its queue's maia_sched_queue.lock).
  */
 void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 {
 	struct maia_job_file *jf = job->jf;
 	int error;
 
+	lockdep_assert_held(job->hw_fence->lock);
 	job->device_status = cqe->status;
 	job->error_offset = cqe->error_offset;
 	job->status = maia_job_status(cqe->status, &error);
@@ -146,18 +143,23 @@ void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 		WRITE_ONCE(jf->job_faulted, true);
 		maia_job_record_fault(job);
 	}
-	if (cqe->end_ns > cqe->start_ns)
-		atomic64_add(cqe->end_ns - cqe->start_ns,
-			     &jf->busy_ns[job->queue->hwq.index]);
-	trace_maia_job_done(job, cqe->end_ns - cqe->start_ns);
+	if (cqe->end_ns > cqe->start_ns) {
+		job->device_ns = cqe->end_ns - cqe->start_ns;
+		atomic64_add(job->device_ns, &jf->busy_ns[job->queue->hwq.index]);
+	}
+	trace_maia_job_done(job, job->device_ns);
 	if (error)
 		dma_fence_set_error(job->hw_fence, error);
 	dma_fence_signal_locked(job->hw_fence);
 }
 
-/* The job will not complete on the device (reset, removal): queue lock held. */
+/*
+ * The job will not complete on the device (reset, removal). Caller holds
+ * the lock of the job's hardware fence, as for maia_job_complete().
+ */
 void maia_job_fail(struct maia_job *job, u32 status, int error)
 {
+	lockdep_assert_held(job->hw_fence->lock);
 	job->status = status;
 	job->device_status = MAIA_STATUS_ABORTED;
 	job->error_offset = 0;
@@ -166,7 +168,12 @@ void maia_job_fail(struct maia_job *job, u32 status, int error)
 	dma_fence_signal_locked(job->hw_fence);
 }
 
-static int maia_job_ctx_wait_idle(struct maia_context *ctx)
+/*
+ * Waits until no job of @ctx submitted before the call can still touch
+ * memory; interruptible (0 or -ERESTARTSYS). VM_BIND UNMAP calls it with
+ * @ctx->lock held, so the completion path never takes @ctx->lock.
+ */
+int maia_job_wait_idle(struct maia_context *ctx)
 {
 	struct maia_job_file *jf = ctx->job_priv;
 	struct dma_fence *fence;
@@ -190,13 +197,15 @@ static int maia_job_ctx_wait_idle(struct maia_context *ctx)
 }
 
 /*
- * At close, before the address space goes: jobs not yet on the device are
- * cancelled if the process is exiting (drm_sched_entity_destroy), the others
- * are waited for, so the device never runs a job of a dead context.
+ * At close, before the address space goes (maia_vm_close()): jobs not yet
+ * on the device are cancelled if the process is exiting
+ * (drm_sched_entity_destroy), the others are waited for, so the device
+ * never runs a job of a dead context.
  */
-static void maia_job_ctx_fini(struct maia_context *ctx)
+void maia_job_file_close(struct maia_device *mdev, struct drm_file *file)
 {
-	struct maia_job_file *jf = ctx->job_priv;
+	struct maia_context *ctx = maia_ctx_from_file(file);
+	struct maia_job_file *jf = ctx ? ctx->job_priv : NULL;
 	unsigned int p, i;
 
 	if (!jf)
@@ -217,11 +226,6 @@ static void maia_job_ctx_fini(struct maia_context *ctx)
 	kvfree(jf);
 }
 
-static const struct maia_ctx_job_hooks maia_job_hooks = {
-	.wait_idle = maia_job_ctx_wait_idle,
-	.fini = maia_job_ctx_fini,
-};
-
 /* After maia_vm_open(): the file's context exists. */
 int maia_job_file_open(struct maia_device *mdev, struct drm_file *file)
 {
@@ -234,7 +238,6 @@ int maia_job_file_open(struct maia_device *mdev, struct drm_file *file)
 	jf = kvzalloc(sizeof(*jf), GFP_KERNEL);
 	if (!jf)
 		return -ENOMEM;
-	jf->mdev = mdev;
 	jf->ctx = ctx;
 	jf->resets_at_open = maia_reset_count(mdev);
 	mutex_init(&jf->lock);
@@ -511,8 +514,9 @@ int maia_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 
 	args->status = job->status;
-	args->device_status = job->device_status;
+	args->device_status = maia_uapi_device_status(job->device_status);
 	args->error_offset = job->error_offset;
+	args->device_time_ns = job->device_ns;
 	maia_job_put(job);
 	return 0;
 }
@@ -538,7 +542,7 @@ int maia_context_status_ioctl(struct drm_device *drm, void *data, struct drm_fil
 	args->flags = faulted ? DRM_MAIA_CTX_FAULTED : 0;
 	args->asid = ctx->asid;
 	args->fault_addr = faulted ? addr : 0;
-	args->fault_access = faulted ? access : 0;
+	args->fault_access = faulted ? maia_uapi_access(access) : 0;
 	args->device_resets = maia_reset_count(mdev) - resets_at_open;
 	return 0;
 }
@@ -564,9 +568,5 @@ int maia_job_init(struct maia_device *mdev)
 	ret = maia_sched_init(mdev);
 	if (ret)
 		return ret;
-	ret = maia_reset_init(mdev);
-	if (ret)
-		return ret;
-	mdev->contexts.job_hooks = &maia_job_hooks;
-	return 0;
+	return maia_reset_init(mdev);
 }

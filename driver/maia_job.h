@@ -4,9 +4,9 @@
  * job completion and status, and the per-file submission state.
  *
  * With the memory code (maia_vm.[ch]): the per-file state hangs off
- * maia_context.job_priv, created by maia_job_file_open() at open and torn
- * down through maia_contexts.job_hooks->fini at close, before the address
- * space goes; VM_BIND UNMAP calls job_hooks->wait_idle. Lock order:
+ * maia_context.job_priv, created by maia_job_file_open() after
+ * maia_vm_open() and torn down by maia_job_file_close() before
+ * maia_vm_close(); VM_BIND UNMAP calls maia_job_wait_idle(). Lock order:
  * maia_context.lock, then the reset lock (maia_reset.h), then the file's job
  * lock. Nobody waits for a job fence while holding the reset lock.
  */
@@ -22,6 +22,7 @@
 struct drm_file;
 struct drm_gem_object;
 struct drm_printer;
+struct maia_context;
 struct maia_job_file;
 struct maia_sched_queue;
 
@@ -62,6 +63,7 @@ struct maia_job {
 	u32 status;			/* DRM_MAIA_JOB_* */
 	u32 device_status;		/* MAIA_STATUS_* */
 	u32 error_offset;
+	u64 device_ns;			/* device start to completion; 0 if it never ran */
 };
 
 static inline struct maia_job *to_maia_job(struct drm_sched_job *job)
@@ -71,6 +73,8 @@ static inline struct maia_job *to_maia_job(struct drm_sched_job *job)
 
 int maia_job_init(struct maia_device *mdev);
 int maia_job_file_open(struct maia_device *mdev, struct drm_file *file);
+void maia_job_file_close(struct maia_device *mdev, struct drm_file *file);
+int maia_job_wait_idle(struct maia_context *ctx);
 void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 
 /* For the scheduler, completion and recovery paths; queue lock held. */

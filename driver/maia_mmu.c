@@ -21,6 +21,7 @@
 #include "maia_hbm.h"
 #include "maia_mbox.h"
 #include "maia_mmu.h"
+#include "maia_reset.h"
 
 #define MAIA_PT_LEAF_LEVEL	(MAIA_PT_LEVELS - 1)
 #define MAIA_PT_HUGE_LEVEL	(MAIA_PT_LEVELS - 2)
@@ -164,6 +165,7 @@ int maia_mmu_map(struct maia_device *mdev, struct maia_pgtable *pgt,
 {
 	u64 done = 0;
 
+	lockdep_assert_held(pgt->lock);
 	if (WARN_ON(!IS_ALIGNED(va | addr | size, MAIA_PAGE_SIZE) ||
 		    (addr & ~MAIA_PTE_ADDR_MASK) || va + size > BIT_ULL(MAIA_VA_BITS) ||
 		    (prot & ~(MAIA_PTE_READ | MAIA_PTE_WRITE | MAIA_PTE_SYSMEM))))
@@ -185,6 +187,7 @@ int maia_mmu_map(struct maia_device *mdev, struct maia_pgtable *pgt,
 void maia_mmu_unmap(struct maia_device *mdev, struct maia_pgtable *pgt,
 		    u64 va, u64 size)
 {
+	lockdep_assert_held(pgt->lock);
 	if (size)
 		maia_pt_unmap(mdev, pgt->root, 0, va, va + size);
 }
@@ -199,8 +202,10 @@ void maia_mmu_flush(void)
 	wmb();	/* page-table stores (WC) before the next MMIO write */
 }
 
-int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt)
+int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt,
+			  struct mutex *lock)
 {
+	pgt->lock = lock;
 	pgt->root = maia_pt_alloc(mdev, 0);
 	if (IS_ERR(pgt->root)) {
 		int ret = PTR_ERR(pgt->root);
@@ -234,6 +239,7 @@ int maia_mmu_set_context(struct maia_device *mdev, u32 asid, u64 root)
 {
 	u32 args[MAIA_MBOX_NARGS] = { asid, lower_32_bits(root), upper_32_bits(root) };
 
+	lockdep_assert_held(&mdev->contexts.lock);
 	maia_mmu_flush();
 	return maia_mbox_cmd(mdev, MAIA_MBOX_SET_CONTEXT, args, NULL);
 }
@@ -242,6 +248,7 @@ int maia_mmu_tlb_invalidate(struct maia_device *mdev, u32 asid)
 {
 	u32 args[MAIA_MBOX_NARGS] = { asid };
 
+	lockdep_assert_held(&mdev->reset->lock);
 	maia_mmu_flush();
 	return maia_mbox_cmd(mdev, MAIA_MBOX_TLB_INVALIDATE, args, NULL);
 }

@@ -7,6 +7,7 @@
 #define __MAIA_MMU_H__
 
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
 
 #include <maia/hw/mmu.h>
@@ -28,10 +29,15 @@ struct maia_pt {
 /* The four-level page tables of one address space. */
 struct maia_pgtable {
 	struct maia_pt *root;
+	struct mutex *lock;		/* the owner's lock over the tables (asserted) */
 };
 
-/* Allocates the root. Caller is inside drm_dev_enter(). */
-int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt);
+/*
+ * Allocates the root; map and unmap then expect @lock held. Caller is
+ * inside drm_dev_enter().
+ */
+int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt,
+			  struct mutex *lock);
 /* Frees every table; touches no hardware (the context is disabled). */
 void maia_mmu_pgtable_fini(struct maia_device *mdev, struct maia_pgtable *pgt);
 
@@ -40,7 +46,7 @@ void maia_mmu_pgtable_fini(struct maia_device *mdev, struct maia_pgtable *pgt);
  * or a bus address with MAIA_PTE_SYSMEM in @prot). @prot holds
  * MAIA_PTE_READ/WRITE/SYSMEM. Uses 2 MiB pages where @va and @addr allow.
  * On failure nothing of the range stays mapped. Caller is inside
- * drm_dev_enter() and holds the address space's lock.
+ * drm_dev_enter() and holds @pgt->lock.
  */
 int maia_mmu_map(struct maia_device *mdev, struct maia_pgtable *pgt,
 		 u64 va, u64 addr, u64 size, u64 prot);
@@ -50,7 +56,9 @@ void maia_mmu_unmap(struct maia_device *mdev, struct maia_pgtable *pgt,
 /* Orders page-table writes before what tells the device to use them. */
 void maia_mmu_flush(void);
 
+/* Caller holds maia_contexts.lock, which covers SET_CONTEXT (asserted). */
 int maia_mmu_set_context(struct maia_device *mdev, u32 asid, u64 root);
+/* Caller holds the reset lock, for reading or writing (asserted). */
 int maia_mmu_tlb_invalidate(struct maia_device *mdev, u32 asid);
 
 #endif /* __MAIA_MMU_H__ */

@@ -174,47 +174,69 @@ void maia_queue_doorbell(struct maia_queue *q, u64 seq)
 	maia_wr(q->mdev, MAIA_REG_DOORBELL(q->index), seq & (q->entries - 1));
 }
 
-/*
- * Submits a NOP carrying @job_id and waits for its completion. A job whose
- * waiter timed out stays accounted: it is drained when the device gets to
- * it, and later jobs wait for their own slot.
+/**
+ * maia_queue_run_sync - run one entry on a kernel-owned queue and wait for it
+ * @q: the queue
+ * @entry: what to run
+ * @timeout_ms: how long the device may take
+ * @interruptible: whether a signal ends the wait (-ERESTARTSYS)
+ * @done: out, the completion as drained; may be NULL
+ * @doorbell_time: out, host time the doorbell was written; may be NULL
+ *
+ * The one synchronous submit of the driver: PING and the HBM clear use it.
+ * Holds @q->lock for the whole round trip, so entries run one at a time and
+ * the completion slot is the caller's until it returns. An entry whose
+ * waiter gave up stays accounted: it is drained when the device gets to it,
+ * and later entries wait for their own slot.
+ *
+ * Return: 0; -ENODEV if the queue is disabled; -EBUSY when the ring is full
+ * (the device still holds entries that timed out); -ETIMEDOUT;
+ * -ERESTARTSYS; -EIO if the device completed the entry with an error.
  */
-static int maia_queue_nop(struct maia_queue *q, u64 job_id,
-			  struct maia_queue_done *done, ktime_t *doorbell_time)
+int maia_queue_run_sync(struct maia_queue *q, const struct maia_sq_entry *entry,
+			unsigned int timeout_ms, bool interruptible,
+			struct maia_queue_done *done, ktime_t *doorbell_time)
 {
 	struct maia_device *mdev = q->mdev;
-	const struct maia_sq_entry entry = {
-		.asid = MAIA_ASID_PHYS,
-		.flags = MAIA_SQE_NOP,
-		.job_id = job_id,
-	};
-	u64 seq;
-	u32 slot;
+	struct maia_queue_done result;
+	ktime_t rung;
 	long left;
+	u64 seq;
 	int ret;
 
-	ret = mutex_lock_interruptible(&q->lock);
-	if (ret)
-		return ret;
+	if (interruptible) {
+		ret = mutex_lock_interruptible(&q->lock);
+		if (ret)
+			return ret;
+	} else {
+		mutex_lock(&q->lock);
+	}
+	if (!READ_ONCE(q->enabled)) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
 
-	seq = maia_queue_write_locked(q, &entry);
+	seq = maia_queue_write_locked(q, entry);
 	if (!seq) {
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	slot = (seq - 1) & (q->entries - 1);
-	*doorbell_time = ktime_get();
+	rung = ktime_get();
 	maia_queue_doorbell(q, seq);
 
-	left = wait_event_interruptible_timeout(q->done_wq, maia_queue_completed(q) >= seq,
-						msecs_to_jiffies(maia_ping_timeout_ms));
+	if (interruptible)
+		left = wait_event_interruptible_timeout(q->done_wq, maia_queue_completed(q) >= seq,
+							msecs_to_jiffies(timeout_ms));
+	else
+		left = wait_event_timeout(q->done_wq, maia_queue_completed(q) >= seq,
+					  msecs_to_jiffies(timeout_ms));
 	if (left < 0) {
 		ret = left;
 		goto out_unlock;
 	}
 	if (!left) {
 		maia_err_ratelimited(mdev, "queue %u: job %llu not completed within %u ms (head %u completed %u status %#x)\n",
-				     q->index, seq, maia_ping_timeout_ms,
+				     q->index, seq, timeout_ms,
 				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
 				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_COMPLETED)),
 				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS)));
@@ -223,12 +245,17 @@ static int maia_queue_nop(struct maia_queue *q, u64 job_id,
 	}
 
 	/* Nobody else submits while we hold the lock, so the slot is ours. */
-	*done = q->done[slot];
-	if (done->cqe.status != MAIA_STATUS_OK) {
-		maia_err_ratelimited(mdev, "queue %u: NOP job %llu failed with status %u\n",
-				     q->index, seq, done->cqe.status);
+	result = q->done[(seq - 1) & (q->entries - 1)];
+	ret = 0;
+	if (result.cqe.status != MAIA_STATUS_OK) {
+		maia_err_ratelimited(mdev, "queue %u: job %#llx failed with status %u\n",
+				     q->index, entry->job_id, result.cqe.status);
 		ret = -EIO;
 	}
+	if (done)
+		*done = result;
+	if (doorbell_time)
+		*doorbell_time = rung;
 
 out_unlock:
 	mutex_unlock(&q->lock);
@@ -239,6 +266,11 @@ int maia_ping_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
 	struct drm_maia_ping *args = data;
+	const struct maia_sq_entry entry = {
+		.asid = MAIA_ASID_PHYS,
+		.flags = MAIA_SQE_NOP,
+		.job_id = args->cookie,
+	};
 	struct maia_queue_done done;
 	ktime_t doorbell_time;
 	int ret, idx;
@@ -248,7 +280,8 @@ int maia_ping_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	ret = maia_queue_nop(&mdev->kq, args->cookie, &done, &doorbell_time);
+	ret = maia_queue_run_sync(&mdev->kq, &entry, maia_ping_timeout_ms, true,
+				  &done, &doorbell_time);
 	drm_dev_exit(idx);
 	if (ret)
 		return ret;

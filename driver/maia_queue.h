@@ -17,6 +17,9 @@ u64 maia_queue_write_locked(struct maia_queue *q, const struct maia_sq_entry *en
 void maia_queue_doorbell(struct maia_queue *q, u64 seq);
 void maia_queue_drain(struct maia_queue *q);
 void maia_queue_report_error(struct maia_queue *q);
+int maia_queue_run_sync(struct maia_queue *q, const struct maia_sq_entry *entry,
+			unsigned int timeout_ms, bool interruptible,
+			struct maia_queue_done *done, ktime_t *doorbell_time);
 
 int maia_ping_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 

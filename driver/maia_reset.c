@@ -19,7 +19,6 @@
 
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
-#include <linux/debugfs.h>
 #include <linux/device.h>
 #include <linux/kobject.h>
 #include <linux/moduleparam.h>
@@ -32,6 +31,7 @@
 #include "maia_queue.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
+#include "maia_sysfs.h"
 #include "maia_telemetry.h"
 #include "maia_trace.h"
 #include "maia_vm.h"
@@ -41,9 +41,16 @@ module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "A job running this long while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
 
+/* Interruptible: 0, or -EINTR when a signal came first. */
 int maia_reset_read_lock(struct maia_device *mdev)
 {
 	return down_read_interruptible(&mdev->reset->lock);
+}
+
+/* For paths that must not fail, such as close and error unwinding. */
+void maia_reset_read_lock_uninterruptible(struct maia_device *mdev)
+{
+	down_read(&mdev->reset->lock);
 }
 
 void maia_reset_read_unlock(struct maia_device *mdev)
@@ -96,7 +103,7 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 	int ret;
 
 	down_write(&rs->lock);
-	/* A PING in flight ends (or times out) before its queue goes away. */
+	/* A kernel-queue job in flight ends (or times out) before its queue goes away. */
 	mutex_lock(&mdev->kq.lock);
 
 	maia_sched_stop_all(mdev, guilty);
@@ -192,33 +199,20 @@ static void maia_reset_force_work(struct work_struct *work)
 	drm_dev_exit(idx);
 }
 
-/* debugfs force_reset: any write resets the device now and returns when recovered. */
-static ssize_t maia_force_reset_write(struct file *file, const char __user *buf,
-				      size_t size, loff_t *pos)
+/* Resets the device now (debugfs force_reset) and returns once it recovered. */
+void maia_reset_force(struct maia_device *mdev)
 {
-	struct maia_device *mdev = file->private_data;
 	struct maia_reset *rs = mdev->reset;
 
-	if (!size)
-		return -EINVAL;
 	queue_work(mdev->sched->reset_wq, &rs->force_work);
 	flush_work(&rs->force_work);
-	return size;
 }
-
-static const struct file_operations maia_force_reset_fops = {
-	.owner = THIS_MODULE,
-	.open = simple_open,
-	.write = maia_force_reset_write,
-};
 
 /* Device resets since probe, on the PCI device. */
 static ssize_t reset_count_show(struct device *dev, struct device_attribute *attr,
 				char *buf)
 {
-	struct maia_device *mdev = pci_get_drvdata(to_pci_dev(dev));
-
-	return sysfs_emit(buf, "%u\n", maia_reset_count(mdev));
+	return sysfs_emit(buf, "%u\n", maia_reset_count(maia_from_dev(dev)));
 }
 static DEVICE_ATTR_RO(reset_count);
 
@@ -227,7 +221,7 @@ static struct attribute *maia_reset_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group maia_reset_attr_group = {
+const struct attribute_group maia_reset_attr_group = {
 	.attrs = maia_reset_attrs,
 };
 
@@ -235,7 +229,6 @@ static const struct attribute_group maia_reset_attr_group = {
 int maia_reset_init(struct maia_device *mdev)
 {
 	struct maia_reset *rs;
-	int ret;
 
 	rs = drmm_kzalloc(&mdev->drm, sizeof(*rs), GFP_KERNEL);
 	if (!rs)
@@ -245,11 +238,5 @@ int maia_reset_init(struct maia_device *mdev)
 	atomic_set(&rs->count, 0);
 	INIT_WORK(&rs->force_work, maia_reset_force_work);
 	mdev->reset = rs;
-
-	ret = devm_device_add_group(mdev->drm.dev, &maia_reset_attr_group);
-	if (ret)
-		return ret;
-	debugfs_create_file("force_reset", 0200, mdev->drm.debugfs_root, mdev,
-			    &maia_force_reset_fops);
 	return 0;
 }

@@ -27,9 +27,13 @@ struct maia_reset {
 	struct work_struct force_work;	/* debugfs force_reset, on the reset workqueue */
 };
 
+extern const struct attribute_group maia_reset_attr_group;
+
 int maia_reset_init(struct maia_device *mdev);
 int maia_reset_read_lock(struct maia_device *mdev);
+void maia_reset_read_lock_uninterruptible(struct maia_device *mdev);
 void maia_reset_read_unlock(struct maia_device *mdev);
+void maia_reset_force(struct maia_device *mdev);
 u32 maia_reset_count(struct maia_device *mdev);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 

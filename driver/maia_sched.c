@@ -86,7 +86,9 @@ static struct dma_fence *maia_sched_run_job(struct drm_sched_job *sjob)
 	if (WARN_ON_ONCE(!seq)) {
 		/* Cannot happen: the credit limit keeps one slot free. */
 		mutex_unlock(&q->lock);
+		spin_lock_irqsave(&sq->lock, flags);
 		maia_job_fail(job, DRM_MAIA_JOB_ABORTED, -ENOSPC);
+		spin_unlock_irqrestore(&sq->lock, flags);
 		return dma_fence_get(job->hw_fence);
 	}
 	slot = (seq - 1) & (q->entries - 1);
@@ -371,7 +373,6 @@ int maia_sched_init(struct maia_device *mdev)
 	if (!ms)
 		return -ENOMEM;
 	ms->mdev = mdev;
-	xa_init(&ms->files_by_asid);
 	mdev->sched = ms;
 
 	ms->reset_wq = alloc_ordered_workqueue("maia-reset", 0);

@@ -10,7 +10,6 @@
 #include <drm/maia_accel.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
-#include <linux/xarray.h>
 
 #include "maia_drv.h"
 
@@ -63,8 +62,6 @@ struct maia_sched {
 	struct workqueue_struct *reset_wq;
 	/* Set when the device is gone or could not be recovered: jobs fail. */
 	bool dead;
-	/* Per-file submission state by ASID, for the MMU fault interrupt. */
-	struct xarray files_by_asid;
 };
 
 int maia_sched_init(struct maia_device *mdev);

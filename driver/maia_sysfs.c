@@ -4,7 +4,8 @@
  * reachable as /sys/class/accel/accelN/device/<attr>.
  *
  * The driver core adds them once probe has succeeded and removes them
- * before remove, so the device is always booted while they exist.
+ * before remove, so the device is always booted while they exist. The
+ * groups of other files (HBM, reset, telemetry) are listed here too.
  */
 
 #include <linux/device.h>
@@ -13,12 +14,10 @@
 #include <maia/hw/boot.h>
 
 #include "maia_drv.h"
+#include "maia_hbm.h"
+#include "maia_reset.h"
 #include "maia_sysfs.h"
-
-static struct maia_device *maia_from_dev(struct device *dev)
-{
-	return pci_get_drvdata(to_pci_dev(dev));
-}
+#include "maia_telemetry.h"
 
 /* Running firmware version, "major.minor.patch". */
 static ssize_t fw_version_show(struct device *dev, struct device_attribute *attr,
@@ -101,5 +100,8 @@ static const struct attribute_group maia_attr_group = {
 
 const struct attribute_group *maia_sysfs_groups[] = {
 	&maia_attr_group,
+	&maia_hbm_attr_group,
+	&maia_reset_attr_group,
+	&maia_telemetry_attr_group,
 	NULL,
 };

@@ -24,6 +24,7 @@
 #include "maia_hw.h"
 #include "maia_hwmon.h"
 #include "maia_mbox.h"
+#include "maia_sysfs.h"
 #include "maia_telemetry.h"
 
 u32 maia_telemetry_read32(struct maia_device *mdev, u32 reg)
@@ -95,17 +96,12 @@ int maia_telemetry_restore(struct maia_device *mdev)
 	return ret;
 }
 
-static struct maia_device *maia_telemetry_from_dev(struct device *dev)
-{
-	return pci_get_drvdata(to_pci_dev(dev));
-}
-
 /* A 64-bit nanosecond counter shown in microseconds. */
 #define MAIA_TELEM_US_ATTR(name, reg)						\
 static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
 			   char *buf)						\
 {										\
-	u64 ns = maia_telemetry_read64(maia_telemetry_from_dev(dev), reg);	\
+	u64 ns = maia_telemetry_read64(maia_from_dev(dev), reg);	\
 										\
 	return sysfs_emit(buf, "%llu\n", div_u64(ns, NSEC_PER_USEC));		\
 }										\
@@ -117,7 +113,7 @@ static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
 			   char *buf)						\
 {										\
 	return sysfs_emit(buf, "%llu\n",					\
-			  maia_telemetry_read64(maia_telemetry_from_dev(dev), reg)); \
+			  maia_telemetry_read64(maia_from_dev(dev), reg)); \
 }										\
 static DEVICE_ATTR_RO(name)
 
@@ -139,7 +135,7 @@ MAIA_TELEM_U64_ATTR(commands, MAIA_REG_TELEM_COMMANDS_LO);
 static ssize_t utilization_show(struct device *dev, struct device_attribute *attr,
 				char *buf)
 {
-	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev), MAIA_REG_TELEM_UTIL);
+	u32 v = maia_telemetry_read32(maia_from_dev(dev), MAIA_REG_TELEM_UTIL);
 
 	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
 }
@@ -149,7 +145,7 @@ static DEVICE_ATTR_RO(utilization);
 static ssize_t tensor_utilization_show(struct device *dev,
 				       struct device_attribute *attr, char *buf)
 {
-	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev),
+	u32 v = maia_telemetry_read32(maia_from_dev(dev),
 				      MAIA_REG_TELEM_TENSOR_UTIL);
 
 	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
@@ -160,7 +156,7 @@ static DEVICE_ATTR_RO(tensor_utilization);
 static ssize_t throttle_reasons_show(struct device *dev,
 				     struct device_attribute *attr, char *buf)
 {
-	u32 v = maia_telemetry_read32(maia_telemetry_from_dev(dev),
+	u32 v = maia_telemetry_read32(maia_from_dev(dev),
 				      MAIA_REG_TELEM_THROTTLE_REASONS);
 
 	return sysfs_emit(buf, "0x%x\n", v & MAIA_THROTTLE_ALL);
@@ -172,7 +168,7 @@ static ssize_t throttle_count_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%u\n",
-			  maia_telemetry_read32(maia_telemetry_from_dev(dev),
+			  maia_telemetry_read32(maia_from_dev(dev),
 						MAIA_REG_TELEM_THROTTLE_EVENTS));
 }
 static DEVICE_ATTR_RO(throttle_count);
@@ -185,7 +181,7 @@ static DEVICE_ATTR_RO(throttle_count);
 static ssize_t tile_busy_time_us_show(struct device *dev, struct device_attribute *attr,
 				      char *buf)
 {
-	struct maia_device *mdev = maia_telemetry_from_dev(dev);
+	struct maia_device *mdev = maia_from_dev(dev);
 	u32 tiles = min(maia_telemetry_read32(mdev, MAIA_REG_TELEM_TILES), MAIA_TELEM_MAX_TILES);
 	int len = 0, n;
 	u32 t;
@@ -222,18 +218,20 @@ static struct attribute *maia_telemetry_attrs[] = {
 	NULL,
 };
 
-/* The per-tile window came with telemetry 1.1. */
+/* None without a telemetry block; the per-tile window came with telemetry 1.1. */
 static umode_t maia_telemetry_attr_visible(struct kobject *kobj, struct attribute *attr, int n)
 {
-	struct maia_device *mdev = maia_telemetry_from_dev(kobj_to_dev(kobj));
+	struct maia_device *mdev = maia_from_dev(kobj_to_dev(kobj));
 
+	if (!mdev->telemetry)
+		return 0;
 	if (attr == &dev_attr_tile_busy_time_us.attr &&
 	    mdev->telemetry->version < MAIA_TELEM_VERSION_1_1)
 		return 0;
 	return attr->mode;
 }
 
-static const struct attribute_group maia_telemetry_attr_group = {
+const struct attribute_group maia_telemetry_attr_group = {
 	.attrs = maia_telemetry_attrs,
 	.is_visible = maia_telemetry_attr_visible,
 };
@@ -266,9 +264,5 @@ int maia_telemetry_init(struct maia_device *mdev)
 	tm->cap_min_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MIN_MW);
 	tm->cap_max_mw = maia_rd(mdev, MAIA_REG_TELEM_POWER_CAP_MAX_MW);
 	mdev->telemetry = tm;
-
-	ret = devm_device_add_group(mdev->drm.dev, &maia_telemetry_attr_group);
-	if (ret)
-		return ret;
 	return maia_hwmon_init(mdev);
 }

@@ -7,6 +7,7 @@
 #define __MAIA_TELEMETRY_H__
 
 #include <linux/mutex.h>
+#include <linux/sysfs.h>
 #include <linux/types.h>
 
 struct device;
@@ -24,7 +25,6 @@ struct maia_telemetry {
 	u32 user_cap_mw;
 	u32 cap_min_mw, cap_max_mw;	/* what the firmware accepts */
 	u32 version;			/* MAIA_REG_TELEM_VERSION */
-	struct device *hwmon;
 };
 
 /* After the firmware is up; a device without MAIA_CAP_TELEMETRY gets nothing. */
@@ -42,5 +42,8 @@ u64 maia_telemetry_read64(struct maia_device *mdev, u32 lo);
 void maia_telemetry_throttle_event(struct maia_device *mdev);
 /* Sets the power cap through the mailbox; -EINVAL outside the device's range. */
 int maia_telemetry_set_cap(struct maia_device *mdev, u32 cap_mw);
+
+/* sysfs: counters and utilization (none without a telemetry block), in maia_sysfs_groups */
+extern const struct attribute_group maia_telemetry_attr_group;
 
 #endif /* __MAIA_TELEMETRY_H__ */

@@ -21,6 +21,7 @@
 
 #include "maia_drv.h"
 #include "maia_gem.h"
+#include "maia_job.h"
 #include "maia_mmu.h"
 #include "maia_reset.h"
 #include "maia_vm.h"
@@ -137,7 +138,7 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 		goto err_free;
 	}
 
-	ret = maia_mmu_pgtable_init(mdev, &ctx->pgt);
+	ret = maia_mmu_pgtable_init(mdev, &ctx->pgt, &ctx->lock);
 	if (ret)
 		goto err_exit;
 
@@ -197,7 +198,7 @@ static void maia_vm_mapping_free(struct maia_context *ctx, struct maia_vm_mappin
 	kfree(m);
 }
 
-void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file)
+void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 {
 	struct maia_context *ctx = maia_ctx_from_file(file);
 	struct maia_contexts *contexts = &mdev->contexts;
@@ -207,12 +208,8 @@ void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file)
 	if (!ctx)
 		return;
 
-	/* No job of this file may run once its page tables go. */
-	if (contexts->job_hooks && contexts->job_hooks->fini)
-		contexts->job_hooks->fini(ctx);
-
 	/* Not interruptible: a killed process closes its files too. */
-	down_read(&mdev->reset->lock);
+	maia_reset_read_lock_uninterruptible(mdev);
 	mutex_lock(&contexts->lock);
 	if (drm_dev_enter(&mdev->drm, &idx)) {
 		if (maia_mmu_set_context(mdev, ctx->asid, 0) ||
@@ -223,7 +220,7 @@ void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file)
 	}
 	xa_erase(&contexts->by_asid, ctx->asid);
 	mutex_unlock(&contexts->lock);
-	up_read(&mdev->reset->lock);
+	maia_reset_read_unlock(mdev);
 
 	mutex_lock(&ctx->lock);
 	drm_mm_for_each_node_safe(node, next, &ctx->va_mm)
@@ -243,6 +240,7 @@ int maia_vm_restore(struct maia_device *mdev)
 	unsigned long asid;
 	int ret = 0, err;
 
+	lockdep_assert_held_write(&mdev->reset->lock);
 	mutex_lock(&contexts->lock);
 	xa_for_each(&contexts->by_asid, asid, ctx) {
 		err = maia_mmu_set_context(mdev, asid, ctx->pgt.root->hbm);
@@ -361,9 +359,9 @@ static int maia_vm_map(struct maia_context *ctx, struct drm_file *file,
 		maia_mmu_unmap(mdev, &ctx->pgt, args->va, st.mapped);
 		/* A job aimed at the range may have cached what was there. */
 		if (st.mapped) {
-			down_read(&mdev->reset->lock);
+			maia_reset_read_lock_uninterruptible(mdev);
 			maia_mmu_tlb_invalidate(mdev, ctx->asid);
-			up_read(&mdev->reset->lock);
+			maia_reset_read_unlock(mdev);
 		}
 		maia_bo_device_put(bo);
 		goto err_remove;
@@ -410,7 +408,6 @@ static struct maia_vm_mapping *maia_vm_find_mapping(struct maia_context *ctx,
 static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind *args)
 {
 	struct maia_device *mdev = ctx->mdev;
-	const struct maia_ctx_job_hooks *hooks = mdev->contexts.job_hooks;
 	struct maia_vm_mapping *m;
 	int idx, ret;
 
@@ -424,11 +421,9 @@ static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind
 	}
 
 	/* The device must never see a page after it is unmapped. */
-	if (hooks && hooks->wait_idle) {
-		ret = hooks->wait_idle(ctx);
-		if (ret)
-			goto out_unlock;
-	}
+	ret = maia_job_wait_idle(ctx);
+	if (ret)
+		goto out_unlock;
 
 	ret = maia_reset_read_lock(mdev);
 	if (ret)

@@ -22,20 +22,6 @@ struct drm_gem_object;
 struct maia_context;
 struct maia_device;
 
-/*
- * What the job code (maia_job.c) does for the memory code. Both may sleep.
- * @wait_idle: wait until no job of @ctx that was submitted before the call
- *	can still touch memory; interruptible (returns 0 or -ERESTARTSYS).
- *	VM_BIND UNMAP calls it with @ctx->lock held, so the job completion
- *	path must not take @ctx->lock.
- * @fini: at close, before the address space is torn down: cancel or wait
- *	for every job of @ctx; cannot fail.
- */
-struct maia_ctx_job_hooks {
-	int (*wait_idle)(struct maia_context *ctx);
-	void (*fini)(struct maia_context *ctx);
-};
-
 /* Device-wide table of contexts. */
 struct maia_contexts {
 	/*
@@ -45,7 +31,6 @@ struct maia_contexts {
 	 */
 	struct mutex lock;
 	struct xarray by_asid;		/* ASID -> context; lookups under xa_lock */
-	const struct maia_ctx_job_hooks *job_hooks;	/* NULL: no jobs exist */
 };
 
 /*
@@ -74,7 +59,8 @@ struct maia_context {
 	u64 fault_addr;
 	u32 fault_access;		/* MAIA_ACCESS_* */
 
-	void *job_priv;			/* owned by the job code */
+	/* Submission state (maia_job.c), from maia_job_file_open() to close. */
+	void *job_priv;
 };
 
 /* A VM_BIND mapping: [node.start, node.start + node.size) -> BO @offset. */
@@ -89,7 +75,8 @@ struct maia_vm_mapping {
 
 int maia_vm_init(struct maia_device *mdev);
 int maia_vm_open(struct maia_device *mdev, struct drm_file *file);
-void maia_vm_postclose(struct maia_device *mdev, struct drm_file *file);
+/* At close, after maia_job_file_close(): no job of the file runs any more. */
+void maia_vm_close(struct maia_device *mdev, struct drm_file *file);
 
 static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
 {
@@ -120,7 +107,7 @@ int maia_vm_find_bo_va(struct maia_context *ctx, struct drm_gem_object *obj,
 
 /*
  * After a device reset: installs the page tables of every live context.
- * Caller holds the reset lock for writing.
+ * Caller holds the reset lock for writing (asserted).
  */
 int maia_vm_restore(struct maia_device *mdev);
 

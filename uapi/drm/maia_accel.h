@@ -5,8 +5,18 @@
  * Conventions (Documentation/process/botching-up-ioctls.rst): every struct is
  * a multiple of 8 bytes, user pointers are __u64, pads and unknown flags must
  * be zero or the ioctl fails with -EINVAL, and on failure no output field is
- * written. An ioctl whose size does not match the struct below fails with
- * -EINVAL. Numbers are only ever appended. See Documentation/uapi.rst.
+ * written. Numbers are only ever appended. This header stands alone: every
+ * value the kernel returns is defined here (DRM_MAIA_*), not in the device's
+ * hardware headers.
+ *
+ * Growth: a struct only ever gains fields at its end, whose zero value means
+ * the behaviour before them, and each growth bumps MAIA_DRIVER_MINOR. A
+ * struct from older userspace (shorter, but at least the first size of that
+ * ioctl) is zero-extended by the DRM core and only its own bytes are written
+ * back. A struct longer than this kernel's fails with -EINVAL: the kernel
+ * could not check that the fields it does not know are zero. Userspace that
+ * uses a new field checks the driver's minor version (DRM_IOCTL_VERSION)
+ * first. See Documentation/uapi.rst.
  */
 #ifndef _UAPI_MAIA_ACCEL_H_
 #define _UAPI_MAIA_ACCEL_H_
@@ -19,6 +29,12 @@ extern "C" {
 
 #define MAIA_DRIVER_NAME		"maia"
 #define MAIA_DRIVER_MAJOR		1
+/*
+ * Minor versions: what each one added.
+ *  0: the first uAPI.
+ *  1: drm_maia_wait.device_time_ns.
+ */
+#define MAIA_DRIVER_MINOR		1
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -54,11 +70,36 @@ extern "C" {
 #define DRM_MAIA_PARAM_HBM_SIZE		4	/* bytes */
 #define DRM_MAIA_PARAM_NUM_CLUSTERS	5
 #define DRM_MAIA_PARAM_TILES_PER_CLUSTER 6
-#define DRM_MAIA_PARAM_DTYPES		7	/* bitmask of 1 << MAIA_DTYPE_* */
+#define DRM_MAIA_PARAM_DTYPES		7	/* bitmask of 1 << DRM_MAIA_DTYPE_* */
 #define DRM_MAIA_PARAM_NUM_QUEUES	8	/* hardware queues */
-#define DRM_MAIA_PARAM_CAPABILITIES	9	/* MAIA_CAP_* of the device */
+#define DRM_MAIA_PARAM_CAPABILITIES	9	/* DRM_MAIA_CAP_* of the device */
 #define DRM_MAIA_PARAM_SRAM_KIB		10	/* on-chip SRAM per cluster */
 #define DRM_MAIA_PARAM_PCI_BDF		11	/* domain << 16 | bus << 8 | devfn */
+
+/* DRM_MAIA_PARAM_CAPABILITIES: what the device has */
+#define DRM_MAIA_CAP_MMU		(1ull << 0)	/* per-context address spaces */
+#define DRM_MAIA_CAP_SEMAPHORES		(1ull << 1)	/* device semaphores between jobs */
+#define DRM_MAIA_CAP_TENSOR		(1ull << 2)	/* tensor engine commands */
+#define DRM_MAIA_CAP_TELEMETRY		(1ull << 3)	/* power, clock and counters */
+#define DRM_MAIA_CAP_FLR		(1ull << 4)	/* PCIe function level reset */
+
+/* DRM_MAIA_PARAM_DTYPES: bit n set means the tensor engine takes data type n */
+#define DRM_MAIA_DTYPE_FP32		0
+#define DRM_MAIA_DTYPE_FP16		1
+#define DRM_MAIA_DTYPE_BF16		2
+#define DRM_MAIA_DTYPE_FP8_E4M3		3
+#define DRM_MAIA_DTYPE_FP8_E5M2		4
+#define DRM_MAIA_DTYPE_INT8		5	/* with a per-tensor scale */
+#define DRM_MAIA_DTYPE_INT32		6
+#define DRM_MAIA_DTYPE_MXFP8_E4M3	7	/* OCP MX v1.0, 32-element blocks */
+#define DRM_MAIA_DTYPE_MXFP8_E5M2	8
+#define DRM_MAIA_DTYPE_MXFP6_E3M2	9
+#define DRM_MAIA_DTYPE_MXFP6_E2M3	10
+#define DRM_MAIA_DTYPE_MXFP4_E2M1	11
+#define DRM_MAIA_DTYPE_MXINT8		12
+#define DRM_MAIA_DTYPE_MX9		13	/* Microsoft MX, 16-element blocks */
+#define DRM_MAIA_DTYPE_MX6		14
+#define DRM_MAIA_DTYPE_MX4		15
 
 /**
  * struct drm_maia_get_param - query one device parameter
@@ -200,14 +241,29 @@ struct drm_maia_submit {
 #define DRM_MAIA_JOB_TIMEOUT		3	/* hung; the device was reset (guilty) */
 #define DRM_MAIA_JOB_ABORTED		4	/* lost to a reset caused by another job */
 
+/* What the device said about a job (drm_maia_wait.device_status) */
+#define DRM_MAIA_DEVICE_OK		0	/* completed */
+#define DRM_MAIA_DEVICE_BAD_OPCODE	1	/* unknown command */
+#define DRM_MAIA_DEVICE_BAD_CMD		2	/* malformed command (size, flags, fields) */
+#define DRM_MAIA_DEVICE_MMU_FAULT	3	/* access outside the context's mappings */
+#define DRM_MAIA_DEVICE_DMA_ERROR	4	/* host memory access failed */
+#define DRM_MAIA_DEVICE_BAD_DESC	5	/* malformed tensor descriptor */
+#define DRM_MAIA_DEVICE_BAD_CONTEXT	6	/* address space not set up */
+#define DRM_MAIA_DEVICE_ABORTED		7	/* stopped by a reset, or never ran */
+#define DRM_MAIA_DEVICE_SEM_TIMEOUT	8	/* a semaphore wait gave up */
+#define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
+
 /**
  * struct drm_maia_wait - wait for a job
  * @seqno: in, from DRM_MAIA_SUBMIT
  * @timeout_ns: in, absolute CLOCK_MONOTONIC deadline; -ETIME when it passes
  * @status: out, DRM_MAIA_JOB_*
- * @device_status: out, the device's MAIA_STATUS_* code
+ * @device_status: out, DRM_MAIA_DEVICE_*
  * @error_offset: out, byte offset of the failing command in the buffer
  * @pad: must be 0
+ * @device_time_ns: out (minor 1), time the device spent on the job, from its
+ *                  start to its completion on the device clock; 0 if it
+ *                  never ran
  */
 struct drm_maia_wait {
 	__u64 seqno;
@@ -216,16 +272,21 @@ struct drm_maia_wait {
 	__u32 device_status;
 	__u32 error_offset;
 	__u32 pad;
+	__u64 device_time_ns;
 };
 
 #define DRM_MAIA_CTX_FAULTED		(1u << 0)
+
+/* drm_maia_context_status.fault_access */
+#define DRM_MAIA_ACCESS_READ		1
+#define DRM_MAIA_ACCESS_WRITE		2
 
 /**
  * struct drm_maia_context_status - this file's context state
  * @flags: out, DRM_MAIA_CTX_*
  * @asid: out, the device address space id
  * @fault_addr: out, faulting address if DRM_MAIA_CTX_FAULTED
- * @fault_access: out, MAIA_ACCESS_READ/WRITE
+ * @fault_access: out, DRM_MAIA_ACCESS_READ or DRM_MAIA_ACCESS_WRITE
  * @pad: must be 0
  * @device_resets: out, device resets since this file was opened
  */

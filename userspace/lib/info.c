@@ -86,6 +86,8 @@ MAIA_EXPORT int maia_device_info(struct maia_device *dev, struct maia_device_inf
 			memcpy((char *)&out + fields[i].offset, &v32, sizeof(v32));
 		}
 	}
+	out.dtypes = maia_dtypes_from_uapi(out.dtypes);
+	out.capabilities = maia_caps_from_uapi(out.capabilities);
 	err = maia_query(dev, DRM_MAIA_PARAM_DEVICE_ID, &value);
 	if (err)
 		return err;

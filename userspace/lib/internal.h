@@ -46,6 +46,12 @@ struct maia_cmdbuf {
 
 /* drmIoctl with MAIA_TRACE logging; returns 0 or a negative errno. */
 int maia_ioctl(struct maia_device *dev, unsigned long request, void *arg);
+
+/* uAPI values to the device's (uapi.c) */
+uint32_t maia_caps_from_uapi(uint64_t caps);
+uint32_t maia_dtypes_from_uapi(uint64_t dtypes);
+uint32_t maia_device_status_from_uapi(uint32_t status);
+uint32_t maia_access_from_uapi(uint32_t access);
 /* Closes the fd and frees dev (maia_device_close, or the last BO of a closed device). */
 void maia_device_release(struct maia_device *dev);
 

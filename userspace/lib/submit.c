@@ -80,7 +80,7 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 				  (unsigned long long)seqno);
 	if (!err && status) {
 		status->status = w.status;
-		status->device_status = w.device_status;
+		status->device_status = maia_device_status_from_uapi(w.device_status);
 		status->error_offset = w.error_offset;
 	}
 	return err;
@@ -136,7 +136,7 @@ MAIA_EXPORT int maia_context_status(struct maia_device *dev, struct maia_context
 	st->faulted = cs.flags & DRM_MAIA_CTX_FAULTED;
 	st->asid = cs.asid;
 	st->fault_addr = cs.fault_addr;
-	st->fault_access = cs.fault_access;
+	st->fault_access = maia_access_from_uapi(cs.fault_access);
 	st->device_resets = cs.device_resets;
 	return 0;
 }

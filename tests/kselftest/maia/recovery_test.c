@@ -185,7 +185,7 @@ TEST_F_TIMEOUT(recovery, slow_queue_is_not_hung, 60)
 	for (i = 0; i < 10; i++) {
 		ASSERT_EQ(0, kwait(self->fd, seq[i], 30 * SEC, &w));
 		EXPECT_EQ(DRM_MAIA_JOB_ERROR, w.status);
-		EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status);
+		EXPECT_EQ(DRM_MAIA_DEVICE_SEM_TIMEOUT, w.device_status);
 	}
 	EXPECT_EQ(resets, kreset_count(&self->node));
 }

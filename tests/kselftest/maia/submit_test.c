@@ -8,6 +8,7 @@
  * must fail with its precise errno and leave the caller's struct untouched.
  */
 #include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -77,7 +78,68 @@ TEST_F(job, nop)
 	for (i = 0; i < 4; i++)
 		kcmd_nop(&self->cb);
 	ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &w));
-	EXPECT_EQ(MAIA_STATUS_OK, w.device_status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_OK, w.device_status);
+}
+
+/*
+ * The uAPI's growth rule (Documentation/uapi.rst), on the one struct that
+ * has grown: WAIT gained device_time_ns in driver minor 1. A caller built
+ * against the first, shorter struct still works and gets only its own bytes
+ * back; the current struct gets the new field; a struct shorter than the
+ * first or longer than the current one is refused and left as it was.
+ */
+TEST_F(job, wait_struct_growth)
+{
+	const size_t v0 = offsetof(struct drm_maia_wait, device_time_ns);
+	const size_t cur = sizeof(struct drm_maia_wait);
+	const size_t refused[] = { v0 - 8, cur + 8, 2 * cur };
+	unsigned char buf[128], ref[128];
+	struct drm_maia_wait w;
+	drm_version_t ver;
+	__u64 seqno = 0;
+	size_t i;
+
+	memset(&ver, 0, sizeof(ver));
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_VERSION, &ver));
+	ASSERT_LE(1, ver.version_minor) TH_LOG("device_time_ns came with minor 1");
+	EXPECT_EQ(MAIA_DRIVER_MINOR, ver.version_minor);
+
+	/* Work that takes measurable device time: 4 MiB of HBM filled. */
+	kcmd_fill(&self->cb, VA_HBM, 4 * KSFT_MIB, 0x5a5a5a5a);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, NULL, &seqno));
+
+	/* The first struct, as old userspace has it. */
+	memset(&w, 0, sizeof(w));
+	w.seqno = seqno;
+	w.timeout_ns = kmono_ns() + 10 * SEC;
+	memset(buf, 0xa5, sizeof(buf));
+	memcpy(buf, &w, v0);
+	memcpy(ref, buf, sizeof(buf));
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, DRM_IOCTL_BASE,
+					  DRM_COMMAND_BASE + DRM_MAIA_WAIT, v0), buf));
+	memcpy(&w, buf, v0);
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_OK, w.device_status);
+	EXPECT_EQ(0, memcmp(buf + v0, ref + v0, sizeof(buf) - v0))
+		TH_LOG("the kernel wrote past the caller's %zu-byte struct", v0);
+
+	/* The current struct: the same answer plus the device time. */
+	ASSERT_EQ(0, kwait(self->fd, seqno, 10 * SEC, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+	EXPECT_LT(0, w.device_time_ns);
+	EXPECT_GT(60 * SEC, w.device_time_ns);
+
+	/* Too short to be any version, or longer than this kernel's. */
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		memset(buf, 0xa5, sizeof(buf));
+		memcpy(buf, &w, sizeof(w) < refused[i] ? sizeof(w) : refused[i]);
+		memcpy(ref, buf, sizeof(buf));
+		EXPECT_EQ(-1, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, DRM_IOCTL_BASE,
+						   DRM_COMMAND_BASE + DRM_MAIA_WAIT, refused[i]),
+				    buf)) TH_LOG("size %zu", refused[i]);
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(0, memcmp(buf, ref, sizeof(buf))) TH_LOG("size %zu", refused[i]);
+	}
 }
 
 TEST_F(job, fill_host_and_hbm)
@@ -223,7 +285,7 @@ TEST_F(job, device_error)
 	bad = kcmd_add(&self->cb, 0x3f, 8);	/* no such opcode */
 	(void)bad;
 	ASSERT_EQ(DRM_MAIA_JOB_ERROR, run(self->fd, &self->cb, &w));
-	EXPECT_EQ(MAIA_STATUS_BAD_OPCODE, w.device_status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_BAD_OPCODE, w.device_status);
 	EXPECT_EQ(8, w.error_offset);
 }
 
@@ -508,14 +570,14 @@ TEST_F(job, context_status_and_fault)
 	/* Write to an address this file never mapped. */
 	kcmd_fill(&self->cb, VA_UNMAPPED + 0x40, 4096, 1);
 	ASSERT_EQ(DRM_MAIA_JOB_FAULT, run(self->fd, &self->cb, &w));
-	EXPECT_EQ(MAIA_STATUS_MMU_FAULT, w.device_status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_MMU_FAULT, w.device_status);
 
 	ASSERT_EQ(0, kcontext_status(self->fd, &cs));
 	EXPECT_EQ(DRM_MAIA_CTX_FAULTED, cs.flags);
 	/* The first address the fill touched, or its page. */
 	EXPECT_LE(VA_UNMAPPED, cs.fault_addr);
 	EXPECT_GE(VA_UNMAPPED + 0x40, cs.fault_addr);
-	EXPECT_EQ(MAIA_ACCESS_WRITE, cs.fault_access);
+	EXPECT_EQ(DRM_MAIA_ACCESS_WRITE, cs.fault_access);
 
 	memset(&s, 0, sizeof(s));
 	kcmd_nop(&self->cb);

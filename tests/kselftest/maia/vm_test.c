@@ -633,10 +633,10 @@ TEST_F(dev, readonly_mapping_faults_on_write)
 	cmd_fill(&self->cb, HBM_VA, 64, 0xbad0bad0);
 	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
 	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
-	EXPECT_EQ(MAIA_STATUS_MMU_FAULT, w.device_status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_MMU_FAULT, w.device_status);
 	EXPECT_EQ(0x600dda7a, h[0]);
 	EXPECT_EQ(0, h[1]);
-	expect_fault(_metadata, self->fd, HBM_VA, MAIA_ACCESS_WRITE);
+	expect_fault(_metadata, self->fd, HBM_VA, DRM_MAIA_ACCESS_WRITE);
 }
 
 /* After UNMAP the device sees nothing at the old VA. */
@@ -661,7 +661,7 @@ TEST_F(dev, unmapped_va_faults)
 	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
 	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
 	EXPECT_EQ(1, h[MIB / 4]);
-	expect_fault(_metadata, self->fd, HBM_VA + MIB, MAIA_ACCESS_WRITE);
+	expect_fault(_metadata, self->fd, HBM_VA + MIB, DRM_MAIA_ACCESS_WRITE);
 }
 
 /*
@@ -737,7 +737,7 @@ TEST_F(dev, other_file_cannot_reach_my_memory)
 	cmd_fill(&cb_b, HBM_VA, 4096, 0xb0b0b0b0);
 	ASSERT_EQ(0, run(_metadata, fd_b, &cb_b, &w));
 	EXPECT_EQ(DRM_MAIA_JOB_FAULT, w.status);
-	expect_fault(_metadata, fd_b, HBM_VA, MAIA_ACCESS_WRITE);
+	expect_fault(_metadata, fd_b, HBM_VA, DRM_MAIA_ACCESS_WRITE);
 	/* B is done for: further submits fail. */
 	EXPECT_EQ(-EBADFD, run(_metadata, fd_b, &cb_b, &w));
 
@@ -880,7 +880,7 @@ TEST_F(dev, unmap_waits_for_jobs_in_flight)
 
 	wait_job(_metadata, self->fd, seqno, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_ERROR, w.status);
-	EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_SEM_TIMEOUT, w.device_status);
 	EXPECT_EQ(0x0dd0c0de, h[16]);	/* written before the wait */
 	EXPECT_EQ(0, h[32]);		/* the job stopped at the wait */
 }
@@ -908,7 +908,7 @@ TEST_F(dev, semaphores_are_per_context)
 	wait_job(_metadata, fd2, sseq, &w);
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
 	wait_job(_metadata, self->fd, seqno, &w);
-	EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, w.device_status) TH_LOG("status %u", w.status);
+	EXPECT_EQ(DRM_MAIA_DEVICE_SEM_TIMEOUT, w.device_status) TH_LOG("status %u", w.status);
 	close(fd2);
 
 	self->cb.used = 0;

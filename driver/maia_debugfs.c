@@ -1,16 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Maia accelerator driver: debugfs "bos", every buffer object of the
- * device with its placement, owner and device mappings.
+ * Maia accelerator driver: debugfs, in /sys/kernel/debug/accel/<PCI address>/.
+ *
+ * bos          every buffer object with its placement, owner and mappings
+ * force_reset  any write resets the device and returns once it recovered
+ *
+ * Read-only files go through drm_debugfs_add_file(), which creates them when
+ * the device registers and removes them with it. drm_debugfs_add_file() has
+ * no write handler, so force_reset is a plain debugfs file in the device's
+ * directory, removed with that directory.
  */
 
 #include <drm/drm_debugfs.h>
 #include <drm/drm_gem.h>
 #include <drm/maia_accel.h>
+#include <linux/debugfs.h>
 #include <linux/seq_file.h>
 
+#include "maia_debugfs.h"
 #include "maia_drv.h"
 #include "maia_gem.h"
+#include "maia_reset.h"
 #include "maia_vm.h"
 
 static int maia_debugfs_bos_show(struct seq_file *m, void *unused)
@@ -41,7 +51,27 @@ static int maia_debugfs_bos_show(struct seq_file *m, void *unused)
 	return 0;
 }
 
-void maia_debugfs_bo_init(struct maia_device *mdev)
+static ssize_t maia_debugfs_force_reset_write(struct file *file, const char __user *buf,
+					      size_t size, loff_t *pos)
+{
+	struct maia_device *mdev = file->private_data;
+
+	if (!size)
+		return -EINVAL;
+	maia_reset_force(mdev);
+	return size;
+}
+
+static const struct file_operations maia_debugfs_force_reset_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = maia_debugfs_force_reset_write,
+};
+
+/* Before drm_dev_register(), which creates the files added here. */
+void maia_debugfs_init(struct maia_device *mdev)
 {
 	drm_debugfs_add_file(&mdev->drm, "bos", maia_debugfs_bos_show, NULL);
+	debugfs_create_file("force_reset", 0200, mdev->drm.debugfs_root, mdev,
+			    &maia_debugfs_force_reset_fops);
 }
