@@ -2,7 +2,7 @@
 /*
  * Device enumeration and opening. libdrm 2.4.114 does not list accel nodes,
  * so we scan /sys/class/accel and keep the nodes our driver is bound to,
- * then confirm with DRM_IOCTL_VERSION on open.
+ * then confirm with drmGetVersion() (which works on an accel fd) on open.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,20 +91,26 @@ MAIA_EXPORT int maia_device_count(void)
 static int open_node(int n, const char *pci, struct maia_device **out)
 {
 	struct maia_device *dev;
-	char node[32], name[16] = "";
-	drm_version_t v = { .name = name, .name_len = sizeof(name) - 1 };
+	drmVersionPtr ver;
+	char node[32];
+	bool ours;
 	int fd, err;
 
 	snprintf(node, sizeof(node), "/dev/accel/accel%d", n);
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (drmIoctl(fd, DRM_IOCTL_VERSION, &v)) {
-		err = -errno;
+	errno = 0;
+	ver = drmGetVersion(fd);
+	if (!ver) {
+		err = errno ? -errno : -ENOMEM;
 		close(fd);
 		return err;
 	}
-	if (strcmp(name, MAIA_DRIVER_NAME) != 0 || v.version_major != MAIA_DRIVER_MAJOR) {
+	ours = ver->name && strcmp(ver->name, MAIA_DRIVER_NAME) == 0 &&
+	       ver->version_major == MAIA_DRIVER_MAJOR;
+	drmFreeVersion(ver);
+	if (!ours) {
 		close(fd);
 		return -ENODEV;
 	}
