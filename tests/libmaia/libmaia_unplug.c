@@ -26,6 +26,7 @@ static int write_file(const char *path, const char *s)
 TEST(pci_remove_gives_enodev)
 {
 	struct maia_device_info info;
+	static struct maia_telemetry tm;
 	struct maia_ping_result pr;
 	struct maia_device *dev, *again;
 	struct maia_cmdbuf *cb;
@@ -51,6 +52,8 @@ TEST(pci_remove_gives_enodev)
 	EXPECT_EQ(-ENODEV, maia_bo_create(dev, 4096, MAIA_BO_HOST, &bo));
 	EXPECT_EQ(-ENODEV, maia_submit(dev, cb, NULL, &seqno));
 	EXPECT_EQ(-ENODEV, maia_run(dev, cb, 1000000000, NULL));
+	EXPECT_EQ(-ENODEV, maia_device_telemetry(dev, &tm));
+	EXPECT_EQ(-ENODEV, maia_telemetry_read(info.pci_address, &tm));
 	EXPECT_STRNE("", maia_strerror(-ENODEV));
 	/* Tearing down after the device left must not crash either. */
 	maia_cmdbuf_destroy(cb);

@@ -4,7 +4,7 @@
 # TAP indented with "# ", as the kernel's kselftest runner does). The unplug
 # test runs last because it removes and rescans the device.
 DIR=$(cd "$(dirname "$0")" && pwd)
-set -- libmaia_test libmaia_unplug
+set -- libmaia_test libmaia_telemetry libmaia_unplug
 echo "TAP version 13"
 echo "1..$#"
 n=0

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 0
+#define LIBMAIA_VERSION_MINOR 1
 
 struct maia_device;
 
@@ -81,6 +81,114 @@ int maia_query(struct maia_device *dev, uint32_t param, uint64_t *value);
 
 /* Round trip through a hardware queue: doorbell, device, interrupt. */
 int maia_ping(struct maia_device *dev, uint64_t cookie, struct maia_ping_result *result);
+
+/*
+ * A Maia device as sysfs lists it (/sys/class/accel/accelN bound to the maia
+ * driver), found without opening its node: what a monitoring user outside
+ * the device group can still see.
+ */
+struct maia_device_entry {
+	int index;			/* N in /dev/accel/accelN */
+	char pci_address[16];		/* "0000:00:03.0" */
+};
+
+/*
+ * Fill up to max entries, in /dev/accel order; returns how many it filled
+ * (since 1.1).
+ */
+int maia_device_list(struct maia_device_entry *entries, int max);
+
+/* ---- Telemetry (since 1.1) ------------------------------------------- */
+
+/*
+ * A snapshot of a device's telemetry, read from the driver's sysfs files on
+ * the PCI device and its hwmon device (Documentation/telemetry.rst). Only
+ * the values whose MAIA_TM_* bit is set in valid were provided (an older
+ * driver or device lacks some); the others are 0. Counters count since the
+ * device powered on and never go back; gauges are the driver's last value.
+ */
+#define MAIA_TM_POWER			(1ull << 0)	/* power_uw */
+#define MAIA_TM_POWER_INSTANT		(1ull << 1)	/* power_instant_uw */
+#define MAIA_TM_POWER_CAP		(1ull << 2)	/* power_cap_uw */
+#define MAIA_TM_ENERGY			(1ull << 3)	/* energy_uj */
+#define MAIA_TM_TEMP			(1ull << 4)	/* temp_mc */
+#define MAIA_TM_CLOCK			(1ull << 5)	/* clock_hz */
+#define MAIA_TM_UTILIZATION		(1ull << 6)	/* utilization_pct */
+#define MAIA_TM_TENSOR_UTILIZATION	(1ull << 7)	/* tensor_utilization_pct */
+#define MAIA_TM_THROTTLE_REASONS	(1ull << 8)	/* throttle_reasons */
+#define MAIA_TM_THROTTLE_COUNT		(1ull << 9)	/* throttle_count */
+#define MAIA_TM_THROTTLED_TIME		(1ull << 10)	/* throttled_time_us */
+#define MAIA_TM_BUSY_TIME		(1ull << 11)	/* busy_time_us */
+#define MAIA_TM_TENSOR_BUSY_TIME	(1ull << 12)	/* tensor_busy_time_us */
+#define MAIA_TM_VECTOR_BUSY_TIME	(1ull << 13)	/* vector_busy_time_us */
+#define MAIA_TM_DMA_BUSY_TIME		(1ull << 14)	/* dma_busy_time_us */
+#define MAIA_TM_HBM_READ		(1ull << 15)	/* hbm_bytes_read */
+#define MAIA_TM_HBM_WRITTEN		(1ull << 16)	/* hbm_bytes_written */
+#define MAIA_TM_DMA_BYTES		(1ull << 17)	/* dma_bytes */
+#define MAIA_TM_FLOPS			(1ull << 18)	/* flops */
+#define MAIA_TM_COMMANDS		(1ull << 19)	/* commands */
+#define MAIA_TM_HBM_USED		(1ull << 20)	/* hbm_used_bytes */
+#define MAIA_TM_HBM_FREE		(1ull << 21)	/* hbm_free_bytes */
+#define MAIA_TM_HBM_TOTAL		(1ull << 22)	/* hbm_total_bytes */
+#define MAIA_TM_RESET_COUNT		(1ull << 23)	/* reset_count */
+#define MAIA_TM_TOPOLOGY		(1ull << 24)	/* clusters, tiles_per_cluster */
+#define MAIA_TM_TILES			(1ull << 25)	/* num_tiles, tile_busy_us */
+
+#define MAIA_TELEMETRY_MAX_TILES	1024
+
+struct maia_telemetry {
+	uint64_t valid;			/* MAIA_TM_* bits */
+	int index;			/* N in /dev/accel/accelN */
+	char pci_address[16];
+	uint64_t timestamp_ns;		/* CLOCK_MONOTONIC when the read began */
+	/* hwmon */
+	uint64_t power_uw;		/* power1_average: average over 1 s, uW */
+	uint64_t power_instant_uw;	/* power1_input: last 10 ms period, uW */
+	uint64_t power_cap_uw;		/* power1_cap, uW */
+	uint64_t energy_uj;		/* energy1_input, counter, uJ */
+	int64_t temp_mc;		/* temp1_input, die, m°C */
+	uint64_t clock_hz;		/* freq1_input, tensor clock, Hz */
+	/* sysfs attributes of the PCI device */
+	uint64_t utilization_pct;	/* any command ran, % of the last second */
+	uint64_t tensor_utilization_pct; /* a matrix operation ran, % of the last second */
+	uint64_t throttle_reasons;	/* MAIA_THROTTLE_* bits, 0 at nominal clock */
+	uint64_t throttle_count;	/* clock step-downs, counter */
+	uint64_t throttled_time_us;	/* clock below nominal, counter */
+	uint64_t busy_time_us;		/* counters: any command ran ... */
+	uint64_t tensor_busy_time_us;	/* ... a matrix operation */
+	uint64_t vector_busy_time_us;	/* ... another tensor-engine operation */
+	uint64_t dma_busy_time_us;	/* ... a DMA copy or fill */
+	uint64_t hbm_bytes_read;	/* counters */
+	uint64_t hbm_bytes_written;
+	uint64_t dma_bytes;
+	uint64_t flops;
+	uint64_t commands;
+	uint64_t hbm_used_bytes;	/* gauges: HBM allocated, free, in all */
+	uint64_t hbm_free_bytes;
+	uint64_t hbm_total_bytes;
+	uint64_t reset_count;		/* device resets since the driver loaded */
+	uint32_t clusters;		/* topology */
+	uint32_t tiles_per_cluster;
+	/*
+	 * Busy time of each tile, us, counters: tile t is tile
+	 * t % tiles_per_cluster of cluster t / tiles_per_cluster. At most
+	 * MAIA_TELEMETRY_MAX_TILES (what the device has at most).
+	 */
+	uint32_t num_tiles;
+	uint64_t tile_busy_us[MAIA_TELEMETRY_MAX_TILES];
+};
+
+/*
+ * Read a snapshot of the Maia device at pci_address ("0000:00:03.0" or
+ * "00:03.0") from sysfs, without opening its node (no device access or
+ * context needed). -ENODEV if no device bound to the maia driver has that
+ * address; a value the driver does not provide is not an error (its
+ * MAIA_TM_* bit stays clear). MAIA_SYSFS_ROOT (default /sys) points the
+ * reads at another tree.
+ */
+int maia_telemetry_read(const char *pci_address, struct maia_telemetry *t);
+/* The same for an open device. */
+int maia_device_telemetry(struct maia_device *dev, struct maia_telemetry *t);
 
 /* ---- Buffer objects -------------------------------------------------- */
 

@@ -2,7 +2,7 @@
 /*
  * Device enumeration and opening. libdrm 2.4.114 does not list accel nodes,
  * so we scan /sys/class/accel and keep the nodes our driver is bound to,
- * then confirm with DRM_IOCTL_VERSION on open.
+ * then confirm with drmGetVersion() (which works on an accel fd) on open.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 
 #define MAIA_MAX_ACCEL_NODES 64
 
-static const char *sysfs_root(void)
+const char *maia_sysfs_root(void)
 {
 	/* Lets tests point enumeration at a fake tree. */
 	const char *root = getenv("MAIA_SYSFS_ROOT");
@@ -34,7 +34,7 @@ static bool accel_is_maia(int n, char *pci, size_t pci_len)
 	const char *base;
 	ssize_t len;
 
-	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device/driver", sysfs_root(), n);
+	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device/driver", maia_sysfs_root(), n);
 	len = readlink(path, target, sizeof(target) - 1);
 	if (len < 0)
 		return false;
@@ -43,7 +43,7 @@ static bool accel_is_maia(int n, char *pci, size_t pci_len)
 	if (strcmp(base ? base + 1 : target, MAIA_DRIVER_NAME) != 0)
 		return false;
 
-	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device", sysfs_root(), n);
+	snprintf(path, sizeof(path), "%s/class/accel/accel%d/device", maia_sysfs_root(), n);
 	len = readlink(path, target, sizeof(target) - 1);
 	if (len < 0)
 		return false;
@@ -91,20 +91,26 @@ MAIA_EXPORT int maia_device_count(void)
 static int open_node(int n, const char *pci, struct maia_device **out)
 {
 	struct maia_device *dev;
-	char node[32], name[16] = "";
-	drm_version_t v = { .name = name, .name_len = sizeof(name) - 1 };
+	drmVersionPtr ver;
+	char node[32];
+	bool ours;
 	int fd, err;
 
 	snprintf(node, sizeof(node), "/dev/accel/accel%d", n);
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (drmIoctl(fd, DRM_IOCTL_VERSION, &v)) {
-		err = -errno;
+	errno = 0;
+	ver = drmGetVersion(fd);
+	if (!ver) {
+		err = errno ? -errno : -ENOMEM;
 		close(fd);
 		return err;
 	}
-	if (strcmp(name, MAIA_DRIVER_NAME) != 0 || v.version_major != MAIA_DRIVER_MAJOR) {
+	ours = ver->name && strcmp(ver->name, MAIA_DRIVER_NAME) == 0 &&
+	       ver->version_major == MAIA_DRIVER_MAJOR;
+	drmFreeVersion(ver);
+	if (!ours) {
 		close(fd);
 		return -ENODEV;
 	}
@@ -153,6 +159,14 @@ MAIA_EXPORT int maia_device_open(int index, struct maia_device **out)
 	return 0;
 }
 
+/* pci is "dddd:bb:dd.f"; want is that or the short "bb:dd.f" (no domain). */
+static bool pci_matches(const char *pci, const char *want)
+{
+	const char *colon = strchr(pci, ':');
+
+	return strcmp(pci, want) == 0 || (colon && strcmp(colon + 1, want) == 0);
+}
+
 struct open_by_pci {
 	char want[64];
 	struct maia_device **out;
@@ -162,11 +176,8 @@ struct open_by_pci {
 static int open_pci_one(int n, const char *pci, void *arg)
 {
 	struct open_by_pci *o = arg;
-	size_t lp = strlen(pci), lw = strlen(o->want);
 
-	/* Accept the full "dddd:bb:dd.f" or the short "bb:dd.f" form. */
-	if (strcmp(pci, o->want) != 0 &&
-	    !(lw < lp && pci[lp - lw - 1] == ':' && strcmp(pci + lp - lw, o->want) == 0))
+	if (!pci_matches(pci, o->want))
 		return 0;
 	o->err = open_node(n, pci, o->out);
 	return 1;
@@ -185,6 +196,62 @@ MAIA_EXPORT int maia_device_open_pci(const char *pci_address, struct maia_device
 		return maia_error(o.err, "maia_device_open_pci: no usable Maia device at %s",
 				  pci_address);
 	return 0;
+}
+
+struct find_pci {
+	const char *want;
+	struct maia_device_entry *entry;
+};
+
+static int find_pci_one(int n, const char *pci, void *arg)
+{
+	struct find_pci *f = arg;
+
+	if (!pci_matches(pci, f->want) || strlen(pci) >= sizeof(f->entry->pci_address))
+		return 0;
+	f->entry->index = n;
+	memcpy(f->entry->pci_address, pci, strlen(pci) + 1);
+	return 1;
+}
+
+int maia_find_pci(const char *pci_address, struct maia_device_entry *entry)
+{
+	struct find_pci f = { .want = pci_address, .entry = entry };
+
+	return for_each_maia(find_pci_one, &f) ? 0 : -ENODEV;
+}
+
+struct list_ctx {
+	struct maia_device_entry *out;
+	int max, n;
+};
+
+static int list_one(int n, const char *pci, void *arg)
+{
+	struct list_ctx *c = arg;
+	struct maia_device_entry *e;
+
+	if (c->n >= c->max)
+		return 1;
+	if (strlen(pci) >= sizeof(e->pci_address))
+		return 0;	/* cannot be named: not listed, as it cannot be opened by name */
+	e = &c->out[c->n++];
+	memset(e, 0, sizeof(*e));
+	e->index = n;
+	memcpy(e->pci_address, pci, strlen(pci) + 1);
+	return 0;
+}
+
+MAIA_EXPORT int maia_device_list(struct maia_device_entry *entries, int max)
+{
+	struct list_ctx c = { .out = entries, .max = max };
+
+	maia_error_clear();
+	if (max < 0 || (max && !entries))
+		return maia_error(-EINVAL, "maia_device_list: NULL entries or negative max %d",
+				  max);
+	for_each_maia(list_one, &c);
+	return c.n;
 }
 
 void maia_device_release(struct maia_device *dev)

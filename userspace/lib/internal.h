@@ -55,6 +55,11 @@ uint32_t maia_access_from_uapi(uint32_t access);
 /* Closes the fd and frees dev (maia_device_close, or the last BO of a closed device). */
 void maia_device_release(struct maia_device *dev);
 
+/* MAIA_SYSFS_ROOT, default "/sys": lets tests point sysfs reads at a fake tree. */
+const char *maia_sysfs_root(void);
+/* The Maia device at a PCI address (full or short form), or -ENODEV. */
+int maia_find_pci(const char *pci_address, struct maia_device_entry *entry);
+
 /*
  * Record why a call failed for maia_last_error() (and stderr when
  * MAIA_TRACE or MAIA_DEBUG is set); returns err so callers can

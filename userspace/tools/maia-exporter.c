@@ -7,18 +7,16 @@
  *   maia-exporter --once                     print one scrape to stdout and exit
  *
  * Devices are enumerated with libmaia (once, and again when they change);
- * the values come from the driver's sysfs attributes on the PCI device and
- * its hwmon device, read afresh on every scrape (Documentation/telemetry.rst). A metric a device does not
+ * the values are libmaia telemetry snapshots (maia_telemetry_read: the
+ * driver's sysfs and hwmon files, no device access needed), read afresh on
+ * every scrape (Documentation/telemetry.rst). A metric a device does not
  * provide (an older driver) is left out for that device, not reported as 0.
- * MAIA_SYSFS_ROOT (default /sys) points the sysfs reads elsewhere, as it
- * does for libmaia's enumeration.
+ * MAIA_SYSFS_ROOT (default /sys) points libmaia's sysfs reads elsewhere.
  */
 #define _GNU_SOURCE	/* accept4 */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -38,173 +36,110 @@ struct dev {
 	char name[32];		/* "maia0" */
 	char pci[32];
 	char model[64];
-	char hwmon[PATH_MAX + 512];	/* hwmon directory, "" if none */
-	unsigned int tiles_per_cluster;
 };
 
 enum mtype { GAUGE, COUNTER };
 
-/* How a metric's value is read and scaled. */
+/* A metric: which telemetry value, and how it is scaled. */
 struct metric {
 	const char *name;
 	enum mtype type;
 	const char *help;
-	const char *file;	/* sysfs attribute of the PCI device, or hwmon file */
-	bool hwmon;
+	uint64_t field;		/* MAIA_TM_* */
 	double scale;		/* value = raw * scale */
 };
 
 static const struct metric metrics[] = {
 	{ "MAIA_FI_DEV_UTIL", GAUGE,
 	  "Engine utilization, percent of the last second any command ran (in %).",
-	  "utilization", false, 1.0 },
+	  MAIA_TM_UTILIZATION, 1.0 },
 	{ "MAIA_FI_PROF_TENSOR_ACTIVE", GAUGE,
 	  "Ratio of the last second the tensor (matrix) unit was busy (0..1).",
-	  "tensor_utilization", false, 0.01 },
+	  MAIA_TM_TENSOR_UTILIZATION, 0.01 },
 	{ "MAIA_FI_DEV_BUSY_TIME", COUNTER,
 	  "Time any command ran since power-on (in s).",
-	  "busy_time_us", false, 1e-6 },
+	  MAIA_TM_BUSY_TIME, 1e-6 },
 	{ "MAIA_FI_DEV_POWER_USAGE", GAUGE,
 	  "Power draw averaged over the last second (in W).",
-	  "power1_average", true, 1e-6 },
+	  MAIA_TM_POWER, 1e-6 },
 	{ "MAIA_FI_DEV_POWER_CAP", GAUGE,
 	  "Power cap the firmware enforces (in W).",
-	  "power1_cap", true, 1e-6 },
+	  MAIA_TM_POWER_CAP, 1e-6 },
 	{ "MAIA_FI_DEV_TOTAL_ENERGY_CONSUMPTION", COUNTER,
 	  "Energy consumed since power-on (in J).",
-	  "energy1_input", true, 1e-6 },
+	  MAIA_TM_ENERGY, 1e-6 },
 	{ "MAIA_FI_DEV_TEMP", GAUGE,
 	  "Die temperature (in C).",
-	  "temp1_input", true, 1e-3 },
+	  MAIA_TM_TEMP, 1e-3 },
 	{ "MAIA_FI_DEV_CLOCK", GAUGE,
 	  "Tensor clock (in MHz).",
-	  "freq1_input", true, 1e-6 },
+	  MAIA_TM_CLOCK, 1e-6 },
 	{ "MAIA_FI_DEV_CLOCK_THROTTLE_REASONS", GAUGE,
 	  "Why the clock is below nominal: bitmask, 1 power cap, 2 thermal.",
-	  "throttle_reasons", false, 1.0 },
+	  MAIA_TM_THROTTLE_REASONS, 1.0 },
 	{ "MAIA_FI_DEV_THROTTLE_EVENTS", COUNTER,
 	  "Clock step-downs by the power controller since power-on.",
-	  "throttle_count", false, 1.0 },
+	  MAIA_TM_THROTTLE_COUNT, 1.0 },
 	{ "MAIA_FI_DEV_HBM_USED", GAUGE,
 	  "HBM allocated (in bytes).",
-	  "hbm_used_bytes", false, 1.0 },
+	  MAIA_TM_HBM_USED, 1.0 },
 	{ "MAIA_FI_DEV_HBM_FREE", GAUGE,
 	  "HBM free (in bytes).",
-	  "hbm_free_bytes", false, 1.0 },
+	  MAIA_TM_HBM_FREE, 1.0 },
 	{ "MAIA_FI_DEV_HBM_READ_BYTES", COUNTER,
 	  "HBM bytes read by commands since power-on.",
-	  "hbm_bytes_read", false, 1.0 },
+	  MAIA_TM_HBM_READ, 1.0 },
 	{ "MAIA_FI_DEV_HBM_WRITE_BYTES", COUNTER,
 	  "HBM bytes written by commands since power-on.",
-	  "hbm_bytes_written", false, 1.0 },
+	  MAIA_TM_HBM_WRITTEN, 1.0 },
 	{ "MAIA_FI_DEV_RESET_COUNT", COUNTER,
 	  "Device resets (hang recovery) since the driver was loaded.",
-	  "reset_count", false, 1.0 },
+	  MAIA_TM_RESET_COUNT, 1.0 },
 };
 
-static const char *sysfs_root(void)
+/* The snapshot's value of one MAIA_TM_* field, unscaled. */
+static double raw_value(const struct maia_telemetry *t, uint64_t field)
 {
-	const char *root = getenv("MAIA_SYSFS_ROOT");
-
-	return root ? root : "/sys";
-}
-
-/* First hwmon directory under the PCI device, or "". */
-static void find_hwmon(struct dev *d)
-{
-	char dir[PATH_MAX];
-	struct dirent *de;
-	DIR *dp;
-
-	d->hwmon[0] = '\0';
-	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/hwmon", sysfs_root(), d->pci);
-	dp = opendir(dir);
-	if (!dp)
-		return;
-	while ((de = readdir(dp))) {
-		if (strncmp(de->d_name, "hwmon", 5) == 0) {
-			snprintf(d->hwmon, sizeof(d->hwmon), "%s/%s", dir, de->d_name);
-			break;
-		}
+	switch (field) {
+	case MAIA_TM_UTILIZATION:	return (double)t->utilization_pct;
+	case MAIA_TM_TENSOR_UTILIZATION: return (double)t->tensor_utilization_pct;
+	case MAIA_TM_BUSY_TIME:		return (double)t->busy_time_us;
+	case MAIA_TM_POWER:		return (double)t->power_uw;
+	case MAIA_TM_POWER_CAP:		return (double)t->power_cap_uw;
+	case MAIA_TM_ENERGY:		return (double)t->energy_uj;
+	case MAIA_TM_TEMP:		return (double)t->temp_mc;
+	case MAIA_TM_CLOCK:		return (double)t->clock_hz;
+	case MAIA_TM_THROTTLE_REASONS:	return (double)t->throttle_reasons;
+	case MAIA_TM_THROTTLE_COUNT:	return (double)t->throttle_count;
+	case MAIA_TM_HBM_USED:		return (double)t->hbm_used_bytes;
+	case MAIA_TM_HBM_FREE:		return (double)t->hbm_free_bytes;
+	case MAIA_TM_HBM_READ:		return (double)t->hbm_bytes_read;
+	case MAIA_TM_HBM_WRITTEN:	return (double)t->hbm_bytes_written;
+	case MAIA_TM_RESET_COUNT:	return (double)t->reset_count;
+	default:			return 0;
 	}
-	closedir(dp);
-}
-
-/* Basename of a symlink's target, or false. */
-static bool link_base(const char *path, char *out, size_t size)
-{
-	char target[PATH_MAX];
-	const char *base;
-	ssize_t len = readlink(path, target, sizeof(target) - 1);
-
-	if (len < 0)
-		return false;
-	target[len] = '\0';
-	base = strrchr(target, '/');
-	base = base ? base + 1 : target;
-	if (strlen(base) >= size)
-		return false;
-	memcpy(out, base, strlen(base) + 1);
-	return true;
-}
-
-/* Tiles per cluster from sysfs topology ("<clusters>x<tiles>"); 1 if unknown. */
-static unsigned int sysfs_tiles_per_cluster(const char *pci)
-{
-	char path[PATH_MAX];
-	unsigned int clusters = 0, tiles = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/topology", sysfs_root(), pci);
-	f = fopen(path, "r");
-	if (!f)
-		return 1;
-	if (fscanf(f, "%ux%u", &clusters, &tiles) != 2 || !tiles)
-		tiles = 1;
-	fclose(f);
-	return tiles;
 }
 
 /*
- * Without permission to open the device nodes (a monitoring user outside
- * the device group), the accelN entries bound to the maia driver in sysfs
- * still give the index and PCI address; only the revision is unknown.
+ * Devices as libmaia lists them from sysfs. Opening one gives the model
+ * and revision; without permission to open the device nodes (a monitoring
+ * user outside the device group) the list still gives the index and PCI
+ * address, and the telemetry is read from sysfs either way.
  */
-static bool enumerate_sysfs(int nth, struct dev *d)
+static int enumerate(const struct maia_device_entry *list, int n, struct dev *devs)
 {
-	char path[PATH_MAX], drv[64];
-	int seen = 0;
+	int found = 0;
 
-	for (int n = 0; n < 64; n++) {
-		snprintf(path, sizeof(path), "%s/class/accel/accel%d/device/driver", sysfs_root(), n);
-		if (!link_base(path, drv, sizeof(drv)) || strcmp(drv, "maia"))
-			continue;
-		if (seen++ != nth)
-			continue;
-		snprintf(path, sizeof(path), "%s/class/accel/accel%d/device", sysfs_root(), n);
-		if (!link_base(path, d->pci, sizeof(d->pci)))
-			return false;
-		snprintf(d->name, sizeof(d->name), "maia%d", n);
-		snprintf(d->model, sizeof(d->model), "Maia");
-		d->tiles_per_cluster = sysfs_tiles_per_cluster(d->pci);
-		find_hwmon(d);
-		return true;
-	}
-	return false;
-}
-
-static int enumerate(struct dev *devs, int max)
-{
-	int n = maia_device_count(), found = 0;
-
-	for (int i = 0; i < n && found < max; i++) {
+	for (int i = 0; i < n; i++) {
 		struct maia_device_info info;
 		struct maia_device *md;
 		struct dev *d = &devs[found];
 
-		if (maia_device_open(i, &md) < 0) {
-			if (enumerate_sysfs(i, d))
-				found++;
+		if (maia_device_open_pci(list[i].pci_address, &md) < 0) {
+			snprintf(d->name, sizeof(d->name), "maia%d", list[i].index);
+			snprintf(d->pci, sizeof(d->pci), "%s", list[i].pci_address);
+			snprintf(d->model, sizeof(d->model), "Maia");
+			found++;
 			continue;
 		}
 		if (maia_device_info(md, &info) == 0) {
@@ -213,45 +148,11 @@ static int enumerate(struct dev *devs, int max)
 			snprintf(d->model, sizeof(d->model), "Maia %s rev %u.%u",
 				 info.device_id == 0xa100 ? "100" : "accelerator",
 				 info.revision >> 8 & 0xff, info.revision & 0xff);
-			d->tiles_per_cluster = info.tiles_per_cluster ? info.tiles_per_cluster : 1;
-			find_hwmon(d);
 			found++;
 		}
 		maia_device_close(md);
 	}
 	return found;
-}
-
-/* Reads one number (decimal or 0x hex) from a file. */
-static bool read_value(const struct dev *d, const struct metric *m, double *out)
-{
-	char path[PATH_MAX + 1024], buf[64];
-	unsigned long long v;
-	char *end;
-	FILE *f;
-
-	if (m->hwmon) {
-		if (!d->hwmon[0])
-			return false;
-		snprintf(path, sizeof(path), "%s/%s", d->hwmon, m->file);
-	} else {
-		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/%s", sysfs_root(), d->pci,
-			 m->file);
-	}
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return false;
-	}
-	fclose(f);
-	errno = 0;
-	v = strtoull(buf, &end, 0);
-	if (errno || end == buf || (*end && *end != '\n'))
-		return false;
-	*out = (double)v * m->scale;
-	return true;
 }
 
 /* Label values: backslash, quote and newline escaped. */
@@ -271,64 +172,58 @@ static void put_label(FILE *out, const char *key, const char *val, bool last)
 
 /*
  * Devices from the last enumeration. Opening a device creates a context in
- * the driver, so scrapes reuse the list while the device count (a sysfs
- * scan) is unchanged and every cached device is still there.
+ * the driver, so scrapes reuse the list while libmaia's device list (a
+ * sysfs scan: accel index and PCI address of each device bound to maia) is
+ * unchanged.
  */
+static struct maia_device_entry cached_list[MAX_DEVICES];
+static int ncached_list = -1;
 static struct dev cached[MAX_DEVICES];
-static int ncached = -1;
+static int ncached;
+/* This scrape's snapshots; ok[j] false when devs[j] could not be read. */
+static struct maia_telemetry snaps[MAX_DEVICES];
+static bool ok[MAX_DEVICES];
 
-static bool cache_valid(void)
+static void refresh_devices(void)
 {
-	char path[PATH_MAX + 64];
+	struct maia_device_entry list[MAX_DEVICES];
+	int n = maia_device_list(list, MAX_DEVICES);
 
-	if (ncached < 0 || maia_device_count() != ncached)
-		return false;
-	for (int i = 0; i < ncached; i++) {
-		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/driver", sysfs_root(),
-			 cached[i].pci);
-		if (access(path, F_OK))
-			return false;
-	}
-	return true;
+	if (n < 0)
+		n = 0;
+	if (n == ncached_list && !memcmp(list, cached_list, (size_t)n * sizeof(list[0])))
+		return;
+	memcpy(cached_list, list, (size_t)n * sizeof(list[0]));
+	ncached_list = n;
+	ncached = enumerate(list, n, cached);
 }
 
 /*
- * Per-tile busy time (sysfs tile_busy_time_us: microseconds, one value per
- * tile), one sample per tile labelled with its cluster and tile index.
+ * Per-tile busy time (microseconds, one value per tile), one sample per
+ * tile labelled with its cluster and tile index.
  */
 static void scrape_tiles(FILE *out, const struct dev *devs, int n)
 {
 	fputs("# HELP MAIA_FI_PROF_TILE_BUSY_TIME Time the tile ran tensor work since power-on "
 	      "(in s).\n# TYPE MAIA_FI_PROF_TILE_BUSY_TIME counter\n", out);
 	for (int j = 0; j < n; j++) {
-		char path[PATH_MAX + 64], buf[16384], *p, *end;
-		unsigned int t = 0, per = devs[j].tiles_per_cluster ? devs[j].tiles_per_cluster : 1;
-		size_t len;
-		FILE *f;
+		const struct maia_telemetry *t = &snaps[j];
+		unsigned int per = t->valid & MAIA_TM_TOPOLOGY ? t->tiles_per_cluster : 1;
 
-		snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/tile_busy_time_us",
-			 sysfs_root(), devs[j].pci);
-		f = fopen(path, "r");
-		if (!f)
+		if (!ok[j] || !(t->valid & MAIA_TM_TILES))
 			continue;
-		len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = '\0';
-		for (p = buf;; p = end, t++) {
+		for (unsigned int i = 0; i < t->num_tiles; i++) {
 			char cl[16], ti[16];
-			unsigned long long us = strtoull(p, &end, 10);
 
-			if (end == p)
-				break;
-			snprintf(cl, sizeof(cl), "%u", t / per);
-			snprintf(ti, sizeof(ti), "%u", t % per);
+			snprintf(cl, sizeof(cl), "%u", i / per);
+			snprintf(ti, sizeof(ti), "%u", i % per);
 			fputs("MAIA_FI_PROF_TILE_BUSY_TIME{", out);
 			put_label(out, "device", devs[j].name, false);
 			put_label(out, "pci_address", devs[j].pci, false);
 			put_label(out, "modelName", devs[j].model, false);
 			put_label(out, "cluster", cl, false);
 			put_label(out, "tile", ti, true);
-			fprintf(out, "} %.10g\n", (double)us * 1e-6);
+			fprintf(out, "} %.10g\n", (double)t->tile_busy_us[i] * 1e-6);
 		}
 	}
 }
@@ -338,11 +233,10 @@ static void scrape(FILE *out)
 	const struct dev *devs = cached;
 	int n;
 
-	if (!cache_valid())
-		ncached = enumerate(cached, MAX_DEVICES);
+	refresh_devices();
 	n = ncached;
-	for (int j = 0; j < n; j++)
-		find_hwmon(&cached[j]);	/* renumbered when the driver is reloaded */
+	for (int j = 0; j < n; j++)	/* afresh: values, and hwmon renumbered on reload */
+		ok[j] = maia_telemetry_read(devs[j].pci, &snaps[j]) == 0;
 
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
 		const struct metric *m = &metrics[i];
@@ -350,15 +244,13 @@ static void scrape(FILE *out)
 		fprintf(out, "# HELP %s %s\n", m->name, m->help);
 		fprintf(out, "# TYPE %s %s\n", m->name, m->type == GAUGE ? "gauge" : "counter");
 		for (int j = 0; j < n; j++) {
-			double v;
-
-			if (!read_value(&devs[j], m, &v))
+			if (!ok[j] || !(snaps[j].valid & m->field))
 				continue;
 			fprintf(out, "%s{", m->name);
 			put_label(out, "device", devs[j].name, false);
 			put_label(out, "pci_address", devs[j].pci, false);
 			put_label(out, "modelName", devs[j].model, true);
-			fprintf(out, "} %.10g\n", v);
+			fprintf(out, "} %.10g\n", raw_value(&snaps[j], m->field) * m->scale);
 		}
 	}
 	scrape_tiles(out, devs, n);

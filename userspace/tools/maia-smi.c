@@ -8,8 +8,9 @@
  *   maia-smi load [PARAM=VALUE...]   load maia.ko (libkmod)
  *   maia-smi unload                  unload it
  *
- * Memory in use comes from the driver's sysfs attributes (hbm_used_bytes,
- * hbm_free_bytes); processes from /proc/PID/fdinfo, where DRM drivers print
+ * Memory in use, resets, power, clocks and per-tile busy time come from
+ * libmaia's telemetry snapshot (maia_telemetry_read: the driver's sysfs
+ * and hwmon files, as maia-exporter reads them); processes from /proc/PID/fdinfo, where DRM drivers print
  * drm-usage-stats (Documentation/gpu/drm-usage-stats.rst): drm-driver,
  * drm-pdev, drm-client-id and drm-total-* / drm-resident-* memory keys.
  */
@@ -45,84 +46,40 @@ struct device_state {
 	long long hbm_used;		/* -1 if the driver does not say */
 	long long hbm_free;
 	long long resets;
-	/* Telemetry (maia-exporter reads the same files); -1 if absent. */
+	/* Telemetry (maia_telemetry_read, as maia-exporter); -1 if absent. */
 	long long power_uw, cap_uw, temp_mc, freq_hz, util, throttle_reasons, throttle_count;
-	/* tile_busy_time_us: busy time of each tile, us; ntiles 0 if absent */
+	/* busy time of each tile, us; ntiles 0 if absent */
 	int ntiles;
-	long long tile_us[1024];
+	const uint64_t *tile_us;
 };
 
-/* Reads sysfs tile_busy_time_us (space-separated values) into d. */
-static void read_tiles(const char *pci, struct device_state *d)
+/* A telemetry value, or -1 when the driver does not provide it. */
+static long long tm_value(const struct maia_telemetry *t, uint64_t field, long long v)
 {
-	char path[PATH_MAX], buf[24 * 1024], *p, *end;
-	size_t len;
-	FILE *f;
-
-	d->ntiles = 0;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/tile_busy_time_us", pci);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	for (p = buf; d->ntiles < (int)(sizeof(d->tile_us) / sizeof(d->tile_us[0])); p = end) {
-		long long v = strtoll(p, &end, 10);
-
-		if (end == p)
-			break;
-		d->tile_us[d->ntiles++] = v;
-	}
+	return t->valid & field ? v : -1;
 }
 
-/* ---- sysfs and /proc -------------------------------------------------- */
-
-static long long sysfs_ll(const char *pci, const char *attr)
+/* The device's telemetry snapshot into d; tm must outlive d. */
+static void read_telemetry(struct device_state *d, struct maia_telemetry *tm)
 {
-	char path[PATH_MAX];
-	long long v;
-	FILE *f;
-	int ok;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", pci, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	ok = fscanf(f, "%lli", &v) == 1;	/* %lli: throttle_reasons is 0x hex */
-	fclose(f);
-	return ok ? v : -1;
+	if (maia_telemetry_read(d->info.pci_address, tm))
+		tm->valid = 0;	/* gone since it was opened: show what the ioctls said */
+	d->hbm_used = tm_value(tm, MAIA_TM_HBM_USED, (long long)tm->hbm_used_bytes);
+	d->hbm_free = tm_value(tm, MAIA_TM_HBM_FREE, (long long)tm->hbm_free_bytes);
+	d->resets = tm_value(tm, MAIA_TM_RESET_COUNT, (long long)tm->reset_count);
+	d->power_uw = tm_value(tm, MAIA_TM_POWER, (long long)tm->power_uw);
+	d->cap_uw = tm_value(tm, MAIA_TM_POWER_CAP, (long long)tm->power_cap_uw);
+	d->temp_mc = tm_value(tm, MAIA_TM_TEMP, tm->temp_mc);
+	d->freq_hz = tm_value(tm, MAIA_TM_CLOCK, (long long)tm->clock_hz);
+	d->util = tm_value(tm, MAIA_TM_UTILIZATION, (long long)tm->utilization_pct);
+	d->throttle_reasons = tm_value(tm, MAIA_TM_THROTTLE_REASONS,
+				       (long long)tm->throttle_reasons);
+	d->throttle_count = tm_value(tm, MAIA_TM_THROTTLE_COUNT, (long long)tm->throttle_count);
+	d->ntiles = tm->valid & MAIA_TM_TILES ? (int)tm->num_tiles : 0;
+	d->tile_us = tm->tile_busy_us;
 }
 
-/* One value from the device's hwmon directory (maia_hwmon.c), or -1. */
-static long long hwmon_ll(const char *pci, const char *attr)
-{
-	char path[PATH_MAX], dir[PATH_MAX / 2];
-	struct dirent *de;
-	long long v = -1;
-	DIR *dp;
-
-	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s/hwmon", pci);
-	dp = opendir(dir);
-	if (!dp)
-		return -1;
-	while ((de = readdir(dp))) {
-		FILE *f;
-
-		if (strncmp(de->d_name, "hwmon", 5))
-			continue;
-		snprintf(path, sizeof(path), "%s/%.64s/%s", dir, de->d_name, attr);
-		f = fopen(path, "r");
-		if (f) {
-			if (fscanf(f, "%lld", &v) != 1)
-				v = -1;
-			fclose(f);
-		}
-		break;
-	}
-	closedir(dp);
-	return v;
-}
+/* ---- /proc ------------------------------------------------------------- */
 
 /* "12 KiB" / "3 MiB" / "42" -> bytes (drm_print_memory_stats units). */
 static unsigned long long parse_size(const char *s)
@@ -276,13 +233,15 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
 		       d->throttle_count);
 	if (d->ntiles) {
-		long long lo = d->tile_us[0], hi = d->tile_us[0], sum = 0;
+		long long lo = (long long)d->tile_us[0], hi = (long long)d->tile_us[0], sum = 0;
 		int t;
 
 		for (t = 0; t < d->ntiles; t++) {
-			lo = d->tile_us[t] < lo ? d->tile_us[t] : lo;
-			hi = d->tile_us[t] > hi ? d->tile_us[t] : hi;
-			sum += d->tile_us[t];
+			long long us = (long long)d->tile_us[t];
+
+			lo = us < lo ? us : lo;
+			hi = us > hi ? us : hi;
+			sum += us;
 		}
 		printf("  tiles      %d busy %.1f ms in all, per tile %.1f .. %.1f ms\n", d->ntiles,
 		       sum / 1e3, lo / 1e3, hi / 1e3);
@@ -338,7 +297,7 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 	if (d->ntiles) {
 		printf(",\"tile_busy_us\":[");
 		for (k = 0; k < d->ntiles; k++)
-			printf("%s%lld", k ? "," : "", d->tile_us[k]);
+			printf("%s%lld", k ? "," : "", (long long)d->tile_us[k]);
 		printf("]");
 	}
 	printf(",\"processes\":[");
@@ -363,6 +322,7 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 static int list(int json)
 {
 	static struct client clients[MAX_CLIENTS];
+	static struct maia_telemetry tm;
 	int n = maia_device_count(), idx, err, shown = 0, ncl;
 
 	if (n < 0) {
@@ -385,17 +345,7 @@ static int list(int json)
 			fprintf(stderr, "maia-smi: device %d: %s\n", idx, maia_strerror(err));
 			continue;
 		}
-		d.hbm_used = sysfs_ll(d.info.pci_address, "hbm_used_bytes");
-		d.hbm_free = sysfs_ll(d.info.pci_address, "hbm_free_bytes");
-		d.resets = sysfs_ll(d.info.pci_address, "reset_count");
-		d.power_uw = hwmon_ll(d.info.pci_address, "power1_average");
-		d.cap_uw = hwmon_ll(d.info.pci_address, "power1_cap");
-		d.temp_mc = hwmon_ll(d.info.pci_address, "temp1_input");
-		d.freq_hz = hwmon_ll(d.info.pci_address, "freq1_input");
-		d.util = sysfs_ll(d.info.pci_address, "utilization");
-		d.throttle_reasons = sysfs_ll(d.info.pci_address, "throttle_reasons");
-		d.throttle_count = sysfs_ll(d.info.pci_address, "throttle_count");
-		read_tiles(d.info.pci_address, &d);
+		read_telemetry(&d, &tm);
 		/* Our own open file is gone by now, so it does not show. */
 		if (json)
 			print_json(&d, clients, ncl, shown == 0);

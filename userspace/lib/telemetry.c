@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Telemetry snapshots from the driver's sysfs files (Documentation/telemetry.rst):
+ * the attributes on the PCI device (driver/maia_telemetry.c, maia_hbm.c,
+ * maia_reset.c, maia_sysfs.c) and its hwmon device (driver/maia_hwmon.c).
+ * Read-only and without opening the device node, so a monitoring user
+ * outside the device group (maia-exporter) can use it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TM_FIELD(f) offsetof(struct maia_telemetry, f)
+
+/* One number per file: where it is and where it goes. */
+static const struct tm_file {
+	const char *name;
+	bool hwmon;		/* in the hwmon directory, else on the PCI device */
+	bool is_signed;		/* an int64_t field */
+	uint64_t bit;
+	size_t offset;
+} tm_files[] = {
+	{ "power1_average", true, false, MAIA_TM_POWER, TM_FIELD(power_uw) },
+	{ "power1_input", true, false, MAIA_TM_POWER_INSTANT, TM_FIELD(power_instant_uw) },
+	{ "power1_cap", true, false, MAIA_TM_POWER_CAP, TM_FIELD(power_cap_uw) },
+	{ "energy1_input", true, false, MAIA_TM_ENERGY, TM_FIELD(energy_uj) },
+	{ "temp1_input", true, true, MAIA_TM_TEMP, TM_FIELD(temp_mc) },
+	{ "freq1_input", true, false, MAIA_TM_CLOCK, TM_FIELD(clock_hz) },
+	{ "utilization", false, false, MAIA_TM_UTILIZATION, TM_FIELD(utilization_pct) },
+	{ "tensor_utilization", false, false, MAIA_TM_TENSOR_UTILIZATION,
+	  TM_FIELD(tensor_utilization_pct) },
+	{ "throttle_reasons", false, false, MAIA_TM_THROTTLE_REASONS, TM_FIELD(throttle_reasons) },
+	{ "throttle_count", false, false, MAIA_TM_THROTTLE_COUNT, TM_FIELD(throttle_count) },
+	{ "throttled_time_us", false, false, MAIA_TM_THROTTLED_TIME, TM_FIELD(throttled_time_us) },
+	{ "busy_time_us", false, false, MAIA_TM_BUSY_TIME, TM_FIELD(busy_time_us) },
+	{ "tensor_busy_time_us", false, false, MAIA_TM_TENSOR_BUSY_TIME,
+	  TM_FIELD(tensor_busy_time_us) },
+	{ "vector_busy_time_us", false, false, MAIA_TM_VECTOR_BUSY_TIME,
+	  TM_FIELD(vector_busy_time_us) },
+	{ "dma_busy_time_us", false, false, MAIA_TM_DMA_BUSY_TIME, TM_FIELD(dma_busy_time_us) },
+	{ "hbm_bytes_read", false, false, MAIA_TM_HBM_READ, TM_FIELD(hbm_bytes_read) },
+	{ "hbm_bytes_written", false, false, MAIA_TM_HBM_WRITTEN, TM_FIELD(hbm_bytes_written) },
+	{ "dma_bytes", false, false, MAIA_TM_DMA_BYTES, TM_FIELD(dma_bytes) },
+	{ "flops", false, false, MAIA_TM_FLOPS, TM_FIELD(flops) },
+	{ "commands", false, false, MAIA_TM_COMMANDS, TM_FIELD(commands) },
+	{ "hbm_used_bytes", false, false, MAIA_TM_HBM_USED, TM_FIELD(hbm_used_bytes) },
+	{ "hbm_free_bytes", false, false, MAIA_TM_HBM_FREE, TM_FIELD(hbm_free_bytes) },
+	{ "hbm_size", false, false, MAIA_TM_HBM_TOTAL, TM_FIELD(hbm_total_bytes) },
+	{ "reset_count", false, false, MAIA_TM_RESET_COUNT, TM_FIELD(reset_count) },
+};
+
+/* The whole (small) file as a string; its length, or -1. */
+static ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (len < size - 1) {
+		r = read(fd, buf + len, size - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+/*
+ * One number, decimal or 0x hex, alone in the file but for a newline. A
+ * sign only where the value may be negative (strtoull would take "-1").
+ */
+static bool parse_value(const char *buf, bool is_signed, uint64_t *out)
+{
+	const char *p = buf;
+	char *end;
+
+	if (!is_signed && *p == '-')
+		return false;
+	errno = 0;
+	if (is_signed) {
+		long long v = strtoll(p, &end, 0);
+
+		*out = (uint64_t)v;
+	} else {
+		*out = strtoull(p, &end, 0);
+	}
+	if (errno || end == p || (*end && strcmp(end, "\n") != 0))
+		return false;
+	return true;
+}
+
+/* First hwmon directory under the PCI device (hwmonM is renumbered on reload). */
+static bool find_hwmon(const char *dev_dir, char *out, size_t size)
+{
+	char dir[PATH_MAX + 16];
+	struct dirent *de;
+	bool found = false;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/hwmon", dev_dir);
+	dp = opendir(dir);
+	if (!dp)
+		return false;
+	while ((de = readdir(dp))) {
+		if (strncmp(de->d_name, "hwmon", 5) == 0) {
+			found = (size_t)snprintf(out, size, "%s/%s", dir, de->d_name) < size;
+			break;
+		}
+	}
+	closedir(dp);
+	return found;
+}
+
+/* tile_busy_time_us: space-separated microseconds, one value per tile. */
+static void read_tiles(const char *dev_dir, struct maia_telemetry *t)
+{
+	char path[PATH_MAX + 32], *buf, *p, *end;
+
+	/* a page of single digits and spaces, with room for a longer (fake) file */
+	enum { TILE_BUF = 24 * 1024 };
+
+	buf = malloc(TILE_BUF);
+	if (!buf)
+		return;
+	snprintf(path, sizeof(path), "%s/tile_busy_time_us", dev_dir);
+	if (read_text(path, buf, TILE_BUF) < 0) {
+		free(buf);
+		return;
+	}
+	for (p = buf; t->num_tiles < MAIA_TELEMETRY_MAX_TILES; p = end) {
+		uint64_t v;
+
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		v = strtoull(p, &end, 10);
+		if (end == p)
+			break;
+		t->tile_busy_us[t->num_tiles++] = v;
+	}
+	free(buf);
+	t->valid |= MAIA_TM_TILES;
+}
+
+/* "<clusters>x<tiles per cluster>" */
+static void read_topology(const char *dev_dir, struct maia_telemetry *t)
+{
+	char path[PATH_MAX + 16], buf[64], tail;
+	unsigned int clusters, tiles;
+
+	snprintf(path, sizeof(path), "%s/topology", dev_dir);
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return;
+	if (sscanf(buf, "%ux%u%c", &clusters, &tiles, &tail) < 2 || !clusters || !tiles)
+		return;
+	t->clusters = clusters;
+	t->tiles_per_cluster = tiles;
+	t->valid |= MAIA_TM_TOPOLOGY;
+}
+
+MAIA_EXPORT int maia_telemetry_read(const char *pci_address, struct maia_telemetry *t)
+{
+	char dev_dir[PATH_MAX], hwmon[PATH_MAX + 288], path[PATH_MAX + 320], buf[64];
+	struct maia_device_entry entry;
+	struct timespec now;
+	bool has_hwmon;
+	size_t i;
+
+	maia_error_clear();
+	if (!pci_address || !t)
+		return maia_error(-EINVAL, "maia_telemetry_read: NULL argument");
+	if (maia_find_pci(pci_address, &entry))
+		return maia_error(-ENODEV, "maia_telemetry_read: no Maia device at '%.32s'",
+				  pci_address);
+	memset(t, 0, sizeof(*t));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t->timestamp_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	t->index = entry.index;
+	memcpy(t->pci_address, entry.pci_address, sizeof(t->pci_address));
+
+	snprintf(dev_dir, sizeof(dev_dir), "%s/bus/pci/devices/%s", maia_sysfs_root(),
+		 entry.pci_address);
+	has_hwmon = find_hwmon(dev_dir, hwmon, sizeof(hwmon));
+	for (i = 0; i < sizeof(tm_files) / sizeof(tm_files[0]); i++) {
+		const struct tm_file *f = &tm_files[i];
+		uint64_t v;
+
+		if (f->hwmon && !has_hwmon)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", f->hwmon ? hwmon : dev_dir, f->name);
+		if (read_text(path, buf, sizeof(buf)) < 0 || !parse_value(buf, f->is_signed, &v))
+			continue;
+		memcpy((char *)t + f->offset, &v, sizeof(v));
+		t->valid |= f->bit;
+	}
+	read_topology(dev_dir, t);
+	read_tiles(dev_dir, t);
+	/* Gone while we read (unbound, removed): nothing read can be trusted. */
+	if (maia_find_pci(entry.pci_address, &entry))
+		return maia_error(-ENODEV, "maia_telemetry_read: %s went away", pci_address);
+	return 0;
+}
+
+MAIA_EXPORT int maia_device_telemetry(struct maia_device *dev, struct maia_telemetry *t)
+{
+	if (!dev || !t)
+		return maia_error(-EINVAL, "maia_device_telemetry: NULL argument");
+	return maia_telemetry_read(dev->pci_address, t);
+}
