@@ -44,13 +44,6 @@ static u64 maia_pinned_limit(void)
 	return mb ? (u64)mb << 20 : (u64)totalram_pages() << (PAGE_SHIFT - 1);
 }
 
-int maia_gem_init(struct maia_device *mdev)
-{
-	INIT_LIST_HEAD(&mdev->gem.bos);
-	atomic64_set(&mdev->gem.pinned_bytes, 0);
-	return drmm_mutex_init(&mdev->drm, &mdev->gem.lock);
-}
-
 static void maia_bo_init_common(struct maia_bo *bo, u32 placement)
 {
 	bo->placement = placement;
@@ -90,15 +83,26 @@ static void maia_hbm_bo_free(struct drm_gem_object *obj)
 }
 
 /*
- * Maps the whole object now: its pages are device memory that never moves
- * while the BO lives, and the VMA holds a reference on the BO. DRM only
- * maps objects from their start (drm_gem_mmap() looks up the exact
- * offset) and never past their end.
+ * The page of the object a mapping starts at. Both mmap paths leave DRM's
+ * fake offset in vm_pgoff: drm_gem_mmap() on the device fd (which only
+ * maps from the object's start) and drm_gem_prime_mmap() for its dma-buf,
+ * which adds it to the page offset the caller asked for. The dma-buf core
+ * has checked that the range fits in the object.
+ */
+static pgoff_t maia_bo_vma_first_page(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	return vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
+}
+
+/*
+ * Maps the whole range now: the pages are device memory that never moves
+ * while the BO lives, and the VMA holds a reference on the BO.
  */
 static int maia_hbm_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
 	struct maia_device *mdev = to_maia_device(obj->dev);
 	struct maia_bo *bo = to_maia_bo(obj);
+	u64 skip = (u64)maia_bo_vma_first_page(obj, vma) << PAGE_SHIFT;
 	unsigned long uaddr = vma->vm_start;
 	struct gpu_buddy_block *block;
 	int idx, ret = 0;
@@ -113,13 +117,18 @@ static int maia_hbm_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *v
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 
 	list_for_each_entry(block, &bo->hbm_blocks, link) {
-		u64 len = min_t(u64, maia_hbm_block_size(mdev, block),
-				vma->vm_end - uaddr);
+		u64 size = maia_hbm_block_size(mdev, block), len;
 
+		if (skip >= size) {
+			skip -= size;
+			continue;
+		}
+		len = min_t(u64, size - skip, vma->vm_end - uaddr);
 		ret = io_remap_pfn_range(vma, uaddr,
 					 PHYS_PFN(mdev->hbm.bar_base +
-						  maia_hbm_block_offset(block)),
+						  maia_hbm_block_offset(block) + skip),
 					 len, vma->vm_page_prot);
+		skip = 0;
 		if (ret)
 			break;
 		uaddr += len;
@@ -202,6 +211,47 @@ static void maia_host_bo_free(struct drm_gem_object *obj)
 	drm_gem_shmem_free(&bo->base);
 }
 
+/*
+ * drm_gem_shmem_fault() picks the page from the fault's distance to the
+ * start of the VMA, so a dma-buf mapped at a nonzero page offset would show
+ * the object from page 0. This is that handler with the page taken from
+ * the fault's page offset.
+ */
+static vm_fault_t maia_host_bo_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct drm_gem_shmem_object *shmem = to_drm_gem_shmem_obj(obj);
+	pgoff_t page = vmf->pgoff - drm_vma_node_start(&obj->vma_node);
+	vm_fault_t ret;
+
+	dma_resv_lock(obj->resv, NULL);
+	if (page >= obj->size >> PAGE_SHIFT || drm_WARN_ON_ONCE(obj->dev, !shmem->pages) ||
+	    shmem->madv < 0)
+		ret = VM_FAULT_SIGBUS;
+	else
+		ret = vmf_insert_pfn(vma, vmf->address, page_to_pfn(shmem->pages[page]));
+	dma_resv_unlock(obj->resv);
+	return ret;
+}
+
+/* Page references are counted as drm_gem_shmem_vm_ops counts them. */
+static void maia_host_bo_vm_open(struct vm_area_struct *vma)
+{
+	drm_gem_shmem_vm_ops.open(vma);
+}
+
+static void maia_host_bo_vm_close(struct vm_area_struct *vma)
+{
+	drm_gem_shmem_vm_ops.close(vma);
+}
+
+static const struct vm_operations_struct maia_host_bo_vm_ops = {
+	.fault = maia_host_bo_fault,
+	.open = maia_host_bo_vm_open,
+	.close = maia_host_bo_vm_close,
+};
+
 static const struct drm_gem_object_funcs maia_host_bo_funcs = {
 	.free = maia_host_bo_free,
 	.print_info = drm_gem_shmem_object_print_info,
@@ -211,7 +261,7 @@ static const struct drm_gem_object_funcs maia_host_bo_funcs = {
 	.vmap = drm_gem_shmem_object_vmap,
 	.vunmap = drm_gem_shmem_object_vunmap,
 	.mmap = drm_gem_shmem_object_mmap,
-	.vm_ops = &drm_gem_shmem_vm_ops,
+	.vm_ops = &maia_host_bo_vm_ops,
 };
 
 /* drm_driver.gem_create_object: drm_gem_shmem_create() allocates through it. */
@@ -492,4 +542,11 @@ int maia_bo_info_ioctl(struct drm_device *drm, void *data, struct drm_file *file
 	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
 	drm_gem_object_put(obj);
 	return 0;
+}
+
+int maia_gem_init(struct maia_device *mdev)
+{
+	INIT_LIST_HEAD(&mdev->gem.bos);
+	atomic64_set(&mdev->gem.pinned_bytes, 0);
+	return drmm_mutex_init(&mdev->drm, &mdev->gem.lock);
 }

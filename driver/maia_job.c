@@ -36,7 +36,6 @@
 #include "maia_vm.h"
 
 #define MAIA_JOB_HISTORY	1024u	/* power of two */
-#define MAIA_MAX_IN_SYNCOBJS	256u
 
 /* Submission state of one open file (maia_context.job_priv). */
 struct maia_job_file {
@@ -266,10 +265,11 @@ static int maia_submit_check(const struct drm_maia_submit *args)
 {
 	if (args->flags || args->pad || args->priority > DRM_MAIA_PRIO_HIGH)
 		return -EINVAL;
+	/* Commands are 8-byte multiples: a size that is not could only fail on the device. */
 	if (!args->cmdbuf_size || args->cmdbuf_size > MAIA_CMDBUF_MAX_SIZE ||
-	    !IS_ALIGNED(args->cmdbuf_offset, sizeof(u64)))
+	    !IS_ALIGNED(args->cmdbuf_offset | args->cmdbuf_size, sizeof(u64)))
 		return -EINVAL;
-	if (args->num_in_syncobjs > MAIA_MAX_IN_SYNCOBJS)
+	if (args->num_in_syncobjs > DRM_MAIA_MAX_IN_SYNCOBJS)
 		return -EINVAL;
 	return 0;
 }

@@ -205,15 +205,19 @@ struct drm_maia_vm_bind {
 #define DRM_MAIA_PRIO_NORMAL		1
 #define DRM_MAIA_PRIO_HIGH		2
 
+/* The most syncobjs one SUBMIT may wait for */
+#define DRM_MAIA_MAX_IN_SYNCOBJS	256
+
 /**
  * struct drm_maia_submit - run a command buffer on the device
  * @cmdbuf_handle: BO holding commands in the device format (maia/hw/cmd.h);
  *                 it must be mapped in this file's address space
  * @flags: must be 0
  * @cmdbuf_offset: 8-byte aligned offset of the first command in the BO
- * @cmdbuf_size: bytes; offset + size within the BO
+ * @cmdbuf_size: bytes, a nonzero multiple of 8 up to 1 MiB; offset + size
+ *               within the BO
  * @in_syncobjs: user pointer to __u32 syncobj handles to wait for first
- * @num_in_syncobjs: entries in @in_syncobjs
+ * @num_in_syncobjs: entries in @in_syncobjs, at most DRM_MAIA_MAX_IN_SYNCOBJS
  * @out_syncobj: syncobj that receives the job's fence, or 0
  * @priority: DRM_MAIA_PRIO_*
  * @pad: must be 0

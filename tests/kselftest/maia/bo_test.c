@@ -142,6 +142,58 @@ TEST_F(bo, host_round_trip)
 }
 
 /*
+ * A BO's dma-buf mapped at a page offset shows the BO from that page on,
+ * for every page of a BO that spans buddy blocks of different sizes (HBM)
+ * or shmem pages (host); a mapping past the end is refused.
+ */
+static void dmabuf_offsets(struct __test_metadata *_metadata, int fd, __u32 flags, __u64 size)
+{
+	struct drm_prime_handle prime = { .flags = DRM_CLOEXEC | DRM_RDWR };
+	const __u64 pages = size / PAGE;
+	struct drm_maia_bo_info info = { 0 };
+	__u32 handle = 0, *p;
+	__u64 pg;
+
+	ASSERT_EQ(0, bo_create(fd, size, flags, &handle));
+	ASSERT_EQ(0, bo_info(fd, handle, &info));
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	for (pg = 0; pg < pages; pg++)
+		p[pg * PAGE / 4] = 0xd0000000u | (__u32)pg;
+	ASSERT_EQ(0, munmap(p, size));
+
+	prime.handle = handle;
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime)) TH_LOG("%s", strerror(errno));
+	for (pg = 0; pg < pages; pg += pg < 4 ? 1 : pages / 7 + 1) {
+		__u64 len = (pages - pg) * PAGE < 3 * PAGE ? (pages - pg) * PAGE : 3 * PAGE;
+
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, prime.fd, pg * PAGE);
+		ASSERT_NE(MAP_FAILED, p) TH_LOG("dma-buf mmap at page %llu: %s", pg, strerror(errno));
+		EXPECT_EQ(0xd0000000u | (__u32)pg, p[0]) TH_LOG("page %llu of the dma-buf", pg);
+		if (len > PAGE)
+			EXPECT_EQ(0xd0000000u | (__u32)(pg + 1), p[PAGE / 4]);
+		ASSERT_EQ(0, munmap(p, len));
+	}
+	p = mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, prime.fd, (pages - 1) * PAGE);
+	EXPECT_EQ(MAP_FAILED, p) TH_LOG("a dma-buf mapping past the end");
+	if (p != MAP_FAILED)
+		munmap(p, 2 * PAGE);
+	close(prime.fd);
+	EXPECT_EQ(0, gem_close(fd, handle));
+}
+
+TEST_F(bo, hbm_dmabuf_mmap_at_offset)
+{
+	/* 2 MiB + 12 KiB: a 2 MiB block, then smaller ones. */
+	dmabuf_offsets(_metadata, self->fd, DRM_MAIA_BO_HBM, (2 << 20) + 3 * PAGE);
+}
+
+TEST_F(bo, host_dmabuf_mmap_at_offset)
+{
+	dmabuf_offsets(_metadata, self->fd, DRM_MAIA_BO_HOST, 64 * PAGE);
+}
+
+/*
  * HBM freed by one owner and allocated by the next reads as zeros: the
  * driver clears it (with the device) before handing it out.
  */

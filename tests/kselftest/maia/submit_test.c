@@ -497,6 +497,10 @@ TEST_F(job, bad_submit)
 	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "unaligned offset");
 	s = good; s.cmdbuf_size = 0;
 	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "size 0");
+	s = good; s.cmdbuf_size = 12;
+	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "size not a multiple of 8");
+	s = good; s.cmdbuf_size = 7;
+	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "size under one command");
 	s = good; s.cmdbuf_size = MAIA_CMDBUF_MAX_SIZE + 8ull;
 	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "size over the maximum");
 	s = good; s.flags = 1;
@@ -511,6 +515,9 @@ TEST_F(job, bad_submit)
 	expect_submit_fails(_metadata, self->fd, &s, ENOENT, "unknown in-syncobj");
 	s = good; s.num_in_syncobjs = 1u << 20; s.in_syncobjs = (__u64)(uintptr_t)&bad_handle;
 	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "too many in-syncobjs");
+	s = good; s.num_in_syncobjs = DRM_MAIA_MAX_IN_SYNCOBJS + 1;
+	s.in_syncobjs = (__u64)(uintptr_t)&bad_handle;
+	expect_submit_fails(_metadata, self->fd, &s, EINVAL, "one in-syncobj over the limit");
 	s = good; s.out_syncobj = 0xdead;
 	expect_submit_fails(_metadata, self->fd, &s, ENOENT, "unknown out-syncobj");
 
