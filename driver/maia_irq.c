@@ -9,7 +9,9 @@
  */
 
 #include <linux/bitfield.h>
+#include <linux/delay.h>
 #include <linux/interrupt.h>
+#include <linux/moduleparam.h>
 #include <linux/pci.h>
 
 #include "maia_hw.h"
@@ -17,7 +19,6 @@
 #include "maia_queue.h"
 #include "maia_sched.h"
 #include "maia_telemetry.h"
-#include "maia_vm.h"
 
 static irqreturn_t maia_irq_event(int irq, void *arg)
 {
@@ -44,10 +45,28 @@ static irqreturn_t maia_irq_event(int irq, void *arg)
 	return IRQ_WAKE_THREAD;
 }
 
+/*
+ * For tests: how long the event thread waits before it reports an MMU
+ * fault, standing in for a thread that runs late on a loaded machine.
+ */
+static unsigned int maia_fault_report_delay_ms;
+module_param_named(fault_report_delay_ms, maia_fault_report_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_report_delay_ms,
+		 "Test only: delay before the interrupt thread reports an MMU fault, in ms (default 0)");
+
+/*
+ * Logs the fault. It does not mark a context: the faulting job's completion
+ * does that for the job's own context (maia_job.c), since by the time this
+ * thread runs the ASID in the record may belong to a context opened after
+ * the faulting one closed.
+ */
 static void maia_irq_report_fault(struct maia_device *mdev)
 {
+	unsigned int delay_ms = READ_ONCE(maia_fault_report_delay_ms);
 	struct maia_fault_record fault;
 
+	if (delay_ms)
+		msleep(delay_ms);
 	spin_lock_irq(&mdev->fault_lock);
 	fault = mdev->fault;
 	spin_unlock_irq(&mdev->fault_lock);
@@ -58,9 +77,22 @@ static void maia_irq_report_fault(struct maia_device *mdev)
 			     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info) ==
 			     MAIA_ACCESS_WRITE ? "write" : "read",
 			     fault.addr);
-	/* The faulting job completes with MMU_FAULT; its context is now faulted. */
-	maia_vm_report_fault(mdev, FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info),
-			     fault.addr, FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
+}
+
+/*
+ * @asid is being given up: forget a fault record that names it, so that
+ * the record cannot be taken for a fault of the ASID's next owner. A hard
+ * handler still copying a record finishes first.
+ */
+void maia_irq_forget_fault(struct maia_device *mdev, u32 asid)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+
+	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
+	spin_lock_irq(&mdev->fault_lock);
+	if (FIELD_GET(MAIA_FAULT_ASID_MASK, mdev->fault.info) == asid)
+		mdev->fault = (struct maia_fault_record) { .info = MAIA_ASID_PHYS };
+	spin_unlock_irq(&mdev->fault_lock);
 }
 
 static irqreturn_t maia_irq_event_thread(int irq, void *arg)

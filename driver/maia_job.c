@@ -100,17 +100,22 @@ static u32 maia_job_status(u32 device_status, int *error)
 }
 
 /*
- * A job of this file hit an MMU fault. The device latches the fault record
- * and raises the event vector after the queue vector, so the event thread
- * may not have recorded it yet: take it here, so that a CONTEXT_STATUS
- * after WAIT always sees the address. The record is valid while the cause
- * is pending; once the event handler has acknowledged the cause, it holds a
- * copy. Both paths keep the first fault of a context.
+ * A job of this file hit an MMU fault: its own context is marked, here,
+ * before the job's fence signals, so a CONTEXT_STATUS after WAIT always
+ * sees it. The device latched its fault record before it completed the
+ * job; the record is in its registers while the cause is pending, and in
+ * the hard handler's copy once that acknowledged it. The device keeps only
+ * the first record until the cause is cleared, so when two contexts fault
+ * close together the record names the other one: then the address is
+ * unknown (DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN), never the other's. A record of
+ * a context that has closed is forgotten before its ASID is free, and
+ * ASIDs are reused last (maia_vm.c), so a matching ASID is this context's.
  */
 static void maia_job_record_fault(struct maia_job *job)
 {
 	struct maia_device *mdev = job->mdev;
 	struct maia_fault_record fault;
+	bool known;
 
 	spin_lock(&mdev->fault_lock);
 	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT)
@@ -119,9 +124,9 @@ static void maia_job_record_fault(struct maia_job *job)
 		fault = mdev->fault;
 	spin_unlock(&mdev->fault_lock);
 
-	if (FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info) == job->asid)
-		maia_vm_report_fault(mdev, job->asid, fault.addr,
-				     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
+	known = FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info) == job->asid;
+	maia_ctx_report_fault(job->jf->ctx, known, fault.addr,
+			      FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
 }
 
 /*
@@ -528,18 +533,20 @@ int maia_context_status_ioctl(struct drm_device *drm, void *data, struct drm_fil
 	struct maia_job_file *jf = maia_job_file(file);
 	struct drm_maia_context_status *args = data;
 	u32 access = 0, resets_at_open = 0;
+	bool faulted, known = false;
 	u64 addr = 0;
-	bool faulted;
 
 	if (args->pad)
 		return -EINVAL;
 
-	faulted = maia_ctx_fault_info(ctx, &addr, &access);
+	faulted = maia_ctx_fault_info(ctx, &known, &addr, &access);
 	if (jf) {
 		faulted |= READ_ONCE(jf->job_faulted);
 		resets_at_open = jf->resets_at_open;
 	}
-	args->flags = faulted ? DRM_MAIA_CTX_FAULTED : 0;
+	args->flags = 0;
+	if (faulted)
+		args->flags = DRM_MAIA_CTX_FAULTED | (known ? 0 : DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN);
 	args->asid = ctx->asid;
 	args->fault_addr = faulted ? addr : 0;
 	args->fault_access = faulted ? maia_uapi_access(access) : 0;

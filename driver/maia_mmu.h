@@ -36,8 +36,7 @@ struct maia_pgtable {
  * Allocates the root; map and unmap then expect @lock held. Caller is
  * inside drm_dev_enter().
  */
-int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt,
-			  struct mutex *lock);
+int maia_mmu_pgtable_init(struct maia_device *mdev, struct maia_pgtable *pgt, struct mutex *lock);
 /* Frees every table; touches no hardware (the context is disabled). */
 void maia_mmu_pgtable_fini(struct maia_device *mdev, struct maia_pgtable *pgt);
 

@@ -21,6 +21,7 @@
 
 #include "maia_drv.h"
 #include "maia_gem.h"
+#include "maia_irq.h"
 #include "maia_job.h"
 #include "maia_mmu.h"
 #include "maia_reset.h"
@@ -65,44 +66,28 @@ void maia_ctx_put(struct maia_context *ctx)
 	kref_put(&ctx->ref, maia_ctx_release);
 }
 
-struct maia_context *maia_ctx_lookup_asid(struct maia_device *mdev, u32 asid)
+void maia_ctx_report_fault(struct maia_context *ctx, bool addr_known, u64 addr, u32 access)
 {
-	struct maia_context *ctx;
 	unsigned long flags;
 
-	xa_lock_irqsave(&mdev->contexts.by_asid, flags);
-	ctx = xa_load(&mdev->contexts.by_asid, asid);
-	if (ctx && !kref_get_unless_zero(&ctx->ref))
-		ctx = NULL;
-	xa_unlock_irqrestore(&mdev->contexts.by_asid, flags);
-	return ctx;
-}
-
-bool maia_vm_report_fault(struct maia_device *mdev, u32 asid, u64 addr, u32 access)
-{
-	struct maia_context *ctx = maia_ctx_lookup_asid(mdev, asid);
-	unsigned long flags;
-
-	if (!ctx)
-		return false;
 	spin_lock_irqsave(&ctx->fault_lock, flags);
 	if (!ctx->faulted) {
 		ctx->faulted = true;
-		ctx->fault_addr = addr;
-		ctx->fault_access = access;
+		ctx->fault_addr_known = addr_known;
+		ctx->fault_addr = addr_known ? addr : 0;
+		ctx->fault_access = addr_known ? access : 0;
 	}
 	spin_unlock_irqrestore(&ctx->fault_lock, flags);
-	maia_ctx_put(ctx);
-	return true;
 }
 
-bool maia_ctx_fault_info(struct maia_context *ctx, u64 *addr, u32 *access)
+bool maia_ctx_fault_info(struct maia_context *ctx, bool *addr_known, u64 *addr, u32 *access)
 {
 	unsigned long flags;
 	bool faulted;
 
 	spin_lock_irqsave(&ctx->fault_lock, flags);
 	faulted = ctx->faulted;
+	*addr_known = ctx->fault_addr_known;
 	*addr = ctx->fault_addr;
 	*access = ctx->fault_access;
 	spin_unlock_irqrestore(&ctx->fault_lock, flags);
@@ -111,10 +96,11 @@ bool maia_ctx_fault_info(struct maia_context *ctx, u64 *addr, u32 *access)
 
 bool maia_ctx_faulted(struct maia_context *ctx)
 {
+	bool known;
 	u64 addr;
 	u32 access;
 
-	return maia_ctx_fault_info(ctx, &addr, &access);
+	return maia_ctx_fault_info(ctx, &known, &addr, &access);
 }
 
 int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
@@ -147,9 +133,15 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	if (ret)
 		goto err_pgtable;
 	mutex_lock(&contexts->lock);
-	ret = xa_alloc(&contexts->by_asid, &ctx->asid, ctx,
-		       XA_LIMIT(MAIA_ASID_PHYS + 1, MAIA_MAX_ASIDS - 1), GFP_KERNEL);
-	if (ret) {
+	/*
+	 * Cyclic: an ASID just given up is the last to be handed out again,
+	 * so nothing about its old owner (a fault record the device or the
+	 * driver still holds, see maia_vm_close()) meets its next one.
+	 */
+	ret = xa_alloc_cyclic(&contexts->by_asid, &ctx->asid, ctx,
+			      XA_LIMIT(MAIA_ASID_PHYS + 1, MAIA_MAX_ASIDS - 1),
+			      &contexts->next_asid, GFP_KERNEL);
+	if (ret < 0) {
 		if (ret == -EBUSY)
 			maia_dbg(mdev, "all %u address spaces in use\n", MAIA_MAX_ASIDS - 1);
 		goto err_unlock;
@@ -218,6 +210,7 @@ void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 				 ctx->asid);
 		drm_dev_exit(idx);
 	}
+	maia_irq_forget_fault(mdev, ctx->asid);
 	xa_erase(&contexts->by_asid, ctx->asid);
 	mutex_unlock(&contexts->lock);
 	maia_reset_read_unlock(mdev);

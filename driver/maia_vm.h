@@ -31,6 +31,7 @@ struct maia_contexts {
 	 */
 	struct mutex lock;
 	struct xarray by_asid;		/* ASID -> context; lookups under xa_lock */
+	u32 next_asid;			/* xa_alloc_cyclic() cursor, under @lock */
 };
 
 /*
@@ -53,9 +54,10 @@ struct maia_context {
 	struct drm_mm va_mm;		/* struct maia_vm_mapping nodes */
 	struct maia_pgtable pgt;
 
-	/* Protects the fault state, written by the MMU fault path. */
+	/* Protects the fault state, written when a job of this context faults. */
 	spinlock_t fault_lock;
 	bool faulted;
+	bool fault_addr_known;		/* false: the device's record was another's */
 	u64 fault_addr;
 	u32 fault_access;		/* MAIA_ACCESS_* */
 
@@ -85,17 +87,15 @@ static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
 
 struct maia_context *maia_ctx_get(struct maia_context *ctx);
 void maia_ctx_put(struct maia_context *ctx);
-/* Returns a reference, or NULL if no context has @asid. Any context. */
-struct maia_context *maia_ctx_lookup_asid(struct maia_device *mdev, u32 asid);
 
 /*
- * Records an MMU fault for the context that has @asid (the first fault is
- * kept) and returns whether there was one. Any context.
+ * Marks @ctx faulted by one of its jobs; the first fault is kept. Without
+ * @addr_known, @addr and @access are 0. Any context.
  */
-bool maia_vm_report_fault(struct maia_device *mdev, u32 asid, u64 addr, u32 access);
+void maia_ctx_report_fault(struct maia_context *ctx, bool addr_known, u64 addr, u32 access);
 bool maia_ctx_faulted(struct maia_context *ctx);
 /* Copies the fault state; returns whether the context is faulted. */
-bool maia_ctx_fault_info(struct maia_context *ctx, u64 *addr, u32 *access);
+bool maia_ctx_fault_info(struct maia_context *ctx, bool *addr_known, u64 *addr, u32 *access);
 
 /*
  * Device VA of byte @offset of @obj where [@offset, @offset + @size) is

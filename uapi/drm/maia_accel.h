@@ -280,6 +280,12 @@ struct drm_maia_wait {
 };
 
 #define DRM_MAIA_CTX_FAULTED		(1u << 0)
+/*
+ * With DRM_MAIA_CTX_FAULTED: the device's fault record described another
+ * context's fault (it keeps one record at a time, the first), so this
+ * context's address and access are unknown and reported as 0.
+ */
+#define DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN	(1u << 1)
 
 /* drm_maia_context_status.fault_access */
 #define DRM_MAIA_ACCESS_READ		1
@@ -289,7 +295,8 @@ struct drm_maia_wait {
  * struct drm_maia_context_status - this file's context state
  * @flags: out, DRM_MAIA_CTX_*
  * @asid: out, the device address space id
- * @fault_addr: out, faulting address if DRM_MAIA_CTX_FAULTED
+ * @fault_addr: out, faulting address if DRM_MAIA_CTX_FAULTED (0 with
+ *              DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN)
  * @fault_access: out, DRM_MAIA_ACCESS_READ or DRM_MAIA_ACCESS_WRITE
  * @pad: must be 0
  * @device_resets: out, device resets since this file was opened

@@ -398,6 +398,12 @@ struct maia_context_status {
 	uint64_t fault_addr;
 	uint32_t fault_access;		/* MAIA_ACCESS_READ / WRITE */
 	uint64_t device_resets;		/* since the device was opened */
+	/*
+	 * false when faulted but the device's fault record described another
+	 * context's fault (two faults close together): fault_addr and
+	 * fault_access are then 0. Since 1.1.
+	 */
+	bool fault_addr_known;
 };
 
 int maia_context_status(struct maia_device *dev, struct maia_context_status *st);

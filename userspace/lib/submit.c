@@ -134,6 +134,7 @@ MAIA_EXPORT int maia_context_status(struct maia_device *dev, struct maia_context
 	if (err)
 		return maia_error(err, "maia_context_status: DRM_IOCTL_MAIA_CONTEXT_STATUS failed");
 	st->faulted = cs.flags & DRM_MAIA_CTX_FAULTED;
+	st->fault_addr_known = st->faulted && !(cs.flags & DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN);
 	st->asid = cs.asid;
 	st->fault_addr = cs.fault_addr;
 	st->fault_access = maia_access_from_uapi(cs.fault_access);
