@@ -136,13 +136,13 @@ static uint64_t bytes_of(unsigned int dt, uint64_t n)
 static void put(struct flat *f, unsigned int dt, uint64_t va, uint64_t sva, float *vals, uint64_t n)
 {
 	if (maia_dtype_is_block(dt)) {
-		maia_mx_encode(dt, vals, n / maia_dtype_block(dt), f->buf + (va - BASE),
+		fw_mx_encode(dt, vals, n / maia_dtype_block(dt), f->buf + (va - BASE),
 			       f->buf + (sva - BASE));
-		maia_mx_decode(dt, f->buf + (va - BASE), f->buf + (sva - BASE),
+		fw_mx_decode(dt, f->buf + (va - BASE), f->buf + (sva - BASE),
 			       n / maia_dtype_block(dt), vals);
 	} else {
-		maia_encode(dt, vals, n, 1.0f, true, f->buf + (va - BASE));
-		maia_decode(dt, f->buf + (va - BASE), n, 1.0f, vals);
+		fw_encode(dt, vals, n, 1.0f, true, f->buf + (va - BASE));
+		fw_decode(dt, f->buf + (va - BASE), n, 1.0f, vals);
 	}
 }
 

@@ -5,7 +5,7 @@
  */
 #include <pthread.h>
 
-#include "crc32.h"
+#include "fw_crc32.h"
 
 static uint32_t crc_table[256];
 static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT;
@@ -21,7 +21,7 @@ static void crc_table_init(void)
 	}
 }
 
-uint32_t maia_crc32(uint32_t crc, const void *buf, size_t len)
+uint32_t fw_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
