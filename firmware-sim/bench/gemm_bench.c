@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
 		{ 32, 4096, 4096 }, { 256, 4096, 1024 }, { 4096, 4096, 256 },
 	};
-	struct maia_tensor_config cfg = { 16, 4, 8192, 0 };
+	struct maia_tensor_config cfg = { .clusters = 16, .tiles_per_cluster = 4, .sram_kib = 8192 };
 	struct maia_tensor_engine *te;
 	uint32_t max = 4096;
 	const char *only = NULL;

@@ -40,6 +40,7 @@
 #include "maia/sim.h"
 
 #include "fw_crc32.h"
+#include "fw_host.h"
 #include "fw_telemetry.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -114,6 +115,7 @@ struct maia_sim {
 	struct maia_sim_config cfg;
 	struct maia_sim_ops ops;
 	void *opaque;
+	struct fw_host host;		/* clock and threads, from ops */
 	struct maia_tensor_engine *te;
 	pthread_t worker;
 
@@ -135,7 +137,7 @@ struct maia_sim {
 	uint64_t boot_addr;
 	bool boot_pending;
 	uint32_t fw_version, fw_abi;
-	uint64_t time_base_ns;		/* CLOCK_MONOTONIC at reset (atomic) */
+	uint64_t time_base_ns;		/* host clock at reset (atomic) */
 	uint32_t time_hi_latch;
 	uint32_t int_status, int_mask;
 	uint32_t fault_info;

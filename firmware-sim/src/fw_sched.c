@@ -291,7 +291,7 @@ static int find_kicked_locked(struct maia_sim *sim)
 static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 {
 	struct timespec ts;
-	uint64_t abs_ns;
+	uint64_t now;
 
 	if (deadline == UINT64_MAX) {
 		sim->worker_idle = true;
@@ -299,9 +299,9 @@ static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 		pthread_cond_wait(&sim->work_cond, &sim->lock);
 		return;
 	}
-	abs_ns = __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED) + deadline;
-	ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
-	ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+	/* Device time is the host's clock; the wait is on CLOCK_MONOTONIC. */
+	now = fw_now_ns(sim);
+	ts = fw_monotonic_deadline(deadline > now ? deadline - now : 0);
 	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
 }
 

@@ -41,17 +41,10 @@ void fw_trace(struct maia_sim *sim, const char *fmt, ...)
 	sim->ops.trace(sim->opaque, msg);
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t fw_now_ns(struct maia_sim *sim)
 {
-	return monotonic_ns() - __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
+	return fw_host_now_ns(&sim->host) -
+	       __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
 }
 
 bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes)
@@ -97,7 +90,7 @@ void fw_reset_state_locked(struct maia_sim *sim)
 {
 	unsigned int i;
 
-	__atomic_store_n(&sim->time_base_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&sim->time_base_ns, fw_host_now_ns(&sim->host), __ATOMIC_RELAXED);
 	sim->time_hi_latch = 0;
 	sim->scratch = 0;
 	sim->boot_status = MAIA_BOOT_STATUS_WAIT_FW;
@@ -152,6 +145,9 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	sim->cfg = *cfg;
 	sim->ops = *ops;
 	sim->opaque = opaque;
+	sim->host.now_ns = ops->now_ns;
+	sim->host.thread_create = ops->thread_create;
+	sim->host.opaque = opaque;
 	sim->bounce = malloc(FW_BOUNCE_SIZE);
 	sim->cmd_buf_size = 4096;
 	sim->cmd_buf = malloc(sim->cmd_buf_size);
@@ -159,6 +155,9 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	tcfg.tiles_per_cluster = cfg->tiles_per_cluster;
 	tcfg.sram_kib = cfg->sram_kib;
 	tcfg.threads = cfg->worker_threads;
+	tcfg.now_ns = ops->now_ns;
+	tcfg.thread_create = ops->thread_create;
+	tcfg.host_opaque = opaque;
 	sim->te = maia_tensor_create(&tcfg);
 	if (!sim->bounce || !sim->cmd_buf || !sim->te) {
 		err = ENOMEM;
@@ -166,7 +165,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	}
 	pthread_mutex_init(&sim->lock, NULL);
 	pthread_mutex_init(&sim->mmu_lock, NULL);
-	/* The worker sleeps until device-time deadlines: a monotonic clock. */
+	/* The worker sleeps until device-time deadlines on CLOCK_MONOTONIC (fw_host.h). */
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sim->work_cond, &cattr);
@@ -174,7 +173,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	pthread_cond_init(&sim->idle_cond, NULL);
 	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
-	err = pthread_create(&sim->worker, NULL, fw_worker_main, sim);
+	err = fw_host_thread_create(&sim->host, &sim->worker, "maia-worker", fw_worker_main, sim);
 	if (err)
 		goto err_sync;
 	return sim;

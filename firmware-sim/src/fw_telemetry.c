@@ -34,14 +34,6 @@
  * idle gap is settled in closed form. */
 #define MAX_STEPS		20000u
 
-static uint64_t telem_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void fw_pm_params_defaults(struct fw_pm_params *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -366,12 +358,12 @@ void fw_telem_reset_locked(struct maia_sim *sim)
 		struct fw_pm_params p;
 
 		fw_pm_params_defaults(&p);
-		fw_pm_init(&t->pm, &p, telem_now_ns());
+		fw_pm_init(&t->pm, &p, fw_host_now_ns(&sim->host));
 		t->initialized = true;
 		return;
 	}
 	/* Counters are always on; the firmware's clock control starts over. */
-	advance_locked(sim, telem_now_ns(), true, FW_PM_IDLE);
+	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
 	fw_pm_restart(&t->pm);
 	/* the reset clears the interrupt causes, this last advance's included */
 	sim->int_status &= ~MAIA_INT_THERMAL;
@@ -494,7 +486,7 @@ bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 		return true;
 	}
 	sync_fw_locked(sim);
-	advance_locked(sim, telem_now_ns(), false, 0);
+	advance_locked(sim, fw_host_now_ns(&sim->host), false, 0);
 	if (reg32(sim, offset, val))
 		return true;
 	if (offset >= MAIA_REG_TELEM_TIME_NS_LO && offset <= MAIA_REG_TELEM_LAST) {
@@ -533,7 +525,7 @@ static int opcode_class(uint16_t opcode)
 uint64_t fw_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
 {
 	int cls = opcode_class(opcode);
-	uint64_t now = telem_now_ns();
+	uint64_t now = fw_host_now_ns(&sim->host);
 
 	if (cls == FW_PM_IDLE)
 		return now;
@@ -573,7 +565,7 @@ void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	struct fw_telem *t = &sim->telem;
 	const struct maia_op_stats *s = &sim->stats;
 	int cls = opcode_class(opcode);
-	uint64_t now = telem_now_ns(), extra = 0, hbm_r, hbm_w;
+	uint64_t now = fw_host_now_ns(&sim->host), extra = 0, hbm_r, hbm_w;
 
 	if (cls == FW_PM_IDLE) {
 		pthread_mutex_lock(&sim->lock);
@@ -606,7 +598,7 @@ void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	stall(sim, extra);
 
 	pthread_mutex_lock(&sim->lock);
-	advance_locked(sim, telem_now_ns(), true, FW_PM_IDLE);
+	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
 	t->hbm_read += hbm_r;
 	t->hbm_write += hbm_w;
 	t->dma_bytes += t->w_dma_bytes;

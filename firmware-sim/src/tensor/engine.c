@@ -78,6 +78,9 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 	if (!te)
 		return NULL;
 	te->cfg = *cfg;
+	te->host.now_ns = cfg->now_ns;
+	te->host.thread_create = cfg->thread_create;
+	te->host.opaque = cfg->host_opaque;
 	te->tiles = cfg->clusters * cfg->tiles_per_cluster;
 	te->tile_sram = (size_t)cfg->sram_kib * 1024 / cfg->tiles_per_cluster;
 	te->gemm_kernel = fw_gemm_kernel_find(NULL);
@@ -92,7 +95,7 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 		threads = 256;
 	pthread_mutex_init(&te->lock, NULL);
 	te->tile_busy_ns = calloc(te->tiles, sizeof(*te->tile_busy_ns));
-	te->pool = fw_pool_create(threads);
+	te->pool = fw_pool_create(threads, &te->host);
 	if (!te->tile_busy_ns || !te->pool)
 		goto fail;
 	te->nworkers = fw_pool_size(te->pool);
@@ -139,9 +142,9 @@ static void job_task(void *arg, size_t task, unsigned int worker)
 
 	if (__atomic_load_n(&job->status, __ATOMIC_RELAXED))
 		return;		/* an earlier task failed: the command is over */
-	t0 = fw_clock_ns();
+	t0 = fw_host_now_ns(&job->te->host);
 	st = job->run(job, task, w);
-	dt = fw_clock_ns() - t0;
+	dt = fw_host_now_ns(&job->te->host) - t0;
 	w->busy_ns += dt;
 	__atomic_fetch_add(&job->te->tile_busy_ns[task % job->te->tiles], dt, __ATOMIC_RELAXED);
 	if (st) {

@@ -12,7 +12,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "te.h"
 
@@ -45,13 +44,13 @@ struct fw_pool {
 static bool spin_until(struct fw_pool *p, const unsigned long *word, unsigned long value,
 		       bool equal)
 {
-	uint64_t start = fw_clock_ns();
+	uint64_t start = fw_monotonic_ns();
 
 	for (unsigned int i = 1;; i++) {
 		if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) == equal ||
 		    __atomic_load_n(&p->stop, __ATOMIC_RELAXED))
 			return true;
-		if (!(i % 64) && fw_clock_ns() - start > SPIN_NS)
+		if (!(i % 64) && fw_monotonic_ns() - start > SPIN_NS)
 			return false;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
@@ -63,14 +62,6 @@ struct pool_thread_arg {
 	struct fw_pool *p;
 	unsigned int worker;
 };
-
-uint64_t fw_clock_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void run_tasks(struct fw_pool *p, fw_task_fn fn, void *arg, size_t ntasks,
 		      unsigned int worker)
@@ -121,7 +112,7 @@ static void *pool_thread(void *opaque)
 	return NULL;
 }
 
-struct fw_pool *fw_pool_create(unsigned int threads)
+struct fw_pool *fw_pool_create(unsigned int threads, const struct fw_host *host)
 {
 	struct fw_pool *p = calloc(1, sizeof(*p));
 	unsigned int i;
@@ -144,7 +135,7 @@ struct fw_pool *fw_pool_create(unsigned int threads)
 			break;
 		ta->p = p;
 		ta->worker = i + 1;
-		if (pthread_create(&p->threads[i], NULL, pool_thread, ta)) {
+		if (fw_host_thread_create(host, &p->threads[i], "maia-te", pool_thread, ta)) {
 			free(ta);
 			break;
 		}

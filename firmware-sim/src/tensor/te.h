@@ -16,6 +16,8 @@
 #include "maia/hw/dtype.h"
 #include "maia/hw/tensor.h"
 
+#include "../fw_host.h"
+
 /* ---- element formats (dtype.c, dtype_mx.c) ---- */
 
 /* Scalar conversions. Encoders round to nearest even. */
@@ -129,13 +131,12 @@ struct fw_gemm_kernel;
 
 struct fw_pool;
 typedef void (*fw_task_fn)(void *arg, size_t task, unsigned int worker);
-struct fw_pool *fw_pool_create(unsigned int threads);
+struct fw_pool *fw_pool_create(unsigned int threads, const struct fw_host *host);
 void fw_pool_destroy(struct fw_pool *p);
 unsigned int fw_pool_size(const struct fw_pool *p);
 /* Run fn(arg, 0..ntasks-1, worker) on the pool and the caller; returns when all are done. */
 void fw_pool_run(struct fw_pool *p, size_t ntasks, fw_task_fn fn, void *arg);
 
-uint64_t fw_clock_ns(void);
 
 /* Per-worker scratch memory, reused across operations. */
 struct fw_worker {
@@ -150,6 +151,7 @@ struct fw_worker {
 struct maia_tensor_engine {
 	pthread_mutex_t lock;		/* one command at a time on the pool and workers */
 	struct maia_tensor_config cfg;
+	struct fw_host host;		/* clock and threads, from cfg */
 	const struct fw_gemm_kernel *gemm_kernel;
 	unsigned int tiles;		/* clusters * tiles_per_cluster */
 	size_t tile_sram;		/* bytes of SRAM a tile may stage into */
