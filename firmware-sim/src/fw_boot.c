@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "fw_internal.h"
 
@@ -158,7 +159,8 @@ static uint32_t check_image(struct maia_sim *sim, const uint8_t *buf, uint32_t s
 				 hdr->header_size, hdr->payload_size, size);
 		return MAIA_BOOT_ERR_SIZE;
 	}
-	crc = fw_crc32(0, buf + hdr->header_size, hdr->payload_size);
+	/* zlib computes the IEEE 802.3 CRC-32 the ABI names (maia/hw/boot.h). */
+	crc = (uint32_t)crc32_z(0, buf + hdr->header_size, hdr->payload_size);
 	if (crc != hdr->payload_crc32) {
 		fw_guest_error(sim, "maia: firmware payload CRC 0x%08x, header says 0x%08x",
 				 crc, hdr->payload_crc32);

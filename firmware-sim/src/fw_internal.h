@@ -39,7 +39,6 @@
 #include "maia/hw/regs.h"
 #include "maia/sim.h"
 
-#include "fw_crc32.h"
 #include "fw_host.h"
 #include "fw_telemetry.h"
 
