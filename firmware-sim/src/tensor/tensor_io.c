@@ -13,9 +13,6 @@
 #include "maia/hw/queue.h"
 #include "te.h"
 
-/* Keeps element-offset and byte arithmetic far from 64-bit overflow. */
-#define MAX_ELEM_OFFSET		(1ull << 56)
-
 bool fw_desc_is_zero(const struct maia_tensor_desc *d)
 {
 	static const struct maia_tensor_desc zero;
@@ -31,111 +28,35 @@ bool fw_tview_same(const struct fw_tview *a, const struct fw_tview *b)
 }
 
 /*
- * Outputs must not write an element twice: sorted by stride, each dimension
- * must step over everything the smaller ones span. Sufficient, not
- * necessary; the rare interleaved layouts it rejects are documented.
+ * The rules themselves are the ABI header's (maia_tensor_desc_check(), shared
+ * with libmaia); a descriptor that passes them fits the view's arithmetic:
+ * fewer than 2^32 elements, offsets below 2^56, no address wrap.
  */
-static bool overlaps(const struct fw_tview *t)
-{
-	unsigned int order[4], n = 0, i, j;
-	uint64_t extent = 1;
-
-	for (i = 0; i < 4; i++)
-		if (t->shape[i] > 1)
-			order[n++] = i;
-	for (i = 1; i < n; i++)		/* insertion sort by stride */
-		for (j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
-			unsigned int x = order[j];
-
-			order[j] = order[j - 1];
-			order[j - 1] = x;
-		}
-	for (i = 0; i < n; i++) {
-		uint64_t s = t->strides[order[i]];
-
-		if (s < extent)
-			return true;
-		extent = s * (t->shape[order[i]] - 1) + extent;
-	}
-	return false;
-}
-
 int fw_tview_parse(const struct maia_tensor_desc *d, int dir, struct fw_tview *t)
 {
-	unsigned int r = d->rank, pad, i, bs;
-	uint64_t maxoff = 0, n = 1, bytes;
-	float scale;
+	unsigned int r = d->rank, pad, i;
 
 	memset(t, 0, sizeof(*t));
-	if (d->dtype >= MAIA_DTYPE_COUNT || r < 1 || r > MAIA_TENSOR_MAX_RANK || d->flags)
+	if (maia_tensor_desc_check(d, dir == FW_TV_OUTPUT, NULL) != MAIA_DESC_OK)
 		return MAIA_STATUS_BAD_DESC;
-	for (i = r; i < MAIA_TENSOR_MAX_RANK; i++)
-		if (d->shape[i] || d->strides[i])
-			return MAIA_STATUS_BAD_DESC;
 	pad = MAIA_TENSOR_MAX_RANK - r;
 	for (i = 0; i < 4; i++) {
 		t->shape[i] = 1;
 		t->strides[i] = 0;
 	}
+	t->nelems = 1;
 	for (i = 0; i < r; i++) {
-		uint64_t dim = d->shape[i], st = d->strides[i];
-
-		if (!dim || dim > MAIA_TENSOR_MAX_DIM || n > MAIA_TENSOR_MAX_ELEMS / dim)
-			return MAIA_STATUS_BAD_DESC;
-		n *= dim;
-		if (dim > 1) {
-			if (st > (MAX_ELEM_OFFSET - maxoff) / (dim - 1))
-				return MAIA_STATUS_BAD_DESC;
-			maxoff += st * (dim - 1);
-		}
-		t->shape[pad + i] = dim;
-		t->strides[pad + i] = dim > 1 ? st : 0;
+		t->shape[pad + i] = d->shape[i];
+		t->strides[pad + i] = d->shape[i] > 1 ? d->strides[i] : 0;
+		t->nelems *= d->shape[i];
 	}
-	t->nelems = n;
 	t->dtype = d->dtype;
 	t->rank = r;
 	t->addr = d->addr;
 	t->scale_addr = d->scale_addr;
-	bs = maia_dtype_block(d->dtype);
-	t->block = bs;
-	if (bs > 1) {
-		uint64_t nblocks;
-
-		if (d->strides[r - 1] != 1 || d->shape[r - 1] % bs)
-			return MAIA_STATUS_BAD_DESC;
-		for (i = 0; i + 1 < r; i++)
-			if (d->strides[i] % bs)
-				return MAIA_STATUS_BAD_DESC;
-		nblocks = maxoff / bs + 1;
-		bytes = nblocks * maia_dtype_block_bytes(d->dtype);
-		if (nblocks - 1 > UINT64_MAX - d->scale_addr)
-			return MAIA_STATUS_BAD_DESC;
-	} else {
-		if (d->scale_addr)
-			return MAIA_STATUS_BAD_DESC;
-		bytes = (maxoff + 1) * maia_dtype_size(d->dtype);
-	}
-	if (bytes - 1 > UINT64_MAX - d->addr)
-		return MAIA_STATUS_BAD_DESC;
-	scale = fw_f32_from_bits(d->scale);
-	switch (d->dtype) {
-	case MAIA_DTYPE_INT8:
-	case MAIA_DTYPE_FP8_E4M3:
-	case MAIA_DTYPE_FP8_E5M2:
-		if (d->scale == 0)
-			scale = 1.0f;
-		else if (!isnormal(scale) || scale < 0.0f)
-			return MAIA_STATUS_BAD_DESC;
-		break;
-	default:
-		if (d->scale)
-			return MAIA_STATUS_BAD_DESC;
-		scale = 1.0f;
-		break;
-	}
-	t->scale = scale;
-	if (dir == FW_TV_OUTPUT && overlaps(t))
-		return MAIA_STATUS_BAD_DESC;
+	t->block = maia_dtype_block(d->dtype);
+	/* 0 means 1.0 for the scaled types; other types must have 0. */
+	t->scale = d->scale ? fw_f32_from_bits(d->scale) : 1.0f;
 	return MAIA_STATUS_OK;
 }
 
