@@ -136,13 +136,13 @@ static uint64_t bytes_of(unsigned int dt, uint64_t n)
 static void put(struct flat *f, unsigned int dt, uint64_t va, uint64_t sva, float *vals, uint64_t n)
 {
 	if (maia_dtype_is_block(dt)) {
-		maia_mx_encode(dt, vals, n / maia_dtype_block(dt), f->buf + (va - BASE),
+		fw_mx_encode(dt, vals, n / maia_dtype_block(dt), f->buf + (va - BASE),
 			       f->buf + (sva - BASE));
-		maia_mx_decode(dt, f->buf + (va - BASE), f->buf + (sva - BASE),
+		fw_mx_decode(dt, f->buf + (va - BASE), f->buf + (sva - BASE),
 			       n / maia_dtype_block(dt), vals);
 	} else {
-		maia_encode(dt, vals, n, 1.0f, true, f->buf + (va - BASE));
-		maia_decode(dt, f->buf + (va - BASE), n, 1.0f, vals);
+		fw_encode(dt, vals, n, 1.0f, true, f->buf + (va - BASE));
+		fw_decode(dt, f->buf + (va - BASE), n, 1.0f, vals);
 	}
 }
 
@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
 		{ 32, 4096, 4096 }, { 256, 4096, 1024 }, { 4096, 4096, 256 },
 	};
-	struct maia_tensor_config cfg = { 16, 4, 8192, 0 };
+	struct maia_tensor_config cfg = { .clusters = 16, .tiles_per_cluster = 4, .sram_kib = 8192 };
 	struct maia_tensor_engine *te;
 	uint32_t max = 4096;
 	const char *only = NULL;

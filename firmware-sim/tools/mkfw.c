@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "maia/engine.h"
 #include "maia/hw/boot.h"
 #include "maia/hw/cmd.h"
-#include "../src/crc32.h"
 
 #define PAYLOAD_MAX	4096u
 
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 	hdr.fw_version = MAIA_FW_VERSION(maj, min, pat);
 	hdr.header_size = sizeof(hdr);
 	hdr.payload_size = p.len;
-	hdr.payload_crc32 = maia_crc32(0, p.buf, p.len);
+	hdr.payload_crc32 = (uint32_t)crc32_z(0, p.buf, p.len);
 	snprintf(hdr.build_id, sizeof(hdr.build_id), "%s-%u.%u.%u", name, maj, min, pat);
 	total = sizeof(hdr) + p.len;
 

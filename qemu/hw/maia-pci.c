@@ -7,9 +7,10 @@
  * MSI-X, DMA through the PCI address space, doorbell ioeventfds, properties,
  * reset/FLR, tracing and logging.
  *
- * Threading: the library runs device work on its own worker thread, which
- * calls our dma_read/dma_write/raise_irq/guest_error/trace callbacks without
- * the BQL. Every entry point into the library is called with the BQL held
+ * Threading: the library runs device work on its own worker thread (and a
+ * tensor thread pool), created through our thread_create callback with
+ * qemu_thread_create(); they call our dma_read/dma_write/raise_irq/
+ * guest_error/trace callbacks without the BQL. Every entry point into the library is called with the BQL held
  * (MMIO handlers, ioeventfd handlers, reset, QOM setters), which is the "one
  * host thread at a time" the library requires. The library's reset and drain
  * wait for the worker, so a worker callback must never wait for the BQL:
@@ -25,6 +26,9 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/rcu.h"
+#include "qemu/thread.h"
+#include "qemu/timer.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
@@ -194,6 +198,12 @@ static const MemoryRegionOps maia_regs_ops = {
 };
 
 /* ---- Doorbell ioeventfds (shadow tails) --------------------------------- */
+
+/*
+ * TEST-ONLY PATH today: a doorbell goes through an ioeventfd only while its
+ * queue has a shadow tail, and the kernel driver does not set shadow tails
+ * (the unit tests and the qtest do). Guest doorbells are plain MMIO writes.
+ */
 
 static void maia_doorbell_notify(EventNotifier *e)
 {
@@ -406,6 +416,7 @@ static void maia_cb_trace(void *opaque, const char *msg)
     trace_maia_sim_event(msg);
 }
 
+/* Test-only path today: the kernel driver never sets a shadow tail. */
 static void maia_cb_shadow_changed(void *opaque, unsigned int queue,
                                    bool enabled)
 {
@@ -423,6 +434,58 @@ static void maia_cb_shadow_changed(void *opaque, unsigned int queue,
     }
 }
 
+/*
+ * Device time (TIME registers, job timeouts, scheduler quanta, telemetry)
+ * is QEMU_CLOCK_REALTIME: monotonic, and running under qtest and while the
+ * VM is stopped. Not QEMU_CLOCK_VIRTUAL: under qtest it moves only on
+ * clock_step, while the library's worker sleeps until device-time deadlines
+ * on the host's monotonic clock and the qtests poll completions in wall
+ * time (Documentation/qemu-device.rst, "Device time").
+ */
+static uint64_t maia_cb_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+typedef struct MaiaThreadStart {
+    void *(*fn)(void *);
+    void *arg;
+} MaiaThreadStart;
+
+/* Library threads DMA through address_space_rw under RCU: register them. */
+static void *maia_thread_start(void *opaque)
+{
+    MaiaThreadStart start = *(MaiaThreadStart *)opaque;
+    void *ret;
+
+    g_free(opaque);
+    rcu_register_thread();
+    ret = start.fn(start.arg);
+    rcu_unregister_thread();
+    return ret;
+}
+
+/*
+ * qemu_thread_create() blocks signals in the new thread (they stay with
+ * QEMU's own threads) and names it with -name debug-threads=on. It aborts
+ * on failure rather than returning an error. The library joins the thread
+ * with pthread_join(), which is what qemu_thread_join() does on POSIX.
+ */
+static int maia_cb_thread_create(void *opaque, pthread_t *thread,
+                                 const char *name, void *(*fn)(void *),
+                                 void *arg)
+{
+    MaiaThreadStart *start = g_new(MaiaThreadStart, 1);
+    QemuThread qt;
+
+    start->fn = fn;
+    start->arg = arg;
+    qemu_thread_create(&qt, name, maia_thread_start, start,
+                       QEMU_THREAD_JOINABLE);
+    *thread = qt.thread;
+    return 0;
+}
+
 static const struct maia_sim_ops maia_sim_ops = {
     .dma_read = maia_cb_dma_read,
     .dma_write = maia_cb_dma_write,
@@ -430,6 +493,8 @@ static const struct maia_sim_ops maia_sim_ops = {
     .guest_error = maia_cb_guest_error,
     .trace = maia_cb_trace,
     .shadow_changed = maia_cb_shadow_changed,
+    .now_ns = maia_cb_now_ns,
+    .thread_create = maia_cb_thread_create,
 };
 
 /* ---- Reset -------------------------------------------------------------- */
@@ -525,27 +590,6 @@ static bool maia_check_properties(MaiaState *s, Error **errp)
     return true;
 }
 
-/*
- * The library starts its worker (and tensor) threads with pthread_create:
- * give them a fully blocked signal mask, as qemu_thread_create() does, so
- * that process signals stay with QEMU's own threads.
- */
-static struct maia_sim *maia_sim_create_nosignals(MaiaState *s,
-                                                  struct maia_sim_config *cfg)
-{
-    struct maia_sim *sim;
-    sigset_t all, old;
-    int err;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    sim = maia_sim_create(cfg, &maia_sim_ops, s);
-    err = errno;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = err;
-    return sim;
-}
-
 static void maia_realize(PCIDevice *pci_dev, Error **errp)
 {
     MaiaState *s = MAIA(pci_dev);
@@ -586,7 +630,7 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
         s->doorbell[q].queue = q;
     }
 
-    s->sim = maia_sim_create_nosignals(s, &cfg);
+    s->sim = maia_sim_create(&cfg, &maia_sim_ops, s);
     if (!s->sim) {
         error_setg_errno(errp, errno, "firmware-sim rejected the device "
                          "configuration");

@@ -138,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int st;
 
 	if (!te) {
-		struct maia_tensor_config cfg = { 4, 4, 2048, 2 };
+		struct maia_tensor_config cfg = { .clusters = 4, .tiles_per_cluster = 4, .sram_kib = 2048, .threads = 2 };
 
 		te = maia_tensor_create(&cfg);
 		if (!te)

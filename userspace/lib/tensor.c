@@ -27,7 +27,7 @@ static uint32_t f32_bits(float f)
 /* INT8 and FP8 carry a per-tensor scale. */
 static bool dtype_has_scale(unsigned int dt)
 {
-	return dt == MAIA_DTYPE_INT8 || dt == MAIA_DTYPE_FP8_E4M3 || dt == MAIA_DTYPE_FP8_E5M2;
+	return maia_dtype_has_scale(dt);
 }
 
 static bool dtype_is_quantized(unsigned int dt)
@@ -127,61 +127,68 @@ MAIA_EXPORT uint64_t maia_tensor_elems(const struct maia_tensor_desc *desc)
 
 /* ---- argument checks --------------------------------------------------- */
 
-/* The descriptor rules of tensor-engine.rst that need no memory access. */
+/*
+ * The descriptor rules of tensor-engine.rst that need no memory access: the
+ * device's own (maia_tensor_desc_check() in maia/hw/tensor.h, shared with
+ * firmware-sim), then libmaia's: a block format needs its scale address.
+ */
 static int desc_check(const char *fn, const char *name, const struct maia_tensor_desc *t,
 		      bool output)
 {
 	unsigned int d, block;
 	float scale;
+	int reason;
 
 	if (!t)
 		return maia_error(-EINVAL, "%s: %s is NULL", fn, name);
-	if (t->dtype >= MAIA_DTYPE_COUNT)
+	reason = maia_tensor_desc_check(t, output, &d);
+	block = maia_dtype_block(t->dtype);
+	memcpy(&scale, &t->scale, sizeof(scale));
+	switch (reason) {
+	case MAIA_DESC_OK:
+		break;
+	case MAIA_DESC_BAD_DTYPE:
 		return maia_error(-EINVAL, "%s: %s has unknown dtype %u", fn, name, t->dtype);
-	if (!t->rank || t->rank > MAIA_TENSOR_MAX_RANK)
+	case MAIA_DESC_BAD_RANK:
 		return maia_error(-EINVAL, "%s: %s has rank %u, not 1..%u", fn, name, t->rank,
 				  MAIA_TENSOR_MAX_RANK);
-	if (t->flags)
+	case MAIA_DESC_BAD_FLAGS:
 		return maia_error(-EINVAL, "%s: %s has nonzero flags", fn, name);
-	for (d = 0; d < MAIA_TENSOR_MAX_RANK; d++) {
-		if (d >= t->rank && (t->shape[d] || t->strides[d]))
-			return maia_error(-EINVAL, "%s: %s has shape or stride set at index %u "
-					  ">= rank %u", fn, name, d, t->rank);
-		if (d < t->rank && (!t->shape[d] || t->shape[d] > MAIA_TENSOR_MAX_DIM))
-			return maia_error(-EINVAL, "%s: %s dimension %u is %u, not 1..%u", fn, name,
-					  d, t->shape[d], MAIA_TENSOR_MAX_DIM);
-		if (d < t->rank && output && t->shape[d] > 1 && !t->strides[d])
-			return maia_error(-EINVAL, "%s: output %s has stride 0 in dimension %u "
-					  "(it would overlap itself)", fn, name, d);
-	}
-	if (maia_tensor_elems(t) > MAIA_TENSOR_MAX_ELEMS)
+	case MAIA_DESC_UNUSED_DIM:
+		return maia_error(-EINVAL, "%s: %s has shape or stride set at index %u "
+				  ">= rank %u", fn, name, d, t->rank);
+	case MAIA_DESC_BAD_DIM:
+		return maia_error(-EINVAL, "%s: %s dimension %u is %u, not 1..%u", fn, name,
+				  d, t->shape[d], MAIA_TENSOR_MAX_DIM);
+	case MAIA_DESC_OUTPUT_STRIDE0:
+		return maia_error(-EINVAL, "%s: output %s has stride 0 in dimension %u "
+				  "(it would overlap itself)", fn, name, d);
+	case MAIA_DESC_TOO_MANY_ELEMS:
 		return maia_error(-EINVAL, "%s: %s has more than 2^32 elements", fn, name);
-	block = maia_dtype_block(t->dtype);
-	if (block > 1) {
-		if (t->strides[t->rank - 1] != 1 || t->shape[t->rank - 1] % block)
-			return maia_error(-EINVAL, "%s: %s (%s) needs innermost stride 1 and a size "
-					  "that is a multiple of %u", fn, name,
-					  maia_dtype_name(t->dtype), block);
-		for (d = 0; d + 1 < t->rank; d++)
-			if (t->strides[d] % block)
-				return maia_error(-EINVAL, "%s: %s (%s) stride %u is not a multiple "
-						  "of the block %u", fn, name,
-						  maia_dtype_name(t->dtype), d, block);
-		if (!t->scale_addr)
-			return maia_error(-EINVAL, "%s: %s (%s) has no block-scale address "
-					  "(maia_tensor_set_scale_addr)", fn, name,
-					  maia_dtype_name(t->dtype));
-	} else if (t->scale_addr) {
+	case MAIA_DESC_BLOCK_INNER:
+		return maia_error(-EINVAL, "%s: %s (%s) needs innermost stride 1 and a size "
+				  "that is a multiple of %u", fn, name,
+				  maia_dtype_name(t->dtype), block);
+	case MAIA_DESC_BLOCK_STRIDE:
+		return maia_error(-EINVAL, "%s: %s (%s) stride %u is not a multiple "
+				  "of the block %u", fn, name,
+				  maia_dtype_name(t->dtype), d, block);
+	case MAIA_DESC_SCALE_ADDR:
 		return maia_error(-EINVAL, "%s: %s (%s) has a scale address but no block scales",
 				  fn, name, maia_dtype_name(t->dtype));
-	}
-	memcpy(&scale, &t->scale, sizeof(scale));
-	if (t->scale && !dtype_has_scale(t->dtype))
+	case MAIA_DESC_SCALE_UNUSED:
 		return maia_error(-EINVAL, "%s: %s (%s) has a per-tensor scale", fn, name,
 				  maia_dtype_name(t->dtype));
-	if (t->scale && (!isnormal(scale) || scale < 0))
+	case MAIA_DESC_BAD_SCALE:
 		return maia_error(-EINVAL, "%s: %s scale %g is not finite, normal and positive",
 				  fn, name, (double)scale);
+	default:
+		return maia_error(-EINVAL, "%s: %s: %s", fn, name, maia_desc_reason_str(reason));
+	}
+	if (block > 1 && !t->scale_addr)
+		return maia_error(-EINVAL, "%s: %s (%s) has no block-scale address "
+				  "(maia_tensor_set_scale_addr)", fn, name,
+				  maia_dtype_name(t->dtype));
 	return 0;
 }
 

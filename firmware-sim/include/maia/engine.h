@@ -10,6 +10,7 @@
 #ifndef MAIA_ENGINE_H
 #define MAIA_ENGINE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,15 @@ struct maia_tensor_config {
 	unsigned int tiles_per_cluster;
 	unsigned int sram_kib;		/* per cluster */
 	unsigned int threads;		/* host threads; 0 = one per host CPU */
+	/*
+	 * Optional host hooks, as in struct maia_sim_ops (maia/sim.h), with
+	 * host_opaque as their first argument. NULL: CLOCK_MONOTONIC and
+	 * pthread_create(). maia_sim_create() passes its host's on.
+	 */
+	uint64_t (*now_ns)(void *opaque);
+	int (*thread_create)(void *opaque, pthread_t *thread, const char *name,
+			     void *(*fn)(void *), void *arg);
+	void *host_opaque;
 };
 
 struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg);

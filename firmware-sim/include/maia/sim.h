@@ -16,6 +16,7 @@
 #ifndef MAIA_SIM_H
 #define MAIA_SIM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,11 +34,30 @@ struct maia_sim_ops {
 	/* Optional: a device event worth tracing, as one line. */
 	void (*trace)(void *opaque, const char *msg);
 	/*
-	 * Optional: queue's shadow tail was set (enabled) or cleared. The glue
-	 * may then route the doorbell through an eventfd and call
-	 * maia_sim_doorbell_kick(). Called from an MMIO write.
+	 * Optional, TEST-ONLY PATH today: queue's shadow tail was set (enabled)
+	 * or cleared. The glue may then route the doorbell through an eventfd
+	 * and call maia_sim_doorbell_kick(). Called from an MMIO write. The
+	 * kernel driver does not give queues a shadow tail (yet); only the unit
+	 * tests and the qtest exercise this path.
 	 */
 	void (*shadow_changed)(void *opaque, unsigned int queue, bool enabled);
+	/*
+	 * Optional: the host's clock in nanoseconds, for device time (TIME
+	 * registers, job timeouts, scheduler quanta, telemetry). Must be
+	 * monotonic and advance at about real-time rate: the library sleeps
+	 * until device-time deadlines on CLOCK_MONOTONIC. NULL:
+	 * clock_gettime(CLOCK_MONOTONIC). May be called from any thread.
+	 */
+	uint64_t (*now_ns)(void *opaque);
+	/*
+	 * Optional: start a joinable thread running fn(arg) (the device worker,
+	 * the tensor engine's pool). name is short ("maia-worker"). Return 0
+	 * and set *thread, or an errno value. The library ends the thread by
+	 * returning from fn and joins it with pthread_join(). NULL:
+	 * pthread_create() with default attributes (the caller's signal mask).
+	 */
+	int (*thread_create)(void *opaque, pthread_t *thread, const char *name,
+			     void *(*fn)(void *), void *arg);
 };
 
 struct maia_sim_config {
@@ -65,10 +85,14 @@ void maia_sim_destroy(struct maia_sim *sim);
 uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset);
 void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value);
 
-/* Same as writing MAIA_REG_DOORBELL(queue); used by the ioeventfd path. */
+/* Same as writing MAIA_REG_DOORBELL(queue). */
 void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail);
 
-/* A doorbell write whose value was not seen (ioeventfd): use the shadow tail. */
+/*
+ * A doorbell write whose value was not seen (ioeventfd): use the shadow tail.
+ * Test-only path today, like shadow_changed: the kernel driver does not set
+ * shadow tails, so in a guest this is never called.
+ */
 void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue);
 
 /*

@@ -16,19 +16,19 @@
 #define BK	64u
 
 struct attn_op {
-	struct maia_tview q, k, v, out;
+	struct fw_tview q, k, v, out;
 	bool causal;
 	float scale;
 	uint64_t heads, lq, lk, d, dv, qblocks;
 };
 
-static int load_rows(struct maia_io *io, const struct maia_tview *t, uint64_t b, uint64_t h,
+static int load_rows(struct fw_io *io, const struct fw_tview *t, uint64_t b, uint64_t h,
 		     uint64_t r0, uint64_t nr, uint64_t len, float *dst)
 {
 	uint64_t base = b * t->strides[0] + h * t->strides[1];
 
 	for (uint64_t i = 0; i < nr; i++) {
-		int st = maia_io_load(io, t, base + (r0 + i) * t->strides[2], len, t->strides[3],
+		int st = fw_io_load(io, t, base + (r0 + i) * t->strides[2], len, t->strides[3],
 				      dst + i * len);
 		if (st)
 			return st;
@@ -36,7 +36,7 @@ static int load_rows(struct maia_io *io, const struct maia_tview *t, uint64_t b,
 	return MAIA_STATUS_OK;
 }
 
-static int attn_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int attn_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct attn_op *a = job->op;
 	uint64_t bh = task / a->qblocks, q0 = task % a->qblocks * BQ;
@@ -49,7 +49,7 @@ static int attn_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	uint64_t k0, i, j, c;
 	int st;
 
-	qs = maia_worker_scratch(w, BQ * d + BK * d + BK * dv + BQ * BK + BQ * dv + 2 * BQ);
+	qs = fw_worker_scratch(w, BQ * d + BK * d + BK * dv + BQ * BK + BQ * dv + 2 * BQ);
 	if (!qs)
 		return MAIA_STATUS_DMA_ERROR;
 	ks = qs + BQ * d;
@@ -116,7 +116,7 @@ static int attn_task(struct maia_job *job, size_t task, struct maia_worker *w)
 
 		for (c = 0; c < dv; c++)
 			o[i * dv + c] *= inv;
-		st = maia_io_store(&w->io, &a->out,
+		st = fw_io_store(&w->io, &a->out,
 				   b * a->out.strides[0] + h * a->out.strides[1] +
 				   (q0 + i) * a->out.strides[2], dv, a->out.strides[3],
 				   o + i * dv, false);
@@ -126,25 +126,25 @@ static int attn_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	return MAIA_STATUS_OK;
 }
 
-int maia_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		      const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_attention *c = (const void *)cmd;
 	struct attn_op a = { 0 };
-	struct maia_job job = { .te = te, .mem = mem, .run = attn_task, .op = &a };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = attn_task, .op = &a };
 	uint64_t batch;
 	int st;
 
 	if (cmd->size != sizeof(*c) || cmd->flags & ~MAIA_ATTN_F_CAUSAL || c->reserved)
 		return MAIA_STATUS_BAD_CMD;
 	a.causal = cmd->flags & MAIA_ATTN_F_CAUSAL;
-	st = maia_tview_parse(&c->q, MAIA_TV_INPUT, &a.q);
+	st = fw_tview_parse(&c->q, FW_TV_INPUT, &a.q);
 	if (!st)
-		st = maia_tview_parse(&c->k, MAIA_TV_INPUT, &a.k);
+		st = fw_tview_parse(&c->k, FW_TV_INPUT, &a.k);
 	if (!st)
-		st = maia_tview_parse(&c->v, MAIA_TV_INPUT, &a.v);
+		st = fw_tview_parse(&c->v, FW_TV_INPUT, &a.v);
 	if (!st)
-		st = maia_tview_parse(&c->out, MAIA_TV_OUTPUT, &a.out);
+		st = fw_tview_parse(&c->out, FW_TV_OUTPUT, &a.out);
 	if (st)
 		return st;
 	batch = a.q.shape[0];
@@ -164,11 +164,11 @@ int maia_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_heade
 	if ((BQ * a.d + BK * a.d + BK * a.dv + BQ * BK + BQ * a.dv + 2 * BQ) * sizeof(float) >
 	    te->tile_sram)
 		return MAIA_STATUS_BAD_DESC;
-	a.scale = c->scale ? maia_f32_from_bits(c->scale) : 1.0f / sqrtf((float)a.d);
+	a.scale = c->scale ? fw_f32_from_bits(c->scale) : 1.0f / sqrtf((float)a.d);
 	if (!isfinite(a.scale))
 		return MAIA_STATUS_BAD_CMD;
 	a.qblocks = (a.lq + BQ - 1) / BQ;
 	job.ntasks = batch * a.heads * a.qblocks;
 	stats->flops += 2 * batch * a.heads * a.lq * a.lk * (a.d + a.dv);
-	return maia_job_run(&job, stats);
+	return fw_te_job_run(&job, stats);
 }

@@ -52,13 +52,13 @@ static const struct minifloat *minifloat_of(unsigned int type)
 	case MAIA_DTYPE_FP8_E4M3:
 	case MAIA_DTYPE_MXFP8_E4M3:
 		return &fmt_e4m3;
-	case MAIA_ELEM_FP6_E3M2:
+	case FW_ELEM_FP6_E3M2:
 	case MAIA_DTYPE_MXFP6_E3M2:
 		return &fmt_e3m2;
-	case MAIA_ELEM_FP6_E2M3:
+	case FW_ELEM_FP6_E2M3:
 	case MAIA_DTYPE_MXFP6_E2M3:
 		return &fmt_e2m3;
-	case MAIA_ELEM_FP4_E2M1:
+	case FW_ELEM_FP4_E2M1:
 	case MAIA_DTYPE_MXFP4_E2M1:
 		return &fmt_e2m1;
 	default:
@@ -90,7 +90,7 @@ static uint32_t mf_nan_code(const struct minifloat *m)
  */
 static uint32_t mf_encode(float f, const struct minifloat *m, bool saturate)
 {
-	uint32_t u = maia_f32_bits(f), sign = (u >> 31) << (m->ebits + m->mbits);
+	uint32_t u = fw_f32_bits(f), sign = (u >> 31) << (m->ebits + m->mbits);
 	uint32_t ex = (u >> 23) & 0xff, sig, r, rem, half, shift;
 	int emin = 1 - m->bias, e;
 
@@ -167,7 +167,7 @@ static void tab_init(void)
 		tab_e2m1[i] = mf_decode(i, &fmt_e2m1);
 }
 
-const float *maia_minifloat_table(unsigned int type)
+const float *fw_minifloat_table(unsigned int type)
 {
 	pthread_once(&tab_once, tab_init);
 	switch (type) {
@@ -177,13 +177,13 @@ const float *maia_minifloat_table(unsigned int type)
 	case MAIA_DTYPE_FP8_E5M2:
 	case MAIA_DTYPE_MXFP8_E5M2:
 		return tab_e5m2;
-	case MAIA_ELEM_FP6_E3M2:
+	case FW_ELEM_FP6_E3M2:
 	case MAIA_DTYPE_MXFP6_E3M2:
 		return tab_e3m2;
-	case MAIA_ELEM_FP6_E2M3:
+	case FW_ELEM_FP6_E2M3:
 	case MAIA_DTYPE_MXFP6_E2M3:
 		return tab_e2m3;
-	case MAIA_ELEM_FP4_E2M1:
+	case FW_ELEM_FP4_E2M1:
 	case MAIA_DTYPE_MXFP4_E2M1:
 		return tab_e2m1;
 	default:
@@ -191,14 +191,14 @@ const float *maia_minifloat_table(unsigned int type)
 	}
 }
 
-float maia_bf16_to_f32(uint16_t h)
+float fw_bf16_to_f32(uint16_t h)
 {
-	return maia_f32_from_bits((uint32_t)h << 16);
+	return fw_f32_from_bits((uint32_t)h << 16);
 }
 
-uint16_t maia_f32_to_bf16(float f)
+uint16_t fw_f32_to_bf16(float f)
 {
-	uint32_t u = maia_f32_bits(f);
+	uint32_t u = fw_f32_bits(f);
 
 	if (isnan(f))
 		return (uint16_t)((u >> 16) | 0x0040);	/* keep sign and payload, set quiet */
@@ -206,50 +206,50 @@ uint16_t maia_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-float maia_fp16_to_f32(uint16_t h)
+float fw_fp16_to_f32(uint16_t h)
 {
 	return mf_decode(h, &fmt_fp16);
 }
 
-uint16_t maia_f32_to_fp16(float f)
+uint16_t fw_f32_to_fp16(float f)
 {
 	uint16_t h = (uint16_t)mf_encode(f, &fmt_fp16, false);
 
 	if (isnan(f))		/* keep the top payload bits, like hardware */
-		h |= (uint16_t)((maia_f32_bits(f) >> 13) & 0x3ff);
+		h |= (uint16_t)((fw_f32_bits(f) >> 13) & 0x3ff);
 	return h;
 }
 
-float maia_fp8_to_f32(uint8_t v, unsigned int dtype)
+float fw_fp8_to_f32(uint8_t v, unsigned int dtype)
 {
-	const float *t = maia_minifloat_table(dtype);
+	const float *t = fw_minifloat_table(dtype);
 
 	return t ? t[v] : NAN;
 }
 
-uint8_t maia_f32_to_fp8(float f, unsigned int dtype, bool saturate)
+uint8_t fw_f32_to_fp8(float f, unsigned int dtype, bool saturate)
 {
 	const struct minifloat *m = minifloat_of(dtype);
 
 	return m ? (uint8_t)mf_encode(f, m, saturate) : 0;
 }
 
-float maia_elem_to_f32(uint8_t v, unsigned int elem)
+float fw_elem_to_f32(uint8_t v, unsigned int elem)
 {
-	const float *t = maia_minifloat_table(elem);
+	const float *t = fw_minifloat_table(elem);
 	const struct minifloat *m = minifloat_of(elem);
 
 	return t ? t[v & ((1u << (m->ebits + m->mbits + 1)) - 1)] : NAN;
 }
 
-uint8_t maia_f32_to_elem(float f, unsigned int elem, bool saturate)
+uint8_t fw_f32_to_elem(float f, unsigned int elem, bool saturate)
 {
 	const struct minifloat *m = minifloat_of(elem);
 
 	return m ? (uint8_t)mf_encode(f, m, saturate) : 0;
 }
 
-int8_t maia_f32_to_int8(float f)
+int8_t fw_f32_to_int8(float f)
 {
 	float r;
 
@@ -277,7 +277,7 @@ static int32_t f32_to_int32(float f)
 	return (int32_t)r;
 }
 
-float maia_dtype_max(unsigned int dtype)
+float fw_dtype_max(unsigned int dtype)
 {
 	const struct minifloat *m = minifloat_of(dtype);
 
@@ -285,7 +285,7 @@ float maia_dtype_max(unsigned int dtype)
 		return m->max;
 	switch (dtype) {
 	case MAIA_DTYPE_BF16:
-		return maia_bf16_to_f32(0x7f7f);
+		return fw_bf16_to_f32(0x7f7f);
 	case MAIA_DTYPE_INT8:
 		return 127.0f;
 	case MAIA_DTYPE_MXINT8:
@@ -356,10 +356,10 @@ static void decode_fp16(const u16_any *src, size_t n, float *dst)
 		i = decode_fp16_f16c(src, n, dst);
 #endif
 	for (; i < n; i++)
-		dst[i] = maia_fp16_to_f32(src[i]);
+		dst[i] = fw_fp16_to_f32(src[i]);
 }
 
-void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst)
+void fw_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst)
 {
 	const uint8_t *b = src;
 	const float *t;
@@ -377,7 +377,7 @@ void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, flo
 		break;
 	case MAIA_DTYPE_FP8_E4M3:
 	case MAIA_DTYPE_FP8_E5M2:
-		t = maia_minifloat_table(dtype);
+		t = fw_minifloat_table(dtype);
 		for (i = 0; i < n; i++)
 			dst[i] = t[b[i]] * scale;
 		break;
@@ -415,7 +415,7 @@ static void decode_bf16_groups_avx2(const u16_any *src, size_t ngroups, unsigned
 }
 #endif
 
-void maia_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
+void fw_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
 			size_t gstride, float scale, float *dst)
 {
 	size_t bytes = (size_t)g * maia_dtype_size(dtype);
@@ -427,10 +427,10 @@ void maia_decode_groups(unsigned int dtype, const void *src, size_t ngroups, uns
 	}
 #endif
 	for (size_t i = 0; i < ngroups; i++)
-		maia_decode(dtype, (const uint8_t *)src + i * bytes, g, scale, dst + i * gstride);
+		fw_decode(dtype, (const uint8_t *)src + i * bytes, g, scale, dst + i * gstride);
 }
 
-void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
+void fw_encode(unsigned int dtype, const float *src, size_t n, float scale,
 		 bool saturate, void *dst)
 {
 	uint8_t *b = dst;
@@ -442,14 +442,14 @@ void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
 		break;
 	case MAIA_DTYPE_BF16:
 		for (i = 0; i < n; i++) {
-			uint16_t h = maia_f32_to_bf16(src[i]);
+			uint16_t h = fw_f32_to_bf16(src[i]);
 
 			memcpy(b + 2 * i, &h, 2);
 		}
 		break;
 	case MAIA_DTYPE_FP16:
 		for (i = 0; i < n; i++) {
-			uint16_t h = maia_f32_to_fp16(src[i]);
+			uint16_t h = fw_f32_to_fp16(src[i]);
 
 			memcpy(b + 2 * i, &h, 2);
 		}
@@ -457,11 +457,11 @@ void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
 	case MAIA_DTYPE_FP8_E4M3:
 	case MAIA_DTYPE_FP8_E5M2:
 		for (i = 0; i < n; i++)
-			b[i] = maia_f32_to_fp8(src[i] / scale, dtype, saturate);
+			b[i] = fw_f32_to_fp8(src[i] / scale, dtype, saturate);
 		break;
 	case MAIA_DTYPE_INT8:
 		for (i = 0; i < n; i++)
-			b[i] = (uint8_t)maia_f32_to_int8(src[i] / scale);
+			b[i] = (uint8_t)fw_f32_to_int8(src[i] / scale);
 		break;
 	case MAIA_DTYPE_INT32:
 		for (i = 0; i < n; i++) {

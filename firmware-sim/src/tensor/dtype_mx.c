@@ -20,7 +20,7 @@
 
 /* Element type, its largest exponent and width in bits. */
 struct mx_elem {
-	unsigned int elem;	/* MAIA_DTYPE_FP8_* / MAIA_ELEM_* or 0 for INT8 */
+	unsigned int elem;	/* MAIA_DTYPE_FP8_* / FW_ELEM_* or 0 for INT8 */
 	int emax;
 	unsigned int bits;
 };
@@ -35,13 +35,13 @@ static bool mx_elem_of(unsigned int dtype, struct mx_elem *e)
 		*e = (struct mx_elem){ MAIA_DTYPE_FP8_E5M2, 15, 8 };
 		return true;
 	case MAIA_DTYPE_MXFP6_E3M2:
-		*e = (struct mx_elem){ MAIA_ELEM_FP6_E3M2, 4, 6 };
+		*e = (struct mx_elem){ FW_ELEM_FP6_E3M2, 4, 6 };
 		return true;
 	case MAIA_DTYPE_MXFP6_E2M3:
-		*e = (struct mx_elem){ MAIA_ELEM_FP6_E2M3, 2, 6 };
+		*e = (struct mx_elem){ FW_ELEM_FP6_E2M3, 2, 6 };
 		return true;
 	case MAIA_DTYPE_MXFP4_E2M1:
-		*e = (struct mx_elem){ MAIA_ELEM_FP4_E2M1, 2, 4 };
+		*e = (struct mx_elem){ FW_ELEM_FP4_E2M1, 2, 4 };
 		return true;
 	case MAIA_DTYPE_MXINT8:
 		*e = (struct mx_elem){ 0, 0, 8 };
@@ -76,7 +76,7 @@ static void put_bits(uint8_t *p, unsigned int pos, unsigned int width, unsigned 
 /* floor(log2(a)) for finite a > 0. */
 static int ilog2f(float a)
 {
-	uint32_t ex = (maia_f32_bits(a) >> 23) & 0xff;
+	uint32_t ex = (fw_f32_bits(a) >> 23) & 0xff;
 	int e;
 
 	if (ex)
@@ -89,7 +89,7 @@ static int ilog2f(float a)
 static float mul_pow2(float v, int n)
 {
 	if (n >= -126 && n <= 127)
-		return v * maia_f32_from_bits((uint32_t)(n + 127) << 23);
+		return v * fw_f32_from_bits((uint32_t)(n + 127) << 23);
 	return ldexpf(v, n);
 }
 
@@ -101,14 +101,14 @@ static void ocp_decode(unsigned int dtype, const uint8_t *blk, uint8_t s, float 
 	float sc;
 
 	mx_elem_of(dtype, &e);
-	tab = maia_minifloat_table(e.elem);
+	tab = fw_minifloat_table(e.elem);
 	if (s == E8M0_NAN) {
 		for (i = 0; i < MAIA_MX_BLOCK; i++)
 			dst[i] = NAN;
 		return;
 	}
 	/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
-	sc = maia_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u);
+	sc = fw_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u);
 	switch (e.bits) {
 	case 8:
 		if (!e.elem) {
@@ -172,7 +172,7 @@ static void ocp_encode(unsigned int dtype, const float *src, uint8_t *blk, uint8
 			r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
 			codes[i] = (uint8_t)(int8_t)r;
 		} else {
-			codes[i] = maia_f32_to_elem(v, e.elem, true);
+			codes[i] = fw_f32_to_elem(v, e.elem, true);
 		}
 	}
 	switch (e.bits) {
@@ -280,13 +280,13 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 	blk[MAIA_MSMX_BLOCK * w / 8] = micro;
 }
 
-void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 		    size_t nblocks, float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
 	size_t b;
 
-	if (maia_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
+	if (fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
 		return;
 	for (b = 0; b < nblocks; b++) {
 		if (dtype >= MAIA_DTYPE_MX9)
@@ -296,7 +296,7 @@ void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *sc
 	}
 }
 
-void maia_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
+void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
 		    uint8_t *blocks, uint8_t *scales)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);

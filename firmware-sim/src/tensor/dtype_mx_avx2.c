@@ -93,7 +93,7 @@ static void int8_block(const uint8_t *blk, float sc, float *dst)
 	}
 }
 
-bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype);
@@ -107,7 +107,7 @@ bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_
 	for (size_t b = 0; b < nblocks; b++, blocks += bb, dst += MAIA_MX_BLOCK) {
 		uint8_t s = scales[b];
 		/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
-		float sc = maia_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u);
+		float sc = fw_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u);
 
 		if (s == E8M0_NAN) {
 			for (unsigned int i = 0; i < MAIA_MX_BLOCK; i++)
@@ -123,7 +123,7 @@ bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_
 	return true;
 }
 #else
-bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, float *dst)
 {
 	(void)dtype;

@@ -41,7 +41,7 @@ _Static_assert(sizeof(struct maia_cmd_transpose) == 160, "transpose command size
  */
 #define HUGE_PAGE	(2u << 20)
 
-float *maia_worker_scratch(struct maia_worker *w, size_t n)
+float *fw_worker_scratch(struct fw_worker *w, size_t n)
 {
 	if (n > w->scratch_floats) {
 		size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
@@ -78,9 +78,12 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 	if (!te)
 		return NULL;
 	te->cfg = *cfg;
+	te->host.now_ns = cfg->now_ns;
+	te->host.thread_create = cfg->thread_create;
+	te->host.opaque = cfg->host_opaque;
 	te->tiles = cfg->clusters * cfg->tiles_per_cluster;
 	te->tile_sram = (size_t)cfg->sram_kib * 1024 / cfg->tiles_per_cluster;
-	te->gemm_kernel = maia_gemm_kernel_find(NULL);
+	te->gemm_kernel = fw_gemm_kernel_find(NULL);
 	threads = cfg->threads;
 	if (!threads) {
 		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -92,17 +95,17 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 		threads = 256;
 	pthread_mutex_init(&te->lock, NULL);
 	te->tile_busy_ns = calloc(te->tiles, sizeof(*te->tile_busy_ns));
-	te->pool = maia_pool_create(threads);
+	te->pool = fw_pool_create(threads, &te->host);
 	if (!te->tile_busy_ns || !te->pool)
 		goto fail;
-	te->nworkers = maia_pool_size(te->pool);
+	te->nworkers = fw_pool_size(te->pool);
 	te->workers = aligned_alloc(64, ((sizeof(*te->workers) * te->nworkers) + 63) & ~(size_t)63);
 	if (!te->workers)
 		goto fail;
 	memset(te->workers, 0, sizeof(*te->workers) * te->nworkers);
 	for (i = 0; i < te->nworkers; i++) {
-		te->workers[i].io.stage_size = MAIA_IO_STAGE_SIZE;
-		te->workers[i].io.stage = malloc(MAIA_IO_STAGE_SIZE);
+		te->workers[i].io.stage_size = FW_IO_STAGE_SIZE;
+		te->workers[i].io.stage = malloc(FW_IO_STAGE_SIZE);
 		if (!te->workers[i].io.stage)
 			goto fail;
 	}
@@ -119,7 +122,7 @@ void maia_tensor_destroy(struct maia_tensor_engine *te)
 
 	if (!te)
 		return;
-	maia_pool_destroy(te->pool);
+	fw_pool_destroy(te->pool);
 	for (i = 0; te->workers && i < te->nworkers; i++) {
 		free(te->workers[i].io.stage);
 		free(te->workers[i].scratch);
@@ -132,16 +135,16 @@ void maia_tensor_destroy(struct maia_tensor_engine *te)
 
 static void job_task(void *arg, size_t task, unsigned int worker)
 {
-	struct maia_job *job = arg;
-	struct maia_worker *w = &job->te->workers[worker];
+	struct fw_te_job *job = arg;
+	struct fw_worker *w = &job->te->workers[worker];
 	uint64_t t0, dt;
 	int st;
 
 	if (__atomic_load_n(&job->status, __ATOMIC_RELAXED))
 		return;		/* an earlier task failed: the command is over */
-	t0 = maia_now_ns();
+	t0 = fw_host_now_ns(&job->te->host);
 	st = job->run(job, task, w);
-	dt = maia_now_ns() - t0;
+	dt = fw_host_now_ns(&job->te->host) - t0;
 	w->busy_ns += dt;
 	__atomic_fetch_add(&job->te->tile_busy_ns[task % job->te->tiles], dt, __ATOMIC_RELAXED);
 	if (st) {
@@ -152,7 +155,7 @@ static void job_task(void *arg, size_t task, unsigned int worker)
 	}
 }
 
-int maia_job_run(struct maia_job *job, struct maia_op_stats *stats)
+int fw_te_job_run(struct fw_te_job *job, struct maia_op_stats *stats)
 {
 	struct maia_tensor_engine *te = job->te;
 	unsigned int i;
@@ -164,7 +167,7 @@ int maia_job_run(struct maia_job *job, struct maia_op_stats *stats)
 		te->workers[i].busy_ns = 0;
 	}
 	job->status = MAIA_STATUS_OK;
-	maia_pool_run(te->pool, job->ntasks, job_task, job);
+	fw_pool_run(te->pool, job->ntasks, job_task, job);
 	for (i = 0; i < te->nworkers; i++) {
 		stats->bytes_read += te->workers[i].io.bytes_read;
 		stats->bytes_written += te->workers[i].io.bytes_written;
@@ -173,7 +176,7 @@ int maia_job_run(struct maia_job *job, struct maia_op_stats *stats)
 	return job->status;
 }
 
-float maia_act(float x, unsigned int act)
+float fw_act(float x, unsigned int act)
 {
 	switch (act) {
 	case MAIA_ACT_RELU:
@@ -215,33 +218,33 @@ int maia_tensor_exec(struct maia_tensor_engine *te, const struct maia_cmd_header
 	pthread_mutex_lock(&te->lock);
 	switch (cmd->opcode) {
 	case MAIA_OP_GEMM:
-		st = maia_op_gemm(te, cmd, mem, stats);
+		st = fw_op_gemm(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_GEMM_BATCHED:
-		st = maia_op_gemm_batched(te, cmd, mem, stats);
+		st = fw_op_gemm_batched(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_ADD:
 	case MAIA_OP_MUL:
 	case MAIA_OP_SCALE:
 	case MAIA_OP_ACTIVATION:
-		st = maia_op_eltwise(te, cmd, mem, stats);
+		st = fw_op_eltwise(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_SOFTMAX:
 	case MAIA_OP_LAYERNORM:
 	case MAIA_OP_RMSNORM:
-		st = maia_op_rownorm(te, cmd, mem, stats);
+		st = fw_op_rownorm(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_ATTENTION:
-		st = maia_op_attention(te, cmd, mem, stats);
+		st = fw_op_attention(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_QUANTIZE:
 	case MAIA_OP_DEQUANTIZE:
 	case MAIA_OP_TRANSPOSE:
 	case MAIA_OP_COPY:
-		st = maia_op_layout(te, cmd, mem, stats);
+		st = fw_op_layout(te, cmd, mem, stats);
 		break;
 	case MAIA_OP_REDUCE:
-		st = maia_op_reduce(te, cmd, mem, stats);
+		st = fw_op_reduce(te, cmd, mem, stats);
 		break;
 	default:
 		st = MAIA_STATUS_BAD_OPCODE;

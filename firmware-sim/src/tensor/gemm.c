@@ -24,8 +24,8 @@
 #define MAX_BATCH_PTRS		65536u
 
 struct gemm_op {
-	const struct maia_gemm_kernel *kern;
-	struct maia_tview a, b, c, bias;
+	const struct fw_gemm_kernel *kern;
+	struct fw_tview a, b, c, bias;
 	bool trans_a, trans_b, has_bias, saturate;
 	float alpha, beta;
 	unsigned int act;
@@ -58,11 +58,11 @@ static uint64_t div_up(uint64_t x, uint64_t g)
  */
 #define ROWS_AHEAD	4
 
-static void prefetch_rows(struct maia_io *io, const struct maia_tview *t, uint64_t base,
+static void prefetch_rows(struct fw_io *io, const struct fw_tview *t, uint64_t base,
 			  uint64_t rs, uint64_t first, uint64_t end, uint64_t limit, uint64_t n)
 {
 	for (uint64_t r = first; r < end && r < limit; r++)
-		maia_io_prefetch(io, t, base + r * rs, n);
+		fw_io_prefetch(io, t, base + r * rs, n);
 }
 
 /*
@@ -70,7 +70,7 @@ static void prefetch_rows(struct maia_io *io, const struct maia_tview *t, uint64
  * column stride cs) into dst (nr x nc, row-major, leading dim ld), reading
  * along whichever direction is contiguous in memory.
  */
-static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base,
+static int load_2d(struct fw_io *io, const struct fw_tview *t, uint64_t base,
 		   uint64_t rs, uint64_t cs, uint64_t r0, uint64_t nr, uint64_t c0,
 		   uint64_t nc, float *dst, uint64_t ld, float *tmp)
 {
@@ -84,7 +84,7 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
 			if (cs == 1)
 				prefetch_rows(io, t, base + c0, rs, r0 + i + 1 + ROWS_AHEAD,
 					      r0 + i + 2 + ROWS_AHEAD, r0 + nr, nc);
-			st = maia_io_load(io, t, base + (r0 + i) * rs + c0 * cs, nc, cs, dst + i * ld);
+			st = fw_io_load(io, t, base + (r0 + i) * rs + c0 * cs, nc, cs, dst + i * ld);
 			if (st)
 				return st;
 		}
@@ -95,7 +95,7 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
 	for (j = 0; j < nc; j++) {
 		prefetch_rows(io, t, base + r0, cs, c0 + j + 1 + ROWS_AHEAD, c0 + j + 2 + ROWS_AHEAD,
 			      c0 + nc, nr);
-		st = maia_io_load(io, t, base + r0 + (c0 + j) * cs, nr, 1, tmp);
+		st = fw_io_load(io, t, base + r0 + (c0 + j) * cs, nr, 1, tmp);
 		if (st)
 			return st;
 		for (i = 0; i < nr; i++)
@@ -116,7 +116,7 @@ static int load_2d(struct maia_io *io, const struct maia_tview *t, uint64_t base
  *   element but a sequential walk for the kernel. Worth it when many A
  *   sub-blocks reuse the slice.
  */
-static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *b,
+static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
 			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
 			float *bp, uint64_t ldb, bool panels, float *row)
 {
@@ -141,16 +141,16 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
 				      k0 + k + 2 + ROWS_AHEAD, k0 + kc, nn);
 		p = nn / nr * nr;
 		if (!panels) {
-			st = maia_io_load(io, b, off, nn, g->b_cs, bp + k * ldb);
+			st = fw_io_load(io, b, off, nn, g->b_cs, bp + k * ldb);
 			if (np > nn)
 				memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
 			p = nn;
 		} else if (g->b_cs == 1) {	/* whole panels decoded into place */
-			st = maia_io_load_groups(io, b, off, nn / nr, nr, kc * nr, bp + k * nr, row);
+			st = fw_io_load_groups(io, b, off, nn / nr, nr, kc * nr, bp + k * nr, row);
 			if (!st && p < nn)
-				st = maia_io_load(io, b, off + p, nn - p, 1, row);
+				st = fw_io_load(io, b, off + p, nn - p, 1, row);
 		} else {
-			st = maia_io_load(io, b, off, nn, g->b_cs, row);
+			st = fw_io_load(io, b, off, nn, g->b_cs, row);
 			for (uint64_t q = 0; !st && q < p; q += nr)
 				memcpy(bp + q * kc + k * nr, row + q, nr * sizeof(float));
 			tail = row + p;
@@ -170,7 +170,7 @@ static int pack_b_slice(struct maia_io *io, const struct gemm_op *g, const struc
  * column-major A is read by columns, each split over the panels; otherwise
  * mr rows at a time are decoded into tmp (mr x kc) and interleaved.
  */
-static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struct maia_tview *a,
+static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *a,
 			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
 			float *ap, float *tmp)
 {
@@ -183,7 +183,7 @@ static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struc
 		for (k = 0; k < kc; k++) {
 			prefetch_rows(io, a, base + m0, g->a_cs, k0 + k + 1 + ROWS_AHEAD,
 				      k0 + k + 2 + ROWS_AHEAD, k0 + kc, mm);
-			st = maia_io_load(io, a, base + m0 + (k0 + k) * g->a_cs, mm, 1, tmp);
+			st = fw_io_load(io, a, base + m0 + (k0 + k) * g->a_cs, mm, 1, tmp);
 			if (st)
 				return st;
 			memset(tmp + mm, 0, (mp - mm) * sizeof(float));
@@ -205,7 +205,7 @@ static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struc
 			if (g->a_cs == 1)
 				prefetch_rows(io, a, base + k0, g->a_rs, m0 + r + i + 1 + ROWS_AHEAD,
 					      m0 + r + i + 2 + ROWS_AHEAD, m0 + mm, kc);
-			st = maia_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + r + i, k0), kc,
+			st = fw_io_load(io, a, AT(base, g->a_rs, g->a_cs, m0 + r + i, k0), kc,
 					  g->a_cs, tmp + i * kc);
 			if (st)
 				return st;
@@ -215,10 +215,10 @@ static int pack_a_slice(struct maia_io *io, const struct gemm_op *g, const struc
 	return MAIA_STATUS_OK;
 }
 
-static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct gemm_op *g = job->op;
-	const struct maia_gemm_kernel *kn = g->kern;
+	const struct fw_gemm_kernel *kn = g->kern;
 	uint64_t bi = task / (g->mblocks * g->nblocks);
 	uint64_t rem = task % (g->mblocks * g->nblocks);
 	uint64_t m0 = rem / g->nblocks * g->mrange, n0 = rem % g->nblocks * g->nb;
@@ -228,7 +228,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	uint64_t sub = round_up(g->mb, kn->mr);
 	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
 	float *ap, *bp, *cacc, *tmp, *bias;
-	struct maia_tview a = g->a, b = g->b, c = g->c;
+	struct fw_tview a = g->a, b = g->b, c = g->c;
 	bool panels;
 	size_t need;
 	int st;
@@ -254,7 +254,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
 	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
-	ap = maia_worker_scratch(w, need);
+	ap = fw_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
@@ -292,7 +292,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 
 	/* epilogue, one C row at a time */
 	if (g->has_bias) {
-		st = maia_io_load(&w->io, &g->bias, n0 * g->bias.strides[3], nbb,
+		st = fw_io_load(&w->io, &g->bias, n0 * g->bias.strides[3], nbb,
 				  g->bias.strides[3], bias);
 		if (st)
 			return st;
@@ -302,7 +302,7 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 		uint64_t off = c_off + (m0 + i) * g->c_rs + n0 * g->c_cs;
 
 		if (g->beta != 0.0f) {
-			st = maia_io_load(&w->io, &c, off, nbb, g->c_cs, tmp);
+			st = fw_io_load(&w->io, &c, off, nbb, g->c_cs, tmp);
 			if (st)
 				return st;
 			for (j = 0; j < nbb; j++)
@@ -316,8 +316,8 @@ static int gemm_task(struct maia_job *job, size_t task, struct maia_worker *w)
 				row[j] += bias[j];
 		if (g->act != MAIA_ACT_NONE)
 			for (j = 0; j < nbb; j++)
-				row[j] = maia_act(row[j], g->act);
-		st = maia_io_store(&w->io, &c, off, nbb, g->c_cs, row, g->saturate);
+				row[j] = fw_act(row[j], g->act);
+		st = fw_io_store(&w->io, &c, off, nbb, g->c_cs, row, g->saturate);
 		if (st)
 			return st;
 	}
@@ -333,7 +333,7 @@ static bool c_dtype_ok(unsigned int dt)
 /* Shapes and 2D strides; dims 0..1 of the normalized view are the batch. */
 static int gemm_shapes(struct gemm_op *g, unsigned int rank)
 {
-	const struct maia_tview *a = &g->a, *b = &g->b, *c = &g->c;
+	const struct fw_tview *a = &g->a, *b = &g->b, *c = &g->c;
 	uint64_t ka, kb;
 
 	if (a->rank != rank || b->rank != rank || c->rank != rank ||
@@ -470,27 +470,27 @@ static int gemm_common(struct maia_tensor_engine *te, const struct maia_tensor_d
 	g->trans_b = flags & MAIA_GEMM_F_TRANS_B;
 	g->has_bias = flags & MAIA_GEMM_F_BIAS;
 	g->saturate = flags & MAIA_GEMM_F_SAT;
-	g->alpha = alpha ? maia_f32_from_bits(alpha) : 1.0f;
-	g->beta = maia_f32_from_bits(beta);
+	g->alpha = alpha ? fw_f32_from_bits(alpha) : 1.0f;
+	g->beta = fw_f32_from_bits(beta);
 	g->act = act;
 	if (!isfinite(g->alpha) || !isfinite(g->beta))
 		return MAIA_STATUS_BAD_CMD;
-	st = maia_tview_parse(ad, MAIA_TV_INPUT, &g->a);
+	st = fw_tview_parse(ad, FW_TV_INPUT, &g->a);
 	if (!st)
-		st = maia_tview_parse(bd, MAIA_TV_INPUT, &g->b);
+		st = fw_tview_parse(bd, FW_TV_INPUT, &g->b);
 	if (!st)
-		st = maia_tview_parse(cd, MAIA_TV_OUTPUT, &g->c);
+		st = fw_tview_parse(cd, FW_TV_OUTPUT, &g->c);
 	if (st)
 		return st;
 	if (!c_dtype_ok(g->c.dtype))
 		return MAIA_STATUS_BAD_DESC;
 	if (g->has_bias) {
-		st = maia_tview_parse(biasd, MAIA_TV_INPUT, &g->bias);
+		st = fw_tview_parse(biasd, FW_TV_INPUT, &g->bias);
 		if (st)
 			return st;
 		if (g->bias.rank != 1 || g->bias.shape[3] != g->c.shape[3] || g->bias.block > 1)
 			return MAIA_STATUS_BAD_DESC;
-	} else if (!maia_desc_is_zero(biasd)) {
+	} else if (!fw_desc_is_zero(biasd)) {
 		return MAIA_STATUS_BAD_CMD;
 	}
 	return MAIA_STATUS_OK;
@@ -499,15 +499,15 @@ static int gemm_common(struct maia_tensor_engine *te, const struct maia_tensor_d
 static int gemm_run(struct maia_tensor_engine *te, struct gemm_op *g,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
-	struct maia_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
 
 	gemm_blocking(g, te);
 	job.ntasks = g->batch * g->mblocks * g->nblocks;
 	stats->flops += 2 * g->batch * g->m * g->n * g->k;
-	return maia_job_run(&job, stats);
+	return fw_te_job_run(&job, stats);
 }
 
-int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		 const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_gemm *c = (const void *)cmd;
@@ -528,7 +528,7 @@ int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cm
 	return gemm_run(te, &g, mem, stats);
 }
 
-int maia_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_gemm_batched *c = (const void *)cmd;

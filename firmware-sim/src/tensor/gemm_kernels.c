@@ -204,7 +204,7 @@ static void kern_avx512(size_t kc, const float *a, const float *b, size_t ldb, f
 }
 #endif
 
-static const struct maia_gemm_kernel kernels[] = {
+static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
 	{ "avx512", 8, 32, kern_avx512, pack_a_avx2 },
 	{ "avx2", 6, 16, kern_avx2, pack_a_avx2 },
@@ -212,7 +212,7 @@ static const struct maia_gemm_kernel kernels[] = {
 	{ "portable", 6, 16, kern_portable, pack_a_portable },
 };
 
-bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k)
+bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k)
 {
 #if HAVE_X86
 	__builtin_cpu_init();
@@ -224,7 +224,7 @@ bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k)
 	return !strcmp(k->name, "portable");
 }
 
-const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n)
+const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n)
 {
 	*n = sizeof(kernels) / sizeof(kernels[0]);
 	return kernels;
@@ -236,7 +236,7 @@ const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n)
  * (KC is odd: whole and partial column groups). A kernel that disagrees is
  * never used: a wrong GEMM is worse than a slow one.
  */
-static bool kernel_selftest(const struct maia_gemm_kernel *k)
+static bool kernel_selftest(const struct fw_gemm_kernel *k)
 {
 	enum { KC = 37, MAXR = 8, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
 	float rows[MAXR * KC];
@@ -274,12 +274,12 @@ static bool kernel_selftest(const struct maia_gemm_kernel *k)
 	return true;
 }
 
-static bool kernel_ok(const struct maia_gemm_kernel *k)
+static bool kernel_ok(const struct fw_gemm_kernel *k)
 {
-	return maia_gemm_kernel_usable(k) && kernel_selftest(k);
+	return fw_gemm_kernel_usable(k) && kernel_selftest(k);
 }
 
-const struct maia_gemm_kernel *maia_gemm_kernel_find(const char *name)
+const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name)
 {
 	const char *force = name ? name : getenv("MAIA_TE_ISA");
 	size_t i;

@@ -20,7 +20,7 @@
 #define COLS		256u	/* output columns staged at once */
 
 struct layout_op {
-	struct maia_tview x, out;
+	struct fw_tview x, out;
 	uint64_t xs[4];		/* x's stride for each output dimension */
 	int q;			/* output dim that is x's contiguous dim, or -1 */
 	bool saturate;
@@ -51,25 +51,25 @@ static void row_index(const uint64_t shape[4], uint64_t r, uint64_t idx[4])
 }
 
 /* Plain case: each output row is one (possibly strided) run of x. */
-static int copy_rows(struct layout_op *o, size_t task, struct maia_worker *w)
+static int copy_rows(struct layout_op *o, size_t task, struct fw_worker *w)
 {
 	uint64_t n = o->out.shape[3], r, r0 = task * o->rows_per_task, idx[4], c;
-	uint64_t rows = maia_rows(o->out.shape);
-	float *v = maia_worker_scratch(w, MAIA_CHUNK);
+	uint64_t rows = fw_rows(o->out.shape);
+	float *v = fw_worker_scratch(w, FW_CHUNK);
 	int st;
 
 	if (!v)
 		return MAIA_STATUS_DMA_ERROR;
 	for (r = r0; r < r0 + o->rows_per_task && r < rows; r++) {
 		row_index(o->out.shape, r, idx);
-		for (c = 0; c < n; c += MAIA_CHUNK) {
-			uint64_t len = n - c < MAIA_CHUNK ? n - c : MAIA_CHUNK;
+		for (c = 0; c < n; c += FW_CHUNK) {
+			uint64_t len = n - c < FW_CHUNK ? n - c : FW_CHUNK;
 
 			idx[3] = c;
-			st = maia_io_load(&w->io, &o->x, x_offset(o, idx), len, o->xs[3], v);
+			st = fw_io_load(&w->io, &o->x, x_offset(o, idx), len, o->xs[3], v);
 			if (st)
 				return st;
-			st = maia_io_store(&w->io, &o->out, out_offset(o, idx), len,
+			st = fw_io_store(&w->io, &o->out, out_offset(o, idx), len,
 					   o->out.strides[3], v, o->saturate);
 			if (st)
 				return st;
@@ -79,10 +79,10 @@ static int copy_rows(struct layout_op *o, size_t task, struct maia_worker *w)
 }
 
 /* Transposed case: GROUP output rows along dim q, read as runs of x. */
-static int transpose_group(struct layout_op *o, size_t task, struct maia_worker *w)
+static int transpose_group(struct layout_op *o, size_t task, struct fw_worker *w)
 {
 	uint64_t idx[4], g0, ng, n = o->out.shape[3], c0, c, i;
-	float *tile = maia_worker_scratch(w, 2 * GROUP * COLS), *row = tile + GROUP * COLS;
+	float *tile = fw_worker_scratch(w, 2 * GROUP * COLS), *row = tile + GROUP * COLS;
 	int st;
 
 	if (!tile)
@@ -96,7 +96,7 @@ static int transpose_group(struct layout_op *o, size_t task, struct maia_worker 
 
 		for (c = 0; c < nc; c++) {	/* a run of x per output column */
 			idx[3] = c0 + c;
-			st = maia_io_load(&w->io, &o->x, x_offset(o, idx), ng, 1, tile + c * GROUP);
+			st = fw_io_load(&w->io, &o->x, x_offset(o, idx), ng, 1, tile + c * GROUP);
 			if (st)
 				return st;
 		}
@@ -105,7 +105,7 @@ static int transpose_group(struct layout_op *o, size_t task, struct maia_worker 
 				row[c] = tile[c * GROUP + i];
 			idx[o->q] = g0 + i;
 			idx[3] = c0;
-			st = maia_io_store(&w->io, &o->out, out_offset(o, idx), nc,
+			st = fw_io_store(&w->io, &o->out, out_offset(o, idx), nc,
 					   o->out.strides[3], row, o->saturate);
 			if (st)
 				return st;
@@ -115,7 +115,7 @@ static int transpose_group(struct layout_op *o, size_t task, struct maia_worker 
 	return MAIA_STATUS_OK;
 }
 
-static int layout_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int layout_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct layout_op *o = job->op;
 
@@ -123,22 +123,22 @@ static int layout_task(struct maia_job *job, size_t task, struct maia_worker *w)
 }
 
 /* Dynamic quantization, pass 1: amax of x, one partial per task. */
-static int amax_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int amax_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct layout_op *o = job->op;
 	uint64_t n = o->x.shape[3], r, c, i;
-	uint64_t rows = maia_rows(o->x.shape), r0 = task * o->rows_per_task;
-	float *v = maia_worker_scratch(w, MAIA_CHUNK), mx = 0.0f;
+	uint64_t rows = fw_rows(o->x.shape), r0 = task * o->rows_per_task;
+	float *v = fw_worker_scratch(w, FW_CHUNK), mx = 0.0f;
 	int st;
 
 	if (!v)
 		return MAIA_STATUS_DMA_ERROR;
 	for (r = r0; r < r0 + o->rows_per_task && r < rows; r++) {
-		for (c = 0; c < n; c += MAIA_CHUNK) {
-			uint64_t len = n - c < MAIA_CHUNK ? n - c : MAIA_CHUNK;
+		for (c = 0; c < n; c += FW_CHUNK) {
+			uint64_t len = n - c < FW_CHUNK ? n - c : FW_CHUNK;
 
-			st = maia_io_load(&w->io, &o->x,
-					  maia_row_offset(o->x.shape, o->x.strides, r) +
+			st = fw_io_load(&w->io, &o->x,
+					  fw_row_offset(o->x.shape, o->x.strides, r) +
 					  c * o->x.strides[3], len, o->x.strides[3], v);
 			if (st)
 				return st;
@@ -161,9 +161,9 @@ static int dynamic_scale(struct maia_tensor_engine *te, struct layout_op *o,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats,
 			 uint64_t scale_out)
 {
-	struct maia_job job = { .te = te, .mem = mem, .run = amax_task, .op = o };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = amax_task, .op = o };
 	float partial[256], amax = 0.0f, scale;
-	uint64_t rows = maia_rows(o->x.shape);
+	uint64_t rows = fw_rows(o->x.shape);
 	uint32_t bits;
 	int st;
 
@@ -171,29 +171,29 @@ static int dynamic_scale(struct maia_tensor_engine *te, struct layout_op *o,
 	o->rows_per_task = (rows + 255) / 256;
 	job.ntasks = (rows + o->rows_per_task - 1) / o->rows_per_task;
 	o->amax = partial;
-	st = maia_job_run(&job, stats);
+	st = fw_te_job_run(&job, stats);
 	o->amax = NULL;
 	if (st)
 		return st;
 	for (size_t i = 0; i < job.ntasks; i++)
 		if (partial[i] > amax)
 			amax = partial[i];
-	scale = amax > 0.0f ? amax / maia_dtype_max(o->out.dtype) : 1.0f;
+	scale = amax > 0.0f ? amax / fw_dtype_max(o->out.dtype) : 1.0f;
 	if (!isnormal(scale))
 		scale = 1.0f;
 	o->out.scale = scale;
-	bits = maia_f32_bits(scale);
+	bits = fw_f32_bits(scale);
 	st = mem->write(mem->opaque, scale_out, &bits, sizeof(bits));
 	if (!st)
 		stats->bytes_written += sizeof(bits);
 	return st;
 }
 
-int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct layout_op o = { .q = -1 };
-	struct maia_job job = { .te = te, .mem = mem, .run = layout_task, .op = &o };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = layout_task, .op = &o };
 	uint8_t perm[4] = { 0, 1, 2, 3 };
 	const struct maia_tensor_desc *xd, *od;
 	unsigned int r, d, pad, seen = 0;
@@ -222,9 +222,9 @@ int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *
 		scale_out = c->scale_out;
 	}
 	o.saturate = cmd->flags & MAIA_QUANT_F_SAT;
-	st = maia_tview_parse(xd, MAIA_TV_INPUT, &o.x);
+	st = fw_tview_parse(xd, FW_TV_INPUT, &o.x);
 	if (!st)
-		st = maia_tview_parse(od, MAIA_TV_OUTPUT, &o.out);
+		st = fw_tview_parse(od, FW_TV_OUTPUT, &o.out);
 	if (st)
 		return st;
 	r = o.x.rank;
@@ -255,7 +255,7 @@ int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *
 			return MAIA_STATUS_BAD_CMD;
 		break;
 	case MAIA_OP_DEQUANTIZE:
-		if (!is_quantized(o.x.dtype) || !maia_dtype_is_float(o.out.dtype))
+		if (!is_quantized(o.x.dtype) || !fw_dtype_is_float(o.out.dtype))
 			return MAIA_STATUS_BAD_DESC;
 		break;
 	default:
@@ -277,13 +277,13 @@ int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *
 		memcpy(o.iter, o.out.shape, sizeof(o.iter));
 		o.iter[o.q] = (o.out.shape[o.q] + GROUP - 1) / GROUP;
 		o.iter[3] = 1;
-		job.ntasks = maia_rows(o.iter);
+		job.ntasks = fw_rows(o.iter);
 	} else {
-		uint64_t rows = maia_rows(o.out.shape);
+		uint64_t rows = fw_rows(o.out.shape);
 
-		o.rows_per_task = o.out.shape[3] >= MAIA_CHUNK ? 1 : MAIA_CHUNK / o.out.shape[3];
+		o.rows_per_task = o.out.shape[3] >= FW_CHUNK ? 1 : FW_CHUNK / o.out.shape[3];
 		job.ntasks = (rows + o.rows_per_task - 1) / o.rows_per_task;
 	}
 	stats->flops += o.out.nelems;
-	return maia_job_run(&job, stats);
+	return fw_te_job_run(&job, stats);
 }

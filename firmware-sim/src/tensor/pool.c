@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A fixed pool of host threads that run the tasks of one tensor operation.
- * Threads are created once with the engine; the caller of maia_pool_run()
+ * Threads are created once with the engine; the caller of fw_pool_run()
  * works as worker 0, pool threads are workers 1..n-1. Tasks are claimed
  * with an atomic counter, so uneven tasks balance themselves.
  *
@@ -12,11 +12,10 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "te.h"
 
-struct maia_pool {
+struct fw_pool {
 	/*
 	 * Protects fn, arg, ntasks; generation, active and stop are written
 	 * under it too, and read atomically by spinning threads.
@@ -27,7 +26,7 @@ struct maia_pool {
 	unsigned int nthreads;		/* pool threads, excluding the caller */
 	pthread_t *threads;
 	unsigned long generation;
-	maia_task_fn fn;
+	fw_task_fn fn;
 	void *arg;
 	size_t ntasks;
 	size_t next;			/* next task to claim; atomic */
@@ -42,16 +41,16 @@ struct maia_pool {
  * Spins until (*word == value) == equal, or stop; false if it gave up.
  * Only a hint: callers check again under the lock.
  */
-static bool spin_until(struct maia_pool *p, const unsigned long *word, unsigned long value,
+static bool spin_until(struct fw_pool *p, const unsigned long *word, unsigned long value,
 		       bool equal)
 {
-	uint64_t start = maia_now_ns();
+	uint64_t start = fw_monotonic_ns();
 
 	for (unsigned int i = 1;; i++) {
 		if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) == equal ||
 		    __atomic_load_n(&p->stop, __ATOMIC_RELAXED))
 			return true;
-		if (!(i % 64) && maia_now_ns() - start > SPIN_NS)
+		if (!(i % 64) && fw_monotonic_ns() - start > SPIN_NS)
 			return false;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
@@ -60,19 +59,11 @@ static bool spin_until(struct maia_pool *p, const unsigned long *word, unsigned 
 }
 
 struct pool_thread_arg {
-	struct maia_pool *p;
+	struct fw_pool *p;
 	unsigned int worker;
 };
 
-uint64_t maia_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void run_tasks(struct maia_pool *p, maia_task_fn fn, void *arg, size_t ntasks,
+static void run_tasks(struct fw_pool *p, fw_task_fn fn, void *arg, size_t ntasks,
 		      unsigned int worker)
 {
 	for (;;) {
@@ -87,7 +78,7 @@ static void run_tasks(struct maia_pool *p, maia_task_fn fn, void *arg, size_t nt
 static void *pool_thread(void *opaque)
 {
 	struct pool_thread_arg *ta = opaque;
-	struct maia_pool *p = ta->p;
+	struct fw_pool *p = ta->p;
 	unsigned int worker = ta->worker;
 	unsigned long seen = 0;
 
@@ -99,7 +90,7 @@ static void *pool_thread(void *opaque)
 			spin_until(p, &p->generation, seen, false);
 			pthread_mutex_lock(&p->lock);
 		}
-		maia_task_fn fn;
+		fw_task_fn fn;
 		void *arg;
 		size_t ntasks;
 
@@ -121,9 +112,9 @@ static void *pool_thread(void *opaque)
 	return NULL;
 }
 
-struct maia_pool *maia_pool_create(unsigned int threads)
+struct fw_pool *fw_pool_create(unsigned int threads, const struct fw_host *host)
 {
-	struct maia_pool *p = calloc(1, sizeof(*p));
+	struct fw_pool *p = calloc(1, sizeof(*p));
 	unsigned int i;
 
 	if (!p)
@@ -144,7 +135,7 @@ struct maia_pool *maia_pool_create(unsigned int threads)
 			break;
 		ta->p = p;
 		ta->worker = i + 1;
-		if (pthread_create(&p->threads[i], NULL, pool_thread, ta)) {
+		if (fw_host_thread_create(host, &p->threads[i], "maia-te", pool_thread, ta)) {
 			free(ta);
 			break;
 		}
@@ -156,7 +147,7 @@ fail:
 	return NULL;
 }
 
-void maia_pool_destroy(struct maia_pool *p)
+void fw_pool_destroy(struct fw_pool *p)
 {
 	unsigned int i;
 
@@ -175,12 +166,12 @@ void maia_pool_destroy(struct maia_pool *p)
 	free(p);
 }
 
-unsigned int maia_pool_size(const struct maia_pool *p)
+unsigned int fw_pool_size(const struct fw_pool *p)
 {
 	return p->nthreads + 1;
 }
 
-void maia_pool_run(struct maia_pool *p, size_t ntasks, maia_task_fn fn, void *arg)
+void fw_pool_run(struct fw_pool *p, size_t ntasks, fw_task_fn fn, void *arg)
 {
 	if (ntasks <= 1 || !p->nthreads) {
 		for (size_t t = 0; t < ntasks; t++)

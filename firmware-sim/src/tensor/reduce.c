@@ -12,7 +12,7 @@
 #include "te.h"
 
 struct reduce_op {
-	struct maia_tview x, out;
+	struct fw_tview x, out;
 	unsigned int op;
 	unsigned int axes;	/* normalized: bit d = dimension d of the 4D view */
 	bool inner;		/* innermost axis reduced */
@@ -39,14 +39,14 @@ static double fold_init(unsigned int op)
 	return op == MAIA_REDUCE_MAX ? -INFINITY : op == MAIA_REDUCE_MIN ? INFINITY : 0.0;
 }
 
-static int reduce_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int reduce_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct reduce_op *o = job->op;
-	uint64_t orow = task / o->chunks, c0 = task % o->chunks * MAIA_CHUNK;
+	uint64_t orow = task / o->chunks, c0 = task % o->chunks * FW_CHUNK;
 	uint64_t oidx[4], n, i, r, nred = 1;
 	uint64_t rs[3];		/* reduced extents of dims 0..2 */
-	double acc[MAIA_CHUNK];
-	float *v = maia_worker_scratch(w, 2 * MAIA_CHUNK), *res = v + MAIA_CHUNK;
+	double acc[FW_CHUNK];
+	float *v = fw_worker_scratch(w, 2 * FW_CHUNK), *res = v + FW_CHUNK;
 	int st;
 
 	if (!v)
@@ -58,7 +58,7 @@ static int reduce_task(struct maia_job *job, size_t task, struct maia_worker *w)
 		rs[i] = o->axes & (1u << i) ? o->x.shape[i] : 1;
 		nred *= rs[i];
 	}
-	n = o->inner ? 1 : (o->x.shape[3] - c0 < MAIA_CHUNK ? o->x.shape[3] - c0 : MAIA_CHUNK);
+	n = o->inner ? 1 : (o->x.shape[3] - c0 < FW_CHUNK ? o->x.shape[3] - c0 : FW_CHUNK);
 	for (i = 0; i < n; i++)
 		acc[i] = fold_init(o->op);
 	for (r = 0; r < nred; r++) {
@@ -69,10 +69,10 @@ static int reduce_task(struct maia_job *job, size_t task, struct maia_worker *w)
 		xi[0] = rs[0] > 1 ? r / rs[2] / rs[1] : oidx[0];
 		off = xi[0] * o->x.strides[0] + xi[1] * o->x.strides[1] + xi[2] * o->x.strides[2];
 		if (o->inner) {
-			for (uint64_t c = 0; c < o->x.shape[3]; c += MAIA_CHUNK) {
-				uint64_t len = o->x.shape[3] - c < MAIA_CHUNK ? o->x.shape[3] - c : MAIA_CHUNK;
+			for (uint64_t c = 0; c < o->x.shape[3]; c += FW_CHUNK) {
+				uint64_t len = o->x.shape[3] - c < FW_CHUNK ? o->x.shape[3] - c : FW_CHUNK;
 
-				st = maia_io_load(&w->io, &o->x, off + c * o->x.strides[3], len,
+				st = fw_io_load(&w->io, &o->x, off + c * o->x.strides[3], len,
 						  o->x.strides[3], v);
 				if (st)
 					return st;
@@ -80,7 +80,7 @@ static int reduce_task(struct maia_job *job, size_t task, struct maia_worker *w)
 					acc[0] = fold(o->op, acc[0], v[i]);
 			}
 		} else {
-			st = maia_io_load(&w->io, &o->x, off + c0 * o->x.strides[3], n,
+			st = fw_io_load(&w->io, &o->x, off + c0 * o->x.strides[3], n,
 					  o->x.strides[3], v);
 			if (st)
 				return st;
@@ -90,27 +90,27 @@ static int reduce_task(struct maia_job *job, size_t task, struct maia_worker *w)
 	}
 	for (i = 0; i < n; i++)
 		res[i] = (float)(o->op == MAIA_REDUCE_MEAN ? acc[i] / (double)o->red_count : acc[i]);
-	return maia_io_store(&w->io, &o->out,
+	return fw_io_store(&w->io, &o->out,
 			     oidx[0] * o->out.strides[0] + oidx[1] * o->out.strides[1] +
 			     oidx[2] * o->out.strides[2] + c0 * o->out.strides[3],
 			     n, o->out.strides[3], res, false);
 }
 
-int maia_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_reduce *c = (const void *)cmd;
 	struct reduce_op o = { 0 };
-	struct maia_job job = { .te = te, .mem = mem, .run = reduce_task, .op = &o };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = reduce_task, .op = &o };
 	unsigned int pad, d;
 	int st;
 
 	if (cmd->size != sizeof(*c) || cmd->flags || c->op >= MAIA_REDUCE_COUNT)
 		return MAIA_STATUS_BAD_CMD;
 	o.op = c->op;
-	st = maia_tview_parse(&c->x, MAIA_TV_INPUT, &o.x);
+	st = fw_tview_parse(&c->x, FW_TV_INPUT, &o.x);
 	if (!st)
-		st = maia_tview_parse(&c->out, MAIA_TV_OUTPUT, &o.out);
+		st = fw_tview_parse(&c->out, FW_TV_OUTPUT, &o.out);
 	if (st)
 		return st;
 	if (!c->axes || c->axes >> o.x.rank || o.out.rank != o.x.rank)
@@ -129,8 +129,8 @@ int maia_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *
 	o.inner = o.axes & 8u;
 	if (o.out.block > 1 && o.inner)	/* one element per row cannot fill a block */
 		return MAIA_STATUS_BAD_DESC;
-	o.chunks = o.inner ? 1 : (o.x.shape[3] + MAIA_CHUNK - 1) / MAIA_CHUNK;
-	job.ntasks = maia_rows(o.out.shape) * o.chunks;
+	o.chunks = o.inner ? 1 : (o.x.shape[3] + FW_CHUNK - 1) / FW_CHUNK;
+	job.ntasks = fw_rows(o.out.shape) * o.chunks;
 	stats->flops += o.x.nelems;
-	return maia_job_run(&job, stats);
+	return fw_te_job_run(&job, stats);
 }

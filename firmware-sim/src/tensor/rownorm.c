@@ -16,7 +16,7 @@
 struct rownorm_op {
 	uint16_t opcode;
 	unsigned int flags;
-	struct maia_tview x, gamma, beta, out;
+	struct fw_tview x, gamma, beta, out;
 	bool affine;
 	float scale, eps;
 	int32_t causal_offset;
@@ -94,29 +94,29 @@ static void norm_row(const struct rownorm_op *o, float *v, uint64_t d, const flo
 	}
 }
 
-static int rownorm_task(struct maia_job *job, size_t task, struct maia_worker *w)
+static int rownorm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 {
 	struct rownorm_op *o = job->op;
 	uint64_t d = o->out.shape[3], r0 = task * o->rows_per_task, r;
 	bool ln = o->opcode == MAIA_OP_LAYERNORM;
-	float *v = maia_worker_scratch(w, 3 * d), *g = v + d, *b = NULL;
+	float *v = fw_worker_scratch(w, 3 * d), *g = v + d, *b = NULL;
 	int st;
 
 	if (!v)
 		return MAIA_STATUS_DMA_ERROR;
 	if (o->opcode != MAIA_OP_SOFTMAX && o->affine) {
-		st = maia_io_load(&w->io, &o->gamma, 0, d, o->gamma.strides[3], g);
+		st = fw_io_load(&w->io, &o->gamma, 0, d, o->gamma.strides[3], g);
 		if (st)
 			return st;
 		if (ln) {
 			b = g + d;
-			st = maia_io_load(&w->io, &o->beta, 0, d, o->beta.strides[3], b);
+			st = fw_io_load(&w->io, &o->beta, 0, d, o->beta.strides[3], b);
 			if (st)
 				return st;
 		}
 	}
 	for (r = r0; r < r0 + o->rows_per_task && r < o->rows; r++) {
-		st = maia_io_load(&w->io, &o->x, maia_row_offset(o->out.shape, o->x.strides, r), d,
+		st = fw_io_load(&w->io, &o->x, fw_row_offset(o->out.shape, o->x.strides, r), d,
 				  o->x.strides[3], v);
 		if (st)
 			return st;
@@ -124,7 +124,7 @@ static int rownorm_task(struct maia_job *job, size_t task, struct maia_worker *w
 			softmax_row(o, r, v, d);
 		else
 			norm_row(o, v, d, g, b);
-		st = maia_io_store(&w->io, &o->out, maia_row_offset(o->out.shape, o->out.strides, r),
+		st = fw_io_store(&w->io, &o->out, fw_row_offset(o->out.shape, o->out.strides, r),
 				   d, o->out.strides[3], v, false);
 		if (st)
 			return st;
@@ -132,9 +132,9 @@ static int rownorm_task(struct maia_job *job, size_t task, struct maia_worker *w
 	return MAIA_STATUS_OK;
 }
 
-static int parse_affine(const struct maia_tensor_desc *d, uint64_t dim, struct maia_tview *t)
+static int parse_affine(const struct maia_tensor_desc *d, uint64_t dim, struct fw_tview *t)
 {
-	int st = maia_tview_parse(d, MAIA_TV_INPUT, t);
+	int st = fw_tview_parse(d, FW_TV_INPUT, t);
 
 	if (st)
 		return st;
@@ -143,11 +143,11 @@ static int parse_affine(const struct maia_tensor_desc *d, uint64_t dim, struct m
 	return MAIA_STATUS_OK;
 }
 
-int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct rownorm_op o = { .opcode = cmd->opcode, .flags = cmd->flags };
-	struct maia_job job = { .te = te, .mem = mem, .run = rownorm_task, .op = &o };
+	struct fw_te_job job = { .te = te, .mem = mem, .run = rownorm_task, .op = &o };
 	uint64_t d;
 	int st;
 
@@ -157,13 +157,13 @@ int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header 
 		if (cmd->size != sizeof(*c) ||
 		    cmd->flags & ~(MAIA_SOFTMAX_F_CAUSAL | MAIA_SOFTMAX_F_LOG))
 			return MAIA_STATUS_BAD_CMD;
-		o.scale = c->scale ? maia_f32_from_bits(c->scale) : 1.0f;
+		o.scale = c->scale ? fw_f32_from_bits(c->scale) : 1.0f;
 		o.causal_offset = c->causal_offset;
 		if (!isfinite(o.scale) || (!(cmd->flags & MAIA_SOFTMAX_F_CAUSAL) && c->causal_offset))
 			return MAIA_STATUS_BAD_CMD;
-		st = maia_tview_parse(&c->x, MAIA_TV_INPUT, &o.x);
+		st = fw_tview_parse(&c->x, FW_TV_INPUT, &o.x);
 		if (!st)
-			st = maia_tview_parse(&c->out, MAIA_TV_OUTPUT, &o.out);
+			st = fw_tview_parse(&c->out, FW_TV_OUTPUT, &o.out);
 		if (st)
 			return st;
 		if ((cmd->flags & MAIA_SOFTMAX_F_CAUSAL) && o.x.rank < 2)
@@ -174,13 +174,13 @@ int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header 
 
 		if (cmd->size != sizeof(*c) || cmd->flags & ~MAIA_NORM_F_NO_AFFINE || c->reserved)
 			return MAIA_STATUS_BAD_CMD;
-		o.eps = maia_f32_from_bits(c->eps);
+		o.eps = fw_f32_from_bits(c->eps);
 		if (!isfinite(o.eps) || o.eps < 0.0f)
 			return MAIA_STATUS_BAD_CMD;
 		o.affine = !(cmd->flags & MAIA_NORM_F_NO_AFFINE);
-		st = maia_tview_parse(&c->x, MAIA_TV_INPUT, &o.x);
+		st = fw_tview_parse(&c->x, FW_TV_INPUT, &o.x);
 		if (!st)
-			st = maia_tview_parse(&c->out, MAIA_TV_OUTPUT, &o.out);
+			st = fw_tview_parse(&c->out, FW_TV_OUTPUT, &o.out);
 		if (st)
 			return st;
 		if (o.affine) {
@@ -189,10 +189,10 @@ int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header 
 				st = parse_affine(&c->beta, o.out.shape[3], &o.beta);
 			if (st)
 				return st;
-		} else if (!maia_desc_is_zero(&c->gamma)) {
+		} else if (!fw_desc_is_zero(&c->gamma)) {
 			return MAIA_STATUS_BAD_CMD;
 		}
-		if ((!ln || !o.affine) && !maia_desc_is_zero(&c->beta))
+		if ((!ln || !o.affine) && !fw_desc_is_zero(&c->beta))
 			return MAIA_STATUS_BAD_CMD;
 	}
 	for (int i = 0; i < 4; i++)
@@ -201,9 +201,9 @@ int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header 
 	d = o.out.shape[3];
 	if (3 * d * sizeof(float) > te->tile_sram)	/* a row must fit a tile */
 		return MAIA_STATUS_BAD_DESC;
-	o.rows = maia_rows(o.out.shape);
+	o.rows = fw_rows(o.out.shape);
 	o.rows_per_task = d >= ROWS_PER_TASK_ELEMS ? 1 : ROWS_PER_TASK_ELEMS / d;
 	job.ntasks = (o.rows + o.rows_per_task - 1) / o.rows_per_task;
 	stats->flops += o.out.nelems * (o.opcode == MAIA_OP_SOFTMAX ? 4 : 6);
-	return maia_job_run(&job, stats);
+	return fw_te_job_run(&job, stats);
 }

@@ -4,8 +4,8 @@
  * any ABI: the hardware ABI is maia/hw/tensor.h, the interface to the
  * command processor is maia/engine.h.
  */
-#ifndef MAIA_TE_H
-#define MAIA_TE_H
+#ifndef FWSIM_TE_H
+#define FWSIM_TE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,57 +16,59 @@
 #include "maia/hw/dtype.h"
 #include "maia/hw/tensor.h"
 
+#include "../fw_host.h"
+
 /* ---- element formats (dtype.c, dtype_mx.c) ---- */
 
 /* Scalar conversions. Encoders round to nearest even. */
-float maia_bf16_to_f32(uint16_t h);
-uint16_t maia_f32_to_bf16(float f);
-float maia_fp16_to_f32(uint16_t h);
-uint16_t maia_f32_to_fp16(float f);
+float fw_bf16_to_f32(uint16_t h);
+uint16_t fw_f32_to_bf16(float f);
+float fw_fp16_to_f32(uint16_t h);
+uint16_t fw_f32_to_fp16(float f);
 /* Minifloats: MAIA_DTYPE_FP8_E4M3/E5M2, or the MX element types below. */
-float maia_fp8_to_f32(uint8_t v, unsigned int dtype);
-uint8_t maia_f32_to_fp8(float f, unsigned int dtype, bool saturate);
-int8_t maia_f32_to_int8(float f);
+float fw_fp8_to_f32(uint8_t v, unsigned int dtype);
+uint8_t fw_f32_to_fp8(float f, unsigned int dtype, bool saturate);
+int8_t fw_f32_to_int8(float f);
 /* Decode table of a format of 8 bits or fewer (indexed by code), or NULL. */
-const float *maia_minifloat_table(unsigned int type);
+const float *fw_minifloat_table(unsigned int type);
 
-/* Element types of the block formats, for maia_elem_* (not dtypes). */
-#define MAIA_ELEM_FP6_E3M2	100u
-#define MAIA_ELEM_FP6_E2M3	101u
-#define MAIA_ELEM_FP4_E2M1	102u
-float maia_elem_to_f32(uint8_t v, unsigned int elem);
-uint8_t maia_f32_to_elem(float f, unsigned int elem, bool saturate);
+/* Element types of the block formats, for fw_elem_* (not dtypes). */
+#define FW_ELEM_FP6_E3M2	100u
+#define FW_ELEM_FP6_E2M3	101u
+#define FW_ELEM_FP4_E2M1	102u
+float fw_elem_to_f32(uint8_t v, unsigned int elem);
+uint8_t fw_f32_to_elem(float f, unsigned int elem, bool saturate);
 
 /* Storage geometry (maia_dtype_size, _block, _block_bytes) is in maia/hw/dtype.h. */
 /* Largest finite value of a dtype (of its elements before scaling). */
-float maia_dtype_max(unsigned int dtype);
+float fw_dtype_max(unsigned int dtype);
 
 /*
  * Row conversions. scale multiplies on decode and divides on encode
  * (1.0 for types without a scale).
  */
-void maia_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst);
-void maia_encode(unsigned int dtype, const float *src, size_t n, float scale,
+void fw_decode(unsigned int dtype, const void *src, size_t n, float scale, float *dst);
+void fw_encode(unsigned int dtype, const float *src, size_t n, float scale,
 		 bool saturate, void *dst);
 /*
- * maia_decode() of ngroups * g contiguous plain elements, group i going to
+ * fw_decode() of ngroups * g contiguous plain elements, group i going to
  * dst + i * gstride (a GEMM's B panels): one pass instead of two.
  */
-void maia_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
+void fw_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsigned int g,
 			size_t gstride, float scale, float *dst);
 /* Block formats: nblocks blocks of elements plus one scale byte each. */
-void maia_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 		    size_t nblocks, float *dst);
-void maia_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
+void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
 		    uint8_t *blocks, uint8_t *scales);
-/* maia_mx_decode() with SIMD where this CPU and dtype have it; false: not done. */
-bool maia_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+/* fw_mx_decode() with SIMD where this CPU and dtype have it; false: not done. */
+bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, float *dst);
 
 /* ---- validated tensors and row I/O (tensor_io.c) ---- */
 
 /* A descriptor after validation, normalized to 4 dimensions (outer dims 1). */
-struct maia_tview {
+struct fw_tview {
 	uint64_t addr;
 	uint64_t scale_addr;
 	uint64_t shape[4];
@@ -78,18 +80,18 @@ struct maia_tview {
 	float scale;		/* INT8/FP8 multiplier, else 1 */
 };
 
-#define MAIA_TV_INPUT	0
-#define MAIA_TV_OUTPUT	1
+#define FW_TV_INPUT	0
+#define FW_TV_OUTPUT	1
 
 /* Returns MAIA_STATUS_OK or MAIA_STATUS_BAD_DESC. */
-int maia_tview_parse(const struct maia_tensor_desc *d, int dir, struct maia_tview *t);
+int fw_tview_parse(const struct maia_tensor_desc *d, int dir, struct fw_tview *t);
 /* True if the descriptor is all zero (an unused optional operand). */
-bool maia_desc_is_zero(const struct maia_tensor_desc *d);
+bool fw_desc_is_zero(const struct maia_tensor_desc *d);
 /* True if a and b describe exactly the same elements (in-place ops). */
-bool maia_tview_same(const struct maia_tview *a, const struct maia_tview *b);
+bool fw_tview_same(const struct fw_tview *a, const struct fw_tview *b);
 
 /* Per-worker I/O state. */
-struct maia_io {
+struct fw_io {
 	const struct maia_job_mem *mem;
 	uint8_t *stage;		/* raw bytes staging buffer */
 	size_t stage_size;
@@ -97,49 +99,48 @@ struct maia_io {
 	uint64_t bytes_written;
 };
 
-#define MAIA_IO_STAGE_SIZE	(64u * 1024u)
+#define FW_IO_STAGE_SIZE	(64u * 1024u)
 
 /*
  * Load n elements starting at element offset off, step stride elements,
  * into dst as FP32. Block formats need stride 1 and block-aligned off and n.
  * Returns MAIA_STATUS_*.
  */
-int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_load(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		 uint64_t n, uint64_t stride, float *dst);
 /*
- * Hint that maia_io_load() will soon read these n contiguous elements: starts
+ * Hint that fw_io_load() will soon read these n contiguous elements: starts
  * fetching them where the memory can be read in place (the tile's DMA
  * running ahead of the decode). No effect on results, byte counters or
  * fault records (an unmapped address is simply not prefetched).
  */
-void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n);
+void fw_io_prefetch(struct fw_io *io, const struct fw_tview *t, uint64_t off, uint64_t n);
 /*
- * maia_io_load() of ngroups * g contiguous elements, group i written to
+ * fw_io_load() of ngroups * g contiguous elements, group i written to
  * dst + i * gstride; tmp (ngroups * g floats) stages them when they cannot
  * be decoded in place.
  */
-int maia_io_load_groups(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 			uint64_t ngroups, unsigned int g, uint64_t gstride, float *dst, float *tmp);
-int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_store(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		  uint64_t n, uint64_t stride, const float *src, bool saturate);
 
 /* ---- execution (engine.c, pool.c) ---- */
 
-struct maia_gemm_kernel;
+struct fw_gemm_kernel;
 
-struct maia_pool;
-typedef void (*maia_task_fn)(void *arg, size_t task, unsigned int worker);
-struct maia_pool *maia_pool_create(unsigned int threads);
-void maia_pool_destroy(struct maia_pool *p);
-unsigned int maia_pool_size(const struct maia_pool *p);
+struct fw_pool;
+typedef void (*fw_task_fn)(void *arg, size_t task, unsigned int worker);
+struct fw_pool *fw_pool_create(unsigned int threads, const struct fw_host *host);
+void fw_pool_destroy(struct fw_pool *p);
+unsigned int fw_pool_size(const struct fw_pool *p);
 /* Run fn(arg, 0..ntasks-1, worker) on the pool and the caller; returns when all are done. */
-void maia_pool_run(struct maia_pool *p, size_t ntasks, maia_task_fn fn, void *arg);
+void fw_pool_run(struct fw_pool *p, size_t ntasks, fw_task_fn fn, void *arg);
 
-uint64_t maia_now_ns(void);
 
 /* Per-worker scratch memory, reused across operations. */
-struct maia_worker {
-	struct maia_io io;
+struct fw_worker {
+	struct fw_io io;
 	float *scratch;
 	size_t scratch_floats;
 	uint64_t busy_ns;
@@ -150,35 +151,36 @@ struct maia_worker {
 struct maia_tensor_engine {
 	pthread_mutex_t lock;		/* one command at a time on the pool and workers */
 	struct maia_tensor_config cfg;
-	const struct maia_gemm_kernel *gemm_kernel;
+	struct fw_host host;		/* clock and threads, from cfg */
+	const struct fw_gemm_kernel *gemm_kernel;
 	unsigned int tiles;		/* clusters * tiles_per_cluster */
 	size_t tile_sram;		/* bytes of SRAM a tile may stage into */
-	struct maia_pool *pool;
+	struct fw_pool *pool;
 	unsigned int nworkers;
-	struct maia_worker *workers;
+	struct fw_worker *workers;
 	uint64_t *tile_busy_ns;		/* per logical tile, cumulative */
 	uint64_t ops;			/* commands executed */
 };
 
 /* Scratch of at least n floats for worker w; NULL if out of memory. */
-float *maia_worker_scratch(struct maia_worker *w, size_t n);
+float *fw_worker_scratch(struct fw_worker *w, size_t n);
 
 /*
  * An operation split into tasks. run() is called once per task with the
  * worker's state; the first error stops the remaining tasks.
  */
-struct maia_job {
+struct fw_te_job {
 	struct maia_tensor_engine *te;
 	const struct maia_job_mem *mem;
-	int (*run)(struct maia_job *job, size_t task, struct maia_worker *w);
+	int (*run)(struct fw_te_job *job, size_t task, struct fw_worker *w);
 	void *op;
 	size_t ntasks;
 	int status;		/* accessed atomically */
 };
-int maia_job_run(struct maia_job *job, struct maia_op_stats *stats);
+int fw_te_job_run(struct fw_te_job *job, struct maia_op_stats *stats);
 
 /* ---- GEMM micro-kernels (gemm_kernels.c) ---- */
-struct maia_gemm_kernel {
+struct fw_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
 	/* a: kc columns of mr floats (a[k * mr + i]); b: kc rows of nr floats, ldb apart */
@@ -187,24 +189,24 @@ struct maia_gemm_kernel {
 	/* a from mr rows of kc floats, ld apart: a[k * mr + i] = rows[i * ld + k] */
 	void (*pack_a)(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
 };
-const struct maia_gemm_kernel *maia_gemm_kernel_list(size_t *n);
-bool maia_gemm_kernel_usable(const struct maia_gemm_kernel *k);
+const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n);
+bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k);
 /* By name, else MAIA_TE_ISA from the environment, else the best usable. */
-const struct maia_gemm_kernel *maia_gemm_kernel_find(const char *name);
+const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name);
 
 /* ---- operations ---- */
 
 /* Elements per row chunk that ops stage at once (a multiple of every block). */
-#define MAIA_CHUNK	4096u
+#define FW_CHUNK	4096u
 
 /* Number of rows (dims 0..2) of a normalized shape. */
-static inline uint64_t maia_rows(const uint64_t shape[4])
+static inline uint64_t fw_rows(const uint64_t shape[4])
 {
 	return shape[0] * shape[1] * shape[2];
 }
 
 /* Element offset of row r (index over dims 0..2 of shape) in a tensor with strides st. */
-static inline uint64_t maia_row_offset(const uint64_t shape[4], const uint64_t st[4], uint64_t r)
+static inline uint64_t fw_row_offset(const uint64_t shape[4], const uint64_t st[4], uint64_t r)
 {
 	uint64_t i2 = r % shape[2], i1 = r / shape[2] % shape[1], i0 = r / shape[2] / shape[1];
 
@@ -212,7 +214,7 @@ static inline uint64_t maia_row_offset(const uint64_t shape[4], const uint64_t s
 }
 
 /* x broadcasts to shape: each dim equal or 1. */
-static inline bool maia_broadcasts(const struct maia_tview *x, const uint64_t shape[4])
+static inline bool fw_broadcasts(const struct fw_tview *x, const uint64_t shape[4])
 {
 	for (int d = 0; d < 4; d++)
 		if (x->shape[d] != shape[d] && x->shape[d] != 1)
@@ -220,40 +222,40 @@ static inline bool maia_broadcasts(const struct maia_tview *x, const uint64_t sh
 	return true;
 }
 
-static inline bool maia_dtype_is_float(unsigned int dt)
+static inline bool fw_dtype_is_float(unsigned int dt)
 {
 	return dt == MAIA_DTYPE_FP32 || dt == MAIA_DTYPE_FP16 || dt == MAIA_DTYPE_BF16;
 }
 
-float maia_act(float x, unsigned int act);
+float fw_act(float x, unsigned int act);
 
-int maia_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		 const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		      const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int maia_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
 
-static inline float maia_f32_from_bits(uint32_t u)
+static inline float fw_f32_from_bits(uint32_t u)
 {
 	union { uint32_t u; float f; } v = { .u = u };
 
 	return v.f;
 }
 
-static inline uint32_t maia_f32_bits(float f)
+static inline uint32_t fw_f32_bits(float f)
 {
 	union { float f; uint32_t u; } v = { .f = f };
 
 	return v.u;
 }
 
-#endif /* MAIA_TE_H */
+#endif /* FWSIM_TE_H */

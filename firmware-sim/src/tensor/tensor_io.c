@@ -13,17 +13,14 @@
 #include "maia/hw/queue.h"
 #include "te.h"
 
-/* Keeps element-offset and byte arithmetic far from 64-bit overflow. */
-#define MAX_ELEM_OFFSET		(1ull << 56)
-
-bool maia_desc_is_zero(const struct maia_tensor_desc *d)
+bool fw_desc_is_zero(const struct maia_tensor_desc *d)
 {
 	static const struct maia_tensor_desc zero;
 
 	return !memcmp(d, &zero, sizeof(zero));
 }
 
-bool maia_tview_same(const struct maia_tview *a, const struct maia_tview *b)
+bool fw_tview_same(const struct fw_tview *a, const struct fw_tview *b)
 {
 	return a->addr == b->addr && a->scale_addr == b->scale_addr && a->dtype == b->dtype &&
 	       !memcmp(a->shape, b->shape, sizeof(a->shape)) &&
@@ -31,115 +28,39 @@ bool maia_tview_same(const struct maia_tview *a, const struct maia_tview *b)
 }
 
 /*
- * Outputs must not write an element twice: sorted by stride, each dimension
- * must step over everything the smaller ones span. Sufficient, not
- * necessary; the rare interleaved layouts it rejects are documented.
+ * The rules themselves are the ABI header's (maia_tensor_desc_check(), shared
+ * with libmaia); a descriptor that passes them fits the view's arithmetic:
+ * fewer than 2^32 elements, offsets below 2^56, no address wrap.
  */
-static bool overlaps(const struct maia_tview *t)
+int fw_tview_parse(const struct maia_tensor_desc *d, int dir, struct fw_tview *t)
 {
-	unsigned int order[4], n = 0, i, j;
-	uint64_t extent = 1;
-
-	for (i = 0; i < 4; i++)
-		if (t->shape[i] > 1)
-			order[n++] = i;
-	for (i = 1; i < n; i++)		/* insertion sort by stride */
-		for (j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
-			unsigned int x = order[j];
-
-			order[j] = order[j - 1];
-			order[j - 1] = x;
-		}
-	for (i = 0; i < n; i++) {
-		uint64_t s = t->strides[order[i]];
-
-		if (s < extent)
-			return true;
-		extent = s * (t->shape[order[i]] - 1) + extent;
-	}
-	return false;
-}
-
-int maia_tview_parse(const struct maia_tensor_desc *d, int dir, struct maia_tview *t)
-{
-	unsigned int r = d->rank, pad, i, bs;
-	uint64_t maxoff = 0, n = 1, bytes;
-	float scale;
+	unsigned int r = d->rank, pad, i;
 
 	memset(t, 0, sizeof(*t));
-	if (d->dtype >= MAIA_DTYPE_COUNT || r < 1 || r > MAIA_TENSOR_MAX_RANK || d->flags)
+	if (maia_tensor_desc_check(d, dir == FW_TV_OUTPUT, NULL) != MAIA_DESC_OK)
 		return MAIA_STATUS_BAD_DESC;
-	for (i = r; i < MAIA_TENSOR_MAX_RANK; i++)
-		if (d->shape[i] || d->strides[i])
-			return MAIA_STATUS_BAD_DESC;
 	pad = MAIA_TENSOR_MAX_RANK - r;
 	for (i = 0; i < 4; i++) {
 		t->shape[i] = 1;
 		t->strides[i] = 0;
 	}
+	t->nelems = 1;
 	for (i = 0; i < r; i++) {
-		uint64_t dim = d->shape[i], st = d->strides[i];
-
-		if (!dim || dim > MAIA_TENSOR_MAX_DIM || n > MAIA_TENSOR_MAX_ELEMS / dim)
-			return MAIA_STATUS_BAD_DESC;
-		n *= dim;
-		if (dim > 1) {
-			if (st > (MAX_ELEM_OFFSET - maxoff) / (dim - 1))
-				return MAIA_STATUS_BAD_DESC;
-			maxoff += st * (dim - 1);
-		}
-		t->shape[pad + i] = dim;
-		t->strides[pad + i] = dim > 1 ? st : 0;
+		t->shape[pad + i] = d->shape[i];
+		t->strides[pad + i] = d->shape[i] > 1 ? d->strides[i] : 0;
+		t->nelems *= d->shape[i];
 	}
-	t->nelems = n;
 	t->dtype = d->dtype;
 	t->rank = r;
 	t->addr = d->addr;
 	t->scale_addr = d->scale_addr;
-	bs = maia_dtype_block(d->dtype);
-	t->block = bs;
-	if (bs > 1) {
-		uint64_t nblocks;
-
-		if (d->strides[r - 1] != 1 || d->shape[r - 1] % bs)
-			return MAIA_STATUS_BAD_DESC;
-		for (i = 0; i + 1 < r; i++)
-			if (d->strides[i] % bs)
-				return MAIA_STATUS_BAD_DESC;
-		nblocks = maxoff / bs + 1;
-		bytes = nblocks * maia_dtype_block_bytes(d->dtype);
-		if (nblocks - 1 > UINT64_MAX - d->scale_addr)
-			return MAIA_STATUS_BAD_DESC;
-	} else {
-		if (d->scale_addr)
-			return MAIA_STATUS_BAD_DESC;
-		bytes = (maxoff + 1) * maia_dtype_size(d->dtype);
-	}
-	if (bytes - 1 > UINT64_MAX - d->addr)
-		return MAIA_STATUS_BAD_DESC;
-	scale = maia_f32_from_bits(d->scale);
-	switch (d->dtype) {
-	case MAIA_DTYPE_INT8:
-	case MAIA_DTYPE_FP8_E4M3:
-	case MAIA_DTYPE_FP8_E5M2:
-		if (d->scale == 0)
-			scale = 1.0f;
-		else if (!isnormal(scale) || scale < 0.0f)
-			return MAIA_STATUS_BAD_DESC;
-		break;
-	default:
-		if (d->scale)
-			return MAIA_STATUS_BAD_DESC;
-		scale = 1.0f;
-		break;
-	}
-	t->scale = scale;
-	if (dir == MAIA_TV_OUTPUT && overlaps(t))
-		return MAIA_STATUS_BAD_DESC;
+	t->block = maia_dtype_block(d->dtype);
+	/* 0 means 1.0 for the scaled types; other types must have 0. */
+	t->scale = d->scale ? fw_f32_from_bits(d->scale) : 1.0f;
 	return MAIA_STATUS_OK;
 }
 
-static int io_read(struct maia_io *io, uint64_t va, void *buf, size_t len)
+static int io_read(struct fw_io *io, uint64_t va, void *buf, size_t len)
 {
 	int st = io->mem->read(io->mem->opaque, va, buf, len);
 
@@ -148,7 +69,7 @@ static int io_read(struct maia_io *io, uint64_t va, void *buf, size_t len)
 	return st;
 }
 
-static int io_write(struct maia_io *io, uint64_t va, const void *buf, size_t len)
+static int io_write(struct fw_io *io, uint64_t va, const void *buf, size_t len)
 {
 	int st = io->mem->write(io->mem->opaque, va, buf, len);
 
@@ -164,7 +85,7 @@ static int io_write(struct maia_io *io, uint64_t va, const void *buf, size_t len
  * 4096x4096x256 GEMM, which writes 64 MiB of C.)
  */
 /* Like io_map, for writing: *p is NULL when the bytes must go through write(). */
-static void io_map_write(struct maia_io *io, uint64_t va, size_t len, void **p, size_t *n)
+static void io_map_write(struct fw_io *io, uint64_t va, size_t len, void **p, size_t *n)
 {
 	*p = NULL;
 	*n = 0;
@@ -178,7 +99,7 @@ static void io_map_write(struct maia_io *io, uint64_t va, size_t len, void **p, 
  * where the memory maps, else converted into the staging buffer and
  * written. Faults are reported by write().
  */
-static int store_contig(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+static int store_contig(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 			uint64_t n, const float *src, bool saturate)
 {
 	unsigned int es = maia_dtype_size(t->dtype);
@@ -196,7 +117,7 @@ static int store_contig(struct maia_io *io, const struct maia_tview *t, uint64_t
 			if (t->dtype == MAIA_DTYPE_FP32)
 				memcpy(p, src + i, g * 4);
 			else
-				maia_encode(t->dtype, src + i, g, t->scale, saturate, p);
+				fw_encode(t->dtype, src + i, g, t->scale, saturate, p);
 			io->bytes_written += g * es;
 			i += g;
 			continue;
@@ -205,7 +126,7 @@ static int store_contig(struct maia_io *io, const struct maia_tview *t, uint64_t
 		if (t->dtype == MAIA_DTYPE_FP32) {
 			st = io_write(io, va, src + i, g * 4);
 		} else {
-			maia_encode(t->dtype, src + i, g, t->scale, saturate, io->stage);
+			fw_encode(t->dtype, src + i, g, t->scale, saturate, io->stage);
 			st = io_write(io, va, io->stage, g * es);
 		}
 		if (st)
@@ -222,7 +143,7 @@ static int store_contig(struct maia_io *io, const struct maia_tview *t, uint64_t
  * fault is reported only by an access the command really makes, never by
  * a prefetch hint.
  */
-static int io_map(struct maia_io *io, uint64_t va, size_t len, const void **p, size_t *n)
+static int io_map(struct fw_io *io, uint64_t va, size_t len, const void **p, size_t *n)
 {
 	*p = NULL;
 	*n = 0;
@@ -236,7 +157,7 @@ static int io_map(struct maia_io *io, uint64_t va, size_t len, const void **p, s
  * and their scales can be read in place; returns how many it decoded (0:
  * use the staging buffer) or a negative status.
  */
-static int64_t load_blocks_mapped(struct maia_io *io, const struct maia_tview *t,
+static int64_t load_blocks_mapped(struct fw_io *io, const struct fw_tview *t,
 				  uint64_t block, uint64_t c, float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(t->dtype);
@@ -256,12 +177,12 @@ static int64_t load_blocks_mapped(struct maia_io *io, const struct maia_tview *t
 	if (!ps)
 		return 0;
 	c = ns < c ? ns : c;
-	maia_mx_decode(t->dtype, pe, ps, c, dst);
+	fw_mx_decode(t->dtype, pe, ps, c, dst);
 	io->bytes_read += c * (bb + 1u);
 	return (int64_t)c;
 }
 
-static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+static int load_blocks(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		       uint64_t n, float *dst)
 {
 	unsigned int bs = t->block, bb = maia_dtype_block_bytes(t->dtype);
@@ -287,7 +208,7 @@ static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t 
 		st = io_read(io, t->scale_addr + first + done, io->stage + c * bb, c);
 		if (st)
 			return st;
-		maia_mx_decode(t->dtype, io->stage, io->stage + c * bb, c, dst + done * bs);
+		fw_mx_decode(t->dtype, io->stage, io->stage + c * bb, c, dst + done * bs);
 		done += c;
 	}
 	return MAIA_STATUS_OK;
@@ -299,7 +220,7 @@ static int load_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t 
  * buffer), or a negative status. A contiguous window may stop early at the
  * end of a mapping; a strided one is all or nothing.
  */
-static int64_t load_window_mapped(struct maia_io *io, const struct maia_tview *t, uint64_t va,
+static int64_t load_window_mapped(struct fw_io *io, const struct fw_tview *t, uint64_t va,
 				  uint64_t g, uint64_t stride, uint64_t span, float *dst)
 {
 	unsigned int es = maia_dtype_size(t->dtype);
@@ -317,17 +238,17 @@ static int64_t load_window_mapped(struct maia_io *io, const struct maia_tview *t
 	if (stride == 1) {
 		g = got / es;
 		span = g;
-		maia_decode(t->dtype, src, g, t->scale, dst);
+		fw_decode(t->dtype, src, g, t->scale, dst);
 	} else {
 		for (uint64_t j = 0; j < g; j++)
 			memcpy(io->stage + j * es, src + j * stride * es, es);
-		maia_decode(t->dtype, io->stage, g, t->scale, dst);
+		fw_decode(t->dtype, io->stage, g, t->scale, dst);
 	}
 	io->bytes_read += span * es;	/* the window, as the staging copy counts it */
 	return (int64_t)g;
 }
 
-void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t off, uint64_t n)
+void fw_io_prefetch(struct fw_io *io, const struct fw_tview *t, uint64_t off, uint64_t n)
 {
 	uint64_t va, len, sva = 0, slen = 0;
 	const void *p;
@@ -351,7 +272,7 @@ void maia_io_prefetch(struct maia_io *io, const struct maia_tview *t, uint64_t o
 	}
 }
 
-int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_load(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		 uint64_t n, uint64_t stride, float *dst)
 {
 	unsigned int es = maia_dtype_size(t->dtype);
@@ -371,7 +292,7 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		st = io_read(io, t->addr + off * es, io->stage, es);
 		if (st)
 			return st;
-		maia_decode(t->dtype, io->stage, 1, t->scale, dst);
+		fw_decode(t->dtype, io->stage, 1, t->scale, dst);
 		for (i = 1; i < n; i++)
 			dst[i] = dst[0];
 		return MAIA_STATUS_OK;
@@ -402,13 +323,13 @@ int maia_io_load(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 		if (stride != 1)
 			for (uint64_t j = 1; j < g; j++)
 				memmove(io->stage + j * es, io->stage + j * stride * es, es);
-		maia_decode(t->dtype, io->stage, g, t->scale, dst + i);
+		fw_decode(t->dtype, io->stage, g, t->scale, dst + i);
 		i += g;
 	}
 	return MAIA_STATUS_OK;
 }
 
-int maia_io_load_groups(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 			uint64_t ngroups, unsigned int g, uint64_t gstride, float *dst, float *tmp)
 {
 	uint64_t n = ngroups * g, bytes = n * maia_dtype_size(t->dtype);
@@ -421,18 +342,18 @@ int maia_io_load_groups(struct maia_io *io, const struct maia_tview *t, uint64_t
 		if (st)
 			return st;
 		if (p && got == bytes) {
-			maia_decode_groups(t->dtype, p, ngroups, g, gstride, t->scale, dst);
+			fw_decode_groups(t->dtype, p, ngroups, g, gstride, t->scale, dst);
 			io->bytes_read += bytes;
 			return MAIA_STATUS_OK;
 		}
 	}
-	st = maia_io_load(io, t, off, n, 1, tmp);
+	st = fw_io_load(io, t, off, n, 1, tmp);
 	for (uint64_t i = 0; i < ngroups && !st; i++)
 		memcpy(dst + i * gstride, tmp + i * g, g * sizeof(float));
 	return st;
 }
 
-static int store_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+static int store_blocks(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 			uint64_t n, const float *src)
 {
 	unsigned int bs = t->block, bb = maia_dtype_block_bytes(t->dtype);
@@ -444,7 +365,7 @@ static int store_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t
 	while (done < nb) {
 		uint64_t c = nb - done < per ? nb - done : per;
 
-		maia_mx_encode(t->dtype, src + done * bs, c, io->stage, io->stage + c * bb);
+		fw_mx_encode(t->dtype, src + done * bs, c, io->stage, io->stage + c * bb);
 		st = io_write(io, t->addr + (first + done) * bb, io->stage, c * bb);
 		if (st)
 			return st;
@@ -456,7 +377,7 @@ static int store_blocks(struct maia_io *io, const struct maia_tview *t, uint64_t
 	return MAIA_STATUS_OK;
 }
 
-int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
+int fw_io_store(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		  uint64_t n, uint64_t stride, const float *src, bool saturate)
 {
 	unsigned int es = maia_dtype_size(t->dtype);
@@ -479,7 +400,7 @@ int maia_io_store(struct maia_io *io, const struct maia_tview *t, uint64_t off,
 	 * the span would race with other tiles writing the elements between.
 	 */
 	for (i = 0; i < n; i++) {
-		maia_encode(t->dtype, src + i, 1, t->scale, saturate, io->stage);
+		fw_encode(t->dtype, src + i, 1, t->scale, saturate, io->stage);
 		st = io_write(io, t->addr + (off + i * stride) * es, io->stage, es);
 		if (st)
 			return st;

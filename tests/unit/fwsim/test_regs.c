@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* firmware-sim register file: identification, control, time, interrupts, bad accesses. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -189,6 +191,78 @@ static void test_create_rejects(void)
 	tap_ok(maia_sim_create(NULL, &ops, NULL) == NULL, "create without a config fails");
 }
 
+/* The host's clock and thread factory (maia_sim_ops now_ns, thread_create). */
+struct hooks {
+	uint64_t now;			/* fake device clock, ns; atomic */
+	unsigned int threads;		/* atomic */
+};
+
+static uint64_t hook_now_ns(void *opaque)
+{
+	return __atomic_load_n(&((struct hooks *)opaque)->now, __ATOMIC_RELAXED);
+}
+
+static int hook_thread_create(void *opaque, pthread_t *thread, const char *name,
+			      void *(*fn)(void *), void *arg)
+{
+	struct hooks *h = opaque;
+
+	if (!name || strncmp(name, "maia-", 5))
+		return EINVAL;
+	__atomic_fetch_add(&h->threads, 1, __ATOMIC_RELAXED);
+	return pthread_create(thread, NULL, fn, arg);
+}
+
+static int hook_dma(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	(void)opaque, (void)addr, (void)buf, (void)len;
+	return -1;
+}
+
+static int hook_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+	(void)opaque, (void)addr, (void)buf, (void)len;
+	return -1;
+}
+
+static void hook_irq(void *opaque, unsigned int vector)
+{
+	(void)opaque, (void)vector;
+}
+
+static void test_host_hooks(void)
+{
+	static uint8_t hbm[1u << 20];
+	struct maia_sim_ops ops = {
+		.dma_read = hook_dma, .dma_write = hook_dma_write, .raise_irq = hook_irq,
+		.now_ns = hook_now_ns, .thread_create = hook_thread_create,
+	};
+	struct hooks h = { .now = 5000000000ull };
+	struct maia_sim_config cfg;
+	struct maia_sim *sim;
+	uint32_t lo, hi;
+
+	maia_sim_config_defaults(&cfg);
+	cfg.hbm = hbm;
+	cfg.hbm_size = sizeof(hbm);
+	cfg.worker_threads = 3;
+	sim = maia_sim_create(&cfg, &ops, &h);
+	tap_ok(sim != NULL, "create with host clock and thread hooks");
+	if (!sim)
+		return;
+	/* The worker, and two pool threads (the caller is the third tensor worker). */
+	tap_ok(__atomic_load_n(&h.threads, __ATOMIC_RELAXED) == 3,
+	       "every library thread comes from thread_create (%u)", h.threads);
+	lo = maia_sim_mmio_read(sim, MAIA_REG_TIME_LO);
+	hi = maia_sim_mmio_read(sim, MAIA_REG_TIME_HI);
+	tap_ok(lo == 0 && hi == 0, "device time starts at 0 on the host clock (%u:%u)", hi, lo);
+	__atomic_store_n(&h.now, h.now + 0x123456789ull, __ATOMIC_RELAXED);
+	lo = maia_sim_mmio_read(sim, MAIA_REG_TIME_LO);
+	hi = maia_sim_mmio_read(sim, MAIA_REG_TIME_HI);
+	tap_ok(lo == 0x23456789u && hi == 1, "device time is the host clock (0x%x%08x)", hi, lo);
+	maia_sim_destroy(sim);
+}
+
 /* Random register traffic over the whole BAR never crashes or wedges the device. */
 static void test_mmio_storm(struct env *e)
 {
@@ -245,6 +319,7 @@ int main(void)
 	test_interrupts(&e);
 	test_bad_accesses(&e);
 	test_create_rejects();
+	test_host_hooks();
 	test_mmio_storm(&e);
 	env_fini(&e);
 	return tap_done();

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../../firmware-sim/src/telemetry.h"
+#include "../../../firmware-sim/src/fw_telemetry.h"
 #include "harness.h"
 #include "maia/hw/telemetry.h"
 #include "maia/hw/tensor.h"
@@ -25,30 +25,30 @@ static bool near(double a, double b, double rel)
 }
 
 /* Reference power: the formula in Documentation/telemetry.rst, by hand. */
-static double ref_power(const struct maia_pm_params *p, double r, double tensor_busy)
+static double ref_power(const struct fw_pm_params *p, double r, double tensor_busy)
 {
 	return p->idle_static_w + p->idle_clock_w * r +
-	       p->dyn_w[MAIA_PM_TENSOR] * r * r * r * tensor_busy;
+	       p->dyn_w[FW_PM_TENSOR] * r * r * r * tensor_busy;
 }
 
 static void test_model_idle_and_energy(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 	double idle;
 
-	maia_pm_params_defaults(&p);
-	maia_pm_init(&pm, &p, 1000);
+	fw_pm_params_defaults(&p);
+	fw_pm_init(&pm, &p, 1000);
 	idle = ref_power(&p, 1.0, 0.0);
-	maia_pm_advance(&pm, 1000 + 2 * SEC);
-	tap_ok(near(maia_pm_power_avg_w(&pm), idle, 1e-9),
-	       "idle power %.3f W = static + clock (%.3f W)", maia_pm_power_avg_w(&pm), idle);
+	fw_pm_advance(&pm, 1000 + 2 * SEC);
+	tap_ok(near(fw_pm_power_avg_w(&pm), idle, 1e-9),
+	       "idle power %.3f W = static + clock (%.3f W)", fw_pm_power_avg_w(&pm), idle);
 	tap_ok(near(pm.energy_uj, idle * 2.0 * 1e6, 1e-9),
 	       "2 s idle: energy %.0f uJ = P * t", pm.energy_uj);
 	tap_ok(pm.clock_mhz == p.nominal_mhz && pm.events == 0 && pm.reasons == 0,
 	       "idle: nominal clock, no throttling");
 	/* Advancing backwards or not at all changes nothing. */
-	maia_pm_advance(&pm, 1000);
+	fw_pm_advance(&pm, 1000);
 	tap_ok(near(pm.energy_uj, idle * 2.0 * 1e6, 1e-9), "time going back is ignored");
 
 	/* A long idle gap: fast, and the energy still adds up. */
@@ -57,7 +57,7 @@ static void test_model_idle_and_energy(void)
 		struct timespec a, b;
 
 		clock_gettime(CLOCK_MONOTONIC, &a);
-		maia_pm_advance(&pm, 1000 + 2 * SEC + 3600 * SEC);
+		fw_pm_advance(&pm, 1000 + 2 * SEC + 3600 * SEC);
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		tap_ok(near(pm.energy_uj - e0, idle * 3600.0 * 1e6, 1e-6) &&
 		       (b.tv_sec - a.tv_sec) < 2,
@@ -70,41 +70,41 @@ static void test_model_idle_and_energy(void)
 
 static void test_model_busy_accounting(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 
-	maia_pm_params_defaults(&p);
-	maia_pm_init(&pm, &p, 0);
-	maia_pm_set_active(&pm, 100 * MS, MAIA_PM_TENSOR);
-	maia_pm_set_active(&pm, 350 * MS, MAIA_PM_IDLE);
-	maia_pm_set_active(&pm, 400 * MS, MAIA_PM_DMA);
-	maia_pm_set_active(&pm, 405 * MS, MAIA_PM_IDLE);
-	maia_pm_advance(&pm, 1000 * MS);
-	tap_ok(pm.class_ns[MAIA_PM_TENSOR] == 250 * MS && pm.class_ns[MAIA_PM_DMA] == 5 * MS &&
-	       pm.busy_ns == 255 * MS && pm.class_ns[MAIA_PM_VECTOR] == 0,
+	fw_pm_params_defaults(&p);
+	fw_pm_init(&pm, &p, 0);
+	fw_pm_set_active(&pm, 100 * MS, FW_PM_TENSOR);
+	fw_pm_set_active(&pm, 350 * MS, FW_PM_IDLE);
+	fw_pm_set_active(&pm, 400 * MS, FW_PM_DMA);
+	fw_pm_set_active(&pm, 405 * MS, FW_PM_IDLE);
+	fw_pm_advance(&pm, 1000 * MS);
+	tap_ok(pm.class_ns[FW_PM_TENSOR] == 250 * MS && pm.class_ns[FW_PM_DMA] == 5 * MS &&
+	       pm.busy_ns == 255 * MS && pm.class_ns[FW_PM_VECTOR] == 0,
 	       "busy time per class is exact (tensor %llu, dma %llu ns)",
-	       (unsigned long long)pm.class_ns[MAIA_PM_TENSOR],
-	       (unsigned long long)pm.class_ns[MAIA_PM_DMA]);
-	tap_ok(near(maia_pm_util(&pm), 0.255, 1e-9) && near(maia_pm_tensor_util(&pm), 0.25, 1e-9),
+	       (unsigned long long)pm.class_ns[FW_PM_TENSOR],
+	       (unsigned long long)pm.class_ns[FW_PM_DMA]);
+	tap_ok(near(fw_pm_util(&pm), 0.255, 1e-9) && near(fw_pm_tensor_util(&pm), 0.25, 1e-9),
 	       "utilization over the 1 s window: %.3f (tensor %.3f)",
-	       maia_pm_util(&pm), maia_pm_tensor_util(&pm));
+	       fw_pm_util(&pm), fw_pm_tensor_util(&pm));
 }
 
 /* Full tensor load from t = 0 to t = end on a fresh model with the given cap. */
-static void run_loaded(struct maia_pm *pm, const struct maia_pm_params *p, uint64_t end)
+static void run_loaded(struct fw_pm *pm, const struct fw_pm_params *p, uint64_t end)
 {
-	maia_pm_init(pm, p, 0);
-	maia_pm_set_active(pm, 0, MAIA_PM_TENSOR);
-	maia_pm_advance(pm, end);
+	fw_pm_init(pm, p, 0);
+	fw_pm_set_active(pm, 0, FW_PM_TENSOR);
+	fw_pm_advance(pm, end);
 }
 
 static void test_model_full_load(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 	double full, t_ref;
 
-	maia_pm_params_defaults(&p);
+	fw_pm_params_defaults(&p);
 	full = ref_power(&p, 1.0, 1.0);
 	run_loaded(&pm, &p, 1500 * MS);
 	tap_ok(near(pm.power_inst_w, full, 1e-9) && pm.clock_mhz == p.nominal_mhz && !pm.events,
@@ -114,19 +114,19 @@ static void test_model_full_load(void)
 	t_ref = p.ambient_c + p.r_th_c_per_w * full * (1.0 - exp(-1.5 / p.tau_s));
 	tap_ok(fabs(pm.temp_c - t_ref) < 0.01,
 	       "temperature after one time constant %.3f C (reference %.3f C)", pm.temp_c, t_ref);
-	maia_pm_advance(&pm, 30 * SEC);
+	fw_pm_advance(&pm, 30 * SEC);
 	tap_ok(fabs(pm.temp_c - (p.ambient_c + p.r_th_c_per_w * full)) < 0.01,
 	       "steady temperature %.2f C = ambient + R * P", pm.temp_c);
 }
 
 static void test_model_power_throttle(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 	double limit, r = 1.0;
 	uint32_t expect_mhz, steps = 0;
 
-	maia_pm_params_defaults(&p);
+	fw_pm_params_defaults(&p);
 	p.cap_mw = 300000;
 	limit = 300.0 * p.threshold_pct / 100.0;
 	/* Reference: step 10 % of nominal until the model power is under the limit. */
@@ -138,35 +138,35 @@ static void test_model_power_throttle(void)
 
 	run_loaded(&pm, &p, 25 * MS);
 	tap_ok(pm.clock_mhz == p.nominal_mhz, "over the cap for 2 periods: not throttled yet");
-	maia_pm_advance(&pm, 35 * MS);
+	fw_pm_advance(&pm, 35 * MS);
 	tap_ok(pm.clock_mhz == p.nominal_mhz - p.nominal_mhz * p.step_pct / 100 &&
 	       pm.events == 1 && pm.reasons == MAIA_THROTTLE_POWER,
 	       "after 3 periods over 90 %% of the cap: one 10 %% step (%u MHz), reason POWER",
 	       pm.clock_mhz);
-	maia_pm_advance(&pm, 3 * SEC);
+	fw_pm_advance(&pm, 3 * SEC);
 	tap_ok(pm.clock_mhz == expect_mhz && pm.events == steps,
 	       "settles at %u MHz after %u steps (reference %u MHz, %u steps)",
 	       pm.clock_mhz, pm.events, expect_mhz, steps);
-	tap_ok(maia_pm_power_avg_w(&pm) <= 300.0 && pm.power_inst_w <= limit,
+	tap_ok(fw_pm_power_avg_w(&pm) <= 300.0 && pm.power_inst_w <= limit,
 	       "average power %.1f W under the 300 W cap, period power %.1f W under %.0f W",
-	       maia_pm_power_avg_w(&pm), pm.power_inst_w, limit);
+	       fw_pm_power_avg_w(&pm), pm.power_inst_w, limit);
 	tap_ok(pm.throttled_ns > 2900 * MS, "throttled time counted (%llu ms)",
 	       (unsigned long long)(pm.throttled_ns / MS));
 
 	/* Load gone: the clock climbs back, reason clears, events stay. */
-	maia_pm_set_active(&pm, pm.now_ns, MAIA_PM_IDLE);
-	maia_pm_advance(&pm, pm.now_ns + 1 * SEC);
+	fw_pm_set_active(&pm, pm.now_ns, FW_PM_IDLE);
+	fw_pm_advance(&pm, pm.now_ns + 1 * SEC);
 	tap_ok(pm.clock_mhz == p.nominal_mhz && pm.reasons == 0 && pm.events == steps,
 	       "idle again: back to %u MHz, reasons 0, events still %u", pm.clock_mhz, pm.events);
 }
 
 static void test_model_thermal_throttle(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 
-	maia_pm_params_defaults(&p);
-	p.cap_mw = MAIA_PM_CAP_MAX_MW;
+	fw_pm_params_defaults(&p);
+	p.cap_mw = FW_PM_CAP_MAX_MW;
 	p.ambient_c = 75.0;	/* a hot aisle: 75 + 0.1 * 445 W would be 119.5 C */
 	run_loaded(&pm, &p, 20 * SEC);
 	tap_ok((pm.reasons & MAIA_THROTTLE_THERMAL) && !(pm.reasons & MAIA_THROTTLE_POWER) &&
@@ -178,24 +178,24 @@ static void test_model_thermal_throttle(void)
 
 static void test_model_limits(void)
 {
-	struct maia_pm_params p;
-	struct maia_pm pm;
+	struct fw_pm_params p;
+	struct fw_pm pm;
 
-	tap_ok(!maia_pm_cap_valid(0) && !maia_pm_cap_valid(MAIA_PM_CAP_MIN_MW - 1) &&
-	       maia_pm_cap_valid(MAIA_PM_CAP_MIN_MW) && maia_pm_cap_valid(MAIA_PM_CAP_MAX_MW) &&
-	       !maia_pm_cap_valid(MAIA_PM_CAP_MAX_MW + 1) && !maia_pm_cap_valid(UINT32_MAX),
-	       "cap range %u..%u mW", MAIA_PM_CAP_MIN_MW, MAIA_PM_CAP_MAX_MW);
+	tap_ok(!fw_pm_cap_valid(0) && !fw_pm_cap_valid(FW_PM_CAP_MIN_MW - 1) &&
+	       fw_pm_cap_valid(FW_PM_CAP_MIN_MW) && fw_pm_cap_valid(FW_PM_CAP_MAX_MW) &&
+	       !fw_pm_cap_valid(FW_PM_CAP_MAX_MW + 1) && !fw_pm_cap_valid(UINT32_MAX),
+	       "cap range %u..%u mW", FW_PM_CAP_MIN_MW, FW_PM_CAP_MAX_MW);
 	/* The lowest cap with a load that cannot get under it: stops at the minimum clock. */
-	maia_pm_params_defaults(&p);
-	p.cap_mw = MAIA_PM_CAP_MIN_MW;
+	fw_pm_params_defaults(&p);
+	p.cap_mw = FW_PM_CAP_MIN_MW;
 	p.idle_static_w = 95.0;
 	run_loaded(&pm, &p, 5 * SEC);
-	tap_ok(pm.clock_mhz == maia_pm_min_mhz(&pm) && pm.reasons == MAIA_THROTTLE_POWER,
+	tap_ok(pm.clock_mhz == fw_pm_min_mhz(&pm) && pm.reasons == MAIA_THROTTLE_POWER,
 	       "unreachable cap: clock floors at %u MHz and stays throttled", pm.clock_mhz);
 	/* Firmware with a zero or absurd clock/TDP is clamped, not divided by. */
-	maia_pm_set_firmware(&pm, 0, UINT32_MAX);
-	maia_pm_advance(&pm, 6 * SEC);
-	tap_ok(pm.p.nominal_mhz >= 1 && pm.p.cap_mw == MAIA_PM_CAP_MAX_MW && isfinite(pm.energy_uj),
+	fw_pm_set_firmware(&pm, 0, UINT32_MAX);
+	fw_pm_advance(&pm, 6 * SEC);
+	tap_ok(pm.p.nominal_mhz >= 1 && pm.p.cap_mw == FW_PM_CAP_MAX_MW && isfinite(pm.energy_uj),
 	       "bad firmware values are clamped");
 }
 
@@ -253,9 +253,9 @@ static void test_device_registers(void)
 	tap_ok(guest_errors(&env) == errs + 2 && rd(&env, MAIA_REG_TELEM_POWER_CAP_MW) == 500000,
 	       "writes are read-only errors, holes are unmapped");
 
-	tap_ok(mbox(&env, MAIA_MBOX_SET_POWER_CAP, MAIA_PM_CAP_MIN_MW - 1, 0, 0, NULL) ==
+	tap_ok(mbox(&env, MAIA_MBOX_SET_POWER_CAP, FW_PM_CAP_MIN_MW - 1, 0, 0, NULL) ==
 	       MAIA_MBOX_EINVAL &&
-	       mbox(&env, MAIA_MBOX_SET_POWER_CAP, MAIA_PM_CAP_MAX_MW + 1, 0, 0, NULL) ==
+	       mbox(&env, MAIA_MBOX_SET_POWER_CAP, FW_PM_CAP_MAX_MW + 1, 0, 0, NULL) ==
 	       MAIA_MBOX_EINVAL &&
 	       rd(&env, MAIA_REG_TELEM_POWER_CAP_MW) == 500000,
 	       "caps outside %u..%u mW are EINVAL and change nothing",
@@ -303,7 +303,7 @@ static void test_device_throttle_and_reset(void)
 	ev0 = rd(&env, MAIA_REG_TELEM_THROTTLE_EVENTS);
 	tap_ok(!(rd(&env, MAIA_REG_INT_STATUS) & MAIA_INT_THERMAL),
 	       "no THERMAL interrupt while unthrottled");
-	tap_ok(mbox(&env, MAIA_MBOX_SET_POWER_CAP, MAIA_PM_CAP_MIN_MW, 0, 0, NULL) == MAIA_MBOX_OK,
+	tap_ok(mbox(&env, MAIA_MBOX_SET_POWER_CAP, FW_PM_CAP_MIN_MW, 0, 0, NULL) == MAIA_MBOX_OK,
 	       "cap lowered to the minimum, 100 W");
 	irq0 = irq_count(&env, MAIA_VEC_EVENT);
 	/* DMA load: idle 85 W + DMA 120 W is over 90 W; keep it up for up to 3 s. */

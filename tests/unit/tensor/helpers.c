@@ -255,10 +255,10 @@ void tput(struct tmem *m, unsigned int dt, uint64_t va, uint64_t scale_va,
 	  const float *vals, uint64_t n, float scale, double *out)
 {
 	if (maia_dtype_is_block(dt))
-		maia_mx_encode(dt, vals, n / maia_dtype_block(dt), tmem_ptr(m, va),
+		fw_mx_encode(dt, vals, n / maia_dtype_block(dt), tmem_ptr(m, va),
 			       tmem_ptr(m, scale_va));
 	else
-		maia_encode(dt, vals, n, scale, true, tmem_ptr(m, va));
+		fw_encode(dt, vals, n, scale, true, tmem_ptr(m, va));
 	if (out)
 		tget(m, dt, va, scale_va, n, scale, out);
 }

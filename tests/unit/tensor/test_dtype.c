@@ -19,7 +19,7 @@
 
 struct fmt {
 	const char *name;
-	unsigned int type;	/* dtype or MAIA_ELEM_* for the encoder */
+	unsigned int type;	/* dtype or FW_ELEM_* for the encoder */
 	unsigned int mx;	/* MX dtype whose element this is, for ref_elem */
 	int ebits, mbits, bias, kind;
 	double max;
@@ -29,9 +29,9 @@ static const struct fmt fmts[] = {
 	{ "fp16", MAIA_DTYPE_FP16, 0, 5, 10, 15, REF_IEEE, 65504 },
 	{ "fp8_e4m3", MAIA_DTYPE_FP8_E4M3, MAIA_DTYPE_MXFP8_E4M3, 4, 3, 7, REF_FN, 448 },
 	{ "fp8_e5m2", MAIA_DTYPE_FP8_E5M2, MAIA_DTYPE_MXFP8_E5M2, 5, 2, 15, REF_IEEE, 57344 },
-	{ "fp6_e3m2", MAIA_ELEM_FP6_E3M2, MAIA_DTYPE_MXFP6_E3M2, 3, 2, 3, REF_FINITE, 28 },
-	{ "fp6_e2m3", MAIA_ELEM_FP6_E2M3, MAIA_DTYPE_MXFP6_E2M3, 2, 3, 1, REF_FINITE, 7.5 },
-	{ "fp4_e2m1", MAIA_ELEM_FP4_E2M1, MAIA_DTYPE_MXFP4_E2M1, 2, 1, 1, REF_FINITE, 6 },
+	{ "fp6_e3m2", FW_ELEM_FP6_E3M2, MAIA_DTYPE_MXFP6_E3M2, 3, 2, 3, REF_FINITE, 28 },
+	{ "fp6_e2m3", FW_ELEM_FP6_E2M3, MAIA_DTYPE_MXFP6_E2M3, 2, 3, 1, REF_FINITE, 7.5 },
+	{ "fp4_e2m1", FW_ELEM_FP4_E2M1, MAIA_DTYPE_MXFP4_E2M1, 2, 1, 1, REF_FINITE, 6 },
 };
 
 static unsigned int ncodes(const struct fmt *f)
@@ -47,20 +47,20 @@ static double dec_ref(const struct fmt *f, uint32_t c)
 static float dec_engine(const struct fmt *f, uint32_t c)
 {
 	if (f->type == MAIA_DTYPE_FP16)
-		return maia_fp16_to_f32((uint16_t)c);
+		return fw_fp16_to_f32((uint16_t)c);
 	if (f->type == MAIA_DTYPE_FP8_E4M3 || f->type == MAIA_DTYPE_FP8_E5M2)
-		return maia_fp8_to_f32((uint8_t)c, f->type);
-	return maia_elem_to_f32((uint8_t)c, f->type);
+		return fw_fp8_to_f32((uint8_t)c, f->type);
+	return fw_elem_to_f32((uint8_t)c, f->type);
 }
 
 static uint32_t enc_engine(const struct fmt *f, float x, bool sat)
 {
 	if (f->type == MAIA_DTYPE_FP16)
 		return sat && fabsf(x) > 65504.0f && !isnan(x) ?
-		       (x < 0 ? 0xfbffu : 0x7bffu) : maia_f32_to_fp16(x);
+		       (x < 0 ? 0xfbffu : 0x7bffu) : fw_f32_to_fp16(x);
 	if (f->type == MAIA_DTYPE_FP8_E4M3 || f->type == MAIA_DTYPE_FP8_E5M2)
-		return maia_f32_to_fp8(x, f->type, sat);
-	return maia_f32_to_elem(x, f->type, sat);
+		return fw_f32_to_fp8(x, f->type, sat);
+	return fw_f32_to_elem(x, f->type, sat);
 }
 
 /*
@@ -202,7 +202,7 @@ static void test_bf16(void)
 	unsigned int bad = 0, bad_nan = 0, checked = 0;
 
 	for (uint32_t c = 0; c < 65536; c++)
-		if (!same_value(maia_bf16_to_f32((uint16_t)c), ref_decode(MAIA_DTYPE_BF16, c)))
+		if (!same_value(fw_bf16_to_f32((uint16_t)c), ref_decode(MAIA_DTYPE_BF16, c)))
 			bad++;
 	tap_ok(!bad, "bf16: all 65536 codes decode exactly (%u wrong)", bad);
 	bad = 0;
@@ -210,7 +210,7 @@ static void test_bf16(void)
 		for (uint32_t d = 0; d < 3; d++) {
 			uint32_t u = (uint32_t)base + (d == 0 ? 0 : d == 1 ? 0x8000u : 0x7fffu);
 			union { uint32_t u; float f; } x = { .u = u };
-			uint16_t got = maia_f32_to_bf16(x.f);
+			uint16_t got = fw_f32_to_bf16(x.f);
 
 			checked++;
 			if (isnan(x.f)) {
@@ -236,8 +236,8 @@ static void test_fp16_sample(void)
 		if (fabsf(x.f) > 1e6f && !isinf(x.f) && !isnan(x.f))
 			continue;	/* far beyond max: covered by the overflow test */
 		n++;
-		if (isnan(x.f) ? !isnan(maia_fp16_to_f32(maia_f32_to_fp16(x.f)))
-			       : maia_f32_to_fp16(x.f) != enc_ref(f, x.f, false))
+		if (isnan(x.f) ? !isnan(fw_fp16_to_f32(fw_f32_to_fp16(x.f)))
+			       : fw_f32_to_fp16(x.f) != enc_ref(f, x.f, false))
 			bad++;
 	}
 	tap_ok(!bad, "fp16: RNE on %u sampled FP32 patterns (%u wrong)", n, bad);
@@ -251,15 +251,15 @@ static void test_int8(void)
 
 	for (int i = 0; i < 256; i++)
 		v[i] = (float)(i - 128) * 0.25f;
-	maia_encode(MAIA_DTYPE_INT8, v, 256, 0.25f, false, b);
-	maia_decode(MAIA_DTYPE_INT8, b, 256, 0.25f, back);
+	fw_encode(MAIA_DTYPE_INT8, v, 256, 0.25f, false, b);
+	fw_decode(MAIA_DTYPE_INT8, b, 256, 0.25f, back);
 	for (int i = 0; i < 256; i++)
 		if (back[i] != v[i])
 			bad++;
 	tap_ok(!bad, "int8: all 256 values round-trip with scale 0.25 (%u wrong)", bad);
-	tap_ok(maia_f32_to_int8(1000.0f) == 127 && maia_f32_to_int8(-1000.0f) == -128 &&
-	       maia_f32_to_int8(NAN) == 0 && maia_f32_to_int8(2.5f) == 2 &&
-	       maia_f32_to_int8(-3.5f) == -4 && maia_f32_to_int8(INFINITY) == 127,
+	tap_ok(fw_f32_to_int8(1000.0f) == 127 && fw_f32_to_int8(-1000.0f) == -128 &&
+	       fw_f32_to_int8(NAN) == 0 && fw_f32_to_int8(2.5f) == 2 &&
+	       fw_f32_to_int8(-3.5f) == -4 && fw_f32_to_int8(INFINITY) == 127,
 	       "int8: saturation, NaN -> 0, ties to even");
 }
 
@@ -359,9 +359,9 @@ static void test_mx(unsigned int mx)
 					v = 0;		/* NaN/Inf element codes and -128 are not produced */
 				x[i] = (float)ldexp(v, scale - 127);
 			}
-			maia_mx_encode(mx, x, 1, tmem_ptr(&m, va), tmem_ptr(&m, sva));
+			fw_mx_encode(mx, x, 1, tmem_ptr(&m, va), tmem_ptr(&m, sva));
 			tget(&m, mx, va, sva, 32, 1, ref);
-			maia_mx_decode(mx, tmem_ptr(&m, va), tmem_ptr(&m, sva), 1, y);
+			fw_mx_decode(mx, tmem_ptr(&m, va), tmem_ptr(&m, sva), 1, y);
 			for (int i = 0; i < 32; i++) {
 				if (!same_value(y[i], ref[i]))
 					bad++;
@@ -383,15 +383,15 @@ static void test_mx(unsigned int mx)
 		for (int i = 0; i < 32; i++)
 			x[i] = ldexpf(trand_uniform(-1, 1), mag + (i % 3 == 0 ? -(t % 20) : 0));
 		mx_ref_block(mx, x, ref, &sc_exp);
-		maia_mx_encode(mx, x, 1, blk, sc);
-		maia_mx_decode(mx, blk, sc, 1, y);
+		fw_mx_encode(mx, x, 1, blk, sc);
+		fw_mx_decode(mx, blk, sc, 1, y);
 		if (sc[0] != sc_exp + 127)
 			bad++;
 		for (int i = 0; i < 32; i++)
 			if (!same_value(y[i], ref[i]) && !(y[i] == 0 && ref[i] == 0))
 				bad++;
 		/* quantizing the dequantized block is the identity */
-		maia_mx_encode(mx, y, 1, blk2, sc2);
+		fw_mx_encode(mx, y, 1, blk2, sc2);
 		if (memcmp(blk, blk2, bb) || sc[0] != sc2[0])
 			bad_rt++;
 	}
@@ -417,7 +417,7 @@ static void test_mx(unsigned int mx)
 			rs[b] = scales[b % sizeof(scales)];
 		}
 		tget(&m, mx, va, sva, NB * 32, 1, rr);
-		maia_mx_decode(mx, raw, rs, NB, yy);
+		fw_mx_decode(mx, raw, rs, NB, yy);
 		bad = 0;
 		/* the one FP32 multiply by the scale rounds (2^-127 * small) and overflows (2^127 * big) */
 		for (unsigned int i = 0; i < NB * 32; i++)
@@ -430,9 +430,9 @@ static void test_mx(unsigned int mx)
 		 */
 		if (mx == MAIA_DTYPE_MXFP8_E4M3 || mx == MAIA_DTYPE_MXFP8_E5M2 ||
 		    mx == MAIA_DTYPE_MXFP4_E2M1 || mx == MAIA_DTYPE_MXINT8) {
-			const float *tab = maia_minifloat_table(mx == MAIA_DTYPE_MXFP8_E4M3 ?
+			const float *tab = fw_minifloat_table(mx == MAIA_DTYPE_MXFP8_E4M3 ?
 				MAIA_DTYPE_FP8_E4M3 : mx == MAIA_DTYPE_MXFP8_E5M2 ? MAIA_DTYPE_FP8_E5M2 :
-				MAIA_ELEM_FP4_E2M1);
+				FW_ELEM_FP4_E2M1);
 
 			bad = 0;
 			for (unsigned int i = 0; i < NB * 32; i++) {
@@ -461,16 +461,16 @@ static void test_mx(unsigned int mx)
 
 	/* corners */
 	memset(x, 0, sizeof(x));
-	maia_mx_encode(mx, x, 1, blk, sc);
-	maia_mx_decode(mx, blk, sc, 1, y);
+	fw_mx_encode(mx, x, 1, blk, sc);
+	fw_mx_decode(mx, blk, sc, 1, y);
 	bad = sc[0] != 0;
 	for (int i = 0; i < 32; i++)
 		bad += y[i] != 0;
 	tap_ok(!bad, "mx %s: all-zero block -> scale 2^-127, zeros", name);
 	for (int i = 0; i < 32; i++)
 		x[i] = i & 1 ? -FLT_MAX : FLT_MAX;
-	maia_mx_encode(mx, x, 1, blk, sc);
-	maia_mx_decode(mx, blk, sc, 1, y);
+	fw_mx_encode(mx, x, 1, blk, sc);
+	fw_mx_decode(mx, blk, sc, 1, y);
 	mx_ref_block(mx, x, ref, &dummy_exp);
 	bad = sc[0] != 127 + 127 - emax_of(mx);
 	for (int i = 0; i < 32; i++)
@@ -480,8 +480,8 @@ static void test_mx(unsigned int mx)
 		for (int i = 0; i < 32; i++)
 			x[i] = trand_uniform(-1, 1);
 		x[7] = special == 0 ? NAN : special == 1 ? INFINITY : -INFINITY;
-		maia_mx_encode(mx, x, 1, blk, sc);
-		maia_mx_decode(mx, blk, sc, 1, y);
+		fw_mx_encode(mx, x, 1, blk, sc);
+		fw_mx_decode(mx, blk, sc, 1, y);
 		bad = sc[0] != 0xff;
 		for (int i = 0; i < 32; i++)
 			bad += !isnan(y[i]);
@@ -490,8 +490,8 @@ static void test_mx(unsigned int mx)
 	}
 	for (int i = 0; i < 32; i++)
 		x[i] = ldexpf(trand_uniform(-1, 1), -140);	/* FP32 subnormals */
-	maia_mx_encode(mx, x, 1, blk, sc);
-	maia_mx_decode(mx, blk, sc, 1, y);
+	fw_mx_encode(mx, x, 1, blk, sc);
+	fw_mx_decode(mx, blk, sc, 1, y);
 	mx_ref_block(mx, x, ref, &dummy_exp);
 	bad = sc[0] != 0;
 	for (int i = 0; i < 32; i++)
@@ -519,8 +519,8 @@ static void test_msmx(unsigned int dt)
 
 		for (int i = 0; i < 16; i++)
 			x[i] = ldexpf(trand_uniform(-1, 1), (t % 40) - 20 - (i % 4 == 1 ? t % 5 : 0));
-		maia_mx_encode(dt, x, 1, blk, &sc);
-		maia_mx_decode(dt, blk, &sc, 1, y);
+		fw_mx_encode(dt, x, 1, blk, &sc);
+		fw_mx_decode(dt, blk, &sc, 1, y);
 		memcpy(tmem_ptr(&m, TMEM_BASE), blk, sizeof(blk));
 		memcpy(tmem_ptr(&m, TMEM_BASE + 64), &sc, 1);
 		tget(&m, dt, TMEM_BASE, TMEM_BASE + 64, 16, 1, ref);
@@ -549,8 +549,8 @@ static void test_msmx(unsigned int dt)
 			}
 		}
 		/* the same values may have two encodings (microexponent): compare values */
-		maia_mx_encode(dt, y, 1, blk2, &sc2);
-		maia_mx_decode(dt, blk2, &sc2, 1, x);
+		fw_mx_encode(dt, y, 1, blk2, &sc2);
+		fw_mx_decode(dt, blk2, &sc2, 1, x);
 		for (int i = 0; i < 16; i++)
 			bad_rt += !same_value(x[i], y[i]);
 	}
@@ -560,8 +560,8 @@ static void test_msmx(unsigned int dt)
 	for (int i = 0; i < 16; i++)
 		x[i] = 0;
 	x[3] = NAN;
-	maia_mx_encode(dt, x, 1, blk, &sc);
-	maia_mx_decode(dt, blk, &sc, 1, y);
+	fw_mx_encode(dt, x, 1, blk, &sc);
+	fw_mx_decode(dt, blk, &sc, 1, y);
 	tap_ok(sc == 0xff && isnan(y[0]) && isnan(y[15]), "%s: NaN in a block -> NaN block", name);
 	tmem_free(&m);
 }

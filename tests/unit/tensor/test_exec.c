@@ -181,7 +181,8 @@ int main(void)
 	maia_tensor_destroy(te);
 
 	{
-		struct maia_tensor_config one = { 1, 1, 1024, 8 }, bad = { 0, 4, 8192, 0 };
+		struct maia_tensor_config one = { .clusters = 1, .tiles_per_cluster = 1, .sram_kib = 1024, .threads = 8 },
+					  bad = { .clusters = 0, .tiles_per_cluster = 4, .sram_kib = 8192 };
 		struct maia_tensor_engine *t1 = maia_tensor_create(&one);
 
 		tap_ok(t1 && t1->nworkers == 1, "1 tile: 8 threads requested, 1 used");

@@ -296,7 +296,7 @@ static void test_shapes_and_epilogue(struct maia_tensor_engine *te)
 static void test_kernels(void)
 {
 	size_t n;
-	const struct maia_gemm_kernel *k = maia_gemm_kernel_list(&n);
+	const struct fw_gemm_kernel *k = fw_gemm_kernel_list(&n);
 
 	for (size_t i = 0; i < n; i++) {
 		struct maia_tensor_engine *te;
@@ -304,7 +304,7 @@ static void test_kernels(void)
 				   MAIA_GEMM_F_BIAS, MAIA_ACT_RELU, 1.0f, 0.5f, false };
 		char what[64];
 
-		if (!maia_gemm_kernel_usable(&k[i])) {
+		if (!fw_gemm_kernel_usable(&k[i])) {
 			tap_ok(1, "# SKIP kernel %s: not supported by this CPU", k[i].name);
 			continue;
 		}

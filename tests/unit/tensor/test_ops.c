@@ -462,7 +462,7 @@ static void test_layout(void)
 				amax = fmax(amax, fabs(xs[j]));
 			if (!blockq) {
 				memcpy(&scale, tmem_ptr(&mem, vsc), 4);
-				if (fabs(scale - amax / maia_dtype_max(qt[i])) > 1e-6 * scale)
+				if (fabs(scale - amax / fw_dtype_max(qt[i])) > 1e-6 * scale)
 					st = -1;
 			}
 			tget(&mem, qt[i], vq, vs, 768, scale, q);

@@ -287,4 +287,185 @@ struct maia_cmd_transpose {
 	__u32 reserved;
 };
 
+#ifndef __KERNEL__
+/*
+ * The descriptor rules above that need no memory access, in one place for
+ * the device (firmware-sim fails the command with MAIA_STATUS_BAD_DESC) and
+ * for libmaia (which refuses to build the command, with a message). The
+ * kernel does not parse commands and does not use this.
+ */
+enum maia_desc_reason {
+	MAIA_DESC_OK = 0,
+	MAIA_DESC_BAD_DTYPE,		/* dtype >= MAIA_DTYPE_COUNT */
+	MAIA_DESC_BAD_RANK,		/* rank not 1 .. MAIA_TENSOR_MAX_RANK */
+	MAIA_DESC_BAD_FLAGS,		/* flags != 0 */
+	MAIA_DESC_UNUSED_DIM,		/* shape or stride set at an index >= rank (*dim) */
+	MAIA_DESC_BAD_DIM,		/* dimension *dim is 0 or > MAIA_TENSOR_MAX_DIM */
+	MAIA_DESC_OUTPUT_STRIDE0,	/* output: stride 0 in dimension *dim of size > 1 */
+	MAIA_DESC_TOO_MANY_ELEMS,	/* more than MAIA_TENSOR_MAX_ELEMS elements */
+	MAIA_DESC_SPAN_TOO_LARGE,	/* element offsets reach MAIA_TENSOR_MAX_SPAN */
+	MAIA_DESC_BLOCK_INNER,		/* block format: innermost stride != 1 or size % block */
+	MAIA_DESC_BLOCK_STRIDE,		/* block format: stride *dim not a multiple of the block */
+	MAIA_DESC_SCALE_ADDR,		/* scale_addr set for a type without block scales */
+	MAIA_DESC_SCALE_UNUSED,		/* scale set for a type without a per-tensor scale */
+	MAIA_DESC_BAD_SCALE,		/* scale not finite, normal and positive */
+	MAIA_DESC_WRAPS,		/* data or block scales run past the end of the VA space */
+	MAIA_DESC_OUTPUT_OVERLAP,	/* output: two elements at the same offset */
+	MAIA_DESC_REASON_COUNT
+};
+
+/* Element offsets (sum of stride * (dim - 1)) stay below this. */
+#define MAIA_TENSOR_MAX_SPAN		(1ull << 56)
+
+static inline const char *maia_desc_reason_str(int reason)
+{
+	switch (reason) {
+	case MAIA_DESC_OK:		return "valid";
+	case MAIA_DESC_BAD_DTYPE:	return "unknown dtype";
+	case MAIA_DESC_BAD_RANK:	return "rank is not 1..4";
+	case MAIA_DESC_BAD_FLAGS:	return "nonzero flags";
+	case MAIA_DESC_UNUSED_DIM:	return "shape or stride set at an index >= rank";
+	case MAIA_DESC_BAD_DIM:		return "a dimension is not 1..2^24";
+	case MAIA_DESC_OUTPUT_STRIDE0:	return "output has stride 0 (it would overlap itself)";
+	case MAIA_DESC_TOO_MANY_ELEMS:	return "more than 2^32 elements";
+	case MAIA_DESC_SPAN_TOO_LARGE:	return "strides span 2^56 elements or more";
+	case MAIA_DESC_BLOCK_INNER:	return "block format needs innermost stride 1 and a "
+					       "size that is a multiple of the block";
+	case MAIA_DESC_BLOCK_STRIDE:	return "block format stride is not a multiple of the block";
+	case MAIA_DESC_SCALE_ADDR:	return "scale address on a type without block scales";
+	case MAIA_DESC_SCALE_UNUSED:	return "per-tensor scale on a type without one";
+	case MAIA_DESC_BAD_SCALE:	return "scale is not finite, normal and positive";
+	case MAIA_DESC_WRAPS:		return "data or block scales wrap the address space";
+	case MAIA_DESC_OUTPUT_OVERLAP:	return "output elements overlap";
+	default:			return "unknown reason";
+	}
+}
+
+/* Types with a per-tensor scale (struct maia_tensor_desc.scale). */
+static inline int maia_dtype_has_scale(unsigned int dtype)
+{
+	return dtype == MAIA_DTYPE_INT8 || dtype == MAIA_DTYPE_FP8_E4M3 ||
+	       dtype == MAIA_DTYPE_FP8_E5M2;
+}
+
+/*
+ * Outputs must not write an element twice: sorted by stride, each dimension
+ * must step over everything the smaller ones span. Sufficient, not
+ * necessary; the rare interleaved layouts it rejects are documented.
+ * Expects a descriptor that passed the other checks (offsets < 2^56).
+ */
+static inline int maia_tensor_desc_overlaps(const struct maia_tensor_desc *d)
+{
+	unsigned int order[MAIA_TENSOR_MAX_RANK], n = 0, i, j;
+	__u64 extent = 1;
+
+	for (i = 0; i < d->rank && i < MAIA_TENSOR_MAX_RANK; i++)
+		if (d->shape[i] > 1)
+			order[n++] = i;
+	for (i = 1; i < n; i++)		/* insertion sort by stride */
+		for (j = i; j > 0 && d->strides[order[j]] < d->strides[order[j - 1]]; j--) {
+			unsigned int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	for (i = 0; i < n; i++) {
+		__u64 s = d->strides[order[i]];
+
+		if (s < extent)
+			return 1;
+		extent = s * (d->shape[order[i]] - 1) + extent;
+	}
+	return 0;
+}
+
+/*
+ * Checks a descriptor against every rule that needs no memory access; output
+ * is nonzero for a tensor the command writes. Returns MAIA_DESC_OK or the
+ * first rule broken (MAIA_DESC_*); for the rules about one dimension, *dim
+ * (if dim is not NULL) is its index.
+ */
+static inline int maia_tensor_desc_check(const struct maia_tensor_desc *d, int output,
+					 unsigned int *dim)
+{
+	unsigned int r = d->rank, i, bs, exp;
+	__u64 n = 1, maxoff = 0, bytes;
+	unsigned int scratch;
+
+	if (!dim)
+		dim = &scratch;
+	*dim = 0;
+	if (d->dtype >= MAIA_DTYPE_COUNT)
+		return MAIA_DESC_BAD_DTYPE;
+	if (r < 1 || r > MAIA_TENSOR_MAX_RANK)
+		return MAIA_DESC_BAD_RANK;
+	if (d->flags)
+		return MAIA_DESC_BAD_FLAGS;
+	for (i = 0; i < MAIA_TENSOR_MAX_RANK; i++) {
+		*dim = i;
+		if (i >= r) {
+			if (d->shape[i] || d->strides[i])
+				return MAIA_DESC_UNUSED_DIM;
+			continue;
+		}
+		if (!d->shape[i] || d->shape[i] > MAIA_TENSOR_MAX_DIM)
+			return MAIA_DESC_BAD_DIM;
+		if (output && d->shape[i] > 1 && !d->strides[i])
+			return MAIA_DESC_OUTPUT_STRIDE0;
+	}
+	*dim = 0;
+	for (i = 0; i < r; i++) {
+		__u64 len = d->shape[i];
+
+		if (n > MAIA_TENSOR_MAX_ELEMS / len)
+			return MAIA_DESC_TOO_MANY_ELEMS;
+		n *= len;
+	}
+	for (i = 0; i < r; i++) {
+		__u64 len = d->shape[i], st = d->strides[i];
+
+		if (len > 1) {
+			if (st > (MAIA_TENSOR_MAX_SPAN - maxoff) / (len - 1))
+				return MAIA_DESC_SPAN_TOO_LARGE;
+			maxoff += st * (len - 1);
+		}
+	}
+	bs = maia_dtype_block(d->dtype);
+	if (bs > 1) {
+		if (d->strides[r - 1] != 1 || d->shape[r - 1] % bs)
+			return MAIA_DESC_BLOCK_INNER;
+		for (i = 0; i + 1 < r; i++) {
+			*dim = i;
+			if (d->strides[i] % bs)
+				return MAIA_DESC_BLOCK_STRIDE;
+		}
+		*dim = 0;
+	} else if (d->scale_addr) {
+		return MAIA_DESC_SCALE_ADDR;
+	}
+	if (d->scale) {
+		if (!maia_dtype_has_scale(d->dtype))
+			return MAIA_DESC_SCALE_UNUSED;
+		/* binary32: positive, exponent neither 0 (zero, subnormal) nor all ones */
+		exp = (d->scale >> 23) & 0xffu;
+		if ((d->scale >> 31) || exp == 0 || exp == 0xffu)
+			return MAIA_DESC_BAD_SCALE;
+	}
+	if (bs > 1) {
+		__u64 nblocks = maxoff / bs + 1;
+
+		if (nblocks - 1 > ~(__u64)0 - d->scale_addr)
+			return MAIA_DESC_WRAPS;
+		bytes = nblocks * maia_dtype_block_bytes(d->dtype);
+	} else {
+		bytes = (maxoff + 1) * maia_dtype_size(d->dtype);
+	}
+	if (bytes - 1 > ~(__u64)0 - d->addr)
+		return MAIA_DESC_WRAPS;
+	if (output && maia_tensor_desc_overlaps(d))
+		return MAIA_DESC_OUTPUT_OVERLAP;
+	return MAIA_DESC_OK;
+}
+#endif /* !__KERNEL__ */
+
 #endif /* MAIA_HW_TENSOR_H */

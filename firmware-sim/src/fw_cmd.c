@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
 /* Internal results besides MAIA_STATUS_*. */
 #define CMD_PARK	(-1)	/* semaphore not ready: park the job */
@@ -32,19 +32,19 @@ static bool span_end(uint64_t base, uint64_t stride, uint32_t rows, uint64_t wid
  * Copies one contiguous VA span, piece by piece as the mappings allow. HBM
  * is addressed directly; only host-to-host goes through the bounce buffer.
  */
-static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
-		     struct maia_as *as, uint64_t src, uint64_t dst, uint64_t len)
+static int copy_span(struct maia_sim *sim, unsigned int qi, const struct fw_job *job,
+		     struct fw_as *as, uint64_t src, uint64_t dst, uint64_t len)
 {
 	while (len) {
-		uint64_t n = len < MAIA_BOUNCE_SIZE ? len : MAIA_BOUNCE_SIZE;
-		struct maia_seg s, d;
+		uint64_t n = len < FW_BOUNCE_SIZE ? len : FW_BOUNCE_SIZE;
+		struct fw_seg s, d;
 		int rc;
 
-		if (maia_job_should_stop(sim, qi, job))
+		if (fw_job_should_stop(sim, qi, job))
 			return CMD_STOP;
-		rc = maia_as_segment(as, src, MAIA_ACCESS_READ, &s);
+		rc = fw_as_segment(as, src, MAIA_ACCESS_READ, &s);
 		if (rc == MAIA_STATUS_OK)
-			rc = maia_as_segment(as, dst, MAIA_ACCESS_WRITE, &d);
+			rc = fw_as_segment(as, dst, MAIA_ACCESS_WRITE, &d);
 		if (rc != MAIA_STATUS_OK)
 			return rc;
 		n = n < s.avail ? n : s.avail;
@@ -60,7 +60,7 @@ static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qj
 			     sim->ops.dma_write(sim->opaque, d.pa, sim->bounce, n);
 		if (rc)
 			return MAIA_STATUS_DMA_ERROR;
-		maia_telem_dma_chunk(sim, n, !s.sysmem, !d.sysmem);
+		fw_telem_dma_chunk(sim, n, !s.sysmem, !d.sysmem);
 		sim->stats.bytes_read += n;
 		sim->stats.bytes_written += n;
 		src += n;
@@ -70,8 +70,8 @@ static int copy_span(struct maia_sim *sim, unsigned int qi, const struct maia_qj
 	return MAIA_STATUS_OK;
 }
 
-static int cmd_dma_copy(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
-			struct maia_as *as, const uint8_t *raw)
+static int cmd_dma_copy(struct maia_sim *sim, unsigned int qi, const struct fw_job *job,
+			struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_cmd_dma_copy c;
 	uint64_t end;
@@ -101,8 +101,8 @@ static int cmd_dma_copy(struct maia_sim *sim, unsigned int qi, const struct maia
 	return MAIA_STATUS_OK;
 }
 
-static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job,
-		    struct maia_as *as, const uint8_t *raw)
+static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct fw_job *job,
+		    struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_cmd_fill c;
 	uint64_t end;
@@ -112,16 +112,16 @@ static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct maia_qjo
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved || c.size % 4u ||
 	    __builtin_add_overflow(c.dst, c.size, &end))
 		return MAIA_STATUS_BAD_CMD;
-	chunk = c.size < MAIA_BOUNCE_SIZE ? (size_t)c.size : MAIA_BOUNCE_SIZE;
+	chunk = c.size < FW_BOUNCE_SIZE ? (size_t)c.size : FW_BOUNCE_SIZE;
 	for (size_t i = 0; i < chunk; i += 4)
 		memcpy(sim->bounce + i, &c.pattern, 4);
 	while (c.size) {
 		size_t n = c.size < chunk ? (size_t)c.size : chunk;
 		int rc;
 
-		if (maia_job_should_stop(sim, qi, job))
+		if (fw_job_should_stop(sim, qi, job))
 			return CMD_STOP;
-		rc = maia_as_write(as, c.dst, sim->bounce, n);
+		rc = fw_as_write(as, c.dst, sim->bounce, n);
 		if (rc != MAIA_STATUS_OK)
 			return rc;
 		sim->stats.bytes_written += n;
@@ -131,7 +131,7 @@ static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct maia_qjo
 	return MAIA_STATUS_OK;
 }
 
-static int cmd_fence_write(struct maia_as *as, const uint8_t *raw)
+static int cmd_fence_write(struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_cmd_fence_write c;
 
@@ -140,10 +140,10 @@ static int cmd_fence_write(struct maia_as *as, const uint8_t *raw)
 		return MAIA_STATUS_BAD_CMD;
 	/* Everything earlier commands wrote is visible before the fence value. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return maia_as_write(as, c.addr, &c.value, sizeof(c.value));
+	return fw_as_write(as, c.addr, &c.value, sizeof(c.value));
 }
 
-static int cmd_timestamp(struct maia_sim *sim, struct maia_as *as, const uint8_t *raw)
+static int cmd_timestamp(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_cmd_timestamp c;
 	uint64_t now;
@@ -151,17 +151,17 @@ static int cmd_timestamp(struct maia_sim *sim, struct maia_as *as, const uint8_t
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || (c.addr & 7u))
 		return MAIA_STATUS_BAD_CMD;
-	now = maia_sim_now_ns(sim);
-	return maia_as_write(as, c.addr, &now, sizeof(now));
+	now = fw_now_ns(sim);
+	return fw_as_write(as, c.addr, &now, sizeof(now));
 }
 
 /* Semaphores belong to the job's address space: a context cannot touch another's. */
-static uint64_t *job_sems(struct maia_sim *sim, const struct maia_qjob *job)
+static uint64_t *job_sems(struct maia_sim *sim, const struct fw_job *job)
 {
 	return sim->sems[job->sqe.asid];
 }
 
-static int cmd_sem_signal(struct maia_sim *sim, struct maia_qjob *job, const uint8_t *raw)
+static int cmd_sem_signal(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
 {
 	struct maia_cmd_sem_signal c;
 	uint64_t *sems = job_sems(sim, job);
@@ -173,7 +173,7 @@ static int cmd_sem_signal(struct maia_sim *sim, struct maia_qjob *job, const uin
 	return MAIA_STATUS_OK;
 }
 
-static int cmd_sem_wait(struct maia_sim *sim, struct maia_qjob *job, const uint8_t *raw)
+static int cmd_sem_wait(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
 {
 	struct maia_cmd_sem_wait c;
 	uint64_t *sems = job_sems(sim, job);
@@ -188,20 +188,20 @@ static int cmd_sem_wait(struct maia_sim *sim, struct maia_qjob *job, const uint8
 	}
 	if (!c.timeout_us)
 		return MAIA_STATUS_SEM_TIMEOUT;
-	job->state = MAIA_JOB_SEM_WAIT;
+	job->state = FW_JOB_SEM_WAIT;
 	job->sem_index = c.index;
 	job->sem_value = c.value;
-	job->deadline_ns = maia_sim_now_ns(sim) + (uint64_t)c.timeout_us * 1000u;
+	job->deadline_ns = fw_now_ns(sim) + (uint64_t)c.timeout_us * 1000u;
 	return CMD_PARK;
 }
 
-static int cmd_tensor(struct maia_sim *sim, struct maia_as *as, const uint8_t *raw)
+static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_op_stats st = { 0 };
 	struct maia_job_mem mem;
 	int rc;
 
-	maia_as_job_mem(as, &mem);
+	fw_as_job_mem(as, &mem);
 	rc = maia_tensor_exec(sim->te, (const struct maia_cmd_header *)raw, &mem, &st);
 	sim->stats.flops += st.flops;
 	sim->stats.bytes_read += st.bytes_read;
@@ -210,8 +210,8 @@ static int cmd_tensor(struct maia_sim *sim, struct maia_as *as, const uint8_t *r
 	return rc;
 }
 
-static int exec_one(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job,
-		    struct maia_as *as, const uint8_t *raw, uint16_t opcode)
+static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+		    struct fw_as *as, const uint8_t *raw, uint16_t opcode)
 {
 	if (opcode < 64 && !((sim->fw.opcodes >> opcode) & 1))
 		return MAIA_STATUS_BAD_OPCODE;
@@ -240,7 +240,7 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job
 }
 
 /* Fetches the command at job->offset into sim->cmd_buf. */
-static int fetch_cmd(struct maia_sim *sim, struct maia_qjob *job, struct maia_as *as,
+static int fetch_cmd(struct maia_sim *sim, struct fw_job *job, struct fw_as *as,
 		     struct maia_cmd_header *hdr)
 {
 	uint32_t left = job->sqe.cmdbuf_size - job->offset;
@@ -249,7 +249,7 @@ static int fetch_cmd(struct maia_sim *sim, struct maia_qjob *job, struct maia_as
 
 	if (left < sizeof(*hdr))
 		return MAIA_STATUS_BAD_CMD;
-	rc = maia_as_read(as, va, hdr, sizeof(*hdr));
+	rc = fw_as_read(as, va, hdr, sizeof(*hdr));
 	if (rc != MAIA_STATUS_OK)
 		return rc;
 	if (hdr->size < sizeof(*hdr) || hdr->size % 8u || hdr->size > left)
@@ -263,72 +263,72 @@ static int fetch_cmd(struct maia_sim *sim, struct maia_qjob *job, struct maia_as
 		sim->cmd_buf_size = hdr->size;
 	}
 	memcpy(sim->cmd_buf, hdr, sizeof(*hdr));
-	return maia_as_read(as, va + sizeof(*hdr), sim->cmd_buf + sizeof(*hdr),
+	return fw_as_read(as, va + sizeof(*hdr), sim->cmd_buf + sizeof(*hdr),
 			    hdr->size - sizeof(*hdr));
 }
 
 /* A parked semaphore wait: finish it if it can, else keep waiting. */
-static int resume_sem_wait(struct maia_sim *sim, struct maia_qjob *job)
+static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
 {
 	uint64_t *sem = &job_sems(sim, job)[job->sem_index];
 
 	if (*sem >= job->sem_value) {
 		*sem -= job->sem_value;
-		job->state = MAIA_JOB_RUNNING;
+		job->state = FW_JOB_RUNNING;
 		job->offset += sizeof(struct maia_cmd_sem_wait);
 		return MAIA_STATUS_OK;
 	}
-	if (maia_sim_now_ns(sim) >= job->deadline_ns)
+	if (fw_now_ns(sim) >= job->deadline_ns)
 		return MAIA_STATUS_SEM_TIMEOUT;
 	return CMD_PARK;
 }
 
-enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
-				  struct maia_qjob *job, struct maia_as *as,
+enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
+				  struct fw_job *job, struct fw_as *as,
 				  uint32_t *status, uint32_t *error_offset)
 {
-	uint64_t slice_end = maia_sim_now_ns(sim) + (uint64_t)sim->fw.quantum_us * 1000u;
+	uint64_t slice_end = fw_now_ns(sim) + (uint64_t)sim->fw.quantum_us * 1000u;
 	int rc;
 
 	*error_offset = job->offset;
-	if (job->state == MAIA_JOB_SEM_WAIT) {
+	if (job->state == FW_JOB_SEM_WAIT) {
 		rc = resume_sem_wait(sim, job);
 		if (rc == CMD_PARK)
-			return MAIA_RUN_PARKED;
+			return FW_RUN_PARKED;
 		if (rc != MAIA_STATUS_OK) {
 			*status = (uint32_t)rc;
-			return MAIA_RUN_DONE;
+			return FW_RUN_DONE;
 		}
 	}
 	while (job->offset < job->sqe.cmdbuf_size) {
 		struct maia_cmd_header hdr = { 0 };	/* traced even if the fetch fails */
 
-		if (maia_job_should_stop(sim, qi, job))
-			return MAIA_RUN_STOPPED;
-		if (maia_sim_now_ns(sim) >= slice_end)
-			return MAIA_RUN_YIELD;
+		if (fw_job_should_stop(sim, qi, job))
+			return FW_RUN_STOPPED;
+		if (fw_now_ns(sim) >= slice_end)
+			return FW_RUN_YIELD;
 		*error_offset = job->offset;
 		rc = fetch_cmd(sim, job, as, &hdr);
 		if (rc == MAIA_STATUS_OK) {
 			struct maia_op_stats before = sim->stats;
-			uint64_t t0 = maia_telem_cmd_begin(sim, hdr.opcode);
+			uint64_t t0 = fw_telem_cmd_begin(sim, hdr.opcode);
 
 			rc = exec_one(sim, qi, job, as, sim->cmd_buf, hdr.opcode);
-			maia_telem_cmd_end(sim, hdr.opcode, t0, &before);
+			fw_telem_cmd_end(sim, hdr.opcode, t0, &before);
 		}
 		if (rc == CMD_STOP)
-			return MAIA_RUN_STOPPED;
+			return FW_RUN_STOPPED;
 		if (rc == CMD_PARK)
-			return MAIA_RUN_PARKED;
+			return FW_RUN_PARKED;
 		if (rc != MAIA_STATUS_OK) {
-			maia_sim_trace(sim, "queue %u job 0x%llx: opcode 0x%x at offset %u failed with status %d",
+			fw_trace(sim, "queue %u job 0x%llx: opcode 0x%x at offset %u failed with status %d",
 				   qi, (unsigned long long)job->sqe.job_id, hdr.opcode,
 				   job->offset, rc);
 			*status = (uint32_t)rc;
-			return MAIA_RUN_DONE;
+			return FW_RUN_DONE;
 		}
 		job->offset += hdr.size;
 	}
 	*status = MAIA_STATUS_OK;
-	return MAIA_RUN_DONE;
+	return FW_RUN_DONE;
 }

@@ -3,14 +3,28 @@
  * firmware-sim internals: the device state shared by the register file,
  * boot, mailbox, MMU, scheduler and command processor.
  *
+ * Names: the kernel driver (driver/) has its own struct maia_queue,
+ * maia_job, maia_mmu_*, maia_sched.c ..., so firmware-sim keeps the maia_
+ * prefix for the two contracts it shares and nothing else:
+ *   - the maia/hw/ headers, MAIA_*: the hardware ABI (driver, libmaia, QEMU, tests);
+ *   - maia/sim.h maia_sim_*, maia/engine.h maia_tensor_* and struct
+ *     maia_job_mem / maia_op_stats: the library API (QEMU glue, tests).
+ * Everything internal to firmware-sim/src is fw_ (types, functions,
+ * variables: struct fw_queue, struct fw_job, fw_mmu_set_context()) or FW_
+ * (macros, enum constants), and the top-level files are fw_<part>.[ch]
+ * (fw_sched.c, fw_mmu.c, this fw_internal.h). The tensor engine's files are
+ * in src/tensor/ (no driver counterpart), its header is tensor/te.h, and its
+ * names are fw_ too (fw_te_job is its parallel task set, not a queue job).
+ * Environment variables keep their MAIA_ names (MAIA_TE_ISA).
+ *
  * Threads: the host thread (MMIO, doorbells, reset) and one device worker
  * thread. sim->lock guards the register-visible state; the worker drops it
  * while it runs work (DMA, jobs). Callbacks that may take host locks
  * (raise_irq, dma_*, shadow_changed) are never called with sim->lock held;
  * guest_error and trace may be.
  */
-#ifndef MAIA_FWSIM_INTERNAL_H
-#define MAIA_FWSIM_INTERNAL_H
+#ifndef FWSIM_INTERNAL_H
+#define FWSIM_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -25,22 +39,22 @@
 #include "maia/hw/regs.h"
 #include "maia/sim.h"
 
-#include "crc32.h"
-#include "telemetry.h"
+#include "fw_host.h"
+#include "fw_telemetry.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "firmware-sim copies little-endian device structures directly"
 #endif
 
-#define MAIA_TLB_ENTRIES	16u
-#define MAIA_FW_NAME_MAX	64u
-#define MAIA_BOUNCE_SIZE	(256u * 1024u)	/* DMA copy chunk */
-#define MAIA_DEFAULT_QUANTUM_US	2000u
-#define MAIA_MAX_POWER_CAP_MW	1000000u	/* 1 kW */
+#define FW_TLB_ENTRIES	16u
+#define FW_IMAGE_NAME_MAX	64u
+#define FW_BOUNCE_SIZE	(256u * 1024u)	/* DMA copy chunk */
+#define FW_DEFAULT_QUANTUM_US	2000u
+#define FW_MAX_POWER_CAP_MW	1000000u	/* 1 kW */
 
 /* Parameters the firmware image sets (TLV records). */
-struct maia_fw_params {
-	char name[MAIA_FW_NAME_MAX];
+struct fw_image_params {
+	char name[FW_IMAGE_NAME_MAX];
 	uint32_t clock_mhz;
 	uint32_t tdp_w;
 	uint64_t opcodes;		/* bit n: opcode n < 64 enabled */
@@ -48,43 +62,43 @@ struct maia_fw_params {
 	uint32_t selftest_ms;		/* boot delay before READY */
 };
 
-struct maia_tlb_entry {
+struct fw_tlb_entry {
 	uint64_t va_base;		/* page-aligned VA; valid if size != 0 */
 	uint64_t size;			/* page size, 0 = empty slot */
 	uint64_t pte;			/* leaf entry */
 };
 
 /* One device address space (ASID != 0). */
-struct maia_asid_ctx {
+struct fw_asid_ctx {
 	uint64_t root;			/* HBM offset of the L0 table */
 	bool enabled;
 	unsigned int next_victim;	/* round-robin TLB replacement */
-	struct maia_tlb_entry tlb[MAIA_TLB_ENTRIES];
+	struct fw_tlb_entry tlb[FW_TLB_ENTRIES];
 };
 
-enum maia_job_state {
-	MAIA_JOB_IDLE,			/* no job fetched */
-	MAIA_JOB_RUNNING,		/* fetched; runnable (may have yielded) */
-	MAIA_JOB_SEM_WAIT,		/* parked on a semaphore */
-	MAIA_JOB_HUNG,			/* injected hang: only reset ends it */
+enum fw_job_state {
+	FW_JOB_IDLE,			/* no job fetched */
+	FW_JOB_RUNNING,		/* fetched; runnable (may have yielded) */
+	FW_JOB_SEM_WAIT,		/* parked on a semaphore */
+	FW_JOB_HUNG,			/* injected hang: only reset ends it */
 };
 
 /* The job in flight on a queue. Touched by the worker only (and by reset
  * while the worker is parked). */
-struct maia_qjob {
-	enum maia_job_state state;
+struct fw_job {
+	enum fw_job_state state;
 	struct maia_sq_entry sqe;
 	uint32_t index;			/* SQ/CQ slot */
 	uint32_t offset;		/* next command in the buffer */
 	uint64_t start_ns;
-	uint32_t sem_index;		/* MAIA_JOB_SEM_WAIT */
+	uint32_t sem_index;		/* FW_JOB_SEM_WAIT */
 	uint32_t sem_value;
 	uint64_t deadline_ns;
 	uint64_t gen;			/* queue generation it was fetched in */
 	uint64_t cq;			/* CQ base, snapshot at fetch */
 };
 
-struct maia_queue {
+struct fw_queue {
 	/* Registers, under sim->lock. */
 	uint64_t sq, cq, shadow;
 	uint32_t size, ctrl, head, tail, status, completed;
@@ -93,13 +107,14 @@ struct maia_queue {
 	bool inject_hang, inject_fault;
 	uint64_t gen;			/* bumped on every enable/disable */
 	/* Worker-owned. */
-	struct maia_qjob job;
+	struct fw_job job;
 };
 
 struct maia_sim {
 	struct maia_sim_config cfg;
 	struct maia_sim_ops ops;
 	void *opaque;
+	struct fw_host host;		/* clock and threads, from ops */
 	struct maia_tensor_engine *te;
 	pthread_t worker;
 
@@ -121,7 +136,7 @@ struct maia_sim {
 	uint64_t boot_addr;
 	bool boot_pending;
 	uint32_t fw_version, fw_abi;
-	uint64_t time_base_ns;		/* CLOCK_MONOTONIC at reset (atomic) */
+	uint64_t time_base_ns;		/* host clock at reset (atomic) */
 	uint32_t time_hi_latch;
 	uint32_t int_status, int_mask;
 	uint32_t fault_info;
@@ -130,46 +145,46 @@ struct maia_sim {
 	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
 	bool mbox_pending;
 	uint32_t power_cap_mw;
-	struct maia_queue queues[MAIA_MAX_QUEUES];
+	struct fw_queue queues[MAIA_MAX_QUEUES];
 	unsigned int rr_next[4];	/* round-robin cursor per priority */
 
 	/* Worker-owned (reset rewrites them while the worker is parked). */
-	struct maia_fw_params fw;
+	struct fw_image_params fw;
 	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* per address space */
-	uint8_t *bounce;		/* MAIA_BOUNCE_SIZE */
+	uint8_t *bounce;		/* FW_BOUNCE_SIZE */
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;
 	struct maia_op_stats stats;
 
-	/* Power controller and counters (telemetry.c), under lock. */
-	struct maia_telem telem;
+	/* Power controller and counters (fw_telemetry.c), under lock. */
+	struct fw_telem telem;
 
 	/* mmu_lock protects ctx[] (roots and TLBs); engine threads may walk. */
 	pthread_mutex_t mmu_lock;
-	struct maia_asid_ctx ctx[MAIA_MAX_ASIDS];
+	struct fw_asid_ctx ctx[MAIA_MAX_ASIDS];
 };
 
-/* sim.c */
-void maia_sim_guest_error(struct maia_sim *sim, const char *fmt, ...)
+/* fw_sim.c */
+void fw_guest_error(struct maia_sim *sim, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void maia_sim_trace(struct maia_sim *sim, const char *fmt, ...)
+void fw_trace(struct maia_sim *sim, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-uint64_t maia_sim_now_ns(struct maia_sim *sim);
+uint64_t fw_now_ns(struct maia_sim *sim);
 /* Set interrupt causes; returns true if MAIA_VEC_EVENT must be raised. */
-bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes);
-void maia_sim_raise(struct maia_sim *sim, unsigned int vector);
-void maia_kick_worker_locked(struct maia_sim *sim);
-void maia_sim_reset_state_locked(struct maia_sim *sim);
+bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes);
+void fw_raise(struct maia_sim *sim, unsigned int vector);
+void fw_kick_worker_locked(struct maia_sim *sim);
+void fw_reset_state_locked(struct maia_sim *sim);
 
-/* boot.c: runs on the worker. */
-void maia_boot_run(struct maia_sim *sim);
-void maia_fw_params_defaults(struct maia_fw_params *fw);
+/* fw_boot.c: runs on the worker. */
+void fw_boot_run(struct maia_sim *sim);
+void fw_image_params_defaults(struct fw_image_params *fw);
 
-/* mbox.c: runs on the worker. */
-void maia_mbox_run(struct maia_sim *sim);
+/* fw_mbox.c: runs on the worker. */
+void fw_mbox_run(struct maia_sim *sim);
 
-/* mmu.c */
-struct maia_as {
+/* fw_mmu.c */
+struct fw_as {
 	struct maia_sim *sim;
 	unsigned int asid;
 	/* First fault of the job, for FAULT_INFO/FAULT_ADDR. */
@@ -178,37 +193,37 @@ struct maia_as {
 	unsigned int fault_access;	/* MAIA_ACCESS_* */
 };
 /* A contiguous piece of an address space: host bus range or HBM pointer. */
-struct maia_seg {
+struct fw_seg {
 	bool sysmem;
 	uint64_t pa;			/* bus address if sysmem */
 	uint8_t *hbm;			/* direct pointer if not */
 	uint64_t avail;			/* bytes contiguous from va */
 };
-void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid);
-int maia_as_segment(struct maia_as *as, uint64_t va, unsigned int access, struct maia_seg *seg);
-int maia_as_read(struct maia_as *as, uint64_t va, void *buf, size_t len);
-int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len);
-void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem);
-bool maia_asid_usable(struct maia_sim *sim, unsigned int asid);
-int maia_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root);
-void maia_mmu_invalidate(struct maia_sim *sim, unsigned int asid);
-void maia_mmu_reset(struct maia_sim *sim);
+void fw_as_init(struct fw_as *as, struct maia_sim *sim, unsigned int asid);
+int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, struct fw_seg *seg);
+int fw_as_read(struct fw_as *as, uint64_t va, void *buf, size_t len);
+int fw_as_write(struct fw_as *as, uint64_t va, const void *buf, size_t len);
+void fw_as_job_mem(struct fw_as *as, struct maia_job_mem *mem);
+bool fw_asid_usable(struct maia_sim *sim, unsigned int asid);
+int fw_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root);
+void fw_mmu_invalidate(struct maia_sim *sim, unsigned int asid);
+void fw_mmu_reset(struct maia_sim *sim);
 
-/* cmd.c: runs a job's commands on the worker. */
-enum maia_run_result {
-	MAIA_RUN_DONE,		/* *status and *error_offset are final */
-	MAIA_RUN_PARKED,	/* waiting on a semaphore */
-	MAIA_RUN_YIELD,		/* quantum used up; runnable */
-	MAIA_RUN_STOPPED,	/* reset or queue disable: job abandoned */
+/* fw_cmd.c: runs a job's commands on the worker. */
+enum fw_run_result {
+	FW_RUN_DONE,		/* *status and *error_offset are final */
+	FW_RUN_PARKED,	/* waiting on a semaphore */
+	FW_RUN_YIELD,		/* quantum used up; runnable */
+	FW_RUN_STOPPED,	/* reset or queue disable: job abandoned */
 };
-enum maia_run_result maia_cmd_run(struct maia_sim *sim, unsigned int qi,
-				  struct maia_qjob *job, struct maia_as *as,
+enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
+				  struct fw_job *job, struct fw_as *as,
 				  uint32_t *status, uint32_t *error_offset);
 
-/* sched.c */
-void *maia_worker_main(void *arg);
-void maia_sched_abort_inflight(struct maia_sim *sim);
-bool maia_job_should_stop(struct maia_sim *sim, unsigned int qi,
-			  const struct maia_qjob *job);
+/* fw_sched.c */
+void *fw_worker_main(void *arg);
+void fw_sched_abort_inflight(struct maia_sim *sim);
+bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi,
+			  const struct fw_job *job);
 
-#endif /* MAIA_FWSIM_INTERNAL_H */
+#endif /* FWSIM_INTERNAL_H */

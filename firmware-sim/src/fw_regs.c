@@ -4,12 +4,12 @@
  * sim->lock and hands anything slow (boot, mailbox, jobs) to the worker.
  * Guest mistakes are reported through guest_error and otherwise ignored.
  */
-#include "internal.h"
+#include "fw_internal.h"
 #include "maia/hw/dtype.h"
 
-#define MAIA_CAPS	(MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR | MAIA_CAP_FLR | \
+#define FW_CAPS	(MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR | MAIA_CAP_FLR | \
 			 MAIA_CAP_TELEMETRY)
-#define MAIA_DTYPES_ALL	((1u << MAIA_DTYPE_COUNT) - 1u)
+#define FW_DTYPES_ALL	((1u << MAIA_DTYPE_COUNT) - 1u)
 
 /* What to do once sim->lock is dropped. */
 struct mmio_effects {
@@ -43,7 +43,7 @@ static bool is_doorbell(const struct maia_sim *sim, uint32_t offset, unsigned in
 static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 			   uint32_t *val)
 {
-	const struct maia_queue *q = &sim->queues[qi];
+	const struct fw_queue *q = &sim->queues[qi];
 
 	switch (reg) {
 	case MAIA_Q_SQ_LO:	*val = (uint32_t)q->sq; break;
@@ -73,15 +73,15 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	bool ok = true;
 
 	if (offset & 3u) {
-		maia_sim_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
+		fw_guest_error(sim, "maia: unaligned register read at 0x%04x", offset);
 		return 0;
 	}
 	pthread_mutex_lock(&sim->lock);
 	switch (offset) {
 	case MAIA_REG_ID:		val = MAIA_ID_MAGIC; break;
 	case MAIA_REG_REVISION:		val = MAIA_HW_REVISION; break;
-	case MAIA_REG_CAPS:		val = MAIA_CAPS; break;
-	case MAIA_REG_DTYPES:		val = MAIA_DTYPES_ALL; break;
+	case MAIA_REG_CAPS:		val = FW_CAPS; break;
+	case MAIA_REG_DTYPES:		val = FW_DTYPES_ALL; break;
 	case MAIA_REG_TOPOLOGY:
 		val = (cfg->clusters & MAIA_TOPOLOGY_CLUSTERS_MASK) |
 		      ((cfg->tiles_per_cluster << MAIA_TOPOLOGY_TILES_SHIFT) &
@@ -103,7 +103,7 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_FW_VERSION:	val = sim->fw_version; break;
 	case MAIA_REG_FW_ABI:		val = sim->fw_abi; break;
 	case MAIA_REG_TIME_LO: {
-		uint64_t now = maia_sim_now_ns(sim);
+		uint64_t now = fw_now_ns(sim);
 
 		sim->time_hi_latch = (uint32_t)(now >> 32);
 		val = (uint32_t)now;
@@ -134,21 +134,21 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			ok = queue_reg_read(sim, q, reg, &val);
 		else if (is_doorbell(sim, offset, &q))
 			val = sim->queues[q].tail;
-		else if (maia_telem_is_reg(offset))
-			ok = maia_telem_read_locked(sim, offset, &val);
+		else if (fw_telem_is_reg(offset))
+			ok = fw_telem_read_locked(sim, offset, &val);
 		else
 			ok = false;
 		break;
 	}
-	maia_telem_unlock_and_raise(sim);
+	fw_telem_unlock_and_raise(sim);
 	if (!ok)
-		maia_sim_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
+		fw_guest_error(sim, "maia: read of unmapped register 0x%04x", offset);
 	return val;
 }
 
 static void read_only(struct maia_sim *sim, uint32_t offset, uint32_t value)
 {
-	maia_sim_guest_error(sim, "maia: write 0x%08x to read-only register 0x%04x ignored",
+	fw_guest_error(sim, "maia: write 0x%08x to read-only register 0x%04x ignored",
 			 value, offset);
 }
 
@@ -159,15 +159,15 @@ static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 		sim->boot_status = MAIA_BOOT_STATUS_LOADING;
 		sim->boot_error = MAIA_BOOT_OK;
 		sim->boot_pending = true;
-		maia_kick_worker_locked(sim);
+		fw_kick_worker_locked(sim);
 		break;
 	case MAIA_BOOT_STATUS_FAILED:
-		maia_sim_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
+		fw_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
 		sim->boot_error = MAIA_BOOT_ERR_STATE;
-		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
+		fx->raise_event |= fw_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
 		break;
 	default:
-		maia_sim_guest_error(sim, "maia: boot START while firmware is %s; ignored",
+		fw_guest_error(sim, "maia: boot START while firmware is %s; ignored",
 				 sim->boot_status == MAIA_BOOT_STATUS_READY ? "running" : "loading");
 		break;
 	}
@@ -176,17 +176,17 @@ static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value)
 {
 	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY) {
-		maia_sim_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
+		fw_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
 				 value, sim->mbox_cmd);
 		return;
 	}
 	sim->mbox_cmd = value;
 	sim->mbox_status = MAIA_MBOX_STATUS_BUSY;
 	sim->mbox_pending = true;
-	maia_kick_worker_locked(sim);
+	fw_kick_worker_locked(sim);
 }
 
-static bool queue_config_valid(const struct maia_queue *q)
+static bool queue_config_valid(const struct fw_queue *q)
 {
 	return q->size >= MAIA_QUEUE_MIN_ENTRIES && q->size <= MAIA_QUEUE_MAX_ENTRIES &&
 	       (q->size & (q->size - 1)) == 0 &&
@@ -196,29 +196,29 @@ static bool queue_config_valid(const struct maia_queue *q)
 static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t value,
 			      struct mmio_effects *fx)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 	uint32_t prio = (value & MAIA_Q_CTRL_PRIO_MASK) >> MAIA_Q_CTRL_PRIO_SHIFT;
 	bool enable = value & MAIA_Q_CTRL_ENABLE;
 
 	if (value & ~(MAIA_Q_CTRL_ENABLE | MAIA_Q_CTRL_PRIO_MASK)) {
-		maia_sim_guest_error(sim, "maia: queue %u CTRL 0x%08x has undefined bits; ignored",
+		fw_guest_error(sim, "maia: queue %u CTRL 0x%08x has undefined bits; ignored",
 				 qi, value);
 		return;
 	}
 	if (prio > MAIA_QUEUE_PRIO_HIGH) {
-		maia_sim_guest_error(sim, "maia: queue %u priority %u out of range; ignored", qi, prio);
+		fw_guest_error(sim, "maia: queue %u priority %u out of range; ignored", qi, prio);
 		return;
 	}
 	if (enable && !q->enabled) {
 		q->status = 0;
 		if (!queue_config_valid(q)) {
-			maia_sim_guest_error(sim,
+			fw_guest_error(sim,
 					 "maia: queue %u enabled with bad config (sq 0x%llx cq 0x%llx size %u)",
 					 qi, (unsigned long long)q->sq,
 					 (unsigned long long)q->cq, q->size);
 			q->status = MAIA_Q_STATUS_ERR_CONFIG;
 			q->ctrl = value & ~MAIA_Q_CTRL_ENABLE;
-			fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+			fx->raise_event |= fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 			return;
 		}
 		q->head = 0;
@@ -226,25 +226,25 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->completed = 0;
 		q->enabled = true;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
-		maia_sim_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
+		fw_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
 	} else if (!enable && q->enabled) {
 		q->enabled = false;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
-		maia_kick_worker_locked(sim);	/* drop its in-flight job */
-		maia_sim_trace(sim, "queue %u disabled", qi);
+		fw_kick_worker_locked(sim);	/* drop its in-flight job */
+		fw_trace(sim, "queue %u disabled", qi);
 	}
 	q->ctrl = value;
-	maia_kick_worker_locked(sim);		/* priority may have changed */
+	fw_kick_worker_locked(sim);		/* priority may have changed */
 }
 
 static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t shadow,
 			      struct mmio_effects *fx)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 	bool was = q->shadow != 0;
 
 	if (shadow & 3u) {
-		maia_sim_guest_error(sim, "maia: queue %u shadow tail address 0x%llx not 4-byte aligned; ignored",
+		fw_guest_error(sim, "maia: queue %u shadow tail address 0x%llx not 4-byte aligned; ignored",
 				 qi, (unsigned long long)shadow);
 		return;
 	}
@@ -259,7 +259,7 @@ static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t sh
 static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 			    uint32_t value, struct mmio_effects *fx)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 	uint64_t *addr = NULL;
 	bool hi = false;
 
@@ -270,7 +270,7 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_CQ_HI: addr = &q->cq; hi = true; break;
 	case MAIA_Q_SIZE:
 		if (q->enabled) {
-			maia_sim_guest_error(sim, "maia: queue %u SIZE written while enabled; ignored", qi);
+			fw_guest_error(sim, "maia: queue %u SIZE written while enabled; ignored", qi);
 			return;
 		}
 		q->size = value;
@@ -291,12 +291,12 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 		read_only(sim, MAIA_REG_Q(qi, reg), value);
 		return;
 	default:
-		maia_sim_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+		fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 				 value, MAIA_REG_Q(qi, reg));
 		return;
 	}
 	if (q->enabled) {
-		maia_sim_guest_error(sim, "maia: queue %u ring address written while enabled; ignored", qi);
+		fw_guest_error(sim, "maia: queue %u ring address written while enabled; ignored", qi);
 		return;
 	}
 	if (hi)
@@ -308,40 +308,40 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail,
 			    bool use_value, struct mmio_effects *fx)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 
 	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
-		maia_sim_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
+		fw_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
 		return;
 	}
 	if (!q->enabled) {
-		maia_sim_guest_error(sim, "maia: doorbell on disabled queue %u; ignored", qi);
+		fw_guest_error(sim, "maia: doorbell on disabled queue %u; ignored", qi);
 		return;
 	}
 	if (q->shadow) {
 		q->kicked = true;
-		maia_kick_worker_locked(sim);
+		fw_kick_worker_locked(sim);
 		return;
 	}
 	if (!use_value) {
-		maia_sim_guest_error(sim, "maia: doorbell kick on queue %u without a shadow tail; ignored", qi);
+		fw_guest_error(sim, "maia: doorbell kick on queue %u without a shadow tail; ignored", qi);
 		return;
 	}
 	if (tail >= q->size) {
-		maia_sim_guest_error(sim, "maia: queue %u doorbell %u out of range (size %u)",
+		fw_guest_error(sim, "maia: queue %u doorbell %u out of range (size %u)",
 				 qi, tail, q->size);
 		q->status |= MAIA_Q_STATUS_ERR_DOORBELL;
-		fx->raise_event |= maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		fx->raise_event |= fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 		return;
 	}
 	q->tail = tail;
-	maia_kick_worker_locked(sim);
+	fw_kick_worker_locked(sim);
 }
 
 static void apply_effects(struct maia_sim *sim, const struct mmio_effects *fx)
 {
 	if (fx->raise_event)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 	if (fx->shadow_queue >= 0 && sim->ops.shadow_changed)
 		sim->ops.shadow_changed(sim->opaque, (unsigned int)fx->shadow_queue,
 					fx->shadow_enabled);
@@ -354,7 +354,7 @@ static void int_mask_locked(struct maia_sim *sim, uint32_t value, struct mmio_ef
 	uint32_t unmasked;
 
 	if (value & ~MAIA_INT_ALL)
-		maia_sim_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
+		fw_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
 				 value);
 	unmasked = sim->int_mask & ~value;
 	sim->int_mask = value & MAIA_INT_ALL;
@@ -370,7 +370,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	uint32_t reg;
 
 	if (offset & 3u) {
-		maia_sim_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
+		fw_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);
@@ -405,7 +405,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		if (value == MAIA_RESET_MAGIC)
 			fx.reset = true;
 		else
-			maia_sim_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
+			fw_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
 					 value, MAIA_RESET_MAGIC);
 		break;
 	case MAIA_REG_SCRATCH:
@@ -415,7 +415,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_BOOT_ADDR_HI:
 	case MAIA_REG_BOOT_SIZE:
 		if (sim->boot_status == MAIA_BOOT_STATUS_LOADING) {
-			maia_sim_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
+			fw_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
 					 offset);
 		} else if (offset == MAIA_REG_BOOT_ADDR_LO) {
 			sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
@@ -429,12 +429,12 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		if (value == MAIA_BOOT_CTRL_START)
 			boot_start_locked(sim, &fx);
 		else
-			maia_sim_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
+			fw_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
 					 value);
 		break;
 	case MAIA_REG_INT_STATUS:
 		if (value & ~MAIA_INT_ALL)
-			maia_sim_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
+			fw_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
 		sim->int_status &= ~value;
 		break;
 	case MAIA_REG_INT_MASK:
@@ -448,7 +448,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_MBOX_ARG(2):
 	case MAIA_REG_MBOX_ARG(3):
 		if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
-			maia_sim_guest_error(sim, "maia: mailbox argument written while busy; ignored");
+			fw_guest_error(sim, "maia: mailbox argument written while busy; ignored");
 		else
 			sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
 		break;
@@ -457,10 +457,10 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 			queue_reg_write(sim, q, reg, value, &fx);
 		else if (is_doorbell(sim, offset, &q))
 			doorbell_locked(sim, q, value, true, &fx);
-		else if (maia_telem_is_reg(offset))
+		else if (fw_telem_is_reg(offset))
 			read_only(sim, offset, value);
 		else
-			maia_sim_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+			fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 					 value, offset);
 		break;
 	}
@@ -473,7 +473,7 @@ void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail)
 	struct mmio_effects fx = { .shadow_queue = -1 };
 
 	if (queue >= sim->cfg.num_queues) {
-		maia_sim_guest_error(sim, "maia: doorbell on nonexistent queue %u", queue);
+		fw_guest_error(sim, "maia: doorbell on nonexistent queue %u", queue);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);
@@ -487,7 +487,7 @@ void maia_sim_doorbell_kick(struct maia_sim *sim, unsigned int queue)
 	struct mmio_effects fx = { .shadow_queue = -1 };
 
 	if (queue >= sim->cfg.num_queues) {
-		maia_sim_guest_error(sim, "maia: doorbell kick on nonexistent queue %u", queue);
+		fw_guest_error(sim, "maia: doorbell kick on nonexistent queue %u", queue);
 		return;
 	}
 	pthread_mutex_lock(&sim->lock);

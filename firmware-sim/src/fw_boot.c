@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
 #define FW_BUILTIN_OPCODES						\
 	((1ull << MAIA_OP_NOP) | (1ull << MAIA_OP_DMA_COPY) |		\
@@ -17,7 +18,7 @@
 	 (1ull << MAIA_OP_SEM_WAIT))
 
 /* Without an OPCODES record every command the device knows is enabled. */
-void maia_fw_params_defaults(struct maia_fw_params *fw)
+void fw_image_params_defaults(struct fw_image_params *fw)
 {
 	uint64_t ops = FW_BUILTIN_OPCODES;
 
@@ -29,7 +30,7 @@ void maia_fw_params_defaults(struct maia_fw_params *fw)
 	fw->clock_mhz = 1500;
 	fw->tdp_w = 500;
 	fw->opcodes = ops;
-	fw->quantum_us = MAIA_DEFAULT_QUANTUM_US;
+	fw->quantum_us = FW_DEFAULT_QUANTUM_US;
 }
 
 static uint32_t get_u32(const uint8_t *p)
@@ -41,13 +42,13 @@ static uint32_t get_u32(const uint8_t *p)
 }
 
 /* Apply one TLV record to fw. Returns false if the record is malformed. */
-static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
+static bool apply_tlv(struct maia_sim *sim, struct fw_image_params *fw,
 		      uint16_t type, const uint8_t *val, uint16_t len)
 {
 	switch (type) {
 	case MAIA_FW_TLV_NAME:
-		if (len == 0 || len >= MAIA_FW_NAME_MAX) {
-			maia_sim_guest_error(sim, "maia: firmware NAME record has length %u", len);
+		if (len == 0 || len >= FW_IMAGE_NAME_MAX) {
+			fw_guest_error(sim, "maia: firmware NAME record has length %u", len);
 			return false;
 		}
 		memcpy(fw->name, val, len);
@@ -59,13 +60,13 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 		uint32_t v;
 
 		if (len != 4) {
-			maia_sim_guest_error(sim, "maia: firmware record %u has length %u, want 4",
+			fw_guest_error(sim, "maia: firmware record %u has length %u, want 4",
 					 type, len);
 			return false;
 		}
 		v = get_u32(val);
 		if (v == 0) {
-			maia_sim_guest_error(sim, "maia: firmware record %u has value 0", type);
+			fw_guest_error(sim, "maia: firmware record %u has value 0", type);
 			return false;
 		}
 		if (type == MAIA_FW_TLV_CLOCK_MHZ)
@@ -78,7 +79,7 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 	}
 	case MAIA_FW_TLV_SELFTEST_MS:
 		if (len != 4 || get_u32(val) > MAIA_FW_SELFTEST_MAX_MS) {
-			maia_sim_guest_error(sim, "maia: firmware SELFTEST_MS record: length %u, want 4 with a value up to %u",
+			fw_guest_error(sim, "maia: firmware SELFTEST_MS record: length %u, want 4 with a value up to %u",
 					 len, MAIA_FW_SELFTEST_MAX_MS);
 			return false;
 		}
@@ -86,19 +87,19 @@ static bool apply_tlv(struct maia_sim *sim, struct maia_fw_params *fw,
 		return true;
 	case MAIA_FW_TLV_OPCODES:
 		if (len != 8) {
-			maia_sim_guest_error(sim, "maia: firmware OPCODES record has length %u, want 8", len);
+			fw_guest_error(sim, "maia: firmware OPCODES record has length %u, want 8", len);
 			return false;
 		}
 		memcpy(&fw->opcodes, val, 8);
 		return true;
 	default:
 		/* Newer firmware may carry records this device does not know. */
-		maia_sim_trace(sim, "boot: skipping unknown firmware record %u (%u bytes)", type, len);
+		fw_trace(sim, "boot: skipping unknown firmware record %u (%u bytes)", type, len);
 		return true;
 	}
 }
 
-static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
+static uint32_t parse_tlvs(struct maia_sim *sim, struct fw_image_params *fw,
 			   const uint8_t *p, uint32_t size)
 {
 	uint32_t off = 0;
@@ -108,7 +109,7 @@ static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
 		uint32_t padded;
 
 		if (size - off < sizeof(tlv)) {
-			maia_sim_guest_error(sim, "maia: firmware record header truncated at payload offset %u",
+			fw_guest_error(sim, "maia: firmware record header truncated at payload offset %u",
 					 off);
 			return MAIA_BOOT_ERR_PAYLOAD;
 		}
@@ -118,7 +119,7 @@ static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
 			return MAIA_BOOT_OK;
 		padded = ((uint32_t)tlv.length + 3u) & ~3u;
 		if (padded > size - off) {
-			maia_sim_guest_error(sim, "maia: firmware record %u (%u bytes) overruns the payload",
+			fw_guest_error(sim, "maia: firmware record %u (%u bytes) overruns the payload",
 					 tlv.type, tlv.length);
 			return MAIA_BOOT_ERR_PAYLOAD;
 		}
@@ -131,40 +132,41 @@ static uint32_t parse_tlvs(struct maia_sim *sim, struct maia_fw_params *fw,
 
 /* Checks the image in buf; on success fills fw. Returns MAIA_BOOT_*. */
 static uint32_t check_image(struct maia_sim *sim, const uint8_t *buf, uint32_t size,
-			    struct maia_fw_header *hdr, struct maia_fw_params *fw)
+			    struct maia_fw_header *hdr, struct fw_image_params *fw)
 {
 	uint32_t crc;
 
 	memcpy(hdr, buf, sizeof(*hdr));
 	if (hdr->magic != MAIA_FW_MAGIC) {
-		maia_sim_guest_error(sim, "maia: firmware magic 0x%08x, want 0x%08x",
+		fw_guest_error(sim, "maia: firmware magic 0x%08x, want 0x%08x",
 				 hdr->magic, MAIA_FW_MAGIC);
 		return MAIA_BOOT_ERR_MAGIC;
 	}
 	if (hdr->abi_major != MAIA_FW_ABI_MAJOR) {
-		maia_sim_guest_error(sim, "maia: firmware ABI %u.%u, device supports major %u",
+		fw_guest_error(sim, "maia: firmware ABI %u.%u, device supports major %u",
 				 hdr->abi_major, hdr->abi_minor, MAIA_FW_ABI_MAJOR);
 		return MAIA_BOOT_ERR_ABI;
 	}
 	if (hdr->flags || hdr->reserved) {
-		maia_sim_guest_error(sim, "maia: firmware header flags 0x%x reserved 0x%x, want 0",
+		fw_guest_error(sim, "maia: firmware header flags 0x%x reserved 0x%x, want 0",
 				 hdr->flags, hdr->reserved);
 		return MAIA_BOOT_ERR_ABI;
 	}
 	/* A newer minor may grow the header; the payload follows it. */
 	if (hdr->header_size < sizeof(*hdr) || hdr->header_size % 4u ||
 	    hdr->header_size > size || hdr->payload_size != size - hdr->header_size) {
-		maia_sim_guest_error(sim, "maia: firmware sizes disagree: header %u + payload %u != image %u",
+		fw_guest_error(sim, "maia: firmware sizes disagree: header %u + payload %u != image %u",
 				 hdr->header_size, hdr->payload_size, size);
 		return MAIA_BOOT_ERR_SIZE;
 	}
-	crc = maia_crc32(0, buf + hdr->header_size, hdr->payload_size);
+	/* zlib computes the IEEE 802.3 CRC-32 the ABI names (maia/hw/boot.h). */
+	crc = (uint32_t)crc32_z(0, buf + hdr->header_size, hdr->payload_size);
 	if (crc != hdr->payload_crc32) {
-		maia_sim_guest_error(sim, "maia: firmware payload CRC 0x%08x, header says 0x%08x",
+		fw_guest_error(sim, "maia: firmware payload CRC 0x%08x, header says 0x%08x",
 				 crc, hdr->payload_crc32);
 		return MAIA_BOOT_ERR_CHECKSUM;
 	}
-	maia_fw_params_defaults(fw);
+	fw_image_params_defaults(fw);
 	return parse_tlvs(sim, fw, buf + hdr->header_size, hdr->payload_size);
 }
 
@@ -173,7 +175,7 @@ static void selftest(struct maia_sim *sim, uint32_t ms)
 {
 	struct timespec slice = { 0, 1000000 };	/* 1 ms */
 
-	maia_sim_trace(sim, "boot: self-test for %u ms", ms);
+	fw_trace(sim, "boot: self-test for %u ms", ms);
 	for (uint32_t i = 0; i < ms; i++) {
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
 			return;
@@ -181,10 +183,10 @@ static void selftest(struct maia_sim *sim, uint32_t ms)
 	}
 }
 
-void maia_boot_run(struct maia_sim *sim)
+void fw_boot_run(struct maia_sim *sim)
 {
 	struct maia_fw_header hdr;
-	struct maia_fw_params fw;
+	struct fw_image_params fw;
 	uint32_t err = MAIA_BOOT_OK, size;
 	uint64_t addr;
 	uint8_t *buf = NULL;
@@ -195,15 +197,15 @@ void maia_boot_run(struct maia_sim *sim)
 	size = sim->boot_size;
 	pthread_mutex_unlock(&sim->lock);
 
-	maia_sim_trace(sim, "boot: fetching %u-byte image at 0x%llx", size, (unsigned long long)addr);
+	fw_trace(sim, "boot: fetching %u-byte image at 0x%llx", size, (unsigned long long)addr);
 	if (size < sizeof(hdr) || size > MAIA_FW_MAX_SIZE) {
-		maia_sim_guest_error(sim, "maia: firmware image size %u outside %zu..%u",
+		fw_guest_error(sim, "maia: firmware image size %u outside %zu..%u",
 				 size, sizeof(hdr), MAIA_FW_MAX_SIZE);
 		err = MAIA_BOOT_ERR_SIZE;
 	} else if (!(buf = malloc(size))) {
 		err = MAIA_BOOT_ERR_DMA;
 	} else if (sim->ops.dma_read(sim->opaque, addr, buf, size)) {
-		maia_sim_guest_error(sim, "maia: firmware fetch from 0x%llx (%u bytes) failed",
+		fw_guest_error(sim, "maia: firmware fetch from 0x%llx (%u bytes) failed",
 				 (unsigned long long)addr, size);
 		err = MAIA_BOOT_ERR_DMA;
 	} else {
@@ -230,16 +232,16 @@ void maia_boot_run(struct maia_sim *sim)
 		sim->boot_status = MAIA_BOOT_STATUS_FAILED;
 	}
 	sim->boot_error = err;
-	raise = maia_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
+	raise = fw_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
 	pthread_mutex_unlock(&sim->lock);
 
 	if (err == MAIA_BOOT_OK)
-		maia_sim_trace(sim, "boot: firmware '%s' %u.%u.%u ready (%u MHz, %u W)", fw.name,
+		fw_trace(sim, "boot: firmware '%s' %u.%u.%u ready (%u MHz, %u W)", fw.name,
 			   MAIA_FW_VERSION_MAJOR(hdr.fw_version),
 			   MAIA_FW_VERSION_MINOR(hdr.fw_version),
 			   MAIA_FW_VERSION_PATCH(hdr.fw_version), fw.clock_mhz, fw.tdp_w);
 	else
-		maia_sim_trace(sim, "boot: failed with error %u", err);
+		fw_trace(sim, "boot: failed with error %u", err);
 	if (raise)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 }

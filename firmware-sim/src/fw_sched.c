@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
 /* Queue registers the worker needs, copied under sim->lock. */
 struct queue_snap {
@@ -19,39 +19,39 @@ struct queue_snap {
 	bool inject_hang, inject_fault;
 };
 
-bool maia_job_should_stop(struct maia_sim *sim, unsigned int qi, const struct maia_qjob *job)
+bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi, const struct fw_job *job)
 {
 	return __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 	       __atomic_load_n(&sim->queues[qi].gen, __ATOMIC_ACQUIRE) != job->gen;
 }
 
-static unsigned int queue_prio(const struct maia_queue *q)
+static unsigned int queue_prio(const struct fw_queue *q)
 {
 	return (q->ctrl & MAIA_Q_CTRL_PRIO_MASK) >> MAIA_Q_CTRL_PRIO_SHIFT;
 }
 
-static bool queue_runnable_locked(struct maia_sim *sim, struct maia_queue *q, uint64_t now,
+static bool queue_runnable_locked(struct maia_sim *sim, struct fw_queue *q, uint64_t now,
 				  uint64_t *next_deadline)
 {
-	struct maia_qjob *job = &q->job;
+	struct fw_job *job = &q->job;
 
-	if (job->state != MAIA_JOB_IDLE && job->gen != q->gen)
-		job->state = MAIA_JOB_IDLE;	/* queue was disabled: drop it */
+	if (job->state != FW_JOB_IDLE && job->gen != q->gen)
+		job->state = FW_JOB_IDLE;	/* queue was disabled: drop it */
 	if (!q->enabled || (q->status & (MAIA_Q_STATUS_ERR_CONFIG | MAIA_Q_STATUS_ERR_DMA)))
 		return false;
 	switch (job->state) {
-	case MAIA_JOB_IDLE:
+	case FW_JOB_IDLE:
 		return q->head != q->tail;
-	case MAIA_JOB_RUNNING:
+	case FW_JOB_RUNNING:
 		return true;
-	case MAIA_JOB_SEM_WAIT:
+	case FW_JOB_SEM_WAIT:
 		if (sim->sems[job->sqe.asid][job->sem_index] >= job->sem_value ||
 		    now >= job->deadline_ns)
 			return true;
 		if (job->deadline_ns < *next_deadline)
 			*next_deadline = job->deadline_ns;
 		return false;
-	case MAIA_JOB_HUNG:
+	case FW_JOB_HUNG:
 		return false;
 	}
 	return false;
@@ -64,7 +64,7 @@ static int pick_queue_locked(struct maia_sim *sim, uint64_t now, uint64_t *next_
 	for (int prio = MAIA_QUEUE_PRIO_HIGH; prio >= 0; prio--) {
 		for (unsigned int k = 0; k < nq; k++) {
 			unsigned int qi = (sim->rr_next[prio] + k) % nq;
-			struct maia_queue *q = &sim->queues[qi];
+			struct fw_queue *q = &sim->queues[qi];
 
 			if (queue_prio(q) != (unsigned int)prio ||
 			    !queue_runnable_locked(sim, q, now, next_deadline))
@@ -76,14 +76,14 @@ static int pick_queue_locked(struct maia_sim *sim, uint64_t now, uint64_t *next_
 	return -1;
 }
 
-static void write_cqe(struct maia_sim *sim, const struct maia_qjob *job, uint32_t status,
+static void write_cqe(struct maia_sim *sim, const struct fw_job *job, uint32_t status,
 		      uint32_t error_offset, bool *ok)
 {
 	struct maia_cq_entry cqe = {
 		.job_id = job->sqe.job_id,
 		.status = status,
 		.start_ns = job->start_ns,
-		.end_ns = maia_sim_now_ns(sim),
+		.end_ns = fw_now_ns(sim),
 		.error_offset = error_offset,
 	};
 	uint64_t addr = job->cq + (uint64_t)job->index * sizeof(cqe);
@@ -98,10 +98,10 @@ static void write_cqe(struct maia_sim *sim, const struct maia_qjob *job, uint32_
 					 &valid, sizeof(valid));
 }
 
-static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob *job,
-			 uint32_t status, uint32_t error_offset, const struct maia_as *as)
+static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			 uint32_t status, uint32_t error_offset, const struct fw_as *as)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 	bool ok, raise_event = false;
 
 	/*
@@ -110,13 +110,13 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob
 	 */
 	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
 		return;
-	if (maia_job_should_stop(sim, qi, job)) {
-		job->state = MAIA_JOB_IDLE;
+	if (fw_job_should_stop(sim, qi, job)) {
+		job->state = FW_JOB_IDLE;
 		return;
 	}
 	write_cqe(sim, job, status, error_offset, &ok);
-	job->state = MAIA_JOB_IDLE;
-	maia_sim_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",
+	job->state = FW_JOB_IDLE;
+	fw_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",
 		   qi, (unsigned long long)job->sqe.job_id, job->index, status, error_offset);
 
 	pthread_mutex_lock(&sim->lock);
@@ -125,10 +125,10 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob
 		return;
 	}
 	if (!ok) {
-		maia_sim_guest_error(sim, "maia: queue %u completion write to 0x%llx failed; queue stopped",
+		fw_guest_error(sim, "maia: queue %u completion write to 0x%llx failed; queue stopped",
 				 qi, (unsigned long long)job->cq);
 		q->status |= MAIA_Q_STATUS_ERR_DMA;
-		raise_event = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		raise_event = fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 	} else {
 		q->head = (job->index + 1) & (q->size - 1);
 		q->completed++;
@@ -144,32 +144,32 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct maia_qjob
 					  ((qi << MAIA_FAULT_QUEUE_SHIFT) & MAIA_FAULT_QUEUE_MASK);
 			sim->fault_addr = as->fault_va;
 		}
-		raise_event |= maia_int_assert_locked(sim, MAIA_INT_MMU_FAULT);
+		raise_event |= fw_int_assert_locked(sim, MAIA_INT_MMU_FAULT);
 	}
 	pthread_mutex_unlock(&sim->lock);
 
 	if (ok)
-		maia_sim_raise(sim, MAIA_VEC_QUEUE(qi));
+		fw_raise(sim, MAIA_VEC_QUEUE(qi));
 	if (raise_event)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
 static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct maia_sq_entry *e)
 {
 	if (e->reserved || (e->flags & ~MAIA_SQE_NOP)) {
-		maia_sim_guest_error(sim, "maia: queue %u entry flags 0x%x reserved 0x%llx", qi,
+		fw_guest_error(sim, "maia: queue %u entry flags 0x%x reserved 0x%llx", qi,
 				 e->flags, (unsigned long long)e->reserved);
 		return MAIA_STATUS_BAD_CMD;
 	}
 	if (e->flags & MAIA_SQE_NOP)
 		return MAIA_STATUS_OK;
-	if (!maia_asid_usable(sim, e->asid)) {
-		maia_sim_guest_error(sim, "maia: queue %u job uses asid %u with no context", qi, e->asid);
+	if (!fw_asid_usable(sim, e->asid)) {
+		fw_guest_error(sim, "maia: queue %u job uses asid %u with no context", qi, e->asid);
 		return MAIA_STATUS_BAD_CONTEXT;
 	}
 	if (!e->cmdbuf_size || e->cmdbuf_size > MAIA_CMDBUF_MAX_SIZE || e->cmdbuf_size % 8u ||
 	    (e->cmdbuf_addr & 7u)) {
-		maia_sim_guest_error(sim, "maia: queue %u command buffer 0x%llx size %u malformed", qi,
+		fw_guest_error(sim, "maia: queue %u command buffer 0x%llx size %u malformed", qi,
 				 (unsigned long long)e->cmdbuf_addr, e->cmdbuf_size);
 		return MAIA_STATUS_BAD_CMD;
 	}
@@ -179,7 +179,7 @@ static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct ma
 /* Fetches the entry at HEAD. Returns false if the job already finished. */
 static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s)
 {
-	struct maia_qjob *job = &sim->queues[qi].job;
+	struct fw_job *job = &sim->queues[qi].job;
 	struct maia_sq_entry sqe;
 	uint32_t status;
 	bool raise;
@@ -187,37 +187,37 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 	if (sim->ops.dma_read(sim->opaque, s->sq + (uint64_t)s->head * sizeof(sqe),
 			      &sqe, sizeof(sqe))) {
 		pthread_mutex_lock(&sim->lock);
-		maia_sim_guest_error(sim, "maia: queue %u entry %u fetch from 0x%llx failed; queue stopped",
+		fw_guest_error(sim, "maia: queue %u entry %u fetch from 0x%llx failed; queue stopped",
 				 qi, s->head, (unsigned long long)s->sq);
 		sim->queues[qi].status |= MAIA_Q_STATUS_ERR_DMA;
-		raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+		raise = fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 		pthread_mutex_unlock(&sim->lock);
 		if (raise)
-			maia_sim_raise(sim, MAIA_VEC_EVENT);
+			fw_raise(sim, MAIA_VEC_EVENT);
 		return false;
 	}
 	memset(job, 0, sizeof(*job));
-	job->state = MAIA_JOB_RUNNING;
+	job->state = FW_JOB_RUNNING;
 	job->sqe = sqe;
 	job->index = s->head;
-	job->start_ns = maia_sim_now_ns(sim);
+	job->start_ns = fw_now_ns(sim);
 	job->gen = s->gen;
 	job->cq = s->cq;
-	maia_sim_trace(sim, "queue %u job 0x%llx slot %u: asid %u cmdbuf 0x%llx size %u", qi,
+	fw_trace(sim, "queue %u job 0x%llx slot %u: asid %u cmdbuf 0x%llx size %u", qi,
 		   (unsigned long long)sqe.job_id, s->head, sqe.asid,
 		   (unsigned long long)sqe.cmdbuf_addr, sqe.cmdbuf_size);
 
 	if (s->inject_hang) {
-		maia_sim_trace(sim, "queue %u job 0x%llx: injected hang", qi,
+		fw_trace(sim, "queue %u job 0x%llx: injected hang", qi,
 			   (unsigned long long)sqe.job_id);
-		job->state = MAIA_JOB_HUNG;
+		job->state = FW_JOB_HUNG;
 		return false;
 	}
 	status = check_sqe(sim, qi, &sqe);
 	if (status == MAIA_STATUS_OK && s->inject_fault) {
-		struct maia_as as;
+		struct fw_as as;
 
-		maia_as_init(&as, sim, sqe.asid);
+		fw_as_init(&as, sim, sqe.asid);
 		as.faulted = true;
 		as.fault_va = sqe.cmdbuf_addr;
 		as.fault_access = MAIA_ACCESS_READ;
@@ -233,21 +233,21 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 
 static void run_queue(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s)
 {
-	struct maia_qjob *job = &sim->queues[qi].job;
+	struct fw_job *job = &sim->queues[qi].job;
 	uint32_t status = MAIA_STATUS_OK, error_offset = 0;
-	struct maia_as as;
+	struct fw_as as;
 
-	if (job->state == MAIA_JOB_IDLE && !start_job(sim, qi, s))
+	if (job->state == FW_JOB_IDLE && !start_job(sim, qi, s))
 		return;
-	maia_as_init(&as, sim, job->sqe.asid);
-	if (maia_cmd_run(sim, qi, job, &as, &status, &error_offset) == MAIA_RUN_DONE)
+	fw_as_init(&as, sim, job->sqe.asid);
+	if (fw_cmd_run(sim, qi, job, &as, &status, &error_offset) == FW_RUN_DONE)
 		complete_job(sim, qi, job, status, error_offset, &as);
 }
 
 /* Reads a shadow tail from host memory and applies it like a doorbell. */
 static void read_shadow(struct maia_sim *sim, unsigned int qi, uint64_t addr, uint64_t gen)
 {
-	struct maia_queue *q = &sim->queues[qi];
+	struct fw_queue *q = &sim->queues[qi];
 	uint32_t tail = 0;
 	bool ok, raise = false;
 
@@ -255,28 +255,28 @@ static void read_shadow(struct maia_sim *sim, unsigned int qi, uint64_t addr, ui
 	pthread_mutex_lock(&sim->lock);
 	if (q->gen == gen && q->enabled && q->shadow == addr) {
 		if (!ok) {
-			maia_sim_guest_error(sim, "maia: queue %u shadow tail read at 0x%llx failed; queue stopped",
+			fw_guest_error(sim, "maia: queue %u shadow tail read at 0x%llx failed; queue stopped",
 					 qi, (unsigned long long)addr);
 			q->status |= MAIA_Q_STATUS_ERR_DMA;
-			raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+			raise = fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 		} else if (tail >= q->size) {
-			maia_sim_guest_error(sim, "maia: queue %u shadow tail %u out of range (size %u)",
+			fw_guest_error(sim, "maia: queue %u shadow tail %u out of range (size %u)",
 					 qi, tail, q->size);
 			q->status |= MAIA_Q_STATUS_ERR_DOORBELL;
-			raise = maia_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
+			raise = fw_int_assert_locked(sim, MAIA_INT_QUEUE_ERROR);
 		} else {
 			q->tail = tail;
 		}
 	}
 	pthread_mutex_unlock(&sim->lock);
 	if (raise)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
 static int find_kicked_locked(struct maia_sim *sim)
 {
 	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
-		struct maia_queue *q = &sim->queues[qi];
+		struct fw_queue *q = &sim->queues[qi];
 
 		if (q->kicked) {
 			q->kicked = false;
@@ -291,7 +291,7 @@ static int find_kicked_locked(struct maia_sim *sim)
 static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 {
 	struct timespec ts;
-	uint64_t abs_ns;
+	uint64_t now;
 
 	if (deadline == UINT64_MAX) {
 		sim->worker_idle = true;
@@ -299,9 +299,9 @@ static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 		pthread_cond_wait(&sim->work_cond, &sim->lock);
 		return;
 	}
-	abs_ns = __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED) + deadline;
-	ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
-	ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+	/* Device time is the host's clock; the wait is on CLOCK_MONOTONIC. */
+	now = fw_now_ns(sim);
+	ts = fw_monotonic_deadline(deadline > now ? deadline - now : 0);
 	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
 }
 
@@ -316,7 +316,7 @@ static void run_unlocked(struct maia_sim *sim, void (*fn)(struct maia_sim *sim))
 	pthread_cond_broadcast(&sim->idle_cond);
 }
 
-void *maia_worker_main(void *arg)
+void *fw_worker_main(void *arg)
 {
 	struct maia_sim *sim = arg;
 
@@ -332,16 +332,16 @@ void *maia_worker_main(void *arg)
 			continue;
 		}
 		if (sim->boot_pending) {
-			run_unlocked(sim, maia_boot_run);
+			run_unlocked(sim, fw_boot_run);
 			continue;
 		}
 		if (sim->mbox_pending) {
-			run_unlocked(sim, maia_mbox_run);
+			run_unlocked(sim, fw_mbox_run);
 			continue;
 		}
 		qi = find_kicked_locked(sim);
 		if (qi >= 0) {
-			struct maia_queue *q = &sim->queues[qi];
+			struct fw_queue *q = &sim->queues[qi];
 			uint64_t addr = q->shadow, gen = q->gen;
 
 			sim->worker_busy = true;
@@ -352,9 +352,9 @@ void *maia_worker_main(void *arg)
 			pthread_cond_broadcast(&sim->idle_cond);
 			continue;
 		}
-		qi = pick_queue_locked(sim, maia_sim_now_ns(sim), &deadline);
+		qi = pick_queue_locked(sim, fw_now_ns(sim), &deadline);
 		if (qi >= 0) {
-			struct maia_queue *q = &sim->queues[qi];
+			struct fw_queue *q = &sim->queues[qi];
 
 			snap.sq = q->sq;
 			snap.cq = q->cq;
@@ -362,7 +362,7 @@ void *maia_worker_main(void *arg)
 			snap.size = q->size;
 			snap.head = q->head;
 			snap.inject_hang = snap.inject_fault = false;
-			if (q->job.state == MAIA_JOB_IDLE) {
+			if (q->job.state == FW_JOB_IDLE) {
 				/* Injections apply to the next job fetched. */
 				snap.inject_hang = q->inject_hang;
 				snap.inject_fault = q->inject_fault;
@@ -383,18 +383,18 @@ void *maia_worker_main(void *arg)
 }
 
 /* Reset: give every fetched job an ABORTED completion. Worker is parked. */
-void maia_sched_abort_inflight(struct maia_sim *sim)
+void fw_sched_abort_inflight(struct maia_sim *sim)
 {
 	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
-		struct maia_queue *q = &sim->queues[qi];
-		struct maia_qjob *job = &q->job;
+		struct fw_queue *q = &sim->queues[qi];
+		struct fw_job *job = &q->job;
 		bool ok;
 
-		if (job->state == MAIA_JOB_IDLE || job->gen != q->gen || !q->enabled)
+		if (job->state == FW_JOB_IDLE || job->gen != q->gen || !q->enabled)
 			continue;
 		write_cqe(sim, job, MAIA_STATUS_ABORTED, job->offset, &ok);
-		maia_sim_trace(sim, "queue %u job 0x%llx aborted by reset", qi,
+		fw_trace(sim, "queue %u job 0x%llx aborted by reset", qi,
 			   (unsigned long long)job->sqe.job_id);
-		job->state = MAIA_JOB_IDLE;
+		job->state = FW_JOB_IDLE;
 	}
 }

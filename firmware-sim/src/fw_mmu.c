@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
 struct xlate {
 	uint64_t pa;		/* bus address (sysmem) or HBM offset */
@@ -18,7 +18,7 @@ struct xlate {
 	bool sysmem;
 };
 
-bool maia_asid_usable(struct maia_sim *sim, unsigned int asid)
+bool fw_asid_usable(struct maia_sim *sim, unsigned int asid)
 {
 	bool ok;
 
@@ -32,15 +32,15 @@ bool maia_asid_usable(struct maia_sim *sim, unsigned int asid)
 	return ok;
 }
 
-static void tlb_flush(struct maia_asid_ctx *ctx)
+static void tlb_flush(struct fw_asid_ctx *ctx)
 {
 	memset(ctx->tlb, 0, sizeof(ctx->tlb));
 	ctx->next_victim = 0;
 }
 
-int maia_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root)
+int fw_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root)
 {
-	struct maia_asid_ctx *ctx = &sim->ctx[asid];
+	struct fw_asid_ctx *ctx = &sim->ctx[asid];
 
 	pthread_mutex_lock(&sim->mmu_lock);
 	ctx->root = root;
@@ -50,7 +50,7 @@ int maia_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root)
 	return 0;
 }
 
-void maia_mmu_invalidate(struct maia_sim *sim, unsigned int asid)
+void fw_mmu_invalidate(struct maia_sim *sim, unsigned int asid)
 {
 	pthread_mutex_lock(&sim->mmu_lock);
 	if (asid == MAIA_ASID_ALL) {
@@ -62,7 +62,7 @@ void maia_mmu_invalidate(struct maia_sim *sim, unsigned int asid)
 	pthread_mutex_unlock(&sim->mmu_lock);
 }
 
-void maia_mmu_reset(struct maia_sim *sim)
+void fw_mmu_reset(struct maia_sim *sim)
 {
 	pthread_mutex_lock(&sim->mmu_lock);
 	memset(sim->ctx, 0, sizeof(sim->ctx));
@@ -81,8 +81,8 @@ static bool read_pte(struct maia_sim *sim, uint64_t table, unsigned int index, u
 }
 
 /* Walks the tables; on success fills the TLB entry. Caller holds mmu_lock. */
-static bool walk(struct maia_sim *sim, const struct maia_asid_ctx *ctx, uint64_t va,
-		 struct maia_tlb_entry *out)
+static bool walk(struct maia_sim *sim, const struct fw_asid_ctx *ctx, uint64_t va,
+		 struct fw_tlb_entry *out)
 {
 	uint64_t table = ctx->root, pte = 0;
 
@@ -107,11 +107,11 @@ static bool walk(struct maia_sim *sim, const struct maia_asid_ctx *ctx, uint64_t
 	return true;
 }
 
-static int translate(struct maia_as *as, uint64_t va, unsigned int access, struct xlate *x)
+static int translate(struct fw_as *as, uint64_t va, unsigned int access, struct xlate *x)
 {
 	struct maia_sim *sim = as->sim;
-	struct maia_asid_ctx *ctx;
-	struct maia_tlb_entry e = { 0 };
+	struct fw_asid_ctx *ctx;
+	struct fw_tlb_entry e = { 0 };
 	uint64_t perm = access == MAIA_ACCESS_WRITE ? MAIA_PTE_WRITE : MAIA_PTE_READ;
 	bool hit = false, mapped;
 
@@ -136,8 +136,8 @@ static int translate(struct maia_as *as, uint64_t va, unsigned int access, struc
 
 	ctx = &sim->ctx[as->asid];
 	pthread_mutex_lock(&sim->mmu_lock);
-	for (unsigned int i = 0; i < MAIA_TLB_ENTRIES; i++) {
-		const struct maia_tlb_entry *t = &ctx->tlb[i];
+	for (unsigned int i = 0; i < FW_TLB_ENTRIES; i++) {
+		const struct fw_tlb_entry *t = &ctx->tlb[i];
 
 		if (t->size && va - t->va_base < t->size) {
 			e = *t;
@@ -148,7 +148,7 @@ static int translate(struct maia_as *as, uint64_t va, unsigned int access, struc
 	mapped = hit;
 	if (!hit && ctx->enabled && walk(sim, ctx, va, &e)) {
 		ctx->tlb[ctx->next_victim] = e;
-		ctx->next_victim = (ctx->next_victim + 1) % MAIA_TLB_ENTRIES;
+		ctx->next_victim = (ctx->next_victim + 1) % FW_TLB_ENTRIES;
 		mapped = true;
 	}
 	pthread_mutex_unlock(&sim->mmu_lock);
@@ -168,7 +168,7 @@ static int translate(struct maia_as *as, uint64_t va, unsigned int access, struc
 }
 
 /* Records the job's first fault; engine threads may fault concurrently. */
-static int fault(struct maia_as *as, uint64_t va, unsigned int access)
+static int fault(struct fw_as *as, uint64_t va, unsigned int access)
 {
 	pthread_mutex_lock(&as->sim->mmu_lock);
 	if (!as->faulted) {
@@ -181,7 +181,7 @@ static int fault(struct maia_as *as, uint64_t va, unsigned int access)
 }
 
 /* Translates va for one access; MAIA_STATUS_MMU_FAULT is recorded. */
-int maia_as_segment(struct maia_as *as, uint64_t va, unsigned int access, struct maia_seg *seg)
+int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, struct fw_seg *seg)
 {
 	struct xlate x;
 
@@ -195,7 +195,7 @@ int maia_as_segment(struct maia_as *as, uint64_t va, unsigned int access, struct
 }
 
 /* Copies len bytes between buf and the address space, page by page. */
-static int access_as(struct maia_as *as, uint64_t va, void *buf, size_t len,
+static int access_as(struct fw_as *as, uint64_t va, void *buf, size_t len,
 		     unsigned int access)
 {
 	struct maia_sim *sim = as->sim;
@@ -227,12 +227,12 @@ static int access_as(struct maia_as *as, uint64_t va, void *buf, size_t len,
 	return MAIA_STATUS_OK;
 }
 
-int maia_as_read(struct maia_as *as, uint64_t va, void *buf, size_t len)
+int fw_as_read(struct fw_as *as, uint64_t va, void *buf, size_t len)
 {
 	return access_as(as, va, buf, len, MAIA_ACCESS_READ);
 }
 
-int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len)
+int fw_as_write(struct fw_as *as, uint64_t va, const void *buf, size_t len)
 {
 	return access_as(as, va, (void *)buf, len, MAIA_ACCESS_WRITE);
 }
@@ -242,7 +242,7 @@ int maia_as_write(struct maia_as *as, uint64_t va, const void *buf, size_t len)
  * reset makes them fail, so a long operation stops within one task instead
  * of holding up the reset until it finishes.
  */
-static bool job_mem_reset_pending(const struct maia_as *as)
+static bool job_mem_reset_pending(const struct fw_as *as)
 {
 	return __atomic_load_n(&as->sim->reset_req, __ATOMIC_ACQUIRE);
 }
@@ -251,14 +251,14 @@ static int job_mem_read(void *opaque, uint64_t va, void *buf, size_t len)
 {
 	if (job_mem_reset_pending(opaque))
 		return MAIA_STATUS_ABORTED;
-	return maia_as_read(opaque, va, buf, len);
+	return fw_as_read(opaque, va, buf, len);
 }
 
 static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 {
 	if (job_mem_reset_pending(opaque))
 		return MAIA_STATUS_ABORTED;
-	return maia_as_write(opaque, va, buf, len);
+	return fw_as_write(opaque, va, buf, len);
 }
 
 /*
@@ -267,7 +267,7 @@ static int job_mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
  * not recorded here: the engine's read() or write() of the same bytes
  * records it, if the command really makes that access.
  */
-static int map_in_place(struct maia_as *as, uint64_t va, size_t len, unsigned int access,
+static int map_in_place(struct fw_as *as, uint64_t va, size_t len, unsigned int access,
 			void **ptr, size_t *avail)
 {
 	struct xlate x;
@@ -295,14 +295,14 @@ static int job_mem_map_write(void *opaque, uint64_t va, size_t len, void **ptr, 
 	return map_in_place(opaque, va, len, MAIA_ACCESS_WRITE, ptr, avail);
 }
 
-void maia_as_init(struct maia_as *as, struct maia_sim *sim, unsigned int asid)
+void fw_as_init(struct fw_as *as, struct maia_sim *sim, unsigned int asid)
 {
 	memset(as, 0, sizeof(*as));
 	as->sim = sim;
 	as->asid = asid;
 }
 
-void maia_as_job_mem(struct maia_as *as, struct maia_job_mem *mem)
+void fw_as_job_mem(struct fw_as *as, struct maia_job_mem *mem)
 {
 	mem->opaque = as;
 	mem->read = job_mem_read;

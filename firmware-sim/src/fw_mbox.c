@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
 static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 {
@@ -13,33 +13,33 @@ static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 	unsigned int asid = arg[0];
 
 	if (asid == MAIA_ASID_PHYS || asid >= MAIA_MAX_ASIDS) {
-		maia_sim_guest_error(sim, "maia: SET_CONTEXT asid %u outside 1..%u",
+		fw_guest_error(sim, "maia: SET_CONTEXT asid %u outside 1..%u",
 				 asid, MAIA_MAX_ASIDS - 1);
 		return MAIA_MBOX_EINVAL;
 	}
 	if (root && ((root & (MAIA_PAGE_SIZE - 1)) || root > sim->cfg.hbm_size - MAIA_PAGE_SIZE)) {
-		maia_sim_guest_error(sim, "maia: SET_CONTEXT asid %u root 0x%llx not a page inside HBM",
+		fw_guest_error(sim, "maia: SET_CONTEXT asid %u root 0x%llx not a page inside HBM",
 				 asid, (unsigned long long)root);
 		return MAIA_MBOX_EINVAL;
 	}
-	maia_mmu_set_context(sim, asid, root);
+	fw_mmu_set_context(sim, asid, root);
 	/* a context starts (and ends) with its semaphores at 0; worker-owned, as is this */
 	memset(sim->sems[asid], 0, sizeof(sim->sems[asid]));
-	maia_sim_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
+	fw_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
 	return MAIA_MBOX_OK;
 }
 
 static uint32_t mbox_tlb_invalidate(struct maia_sim *sim, const uint32_t *arg)
 {
 	if (arg[0] != MAIA_ASID_ALL && arg[0] >= MAIA_MAX_ASIDS) {
-		maia_sim_guest_error(sim, "maia: TLB_INVALIDATE asid %u out of range", arg[0]);
+		fw_guest_error(sim, "maia: TLB_INVALIDATE asid %u out of range", arg[0]);
 		return MAIA_MBOX_EINVAL;
 	}
-	maia_mmu_invalidate(sim, arg[0]);
+	fw_mmu_invalidate(sim, arg[0]);
 	return MAIA_MBOX_OK;
 }
 
-void maia_mbox_run(struct maia_sim *sim)
+void fw_mbox_run(struct maia_sim *sim)
 {
 	uint32_t arg[MAIA_MBOX_NARGS], resp[MAIA_MBOX_NARGS] = { 0 };
 	uint32_t cmd, result, boot_status, fw_version;
@@ -53,7 +53,7 @@ void maia_mbox_run(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 
 	if (boot_status != MAIA_BOOT_STATUS_READY) {
-		maia_sim_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
+		fw_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
 		result = MAIA_MBOX_ENOTREADY;
 	} else {
 		switch (cmd) {
@@ -69,9 +69,9 @@ void maia_mbox_run(struct maia_sim *sim)
 			result = mbox_tlb_invalidate(sim, arg);
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
-			if (!maia_pm_cap_valid(arg[0])) {
-				maia_sim_guest_error(sim, "maia: power cap %u mW outside %u..%u",
-						 arg[0], MAIA_PM_CAP_MIN_MW, MAIA_PM_CAP_MAX_MW);
+			if (!fw_pm_cap_valid(arg[0])) {
+				fw_guest_error(sim, "maia: power cap %u mW outside %u..%u",
+						 arg[0], FW_PM_CAP_MIN_MW, FW_PM_CAP_MAX_MW);
 				result = MAIA_MBOX_EINVAL;
 				break;
 			}
@@ -79,7 +79,7 @@ void maia_mbox_run(struct maia_sim *sim)
 			result = MAIA_MBOX_OK;
 			break;
 		default:
-			maia_sim_guest_error(sim, "maia: unknown mailbox command 0x%x", cmd);
+			fw_guest_error(sim, "maia: unknown mailbox command 0x%x", cmd);
 			result = MAIA_MBOX_EUNKNOWN;
 			break;
 		}
@@ -95,9 +95,9 @@ void maia_mbox_run(struct maia_sim *sim)
 		sim->power_cap_mw = arg[0];
 	memcpy(sim->mbox_resp, resp, sizeof(resp));
 	sim->mbox_status = result & MAIA_MBOX_STATUS_RESULT_MASK;
-	raise = maia_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
+	raise = fw_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
 	pthread_mutex_unlock(&sim->lock);
-	maia_sim_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
+	fw_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
 	if (raise)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 }

@@ -4,13 +4,13 @@
  * temperature, clock throttling) and the counters behind the register block
  * in maia/hw/telemetry.h.
  *
- * struct maia_pm is the pure model: it is advanced with explicit times and
+ * struct fw_pm is the pure model: it is advanced with explicit times and
  * activity, never reads a clock itself, so unit tests drive it with virtual
- * time. struct maia_telem wraps it for the device: real time
+ * time. struct fw_telem wraps it for the device: real time
  * (CLOCK_MONOTONIC), commands marking the engine busy, and the counters.
  */
-#ifndef MAIA_FWSIM_TELEMETRY_H
-#define MAIA_FWSIM_TELEMETRY_H
+#ifndef FWSIM_TELEMETRY_H
+#define FWSIM_TELEMETRY_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,23 +20,23 @@
 #include "maia/hw/telemetry.h"
 
 /* Limits the mailbox accepts for MAIA_MBOX_SET_POWER_CAP, in mW. */
-#define MAIA_PM_CAP_MIN_MW	100000u		/* 100 W */
-#define MAIA_PM_CAP_MAX_MW	700000u		/* 700 W: the design power */
+#define FW_PM_CAP_MIN_MW	100000u		/* 100 W */
+#define FW_PM_CAP_MAX_MW	700000u		/* 700 W: the design power */
 
-#define MAIA_PM_WINDOW_MAX	128u		/* periods in the averaging window */
+#define FW_PM_WINDOW_MAX	128u		/* periods in the averaging window */
 
 /* What the engine is doing; each class has its own dynamic power. */
-enum maia_pm_class {
-	MAIA_PM_TENSOR,		/* matrix ops: GEMM, batched GEMM, attention */
-	MAIA_PM_VECTOR,		/* other tensor-engine ops: eltwise, norms, ... */
-	MAIA_PM_DMA,		/* DMA copy and fill */
-	MAIA_PM_CLASSES,
-	MAIA_PM_IDLE = -1,
+enum fw_pm_class {
+	FW_PM_TENSOR,		/* matrix ops: GEMM, batched GEMM, attention */
+	FW_PM_VECTOR,		/* other tensor-engine ops: eltwise, norms, ... */
+	FW_PM_DMA,		/* DMA copy and fill */
+	FW_PM_CLASSES,
+	FW_PM_IDLE = -1,
 };
 
-struct maia_pm_params {
+struct fw_pm_params {
 	uint64_t period_ns;		/* control period */
-	unsigned int window_periods;	/* power/utilization average, <= MAIA_PM_WINDOW_MAX */
+	unsigned int window_periods;	/* power/utilization average, <= FW_PM_WINDOW_MAX */
 	unsigned int sustain_periods;	/* over (under) threshold this long to step down (up) */
 	uint32_t nominal_mhz;
 	uint32_t min_pct;		/* lowest clock, % of nominal */
@@ -45,7 +45,7 @@ struct maia_pm_params {
 	uint32_t threshold_pct;		/* throttle above this % of the cap */
 	double idle_static_w;		/* leakage, independent of clock */
 	double idle_clock_w;		/* clock tree at nominal, scales with f */
-	double dyn_w[MAIA_PM_CLASSES];	/* fully busy at nominal, scales with f^3 */
+	double dyn_w[FW_PM_CLASSES];	/* fully busy at nominal, scales with f^3 */
 	double hbm_pj_per_byte;		/* HBM access energy */
 	double ambient_c;
 	double r_th_c_per_w;		/* steady state: T = ambient + R * P */
@@ -55,52 +55,52 @@ struct maia_pm_params {
 	double hysteresis_c;		/* step back up only below throttle_c - this */
 };
 
-struct maia_pm {
-	struct maia_pm_params p;
+struct fw_pm {
+	struct fw_pm_params p;
 	uint64_t now_ns;		/* time the model has been advanced to */
 	uint64_t period_start_ns;
-	int active;			/* enum maia_pm_class, or MAIA_PM_IDLE */
-	uint64_t period_busy_ns[MAIA_PM_CLASSES];	/* in the open period */
+	int active;			/* enum fw_pm_class, or FW_PM_IDLE */
+	uint64_t period_busy_ns[FW_PM_CLASSES];	/* in the open period */
 	uint64_t period_bytes;		/* HBM bytes in the open period */
 	uint32_t clock_mhz;
 	double temp_c;
 	double energy_uj;
 	double power_inst_w;		/* last closed period */
 	/* Ring of closed periods: power and busy fractions. */
-	double win_power[MAIA_PM_WINDOW_MAX];
-	double win_busy[MAIA_PM_WINDOW_MAX];
-	double win_tensor[MAIA_PM_WINDOW_MAX];
+	double win_power[FW_PM_WINDOW_MAX];
+	double win_busy[FW_PM_WINDOW_MAX];
+	double win_tensor[FW_PM_WINDOW_MAX];
 	unsigned int win_next, win_fill;
 	unsigned int over, under;	/* consecutive periods over/under the limits */
 	uint32_t reasons;		/* MAIA_THROTTLE_* holding the clock down */
 	uint32_t events;		/* step-downs */
 	uint64_t busy_ns;		/* any class */
-	uint64_t class_ns[MAIA_PM_CLASSES];
+	uint64_t class_ns[FW_PM_CLASSES];
 	uint64_t throttled_ns;
 };
 
-void maia_pm_params_defaults(struct maia_pm_params *p);
-void maia_pm_init(struct maia_pm *pm, const struct maia_pm_params *p, uint64_t now_ns);
+void fw_pm_params_defaults(struct fw_pm_params *p);
+void fw_pm_init(struct fw_pm *pm, const struct fw_pm_params *p, uint64_t now_ns);
 /* Runs the model up to now_ns (earlier times are ignored). */
-void maia_pm_advance(struct maia_pm *pm, uint64_t now_ns);
-/* From now_ns on the engine runs class cls (MAIA_PM_IDLE: nothing). */
-void maia_pm_set_active(struct maia_pm *pm, uint64_t now_ns, int cls);
-void maia_pm_add_hbm_bytes(struct maia_pm *pm, uint64_t bytes);
+void fw_pm_advance(struct fw_pm *pm, uint64_t now_ns);
+/* From now_ns on the engine runs class cls (FW_PM_IDLE: nothing). */
+void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls);
+void fw_pm_add_hbm_bytes(struct fw_pm *pm, uint64_t bytes);
 /* New firmware parameters: clamps them; a new nominal clock ends throttling. */
-void maia_pm_set_firmware(struct maia_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw);
+void fw_pm_set_firmware(struct fw_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw);
 /* Firmware restarted: clock back to nominal, throttle state cleared. */
-void maia_pm_restart(struct maia_pm *pm);
-uint32_t maia_pm_min_mhz(const struct maia_pm *pm);
-double maia_pm_power_avg_w(const struct maia_pm *pm);
+void fw_pm_restart(struct fw_pm *pm);
+uint32_t fw_pm_min_mhz(const struct fw_pm *pm);
+double fw_pm_power_avg_w(const struct fw_pm *pm);
 /* Fraction 0..1 of the window the engine (tensor class) was busy. */
-double maia_pm_util(const struct maia_pm *pm);
-double maia_pm_tensor_util(const struct maia_pm *pm);
-bool maia_pm_cap_valid(uint32_t cap_mw);
+double fw_pm_util(const struct fw_pm *pm);
+double fw_pm_tensor_util(const struct fw_pm *pm);
+bool fw_pm_cap_valid(uint32_t cap_mw);
 
 /* Device-side counters, in struct maia_sim, under sim->lock. */
-struct maia_telem {
+struct fw_telem {
 	bool initialized;
-	struct maia_pm pm;
+	struct fw_pm pm;
 	uint64_t hbm_read, hbm_write, dma_bytes, flops, tile_busy_ns, commands;
 	uint32_t latch_hi[(MAIA_REG_TELEM_END - MAIA_REG_TELEMETRY_BASE) / 4u];
 	/* THERMAL was asserted and unmasked: the event vector is still to fire */
@@ -112,29 +112,29 @@ struct maia_telem {
 };
 
 /*
- * Device glue (telemetry.c). _locked: called with sim->lock held. The
+ * Device glue (fw_telemetry.c). _locked: called with sim->lock held. The
  * command hooks run on the worker without it.
  */
 struct maia_sim;
-void maia_telem_reset_locked(struct maia_sim *sim);
-bool maia_telem_is_reg(uint32_t offset);
+void fw_telem_reset_locked(struct maia_sim *sim);
+bool fw_telem_is_reg(uint32_t offset);
 /* False if offset is inside the block but not a register. */
-bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
+bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
 /*
  * Drops sim->lock, then fires the event vector if a telemetry call under
  * it asserted THERMAL (throttling started, or for a new reason).
  */
-void maia_telem_unlock_and_raise(struct maia_sim *sim);
+void fw_telem_unlock_and_raise(struct maia_sim *sim);
 /* Around one command: begin returns the start time for end. */
-uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode);
+uint64_t fw_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode);
 /*
  * Accounts the command (before = sim->stats when it began) and, while the
  * clock is throttled, stalls the worker so that the command takes
  * nominal / current clock times as long as it ran.
  */
-void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
+void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 			const struct maia_op_stats *before);
 /* One DMA chunk of n bytes; which ends were HBM. Worker only. */
-void maia_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
+void fw_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
 
-#endif /* MAIA_FWSIM_TELEMETRY_H */
+#endif /* FWSIM_TELEMETRY_H */

@@ -7,7 +7,7 @@
  * What is modeled, and how (Documentation/telemetry.rst has the numbers):
  * - Time is the host's CLOCK_MONOTONIC: the device model runs commands at
  *   host speed, and that speed stands for the nominal clock. The pure model
- *   (maia_pm_*) takes times as arguments, so tests run it on virtual time.
+ *   (fw_pm_*) takes times as arguments, so tests run it on virtual time.
  * - Activity: the engine is busy while a command runs, in one class
  *   (tensor, vector, DMA). Per control period (10 ms) the busy fraction of
  *   each class sets the dynamic power:
@@ -27,22 +27,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 #include "maia/hw/tensor.h"
 
 /* The model steps at most this many periods per call; the rest of a long
  * idle gap is settled in closed form. */
 #define MAX_STEPS		20000u
 
-static uint64_t telem_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void maia_pm_params_defaults(struct maia_pm_params *p)
+void fw_pm_params_defaults(struct fw_pm_params *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->period_ns = 10000000ull;		/* 10 ms */
@@ -55,9 +47,9 @@ void maia_pm_params_defaults(struct maia_pm_params *p)
 	p->threshold_pct = 90;
 	p->idle_static_w = 60.0;
 	p->idle_clock_w = 25.0;
-	p->dyn_w[MAIA_PM_TENSOR] = 360.0;
-	p->dyn_w[MAIA_PM_VECTOR] = 200.0;
-	p->dyn_w[MAIA_PM_DMA] = 120.0;
+	p->dyn_w[FW_PM_TENSOR] = 360.0;
+	p->dyn_w[FW_PM_VECTOR] = 200.0;
+	p->dyn_w[FW_PM_DMA] = 120.0;
 	p->hbm_pj_per_byte = 32.0;		/* ~4 pJ/bit */
 	p->ambient_c = 35.0;
 	p->r_th_c_per_w = 0.1;
@@ -67,9 +59,9 @@ void maia_pm_params_defaults(struct maia_pm_params *p)
 	p->hysteresis_c = 5.0;
 }
 
-bool maia_pm_cap_valid(uint32_t cap_mw)
+bool fw_pm_cap_valid(uint32_t cap_mw)
 {
-	return cap_mw >= MAIA_PM_CAP_MIN_MW && cap_mw <= MAIA_PM_CAP_MAX_MW;
+	return cap_mw >= FW_PM_CAP_MIN_MW && cap_mw <= FW_PM_CAP_MAX_MW;
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -77,27 +69,27 @@ static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-uint32_t maia_pm_min_mhz(const struct maia_pm *pm)
+uint32_t fw_pm_min_mhz(const struct fw_pm *pm)
 {
 	uint32_t m = (uint32_t)((uint64_t)pm->p.nominal_mhz * pm->p.min_pct / 100u);
 
 	return m ? m : 1;
 }
 
-static uint32_t step_mhz(const struct maia_pm *pm)
+static uint32_t step_mhz(const struct fw_pm *pm)
 {
 	uint32_t s = (uint32_t)((uint64_t)pm->p.nominal_mhz * pm->p.step_pct / 100u);
 
 	return s ? s : 1;
 }
 
-void maia_pm_init(struct maia_pm *pm, const struct maia_pm_params *p, uint64_t now_ns)
+void fw_pm_init(struct fw_pm *pm, const struct fw_pm_params *p, uint64_t now_ns)
 {
 	memset(pm, 0, sizeof(*pm));
 	pm->p = *p;
 	if (!pm->p.period_ns)
 		pm->p.period_ns = 1;
-	pm->p.window_periods = clamp_u32(pm->p.window_periods, 1, MAIA_PM_WINDOW_MAX);
+	pm->p.window_periods = clamp_u32(pm->p.window_periods, 1, FW_PM_WINDOW_MAX);
 	if (!pm->p.sustain_periods)
 		pm->p.sustain_periods = 1;
 	pm->p.min_pct = clamp_u32(pm->p.min_pct, 1, 100);
@@ -105,12 +97,12 @@ void maia_pm_init(struct maia_pm *pm, const struct maia_pm_params *p, uint64_t n
 	pm->p.nominal_mhz = clamp_u32(pm->p.nominal_mhz, 1, 100000);
 	pm->now_ns = now_ns;
 	pm->period_start_ns = now_ns;
-	pm->active = MAIA_PM_IDLE;
+	pm->active = FW_PM_IDLE;
 	pm->clock_mhz = pm->p.nominal_mhz;
 	pm->temp_c = pm->p.ambient_c;
 }
 
-void maia_pm_restart(struct maia_pm *pm)
+void fw_pm_restart(struct fw_pm *pm)
 {
 	pm->clock_mhz = pm->p.nominal_mhz;
 	pm->reasons = 0;
@@ -118,39 +110,39 @@ void maia_pm_restart(struct maia_pm *pm)
 	pm->under = 0;
 }
 
-void maia_pm_set_firmware(struct maia_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw)
+void fw_pm_set_firmware(struct fw_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw)
 {
 	nominal_mhz = clamp_u32(nominal_mhz, 1, 100000);
-	pm->p.cap_mw = clamp_u32(cap_mw, MAIA_PM_CAP_MIN_MW, MAIA_PM_CAP_MAX_MW);
+	pm->p.cap_mw = clamp_u32(cap_mw, FW_PM_CAP_MIN_MW, FW_PM_CAP_MAX_MW);
 	if (nominal_mhz != pm->p.nominal_mhz) {
 		pm->p.nominal_mhz = nominal_mhz;
-		maia_pm_restart(pm);
+		fw_pm_restart(pm);
 	}
 }
 
-static double period_s(const struct maia_pm *pm)
+static double period_s(const struct fw_pm *pm)
 {
 	return (double)pm->p.period_ns * 1e-9;
 }
 
 /* Power at clock ratio r for the given busy fractions and HBM bytes. */
-static double model_power(const struct maia_pm *pm, double r, const double *busy,
+static double model_power(const struct fw_pm *pm, double r, const double *busy,
 			  double hbm_bytes)
 {
 	double w = pm->p.idle_static_w + pm->p.idle_clock_w * r;
 
-	for (int c = 0; c < MAIA_PM_CLASSES; c++)
+	for (int c = 0; c < FW_PM_CLASSES; c++)
 		w += pm->p.dyn_w[c] * r * r * r * busy[c];
 	return w + hbm_bytes * pm->p.hbm_pj_per_byte * 1e-12 / period_s(pm);
 }
 
-static void throttle_step(struct maia_pm *pm, double power, const double *busy,
+static void throttle_step(struct fw_pm *pm, double power, const double *busy,
 			  double hbm_bytes)
 {
 	double limit = (double)pm->p.cap_mw * 1e-3 * pm->p.threshold_pct / 100.0;
 	bool over_power = power > limit;
 	bool over_temp = pm->temp_c > pm->p.throttle_c;
-	uint32_t min = maia_pm_min_mhz(pm), step = step_mhz(pm);
+	uint32_t min = fw_pm_min_mhz(pm), step = step_mhz(pm);
 
 	if (over_power || over_temp) {
 		pm->under = 0;
@@ -194,13 +186,13 @@ static void throttle_step(struct maia_pm *pm, double power, const double *busy,
 }
 
 /* Closes the open period: power, energy, temperature, the window, control. */
-static void close_period(struct maia_pm *pm)
+static void close_period(struct fw_pm *pm)
 {
-	double busy[MAIA_PM_CLASSES], any = 0.0, power, dt = period_s(pm);
+	double busy[FW_PM_CLASSES], any = 0.0, power, dt = period_s(pm);
 	double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
 	double hbm = (double)pm->period_bytes;
 
-	for (int c = 0; c < MAIA_PM_CLASSES; c++) {
+	for (int c = 0; c < FW_PM_CLASSES; c++) {
 		busy[c] = (double)pm->period_busy_ns[c] / (double)pm->p.period_ns;
 		if (busy[c] > 1.0)
 			busy[c] = 1.0;
@@ -217,7 +209,7 @@ static void close_period(struct maia_pm *pm)
 		pm->throttled_ns += pm->p.period_ns;
 	pm->win_power[pm->win_next] = power;
 	pm->win_busy[pm->win_next] = any > 1.0 ? 1.0 : any;
-	pm->win_tensor[pm->win_next] = busy[MAIA_PM_TENSOR];
+	pm->win_tensor[pm->win_next] = busy[FW_PM_TENSOR];
 	pm->win_next = (pm->win_next + 1) % pm->p.window_periods;
 	if (pm->win_fill < pm->p.window_periods)
 		pm->win_fill++;
@@ -225,9 +217,9 @@ static void close_period(struct maia_pm *pm)
 }
 
 /* Engine busy from t0 to t1 (both inside the open period). */
-static void add_busy(struct maia_pm *pm, uint64_t t0, uint64_t t1)
+static void add_busy(struct fw_pm *pm, uint64_t t0, uint64_t t1)
 {
-	if (pm->active == MAIA_PM_IDLE || t1 <= t0)
+	if (pm->active == FW_PM_IDLE || t1 <= t0)
 		return;
 	pm->period_busy_ns[pm->active] += t1 - t0;
 	pm->class_ns[pm->active] += t1 - t0;
@@ -235,12 +227,12 @@ static void add_busy(struct maia_pm *pm, uint64_t t0, uint64_t t1)
 }
 
 /* An idle gap of n periods, in closed form: steady idle at nominal clock. */
-static void settle_idle(struct maia_pm *pm, uint64_t n)
+static void settle_idle(struct fw_pm *pm, uint64_t n)
 {
-	double zero[MAIA_PM_CLASSES] = { 0 };
+	double zero[FW_PM_CLASSES] = { 0 };
 	double power, dt = period_s(pm) * (double)n, steady;
 
-	maia_pm_restart(pm);
+	fw_pm_restart(pm);
 	power = model_power(pm, 1.0, zero, 0.0);
 	pm->energy_uj += power * dt * 1e6;
 	steady = pm->p.ambient_c + pm->p.r_th_c_per_w * power;
@@ -257,7 +249,7 @@ static void settle_idle(struct maia_pm *pm, uint64_t n)
 	pm->now_ns = pm->period_start_ns;
 }
 
-void maia_pm_advance(struct maia_pm *pm, uint64_t now_ns)
+void fw_pm_advance(struct fw_pm *pm, uint64_t now_ns)
 {
 	unsigned int steps = 0;
 
@@ -283,18 +275,18 @@ void maia_pm_advance(struct maia_pm *pm, uint64_t now_ns)
 	pm->now_ns = now_ns;
 }
 
-void maia_pm_set_active(struct maia_pm *pm, uint64_t now_ns, int cls)
+void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls)
 {
-	maia_pm_advance(pm, now_ns);
-	pm->active = cls >= 0 && cls < MAIA_PM_CLASSES ? cls : MAIA_PM_IDLE;
+	fw_pm_advance(pm, now_ns);
+	pm->active = cls >= 0 && cls < FW_PM_CLASSES ? cls : FW_PM_IDLE;
 }
 
-void maia_pm_add_hbm_bytes(struct maia_pm *pm, uint64_t bytes)
+void fw_pm_add_hbm_bytes(struct fw_pm *pm, uint64_t bytes)
 {
 	pm->period_bytes += bytes;
 }
 
-static double window_avg(const struct maia_pm *pm, const double *v)
+static double window_avg(const struct fw_pm *pm, const double *v)
 {
 	double sum = 0.0;
 
@@ -305,20 +297,20 @@ static double window_avg(const struct maia_pm *pm, const double *v)
 	return sum / pm->win_fill;
 }
 
-double maia_pm_power_avg_w(const struct maia_pm *pm)
+double fw_pm_power_avg_w(const struct fw_pm *pm)
 {
 	if (!pm->win_fill)
 		return model_power(pm, (double)pm->clock_mhz / pm->p.nominal_mhz,
-				   (const double[MAIA_PM_CLASSES]){ 0 }, 0.0);
+				   (const double[FW_PM_CLASSES]){ 0 }, 0.0);
 	return window_avg(pm, pm->win_power);
 }
 
-double maia_pm_util(const struct maia_pm *pm)
+double fw_pm_util(const struct fw_pm *pm)
 {
 	return window_avg(pm, pm->win_busy);
 }
 
-double maia_pm_tensor_util(const struct maia_pm *pm)
+double fw_pm_tensor_util(const struct fw_pm *pm)
 {
 	return window_avg(pm, pm->win_tensor);
 }
@@ -331,18 +323,18 @@ double maia_pm_tensor_util(const struct maia_pm *pm)
  */
 static void advance_locked(struct maia_sim *sim, uint64_t now, bool set, int cls)
 {
-	struct maia_pm *pm = &sim->telem.pm;
+	struct fw_pm *pm = &sim->telem.pm;
 	uint32_t clock = pm->clock_mhz, reasons = pm->reasons;
 
 	if (set)
-		maia_pm_set_active(pm, now, cls);
+		fw_pm_set_active(pm, now, cls);
 	else
-		maia_pm_advance(pm, now);
+		fw_pm_advance(pm, now);
 	/* the power controller interrupts when it starts throttling for a reason */
 	if (pm->reasons & ~reasons)
-		sim->telem.raise_pending |= maia_int_assert_locked(sim, MAIA_INT_THERMAL);
+		sim->telem.raise_pending |= fw_int_assert_locked(sim, MAIA_INT_THERMAL);
 	if (pm->clock_mhz != clock)
-		maia_sim_trace(sim, "power: clock %u -> %u MHz, %.1f W (cap %u W), %.1f C, reasons 0x%x",
+		fw_trace(sim, "power: clock %u -> %u MHz, %.1f W (cap %u W), %.1f C, reasons 0x%x",
 			       clock, pm->clock_mhz, pm->power_inst_w, pm->p.cap_mw / 1000u,
 			       pm->temp_c, pm->reasons);
 }
@@ -353,43 +345,43 @@ static void sync_fw_locked(struct maia_sim *sim)
 	uint32_t cap = sim->power_cap_mw;
 
 	if (!cap)
-		cap = sim->fw.tdp_w > MAIA_PM_CAP_MAX_MW / 1000u ? MAIA_PM_CAP_MAX_MW
+		cap = sim->fw.tdp_w > FW_PM_CAP_MAX_MW / 1000u ? FW_PM_CAP_MAX_MW
 								  : sim->fw.tdp_w * 1000u;
-	maia_pm_set_firmware(&sim->telem.pm, sim->fw.clock_mhz, cap);
+	fw_pm_set_firmware(&sim->telem.pm, sim->fw.clock_mhz, cap);
 }
 
-void maia_telem_reset_locked(struct maia_sim *sim)
+void fw_telem_reset_locked(struct maia_sim *sim)
 {
-	struct maia_telem *t = &sim->telem;
+	struct fw_telem *t = &sim->telem;
 
 	if (!t->initialized) {
-		struct maia_pm_params p;
+		struct fw_pm_params p;
 
-		maia_pm_params_defaults(&p);
-		maia_pm_init(&t->pm, &p, telem_now_ns());
+		fw_pm_params_defaults(&p);
+		fw_pm_init(&t->pm, &p, fw_host_now_ns(&sim->host));
 		t->initialized = true;
 		return;
 	}
 	/* Counters are always on; the firmware's clock control starts over. */
-	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
-	maia_pm_restart(&t->pm);
+	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
+	fw_pm_restart(&t->pm);
 	/* the reset clears the interrupt causes, this last advance's included */
 	sim->int_status &= ~MAIA_INT_THERMAL;
 	t->raise_pending = false;
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
 
-void maia_telem_unlock_and_raise(struct maia_sim *sim)
+void fw_telem_unlock_and_raise(struct maia_sim *sim)
 {
 	bool raise = sim->telem.raise_pending;
 
 	sim->telem.raise_pending = false;
 	pthread_mutex_unlock(&sim->lock);
 	if (raise)
-		maia_sim_raise(sim, MAIA_VEC_EVENT);
+		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
-bool maia_telem_is_reg(uint32_t offset)
+bool fw_telem_is_reg(uint32_t offset)
 {
 	return (offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END) ||
 	       (offset >= MAIA_REG_TELEM_TILE_NS_BASE && offset < MAIA_REG_TELEM_TILE_NS_END);
@@ -398,7 +390,7 @@ bool maia_telem_is_reg(uint32_t offset)
 /* The per-tile window: tiles past the engine's read 0. */
 static uint32_t tile_read_locked(struct maia_sim *sim, uint32_t offset)
 {
-	struct maia_telem *t = &sim->telem;
+	struct fw_telem *t = &sim->telem;
 	uint32_t tile = (offset - MAIA_REG_TELEM_TILE_NS_BASE) / 8u;
 	uint64_t v = sim->te ? maia_tensor_tile_busy_ns(sim->te, tile) : 0;
 
@@ -421,16 +413,16 @@ static uint32_t to_u32(double v)
 
 static bool counter64(const struct maia_sim *sim, uint32_t lo, uint64_t *v)
 {
-	const struct maia_telem *t = &sim->telem;
-	const struct maia_pm *pm = &t->pm;
+	const struct fw_telem *t = &sim->telem;
+	const struct fw_pm *pm = &t->pm;
 
 	switch (lo) {
 	case MAIA_REG_TELEM_TIME_NS_LO:		*v = pm->now_ns; break;
 	case MAIA_REG_TELEM_ENERGY_UJ_LO:	*v = (uint64_t)pm->energy_uj; break;
 	case MAIA_REG_TELEM_BUSY_NS_LO:		*v = pm->busy_ns; break;
-	case MAIA_REG_TELEM_TENSOR_NS_LO:	*v = pm->class_ns[MAIA_PM_TENSOR]; break;
-	case MAIA_REG_TELEM_VECTOR_NS_LO:	*v = pm->class_ns[MAIA_PM_VECTOR]; break;
-	case MAIA_REG_TELEM_DMA_NS_LO:		*v = pm->class_ns[MAIA_PM_DMA]; break;
+	case MAIA_REG_TELEM_TENSOR_NS_LO:	*v = pm->class_ns[FW_PM_TENSOR]; break;
+	case MAIA_REG_TELEM_VECTOR_NS_LO:	*v = pm->class_ns[FW_PM_VECTOR]; break;
+	case MAIA_REG_TELEM_DMA_NS_LO:		*v = pm->class_ns[FW_PM_DMA]; break;
 	case MAIA_REG_TELEM_HBM_READ_LO:	*v = t->hbm_read; break;
 	case MAIA_REG_TELEM_HBM_WRITE_LO:	*v = t->hbm_write; break;
 	case MAIA_REG_TELEM_DMA_BYTES_LO:	*v = t->dma_bytes; break;
@@ -446,7 +438,7 @@ static bool counter64(const struct maia_sim *sim, uint32_t lo, uint64_t *v)
 
 static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 {
-	const struct maia_pm *pm = &sim->telem.pm;
+	const struct fw_pm *pm = &sim->telem.pm;
 
 	switch (offset) {
 	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_1; break;
@@ -456,14 +448,14 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 		break;
 	case MAIA_REG_TELEM_CLOCK_MHZ:		*val = pm->clock_mhz; break;
 	case MAIA_REG_TELEM_CLOCK_NOMINAL_MHZ:	*val = pm->p.nominal_mhz; break;
-	case MAIA_REG_TELEM_CLOCK_MIN_MHZ:	*val = maia_pm_min_mhz(pm); break;
-	case MAIA_REG_TELEM_POWER_MW:		*val = to_u32(maia_pm_power_avg_w(pm) * 1e3); break;
+	case MAIA_REG_TELEM_CLOCK_MIN_MHZ:	*val = fw_pm_min_mhz(pm); break;
+	case MAIA_REG_TELEM_POWER_MW:		*val = to_u32(fw_pm_power_avg_w(pm) * 1e3); break;
 	case MAIA_REG_TELEM_POWER_INST_MW:	*val = to_u32(pm->power_inst_w * 1e3); break;
 	case MAIA_REG_TELEM_POWER_CAP_MW:	*val = pm->p.cap_mw; break;
-	case MAIA_REG_TELEM_POWER_CAP_MIN_MW:	*val = MAIA_PM_CAP_MIN_MW; break;
-	case MAIA_REG_TELEM_POWER_CAP_MAX_MW:	*val = MAIA_PM_CAP_MAX_MW; break;
+	case MAIA_REG_TELEM_POWER_CAP_MIN_MW:	*val = FW_PM_CAP_MIN_MW; break;
+	case MAIA_REG_TELEM_POWER_CAP_MAX_MW:	*val = FW_PM_CAP_MAX_MW; break;
 	case MAIA_REG_TELEM_TDP_MW:
-		*val = sim->fw.tdp_w > MAIA_PM_CAP_MAX_MW / 1000u ? MAIA_PM_CAP_MAX_MW
+		*val = sim->fw.tdp_w > FW_PM_CAP_MAX_MW / 1000u ? FW_PM_CAP_MAX_MW
 								  : sim->fw.tdp_w * 1000u;
 		break;
 	case MAIA_REG_TELEM_TEMP_MC:		*val = to_u32(pm->temp_c * 1e3); break;
@@ -471,8 +463,8 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	case MAIA_REG_TELEM_TEMP_CRIT_MC:	*val = to_u32(pm->p.crit_c * 1e3); break;
 	case MAIA_REG_TELEM_THROTTLE_REASONS:	*val = pm->reasons; break;
 	case MAIA_REG_TELEM_THROTTLE_EVENTS:	*val = pm->events; break;
-	case MAIA_REG_TELEM_UTIL:		*val = to_u32(maia_pm_util(pm) * 1e4); break;
-	case MAIA_REG_TELEM_TENSOR_UTIL:	*val = to_u32(maia_pm_tensor_util(pm) * 1e4); break;
+	case MAIA_REG_TELEM_UTIL:		*val = to_u32(fw_pm_util(pm) * 1e4); break;
+	case MAIA_REG_TELEM_TENSOR_UTIL:	*val = to_u32(fw_pm_tensor_util(pm) * 1e4); break;
 	case MAIA_REG_TELEM_TILES:
 		*val = sim->cfg.clusters * sim->cfg.tiles_per_cluster;
 		break;
@@ -482,9 +474,9 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	return true;
 }
 
-bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
+bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 {
-	struct maia_telem *t = &sim->telem;
+	struct fw_telem *t = &sim->telem;
 	unsigned int slot = (offset - MAIA_REG_TELEMETRY_BASE) / 4u;
 	uint64_t v;
 
@@ -494,7 +486,7 @@ bool maia_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val
 		return true;
 	}
 	sync_fw_locked(sim);
-	advance_locked(sim, telem_now_ns(), false, 0);
+	advance_locked(sim, fw_host_now_ns(&sim->host), false, 0);
 	if (reg32(sim, offset, val))
 		return true;
 	if (offset >= MAIA_REG_TELEM_TIME_NS_LO && offset <= MAIA_REG_TELEM_LAST) {
@@ -520,33 +512,33 @@ static int opcode_class(uint16_t opcode)
 	switch (opcode) {
 	case MAIA_OP_DMA_COPY:
 	case MAIA_OP_FILL:
-		return MAIA_PM_DMA;
+		return FW_PM_DMA;
 	case MAIA_OP_GEMM:
 	case MAIA_OP_GEMM_BATCHED:
 	case MAIA_OP_ATTENTION:
-		return MAIA_PM_TENSOR;
+		return FW_PM_TENSOR;
 	default:
-		return maia_tensor_handles(opcode) ? MAIA_PM_VECTOR : MAIA_PM_IDLE;
+		return maia_tensor_handles(opcode) ? FW_PM_VECTOR : FW_PM_IDLE;
 	}
 }
 
-uint64_t maia_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
+uint64_t fw_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
 {
 	int cls = opcode_class(opcode);
-	uint64_t now = telem_now_ns();
+	uint64_t now = fw_host_now_ns(&sim->host);
 
-	if (cls == MAIA_PM_IDLE)
+	if (cls == FW_PM_IDLE)
 		return now;
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
 	advance_locked(sim, now, true, cls);
-	maia_telem_unlock_and_raise(sim);
+	fw_telem_unlock_and_raise(sim);
 	return now;
 }
 
-void maia_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
+void fw_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
 {
-	struct maia_telem *t = &sim->telem;
+	struct fw_telem *t = &sim->telem;
 
 	t->w_dma_bytes += n;
 	if (src_hbm)
@@ -567,21 +559,21 @@ static void stall(struct maia_sim *sim, uint64_t ns)
 	}
 }
 
-void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
+void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 			const struct maia_op_stats *before)
 {
-	struct maia_telem *t = &sim->telem;
+	struct fw_telem *t = &sim->telem;
 	const struct maia_op_stats *s = &sim->stats;
 	int cls = opcode_class(opcode);
-	uint64_t now = telem_now_ns(), extra = 0, hbm_r, hbm_w;
+	uint64_t now = fw_host_now_ns(&sim->host), extra = 0, hbm_r, hbm_w;
 
-	if (cls == MAIA_PM_IDLE) {
+	if (cls == FW_PM_IDLE) {
 		pthread_mutex_lock(&sim->lock);
 		t->commands++;
 		pthread_mutex_unlock(&sim->lock);
 		return;
 	}
-	if (cls == MAIA_PM_DMA) {
+	if (cls == FW_PM_DMA) {
 		/* copy_span knows which side is HBM; a fill is taken to be HBM. */
 		hbm_r = t->w_hbm_read;
 		hbm_w = opcode == MAIA_OP_FILL ? s->bytes_written - before->bytes_written
@@ -597,22 +589,22 @@ void maia_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
 	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
 	advance_locked(sim, now, false, 0);
-	maia_pm_add_hbm_bytes(&t->pm, hbm_r + hbm_w);
+	fw_pm_add_hbm_bytes(&t->pm, hbm_r + hbm_w);
 	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
 		extra = (uint64_t)((double)(now - t0) *
 				   ((double)t->pm.p.nominal_mhz / t->pm.clock_mhz - 1.0));
-	maia_telem_unlock_and_raise(sim);
+	fw_telem_unlock_and_raise(sim);
 
 	stall(sim, extra);
 
 	pthread_mutex_lock(&sim->lock);
-	advance_locked(sim, telem_now_ns(), true, MAIA_PM_IDLE);
+	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
 	t->hbm_read += hbm_r;
 	t->hbm_write += hbm_w;
 	t->dma_bytes += t->w_dma_bytes;
 	t->flops += s->flops - before->flops;
 	t->tile_busy_ns += s->busy_ns - before->busy_ns;
 	t->commands++;
-	maia_telem_unlock_and_raise(sim);
+	fw_telem_unlock_and_raise(sim);
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }

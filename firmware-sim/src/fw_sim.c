@@ -11,13 +11,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "fw_internal.h"
 
-#define MAIA_MSG_MAX	256
+#define FW_MSG_MAX	256
 
-void maia_sim_guest_error(struct maia_sim *sim, const char *fmt, ...)
+void fw_guest_error(struct maia_sim *sim, const char *fmt, ...)
 {
-	char msg[MAIA_MSG_MAX];
+	char msg[FW_MSG_MAX];
 	va_list ap;
 
 	if (!sim->ops.guest_error)
@@ -28,9 +28,9 @@ void maia_sim_guest_error(struct maia_sim *sim, const char *fmt, ...)
 	sim->ops.guest_error(sim->opaque, msg);
 }
 
-void maia_sim_trace(struct maia_sim *sim, const char *fmt, ...)
+void fw_trace(struct maia_sim *sim, const char *fmt, ...)
 {
-	char msg[MAIA_MSG_MAX];
+	char msg[FW_MSG_MAX];
 	va_list ap;
 
 	if (!sim->ops.trace)
@@ -41,32 +41,25 @@ void maia_sim_trace(struct maia_sim *sim, const char *fmt, ...)
 	sim->ops.trace(sim->opaque, msg);
 }
 
-static uint64_t monotonic_ns(void)
+uint64_t fw_now_ns(struct maia_sim *sim)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return fw_host_now_ns(&sim->host) -
+	       __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
 }
 
-uint64_t maia_sim_now_ns(struct maia_sim *sim)
-{
-	return monotonic_ns() - __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
-}
-
-bool maia_int_assert_locked(struct maia_sim *sim, uint32_t causes)
+bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes)
 {
 	sim->int_status |= causes;
 	return (causes & ~sim->int_mask) != 0;
 }
 
-void maia_sim_raise(struct maia_sim *sim, unsigned int vector)
+void fw_raise(struct maia_sim *sim, unsigned int vector)
 {
-	maia_sim_trace(sim, "irq vector %u", vector);
+	fw_trace(sim, "irq vector %u", vector);
 	sim->ops.raise_irq(sim->opaque, vector);
 }
 
-void maia_kick_worker_locked(struct maia_sim *sim)
+void fw_kick_worker_locked(struct maia_sim *sim)
 {
 	sim->worker_idle = false;
 	pthread_cond_signal(&sim->work_cond);
@@ -93,11 +86,11 @@ static bool config_valid(const struct maia_sim_config *cfg, const struct maia_si
 }
 
 /* Back to power-on state. The worker must be parked (or not started). */
-void maia_sim_reset_state_locked(struct maia_sim *sim)
+void fw_reset_state_locked(struct maia_sim *sim)
 {
 	unsigned int i;
 
-	__atomic_store_n(&sim->time_base_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&sim->time_base_ns, fw_host_now_ns(&sim->host), __ATOMIC_RELAXED);
 	sim->time_hi_latch = 0;
 	sim->scratch = 0;
 	sim->boot_status = MAIA_BOOT_STATUS_WAIT_FW;
@@ -118,18 +111,18 @@ void maia_sim_reset_state_locked(struct maia_sim *sim)
 	sim->mbox_pending = false;
 	sim->power_cap_mw = 0;
 	for (i = 0; i < MAIA_MAX_QUEUES; i++) {
-		struct maia_queue *q = &sim->queues[i];
+		struct fw_queue *q = &sim->queues[i];
 		uint64_t gen = q->gen + 1;
 
 		memset(q, 0, sizeof(*q));
 		q->gen = gen;
 	}
 	memset(sim->rr_next, 0, sizeof(sim->rr_next));
-	maia_fw_params_defaults(&sim->fw);
+	fw_image_params_defaults(&sim->fw);
 	memset(sim->sems, 0, sizeof(sim->sems));
 	memset(&sim->stats, 0, sizeof(sim->stats));
-	maia_mmu_reset(sim);
-	maia_telem_reset_locked(sim);
+	fw_mmu_reset(sim);
+	fw_telem_reset_locked(sim);
 }
 
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
@@ -152,13 +145,19 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	sim->cfg = *cfg;
 	sim->ops = *ops;
 	sim->opaque = opaque;
-	sim->bounce = malloc(MAIA_BOUNCE_SIZE);
+	sim->host.now_ns = ops->now_ns;
+	sim->host.thread_create = ops->thread_create;
+	sim->host.opaque = opaque;
+	sim->bounce = malloc(FW_BOUNCE_SIZE);
 	sim->cmd_buf_size = 4096;
 	sim->cmd_buf = malloc(sim->cmd_buf_size);
 	tcfg.clusters = cfg->clusters;
 	tcfg.tiles_per_cluster = cfg->tiles_per_cluster;
 	tcfg.sram_kib = cfg->sram_kib;
 	tcfg.threads = cfg->worker_threads;
+	tcfg.now_ns = ops->now_ns;
+	tcfg.thread_create = ops->thread_create;
+	tcfg.host_opaque = opaque;
 	sim->te = maia_tensor_create(&tcfg);
 	if (!sim->bounce || !sim->cmd_buf || !sim->te) {
 		err = ENOMEM;
@@ -166,15 +165,15 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	}
 	pthread_mutex_init(&sim->lock, NULL);
 	pthread_mutex_init(&sim->mmu_lock, NULL);
-	/* The worker sleeps until device-time deadlines: a monotonic clock. */
+	/* The worker sleeps until device-time deadlines on CLOCK_MONOTONIC (fw_host.h). */
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sim->work_cond, &cattr);
 	pthread_condattr_destroy(&cattr);
 	pthread_cond_init(&sim->idle_cond, NULL);
-	maia_sim_reset_state_locked(sim);
+	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
-	err = pthread_create(&sim->worker, NULL, maia_worker_main, sim);
+	err = fw_host_thread_create(&sim->host, &sim->worker, "maia-worker", fw_worker_main, sim);
 	if (err)
 		goto err_sync;
 	return sim;
@@ -229,17 +228,17 @@ void maia_sim_reset(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 
 	/* The worker is parked and the host is in here: nobody else runs. */
-	maia_sched_abort_inflight(sim);
+	fw_sched_abort_inflight(sim);
 
 	pthread_mutex_lock(&sim->lock);
 	for (i = 0; i < sim->cfg.num_queues; i++)
 		had_shadow[i] = sim->queues[i].shadow != 0;
-	maia_sim_reset_state_locked(sim);
+	fw_reset_state_locked(sim);
 	__atomic_store_n(&sim->reset_req, false, __ATOMIC_RELEASE);
-	maia_kick_worker_locked(sim);
+	fw_kick_worker_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 
-	maia_sim_trace(sim, "device reset");
+	fw_trace(sim, "device reset");
 	if (sim->ops.shadow_changed) {
 		for (i = 0; i < sim->cfg.num_queues; i++)
 			if (had_shadow[i])
@@ -258,7 +257,7 @@ void maia_sim_drain(struct maia_sim *sim)
 int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
 		    unsigned int queue)
 {
-	struct maia_queue *q;
+	struct fw_queue *q;
 
 	if (queue >= sim->cfg.num_queues)
 		return -EINVAL;
