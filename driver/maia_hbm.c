@@ -11,6 +11,7 @@
 
 #include <drm/drm_managed.h>
 #include <linux/io.h>
+#include <linux/moduleparam.h>
 #include <linux/pci.h>
 #include <linux/sysfs.h>
 
@@ -22,12 +23,17 @@
 #include "maia_drv.h"
 #include "maia_hbm.h"
 #include "maia_queue.h"
+#include "maia_reset.h"
 #include "maia_sysfs.h"
 
 /* FILL commands per kernel-queue job; one per buddy block. */
 #define MAIA_HBM_CLEAR_CMDS	(PAGE_SIZE / sizeof(struct maia_cmd_fill))
 #define MAIA_HBM_CLEAR_JOB_ID	0x6862636c72000000ull	/* "hbclr" */
-#define MAIA_HBM_CLEAR_TIMEOUT_MS	10000
+
+static unsigned int maia_hbm_clear_timeout_ms = 10000;
+module_param_named(hbm_clear_timeout_ms, maia_hbm_clear_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(hbm_clear_timeout_ms,
+		 "Time the device may take to clear new HBM before it is reset, in ms (default 10000)");
 
 u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block)
 {
@@ -114,8 +120,8 @@ static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n)
 
 	lockdep_assert_held(&mdev->hbm.clear_lock);
 	/* Not interruptible: the device is writing memory the caller owns. */
-	return maia_queue_run_sync(&mdev->kq, &entry, MAIA_HBM_CLEAR_TIMEOUT_MS, false,
-				   NULL, NULL);
+	return maia_queue_run_sync(&mdev->kq, &entry, READ_ONCE(maia_hbm_clear_timeout_ms),
+				   false, NULL, NULL);
 }
 
 /* FILL with zeros, at the device's memory speed rather than through BAR2. */
@@ -159,12 +165,16 @@ int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks)
 		return 0;
 
 	if (ret == -ETIMEDOUT) {
-		/* The FILL may still land: nobody may own these blocks again. */
-		maia_err(mdev, "HBM clear timed out; %s\n",
-			 "its memory stays out of use until the driver is unbound");
+		/*
+		 * The kernel queue is stuck. The FILL may still land, so nobody
+		 * may own these blocks until a device reset has ended all device
+		 * DMA; the reset then gives them back.
+		 */
+		maia_err(mdev, "HBM clear timed out: resetting the device; its memory is back after the reset\n");
 		mutex_lock(&hbm->lock);
 		list_splice_tail_init(blocks, &hbm->quarantine);
 		mutex_unlock(&hbm->lock);
+		maia_reset_kernel_queue_hung(mdev);
 		return ret;
 	}
 
@@ -207,6 +217,26 @@ const struct attribute_group maia_hbm_attr_group = {
  * Runs when the last reference to the DRM device goes, after every buffer
  * object has been freed: anything still allocated then is a leak.
  */
+/*
+ * After a device reset, when no device DMA from before it can land: blocks
+ * whose clear timed out are free again (they are cleared when next handed
+ * out, as all new HBM is).
+ */
+void maia_hbm_release_quarantine(struct maia_device *mdev)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	struct gpu_buddy_block *block;
+	u64 bytes = 0;
+
+	mutex_lock(&hbm->lock);
+	list_for_each_entry(block, &hbm->quarantine, link)
+		bytes += gpu_buddy_block_size(&hbm->mm, block);
+	gpu_buddy_free_list(&hbm->mm, &hbm->quarantine, 0);
+	mutex_unlock(&hbm->lock);
+	if (bytes)
+		maia_info(mdev, "%llu bytes of HBM whose clear timed out are back in use\n", bytes);
+}
+
 static void maia_hbm_fini(struct drm_device *drm, void *arg)
 {
 	struct maia_hbm *hbm = arg;

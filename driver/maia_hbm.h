@@ -38,10 +38,11 @@ struct maia_hbm {
 	struct mutex clear_lock;	/* protects @clear_cmds; taken before the kernel queue's */
 	struct maia_cmd_fill *clear_cmds;
 	dma_addr_t clear_cmds_dma;
-	struct list_head quarantine;	/* under @lock */
+	struct list_head quarantine;	/* under @lock; freed by the next reset */
 };
 
 int maia_hbm_init(struct maia_device *mdev);
+void maia_hbm_release_quarantine(struct maia_device *mdev);
 
 int maia_hbm_alloc(struct maia_device *mdev, u64 size, bool topdown,
 		   struct list_head *blocks);

@@ -25,6 +25,7 @@
 #include <linux/pci.h>
 
 #include "maia_fw.h"
+#include "maia_hbm.h"
 #include "maia_hw.h"
 #include "maia_irq.h"
 #include "maia_job.h"
@@ -127,6 +128,8 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 	} else {
 		maia_info(mdev, "recovered from %s (reset %u)\n", reason,
 			  maia_reset_count(mdev));
+		/* No device DMA from before the reset can land any more. */
+		maia_hbm_release_quarantine(mdev);
 	}
 
 	maia_sched_start_all(mdev);
@@ -199,6 +202,27 @@ static void maia_reset_force_work(struct work_struct *work)
 	drm_dev_exit(idx);
 }
 
+static void maia_reset_kq_hang_work(struct work_struct *work)
+{
+	struct maia_reset *rs = container_of(work, struct maia_reset, kq_hang_work);
+	struct maia_device *mdev = rs->mdev;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return;
+	maia_reset_recover(mdev, NULL, "kernel queue timeout");
+	drm_dev_exit(idx);
+}
+
+/*
+ * A job on the kernel queue did not complete in time: the device is stuck.
+ * Recovers on the reset workqueue; the caller may hold locks recovery takes.
+ */
+void maia_reset_kernel_queue_hung(struct maia_device *mdev)
+{
+	queue_work(mdev->sched->reset_wq, &mdev->reset->kq_hang_work);
+}
+
 /* Resets the device now (debugfs force_reset) and returns once it recovered. */
 void maia_reset_force(struct maia_device *mdev)
 {
@@ -237,6 +261,7 @@ int maia_reset_init(struct maia_device *mdev)
 	init_rwsem(&rs->lock);
 	atomic_set(&rs->count, 0);
 	INIT_WORK(&rs->force_work, maia_reset_force_work);
+	INIT_WORK(&rs->kq_hang_work, maia_reset_kq_hang_work);
 	mdev->reset = rs;
 	return 0;
 }

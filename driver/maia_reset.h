@@ -25,6 +25,7 @@ struct maia_reset {
 	struct rw_semaphore lock;
 	atomic_t count;			/* resets since probe */
 	struct work_struct force_work;	/* debugfs force_reset, on the reset workqueue */
+	struct work_struct kq_hang_work;	/* a kernel-queue job timed out */
 };
 
 extern const struct attribute_group maia_reset_attr_group;
@@ -34,6 +35,7 @@ int maia_reset_read_lock(struct maia_device *mdev);
 void maia_reset_read_lock_uninterruptible(struct maia_device *mdev);
 void maia_reset_read_unlock(struct maia_device *mdev);
 void maia_reset_force(struct maia_device *mdev);
+void maia_reset_kernel_queue_hung(struct maia_device *mdev);
 u32 maia_reset_count(struct maia_device *mdev);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 

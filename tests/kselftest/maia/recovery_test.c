@@ -210,4 +210,55 @@ TEST_F_TIMEOUT(recovery, forced_reset, 60)
 	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x44444444));
 }
 
+/*
+ * A kernel-queue HBM clear that times out resets the device, and the memory
+ * it was clearing is back in use after the reset (it used to stay out of use
+ * until the driver was unbound). The clear timeout is shortened so that
+ * clearing 1 GiB cannot finish in time.
+ */
+#define CLEAR_TIMEOUT_PARAM	"/sys/module/maia/parameters/hbm_clear_timeout_ms"
+
+TEST_F_TIMEOUT(recovery, hbm_clear_timeout_gives_memory_back, 90)
+{
+	struct drm_maia_bo_create c = { .size = 1ull << 30, .flags = DRM_MAIA_BO_HBM };
+	struct drm_gem_close gc = { 0 };
+	long long resets, used0, used = -1, old_clear;
+	char path[PATH_MAX], val[32];
+	int i, ret;
+
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%d/device/hbm_used_bytes",
+		 self->node.minor);
+	resets = kreset_count(&self->node);
+	used0 = kread_ll(path);
+	ASSERT_LE(0, used0);
+	old_clear = kread_ll(CLEAR_TIMEOUT_PARAM);
+	ASSERT_LE(0, old_clear) TH_LOG("no %s", CLEAR_TIMEOUT_PARAM);
+
+	ASSERT_EQ(0, maia_write_file(CLEAR_TIMEOUT_PARAM, "1"));
+	ret = ioctl(self->fd, DRM_IOCTL_MAIA_BO_CREATE, &c) ? errno : 0;
+	snprintf(val, sizeof(val), "%lld", old_clear);
+	ASSERT_EQ(0, maia_write_file(CLEAR_TIMEOUT_PARAM, val));
+	ASSERT_EQ(ETIMEDOUT, ret) TH_LOG("clearing 1 GiB took under a millisecond?");
+
+	/* Recovery runs on the reset workqueue: wait for it and the memory. */
+	for (i = 0; i < 300; i++) {
+		used = kread_ll(path);
+		if (kreset_count(&self->node) == resets + 1 && used == used0)
+			break;
+		maia_sleep_ms(100);
+	}
+	EXPECT_EQ(resets + 1, kreset_count(&self->node));
+	EXPECT_EQ(used0, used) TH_LOG("HBM in use did not come back after the reset");
+	if (self->uevents >= 0)
+		EXPECT_TRUE(saw_uevent(self->uevents, "MAIA_RESET_REASON=kernel queue timeout",
+				       2000));
+
+	/* The same gigabyte can be had again, and the device runs jobs. */
+	c.handle = 0;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_BO_CREATE, &c)) TH_LOG("%s", strerror(errno));
+	gc.handle = c.handle;
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_GEM_CLOSE, &gc));
+	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x55555555));
+}
+
 TEST_HARNESS_MAIN
