@@ -4,6 +4,8 @@
  *
  * bos          every buffer object with its placement, owner and mappings
  * force_reset  any write resets the device and returns once it recovered
+ * inject       error injection for recovery tests (MAIA_REG_DEBUG_INJECT):
+ *              "fw_crash", "hang <queue>" or "fault <queue>"
  *
  * Read-only files go through drm_debugfs_add_file(), which creates them when
  * the device registers and removes them with it. drm_debugfs_add_file() has
@@ -14,12 +16,17 @@
 #include <drm/drm_debugfs.h>
 #include <drm/drm_gem.h>
 #include <drm/maia_accel.h>
+#include <drm/drm_drv.h>
+#include <linux/bitfield.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
 
 #include "maia_debugfs.h"
 #include "maia_drv.h"
 #include "maia_gem.h"
+#include "maia_hw.h"
 #include "maia_reset.h"
 #include "maia_vm.h"
 
@@ -68,10 +75,53 @@ static const struct file_operations maia_debugfs_force_reset_fops = {
 	.write = maia_debugfs_force_reset_write,
 };
 
+static ssize_t maia_debugfs_inject_write(struct file *file, const char __user *ubuf,
+					 size_t size, loff_t *pos)
+{
+	struct maia_device *mdev = file->private_data;
+	unsigned int queue = 0;
+	char buf[32], *cmd;
+	u32 what;
+	int idx;
+
+	if (!size || size >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, size))
+		return -EFAULT;
+	buf[size] = '\0';
+	cmd = strim(buf);
+	if (!strcmp(cmd, "fw_crash"))
+		what = MAIA_INJECT_FW_CRASH;
+	else if (sscanf(cmd, "hang %u", &queue) == 1)
+		what = MAIA_INJECT_HANG;
+	else if (sscanf(cmd, "fault %u", &queue) == 1)
+		what = MAIA_INJECT_MMU_FAULT;
+	else
+		return -EINVAL;
+	if (queue >= mdev->hw.num_queues)
+		return -EINVAL;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return -ENODEV;
+	maia_warn(mdev, "injecting %s through debugfs\n", cmd);
+	maia_wr(mdev, MAIA_REG_DEBUG_INJECT,
+		what | FIELD_PREP(MAIA_INJECT_QUEUE_MASK, queue));
+	drm_dev_exit(idx);
+	return size;
+}
+
+static const struct file_operations maia_debugfs_inject_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = maia_debugfs_inject_write,
+};
+
 /* Before drm_dev_register(), which creates the files added here. */
 void maia_debugfs_init(struct maia_device *mdev)
 {
 	drm_debugfs_add_file(&mdev->drm, "bos", maia_debugfs_bos_show, NULL);
 	debugfs_create_file("force_reset", 0200, mdev->drm.debugfs_root, mdev,
 			    &maia_debugfs_force_reset_fops);
+	debugfs_create_file("inject", 0200, mdev->drm.debugfs_root, mdev,
+			    &maia_debugfs_inject_fops);
 }

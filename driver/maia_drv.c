@@ -20,6 +20,7 @@
 #include "maia_fw.h"
 #include "maia_gem.h"
 #include "maia_hbm.h"
+#include "maia_heartbeat.h"
 #include "maia_mbox.h"
 #include "maia_vm.h"
 #include "maia_hw.h"
@@ -356,6 +357,9 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = maia_telemetry_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_heartbeat_init(mdev);
 	if (ret)
 		return ret;
 	maia_debugfs_init(mdev);

@@ -174,7 +174,7 @@ int maia_hbm_clear_blocks(struct maia_device *mdev, struct list_head *blocks)
 		mutex_lock(&hbm->lock);
 		list_splice_tail_init(blocks, &hbm->quarantine);
 		mutex_unlock(&hbm->lock);
-		maia_reset_kernel_queue_hung(mdev);
+		maia_reset_schedule(mdev, "kernel queue timeout");
 		return ret;
 	}
 

@@ -48,6 +48,12 @@ int maia_reset_read_lock(struct maia_device *mdev)
 	return down_read_interruptible(&mdev->reset->lock);
 }
 
+/* For a periodic check that would rather skip a turn than wait: true if taken. */
+bool maia_reset_read_trylock(struct maia_device *mdev)
+{
+	return down_read_trylock(&mdev->reset->lock);
+}
+
 /* For paths that must not fail, such as close and error unwinding. */
 void maia_reset_read_lock_uninterruptible(struct maia_device *mdev)
 {
@@ -202,25 +208,30 @@ static void maia_reset_force_work(struct work_struct *work)
 	drm_dev_exit(idx);
 }
 
-static void maia_reset_kq_hang_work(struct work_struct *work)
+static void maia_reset_async_work(struct work_struct *work)
 {
-	struct maia_reset *rs = container_of(work, struct maia_reset, kq_hang_work);
+	struct maia_reset *rs = container_of(work, struct maia_reset, async_work);
 	struct maia_device *mdev = rs->mdev;
 	int idx;
 
 	if (!drm_dev_enter(&mdev->drm, &idx))
 		return;
-	maia_reset_recover(mdev, NULL, "kernel queue timeout");
+	maia_reset_recover(mdev, NULL, READ_ONCE(rs->async_reason));
 	drm_dev_exit(idx);
 }
 
 /*
- * A job on the kernel queue did not complete in time: the device is stuck.
- * Recovers on the reset workqueue; the caller may hold locks recovery takes.
+ * The device is stuck (a kernel-queue job timed out, the firmware stopped):
+ * recovers on the reset workqueue, since the caller may hold locks that
+ * recovery takes. @reason is a string constant; if two paths ask at once,
+ * one reset serves both.
  */
-void maia_reset_kernel_queue_hung(struct maia_device *mdev)
+void maia_reset_schedule(struct maia_device *mdev, const char *reason)
 {
-	queue_work(mdev->sched->reset_wq, &mdev->reset->kq_hang_work);
+	struct maia_reset *rs = mdev->reset;
+
+	WRITE_ONCE(rs->async_reason, reason);
+	queue_work(mdev->sched->reset_wq, &rs->async_work);
 }
 
 /* Resets the device now (debugfs force_reset) and returns once it recovered. */
@@ -261,7 +272,7 @@ int maia_reset_init(struct maia_device *mdev)
 	init_rwsem(&rs->lock);
 	atomic_set(&rs->count, 0);
 	INIT_WORK(&rs->force_work, maia_reset_force_work);
-	INIT_WORK(&rs->kq_hang_work, maia_reset_kq_hang_work);
+	INIT_WORK(&rs->async_work, maia_reset_async_work);
 	mdev->reset = rs;
 	return 0;
 }

@@ -25,7 +25,9 @@ struct maia_reset {
 	struct rw_semaphore lock;
 	atomic_t count;			/* resets since probe */
 	struct work_struct force_work;	/* debugfs force_reset, on the reset workqueue */
-	struct work_struct kq_hang_work;	/* a kernel-queue job timed out */
+	/* Recovery asked for by a path that cannot wait for it (maia_reset_schedule()). */
+	struct work_struct async_work;
+	const char *async_reason;	/* why; written before queueing, read by the work */
 };
 
 extern const struct attribute_group maia_reset_attr_group;
@@ -33,9 +35,10 @@ extern const struct attribute_group maia_reset_attr_group;
 int maia_reset_init(struct maia_device *mdev);
 int maia_reset_read_lock(struct maia_device *mdev);
 void maia_reset_read_lock_uninterruptible(struct maia_device *mdev);
+bool maia_reset_read_trylock(struct maia_device *mdev);
 void maia_reset_read_unlock(struct maia_device *mdev);
 void maia_reset_force(struct maia_device *mdev);
-void maia_reset_kernel_queue_hung(struct maia_device *mdev);
+void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 

@@ -228,6 +228,7 @@ void fw_boot_run(struct maia_sim *sim)
 		sim->fw_version = hdr.fw_version;
 		sim->fw_abi = ((uint32_t)hdr.abi_major << 16) | hdr.abi_minor;
 		sim->boot_status = MAIA_BOOT_STATUS_READY;
+		sim->ready_ns = fw_now_ns(sim);
 	} else {
 		sim->boot_status = MAIA_BOOT_STATUS_FAILED;
 	}

@@ -144,6 +144,10 @@ struct maia_sim {
 	uint32_t mbox_cmd, mbox_status;
 	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
 	bool mbox_pending;
+	/* Injected firmware crash: no mailbox, no jobs, heartbeat stopped (read atomically). */
+	bool fw_crashed;
+	uint64_t ready_ns;		/* device time the firmware became READY */
+	uint32_t heartbeat_at_crash;
 	uint32_t power_cap_mw;
 	struct fw_queue queues[MAIA_MAX_QUEUES];
 	unsigned int rr_next[4];	/* round-robin cursor per priority */
@@ -170,6 +174,8 @@ void fw_guest_error(struct maia_sim *sim, const char *fmt, ...)
 void fw_trace(struct maia_sim *sim, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 uint64_t fw_now_ns(struct maia_sim *sim);
+int fw_inject_locked(struct maia_sim *sim, unsigned int what, unsigned int queue);
+uint32_t fw_heartbeat_locked(struct maia_sim *sim);
 /* Set interrupt causes; returns true if MAIA_VEC_EVENT must be raised. */
 bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes);
 void fw_raise(struct maia_sim *sim, unsigned int vector);

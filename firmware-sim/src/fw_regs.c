@@ -110,6 +110,8 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 		break;
 	}
 	case MAIA_REG_TIME_HI:		val = sim->time_hi_latch; break;
+	case MAIA_REG_FW_HEARTBEAT:	val = fw_heartbeat_locked(sim); break;
+	case MAIA_REG_DEBUG_INJECT:	val = 0; break;	/* write-only */
 	case MAIA_REG_INT_STATUS:	val = sim->int_status; break;
 	case MAIA_REG_INT_MASK:		val = sim->int_mask; break;
 	case MAIA_REG_FAULT_INFO:	val = sim->fault_info; break;
@@ -391,6 +393,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_FW_ABI:
 	case MAIA_REG_TIME_LO:
 	case MAIA_REG_TIME_HI:
+	case MAIA_REG_FW_HEARTBEAT:
 	case MAIA_REG_FAULT_INFO:
 	case MAIA_REG_FAULT_ADDR_LO:
 	case MAIA_REG_FAULT_ADDR_HI:
@@ -410,6 +413,14 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		break;
 	case MAIA_REG_SCRATCH:
 		sim->scratch = value;
+		break;
+	case MAIA_REG_DEBUG_INJECT:
+		if (fw_inject_locked(sim, value & MAIA_INJECT_WHAT_MASK,
+				     (value & MAIA_INJECT_QUEUE_MASK) >> MAIA_INJECT_QUEUE_SHIFT))
+			fw_guest_error(sim, "maia: DEBUG_INJECT 0x%08x: unknown error, queue or state; ignored",
+					 value);
+		else
+			fw_kick_worker_locked(sim);
 		break;
 	case MAIA_REG_BOOT_ADDR_LO:
 	case MAIA_REG_BOOT_ADDR_HI:

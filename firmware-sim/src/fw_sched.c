@@ -22,6 +22,7 @@ struct queue_snap {
 bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi, const struct fw_job *job)
 {
 	return __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE) ||
 	       __atomic_load_n(&sim->queues[qi].gen, __ATOMIC_ACQUIRE) != job->gen;
 }
 
@@ -333,6 +334,11 @@ void *fw_worker_main(void *arg)
 		}
 		if (sim->boot_pending) {
 			run_unlocked(sim, fw_boot_run);
+			continue;
+		}
+		if (__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+			/* Crashed firmware answers nothing until a reset. */
+			wait_for_work_locked(sim, UINT64_MAX);
 			continue;
 		}
 		if (sim->mbox_pending) {

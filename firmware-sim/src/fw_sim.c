@@ -109,6 +109,9 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	memset(sim->mbox_arg, 0, sizeof(sim->mbox_arg));
 	memset(sim->mbox_resp, 0, sizeof(sim->mbox_resp));
 	sim->mbox_pending = false;
+	__atomic_store_n(&sim->fw_crashed, false, __ATOMIC_RELEASE);
+	sim->ready_ns = 0;
+	sim->heartbeat_at_crash = 0;
 	sim->power_cap_mw = 0;
 	for (i = 0; i < MAIA_MAX_QUEUES; i++) {
 		struct fw_queue *q = &sim->queues[i];
@@ -254,26 +257,54 @@ void maia_sim_drain(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 }
 
+/*
+ * Injects an error (MAIA_SIM_INJECT_*, the same codes as MAIA_INJECT_* of
+ * MAIA_REG_DEBUG_INJECT). A crash stops the firmware where it is: the
+ * worker takes no more mailbox commands or jobs, a running job stops at its
+ * next chunk, the heartbeat stops. Only a reset brings it back.
+ */
+int fw_inject_locked(struct maia_sim *sim, unsigned int what, unsigned int queue)
+{
+	switch (what) {
+	case MAIA_SIM_INJECT_HANG:
+	case MAIA_SIM_INJECT_MMU_FAULT:
+		if (queue >= sim->cfg.num_queues)
+			return -EINVAL;
+		if (what == MAIA_SIM_INJECT_HANG)
+			sim->queues[queue].inject_hang = true;
+		else
+			sim->queues[queue].inject_fault = true;
+		return 0;
+	case MAIA_SIM_INJECT_FW_CRASH:
+		if (sim->boot_status != MAIA_BOOT_STATUS_READY)
+			return -EINVAL;
+		sim->heartbeat_at_crash = fw_heartbeat_locked(sim);
+		__atomic_store_n(&sim->fw_crashed, true, __ATOMIC_RELEASE);
+		fw_trace(sim, "firmware crash injected");
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
 		    unsigned int queue)
 {
-	struct fw_queue *q;
+	int ret;
 
-	if (queue >= sim->cfg.num_queues)
-		return -EINVAL;
-	q = &sim->queues[queue];
 	pthread_mutex_lock(&sim->lock);
-	switch (what) {
-	case MAIA_SIM_INJECT_HANG:
-		q->inject_hang = true;
-		break;
-	case MAIA_SIM_INJECT_MMU_FAULT:
-		q->inject_fault = true;
-		break;
-	default:
-		pthread_mutex_unlock(&sim->lock);
-		return -EINVAL;
-	}
+	ret = fw_inject_locked(sim, what, queue);
 	pthread_mutex_unlock(&sim->lock);
-	return 0;
+	return ret;
+}
+
+/* MAIA_REG_FW_HEARTBEAT: periods since the firmware became ready, frozen by a crash. */
+uint32_t fw_heartbeat_locked(struct maia_sim *sim)
+{
+	if (sim->boot_status != MAIA_BOOT_STATUS_READY)
+		return 0;
+	if (__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
+		return sim->heartbeat_at_crash;
+	return (uint32_t)((fw_now_ns(sim) - sim->ready_ns) /
+			  (MAIA_FW_HEARTBEAT_PERIOD_MS * 1000000ull));
 }

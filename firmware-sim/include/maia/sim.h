@@ -115,6 +115,7 @@ void maia_sim_drain(struct maia_sim *sim);
 enum maia_sim_inject {
 	MAIA_SIM_INJECT_HANG = 1,	/* the next job on queue never completes */
 	MAIA_SIM_INJECT_MMU_FAULT = 2,	/* the next job on queue faults */
+	MAIA_SIM_INJECT_FW_CRASH = 3,	/* firmware stops until reset; queue ignored */
 };
 int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
 		    unsigned int queue);

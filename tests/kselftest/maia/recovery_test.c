@@ -261,4 +261,41 @@ TEST_F_TIMEOUT(recovery, hbm_clear_timeout_gives_memory_back, 90)
 	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x55555555));
 }
 
+/*
+ * A firmware crash (injected through debugfs into the device's
+ * DEBUG_INJECT register): the firmware stops answering its mailbox and its
+ * queues and its heartbeat stops. Nothing is in flight, so no job timeout
+ * can notice; the heartbeat monitor does, within two checks, and the device
+ * is reset and works again.
+ */
+TEST_F_TIMEOUT(recovery, firmware_crash_is_recovered, 90)
+{
+	long long resets = kreset_count(&self->node);
+	struct drm_maia_ping ping = { .cookie = 0xf1 };
+	char path[96];
+	int i;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/inject", self->node.bdf);
+	if (access(path, W_OK))
+		SKIP(return, "no %s (debugfs not mounted?)", path);
+	ASSERT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x66666666));
+	EXPECT_NE(0, maia_write_file(path, "hang 99")) TH_LOG("a queue that does not exist");
+	EXPECT_NE(0, maia_write_file(path, "melt")) TH_LOG("an unknown injection");
+	EXPECT_EQ(resets, kreset_count(&self->node));
+
+	ASSERT_EQ(0, maia_write_file(path, "fw_crash"));
+	for (i = 0; i < 300 && kreset_count(&self->node) == resets; i++)
+		maia_sleep_ms(100);
+	EXPECT_EQ(resets + 1, kreset_count(&self->node)) TH_LOG("no reset after the crash");
+	if (self->uevents >= 0)
+		EXPECT_TRUE(saw_uevent(self->uevents, "MAIA_RESET_REASON=firmware not responding",
+				       5000));
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_PING, &ping)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(0xf1, ping.echo);
+	EXPECT_EQ(0, fill_and_check(_metadata, self->fd, &self->cb, &self->host, 0x77777777));
+	/* One reset, not one per heartbeat check. */
+	maia_sleep_ms(2500);
+	EXPECT_EQ(resets + 1, kreset_count(&self->node));
+}
+
 TEST_HARNESS_MAIN

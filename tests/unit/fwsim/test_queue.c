@@ -447,6 +447,54 @@ static void test_inject_and_reset(struct env *e)
 	}
 }
 
+/*
+ * A firmware crash (MAIA_REG_DEBUG_INJECT): the heartbeat stops, the
+ * mailbox and the queues answer nothing, until a reset and a new boot.
+ */
+static void test_fw_crash(struct env *e)
+{
+	struct timespec quarter = { 0, 250000000 };
+	uint32_t hb0, hb1, slot, errors;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	hb0 = rd(e, MAIA_REG_FW_HEARTBEAT);
+	nanosleep(&quarter, NULL);
+	hb1 = rd(e, MAIA_REG_FW_HEARTBEAT);
+	tap_ok(hb1 >= hb0 + 2, "the heartbeat counts %u ms periods (%u -> %u over 250 ms)",
+	       MAIA_FW_HEARTBEAT_PERIOD_MS, hb0, hb1);
+
+	errors = guest_errors(e);
+	wr(e, MAIA_REG_DEBUG_INJECT, MAIA_INJECT_HANG | 99u << MAIA_INJECT_QUEUE_SHIFT);
+	wr(e, MAIA_REG_DEBUG_INJECT, 0x7fu);
+	tap_ok(guest_errors(e) == errors + 2 && rd(e, MAIA_REG_DEBUG_INJECT) == 0,
+	       "an injection of a queue or error that does not exist is a guest error");
+
+	wr(e, MAIA_REG_DEBUG_INJECT, MAIA_INJECT_FW_CRASH);
+	hb0 = rd(e, MAIA_REG_FW_HEARTBEAT);
+	nanosleep(&quarter, NULL);
+	tap_ok(rd(e, MAIA_REG_FW_HEARTBEAT) == hb0, "a crashed firmware's heartbeat stops at %u", hb0);
+	tap_ok(mbox(e, MAIA_MBOX_PING, 1, 0, 0, NULL) == 0xffffffffu,
+	       "a crashed firmware leaves a mailbox command BUSY");
+	slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 0xc0de, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->flags == 0 && rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 0,
+	       "a crashed firmware runs no job");
+
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	tap_ok(rd(e, MAIA_REG_FW_HEARTBEAT) == 0, "reset clears the heartbeat");
+	boot_or_die(e);
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	tap_ok(mbox(e, MAIA_MBOX_PING, 1, 0, 0, NULL) == MAIA_MBOX_OK,
+	       "after a reset and a boot the mailbox answers");
+	slot = queue_push(e, &q, nop_buffer(e), 8, 0, 0, 0xc0df, true);
+	maia_sim_drain(e->sim);
+	tap_ok(cqe_at(e, &q, slot)->status == MAIA_STATUS_OK && cqe_at(e, &q, slot)->flags,
+	       "and jobs run again");
+}
+
 int main(void)
 {
 	struct env e;
@@ -463,6 +511,7 @@ int main(void)
 	test_priority(&e);
 	test_shadow(&e);
 	test_inject_and_reset(&e);
+	test_fw_crash(&e);
 	env_fini(&e);
 	return tap_done();
 }

@@ -25,7 +25,12 @@
 #define MAIA_BAR0_SIZE			0x4000u
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
-#define MAIA_HW_REVISION		0x0100u		/* major.minor = 1.0 */
+/*
+ * major.minor = 1.1. Minor versions add registers a driver may use once it
+ * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT and MAIA_REG_DEBUG_INJECT.
+ */
+#define MAIA_HW_REVISION		0x0101u
+#define MAIA_HW_REVISION_HEARTBEAT	0x0101u	/* first revision with the heartbeat */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -58,6 +63,17 @@
 #define MAIA_REG_RESET			0x0030u	/* write MAIA_RESET_MAGIC */
 #define   MAIA_RESET_MAGIC		0x52534554u	/* "RSET" */
 #define MAIA_REG_SCRATCH		0x0034u	/* read/write, cleared by reset */
+/*
+ * Error injection, for tests of recovery (reads as 0): what in the low byte,
+ * the queue in the next. Until the next reset, as the real thing would.
+ */
+#define MAIA_REG_DEBUG_INJECT		0x003cu
+#define   MAIA_INJECT_WHAT_MASK		0x000000ffu
+#define   MAIA_INJECT_QUEUE_MASK	0x0000ff00u
+#define   MAIA_INJECT_QUEUE_SHIFT	8
+#define   MAIA_INJECT_HANG		1u	/* the next job on the queue never completes */
+#define   MAIA_INJECT_MMU_FAULT		2u	/* the next job on the queue faults */
+#define   MAIA_INJECT_FW_CRASH		3u	/* firmware stops: mailbox, jobs, heartbeat */
 
 /* Boot (see maia/hw/boot.h for the protocol) */
 #define MAIA_REG_BOOT_STATUS		0x0040u
@@ -73,6 +89,13 @@
 /* Device time, nanoseconds since reset; read LO first, it latches HI. */
 #define MAIA_REG_TIME_LO		0x0060u
 #define MAIA_REG_TIME_HI		0x0064u
+/*
+ * Firmware heartbeat: while the firmware runs (BOOT_STATUS READY) it counts
+ * up by one every MAIA_FW_HEARTBEAT_PERIOD_MS; it stops when the firmware
+ * does. 0 before the firmware is ready.
+ */
+#define MAIA_REG_FW_HEARTBEAT		0x006cu
+#define   MAIA_FW_HEARTBEAT_PERIOD_MS	100u
 
 /* Event interrupt (MSI-X vector MAIA_VEC_EVENT) */
 #define MAIA_REG_INT_STATUS		0x0080u	/* write 1 to clear */
