@@ -500,6 +500,143 @@ static void test_mx(unsigned int mx)
 	tmem_free(&m);
 }
 
+/*
+ * Reference MX9/MX6/MX4 quantization of one block of 16, from
+ * Documentation/hw/dtypes.rst: E - 127 = floor(log2(max|x|)) clamped to
+ * [-127, 127]; each pair takes u = 1 when both magnitudes, rounded to nearest
+ * even at the finer step, fit in m bits (at every E, the minimum included),
+ * else u = 0 with magnitudes clamped to 2^m - 1. Values (zero always +0) and
+ * the microexponent bits; *e_out is E - 127, or 128 for a NaN block.
+ */
+static void msmx_ref_block(unsigned int mb, const float *x, double *out, unsigned int *micro,
+			   int *e_out)
+{
+	double amax = 0, top = (1 << mb) - 1;
+	int e;
+
+	*micro = 0;
+	for (int i = 0; i < 16; i++) {
+		if (!isfinite(x[i])) {
+			for (int j = 0; j < 16; j++)
+				out[j] = NAN;
+			*e_out = 128;
+			return;
+		}
+		amax = fmax(amax, fabs(x[i]));
+	}
+	e = amax == 0 ? -127 : (int)floor(log2(amax));
+	e = e < -127 ? -127 : e > 127 ? 127 : e;
+	*e_out = e;
+	for (int i = 0; i < 16; i += 2) {
+		for (int u = 1; u >= 0; u--) {
+			double step = ldexp(1, e - u - (int)(mb - 1)), q[2];
+			bool fits = true;
+
+			for (int j = 0; j < 2; j++) {
+				q[j] = nearbyint(fabs((double)x[i + j]) / step);
+				if (q[j] > top) {
+					fits = false;
+					q[j] = top;
+				}
+			}
+			if (fits || !u) {
+				*micro |= (unsigned int)u << (i / 2);
+				for (int j = 0; j < 2; j++)
+					out[i + j] = q[j] == 0 ? 0.0 : copysign(q[j] * step, x[i + j]);
+				break;
+			}
+		}
+	}
+}
+
+/*
+ * Encode one block with the engine, decode it with the engine and with the
+ * reference decoder; count values and microexponent bits that differ from
+ * msmx_ref_block(), and the shared exponent.
+ */
+static unsigned int msmx_check_block(struct tmem *m, unsigned int dt, unsigned int mb,
+				     const float *x)
+{
+	unsigned int bad = 0, micro, bb = maia_dtype_block_bytes(dt);
+	uint8_t *blk = tmem_ptr(m, TMEM_BASE), *sc = tmem_ptr(m, TMEM_BASE + 64);
+	double want[16], got[16];
+	float y[16];
+	int e;
+
+	msmx_ref_block(mb, x, want, &micro, &e);
+	fw_mx_encode(dt, x, 1, blk, sc);
+	fw_mx_decode(dt, blk, sc, 1, y);
+	tget(m, dt, TMEM_BASE, TMEM_BASE + 64, 16, 1, got);
+	bad += *sc != (uint8_t)(e + 127);
+	if (e != 128)
+		bad += blk[bb - 1] != micro;
+	for (int i = 0; i < 16; i++)
+		bad += !same_value(got[i], want[i]) + !same_value(y[i], want[i]);
+	return bad;
+}
+
+/*
+ * Blocks of FP32 subnormals (shared exponent at its minimum, E = 0) and the
+ * normal range next to it: the engine against msmx_ref_block(), which takes
+ * u = 1 there as everywhere else.
+ */
+static void test_msmx_subnormal(unsigned int dt)
+{
+	unsigned int mb = dt == MAIA_DTYPE_MX9 ? 7 : dt == MAIA_DTYPE_MX6 ? 4 : 2;
+	const char *name = dt == MAIA_DTYPE_MX9 ? "mx9" : dt == MAIA_DTYPE_MX6 ? "mx6" : "mx4";
+	unsigned int bad = 0, nblocks = 0, fine_pairs = 0, micro, bad_u = 0;
+	float x[16];
+	double want[16];
+	int e;
+	struct tmem m;
+
+	tmem_init(&m, 4096);
+
+	/*
+	 * The issue's block: 16 x 3 * 2^(-127 - mb) (FP32 subnormals). E = 0;
+	 * u = 1 stores 3 exactly, u = 0 would store the tie 1.5 as 2 (error
+	 * 2^(-127 - mb), a third of the value).
+	 */
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)ldexp(i & 1 ? -3 : 3, -127 - (int)mb);
+	msmx_ref_block(mb, x, want, &micro, &e);
+	bad_u = msmx_check_block(&m, dt, mb, x) != 0 || micro != 0xff || e != -127 ||
+		want[0] != x[0] || want[1] != x[1];
+	tap_ok(!bad_u, "%s: subnormal block 16 x +-3*2^%d: E = 0, every u = 1, exact", name,
+	       -127 - (int)mb);
+
+	trand_seed(dt * 7 + 1);
+	/* block maxima with exponents -149 (smallest subnormal) .. -118 (normal) */
+	for (int emx = -149; emx <= -118; emx++) {
+		for (int t = 0; t < 200; t++) {
+			for (int i = 0; i < 16; i++) {
+				int sh = (t & 3) == 0 ? 0 : (int)(trand_uniform(0, 1) * (float)(t % 12));
+				float r = trand_uniform(-2, 2);
+
+				x[i] = ldexpf(r, emx - sh);
+			}
+			/* pairs at the top of the fine step's range and at its rounding tie */
+			if (t % 5 == 1) {
+				double fine = ldexp(1, (emx < -127 ? -127 : emx) - 1 - (int)(mb - 1));
+
+				x[2] = (float)(fine * ((1 << mb) - 1));
+				x[3] = (float)(fine * ((1 << mb) - 0.5));
+				x[4] = (float)(fine * ((1 << mb) - 1.5));
+				x[5] = -x[4];
+			}
+			bad += msmx_check_block(&m, dt, mb, x);
+			msmx_ref_block(mb, x, want, &micro, &e);
+			if (e == -127)
+				fine_pairs += (unsigned int)__builtin_popcount(micro);
+			nblocks++;
+		}
+	}
+	tap_ok(!bad && fine_pairs > 0,
+	       "%s: %u blocks with maxima 2^-149 .. 2^-117 match the reference quantizer "
+	       "(%u pairs with u = 1 at E = 0; %u wrong)", name, nblocks, fine_pairs, bad);
+	tmem_free(&m);
+}
+
 /* MX9/MX6/MX4: error within half a step of the pair's exponent, idempotent. */
 static void test_msmx(unsigned int dt)
 {
@@ -528,10 +665,10 @@ static void test_msmx(unsigned int dt)
 			amax = fmax(amax, fabs(x[i]));
 			bad_ref += !same_value(y[i], ref[i]);
 		}
-		e = (int)floor(log2(amax));
+		e = amax == 0 ? -127 : (int)fmin(fmax(floor(log2(amax)), -127), 127);
 		for (int i = 0; i < 16; i += 2) {
-			/* u = 1 (one more bit) exactly when both elements fit with it */
-			unsigned int u = (blk[16 * (mb + 1) / 8] >> (i / 2)) & 1, want_u = e > -127;
+			/* u = 1 (one more bit) exactly when both elements fit with it, at every E */
+			unsigned int u = (blk[16 * (mb + 1) / 8] >> (i / 2)) & 1, want_u = 1;
 			double fine = ldexp(1, e - 1 - (int)(mb - 1)), top = ((1 << mb) - 1);
 			double step = ldexp(1, e - (int)u - (int)(mb - 1));
 
@@ -578,5 +715,8 @@ int main(void)
 	test_msmx(MAIA_DTYPE_MX9);
 	test_msmx(MAIA_DTYPE_MX6);
 	test_msmx(MAIA_DTYPE_MX4);
+	test_msmx_subnormal(MAIA_DTYPE_MX9);
+	test_msmx_subnormal(MAIA_DTYPE_MX6);
+	test_msmx_subnormal(MAIA_DTYPE_MX4);
 	return tap_done();
 }
