@@ -65,28 +65,39 @@ static uint32_t enc_engine(const struct fmt *f, float x, bool sat)
 
 /*
  * Reference encoder: the nearest of the format's finite values, ties to the
- * even code; beyond max + half an ulp: Inf (IEEE), NaN (E4M3) or max when
- * saturating or when the format has neither.
+ * even code. Overflow is decided after rounding, as in IEEE 754: above max
+ * the candidates are max and the next value the format would have with one
+ * more exponent, max + ulp(max), whose code is max's plus one; |x| rounding
+ * to that one overflows: Inf (IEEE), NaN (E4M3), or max when saturating or
+ * when the format has neither. So the midpoint max + ulp/2 stays max when
+ * max's code is even (E4M3 448: 464 -> 448) and overflows when it is odd.
  */
 static uint32_t enc_ref(const struct fmt *f, double x, bool sat)
 {
 	uint32_t signbit = 1u << (f->ebits + f->mbits), best = 0, c;
-	double a = fabs(x), bestd = INFINITY, half_ulp = ldexp(1, (int)(log2(f->max)) - f->mbits - 1);
+	double a = fabs(x), bestd = INFINITY;
 	uint32_t sign = signbit * (signbit && signbit(x) ? 1 : 0);
 
 	if (isnan(x))
 		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) |
 			(1u << (f->mbits - 1)) : f->kind == REF_FN ? sign | (signbit - 1) : sign;
-	if (a >= f->max + half_ulp && !sat && f->kind != REF_FINITE)
-		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) : sign | (signbit - 1);
 	/* finite non-negative values increase with the code: bisect */
 	{
 		uint32_t lo = 0, hi = signbit - 1;
+		double top, next;
 
 		while (!isfinite(dec_ref(f, hi)))
 			hi--;
-		if (a >= dec_ref(f, hi))
-			return sign | hi;
+		top = dec_ref(f, hi);
+		next = top + ldexp(1, (int)floor(log2(top)) - f->mbits);	/* code hi + 1 */
+		if (a >= top) {
+			bool over = a - top > next - a || (a - top == next - a && (hi & 1));
+
+			if (!over || sat || f->kind == REF_FINITE)
+				return sign | hi;
+			return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) :
+			       sign | (signbit - 1);
+		}
 		while (hi - lo > 1) {	/* v(lo) <= a < v(hi) */
 			c = lo + (hi - lo) / 2;
 			if (dec_ref(f, c) <= a)
@@ -261,6 +272,125 @@ static void test_int8(void)
 	       fw_f32_to_int8(NAN) == 0 && fw_f32_to_int8(2.5f) == 2 &&
 	       fw_f32_to_int8(-3.5f) == -4 && fw_f32_to_int8(INFINITY) == 127,
 	       "int8: saturation, NaN -> 0, ties to even");
+}
+
+/*
+ * The top of every format: the midpoint between max and the next (virtual)
+ * value max + ulp(max), and the FP32 values one ulp either side of it, both
+ * signs, saturating and not, through the engine's casts (fw_encode with its
+ * saturate flag for the plain dtypes, the element encoder for FP6/FP4).
+ * Checked twice: against the reference encoders, and against the rule as
+ * dtypes.rst states it: the tie stays max only for E4M3 (448's code 0x7e is
+ * even); below it max, above it overflow (Inf / NaN, or max saturating or
+ * without either).
+ */
+struct top_case {
+	const char *name;
+	unsigned int dtype;	/* plain dtype, or FW_ELEM_* */
+	const struct fmt *f;	/* reference encoder; NULL: BF16 */
+	double max, next;
+	bool tie_stays;		/* documented: the tie rounds down to max */
+	int over;		/* non-saturating overflow: 0 max, 1 Inf, 2 NaN */
+};
+
+static double top_engine(const struct top_case *t, float x, bool sat)
+{
+	uint8_t b[2];
+
+	if (t->dtype == FW_ELEM_FP6_E3M2 || t->dtype == FW_ELEM_FP6_E2M3 || t->dtype == FW_ELEM_FP4_E2M1)
+		return dec_ref(t->f, fw_f32_to_elem(x, t->dtype, sat));
+	fw_encode(t->dtype, &x, 1, 1.0f, sat, b);
+	return ref_decode(t->dtype, t->dtype == MAIA_DTYPE_FP16 || t->dtype == MAIA_DTYPE_BF16 ?
+			  (uint32_t)(b[0] | b[1] << 8) : b[0]);
+}
+
+static double top_ref(const struct top_case *t, float x, bool sat)
+{
+	if (!t->f)
+		return ref_decode(MAIA_DTYPE_BF16, bf16_ref(f2u(x)));
+	return dec_ref(t->f, enc_ref(t->f, x, sat));
+}
+
+static void test_tops(void)
+{
+	const struct top_case cases[] = {
+		{ "fp16", MAIA_DTYPE_FP16, &fmts[0], 65504, 65536, false, 1 },
+		{ "bf16", MAIA_DTYPE_BF16, NULL, ldexp(255, 120), ldexp(1, 128), false, 1 },
+		{ "fp8_e4m3", MAIA_DTYPE_FP8_E4M3, &fmts[1], 448, 480, true, 2 },
+		{ "fp8_e5m2", MAIA_DTYPE_FP8_E5M2, &fmts[2], 57344, 65536, false, 1 },
+		{ "fp6_e3m2", FW_ELEM_FP6_E3M2, &fmts[3], 28, 32, false, 0 },
+		{ "fp6_e2m3", FW_ELEM_FP6_E2M3, &fmts[4], 7.5, 8, false, 0 },
+		{ "fp4_e2m1", FW_ELEM_FP4_E2M1, &fmts[5], 6, 8, false, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct top_case *t = &cases[k];
+		/* FP8 and FP16/BF16 ignore or honour the flag; both are checked */
+		float mid = (float)((t->max + t->next) / 2);
+		float pts[3] = { nextafterf(mid, 0), mid, nextafterf(mid, INFINITY) };
+		unsigned int bad_ref = 0, bad_rule = 0;
+		double got_tie[2] = { 0, 0 };
+
+		for (int p = 0; p < 3; p++)
+			for (int neg = 0; neg < 2; neg++)
+				for (int sat = 0; sat < 2; sat++) {
+					float x = neg ? -pts[p] : pts[p];
+					double got = top_engine(t, x, sat), want;
+					/* FP16/BF16 always overflow to Inf: the flag is FP8's only */
+					bool s = sat && (t->dtype == MAIA_DTYPE_FP8_E4M3 ||
+							 t->dtype == MAIA_DTYPE_FP8_E5M2);
+					bool over = p == 2 || (p == 1 && !t->tie_stays);
+
+					bad_ref += !same_value(got, top_ref(t, x, s));
+					if (!over || s || t->over == 0)
+						want = t->max;
+					else
+						want = t->over == 1 ? INFINITY : NAN;
+					bad_rule += !same_value(got, neg ? -want : want);
+					if (p == 1 && !neg)
+						got_tie[sat] = got;
+				}
+		tap_ok(!bad_ref && !bad_rule && (double)mid == (t->max + t->next) / 2,
+		       "%s: top tie %.9g -> %g (saturating %g), +-1 FP32 ulp either side, both signs, "
+		       "saturating and not: %u differ from the reference, %u from the documented rule",
+		       t->name, (double)mid, got_tie[0], got_tie[1], bad_ref, bad_rule);
+	}
+
+	/* FP8 with a per-tensor scale: the rule applies to x / scale */
+	{
+		unsigned int bad = 0;
+		float sc = 0.25f, x[4] = { 464 * 0.25f, nextafterf(464, INFINITY) * 0.25f,
+					   61440 * 0.25f, nextafterf(61440, 0) * 0.25f };
+		uint8_t b[4];
+
+		fw_encode(MAIA_DTYPE_FP8_E4M3, x, 2, sc, false, b);
+		bad += b[0] != 0x7e || b[1] != 0x7f;
+		fw_encode(MAIA_DTYPE_FP8_E5M2, x + 2, 2, sc, false, b + 2);
+		bad += b[2] != 0x7c || b[3] != 0x7b;
+		fw_encode(MAIA_DTYPE_FP8_E5M2, x + 2, 2, sc, true, b + 2);
+		bad += b[2] != 0x7b || b[3] != 0x7b;
+		tap_ok(!bad, "fp8 with scale 0.25: 116 -> 448, 116.00001 -> NaN (E4M3); 15360 -> Inf "
+		       "(E5M2), saturating 57344");
+	}
+
+	/* INT8 rounds to even and then clamps */
+	{
+		const float in[] = { 127.5f, nextafterf(127.5f, 0), nextafterf(127.5f, 200), 126.5f,
+				     -128.5f, nextafterf(-128.5f, 0), nextafterf(-128.5f, -200), -127.5f };
+		const int8_t want[] = { 127, 127, 127, 126, -128, -128, -128, -128 };
+		unsigned int bad = 0;
+		uint8_t b[8];
+
+		for (int sat = 0; sat < 2; sat++) {
+			fw_encode(MAIA_DTYPE_INT8, in, 8, 1.0f, sat, b);
+			for (int i = 0; i < 8; i++) {
+				double r = fmin(fmax(nearbyint(in[i]), -128), 127);
+
+				bad += (int8_t)b[i] != want[i] || (int8_t)b[i] != r;
+			}
+		}
+		tap_ok(!bad, "int8: 127.5 -> 127, -128.5 -> -128, -127.5 -> -128, +-1 ulp, both flags");
+	}
 }
 
 /* ---- MX block formats ---- */
@@ -710,6 +840,7 @@ int main(void)
 	test_bf16();
 	test_fp16_sample();
 	test_int8();
+	test_tops();
 	for (size_t i = 0; i < sizeof(mx_types) / sizeof(mx_types[0]); i++)
 		test_mx(mx_types[i]);
 	test_msmx(MAIA_DTYPE_MX9);
