@@ -283,20 +283,25 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 	blk[MAIA_MSMX_BLOCK * w / 8] = micro;
 }
 
-void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
-		    size_t nblocks, float *dst)
+void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			   size_t nblocks, float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
 	size_t b;
 
-	if (fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
-		return;
 	for (b = 0; b < nblocks; b++) {
 		if (dtype >= MAIA_DTYPE_MX9)
 			msmx_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
 		else
 			ocp_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
 	}
+}
+
+void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		    size_t nblocks, float *dst)
+{
+	if (!fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
+		fw_mx_decode_scalar(dtype, blocks, scales, nblocks, dst);
 }
 
 void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
