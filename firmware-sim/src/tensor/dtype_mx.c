@@ -250,10 +250,13 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 		unsigned int v[2], u = 0;
 
 		/*
-		 * A pair whose larger element is below 2^x takes the extra bit of
-		 * precision (u = 1), unless rounding would carry it out of range.
+		 * Every pair first tries the extra bit of precision (u = 1) and
+		 * keeps it when both elements fit after rounding. That includes
+		 * x = -127 (blocks of FP32 subnormals): step 2^(-127 - 1 - (m - 1))
+		 * is as valid a value of the format as any other, and the finer
+		 * grid contains the coarse one, so u = 1 is never less accurate.
 		 */
-		for (int try_u = x > -E8M0_BIAS; ; try_u--) {
+		for (int try_u = 1; ; try_u--) {
 			bool fits = true;
 
 			for (unsigned int j = 0; j < 2; j++) {
@@ -280,20 +283,25 @@ static void msmx_encode(unsigned int dtype, const float *src, uint8_t *blk, uint
 	blk[MAIA_MSMX_BLOCK * w / 8] = micro;
 }
 
-void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
-		    size_t nblocks, float *dst)
+void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			   size_t nblocks, float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
 	size_t b;
 
-	if (fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
-		return;
 	for (b = 0; b < nblocks; b++) {
 		if (dtype >= MAIA_DTYPE_MX9)
 			msmx_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
 		else
 			ocp_decode(dtype, blocks + b * bb, scales[b], dst + b * bs);
 	}
+}
+
+void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		    size_t nblocks, float *dst)
+{
+	if (!fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
+		fw_mx_decode_scalar(dtype, blocks, scales, nblocks, dst);
 }
 
 void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,

@@ -61,6 +61,9 @@ void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scal
 		    size_t nblocks, float *dst);
 void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
 		    uint8_t *blocks, uint8_t *scales);
+/* fw_mx_decode() in plain C only: the reference the SIMD decoders match. */
+void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			   size_t nblocks, float *dst);
 /* fw_mx_decode() with SIMD where this CPU and dtype have it; false: not done. */
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, float *dst);

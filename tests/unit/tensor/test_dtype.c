@@ -65,28 +65,39 @@ static uint32_t enc_engine(const struct fmt *f, float x, bool sat)
 
 /*
  * Reference encoder: the nearest of the format's finite values, ties to the
- * even code; beyond max + half an ulp: Inf (IEEE), NaN (E4M3) or max when
- * saturating or when the format has neither.
+ * even code. Overflow is decided after rounding, as in IEEE 754: above max
+ * the candidates are max and the next value the format would have with one
+ * more exponent, max + ulp(max), whose code is max's plus one; |x| rounding
+ * to that one overflows: Inf (IEEE), NaN (E4M3), or max when saturating or
+ * when the format has neither. So the midpoint max + ulp/2 stays max when
+ * max's code is even (E4M3 448: 464 -> 448) and overflows when it is odd.
  */
 static uint32_t enc_ref(const struct fmt *f, double x, bool sat)
 {
 	uint32_t signbit = 1u << (f->ebits + f->mbits), best = 0, c;
-	double a = fabs(x), bestd = INFINITY, half_ulp = ldexp(1, (int)(log2(f->max)) - f->mbits - 1);
+	double a = fabs(x), bestd = INFINITY;
 	uint32_t sign = signbit * (signbit && signbit(x) ? 1 : 0);
 
 	if (isnan(x))
 		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) |
 			(1u << (f->mbits - 1)) : f->kind == REF_FN ? sign | (signbit - 1) : sign;
-	if (a >= f->max + half_ulp && !sat && f->kind != REF_FINITE)
-		return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) : sign | (signbit - 1);
 	/* finite non-negative values increase with the code: bisect */
 	{
 		uint32_t lo = 0, hi = signbit - 1;
+		double top, next;
 
 		while (!isfinite(dec_ref(f, hi)))
 			hi--;
-		if (a >= dec_ref(f, hi))
-			return sign | hi;
+		top = dec_ref(f, hi);
+		next = top + ldexp(1, (int)floor(log2(top)) - f->mbits);	/* code hi + 1 */
+		if (a >= top) {
+			bool over = a - top > next - a || (a - top == next - a && (hi & 1));
+
+			if (!over || sat || f->kind == REF_FINITE)
+				return sign | hi;
+			return f->kind == REF_IEEE ? sign | (((1u << f->ebits) - 1) << f->mbits) :
+			       sign | (signbit - 1);
+		}
 		while (hi - lo > 1) {	/* v(lo) <= a < v(hi) */
 			c = lo + (hi - lo) / 2;
 			if (dec_ref(f, c) <= a)
@@ -261,6 +272,125 @@ static void test_int8(void)
 	       fw_f32_to_int8(NAN) == 0 && fw_f32_to_int8(2.5f) == 2 &&
 	       fw_f32_to_int8(-3.5f) == -4 && fw_f32_to_int8(INFINITY) == 127,
 	       "int8: saturation, NaN -> 0, ties to even");
+}
+
+/*
+ * The top of every format: the midpoint between max and the next (virtual)
+ * value max + ulp(max), and the FP32 values one ulp either side of it, both
+ * signs, saturating and not, through the engine's casts (fw_encode with its
+ * saturate flag for the plain dtypes, the element encoder for FP6/FP4).
+ * Checked twice: against the reference encoders, and against the rule as
+ * dtypes.rst states it: the tie stays max only for E4M3 (448's code 0x7e is
+ * even); below it max, above it overflow (Inf / NaN, or max saturating or
+ * without either).
+ */
+struct top_case {
+	const char *name;
+	unsigned int dtype;	/* plain dtype, or FW_ELEM_* */
+	const struct fmt *f;	/* reference encoder; NULL: BF16 */
+	double max, next;
+	bool tie_stays;		/* documented: the tie rounds down to max */
+	int over;		/* non-saturating overflow: 0 max, 1 Inf, 2 NaN */
+};
+
+static double top_engine(const struct top_case *t, float x, bool sat)
+{
+	uint8_t b[2];
+
+	if (t->dtype == FW_ELEM_FP6_E3M2 || t->dtype == FW_ELEM_FP6_E2M3 || t->dtype == FW_ELEM_FP4_E2M1)
+		return dec_ref(t->f, fw_f32_to_elem(x, t->dtype, sat));
+	fw_encode(t->dtype, &x, 1, 1.0f, sat, b);
+	return ref_decode(t->dtype, t->dtype == MAIA_DTYPE_FP16 || t->dtype == MAIA_DTYPE_BF16 ?
+			  (uint32_t)(b[0] | b[1] << 8) : b[0]);
+}
+
+static double top_ref(const struct top_case *t, float x, bool sat)
+{
+	if (!t->f)
+		return ref_decode(MAIA_DTYPE_BF16, bf16_ref(f2u(x)));
+	return dec_ref(t->f, enc_ref(t->f, x, sat));
+}
+
+static void test_tops(void)
+{
+	const struct top_case cases[] = {
+		{ "fp16", MAIA_DTYPE_FP16, &fmts[0], 65504, 65536, false, 1 },
+		{ "bf16", MAIA_DTYPE_BF16, NULL, ldexp(255, 120), ldexp(1, 128), false, 1 },
+		{ "fp8_e4m3", MAIA_DTYPE_FP8_E4M3, &fmts[1], 448, 480, true, 2 },
+		{ "fp8_e5m2", MAIA_DTYPE_FP8_E5M2, &fmts[2], 57344, 65536, false, 1 },
+		{ "fp6_e3m2", FW_ELEM_FP6_E3M2, &fmts[3], 28, 32, false, 0 },
+		{ "fp6_e2m3", FW_ELEM_FP6_E2M3, &fmts[4], 7.5, 8, false, 0 },
+		{ "fp4_e2m1", FW_ELEM_FP4_E2M1, &fmts[5], 6, 8, false, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct top_case *t = &cases[k];
+		/* FP8 and FP16/BF16 ignore or honour the flag; both are checked */
+		float mid = (float)((t->max + t->next) / 2);
+		float pts[3] = { nextafterf(mid, 0), mid, nextafterf(mid, INFINITY) };
+		unsigned int bad_ref = 0, bad_rule = 0;
+		double got_tie[2] = { 0, 0 };
+
+		for (int p = 0; p < 3; p++)
+			for (int neg = 0; neg < 2; neg++)
+				for (int sat = 0; sat < 2; sat++) {
+					float x = neg ? -pts[p] : pts[p];
+					double got = top_engine(t, x, sat), want;
+					/* FP16/BF16 always overflow to Inf: the flag is FP8's only */
+					bool s = sat && (t->dtype == MAIA_DTYPE_FP8_E4M3 ||
+							 t->dtype == MAIA_DTYPE_FP8_E5M2);
+					bool over = p == 2 || (p == 1 && !t->tie_stays);
+
+					bad_ref += !same_value(got, top_ref(t, x, s));
+					if (!over || s || t->over == 0)
+						want = t->max;
+					else
+						want = t->over == 1 ? INFINITY : NAN;
+					bad_rule += !same_value(got, neg ? -want : want);
+					if (p == 1 && !neg)
+						got_tie[sat] = got;
+				}
+		tap_ok(!bad_ref && !bad_rule && (double)mid == (t->max + t->next) / 2,
+		       "%s: top tie %.9g -> %g (saturating %g), +-1 FP32 ulp either side, both signs, "
+		       "saturating and not: %u differ from the reference, %u from the documented rule",
+		       t->name, (double)mid, got_tie[0], got_tie[1], bad_ref, bad_rule);
+	}
+
+	/* FP8 with a per-tensor scale: the rule applies to x / scale */
+	{
+		unsigned int bad = 0;
+		float sc = 0.25f, x[4] = { 464 * 0.25f, nextafterf(464, INFINITY) * 0.25f,
+					   61440 * 0.25f, nextafterf(61440, 0) * 0.25f };
+		uint8_t b[4];
+
+		fw_encode(MAIA_DTYPE_FP8_E4M3, x, 2, sc, false, b);
+		bad += b[0] != 0x7e || b[1] != 0x7f;
+		fw_encode(MAIA_DTYPE_FP8_E5M2, x + 2, 2, sc, false, b + 2);
+		bad += b[2] != 0x7c || b[3] != 0x7b;
+		fw_encode(MAIA_DTYPE_FP8_E5M2, x + 2, 2, sc, true, b + 2);
+		bad += b[2] != 0x7b || b[3] != 0x7b;
+		tap_ok(!bad, "fp8 with scale 0.25: 116 -> 448, 116.00001 -> NaN (E4M3); 15360 -> Inf "
+		       "(E5M2), saturating 57344");
+	}
+
+	/* INT8 rounds to even and then clamps */
+	{
+		const float in[] = { 127.5f, nextafterf(127.5f, 0), nextafterf(127.5f, 200), 126.5f,
+				     -128.5f, nextafterf(-128.5f, 0), nextafterf(-128.5f, -200), -127.5f };
+		const int8_t want[] = { 127, 127, 127, 126, -128, -128, -128, -128 };
+		unsigned int bad = 0;
+		uint8_t b[8];
+
+		for (int sat = 0; sat < 2; sat++) {
+			fw_encode(MAIA_DTYPE_INT8, in, 8, 1.0f, sat, b);
+			for (int i = 0; i < 8; i++) {
+				double r = fmin(fmax(nearbyint(in[i]), -128), 127);
+
+				bad += (int8_t)b[i] != want[i] || (int8_t)b[i] != r;
+			}
+		}
+		tap_ok(!bad, "int8: 127.5 -> 127, -128.5 -> -128, -127.5 -> -128, +-1 ulp, both flags");
+	}
 }
 
 /* ---- MX block formats ---- */
@@ -500,6 +630,222 @@ static void test_mx(unsigned int mx)
 	tmem_free(&m);
 }
 
+/*
+ * Reference MX9/MX6/MX4 quantization of one block of 16, from
+ * Documentation/hw/dtypes.rst: E - 127 = floor(log2(max|x|)) clamped to
+ * [-127, 127]; each pair takes u = 1 when both magnitudes, rounded to nearest
+ * even at the finer step, fit in m bits (at every E, the minimum included),
+ * else u = 0 with magnitudes clamped to 2^m - 1. Values (zero always +0) and
+ * the microexponent bits; *e_out is E - 127, or 128 for a NaN block.
+ */
+static void msmx_ref_block(unsigned int mb, const float *x, double *out, unsigned int *micro,
+			   int *e_out)
+{
+	double amax = 0, top = (1 << mb) - 1;
+	int e;
+
+	*micro = 0;
+	for (int i = 0; i < 16; i++) {
+		if (!isfinite(x[i])) {
+			for (int j = 0; j < 16; j++)
+				out[j] = NAN;
+			*e_out = 128;
+			return;
+		}
+		amax = fmax(amax, fabs(x[i]));
+	}
+	e = amax == 0 ? -127 : (int)floor(log2(amax));
+	e = e < -127 ? -127 : e > 127 ? 127 : e;
+	*e_out = e;
+	for (int i = 0; i < 16; i += 2) {
+		for (int u = 1; u >= 0; u--) {
+			double step = ldexp(1, e - u - (int)(mb - 1)), q[2];
+			bool fits = true;
+
+			for (int j = 0; j < 2; j++) {
+				q[j] = nearbyint(fabs((double)x[i + j]) / step);
+				if (q[j] > top) {
+					fits = false;
+					q[j] = top;
+				}
+			}
+			if (fits || !u) {
+				*micro |= (unsigned int)u << (i / 2);
+				for (int j = 0; j < 2; j++)
+					out[i + j] = q[j] == 0 ? 0.0 : copysign(q[j] * step, x[i + j]);
+				break;
+			}
+		}
+	}
+}
+
+/*
+ * Encode one block with the engine, decode it with the engine and with the
+ * reference decoder; count values and microexponent bits that differ from
+ * msmx_ref_block(), and the shared exponent.
+ */
+static unsigned int msmx_check_block(struct tmem *m, unsigned int dt, unsigned int mb,
+				     const float *x)
+{
+	unsigned int bad = 0, micro, bb = maia_dtype_block_bytes(dt);
+	uint8_t *blk = tmem_ptr(m, TMEM_BASE), *sc = tmem_ptr(m, TMEM_BASE + 64);
+	double want[16], got[16];
+	float y[16];
+	int e;
+
+	msmx_ref_block(mb, x, want, &micro, &e);
+	fw_mx_encode(dt, x, 1, blk, sc);
+	fw_mx_decode(dt, blk, sc, 1, y);
+	tget(m, dt, TMEM_BASE, TMEM_BASE + 64, 16, 1, got);
+	bad += *sc != (uint8_t)(e + 127);
+	if (e != 128)
+		bad += blk[bb - 1] != micro;
+	for (int i = 0; i < 16; i++)
+		bad += !same_value(got[i], want[i]) + !same_value(y[i], want[i]);
+	return bad;
+}
+
+/*
+ * Blocks of FP32 subnormals (shared exponent at its minimum, E = 0) and the
+ * normal range next to it: the engine against msmx_ref_block(), which takes
+ * u = 1 there as everywhere else.
+ */
+static void test_msmx_subnormal(unsigned int dt)
+{
+	unsigned int mb = dt == MAIA_DTYPE_MX9 ? 7 : dt == MAIA_DTYPE_MX6 ? 4 : 2;
+	const char *name = dt == MAIA_DTYPE_MX9 ? "mx9" : dt == MAIA_DTYPE_MX6 ? "mx6" : "mx4";
+	unsigned int bad = 0, nblocks = 0, fine_pairs = 0, micro, bad_u = 0;
+	float x[16];
+	double want[16];
+	int e;
+	struct tmem m;
+
+	tmem_init(&m, 4096);
+
+	/*
+	 * The issue's block: 16 x 3 * 2^(-127 - mb) (FP32 subnormals). E = 0;
+	 * u = 1 stores 3 exactly, u = 0 would store the tie 1.5 as 2 (error
+	 * 2^(-127 - mb), a third of the value).
+	 */
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)ldexp(i & 1 ? -3 : 3, -127 - (int)mb);
+	msmx_ref_block(mb, x, want, &micro, &e);
+	bad_u = msmx_check_block(&m, dt, mb, x) != 0 || micro != 0xff || e != -127 ||
+		want[0] != x[0] || want[1] != x[1];
+	tap_ok(!bad_u, "%s: subnormal block 16 x +-3*2^%d: E = 0, every u = 1, exact", name,
+	       -127 - (int)mb);
+
+	trand_seed(dt * 7 + 1);
+	/* block maxima with exponents -149 (smallest subnormal) .. -118 (normal) */
+	for (int emx = -149; emx <= -118; emx++) {
+		for (int t = 0; t < 200; t++) {
+			for (int i = 0; i < 16; i++) {
+				int sh = (t & 3) == 0 ? 0 : (int)(trand_uniform(0, 1) * (float)(t % 12));
+				float r = trand_uniform(-2, 2);
+
+				x[i] = ldexpf(r, emx - sh);
+			}
+			/* pairs at the top of the fine step's range and at its rounding tie */
+			if (t % 5 == 1) {
+				double fine = ldexp(1, (emx < -127 ? -127 : emx) - 1 - (int)(mb - 1));
+
+				x[2] = (float)(fine * ((1 << mb) - 1));
+				x[3] = (float)(fine * ((1 << mb) - 0.5));
+				x[4] = (float)(fine * ((1 << mb) - 1.5));
+				x[5] = -x[4];
+			}
+			bad += msmx_check_block(&m, dt, mb, x);
+			msmx_ref_block(mb, x, want, &micro, &e);
+			if (e == -127)
+				fine_pairs += (unsigned int)__builtin_popcount(micro);
+			nblocks++;
+		}
+	}
+	tap_ok(!bad && fine_pairs > 0,
+	       "%s: %u blocks with maxima 2^-149 .. 2^-117 match the reference quantizer "
+	       "(%u pairs with u = 1 at E = 0; %u wrong)", name, nblocks, fine_pairs, bad);
+	tmem_free(&m);
+}
+
+/*
+ * Edge blocks of the OCP MX formats: elements at the tie above the element's
+ * top (E4M3 464, E5M2 61440, E3M2 30, E2M3 7.75, E2M1 7, MXINT8 127.5/64),
+ * one FP32 ulp either side, the top itself, both signs, with block scales
+ * from 2^-127 (a subnormal scale) up; and blocks of FP32 subnormals. The
+ * engine's quantizer against mx_ref_block() (elements saturate, so every
+ * one of these is the element max), and the decoders: AVX2 (where this CPU
+ * and format have it) and scalar bit for bit, both against the reference.
+ */
+static void test_mx_edges(unsigned int mx)
+{
+	const struct fmt *f = elem_fmt(mx);
+	const char *name = f ? f->name : "int8";
+	int emax = emax_of(mx);
+	double top = elem_max(mx), next = f ? top + ldexp(1, emax - f->mbits) : 2.0;
+	const int xs[] = { -127, -126, -125, -60, -1, 0, 1, 60, 126 - emax };
+	unsigned int bad_enc = 0, bad_dec = 0, bad_simd = 0, nblocks = 0, nsimd = 0;
+	uint8_t *blk, *sc;
+	float x[32], ys[32], yv[32];
+	double ref[32], rd[32];
+	int sc_exp;
+	struct tmem m;
+
+	tmem_init(&m, 4096);
+	blk = tmem_ptr(&m, TMEM_BASE);
+	sc = tmem_ptr(&m, TMEM_BASE + 64);
+	trand_seed(mx * 3 + 11);
+	for (size_t k = 0; k < sizeof(xs) / sizeof(xs[0]) + 1; k++) {
+		for (int t = 0; t < 8; t++) {
+			bool subn = k == sizeof(xs) / sizeof(xs[0]);
+			float mid;
+
+			if (subn) {	/* FP32 subnormals, scale clamped to 2^-127 */
+				for (int i = 0; i < 32; i++)
+					x[i] = ldexpf(trand_uniform(-1, 1), -127 - t * 3);
+			} else {
+				mid = (float)ldexp((top + next) / 2, xs[k]);
+				for (int i = 0; i < 32; i++)
+					x[i] = ldexpf(trand_uniform(-1, 1), emax + xs[k] - (i % 5));
+				x[0] = mid;
+				x[1] = -mid;
+				x[2 + t % 3] = nextafterf(mid, 0);
+				x[5 + t % 3] = nextafterf(mid, INFINITY);
+				x[8] = -nextafterf(mid, INFINITY);
+				x[9] = -nextafterf(mid, 0);
+				x[10] = (float)ldexp(top, xs[k]);
+				x[11] = -x[10];
+			}
+			mx_ref_block(mx, x, ref, &sc_exp);
+			fw_mx_encode(mx, x, 1, blk, sc);
+			bad_enc += sc[0] != sc_exp + 127;
+			tget(&m, mx, TMEM_BASE, TMEM_BASE + 64, 32, 1, rd);
+			fw_mx_decode_scalar(mx, blk, sc, 1, ys);
+			for (int i = 0; i < 32; i++) {
+				bad_enc += !same_value(rd[i], ref[i]) && !(rd[i] == 0 && ref[i] == 0);
+				bad_dec += !same_value(ys[i], (float)rd[i]);
+			}
+			if (!subn) {	/* the tie and its neighbours all give the element max */
+				const int at[] = { 0, 1, 2 + t % 3, 5 + t % 3, 8, 9, 10, 11 };
+
+				for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+					bad_enc += fabs(rd[at[i]]) != ldexp(top, xs[k]) ||
+						   !signbit(rd[at[i]]) != !signbit(x[at[i]]);
+			}
+			if (fw_mx_decode_simd(mx, blk, sc, 1, yv)) {
+				nsimd++;
+				bad_simd += memcmp(ys, yv, sizeof(ys)) != 0;
+			}
+			nblocks++;
+		}
+	}
+	tap_ok(!bad_enc && !bad_dec && !bad_simd,
+	       "mx %s: %u edge blocks (top tie %g +-1 ulp, scales 2^-127..2^%d, FP32 subnormals): "
+	       "quantizer and scalar decode match the reference, %u AVX2 decodes equal the scalar "
+	       "bit for bit (%u/%u/%u wrong)", name, nblocks, (top + next) / 2, 126 - emax, nsimd,
+	       bad_enc, bad_dec, bad_simd);
+	tmem_free(&m);
+}
+
 /* MX9/MX6/MX4: error within half a step of the pair's exponent, idempotent. */
 static void test_msmx(unsigned int dt)
 {
@@ -528,10 +874,10 @@ static void test_msmx(unsigned int dt)
 			amax = fmax(amax, fabs(x[i]));
 			bad_ref += !same_value(y[i], ref[i]);
 		}
-		e = (int)floor(log2(amax));
+		e = amax == 0 ? -127 : (int)fmin(fmax(floor(log2(amax)), -127), 127);
 		for (int i = 0; i < 16; i += 2) {
-			/* u = 1 (one more bit) exactly when both elements fit with it */
-			unsigned int u = (blk[16 * (mb + 1) / 8] >> (i / 2)) & 1, want_u = e > -127;
+			/* u = 1 (one more bit) exactly when both elements fit with it, at every E */
+			unsigned int u = (blk[16 * (mb + 1) / 8] >> (i / 2)) & 1, want_u = 1;
 			double fine = ldexp(1, e - 1 - (int)(mb - 1)), top = ((1 << mb) - 1);
 			double step = ldexp(1, e - (int)u - (int)(mb - 1));
 
@@ -573,10 +919,16 @@ int main(void)
 	test_bf16();
 	test_fp16_sample();
 	test_int8();
+	test_tops();
 	for (size_t i = 0; i < sizeof(mx_types) / sizeof(mx_types[0]); i++)
 		test_mx(mx_types[i]);
+	for (size_t i = 0; i < sizeof(mx_types) / sizeof(mx_types[0]); i++)
+		test_mx_edges(mx_types[i]);
 	test_msmx(MAIA_DTYPE_MX9);
 	test_msmx(MAIA_DTYPE_MX6);
 	test_msmx(MAIA_DTYPE_MX4);
+	test_msmx_subnormal(MAIA_DTYPE_MX9);
+	test_msmx_subnormal(MAIA_DTYPE_MX6);
+	test_msmx_subnormal(MAIA_DTYPE_MX4);
 	return tap_done();
 }
