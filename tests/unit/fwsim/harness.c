@@ -31,10 +31,42 @@ static int env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
 	struct env *e = opaque;
 
+	pthread_mutex_lock(&e->lock);
+	while (e->gate_closed && addr <= e->gate_addr && e->gate_addr < addr + len) {
+		e->gate_hit = true;
+		pthread_cond_broadcast(&e->cond);
+		pthread_cond_wait(&e->cond, &e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
 	if (!dma_ok(e, addr, len))
 		return -1;
 	memcpy(buf, e->host + (addr - HOST_BASE), len);
 	return 0;
+}
+
+void gate_close(struct env *e, uint64_t addr)
+{
+	pthread_mutex_lock(&e->lock);
+	e->gate_addr = addr;
+	e->gate_closed = true;
+	e->gate_hit = false;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void gate_wait_hit(struct env *e)
+{
+	pthread_mutex_lock(&e->lock);
+	while (!e->gate_hit)
+		pthread_cond_wait(&e->cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void gate_open(struct env *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->gate_closed = false;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
 }
 
 static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)

@@ -44,6 +44,9 @@ struct env {
 	int shadow_queue;
 	bool shadow_enabled;
 	uint64_t dma_fail_addr;		/* DMA touching this page fails (0 = none) */
+	/* A DMA read of gate_addr waits while gate_closed (gate_close()). */
+	uint64_t gate_addr;
+	bool gate_closed, gate_hit;
 };
 
 struct tq {
@@ -64,6 +67,16 @@ void env_fini(struct env *e);
 void *host_ptr(struct env *e, uint64_t bus);
 uint64_t host_alloc(struct env *e, uint64_t size, uint64_t align);
 uint64_t hbm_alloc(struct env *e, uint64_t size, uint64_t align);
+
+/*
+ * Holds the device worker: its next DMA read of @addr (a command buffer,
+ * say) blocks until gate_open(). gate_wait_hit() returns once the worker is
+ * blocked there, so the test can set things up while the device stands
+ * still, however slowly the test itself runs.
+ */
+void gate_close(struct env *e, uint64_t addr);
+void gate_wait_hit(struct env *e);
+void gate_open(struct env *e);
 
 uint32_t rd(struct env *e, uint32_t off);
 void wr(struct env *e, uint32_t off, uint32_t val);

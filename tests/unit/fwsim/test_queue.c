@@ -231,14 +231,27 @@ static uint64_t host_u64(struct env *e, uint64_t a)
  * in HBM (tens of ms; one fill was sometimes over before the second
  * doorbell on a loaded machine).
  */
+/*
+ * Holds the worker inside the fetch of a job on @q (harness gate) until
+ * release_worker(): doorbells rung meanwhile are all seen before it picks
+ * the next queue, however long the test thread is descheduled.
+ */
 static void stall_worker(struct env *e, struct tq *q)
 {
 	struct cmdbuf cb;
+	uint64_t addr;
 
 	cb_init(&cb);
-	for (int i = 0; i < 8; i++)
-		cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, 0);
-	queue_push(e, q, cb_to_host(e, &cb), cb.len, 0, 0, 0x57a11, true);
+	cmd_fill(&cb, MAIA_PHYS_HBM, 4096, 0);
+	addr = cb_to_host(e, &cb);
+	gate_close(e, addr);
+	queue_push(e, q, addr, cb.len, 0, 0, 0x57a11, true);
+	gate_wait_hit(e);
+}
+
+static void release_worker(struct env *e)
+{
+	gate_open(e);
 }
 
 static void test_priority(struct env *e)
@@ -258,6 +271,7 @@ static void test_priority(struct env *e)
 	stall_worker(e, &blk);
 	wr(e, MAIA_REG_DOORBELL(0), 3);		/* low first */
 	wr(e, MAIA_REG_DOORBELL(1), 3);
+	release_worker(e);
 	maia_sim_drain(e->sim);
 	ok = host_u64(e, hi_ts[2]) < host_u64(e, lo_ts[0]) &&
 	     host_u64(e, hi_ts[0]) < host_u64(e, hi_ts[1]) &&
@@ -278,6 +292,7 @@ static void test_priority(struct env *e)
 	stall_worker(e, &blk);
 	wr(e, MAIA_REG_DOORBELL(0), 4);
 	wr(e, MAIA_REG_DOORBELL(1), 4);
+	release_worker(e);
 	maia_sim_drain(e->sim);
 	ok = true;
 	for (int i = 0; i < 4; i++) {
