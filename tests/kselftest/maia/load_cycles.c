@@ -42,6 +42,7 @@
 #define MAX_NAMES	64
 #define MAX_SYMS	8192
 #define SETTLE_MS	15000	/* kfree_rcu() batches for up to 5 s, then a grace period */
+#define SETTLE_MAX_MS	60000
 #define DEBUGFS		"/sys/kernel/debug"
 #define SLAB_DEBUGFS	DEBUGFS "/slab"
 
@@ -153,7 +154,7 @@ static bool frame_is_maia(const char *frame)
 {
 	if (!strncmp(frame, "0x", 2))
 		return in_maia_text(strtoull(frame, NULL, 16));
-	return strstr(frame, " [maia]") != NULL;
+	return strstr(frame, " [maia]");
 }
 
 /* A maia frame as "maia_probe+0x3c [maia]", also once maia.ko is gone. */
@@ -227,8 +228,9 @@ static long maia_objects_in(struct __test_metadata *_metadata, const char *cache
 		if (maia && count > 0) {
 			total += count;
 			if ((*logged)++ < 8)
-				TH_LOG("  %s: %ld live object(s) from %s via %s", cache, count,
-				       site, via);
+				TH_LOG("  %s: %ld live object(s) from %s%s%s", cache, count, site,
+				       strcmp(site, via) ? " via " : "",
+				       strcmp(site, via) ? via : "");
 		}
 		if (len < 0)
 			break;
@@ -266,7 +268,7 @@ static bool tracks_ownership(const char *cache)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(not_ownership) / sizeof(not_ownership[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(not_ownership); i++)
 		if (!strcmp(cache, not_ownership[i]))
 			return false;
 	return true;
@@ -293,7 +295,8 @@ static long maia_slab_objects(struct __test_metadata *_metadata, bool log)
 /* vmalloc/ioremap areas whose caller is maia.ko's code. */
 static int maia_vmalloc_areas(struct __test_metadata *_metadata, bool log)
 {
-	char line[512], caller[256];
+	char line[512], range[64], caller[256], name[256];
+	unsigned long size;
 	int n = 0;
 	FILE *f;
 
@@ -302,10 +305,12 @@ static int maia_vmalloc_areas(struct __test_metadata *_metadata, bool log)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		/* "0xstart-0xend size caller pages=... vmalloc" */
-		if (sscanf(line, "%*s %*s %255s", caller) != 1 || !frame_is_maia(caller))
+		if (sscanf(line, "%63s %lu %255s", range, &size, caller) != 3 ||
+		    !frame_is_maia(caller))
 			continue;
+		maia_frame_name(caller, name, sizeof(name));
 		if (log && n < 8)
-			TH_LOG("  vmalloc area left: %.*s", (int)strcspn(line, "\n"), line);
+			TH_LOG("  vmalloc area %s (%lu bytes) from %s", range, size, name);
 		n++;
 	}
 	fclose(f);
@@ -321,6 +326,42 @@ static void let_deferred_frees_run(void)
 {
 	maia_write_file("/proc/sys/vm/drop_caches", "2");
 	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+/*
+ * Waits until no slab object (if `slab`) and no vmalloc area of maia.ko is
+ * live, or until the count has not fallen for SETTLE_MS (SETTLE_MAX_MS at
+ * most), and logs what is left. Frees that RCU, kfree_rcu() or a worker
+ * defer finish meanwhile; a leak stays.
+ */
+static void settle(struct __test_metadata *_metadata, bool slab, long *objects, int *areas)
+{
+	long long t0 = maia_now_ms(), fell = t0, now;
+	long total, before = -1;
+
+	for (;;) {
+		let_deferred_frees_run();
+		*areas = maia_vmalloc_areas(_metadata, false);
+		/* The first pass shows what was still on its way out. */
+		*objects = slab ? maia_slab_objects(_metadata, before < 0) : 0;
+		total = *objects + *areas;
+		now = maia_now_ms();
+		if (before < 0 || total < before)
+			fell = now;
+		if (total <= 0 || now - fell > SETTLE_MS || now - t0 > SETTLE_MAX_MS)
+			break;
+		if (total != before)
+			TH_LOG("%ld slab object(s), %d vmalloc area(s) of maia.ko live %lld ms after the unload",
+			       *objects, *areas, now - t0);
+		before = total;
+		maia_sleep_ms(250);
+	}
+	if (*objects > 0)
+		maia_slab_objects(_metadata, true);
+	if (*areas > 0)
+		maia_vmalloc_areas(_metadata, true);
+	TH_LOG("%ld slab object(s)%s, %d vmalloc area(s) of maia.ko live %lld ms after the unload",
+	       *objects, slab ? "" : " (not checked)", *areas, now - t0);
 }
 
 /* --- the driver's files ---------------------------------------------------- */
@@ -361,7 +402,7 @@ static const char *const driver_dirs[] = {
 	DEBUGFS "/accel", DEBUGFS "/dri", "/sys/class/accel", "/dev/accel",
 };
 
-#define NDIRS (sizeof(driver_dirs) / sizeof(driver_dirs[0]))
+#define NDIRS ARRAY_SIZE(driver_dirs)
 
 struct files_baseline {
 	struct name_set dirs[NDIRS];	/* their entries with maia unloaded */
@@ -405,7 +446,7 @@ static int files_left(struct __test_metadata *_metadata, const struct files_base
 	unsigned int i;
 	int j, left = 0;
 
-	for (i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(gone); i++)
 		if (!access(gone[i], F_OK)) {
 			TH_LOG("cycle %d: %s remains after the unload", cycle, gone[i]);
 			left++;
@@ -607,9 +648,10 @@ TEST_F_TIMEOUT(module, load_unload_cycles_no_leak, 900)
 {
 	int cycles = maia_env_ull("MAIA_LOAD_CYCLES", 50);
 	static struct snapshot first, middle, last;
-	long objects, before;
-	long long t0, waited;
+	long objects;
 	int i, mid, areas;
+	long long t0;
+	bool slab;
 
 	ASSERT_LE(WARMUP_CYCLES + 4, cycles);
 	/* Unequal stretches tell per-cycle growth from per-snapshot growth. */
@@ -630,33 +672,13 @@ TEST_F_TIMEOUT(module, load_unload_cycles_no_leak, 900)
 	log_cache_growth(_metadata, &first, &middle, &last, mid - WARMUP_CYCLES, cycles - mid);
 
 	/* Nothing the driver allocated is live any more. */
-	t0 = maia_now_ms();
-	areas = maia_vmalloc_areas(_metadata, true);
-	EXPECT_EQ(0, areas) TH_LOG("vmalloc areas of maia.ko left after the unload");
-	if (!have_slab_traces()) {
+	slab = have_slab_traces();
+	if (!slab)
 		TH_LOG("slab check skipped: no %s/*/alloc_traces (boot with slub_debug=U)",
 		       SLAB_DEBUGFS);
-	} else {
-		before = -1;
-		for (;;) {
-			let_deferred_frees_run();
-			/* The first pass shows what was still on its way out. */
-			objects = maia_slab_objects(_metadata, before < 0);
-			waited = maia_now_ms() - t0;
-			if (objects <= 0 || waited > SETTLE_MS)
-				break;
-			if (objects != before)
-				TH_LOG("%ld slab object(s) of maia.ko still live %lld ms after the unload",
-				       objects, waited);
-			before = objects;
-			maia_sleep_ms(250);
-		}
-		if (objects > 0)
-			maia_slab_objects(_metadata, true);
-		EXPECT_EQ(0, objects) TH_LOG("slab objects allocated by maia.ko leaked");
-		TH_LOG("%ld live slab objects allocated by maia.ko after the unload (%lld ms)",
-		       objects, waited);
-	}
+	settle(_metadata, slab, &objects, &areas);
+	EXPECT_EQ(0, areas) TH_LOG("vmalloc areas of maia.ko left after the unload");
+	EXPECT_EQ(0, objects) TH_LOG("slab objects allocated by maia.ko left after the unload");
 
 	/* The device works after the last load. */
 	ASSERT_EQ(0, maia_module_load(NULL));
