@@ -612,7 +612,7 @@ FIXTURE_SETUP(module)
 	if (!self->pci_functions)
 		SKIP(return, "no maia PCI function on this machine");
 	if (access(DEBUGFS "/accel", F_OK))
-		SKIP(return, "no %s/accel (debugfs not mounted?)", DEBUGFS);
+		TH_LOG("no %s/accel (debugfs not mounted?): debugfs files not checked", DEBUGFS);
 	/* What the driver loaded at boot allocated counts too. */
 	if (maia_module_loaded())
 		ASSERT_EQ(0, record_maia_text());
