@@ -27,9 +27,11 @@
  * skipped with a message; run-in-guest.sh boots with it. The whole-cache
  * counts of the old check are still taken and logged, as information only.
  *
- * Needs root, debugfs at /sys/kernel/debug and maia.ko at $MAIA_KO (default
- * /lib/modules/maia.ko); its dependencies must be loaded (qemu/run-guest does
- * both). MAIA_LOAD_CYCLES overrides the number of cycles (default 50).
+ * Needs root, kernel addresses visible to it (kptr_restrict < 2), debugfs at
+ * /sys/kernel/debug (else its files are not checked) and maia.ko at $MAIA_KO
+ * (default /lib/modules/maia.ko); its dependencies must be loaded
+ * (qemu/run-guest does all that). MAIA_LOAD_CYCLES overrides the number of
+ * cycles (default 50).
  */
 #include <linux/membarrier.h>
 
