@@ -1107,4 +1107,92 @@ TEST_F(dev, kill_mid_job_frees_everything)
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
 }
 
+/*
+ * kill -9 of many processes at once, each with jobs in flight (one parked on
+ * a semaphore nobody signals, FILLs behind it) and HBM and host BOs mapped:
+ * every one's memory comes back (HBM in use and host pages pinned return to
+ * where they were), and the device still runs jobs. MAIA_KILL_PROCS sets the
+ * number: 8 by default (make check), 100 in make fuzz. A killed file's close
+ * waits for its jobs already on the device, so the parked one gives up soon.
+ */
+TEST_F_TIMEOUT(dev, kill_many_processes_frees_everything, 300)
+{
+	int n = (int)maia_env_ull("MAIA_KILL_PROCS", 8), i, ready = 0, killed = 0, status;
+	unsigned long long base;
+	long long pinned0;
+	struct drm_maia_wait w;
+	int pipefd[2];
+	pid_t *pids;
+	char c;
+
+	base = hbm_used(&self->node);
+	pinned0 = host_pinned(&self->node);
+	ASSERT_NE(~0ull, base);
+	ASSERT_LE(0, pinned0);
+	pids = calloc(n, sizeof(*pids));
+	ASSERT_NE(NULL, pids);
+	ASSERT_EQ(0, pipe(pipefd));
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0) {
+			struct cmdbuf cb = { 0 };
+			struct bo hbm, host;
+			__u64 seqno;
+			int fd = maia_open_node(&self->node), k;
+
+			close(pipefd[0]);
+			if (fd < 0)
+				_exit(1);
+			bo_new(_metadata, fd, 64 * 1024, DRM_MAIA_BO_HOST, &cb.bo);
+			bo_new(_metadata, fd, MIB, DRM_MAIA_BO_HBM, &hbm);
+			bo_new(_metadata, fd, 256 * 1024, DRM_MAIA_BO_HOST, &host);
+			if (map(fd, cb.bo.handle, CB_VA, 0, 64 * 1024) ||
+			    map(fd, hbm.handle, HBM_VA, 0, MIB) ||
+			    map(fd, host.handle, SRC_VA, 0, 256 * 1024))
+				_exit(2);
+			cmd_sem_wait(&cb, SEM_KILL, 1, 300000);
+			cmd_copy(&cb, SRC_VA, HBM_VA, 256 * 1024);
+			if (submit(fd, &cb, &seqno))
+				_exit(3);
+			for (k = 0; k < 3; k++) {
+				struct cmdbuf more = cb;
+
+				more.used = cb.used;
+				cmd_fill(&more, HBM_VA + k * 4096, 4096, k);
+				cb.used = more.used;
+				if (submit(fd, &cb, &seqno))
+					_exit(4);
+			}
+			if (write(pipefd[1], "r", 1) != 1)
+				_exit(5);
+			pause();
+			_exit(6);
+		}
+	}
+	close(pipefd[1]);
+	while (ready < n && read(pipefd[0], &c, 1) == 1)
+		ready++;
+	TH_LOG("%d of %d processes have jobs in flight", ready, n);
+	EXPECT_EQ(n, ready);
+	for (i = 0; i < n; i++)
+		if (!kill(pids[i], SIGKILL))
+			killed++;
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("child %d exited %d", i,
+							WEXITSTATUS(status));
+	}
+	close(pipefd[0]);
+	free(pids);
+	EXPECT_EQ(n, killed);
+
+	EXPECT_EQ(base, hbm_used(&self->node));
+	EXPECT_EQ(pinned0, host_pinned(&self->node));
+	self->cb.used = 0;
+	cmd_add(&self->cb, MAIA_OP_NOP, sizeof(struct maia_cmd_nop));
+	ASSERT_EQ(0, run(_metadata, self->fd, &self->cb, &w));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status);
+}
+
 TEST_HARNESS_MAIN
