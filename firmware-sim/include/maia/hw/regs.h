@@ -25,7 +25,8 @@
 #define MAIA_BAR0_SIZE			0x4000u
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
-#define MAIA_HW_REVISION		0x0100u		/* major.minor = 1.0 */
+#define MAIA_HW_REVISION		0x0101u		/* major.minor = 1.1 */
+/* 1.1 added MAIA_Q_FETCHED; a driver reads it only from revision 1.1 on. */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -137,6 +138,12 @@
  */
 #define   MAIA_Q_SHADOW_LO		0x28u
 #define   MAIA_Q_SHADOW_HI		0x2cu
+/*
+ * Read-only (revision 1.1): entries the device has fetched (jobs started)
+ * since the queue was enabled, counting like COMPLETED. Entry n (from 1 since
+ * enable) has started once FETCHED - n, as a signed 32-bit value, is >= 0.
+ */
+#define   MAIA_Q_FETCHED		0x30u
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each
