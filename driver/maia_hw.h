@@ -27,6 +27,12 @@ static inline void maia_wr(struct maia_device *mdev, u32 reg, u32 val)
 	writel(val, mdev->regs + reg);
 }
 
+/* Hardware 1.1 and later count fetched entries per queue (MAIA_Q_FETCHED). */
+static inline bool maia_hw_has_fetched(const struct maia_device *mdev)
+{
+	return (mdev->hw.revision & 0xffu) >= 1;	/* the major is checked at probe */
+}
+
 int maia_hw_identify(struct maia_device *mdev);
 int maia_hw_reset(struct maia_device *mdev);
 void maia_hw_read_fault(struct maia_device *mdev, struct maia_fault_record *fault);
