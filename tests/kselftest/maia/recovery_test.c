@@ -205,12 +205,13 @@ static __u64 submit_high(struct __test_metadata *_metadata, int fd, struct kcmd 
 }
 
 #define LOAD_BO		(64 * KSFT_MIB)
-#define LOAD_JOB_NS	(300 * 1000000ll)	/* each HIGH job, about */
-#define LOAD_JOBS	16			/* about 5 s: several job timeouts */
+#define LOAD_JOB_NS	(200 * 1000000ll)	/* each HIGH job, about */
+#define LOAD_JOBS	30			/* about 6 s: twice the job timeout */
+#define LOAD_TIMEOUT_MS	3000	/* job_timeout_ms here: 15 HIGH jobs' worth */
 
 /*
  * A second context keeps the HIGH queue busy with finite jobs (HBM fills of
- * about 300 ms each, sized on this machine) for several job timeouts. Jobs
+ * about 200 ms each, sized on this machine) for twice the job timeout. Jobs
  * of other priorities and the kernel queue's work wait behind it, but wait
  * is not hang: the device serves them (scheduler aging; the kernel queue
  * runs at HIGH), the watchdog times a job from when the device fetched it,
@@ -230,9 +231,13 @@ TEST_F_TIMEOUT(recovery, starved_queue_is_not_hung, 90)
 	long long resets = kreset_count(&self->node);
 	__s64 t0, t_lo, t_no, t_ping, t_bo, one_ns;
 	bool high_busy;
+	char val[32];
 	int lfd, ret;
 
 	ASSERT_LE(0, resets);
+	/* A HIGH job slowed down by a loaded machine must stay well within the timeout. */
+	snprintf(val, sizeof(val), "%d", LOAD_TIMEOUT_MS);
+	ASSERT_EQ(0, maia_write_file(TIMEOUT_PARAM, val));
 	lfd = maia_open_node(&self->node);
 	ASSERT_LE(0, lfd);
 	ASSERT_EQ(0, kbo_create(lfd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &lcmd));
