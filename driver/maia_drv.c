@@ -332,6 +332,11 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = maia_queue_init(mdev, &mdev->kq, MAIA_KQ_INDEX, MAIA_KQ_ENTRIES);
 	if (ret)
 		return ret;
+	/*
+	 * PING and the HBM clear must not wait behind user work: the kernel
+	 * queue takes turns with the HIGH user queue, job by job.
+	 */
+	mdev->kq.prio = MAIA_QUEUE_PRIO_HIGH;
 
 	ret = devm_add_action_or_reset(&pdev->dev, maia_device_quiesce, mdev);
 	if (ret)

@@ -27,6 +27,15 @@ static inline void maia_wr(struct maia_device *mdev, u32 reg, u32 val)
 	writel(val, mdev->regs + reg);
 }
 
+/*
+ * Hardware 1.1 and later: MAIA_Q_FETCHED per queue, the firmware heartbeat
+ * and MAIA_REG_DEBUG_INJECT. The major is checked at probe.
+ */
+static inline bool maia_hw_is_1_1(const struct maia_device *mdev)
+{
+	return (mdev->hw.revision & 0xffu) >= 1;
+}
+
 int maia_hw_identify(struct maia_device *mdev);
 int maia_hw_reset(struct maia_device *mdev);
 void maia_hw_read_fault(struct maia_device *mdev, struct maia_fault_record *fault);

@@ -58,6 +58,12 @@ struct maia_job {
 	struct maia_sched_queue *queue;	/* set by run_job */
 	u64 hw_seq;			/* position on that queue, from 1 */
 	ktime_t hw_submitted;		/* host time the doorbell was rung */
+	/*
+	 * Host time the watchdog first saw that the device had fetched the
+	 * job (MAIA_Q_FETCHED), 0 before; only the timeout handler, which
+	 * runs on the ordered reset workqueue, reads and writes it.
+	 */
+	ktime_t hw_fetched_seen;
 
 	/* Result, written before @hw_fence signals, read after @done signals. */
 	u32 status;			/* DRM_MAIA_JOB_* */

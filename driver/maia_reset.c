@@ -3,10 +3,14 @@
  * Maia accelerator driver: hang detection, device reset and recovery.
  *
  * Hang detection: the scheduler's timeout handler runs every watchdog tick
- * while a queue has jobs in flight. The oldest job of a queue started when
- * the job before it completed (or when it was handed to an idle queue), so
- * it is hung only if it has run job_timeout_ms since then with its queue
- * completing nothing. A long job is not killed for waiting behind others.
+ * while a queue has jobs in flight, on the oldest job of the queue. A job
+ * is hung when it has run job_timeout_ms since the device fetched it while
+ * its queue completed nothing. A job the device has not fetched yet
+ * (MAIA_Q_FETCHED, hardware 1.1) is waiting behind other queues' work, not
+ * hung, and its clock has not started; the time it started is the later of
+ * the tick that first saw it fetched and its queue's last completion, so a
+ * long job is not killed for waiting behind others. On hardware 1.0, which
+ * has no FETCHED register, the clock starts at the doorbell.
  *
  * Recovery, one at a time on the ordered reset workqueue: stop every
  * scheduler, reset the device, fail the jobs that were on it (the hung one
@@ -40,7 +44,7 @@
 static unsigned int maia_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "A job running this long while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
+		 "A job running this long since the device fetched it while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
 
 /* Interruptible: 0, or -EINTR when a signal came first. */
 int maia_reset_read_lock(struct maia_device *mdev)
@@ -163,7 +167,7 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 	struct maia_device *mdev = job->mdev;
 	struct maia_sched_queue *sq = job->queue;
 	unsigned int timeout_ms = READ_ONCE(maia_job_timeout_ms);
-	ktime_t started;
+	ktime_t now, started, progress;
 	s64 ran_ms;
 	int idx;
 
@@ -174,16 +178,27 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 
 	if (!sq || dma_fence_is_signaled(job->hw_fence) || !timeout_ms)
 		goto not_hung;
-	started = READ_ONCE(sq->last_progress);
-	if (ktime_before(started, job->hw_submitted))
+	now = ktime_get();
+	if (maia_hw_is_1_1(mdev)) {
+		if (!maia_sched_job_fetched(sq, job))
+			goto not_hung;
+		if (!job->hw_fetched_seen)
+			job->hw_fetched_seen = now;
+		started = job->hw_fetched_seen;
+	} else {
 		started = job->hw_submitted;
-	ran_ms = ktime_ms_delta(ktime_get(), started);
+	}
+	progress = READ_ONCE(sq->last_progress);
+	if (ktime_before(started, progress))
+		started = progress;
+	ran_ms = ktime_ms_delta(now, started);
 	if (ran_ms < timeout_ms)
 		goto not_hung;
 
-	maia_err(mdev, "queue %u: job %llu (asid %u) made no progress for %lld ms (head %u completed %u): resetting the device\n",
+	maia_err(mdev, "queue %u: job %llu (asid %u) ran %lld ms without progress (head %u fetched %u completed %u): resetting the device\n",
 		 sq->hwq.index, job->hw_seq, job->asid, ran_ms,
 		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_HEAD)),
+		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED)),
 		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_COMPLETED)));
 	maia_reset_recover(mdev, job, "timeout");
 	drm_dev_exit(idx);

@@ -242,6 +242,18 @@ void maia_sched_report_queue_errors(struct maia_device *mdev)
 			maia_queue_report_error(&ms->queues[i].hwq);
 }
 
+/*
+ * Whether the device has fetched (started) @job: MAIA_Q_FETCHED counts the
+ * entries fetched since the queue was enabled as @job->hw_seq counts those
+ * written, and the two compare modulo 2^32. Hardware 1.1 and later only.
+ */
+bool maia_sched_job_fetched(struct maia_sched_queue *sq, const struct maia_job *job)
+{
+	u32 fetched = maia_rd(sq->ms->mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED));
+
+	return (s32)(fetched - lower_32_bits(job->hw_seq)) >= 0;
+}
+
 /* Hardware priority of user queue @i of @n (see the top of this file). */
 static u32 maia_sched_queue_prio(unsigned int i, unsigned int n)
 {

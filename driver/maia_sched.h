@@ -70,5 +70,6 @@ void maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty);
 int maia_sched_enable_all(struct maia_device *mdev);
 void maia_sched_start_all(struct maia_device *mdev);
 void maia_sched_report_queue_errors(struct maia_device *mdev);
+bool maia_sched_job_fetched(struct maia_sched_queue *sq, const struct maia_job *job);
 
 #endif /* __MAIA_SCHED_H__ */

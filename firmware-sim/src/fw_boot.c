@@ -31,6 +31,7 @@ void fw_image_params_defaults(struct fw_image_params *fw)
 	fw->tdp_w = 500;
 	fw->opcodes = ops;
 	fw->quantum_us = FW_DEFAULT_QUANTUM_US;
+	fw->aging_us = FW_DEFAULT_AGING_US;
 }
 
 static uint32_t get_u32(const uint8_t *p)
@@ -56,7 +57,8 @@ static bool apply_tlv(struct maia_sim *sim, struct fw_image_params *fw,
 		return true;
 	case MAIA_FW_TLV_CLOCK_MHZ:
 	case MAIA_FW_TLV_TDP_W:
-	case MAIA_FW_TLV_SCHED_QUANTUM_US: {
+	case MAIA_FW_TLV_SCHED_QUANTUM_US:
+	case MAIA_FW_TLV_SCHED_AGING_US: {
 		uint32_t v;
 
 		if (len != 4) {
@@ -73,8 +75,10 @@ static bool apply_tlv(struct maia_sim *sim, struct fw_image_params *fw,
 			fw->clock_mhz = v;
 		else if (type == MAIA_FW_TLV_TDP_W)
 			fw->tdp_w = v;
-		else
+		else if (type == MAIA_FW_TLV_SCHED_QUANTUM_US)
 			fw->quantum_us = v;
+		else
+			fw->aging_us = v;
 		return true;
 	}
 	case MAIA_FW_TLV_SELFTEST_MS:

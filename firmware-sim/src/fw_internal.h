@@ -50,6 +50,11 @@
 #define FW_IMAGE_NAME_MAX	64u
 #define FW_BOUNCE_SIZE	(256u * 1024u)	/* DMA copy chunk */
 #define FW_DEFAULT_QUANTUM_US	2000u
+/*
+ * Scheduler aging bound: a runnable queue passed over for this long is
+ * served next whatever its priority (Documentation/hw/queues.rst).
+ */
+#define FW_DEFAULT_AGING_US	100000u
 #define FW_MAX_POWER_CAP_MW	1000000u	/* 1 kW */
 
 /* Parameters the firmware image sets (TLV records). */
@@ -59,6 +64,7 @@ struct fw_image_params {
 	uint32_t tdp_w;
 	uint64_t opcodes;		/* bit n: opcode n < 64 enabled */
 	uint32_t quantum_us;		/* scheduler time slice */
+	uint32_t aging_us;		/* scheduler aging bound */
 	uint32_t selftest_ms;		/* boot delay before READY */
 };
 
@@ -102,10 +108,17 @@ struct fw_queue {
 	/* Registers, under sim->lock. */
 	uint64_t sq, cq, shadow;
 	uint32_t size, ctrl, head, tail, status, completed;
+	uint32_t fetched;		/* MAIA_Q_FETCHED: entries started */
 	bool enabled;			/* ENABLE accepted (config valid) */
 	bool kicked;			/* shadow tail must be re-read */
 	bool inject_hang, inject_fault;
 	uint64_t gen;			/* bumped on every enable/disable */
+	/*
+	 * Aging: set when the scheduler passed over this runnable queue,
+	 * cleared when it serves the queue or finds it not runnable.
+	 */
+	bool waiting;
+	uint64_t waiting_since_ns;	/* device time of the first pass-over */
 	/* Worker-owned. */
 	struct fw_job job;
 };

@@ -56,6 +56,7 @@ static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_TAIL:	*val = q->tail; break;
 	case MAIA_Q_STATUS:	*val = q->status; break;
 	case MAIA_Q_COMPLETED:	*val = q->completed; break;
+	case MAIA_Q_FETCHED:	*val = q->fetched; break;
 	case MAIA_Q_SHADOW_LO:	*val = (uint32_t)q->shadow; break;
 	case MAIA_Q_SHADOW_HI:	*val = (uint32_t)(q->shadow >> 32); break;
 	default:
@@ -226,6 +227,8 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->head = 0;
 		q->tail = 0;
 		q->completed = 0;
+		q->fetched = 0;
+		q->waiting = false;
 		q->enabled = true;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
 		fw_trace(sim, "queue %u enabled, %u entries, priority %u", qi, q->size, prio);
@@ -290,6 +293,7 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_TAIL:
 	case MAIA_Q_STATUS:
 	case MAIA_Q_COMPLETED:
+	case MAIA_Q_FETCHED:
 		read_only(sim, MAIA_REG_Q(qi, reg), value);
 		return;
 	default:

@@ -4,6 +4,15 @@
  * schedules jobs across queues. Higher priority queues go first; queues of
  * equal priority take turns (round robin) at job or quantum boundaries. A job
  * parked on a semaphore does not block its priority level.
+ *
+ * Aging: strict priority alone lets a busy HIGH queue starve the others
+ * forever. A runnable queue that the scheduler passed over (picked another
+ * queue while it could have run) and has not served since for the
+ * firmware's aging bound (FW_DEFAULT_AGING_US, TLV SCHED_AGING_US) is served
+ * next, oldest first, for one job or quantum. The clock starts at the first
+ * pass-over, not at the doorbell: time the device spent inside a job it had
+ * already chosen, or a queue spent empty or parked, is not starvation, and
+ * a burst shorter than the bound keeps strict priority order.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -60,21 +69,53 @@ static bool queue_runnable_locked(struct maia_sim *sim, struct fw_queue *q, uint
 
 static int pick_queue_locked(struct maia_sim *sim, uint64_t now, uint64_t *next_deadline)
 {
+	uint64_t bound = (uint64_t)sim->fw.aging_us * 1000u, oldest = UINT64_MAX;
 	unsigned int nq = sim->cfg.num_queues;
+	bool runnable[MAIA_MAX_QUEUES];
+	int pick = -1, aged = -1;
 
-	for (int prio = MAIA_QUEUE_PRIO_HIGH; prio >= 0; prio--) {
-		for (unsigned int k = 0; k < nq; k++) {
-			unsigned int qi = (sim->rr_next[prio] + k) % nq;
-			struct fw_queue *q = &sim->queues[qi];
+	for (unsigned int qi = 0; qi < nq; qi++) {
+		struct fw_queue *q = &sim->queues[qi];
 
-			if (queue_prio(q) != (unsigned int)prio ||
-			    !queue_runnable_locked(sim, q, now, next_deadline))
-				continue;
-			sim->rr_next[prio] = (qi + 1) % nq;
-			return (int)qi;
+		runnable[qi] = queue_runnable_locked(sim, q, now, next_deadline);
+		if (!runnable[qi])
+			q->waiting = false;	/* empty or parked: not starved */
+		else if (q->waiting && now - q->waiting_since_ns >= bound &&
+			 q->waiting_since_ns < oldest) {
+			oldest = q->waiting_since_ns;
+			aged = (int)qi;
 		}
 	}
-	return -1;
+	if (aged >= 0) {
+		fw_trace(sim, "sched: queue %d (priority %u) waited %llu us: served out of priority order",
+			 aged, queue_prio(&sim->queues[aged]),
+			 (unsigned long long)((now - oldest) / 1000u));
+		pick = aged;
+	}
+	for (int prio = MAIA_QUEUE_PRIO_HIGH; pick < 0 && prio >= 0; prio--) {
+		for (unsigned int k = 0; k < nq; k++) {
+			unsigned int qi = (sim->rr_next[prio] + k) % nq;
+
+			if (queue_prio(&sim->queues[qi]) != (unsigned int)prio || !runnable[qi])
+				continue;
+			sim->rr_next[prio] = (qi + 1) % nq;
+			pick = (int)qi;
+			break;
+		}
+	}
+	if (pick < 0)
+		return -1;
+	/* Every other runnable queue was passed over: its wait starts now. */
+	for (unsigned int qi = 0; qi < nq; qi++) {
+		struct fw_queue *q = &sim->queues[qi];
+
+		if (runnable[qi] && (int)qi != pick && !q->waiting) {
+			q->waiting = true;
+			q->waiting_since_ns = now;
+		}
+	}
+	sim->queues[pick].waiting = false;	/* served: its wait ends */
+	return pick;
 }
 
 static void write_cqe(struct maia_sim *sim, const struct fw_job *job, uint32_t status,
@@ -197,6 +238,10 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 			fw_raise(sim, MAIA_VEC_EVENT);
 		return false;
 	}
+	pthread_mutex_lock(&sim->lock);
+	if (sim->queues[qi].gen == s->gen)
+		sim->queues[qi].fetched++;	/* MAIA_Q_FETCHED: the job has started */
+	pthread_mutex_unlock(&sim->lock);
 	memset(job, 0, sizeof(*job));
 	job->state = FW_JOB_RUNNING;
 	job->sqe = sqe;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * mkfw: build a Maia firmware image (maia/hw/boot.h): header + TLV records
- * (name, clock, TDP, opcode bitmap, scheduler quantum, optional self-test
- * delay). --break produces the deliberately damaged images the tests feed
+ * (name, clock, TDP, opcode bitmap, scheduler quantum, optional aging bound
+ * and self-test delay). --break produces the deliberately damaged images the tests feed
  * to the boot protocol.
  */
 #include <errno.h>
@@ -67,6 +67,7 @@ static void usage(FILE *f)
 		"  -c, --clock MHZ        nominal tensor clock (default 1500)\n"
 		"  -t, --tdp W            default power cap (default 500)\n"
 		"  -q, --quantum US       scheduler quantum (default 2000)\n"
+		"  -a, --aging US         scheduler aging bound (default: the device's, 100000)\n"
 		"  -s, --selftest-ms MS   start-up self-test before READY (default none)\n"
 		"  -b, --break KIND       damage the image: magic, crc, abi, truncate, tlv\n");
 }
@@ -80,6 +81,7 @@ int main(int argc, char **argv)
 		{ "clock", required_argument, NULL, 'c' },
 		{ "tdp", required_argument, NULL, 't' },
 		{ "quantum", required_argument, NULL, 'q' },
+		{ "aging", required_argument, NULL, 'a' },
 		{ "selftest-ms", required_argument, NULL, 's' },
 		{ "break", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
@@ -87,7 +89,7 @@ int main(int argc, char **argv)
 	};
 	const char *out = NULL, *name = "maia-fw", *breakage = NULL;
 	unsigned int maj = 1, min = 0, pat = 0;
-	uint32_t clock = 1500, tdp = 500, quantum = 2000, selftest_ms = 0;
+	uint32_t clock = 1500, tdp = 500, quantum = 2000, aging = 0, selftest_ms = 0;
 	struct maia_fw_header hdr;
 	struct payload p = { .len = 0 };
 	uint64_t ops;
@@ -95,13 +97,14 @@ int main(int argc, char **argv)
 	FILE *f;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:v:n:c:t:q:s:b:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:v:n:c:t:q:a:s:b:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'n': name = optarg; break;
 		case 'c': clock = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': tdp = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'q': quantum = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'a': aging = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 's': selftest_ms = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'b': breakage = optarg; break;
 		case 'v':
@@ -135,6 +138,8 @@ int main(int argc, char **argv)
 	ops = opcode_bitmap();
 	add_tlv(&p, MAIA_FW_TLV_OPCODES, &ops, sizeof(ops));
 	add_u32(&p, MAIA_FW_TLV_SCHED_QUANTUM_US, quantum);
+	if (aging)
+		add_u32(&p, MAIA_FW_TLV_SCHED_AGING_US, aging);
 	if (selftest_ms)
 		add_u32(&p, MAIA_FW_TLV_SELFTEST_MS, selftest_ms);
 	if (breakage && !strcmp(breakage, "tlv")) {

@@ -6,7 +6,10 @@
  * as DRM_MAIA_JOB_TIMEOUT, count the reset in sysfs and in CONTEXT_STATUS,
  * send a MAIA_RESET uevent, and run the next job normally. Jobs that take
  * long in total but keep their queue moving must not trigger it. A reset
- * forced through debugfs recovers the same way.
+ * forced through debugfs recovers the same way. Waiting behind other
+ * queues' work is not a hang: with one context keeping the HIGH queue busy
+ * for several job timeouts, LOW and NORMAL jobs still run and complete, no
+ * reset happens, and PING and an HBM BO_CREATE (the kernel queue) succeed.
  *
  * The test shortens the maia.job_timeout_ms module parameter and restores
  * it afterwards.
@@ -19,6 +22,7 @@
 
 #define VA_CMD		(DRM_MAIA_VA_START)
 #define VA_HOST		(DRM_MAIA_VA_START + 0x20000000ull)
+#define VA_LOAD		(DRM_MAIA_VA_START + 0x40000000ull)
 #define SEC		NS_PER_SEC
 #define TIMEOUT_PARAM	"/sys/module/maia/parameters/job_timeout_ms"
 #define TEST_TIMEOUT_MS	1000
@@ -188,6 +192,134 @@ TEST_F_TIMEOUT(recovery, slow_queue_is_not_hung, 60)
 		EXPECT_EQ(DRM_MAIA_DEVICE_SEM_TIMEOUT, w.device_status);
 	}
 	EXPECT_EQ(resets, kreset_count(&self->node));
+}
+
+/* Submits @cb's pending commands on @fd at HIGH priority and returns the job's seqno. */
+static __u64 submit_high(struct __test_metadata *_metadata, int fd, struct kcmd *cb)
+{
+	const struct ksubmit_opts high = { .priority = DRM_MAIA_PRIO_HIGH };
+	__u64 seq = 0;
+
+	EXPECT_EQ(0, kcmd_submit(fd, cb, &high, &seq));
+	return seq;
+}
+
+#define LOAD_BO		(64 * KSFT_MIB)
+#define LOAD_JOB_NS	(200 * 1000000ll)	/* each HIGH job, about */
+#define LOAD_JOBS	30			/* about 6 s: twice the job timeout */
+#define LOAD_TIMEOUT_MS	3000	/* job_timeout_ms here: 15 HIGH jobs' worth */
+
+/*
+ * A second context keeps the HIGH queue busy with finite jobs (HBM fills of
+ * about 200 ms each, sized on this machine) for twice the job timeout. Jobs
+ * of other priorities and the kernel queue's work wait behind it, but wait
+ * is not hang: the device serves them (scheduler aging; the kernel queue
+ * runs at HIGH), the watchdog times a job from when the device fetched it,
+ * and nothing is reset or aborted. Timings are logged, not asserted.
+ */
+TEST_F_TIMEOUT(recovery, starved_queue_is_not_hung, 90)
+{
+	const struct ksubmit_opts low = { .priority = DRM_MAIA_PRIO_LOW };
+	const struct ksubmit_opts normal = { .priority = DRM_MAIA_PRIO_NORMAL };
+	struct drm_maia_bo_create bc = { .size = 16 * KSFT_MIB, .flags = DRM_MAIA_BO_HBM };
+	struct drm_gem_close gc = { 0 };
+	struct kbo lcmd, load;
+	struct kcmd lcb = { .bo = &lcmd };
+	struct drm_maia_ping ping;
+	struct drm_maia_wait w;
+	__u64 high[LOAD_JOBS], lo = 0, no = 0, fills, i, job_start, job_end;
+	long long resets = kreset_count(&self->node);
+	__s64 t0, t_lo, t_no, t_ping, t_bo, one_ns;
+	bool high_busy;
+	char val[32];
+	int lfd, ret;
+
+	ASSERT_LE(0, resets);
+	/* A HIGH job slowed down by a loaded machine must stay well within the timeout. */
+	snprintf(val, sizeof(val), "%d", LOAD_TIMEOUT_MS);
+	ASSERT_EQ(0, maia_write_file(TIMEOUT_PARAM, val));
+	lfd = maia_open_node(&self->node);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, kbo_create(lfd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &lcmd));
+	ASSERT_EQ(0, kbo_create(lfd, LOAD_BO, DRM_MAIA_BO_HBM, VA_LOAD, &load));
+
+	/* Size the load: after a fill that backs the BO, four fills alone, in device time. */
+	kcmd_fill(&lcb, VA_LOAD, LOAD_BO, 0);
+	high[0] = submit_high(_metadata, lfd, &lcb);
+	ASSERT_EQ(0, kwait(lfd, high[0], 30 * SEC, &w));
+	ASSERT_EQ(DRM_MAIA_JOB_OK, w.status);
+	for (i = 0; i < 4; i++)
+		kcmd_fill(&lcb, VA_LOAD, LOAD_BO, (__u32)i);
+	high[0] = submit_high(_metadata, lfd, &lcb);
+	ASSERT_EQ(0, kwait(lfd, high[0], 30 * SEC, &w));
+	ASSERT_EQ(DRM_MAIA_JOB_OK, w.status);
+	one_ns = w.device_time_ns >= 4 ? (__s64)w.device_time_ns / 4 : 1;
+	fills = LOAD_JOB_NS / one_ns + 1;
+	if (fills > 1000)
+		fills = 1000;
+	TH_LOG("one %llu MiB HBM fill takes %.2f ms: %llu fills per HIGH job",
+	       LOAD_BO / KSFT_MIB, one_ns / 1e6, (unsigned long long)fills);
+
+	/* Every HIGH job runs the same command buffer. */
+	job_start = lcb.used;
+	for (i = 0; i < fills; i++)
+		kcmd_fill(&lcb, VA_LOAD, LOAD_BO, (__u32)i);
+	job_end = lcb.used;
+	for (i = 0; i < LOAD_JOBS; i++) {
+		lcb.start = job_start;
+		lcb.used = job_end;
+		high[i] = submit_high(_metadata, lfd, &lcb);
+		ASSERT_NE(0, high[i]);
+	}
+
+	/*
+	 * Let the scheduler threads hand the HIGH jobs to the device first (in
+	 * a one-CPU guest they run only when this thread sleeps). Then, behind
+	 * them: a NOP at LOW, a fill with data at NORMAL, from this context.
+	 */
+	maia_sleep_ms(100);
+	t0 = kmono_ns();
+	kcmd_nop(&self->cb);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &low, &lo));
+	memset(self->host.cpu, 0, 4096);
+	kcmd_fill(&self->cb, VA_HOST, 4096, 0x5eed5eed);
+	ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &normal, &no));
+
+	/* The kernel queue: PING, then an HBM BO whose clear runs there. */
+	ret = maia_ping(self->fd, 0x57a4, &ping);
+	t_ping = kmono_ns() - t0;
+	EXPECT_EQ(0, ret) TH_LOG("PING under HIGH load: %s", strerror(-ret));
+	ret = ioctl(self->fd, DRM_IOCTL_MAIA_BO_CREATE, &bc) ? -errno : 0;
+	t_bo = kmono_ns() - t0 - t_ping;
+	EXPECT_EQ(0, ret) TH_LOG("HBM BO_CREATE under HIGH load: %s", strerror(-ret));
+	if (!ret) {
+		gc.handle = bc.handle;
+		EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_GEM_CLOSE, &gc));
+	}
+
+	ASSERT_EQ(0, kwait(self->fd, lo, 60 * SEC, &w));
+	t_lo = kmono_ns() - t0;
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("LOW NOP status %u", w.status);
+	ASSERT_EQ(0, kwait(self->fd, no, 60 * SEC, &w));
+	t_no = kmono_ns() - t0;
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("NORMAL fill status %u", w.status);
+	EXPECT_EQ(0x5eed5eed, ((__u32 *)self->host.cpu)[1023]);
+	/* Did they run while HIGH still had work? (Logged: it is a timing.) */
+	high_busy = kwait(lfd, high[LOAD_JOBS - 1], 0, &w) != 0;
+
+	for (i = 0; i < LOAD_JOBS; i++) {
+		ASSERT_EQ(0, kwait(lfd, high[i], 60 * SEC, &w));
+		EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("HIGH job %llu status %u",
+							      (unsigned long long)i, w.status);
+	}
+	TH_LOG("under %d HIGH jobs (%.1f s): PING %.3f s, BO_CREATE %.3f s, LOW NOP done at %.3f s, NORMAL at %.3f s%s; HIGH load done at %.3f s",
+	       LOAD_JOBS, LOAD_JOBS * fills * one_ns / 1e9, t_ping / 1e9, t_bo / 1e9,
+	       t_lo / 1e9, t_no / 1e9, high_busy ? " (HIGH still busy)" : "",
+	       (kmono_ns() - t0) / 1e9);
+	EXPECT_EQ(resets, kreset_count(&self->node));
+	kbo_destroy(lfd, &load);
+	kbo_destroy(lfd, &lcmd);
+	close(lfd);
 }
 
 TEST_F_TIMEOUT(recovery, forced_reset, 60)

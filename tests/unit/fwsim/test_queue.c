@@ -2,7 +2,8 @@
 /*
  * firmware-sim queues: NOP round trips and completion entries, ring wrap,
  * configuration and doorbell errors, priority and round-robin order, shadow
- * tails, fault injection, disable and reset with jobs in flight.
+ * tails, fault injection, disable and reset with jobs in flight, FETCHED,
+ * and aging (a busy HIGH queue does not starve a LOW one).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ static void test_nop_round_trip(struct env *e)
 	tap_ok(c->start_ns >= t0 && c->end_ns >= c->start_ns, "start/end are device times in order");
 	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_HEAD)) == 1 && rd(e, MAIA_REG_Q(1, MAIA_Q_TAIL)) == 1 &&
 	       rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 1, "HEAD, TAIL and COMPLETED advance to 1");
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_FETCHED)) == 1, "FETCHED counts the NOP as started");
 	tap_ok(irq_count(e, MAIA_VEC_QUEUE(0)) == q0v && irq_count(e, MAIA_VEC_QUEUE(1)) == qv + 1,
 	       "only queue 1's vector fired, once");
 
@@ -329,6 +331,72 @@ static void test_priority(struct env *e)
 	}
 }
 
+/* Device time of one run of @cb's commands on @q alone, ns. */
+static uint64_t time_alone(struct env *e, struct tq *q, const struct cmdbuf *cb)
+{
+	struct maia_cq_entry c = run_cb(e, q, cb);
+
+	return c.end_ns > c.start_ns ? c.end_ns - c.start_ns : 1;
+}
+
+/*
+ * Aging: a HIGH queue kept busy for most of a second with long jobs (HBM
+ * fills, sized on this machine) does not starve a LOW queue; its job runs
+ * while HIGH still has work queued, and FETCHED tracks what started.
+ */
+static void test_aging(struct env *e)
+{
+	enum { NHIGH = 14 };	/* + 2 timing jobs: one slot of 16 stays free */
+	uint32_t hslot[NHIGH], lslot, fills, fetched_lo;
+	struct maia_cq_entry *lc, *last;
+	uint64_t one, lo_ts, job, high_left;
+	struct cmdbuf cb;
+	struct tq hi, lo;
+	int after = 0;
+
+	fresh(e);
+	queue_setup(e, &hi, 1, 16, MAIA_QUEUE_PRIO_HIGH);
+	queue_setup(e, &lo, 2, 8, MAIA_QUEUE_PRIO_LOW);
+	/* A fill that backs the HBM pages, then four fills timed alone. */
+	cb_init(&cb);
+	cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, 0);
+	time_alone(e, &hi, &cb);
+	for (int i = 0; i < 3; i++)
+		cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, (uint32_t)i);
+	one = time_alone(e, &hi, &cb) / 4;
+	/* About 60 ms per HIGH job, so NHIGH of them outlast the 100 ms bound many times. */
+	fills = (uint32_t)(60000000u / (one ? one : 1)) + 1;
+	if (fills < 8)
+		fills = 8;
+	if (fills > 200)
+		fills = 200;
+	cb_init(&cb);
+	for (uint32_t i = 0; i < fills; i++)
+		cmd_fill(&cb, MAIA_PHYS_HBM, 48u << 20, i);
+	job = cb_to_host(e, &cb);
+	for (int i = 0; i < NHIGH; i++)
+		hslot[i] = queue_push(e, &hi, job, cb.len, 0, 0, 0x100 + i, i == NHIGH - 1);
+	lslot = queue_push(e, &lo, ts_job(e, &lo_ts), sizeof(struct maia_cmd_timestamp), 0, 0,
+			   0x10, true);
+	maia_sim_drain(e->sim);
+
+	lc = cqe_at(e, &lo, lslot);
+	last = cqe_at(e, &hi, hslot[NHIGH - 1]);
+	for (int i = 0; i < NHIGH; i++)
+		if (cqe_at(e, &hi, hslot[i])->start_ns > lc->end_ns)
+			after++;
+	high_left = last->end_ns > lc->end_ns ? last->end_ns - lc->end_ns : 0;
+	fetched_lo = rd(e, MAIA_REG_Q(2, MAIA_Q_FETCHED));
+	tap_ok(lc->flags == MAIA_CQE_VALID && lc->status == MAIA_STATUS_OK &&
+	       last->status == MAIA_STATUS_OK && after >= 2,
+	       "a LOW job runs while HIGH is busy (%d fills/job, %llu ms of HIGH work left, %d HIGH jobs after it)",
+	       (int)fills, (unsigned long long)(high_left / 1000000u), after);
+	tap_ok(fetched_lo == 1 && rd(e, MAIA_REG_Q(1, MAIA_Q_FETCHED)) == NHIGH + 2 &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == NHIGH + 2,
+	       "FETCHED counts every job started (LOW %u, HIGH %u)", fetched_lo,
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_FETCHED)));
+}
+
 static void test_shadow(struct env *e)
 {
 	uint64_t shadow = host_alloc(e, 4, 4);
@@ -409,6 +477,8 @@ static void test_inject_and_reset(struct env *e)
 	maia_sim_drain(e->sim);
 	tap_ok(cqe_at(e, &q, hang_slot)->flags == 0 && rd(e, MAIA_REG_Q(0, MAIA_Q_COMPLETED)) == 0,
 	       "the hung job and the one behind it never complete");
+	tap_ok(rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED)) == 1,
+	       "FETCHED is 1: the hung job started, the one behind it did not");
 	tap_ok(cqe_at(e, &other, slot)->flags == MAIA_CQE_VALID,
 	       "another queue keeps running beside the hang");
 
@@ -524,6 +594,7 @@ int main(void)
 	test_config_errors(&e);
 	test_bad_entries(&e);
 	test_priority(&e);
+	test_aging(&e);
 	test_shadow(&e);
 	test_inject_and_reset(&e);
 	test_fw_crash(&e);

@@ -78,5 +78,11 @@ struct maia_fw_tlv {
  */
 #define MAIA_FW_TLV_SELFTEST_MS		0x6u
 #define MAIA_FW_SELFTEST_MAX_MS		60000u
+/*
+ * __u32, nonzero: scheduler aging bound in microseconds; a runnable queue
+ * passed over this long is served next whatever its priority (default
+ * 100000 if absent; Documentation/hw/queues.rst).
+ */
+#define MAIA_FW_TLV_SCHED_AGING_US	0x7u
 
 #endif /* MAIA_HW_BOOT_H */

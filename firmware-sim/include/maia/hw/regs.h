@@ -27,10 +27,10 @@
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
  * major.minor = 1.1. Minor versions add registers a driver may use once it
- * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT and MAIA_REG_DEBUG_INJECT.
+ * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
+ * MAIA_Q_FETCHED.
  */
 #define MAIA_HW_REVISION		0x0101u
-#define MAIA_HW_REVISION_HEARTBEAT	0x0101u	/* first revision with the heartbeat */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -160,6 +160,12 @@
  */
 #define   MAIA_Q_SHADOW_LO		0x28u
 #define   MAIA_Q_SHADOW_HI		0x2cu
+/*
+ * Read-only (revision 1.1): entries the device has fetched (jobs started)
+ * since the queue was enabled, counting like COMPLETED. Entry n (from 1 since
+ * enable) has started once FETCHED - n, as a signed 32-bit value, is >= 0.
+ */
+#define   MAIA_Q_FETCHED		0x30u
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each
