@@ -66,6 +66,7 @@
 #define MAX_WORKERS	64
 
 #define CMDBUF_SIZE	(64 * KIB)
+#define CMDRING_SIZE	(32 * KIB)		/* commands; the rest is job data */
 #define CMDBUF_VA	DRM_MAIA_VA_START
 #define FUZZ_VA_BASE	(DRM_MAIA_VA_START + (1ull << 30))
 #define FUZZ_VA_SLOTS	256			/* 4 MiB slots */
@@ -204,6 +205,7 @@ struct mapping {
 struct syncobj {
 	uint32_t handle;
 	bool fenced;		/* has a fence, as far as we know */
+	bool shared;		/* also in another file: others may reset it */
 };
 
 struct ctx {
@@ -471,7 +473,7 @@ static const char *const kmsg_bad[] = {
 static int kmsg_scan(int kmsg_fd, int *records)
 {
 	char rec[8192];
-	int bad = 0;
+	int bad = 0, info = 0;
 
 	*records = 0;
 	for (;;) {
@@ -491,6 +493,10 @@ static int kmsg_scan(int kmsg_fd, int *records)
 		text++;
 		*strchrnul(text, '\n') = '\0';
 		(*records)++;
+		/* Resets and timeouts: context for the figures, not failures. */
+		if ((strstr(text, "reset") || strstr(text, "timed out") ||
+		     strstr(text, "timeout")) && info++ < 20)
+			printf("# kernel (info): %s\n", text);
 		for (i = 0; i < ARRAY_SIZE(kmsg_bad); i++)
 			if (strstr(text, kmsg_bad[i])) {
 				if (bad < 40)
@@ -650,6 +656,15 @@ static uint64_t job_addr(struct ctx *c, uint64_t len, bool write, uint64_t *room
 			*room = m->size - off;
 			return m->va + off;
 		}
+	}
+	if (pct(90)) {	/* the data half of the command buffer mapping */
+		uint64_t off;
+
+		if (len > CMDBUF_SIZE - CMDRING_SIZE)
+			len = CMDBUF_SIZE - CMDRING_SIZE;
+		off = CMDRING_SIZE + (rn(CMDBUF_SIZE - CMDRING_SIZE - len + 1) & ~7ull);
+		*room = CMDBUF_SIZE - off;
+		return CMDBUF_VA + off;
 	}
 	*room = len;
 	i = (int)rn(3);
@@ -1011,8 +1026,10 @@ static void op_unmap(struct ctx *c)
 
 		for (i = 0; i < c->nmap; i++)
 			hit |= c->map[i].va == vb.va && c->map[i].size == vb.size;
-		if (!hit)
+		if (!hit && vb.size && vb.size <= DRM_MAIA_VA_END - vb.va)
 			expect(c, "VM_BIND UNMAP of no exact mapping", err, ALLOW(ENOENT));
+		else if (!hit)
+			expect(c, "VM_BIND UNMAP past the VA window", err, ALLOW(EINVAL));
 	}
 	if (!err) {
 		int i;
@@ -1134,7 +1151,7 @@ static void op_submit(struct ctx *c)
 	uint64_t used;
 	int err;
 
-	if (c->cmd_used + 1024 > CMDBUF_SIZE)
+	if (c->cmd_used + 1024 > CMDRING_SIZE)
 		c->cmd_used = 0;
 	used = build_job(c, c->cmd_used);
 	s.cmdbuf_handle = c->cmd_handle;
@@ -1149,7 +1166,7 @@ static void op_submit(struct ctx *c)
 			struct syncobj *so = &c->sync[rn(c->nsync)];
 
 			in[i] = so->handle;
-			if (!so->fenced)
+			if (!so->fenced || so->shared)
 				maybe_einval = true;	/* no fence: -EINVAL */
 		}
 		s.in_syncobjs = (uintptr_t)in;
@@ -1438,7 +1455,12 @@ static void op_prime_export(struct ctx *c)
 	}
 	ph.flags = DRM_CLOEXEC | (pct(70) ? DRM_RDWR : 0);
 	if (pct(5)) {
-		ph.flags |= 1u << (3 + rn(29));
+		uint32_t bit;
+
+		do
+			bit = 1u << rn(32);
+		while (bit & (DRM_CLOEXEC | DRM_RDWR));
+		ph.flags |= bit;
 		live = false;
 	}
 	ph.fd = -1;
@@ -1694,6 +1716,12 @@ static void op_sync_fd(struct ctx *c)
 	sh.fd = -1;
 	sh.flags = pct(30) ? DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE : 0;
 	err = XIOCTL_CORE(c, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, sh);
+	if (!err && !sh.flags) {
+		struct syncobj *so = find_sync(c, sh.handle);
+
+		if (so)
+			so->shared = true;
+	}
 	/* EXPORT_SYNC_FILE of a syncobj without a fence is -EINVAL. */
 	expect(c, "SYNCOBJ_HANDLE_TO_FD", err, ALLOW(0, EINVAL, EMFILE));
 	if (err)
@@ -1719,7 +1747,9 @@ static void op_sync_fd(struct ctx *c)
 				so->fenced = true;
 		} else if (!err) {
 			if (o->nsync < MAX_SYNC && !find_sync(o, ih.handle)) {
-				o->sync[o->nsync++] = (struct syncobj){ .handle = ih.handle };
+				o->sync[o->nsync++] = (struct syncobj){
+					.handle = ih.handle, .shared = true,
+				};
 			} else if (!find_sync(o, ih.handle)) {
 				struct drm_syncobj_destroy sd = { .handle = ih.handle };
 
@@ -1894,7 +1924,8 @@ static void op_mmap(struct ctx *c)
 			expect(c, "mmap of a BO", errno, ALLOW(ENOMEM));
 		return;
 	}
-	if (bad && off != b->mmap_off && !c->unsure)
+	/* Offsets of different objects never overlap: inside this one is no other. */
+	if (bad && off != b->mmap_off && b->size > PAGE && !c->unsure)
 		violation("mmap at a page offset inside a BO through the device fd succeeded");
 	cpumaps[ncpumaps++] = (struct cpumap){ .p = p, .len = len };
 	/* Touch it (only within the object: past it is SIGBUS by design). */

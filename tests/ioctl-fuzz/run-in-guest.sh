@@ -8,7 +8,7 @@
 #                                    [-- FUZZER ARGS...]
 #
 # Default fuzzer arguments (the short pass of `make check`):
-#   --seed $MAIA_FUZZ_SEED (default 1) --procs 4 --calls 20000 --seconds 30
+#   --seed $MAIA_FUZZ_SEED (default 1) --procs 4 --calls 100000 --seconds 25
 #   --job-timeout-ms 1000
 # Arguments after -- are appended and override them (the last one wins).
 # MAIA_FUZZ_SEED=random picks a seed from the clock (printed in the output).
@@ -42,4 +42,4 @@ make -C "$TOP/tests/ioctl-fuzz" --no-print-directory OUTPUT="$OUT" >&2
 exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices "$devices" \
 	--fail-on-taint --loglevel 1 --timeout "$timeout" \
 	--file "$OUT:/root/ioctl-fuzz" -- /root/ioctl-fuzz/run-fuzz.sh \
-	--seed "$seed" --procs 4 --calls 20000 --seconds 30 --job-timeout-ms 1000 "$@"
+	--seed "$seed" --procs 4 --calls 100000 --seconds 25 --job-timeout-ms 1000 "$@"
