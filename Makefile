@@ -2,6 +2,8 @@
 #
 #   make run     set up everything, boot a guest with the device, run work on it
 #   make check   set up everything and run every test; ends with "N passed, N failed"
+#   make fuzz    at least 1,000,000 in-guest ioctl fuzzer calls, then libFuzzer
+#                (tests/ioctl-fuzz/run-long; FUZZ_CALLS, FUZZ_SECONDS, MAIA_FUZZ_SEED)
 #
 # Set-up (apt packages, QEMU source and build, guest kernel, linux-source) is
 # cached in $(MAIA_CACHE), default ~/.cache/maia-stack, keyed by version.
@@ -20,7 +22,7 @@ QEMU_BUILD := $(MAIA_CACHE)/qemu-build-$(QEMU_UPSTREAM_VERSION)
 JOBS ?= 2
 
 .PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
-	userspace kselftest unit-tests run check bench lint clean
+	userspace kselftest unit-tests run check fuzz bench lint clean
 
 all: firmware-sim driver userspace kselftest
 
@@ -69,6 +71,9 @@ run: setup all
 
 check: setup all unit-tests
 	@tests/run-all
+
+fuzz: setup all
+	@tests/ioctl-fuzz/run-long --no-build
 
 bench: setup all
 	@tests/run-bench

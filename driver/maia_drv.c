@@ -148,8 +148,25 @@ static bool maia_ioctl_cmd_valid(unsigned int cmd)
 	       size >= maia_ioctl_first_size[index] && size <= _IOC_SIZE(table_cmd);
 }
 
+/*
+ * DRM core ioctls that use the file's master. An accel file never has one
+ * (the core sets masters up on primary nodes only), yet the core lets these
+ * two through on accel nodes and dereferences the NULL master while holding
+ * dev->master_mutex: an oops, and every later caller of the mutex hangs. A
+ * render node refuses them with -EACCES; so does this driver. drm_ioctl()
+ * picks the handler by number alone, so the number alone is checked.
+ */
+static bool maia_ioctl_needs_master(unsigned int cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	return nr == _IOC_NR(DRM_IOCTL_GET_UNIQUE) || nr == _IOC_NR(DRM_IOCTL_GET_MAGIC);
+}
+
 static long maia_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
+	if (maia_ioctl_needs_master(cmd))
+		return -EACCES;
 	if (!maia_ioctl_cmd_valid(cmd))
 		return -EINVAL;
 	return drm_ioctl(filp, cmd, arg);
@@ -160,6 +177,8 @@ static long maia_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 static long maia_compat_ioctl(struct file *filp, unsigned int cmd,
 			      unsigned long arg)
 {
+	if (maia_ioctl_needs_master(cmd))
+		return -EACCES;
 	if (!maia_ioctl_cmd_valid(cmd))
 		return -EINVAL;
 	return drm_compat_ioctl(filp, cmd, arg);

@@ -211,4 +211,28 @@ TEST_F(dev, bad_pointers)
 	}
 }
 
+/*
+ * DRM core ioctls that use the file's master, which an accel file never has:
+ * the 6.12 core dereferences the NULL master in drm_getunique() and
+ * drm_getmagic() (an oops with dev->master_mutex held, then every later user
+ * of the mutex hangs). Found by tests/ioctl-fuzz. The driver refuses them as
+ * a render node does; the teardown's PING shows the device still answers.
+ */
+TEST_F(dev, core_ioctls_needing_a_master)
+{
+	char name[64];
+	struct drm_unique u = { .unique_len = sizeof(name), .unique = name };
+	struct drm_auth auth = { 0 };
+	struct drm_unique u0 = { 0 };
+
+	EXPECT_REJECTED(DRM_IOCTL_GET_UNIQUE, u, EACCES);
+	EXPECT_REJECTED(DRM_IOCTL_GET_UNIQUE, u0, EACCES);
+	EXPECT_REJECTED(DRM_IOCTL_GET_MAGIC, auth, EACCES);
+	/* Twice: a first oops would have left the master mutex held. */
+	EXPECT_REJECTED(DRM_IOCTL_GET_MAGIC, auth, EACCES);
+	/* The other master ioctls were already refused by the core. */
+	EXPECT_NE(0, ioctl(self->fd, DRM_IOCTL_SET_MASTER, 0));
+	EXPECT_NE(0, ioctl(self->fd, DRM_IOCTL_DROP_MASTER, 0));
+}
+
 TEST_HARNESS_MAIN
