@@ -156,7 +156,6 @@ struct maia_sim {
 	uint64_t fault_addr;
 	uint32_t mbox_cmd, mbox_status;
 	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
-	bool mbox_pending;
 	/* Injected firmware crash: no mailbox, no jobs, heartbeat stopped (read atomically). */
 	bool fw_crashed;
 	uint64_t ready_ns;		/* device time the firmware became READY */
@@ -200,7 +199,7 @@ void fw_boot_run(struct maia_sim *sim);
 void fw_image_params_defaults(struct fw_image_params *fw);
 
 /* fw_mbox.c: runs on the worker. */
-void fw_mbox_run(struct maia_sim *sim);
+bool fw_mbox_exec_locked(struct maia_sim *sim);
 
 /* fw_mmu.c */
 struct fw_as {

@@ -1,7 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Mailbox (maia/hw/mbox.h): one command at a time, run on the worker.
- * Completion clears BUSY, publishes the result and raises MAIA_INT_MBOX_DONE.
+ * Mailbox (maia/hw/mbox.h): the control processor's commands. Every one is
+ * short and touches no host memory, so the device answers at once, from the
+ * MMIO write that starts it, whatever its engines are running: a long job
+ * never holds up SET_CONTEXT or TLB_INVALIDATE (it used to, when the worker
+ * ran them between jobs, and opening the device then timed out). Completion
+ * clears BUSY, publishes the result and raises MAIA_INT_MBOX_DONE. A crashed
+ * firmware (MAIA_INJECT_FW_CRASH) leaves the command BUSY until reset.
+ *
+ * The commands change state the worker also reads: address-space roots and
+ * TLBs under mmu_lock; semaphores of an ASID, which the host only resets
+ * while no job of that ASID runs.
  */
 #include <string.h>
 
@@ -39,27 +48,28 @@ static uint32_t mbox_tlb_invalidate(struct maia_sim *sim, const uint32_t *arg)
 	return MAIA_MBOX_OK;
 }
 
-void fw_mbox_run(struct maia_sim *sim)
+/*
+ * Runs the command just written to MBOX_CMD. Called with sim->lock held;
+ * returns whether MAIA_VEC_EVENT must be raised once it is dropped.
+ */
+bool fw_mbox_exec_locked(struct maia_sim *sim)
 {
-	uint32_t arg[MAIA_MBOX_NARGS], resp[MAIA_MBOX_NARGS] = { 0 };
-	uint32_t cmd, result, boot_status, fw_version;
-	bool raise;
+	uint32_t resp[MAIA_MBOX_NARGS] = { 0 };
+	const uint32_t *arg = sim->mbox_arg;
+	uint32_t cmd = sim->mbox_cmd, result;
 
-	pthread_mutex_lock(&sim->lock);
-	cmd = sim->mbox_cmd;
-	memcpy(arg, sim->mbox_arg, sizeof(arg));
-	boot_status = sim->boot_status;
-	fw_version = sim->fw_version;
-	pthread_mutex_unlock(&sim->lock);
-
-	if (boot_status != MAIA_BOOT_STATUS_READY) {
+	if (__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+		sim->mbox_status = MAIA_MBOX_STATUS_BUSY;	/* never answered */
+		return false;
+	}
+	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
 		fw_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
 		result = MAIA_MBOX_ENOTREADY;
 	} else {
 		switch (cmd) {
 		case MAIA_MBOX_PING:
 			resp[0] = ~arg[0];
-			resp[1] = fw_version;
+			resp[1] = sim->fw_version;
 			result = MAIA_MBOX_OK;
 			break;
 		case MAIA_MBOX_SET_CONTEXT:
@@ -85,19 +95,10 @@ void fw_mbox_run(struct maia_sim *sim)
 		}
 	}
 
-	pthread_mutex_lock(&sim->lock);
-	sim->mbox_pending = false;
-	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_unlock(&sim->lock);
-		return;
-	}
 	if (cmd == MAIA_MBOX_SET_POWER_CAP && result == MAIA_MBOX_OK)
 		sim->power_cap_mw = arg[0];
 	memcpy(sim->mbox_resp, resp, sizeof(resp));
 	sim->mbox_status = result & MAIA_MBOX_STATUS_RESULT_MASK;
-	raise = fw_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
-	pthread_mutex_unlock(&sim->lock);
 	fw_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
-	if (raise)
-		fw_raise(sim, MAIA_VEC_EVENT);
+	return fw_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
 }

@@ -176,7 +176,7 @@ static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 	}
 }
 
-static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value)
+static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value, struct mmio_effects *fx)
 {
 	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY) {
 		fw_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
@@ -185,8 +185,8 @@ static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value)
 	}
 	sim->mbox_cmd = value;
 	sim->mbox_status = MAIA_MBOX_STATUS_BUSY;
-	sim->mbox_pending = true;
-	fw_kick_worker_locked(sim);
+	if (fw_mbox_exec_locked(sim))
+		fx->raise_event = true;
 }
 
 static bool queue_config_valid(const struct fw_queue *q)
@@ -456,7 +456,7 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		int_mask_locked(sim, value, &fx);
 		break;
 	case MAIA_REG_MBOX_CMD:
-		mbox_cmd_locked(sim, value);
+		mbox_cmd_locked(sim, value, &fx);
 		break;
 	case MAIA_REG_MBOX_ARG(0):
 	case MAIA_REG_MBOX_ARG(1):

@@ -386,10 +386,6 @@ void *fw_worker_main(void *arg)
 			wait_for_work_locked(sim, UINT64_MAX);
 			continue;
 		}
-		if (sim->mbox_pending) {
-			run_unlocked(sim, fw_mbox_run);
-			continue;
-		}
 		qi = find_kicked_locked(sim);
 		if (qi >= 0) {
 			struct fw_queue *q = &sim->queues[qi];

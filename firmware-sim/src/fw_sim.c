@@ -108,7 +108,6 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	sim->mbox_status = 0;
 	memset(sim->mbox_arg, 0, sizeof(sim->mbox_arg));
 	memset(sim->mbox_resp, 0, sizeof(sim->mbox_resp));
-	sim->mbox_pending = false;
 	__atomic_store_n(&sim->fw_crashed, false, __ATOMIC_RELEASE);
 	sim->ready_ns = 0;
 	sim->heartbeat_at_crash = 0;

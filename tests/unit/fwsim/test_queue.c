@@ -580,6 +580,44 @@ static void test_fw_crash(struct env *e)
 	       "and jobs run again");
 }
 
+/*
+ * The mailbox does not wait for the engines: with the worker held in the
+ * middle of a job, SET_CONTEXT, TLB_INVALIDATE and PING still answer.
+ */
+/* A mailbox command without waiting for the worker (the harness's mbox() drains it). */
+static uint32_t mbox_now(struct env *e, uint32_t cmd, uint32_t a0, uint32_t a1, uint32_t a2)
+{
+	uint32_t st;
+
+	wr(e, MAIA_REG_MBOX_ARG(0), a0);
+	wr(e, MAIA_REG_MBOX_ARG(1), a1);
+	wr(e, MAIA_REG_MBOX_ARG(2), a2);
+	wr(e, MAIA_REG_MBOX_CMD, cmd);
+	st = rd(e, MAIA_REG_MBOX_STATUS);
+	wr(e, MAIA_REG_INT_STATUS, MAIA_INT_MBOX_DONE);
+	return st;
+}
+
+static void test_mbox_beside_job(struct env *e)
+{
+	uint64_t root;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	root = hbm_alloc(e, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+	stall_worker(e, &q);
+	tap_ok(mbox_now(e, MAIA_MBOX_SET_CONTEXT, 7, (uint32_t)root, (uint32_t)(root >> 32)) ==
+	       MAIA_MBOX_OK, "SET_CONTEXT answers while the worker is held inside a job");
+	tap_ok(mbox_now(e, MAIA_MBOX_TLB_INVALIDATE, 7, 0, 0) == MAIA_MBOX_OK &&
+	       mbox_now(e, MAIA_MBOX_PING, 0x1234, 0, 0) == MAIA_MBOX_OK &&
+	       rd(e, MAIA_REG_MBOX_RESP(0)) == ~0x1234u, "so do TLB_INVALIDATE and PING");
+	release_worker(e);
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 1, "and the held job then completes");
+	mbox(e, MAIA_MBOX_SET_CONTEXT, 7, 0, 0, NULL);
+}
+
 int main(void)
 {
 	struct env e;
@@ -598,6 +636,7 @@ int main(void)
 	test_shadow(&e);
 	test_inject_and_reset(&e);
 	test_fw_crash(&e);
+	test_mbox_beside_job(&e);
 	env_fini(&e);
 	return tap_done();
 }

@@ -6,7 +6,10 @@
  * MAIA_REG_MBOX_CMD. MBOX_STATUS shows BUSY until the device finishes; then
  * its low 16 bits hold the result, MBOX_RESP(0..3) the outputs, and
  * MAIA_INT_MBOX_DONE is raised. One command at a time; a write to MBOX_CMD
- * while BUSY is a guest error and is ignored.
+ * while BUSY is a guest error and is ignored. The control processor answers
+ * independently of the engines: a running job does not delay a command (this
+ * model finishes it before the MMIO write that starts it returns). A host
+ * still polls BUSY: firmware that stopped never answers.
  */
 #ifndef MAIA_HW_MBOX_H
 #define MAIA_HW_MBOX_H
