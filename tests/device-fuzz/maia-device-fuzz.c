@@ -174,6 +174,7 @@ static struct {
 
 static uint64_t total_ops, reports;
 static uint64_t job_status[MAIA_STATUS_SEM_TIMEOUT + 2];	/* --stats */
+static uint64_t telem_commands, telem_flops, telem_dma_bytes;
 static double t_start;
 
 static double now_s(void)
@@ -1627,9 +1628,22 @@ static void step(void)
  * --stats: the status of every valid completion left in the rings at the
  * end of a run (a sample of what the jobs did; rings are reused).
  */
+static uint64_t telem64(uint32_t lo)
+{
+	uint64_t v = reg_rd(lo);
+
+	return v | (uint64_t)reg_rd(lo + 4) << 32;
+}
+
 static void collect_stats(void)
 {
 	uint32_t q, i;
+
+	/* The power controller's counters survive resets: the run's totals. */
+	pci_setup();
+	telem_commands += telem64(MAIA_REG_TELEM_COMMANDS_LO);
+	telem_flops += telem64(MAIA_REG_TELEM_FLOPS_LO);
+	telem_dma_bytes += telem64(MAIA_REG_TELEM_DMA_BYTES_LO);
 
 	for (q = 0; q < MAIA_MAX_QUEUES; q++) {
 		uint64_t base = CQ_AREA + CQ_STRIDE * q;
@@ -1751,7 +1765,8 @@ int main(int argc, char **argv)
 		printf("completions left in the rings:");
 		for (i = 0; i < (int)ARRAY_SIZE(names); i++)
 			printf(" %s %" PRIu64, names[i], job_status[i]);
-		printf("\n");
+		printf("\ndevice telemetry over all runs: %" PRIu64 " commands executed, %" PRIu64
+		       " flops, %" PRIu64 " DMA bytes\n", telem_commands, telem_flops, telem_dma_bytes);
 	}
 	return 0;
 }
