@@ -24,6 +24,7 @@
  * Usage: maia-device-fuzz --qemu PATH [--seed N] [--ops N] [--ops-per-run N]
  *                         [--max-seconds S] [--timeout S] [--no-qmp]
  *                         [--trace] [--keep-logs] [--quiet] [--qemu-arg ARG]...
+ *                         [--lsan-suppressions FILE]
  *
  * --ops-per-run N: restart QEMU every N operations; run n uses seed + n, so a
  * failure in any run replays alone with the seed and operation count printed.
@@ -149,6 +150,7 @@ static struct {
 	double max_seconds, timeout;
 	bool qmp, trace, keep_logs, quiet, stats;
 	const char *extra[16];	/* --qemu-arg */
+	const char *lsan_supp;
 	unsigned int nextra;
 } opt = {
 	.seed = 1, .ops_total = 100000, .ops_per_run = 200000,
@@ -512,9 +514,20 @@ static void qemu_start(void)
 		for (unsigned int i = 0; i < opt.nextra; i++)
 			argv[a++] = opt.extra[i];
 		argv[a] = NULL;
-		/* Keep going after a UBSan report so it reaches the log, with a stack. */
+		/*
+		 * Keep going after a UBSan report so it reaches the log, with a
+		 * stack. Full malloc stacks, so that LSan suppressions can match
+		 * frames below glib (built without frame pointers).
+		 */
 		setenv("UBSAN_OPTIONS", "print_stacktrace=1", 0);
-		setenv("ASAN_OPTIONS", "abort_on_error=1", 0);
+		setenv("ASAN_OPTIONS", "abort_on_error=1:fast_unwind_on_malloc=0", 0);
+		if (opt.lsan_supp) {
+			char lsan[512];
+
+			snprintf(lsan, sizeof(lsan), "suppressions=%s:print_suppressions=0",
+				 opt.lsan_supp);
+			setenv("LSAN_OPTIONS", lsan, 0);
+		}
 		execv(opt.qemu, (char **)argv);
 		perror("exec qemu");
 		_exit(127);
@@ -1667,7 +1680,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: maia-device-fuzz --qemu PATH [--seed N] [--ops N] "
 		"[--ops-per-run N] [--max-seconds S] [--timeout S] [--no-qmp] "
-		"[--trace] [--keep-logs] [--quiet] [--qemu-arg ARG]...\n");
+		"[--trace] [--keep-logs] [--quiet] [--qemu-arg ARG]... [--lsan-suppressions FILE]\n");
 	exit(2);
 }
 
@@ -1693,6 +1706,8 @@ int main(int argc, char **argv)
 			opt.timeout = strtod(argv[++i], NULL);
 		else if (!strcmp(a, "--qemu-arg") && v && opt.nextra < ARRAY_SIZE(opt.extra))
 			opt.extra[opt.nextra++] = argv[++i];
+		else if (!strcmp(a, "--lsan-suppressions") && v)
+			opt.lsan_supp = argv[++i];
 		else if (!strcmp(a, "--stats"))
 			opt.stats = true;
 		else if (!strcmp(a, "--no-qmp"))
