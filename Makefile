@@ -2,8 +2,9 @@
 #
 #   make run     set up everything, boot a guest with the device, run work on it
 #   make check   set up everything and run every test; ends with "N passed, N failed"
-#   make fuzz    at least 1,000,000 in-guest ioctl fuzzer calls, then libFuzzer
-#                (tests/ioctl-fuzz/run-long; FUZZ_CALLS, FUZZ_SECONDS, MAIA_FUZZ_SEED)
+#   make fuzz    the long runs (tests/run-fuzz): 1,000,000 ioctl fuzzer calls,
+#                libFuzzer, kill -9 of 100 processes, 1,000 load cycles, fuzz-device
+#                (FUZZ_CALLS, FUZZ_SECONDS, MAIA_FUZZ_SEED, MAIA_LOAD_CYCLES)
 #
 # Set-up (apt packages, QEMU source and build, guest kernel, linux-source) is
 # cached in $(MAIA_CACHE), default ~/.cache/maia-stack, keyed by version.
@@ -22,7 +23,7 @@ QEMU_BUILD := $(MAIA_CACHE)/qemu-build-$(QEMU_UPSTREAM_VERSION)
 JOBS ?= 2
 
 .PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
-	userspace kselftest unit-tests run check fuzz bench lint clean
+	userspace kselftest unit-tests run check fuzz fuzz-device bench lint clean
 
 all: firmware-sim driver userspace kselftest
 
@@ -73,13 +74,19 @@ check: setup all unit-tests
 	@tests/run-all
 
 fuzz: setup all
-	@tests/ioctl-fuzz/run-long --no-build
+	@tests/run-fuzz
 
 bench: setup all
 	@tests/run-bench
 
 lint: guest-kernel linux-source
 	@tests/lint/kernel-style
+
+# A hostile guest against the QEMU device over the qtest protocol, on a QEMU
+# built with ASan + UBSan (built on first use, ~9 min; cached beside the normal
+# build). DEVICE_FUZZ_OPS (default 1000000), DEVICE_FUZZ_SEED (default: clock).
+fuzz-device: deps
+	@tests/device-fuzz/run --asan
 
 clean:
 	rm -rf $(BUILD)

@@ -13,6 +13,8 @@ MAIA_CACHE=$(cd "$MAIA_CACHE" && pwd)
 # Paths derived from the versions: a new version gets a new directory.
 QEMU_SRC_DIR=$MAIA_CACHE/qemu-src-$QEMU_UPSTREAM_VERSION
 QEMU_BUILD_DIR=$MAIA_CACHE/qemu-build-$QEMU_UPSTREAM_VERSION
+# Built only on request (qemu.sh --asan, by the device fuzzer): ASan + UBSan.
+QEMU_ASAN_BUILD_DIR=$MAIA_CACHE/qemu-build-asan-$QEMU_UPSTREAM_VERSION
 KERNEL_DIR=$MAIA_CACHE/kernel-$GUEST_KERNEL_ABI
 KERNEL_HEADERS=$KERNEL_DIR/usr/src/linux-headers-$GUEST_KERNEL_ABI-amd64
 LINUX_SOURCE_DIR=$MAIA_CACHE/linux-source-$GUEST_KERNEL_DEB_VERSION

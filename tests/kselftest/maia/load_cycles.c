@@ -646,7 +646,7 @@ static void cycle(struct __test_metadata *_metadata, FIXTURE_DATA(module) *self,
 	ASSERT_EQ(0, files_left(_metadata, &self->files, i));
 }
 
-TEST_F_TIMEOUT(module, load_unload_cycles_no_leak, 900)
+TEST_F_TIMEOUT(module, load_unload_cycles_no_leak, 5400)
 {
 	int cycles = maia_env_ull("MAIA_LOAD_CYCLES", 50);
 	static struct snapshot first, middle, last;
