@@ -173,6 +173,20 @@ void maia_job_fail(struct maia_job *job, u32 status, int error)
 }
 
 /*
+ * A reset came before the device started the job: its hardware fence ends
+ * (with -ECANCELED, for nobody: the scheduler is stopped) and run_job gives
+ * it a new one when the scheduler resubmits it. Its result is still to
+ * come, so WAIT keeps waiting. Caller holds the hardware fence's lock.
+ */
+void maia_job_retire_for_rerun(struct maia_job *job)
+{
+	lockdep_assert_held(job->hw_fence->lock);
+	job->rerun = true;
+	dma_fence_set_error(job->hw_fence, -ECANCELED);
+	dma_fence_signal_locked(job->hw_fence);
+}
+
+/*
  * Waits until no job of @ctx submitted before the call can still touch
  * memory; interruptible (0 or -ERESTARTSYS). VM_BIND UNMAP calls it with
  * @ctx->lock held, so the completion path never takes @ctx->lock.

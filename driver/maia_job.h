@@ -50,11 +50,14 @@ struct maia_job {
 	/*
 	 * Hardware fence, returned by run_job and signalled by the queue's
 	 * completion interrupt or by recovery. Allocated at SUBMIT so that
-	 * run_job never allocates; @hw_fence_live says dma_fence_init() ran
-	 * (from then on the fence's refcount owns the memory).
+	 * run_job never allocates (but for a job run again after a reset);
+	 * @hw_fence_live says dma_fence_init() ran (from then on the fence's
+	 * refcount owns the memory).
 	 */
 	struct dma_fence *hw_fence;
 	bool hw_fence_live;
+	/* Recovery found it never started: run_job runs it again (maia_sched.c). */
+	bool rerun;
 	struct maia_sched_queue *queue;	/* set by run_job */
 	u64 hw_seq;			/* position on that queue, from 1 */
 	ktime_t hw_submitted;		/* host time the doorbell was rung */
@@ -86,6 +89,7 @@ void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 /* For the scheduler, completion and recovery paths; queue lock held. */
 void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe);
 void maia_job_fail(struct maia_job *job, u32 status, int error);
+void maia_job_retire_for_rerun(struct maia_job *job);
 void maia_job_put(struct maia_job *job);
 
 int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file);

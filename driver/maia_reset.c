@@ -13,12 +13,13 @@
  * has no FETCHED register, the clock starts at the doorbell.
  *
  * Recovery, one at a time on the ordered reset workqueue: stop every
- * scheduler, reset the device, fail the jobs that were on it (the hung one
- * with DRM_MAIA_JOB_TIMEOUT, the others with DRM_MAIA_JOB_ABORTED: they may
- * have partly run, so they are not run again), boot the firmware, enable the
- * queues, register the live address spaces again, restart the schedulers,
- * and tell userspace with a KOBJ_CHANGE uevent carrying MAIA_RESET=1.
- * Jobs still waiting in the schedulers run afterwards as usual.
+ * scheduler, reset the device, retire the jobs that were on it by what
+ * became of them (maia_sched_retire_all(): the hung one TIMEOUT, completed
+ * ones their result, ones the device never started run again, started ones
+ * ABORTED since they may have partly run), boot the firmware, enable the
+ * queues, register the live address spaces again, resubmit, restart the
+ * schedulers, and tell userspace with a KOBJ_CHANGE uevent carrying
+ * MAIA_RESET=1. Jobs still waiting in the schedulers run afterwards as usual.
  */
 
 #include <drm/drm_drv.h>
@@ -111,6 +112,7 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 			       const char *reason)
 {
 	struct maia_reset *rs = mdev->reset;
+	unsigned int rerun, aborted;
 	int ret;
 
 	down_write(&rs->lock);
@@ -123,7 +125,7 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 	ret = maia_hw_reset(mdev);
 	/* No completion thread looks at the rings from here on. */
 	maia_irq_sync(mdev);
-	maia_sched_retire_all(mdev, guilty);
+	rerun = maia_sched_retire_all(mdev, guilty, &aborted);
 
 	if (ret)
 		maia_err(mdev, "device did not come out of reset\n");
@@ -136,10 +138,11 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 			 ERR_PTR(ret));
 		WRITE_ONCE(mdev->sched->dead, true);
 	} else {
-		maia_info(mdev, "recovered from %s (reset %u)\n", reason,
-			  maia_reset_count(mdev));
+		maia_info(mdev, "recovered from %s (reset %u): %u jobs run again, %u aborted\n",
+			  reason, maia_reset_count(mdev), rerun, aborted);
 		/* No device DMA from before the reset can land any more. */
 		maia_hbm_release_quarantine(mdev);
+		maia_sched_resubmit_all(mdev);
 	}
 
 	maia_sched_start_all(mdev);

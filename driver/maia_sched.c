@@ -18,6 +18,7 @@
 #include <drm/drm_managed.h>
 #include <linux/dma-fence.h>
 #include <linux/ktime.h>
+#include <linux/slab.h>
 
 #include "maia_hw.h"
 #include "maia_irq.h"
@@ -69,6 +70,24 @@ static struct dma_fence *maia_sched_run_job(struct drm_sched_job *sjob)
 	/* A job cancelled before it ran (its entity was killed) never reaches the device. */
 	if (sjob->s_fence->finished.error)
 		return ERR_PTR(sjob->s_fence->finished.error);
+
+	/* Resubmitted after a reset (drm_sched_resubmit_jobs()). */
+	if (job->hw_fence_live) {
+		struct dma_fence *fence;
+
+		/* Retired with its result (done, failed, hung, aborted): that stands. */
+		if (!job->rerun)
+			return dma_fence_get(job->hw_fence);
+		/* Never started: it runs again, on a new hardware fence. */
+		fence = kzalloc(sizeof(*fence), GFP_NOWAIT);
+		if (!fence)
+			return dma_fence_get(job->hw_fence);	/* ended: ABORTED */
+		dma_fence_put(job->hw_fence);
+		job->hw_fence = fence;
+		job->hw_fence_live = false;
+		job->rerun = false;
+		job->hw_fetched_seen = 0;
+	}
 
 	dma_fence_init(job->hw_fence, &maia_hw_fence_ops, &sq->lock,
 		       sq->fence_context, ++sq->fence_seqno);
@@ -172,20 +191,34 @@ void maia_sched_stop_all(struct maia_device *mdev, struct maia_job *guilty)
 		drm_sched_stop(&sq->sched, guilty && guilty->queue == sq ?
 			       &guilty->base : NULL);
 		maia_queue_disable(&sq->hwq);
+		/* A disabled queue fetches nothing more; the reset clears the count. */
+		sq->fetched_known = maia_hw_is_1_1(mdev);
+		if (sq->fetched_known)
+			sq->fetched_at_stop = maia_rd(mdev, MAIA_REG_Q(sq->hwq.index,
+								       MAIA_Q_FETCHED));
 	}
 }
 
 /*
  * After a device reset, with the schedulers stopped and the interrupt
- * threads synchronized: every job still on a ring is lost. @guilty hung
- * and reports TIMEOUT; the others report ABORTED (they may have run partly,
- * so they are not run again). Each hardware fence signals with an error.
+ * threads synchronized, each job still on a ring is retired by what became
+ * of it on the device:
+ *  - @guilty hung: TIMEOUT;
+ *  - completed before the reset (its completion entry is VALID, the IRQ
+ *    thread had not got to it): its real result;
+ *  - never fetched (beyond MAIA_Q_FETCHED when its queue stopped): it did
+ *    nothing, so it runs again once the device is back
+ *    (maia_sched_resubmit_all()); only hardware 1.1 tells;
+ *  - started and cut off by the reset: ABORTED (it may have partly run).
+ * Returns the number of jobs to run again and fills @aborted.
  */
-void maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty)
+unsigned int maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty,
+				   unsigned int *aborted)
 {
 	struct maia_sched *ms = mdev->sched;
-	unsigned int i, slot;
+	unsigned int i, slot, rerun = 0;
 
+	*aborted = 0;
 	for (i = 0; i < ms->num_queues; i++) {
 		struct maia_sched_queue *sq = &ms->queues[i];
 		unsigned long flags;
@@ -193,17 +226,44 @@ void maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty)
 		spin_lock_irqsave(&sq->lock, flags);
 		for (slot = 0; slot < ARRAY_SIZE(sq->jobs); slot++) {
 			struct maia_job *job = sq->jobs[slot];
+			struct maia_cq_entry *cqe = &sq->hwq.cq[slot];
 
 			if (!job)
 				continue;
 			sq->jobs[slot] = NULL;
-			if (job == guilty)
+			if (job == guilty) {
 				maia_job_fail(job, DRM_MAIA_JOB_TIMEOUT, -ETIMEDOUT);
-			else
+			} else if (READ_ONCE(cqe->flags) & MAIA_CQE_VALID &&
+				   READ_ONCE(cqe->status) != MAIA_STATUS_ABORTED) {
+				/* Read the entry only after seeing VALID. */
+				dma_rmb();
+				maia_job_complete(job, cqe);
+			} else if (sq->fetched_known &&
+				   (s32)(lower_32_bits(job->hw_seq) - sq->fetched_at_stop) > 0) {
+				maia_job_retire_for_rerun(job);
+				rerun++;
+			} else {
 				maia_job_fail(job, DRM_MAIA_JOB_ABORTED, -ECANCELED);
+				(*aborted)++;
+			}
 		}
 		spin_unlock_irqrestore(&sq->lock, flags);
 	}
+	return rerun;
+}
+
+/*
+ * The device is back: the schedulers run again, from their pending lists,
+ * the jobs retire_all() marked to run again; the others return their
+ * retired hardware fences (maia_sched_run_job()).
+ */
+void maia_sched_resubmit_all(struct maia_device *mdev)
+{
+	struct maia_sched *ms = mdev->sched;
+	unsigned int i;
+
+	for (i = 0; i < ms->num_queues; i++)
+		drm_sched_resubmit_jobs(&ms->queues[i].sched);
 }
 
 /* Points the device at the (empty) rings again after a reset. */
@@ -315,6 +375,7 @@ static void maia_sched_kill(void *arg)
 {
 	struct maia_device *mdev = arg;
 	struct maia_sched *ms = mdev->sched;
+	unsigned int aborted;
 
 	WRITE_ONCE(ms->dead, true);
 	/* A recovery in progress finishes first; later ones see the unplug. */
@@ -323,7 +384,8 @@ static void maia_sched_kill(void *arg)
 	if (maia_hw_reset(mdev))
 		maia_warn(mdev, "device did not come out of reset\n");
 	maia_irq_sync(mdev);
-	maia_sched_retire_all(mdev, NULL);
+	/* Nothing runs again on a device that is gone. */
+	maia_sched_retire_all(mdev, NULL, &aborted);
 	maia_sched_start_all(mdev);
 }
 

@@ -44,6 +44,9 @@ struct maia_sched_queue {
 	 * earlier than this. Written by run_job and the completion thread.
 	 */
 	ktime_t last_progress;
+	/* MAIA_Q_FETCHED when recovery stopped the queue (hardware 1.1: @fetched_known). */
+	u32 fetched_at_stop;
+	bool fetched_known;
 };
 
 /* Device-wide scheduling state, one per device (mdev->sched). */
@@ -66,7 +69,9 @@ struct maia_sched {
 
 int maia_sched_init(struct maia_device *mdev);
 void maia_sched_stop_all(struct maia_device *mdev, struct maia_job *guilty);
-void maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty);
+unsigned int maia_sched_retire_all(struct maia_device *mdev, struct maia_job *guilty,
+				   unsigned int *aborted);
+void maia_sched_resubmit_all(struct maia_device *mdev);
 int maia_sched_enable_all(struct maia_device *mdev);
 void maia_sched_start_all(struct maia_device *mdev);
 void maia_sched_report_queue_errors(struct maia_device *mdev);

@@ -430,4 +430,74 @@ TEST_F_TIMEOUT(recovery, firmware_crash_is_recovered, 90)
 	EXPECT_EQ(resets + 1, kreset_count(&self->node));
 }
 
+/*
+ * Innocent work is run again, not lost. Context A hangs the HIGH queue (a
+ * job parked on a semaphore nobody signals); context B queues four FILLs on
+ * the same queue behind it. The watchdog resets the device: A's job is
+ * TIMEOUT, B's jobs never started, so they run again after the reset and
+ * complete with the right data, and B is not faulted. MAIA_HANG_ROUNDS sets
+ * the number of rounds (2 here, 100 in make fuzz); it prints the time from
+ * the hang's submission to its TIMEOUT and how many innocent jobs were lost.
+ */
+TEST_F_TIMEOUT(recovery, innocent_jobs_run_again, 1200)
+{
+	int rounds = (int)maia_env_ull("MAIA_HANG_ROUNDS", 2), r, j, lost = 0, recovered = 0;
+	const struct ksubmit_opts high = { .priority = DRM_MAIA_PRIO_HIGH };
+	long long resets = kreset_count(&self->node), ms_sum = 0, ms_max = 0;
+	struct drm_maia_context_status cs;
+	struct kbo cmd_b, host_b;
+	struct kcmd cb_b = { 0 };
+	struct drm_maia_wait w;
+	__u64 hung, seq[4];
+	__s64 t0;
+	int fd_b;
+
+	fd_b = maia_open_node(&self->node);
+	ASSERT_LE(0, fd_b);
+	ASSERT_EQ(0, kbo_create(fd_b, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &cmd_b));
+	ASSERT_EQ(0, kbo_create(fd_b, KSFT_MIB, DRM_MAIA_BO_HOST, VA_HOST, &host_b));
+	cb_b.bo = &cmd_b;
+
+	for (r = 0; r < rounds; r++) {
+		self->cb.start = self->cb.used = 0;
+		cb_b.start = cb_b.used = 0;
+		memset(host_b.cpu, 0, 4 * 4096);
+		kcmd_sem_wait(&self->cb, SEM_NEVER, 1, UINT32_MAX);
+		ASSERT_EQ(0, kcmd_submit(self->fd, &self->cb, &high, &hung));
+		t0 = kmono_ns();
+		for (j = 0; j < 4; j++) {
+			kcmd_fill(&cb_b, VA_HOST + j * 4096, 4096, 0xb0000000u | r << 8 | j);
+			ASSERT_EQ(0, kcmd_submit(fd_b, &cb_b, &high, &seq[j]));
+		}
+		ASSERT_EQ(0, kwait(self->fd, hung, 60 * SEC, &w));
+		EXPECT_EQ(DRM_MAIA_JOB_TIMEOUT, w.status);
+		if (w.status == DRM_MAIA_JOB_TIMEOUT) {
+			long long ms = (kmono_ns() - t0) / 1000000;
+
+			recovered++;
+			ms_sum += ms;
+			ms_max = ms > ms_max ? ms : ms_max;
+		}
+		for (j = 0; j < 4; j++) {
+			__u32 want = 0xb0000000u | r << 8 | j;
+
+			ASSERT_EQ(0, kwait(fd_b, seq[j], 60 * SEC, &w));
+			if (w.status != DRM_MAIA_JOB_OK ||
+			    ((__u32 *)host_b.cpu)[j * 1024 + 1023] != want)
+				lost++;
+			EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("round %d job %d", r, j);
+			EXPECT_EQ(want, ((__u32 *)host_b.cpu)[j * 1024 + 1023]);
+		}
+	}
+	ASSERT_EQ(0, kcontext_status(fd_b, &cs));
+	EXPECT_EQ(0, cs.flags);
+	EXPECT_EQ(resets + rounds, kreset_count(&self->node));
+	TH_LOG("%d injected hangs, %d recoveries, %d innocent jobs lost; hang to TIMEOUT %lld ms mean, %lld ms max",
+	       rounds, recovered, lost, recovered ? ms_sum / recovered : 0, ms_max);
+	EXPECT_EQ(0, lost);
+	kbo_destroy(fd_b, &cmd_b);
+	kbo_destroy(fd_b, &host_b);
+	close(fd_b);
+}
+
 TEST_HARNESS_MAIN
