@@ -256,7 +256,7 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_BAD_CONTEXT	6	/* address space not set up */
 #define DRM_MAIA_DEVICE_ABORTED		7	/* stopped by a reset, or never ran */
 #define DRM_MAIA_DEVICE_SEM_TIMEOUT	8	/* a semaphore wait gave up */
-#define DRM_MAIA_DEVICE_HBM_ECC		9	/* read an HBM page with an uncorrectable ECC error (minor 2) */
+#define DRM_MAIA_DEVICE_HBM_ECC		9	/* read HBM with an uncorrectable error (minor 2) */
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**
