@@ -2,10 +2,12 @@
 /*
  * Maia accelerator driver: debugfs, in /sys/kernel/debug/accel/<PCI address>/.
  *
- * bos          every buffer object with its placement, owner and mappings
+ * bos          every buffer object with its placement, owner and mappings,
+ *              then an HBM object's blocks ("hbm@<offset>+<size>")
  * force_reset  any write resets the device and returns once it recovered
  * inject       error injection for recovery tests (MAIA_REG_DEBUG_INJECT):
- *              "fw_crash", "hang <queue>" or "fault <queue>"
+ *              "fw_crash", "hang <queue>", "fault <queue>", or an HBM ECC
+ *              error "ecc_ce <hbm offset>" / "ecc_ue <hbm offset>"
  *
  * Read-only files go through drm_debugfs_add_file(), which creates them when
  * the device registers and removes them with it. drm_debugfs_add_file() has
@@ -26,6 +28,7 @@
 #include "maia_debugfs.h"
 #include "maia_drv.h"
 #include "maia_gem.h"
+#include "maia_hbm.h"
 #include "maia_hw.h"
 #include "maia_reset.h"
 #include "maia_vm.h"
@@ -34,11 +37,12 @@ static int maia_debugfs_bos_show(struct seq_file *m, void *unused)
 {
 	struct drm_debugfs_entry *entry = m->private;
 	struct maia_device *mdev = to_maia_device(entry->dev);
+	struct gpu_buddy_block *block;
 	struct maia_vm_mapping *map;
 	struct maia_bo *bo;
 	u64 total[2] = {};
 
-	seq_puts(m, "placement       size    pid refs mappings (asid:va+size)\n");
+	seq_puts(m, "placement       size    pid refs mappings (asid:va+size) blocks (hbm@offset+size)\n");
 	mutex_lock(&mdev->gem.lock);
 	list_for_each_entry(bo, &mdev->gem.bos, dev_link) {
 		struct drm_gem_object *obj = &bo->base.base;
@@ -51,6 +55,11 @@ static int maia_debugfs_bos_show(struct seq_file *m, void *unused)
 			seq_printf(m, " %u:%#llx+%#llx%s", map->ctx->asid,
 				   map->node.start, map->node.size,
 				   map->flags & DRM_MAIA_VM_READONLY ? "(ro)" : "");
+		/* Appended last, so the columns before keep their places. */
+		if (is_hbm)
+			list_for_each_entry(block, &bo->hbm_blocks, link)
+				seq_printf(m, " hbm@%#llx+%#llx", maia_hbm_block_offset(block),
+					   maia_hbm_block_size(mdev, block));
 		seq_putc(m, '\n');
 	}
 	mutex_unlock(&mdev->gem.lock);
@@ -80,7 +89,9 @@ static ssize_t maia_debugfs_inject_write(struct file *file, const char __user *u
 {
 	struct maia_device *mdev = file->private_data;
 	unsigned int queue = 0;
-	char buf[32], *cmd;
+	char buf[48], *cmd;
+	bool ecc = false;
+	u64 addr = 0;
 	u32 what;
 	int idx;
 
@@ -96,16 +107,34 @@ static ssize_t maia_debugfs_inject_write(struct file *file, const char __user *u
 		what = MAIA_INJECT_HANG;
 	else if (sscanf(cmd, "fault %u", &queue) == 1)
 		what = MAIA_INJECT_MMU_FAULT;
+	else if (!strncmp(cmd, "ecc_ce ", 7) && !kstrtou64(cmd + 7, 0, &addr))
+		what = MAIA_INJECT_ECC_CE;
+	else if (!strncmp(cmd, "ecc_ue ", 7) && !kstrtou64(cmd + 7, 0, &addr))
+		what = MAIA_INJECT_ECC_UE;
 	else
 		return -EINVAL;
+	ecc = what == MAIA_INJECT_ECC_CE || what == MAIA_INJECT_ECC_UE;
 	if (queue >= mdev->hw.num_queues)
+		return -EINVAL;
+	if (ecc && (addr >= mdev->hw.hbm_size || !maia_hw_has(mdev, MAIA_HW_REVISION_ECC)))
 		return -EINVAL;
 
 	if (!drm_dev_enter(&mdev->drm, &idx))
 		return -ENODEV;
 	maia_warn(mdev, "injecting %s through debugfs\n", cmd);
+	/* Under the reset lock: a reset would clear the address in between. */
+	if (ecc && maia_reset_read_lock(mdev)) {
+		drm_dev_exit(idx);
+		return -EINTR;
+	}
+	if (ecc) {
+		maia_wr(mdev, MAIA_REG_DEBUG_INJECT_ADDR_LO, lower_32_bits(addr));
+		maia_wr(mdev, MAIA_REG_DEBUG_INJECT_ADDR_HI, upper_32_bits(addr));
+	}
 	maia_wr(mdev, MAIA_REG_DEBUG_INJECT,
 		what | FIELD_PREP(MAIA_INJECT_QUEUE_MASK, queue));
+	if (ecc)
+		maia_reset_read_unlock(mdev);
 	drm_dev_exit(idx);
 	return size;
 }

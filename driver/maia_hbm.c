@@ -9,6 +9,7 @@
  * 2 MiB or more usually gets blocks the device MMU can map with 2 MiB pages.
  */
 
+#include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 #include <linux/io.h>
 #include <linux/moduleparam.h>
@@ -22,6 +23,7 @@
 
 #include "maia_drv.h"
 #include "maia_hbm.h"
+#include "maia_hw.h"
 #include "maia_queue.h"
 #include "maia_reset.h"
 #include "maia_sysfs.h"
@@ -64,6 +66,80 @@ int maia_hbm_alloc(struct maia_device *mdev, u64 size, bool topdown,
 	return ret;
 }
 
+#define MAIA_HBM_PAGE_PENDING	1ul
+#define MAIA_HBM_PAGE_RETIRED	2ul
+
+/*
+ * Takes the bad page @index, recorded in hbm->bad, out of the allocator if
+ * it is free: allocates exactly that page into @retired. False if someone
+ * still owns it. Caller holds hbm->lock.
+ */
+static bool maia_hbm_try_retire(struct maia_hbm *hbm, unsigned long index)
+{
+	u64 start = (u64)index * MAIA_PAGE_SIZE;
+
+	lockdep_assert_held(&hbm->lock);
+	if (gpu_buddy_alloc_blocks(&hbm->mm, start, start + MAIA_PAGE_SIZE,
+				   MAIA_PAGE_SIZE, MAIA_PAGE_SIZE, &hbm->retired,
+				   GPU_BUDDY_RANGE_ALLOCATION))
+		return false;
+	/* Replaces an existing entry: allocates nothing, cannot fail. */
+	xa_store(&hbm->bad, index, xa_mk_value(MAIA_HBM_PAGE_RETIRED), GFP_KERNEL);
+	hbm->retired_pages++;
+	return true;
+}
+
+/* Pages that went bad while owned: retire those the last free gave back. */
+static void maia_hbm_retire_pending(struct maia_hbm *hbm)
+{
+	unsigned long index;
+	void *entry;
+
+	lockdep_assert_held(&hbm->lock);
+	if (!hbm->pending_pages)
+		return;
+	xa_for_each(&hbm->bad, index, entry) {
+		if (xa_to_value(entry) == MAIA_HBM_PAGE_PENDING &&
+		    maia_hbm_try_retire(hbm, index))
+			hbm->pending_pages--;
+	}
+}
+
+/*
+ * The device reported an uncorrectable ECC error in the page at @offset. A
+ * free page leaves the allocator now; a page someone owns (a buffer object,
+ * a page table, the reserved page) when its owner frees it. The record
+ * lives as long as the driver is bound: the device forgets its poison at
+ * reset, the driver keeps the page out anyway. Sleeps (allocates).
+ */
+void maia_hbm_retire_page(struct maia_device *mdev, u64 offset)
+{
+	struct maia_hbm *hbm = &mdev->hbm;
+	unsigned long index = offset / MAIA_PAGE_SIZE;
+	u64 page = offset & ~(u64)(MAIA_PAGE_SIZE - 1);
+	bool retired;
+	int ret;
+
+	if (offset >= hbm->size)
+		return;
+	mutex_lock(&hbm->lock);
+	ret = xa_insert(&hbm->bad, index, xa_mk_value(MAIA_HBM_PAGE_PENDING), GFP_KERNEL);
+	if (ret) {
+		mutex_unlock(&hbm->lock);
+		/* -EBUSY: known already, nothing to do. */
+		if (ret != -EBUSY)
+			maia_err(mdev, "HBM page %#llx: cannot record its retirement: %pe\n",
+				 page, ERR_PTR(ret));
+		return;
+	}
+	retired = maia_hbm_try_retire(hbm, index);
+	if (!retired)
+		hbm->pending_pages++;
+	mutex_unlock(&hbm->lock);
+	maia_warn(mdev, "HBM page %#llx has an uncorrectable ECC error: %s\n", page,
+		  retired ? "retired" : "retired when its owner frees it");
+}
+
 void maia_hbm_free(struct maia_device *mdev, struct list_head *blocks)
 {
 	struct maia_hbm *hbm = &mdev->hbm;
@@ -72,10 +148,14 @@ void maia_hbm_free(struct maia_device *mdev, struct list_head *blocks)
 		return;
 	mutex_lock(&hbm->lock);
 	gpu_buddy_free_list(&hbm->mm, blocks, 0);
+	maia_hbm_retire_pending(hbm);
 	mutex_unlock(&hbm->lock);
 }
 
-/* Includes page tables and the reserved page: what the device has in use. */
+/*
+ * Includes page tables, the reserved page and retired pages: what is not
+ * available for allocation. used + free == size, always.
+ */
 u64 maia_hbm_used_bytes(struct maia_device *mdev)
 {
 	struct maia_hbm *hbm = &mdev->hbm;
@@ -203,14 +283,89 @@ static ssize_t hbm_free_bytes_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(hbm_free_bytes);
 
+/* HBM pages retired for an uncorrectable ECC error (out of the allocator). */
+static ssize_t hbm_retired_pages_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	struct maia_hbm *hbm = &maia_from_dev(dev)->hbm;
+	u64 n;
+
+	mutex_lock(&hbm->lock);
+	n = hbm->retired_pages;
+	mutex_unlock(&hbm->lock);
+	return sysfs_emit(buf, "%llu\n", n);
+}
+static DEVICE_ATTR_RO(hbm_retired_pages);
+
+/* Bad HBM pages still owned, retired when their owner frees them. */
+static ssize_t hbm_retired_pages_pending_show(struct device *dev,
+					      struct device_attribute *attr, char *buf)
+{
+	struct maia_hbm *hbm = &maia_from_dev(dev)->hbm;
+	u64 n;
+
+	mutex_lock(&hbm->lock);
+	n = hbm->pending_pages;
+	mutex_unlock(&hbm->lock);
+	return sysfs_emit(buf, "%llu\n", n);
+}
+static DEVICE_ATTR_RO(hbm_retired_pages_pending);
+
+/* An ECC counter of the device (since power-on), or -ENODEV once it is gone. */
+static ssize_t maia_hbm_ecc_count_show(struct device *dev, u32 reg, char *buf)
+{
+	struct maia_device *mdev = maia_from_dev(dev);
+	u32 count;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return -ENODEV;
+	count = maia_rd(mdev, reg);
+	drm_dev_exit(idx);
+	return sysfs_emit(buf, "%u\n", count);
+}
+
+/* Correctable HBM ECC errors the device has corrected. */
+static ssize_t hbm_ecc_ce_count_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	return maia_hbm_ecc_count_show(dev, MAIA_REG_ECC_CE_COUNT, buf);
+}
+static DEVICE_ATTR_RO(hbm_ecc_ce_count);
+
+/* Uncorrectable HBM ECC errors: pages the device found bad. */
+static ssize_t hbm_ecc_ue_count_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	return maia_hbm_ecc_count_show(dev, MAIA_REG_ECC_UE_COUNT, buf);
+}
+static DEVICE_ATTR_RO(hbm_ecc_ue_count);
+
 static struct attribute *maia_hbm_attrs[] = {
 	&dev_attr_hbm_used_bytes.attr,
 	&dev_attr_hbm_free_bytes.attr,
+	&dev_attr_hbm_retired_pages.attr,
+	&dev_attr_hbm_retired_pages_pending.attr,
+	&dev_attr_hbm_ecc_ce_count.attr,
+	&dev_attr_hbm_ecc_ue_count.attr,
 	NULL,
 };
 
+/* The ECC counters came with hardware revision 1.2. */
+static umode_t maia_hbm_attr_visible(struct kobject *kobj, struct attribute *attr, int n)
+{
+	struct maia_device *mdev = maia_from_dev(kobj_to_dev(kobj));
+
+	if ((attr == &dev_attr_hbm_ecc_ce_count.attr ||
+	     attr == &dev_attr_hbm_ecc_ue_count.attr) &&
+	    !maia_hw_has(mdev, MAIA_HW_REVISION_ECC))
+		return 0;
+	return attr->mode;
+}
+
 const struct attribute_group maia_hbm_attr_group = {
 	.attrs = maia_hbm_attrs,
+	.is_visible = maia_hbm_attr_visible,
 };
 
 /*
@@ -232,6 +387,7 @@ void maia_hbm_release_quarantine(struct maia_device *mdev)
 	list_for_each_entry(block, &hbm->quarantine, link)
 		bytes += gpu_buddy_block_size(&hbm->mm, block);
 	gpu_buddy_free_list(&hbm->mm, &hbm->quarantine, 0);
+	maia_hbm_retire_pending(hbm);
 	mutex_unlock(&hbm->lock);
 	if (bytes)
 		maia_info(mdev, "%llu bytes of HBM whose clear timed out are back in use\n", bytes);
@@ -244,6 +400,8 @@ static void maia_hbm_fini(struct drm_device *drm, void *arg)
 	mutex_lock(&hbm->lock);
 	gpu_buddy_free_list(&hbm->mm, &hbm->reserved, 0);
 	gpu_buddy_free_list(&hbm->mm, &hbm->quarantine, 0);
+	gpu_buddy_free_list(&hbm->mm, &hbm->retired, 0);
+	xa_destroy(&hbm->bad);
 	drm_WARN(drm, hbm->mm.avail != hbm->size,
 		 "%llu bytes of HBM leaked\n", hbm->size - hbm->mm.avail);
 	gpu_buddy_fini(&hbm->mm);
@@ -260,6 +418,8 @@ int maia_hbm_init(struct maia_device *mdev)
 	hbm->size = mdev->hw.hbm_size;
 	INIT_LIST_HEAD(&hbm->reserved);
 	INIT_LIST_HEAD(&hbm->quarantine);
+	INIT_LIST_HEAD(&hbm->retired);
+	xa_init(&hbm->bad);
 	if (hbm->size < 2 * MAIA_PAGE_SIZE || !IS_ALIGNED(hbm->size, MAIA_PAGE_SIZE)) {
 		maia_err(mdev, "device reports %llu bytes of HBM, not usable\n",
 			 hbm->size);

@@ -11,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/sysfs.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 
 struct maia_cmd_fill;
 struct maia_device;
@@ -39,6 +40,18 @@ struct maia_hbm {
 	struct maia_cmd_fill *clear_cmds;
 	dma_addr_t clear_cmds_dma;
 	struct list_head quarantine;	/* under @lock; freed by the next reset */
+
+	/*
+	 * Pages with an uncorrectable ECC error (Documentation/reliability.rst):
+	 * @bad holds every such page the device reported, by page index, with
+	 * the value MAIA_HBM_PAGE_PENDING while an owner still holds it and
+	 * MAIA_HBM_PAGE_RETIRED once it sits in @retired, allocated for good.
+	 * All under @lock.
+	 */
+	struct xarray bad;
+	struct list_head retired;
+	u64 retired_pages;
+	u64 pending_pages;
 };
 
 int maia_hbm_init(struct maia_device *mdev);
@@ -47,6 +60,9 @@ void maia_hbm_release_quarantine(struct maia_device *mdev);
 int maia_hbm_alloc(struct maia_device *mdev, u64 size, bool topdown,
 		   struct list_head *blocks);
 void maia_hbm_free(struct maia_device *mdev, struct list_head *blocks);
+
+/* An uncorrectable ECC error at HBM @offset: take its page out of use. */
+void maia_hbm_retire_page(struct maia_device *mdev, u64 offset);
 
 u64 maia_hbm_used_bytes(struct maia_device *mdev);
 u64 maia_hbm_free_bytes(struct maia_device *mdev);

@@ -86,7 +86,7 @@ int maia_heartbeat_init(struct maia_device *mdev)
 {
 	struct maia_heartbeat *hb;
 
-	if (!maia_hw_is_1_1(mdev)) {
+	if (!maia_hw_has(mdev, MAIA_HW_REVISION_1_1)) {
 		maia_info(mdev, "hardware revision %#x has no firmware heartbeat\n",
 			  mdev->hw.revision);
 		return 0;

@@ -28,12 +28,12 @@ static inline void maia_wr(struct maia_device *mdev, u32 reg, u32 val)
 }
 
 /*
- * Hardware 1.1 and later: MAIA_Q_FETCHED per queue, the firmware heartbeat
- * and MAIA_REG_DEBUG_INJECT. The major is checked at probe.
+ * Whether the device is at least @revision (MAIA_HW_REVISION_*): minor
+ * revisions add registers. The major is checked at probe.
  */
-static inline bool maia_hw_is_1_1(const struct maia_device *mdev)
+static inline bool maia_hw_has(const struct maia_device *mdev, u32 revision)
 {
-	return (mdev->hw.revision & 0xffu) >= 1;
+	return (mdev->hw.revision & 0xffu) >= (revision & 0xffu);
 }
 
 int maia_hw_identify(struct maia_device *mdev);

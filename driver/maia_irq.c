@@ -14,6 +14,7 @@
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
 
+#include "maia_hbm.h"
 #include "maia_hw.h"
 #include "maia_irq.h"
 #include "maia_queue.h"
@@ -40,9 +41,42 @@ static irqreturn_t maia_irq_event(int irq, void *arg)
 		spin_unlock(&mdev->fault_lock);
 	}
 
-	maia_wr(mdev, MAIA_REG_INT_STATUS, causes);
+	/*
+	 * HBM_ECC is acknowledged by the thread once it has read the record:
+	 * the ack lets the device latch its next bad page, so none is lost.
+	 */
+	maia_wr(mdev, MAIA_REG_INT_STATUS, causes & ~MAIA_INT_HBM_ECC);
 	atomic_or(causes, &mdev->irq_causes);
 	return IRQ_WAKE_THREAD;
+}
+
+/*
+ * An uncorrectable HBM ECC error: the device has failed the job that read
+ * the page (its completion says MAIA_STATUS_HBM_ECC) or found it without a
+ * job (scrub). Here the page is retired and the record acknowledged. The
+ * record is valid only while the cause is pending; a reset in between
+ * clears both, hence the second look at INT_STATUS.
+ */
+static void maia_irq_handle_ecc(struct maia_device *mdev)
+{
+	u32 info;
+	u64 page;
+
+	if (!(maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_HBM_ECC))
+		return;
+	info = maia_rd(mdev, MAIA_REG_ECC_INFO);
+	page = maia_rd(mdev, MAIA_REG_ECC_ADDR_LO) |
+	       (u64)maia_rd(mdev, MAIA_REG_ECC_ADDR_HI) << 32;
+	if (!(maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_HBM_ECC))
+		return;
+	if (info & MAIA_ECC_JOB)
+		maia_err_ratelimited(mdev, "HBM ECC uncorrectable error at %#llx: read by asid %u queue %u\n",
+				     page, FIELD_GET(MAIA_ECC_ASID_MASK, info),
+				     FIELD_GET(MAIA_ECC_QUEUE_MASK, info));
+	else
+		maia_err_ratelimited(mdev, "HBM ECC uncorrectable error at %#llx\n", page);
+	maia_hbm_retire_page(mdev, page);
+	maia_wr(mdev, MAIA_REG_INT_STATUS, MAIA_INT_HBM_ECC);
 }
 
 /*
@@ -112,6 +146,8 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 		maia_err_ratelimited(mdev, "firmware reported an internal error\n");
 	if (causes & MAIA_INT_THERMAL)
 		maia_telemetry_throttle_event(mdev);
+	if (causes & MAIA_INT_HBM_ECC)
+		maia_irq_handle_ecc(mdev);
 
 	return IRQ_HANDLED;
 }

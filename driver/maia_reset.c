@@ -182,7 +182,7 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 	if (!sq || dma_fence_is_signaled(job->hw_fence) || !timeout_ms)
 		goto not_hung;
 	now = ktime_get();
-	if (maia_hw_is_1_1(mdev)) {
+	if (maia_hw_has(mdev, MAIA_HW_REVISION_1_1)) {
 		if (!maia_sched_job_fetched(sq, job))
 			goto not_hung;
 		if (!job->hw_fetched_seen)

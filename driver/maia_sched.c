@@ -192,7 +192,7 @@ void maia_sched_stop_all(struct maia_device *mdev, struct maia_job *guilty)
 			       &guilty->base : NULL);
 		maia_queue_disable(&sq->hwq);
 		/* A disabled queue fetches nothing more; the reset clears the count. */
-		sq->fetched_known = maia_hw_is_1_1(mdev);
+		sq->fetched_known = maia_hw_has(mdev, MAIA_HW_REVISION_1_1);
 		if (sq->fetched_known)
 			sq->fetched_at_stop = maia_rd(mdev, MAIA_REG_Q(sq->hwq.index,
 								       MAIA_Q_FETCHED));

@@ -61,6 +61,7 @@ static const struct maia_uapi_map maia_uapi_status_map[] = {
 	{ MAIA_STATUS_BAD_CONTEXT, DRM_MAIA_DEVICE_BAD_CONTEXT },
 	{ MAIA_STATUS_ABORTED, DRM_MAIA_DEVICE_ABORTED },
 	{ MAIA_STATUS_SEM_TIMEOUT, DRM_MAIA_DEVICE_SEM_TIMEOUT },
+	{ MAIA_STATUS_HBM_ECC, DRM_MAIA_DEVICE_HBM_ECC },
 };
 
 /* Capability bits: the hardware's mask in, a mask of DRM_MAIA_CAP_* out. */

@@ -42,9 +42,9 @@ static int copy_span(struct maia_sim *sim, unsigned int qi, const struct fw_job 
 
 		if (fw_job_should_stop(sim, qi, job))
 			return CMD_STOP;
-		rc = fw_as_segment(as, src, MAIA_ACCESS_READ, &s);
+		rc = fw_as_segment(as, src, MAIA_ACCESS_READ, n, &s);
 		if (rc == MAIA_STATUS_OK)
-			rc = fw_as_segment(as, dst, MAIA_ACCESS_WRITE, &d);
+			rc = fw_as_segment(as, dst, MAIA_ACCESS_WRITE, n, &d);
 		if (rc != MAIA_STATUS_OK)
 			return rc;
 		n = n < s.avail ? n : s.avail;

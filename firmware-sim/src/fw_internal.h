@@ -104,6 +104,22 @@ struct fw_job {
 	uint64_t cq;			/* CQ base, snapshot at fetch */
 };
 
+/* HBM ECC (fw_ecc.c): pages with an injected error. */
+#define FW_ECC_MAX_PAGES	64u
+
+struct fw_ecc_page {
+	uint64_t page;			/* HBM offset, 4 KiB aligned */
+	uint32_t ce_pending;		/* CEs the next read corrects */
+	bool ue;			/* poisoned until reset */
+	bool reported;			/* the UE record has named it */
+};
+
+struct fw_ecc {
+	unsigned int n;			/* entries in use (also read atomically) */
+	struct fw_ecc_page pages[FW_ECC_MAX_PAGES];
+	uint32_t ce_count, ue_count;	/* since power-on */
+};
+
 struct fw_queue {
 	/* Registers, under sim->lock. */
 	uint64_t sq, cq, shadow;
@@ -175,6 +191,14 @@ struct maia_sim {
 	/* Power controller and counters (fw_telemetry.c), under lock. */
 	struct fw_telem telem;
 
+	/* HBM ECC: the UE record and the injection address, under lock. */
+	uint32_t ecc_info;
+	uint64_t ecc_addr;
+	uint64_t inject_addr;
+	/* ecc_lock (inside lock) protects ecc: error table and counters. */
+	pthread_mutex_t ecc_lock;
+	struct fw_ecc ecc;
+
 	/* mmu_lock protects ctx[] (roots and TLBs); engine threads may walk. */
 	pthread_mutex_t mmu_lock;
 	struct fw_asid_ctx ctx[MAIA_MAX_ASIDS];
@@ -209,6 +233,9 @@ struct fw_as {
 	bool faulted;
 	uint64_t fault_va;
 	unsigned int fault_access;	/* MAIA_ACCESS_* */
+	/* First poisoned HBM page the job read (MAIA_STATUS_HBM_ECC). */
+	bool ecc_hit;
+	uint64_t ecc_page;
 };
 /* A contiguous piece of an address space: host bus range or HBM pointer. */
 struct fw_seg {
@@ -218,7 +245,8 @@ struct fw_seg {
 	uint64_t avail;			/* bytes contiguous from va */
 };
 void fw_as_init(struct fw_as *as, struct maia_sim *sim, unsigned int asid);
-int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, struct fw_seg *seg);
+int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, uint64_t len,
+		  struct fw_seg *seg);
 int fw_as_read(struct fw_as *as, uint64_t va, void *buf, size_t len);
 int fw_as_write(struct fw_as *as, uint64_t va, const void *buf, size_t len);
 void fw_as_job_mem(struct fw_as *as, struct maia_job_mem *mem);
@@ -226,6 +254,15 @@ bool fw_asid_usable(struct maia_sim *sim, unsigned int asid);
 int fw_mmu_set_context(struct maia_sim *sim, unsigned int asid, uint64_t root);
 void fw_mmu_invalidate(struct maia_sim *sim, unsigned int asid);
 void fw_mmu_reset(struct maia_sim *sim);
+
+/* fw_ecc.c */
+int fw_ecc_inject_locked(struct maia_sim *sim, unsigned int what, uint64_t addr, bool *raise);
+bool fw_ecc_latch_next_locked(struct maia_sim *sim);
+int fw_ecc_check_read(struct maia_sim *sim, uint64_t pa, uint64_t *len, uint64_t *bad);
+bool fw_ecc_job_hit_locked(struct maia_sim *sim, unsigned int asid, unsigned int qi,
+			   uint64_t page);
+uint32_t fw_ecc_count_locked(struct maia_sim *sim, bool ue);
+void fw_ecc_reset_locked(struct maia_sim *sim);
 
 /* fw_cmd.c: runs a job's commands on the worker. */
 enum fw_run_result {

@@ -6,7 +6,8 @@
  * MAIA_PHYS_HBM. Other ASIDs walk four levels of page tables in HBM, with a
  * small fully associative TLB per ASID. Leaf permissions decide access;
  * intermediate entries only need VALID. SYSMEM leaves go to host memory by
- * DMA, the others index HBM with bounds checks.
+ * DMA, the others index HBM with bounds checks. Every read of HBM data
+ * (not of page tables) goes through fw_ecc_check_read() (fw_ecc.c).
  */
 #include <string.h>
 
@@ -180,13 +181,36 @@ static int fault(struct fw_as *as, uint64_t va, unsigned int access)
 	return MAIA_STATUS_MMU_FAULT;
 }
 
-/* Translates va for one access; MAIA_STATUS_MMU_FAULT is recorded. */
-int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, struct fw_seg *seg)
+/* Records the job's first read of a poisoned HBM page. */
+static int ecc_hit(struct fw_as *as, uint64_t page)
+{
+	pthread_mutex_lock(&as->sim->mmu_lock);
+	if (!as->ecc_hit) {
+		as->ecc_hit = true;
+		as->ecc_page = page;
+	}
+	pthread_mutex_unlock(&as->sim->mmu_lock);
+	return MAIA_STATUS_HBM_ECC;
+}
+
+/*
+ * Translates va for one access of at most len bytes; MAIA_STATUS_MMU_FAULT
+ * and MAIA_STATUS_HBM_ECC are recorded. A read's segment ends before a
+ * poisoned HBM page.
+ */
+int fw_as_segment(struct fw_as *as, uint64_t va, unsigned int access, uint64_t len,
+		  struct fw_seg *seg)
 {
 	struct xlate x;
+	uint64_t bad;
 
 	if (translate(as, va, access, &x) != MAIA_STATUS_OK)
 		return fault(as, va, access);
+	if (x.avail > len)
+		x.avail = len;
+	if (!x.sysmem && access == MAIA_ACCESS_READ &&
+	    fw_ecc_check_read(as->sim, x.pa, &x.avail, &bad) != MAIA_STATUS_OK)
+		return ecc_hit(as, bad);
 	seg->sysmem = x.sysmem;
 	seg->pa = x.pa;
 	seg->hbm = x.sysmem ? NULL : (uint8_t *)as->sim->cfg.hbm + x.pa;
@@ -203,12 +227,18 @@ static int access_as(struct fw_as *as, uint64_t va, void *buf, size_t len,
 
 	while (len) {
 		struct xlate x;
+		uint64_t bad;
 		size_t n;
 		int rc;
 
 		if (translate(as, va, access, &x) != MAIA_STATUS_OK)
 			return fault(as, va, access);
-		n = len < x.avail ? len : (size_t)x.avail;
+		if (x.avail > len)
+			x.avail = len;
+		if (!x.sysmem && access == MAIA_ACCESS_READ &&
+		    fw_ecc_check_read(sim, x.pa, &x.avail, &bad) != MAIA_STATUS_OK)
+			return ecc_hit(as, bad);
+		n = (size_t)x.avail;
 		if (x.sysmem) {
 			rc = access == MAIA_ACCESS_WRITE ?
 			     sim->ops.dma_write(sim->opaque, x.pa, p, n) :
@@ -271,13 +301,20 @@ static int map_in_place(struct fw_as *as, uint64_t va, size_t len, unsigned int 
 			void **ptr, size_t *avail)
 {
 	struct xlate x;
+	uint64_t bad;
 
 	if (job_mem_reset_pending(as))
 		return MAIA_STATUS_ABORTED;
 	if (translate(as, va, access, &x) != MAIA_STATUS_OK)
 		return MAIA_STATUS_MMU_FAULT;
+	if (x.avail > len)
+		x.avail = len;
+	/* A poisoned page: the read() the engine falls back to reports it. */
+	if (!x.sysmem && access == MAIA_ACCESS_READ &&
+	    fw_ecc_check_read(as->sim, x.pa, &x.avail, &bad) != MAIA_STATUS_OK)
+		return MAIA_STATUS_HBM_ECC;
 	*ptr = x.sysmem ? NULL : (uint8_t *)as->sim->cfg.hbm + x.pa;
-	*avail = len < x.avail ? len : (size_t)x.avail;
+	*avail = (size_t)x.avail;
 	return MAIA_STATUS_OK;
 }
 

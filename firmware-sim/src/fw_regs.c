@@ -118,6 +118,13 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_FAULT_INFO:	val = sim->fault_info; break;
 	case MAIA_REG_FAULT_ADDR_LO:	val = (uint32_t)sim->fault_addr; break;
 	case MAIA_REG_FAULT_ADDR_HI:	val = (uint32_t)(sim->fault_addr >> 32); break;
+	case MAIA_REG_DEBUG_INJECT_ADDR_LO: val = (uint32_t)sim->inject_addr; break;
+	case MAIA_REG_DEBUG_INJECT_ADDR_HI: val = (uint32_t)(sim->inject_addr >> 32); break;
+	case MAIA_REG_ECC_CE_COUNT:	val = fw_ecc_count_locked(sim, false); break;
+	case MAIA_REG_ECC_UE_COUNT:	val = fw_ecc_count_locked(sim, true); break;
+	case MAIA_REG_ECC_INFO:		val = sim->ecc_info; break;
+	case MAIA_REG_ECC_ADDR_LO:	val = (uint32_t)sim->ecc_addr; break;
+	case MAIA_REG_ECC_ADDR_HI:	val = (uint32_t)(sim->ecc_addr >> 32); break;
 	case MAIA_REG_MBOX_CMD:		val = sim->mbox_cmd; break;
 	case MAIA_REG_MBOX_STATUS:	val = sim->mbox_status; break;
 	case MAIA_REG_MBOX_ARG(0):
@@ -369,6 +376,28 @@ static void int_mask_locked(struct maia_sim *sim, uint32_t value, struct mmio_ef
 		fx->raise_event = true;
 }
 
+static void debug_inject_locked(struct maia_sim *sim, uint32_t value, struct mmio_effects *fx)
+{
+	unsigned int what = value & MAIA_INJECT_WHAT_MASK;
+	unsigned int queue = (value & MAIA_INJECT_QUEUE_MASK) >> MAIA_INJECT_QUEUE_SHIFT;
+	bool raise;
+
+	if (what == MAIA_INJECT_ECC_CE || what == MAIA_INJECT_ECC_UE) {
+		if (queue || value & ~(MAIA_INJECT_WHAT_MASK | MAIA_INJECT_QUEUE_MASK) ||
+		    fw_ecc_inject_locked(sim, what, sim->inject_addr, &raise))
+			fw_guest_error(sim, "maia: DEBUG_INJECT 0x%08x at HBM 0x%llx: bad address or error table full; ignored",
+				       value, (unsigned long long)sim->inject_addr);
+		else
+			fx->raise_event |= raise;
+		return;
+	}
+	if (fw_inject_locked(sim, what, queue))
+		fw_guest_error(sim, "maia: DEBUG_INJECT 0x%08x: unknown error, queue or state; ignored",
+			       value);
+	else
+		fw_kick_worker_locked(sim);
+}
+
 void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 {
 	struct mmio_effects fx = { .shadow_queue = -1 };
@@ -401,6 +430,11 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	case MAIA_REG_FAULT_INFO:
 	case MAIA_REG_FAULT_ADDR_LO:
 	case MAIA_REG_FAULT_ADDR_HI:
+	case MAIA_REG_ECC_CE_COUNT:
+	case MAIA_REG_ECC_UE_COUNT:
+	case MAIA_REG_ECC_INFO:
+	case MAIA_REG_ECC_ADDR_LO:
+	case MAIA_REG_ECC_ADDR_HI:
 	case MAIA_REG_MBOX_STATUS:
 	case MAIA_REG_MBOX_RESP(0):
 	case MAIA_REG_MBOX_RESP(1):
@@ -419,12 +453,13 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		sim->scratch = value;
 		break;
 	case MAIA_REG_DEBUG_INJECT:
-		if (fw_inject_locked(sim, value & MAIA_INJECT_WHAT_MASK,
-				     (value & MAIA_INJECT_QUEUE_MASK) >> MAIA_INJECT_QUEUE_SHIFT))
-			fw_guest_error(sim, "maia: DEBUG_INJECT 0x%08x: unknown error, queue or state; ignored",
-					 value);
-		else
-			fw_kick_worker_locked(sim);
+		debug_inject_locked(sim, value, &fx);
+		break;
+	case MAIA_REG_DEBUG_INJECT_ADDR_LO:
+		sim->inject_addr = (sim->inject_addr & ~0xffffffffull) | value;
+		break;
+	case MAIA_REG_DEBUG_INJECT_ADDR_HI:
+		sim->inject_addr = (sim->inject_addr & 0xffffffffull) | ((uint64_t)value << 32);
 		break;
 	case MAIA_REG_BOOT_ADDR_LO:
 	case MAIA_REG_BOOT_ADDR_HI:
@@ -451,6 +486,9 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		if (value & ~MAIA_INT_ALL)
 			fw_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
 		sim->int_status &= ~value;
+		/* The next poisoned page not yet reported takes the free record. */
+		if (value & MAIA_INT_HBM_ECC)
+			fx.raise_event |= fw_ecc_latch_next_locked(sim);
 		break;
 	case MAIA_REG_INT_MASK:
 		int_mask_locked(sim, value, &fx);

@@ -188,6 +188,8 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		}
 		raise_event |= fw_int_assert_locked(sim, MAIA_INT_MMU_FAULT);
 	}
+	if (status == MAIA_STATUS_HBM_ECC && as && as->ecc_hit)
+		raise_event |= fw_ecc_job_hit_locked(sim, as->asid, qi, as->ecc_page);
 	pthread_mutex_unlock(&sim->lock);
 
 	if (ok)

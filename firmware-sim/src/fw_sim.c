@@ -125,6 +125,7 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	memset(&sim->stats, 0, sizeof(sim->stats));
 	fw_mmu_reset(sim);
 	fw_telem_reset_locked(sim);
+	fw_ecc_reset_locked(sim);
 }
 
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
@@ -167,6 +168,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	}
 	pthread_mutex_init(&sim->lock, NULL);
 	pthread_mutex_init(&sim->mmu_lock, NULL);
+	pthread_mutex_init(&sim->ecc_lock, NULL);
 	/* The worker sleeps until device-time deadlines on CLOCK_MONOTONIC (fw_host.h). */
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
@@ -183,6 +185,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 err_sync:
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
+	pthread_mutex_destroy(&sim->ecc_lock);
 	pthread_mutex_destroy(&sim->mmu_lock);
 	pthread_mutex_destroy(&sim->lock);
 err_free:
@@ -208,6 +211,7 @@ void maia_sim_destroy(struct maia_sim *sim)
 
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
+	pthread_mutex_destroy(&sim->ecc_lock);
 	pthread_mutex_destroy(&sim->mmu_lock);
 	pthread_mutex_destroy(&sim->lock);
 	maia_tensor_destroy(sim->te);

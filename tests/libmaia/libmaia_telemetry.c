@@ -159,6 +159,11 @@ TEST_F(tm, values_match_sysfs)
 		F("hbm_free_bytes", false, MAIA_TM_HBM_FREE, hbm_free_bytes, true),
 		F("hbm_size", false, MAIA_TM_HBM_TOTAL, hbm_total_bytes, true),
 		F("reset_count", false, MAIA_TM_RESET_COUNT, reset_count, true),
+		F("hbm_ecc_ce_count", false, MAIA_TM_ECC_CE, ecc_ce_count, true),
+		F("hbm_ecc_ue_count", false, MAIA_TM_ECC_UE, ecc_ue_count, true),
+		F("hbm_retired_pages", false, MAIA_TM_RETIRED_PAGES, retired_pages, true),
+		F("hbm_retired_pages_pending", false, MAIA_TM_RETIRED_PENDING,
+		  retired_pages_pending, true),
 #undef F
 	};
 	static struct maia_telemetry t;

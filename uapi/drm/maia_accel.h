@@ -33,8 +33,9 @@ extern "C" {
  * Minor versions: what each one added.
  *  0: the first uAPI.
  *  1: drm_maia_wait.device_time_ns.
+ *  2: DRM_MAIA_DEVICE_HBM_ECC.
  */
-#define MAIA_DRIVER_MINOR		1
+#define MAIA_DRIVER_MINOR		2
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -255,6 +256,7 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_BAD_CONTEXT	6	/* address space not set up */
 #define DRM_MAIA_DEVICE_ABORTED		7	/* stopped by a reset, or never ran */
 #define DRM_MAIA_DEVICE_SEM_TIMEOUT	8	/* a semaphore wait gave up */
+#define DRM_MAIA_DEVICE_HBM_ECC		9	/* read HBM with an uncorrectable error (minor 2) */
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**

@@ -133,6 +133,10 @@ int maia_device_list(struct maia_device_entry *entries, int max);
 #define MAIA_TM_RESET_COUNT		(1ull << 23)	/* reset_count */
 #define MAIA_TM_TOPOLOGY		(1ull << 24)	/* clusters, tiles_per_cluster */
 #define MAIA_TM_TILES			(1ull << 25)	/* num_tiles, tile_busy_us */
+#define MAIA_TM_ECC_CE			(1ull << 26)	/* ecc_ce_count (hardware 1.2) */
+#define MAIA_TM_ECC_UE			(1ull << 27)	/* ecc_ue_count (hardware 1.2) */
+#define MAIA_TM_RETIRED_PAGES		(1ull << 28)	/* retired_pages */
+#define MAIA_TM_RETIRED_PENDING		(1ull << 29)	/* retired_pages_pending */
 
 #define MAIA_TELEMETRY_MAX_TILES	1024
 
@@ -176,6 +180,11 @@ struct maia_telemetry {
 	 */
 	uint32_t num_tiles;
 	uint64_t tile_busy_us[MAIA_TELEMETRY_MAX_TILES];
+	/* HBM ECC (Documentation/reliability.rst) */
+	uint64_t ecc_ce_count;		/* corrected errors since power-on, counter */
+	uint64_t ecc_ue_count;		/* uncorrectable errors (bad pages) since power-on, counter */
+	uint64_t retired_pages;		/* HBM pages out of use for good, gauge */
+	uint64_t retired_pages_pending;	/* bad pages retired once their owner frees them, gauge */
 };
 
 /*

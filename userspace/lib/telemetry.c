@@ -55,6 +55,11 @@ static const struct tm_file {
 	{ "hbm_free_bytes", false, false, MAIA_TM_HBM_FREE, TM_FIELD(hbm_free_bytes) },
 	{ "hbm_size", false, false, MAIA_TM_HBM_TOTAL, TM_FIELD(hbm_total_bytes) },
 	{ "reset_count", false, false, MAIA_TM_RESET_COUNT, TM_FIELD(reset_count) },
+	{ "hbm_ecc_ce_count", false, false, MAIA_TM_ECC_CE, TM_FIELD(ecc_ce_count) },
+	{ "hbm_ecc_ue_count", false, false, MAIA_TM_ECC_UE, TM_FIELD(ecc_ue_count) },
+	{ "hbm_retired_pages", false, false, MAIA_TM_RETIRED_PAGES, TM_FIELD(retired_pages) },
+	{ "hbm_retired_pages_pending", false, false, MAIA_TM_RETIRED_PENDING,
+	  TM_FIELD(retired_pages_pending) },
 };
 
 /* The whole (small) file as a string; its length, or -1. */

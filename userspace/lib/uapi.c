@@ -58,6 +58,7 @@ static const struct uapi_map status_map[] = {
 	{ DRM_MAIA_DEVICE_BAD_CONTEXT, MAIA_STATUS_BAD_CONTEXT },
 	{ DRM_MAIA_DEVICE_ABORTED, MAIA_STATUS_ABORTED },
 	{ DRM_MAIA_DEVICE_SEM_TIMEOUT, MAIA_STATUS_SEM_TIMEOUT },
+	{ DRM_MAIA_DEVICE_HBM_ECC, MAIA_STATUS_HBM_ECC },
 };
 
 uint32_t maia_caps_from_uapi(uint64_t caps)

@@ -97,6 +97,26 @@ static const struct metric metrics[] = {
 	  MAIA_TM_RESET_COUNT, 1.0 },
 };
 
+/*
+ * HBM ECC, after the per-tile block so that the lines before stay as they
+ * were; names as DCGM's ECC_SBE_VOL_TOTAL / ECC_DBE_VOL_TOTAL / RETIRED_DBE
+ * (single-bit = corrected, double-bit = uncorrectable).
+ */
+static const struct metric ecc_metrics[] = {
+	{ "MAIA_FI_DEV_ECC_SBE_VOL_TOTAL", COUNTER,
+	  "HBM ECC errors corrected since power-on.",
+	  MAIA_TM_ECC_CE, 1.0 },
+	{ "MAIA_FI_DEV_ECC_DBE_VOL_TOTAL", COUNTER,
+	  "HBM ECC uncorrectable errors (bad pages) since power-on.",
+	  MAIA_TM_ECC_UE, 1.0 },
+	{ "MAIA_FI_DEV_RETIRED_DBE", GAUGE,
+	  "HBM pages retired for an uncorrectable ECC error.",
+	  MAIA_TM_RETIRED_PAGES, 1.0 },
+	{ "MAIA_FI_DEV_RETIRED_PENDING", GAUGE,
+	  "HBM pages with an uncorrectable ECC error, retired once their owner frees them.",
+	  MAIA_TM_RETIRED_PENDING, 1.0 },
+};
+
 /* The snapshot's value of one MAIA_TM_* field, unscaled. */
 static double raw_value(const struct maia_telemetry *t, uint64_t field)
 {
@@ -116,6 +136,10 @@ static double raw_value(const struct maia_telemetry *t, uint64_t field)
 	case MAIA_TM_HBM_READ:		return (double)t->hbm_bytes_read;
 	case MAIA_TM_HBM_WRITTEN:	return (double)t->hbm_bytes_written;
 	case MAIA_TM_RESET_COUNT:	return (double)t->reset_count;
+	case MAIA_TM_ECC_CE:		return (double)t->ecc_ce_count;
+	case MAIA_TM_ECC_UE:		return (double)t->ecc_ue_count;
+	case MAIA_TM_RETIRED_PAGES:	return (double)t->retired_pages;
+	case MAIA_TM_RETIRED_PENDING:	return (double)t->retired_pages_pending;
 	default:			return 0;
 	}
 }
@@ -228,18 +252,12 @@ static void scrape_tiles(FILE *out, const struct dev *devs, int n)
 	}
 }
 
-static void scrape(FILE *out)
+/* One sample per device that has the value, under each metric's HELP and TYPE. */
+static void put_metrics(FILE *out, const struct metric *table, size_t count,
+			const struct dev *devs, int n)
 {
-	const struct dev *devs = cached;
-	int n;
-
-	refresh_devices();
-	n = ncached;
-	for (int j = 0; j < n; j++)	/* afresh: values, and hwmon renumbered on reload */
-		ok[j] = maia_telemetry_read(devs[j].pci, &snaps[j]) == 0;
-
-	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
-		const struct metric *m = &metrics[i];
+	for (size_t i = 0; i < count; i++) {
+		const struct metric *m = &table[i];
 
 		fprintf(out, "# HELP %s %s\n", m->name, m->help);
 		fprintf(out, "# TYPE %s %s\n", m->name, m->type == GAUGE ? "gauge" : "counter");
@@ -253,7 +271,21 @@ static void scrape(FILE *out)
 			fprintf(out, "} %.10g\n", raw_value(&snaps[j], m->field) * m->scale);
 		}
 	}
+}
+
+static void scrape(FILE *out)
+{
+	const struct dev *devs = cached;
+	int n;
+
+	refresh_devices();
+	n = ncached;
+	for (int j = 0; j < n; j++)	/* afresh: values, and hwmon renumbered on reload */
+		ok[j] = maia_telemetry_read(devs[j].pci, &snaps[j]) == 0;
+
+	put_metrics(out, metrics, sizeof(metrics) / sizeof(metrics[0]), devs, n);
 	scrape_tiles(out, devs, n);
+	put_metrics(out, ecc_metrics, sizeof(ecc_metrics) / sizeof(ecc_metrics[0]), devs, n);
 }
 
 static void send_all(int fd, const char *buf, size_t len)

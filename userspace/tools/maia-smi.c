@@ -46,6 +46,8 @@ struct device_state {
 	long long hbm_used;		/* -1 if the driver does not say */
 	long long hbm_free;
 	long long resets;
+	/* HBM ECC: corrected, uncorrectable, pages retired and pending; -1 if absent. */
+	long long ecc_ce, ecc_ue, retired, retired_pending;
 	/* Telemetry (maia_telemetry_read, as maia-exporter); -1 if absent. */
 	long long power_uw, cap_uw, temp_mc, freq_hz, util, throttle_reasons, throttle_count;
 	/* busy time of each tile, us; ntiles 0 if absent */
@@ -67,6 +69,11 @@ static void read_telemetry(struct device_state *d, struct maia_telemetry *tm)
 	d->hbm_used = tm_value(tm, MAIA_TM_HBM_USED, (long long)tm->hbm_used_bytes);
 	d->hbm_free = tm_value(tm, MAIA_TM_HBM_FREE, (long long)tm->hbm_free_bytes);
 	d->resets = tm_value(tm, MAIA_TM_RESET_COUNT, (long long)tm->reset_count);
+	d->ecc_ce = tm_value(tm, MAIA_TM_ECC_CE, (long long)tm->ecc_ce_count);
+	d->ecc_ue = tm_value(tm, MAIA_TM_ECC_UE, (long long)tm->ecc_ue_count);
+	d->retired = tm_value(tm, MAIA_TM_RETIRED_PAGES, (long long)tm->retired_pages);
+	d->retired_pending = tm_value(tm, MAIA_TM_RETIRED_PENDING,
+				      (long long)tm->retired_pages_pending);
 	d->power_uw = tm_value(tm, MAIA_TM_POWER, (long long)tm->power_uw);
 	d->cap_uw = tm_value(tm, MAIA_TM_POWER_CAP, (long long)tm->power_cap_uw);
 	d->temp_mc = tm_value(tm, MAIA_TM_TEMP, tm->temp_mc);
@@ -288,6 +295,14 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 		printf(",\"hbm_free_bytes\":%lld", d->hbm_free);
 	if (d->resets >= 0)
 		printf(",\"resets\":%lld", d->resets);
+	if (d->ecc_ce >= 0)
+		printf(",\"hbm_ecc_ce_count\":%lld", d->ecc_ce);
+	if (d->ecc_ue >= 0)
+		printf(",\"hbm_ecc_ue_count\":%lld", d->ecc_ue);
+	if (d->retired >= 0)
+		printf(",\"hbm_retired_pages\":%lld", d->retired);
+	if (d->retired_pending >= 0)
+		printf(",\"hbm_retired_pages_pending\":%lld", d->retired_pending);
 	if (d->power_uw >= 0)
 		printf(",\"power_w\":%.3f,\"power_cap_w\":%.3f,\"temperature_c\":%.3f,"
 		       "\"clock_mhz\":%lld,\"utilization_pct\":%lld,\"throttle_reasons\":%lld,"

@@ -116,8 +116,16 @@ enum maia_sim_inject {
 	MAIA_SIM_INJECT_HANG = 1,	/* the next job on queue never completes */
 	MAIA_SIM_INJECT_MMU_FAULT = 2,	/* the next job on queue faults */
 	MAIA_SIM_INJECT_FW_CRASH = 3,	/* firmware stops until reset; queue ignored */
+	MAIA_SIM_INJECT_ECC_CE = 4,	/* use maia_sim_inject_ecc() */
+	MAIA_SIM_INJECT_ECC_UE = 5,	/* use maia_sim_inject_ecc() */
 };
 int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
 		    unsigned int queue);
+/*
+ * An HBM ECC error (MAIA_SIM_INJECT_ECC_CE or _UE) in the 4 KiB page holding
+ * hbm_addr, as MAIA_REG_DEBUG_INJECT with DEBUG_INJECT_ADDR does. 0, or
+ * -EINVAL for an address outside HBM, another kind, or a full error table.
+ */
+int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_t hbm_addr);
 
 #endif /* MAIA_SIM_H */

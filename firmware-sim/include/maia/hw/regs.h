@@ -26,11 +26,15 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.1. Minor versions add registers a driver may use once it
+ * major.minor = 1.2. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
- * MAIA_Q_FETCHED.
+ * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
+ * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
+ * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC).
  */
-#define MAIA_HW_REVISION		0x0101u
+#define MAIA_HW_REVISION		0x0102u
+#define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
+#define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -74,6 +78,16 @@
 #define   MAIA_INJECT_HANG		1u	/* the next job on the queue never completes */
 #define   MAIA_INJECT_MMU_FAULT		2u	/* the next job on the queue faults */
 #define   MAIA_INJECT_FW_CRASH		3u	/* firmware stops: mailbox, jobs, heartbeat */
+/*
+ * HBM ECC errors (revision 1.2) in the 4 KiB page holding the HBM offset in
+ * DEBUG_INJECT_ADDR_LO/HI (write those first; the queue byte must be 0).
+ * CE: the next device read of the page is corrected and counted in
+ * ECC_CE_COUNT. UE: the page is poisoned until reset; every device read of
+ * it fails the reading job with MAIA_STATUS_HBM_ECC. See
+ * Documentation/hw/registers.rst.
+ */
+#define   MAIA_INJECT_ECC_CE		4u
+#define   MAIA_INJECT_ECC_UE		5u
 
 /* Boot (see maia/hw/boot.h for the protocol) */
 #define MAIA_REG_BOOT_STATUS		0x0040u
@@ -96,6 +110,9 @@
  */
 #define MAIA_REG_FW_HEARTBEAT		0x006cu
 #define   MAIA_FW_HEARTBEAT_PERIOD_MS	100u
+/* HBM offset for MAIA_INJECT_ECC_* (read/write, cleared by reset). */
+#define MAIA_REG_DEBUG_INJECT_ADDR_LO	0x0070u
+#define MAIA_REG_DEBUG_INJECT_ADDR_HI	0x0074u
 
 /* Event interrupt (MSI-X vector MAIA_VEC_EVENT) */
 #define MAIA_REG_INT_STATUS		0x0080u	/* write 1 to clear */
@@ -106,7 +123,15 @@
 #define   MAIA_INT_QUEUE_ERROR		(1u << 3)
 #define   MAIA_INT_FW_ERROR		(1u << 4)
 #define   MAIA_INT_THERMAL		(1u << 5)
-#define   MAIA_INT_ALL			0x3fu
+#define   MAIA_INT_HBM_ECC		(1u << 6)	/* ECC_INFO/ECC_ADDR hold a UE */
+#define   MAIA_INT_ALL			0x7fu
+/*
+ * HBM ECC counters (read-only, since power-on: reset and FLR keep them).
+ * CE: errors corrected on a device read. UE: pages that became
+ * uncorrectable (poisoned), counted once per page when detected.
+ */
+#define MAIA_REG_ECC_CE_COUNT		0x0090u
+#define MAIA_REG_ECC_UE_COUNT		0x0094u
 
 /* MMU fault record, valid while MAIA_INT_MMU_FAULT is set */
 #define MAIA_REG_FAULT_INFO		0x00a0u
@@ -117,6 +142,20 @@
 #define   MAIA_FAULT_QUEUE_SHIFT	24
 #define MAIA_REG_FAULT_ADDR_LO		0x00a4u
 #define MAIA_REG_FAULT_ADDR_HI		0x00a8u
+/*
+ * Uncorrectable ECC record, valid while MAIA_INT_HBM_ECC is set. The first
+ * one stays latched until the host clears the cause; clearing it latches
+ * the next poisoned page not yet reported, if any, and asserts the cause
+ * again, so every poisoned page is reported at least once.
+ */
+#define MAIA_REG_ECC_INFO		0x00b0u
+#define   MAIA_ECC_ASID_MASK		0x0000ffffu	/* valid with MAIA_ECC_JOB */
+#define   MAIA_ECC_JOB			(1u << 16)	/* a job's read hit it (else: scrub) */
+#define   MAIA_ECC_QUEUE_MASK		0xff000000u	/* valid with MAIA_ECC_JOB */
+#define   MAIA_ECC_QUEUE_SHIFT		24
+#define MAIA_REG_ECC_ADDR_LO		0x00b4u	/* HBM offset of the 4 KiB page */
+#define MAIA_REG_ECC_ADDR_HI		0x00b8u
+#define MAIA_ECC_PAGE_SIZE		4096u
 #define MAIA_ACCESS_READ		1u
 #define MAIA_ACCESS_WRITE		2u
 
