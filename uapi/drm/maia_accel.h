@@ -32,7 +32,7 @@ extern "C" {
 /*
  * Minor versions: what each one added.
  *  0: the first uAPI.
- *  1: drm_maia_wait.device_time_ns.
+ *  1: drm_maia_wait.device_time_ns; DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN.
  *  2: DRM_MAIA_DEVICE_HBM_ECC.
  */
 #define MAIA_DRIVER_MINOR		2
