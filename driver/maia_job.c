@@ -466,13 +466,19 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		}
 	}
 
-	if (!drm_dev_enter(drm, &idx)) {
-		ret = -ENODEV;
-		goto err_cleanup;
-	}
+	/*
+	 * Wait for a busy history slot outside drm_dev_enter(): removal waits
+	 * for every such section to end (drm_dev_unplug()) before it fails the
+	 * jobs (maia_sched_kill()), the one we would wait for included.
+	 */
 	for (;;) {
+		if (!drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+			break;
+		}
 		busy = NULL;
 		ret = maia_job_push(job, ctx, out, args, &busy);
+		drm_dev_exit(idx);
 		if (ret != -EAGAIN)
 			break;
 		ret = dma_fence_wait(busy, true);
@@ -480,7 +486,6 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		if (ret)
 			break;
 	}
-	drm_dev_exit(idx);
 	if (ret)
 		goto err_cleanup;
 
