@@ -60,10 +60,10 @@ struct maia_fw_info {
 	struct completion boot_done;	/* signalled by MAIA_INT_BOOT_DONE */
 };
 
-/* A completion drained from a queue by its interrupt thread. */
+/* A completion drained from a queue by its interrupt handler. */
 struct maia_queue_done {
 	struct maia_cq_entry cqe;
-	ktime_t handled;	/* host time the interrupt thread saw it */
+	ktime_t handled;	/* host time the interrupt handler saw it */
 };
 
 /*
@@ -73,7 +73,7 @@ struct maia_queue_done {
  * @submitted and @completed count jobs since the queue was enabled; slot
  * n % @entries holds job n. @submitted is written under @lock and published
  * with a release store; @completed and @done are written only by the
- * queue's interrupt thread and published with a release store of @completed.
+ * queue's interrupt handler and published with a release store of @completed.
  */
 struct maia_queue {
 	struct maia_device *mdev;

@@ -4,8 +4,11 @@
  *
  * Vector MAIA_VEC_EVENT carries the causes in MAIA_REG_INT_STATUS (boot
  * done, mailbox, faults); vector MAIA_VEC_QUEUE(q) says queue q posted
- * completions. Every hard handler only acknowledges and wakes its thread;
- * the work happens in the threads.
+ * completions. The event vector's hard handler only acknowledges and wakes
+ * its thread, where the work happens. Queue vectors have no thread: their
+ * handler drains the completion array in hard interrupt context, which only
+ * takes IRQ-safe spinlocks and signals fences (allowed there), and saves a
+ * wake-up and a context switch per interrupt.
  */
 
 #include <linux/bitfield.h>
@@ -152,13 +155,12 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
-/* Queue vectors have no status register: the completion array says it all. */
+/*
+ * Queue vectors have no status register: the completion array says it all.
+ * The IRQ core never runs one vector's handler on two CPUs at once, so the
+ * drain stays the only writer of the queue's completed count.
+ */
 static irqreturn_t maia_irq_queue(int irq, void *arg)
-{
-	return IRQ_WAKE_THREAD;
-}
-
-static irqreturn_t maia_irq_queue_thread(int irq, void *arg)
 {
 	maia_queue_drain(arg);
 	return IRQ_HANDLED;
@@ -201,10 +203,8 @@ int maia_irq_request_queue(struct maia_device *mdev, struct maia_queue *q,
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
 	int ret;
 
-	ret = devm_request_threaded_irq(&pdev->dev,
-					pci_irq_vector(pdev, MAIA_VEC_QUEUE(q->index)),
-					maia_irq_queue, maia_irq_queue_thread,
-					0, name, q);
+	ret = devm_request_irq(&pdev->dev, pci_irq_vector(pdev, MAIA_VEC_QUEUE(q->index)),
+			       maia_irq_queue, 0, name, q);
 	if (ret)
 		maia_err(mdev, "cannot request the interrupt of queue %u: %pe\n",
 			 q->index, ERR_PTR(ret));

@@ -130,7 +130,7 @@ static void maia_job_record_fault(struct maia_job *job)
 }
 
 /*
- * The device completed @job (queue interrupt thread): records the result
+ * The device completed @job (queue interrupt handler): records the result
  * and the device time it used, then signals. Caller holds the lock of the
  * job's hardware fence (its queue's maia_sched_queue.lock).
  */

@@ -5,7 +5,7 @@
  * The driver fills submission entries at the tail and writes the new tail
  * to the queue's doorbell; the device writes the completion entry of the
  * same slot with MAIA_CQE_VALID set and raises the queue's vector; the
- * interrupt thread drains completions in order and wakes the waiters.
+ * interrupt handler drains completions in order and wakes the waiters.
  */
 
 #include <drm/drm_drv.h>
@@ -88,9 +88,9 @@ void maia_queue_disable(struct maia_queue *q)
 }
 
 /*
- * Interrupt thread: moves completions, in order, from the device's array
- * to @done, up to the last job submitted. Only this thread writes
- * @completed, so no lock is needed against itself.
+ * Queue interrupt handler (hard IRQ): moves completions, in order, from
+ * the device's array to @done, up to the last job submitted. Only this
+ * handler writes @completed, so no lock is needed against itself.
  */
 void maia_queue_drain(struct maia_queue *q)
 {
@@ -144,7 +144,7 @@ static u64 maia_queue_completed(struct maia_queue *q)
 
 /*
  * Writes @entry at the tail of @q, with its completion slot cleared, and
- * publishes it to the interrupt thread; the device sees it at the next
+ * publishes it to the interrupt handler; the device sees it at the next
  * doorbell. Caller holds @q->lock. Returns the entry's sequence number
  * (from 1; its slot is (seq - 1) % entries), or 0 when the ring is full.
  */
@@ -160,7 +160,7 @@ u64 maia_queue_write_locked(struct maia_queue *q, const struct maia_sq_entry *en
 
 	memset(&q->cq[slot], 0, sizeof(q->cq[slot]));
 	q->sq[slot] = *entry;
-	/* The interrupt thread may drain up to this job once it is published. */
+	/* The interrupt handler may drain up to this job once it is published. */
 	smp_store_release(&q->submitted, seq);
 	return seq;
 }

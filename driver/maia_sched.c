@@ -5,7 +5,7 @@
  * Hardware queue 0 belongs to the kernel (maia_queue.c). Queues 1..N-1 run
  * user jobs; each is fed by its own drm_gpu_scheduler, whose credit limit is
  * the ring size, so run_job always finds a free slot. run_job writes the
- * submission entry and rings the doorbell; the queue's interrupt thread
+ * submission entry and rings the doorbell; the queue's interrupt handler
  * drains the completion array and signals the hardware fences.
  *
  * Priorities: with three or more user queues, queue 1 runs at hardware
@@ -145,7 +145,7 @@ static const struct drm_sched_backend_ops maia_sched_ops = {
 };
 
 /*
- * Queue interrupt thread, once per completion, in ring order: retires the
+ * Queue interrupt handler, once per completion, in ring order: retires the
  * job of that slot. A completion for a slot without a job (after a reset
  * raced with the device) is dropped.
  */

@@ -283,12 +283,32 @@ static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
 	return CMD_PARK;
 }
 
+/*
+ * Commands the doorbell fast path runs in the doorbell writer's thread
+ * (maia_sim_set_inline_doorbell()): a few host microseconds each, no
+ * semaphores, no tensor engine, no bulk DMA.
+ */
+#define FW_INLINE_SLICE_NS	20000u
+
+static bool fw_cmd_cheap(uint16_t opcode)
+{
+	return opcode == MAIA_OP_NOP || opcode == MAIA_OP_FENCE_WRITE ||
+	       opcode == MAIA_OP_TIMESTAMP;
+}
+
 enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 				  struct fw_job *job, struct fw_as *as,
 				  uint32_t *status, uint32_t *error_offset)
 {
-	uint64_t slice_end = fw_now_ns(sim) + (uint64_t)sim->fw.quantum_us * 1000u;
+	bool in_place = __atomic_load_n(&sim->inline_busy, __ATOMIC_RELAXED);
+	uint64_t slice_ns = (uint64_t)sim->fw.quantum_us * 1000u;
+	uint64_t slice_end;
 	int rc;
+
+	/* In the doorbell writer's thread: a short slice (see fw_cmd_cheap()). */
+	if (in_place && slice_ns > FW_INLINE_SLICE_NS)
+		slice_ns = FW_INLINE_SLICE_NS;
+	slice_end = fw_now_ns(sim) + slice_ns;
 
 	*error_offset = job->offset;
 	if (job->state == FW_JOB_SEM_WAIT) {
@@ -309,6 +329,8 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 			return FW_RUN_YIELD;
 		*error_offset = job->offset;
 		rc = fetch_cmd(sim, job, as, &hdr);
+		if (rc == MAIA_STATUS_OK && in_place && !fw_cmd_cheap(hdr.opcode))
+			return FW_RUN_YIELD;	/* the worker fetches it again */
 		if (rc == MAIA_STATUS_OK) {
 			struct maia_op_stats before = sim->stats;
 			uint64_t t0 = fw_telem_cmd_begin(sim, hdr.opcode);

@@ -159,6 +159,14 @@ struct maia_sim {
 	bool reset_req;			/* reset: worker parks (read atomically in long ops) */
 	bool worker_busy;		/* worker is running work outside the lock */
 	bool worker_idle;		/* nothing runnable and no timed waits */
+	/*
+	 * Doorbell fast path (maia_sim_set_inline_doorbell()): inline_doorbell
+	 * enables it; inline_busy is set, under lock, while the doorbell
+	 * writer's thread runs a job in place of the sleeping worker, which
+	 * then must not run (its kicks are deferred to the end of the run).
+	 */
+	bool inline_doorbell;
+	bool inline_busy;
 
 	uint32_t scratch;
 	uint32_t boot_status, boot_error, boot_size;
@@ -278,6 +286,8 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 /* fw_sched.c */
 void *fw_worker_main(void *arg);
 void fw_sched_abort_inflight(struct maia_sim *sim);
+bool fw_sched_inline_begin_locked(struct maia_sim *sim);
+void fw_sched_inline_run(struct maia_sim *sim);
 bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi,
 			  const struct fw_job *job);
 

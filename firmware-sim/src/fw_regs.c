@@ -401,6 +401,7 @@ static void debug_inject_locked(struct maia_sim *sim, uint32_t value, struct mmi
 void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 {
 	struct mmio_effects fx = { .shadow_queue = -1 };
+	bool run_inline = false;
 	unsigned int q;
 	uint32_t reg;
 
@@ -508,17 +509,21 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	default:
 		if (is_queue_reg(sim, offset, &q, &reg))
 			queue_reg_write(sim, q, reg, value, &fx);
-		else if (is_doorbell(sim, offset, &q))
+		else if (is_doorbell(sim, offset, &q)) {
+			run_inline = fw_sched_inline_begin_locked(sim);
 			doorbell_locked(sim, q, value, true, &fx);
-		else if (fw_telem_is_reg(offset))
+		} else if (fw_telem_is_reg(offset)) {
 			read_only(sim, offset, value);
-		else
+		} else {
 			fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
 					 value, offset);
+		}
 		break;
 	}
 	pthread_mutex_unlock(&sim->lock);
 	apply_effects(sim, &fx);
+	if (run_inline)
+		fw_sched_inline_run(sim);
 }
 
 void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail)

@@ -353,6 +353,92 @@ static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
 }
 
+/* Copies what run_queue() needs of queue qi; injections go to the next job. */
+static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queue_snap *snap)
+{
+	struct fw_queue *q = &sim->queues[qi];
+
+	snap->sq = q->sq;
+	snap->cq = q->cq;
+	snap->gen = q->gen;
+	snap->size = q->size;
+	snap->head = q->head;
+	snap->inject_hang = snap->inject_fault = false;
+	if (q->job.state == FW_JOB_IDLE) {
+		/* Injections apply to the next job fetched. */
+		snap->inject_hang = q->inject_hang;
+		snap->inject_fault = q->inject_fault;
+		q->inject_hang = q->inject_fault = false;
+	}
+}
+
+/*
+ * Doorbell fast path, part 1, in the doorbell writer's thread with
+ * sim->lock held, before the doorbell is applied: if the worker sleeps with
+ * nothing to do (no job, no timed wait, no boot, reset or crash), this
+ * thread takes its place until fw_sched_inline_run() returns. The worker's
+ * kicks meanwhile are deferred (fw_kick_worker_locked()).
+ */
+bool fw_sched_inline_begin_locked(struct maia_sim *sim)
+{
+	if (!sim->inline_doorbell || sim->stop || !sim->worker_idle || sim->worker_busy ||
+	    sim->boot_pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
+		return false;
+	sim->inline_busy = true;
+	return true;
+}
+
+/* Whether the worker has anything to do: runnable, timed or kicked. */
+static bool work_left_locked(struct maia_sim *sim)
+{
+	uint64_t deadline = UINT64_MAX, now = fw_now_ns(sim);
+
+	if (sim->stop || sim->boot_pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
+		return true;
+	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
+		struct fw_queue *q = &sim->queues[qi];
+
+		if (q->kicked || queue_runnable_locked(sim, q, now, &deadline))
+			return true;
+	}
+	return deadline != UINT64_MAX;
+}
+
+/*
+ * Doorbell fast path, part 2, after the doorbell was applied and sim->lock
+ * dropped: one scheduling decision and one run_queue() as the worker would
+ * make them, with only cheap commands run here (fw_cmd_run() yields at the
+ * first other one). Then the worker is woken if anything is left for it;
+ * otherwise it sleeps on, idle, as it was.
+ */
+void fw_sched_inline_run(struct maia_sim *sim)
+{
+	uint64_t deadline = UINT64_MAX;
+	struct queue_snap snap;
+	int qi;
+
+	pthread_mutex_lock(&sim->lock);
+	qi = pick_queue_locked(sim, fw_now_ns(sim), &deadline);
+	if (qi >= 0) {
+		snap_queue_locked(sim, (unsigned int)qi, &snap);
+		sim->worker_busy = true;
+		pthread_mutex_unlock(&sim->lock);
+		run_queue(sim, (unsigned int)qi, &snap);
+		pthread_mutex_lock(&sim->lock);
+		sim->worker_busy = false;
+		pthread_cond_broadcast(&sim->idle_cond);
+	}
+	sim->inline_busy = false;
+	if (work_left_locked(sim)) {
+		fw_kick_worker_locked(sim);
+	} else {
+		sim->worker_idle = true;
+		pthread_cond_broadcast(&sim->idle_cond);
+	}
+	pthread_mutex_unlock(&sim->lock);
+}
+
 /* Runs fn with the lock dropped, flagged busy so reset and drain wait. */
 static void run_unlocked(struct maia_sim *sim, void (*fn)(struct maia_sim *sim))
 {
@@ -376,6 +462,11 @@ void *fw_worker_main(void *arg)
 
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
 			pthread_cond_broadcast(&sim->idle_cond);
+			pthread_cond_wait(&sim->work_cond, &sim->lock);
+			continue;
+		}
+		if (sim->inline_busy) {
+			/* The doorbell fast path has the device; it wakes us after. */
 			pthread_cond_wait(&sim->work_cond, &sim->lock);
 			continue;
 		}
@@ -403,20 +494,7 @@ void *fw_worker_main(void *arg)
 		}
 		qi = pick_queue_locked(sim, fw_now_ns(sim), &deadline);
 		if (qi >= 0) {
-			struct fw_queue *q = &sim->queues[qi];
-
-			snap.sq = q->sq;
-			snap.cq = q->cq;
-			snap.gen = q->gen;
-			snap.size = q->size;
-			snap.head = q->head;
-			snap.inject_hang = snap.inject_fault = false;
-			if (q->job.state == FW_JOB_IDLE) {
-				/* Injections apply to the next job fetched. */
-				snap.inject_hang = q->inject_hang;
-				snap.inject_fault = q->inject_fault;
-				q->inject_hang = q->inject_fault = false;
-			}
+			snap_queue_locked(sim, (unsigned int)qi, &snap);
 			sim->worker_busy = true;
 			pthread_mutex_unlock(&sim->lock);
 			run_queue(sim, (unsigned int)qi, &snap);

@@ -62,7 +62,17 @@ void fw_raise(struct maia_sim *sim, unsigned int vector)
 void fw_kick_worker_locked(struct maia_sim *sim)
 {
 	sim->worker_idle = false;
+	/* A doorbell fast path is running: it wakes the worker if work is left. */
+	if (sim->inline_busy)
+		return;
 	pthread_cond_signal(&sim->work_cond);
+}
+
+void maia_sim_set_inline_doorbell(struct maia_sim *sim, bool on)
+{
+	pthread_mutex_lock(&sim->lock);
+	sim->inline_doorbell = on;
+	pthread_mutex_unlock(&sim->lock);
 }
 
 void maia_sim_config_defaults(struct maia_sim_config *cfg)

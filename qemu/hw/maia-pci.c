@@ -82,6 +82,13 @@ struct MaiaState {
     /* Per-queue doorbell eventfds; BQL. */
     MaiaDoorbell doorbell[MAIA_MAX_QUEUES];
 
+    /*
+     * Set (BQL) while a doorbell write is in the library, which may run a
+     * job right there (inline-doorbell): its DMA is held to guest RAM as
+     * the worker's is, so that where a job runs changes nothing it does.
+     */
+    bool in_doorbell;
+
     /* Properties */
     uint64_t hbm_size;
     uint32_t clusters;
@@ -89,6 +96,7 @@ struct MaiaState {
     uint32_t queues;
     uint32_t sram_kib;
     uint32_t worker_threads;
+    bool inline_doorbell;
 };
 
 /* Bit masks of vectors and queues below must fit in 32 bits. */
@@ -177,6 +185,10 @@ static void maia_regs_write(void *opaque, hwaddr addr, uint64_t val,
     trace_maia_mmio_write(addr, val);
     if (addr >= MAIA_REG_DOORBELL(0) && addr < MAIA_REG_DOORBELL(s->queues)) {
         trace_maia_doorbell((addr - MAIA_REG_DOORBELL(0)) / 4, val);
+        s->in_doorbell = true;
+        maia_sim_mmio_write(s->sim, addr, val);
+        s->in_doorbell = false;
+        return;
     }
     maia_sim_mmio_write(s->sim, addr, val);
 }
@@ -330,7 +342,8 @@ static int maia_dma(MaiaState *s, uint64_t addr, void *buf, size_t len,
                              what, addr, len);
         return -1;
     }
-    if (!bql_locked() && !maia_dma_is_ram(s, addr, len, is_write)) {
+    if ((!bql_locked() || s->in_doorbell) &&
+        !maia_dma_is_ram(s, addr, len, is_write)) {
         /* A racy look at COMMAND, only to word the message. */
         bool master = pci_get_word(PCI_DEVICE(s)->config + PCI_COMMAND) &
                       PCI_COMMAND_MASTER;
@@ -636,6 +649,8 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
                          "configuration");
         goto err_bh;
     }
+    /* A doorbell runs cheap jobs in the vCPU thread, under the BQL. */
+    maia_sim_set_inline_doorbell(s->sim, s->inline_doorbell);
 
     /* IDs come from the class; MSI-X only, so no INTx pin. */
     pci_dev->config[PCI_INTERRUPT_PIN] = 0;
@@ -728,6 +743,7 @@ static const Property maia_properties[] = {
     DEFINE_PROP_UINT32("queues", MaiaState, queues, MAIA_DEFAULT_QUEUES),
     DEFINE_PROP_UINT32("sram-kib", MaiaState, sram_kib, 8192),
     DEFINE_PROP_UINT32("worker-threads", MaiaState, worker_threads, 0),
+    DEFINE_PROP_BOOL("inline-doorbell", MaiaState, inline_doorbell, true),
 };
 
 static void maia_class_init(ObjectClass *klass, void *data)

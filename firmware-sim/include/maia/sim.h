@@ -111,6 +111,18 @@ void maia_sim_reset(struct maia_sim *sim);
  */
 void maia_sim_drain(struct maia_sim *sim);
 
+/*
+ * Doorbell fast path, off by default. When on, a doorbell write that finds
+ * the worker asleep with nothing else to do runs the queue's next job in
+ * the calling thread, before maia_sim_mmio_write() returns, as far as its
+ * commands are cheap (NOP, FENCE_WRITE, TIMESTAMP, within a short slice);
+ * the worker takes over at the first other command. That saves the wake-up
+ * of the worker and, since the caller then gets raise_irq and DMA callbacks
+ * synchronously, any deferral of the interrupt. Only for a host whose MMIO
+ * thread may take those callbacks (QEMU: the BQL holder).
+ */
+void maia_sim_set_inline_doorbell(struct maia_sim *sim, bool on);
+
 /* Fault injection, for tests. */
 enum maia_sim_inject {
 	MAIA_SIM_INJECT_HANG = 1,	/* the next job on queue never completes */

@@ -3,7 +3,8 @@
  * firmware-sim queues: NOP round trips and completion entries, ring wrap,
  * configuration and doorbell errors, priority and round-robin order, shadow
  * tails, fault injection, disable and reset with jobs in flight, FETCHED,
- * and aging (a busy HIGH queue does not starve a LOW one).
+ * aging (a busy HIGH queue does not starve a LOW one), and the inline
+ * doorbell fast path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -618,6 +619,66 @@ static void test_mbox_beside_job(struct env *e)
 	mbox(e, MAIA_MBOX_SET_CONTEXT, 7, 0, 0, NULL);
 }
 
+/*
+ * Doorbell fast path (maia_sim_set_inline_doorbell()): with the worker
+ * asleep, a doorbell write runs a cheap job before it returns, interrupt
+ * included; at the first other command the worker takes over; a busy
+ * worker keeps the doorbell on the usual path.
+ */
+static void test_inline_doorbell(struct env *e)
+{
+	unsigned int qv = irq_count(e, MAIA_VEC_QUEUE(1));
+	struct maia_cmd_nop nop = { .hdr = { .opcode = MAIA_OP_NOP, .size = sizeof(nop) } };
+	uint64_t fence = host_alloc(e, 8, 8), dst = hbm_alloc(e, 4096, 4096);
+	struct maia_cq_entry *c;
+	struct cmdbuf cb;
+	uint32_t slot;
+	struct tq q;
+
+	fresh(e);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	maia_sim_set_inline_doorbell(e->sim, true);
+	maia_sim_drain(e->sim);
+
+	cb_init(&cb);
+	cb_add(&cb, &nop, sizeof(nop));
+	cmd_fence(&cb, fence, 0x1234);
+	slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 91, true);
+	c = cqe_at(e, &q, slot);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK && c->job_id == 91 &&
+	       irq_count(e, MAIA_VEC_QUEUE(1)) == qv + 1 && host_u64(e, fence) == 0x1234,
+	       "inline doorbell: a NOP + FENCE_WRITE job completes, interrupt raised, before the write returns");
+	maia_sim_drain(e->sim);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_HEAD)) == 1 && rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 1 &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_FETCHED)) == 1, "inline doorbell: HEAD, COMPLETED, FETCHED as usual");
+
+	cb_init(&cb);
+	cb_add(&cb, &nop, sizeof(nop));
+	cmd_fill(&cb, MAIA_PHYS_HBM | dst, 4096, 0x5a5a5a5au);
+	slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 92, true);
+	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 2, 2000), "inline doorbell: a FILL job completes");
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, &q, slot);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK && c->job_id == 92 &&
+	       e->hbm[dst] == 0x5a && e->hbm[dst + 4095] == 0x5a,
+	       "inline doorbell: the worker ran the FILL the fast path left it");
+
+	/* The gate must hold the worker, not this thread: no fast path for it. */
+	maia_sim_set_inline_doorbell(e->sim, false);
+	stall_worker(e, &q);
+	maia_sim_set_inline_doorbell(e->sim, true);
+	cb_init(&cb);
+	cb_add(&cb, &nop, sizeof(nop));
+	slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 93, true);
+	c = cqe_at(e, &q, slot);
+	tap_ok(!c->flags, "inline doorbell: not taken while the worker is busy");
+	release_worker(e);
+	maia_sim_drain(e->sim);
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 4, "inline doorbell: the worker then runs it");
+	maia_sim_set_inline_doorbell(e->sim, false);
+}
+
 int main(void)
 {
 	struct env e;
@@ -637,6 +698,7 @@ int main(void)
 	test_inject_and_reset(&e);
 	test_fw_crash(&e);
 	test_mbox_beside_job(&e);
+	test_inline_doorbell(&e);
 	env_fini(&e);
 	return tap_done();
 }
