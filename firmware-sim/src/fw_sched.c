@@ -406,6 +406,29 @@ static bool work_left_locked(struct maia_sim *sim)
 }
 
 /*
+ * Picks the next runnable queue and runs a turn of it (one job or quantum)
+ * with the lock dropped, flagged busy so reset and drain wait. Returns false
+ * when nothing could run; *deadline then holds the next timed wake-up.
+ */
+static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
+{
+	struct queue_snap snap;
+	int qi;
+
+	qi = pick_queue_locked(sim, fw_now_ns(sim), deadline);
+	if (qi < 0)
+		return false;
+	snap_queue_locked(sim, (unsigned int)qi, &snap);
+	sim->worker_busy = true;
+	pthread_mutex_unlock(&sim->lock);
+	run_queue(sim, (unsigned int)qi, &snap);
+	pthread_mutex_lock(&sim->lock);
+	sim->worker_busy = false;
+	pthread_cond_broadcast(&sim->idle_cond);
+	return true;
+}
+
+/*
  * Doorbell fast path, part 2, after the doorbell was applied and sim->lock
  * dropped: one scheduling decision and one run_queue() as the worker would
  * make them, with only cheap commands run here (fw_cmd_run() yields at the
@@ -415,20 +438,9 @@ static bool work_left_locked(struct maia_sim *sim)
 void fw_sched_inline_run(struct maia_sim *sim)
 {
 	uint64_t deadline = UINT64_MAX;
-	struct queue_snap snap;
-	int qi;
 
 	pthread_mutex_lock(&sim->lock);
-	qi = pick_queue_locked(sim, fw_now_ns(sim), &deadline);
-	if (qi >= 0) {
-		snap_queue_locked(sim, (unsigned int)qi, &snap);
-		sim->worker_busy = true;
-		pthread_mutex_unlock(&sim->lock);
-		run_queue(sim, (unsigned int)qi, &snap);
-		pthread_mutex_lock(&sim->lock);
-		sim->worker_busy = false;
-		pthread_cond_broadcast(&sim->idle_cond);
-	}
+	run_next_queue_locked(sim, &deadline);
 	sim->inline_busy = false;
 	if (work_left_locked(sim)) {
 		fw_kick_worker_locked(sim);
@@ -457,7 +469,6 @@ void *fw_worker_main(void *arg)
 	pthread_mutex_lock(&sim->lock);
 	while (!sim->stop) {
 		uint64_t deadline = UINT64_MAX;
-		struct queue_snap snap;
 		int qi;
 
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
@@ -492,17 +503,8 @@ void *fw_worker_main(void *arg)
 			pthread_cond_broadcast(&sim->idle_cond);
 			continue;
 		}
-		qi = pick_queue_locked(sim, fw_now_ns(sim), &deadline);
-		if (qi >= 0) {
-			snap_queue_locked(sim, (unsigned int)qi, &snap);
-			sim->worker_busy = true;
-			pthread_mutex_unlock(&sim->lock);
-			run_queue(sim, (unsigned int)qi, &snap);
-			pthread_mutex_lock(&sim->lock);
-			sim->worker_busy = false;
-			pthread_cond_broadcast(&sim->idle_cond);
+		if (run_next_queue_locked(sim, &deadline))
 			continue;
-		}
 		wait_for_work_locked(sim, deadline);
 	}
 	pthread_mutex_unlock(&sim->lock);
