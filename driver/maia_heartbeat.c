@@ -33,6 +33,7 @@ struct maia_heartbeat {
 	struct delayed_work work;
 	/* Only the work reads and writes these. */
 	u32 last;			/* the value read last time */
+	u32 last_resets;		/* reset count at that reading */
 	bool last_valid;		/* @last was read from running firmware */
 };
 
@@ -57,11 +58,16 @@ static void maia_heartbeat_work(struct work_struct *work)
 		return;
 	/* A reset in progress restarts the firmware: look again next time. */
 	if (READ_ONCE(maia_heartbeat_check_ms) && maia_reset_read_trylock(mdev)) {
+		u32 resets = maia_reset_count(mdev);
+
 		running = maia_rd(mdev, MAIA_REG_BOOT_STATUS) == MAIA_BOOT_STATUS_READY;
 		beat = maia_rd(mdev, MAIA_REG_FW_HEARTBEAT);
 		maia_reset_read_unlock(mdev);
-		stuck = running && hb->last_valid && beat == hb->last;
+		/* A firmware booted since counts from 0 again: not comparable. */
+		stuck = running && hb->last_valid && hb->last_resets == resets &&
+			beat == hb->last;
 		hb->last = beat;
+		hb->last_resets = resets;
 		hb->last_valid = running && !stuck;
 	} else {
 		hb->last_valid = false;

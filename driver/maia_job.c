@@ -347,13 +347,14 @@ out:
 }
 
 /*
- * Queues @job on its entity under the file's locks. Returns -EAGAIN when
- * the history slot of the next seqno still holds a running job: the caller
- * waits for *@busy outside every lock and tries again.
+ * Queues @job on its entity under the file's locks and stores its seqno in
+ * *@seqno (the job may be done and freed as soon as it is pushed). Returns
+ * -EAGAIN when the history slot of the next seqno still holds a running
+ * job: the caller waits for *@busy outside every lock and tries again.
  */
 static int maia_job_push(struct maia_job *job, struct maia_context *ctx,
 			 struct drm_syncobj *out, const struct drm_maia_submit *args,
-			 struct dma_fence **busy)
+			 struct dma_fence **busy, u64 *seqno)
 {
 	struct maia_job_file *jf = job->jf;
 	struct maia_device *mdev = job->mdev;
@@ -399,6 +400,7 @@ static int maia_job_push(struct maia_job *job, struct maia_context *ctx,
 	if (out)
 		drm_syncobj_replace_fence(out, job->done);
 	trace_maia_job_submit(job);
+	*seqno = job->seqno;
 	drm_sched_entity_push_job(&job->base);
 
 out_jf:
@@ -420,6 +422,7 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	struct drm_gem_object *obj;
 	struct dma_fence *busy;
 	struct maia_job *job;
+	u64 seqno = 0;
 	int ret, idx;
 
 	ret = maia_submit_check(args);
@@ -477,7 +480,7 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 			break;
 		}
 		busy = NULL;
-		ret = maia_job_push(job, ctx, out, args, &busy);
+		ret = maia_job_push(job, ctx, out, args, &busy, &seqno);
 		drm_dev_exit(idx);
 		if (ret != -EAGAIN)
 			break;
@@ -489,7 +492,7 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		goto err_cleanup;
 
-	args->seqno = job->seqno;
+	args->seqno = seqno;
 	if (out)
 		drm_syncobj_put(out);
 	return 0;

@@ -137,6 +137,8 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 		maia_err(mdev, "recovery failed (%pe): jobs fail until the driver is reloaded\n",
 			 ERR_PTR(ret));
 		WRITE_ONCE(mdev->sched->dead, true);
+		/* Jobs that finished keep their result; the rest fail with -ENODEV. */
+		maia_sched_resubmit_all(mdev);
 	} else {
 		maia_info(mdev, "recovered from %s (reset %u): %u jobs run again, %u aborted\n",
 			  reason, maia_reset_count(mdev), rerun, aborted);
@@ -234,21 +236,27 @@ static void maia_reset_async_work(struct work_struct *work)
 
 	if (!drm_dev_enter(&mdev->drm, &idx))
 		return;
-	maia_reset_recover(mdev, NULL, READ_ONCE(rs->async_reason));
+	/* A reset since the request (of its own, or another's) already served it. */
+	if (maia_reset_count(mdev) == (u32)atomic_read(&rs->async_count))
+		maia_reset_recover(mdev, NULL, READ_ONCE(rs->async_reason));
 	drm_dev_exit(idx);
 }
 
 /*
  * The device is stuck (a kernel-queue job timed out, the firmware stopped):
  * recovers on the reset workqueue, since the caller may hold locks that
- * recovery takes. @reason is a string constant; if two paths ask at once,
- * one reset serves both.
+ * recovery takes. @reason is a string constant. A request made before a
+ * reset that has happened since is served by that reset, so two paths
+ * asking about one stall reset the device once (the first reason named).
  */
 void maia_reset_schedule(struct maia_device *mdev, const char *reason)
 {
 	struct maia_reset *rs = mdev->reset;
 
-	WRITE_ONCE(rs->async_reason, reason);
+	if (!work_pending(&rs->async_work)) {
+		WRITE_ONCE(rs->async_reason, reason);
+		atomic_set(&rs->async_count, maia_reset_count(mdev));
+	}
 	queue_work(mdev->sched->reset_wq, &rs->async_work);
 }
 

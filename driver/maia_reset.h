@@ -28,6 +28,7 @@ struct maia_reset {
 	/* Recovery asked for by a path that cannot wait for it (maia_reset_schedule()). */
 	struct work_struct async_work;
 	const char *async_reason;	/* why; written before queueing, read by the work */
+	atomic_t async_count;		/* reset count when it was asked for */
 };
 
 extern const struct attribute_group maia_reset_attr_group;

@@ -65,20 +65,23 @@ static struct dma_fence *maia_sched_run_job(struct drm_sched_job *sjob)
 	u32 slot;
 	u64 seq;
 
+	/*
+	 * Resubmitted after a reset (drm_sched_resubmit_jobs()) with its result
+	 * (done, failed, hung, aborted): that stands, whatever became of the
+	 * device since.
+	 */
+	if (job->hw_fence_live && !job->rerun)
+		return dma_fence_get(job->hw_fence);
 	if (READ_ONCE(sq->ms->dead))
 		return ERR_PTR(-ENODEV);
 	/* A job cancelled before it ran (its entity was killed) never reaches the device. */
 	if (sjob->s_fence->finished.error)
 		return ERR_PTR(sjob->s_fence->finished.error);
 
-	/* Resubmitted after a reset (drm_sched_resubmit_jobs()). */
 	if (job->hw_fence_live) {
 		struct dma_fence *fence;
 
-		/* Retired with its result (done, failed, hung, aborted): that stands. */
-		if (!job->rerun)
-			return dma_fence_get(job->hw_fence);
-		/* Never started: it runs again, on a new hardware fence. */
+		/* Never started before a reset: it runs again, on a new hardware fence. */
 		fence = kzalloc(sizeof(*fence), GFP_NOWAIT);
 		if (!fence)
 			return dma_fence_get(job->hw_fence);	/* ended: ABORTED */
@@ -203,9 +206,9 @@ void maia_sched_stop_all(struct maia_device *mdev, struct maia_job *guilty)
  * After a device reset, with the schedulers stopped and the interrupt
  * threads synchronized, each job still on a ring is retired by what became
  * of it on the device:
- *  - @guilty hung: TIMEOUT;
  *  - completed before the reset (its completion entry is VALID, the IRQ
- *    thread had not got to it): its real result;
+ *    handler had not got to it): its real result, even for @guilty;
+ *  - @guilty hung: TIMEOUT;
  *  - never fetched (beyond MAIA_Q_FETCHED when its queue stopped): it did
  *    nothing, so it runs again once the device is back
  *    (maia_sched_resubmit_all()); only hardware 1.1 tells;
@@ -231,13 +234,13 @@ unsigned int maia_sched_retire_all(struct maia_device *mdev, struct maia_job *gu
 			if (!job)
 				continue;
 			sq->jobs[slot] = NULL;
-			if (job == guilty) {
-				maia_job_fail(job, DRM_MAIA_JOB_TIMEOUT, -ETIMEDOUT);
-			} else if (READ_ONCE(cqe->flags) & MAIA_CQE_VALID &&
-				   READ_ONCE(cqe->status) != MAIA_STATUS_ABORTED) {
-				/* Read the entry only after seeing VALID. */
-				dma_rmb();
+			if (READ_ONCE(cqe->flags) & MAIA_CQE_VALID &&
+			    READ_ONCE(cqe->status) != MAIA_STATUS_ABORTED) {
+				/* Completed after all (even the one thought hung). */
+				dma_rmb();	/* the entry only after seeing VALID */
 				maia_job_complete(job, cqe);
+			} else if (job == guilty) {
+				maia_job_fail(job, DRM_MAIA_JOB_TIMEOUT, -ETIMEDOUT);
 			} else if (sq->fetched_known &&
 				   (s32)(lower_32_bits(job->hw_seq) - sq->fetched_at_stop) > 0) {
 				maia_job_retire_for_rerun(job);
@@ -377,15 +380,28 @@ static void maia_sched_kill(void *arg)
 	struct maia_sched *ms = mdev->sched;
 	unsigned int aborted;
 
+	unsigned int i;
+
 	WRITE_ONCE(ms->dead, true);
 	/* A recovery in progress finishes first; later ones see the unplug. */
 	flush_workqueue(ms->reset_wq);
+	/*
+	 * A timeout handler armed before the flush could still run beside the
+	 * stop below and move a job on the pending list it walks: no new
+	 * run_job or free_job work, and wait for a handler already running (it
+	 * sees the unplug and does not re-arm).
+	 */
+	for (i = 0; i < ms->num_queues; i++) {
+		drm_sched_wqueue_stop(&ms->queues[i].sched);
+		cancel_delayed_work_sync(&ms->queues[i].sched.work_tdr);
+	}
 	maia_sched_stop_all(mdev, NULL);
 	if (maia_hw_reset(mdev))
 		maia_warn(mdev, "device did not come out of reset\n");
 	maia_irq_sync(mdev);
-	/* Nothing runs again on a device that is gone. */
 	maia_sched_retire_all(mdev, NULL, &aborted);
+	/* Finished jobs keep their result; nothing runs again on a device that is gone. */
+	maia_sched_resubmit_all(mdev);
 	maia_sched_start_all(mdev);
 }
 

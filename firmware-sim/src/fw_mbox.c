@@ -32,7 +32,12 @@ static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 		return MAIA_MBOX_EINVAL;
 	}
 	fw_mmu_set_context(sim, asid, root);
-	/* a context starts (and ends) with its semaphores at 0; worker-owned, as is this */
+	/*
+	 * A context starts (and ends) with its semaphores at 0. The worker
+	 * uses them without sim->lock while a job of this ASID runs; the host
+	 * sets a context only when none does, so this does not race it (a
+	 * host that breaks that rule races on plain integers, nothing worse).
+	 */
 	memset(sim->sems[asid], 0, sizeof(sim->sems[asid]));
 	fw_trace(sim, "mmu: asid %u root 0x%llx", asid, (unsigned long long)root);
 	return MAIA_MBOX_OK;
