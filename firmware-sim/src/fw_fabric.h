@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim fabric link layer (maia/hw/fabric.h, Documentation/hw/fabric.rst).
+ *
+ * fw_fabric_frame.c: building and parsing frames (no state).
+ * fw_fabric_link.c: struct fw_link, one port's link engine. It is driven
+ * by received frames (fw_link_rx), by time (fw_link_tick) and by the layer
+ * above (fw_link_send); it transmits and delivers through callbacks. It
+ * takes time as an argument and has no lock and no thread: the caller
+ * serialises calls on one link, so host tests wire N links together with
+ * plain function calls and a virtual clock.
+ */
+#ifndef FWSIM_FABRIC_H
+#define FWSIM_FABRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maia/hw/fabric.h"
+
+/* A parsed, checked frame; payload points into the caller's buffer. */
+struct fw_fabric_frame {
+	struct maia_fabric_hdr hdr;
+	const uint8_t *payload;
+};
+
+/*
+ * Checks everything a receiver can check without link state (size,
+ * EtherType, version, length, CRC, type) and fills *out. Returns -1 and
+ * the MAIA_FABRIC_DROP_* reason in *reason for a malformed frame.
+ */
+int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
+		    enum maia_fabric_drop *reason);
+
+/*
+ * Writes the Ethernet header, *hdr (crc and payload_len filled in here) and
+ * payload into buf (at least MAIA_FABRIC_MIN_FRAME + len bytes). Returns the
+ * frame length.
+ */
+size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+		       const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+		       const void *payload, uint32_t len);
+
+/* The locally administered MAC of (serial, port): 02:xx:xx:xx:xx:port. */
+void fw_fabric_mac(uint8_t mac[MAIA_ETH_ALEN], uint64_t serial, unsigned int port);
+
+/* CRC-32 over header (with crc taken as 0) and payload. */
+uint32_t fw_fabric_crc(const struct maia_fabric_hdr *hdr, const void *payload, uint32_t len);
+
+enum fw_link_state {
+	FW_LINK_DOWN,		/* sending HELLO, no peer */
+	FW_LINK_UP,		/* peer known, data flows */
+};
+
+struct fw_link_ops {
+	/* Transmit one frame; the buffer is only valid during the call. */
+	int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len);
+	/* One message from the peer's layer above, in order, exactly once. */
+	void (*deliver)(void *opaque, unsigned int port, const void *msg, size_t len);
+	/* Optional: the link went UP (peer discovered) or DOWN. */
+	void (*state_changed)(void *opaque, unsigned int port, bool up,
+			      uint64_t peer_serial, unsigned int peer_port);
+};
+
+struct fw_link_config {
+	uint64_t serial;		/* this device's serial */
+	unsigned int port;		/* 0..MAIA_FABRIC_MAX_PORTS-1 */
+	uint32_t epoch;			/* first session epoch; 0 = from serial/port */
+	unsigned int window;		/* frames in flight and granted; power of two */
+	unsigned int txq;		/* messages queued (in flight included); power of two */
+	uint64_t hello_ns, rto_ns, keepalive_ns, dead_ns;
+	/* Fault injection: drop this many of every 1,000,000 transmitted frames. */
+	uint32_t drop_ppm;
+	uint64_t drop_seed;
+};
+
+struct fw_link_stats {
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
+	uint64_t tx_data, tx_msgs_delivered_peer;	/* DATA sent; messages acked */
+	uint64_t rx_msgs;				/* messages delivered up */
+	uint64_t retransmits;				/* DATA frames sent again */
+	uint64_t tx_hello, tx_ack, tx_keepalive;
+	uint64_t tx_injected_drops;			/* dropped by drop_ppm */
+	uint64_t tx_errors;				/* ops.tx returned < 0 */
+	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
+	uint64_t discarded;				/* queued messages lost to a DOWN */
+	uint64_t drops[MAIA_FABRIC_DROP_COUNT];
+};
+
+struct fw_link_msg {
+	uint8_t *data;
+	uint32_t len;
+	uint64_t sent_ns;		/* last (re)transmission */
+};
+
+struct fw_link {
+	struct fw_link_config cfg;
+	struct fw_link_ops ops;
+	void *opaque;
+	uint8_t mac[MAIA_ETH_ALEN], peer_mac[MAIA_ETH_ALEN];
+	enum fw_link_state state;
+	bool confirmed;			/* the peer has our epoch: DATA may flow */
+	uint32_t epoch, peer_epoch;
+	uint64_t peer_serial;
+	unsigned int peer_port;
+	/* Sender: [una, nxt) in flight, [nxt, tail) queued; credit from the peer. */
+	uint32_t snd_una, snd_nxt, snd_tail, snd_credit;
+	struct fw_link_msg *q;		/* cfg.txq slots, by seq & (txq - 1) */
+	/* Receiver. */
+	uint32_t rcv_nxt;
+	bool ack_pending;
+	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
+	uint64_t rng;			/* drop_ppm */
+	uint8_t *frame;			/* MAIA_FABRIC_MAX_FRAME bytes: tx buffer */
+	struct fw_link_stats stats;
+};
+
+void fw_link_config_defaults(struct fw_link_config *cfg);
+/* 0, or -EINVAL / -ENOMEM. The link starts DOWN and sends HELLO on its first tick. */
+int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
+		 const struct fw_link_ops *ops, void *opaque, uint64_t now_ns);
+void fw_link_destroy(struct fw_link *l);
+
+/* A received frame; malformed or unexpected frames are counted and dropped. */
+void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
+/* Timers: HELLO, retransmission, keepalive, dead peer. Call every few ms. */
+void fw_link_tick(struct fw_link *l, uint64_t now_ns);
+/*
+ * Queue one message (0..MAIA_FABRIC_MAX_PAYLOAD bytes, copied). 0, or
+ * -ENOTCONN (DOWN), -EAGAIN (queue full), -EMSGSIZE, -ENOMEM.
+ */
+int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns);
+/* Messages queued or in flight (not yet acked). */
+unsigned int fw_link_pending(const struct fw_link *l);
+/* Back to DOWN with a new epoch, as after a dead peer (also for a reset). */
+void fw_link_reset(struct fw_link *l, uint64_t now_ns);
+
+#endif /* FWSIM_FABRIC_H */
