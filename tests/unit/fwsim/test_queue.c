@@ -308,19 +308,31 @@ static void test_priority(struct env *e)
 	}
 	tap_ok(ok, "equal-priority queues take turns job by job");
 
-	/* A long job yields at its quantum (2 ms in the v1 image) to an equal queue. */
+	/*
+	 * A long job yields at its quantum (2 ms in the v1 image) to an equal
+	 * queue. The worker is held at the long job's second command (harness
+	 * gate) while the short job is queued and for longer than a quantum, so
+	 * the short one is waiting when the slice ends, however slowly this
+	 * thread runs.
+	 */
 	{
+		struct timespec quantum_and_more = { 0, 3000000 };
 		struct maia_cq_entry *cl, *cs;
 		uint32_t sl, ss;
-		uint64_t short_ts;
+		uint64_t short_ts, addr;
 		struct cmdbuf cb;
 
 		cb_init(&cb);
 		for (int i = 0; i < 200; i++)
 			cmd_fill(&cb, MAIA_PHYS_HBM, 1u << 20, (uint32_t)i);
-		sl = queue_push(e, &n1, cb_to_host(e, &cb), cb.len, 0, 0, 0x10c, true);
+		addr = cb_to_host(e, &cb);
+		gate_close(e, addr + sizeof(struct maia_cmd_fill));
+		sl = queue_push(e, &n1, addr, cb.len, 0, 0, 0x10c, true);
+		gate_wait_hit(e);
 		ss = queue_push(e, &n2, ts_job(e, &short_ts), sizeof(struct maia_cmd_timestamp), 0, 0,
 				0x5c, true);
+		nanosleep(&quantum_and_more, NULL);
+		gate_open(e);
 		maia_sim_drain(e->sim);
 		cl = cqe_at(e, &n1, sl);
 		cs = cqe_at(e, &n2, ss);
