@@ -131,6 +131,12 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns);
  * -ENOTCONN (DOWN), -EAGAIN (queue full), -EMSGSIZE, -ENOMEM.
  */
 int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns);
+/*
+ * The earliest time at which fw_link_tick() has something to do (a HELLO,
+ * retransmission, ack, keepalive or dead-peer check), for a caller that
+ * sleeps between ticks instead of ticking every few ms. May be <= now.
+ */
+uint64_t fw_link_next_deadline(const struct fw_link *l);
 /* Messages queued or in flight (not yet acked). */
 unsigned int fw_link_pending(const struct fw_link *l);
 /* Back to DOWN with a new epoch, as after a dead peer (also for a reset). */

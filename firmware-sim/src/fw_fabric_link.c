@@ -209,6 +209,27 @@ void fw_link_reset(struct fw_link *l, uint64_t now_ns)
 	go_down(l, true, now_ns);
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Mirrors fw_link_tick(): every timer it checks, as an absolute time. */
+uint64_t fw_link_next_deadline(const struct fw_link *l)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (l->state == FW_LINK_UP)
+		d = l->last_rx_ns + l->cfg.dead_ns;
+	if (l->state == FW_LINK_DOWN || !l->confirmed)
+		return min_u64(d, l->last_hello_ns + l->cfg.hello_ns);
+	if (l->ack_pending)
+		return l->last_tx_ns;		/* already due */
+	if (l->snd_una != l->snd_nxt)
+		d = min_u64(d, l->rto_start_ns + l->cfg.rto_ns);
+	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
+}
+
 unsigned int fw_link_pending(const struct fw_link *l)
 {
 	return l->snd_tail - l->snd_una;

@@ -18,7 +18,8 @@
  * Environment variables keep their MAIA_ names (MAIA_TE_ISA).
  *
  * Threads: the host thread (MMIO, doorbells, reset) and one device worker
- * thread. sim->lock guards the register-visible state; the worker drops it
+ * thread (which also runs the fabric links; any thread may queue a received
+ * fabric frame). sim->lock guards the register-visible state; the worker drops it
  * while it runs work (DMA, jobs). Callbacks that may take host locks
  * (raise_irq, dma_*, shadow_changed) are never called with sim->lock held;
  * guest_error and trace may be.
@@ -210,6 +211,9 @@ struct maia_sim {
 	/* mmu_lock protects ctx[] (roots and TLBs); engine threads may walk. */
 	pthread_mutex_t mmu_lock;
 	struct fw_asid_ctx ctx[MAIA_MAX_ASIDS];
+
+	/* Fabric ports (fw_fabric_port.c); NULL when cfg.fabric_ports is 0. */
+	struct fw_fabric *fab;
 };
 
 /* fw_sim.c */
@@ -225,6 +229,18 @@ bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes);
 void fw_raise(struct maia_sim *sim, unsigned int vector);
 void fw_kick_worker_locked(struct maia_sim *sim);
 void fw_reset_state_locked(struct maia_sim *sim);
+
+/*
+ * fw_fabric_port.c: the fabric ports' link engines, run by the worker.
+ * Every function is a no-op (false, UINT64_MAX) when sim->fab is NULL.
+ */
+int fw_fabric_create(struct maia_sim *sim);
+void fw_fabric_destroy(struct maia_sim *sim);
+void fw_fabric_reset(struct maia_sim *sim);		/* worker parked */
+bool fw_fabric_busy_locked(struct maia_sim *sim);
+bool fw_fabric_due_locked(struct maia_sim *sim);
+uint64_t fw_fabric_wait_ns_locked(struct maia_sim *sim);	/* UINT64_MAX: no timer */
+void fw_fabric_run_locked(struct maia_sim *sim);
 
 /* fw_boot.c: runs on the worker. */
 void fw_boot_run(struct maia_sim *sim);

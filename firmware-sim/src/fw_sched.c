@@ -335,22 +335,37 @@ static int find_kicked_locked(struct maia_sim *sim)
 	return -1;
 }
 
-/* Sleeps until new work or the device-time deadline. */
-static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
+/* Sleeps for at most wait_ns (UINT64_MAX: until woken). */
+static void sleep_locked(struct maia_sim *sim, uint64_t wait_ns)
 {
 	struct timespec ts;
-	uint64_t now;
+
+	if (wait_ns == UINT64_MAX) {
+		pthread_cond_wait(&sim->work_cond, &sim->lock);
+		return;
+	}
+	ts = fw_monotonic_deadline(wait_ns);
+	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
+}
+
+/*
+ * Sleeps until new work, the device-time deadline or the fabric links' next
+ * deadline. Fabric timers do not make the worker busy for maia_sim_drain().
+ */
+static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
+{
+	uint64_t now, wait_ns = UINT64_MAX, fab_ns;
 
 	if (deadline == UINT64_MAX) {
 		sim->worker_idle = true;
 		pthread_cond_broadcast(&sim->idle_cond);
-		pthread_cond_wait(&sim->work_cond, &sim->lock);
-		return;
+	} else {
+		/* Device time is the host's clock; the wait is on CLOCK_MONOTONIC. */
+		now = fw_now_ns(sim);
+		wait_ns = deadline > now ? deadline - now : 0;
 	}
-	/* Device time is the host's clock; the wait is on CLOCK_MONOTONIC. */
-	now = fw_now_ns(sim);
-	ts = fw_monotonic_deadline(deadline > now ? deadline - now : 0);
-	pthread_cond_timedwait(&sim->work_cond, &sim->lock, &ts);
+	fab_ns = fw_fabric_wait_ns_locked(sim);
+	sleep_locked(sim, fab_ns < wait_ns ? fab_ns : wait_ns);
 }
 
 /* Copies what run_queue() needs of queue qi; injections go to the next job. */
@@ -466,6 +481,8 @@ void *fw_worker_main(void *arg)
 {
 	struct maia_sim *sim = arg;
 
+	bool fabric_turn = true;
+
 	pthread_mutex_lock(&sim->lock);
 	while (!sim->stop) {
 		uint64_t deadline = UINT64_MAX;
@@ -476,9 +493,19 @@ void *fw_worker_main(void *arg)
 			pthread_cond_wait(&sim->work_cond, &sim->lock);
 			continue;
 		}
+		/*
+		 * Fabric links (none unless configured): received frames and
+		 * timers, taking turns with the rest of the loop.
+		 */
+		if (fabric_turn && fw_fabric_due_locked(sim)) {
+			fw_fabric_run_locked(sim);
+			fabric_turn = false;
+			continue;
+		}
+		fabric_turn = true;
 		if (sim->inline_busy) {
 			/* The doorbell fast path has the device; it wakes us after. */
-			pthread_cond_wait(&sim->work_cond, &sim->lock);
+			sleep_locked(sim, fw_fabric_wait_ns_locked(sim));
 			continue;
 		}
 		if (sim->boot_pending) {

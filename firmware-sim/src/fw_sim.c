@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "maia/hw/fabric.h"
+
 #include "fw_internal.h"
 
 #define FW_MSG_MAX	256
@@ -82,6 +84,8 @@ void maia_sim_config_defaults(struct maia_sim_config *cfg)
 	cfg->num_queues = MAIA_DEFAULT_QUEUES;
 	cfg->sram_kib = 8192;
 	cfg->worker_threads = 0;
+	cfg->fabric_ports = 0;
+	cfg->serial = 0;
 }
 
 static bool config_valid(const struct maia_sim_config *cfg, const struct maia_sim_ops *ops)
@@ -91,7 +95,7 @@ static bool config_valid(const struct maia_sim_config *cfg, const struct maia_si
 	       cfg->tiles_per_cluster >= 1 &&
 	       cfg->tiles_per_cluster <= MAIA_MAX_TILES_PER_CLUSTER &&
 	       cfg->num_queues >= 1 && cfg->num_queues <= MAIA_MAX_QUEUES &&
-	       cfg->sram_kib >= 1 &&
+	       cfg->sram_kib >= 1 && cfg->fabric_ports <= MAIA_FABRIC_MAX_PORTS &&
 	       ops && ops->dma_read && ops->dma_write && ops->raise_irq;
 }
 
@@ -187,12 +191,16 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	pthread_cond_init(&sim->idle_cond, NULL);
 	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
+	err = -fw_fabric_create(sim);
+	if (err)
+		goto err_sync;
 	err = fw_host_thread_create(&sim->host, &sim->worker, "maia-worker", fw_worker_main, sim);
 	if (err)
 		goto err_sync;
 	return sim;
 
 err_sync:
+	fw_fabric_destroy(sim);
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
 	pthread_mutex_destroy(&sim->ecc_lock);
@@ -219,6 +227,7 @@ void maia_sim_destroy(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 	pthread_join(sim->worker, NULL);
 
+	fw_fabric_destroy(sim);
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
 	pthread_mutex_destroy(&sim->ecc_lock);
@@ -239,12 +248,14 @@ void maia_sim_reset(struct maia_sim *sim)
 	/* Park the worker: long operations poll reset_req and give up. */
 	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&sim->work_cond);
-	while (sim->worker_busy)
+	while (sim->worker_busy || fw_fabric_busy_locked(sim))
 		pthread_cond_wait(&sim->idle_cond, &sim->lock);
 	pthread_mutex_unlock(&sim->lock);
 
 	/* The worker is parked and the host is in here: nobody else runs. */
 	fw_sched_abort_inflight(sim);
+	/* Links DOWN with a new epoch, receive queues emptied. */
+	fw_fabric_reset(sim);
 
 	pthread_mutex_lock(&sim->lock);
 	for (i = 0; i < sim->cfg.num_queues; i++)

@@ -8,10 +8,13 @@
  * host buffer the caller owns and passes in the config; the device reads
  * and writes it directly.
  *
- * Threading: the library runs device work (boot, mailbox, queues) on its own
- * worker thread, so MMIO handlers return quickly. Callbacks may therefore be
- * called from that worker thread, and must be thread-safe. All entry points
- * may be called from any one host thread at a time (the QEMU BQL holder).
+ * Threading: the library runs device work (boot, mailbox, queues, fabric
+ * links) on its own worker thread, so MMIO handlers return quickly.
+ * Callbacks may therefore be called from that worker thread, and must be
+ * thread-safe. All entry points may be called from any one host thread at a
+ * time (the QEMU BQL holder); maia_sim_fabric_rx() and
+ * maia_sim_fabric_port_info() may in addition be called from any thread at
+ * any time (see there).
  */
 #ifndef MAIA_SIM_H
 #define MAIA_SIM_H
@@ -58,6 +61,18 @@ struct maia_sim_ops {
 	 */
 	int (*thread_create)(void *opaque, pthread_t *thread, const char *name,
 			     void *(*fn)(void *), void *arg);
+	/*
+	 * Optional: put one frame (an Ethernet frame, maia/hw/fabric.h, at most
+	 * MAIA_FABRIC_MAX_FRAME bytes) on the wire of fabric port `port`
+	 * (< maia_sim_config.fabric_ports). The buffer is only valid during the
+	 * call. Return 0, or -1 if the frame was not sent (counted; the link
+	 * layer retransmits what matters). Called from the device worker
+	 * thread with no library lock held, so it may call
+	 * maia_sim_fabric_rx() of another device, or of this one, directly.
+	 * It must not block for long: the worker runs the device's jobs too.
+	 * NULL: every port is unplugged (frames go nowhere).
+	 */
+	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
 };
 
 struct maia_sim_config {
@@ -68,7 +83,23 @@ struct maia_sim_config {
 	unsigned int num_queues;	/* default MAIA_DEFAULT_QUEUES */
 	unsigned int sram_kib;		/* per cluster; default 8192 */
 	unsigned int worker_threads;	/* tensor thread pool; 0 = one per host CPU */
+	/*
+	 * Fabric ports, 0..MAIA_FABRIC_MAX_PORTS; default 0: no fabric, and the
+	 * device behaves exactly as it did without one.
+	 */
+	unsigned int fabric_ports;
+	/*
+	 * The device's serial number, its fabric identity (HELLO src_serial).
+	 * Default 0: none given. A device with fabric ports and serial 0 gets
+	 * one derived from the host process id and the order in which this
+	 * process created its devices (MAIA_SIM_SERIAL_AUTO | pid << 16 | n),
+	 * stable for a given program run. A host that can give a stable
+	 * identity (a QEMU property) should set it.
+	 */
+	uint64_t serial;
 };
+
+#define MAIA_SIM_SERIAL_AUTO	0x4d41000000000000ull	/* "MA" */
 
 /* Fills cfg with defaults (hbm and hbm_size are left to the caller). */
 void maia_sim_config_defaults(struct maia_sim_config *cfg);
@@ -139,5 +170,59 @@ int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
  * -EINVAL for an address outside HBM, another kind, or a full error table.
  */
 int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_t hbm_addr);
+
+/*
+ * Fabric (Documentation/hw/fabric.rst, "Attaching ports").
+ *
+ * A frame received on fabric port `port`: copied into the port's receive
+ * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the worker is woken to
+ * hand it to the port's link engine. Never blocks beyond a short internal
+ * lock and never calls a callback. A frame is dropped and counted
+ * (rx_queue_drops) when the queue is full or it is longer than
+ * MAIA_FABRIC_BACKEND_MAX_FRAME; ignored if port is out of range. Unlike the
+ * other entry points it may be called from any thread, concurrently,
+ * including from a fabric_tx callback (this device's or another's): it only
+ * takes the device's internal lock for a moment, and the library never
+ * holds that lock while calling fabric_tx, dma_*, raise_irq or
+ * shadow_changed (it may while calling guest_error and trace, which must
+ * therefore not call it). The caller must stop calling it before
+ * maia_sim_destroy() of this device.
+ *
+ * The link engines run on the worker thread: they see received frames, and
+ * their timers (HELLO, retransmit, keepalive, dead peer) fire, whether or
+ * not the device is booted and busy, except while the firmware is crashed
+ * (MAIA_SIM_INJECT_FW_CRASH: the ports go quiet, and the peers declare this
+ * device dead) and while a boot self-test runs. Fabric work does not count
+ * as work for maia_sim_drain(). maia_sim_reset() takes every link DOWN with
+ * a new session epoch and empties the receive queues; the links then
+ * rediscover their peers.
+ */
+#define MAIA_SIM_FABRIC_RXQ	64u
+void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len);
+
+/*
+ * A port's state and counters, for tests and debugging: a snapshot the
+ * worker publishes after each round of fabric work (so a few ms old).
+ */
+struct maia_sim_fabric_port_info {
+	bool up;			/* link UP: peer_* are valid */
+	uint64_t serial;		/* this device's fabric serial */
+	uint64_t peer_serial;		/* last peer discovered (kept while DOWN) */
+	unsigned int peer_port;
+	uint32_t epoch;			/* this port's session epoch */
+	uint64_t link_ups, link_downs, dead_peer;
+	uint64_t tx_frames, rx_frames, tx_errors, retransmits;
+	uint64_t rx_dropped;		/* frames the link engine rejected (all reasons) */
+	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
+	/* The layer above (for now: an identity message on every link UP). */
+	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */
+	uint64_t rx_msgs;		/* messages delivered from the peer */
+	uint64_t ident_rx;		/* of which identity messages */
+	uint64_t ident_serial;		/* serial and port the last one named */
+	unsigned int ident_port;
+};
+/* 0, or -EINVAL if port >= fabric_ports. May be called from any thread. */
+int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,
+			      struct maia_sim_fabric_port_info *info);
 
 #endif /* MAIA_SIM_H */
