@@ -119,13 +119,15 @@ static void maia_irq_report_fault(struct maia_device *mdev)
 /*
  * @asid is being given up: forget a fault record that names it, so that
  * the record cannot be taken for a fault of the ASID's next owner. A hard
- * handler still copying a record finishes first.
+ * handler still copying a record finishes first; the event thread, which
+ * only logs, is not waited for (the caller holds the reset and contexts
+ * locks).
  */
 void maia_irq_forget_fault(struct maia_device *mdev, u32 asid)
 {
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
 
-	synchronize_irq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
+	synchronize_hardirq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
 	spin_lock_irq(&mdev->fault_lock);
 	if (FIELD_GET(MAIA_FAULT_ASID_MASK, mdev->fault.info) == asid)
 		mdev->fault = (struct maia_fault_record) { .info = MAIA_ASID_PHYS };

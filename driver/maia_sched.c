@@ -34,6 +34,17 @@
  */
 #define MAIA_WATCHDOG_TICK_MS	250
 
+/*
+ * Whether a queue whose MAIA_Q_FETCHED reads @fetched has started @job: the
+ * register counts the entries fetched since the queue was enabled as
+ * @job->hw_seq counts those written, and the two compare modulo 2^32.
+ * Hardware 1.1 and later only.
+ */
+static bool maia_job_fetched_by(const struct maia_job *job, u32 fetched)
+{
+	return (s32)(fetched - lower_32_bits(job->hw_seq)) >= 0;
+}
+
 static const char *maia_hw_fence_driver_name(struct dma_fence *fence)
 {
 	return MAIA_DRIVER_NAME;
@@ -242,7 +253,7 @@ unsigned int maia_sched_retire_all(struct maia_device *mdev, struct maia_job *gu
 			} else if (job == guilty) {
 				maia_job_fail(job, DRM_MAIA_JOB_TIMEOUT, -ETIMEDOUT);
 			} else if (sq->fetched_known &&
-				   (s32)(lower_32_bits(job->hw_seq) - sq->fetched_at_stop) > 0) {
+				   !maia_job_fetched_by(job, sq->fetched_at_stop)) {
 				maia_job_retire_for_rerun(job);
 				rerun++;
 			} else {
@@ -305,16 +316,11 @@ void maia_sched_report_queue_errors(struct maia_device *mdev)
 			maia_queue_report_error(&ms->queues[i].hwq);
 }
 
-/*
- * Whether the device has fetched (started) @job: MAIA_Q_FETCHED counts the
- * entries fetched since the queue was enabled as @job->hw_seq counts those
- * written, and the two compare modulo 2^32. Hardware 1.1 and later only.
- */
+/* Whether the device has fetched (started) @job: see maia_job_fetched_by(). */
 bool maia_sched_job_fetched(struct maia_sched_queue *sq, const struct maia_job *job)
 {
-	u32 fetched = maia_rd(sq->ms->mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED));
-
-	return (s32)(fetched - lower_32_bits(job->hw_seq)) >= 0;
+	return maia_job_fetched_by(job, maia_rd(sq->ms->mdev,
+						MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED)));
 }
 
 /* Hardware priority of user queue @i of @n (see the top of this file). */

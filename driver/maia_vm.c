@@ -47,23 +47,11 @@ int maia_vm_init(struct maia_device *mdev)
 	return drmm_add_action_or_reset(&mdev->drm, maia_vm_fini, contexts);
 }
 
-struct maia_context *maia_ctx_get(struct maia_context *ctx)
+/* The file was the context's only owner: jobs never outlive its close. */
+static void maia_ctx_free(struct maia_context *ctx)
 {
-	kref_get(&ctx->ref);
-	return ctx;
-}
-
-static void maia_ctx_release(struct kref *ref)
-{
-	struct maia_context *ctx = container_of(ref, struct maia_context, ref);
-
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
-}
-
-void maia_ctx_put(struct maia_context *ctx)
-{
-	kref_put(&ctx->ref, maia_ctx_release);
 }
 
 void maia_ctx_report_fault(struct maia_context *ctx, bool addr_known, u64 addr, u32 access)
@@ -113,7 +101,6 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->mdev = mdev;
-	kref_init(&ctx->ref);
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->fault_lock);
 	drm_mm_init(&ctx->va_mm, DRM_MAIA_VA_START,
@@ -168,7 +155,7 @@ err_exit:
 	drm_dev_exit(idx);
 err_free:
 	drm_mm_takedown(&ctx->va_mm);
-	maia_ctx_put(ctx);
+	maia_ctx_free(ctx);
 	return ret;
 }
 
@@ -223,7 +210,7 @@ void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 	drm_mm_takedown(&ctx->va_mm);
 
 	file->driver_priv = NULL;
-	maia_ctx_put(ctx);
+	maia_ctx_free(ctx);
 }
 
 int maia_vm_restore(struct maia_device *mdev)

@@ -8,7 +8,6 @@
 
 #include <drm/drm_file.h>
 #include <drm/drm_mm.h>
-#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -36,13 +35,11 @@ struct maia_contexts {
 
 /*
  * The context of one open file: an ASID and its page tables, created at
- * open and torn down at close (drm_file.driver_priv points to it). The
- * struct itself is reference counted so that jobs may outlive the file;
- * after close the address space is gone and @asid may be reused.
+ * open and freed at close (drm_file.driver_priv points to it), after the
+ * file's jobs are done (maia_job_file_close()); then @asid may be reused.
  */
 struct maia_context {
 	struct maia_device *mdev;
-	struct kref ref;
 	u32 asid;
 
 	/*
@@ -84,9 +81,6 @@ static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
 {
 	return file->driver_priv;
 }
-
-struct maia_context *maia_ctx_get(struct maia_context *ctx);
-void maia_ctx_put(struct maia_context *ctx);
 
 /*
  * Marks @ctx faulted by one of its jobs; the first fault is kept. Without
