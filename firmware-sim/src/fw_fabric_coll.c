@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collective engine: pipelined ring all-reduce, all-gather,
+ * reduce-scatter, broadcast and all-to-all over MAIA_FMSG_COLL messages
+ * (Documentation/hw/fabric.rst, "Collectives", which gives the steps, the
+ * chunking and the reduction order this file implements). No lock, no
+ * thread, no clock of its own: see fw_fabric_coll.h.
+ *
+ * Vocabulary. Rank r receives from rank r - 1 ("pred") on recv_port and
+ * sends to rank r + 1 on send_port. A step is one hop of the ring; the
+ * messages of a step form a stream of bytes ("the step's block") that the
+ * sender cuts into chunks and the receiver accepts strictly in order (per
+ * step; steps interleave). A rank injects its own data as step 0 (a
+ * broadcast's root only) and forwards what it receives as the next step.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw_fabric_coll.h"
+#include "maia/hw/dtype.h"
+#include "maia/hw/queue.h"
+#include "tensor/te.h"
+
+#define NS_PER_MS	1000000ull
+#define HDR		MAIA_FABRIC_MSG_HDR_LEN
+
+/* A message held until its collective starts or until there is room to forward it. */
+struct fw_coll_early {
+	struct fw_coll_early *next;
+	unsigned int port;
+	bool accepted;			/* the running collective's, checked, in rx_off */
+	struct maia_fabric_coll_msg h;
+	uint8_t data[];			/* h.len bytes */
+};
+
+void fw_coll_config_defaults(struct fw_coll_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->chunk_bytes = FW_COLL_DEFAULT_CHUNK;
+	cfg->timeout_ms = FW_COLL_DEFAULT_TIMEOUT_MS;
+	cfg->early_msgs = FW_COLL_DEFAULT_EARLY_MSGS;
+	cfg->early_bytes = FW_COLL_DEFAULT_EARLY_BYTES;
+}
+
+static bool chunk_valid(uint64_t v)
+{
+	return v >= 4 && v <= MAIA_FABRIC_MSG_MAX_DATA && !(v % 4);
+}
+
+int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
+		 const struct fw_coll_ops *ops, void *opaque)
+{
+	memset(c, 0, sizeof(*c));
+	if (!cfg || !ops || !ops->tx_room || !ops->tx || !ops->mem_read || !ops->mem_write ||
+	    cfg->nports > MAIA_FABRIC_MAX_PORTS || !chunk_valid(cfg->chunk_bytes) ||
+	    !cfg->timeout_ms)
+		return -EINVAL;
+	c->cfg = *cfg;
+	c->ops = *ops;
+	c->opaque = opaque;
+	c->txbuf = malloc(HDR + MAIA_FABRIC_MSG_MAX_DATA);
+	c->own = malloc(MAIA_FABRIC_MSG_MAX_DATA);
+	c->acc = malloc(MAIA_FABRIC_MSG_MAX_DATA);
+	c->rx_off = calloc(2 * MAIA_COLL_MAX_RANKS, sizeof(*c->rx_off));
+	if (!c->txbuf || !c->own || !c->acc || !c->rx_off) {
+		fw_coll_destroy(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void early_free_all(struct fw_coll *c)
+{
+	while (c->early_head) {
+		struct fw_coll_early *e = c->early_head;
+
+		c->early_head = e->next;
+		free(e);
+	}
+	c->early_tail = NULL;
+	c->early_n = 0;
+	c->early_bytes = 0;
+}
+
+void fw_coll_destroy(struct fw_coll *c)
+{
+	early_free_all(c);
+	free(c->txbuf);
+	free(c->own);
+	free(c->acc);
+	free(c->rx_off);
+	c->txbuf = c->own = NULL;
+	c->acc = NULL;
+	c->rx_off = NULL;
+}
+
+void fw_coll_reset(struct fw_coll *c)
+{
+	early_free_all(c);
+	c->state = FW_COLL_IDLE;
+	c->ended_valid = false;
+}
+
+/* ---- geometry ---- */
+
+static unsigned int nranks(const struct fw_coll *c)
+{
+	return c->cmd.nranks;
+}
+
+/* (rank + k) mod nranks for -2 * nranks < k < 2 * nranks. */
+static unsigned int ring(const struct fw_coll *c, int k)
+{
+	int n = nranks(c);
+
+	return (unsigned int)(((int)c->cmd.rank + k + 2 * n) % n);
+}
+
+static bool is_reduction(const struct fw_coll *c)
+{
+	return c->cmd.coll == MAIA_COLL_ALL_REDUCE || c->cmd.coll == MAIA_COLL_REDUCE_SCATTER;
+}
+
+/*
+ * Block b of the reduced vector, in elements: all-reduce splits count into
+ * nranks blocks, the first count % nranks one element longer; reduce-scatter's
+ * blocks are count each.
+ */
+static uint64_t block_start(const struct fw_coll *c, unsigned int b)
+{
+	uint64_t n = nranks(c), base, rem;
+
+	if (c->cmd.coll != MAIA_COLL_ALL_REDUCE)
+		return b * c->cmd.count;
+	base = c->cmd.count / n;
+	rem = c->cmd.count % n;
+	return b * base + (b < rem ? b : rem);
+}
+
+static uint64_t block_len(const struct fw_coll *c, unsigned int b)
+{
+	uint64_t n = nranks(c);
+
+	if (c->cmd.coll != MAIA_COLL_ALL_REDUCE)
+		return c->cmd.count;
+	return c->cmd.count / n + (b < c->cmd.count % n ? 1 : 0);
+}
+
+/* All-reduce: steps 0 .. n-2 reduce, n-1 .. 2n-3 gather. */
+static bool reduce_step(const struct fw_coll *c, unsigned int s)
+{
+	return c->cmd.coll == MAIA_COLL_REDUCE_SCATTER ||
+	       (c->cmd.coll == MAIA_COLL_ALL_REDUCE && s < nranks(c) - 1u);
+}
+
+/* Bytes per element on the wire: reduction steps carry FP32 partial results. */
+static unsigned int wire_es(const struct fw_coll *c, unsigned int s)
+{
+	return reduce_step(c, s) ? 4 : c->es;
+}
+
+/* Bytes of step s's block as this rank receives it (from rank - 1). */
+static uint64_t rx_step_bytes(const struct fw_coll *c, unsigned int s)
+{
+	unsigned int n = nranks(c);
+
+	switch (c->cmd.coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		if (s < n - 1)
+			return block_len(c, ring(c, -(int)s - 2)) * 4;
+		return block_len(c, ring(c, -1 - (int)(s - (n - 1)))) * c->es;
+	case MAIA_COLL_REDUCE_SCATTER:
+		return c->cmd.count * 4;
+	case MAIA_COLL_ALL_TO_ALL:
+		return (uint64_t)(n - 1 - s) * c->cmd.count * c->es;
+	default:	/* ALL_GATHER, BROADCAST */
+		return c->cmd.count * c->es;
+	}
+}
+
+/* ---- ending ---- */
+
+static bool held_is_current(const struct fw_coll *c, const struct fw_coll_early *e)
+{
+	return e->port == c->cmd.recv_port && e->h.comm_id == c->cmd.comm_id &&
+	       e->h.seq == c->cmd.seq;
+}
+
+static void early_unlink(struct fw_coll *c, struct fw_coll_early *prev, struct fw_coll_early *e)
+{
+	if (prev)
+		prev->next = e->next;
+	else
+		c->early_head = e->next;
+	if (c->early_tail == e)
+		c->early_tail = prev;
+	c->early_n--;
+	c->early_bytes -= e->h.len;
+	free(e);
+}
+
+static void finish(struct fw_coll *c, uint32_t status)
+{
+	struct fw_coll_early *prev = NULL, *e = c->early_head;
+
+	c->state = FW_COLL_DONE;
+	c->result.status = status;
+	c->ended_valid = true;
+	c->ended_comm = c->cmd.comm_id;
+	c->ended_seq = c->cmd.seq;
+	if (status != MAIA_STATUS_OK)
+		c->stats.failures++;
+	/* What is held of this collective is of no use any more. */
+	while (e) {
+		struct fw_coll_early *next = e->next;
+
+		if (held_is_current(c, e)) {
+			c->stats.drop_stale++;
+			early_unlink(c, prev, e);
+		} else {
+			prev = e;
+		}
+		e = next;
+	}
+}
+
+static void fail(struct fw_coll *c, uint32_t status, unsigned int step, bool sending)
+{
+	c->result.step = (uint16_t)step;
+	c->result.sending = sending;
+	c->result.port = sending ? c->cmd.send_port : c->cmd.recv_port;
+	c->result.peer = (uint16_t)ring(c, sending ? 1 : -1);
+	finish(c, status);
+}
+
+/* ---- memory and the wire ---- */
+
+static int mem_read(struct fw_coll *c, uint64_t va, void *buf, size_t len)
+{
+	return len ? c->ops.mem_read(c->opaque, va, buf, len) : 0;
+}
+
+static int mem_write(struct fw_coll *c, uint64_t va, const void *buf, size_t len)
+{
+	return len ? c->ops.mem_write(c->opaque, va, buf, len) : 0;
+}
+
+/* Send the len data bytes already in txbuf + HDR as step s at offset. */
+static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
+{
+	struct maia_fabric_coll_msg h = {
+		.type = MAIA_FMSG_COLL,
+		.step = (uint16_t)s,
+		.comm_id = c->cmd.comm_id,
+		.seq = c->cmd.seq,
+		.len = len,
+		.offset = offset,
+		.src_rank = c->cmd.rank,
+	};
+
+	memcpy(c->txbuf, &h, sizeof(h));
+	if (c->ops.tx(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) < 0) {
+		fail(c, MAIA_STATUS_FABRIC_LINK, s, true);
+		return -1;
+	}
+	c->stats.tx_msgs++;
+	c->stats.tx_bytes += len;
+	return 0;
+}
+
+static float ld_f32(const uint8_t *p)
+{
+	float f;
+
+	memcpy(&f, p, 4);
+	return f;
+}
+
+static float ld_elem(const struct fw_coll *c, const uint8_t *p, size_t i)
+{
+	uint16_t h;
+
+	if (c->es == 4)
+		return ld_f32(p + 4 * i);
+	memcpy(&h, p + 2 * i, 2);
+	return fw_bf16_to_f32(h);
+}
+
+/*
+ * acc[i] = acc[i] op own[i]: the partial result from rank - 1 on the left,
+ * this rank's element on the right. MAX and MIN return the left operand on
+ * ties and a NaN operand (the left one first) if there is one.
+ */
+static void reduce_into(const struct fw_coll *c, float *acc, const uint8_t *own, size_t n)
+{
+	size_t i;
+
+	switch (c->cmd.redop) {
+	case MAIA_REDOP_SUM:
+		for (i = 0; i < n; i++)
+			acc[i] = acc[i] + ld_elem(c, own, i);
+		break;
+	case MAIA_REDOP_MAX:
+		for (i = 0; i < n; i++) {
+			float b = ld_elem(c, own, i);
+
+			if (!isnan(acc[i]) && (isnan(b) || b > acc[i]))
+				acc[i] = b;
+		}
+		break;
+	default:	/* MAIA_REDOP_MIN */
+		for (i = 0; i < n; i++) {
+			float b = ld_elem(c, own, i);
+
+			if (!isnan(acc[i]) && (isnan(b) || b < acc[i]))
+				acc[i] = b;
+		}
+		break;
+	}
+}
+
+/* Copy len bytes between two places of the job's memory, a chunk at a time. */
+static int local_copy(struct fw_coll *c, uint64_t src, uint64_t dst, uint64_t len)
+{
+	if (src == dst)
+		return 0;
+	for (uint64_t off = 0; off < len; off += MAIA_FABRIC_MSG_MAX_DATA) {
+		size_t n = len - off < MAIA_FABRIC_MSG_MAX_DATA ? len - off : MAIA_FABRIC_MSG_MAX_DATA;
+
+		if (mem_read(c, src + off, c->own, n) || mem_write(c, dst + off, c->own, n))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- this rank's own data: step 0 ---- */
+
+static uint64_t inject_len(const struct fw_coll *c)
+{
+	unsigned int n = nranks(c);
+
+	if (n == 1)
+		return 0;
+	switch (c->cmd.coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		return block_len(c, ring(c, -1)) * 4;
+	case MAIA_COLL_REDUCE_SCATTER:
+		return c->cmd.count * 4;
+	case MAIA_COLL_ALL_TO_ALL:
+		return (uint64_t)(n - 1) * c->cmd.count * c->es;
+	case MAIA_COLL_BROADCAST:
+		return c->cmd.rank == c->cmd.root ? c->cmd.count * c->es : 0;
+	default:	/* ALL_GATHER */
+		return c->cmd.count * c->es;
+	}
+}
+
+/* Send one chunk of this rank's step-0 stream. 0, or -1: the collective failed. */
+static int inject_one(struct fw_coll *c)
+{
+	uint64_t off = c->inject_off, len = c->inject_len - off, src;
+	uint8_t *out = c->txbuf + HDR;
+
+	/* chunk_bytes is a multiple of 4, so of every wire element size. */
+	if (len > c->chunk_bytes)
+		len = c->chunk_bytes;
+	if (is_reduction(c)) {
+		/* Own values of block rank - 1, as FP32. */
+		uint64_t e0 = off / 4, n = len / 4;
+		unsigned int b = ring(c, -1);
+
+		src = c->cmd.send_addr + (block_start(c, b) + e0) * c->es;
+		if (mem_read(c, src, c->own, n * c->es))
+			goto fault;
+		for (uint64_t i = 0; i < n; i++) {
+			float f = ld_elem(c, c->own, i);
+
+			memcpy(out + 4 * i, &f, 4);
+		}
+	} else if (c->cmd.coll == MAIA_COLL_ALL_TO_ALL) {
+		/* Blocks for ranks r + 1, r + 2, ...; a chunk stays in one block. */
+		uint64_t blk = c->cmd.count * c->es, k = off / blk, within = off % blk;
+
+		if (len > blk - within)
+			len = blk - within;
+		src = c->cmd.send_addr + ring(c, (int)k + 1) * blk + within;
+		if (mem_read(c, src, out, len))
+			goto fault;
+	} else {
+		if (mem_read(c, c->cmd.send_addr + off, out, len))
+			goto fault;
+	}
+	if (send_msg(c, 0, off, (uint32_t)len))
+		return -1;
+	c->inject_off += len;
+	return 0;
+fault:
+	fail(c, MAIA_STATUS_MMU_FAULT, 0, true);
+	return -1;
+}
+
+/* ---- received chunks ---- */
+
+/* Whether using a chunk of step s at [off, off + len) sends a message. */
+static bool forwards(const struct fw_coll *c, unsigned int s, uint64_t off, uint32_t len)
+{
+	unsigned int n = nranks(c);
+
+	switch (c->cmd.coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		return s < 2 * n - 3;
+	case MAIA_COLL_REDUCE_SCATTER:
+	case MAIA_COLL_ALL_GATHER:
+		return s < n - 2;
+	case MAIA_COLL_BROADCAST:
+		return ring(c, 1) != c->cmd.root;
+	default:	/* ALL_TO_ALL: the part past the first block goes on */
+		return off + len > c->cmd.count * c->es;
+	}
+}
+
+/* The byte address in recv_addr where element e0 of step s's block lands. */
+static uint64_t rx_dest(const struct fw_coll *c, unsigned int s, uint64_t e0)
+{
+	unsigned int n = nranks(c);
+	uint64_t b;
+
+	switch (c->cmd.coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		/* Reduce steps land only at the last one, in block rank. */
+		b = s < n - 1 ? c->cmd.rank : ring(c, -1 - (int)(s - (n - 1)));
+		return c->cmd.recv_addr + (block_start(c, (unsigned int)b) + e0) * c->es;
+	case MAIA_COLL_REDUCE_SCATTER:
+	case MAIA_COLL_BROADCAST:
+		return c->cmd.recv_addr + e0 * c->es;
+	case MAIA_COLL_ALL_GATHER:
+		b = ring(c, -1 - (int)s);
+		return c->cmd.recv_addr + (b * c->cmd.count + e0) * c->es;
+	default:	/* ALL_TO_ALL: the first block is from rank - 1 - s */
+		b = ring(c, -1 - (int)s);
+		return c->cmd.recv_addr + (b * c->cmd.count + e0) * c->es;
+	}
+}
+
+/* A reduction step's chunk: add this rank's values, pass on or land. */
+static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uint8_t *data,
+		      uint32_t len)
+{
+	unsigned int n = nranks(c), b = ring(c, -(int)s - 2);
+	uint64_t e0 = off / 4, cnt = len / 4;
+	uint8_t *out = c->txbuf + HDR;
+
+	memcpy(c->acc, data, len);
+	if (mem_read(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own, cnt * c->es))
+		goto fault;
+	reduce_into(c, c->acc, c->own, cnt);
+	if (s < n - 2) {
+		memcpy(out, c->acc, len);
+		return send_msg(c, s + 1, off, len);
+	}
+	/* Last reduce step: block rank is final. */
+	if (c->es == 4) {
+		memcpy(out, c->acc, len);
+	} else {
+		for (uint64_t i = 0; i < cnt; i++) {
+			uint16_t h = fw_f32_to_bf16(c->acc[i]);
+
+			memcpy(out + 2 * i, &h, 2);
+		}
+	}
+	if (mem_write(c, rx_dest(c, s, e0), out, cnt * c->es))
+		goto fault;
+	if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
+		return send_msg(c, n - 1, e0 * c->es, (uint32_t)(cnt * c->es));
+	return 0;
+fault:
+	fail(c, MAIA_STATUS_MMU_FAULT, s, false);
+	return -1;
+}
+
+/* Use one accepted chunk of the running collective. 0, or -1: it failed. */
+static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, const uint8_t *data)
+{
+	unsigned int s = h->step;
+	uint64_t off = h->offset, here = h->len;
+
+	c->stats.rx_msgs++;
+	c->stats.rx_bytes += h->len;
+	if (reduce_step(c, s))
+		return use_reduce(c, s, off, data, h->len);
+	if (c->cmd.coll == MAIA_COLL_ALL_TO_ALL) {
+		uint64_t blk = c->cmd.count * c->es;
+
+		here = off >= blk ? 0 : (off + here > blk ? blk - off : here);
+		if (here < h->len) {
+			/* The rest is for ranks further on: step s + 1, one block less. */
+			uint64_t skip = here, foff = off + here - blk;
+
+			memcpy(c->txbuf + HDR, data + skip, h->len - skip);
+			if (send_msg(c, s + 1, foff, (uint32_t)(h->len - skip)))
+				return -1;
+		}
+	} else if (forwards(c, s, off, h->len)) {
+		memcpy(c->txbuf + HDR, data, h->len);
+		if (send_msg(c, s + 1, off, h->len))
+			return -1;
+	}
+	if (here && mem_write(c, rx_dest(c, s, off / c->es), data, here)) {
+		fail(c, MAIA_STATUS_MMU_FAULT, s, false);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- bookkeeping of what arrived ---- */
+
+static bool rx_step_expected(const struct fw_coll *c, unsigned int s)
+{
+	return s >= c->rx_first && s < c->rx_first + c->rx_steps;
+}
+
+/* Whether every byte this rank receives has arrived (used or held). */
+static bool rx_arrived(const struct fw_coll *c)
+{
+	for (unsigned int i = 0; i < c->rx_steps; i++)
+		if (c->rx_off[i] < rx_step_bytes(c, c->rx_first + i))
+			return false;
+	return true;
+}
+
+/* Checks a running collective's chunk against what this rank expects next. */
+static bool chunk_expected(const struct fw_coll *c, const struct maia_fabric_coll_msg *h)
+{
+	unsigned int s = h->step;
+
+	if (h->src_rank != ring(c, -1) || !rx_step_expected(c, s) || !h->len ||
+	    h->len % wire_es(c, s))
+		return false;
+	return h->offset == c->rx_off[s - c->rx_first] &&
+	       h->len <= rx_step_bytes(c, s) - h->offset;
+}
+
+static bool early_has_room(const struct fw_coll *c, uint32_t len)
+{
+	return c->early_n < c->cfg.early_msgs && c->early_bytes + len <= c->cfg.early_bytes;
+}
+
+static void hold(struct fw_coll *c, unsigned int port, const struct maia_fabric_coll_msg *h,
+		 const uint8_t *data, bool accepted)
+{
+	struct fw_coll_early *e = malloc(sizeof(*e) + h->len);
+
+	if (!e) {
+		/* Out of memory: as good as lost on the wire; a timeout follows. */
+		c->stats.drop_unexpected++;
+		return;
+	}
+	e->next = NULL;
+	e->port = port;
+	e->accepted = accepted;
+	e->h = *h;
+	memcpy(e->data, data, h->len);
+	if (c->early_tail)
+		c->early_tail->next = e;
+	else
+		c->early_head = e;
+	c->early_tail = e;
+	c->early_n++;
+	c->early_bytes += h->len;
+	if (c->early_n > c->stats.early_peak)
+		c->stats.early_peak = c->early_n;
+}
+
+static bool held_current(const struct fw_coll *c)
+{
+	for (const struct fw_coll_early *e = c->early_head; e; e = e->next)
+		if (e->accepted)
+			return true;
+	return false;
+}
+
+/* ---- progress ---- */
+
+static unsigned int tx_room(struct fw_coll *c)
+{
+	return c->ops.tx_room(c->opaque, c->cmd.send_port);
+}
+
+/* Use held chunks of the running collective, in arrival order, while there is room. */
+static void run_held(struct fw_coll *c, uint64_t now_ns)
+{
+	struct fw_coll_early *prev = NULL, *e = c->early_head;
+
+	while (e && c->state == FW_COLL_RUNNING) {
+		struct fw_coll_early *next = e->next;
+
+		if (!e->accepted) {
+			prev = e;
+			e = next;
+			continue;
+		}
+		if (forwards(c, e->h.step, e->h.offset, e->h.len) && tx_room(c) < 1)
+			return;
+		if (use_chunk(c, &e->h, e->data))
+			return;		/* failed; finish() freed the held chunks */
+		c->last_progress_ns = now_ns;
+		early_unlink(c, prev, e);
+		e = next;
+	}
+}
+
+static void advance(struct fw_coll *c, uint64_t now_ns)
+{
+	if (c->state != FW_COLL_RUNNING)
+		return;
+	run_held(c, now_ns);
+	while (c->state == FW_COLL_RUNNING && c->inject_off < c->inject_len && tx_room(c) >= 2) {
+		if (inject_one(c))
+			return;
+		c->last_progress_ns = now_ns;
+	}
+	if (c->state == FW_COLL_RUNNING && c->inject_off == c->inject_len && rx_arrived(c) &&
+	    !held_current(c)) {
+		c->stats.collectives++;
+		finish(c, MAIA_STATUS_OK);
+	}
+}
+
+/* ---- starting ---- */
+
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Checks every field; fills c->es and the byte sizes of both buffers. */
+static bool cmd_valid(struct fw_coll *c, const struct maia_cmd_collective *k,
+		      uint64_t *sbytes, uint64_t *rbytes)
+{
+	uint64_t n = k->nranks, elems;
+	bool reduces = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_REDUCE_SCATTER;
+	bool in_place_ok = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_BROADCAST;
+
+	if (k->hdr.flags || k->reserved0 || k->reserved1)
+		return false;
+	if (k->coll < MAIA_COLL_ALL_REDUCE || k->coll > MAIA_COLL_ALL_TO_ALL)
+		return false;
+	if (reduces && k->redop > MAIA_REDOP_MIN)
+		return false;
+	if (k->dtype != MAIA_DTYPE_FP32 && k->dtype != MAIA_DTYPE_BF16)
+		return false;
+	if (!n || n > MAIA_COLL_MAX_RANKS || k->rank >= n)
+		return false;
+	if (k->coll == MAIA_COLL_BROADCAST && k->root >= n)
+		return false;
+	if (n > 1 && (k->send_port >= c->cfg.nports || k->recv_port >= c->cfg.nports))
+		return false;
+	if (k->chunk_bytes && !chunk_valid(k->chunk_bytes))
+		return false;
+	c->es = maia_dtype_size(k->dtype);
+	/* Elements of the larger buffer: count, or count * nranks. */
+	if (__builtin_mul_overflow(k->count, n, &elems) ||
+	    __builtin_mul_overflow(elems, (uint64_t)4, &elems))
+		return false;
+	*sbytes = *rbytes = k->count * c->es;
+	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*sbytes *= n;
+	if (k->coll == MAIA_COLL_ALL_GATHER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*rbytes *= n;
+	if (k->send_addr + *sbytes < k->send_addr || k->recv_addr + *rbytes < k->recv_addr)
+		return false;
+	if (in_place_ok && k->send_addr == k->recv_addr)
+		return true;
+	return !overlap(k->send_addr, *sbytes, k->recv_addr, *rbytes);
+}
+
+/*
+ * Held messages from recv_port that arrived before this collective's first
+ * one are of earlier collectives (the ring runs collectives in the same
+ * order everywhere and the link keeps order): drop them. The rest are
+ * checked like newly arrived chunks.
+ */
+static void adopt_held(struct fw_coll *c)
+{
+	struct fw_coll_early *prev = NULL, *e = c->early_head;
+	bool seen_current = false;
+	bool expects = false;
+
+	for (unsigned int i = 0; i < c->rx_steps; i++)
+		expects |= rx_step_bytes(c, c->rx_first + i) > 0;
+	while (e) {
+		struct fw_coll_early *next = e->next;
+
+		if (held_is_current(c, e)) {
+			seen_current = true;
+			if (chunk_expected(c, &e->h)) {
+				e->accepted = true;
+				c->rx_off[e->h.step - c->rx_first] += e->h.len;
+				prev = e;
+			} else {
+				c->stats.drop_unexpected++;
+				early_unlink(c, prev, e);
+			}
+		} else if (expects && !seen_current && e->port == c->cmd.recv_port) {
+			c->stats.drop_stale++;
+			early_unlink(c, prev, e);
+		} else {
+			prev = e;
+		}
+		e = next;
+	}
+}
+
+static void set_rx_steps(struct fw_coll *c)
+{
+	unsigned int n = nranks(c);
+
+	c->rx_first = 0;
+	if (n == 1)
+		c->rx_steps = 0;
+	else if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
+		c->rx_steps = 2 * (n - 1);
+	else if (c->cmd.coll != MAIA_COLL_BROADCAST)
+		c->rx_steps = n - 1;
+	else if (c->cmd.rank == c->cmd.root)
+		c->rx_steps = 0;
+	else {
+		/* One hop: the step of the message rank - 1 sends is its distance from root. */
+		c->rx_first = ring(c, -1 - (int)c->cmd.root);
+		c->rx_steps = 1;
+	}
+	memset(c->rx_off, 0, c->rx_steps * sizeof(*c->rx_off));
+}
+
+/* Local copies: data that stays on this rank. 0, or -1 for a fault. */
+static int local_part(struct fw_coll *c)
+{
+	const struct maia_cmd_collective *k = &c->cmd;
+	uint64_t blk = k->count * c->es;
+
+	switch (k->coll) {
+	case MAIA_COLL_ALL_REDUCE:
+	case MAIA_COLL_REDUCE_SCATTER:
+		return nranks(c) == 1 ? local_copy(c, k->send_addr, k->recv_addr, blk) : 0;
+	case MAIA_COLL_BROADCAST:
+		return k->rank == k->root ? local_copy(c, k->send_addr, k->recv_addr, blk) : 0;
+	case MAIA_COLL_ALL_GATHER:
+		return local_copy(c, k->send_addr, k->recv_addr + k->rank * blk, blk);
+	default:	/* ALL_TO_ALL */
+		return local_copy(c, k->send_addr + k->rank * blk, k->recv_addr + k->rank * blk,
+				  blk);
+	}
+}
+
+int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns)
+{
+	uint64_t sbytes, rbytes;
+
+	if (c->state == FW_COLL_RUNNING)
+		return -EBUSY;
+	memset(&c->result, 0, sizeof(c->result));
+	c->cmd = *cmd;
+	if (!cmd_valid(c, cmd, &sbytes, &rbytes)) {
+		/* Not a collective of the ring: its comm/seq mean nothing. */
+		c->state = FW_COLL_DONE;
+		c->result.status = MAIA_STATUS_BAD_CMD;
+		c->stats.failures++;
+		return MAIA_STATUS_BAD_CMD;
+	}
+	c->state = FW_COLL_RUNNING;
+	c->chunk_bytes = cmd->chunk_bytes ? cmd->chunk_bytes : c->cfg.chunk_bytes;
+	c->timeout_ns = (uint64_t)(cmd->timeout_ms ? cmd->timeout_ms : c->cfg.timeout_ms) *
+			NS_PER_MS;
+	c->last_progress_ns = now_ns;
+	set_rx_steps(c);
+	c->inject_off = 0;
+	c->inject_len = inject_len(c);
+	if (local_part(c)) {
+		fail(c, MAIA_STATUS_MMU_FAULT, 0, false);
+		return (int)c->result.status;
+	}
+	adopt_held(c);
+	advance(c, now_ns);
+	return c->state == FW_COLL_RUNNING ? 0 : (int)c->result.status;
+}
+
+/* ---- the wire ---- */
+
+int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len,
+	       uint64_t now_ns)
+{
+	struct maia_fabric_coll_msg h;
+	const uint8_t *data = (const uint8_t *)msg + HDR;
+
+	if (len < HDR) {
+		c->stats.drop_malformed++;
+		return 0;
+	}
+	memcpy(&h, msg, sizeof(h));
+	if (h.type != MAIA_FMSG_COLL || h.len > MAIA_FABRIC_MSG_MAX_DATA || h.len != len - HDR ||
+	    port >= c->cfg.nports) {
+		c->stats.drop_malformed++;
+		return 0;
+	}
+	if (c->state == FW_COLL_RUNNING && port == c->cmd.recv_port &&
+	    h.comm_id == c->cmd.comm_id && h.seq == c->cmd.seq) {
+		if (!chunk_expected(c, &h)) {
+			c->stats.drop_unexpected++;
+			return 0;
+		}
+		if (held_current(c) ||
+		    (forwards(c, h.step, h.offset, h.len) && tx_room(c) < 1)) {
+			if (!early_has_room(c, h.len)) {
+				c->stats.refused++;
+				return -EAGAIN;
+			}
+			hold(c, port, &h, data, true);
+		} else if (!use_chunk(c, &h, data)) {
+			c->last_progress_ns = now_ns;
+		}
+		c->rx_off[h.step - c->rx_first] += h.len;
+		advance(c, now_ns);
+		return 0;
+	}
+	if ((c->state == FW_COLL_RUNNING && port == c->cmd.recv_port && !rx_arrived(c)) ||
+	    (c->ended_valid && h.comm_id == c->ended_comm && h.seq == c->ended_seq)) {
+		/* Before this collective's last chunk: an earlier collective's. */
+		c->stats.drop_stale++;
+		return 0;
+	}
+	if (!early_has_room(c, h.len)) {
+		c->stats.refused++;
+		return -EAGAIN;
+	}
+	hold(c, port, &h, data, false);
+	return 0;
+}
+
+uint64_t fw_coll_next_deadline(const struct fw_coll *c)
+{
+	if (c->state != FW_COLL_RUNNING)
+		return UINT64_MAX;
+	return c->last_progress_ns + c->timeout_ns;
+}
+
+/*
+ * End a collective that waits with status, naming the step it waits for:
+ * the lowest one not fully arrived, else the one it cannot send.
+ */
+static void fail_waiting(struct fw_coll *c, uint32_t status)
+{
+	for (unsigned int i = 0; i < c->rx_steps; i++) {
+		unsigned int s = c->rx_first + i;
+
+		if (c->rx_off[i] < rx_step_bytes(c, s)) {
+			fail(c, status, s, false);
+			return;
+		}
+	}
+	for (const struct fw_coll_early *e = c->early_head; e; e = e->next) {
+		if (e->accepted) {
+			fail(c, status, e->h.step + 1u, true);
+			return;
+		}
+	}
+	fail(c, status, 0, true);
+}
+
+void fw_coll_poll(struct fw_coll *c, uint64_t now_ns)
+{
+	advance(c, now_ns);
+	if (c->state == FW_COLL_RUNNING && now_ns - c->last_progress_ns >= c->timeout_ns)
+		fail_waiting(c, MAIA_STATUS_FABRIC_TIMEOUT);
+}
+
+void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns)
+{
+	(void)now_ns;
+	if (c->state == FW_COLL_RUNNING)
+		fail_waiting(c, status);
+}

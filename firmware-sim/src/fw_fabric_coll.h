@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim collective engine (MAIA_OP_COLLECTIVE, struct
+ * maia_cmd_collective; Documentation/hw/fabric.rst, "Collectives").
+ *
+ * struct fw_coll runs one collective at a time for one device: it cuts the
+ * job's data into MAIA_FMSG_COLL messages for the send port, consumes the
+ * messages from the receive port, reduces and forwards them around the ring
+ * and reads and writes the job's memory. Like struct fw_link it has no lock,
+ * no thread and no clock: the caller serialises every call on one engine,
+ * passes the time in, and the engine acts only through its callbacks, so
+ * host tests wire N engines together with plain function calls.
+ */
+#ifndef FWSIM_FABRIC_COLL_H
+#define FWSIM_FABRIC_COLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maia/hw/cmd.h"
+#include "maia/hw/fabric.h"
+
+struct fw_coll_ops {
+	/*
+	 * Messages the port's transmit queue takes now. The engine forwards a
+	 * received chunk only with room >= 1 and injects its own data only with
+	 * room >= 2, so a ring of full queues cannot form (no deadlock).
+	 */
+	unsigned int (*tx_room)(void *opaque, unsigned int port);
+	/* Queue one message (header and data, copied). 0, or < 0: link gone. */
+	int (*tx)(void *opaque, unsigned int port, const void *msg, size_t len);
+	/* The job's memory, through its MMU: 0, or < 0 for a fault. */
+	int (*mem_read)(void *opaque, uint64_t va, void *buf, size_t len);
+	int (*mem_write)(void *opaque, uint64_t va, const void *buf, size_t len);
+};
+
+struct fw_coll_config {
+	unsigned int nports;		/* ports are 0..nports-1 */
+	uint32_t chunk_bytes;		/* for chunk_bytes = 0 */
+	uint32_t timeout_ms;		/* for timeout_ms = 0 */
+	/* Messages held before they can be used (see fw_coll_rx). */
+	unsigned int early_msgs;
+	size_t early_bytes;
+};
+
+#define FW_COLL_DEFAULT_CHUNK		MAIA_FABRIC_MSG_MAX_DATA
+#define FW_COLL_DEFAULT_TIMEOUT_MS	2000u
+#define FW_COLL_DEFAULT_EARLY_MSGS	64u
+#define FW_COLL_DEFAULT_EARLY_BYTES	(1u << 20)
+
+enum fw_coll_state {
+	FW_COLL_IDLE,			/* never started */
+	FW_COLL_RUNNING,
+	FW_COLL_DONE,			/* result valid */
+};
+
+/* How the last collective ended. */
+struct fw_coll_result {
+	uint32_t status;		/* MAIA_STATUS_* */
+	/*
+	 * Failures other than BAD_CMD: the step the engine was at (for a
+	 * timeout, the lowest step not fully received, or the step it could
+	 * not send), the port and the peer rank behind it.
+	 */
+	uint16_t step;
+	uint8_t port;
+	bool sending;			/* stuck sending, not receiving */
+	uint16_t peer;
+};
+
+struct fw_coll_stats {
+	uint64_t collectives, failures;
+	uint64_t tx_msgs, tx_bytes;		/* data bytes */
+	uint64_t rx_msgs, rx_bytes;		/* messages consumed by a collective */
+	uint64_t drop_malformed;		/* not a COLL message, length mismatch */
+	uint64_t drop_stale;			/* an earlier or ended collective's */
+	uint64_t drop_unexpected;		/* running one's, wrong rank/step/offset/len */
+	uint64_t refused;			/* fw_coll_rx returned -EAGAIN */
+	uint64_t early_peak;			/* most messages held at once */
+};
+
+struct fw_coll_early;
+
+struct fw_coll {
+	struct fw_coll_config cfg;
+	struct fw_coll_ops ops;
+	void *opaque;
+	enum fw_coll_state state;
+	struct fw_coll_result result;
+	struct fw_coll_stats stats;
+
+	/* The running (or last) collective and its geometry. */
+	struct maia_cmd_collective cmd;
+	unsigned int es;		/* bytes per element in memory */
+	uint64_t chunk_bytes;
+	uint64_t timeout_ns;
+	unsigned int rx_first, rx_steps;	/* steps received: [first, first + steps) */
+	uint64_t *rx_off;		/* bytes received of each of those steps */
+	uint64_t inject_off, inject_len;	/* this rank's own step-0 stream, bytes */
+	uint64_t last_progress_ns;
+	bool ended_valid;		/* ended_comm/seq: drop their late messages */
+	uint32_t ended_comm, ended_seq;
+
+	/* Messages held: arrived before their collective or before room to forward. */
+	struct fw_coll_early *early_head, *early_tail;
+	unsigned int early_n;
+	size_t early_bytes;
+
+	/* Work buffers: one chunk each. */
+	uint8_t *txbuf;			/* header + data of a message being sent */
+	uint8_t *own;			/* this rank's data of a chunk */
+	float *acc;			/* a chunk in FP32 */
+};
+
+void fw_coll_config_defaults(struct fw_coll_config *cfg);
+/* 0, or -EINVAL / -ENOMEM. */
+int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
+		 const struct fw_coll_ops *ops, void *opaque);
+void fw_coll_destroy(struct fw_coll *c);
+
+/*
+ * Start a collective (the previous one must have ended). Returns 0 when it
+ * runs, or its status when it ended at once (MAIA_STATUS_BAD_CMD for an
+ * invalid field, OK for nothing to exchange, MMU_FAULT in a local copy).
+ * Same result in fw_coll_result(). -EBUSY if one is running.
+ */
+int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns);
+
+/*
+ * A MAIA_FMSG_COLL message from port. 0: taken (used, held or counted and
+ * dropped); -EAGAIN: refused for now, the link must deliver it again later
+ * (its go-back-N does). Messages of one port must be offered in order.
+ */
+int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len,
+	       uint64_t now_ns);
+
+/*
+ * Do what waits for transmit room or time: held messages, this rank's own
+ * data, the timeout. Call after transmit room frees and every few ms.
+ */
+void fw_coll_poll(struct fw_coll *c, uint64_t now_ns);
+
+/* When fw_coll_poll() times the running collective out; UINT64_MAX if none. */
+uint64_t fw_coll_next_deadline(const struct fw_coll *c);
+
+/* End the running collective with status (a link went down, a reset). */
+void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns);
+/* Forget held messages and the last collective (device reset). */
+void fw_coll_reset(struct fw_coll *c);
+
+static inline bool fw_coll_running(const struct fw_coll *c)
+{
+	return c->state == FW_COLL_RUNNING;
+}
+
+#endif /* FWSIM_FABRIC_COLL_H */
