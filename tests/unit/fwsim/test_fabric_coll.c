@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collective engine (fw_fabric_coll.c): 1 to 5 engines wired into a ring
+ * by plain function calls. Each link is a bounded in-order queue of messages
+ * (capacity 2..8, so back-pressure and refusal happen all the time); the
+ * links are served in a seeded random interleaving and the ranks start at
+ * random times, so chunks arrive before their collective. Every collective,
+ * FP32 and BF16, SUM/MAX/MIN, counts 0, 1, odd, not multiples of the chunk,
+ * a few MiB, in place, back to back; results are compared with a CPU
+ * reference computed here in the order Documentation/hw/fabric.rst gives
+ * ("Collectives"), with its own BF16 rounding: #wrong must be 0 (FP32
+ * bitwise). Then bad fields, a rank that never starts, an MMU fault midway,
+ * and malformed, stale and unexpected messages.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../firmware-sim/src/fw_fabric_coll.h"
+#include "maia/hw/dtype.h"
+#include "maia/hw/queue.h"
+#include "tap.h"
+
+#define MAX_RANKS	5
+#define MAX_CMDS	4
+#define SEND_VA		0x10000000ull
+#define RECV_VA		0x80000000ull
+#define MS		1000000ull
+#define SEND_PORT	0u	/* ring convention: send on 0, receive on 1 */
+#define RECV_PORT	1u
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static unsigned int rng_below(unsigned int n)
+{
+	return (unsigned int)(rng_next() % n);
+}
+
+/* ---- the reference's own BF16 and reduction ---- */
+
+static float ref_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Round to nearest, ties to even, by comparing the dropped half (finite inputs). */
+static uint16_t ref_f32_to_bf16(float f)
+{
+	uint32_t u, lo;
+	uint16_t hi;
+
+	memcpy(&u, &f, 4);
+	hi = (uint16_t)(u >> 16);
+	lo = u & 0xffff;
+	if (lo > 0x8000 || (lo == 0x8000 && (hi & 1)))
+		hi++;
+	return hi;
+}
+
+static float ref_op(unsigned int op, float acc, float x)
+{
+	if (op == MAIA_REDOP_SUM)
+		return acc + x;
+	if (op == MAIA_REDOP_MAX)
+		return x > acc ? x : acc;
+	return x < acc ? x : acc;
+}
+
+/* ---- a ring of engines ---- */
+
+struct msg {
+	size_t len;
+	uint8_t *data;
+};
+
+struct link {
+	struct msg q[8];
+	unsigned int head, n, cap;
+};
+
+struct rank {
+	unsigned int index;
+	struct fw_coll eng;
+	uint8_t *send, *recv;		/* recv == send: in place */
+	size_t send_len, recv_len;
+	uint64_t fault_va;		/* an access touching [fault_va, +4096) faults; 0: none */
+	struct maia_cmd_collective cmd[MAX_CMDS];
+	unsigned int ncmds, next;	/* next command to start */
+	bool active;			/* cmd[next] started and not yet recorded */
+	long start_at;			/* iteration to start cmd[next]; -1: never */
+	uint32_t status[MAX_CMDS];
+	struct fw_coll_result result[MAX_CMDS];
+	bool ended[MAX_CMDS];
+};
+
+struct ring {
+	unsigned int n;
+	struct rank r[MAX_RANKS];
+	struct link link[MAX_RANKS];	/* link[i]: rank i port 0 -> rank i + 1 port 1 */
+	uint64_t now;
+	unsigned int max_delay;
+};
+
+static struct ring R;
+
+static unsigned int cb_tx_room(void *opaque, unsigned int port)
+{
+	struct rank *k = opaque;
+	struct link *l = &R.link[k->index];
+
+	return port == SEND_PORT ? l->cap - l->n : 0;
+}
+
+static int cb_tx(void *opaque, unsigned int port, const void *m, size_t len)
+{
+	struct rank *k = opaque;
+	struct link *l = &R.link[k->index];
+	struct msg *s;
+
+	if (port != SEND_PORT || l->n == l->cap)
+		return -1;	/* the engine must not send without room */
+	s = &l->q[(l->head + l->n) % 8];
+	s->data = malloc(len);
+	memcpy(s->data, m, len);
+	s->len = len;
+	l->n++;
+	return 0;
+}
+
+static uint8_t *mem_at(struct rank *k, uint64_t va, size_t len)
+{
+	if (k->fault_va && va < k->fault_va + 4096 && k->fault_va < va + len)
+		return NULL;
+	if (va >= SEND_VA && va + len <= SEND_VA + k->send_len)
+		return k->send + (va - SEND_VA);
+	if (va >= RECV_VA && va + len <= RECV_VA + k->recv_len)
+		return k->recv + (va - RECV_VA);
+	return NULL;
+}
+
+static int cb_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+	uint8_t *p = mem_at(opaque, va, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+static int cb_write(void *opaque, uint64_t va, const void *buf, size_t len)
+{
+	uint8_t *p = mem_at(opaque, va, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, buf, len);
+	return 0;
+}
+
+static const struct fw_coll_ops ops = {
+	.tx_room = cb_tx_room,
+	.tx = cb_tx,
+	.mem_read = cb_read,
+	.mem_write = cb_write,
+};
+
+static void ring_init(unsigned int n, unsigned int early_msgs)
+{
+	struct fw_coll_config cfg;
+
+	memset(&R, 0, sizeof(R));
+	R.n = n;
+	R.now = 1000 * MS;
+	R.max_delay = 40;
+	fw_coll_config_defaults(&cfg);
+	cfg.nports = 2;
+	cfg.early_msgs = early_msgs;
+	for (unsigned int i = 0; i < n; i++) {
+		R.r[i].index = i;
+		R.link[i].cap = 2 + rng_below(7);
+		if (fw_coll_init(&R.r[i].eng, &cfg, &ops, &R.r[i]))
+			abort();
+	}
+}
+
+static void link_pop(struct link *l)
+{
+	free(l->q[l->head].data);
+	l->head = (l->head + 1) % 8;
+	l->n--;
+}
+
+static unsigned int ring_leftover(void)
+{
+	unsigned int left = 0;
+
+	for (unsigned int i = 0; i < R.n; i++) {
+		left += R.link[i].n + R.r[i].eng.early_n;
+		while (R.link[i].n)
+			link_pop(&R.link[i]);
+	}
+	return left;
+}
+
+static void ring_fini(void)
+{
+	ring_leftover();
+	for (unsigned int i = 0; i < R.n; i++) {
+		fw_coll_destroy(&R.r[i].eng);
+		if (R.r[i].recv != R.r[i].send)
+			free(R.r[i].recv);
+		free(R.r[i].send);
+	}
+}
+
+static void record_end(struct rank *k)
+{
+	unsigned int c = k->next;
+
+	k->ended[c] = true;
+	k->result[c] = k->eng.result;
+	k->status[c] = k->eng.result.status;
+	k->next++;
+	k->start_at = k->next < k->ncmds ? -2 : -1;	/* -2: schedule after a delay */
+}
+
+static void try_start(struct rank *k, long iter)
+{
+	if (k->start_at == -2)
+		k->start_at = iter + rng_below(R.max_delay);
+	if (k->start_at < 0 || iter < k->start_at || k->next >= k->ncmds)
+		return;
+	k->start_at = -1;
+	if (fw_coll_start(&k->eng, &k->cmd[k->next], R.now) != 0)
+		record_end(k);
+	else
+		k->active = true;
+}
+
+static bool ring_busy(void)
+{
+	for (unsigned int i = 0; i < R.n; i++)
+		if (R.r[i].active || (R.r[i].next < R.r[i].ncmds && R.r[i].start_at != -1))
+			return true;
+	return false;
+}
+
+/* Runs until every rank has ended every command it starts. Returns the iterations. */
+static long ring_run(void)
+{
+	unsigned int order[MAX_RANKS];
+	long iter;
+
+	for (iter = 0; ring_busy() && iter < 50000000; iter++) {
+		bool moved = false;
+
+		for (unsigned int i = 0; i < R.n; i++) {
+			order[i] = i;
+			try_start(&R.r[i], iter);
+		}
+		for (unsigned int i = R.n; i > 1; i--) {
+			unsigned int j = rng_below(i), t = order[i - 1];
+
+			order[i - 1] = order[j];
+			order[j] = t;
+		}
+		for (unsigned int i = 0; i < R.n; i++) {
+			struct link *l = &R.link[order[i]];
+			struct rank *dst = &R.r[(order[i] + 1) % R.n];
+			unsigned int burst = 1 + rng_below(4);
+
+			while (l->n && burst--) {
+				struct msg *m = &l->q[l->head];
+
+				if (fw_coll_rx(&dst->eng, RECV_PORT, m->data, m->len, R.now))
+					break;
+				link_pop(l);
+				moved = true;
+			}
+		}
+		for (unsigned int i = 0; i < R.n; i++) {
+			struct rank *k = &R.r[order[i]];
+
+			fw_coll_poll(&k->eng, R.now);
+			/* It may also have ended inside fw_coll_rx(). */
+			if (k->active && !fw_coll_running(&k->eng)) {
+				k->active = false;
+				record_end(k);
+			}
+		}
+		R.now += moved ? 1000 : MS;
+	}
+	return iter;
+}
+
+/* ---- data and reference ---- */
+
+static void fill_random(uint8_t *p, uint64_t elems, unsigned int dtype)
+{
+	for (uint64_t i = 0; i < elems; i++) {
+		/* Mixed magnitudes, so that a wrong summation order shows. */
+		int e = (int)rng_below(40) - 20;
+		float f = ldexpf((float)(rng_next() >> 40) / (float)(1u << 24), e);
+
+		if (rng_next() & 1)
+			f = -f;
+		if (dtype == MAIA_DTYPE_FP32) {
+			memcpy(p + 4 * i, &f, 4);
+		} else {
+			uint16_t h = ref_f32_to_bf16(f);
+
+			memcpy(p + 2 * i, &h, 2);
+		}
+	}
+}
+
+static float ld(const uint8_t *p, uint64_t i, unsigned int dtype)
+{
+	float f;
+	uint16_t h;
+
+	if (dtype == MAIA_DTYPE_FP32) {
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	memcpy(&h, p + 2 * i, 2);
+	return ref_bf16_to_f32(h);
+}
+
+/* Reduce element i of every rank's input, starting at rank first. */
+static void ref_reduce(uint8_t **in, uint64_t i, unsigned int first, const struct maia_cmd_collective *k,
+		       uint8_t *out)
+{
+	unsigned int n = k->nranks;
+	float acc = ld(in[first % n], i, k->dtype);
+
+	for (unsigned int j = 1; j < n; j++)
+		acc = ref_op(k->redop, acc, ld(in[(first + j) % n], i, k->dtype));
+	if (k->dtype == MAIA_DTYPE_FP32) {
+		memcpy(out, &acc, 4);
+	} else {
+		uint16_t h = ref_f32_to_bf16(acc);
+
+		memcpy(out, &h, 2);
+	}
+}
+
+/* Expected recv buffer of rank r, from copies of every rank's input. */
+static void reference(uint8_t **in, unsigned int r, const struct maia_cmd_collective *k,
+		      uint8_t *exp)
+{
+	unsigned int n = k->nranks, es = maia_dtype_size(k->dtype);
+	uint64_t count = k->count, blk = count * es;
+
+	switch (k->coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		if (n == 1) {
+			memcpy(exp, in[0], blk);
+			break;
+		}
+		for (uint64_t i = 0; i < count; i++) {
+			/* Element i's block b: the first count % n blocks hold one more. */
+			uint64_t base = count / n, rem = count % n, b;
+
+			b = i < rem * (base + 1) ? i / (base + 1) : rem + (i - rem * (base + 1)) / base;
+			ref_reduce(in, i, (unsigned int)b + 1, k, exp + i * es);
+		}
+		break;
+	case MAIA_COLL_REDUCE_SCATTER:
+		if (n == 1) {
+			memcpy(exp, in[0], blk);
+			break;
+		}
+		for (uint64_t i = 0; i < count; i++)
+			ref_reduce(in, r * count + i, r + 1, k, exp + i * es);
+		break;
+	case MAIA_COLL_ALL_GATHER:
+		for (unsigned int b = 0; b < n; b++)
+			memcpy(exp + b * blk, in[b], blk);
+		break;
+	case MAIA_COLL_BROADCAST:
+		memcpy(exp, in[k->root], blk);
+		break;
+	default:
+		for (unsigned int j = 0; j < n; j++)
+			memcpy(exp + j * blk, in[j] + r * blk, blk);
+		break;
+	}
+}
+
+static const char *coll_name[] = { "?", "all-reduce", "all-gather", "reduce-scatter",
+				   "broadcast", "all-to-all" };
+
+static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype,
+					   unsigned int redop, unsigned int n, unsigned int r,
+					   uint64_t count, uint32_t chunk, bool in_place,
+					   uint32_t seq)
+{
+	struct maia_cmd_collective k = {
+		.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(k) },
+		.coll = (uint8_t)coll,
+		.redop = (uint8_t)redop,
+		.dtype = (uint8_t)dtype,
+		.send_port = SEND_PORT,
+		.recv_port = RECV_PORT,
+		.root = (uint16_t)(n > 1 ? (seq * 7u + 1u) % n : 0),
+		.rank = (uint16_t)r,
+		.nranks = (uint16_t)n,
+		.comm_id = 0xc0ffee,
+		.seq = seq,
+		.chunk_bytes = chunk,
+		.timeout_ms = 50,
+		.send_addr = SEND_VA,
+		.recv_addr = in_place ? SEND_VA : RECV_VA,
+		.count = count,
+	};
+	return k;
+}
+
+static void buf_sizes(const struct maia_cmd_collective *k, size_t *s, size_t *rv)
+{
+	size_t blk = k->count * maia_dtype_size(k->dtype);
+	unsigned int n = k->nranks;
+
+	*s = *rv = blk;
+	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*s *= n;
+	if (k->coll == MAIA_COLL_ALL_GATHER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*rv *= n;
+}
+
+/*
+ * One collective on n ranks: random inputs, staggered starts; returns the
+ * number of wrong bytes (elements for the caller's purposes: any byte of an
+ * element wrong counts once per element) or -1 if a rank did not end OK.
+ */
+static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsigned int redop,
+		    uint64_t count, uint32_t chunk, bool in_place)
+{
+	unsigned int es = maia_dtype_size(dtype);
+	uint8_t *in[MAX_RANKS];
+	long wrong = 0;
+	bool ok = true;
+
+	ring_init(n, 2 + rng_below(6));
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+		size_t s, rv;
+
+		k->cmd[0] = make_cmd(coll, dtype, redop, n, r, count, chunk, in_place, 1);
+		k->ncmds = 1;
+		k->start_at = rng_below(R.max_delay);
+		buf_sizes(&k->cmd[0], &s, &rv);
+		k->send_len = s;
+		k->recv_len = rv;
+		k->send = malloc(s ? s : 1);
+		fill_random(k->send, s / es, dtype);
+		in[r] = malloc(s ? s : 1);
+		memcpy(in[r], k->send, s);
+		if (in_place) {
+			k->recv = k->send;
+		} else {
+			k->recv = malloc(rv ? rv : 1);
+			memset(k->recv, 0xa5, rv);
+		}
+	}
+	ring_run();
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+		uint8_t *exp = malloc(k->recv_len ? k->recv_len : 1);
+
+		if (!k->ended[0] || k->status[0] != MAIA_STATUS_OK) {
+			ok = false;
+			tap_ok(0, "%s n=%u rank %u count %llu: ended %d status %u step %u",
+			       coll_name[coll], n, r, (unsigned long long)count, k->ended[0],
+			       k->status[0], k->result[0].step);
+		}
+		reference(in, r, &k->cmd[0], exp);
+		for (size_t i = 0; i < k->recv_len / es; i++)
+			if (memcmp(exp + i * es, k->recv + i * es, es)) {
+				if (getenv("DBG"))
+					printf("# %s n=%u rank %u count %llu chunk %u wrong at %zu\n", coll_name[coll], n, r, (unsigned long long)count, chunk, i);
+				wrong++;
+			}
+		free(exp);
+	}
+	for (unsigned int r = 0; r < n; r++)
+		free(in[r]);
+	if (ring_leftover()) {
+		tap_ok(0, "%s n=%u: messages left over", coll_name[coll], n);
+		ok = false;
+	}
+	ring_fini();
+	return ok ? wrong : -1;
+}
+
+static void test_matrix(void)
+{
+	/* 0, 1, odd, not a multiple of the chunk; chunks of 4 B to 64 KiB */
+	static const uint64_t counts[] = { 0, 1, 17, 197, 1001, 3001 };
+	static const uint32_t chunks[] = { 4, 64, 4, 64, 200, 0 };
+
+	for (unsigned int n = 1; n <= MAX_RANKS; n++) {
+		for (unsigned int coll = 1; coll <= 5; coll++) {
+			for (unsigned int dt = 0; dt < 2; dt++) {
+				unsigned int dtype = dt ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
+				bool reduces = coll == MAIA_COLL_ALL_REDUCE ||
+					       coll == MAIA_COLL_REDUCE_SCATTER;
+				long wrong = 0, runs = 0;
+				bool failed = false;
+
+				for (unsigned int op = 0; op < (reduces ? 3u : 1u); op++) {
+					for (unsigned int ci = 0; ci < 6; ci++) {
+						uint32_t chunk = chunks[ci];
+						uint64_t count = counts[ci];
+						bool in_place = (coll == MAIA_COLL_ALL_REDUCE ||
+								 coll == MAIA_COLL_BROADCAST) &&
+								(ci & 1);
+						long w;
+
+						w = run_one(n, coll, dtype, op, count, chunk, in_place);
+						runs++;
+						if (w < 0)
+							failed = true;
+						else
+							wrong += w;
+					}
+				}
+				tap_ok(!failed && wrong == 0,
+				       "%s n=%u %s: %ld runs (counts 0..3001, chunks 4 B..64 KiB, in place), #wrong = %ld",
+				       coll_name[coll], n, dt ? "bf16" : "fp32", runs, wrong);
+			}
+		}
+	}
+}
+
+static void test_large(void)
+{
+	struct {
+		unsigned int n, coll, dtype;
+		uint64_t count;
+	} t[] = {
+		{ 4, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, (3u << 19) + 3 },	/* 6 MiB */
+		{ 3, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, (1u << 20) + 1 },	/* 2 MiB */
+		{ 5, MAIA_COLL_REDUCE_SCATTER, MAIA_DTYPE_FP32, (1u << 18) + 7 },
+		{ 4, MAIA_COLL_ALL_GATHER, MAIA_DTYPE_BF16, (1u << 19) + 3 },
+		{ 3, MAIA_COLL_BROADCAST, MAIA_DTYPE_FP32, (1u << 20) + 5 },
+		{ 4, MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, (1u << 17) + 9 },
+	};
+
+	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		long w = run_one(t[i].n, t[i].coll, t[i].dtype, MAIA_REDOP_SUM, t[i].count, 0,
+				 t[i].coll == MAIA_COLL_ALL_REDUCE);
+
+		tap_ok(w == 0, "%s n=%u %s count %llu (%.1f MiB per rank), 64 KiB chunks: #wrong = %ld",
+		       coll_name[t[i].coll], t[i].n, t[i].dtype ? "bf16" : "fp32",
+		       (unsigned long long)t[i].count,
+		       (double)t[i].count * maia_dtype_size(t[i].dtype) / (1 << 20), w);
+	}
+}
+
+/* The reference is order-sensitive: summing in rank order instead gives other bits. */
+static void test_order_matters(void)
+{
+	unsigned int n = 4;
+	uint64_t count = 4096, differ = 0;
+	uint8_t *in[4], out[4];
+	struct maia_cmd_collective k = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32,
+						MAIA_REDOP_SUM, n, 0, count, 0, false, 1);
+
+	for (unsigned int r = 0; r < n; r++) {
+		in[r] = malloc(count * 4);
+		fill_random(in[r], count, MAIA_DTYPE_FP32);
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		float natural = 0;
+
+		for (unsigned int r = 0; r < n; r++)
+			natural += ld(in[r], i, MAIA_DTYPE_FP32);
+		ref_reduce(in, i, (unsigned int)(i / (count / n)) + 1, &k, out);
+		differ += memcmp(out, &natural, 4) != 0;
+	}
+	for (unsigned int r = 0; r < n; r++)
+		free(in[r]);
+	tap_ok(differ > 0, "the documented order differs from rank order in %llu of %llu sums (the check can fail)",
+	       (unsigned long long)differ, (unsigned long long)count);
+}
+
+/* Three collectives back to back per rank, starts staggered: chunks of the next arrive early. */
+static void test_back_to_back(void)
+{
+	unsigned int n = 4;
+	long wrong = 0;
+	bool ok = true;
+
+	ring_init(n, 3);
+	R.max_delay = 400;
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+
+		k->send_len = k->recv_len = 4 * 999;
+		k->send = malloc(k->send_len);
+		k->recv = malloc(k->recv_len);
+		for (unsigned int c = 0; c < 3; c++) {
+			k->cmd[c] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM,
+					     n, r, 999, 256, true, 10 + c);
+			/* Idle rounds advance the clock 1 ms: wait out the late rank. */
+			k->cmd[c].timeout_ms = 10000;
+		}
+		k->ncmds = 3;
+		k->start_at = r == 2 ? 300 : 0;	/* one rank late: its peers run ahead */
+		fill_random(k->send, 999, MAIA_DTYPE_FP32);
+	}
+	{
+		/* In place three times: the expected result is the sum of sums. */
+		uint8_t *in[4], *exp[4];
+
+		for (unsigned int r = 0; r < n; r++) {
+			in[r] = malloc(4 * 999);
+			exp[r] = malloc(4 * 999);
+			memcpy(in[r], R.r[r].send, 4 * 999);
+		}
+		for (unsigned int c = 0; c < 3; c++) {
+			for (unsigned int r = 0; r < n; r++)
+				reference(in, r, &R.r[r].cmd[c], exp[r]);
+			for (unsigned int r = 0; r < n; r++)
+				memcpy(in[r], exp[r], 4 * 999);
+		}
+		ring_run();
+		for (unsigned int r = 0; r < n; r++) {
+			for (unsigned int c = 0; c < 3; c++) {
+				ok &= R.r[r].ended[c] && R.r[r].status[c] == MAIA_STATUS_OK;
+				if (getenv("DBG"))
+					printf("# rank %u cmd %u ended %d status %u step %u\n", r, c, R.r[r].ended[c], R.r[r].status[c], R.r[r].result[c].step);
+			}
+			for (unsigned int i = 0; i < 999; i++)
+				wrong += memcmp(exp[r] + 4 * i, R.r[r].send + 4 * i, 4) != 0;
+			free(in[r]);
+			free(exp[r]);
+		}
+	}
+	tap_ok(ok && wrong == 0 && !ring_leftover(),
+	       "3 all-reduces back to back, one rank 300 rounds late: all OK, #wrong = %ld, early peak %llu, refused %llu",
+	       wrong, (unsigned long long)R.r[2].eng.stats.early_peak,
+	       (unsigned long long)R.r[2].eng.stats.refused);
+	ring_fini();
+}
+
+static void test_bad_fields(void)
+{
+	struct fw_coll_config cfg;
+	struct fw_coll e;
+	struct rank k;
+	struct maia_cmd_collective base, b;
+	unsigned int bad = 0, total = 0;
+
+	memset(&k, 0, sizeof(k));
+	memset(&R, 0, sizeof(R));
+	R.link[0].cap = 8;
+	fw_coll_config_defaults(&cfg);
+	cfg.nports = 2;
+	fw_coll_init(&e, &cfg, &ops, &k);
+	base = make_cmd(MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, 0, 4, 1, 16, 0, false, 1);
+
+#define BAD(field_change)						\
+	do {								\
+		b = base;						\
+		field_change;						\
+		total++;						\
+		if (fw_coll_start(&e, &b, 0) == MAIA_STATUS_BAD_CMD &&	\
+		    e.result.status == MAIA_STATUS_BAD_CMD && !R.link[0].n)	\
+			bad++;						\
+		else							\
+			tap_ok(0, "not refused: %s", #field_change);	\
+	} while (0)
+
+	BAD(b.coll = 0);
+	BAD(b.coll = 6);
+	BAD((b.coll = MAIA_COLL_ALL_REDUCE, b.redop = 3));
+	BAD(b.dtype = MAIA_DTYPE_FP16);
+	BAD(b.dtype = MAIA_DTYPE_MXFP4_E2M1);
+	BAD(b.nranks = 0);
+	BAD((b.nranks = MAIA_COLL_MAX_RANKS + 1, b.rank = 0));
+	BAD(b.rank = 4);
+	BAD((b.coll = MAIA_COLL_BROADCAST, b.root = 4));
+	BAD(b.send_port = 2);
+	BAD(b.recv_port = 200);
+	BAD(b.chunk_bytes = 2);
+	BAD(b.chunk_bytes = 6);
+	BAD(b.chunk_bytes = MAIA_FABRIC_MSG_MAX_DATA + 4);
+	BAD(b.count = 1ull << 62);
+	BAD((b.coll = MAIA_COLL_ALL_TO_ALL, b.count = (1ull << 62) / 3));
+	BAD(b.send_addr = ~0ull - 8);
+	BAD(b.recv_addr = ~0ull - 100);
+	BAD(b.recv_addr = b.send_addr);			/* in place: all-gather */
+	BAD(b.recv_addr = b.send_addr + 8);		/* overlap */
+	BAD((b.coll = MAIA_COLL_ALL_REDUCE, b.recv_addr = b.send_addr + 4));
+	BAD(b.reserved0 = 1);
+	BAD(b.reserved1 = 1);
+	BAD(b.hdr.flags = 1);
+#undef BAD
+	tap_ok(bad == total, "%u of %u invalid commands end with BAD_CMD and send nothing", bad,
+	       total);
+	fw_coll_destroy(&e);
+}
+
+/* Rank `dead` never starts: the others time out naming the step they wait for. */
+static void test_never_starts(unsigned int n, unsigned int coll, unsigned int dead)
+{
+	unsigned int next = (dead + 1) % n;
+	bool ok = true;
+
+	ring_init(n, 4);
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+		size_t s, rv;
+
+		k->cmd[0] = make_cmd(coll, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, n, r, 50000, 4096,
+				     false, 1);
+		k->cmd[0].root = (uint16_t)dead;
+		k->ncmds = r == dead ? 0 : 1;
+		k->start_at = r == dead ? -1 : 0;
+		buf_sizes(&k->cmd[0], &s, &rv);
+		k->send_len = s;
+		k->recv_len = rv;
+		k->send = calloc(1, s);
+		k->recv = calloc(1, rv);
+	}
+	ring_run();
+	for (unsigned int r = 0; r < n; r++) {
+		if (r == dead)
+			continue;
+		ok &= R.r[r].ended[0] && R.r[r].status[0] == MAIA_STATUS_FABRIC_TIMEOUT;
+	}
+	/* The dead rank's successor waits on the very first step it receives. */
+	ok &= !R.r[next].result[0].sending && R.r[next].result[0].peer == dead &&
+	      R.r[next].result[0].port == RECV_PORT &&
+	      R.r[next].result[0].step == 0;
+	tap_ok(ok, "%s n=%u, rank %u never starts: the others time out (FABRIC_TIMEOUT), rank %u names step %u, port %u, peer %u",
+	       coll_name[coll], n, dead, next, R.r[next].result[0].step,
+	       R.r[next].result[0].port, R.r[next].result[0].peer);
+	ring_fini();
+}
+
+/* An MMU fault on one rank midway: it ends with MMU_FAULT, the others do not hang. */
+static void test_fault(unsigned int coll, bool fault_recv)
+{
+	unsigned int n = 4, bad = 2, timeouts = 0, oks = 0;
+	bool ok = true;
+
+	ring_init(n, 4);
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+		size_t s, rv;
+
+		k->cmd[0] = make_cmd(coll, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, n, r, 100000, 4096,
+				     false, 1);
+		k->cmd[0].root = 0;
+		k->ncmds = 1;
+		buf_sizes(&k->cmd[0], &s, &rv);
+		k->send_len = s;
+		k->recv_len = rv;
+		k->send = calloc(1, s);
+		k->recv = calloc(1, rv);
+		if (r == bad)
+			k->fault_va = fault_recv ? RECV_VA + rv / 2 : SEND_VA + s / 2;
+	}
+	ring_run();
+	ok &= R.r[bad].ended[0] && R.r[bad].status[0] == MAIA_STATUS_MMU_FAULT;
+	for (unsigned int r = 0; r < n; r++) {
+		if (r == bad)
+			continue;
+		ok &= R.r[r].ended[0];
+		timeouts += R.r[r].status[0] == MAIA_STATUS_FABRIC_TIMEOUT;
+		oks += R.r[r].status[0] == MAIA_STATUS_OK;
+	}
+	ok &= timeouts + oks == n - 1 && timeouts > 0;
+	tap_ok(ok, "%s n=4, fault in rank 2's %s buffer at step %u: MMU_FAULT there, %u peers time out, %u finish",
+	       coll_name[coll], fault_recv ? "recv" : "send", R.r[bad].result[0].step, timeouts, oks);
+	ring_fini();
+}
+
+/* Malformed, stale and unexpected messages are counted and dropped. */
+static void test_bad_messages(void)
+{
+	uint8_t m[MAIA_FABRIC_MSG_HDR_LEN + 64];
+	struct maia_fabric_coll_msg h = {
+		.type = MAIA_FMSG_COLL, .comm_id = 0xc0ffee, .seq = 0, .len = 64, .src_rank = 0,
+	};
+	struct fw_coll *e;
+	long wrong;
+	bool ok;
+
+	/* A 2-rank all-reduce whose rank 1 already holds an earlier collective's chunks. */
+	ring_init(2, 8);
+	e = &R.r[1].eng;
+	memset(m, 0, sizeof(m));
+	memcpy(m, &h, sizeof(h));
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), 0);	/* stale: seq 0 */
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), 0);
+	fw_coll_rx(e, RECV_PORT, m, 10, 0);		/* shorter than a header */
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m) - 1, 0);	/* len disagrees */
+	m[0] = MAIA_FMSG_WRITE;
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), 0);	/* not a COLL message */
+	fw_coll_rx(e, 7, m, sizeof(m), 0);		/* no such port */
+	ok = e->stats.drop_malformed == 4 && e->early_n == 2;
+	ring_fini();
+
+	/* run_one's ring is built fresh; repeat the setup by hand around ring_run. */
+	ring_init(2, 8);
+	e = &R.r[1].eng;
+	m[0] = MAIA_FMSG_COLL;
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), 0);
+	for (unsigned int r = 0; r < 2; r++) {
+		struct rank *k = &R.r[r];
+
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, r,
+				     1000, 256, false, 1);
+		k->ncmds = 1;
+		k->send_len = k->recv_len = 4000;
+		k->send = calloc(1, 4000);
+		k->recv = calloc(1, 4000);
+		for (unsigned int i = 0; i < 1000; i++) {
+			float f = (float)(i + r);
+
+			memcpy(k->send + 4 * i, &f, 4);
+		}
+	}
+	/* Rank 1 starts first: the stale chunk is dropped, then wrong ones arrive. */
+	fw_coll_start(e, &R.r[1].cmd[0], R.now);
+	R.r[1].start_at = -1;
+	R.r[1].active = true;
+	R.r[0].start_at = 0;
+	h.seq = 1;
+	h.offset = 64;		/* not the next offset */
+	memcpy(m, &h, sizeof(h));
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), R.now);
+	h.offset = 0;
+	h.src_rank = 1;		/* not rank - 1 */
+	memcpy(m, &h, sizeof(h));
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), R.now);
+	h.src_rank = 0;
+	h.step = 9;		/* no such step */
+	memcpy(m, &h, sizeof(h));
+	fw_coll_rx(e, RECV_PORT, m, sizeof(m), R.now);
+	ok &= e->stats.drop_stale == 1 && e->stats.drop_unexpected == 3;
+	ring_run();
+	wrong = 0;
+	for (unsigned int r = 0; r < 2; r++)
+		for (unsigned int i = 0; i < 1000; i++) {
+			float f;
+
+			memcpy(&f, R.r[r].recv + 4 * i, 4);
+			wrong += f != (float)(2 * i + 1);
+		}
+	ok &= R.r[0].status[0] == MAIA_STATUS_OK && wrong == 0;
+	tap_ok(ok, "malformed (4), stale (%llu) and unexpected (%llu) messages dropped and counted; the collective still right (#wrong = %ld)",
+	       (unsigned long long)e->stats.drop_stale,
+	       (unsigned long long)e->stats.drop_unexpected, wrong);
+	ring_fini();
+}
+
+int main(void)
+{
+	/* Seeded; FABRIC_COLL_SEED=n runs another interleaving. */
+	rng_state = getenv("FABRIC_COLL_SEED") ? strtoull(getenv("FABRIC_COLL_SEED"), NULL, 0)
+					       : 0x5eed2026;
+	test_bad_fields();
+	test_order_matters();
+	test_matrix();
+	test_large();
+	test_back_to_back();
+	test_never_starts(3, MAIA_COLL_ALL_REDUCE, 1);
+	test_never_starts(4, MAIA_COLL_ALL_GATHER, 3);
+	test_never_starts(4, MAIA_COLL_BROADCAST, 0);
+	test_fault(MAIA_COLL_ALL_REDUCE, false);
+	test_fault(MAIA_COLL_ALL_REDUCE, true);
+	test_fault(MAIA_COLL_BROADCAST, true);
+	test_bad_messages();
+	return tap_done();
+}
