@@ -56,8 +56,13 @@ enum fw_link_state {
 struct fw_link_ops {
 	/* Transmit one frame; the buffer is only valid during the call. */
 	int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len);
-	/* One message from the peer's layer above, in order, exactly once. */
-	void (*deliver)(void *opaque, unsigned int port, const void *msg, size_t len);
+	/*
+	 * One message from the peer's layer above, in order, exactly once.
+	 * Returns 0, or -EAGAIN when the layer above has no room for it now:
+	 * the link then has not received it (no ack) and go-back-N sends it
+	 * again after the retransmit timeout (back-pressure).
+	 */
+	int (*deliver)(void *opaque, unsigned int port, const void *msg, size_t len);
 	/* Optional: the link went UP (peer discovered) or DOWN. */
 	void (*state_changed)(void *opaque, unsigned int port, bool up,
 			      uint64_t peer_serial, unsigned int peer_port);
@@ -79,6 +84,7 @@ struct fw_link_stats {
 	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 	uint64_t tx_data, tx_msgs_delivered_peer;	/* DATA sent; messages acked */
 	uint64_t rx_msgs;				/* messages delivered up */
+	uint64_t rx_refused;				/* deliver() said -EAGAIN */
 	uint64_t retransmits;				/* DATA frames sent again */
 	uint64_t tx_hello, tx_ack, tx_keepalive;
 	uint64_t tx_injected_drops;			/* dropped by drop_ppm */

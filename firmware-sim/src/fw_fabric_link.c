@@ -335,8 +335,14 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
 		return;
 	}
 	l->rcv_nxt++;
+	if (l->ops.deliver(l->opaque, l->cfg.port, f->payload, h->payload_len) < 0) {
+		/* Refused: not received after all (unless deliver() reset the link). */
+		if (l->state == FW_LINK_UP && l->rcv_nxt == h->seq + 1)
+			l->rcv_nxt = h->seq;
+		l->stats.rx_refused++;
+		return;
+	}
 	l->stats.rx_msgs++;
-	l->ops.deliver(l->opaque, l->cfg.port, f->payload, h->payload_len);
 }
 
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns)

@@ -89,20 +89,21 @@ static int link_tx(void *opaque, unsigned int port, const void *frame, size_t le
 	return sim->ops.fabric_tx(sim->opaque, port, frame, len) < 0 ? -1 : 0;
 }
 
-static void link_deliver(void *opaque, unsigned int port, const void *msg, size_t len)
+static int link_deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct fw_fabric_port *p = opaque;
 	struct ident id;
 
 	(void)port;
 	if (len != sizeof(id))
-		return;
+		return 0;
 	memcpy(&id, msg, sizeof(id));
 	if (id.magic != FW_FABRIC_IDENT_MAGIC)
-		return;
+		return 0;
 	p->ident_rx++;
 	p->ident_serial = id.serial;
 	p->ident_port = id.port;
+	return 0;
 }
 
 static void link_state_changed(void *opaque, unsigned int port, bool up,

@@ -51,7 +51,7 @@ static int tx(void *opaque, unsigned int port, const void *f, size_t len)
 	return 0;
 }
 
-static void deliver(void *opaque, unsigned int port, const void *msg, size_t len)
+static int deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	volatile uint8_t sink = 0;
 
@@ -61,6 +61,7 @@ static void deliver(void *opaque, unsigned int port, const void *msg, size_t len
 	for (size_t i = 0; i < len; i++)
 		sink ^= ((const uint8_t *)msg)[i];
 	(void)sink;
+	return 0;
 }
 
 static const struct fw_link_ops ops = { .tx = tx, .deliver = deliver };

@@ -72,6 +72,7 @@ static struct net {
 	struct node nodes[MAX_NODES];
 	uint64_t now, next_id, rng;
 	double loss, dup, reorder;
+	double refuse;			/* deliver() refuses this fraction (back-pressure) */
 	struct wframe *heap;
 	size_t heap_n, heap_cap;
 	uint64_t wire_frames, wire_lost, wire_dups;
@@ -201,7 +202,7 @@ static int wire_tx(void *opaque, unsigned int port, const void *frame, size_t le
 	return 0;
 }
 
-static void deliver(void *opaque, unsigned int port, const void *msg, size_t len)
+static int deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct node *nd = opaque;
 	struct endpoint *ep = &nd->ep[port];
@@ -212,10 +213,13 @@ static void deliver(void *opaque, unsigned int port, const void *msg, size_t len
 	static uint8_t want[MAIA_FABRIC_MAX_PAYLOAD];
 	uint32_t wl = msg_len(id, d->got);
 
+	if (net.refuse > 0 && rng_unit(&net.rng) < net.refuse)
+		return -EAGAIN;
 	msg_fill(want, wl, id, d->got);
 	if (len != wl || memcmp(msg, want, wl) || d->got >= d->sent)
 		d->bad++;
 	d->got++;
+	return 0;
 }
 
 static void state_changed(void *opaque, unsigned int port, bool up, uint64_t serial,
@@ -261,6 +265,10 @@ static void wire(unsigned int a, unsigned int pa, unsigned int b, unsigned int p
 	link_init(b, pb, drop_ppm);
 }
 
+/* For the next scenario; rx_refused of the last one. */
+static double scenario_refuse;
+static uint64_t last_refused;
+
 static void net_setup(unsigned int n, double loss, double dup, double reorder, uint64_t seed)
 {
 	memset(&net, 0, sizeof(net));
@@ -270,6 +278,7 @@ static void net_setup(unsigned int n, double loss, double dup, double reorder, u
 	net.loss = loss;
 	net.dup = dup;
 	net.reorder = reorder;
+	net.refuse = scenario_refuse;
 	for (unsigned int i = 0; i < n; i++)
 		net.nodes[i].serial = 0x4d410000ull + 17 * i + 1;
 }
@@ -372,7 +381,7 @@ static void run_traffic(unsigned int per_dir, uint64_t limit_ns)
 }
 
 struct totals {
-	uint64_t sent, got, bad, viol, retx, tx, dup, ooo, stale, downs, pending;
+	uint64_t sent, got, bad, viol, retx, tx, dup, ooo, stale, downs, pending, refused;
 };
 
 static struct totals totals(void)
@@ -393,6 +402,7 @@ static struct totals totals(void)
 		t.stale += s->drops[MAIA_FABRIC_DROP_STALE];
 		t.downs += s->link_downs;
 		t.pending += fw_link_pending(&ep->link);
+		t.refused += s->rx_refused;
 	}
 	return t;
 }
@@ -452,6 +462,7 @@ static void scenario(const char *name, unsigned int n, double loss, double dup,
 	if (dup > 0)
 		tap_ok(t.dup > 0, "%s: duplicates counted and dropped (%llu)", name,
 		       (unsigned long long)t.dup);
+	last_refused = t.refused;
 	net_free();
 }
 
@@ -652,6 +663,19 @@ static void test_api(void)
 	fw_link_destroy(&l);
 }
 
+/* The layer above refuses 20% of deliveries: each comes again, once, in order. */
+static void test_refused(void)
+{
+	uint64_t refused = 0;
+
+	scenario_refuse = 0.20;
+	scenario("2 nodes, 1% loss, 20% of deliveries refused", 2, 0.01, 0, 0, 0, 1000);
+	scenario_refuse = 0;
+	refused = last_refused;
+	tap_ok(refused > 0, "refused deliveries counted (%llu) and delivered later",
+	       (unsigned long long)refused);
+}
+
 int main(void)
 {
 	test_frame_format();
@@ -661,6 +685,7 @@ int main(void)
 	scenario("2 nodes, 10% loss + reorder + dup", 2, 0.10, 0.02, 0.10, 0, 2000);
 	scenario("2 nodes, 30% loss + reorder + dup", 2, 0.30, 0.05, 0.10, 0, 1000);
 	scenario("2 nodes, 10% injected tx drop (drop_ppm)", 2, 0, 0, 0, 100000, 2000);
+	test_refused();
 	scenario("3 nodes ring, 10% loss + reorder + dup", 3, 0.10, 0.02, 0.10, 0, 1000);
 	scenario("4 nodes mesh, 10% loss + reorder + dup", 4, 0.10, 0.02, 0.10, 0, 500);
 	test_dead_peer(false);

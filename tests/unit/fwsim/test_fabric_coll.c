@@ -493,8 +493,9 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 		reference(in, r, &k->cmd[0], exp);
 		for (size_t i = 0; i < k->recv_len / es; i++)
 			if (memcmp(exp + i * es, k->recv + i * es, es)) {
-				if (getenv("DBG"))
-					printf("# %s n=%u rank %u count %llu chunk %u wrong at %zu\n", coll_name[coll], n, r, (unsigned long long)count, chunk, i);
+				if (getenv("FABRIC_COLL_VERBOSE"))
+					printf("# %s n=%u rank %u count %llu chunk %u: element %zu wrong\n",
+					       coll_name[coll], n, r, (unsigned long long)count, chunk, i);
 				wrong++;
 			}
 		free(exp);
@@ -643,11 +644,8 @@ static void test_back_to_back(void)
 		}
 		ring_run();
 		for (unsigned int r = 0; r < n; r++) {
-			for (unsigned int c = 0; c < 3; c++) {
+			for (unsigned int c = 0; c < 3; c++)
 				ok &= R.r[r].ended[c] && R.r[r].status[c] == MAIA_STATUS_OK;
-				if (getenv("DBG"))
-					printf("# rank %u cmd %u ended %d status %u step %u\n", r, c, R.r[r].ended[c], R.r[r].status[c], R.r[r].result[c].step);
-			}
 			for (unsigned int i = 0; i < 999; i++)
 				wrong += memcmp(exp[r] + 4 * i, R.r[r].send + 4 * i, 4) != 0;
 			free(in[r]);
