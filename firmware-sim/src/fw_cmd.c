@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_fabric_coll.h"
+#include "fw_fabric_coll_op.h"
 #include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
@@ -272,6 +274,19 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 	return park_on_fabric(job, fw_xport_read_start(sim, job->sqe.asid, &c), sizeof(c));
 }
 
+static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as *as,
+			  const uint8_t *raw)
+{
+	struct maia_cmd_collective c;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || fw_coll_check(&c, fw_fabric_nports(sim)) != MAIA_STATUS_OK)
+		return MAIA_STATUS_BAD_CMD;
+	if (c.nranks == 1)
+		return (int)fw_coll_run_local(as, &c);
+	return park_on_fabric(job, fw_coll_op_start(sim, job->sqe.asid, &c), sizeof(c));
+}
+
 static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_op_stats st = { 0 };
@@ -313,6 +328,8 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 		return cmd_fabric_write(sim, job, raw);
 	case MAIA_OP_FABRIC_READ:
 		return cmd_fabric_read(sim, job, raw);
+	case MAIA_OP_COLLECTIVE:
+		return cmd_collective(sim, job, as, raw);
 	default:
 		if (maia_tensor_handles(opcode))
 			return cmd_tensor(sim, as, raw);

@@ -237,14 +237,24 @@ static void fail(struct fw_coll *c, uint32_t status, unsigned int step, bool sen
 
 /* ---- memory and the wire ---- */
 
+/* 0, or the status a failed access ends the collective with. */
+static uint32_t mem_status(int rc)
+{
+	return rc > 0 ? (uint32_t)rc : MAIA_STATUS_MMU_FAULT;
+}
+
 static int mem_read(struct fw_coll *c, uint64_t va, void *buf, size_t len)
 {
-	return len ? c->ops.mem_read(c->opaque, va, buf, len) : 0;
+	int rc = len ? c->ops.mem_read(c->opaque, va, buf, len) : 0;
+
+	return rc ? (int)mem_status(rc) : 0;
 }
 
 static int mem_write(struct fw_coll *c, uint64_t va, const void *buf, size_t len)
 {
-	return len ? c->ops.mem_write(c->opaque, va, buf, len) : 0;
+	int rc = len ? c->ops.mem_write(c->opaque, va, buf, len) : 0;
+
+	return rc ? (int)mem_status(rc) : 0;
 }
 
 /* Send the len data bytes already in txbuf + HDR as step s at offset. */
@@ -329,8 +339,12 @@ static int local_copy(struct fw_coll *c, uint64_t src, uint64_t dst, uint64_t le
 	for (uint64_t off = 0; off < len; off += MAIA_FABRIC_MSG_MAX_DATA) {
 		size_t n = len - off < MAIA_FABRIC_MSG_MAX_DATA ? len - off : MAIA_FABRIC_MSG_MAX_DATA;
 
-		if (mem_read(c, src + off, c->own, n) || mem_write(c, dst + off, c->own, n))
-			return -1;
+		int rc = mem_read(c, src + off, c->own, n);
+
+		if (!rc)
+			rc = mem_write(c, dst + off, c->own, n);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -362,6 +376,7 @@ static int inject_one(struct fw_coll *c)
 {
 	uint64_t off = c->inject_off, len = c->inject_len - off, src;
 	uint8_t *out = c->txbuf + HDR;
+	int rc;
 
 	/* chunk_bytes is a multiple of 4, so of every wire element size. */
 	if (len > c->chunk_bytes)
@@ -372,7 +387,8 @@ static int inject_one(struct fw_coll *c)
 		unsigned int b = ring(c, -1);
 
 		src = c->cmd.send_addr + (block_start(c, b) + e0) * c->es;
-		if (mem_read(c, src, c->own, n * c->es))
+		rc = mem_read(c, src, c->own, n * c->es);
+		if (rc)
 			goto fault;
 		for (uint64_t i = 0; i < n; i++) {
 			float f = ld_elem(c, c->own, i);
@@ -386,10 +402,12 @@ static int inject_one(struct fw_coll *c)
 		if (len > blk - within)
 			len = blk - within;
 		src = c->cmd.send_addr + ring(c, (int)k + 1) * blk + within;
-		if (mem_read(c, src, out, len))
+		rc = mem_read(c, src, out, len);
+		if (rc)
 			goto fault;
 	} else {
-		if (mem_read(c, c->cmd.send_addr + off, out, len))
+		rc = mem_read(c, c->cmd.send_addr + off, out, len);
+		if (rc)
 			goto fault;
 	}
 	if (send_msg(c, 0, off, (uint32_t)len))
@@ -397,7 +415,7 @@ static int inject_one(struct fw_coll *c)
 	c->inject_off += len;
 	return 0;
 fault:
-	fail(c, MAIA_STATUS_MMU_FAULT, 0, true);
+	fail(c, (uint32_t)rc, 0, true);
 	return -1;
 }
 
@@ -451,9 +469,11 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 	unsigned int n = nranks(c), b = ring(c, -(int)s - 2);
 	uint64_t e0 = off / 4, cnt = len / 4;
 	uint8_t *out = c->txbuf + HDR;
+	int rc;
 
 	memcpy(c->acc, data, len);
-	if (mem_read(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own, cnt * c->es))
+	rc = mem_read(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own, cnt * c->es);
+	if (rc)
 		goto fault;
 	reduce_into(c, c->acc, c->own, cnt);
 	if (s < n - 2) {
@@ -470,13 +490,14 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 			memcpy(out + 2 * i, &h, 2);
 		}
 	}
-	if (mem_write(c, rx_dest(c, s, e0), out, cnt * c->es))
+	rc = mem_write(c, rx_dest(c, s, e0), out, cnt * c->es);
+	if (rc)
 		goto fault;
 	if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
 		return send_msg(c, n - 1, e0 * c->es, (uint32_t)(cnt * c->es));
 	return 0;
 fault:
-	fail(c, MAIA_STATUS_MMU_FAULT, s, false);
+	fail(c, (uint32_t)rc, s, false);
 	return -1;
 }
 
@@ -507,9 +528,13 @@ static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, co
 		if (send_msg(c, s + 1, off, h->len))
 			return -1;
 	}
-	if (here && mem_write(c, rx_dest(c, s, off / c->es), data, here)) {
-		fail(c, MAIA_STATUS_MMU_FAULT, s, false);
-		return -1;
+	if (here) {
+		int rc = mem_write(c, rx_dest(c, s, off / c->es), data, here);
+
+		if (rc) {
+			fail(c, (uint32_t)rc, s, false);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -635,10 +660,11 @@ static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* Checks every field; fills c->es and the byte sizes of both buffers. */
-static bool cmd_valid(struct fw_coll *c, const struct maia_cmd_collective *k,
+/* Checks every field; fills the byte sizes of both buffers. */
+static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 		      uint64_t *sbytes, uint64_t *rbytes)
 {
+	unsigned int es;
 	uint64_t n = k->nranks, elems;
 	bool reduces = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_REDUCE_SCATTER;
 	bool in_place_ok = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_BROADCAST;
@@ -655,16 +681,16 @@ static bool cmd_valid(struct fw_coll *c, const struct maia_cmd_collective *k,
 		return false;
 	if (k->coll == MAIA_COLL_BROADCAST && k->root >= n)
 		return false;
-	if (n > 1 && (k->send_port >= c->cfg.nports || k->recv_port >= c->cfg.nports))
+	if (n > 1 && (k->send_port >= nports || k->recv_port >= nports))
 		return false;
 	if (k->chunk_bytes && !chunk_valid(k->chunk_bytes))
 		return false;
-	c->es = maia_dtype_size(k->dtype);
+	es = maia_dtype_size(k->dtype);
 	/* Elements of the larger buffer: count, or count * nranks. */
 	if (__builtin_mul_overflow(k->count, n, &elems) ||
 	    __builtin_mul_overflow(elems, (uint64_t)4, &elems))
 		return false;
-	*sbytes = *rbytes = k->count * c->es;
+	*sbytes = *rbytes = k->count * es;
 	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
 		*sbytes *= n;
 	if (k->coll == MAIA_COLL_ALL_GATHER || k->coll == MAIA_COLL_ALL_TO_ALL)
@@ -734,7 +760,7 @@ static void set_rx_steps(struct fw_coll *c)
 	memset(c->rx_off, 0, c->rx_steps * sizeof(*c->rx_off));
 }
 
-/* Local copies: data that stays on this rank. 0, or -1 for a fault. */
+/* Local copies: data that stays on this rank. 0, or the failed access's status. */
 static int local_part(struct fw_coll *c)
 {
 	const struct maia_cmd_collective *k = &c->cmd;
@@ -754,15 +780,23 @@ static int local_part(struct fw_coll *c)
 	}
 }
 
+uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nports)
+{
+	uint64_t sbytes, rbytes;
+
+	return cmd_valid(cmd, nports, &sbytes, &rbytes) ? MAIA_STATUS_OK : MAIA_STATUS_BAD_CMD;
+}
+
 int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns)
 {
 	uint64_t sbytes, rbytes;
+	int rc;
 
 	if (c->state == FW_COLL_RUNNING)
 		return -EBUSY;
 	memset(&c->result, 0, sizeof(c->result));
 	c->cmd = *cmd;
-	if (!cmd_valid(c, cmd, &sbytes, &rbytes)) {
+	if (!cmd_valid(cmd, c->cfg.nports, &sbytes, &rbytes)) {
 		/* Not a collective of the ring: its comm/seq mean nothing. */
 		c->state = FW_COLL_DONE;
 		c->result.status = MAIA_STATUS_BAD_CMD;
@@ -770,6 +804,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 		return MAIA_STATUS_BAD_CMD;
 	}
 	c->state = FW_COLL_RUNNING;
+	c->es = maia_dtype_size(cmd->dtype);
 	c->chunk_bytes = cmd->chunk_bytes ? cmd->chunk_bytes : c->cfg.chunk_bytes;
 	c->timeout_ns = (uint64_t)(cmd->timeout_ms ? cmd->timeout_ms : c->cfg.timeout_ms) *
 			NS_PER_MS;
@@ -777,8 +812,9 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	set_rx_steps(c);
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);
-	if (local_part(c)) {
-		fail(c, MAIA_STATUS_MMU_FAULT, 0, false);
+	rc = local_part(c);
+	if (rc) {
+		fail(c, (uint32_t)rc, 0, false);
 		return (int)c->result.status;
 	}
 	adopt_held(c);
@@ -836,6 +872,19 @@ int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len
 	}
 	hold(c, port, &h, data, false);
 	return 0;
+}
+
+bool fw_coll_wants(const struct fw_coll *c, unsigned int port, const void *msg, size_t len)
+{
+	struct maia_fabric_coll_msg h;
+
+	if (c->state != FW_COLL_RUNNING || port != c->cmd.recv_port || len < HDR)
+		return false;
+	memcpy(&h, msg, sizeof(h));
+	if (h.type != MAIA_FMSG_COLL)
+		return false;
+	/* Its own, or stale (see fw_coll_rx): an early one is not its. */
+	return (h.comm_id == c->cmd.comm_id && h.seq == c->cmd.seq) || !rx_arrived(c);
 }
 
 uint64_t fw_coll_next_deadline(const struct fw_coll *c)

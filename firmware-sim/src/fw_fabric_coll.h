@@ -30,7 +30,10 @@ struct fw_coll_ops {
 	unsigned int (*tx_room)(void *opaque, unsigned int port);
 	/* Queue one message (header and data, copied). 0, or < 0: link gone. */
 	int (*tx)(void *opaque, unsigned int port, const void *msg, size_t len);
-	/* The job's memory, through its MMU: 0, or < 0 for a fault. */
+	/*
+	 * The job's memory, through its MMU: 0, or a MAIA_STATUS_* (> 0) the
+	 * collective ends with, or < 0 for MAIA_STATUS_MMU_FAULT.
+	 */
 	int (*mem_read)(void *opaque, uint64_t va, void *buf, size_t len);
 	int (*mem_write)(void *opaque, uint64_t va, const void *buf, size_t len);
 };
@@ -119,6 +122,9 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 		 const struct fw_coll_ops *ops, void *opaque);
 void fw_coll_destroy(struct fw_coll *c);
 
+/* MAIA_STATUS_OK, or BAD_CMD: what fw_coll_start() checks before it starts. */
+uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nports);
+
 /*
  * Start a collective (the previous one must have ended). Returns 0 when it
  * runs, or its status when it ended at once (MAIA_STATUS_BAD_CMD for an
@@ -134,6 +140,13 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
  */
 int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len,
 	       uint64_t now_ns);
+
+/*
+ * Whether fw_coll_rx() would take msg as the running collective's (its
+ * chunk, or a stale one it drops) rather than hold it for a later one: a
+ * host that keeps early messages itself offers only these.
+ */
+bool fw_coll_wants(const struct fw_coll *c, unsigned int port, const void *msg, size_t len);
 
 /*
  * Do what waits for transmit room or time: held messages, this rank's own

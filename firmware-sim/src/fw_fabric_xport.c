@@ -595,11 +595,10 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 	for (struct fw_fop *op = x->active; op; op = op->next) {
 		if (op->finished)
 			continue;
-		if (now >= op->deadline_ns) {
-			fw_fop_finish(op, MAIA_STATUS_FABRIC_TIMEOUT);
-			continue;
-		}
+		/* pump first: an operation may time itself out with more detail. */
 		op->ops->pump(sim, op);
+		if (!op->finished && now >= op->deadline_ns)
+			fw_fop_finish(op, MAIA_STATUS_FABRIC_TIMEOUT);
 	}
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../../firmware-sim/src/fw_fabric_coll.h"
+#include "coll_ref.h"
 #include "maia/hw/dtype.h"
 #include "maia/hw/queue.h"
 #include "tap.h"
@@ -46,39 +47,7 @@ static unsigned int rng_below(unsigned int n)
 	return (unsigned int)(rng_next() % n);
 }
 
-/* ---- the reference's own BF16 and reduction ---- */
 
-static float ref_bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-/* Round to nearest, ties to even, by comparing the dropped half (finite inputs). */
-static uint16_t ref_f32_to_bf16(float f)
-{
-	uint32_t u, lo;
-	uint16_t hi;
-
-	memcpy(&u, &f, 4);
-	hi = (uint16_t)(u >> 16);
-	lo = u & 0xffff;
-	if (lo > 0x8000 || (lo == 0x8000 && (hi & 1)))
-		hi++;
-	return hi;
-}
-
-static float ref_op(unsigned int op, float acc, float x)
-{
-	if (op == MAIA_REDOP_SUM)
-		return acc + x;
-	if (op == MAIA_REDOP_MAX)
-		return x > acc ? x : acc;
-	return x < acc ? x : acc;
-}
 
 /* ---- a ring of engines ---- */
 
@@ -308,100 +277,6 @@ static long ring_run(void)
 	return iter;
 }
 
-/* ---- data and reference ---- */
-
-static void fill_random(uint8_t *p, uint64_t elems, unsigned int dtype)
-{
-	for (uint64_t i = 0; i < elems; i++) {
-		/* Mixed magnitudes, so that a wrong summation order shows. */
-		int e = (int)rng_below(40) - 20;
-		float f = ldexpf((float)(rng_next() >> 40) / (float)(1u << 24), e);
-
-		if (rng_next() & 1)
-			f = -f;
-		if (dtype == MAIA_DTYPE_FP32) {
-			memcpy(p + 4 * i, &f, 4);
-		} else {
-			uint16_t h = ref_f32_to_bf16(f);
-
-			memcpy(p + 2 * i, &h, 2);
-		}
-	}
-}
-
-static float ld(const uint8_t *p, uint64_t i, unsigned int dtype)
-{
-	float f;
-	uint16_t h;
-
-	if (dtype == MAIA_DTYPE_FP32) {
-		memcpy(&f, p + 4 * i, 4);
-		return f;
-	}
-	memcpy(&h, p + 2 * i, 2);
-	return ref_bf16_to_f32(h);
-}
-
-/* Reduce element i of every rank's input, starting at rank first. */
-static void ref_reduce(uint8_t **in, uint64_t i, unsigned int first, const struct maia_cmd_collective *k,
-		       uint8_t *out)
-{
-	unsigned int n = k->nranks;
-	float acc = ld(in[first % n], i, k->dtype);
-
-	for (unsigned int j = 1; j < n; j++)
-		acc = ref_op(k->redop, acc, ld(in[(first + j) % n], i, k->dtype));
-	if (k->dtype == MAIA_DTYPE_FP32) {
-		memcpy(out, &acc, 4);
-	} else {
-		uint16_t h = ref_f32_to_bf16(acc);
-
-		memcpy(out, &h, 2);
-	}
-}
-
-/* Expected recv buffer of rank r, from copies of every rank's input. */
-static void reference(uint8_t **in, unsigned int r, const struct maia_cmd_collective *k,
-		      uint8_t *exp)
-{
-	unsigned int n = k->nranks, es = maia_dtype_size(k->dtype);
-	uint64_t count = k->count, blk = count * es;
-
-	switch (k->coll) {
-	case MAIA_COLL_ALL_REDUCE:
-		if (n == 1) {
-			memcpy(exp, in[0], blk);
-			break;
-		}
-		for (uint64_t i = 0; i < count; i++) {
-			/* Element i's block b: the first count % n blocks hold one more. */
-			uint64_t base = count / n, rem = count % n, b;
-
-			b = i < rem * (base + 1) ? i / (base + 1) : rem + (i - rem * (base + 1)) / base;
-			ref_reduce(in, i, (unsigned int)b + 1, k, exp + i * es);
-		}
-		break;
-	case MAIA_COLL_REDUCE_SCATTER:
-		if (n == 1) {
-			memcpy(exp, in[0], blk);
-			break;
-		}
-		for (uint64_t i = 0; i < count; i++)
-			ref_reduce(in, r * count + i, r + 1, k, exp + i * es);
-		break;
-	case MAIA_COLL_ALL_GATHER:
-		for (unsigned int b = 0; b < n; b++)
-			memcpy(exp + b * blk, in[b], blk);
-		break;
-	case MAIA_COLL_BROADCAST:
-		memcpy(exp, in[k->root], blk);
-		break;
-	default:
-		for (unsigned int j = 0; j < n; j++)
-			memcpy(exp + j * blk, in[j] + r * blk, blk);
-		break;
-	}
-}
 
 static const char *coll_name[] = { "?", "all-reduce", "all-gather", "reduce-scatter",
 				   "broadcast", "all-to-all" };
@@ -432,17 +307,6 @@ static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype
 	return k;
 }
 
-static void buf_sizes(const struct maia_cmd_collective *k, size_t *s, size_t *rv)
-{
-	size_t blk = k->count * maia_dtype_size(k->dtype);
-	unsigned int n = k->nranks;
-
-	*s = *rv = blk;
-	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
-		*s *= n;
-	if (k->coll == MAIA_COLL_ALL_GATHER || k->coll == MAIA_COLL_ALL_TO_ALL)
-		*rv *= n;
-}
 
 /*
  * One collective on n ranks: random inputs, staggered starts; returns the
@@ -465,11 +329,11 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 		k->cmd[0] = make_cmd(coll, dtype, redop, n, r, count, chunk, in_place, 1);
 		k->ncmds = 1;
 		k->start_at = rng_below(R.max_delay);
-		buf_sizes(&k->cmd[0], &s, &rv);
+		ref_buf_sizes(&k->cmd[0], &s, &rv);
 		k->send_len = s;
 		k->recv_len = rv;
 		k->send = malloc(s ? s : 1);
-		fill_random(k->send, s / es, dtype);
+		ref_fill(k->send, s / es, dtype, &rng_state);
 		in[r] = malloc(s ? s : 1);
 		memcpy(in[r], k->send, s);
 		if (in_place) {
@@ -490,7 +354,7 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 			       coll_name[coll], n, r, (unsigned long long)count, k->ended[0],
 			       k->status[0], k->result[0].step);
 		}
-		reference(in, r, &k->cmd[0], exp);
+		ref_expected(in, r, &k->cmd[0], exp);
 		for (size_t i = 0; i < k->recv_len / es; i++)
 			if (memcmp(exp + i * es, k->recv + i * es, es)) {
 				if (getenv("FABRIC_COLL_VERBOSE"))
@@ -586,13 +450,13 @@ static void test_order_matters(void)
 
 	for (unsigned int r = 0; r < n; r++) {
 		in[r] = malloc(count * 4);
-		fill_random(in[r], count, MAIA_DTYPE_FP32);
+		ref_fill(in[r], count, MAIA_DTYPE_FP32, &rng_state);
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		float natural = 0;
 
 		for (unsigned int r = 0; r < n; r++)
-			natural += ld(in[r], i, MAIA_DTYPE_FP32);
+			natural += ref_ld(in[r], i, MAIA_DTYPE_FP32);
 		ref_reduce(in, i, (unsigned int)(i / (count / n)) + 1, &k, out);
 		differ += memcmp(out, &natural, 4) != 0;
 	}
@@ -625,7 +489,7 @@ static void test_back_to_back(void)
 		}
 		k->ncmds = 3;
 		k->start_at = r == 2 ? 300 : 0;	/* one rank late: its peers run ahead */
-		fill_random(k->send, 999, MAIA_DTYPE_FP32);
+		ref_fill(k->send, 999, MAIA_DTYPE_FP32, &rng_state);
 	}
 	{
 		/* In place three times: the expected result is the sum of sums. */
@@ -638,7 +502,7 @@ static void test_back_to_back(void)
 		}
 		for (unsigned int c = 0; c < 3; c++) {
 			for (unsigned int r = 0; r < n; r++)
-				reference(in, r, &R.r[r].cmd[c], exp[r]);
+				ref_expected(in, r, &R.r[r].cmd[c], exp[r]);
 			for (unsigned int r = 0; r < n; r++)
 				memcpy(in[r], exp[r], 4 * 999);
 		}
@@ -733,7 +597,7 @@ static void test_never_starts(unsigned int n, unsigned int coll, unsigned int de
 		k->cmd[0].root = (uint16_t)dead;
 		k->ncmds = r == dead ? 0 : 1;
 		k->start_at = r == dead ? -1 : 0;
-		buf_sizes(&k->cmd[0], &s, &rv);
+		ref_buf_sizes(&k->cmd[0], &s, &rv);
 		k->send_len = s;
 		k->recv_len = rv;
 		k->send = calloc(1, s);
@@ -770,7 +634,7 @@ static void test_fault(unsigned int coll, bool fault_recv)
 				     false, 1);
 		k->cmd[0].root = 0;
 		k->ncmds = 1;
-		buf_sizes(&k->cmd[0], &s, &rv);
+		ref_buf_sizes(&k->cmd[0], &s, &rv);
 		k->send_len = s;
 		k->recv_len = rv;
 		k->send = calloc(1, s);
