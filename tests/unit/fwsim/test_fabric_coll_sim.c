@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MAIA_OP_COLLECTIVE on real devices: 2, 3 and 4 struct maia_sim in one
+ * process, booted with the real firmware image and cabled in a ring by
+ * function calls (device i's port 0 to device i+1's port 1; each port's
+ * fabric_tx calls the peer's maia_sim_fabric_rx()), one cable direction
+ * losing 5% of frames (seeded) on the 3-device ring. Every rank submits the same
+ * collective as a job on its own device; the results are compared with the
+ * CPU reference of coll_ref.c (FP32 bitwise), back to back on one
+ * communicator. Then a rank whose send buffer is not there: it fails with
+ * its own memory error, the others with FABRIC_TIMEOUT (never a hang), and
+ * the next collective on the same devices works without a reset.
+ *
+ * Decisions are by events (completion entries, port state); the only clock
+ * use is a hang guard of 60 s per wait.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll_ref.h"
+#include "harness.h"
+#include "maia/hw/dtype.h"
+#include "maia/hw/fabric.h"
+#include "tap.h"
+
+#define MAX_DEV		4u
+#define NPORTS		2u
+#define SEND_PORT	0u
+#define RECV_PORT	1u
+#define HOST_SIZE	(48ull << 20)
+#define HBM_SIZE	(4ull << 20)
+#define HANG_GUARD_MS	60000u
+#define BAD_BUS_ADDR	0x7000000000000ull	/* no host memory there */
+/* A collective's own timeout where none is expected: no false alarm under load. */
+#define LONG_TIMEOUT_MS	30000u
+
+/* One direction of a cable. */
+struct dir {
+	pthread_mutex_t lock;		/* protects every field */
+	struct env *to;			/* NULL: unplugged */
+	unsigned int to_port;
+	uint32_t loss_ppm;
+	uint64_t rng;
+	unsigned long lost;
+};
+
+struct node {
+	struct env e;
+	struct dir out[NPORTS];
+	struct tq q;
+};
+
+static struct node nodes[MAX_DEV];
+static unsigned int ndev;
+static uint64_t rng = 0xc011ec7;
+static uint32_t next_seq = 1;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* On the sending device's fabric thread. */
+static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	struct node *n = opaque;
+	struct dir *d = &n->out[port];
+	int ret = -1;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->to) {
+		ret = 0;
+		d->rng = d->rng * 6364136223846793005ull + 1442695040888963407ull;
+		if (d->loss_ppm && (d->rng >> 33) % 1000000u < d->loss_ppm)
+			d->lost++;
+		else
+			maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static void plug(unsigned int a, unsigned int pa, unsigned int b, unsigned int pb)
+{
+	struct dir *d = &nodes[a].out[pa];
+
+	pthread_mutex_lock(&d->lock);
+	d->to = &nodes[b].e;
+	d->to_port = pb;
+	pthread_mutex_unlock(&d->lock);
+}
+
+static bool all_up(void)
+{
+	for (unsigned int i = 0; i < ndev; i++)
+		for (unsigned int p = 0; p < NPORTS; p++) {
+			struct maia_sim_fabric_port_info info;
+
+			if (maia_sim_fabric_port_info(nodes[i].e.sim, p, &info) || !info.up)
+				return false;
+		}
+	return true;
+}
+
+/* n devices in a ring; loss_ppm on the direction device 0 -> device 1. */
+static bool ring_up(unsigned int n, uint32_t loss_ppm)
+{
+	uint64_t t0 = now_ms();
+
+	ndev = n;
+	for (unsigned int i = 0; i < n; i++) {
+		memset(&nodes[i], 0, sizeof(nodes[i]));
+		for (unsigned int p = 0; p < NPORTS; p++) {
+			pthread_mutex_init(&nodes[i].out[p].lock, NULL);
+			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
+		}
+		if (env_init_fabric(&nodes[i].e, 1, HBM_SIZE, HOST_SIZE, NPORTS,
+				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
+			return false;
+		boot_or_die(&nodes[i].e);
+		queue_setup(&nodes[i].e, &nodes[i].q, 0, 64, 0);
+	}
+	nodes[0].out[SEND_PORT].loss_ppm = loss_ppm;
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int j = (i + 1) % n;
+
+		plug(i, SEND_PORT, j, RECV_PORT);
+		plug(j, RECV_PORT, i, SEND_PORT);
+	}
+	while (!all_up() && now_ms() - t0 < HANG_GUARD_MS)
+		usleep(1000);
+	return all_up();
+}
+
+static void ring_down(void)
+{
+	for (unsigned int i = 0; i < ndev; i++)
+		for (unsigned int p = 0; p < NPORTS; p++) {
+			pthread_mutex_lock(&nodes[i].out[p].lock);
+			nodes[i].out[p].to = NULL;
+			pthread_mutex_unlock(&nodes[i].out[p].lock);
+		}
+	for (unsigned int i = 0; i < ndev; i++)
+		env_fini(&nodes[i].e);
+}
+
+static const char *coll_name[] = { "?", "all-reduce", "all-gather", "reduce-scatter",
+				   "broadcast", "all-to-all" };
+
+struct outcome {
+	uint32_t status[MAX_DEV];
+	long wrong;			/* elements that differ from the reference */
+	bool hung;
+};
+
+/*
+ * Every rank runs the command as a job; bad_rank (or -1) gets a send buffer
+ * that is not there. Waits for every completion entry.
+ */
+static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int redop,
+			  uint64_t count, uint32_t chunk, bool in_place, int bad_rank,
+			  uint32_t timeout_ms)
+{
+	struct maia_cmd_collective k[MAX_DEV];
+	uint8_t *in[MAX_DEV], *recv[MAX_DEV];
+	uint32_t slot[MAX_DEV];
+	struct outcome o = { .wrong = 0 };
+	uint32_t seq = next_seq++;
+	unsigned int es = maia_dtype_size(dtype);
+
+	for (unsigned int r = 0; r < ndev; r++) {
+		struct env *e = &nodes[r].e;
+		struct cmdbuf cb;
+		uint64_t sbus, rbus;
+		size_t s, rv;
+
+		k[r] = (struct maia_cmd_collective){
+			.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(k[r]) },
+			.coll = (uint8_t)coll, .redop = (uint8_t)redop, .dtype = (uint8_t)dtype,
+			.send_port = SEND_PORT, .recv_port = RECV_PORT,
+			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
+			.nranks = (uint16_t)ndev, .comm_id = 0xfab, .seq = seq,
+			.chunk_bytes = chunk, .timeout_ms = timeout_ms, .count = count,
+		};
+		ref_buf_sizes(&k[r], &s, &rv);
+		sbus = host_alloc(e, s ? s : 8, 64);
+		rbus = in_place ? sbus : host_alloc(e, rv ? rv : 8, 64);
+		ref_fill(host_ptr(e, sbus), s / es, dtype, &rng);
+		in[r] = malloc(s ? s : 1);
+		memcpy(in[r], host_ptr(e, sbus), s);
+		if (!in_place)
+			memset(host_ptr(e, rbus), 0xa5, rv);
+		recv[r] = host_ptr(e, rbus);
+		k[r].send_addr = (int)r == bad_rank ? BAD_BUS_ADDR : sbus;
+		k[r].recv_addr = rbus;
+		cb_init(&cb);
+		cb_add(&cb, &k[r], sizeof(k[r]));
+		slot[r] = queue_push(e, &nodes[r].q, cb_to_host(e, &cb), cb.len, 0, 0, seq, true);
+	}
+	for (unsigned int r = 0; r < ndev; r++) {
+		struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, slot[r]);
+		uint64_t t0 = now_ms();
+
+		while (!(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID) &&
+		       now_ms() - t0 < HANG_GUARD_MS)
+			usleep(500);
+		o.hung |= !(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID);
+		o.status[r] = c->status;
+	}
+	for (unsigned int r = 0; r < ndev && bad_rank < 0; r++) {
+		size_t s, rv;
+		uint8_t *exp;
+
+		ref_buf_sizes(&k[r], &s, &rv);
+		exp = malloc(rv ? rv : 1);
+		ref_expected(in, r, &k[r], exp);
+		for (size_t i = 0; i < rv / es; i++)
+			o.wrong += memcmp(exp + i * es, recv[r] + i * es, es) != 0;
+		free(exp);
+	}
+	for (unsigned int r = 0; r < ndev; r++)
+		free(in[r]);
+	return o;
+}
+
+static bool all_ok(const struct outcome *o)
+{
+	bool ok = !o->hung;
+
+	for (unsigned int r = 0; r < ndev; r++)
+		ok &= o->status[r] == MAIA_STATUS_OK;
+	return ok;
+}
+
+static void test_ring(unsigned int n, uint32_t loss_ppm)
+{
+	static const struct {
+		unsigned int coll, dtype, redop;
+		uint64_t count;
+		uint32_t chunk;
+		bool in_place;
+	} t[] = {
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 300007, 0, false },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 100003, 4096, true },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_MAX, 1, 0, false },
+		{ MAIA_COLL_REDUCE_SCATTER, MAIA_DTYPE_BF16, MAIA_REDOP_MIN, 20011, 1024, false },
+		{ MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 30001, 0, false },
+		{ MAIA_COLL_BROADCAST, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 70001, 8192, true },
+		{ MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 0, 0, false },
+	};
+	unsigned long retx = 0;
+
+	if (!tap_ok(ring_up(n, loss_ppm), "%u devices cabled in a ring: every port UP", n))
+		return;
+	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct outcome o = run(t[i].coll, t[i].dtype, t[i].redop, t[i].count, t[i].chunk,
+				       t[i].in_place, -1, LONG_TIMEOUT_MS);
+
+		tap_ok(all_ok(&o) && o.wrong == 0,
+		       "%u devices%s: %s %s count %llu%s: every job OK, #wrong = %ld",
+		       n, loss_ppm ? " (5% loss on one cable)" : "", coll_name[t[i].coll],
+		       t[i].dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16",
+		       (unsigned long long)t[i].count, t[i].in_place ? " in place" : "", o.wrong);
+	}
+	if (loss_ppm) {
+		struct maia_sim_fabric_port_info info;
+
+		maia_sim_fabric_port_info(nodes[0].e.sim, SEND_PORT, &info);
+		retx = info.retransmits;
+		tap_ok(retx > 0 && nodes[0].out[SEND_PORT].lost > 0,
+		       "%u devices: %lu frames lost on the cable, %lu retransmitted", n,
+		       nodes[0].out[SEND_PORT].lost, retx);
+	}
+	ring_down();
+}
+
+/* A rank fails on its own memory: the others time out, and the ring still works after. */
+static void test_failure(unsigned int n)
+{
+	struct outcome o;
+	bool ok;
+
+	if (!tap_ok(ring_up(n, 0), "%u devices cabled in a ring: every port UP", n))
+		return;
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 200003, 0, false, 1, 300);
+	ok = !o.hung && o.status[1] != MAIA_STATUS_OK && o.status[1] != MAIA_STATUS_FABRIC_TIMEOUT;
+	for (unsigned int r = 0; r < n; r++)
+		if (r != 1)
+			ok &= o.status[r] == MAIA_STATUS_FABRIC_TIMEOUT;
+	tap_ok(ok, "%u devices, rank 1's send buffer missing: rank 1 fails with status %u, the others with FABRIC_TIMEOUT (%u), none hangs",
+	       n, o.status[1], o.status[0]);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0,
+	       "%u devices: the next all-reduce on the same devices, no reset: every job OK, #wrong = %ld",
+	       n, o.wrong);
+	ring_down();
+}
+
+int main(void)
+{
+	test_ring(2, 0);
+	test_ring(3, 50000);
+	test_ring(4, 0);
+	test_failure(3);
+	return tap_done();
+}
