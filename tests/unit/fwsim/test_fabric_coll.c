@@ -737,6 +737,33 @@ static void test_bad_messages(void)
 	ring_fini();
 }
 
+/* fw_coll_abort(): a port going down ends the running collective, naming the step. */
+static void test_abort(void)
+{
+	bool ok;
+
+	ring_init(3, 4);
+	for (unsigned int r = 0; r < 3; r++) {
+		struct rank *k = &R.r[r];
+
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, 0, 3, r, 1000, 256,
+				     false, 1);
+		ref_buf_sizes(&k->cmd[0], &k->send_len, &k->recv_len);
+		k->send = calloc(1, k->send_len);
+		k->recv = calloc(1, k->recv_len);
+	}
+	/* Rank 1 alone: it sends what the link takes and waits on step 0 from rank 0. */
+	ok = fw_coll_start(&R.r[1].eng, &R.r[1].cmd[0], R.now) == 0;
+	fw_coll_abort(&R.r[1].eng, MAIA_STATUS_FABRIC_LINK, R.now);
+	ok &= R.r[1].eng.state == FW_COLL_DONE &&
+	      R.r[1].eng.result.status == MAIA_STATUS_FABRIC_LINK &&
+	      R.r[1].eng.result.step == 0 && R.r[1].eng.result.peer == 0 &&
+	      R.r[1].eng.result.port == RECV_PORT && !R.r[1].eng.result.sending;
+	tap_ok(ok, "abort: FABRIC_LINK, waiting on step %u, port %u, rank %u",
+	       R.r[1].eng.result.step, R.r[1].eng.result.port, R.r[1].eng.result.peer);
+	ring_fini();
+}
+
 int main(void)
 {
 	/* Seeded; FABRIC_COLL_SEED=n runs another interleaving. */
@@ -754,5 +781,6 @@ int main(void)
 	test_fault(MAIA_COLL_ALL_REDUCE, true);
 	test_fault(MAIA_COLL_BROADCAST, true);
 	test_bad_messages();
+	test_abort();
 	return tap_done();
 }
