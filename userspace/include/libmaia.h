@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 1
+#define LIBMAIA_VERSION_MINOR 2
 
 struct maia_device;
 
@@ -416,6 +416,56 @@ struct maia_context_status {
 };
 
 int maia_context_status(struct maia_device *dev, struct maia_context_status *st);
+
+/* ---- Fabric (since 1.2, driver 1.3; Documentation/libmaia.rst) ------ */
+
+/* One fabric port: its link and its counters (since the device powered on). */
+struct maia_fabric_port {
+	bool up;			/* peer discovered, data flows */
+	uint64_t peer_serial;		/* valid while up */
+	uint32_t peer_port;
+	uint32_t mtu;			/* data bytes per transport message */
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
+	uint64_t retransmits, rx_drops, nak_tx, nak_rx, tx_errors, injected_drops;
+	uint32_t link_ups, link_downs, dead_peer;
+};
+
+/* Fabric ports of the device (0 without a fabric) and its fabric serial. */
+int maia_fabric_ports(struct maia_device *dev, unsigned int *ports, uint64_t *serial);
+int maia_fabric_port(struct maia_device *dev, unsigned int port, struct maia_fabric_port *info);
+
+/* What peers may do in a window (combine with |). */
+#define MAIA_FABRIC_REMOTE_READ		(1u << 0)
+#define MAIA_FABRIC_REMOTE_WRITE	(1u << 1)
+
+/*
+ * Let fabric peers reach bytes [offset, offset + size) of bo (page-aligned)
+ * with remote writes and reads; *key is what they name. The window closes
+ * with maia_fabric_window_close(), with the BO and with the device.
+ */
+int maia_fabric_window_open(struct maia_bo *bo, uint64_t offset, uint64_t size,
+			    uint32_t access, uint32_t *key);
+int maia_fabric_window_close(struct maia_device *dev, uint32_t key);
+
+/*
+ * Remote write over `port` into the peer's window `key` at remote_offset:
+ * size bytes from src_va of this device. The command ends once the data
+ * has landed on the peer.
+ */
+int maia_cmd_fabric_write(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			  uint64_t remote_offset, uint64_t src_va, uint64_t size);
+/* The same, then sem[sem_index] += sem_value in the window's address space. */
+int maia_cmd_fabric_write_sem(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			      uint64_t remote_offset, uint64_t src_va, uint64_t size,
+			      uint32_t sem_index, uint32_t sem_value);
+/* Remote read: size bytes of the peer's window key at remote_offset to dst_va. */
+int maia_cmd_fabric_read(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			 uint64_t remote_offset, uint64_t dst_va, uint64_t size);
+/*
+ * A collective run by the devices of a ring together (maia/hw/cmd.h,
+ * struct maia_cmd_collective: fill everything but hdr).
+ */
+int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective *c);
 
 /* Name of a DRM_MAIA_JOB_* status. */
 const char *maia_job_status_name(uint32_t status);
