@@ -467,6 +467,61 @@ int maia_cmd_fabric_read(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
  */
 int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective *c);
 
+/*
+ * ---- Collectives (since 1.2; Documentation/collectives.rst) ------------
+ *
+ * NCCL-shaped. A communicator is one rank of a ring of devices cabled port 0
+ * -> next rank's port 1. Rank 0 makes an id, every process passes it to
+ * maia_comm_init_rank() (or one process opens all ranks with
+ * maia_comm_init_all()); every rank then calls the same collectives in the
+ * same order. Buffers are device VAs of the rank's device. Calls are
+ * asynchronous: maia_comm_sync() waits, maia_comm_fence() gives the last
+ * call's fence as a sync_file. Types MAIA_DTYPE_FP32 and MAIA_DTYPE_BF16
+ * (reduced in FP32), reductions MAIA_REDOP_SUM/MAX/MIN (maia/hw/cmd.h).
+ * Environment: MAIA_COMM_DEBUG=1 logs one line per collective;
+ * MAIA_COMM_TIMEOUT_MS (default 10000) is how long a device waits for a
+ * peer before the collective fails with an error naming the rank, the step
+ * and the port.
+ */
+#define MAIA_COMM_ID_BYTES 64
+struct maia_comm_id {
+	uint8_t bytes[MAIA_COMM_ID_BYTES];
+};
+struct maia_comm;
+
+int maia_comm_get_unique_id(struct maia_comm_id *id);
+int maia_comm_init_rank(struct maia_comm **comm, struct maia_device *dev, int nranks,
+			const struct maia_comm_id *id, int rank);
+/* devs[i] becomes rank i; checks that they are cabled as a ring in that order. */
+int maia_comm_init_all(struct maia_comm **comms, struct maia_device *const *devs, int ndev);
+void maia_comm_destroy(struct maia_comm *comm);
+int maia_comm_count(const struct maia_comm *comm);
+int maia_comm_rank(const struct maia_comm *comm);
+
+int maia_all_reduce(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t count, unsigned int dtype, unsigned int redop);
+int maia_all_gather(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t send_count, unsigned int dtype);
+int maia_reduce_scatter(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+			uint64_t recv_count, unsigned int dtype, unsigned int redop);
+int maia_broadcast(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		   uint64_t count, unsigned int dtype, int root);
+/* count elements to and from each rank. */
+int maia_all_to_all(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t count, unsigned int dtype);
+/* Between these, a thread's calls on each communicator go into one job. */
+int maia_group_start(void);
+int maia_group_end(void);
+
+/* Wait (relative timeout) for every call so far; the first failure, if any. */
+int maia_comm_sync(struct maia_comm *comm, int64_t timeout_ns);
+/* The last call's fence as a sync_file fd (close it). */
+int maia_comm_fence(struct maia_comm *comm, int *fence_fd);
+/* The first failure so far without waiting (0 if none) and its message. */
+int maia_comm_async_error(struct maia_comm *comm, const char **message);
+/* Refuse further calls; maia_comm_destroy() then does not wait. */
+int maia_comm_abort(struct maia_comm *comm);
+
 /* Name of a DRM_MAIA_JOB_* status. */
 const char *maia_job_status_name(uint32_t status);
 
