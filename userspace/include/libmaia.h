@@ -433,6 +433,11 @@ struct maia_fabric_port {
 /* Fabric ports of the device (0 without a fabric) and its fabric serial. */
 int maia_fabric_ports(struct maia_device *dev, unsigned int *ports, uint64_t *serial);
 int maia_fabric_port(struct maia_device *dev, unsigned int port, struct maia_fabric_port *info);
+/*
+ * The same from sysfs (fabric/portN/ on the PCI device), without opening
+ * the device: for monitoring. -ENOENT when the device has no such port.
+ */
+int maia_fabric_read(const char *pci_address, unsigned int port, struct maia_fabric_port *info);
 
 /* What peers may do in a window (combine with |). */
 #define MAIA_FABRIC_REMOTE_READ		(1u << 0)

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Fabric: ports, windows, and the fabric command builders (driver 1.3). */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <drm/maia_accel.h>
@@ -190,4 +193,76 @@ MAIA_EXPORT int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cm
 	if (cmd.coll < MAIA_COLL_ALL_REDUCE || cmd.coll > MAIA_COLL_ALL_TO_ALL)
 		return maia_error(-EINVAL, "maia_cmd_collective: unknown collective %u", cmd.coll);
 	return maia_cmd_raw(cb, &cmd);
+}
+
+/* One number from fabric/portN/<name> of a PCI device; -1 if unreadable. */
+static int fabric_sysfs_u64(const char *dir, const char *name, uint64_t *v)
+{
+	char path[512], buf[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	if (!strncmp(buf, "up", 2) || !strncmp(buf, "down", 4)) {
+		*v = buf[0] == 'u';
+		return 0;
+	}
+	*v = strtoull(buf, NULL, 0);
+	return 0;
+}
+
+MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
+				 struct maia_fabric_port *info)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+		bool wide;
+	} files[] = {
+#define F64(f) { #f, offsetof(struct maia_fabric_port, f), true }
+#define F32(f) { #f, offsetof(struct maia_fabric_port, f), false }
+		F64(peer_serial), F32(peer_port), F32(mtu), F64(tx_frames), F64(tx_bytes),
+		F64(rx_frames), F64(rx_bytes), F64(retransmits), F64(rx_drops), F64(nak_tx),
+		F64(nak_rx), F64(tx_errors), F64(injected_drops), F32(link_ups),
+		F32(link_downs), F32(dead_peer),
+#undef F64
+#undef F32
+	};
+	struct maia_fabric_port out = { 0 };
+	struct maia_device_entry e;
+	char dir[384];
+	uint64_t v;
+	size_t i;
+	int err;
+
+	maia_error_clear();
+	if (!pci_address || !info)
+		return maia_error(-EINVAL, "maia_fabric_read: NULL argument");
+	err = maia_find_pci(pci_address, &e);
+	if (err)
+		return maia_error(err, "maia_fabric_read: no Maia device at %s", pci_address);
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/fabric/port%u", maia_sysfs_root(),
+		 e.pci_address, port);
+	if (fabric_sysfs_u64(dir, "state", &v))
+		return maia_error(-ENOENT, "maia_fabric_read: %s has no fabric port %u",
+				  e.pci_address, port);
+	out.up = v;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (fabric_sysfs_u64(dir, files[i].name, &v))
+			return maia_error(-EIO, "maia_fabric_read: cannot read %s/%s", dir,
+					  files[i].name);
+		if (files[i].wide)
+			memcpy((char *)&out + files[i].offset, &v, sizeof(uint64_t));
+		else
+			*(uint32_t *)((char *)&out + files[i].offset) = (uint32_t)v;
+	}
+	*info = out;
+	return 0;
 }
