@@ -6,6 +6,13 @@
  *   maia-coll-perf [--ndev N] [--op OP|all] [--dtype fp32|bf16|all]
  *                  [--redop sum|max|min|all] [--min-bytes B] [--max-bytes B]
  *                  [--step-factor F] [--iters N] [--warmup N] [--json]
+ *                  [--rank R --nranks N --id HEX|--id-file PATH]
+ *
+ * With --rank, this process is one rank of a communicator spread over
+ * processes (one per machine or QEMU instance): it uses device 0, joins with
+ * maia_comm_init_rank() and the id from --id (hex, from maia-comm-id) or the
+ * first line of --id-file (a file or a virtio-serial port), and checks only
+ * its own results.
  *
  * Devices 0..N-1 (default: every Maia device) become ranks 0..N-1 of one
  * communicator (maia_comm_init_all: they must be cabled as a ring in that
@@ -40,7 +47,10 @@ static struct {
 	uint64_t min_bytes, max_bytes;
 	unsigned int step, iters, warmup;
 	bool json;
+	int rank, nranks;		/* --rank: one rank of many processes */
+	const char *id_hex, *id_file;
 } opt = {
+	.rank = -1,
 	.op = "all", .dtype = "all", .redop = "sum",
 	.min_bytes = 8, .max_bytes = 4u << 20, .step = 4, .iters = 5, .warmup = 1,
 };
@@ -169,9 +179,19 @@ static double bus_factor(unsigned int coll, int n)
 	}
 }
 
-static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigned int coll,
-		   const char *opname, unsigned int dtype, unsigned int redop, uint64_t bytes,
-		   uint64_t *wrong_total)
+/* Global rank of local communicator @k. */
+static int grank(int k)
+{
+	return opt.rank >= 0 ? opt.rank : k;
+}
+
+/*
+ * @n ranks in all, @nlocal of them in this process (comms[0..nlocal-1],
+ * global ranks grank(k)).
+ */
+static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlocal,
+		   unsigned int coll, const char *opname, unsigned int dtype, unsigned int redop,
+		   uint64_t bytes, uint64_t *wrong_total)
 {
 	unsigned int esize = dtype == MAIA_DTYPE_FP32 ? 4 : 2;
 	uint64_t count = bytes / esize, scount, rcount, wrong = 0, i;
@@ -180,9 +200,9 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigne
 	int r, err = 0;
 
 	counts(coll, count, n, &scount, &rcount);
-	for (r = 0; r < n; r++) {
+	for (r = 0; r < nlocal; r++) {
 		for (i = 0; i < scount; i++)
-			put(b[r].send_cpu, dtype, i, input_value(r, i));
+			put(b[r].send_cpu, dtype, i, input_value(grank(r), i));
 		memset(b[r].recv_cpu, 0xff, rcount * esize);
 	}
 	t0 = 0;
@@ -190,7 +210,7 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigne
 		if (it == opt.warmup)
 			t0 = now_s();
 		maia_group_start();
-		for (r = 0; r < n && !err; r++) {
+		for (r = 0; r < nlocal && !err; r++) {
 			uint64_t s = maia_bo_va(b[r].send), d = maia_bo_va(b[r].recv);
 
 			switch (coll) {
@@ -214,7 +234,7 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigne
 		if (maia_group_end() && !err)
 			err = -EIO;
 	}
-	for (r = 0; r < n; r++) {
+	for (r = 0; r < nlocal; r++) {
 		int e = maia_comm_sync(comms[r], WAIT_NS);
 
 		if (e && !err)
@@ -226,9 +246,10 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigne
 			dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", bytes, maia_last_error());
 		return err;
 	}
-	for (r = 0; r < n; r++)
+	for (r = 0; r < nlocal; r++)
 		for (i = 0; i < rcount; i++)
-			if (get(b[r].recv_cpu, dtype, i) != expected(coll, redop, n, r, count, i))
+			if (get(b[r].recv_cpu, dtype, i) !=
+			    expected(coll, redop, n, grank(r), count, i))
 				wrong++;
 	*wrong_total += wrong;
 	algbw = dt > 0 ? (double)bytes / dt / 1e9 : 0;
@@ -247,12 +268,43 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, unsigne
 	return 0;
 }
 
+/* The communicator id from --id (hex) or the first line of --id-file. */
+static int read_id(struct maia_comm_id *id)
+{
+	char line[2 * MAIA_COMM_ID_BYTES + 16] = "";
+	const char *hex = opt.id_hex;
+	size_t i;
+
+	if (!hex) {
+		FILE *f = fopen(opt.id_file, "re");
+
+		if (!f || !fgets(line, sizeof(line), f)) {
+			fprintf(stderr, "maia-coll-perf: cannot read an id from %s\n", opt.id_file);
+			if (f)
+				fclose(f);
+			return -1;
+		}
+		fclose(f);
+		hex = line;
+	}
+	memset(id, 0, sizeof(*id));
+	for (i = 0; i < MAIA_COMM_ID_BYTES; i++) {
+		unsigned int byte;
+
+		if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+			return -1;
+		id->bytes[i] = (uint8_t)byte;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: maia-coll-perf [--ndev N] [--op all_reduce|all_gather|"
 		"reduce_scatter|broadcast|all_to_all|all]\n"
 		"       [--dtype fp32|bf16|all] [--redop sum|max|min|all] [--min-bytes B]\n"
-		"       [--max-bytes B] [--step-factor F] [--iters N] [--warmup N] [--json]\n");
+		"       [--max-bytes B] [--step-factor F] [--iters N] [--warmup N] [--json]\n"
+		"       [--rank R --nranks N --id HEX|--id-file PATH]\n");
 }
 
 static uint64_t parse_size(const char *s)
@@ -282,6 +334,10 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "rank", required_argument, NULL, 'R' },
+		{ "nranks", required_argument, NULL, 'N' },
+		{ "id", required_argument, NULL, 'I' },
+		{ "id-file", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -289,7 +345,7 @@ int main(int argc, char **argv)
 	struct maia_comm *comms[MAX_DEV] = { 0 };
 	struct rank_bufs bufs[MAX_DEV] = { 0 };
 	uint64_t wrong = 0, bytes;
-	int c, n, r, failed = 0;
+	int c, n, nlocal, r, failed = 0;
 	unsigned int o, d, rd;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -304,21 +360,43 @@ int main(int argc, char **argv)
 		case 'i': opt.iters = (unsigned int)atoi(optarg); break;
 		case 'w': opt.warmup = (unsigned int)atoi(optarg); break;
 		case 'j': opt.json = true; break;
+		case 'R': opt.rank = atoi(optarg); break;
+		case 'N': opt.nranks = atoi(optarg); break;
+		case 'I': opt.id_hex = optarg; break;
+		case 'F': opt.id_file = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
-	n = opt.ndev ? opt.ndev : maia_device_count();
-	if (n < 1 || n > MAX_DEV || opt.step < 2 || !opt.iters || opt.min_bytes > opt.max_bytes) {
+	if (opt.rank >= 0) {
+		n = opt.nranks;
+		nlocal = 1;
+		if (n < 1 || opt.rank >= n || (!opt.id_hex == !opt.id_file)) {
+			usage();
+			return 2;
+		}
+	} else {
+		n = nlocal = opt.ndev ? opt.ndev : maia_device_count();
+	}
+	if (n < 1 || nlocal > MAX_DEV || opt.step < 2 || !opt.iters ||
+	    opt.min_bytes > opt.max_bytes) {
 		usage();
 		return 2;
 	}
-	for (r = 0; r < n; r++) {
+	for (r = 0; r < nlocal; r++) {
 		if (maia_device_open(r, &devs[r])) {
 			fprintf(stderr, "maia-coll-perf: device %d: %s\n", r, maia_last_error());
 			return 1;
 		}
 	}
-	if (maia_comm_init_all(comms, devs, n)) {
+	if (opt.rank >= 0) {
+		struct maia_comm_id id;
+
+		if (read_id(&id) || maia_comm_init_rank(&comms[0], devs[0], n, &id, opt.rank)) {
+			fprintf(stderr, "maia-coll-perf: rank %d: %s\n", opt.rank,
+				maia_last_error()[0] ? maia_last_error() : "bad id");
+			return 1;
+		}
+	} else if (maia_comm_init_all(comms, devs, n)) {
 		fprintf(stderr, "maia-coll-perf: %s\n", maia_last_error());
 		return 1;
 	}
@@ -334,7 +412,7 @@ int main(int argc, char **argv)
 
 			if (strcmp(opt.dtype, "all") && strcmp(opt.dtype, d ? "bf16" : "fp32"))
 				continue;
-			for (r = 0; r < n; r++) {
+			for (r = 0; r < nlocal; r++) {
 				maia_bo_destroy(bufs[r].send);
 				maia_bo_destroy(bufs[r].recv);
 				if (maia_bo_create(devs[r], max_elems * 4 + 4096, MAIA_BO_HOST,
@@ -362,13 +440,13 @@ int main(int argc, char **argv)
 					       "#wrong");
 				for (bytes = opt.min_bytes; bytes <= opt.max_bytes;
 				     bytes = bytes ? bytes * opt.step : 1)
-					if (run_one(comms, bufs, n, ops[o].coll, ops[o].name, dtype, rd,
-						    bytes, &wrong))
+					if (run_one(comms, bufs, n, nlocal, ops[o].coll, ops[o].name,
+						    dtype, rd, bytes, &wrong))
 						failed = 1;
 			}
 		}
 	}
-	for (r = 0; r < n; r++) {
+	for (r = 0; r < nlocal; r++) {
 		maia_comm_destroy(comms[r]);
 		maia_bo_destroy(bufs[r].send);
 		maia_bo_destroy(bufs[r].recv);
