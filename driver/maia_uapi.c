@@ -30,6 +30,7 @@ static const struct maia_uapi_map maia_uapi_cap_map[] = {
 	{ MAIA_CAP_TENSOR, DRM_MAIA_CAP_TENSOR },
 	{ MAIA_CAP_TELEMETRY, DRM_MAIA_CAP_TELEMETRY },
 	{ MAIA_CAP_FLR, DRM_MAIA_CAP_FLR },
+	{ MAIA_CAP_FABRIC, DRM_MAIA_CAP_FABRIC },
 };
 
 static const struct maia_uapi_map maia_uapi_dtype_map[] = {
@@ -62,6 +63,10 @@ static const struct maia_uapi_map maia_uapi_status_map[] = {
 	{ MAIA_STATUS_ABORTED, DRM_MAIA_DEVICE_ABORTED },
 	{ MAIA_STATUS_SEM_TIMEOUT, DRM_MAIA_DEVICE_SEM_TIMEOUT },
 	{ MAIA_STATUS_HBM_ECC, DRM_MAIA_DEVICE_HBM_ECC },
+	{ MAIA_STATUS_FABRIC_LINK, DRM_MAIA_DEVICE_FABRIC_LINK },
+	{ MAIA_STATUS_FABRIC_KEY, DRM_MAIA_DEVICE_FABRIC_KEY },
+	{ MAIA_STATUS_FABRIC_REMOTE, DRM_MAIA_DEVICE_FABRIC_REMOTE },
+	{ MAIA_STATUS_FABRIC_TIMEOUT, DRM_MAIA_DEVICE_FABRIC_TIMEOUT },
 };
 
 /* Capability bits: the hardware's mask in, a mask of DRM_MAIA_CAP_* out. */

@@ -179,6 +179,21 @@ struct maia_cmd_collective {
 	__u64 send_addr;	/* device VA in the job's ASID */
 	__u64 recv_addr;
 	__u64 count;		/* elements, see above */
+	__u64 report_addr;	/* 0, or where the device writes a struct maia_coll_report */
+};
+
+/*
+ * What a collective did, written at report_addr (8-byte aligned, in the
+ * job's ASID) when the command ends, whether it succeeded or not: so that a
+ * failure can name where it stopped.
+ */
+struct maia_coll_report {
+	__u32 status;		/* MAIA_STATUS_* of the command */
+	__u32 step;		/* the ring step it was at */
+	__u32 port;		/* the port it was waiting on (0xffffffff: none) */
+	__u32 peer_rank;	/* the rank behind that port */
+	__u64 bytes_sent;
+	__u64 bytes_received;
 };
 
 #endif /* MAIA_HW_CMD_H */
