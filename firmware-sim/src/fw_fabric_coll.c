@@ -201,10 +201,38 @@ static void early_unlink(struct fw_coll *c, struct fw_coll_early *prev, struct f
 	free(e);
 }
 
+/*
+ * The command's struct maia_coll_report at report_addr, if it has one. A
+ * report that cannot be written fails a collective that had succeeded.
+ */
+static uint32_t write_report(struct fw_coll *c, uint32_t status)
+{
+	const struct fw_coll_result *r = &c->result;
+	struct maia_coll_report rep = {
+		.status = status,
+		.step = r->step,
+		.port = status == MAIA_STATUS_OK ? 0xffffffffu : r->port,
+		.peer_rank = status == MAIA_STATUS_OK ? 0xffffffffu : r->peer,
+		.bytes_sent = c->sent_bytes,
+		.bytes_received = c->recv_bytes,
+	};
+	int rc;
+
+	if (!c->cmd.report_addr)
+		return status;
+	rc = c->ops.mem_write(c->opaque, c->cmd.report_addr, &rep, sizeof(rep));
+	if (rc && status == MAIA_STATUS_OK)
+		return rc > 0 ? (uint32_t)rc : MAIA_STATUS_MMU_FAULT;
+	return status;
+}
+
 static void finish(struct fw_coll *c, uint32_t status)
 {
 	struct fw_coll_early *prev = NULL, *e = c->early_head;
 
+	if (status == MAIA_STATUS_OK && c->rx_first + c->rx_steps)
+		c->result.step = (uint16_t)(c->rx_first + c->rx_steps - 1);
+	status = write_report(c, status);
 	c->state = FW_COLL_DONE;
 	c->result.status = status;
 	c->ended_valid = true;
@@ -277,6 +305,7 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 	}
 	c->stats.tx_msgs++;
 	c->stats.tx_bytes += len;
+	c->sent_bytes += len;
 	return 0;
 }
 
@@ -509,6 +538,7 @@ static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, co
 
 	c->stats.rx_msgs++;
 	c->stats.rx_bytes += h->len;
+	c->recv_bytes += h->len;
 	if (reduce_step(c, s))
 		return use_reduce(c, s, off, data, h->len);
 	if (c->cmd.coll == MAIA_COLL_ALL_TO_ALL) {
@@ -671,6 +701,9 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 
 	if (k->hdr.flags || k->reserved0 || k->reserved1)
 		return false;
+	/* The report: 8-byte aligned, not wrapping around. */
+	if (k->report_addr % 8 || k->report_addr > UINT64_MAX - sizeof(struct maia_coll_report))
+		return false;
 	if (k->coll < MAIA_COLL_ALL_REDUCE || k->coll > MAIA_COLL_ALL_TO_ALL)
 		return false;
 	if (reduces && k->redop > MAIA_REDOP_MIN)
@@ -809,6 +842,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	c->timeout_ns = (uint64_t)(cmd->timeout_ms ? cmd->timeout_ms : c->cfg.timeout_ms) *
 			NS_PER_MS;
 	c->last_progress_ns = now_ns;
+	c->sent_bytes = c->recv_bytes = 0;
 	set_rx_steps(c);
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);

@@ -64,7 +64,8 @@ struct fw_coll_result {
 	/*
 	 * Failures other than BAD_CMD: the step the engine was at (for a
 	 * timeout, the lowest step not fully received, or the step it could
-	 * not send), the port and the peer rank behind it.
+	 * not send), the port and the peer rank behind it. Success: the last
+	 * step received. Written to the command's report_addr, if any.
 	 */
 	uint16_t step;
 	uint8_t port;
@@ -102,6 +103,7 @@ struct fw_coll {
 	uint64_t *rx_off;		/* bytes received of each of those steps */
 	uint64_t inject_off, inject_len;	/* this rank's own step-0 stream, bytes */
 	uint64_t last_progress_ns;
+	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */
 	bool ended_valid;		/* ended_comm/seq: drop their late messages */
 	uint32_t ended_comm, ended_seq;
 

@@ -27,6 +27,7 @@
 #define MAX_CMDS	4
 #define SEND_VA		0x10000000ull
 #define RECV_VA		0x80000000ull
+#define REPORT_VA	0xf0000000ull	/* struct maia_coll_report */
 #define MS		1000000ull
 #define SEND_PORT	0u	/* ring convention: send on 0, receive on 1 */
 #define RECV_PORT	1u
@@ -65,6 +66,7 @@ struct rank {
 	unsigned int index;
 	struct fw_coll eng;
 	uint8_t *send, *recv;		/* recv == send: in place */
+	struct maia_coll_report report;
 	size_t send_len, recv_len;
 	uint64_t fault_va;		/* an access touching [fault_va, +4096) faults; 0: none */
 	struct maia_cmd_collective cmd[MAX_CMDS];
@@ -118,6 +120,8 @@ static uint8_t *mem_at(struct rank *k, uint64_t va, size_t len)
 		return k->send + (va - SEND_VA);
 	if (va >= RECV_VA && va + len <= RECV_VA + k->recv_len)
 		return k->recv + (va - RECV_VA);
+	if (va >= REPORT_VA && va + len <= REPORT_VA + sizeof(k->report))
+		return (uint8_t *)&k->report + (va - REPORT_VA);
 	return NULL;
 }
 
@@ -302,6 +306,7 @@ static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype
 		.timeout_ms = 50,
 		.send_addr = SEND_VA,
 		.recv_addr = in_place ? SEND_VA : RECV_VA,
+		.report_addr = REPORT_VA,
 		.count = count,
 	};
 	return k;
@@ -310,14 +315,16 @@ static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype
 
 /*
  * One collective on n ranks: random inputs, staggered starts; returns the
- * number of wrong bytes (elements for the caller's purposes: any byte of an
- * element wrong counts once per element) or -1 if a rank did not end OK.
+ * number of wrong elements, or -1 if a rank did not end OK or its report
+ * (struct maia_coll_report) is off: OK, no port, and every byte a rank sent
+ * reported as received by the next.
  */
 static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsigned int redop,
 		    uint64_t count, uint32_t chunk, bool in_place)
 {
 	unsigned int es = maia_dtype_size(dtype);
 	uint8_t *in[MAX_RANKS];
+	uint64_t sent = 0, received = 0;
 	long wrong = 0;
 	bool ok = true;
 
@@ -354,6 +361,13 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 			       coll_name[coll], n, r, (unsigned long long)count, k->ended[0],
 			       k->status[0], k->result[0].step);
 		}
+		if (k->report.status != MAIA_STATUS_OK || k->report.port != 0xffffffffu) {
+			ok = false;
+			tap_ok(0, "%s n=%u rank %u: report status %u port %#x", coll_name[coll], n,
+			       r, k->report.status, k->report.port);
+		}
+		sent += k->report.bytes_sent;
+		received += k->report.bytes_received;
 		ref_expected(in, r, &k->cmd[0], exp);
 		for (size_t i = 0; i < k->recv_len / es; i++)
 			if (memcmp(exp + i * es, k->recv + i * es, es)) {
@@ -366,6 +380,11 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 	}
 	for (unsigned int r = 0; r < n; r++)
 		free(in[r]);
+	if (sent != received || (n > 1 && count && !sent)) {
+		tap_ok(0, "%s n=%u: reports: %llu bytes sent, %llu received", coll_name[coll], n,
+		       (unsigned long long)sent, (unsigned long long)received);
+		ok = false;
+	}
 	if (ring_leftover()) {
 		tap_ok(0, "%s n=%u: messages left over", coll_name[coll], n);
 		ok = false;
@@ -575,6 +594,8 @@ static void test_bad_fields(void)
 	BAD(b.reserved0 = 1);
 	BAD(b.reserved1 = 1);
 	BAD(b.hdr.flags = 1);
+	BAD(b.report_addr = 4);
+	BAD(b.report_addr = ~0ull - 8);
 #undef BAD
 	tap_ok(bad == total, "%u of %u invalid commands end with BAD_CMD and send nothing", bad,
 	       total);
@@ -613,6 +634,10 @@ static void test_never_starts(unsigned int n, unsigned int coll, unsigned int de
 	ok &= !R.r[next].result[0].sending && R.r[next].result[0].peer == dead &&
 	      R.r[next].result[0].port == RECV_PORT &&
 	      R.r[next].result[0].step == 0;
+	/* The same in the report the device writes. */
+	ok &= R.r[next].report.status == MAIA_STATUS_FABRIC_TIMEOUT &&
+	      R.r[next].report.step == 0 && R.r[next].report.port == RECV_PORT &&
+	      R.r[next].report.peer_rank == dead;
 	tap_ok(ok, "%s n=%u, rank %u never starts: the others time out (FABRIC_TIMEOUT), rank %u names step %u, port %u, peer %u",
 	       coll_name[coll], n, dead, next, R.r[next].result[0].step,
 	       R.r[next].result[0].port, R.r[next].result[0].peer);

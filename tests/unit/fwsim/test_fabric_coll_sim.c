@@ -156,6 +156,7 @@ static const char *coll_name[] = { "?", "all-reduce", "all-gather", "reduce-scat
 
 struct outcome {
 	uint32_t status[MAX_DEV];
+	struct maia_coll_report report[MAX_DEV];
 	long wrong;			/* elements that differ from the reference */
 	bool hung;
 	double secs;			/* first submission to last completion */
@@ -172,7 +173,7 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 	struct maia_cmd_collective k[MAX_DEV];
 	uint8_t *in[MAX_DEV], *recv[MAX_DEV];
 	uint32_t slot[MAX_DEV];
-	uint64_t cb_bus[MAX_DEV];
+	uint64_t cb_bus[MAX_DEV], report_bus[MAX_DEV];
 	struct timespec t0, t1;
 	struct outcome o = { .wrong = 0 };
 	uint32_t seq = next_seq++;
@@ -203,6 +204,8 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 		recv[r] = host_ptr(e, rbus);
 		k[r].send_addr = (int)r == bad_rank ? BAD_BUS_ADDR : sbus;
 		k[r].recv_addr = rbus;
+		report_bus[r] = host_alloc(e, sizeof(struct maia_coll_report), 64);
+		k[r].report_addr = report_bus[r];
 		cb_init(&cb);
 		cb_add(&cb, &k[r], sizeof(k[r]));
 		cb_bus[r] = cb_to_host(e, &cb);
@@ -220,6 +223,7 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 			usleep(500);
 		o.hung |= !(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID);
 		o.status[r] = c->status;
+		memcpy(&o.report[r], host_ptr(&nodes[r].e, report_bus[r]), sizeof(o.report[r]));
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	o.secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -346,6 +350,13 @@ static void test_failure(unsigned int n)
 			ok &= o.status[r] == MAIA_STATUS_FABRIC_TIMEOUT;
 	tap_ok(ok, "%u devices, rank 1's send buffer missing: rank 1 fails with status %u, the others with FABRIC_TIMEOUT (%u), none hangs",
 	       n, o.status[1], o.status[0]);
+	/* Rank 2 waits for rank 1's first chunk: its report names that. */
+	tap_ok(o.report[2].status == MAIA_STATUS_FABRIC_TIMEOUT && o.report[2].step == 0 &&
+	       o.report[2].port == RECV_PORT && o.report[2].peer_rank == 1 &&
+	       o.report[1].status == o.status[1],
+	       "rank 2's report: status %u, step %u, port %u, peer rank %u; rank 1's: status %u",
+	       o.report[2].status, o.report[2].step, o.report[2].port, o.report[2].peer_rank,
+	       o.report[1].status);
 	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
 		LONG_TIMEOUT_MS);
 	tap_ok(all_ok(&o) && o.wrong == 0,
