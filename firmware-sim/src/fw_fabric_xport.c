@@ -19,11 +19,15 @@
 
 #define FAILED_TAGS	16u	/* write tags refused per port whose rest is ignored */
 
-/* A message kept for later: an answer waiting for link room, or an early COLL. */
+/*
+ * A message kept for later: an answer waiting for link room, or an early
+ * COLL. data comes from fw_link_msg_alloc(), so it is handed to the link
+ * without a copy.
+ */
 struct held_msg {
 	struct held_msg *next;
 	size_t len;
-	uint8_t data[];
+	uint8_t *data;
 };
 
 struct msg_list {
@@ -42,7 +46,6 @@ struct xport_port {
 struct fw_xport {
 	unsigned int nports;
 	uint64_t next_tag;
-	uint8_t *scratch;		/* one message being built */
 	bool sem_moved;			/* a remote write moved a semaphore */
 	struct fw_fop *submitted;	/* under sim->lock: not started yet */
 	struct fw_fop *starting;	/* taken from submitted, started next pump */
@@ -75,6 +78,7 @@ static void list_pop(struct msg_list *l)
 	if (!l->head)
 		l->tail = &l->head;
 	l->n--;
+	fw_link_msg_free(m->data);
 	free(m);
 }
 
@@ -201,11 +205,6 @@ struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports)
 	(void)sim;
 	if (!x)
 		return NULL;
-	x->scratch = malloc(MAIA_FABRIC_MAX_PAYLOAD);
-	if (!x->scratch) {
-		free(x);
-		return NULL;
-	}
 	x->nports = nports;
 	x->next_tag = 1;
 	for (unsigned int i = 0; i < nports; i++) {
@@ -243,7 +242,6 @@ void fw_xport_destroy(struct fw_xport *x)
 	free_op_list(&x->active);
 	for (unsigned int i = 0; i < x->nports; i++)
 		port_forget(&x->port[i]);
-	free(x->scratch);
 	free(x);
 }
 
@@ -289,28 +287,29 @@ static int port_room(struct maia_sim *sim, unsigned int port)
 	return 0;
 }
 
-/* Sends the message built in x->scratch (header and data). */
-static int send_scratch(struct maia_sim *sim, unsigned int port, size_t len)
+/* Hands msg (fw_link_msg_alloc(), len bytes) to port's link once port_room() said yes. */
+static int send_owned(struct maia_sim *sim, unsigned int port, void *msg, size_t len)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
-	int rc = port_room(sim, port);
-
-	if (rc)
-		return rc;
-	return fw_link_send(fw_fabric_port_link(sim, port), x->scratch, len, fw_fabric_now(sim));
+	return fw_link_send_owned(fw_fabric_port_link(sim, port), msg, len, fw_fabric_now(sim));
 }
 
 int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
 		  uint32_t len)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	int rc = port_room(sim, port);
+	uint8_t *msg;
 
+	if (rc)
+		return rc;
 	if (len > MAIA_FABRIC_MSG_MAX_DATA)
 		return -EINVAL;
-	memcpy(x->scratch, hdr, MAIA_FABRIC_MSG_HDR_LEN);
+	msg = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
+	if (!msg)
+		return -ENOMEM;
+	memcpy(msg, hdr, MAIA_FABRIC_MSG_HDR_LEN);
 	if (len)
-		memcpy(x->scratch + MAIA_FABRIC_MSG_HDR_LEN, data, len);
-	return send_scratch(sim, port, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
+		memcpy(msg + MAIA_FABRIC_MSG_HDR_LEN, data, len);
+	return send_owned(sim, port, msg, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
 }
 
 /* Sends the answers owed on port while the link queue takes them. */
@@ -322,44 +321,45 @@ static void flush_backlog(struct maia_sim *sim, unsigned int port)
 	while (p->backlog.head) {
 		struct held_msg *m = p->backlog.head;
 
-		if (fw_link_send(l, m->data, m->len, fw_fabric_now(sim)) == -EAGAIN)
+		if (l->state == FW_LINK_UP && fw_link_pending(l) >= l->cfg.txq)
 			return;
 		/* Sent, or the link is down and the peer's request died with it. */
+		fw_link_send_owned(l, m->data, m->len, fw_fabric_now(sim));
+		m->data = NULL;
 		list_pop(&p->backlog);
 	}
 }
 
-/* An answer for the peer: a message with room for len data bytes, or NULL (counted). */
-static struct maia_fabric_msg *answer(struct maia_sim *sim, unsigned int port, uint8_t type,
-				      const struct maia_fabric_msg *req, uint16_t status,
-				      uint32_t len, void **data)
+/* An answer for the peer, queued with room for len data bytes; NULL if dropped (counted). */
+static struct held_msg *answer(struct maia_sim *sim, unsigned int port, uint8_t type,
+			       const struct maia_fabric_msg *req, uint16_t status, uint32_t len)
 {
 	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
-	struct maia_fabric_msg *a;
-	struct held_msg *m;
+	struct maia_fabric_msg a;
+	struct held_msg *m = NULL;
 
-	if (p->backlog.n >= FW_XPORT_BACKLOG_MAX ||
-	    !(m = malloc(sizeof(*m) + MAIA_FABRIC_MSG_HDR_LEN + len))) {
+	if (p->backlog.n >= FW_XPORT_BACKLOG_MAX || !(m = malloc(sizeof(*m))) ||
+	    !(m->data = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len))) {
 		/* Only a peer that ignores the pacing of its requests gets here. */
+		free(m);
 		p->drops++;
 		return NULL;
 	}
 	m->len = MAIA_FABRIC_MSG_HDR_LEN + (size_t)len;
-	a = (struct maia_fabric_msg *)m->data;
-	memset(a, 0, sizeof(*a));
-	a->type = type;
-	a->flags = req->flags & MAIA_FMSG_F_LAST;
-	a->status = status;
-	a->key = req->key;
-	a->tag = req->tag;
-	a->offset = req->offset;
-	a->len = len;
-	if (data)
-		*data = m->data + MAIA_FABRIC_MSG_HDR_LEN;
+	memset(&a, 0, sizeof(a));
+	a.type = type;
+	a.flags = req->flags & MAIA_FMSG_F_LAST;
+	a.status = status;
+	a.key = req->key;
+	a.tag = req->tag;
+	a.offset = req->offset;
+	a.len = len;
+	/* Behind the link's headroom the buffer is not aligned for the struct. */
+	memcpy(m->data, &a, sizeof(a));
 	list_push(&p->backlog, m);
 	if (status == MAIA_FABRIC_RESP_BAD_KEY || status == MAIA_FABRIC_RESP_ACCESS)
 		p->nak_tx++;
-	return a;
+	return m;
 }
 
 /* ---- target side ---- */
@@ -393,35 +393,36 @@ static void target_write(struct maia_sim *sim, unsigned int port, const struct m
 		x->sem_moved = true;
 	if (rc != MAIA_FABRIC_RESP_OK) {
 		p->failed_tags[p->failed_next++ % FAILED_TAGS] = m->tag;
-		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, (uint16_t)rc, 0, NULL);
+		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, (uint16_t)rc, 0);
 	} else if (last) {
-		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, MAIA_FABRIC_RESP_OK, 0, NULL);
+		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, MAIA_FABRIC_RESP_OK, 0);
 	}
 }
 
 static void target_read(struct maia_sim *sim, unsigned int port, const struct maia_fabric_msg *m)
 {
-	struct maia_fabric_msg *a;
+	struct held_msg *h;
 	unsigned int rc;
-	void *data;
 
 	if (m->len > MAIA_FABRIC_MSG_MAX_DATA) {
-		answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_ACCESS, 0, NULL);
+		answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_ACCESS, 0);
 		return;
 	}
-	a = answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_OK, m->len, &data);
-	if (!a)
+	/* Read straight into the answer; a refusal then shrinks it to its header. */
+	h = answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_OK, m->len);
+	if (!h)
 		return;
-	rc = fw_win_read(sim, m->key, m->offset, data, m->len);
+	rc = fw_win_read(sim, m->key, m->offset, h->data + MAIA_FABRIC_MSG_HDR_LEN, m->len);
 	if (rc != MAIA_FABRIC_RESP_OK) {
-		struct xport_port *p = &fw_fabric_xport(sim)->port[port];
-		struct held_msg *h = (struct held_msg *)((uint8_t *)a - offsetof(struct held_msg, data));
+		struct maia_fabric_msg a;
 
-		a->status = (uint16_t)rc;
-		a->len = 0;
+		memcpy(&a, h->data, sizeof(a));
+		a.status = (uint16_t)rc;
+		a.len = 0;
+		memcpy(h->data, &a, sizeof(a));
 		h->len = MAIA_FABRIC_MSG_HDR_LEN;
 		if (rc == MAIA_FABRIC_RESP_BAD_KEY || rc == MAIA_FABRIC_RESP_ACCESS)
-			p->nak_tx++;
+			fw_fabric_xport(sim)->port[port].nak_tx++;
 	}
 }
 
@@ -451,10 +452,13 @@ static int offer(struct maia_sim *sim, unsigned int port, const void *msg, size_
 static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
 	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
-	struct held_msg *m;
+	struct held_msg *m = NULL;
 
-	if (p->held.n >= FW_XPORT_HELD_MAX || !(m = malloc(sizeof(*m) + len)))
+	if (p->held.n >= FW_XPORT_HELD_MAX || !(m = malloc(sizeof(*m))) ||
+	    !(m->data = fw_link_msg_alloc(len))) {
+		free(m);
 		return false;
+	}
 	m->len = len;
 	memcpy(m->data, msg, len);
 	list_push(&p->held, m);
@@ -562,7 +566,6 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 		}
 		for (hp = &p->held.head; *hp && op->ops->rx;) {
 			struct held_msg *m = *hp;
-
 			int rc = op->ops->rx(sim, op, i, m->data, m->len);
 
 			if (rc < 0)
@@ -575,6 +578,7 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 			if (p->held.tail == &m->next)
 				p->held.tail = hp;
 			p->held.n--;
+			fw_link_msg_free(m->data);
 			free(m);
 		}
 	}
@@ -659,7 +663,6 @@ static bool send_failed(struct fw_fop *op, int rc)
 static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 {
 	struct xfer *w = (struct xfer *)op;
-	struct fw_xport *x = fw_fabric_xport(sim);
 
 	while (!w->all_sent && !op->finished) {
 		uint32_t n = chunk(w->size - w->sent);
@@ -671,6 +674,7 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 			.len = n,
 		};
 		int rc = port_room(sim, w->port);
+		uint8_t *msg;
 
 		if (send_failed(op, rc))
 			return;
@@ -682,14 +686,19 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 				m.sem_value = w->sem_value;
 			}
 		}
-		rc = n ? fw_as_read(&op->as, w->local + w->sent, x->scratch + sizeof(m), n)
+		/* Straight from the source into the message the link sends. */
+		msg = fw_link_msg_alloc(sizeof(m) + n);
+		if (!msg)
+			return;		/* try again next round */
+		rc = n ? fw_as_read(&op->as, w->local + w->sent, msg + sizeof(m), n)
 		       : (int)MAIA_STATUS_OK;
 		if (rc != MAIA_STATUS_OK) {
+			fw_link_msg_free(msg);
 			fw_fop_finish(op, (uint32_t)rc);
 			return;
 		}
-		memcpy(x->scratch, &m, sizeof(m));
-		if (send_failed(op, send_scratch(sim, w->port, sizeof(m) + n)))
+		memcpy(msg, &m, sizeof(m));
+		if (send_failed(op, send_owned(sim, w->port, msg, sizeof(m) + n)))
 			return;
 		w->sent += n;
 		w->all_sent = w->sent == w->size;
