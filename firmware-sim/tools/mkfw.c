@@ -52,7 +52,6 @@ static uint64_t opcode_bitmap(void)
 	/* Through the fabric commands (1.3); a device without ports fails them with LINK. */
 	for (unsigned int op = MAIA_OP_NOP; op <= MAIA_OP_COLLECTIVE; op++)
 		ops |= 1ull << op;
-	ops |= 1ull << MAIA_OP_COLLECTIVE;
 	for (unsigned int op = 0; op < 64; op++)
 		if (maia_tensor_handles((uint16_t)op))
 			ops |= 1ull << op;
