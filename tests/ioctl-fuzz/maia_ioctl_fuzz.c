@@ -764,15 +764,15 @@ static void op_get_param(struct ctx *c)
 	struct drm_maia_get_param gp = { 0 };
 	int err;
 
-	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_PCI_BDF + 1);
+	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_FABRIC_SERIAL + 1);
 	if (pct(15))
-		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_PCI_BDF + 1 + rn(100) : edge());
+		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_FABRIC_SERIAL + 1 + rn(100) : edge());
 	if (pct(10))
 		gp.index = (uint32_t)edge();
 	if (pct(20))
 		gp.value = edge();
 	err = XIOCTL(c, DRM_IOCTL_MAIA_GET_PARAM, gp);
-	if (gp.param <= DRM_MAIA_PARAM_PCI_BDF && !gp.index)
+	if (gp.param <= DRM_MAIA_PARAM_FABRIC_SERIAL && !gp.index)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));
@@ -2046,8 +2046,9 @@ static void op_bad_size(struct ctx *c)
 		dir = (unsigned int)rn(3);	/* NONE, WRITE, READ */
 		break;
 	case 4:
+		/* An unknown ioctl: past the fabric ones (0x08, 0x09, minor 3). */
 		size = maia_ioctls[i].size;
-		nr = 8 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 8);
+		nr = 10 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 10);
 		break;
 	default:	/* a legal smaller one: only WAIT has one */
 		size = maia_ioctls[i].first + 4 * (unsigned int)rn(3);
