@@ -11,8 +11,8 @@
  * its own memory error, the others with FABRIC_TIMEOUT (never a hang), and
  * the next collective on the same devices works without a reset.
  *
- * Decisions are by events (completion entries, port state); the only clock
- * use is a hang guard of 60 s per wait.
+ * Decisions are by events (a queue's interrupt after its completion entry,
+ * port state); the only clock use is a hang guard of 60 s per wait.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -174,6 +174,7 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 	uint8_t *in[MAX_DEV], *recv[MAX_DEV];
 	uint32_t slot[MAX_DEV];
 	uint64_t cb_bus[MAX_DEV], report_bus[MAX_DEV];
+	unsigned int irqs[MAX_DEV];
 	struct timespec t0, t1;
 	struct outcome o = { .wrong = 0 };
 	uint32_t seq = next_seq++;
@@ -210,18 +211,18 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 		cb_add(&cb, &k[r], sizeof(k[r]));
 		cb_bus[r] = cb_to_host(e, &cb);
 	}
+	for (unsigned int r = 0; r < ndev; r++)
+		irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned int r = 0; r < ndev; r++)
 		slot[r] = queue_push(&nodes[r].e, &nodes[r].q, cb_bus[r], sizeof(k[r]), 0, 0, seq,
 				     true);
 	for (unsigned int r = 0; r < ndev; r++) {
 		struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, slot[r]);
-		uint64_t since = now_ms();
 
-		while (!(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID) &&
-		       now_ms() - since < HANG_GUARD_MS)
-			usleep(500);
-		o.hung |= !(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID);
+		/* The queue's interrupt follows its completion entry (and orders it). */
+		o.hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(0), irqs[r] + 1, HANG_GUARD_MS) ||
+			  !(c->flags & MAIA_CQE_VALID);
 		o.status[r] = c->status;
 		memcpy(&o.report[r], host_ptr(&nodes[r].e, report_bus[r]), sizeof(o.report[r]));
 	}
