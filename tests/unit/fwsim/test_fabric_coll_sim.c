@@ -283,8 +283,20 @@ static void measure(unsigned int n)
 		LONG_TIMEOUT_MS);
 	t_ar = o.secs;
 	algbw = (double)count * 4 / t_ar / 1e9;
-	tap_ok(all_ok(&o) && o.wrong == 0, "%u devices: 16 MiB fp32 all-reduce, #wrong = %ld", n,
-	       o.wrong);
+	tap_ok(all_ok(&o) && o.wrong == 0,
+	       "%u devices: 16 MiB fp32 all-reduce: statuses %u %u ..., #wrong = %ld", n,
+	       o.status[0], o.status[1], o.wrong);
+	for (unsigned int i = 0; i < ndev && !all_ok(&o); i++)
+		for (unsigned int p = 0; p < NPORTS; p++) {
+			struct maia_sim_fabric_port_info info;
+
+			maia_sim_fabric_port_info(nodes[i].e.sim, p, &info);
+			printf("# device %u port %u: downs %llu (dead peer %llu), rx queue drops %llu, retransmits %llu\n",
+			       i, p, (unsigned long long)info.link_downs,
+			       (unsigned long long)info.dead_peer,
+			       (unsigned long long)info.rx_queue_drops,
+			       (unsigned long long)info.retransmits);
+		}
 	printf("# %u devices: 16 MiB all-reduce %.3f s, algbw %.3f GB/s, busbw %.3f GB/s; memcpy 16 MiB %.2f GB/s\n",
 	       n, t_ar, algbw, algbw * 2 * (n - 1) / n, (double)count * 4 / t_mc / 1e9);
 	free(a);
