@@ -31,6 +31,8 @@
 #define MS		1000000ull
 #define SEND_PORT	0u	/* ring convention: send on 0, receive on 1 */
 #define RECV_PORT	1u
+/* The ports the ring uses: the convention, or one cable (port 0 both ways) for two ranks. */
+static unsigned int send_port = SEND_PORT, recv_port = RECV_PORT;
 
 static uint64_t rng_state;
 
@@ -93,7 +95,7 @@ static unsigned int cb_tx_room(void *opaque, unsigned int port)
 	struct rank *k = opaque;
 	struct link *l = &R.link[k->index];
 
-	return port == SEND_PORT ? l->cap - l->n : 0;
+	return port == send_port ? l->cap - l->n : 0;
 }
 
 static int cb_tx(void *opaque, unsigned int port, const void *m, size_t len)
@@ -102,7 +104,7 @@ static int cb_tx(void *opaque, unsigned int port, const void *m, size_t len)
 	struct link *l = &R.link[k->index];
 	struct msg *s;
 
-	if (port != SEND_PORT || l->n == l->cap)
+	if (port != send_port || l->n == l->cap)
 		return -1;	/* the engine must not send without room */
 	s = &l->q[(l->head + l->n) % 8];
 	s->data = malloc(len);
@@ -260,7 +262,7 @@ static long ring_run(void)
 			while (l->n && burst--) {
 				struct msg *m = &l->q[l->head];
 
-				if (fw_coll_rx(&dst->eng, RECV_PORT, m->data, m->len, R.now))
+				if (fw_coll_rx(&dst->eng, recv_port, m->data, m->len, R.now))
 					break;
 				link_pop(l);
 				moved = true;
@@ -295,8 +297,8 @@ static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype
 		.coll = (uint8_t)coll,
 		.redop = (uint8_t)redop,
 		.dtype = (uint8_t)dtype,
-		.send_port = SEND_PORT,
-		.recv_port = RECV_PORT,
+		.send_port = (uint8_t)send_port,
+		.recv_port = (uint8_t)recv_port,
 		.root = (uint16_t)(n > 1 ? (seq * 7u + 1u) % n : 0),
 		.rank = (uint16_t)r,
 		.nranks = (uint16_t)n,
@@ -789,6 +791,21 @@ static void test_abort(void)
 	ring_fini();
 }
 
+/* Two ranks on one cable: send_port == recv_port (cmd.h allows it). */
+static void test_one_cable(void)
+{
+	long w1, w2;
+
+	send_port = recv_port = 0;
+	w1 = run_one(2, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 5003, 256, false);
+	w2 = run_one(2, MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, 0, 777, 0, false);
+	send_port = SEND_PORT;
+	recv_port = RECV_PORT;
+	tap_ok(w1 == 0 && w2 == 0,
+	       "2 ranks on one cable (port 0 both ways): all-reduce bf16 #wrong = %ld, all-to-all #wrong = %ld",
+	       w1, w2);
+}
+
 int main(void)
 {
 	/* Seeded; FABRIC_COLL_SEED=n runs another interleaving. */
@@ -807,5 +824,6 @@ int main(void)
 	test_fault(MAIA_COLL_BROADCAST, true);
 	test_bad_messages();
 	test_abort();
+	test_one_cable();
 	return tap_done();
 }
