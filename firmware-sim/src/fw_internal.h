@@ -21,9 +21,10 @@
  * thread (jobs, boot) and, with fabric ports, one fabric thread (the links
  * and the transport above them, fw_fabric_port.c; any thread may queue a
  * received fabric frame). sim->lock guards the register-visible state; the
- * worker and the fabric thread drop it while they run work (DMA, jobs, links). Callbacks that may take host locks
- * (raise_irq, dma_*, shadow_changed) are never called with sim->lock held;
- * guest_error and trace may be.
+ * worker and the fabric thread drop it while they run work (DMA, jobs,
+ * links). Callbacks that may take host locks (raise_irq, dma_*,
+ * shadow_changed) are never called with sim->lock held; guest_error and
+ * trace may be.
  */
 #ifndef FWSIM_INTERNAL_H
 #define FWSIM_INTERNAL_H
@@ -207,7 +208,8 @@ struct maia_sim {
 
 	/* Worker-owned (reset rewrites them while the worker is parked). */
 	struct fw_image_params fw;
-	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* per address space */
+	/* Per address space; atomics: remote writes add to them from the fabric thread. */
+	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];
 	uint8_t *bounce;		/* FW_BOUNCE_SIZE */
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;

@@ -176,8 +176,8 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
  * Fabric (Documentation/hw/fabric.rst, "Attaching ports").
  *
  * A frame received on fabric port `port`: copied into the port's receive
- * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the worker is woken to
- * hand it to the port's link engine. Never blocks beyond a short internal
+ * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the fabric thread is
+ * woken to hand it to the port's link engine. Never blocks beyond a short internal
  * lock and never calls a callback. A frame is dropped and counted
  * (rx_queue_drops) when the queue is full or it is longer than
  * MAIA_FABRIC_BACKEND_MAX_FRAME; ignored if port is out of range. Unlike the
@@ -199,7 +199,8 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
  * a new session epoch and empties the receive queues; the links then
  * rediscover their peers.
  */
-#define MAIA_SIM_FABRIC_RXQ	64u
+/* A full window of DATA from the peer and as many acks of our own DATA. */
+#define MAIA_SIM_FABRIC_RXQ	128u
 void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len);
 
 /*
