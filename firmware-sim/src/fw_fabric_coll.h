@@ -130,8 +130,8 @@ uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nport
 /*
  * Start a collective (the previous one must have ended). Returns 0 when it
  * runs, or its status when it ended at once (MAIA_STATUS_BAD_CMD for an
- * invalid field, OK for nothing to exchange, MMU_FAULT in a local copy).
- * Same result in fw_coll_result(). -EBUSY if one is running.
+ * invalid field, OK for nothing to exchange, a failed access's status in a
+ * local copy), also in c->result. -EBUSY if one is running.
  */
 int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns);
 
