@@ -958,6 +958,30 @@ void fw_coll_poll(struct fw_coll *c, uint64_t now_ns)
 		fail_waiting(c, MAIA_STATUS_FABRIC_TIMEOUT);
 }
 
+void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
+		       uint32_t status, unsigned int port)
+{
+	unsigned int step = 0;
+
+	if (c->state != FW_COLL_RUNNING) {
+		if (!cmd)
+			return;
+		/* Never started: nothing exchanged, step 0. */
+		memset(&c->result, 0, sizeof(c->result));
+		c->cmd = *cmd;
+		c->rx_first = c->rx_steps = 0;
+		c->sent_bytes = c->recv_bytes = 0;
+	} else {
+		for (unsigned int i = 0; i < c->rx_steps; i++) {
+			if (c->rx_off[i] < rx_step_bytes(c, c->rx_first + i)) {
+				step = c->rx_first + i;
+				break;
+			}
+		}
+	}
+	fail(c, status, step, port != c->cmd.recv_port);
+}
+
 void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns)
 {
 	(void)now_ns;

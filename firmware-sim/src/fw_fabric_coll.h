@@ -161,6 +161,13 @@ uint64_t fw_coll_next_deadline(const struct fw_coll *c);
 
 /* End the running collective with status (a link went down, a reset). */
 void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns);
+/*
+ * End the collective because port failed (went down), naming that port, its
+ * peer and the lowest step not fully arrived. cmd: a command that never
+ * started (NULL: the running one; nothing happens if none runs).
+ */
+void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
+		       uint32_t status, unsigned int port);
 /* Forget held messages and the last collective (device reset). */
 void fw_coll_reset(struct fw_coll *c);
 

@@ -67,11 +67,20 @@ static const struct fw_coll_ops coll_ops = {
 	.mem_write = op_write,
 };
 
-/* Once the engine ended: the operation ends with its status. */
-static void sync_end(struct coll_op *c)
+static void trace_failure(struct coll_op *c)
 {
 	const struct fw_coll_result *r = &c->eng.result;
 
+	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD)
+		fw_trace(c->sim,
+			 "collective comm %#x seq %u rank %u/%u: status %u at step %u, %s port %u (rank %u)",
+			 c->cmd.comm_id, c->cmd.seq, c->cmd.rank, c->cmd.nranks, r->status, r->step,
+			 r->sending ? "sending on" : "waiting on", r->port, r->peer);
+}
+
+/* Once the engine ended: the operation ends with its status. */
+static void sync_end(struct coll_op *c)
+{
 	if (fw_coll_running(&c->eng)) {
 		/* Woken at the engine's timeout; xport checks it after pump. */
 		c->op.deadline_ns = fw_coll_next_deadline(&c->eng);
@@ -79,12 +88,37 @@ static void sync_end(struct coll_op *c)
 	}
 	if (c->op.finished)
 		return;
-	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD)
-		fw_trace(c->sim,
-			 "collective comm %#x seq %u rank %u/%u: status %u at step %u, %s port %u (rank %u)",
-			 c->cmd.comm_id, c->cmd.seq, c->cmd.rank, c->cmd.nranks, r->status, r->step,
-			 r->sending ? "sending on" : "waiting on", r->port, r->peer);
-	fw_fop_finish(&c->op, r->status);
+	trace_failure(c);
+	fw_fop_finish(&c->op, c->eng.result.status);
+}
+
+/* The first of the command's ports that is not UP; recv_port if both are. */
+static unsigned int down_port(struct coll_op *c)
+{
+	if (fw_fabric_port_link(c->sim, c->cmd.recv_port)->state != FW_LINK_UP)
+		return c->cmd.recv_port;
+	if (fw_fabric_port_link(c->sim, c->cmd.send_port)->state != FW_LINK_UP)
+		return c->cmd.send_port;
+	return c->cmd.recv_port;
+}
+
+/*
+ * The transport ended the operation (a port down, before or during the
+ * collective): the engine ends too, so that the report names the port.
+ */
+static void op_finished(struct fw_fop *op)
+{
+	struct coll_op *c = (struct coll_op *)op;
+
+	if (fw_coll_running(&c->eng)) {
+		fw_coll_fail_port(&c->eng, NULL, op->status, down_port(c));
+	} else if (!c->started) {
+		c->started = true;
+		fw_coll_fail_port(&c->eng, &c->cmd, op->status, down_port(c));
+	} else {
+		return;		/* the engine ended first (sync_end()) */
+	}
+	trace_failure(c);
 }
 
 static void start_once(struct coll_op *c)
@@ -127,6 +161,7 @@ static const struct fw_fop_ops coll_fop_ops = {
 	.pump = op_pump,
 	.rx = op_rx,
 	.destroy = op_destroy,
+	.finished = op_finished,
 };
 
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,

@@ -145,6 +145,8 @@ void fw_fop_finish(struct fw_fop *op, uint32_t status)
 		return;
 	op->finished = true;
 	op->status = status;
+	if (op->ops->finished)
+		op->ops->finished(op);
 }
 
 static void free_op_list(struct fw_fop **head)

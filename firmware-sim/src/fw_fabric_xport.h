@@ -51,6 +51,11 @@ struct fw_fop_ops {
 		  size_t len);
 	/* Optional: frees what the kind allocated besides the operation itself. */
 	void (*destroy)(struct fw_fop *op);
+	/*
+	 * Optional: op was just finished (fw_fop_finish(), by the kind itself
+	 * or by the transport: a port down, the deadline), on the fabric thread.
+	 */
+	void (*finished)(struct fw_fop *op);
 };
 
 struct fw_fop {

@@ -788,6 +788,19 @@ static void test_abort(void)
 	      R.r[1].eng.result.port == RECV_PORT && !R.r[1].eng.result.sending;
 	tap_ok(ok, "abort: FABRIC_LINK, waiting on step %u, port %u, rank %u",
 	       R.r[1].eng.result.step, R.r[1].eng.result.port, R.r[1].eng.result.peer);
+
+	/* The send port down mid-way: the report names it and rank + 1. */
+	ok = fw_coll_start(&R.r[2].eng, &R.r[2].cmd[0], R.now) == 0;
+	fw_coll_fail_port(&R.r[2].eng, NULL, MAIA_STATUS_FABRIC_LINK, SEND_PORT);
+	ok &= R.r[2].report.status == MAIA_STATUS_FABRIC_LINK && R.r[2].report.step == 0 &&
+	      R.r[2].report.port == SEND_PORT && R.r[2].report.peer_rank == 0;
+	/* A command that could not start (its port down): the same, step 0. */
+	fw_coll_fail_port(&R.r[0].eng, &R.r[0].cmd[0], MAIA_STATUS_FABRIC_LINK, RECV_PORT);
+	ok &= R.r[0].report.status == MAIA_STATUS_FABRIC_LINK && R.r[0].report.step == 0 &&
+	      R.r[0].report.port == RECV_PORT && R.r[0].report.peer_rank == 2 &&
+	      R.r[0].eng.state == FW_COLL_DONE;
+	tap_ok(ok, "a port down: reports name it (send port: rank %u; never started, recv port: rank %u)",
+	       R.r[2].report.peer_rank, R.r[0].report.peer_rank);
 	ring_fini();
 }
 

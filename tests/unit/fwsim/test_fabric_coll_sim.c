@@ -97,6 +97,15 @@ static void plug(unsigned int a, unsigned int pa, unsigned int b, unsigned int p
 	pthread_mutex_unlock(&d->lock);
 }
 
+static void plug_off(unsigned int a, unsigned int pa)
+{
+	struct dir *d = &nodes[a].out[pa];
+
+	pthread_mutex_lock(&d->lock);
+	d->to = NULL;
+	pthread_mutex_unlock(&d->lock);
+}
+
 static bool all_up(void)
 {
 	for (unsigned int i = 0; i < ndev; i++)
@@ -164,7 +173,8 @@ struct outcome {
 
 /*
  * Every rank runs the command as a job; bad_rank (or -1) gets a send buffer
- * that is not there. Waits for every completion entry.
+ * that is not there (-2: none, but a failure is expected: results not
+ * compared). Waits for every completion entry.
  */
 static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int redop,
 			  uint64_t count, uint32_t chunk, bool in_place, int bad_rank,
@@ -228,7 +238,7 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	o.secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	for (unsigned int r = 0; r < ndev && bad_rank < 0; r++) {
+	for (unsigned int r = 0; r < ndev && bad_rank == -1; r++) {
 		size_t s, rv;
 		uint8_t *exp;
 
@@ -378,11 +388,60 @@ static void test_failure(unsigned int n)
 	ring_down();
 }
 
+static bool wait_port(unsigned int dev, unsigned int port, bool up)
+{
+	uint64_t t0 = now_ms();
+	struct maia_sim_fabric_port_info info;
+
+	do {
+		if (!maia_sim_fabric_port_info(nodes[dev].e.sim, port, &info) && info.up == up)
+			return true;
+		usleep(1000);
+	} while (now_ms() - t0 < HANG_GUARD_MS);
+	return false;
+}
+
+/*
+ * The cable between ranks 0 and 1 pulled: once both ends see the link DOWN
+ * (dead peer), a collective fails on them at once with FABRIC_LINK, naming
+ * the port and the rank behind it; rank 2 times out. Plugged again, it works.
+ */
+static void test_cable_pulled(void)
+{
+	struct outcome o;
+	bool ok;
+
+	if (!tap_ok(ring_up(3, 0), "3 devices cabled in a ring: every port UP"))
+		return;
+	plug_off(0, SEND_PORT);
+	plug_off(1, RECV_PORT);
+	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false);
+	tap_ok(ok, "cable 0-1 pulled: both ends DOWN");
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -2, 300);
+	ok = !o.hung && o.status[0] == MAIA_STATUS_FABRIC_LINK &&
+	     o.status[1] == MAIA_STATUS_FABRIC_LINK && o.status[2] == MAIA_STATUS_FABRIC_TIMEOUT &&
+	     o.report[0].port == SEND_PORT && o.report[0].peer_rank == 1 &&
+	     o.report[1].port == RECV_PORT && o.report[1].peer_rank == 0 &&
+	     o.report[0].status == MAIA_STATUS_FABRIC_LINK;
+	tap_ok(ok, "all-reduce: ranks 0 and 1 FABRIC_LINK (%u, %u) naming port %u/rank %u and port %u/rank %u; rank 2 FABRIC_TIMEOUT (%u)",
+	       o.status[0], o.status[1], o.report[0].port, o.report[0].peer_rank,
+	       o.report[1].port, o.report[1].peer_rank, o.status[2]);
+	plug(0, SEND_PORT, 1, RECV_PORT);
+	plug(1, RECV_PORT, 0, SEND_PORT);
+	ok = wait_port(0, SEND_PORT, true) && wait_port(1, RECV_PORT, true);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(ok && all_ok(&o) && o.wrong == 0,
+	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0);
 	test_ring(3, 50000);
 	test_ring(4, 0);
 	test_failure(3);
+	test_cable_pulled();
 	return tap_done();
 }
