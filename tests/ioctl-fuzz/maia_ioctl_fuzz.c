@@ -764,15 +764,15 @@ static void op_get_param(struct ctx *c)
 	struct drm_maia_get_param gp = { 0 };
 	int err;
 
-	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_PCI_BDF + 1);
+	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_FABRIC_SERIAL + 1);
 	if (pct(15))
-		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_PCI_BDF + 1 + rn(100) : edge());
+		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_FABRIC_SERIAL + 1 + rn(100) : edge());
 	if (pct(10))
 		gp.index = (uint32_t)edge();
 	if (pct(20))
 		gp.value = edge();
 	err = XIOCTL(c, DRM_IOCTL_MAIA_GET_PARAM, gp);
-	if (gp.param <= DRM_MAIA_PARAM_PCI_BDF && !gp.index)
+	if (gp.param <= DRM_MAIA_PARAM_FABRIC_SERIAL && !gp.index)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));
@@ -1998,6 +1998,8 @@ static const struct {
 	{ DRM_MAIA_SUBMIT, sizeof(struct drm_maia_submit), 56 },
 	{ DRM_MAIA_WAIT, sizeof(struct drm_maia_wait), 32 },
 	{ DRM_MAIA_CONTEXT_STATUS, sizeof(struct drm_maia_context_status), 32 },
+	{ DRM_MAIA_FABRIC_PORT, sizeof(struct drm_maia_fabric_port), 120 },
+	{ DRM_MAIA_FABRIC_WINDOW, sizeof(struct drm_maia_fabric_window), 32 },
 };
 
 /* A harmless valid argument for ioctl i (so a size error is the only one). */
@@ -2014,6 +2016,10 @@ static void harmless_arg(struct ctx *c, unsigned int i, unsigned char *arg)
 	case DRM_MAIA_WAIT:
 		((struct drm_maia_wait *)arg)->seqno = c->nseq ? c->seq[0] : 0;
 		break;
+	case DRM_MAIA_FABRIC_WINDOW:	/* CLOSE of key 0: nothing to close */
+		((struct drm_maia_fabric_window *)arg)->op = DRM_MAIA_FABRIC_WINDOW_CLOSE;
+		break;
+	case DRM_MAIA_FABRIC_PORT:	/* port 0: read-only */
 	case DRM_MAIA_BO_CREATE:	/* size 0: would fail anyway, never leaks */
 	case DRM_MAIA_GET_PARAM:
 	case DRM_MAIA_CONTEXT_STATUS:
@@ -2047,14 +2053,15 @@ static void op_bad_size(struct ctx *c)
 		break;
 	case 4:
 		size = maia_ioctls[i].size;
-		nr = 8 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 8);
+		nr = ARRAY_SIZE(maia_ioctls) +
+		     (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - ARRAY_SIZE(maia_ioctls));
 		break;
 	default:	/* a legal smaller one: only WAIT has one */
 		size = maia_ioctls[i].first + 4 * (unsigned int)rn(3);
 		break;
 	}
 	cmd = _IOC(dir, DRM_IOCTL_BASE, DRM_COMMAND_BASE + nr, size);
-	legal = nr < 8 && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
+	legal = nr < ARRAY_SIZE(maia_ioctls) && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
 		size <= maia_ioctls[i].size;
 	if (legal && maia_ioctls[i].nr == DRM_MAIA_BO_CREATE)
 		return;
