@@ -21,6 +21,7 @@ if [ ${#build[@]} -eq 0 ]; then
 fi
 
 cd "$TOP/tests/python"
+# shellcheck disable=SC2016 # the script runs in the guest's shell
 # The kernel logs the MMU fault the error-path test provokes: --loglevel 1.
 exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --host-root --fail-on-taint --loglevel 1 \
 	--memory 3G --timeout 900 -- /bin/sh -c '
