@@ -125,6 +125,13 @@ def strict_softmax_norms_reductions():
         ref = torch.nn.functional.layer_norm(x.double(), (64,), ln.weight.double(),
                                              ln.bias.double())
         close(ln.to(DEV)(dx), ref, 1e-4, "layer_norm")
+        # The saved statistics backward uses: per-row mean and 1/sqrt(var + eps).
+        _, mean, rstd = torch.native_layer_norm(dx, (64,), None, None, 1e-5)
+        x64 = x.double()
+        close(mean, x64.mean(-1, keepdim=True), 1e-6, "layer_norm mean")
+        close(rstd, 1 / torch.sqrt(x64.var(-1, unbiased=False, keepdim=True) + 1e-5),
+              1e-5 * (1 / torch.sqrt(x64.var(-1, unbiased=False, keepdim=True) + 1e-5)),
+              "layer_norm rstd")
         close(dx.sum(), x.double().sum(), 6 * 5 * 64 * 2.0 ** -23 * x.abs().sum(), "sum")
         close(dx.sum(1), x.double().sum(1), 1e-5, "sum dim")
         close(dx.mean((0, 2), keepdim=True), x.double().mean((0, 2), keepdim=True), 1e-6, "mean")

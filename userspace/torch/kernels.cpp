@@ -293,10 +293,12 @@ static at::Tensor log_softmax(const at::Tensor &x, int64_t dim, bool half_to_flo
 }
 
 /*
- * Layer norm over the last dimension. The device computes the output and
- * each row's mean and variance (for backward, which runs on the CPU); the
- * rows' 1/sqrt(var + eps) is computed on the host from the downloaded
- * variances (one value per row: the engine has no reciprocal square root).
+ * Layer norm over the last dimension (size D), all on the device: the
+ * output, and each row's mean and 1/sqrt(var + eps) that backward (on the
+ * CPU) needs. The engine has no reciprocal square root, but RMS norm has
+ * one inside: over the row z = [s c_1 .. s c_D, t] with c = x - mean,
+ * s = sqrt((D + 1) / D) and t = sqrt(eps (D + 1)), mean(z^2) = var + eps,
+ * so RMS norm with eps 0 gives t / sqrt(var + eps) in the last column.
  */
 static std::tuple<at::Tensor, at::Tensor, at::Tensor>
 layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
@@ -304,7 +306,7 @@ layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 	   double eps)
 {
 	at::Tensor weight = weight_opt.value_or(at::Tensor()), bias = bias_opt.value_or(at::Tensor());
-	bool ok = unary_ok(input) && input.is_contiguous() && input.dim() >= 1 &&
+	bool ok = unary_ok(input) && input.is_contiguous() && input.dim() >= 1 && eps > 0 &&
 		  normalized_shape.size() == 1 && (weight.defined() == bias.defined()) &&
 		  (!weight.defined() || (same_float({ input, weight, bias }) && weight.dim() == 1 &&
 					 bias.dim() == 1));
@@ -316,32 +318,36 @@ layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 				       std::get<2>(r).to(input.device()));
 	}
 	int64_t d = input.size(-1), rows = input.numel() / d;
+	float s = (float)std::sqrt((double)(d + 1) / (double)d);
+	float t = (float)std::sqrt(eps * (double)(d + 1));
 	at::Tensor x = input.view({ rows, d });
 	at::Tensor out = at::empty({ rows, d }, input.options());
 	at::TensorOptions f32 = input.options().dtype(at::kFloat);
 	at::Tensor mean = at::empty({ rows, 1 }, f32), neg = at::empty({ rows, 1 }, f32);
-	at::Tensor centered = at::empty({ rows, d }, f32), var = at::empty({ rows, 1 }, f32);
+	at::Tensor z = at::empty({ rows, d + 1 }, f32), zn = at::empty({ rows, d + 1 }, f32);
+	at::Tensor rstd = at::empty({ rows, 1 }, f32);
+	at::Tensor zc = z.narrow(1, 0, d), zt = z.narrow(1, d, 1), znt = zn.narrow(1, d, 1);
 	struct maia_tensor_desc dx = desc(x), dout = desc(out), dmean = desc(mean), dneg = desc(neg),
-				dneg_b = desc(neg.expand({ rows, d })), dc = desc(centered),
-				dvar = desc(var), dg, db;
-	{
-		Job job;
+				dneg_b = desc(neg.expand({ rows, d })), dzc = desc(zc), dzt = desc(zt),
+				dz = desc(z), dzn = desc(zn), dznt = desc(znt), drstd = desc(rstd),
+				dg, db;
+	Job job;
 
-		if (weight.defined()) {
-			dg = desc(weight);
-			db = desc(bias);
-		}
-		job.add(maia_cmd_layernorm(job.cmdbuf(), &dx, weight.defined() ? &dg : nullptr,
-					   weight.defined() ? &db : nullptr, &dout, (float)eps),
-			"maia_cmd_layernorm");
-		job.add(maia_cmd_reduce(job.cmdbuf(), &dx, &dmean, MAIA_REDUCE_MEAN, 2), "maia_cmd_reduce");
-		job.add(maia_cmd_scale(job.cmdbuf(), &dmean, &dneg, -1.0f, 0.0f), "maia_cmd_scale");
-		job.add(maia_cmd_add(job.cmdbuf(), &dx, &dneg_b, &dc, 0), "maia_cmd_add");
-		job.add(maia_cmd_mul(job.cmdbuf(), &dc, &dc, &dc, 0), "maia_cmd_mul");
-		job.add(maia_cmd_reduce(job.cmdbuf(), &dc, &dvar, MAIA_REDUCE_MEAN, 2), "maia_cmd_reduce");
-		job.run();
+	if (weight.defined()) {
+		dg = desc(weight);
+		db = desc(bias);
 	}
-	at::Tensor rstd = at::rsqrt(cpu(var) + eps).to(input.device());
+	job.add(maia_cmd_layernorm(job.cmdbuf(), &dx, weight.defined() ? &dg : nullptr,
+				   weight.defined() ? &db : nullptr, &dout, (float)eps),
+		"maia_cmd_layernorm");
+	job.add(maia_cmd_reduce(job.cmdbuf(), &dx, &dmean, MAIA_REDUCE_MEAN, 2), "maia_cmd_reduce");
+	job.add(maia_cmd_scale(job.cmdbuf(), &dmean, &dneg, -s, 0.0f), "maia_cmd_scale");
+	job.add(maia_cmd_scale(job.cmdbuf(), &dx, &dzc, s, 0.0f), "maia_cmd_scale");
+	job.add(maia_cmd_add(job.cmdbuf(), &dzc, &dneg_b, &dzc, 0), "maia_cmd_add");
+	job.add(maia_cmd_scale(job.cmdbuf(), &dmean, &dzt, 0.0f, t), "maia_cmd_scale");
+	job.add(maia_cmd_rmsnorm(job.cmdbuf(), &dz, nullptr, &dzn, 0.0f), "maia_cmd_rmsnorm");
+	job.add(maia_cmd_scale(job.cmdbuf(), &dznt, &drstd, 1.0f / t, 0.0f), "maia_cmd_scale");
+	job.run();
 	std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
 	stat_shape.back() = 1;
 	count_device_op("native_layer_norm");
