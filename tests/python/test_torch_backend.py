@@ -203,6 +203,30 @@ def model_training_step_with_fallback():
 
 
 @test
+def rms_norm_and_attention_autograd():
+    x, g = rand(6, 32), rand(32)
+    q, k, v = rand(1, 2, 6, 8), rand(1, 2, 7, 8), rand(1, 2, 7, 8)
+    # Reference: the same functions in plain CPU float64 torch, its autograd.
+    xr, gr = x.double().requires_grad_(), g.double().requires_grad_()
+    (xr / torch.sqrt((xr * xr).mean(-1, keepdim=True) + 1e-6) * gr).sum().backward()
+    xd, gd = x.to(DEV).requires_grad_(), g.to(DEV).requires_grad_()
+    mt.rms_norm(xd, gd, 1e-6).sum().backward()
+    close(xd.grad, xr.grad, 1e-4, "rms_norm dx")
+    close(gd.grad, gr.grad, 1e-4, "rms_norm dweight")
+    for causal in (False, True):
+        qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+        s = qr @ kr.transpose(-1, -2) / math.sqrt(8)
+        if causal:
+            s = s.masked_fill(~torch.ones(6, 7, dtype=torch.bool).tril(1), float("-inf"))
+        w = torch.randn(1, 2, 6, 8, dtype=torch.float64)
+        ((torch.softmax(s, -1) @ vr) * w).sum().backward()
+        qd, kd, vd = (t.to(DEV).requires_grad_() for t in (q, k, v))
+        (mt.scaled_dot_product_attention(qd, kd, vd, causal) * w.float().to(DEV)).sum().backward()
+        for got, ref, name in ((qd, qr, "dq"), (kd, kr, "dk"), (vd, vr, "dv")):
+            close(got.grad, ref.grad, 1e-4, "attention %s causal=%s" % (name, causal))
+
+
+@test
 def fallback_counted_and_strict_raises():
     x = rand(3, 4)
     mt.reset_stats()
