@@ -150,6 +150,38 @@ def strict_softmax_norms_reductions():
 
 
 @test
+def strict_composites_and_their_backward():
+    x, w, t = rand(5, 3, 16), rand(5, 3, 16), rand(5, 3, 16)
+    xr = x.double().requires_grad_()
+    (torch.softmax(xr, -1) * w.double()).sum().backward()
+    xd = x.to(DEV).requires_grad_()
+    mt.reset_stats()
+    with mt.strict():
+        (torch.softmax(xd, -1) * w.to(DEV)).sum().backward()
+    close(xd.grad, xr.grad, 1e-5, "softmax backward")
+    for reduction in ("mean", "sum", "none"):
+        xr = x.double().requires_grad_()
+        lr = torch.nn.functional.mse_loss(xr, t.double(), reduction=reduction)
+        lr.sum().backward()
+        xd = x.to(DEV).requires_grad_()
+        with mt.strict():
+            ld = torch.nn.functional.mse_loss(xd, t.to(DEV), reduction=reduction)
+            ld.sum().backward()
+        close(ld, lr, 1e-5 * max(1.0, float(lr.abs().max())), "mse_loss " + reduction)
+        close(xd.grad, xr.grad, 1e-5, "mse_loss backward " + reduction)
+    a, b, c = rand(2, 3, 4), rand(2, 5, 4), torch.empty(0)
+    with mt.strict():
+        got = torch.cat([a.to(DEV), b.to(DEV), c.to(DEV)], 1)
+        got_l = torch.cat([a.long().to(DEV), b.long().to(DEV)], -2)
+    assert torch.equal(got.cpu(), torch.cat([a, b], 1))
+    assert torch.equal(got_l.cpu(), torch.cat([a.long(), b.long()], 1))
+    assert mt.fallback_stats() == {}, mt.fallback_stats()
+    ran = mt.device_stats()
+    for op in ("_softmax_backward_data", "mse_loss", "mse_loss_backward", "cat"):
+        assert ran.get(op), (op, ran)
+
+
+@test
 def linear_forward_backward_strict():
     lin = torch.nn.Linear(32, 16)
     dlin = torch.nn.Linear(32, 16).to(DEV)
@@ -199,6 +231,7 @@ def model_training_step_with_fallback():
     # Backward of ReLU / LayerNorm / MSE have no Maia kernel: counted, not hidden.
     assert fallbacks("aten::threshold_backward") >= 3, fb
     assert fallbacks("aten::native_layer_norm_backward") >= 3, fb
+    assert fallbacks("aten::mse_loss") == 0, fb
     assert mt.device_stats().get("addmm", 0) >= 6
 
 
@@ -344,7 +377,8 @@ def example_transformer_training():
     for lc, ld in r["losses"]:
         assert abs(lc - ld) <= 1e-4 * max(1.0, abs(lc)), r["losses"]
     assert r["diff"] <= 1e-3 * max(1.0, r["scale"]), r
-    for op in ("addmm", "bmm", "_softmax", "native_layer_norm", "gelu"):
+    for op in ("addmm", "bmm", "_softmax", "native_layer_norm", "gelu", "cat", "mse_loss",
+               "_softmax_backward_data"):
         assert r["device_ops"].get(op), (op, r["device_ops"])
 
 

@@ -363,8 +363,12 @@ static at::Tensor reduce(const char *name, uint32_t op, const at::Tensor &x,
 	uint32_t axes = 0;
 	std::vector<int64_t> kept(x.sizes().begin(), x.sizes().end()), final_shape;
 
-	bool ok = unary_ok(x) && x.dim() >= 1 && (!dtype || *dtype == x.scalar_type());
-	if (ok) {
+	bool ok = unary_ok(x) && (!dtype || *dtype == x.scalar_type());
+	if (ok && x.dim() == 0) {
+		/* A scalar: reduced as one element of rank 1, returned as a scalar. */
+		kept = { 1 };
+		axes = 1;
+	} else if (ok) {
 		if (!dims_opt || dims_opt->empty()) {
 			axes = (1u << x.dim()) - 1;
 		} else {
@@ -384,7 +388,7 @@ static at::Tensor reduce(const char *name, uint32_t op, const at::Tensor &x,
 						       at::mean(cpu(x), dims_opt, keepdim, dtype);
 		});
 	at::Tensor out = at::empty(kept, x.options());
-	struct maia_tensor_desc dx = desc(x), dout = desc(out);
+	struct maia_tensor_desc dx = desc(x.dim() ? x : x.view({ 1 })), dout = desc(out);
 	Job job;
 
 	job.add(maia_cmd_reduce(job.cmdbuf(), &dx, &dout, op, axes), "maia_cmd_reduce");
@@ -410,8 +414,131 @@ static at::Tensor mean_dim(const at::Tensor &x, at::OptionalIntArrayRef dims, bo
 	return reduce("mean", MAIA_REDUCE_MEAN, x, dims, keepdim, dtype);
 }
 
+/* ---- composite kernels: several device commands, no CPU ------------------------ */
+
+/* grad_input = y * (g - sum(g * y, dim)): softmax's derivative. */
+static at::Tensor softmax_backward(const at::Tensor &g, const at::Tensor &y, int64_t dim,
+				   at::ScalarType input_dtype)
+{
+	at::Tensor gy, s, d, out;
+
+	dim = c10::maybe_wrap_dim(dim, y.dim());
+	if (same_float({ g, y }) && input_dtype == y.scalar_type() && y.dim() >= 1 &&
+	    describable(g) && describable(y) && g.sizes() == y.sizes()) {
+		gy = binary(g, y, 1.0f, true, at::Tensor(), "mul");
+		if (gy.defined())
+			s = reduce("sum", MAIA_REDUCE_SUM, gy, at::IntArrayRef(dim), true, c10::nullopt);
+		if (s.defined())
+			d = binary(g, s, -1.0f, false, at::Tensor(), "sub");
+		if (d.defined())
+			out = binary(y, d, 1.0f, true, at::Tensor(), "mul");
+	}
+	if (!out.defined())
+		return cpu_op("_softmax_backward_data", y.device(), [&] {
+			return at::_softmax_backward_data(cpu(g), cpu(y), dim, input_dtype);
+		});
+	count_device_op("_softmax_backward_data");
+	return out;
+}
+
+static bool mse_ok(const at::Tensor &x, const at::Tensor &t)
+{
+	return same_float({ x, t }) && x.sizes() == t.sizes() && describable(x) && describable(t);
+}
+
+static at::Tensor mse_loss(const at::Tensor &x, const at::Tensor &t, int64_t reduction)
+{
+	at::Tensor d, sq;
+
+	if (mse_ok(x, t))
+		d = binary(x, t, -1.0f, false, at::Tensor(), "sub");
+	if (d.defined())
+		sq = binary(d, d, 1.0f, true, at::Tensor(), "mul");
+	if (!sq.defined())
+		return cpu_op("mse_loss", x.device(), [&] { return at::mse_loss(cpu(x), cpu(t), reduction); });
+	count_device_op("mse_loss");
+	if (reduction == at::Reduction::None)
+		return sq;
+	if (reduction == at::Reduction::Mean)
+		return reduce("mean", MAIA_REDUCE_MEAN, sq, c10::nullopt, false, c10::nullopt);
+	return reduce("sum", MAIA_REDUCE_SUM, sq, c10::nullopt, false, c10::nullopt);
+}
+
+/* grad_input = grad * 2 (x - t) (/ numel for the mean). */
+static at::Tensor mse_loss_backward(const at::Tensor &grad, const at::Tensor &x, const at::Tensor &t,
+				    int64_t reduction)
+{
+	at::Tensor d, out;
+	float f = 2.0f / (reduction == at::Reduction::Mean ? (float)x.numel() : 1.0f);
+
+	if (mse_ok(x, t) && on_device(grad) && grad.scalar_type() == x.scalar_type() &&
+	    describable(grad))
+		d = binary(x, t, -1.0f, false, at::Tensor(), "sub");
+	if (d.defined())
+		out = binary(d, scale(grad, f, 0.0f, "scale"), 1.0f, true, at::Tensor(), "mul");
+	if (!out.defined())
+		return cpu_op("mse_loss_backward", x.device(), [&] {
+			return at::mse_loss_backward(cpu(grad), cpu(x), cpu(t), reduction);
+		});
+	count_device_op("mse_loss_backward");
+	return out;
+}
+
+/* Concatenation: each input copied into its slice of the output on the device. */
+static at::Tensor cat(const at::ITensorListRef &list, int64_t dim)
+{
+	std::vector<at::Tensor> ts;
+	const at::Tensor *ref = nullptr;
+	bool ok = true;
+
+	for (const at::Tensor &t : list)
+		ts.push_back(t);
+	/* Legacy rule: 1-D empty tensors are skipped whatever dim is. */
+	for (const at::Tensor &t : ts)
+		if (!(t.dim() == 1 && t.numel() == 0) && !ref)
+			ref = &t;
+	if (ref) {
+		dim = c10::maybe_wrap_dim(dim, ref->dim());
+		for (const at::Tensor &t : ts) {
+			if (t.dim() == 1 && t.numel() == 0)
+				continue;
+			ok = ok && on_device(t) && t.scalar_type() == ref->scalar_type() &&
+			     t.dim() == ref->dim();
+			for (int64_t i = 0; ok && i < t.dim(); i++)
+				ok = i == dim || t.size(i) == ref->size(i);
+		}
+	}
+	if (!ref || !ok)
+		return cpu_op("cat", ts.empty() ? c10::Device(c10::DeviceType::PrivateUse1, 0) :
+						  ts[0].device(), [&] {
+			std::vector<at::Tensor> host;
+			for (const at::Tensor &t : ts)
+				host.push_back(cpu(t));
+			return at::cat(host, dim);
+		});
+	std::vector<int64_t> shape(ref->sizes().begin(), ref->sizes().end());
+	shape[dim] = 0;
+	for (const at::Tensor &t : ts)
+		if (!(t.dim() == 1 && t.numel() == 0))
+			shape[dim] += t.size(dim);
+	at::Tensor out = at::empty(shape, ref->options());
+	int64_t off = 0;
+	for (const at::Tensor &t : ts) {
+		if (t.dim() == 1 && t.numel() == 0)
+			continue;
+		out.narrow(dim, off, t.size(dim)).copy_(t);
+		off += t.size(dim);
+	}
+	count_device_op("cat");
+	return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("_softmax_backward_data", softmax_backward);
+	m.impl("mse_loss", mse_loss);
+	m.impl("mse_loss_backward", mse_loss_backward);
+	m.impl("cat", cat);
 	m.impl("mm", mm);
 	m.impl("bmm", bmm);
 	m.impl("addmm", addmm);
