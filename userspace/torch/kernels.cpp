@@ -484,6 +484,68 @@ static at::Tensor mse_loss_backward(const at::Tensor &grad, const at::Tensor &x,
 	return out;
 }
 
+/*
+ * Layer norm's derivative over rows of D, with xhat = (x - mean) rstd and
+ * gy = dy gamma: dx = rstd / D (D gy - sum(gy) - xhat sum(gy xhat)),
+ * dgamma = sum over rows of dy xhat, dbeta = sum over rows of dy.
+ */
+static std::tuple<at::Tensor, at::Tensor, at::Tensor>
+layer_norm_backward(const at::Tensor &grad, const at::Tensor &input, at::IntArrayRef normalized_shape,
+		    const at::Tensor &mean, const at::Tensor &rstd,
+		    const c10::optional<at::Tensor> &weight_opt, const c10::optional<at::Tensor> &bias_opt,
+		    std::array<bool, 3> mask)
+{
+	at::Tensor weight = weight_opt.value_or(at::Tensor()), bias = bias_opt.value_or(at::Tensor());
+	at::Tensor dx, dw, db;
+	bool ok = normalized_shape.size() == 1 && input.dim() >= 1 && input.numel() > 0 &&
+		  same_float({ grad, input, mean, rstd }) && grad.sizes() == input.sizes() &&
+		  (!weight.defined() || same_float({ input, weight }));
+
+	if (ok) {
+		int64_t d = input.size(-1), rows = input.numel() / d;
+		at::Tensor x2 = input.reshape({ rows, d }), g2 = grad.reshape({ rows, d });
+		at::Tensor xc = binary(x2, mean.reshape({ rows, 1 }), -1.0f, false, at::Tensor(), "sub");
+		at::Tensor xhat = xc.defined() ?
+			binary(xc, rstd.reshape({ rows, 1 }), 1.0f, true, at::Tensor(), "mul") : xc;
+		at::Tensor gy = weight.defined() && xhat.defined() ?
+			binary(g2, weight, 1.0f, true, at::Tensor(), "mul") : g2;
+
+		ok = xhat.defined() && gy.defined();
+		if (ok && mask[0]) {
+			at::Tensor s1 = reduce("sum", MAIA_REDUCE_SUM, gy, at::IntArrayRef(1), true, c10::nullopt);
+			at::Tensor gx = binary(gy, xhat, 1.0f, true, at::Tensor(), "mul");
+			at::Tensor s2 = reduce("sum", MAIA_REDUCE_SUM, gx, at::IntArrayRef(1), true, c10::nullopt);
+			at::Tensor t = binary(xhat, s2, 1.0f, true, at::Tensor(), "mul");
+			at::Tensor u = binary(scale(gy, (float)d, 0.0f, "scale"), s1, -1.0f, false,
+					      at::Tensor(), "sub");
+			u = u.defined() && t.defined() ? binary(u, t, -1.0f, false, at::Tensor(), "sub") : u;
+			at::Tensor r = scale(rstd.reshape({ rows, 1 }), 1.0f / (float)d, 0.0f, "scale");
+			dx = u.defined() ? binary(u, r, 1.0f, true, at::Tensor(), "mul") : u;
+			ok = dx.defined();
+			if (ok)
+				dx = dx.view(input.sizes());
+		}
+		if (ok && mask[1] && weight.defined()) {
+			at::Tensor gx = binary(g2, xhat, 1.0f, true, at::Tensor(), "mul");
+
+			ok = gx.defined();
+			if (ok)
+				dw = reduce("sum", MAIA_REDUCE_SUM, gx, at::IntArrayRef(0), false, c10::nullopt);
+		}
+		if (ok && mask[2] && bias.defined())
+			db = reduce("sum", MAIA_REDUCE_SUM, g2, at::IntArrayRef(0), false, c10::nullopt);
+	}
+	if (!ok) {
+		count_fallback("aten::native_layer_norm_backward");
+		auto r = at::native_layer_norm_backward(cpu(grad), cpu(input), normalized_shape, cpu(mean),
+							cpu(rstd), cpu(weight), cpu(bias), mask);
+		auto back = [&](const at::Tensor &t) { return t.defined() ? t.to(input.device()) : t; };
+		return std::make_tuple(back(std::get<0>(r)), back(std::get<1>(r)), back(std::get<2>(r)));
+	}
+	count_device_op("native_layer_norm_backward");
+	return std::make_tuple(dx, dw, db);
+}
+
 /* Concatenation: each input copied into its slice of the output on the device. */
 static at::Tensor cat(const at::ITensorListRef &list, int64_t dim)
 {
@@ -539,6 +601,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("mse_loss", mse_loss);
 	m.impl("mse_loss_backward", mse_loss_backward);
 	m.impl("cat", cat);
+	m.impl("native_layer_norm_backward", layer_norm_backward);
 	m.impl("mm", mm);
 	m.impl("bmm", bmm);
 	m.impl("addmm", addmm);
