@@ -157,8 +157,9 @@ def submit_and_wait():
     cb = dev.cmdbuf()
     cb.nop()
     seq = dev.submit(cb)
-    st = dev.wait(seq, 10.0)
+    st = dev.wait(seq, 1e30)                      # clamped, not overflowed
     assert st["status"] == maia.JOB_OK, st
+    assert dev.wait(seq, -1)["status"] == maia.JOB_OK   # done already: no wait needed
 
 
 @test

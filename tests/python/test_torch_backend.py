@@ -102,6 +102,8 @@ def strict_elementwise():
         close(dx * dy, x.double() * y.double(), tol, "mul")
         close(dx * 2.5 + 1.0, x.double() * 2.5 + 1.0, tol * 4, "scalar mul/add")
         close(dx / 4.0, x.double() / 4.0, tol, "scalar div")
+        close(1.0 - dx, 1.0 - x.double(), tol * 4, "scalar minus tensor")
+        close(2.0 + dx, 2.0 + x.double(), tol * 4, "scalar plus tensor")
         close(torch.relu(dx), torch.relu(x.double()), 0, "relu")
         close(torch.nn.functional.silu(dx), torch.nn.functional.silu(x.double()), 1e-5, "silu")
         close(torch.nn.functional.gelu(dx), torch.nn.functional.gelu(x.double()), 1e-5, "gelu")
@@ -364,6 +366,9 @@ def bad_inputs():
     raises(RuntimeError, mt.dequantize_mx, d, s, "mxfp8_e4m3", (4, 64), torch.int32,
            match="dtype")
     raises(RuntimeError, mt.scaled_dot_product_attention, x, x, x, match="batch, heads")
+    z = torch.zeros(3, dtype=torch.complex128, device=DEV)          # no 32-bit fill pattern
+    z.fill_(1 + 2j)
+    assert torch.equal(z.cpu(), torch.full((3,), 1 + 2j, dtype=torch.complex128))
     # Non-contiguous and rank > 4 operands still give the right answer.
     y = rand(2, 3, 4, 5, 6)
     close(y.to(DEV) * 2.0, y.double() * 2.0, 1e-6, "rank 5 through the fallback")

@@ -145,6 +145,13 @@ static at::Tensor binary(const at::Tensor &x, const at::Tensor &y, float alpha, 
 
 		return mul ? scale(x, (float)s, 0.0f, name) : scale(x, 1.0f, (float)(alpha * s), name);
 	}
+	/* A scalar on the left (1 - t, 2 * t): s + alpha y, s y. */
+	if (on_device(y) && cpu_scalar(x) && engine_float(y.scalar_type()) && describable(y) &&
+	    !out.defined()) {
+		double s = x.item<double>();
+
+		return mul ? scale(y, (float)s, 0.0f, name) : scale(y, alpha, (float)s, name);
+	}
 	if (!same_float({ x, y }) || x.dim() > 4 || y.dim() > 4)
 		return at::Tensor();
 	std::vector<int64_t> shape = at::infer_size(x.sizes(), y.sizes());

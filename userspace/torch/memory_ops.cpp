@@ -203,6 +203,8 @@ static bool fill_pattern(at::ScalarType t, const at::Scalar &value, uint32_t *pa
 	size_t sz = one.itemsize(), i;
 	uint8_t bytes[8];
 
+	if (sz > sizeof(bytes))		/* complex128: not a 32-bit pattern */
+		return false;
 	std::memcpy(bytes, b, sz);
 	for (i = 0; i < 4; i++)
 		reinterpret_cast<uint8_t *>(pattern)[i] = bytes[i % std::min<size_t>(sz, 4)];

@@ -328,6 +328,16 @@ static struct maia_cmdbuf *cmdbuf_arg(PyObject *obj, PyObject *device)
 	return c->cb;
 }
 
+/* Seconds as libmaia's relative nanoseconds, clamped to what int64 holds. */
+static int64_t timeout_ns(double seconds)
+{
+	if (!(seconds > 0))
+		return 0;
+	if (seconds > 9e9)
+		return INT64_MAX;
+	return (int64_t)(seconds * 1e9);
+}
+
 static PyObject *job_status_dict(const struct maia_job_status *st)
 {
 	return Py_BuildValue("{s:I,s:s,s:I,s:I}", "status", st->status, "name",
@@ -367,7 +377,7 @@ static PyObject *device_wait(PyObject *self, PyObject *args)
 	if (!dev || !PyArg_ParseTuple(args, "K|d", &seqno, &timeout))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	err = maia_wait(dev, seqno, (int64_t)(timeout * 1e9), &st);
+	err = maia_wait(dev, seqno, timeout_ns(timeout), &st);
 	Py_END_ALLOW_THREADS
 	if (err < 0)
 		return maia_py_raise("maia_wait", err);
@@ -389,7 +399,7 @@ static PyObject *device_run(PyObject *self, PyObject *args)
 	if (!cb)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	err = maia_run(dev, cb, (int64_t)(timeout * 1e9), &st);
+	err = maia_run(dev, cb, timeout_ns(timeout), &st);
 	Py_END_ALLOW_THREADS
 	if (err < 0)
 		return maia_py_raise("maia_run", err);
