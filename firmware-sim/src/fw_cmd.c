@@ -3,12 +3,14 @@
  * Command processor (maia/hw/cmd.h): walks a job's command buffer through
  * its address space, one command at a time, and runs each one. The first
  * failure ends the job with its status and byte offset. Jobs are resumable
- * at a command boundary: a semaphore wait parks the job, and a job that used
- * up its scheduler quantum yields so other queues can run.
+ * at a command boundary: a semaphore wait or a fabric command parks the
+ * job, and a job that used up its scheduler quantum yields so other queues
+ * can run.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
 /* Internal results besides MAIA_STATUS_*. */
@@ -161,6 +163,34 @@ static uint64_t *job_sems(struct maia_sim *sim, const struct fw_job *job)
 	return sim->sems[job->sqe.asid];
 }
 
+/*
+ * Semaphores change under the worker's feet only by remote writes with
+ * MAIA_FABRIC_WRITE_SEM (the fabric thread): both sides use atomics.
+ */
+bool fw_sem_add(uint64_t *sem, uint64_t value)
+{
+	uint64_t old = __atomic_load_n(sem, __ATOMIC_RELAXED), new;
+
+	do {
+		if (__builtin_add_overflow(old, value, &new))
+			return false;
+	} while (!__atomic_compare_exchange_n(sem, &old, new, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
+bool fw_sem_take(uint64_t *sem, uint64_t value)
+{
+	uint64_t old = __atomic_load_n(sem, __ATOMIC_ACQUIRE);
+
+	do {
+		if (old < value)
+			return false;
+	} while (!__atomic_compare_exchange_n(sem, &old, old - value, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return true;
+}
+
 static int cmd_sem_signal(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
 {
 	struct maia_cmd_sem_signal c;
@@ -168,7 +198,7 @@ static int cmd_sem_signal(struct maia_sim *sim, struct fw_job *job, const uint8_
 
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.index >= MAIA_NUM_SEMAPHORES ||
-	    __builtin_add_overflow(sems[c.index], c.value, &sems[c.index]))
+	    !fw_sem_add(&sems[c.index], c.value))
 		return MAIA_STATUS_BAD_CMD;
 	return MAIA_STATUS_OK;
 }
@@ -182,10 +212,8 @@ static int cmd_sem_wait(struct maia_sim *sim, struct fw_job *job, const uint8_t 
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved ||
 	    c.index >= MAIA_NUM_SEMAPHORES)
 		return MAIA_STATUS_BAD_CMD;
-	if (sems[c.index] >= c.value) {
-		sems[c.index] -= c.value;
+	if (fw_sem_take(&sems[c.index], c.value))
 		return MAIA_STATUS_OK;
-	}
 	if (!c.timeout_us)
 		return MAIA_STATUS_SEM_TIMEOUT;
 	job->state = FW_JOB_SEM_WAIT;
@@ -193,6 +221,55 @@ static int cmd_sem_wait(struct maia_sim *sim, struct fw_job *job, const uint8_t 
 	job->sem_value = c.value;
 	job->deadline_ns = fw_now_ns(sim) + (uint64_t)c.timeout_us * 1000u;
 	return CMD_PARK;
+}
+
+/* Parks the job on a fabric operation; fw_cmd_run() resumes it when it ends. */
+static int park_on_fabric(struct fw_job *job, struct fw_fop *op, uint32_t cmd_size)
+{
+	if (!op)
+		return MAIA_STATUS_FABRIC_LINK;	/* out of memory: the port cannot take it */
+	job->fop = op;
+	job->fop_cmd_size = cmd_size;
+	job->state = FW_JOB_FABRIC_WAIT;
+	return CMD_PARK;
+}
+
+/* Both ranges [base, base + size) must not wrap. */
+static bool fabric_ranges_ok(uint64_t local, uint64_t remote, uint64_t size)
+{
+	uint64_t end;
+
+	return !__builtin_add_overflow(local, size, &end) &&
+	       !__builtin_add_overflow(remote, size, &end);
+}
+
+static int cmd_fabric_write(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+{
+	struct maia_cmd_fabric_write c;
+	bool sem;
+
+	memcpy(&c, raw, sizeof(c));
+	sem = c.hdr.flags & MAIA_FABRIC_WRITE_SEM;
+	if (c.hdr.size != sizeof(c) || (c.hdr.flags & ~MAIA_FABRIC_WRITE_SEM) ||
+	    (sem && c.sem_index >= MAIA_NUM_SEMAPHORES) || (!sem && (c.sem_index || c.sem_value)) ||
+	    !fabric_ranges_ok(c.local_addr, c.remote_offset, c.size))
+		return MAIA_STATUS_BAD_CMD;
+	if (c.port >= fw_fabric_nports(sim))
+		return MAIA_STATUS_FABRIC_LINK;
+	return park_on_fabric(job, fw_xport_write_start(sim, job->sqe.asid, &c), sizeof(c));
+}
+
+static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+{
+	struct maia_cmd_fabric_read c;
+
+	memcpy(&c, raw, sizeof(c));
+	if (c.hdr.size != sizeof(c) || c.hdr.flags ||
+	    !fabric_ranges_ok(c.local_addr, c.remote_offset, c.size))
+		return MAIA_STATUS_BAD_CMD;
+	if (c.port >= fw_fabric_nports(sim))
+		return MAIA_STATUS_FABRIC_LINK;
+	return park_on_fabric(job, fw_xport_read_start(sim, job->sqe.asid, &c), sizeof(c));
 }
 
 static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
@@ -232,6 +309,10 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 		return cmd_sem_signal(sim, job, raw);
 	case MAIA_OP_SEM_WAIT:
 		return cmd_sem_wait(sim, job, raw);
+	case MAIA_OP_FABRIC_WRITE:
+		return cmd_fabric_write(sim, job, raw);
+	case MAIA_OP_FABRIC_READ:
+		return cmd_fabric_read(sim, job, raw);
 	default:
 		if (maia_tensor_handles(opcode))
 			return cmd_tensor(sim, as, raw);
@@ -272,8 +353,7 @@ static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
 {
 	uint64_t *sem = &job_sems(sim, job)[job->sem_index];
 
-	if (*sem >= job->sem_value) {
-		*sem -= job->sem_value;
+	if (fw_sem_take(sem, job->sem_value)) {
 		job->state = FW_JOB_RUNNING;
 		job->offset += sizeof(struct maia_cmd_sem_wait);
 		return MAIA_STATUS_OK;
@@ -281,6 +361,39 @@ static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
 	if (fw_now_ns(sim) >= job->deadline_ns)
 		return MAIA_STATUS_SEM_TIMEOUT;
 	return CMD_PARK;
+}
+
+/*
+ * A job parked on a fabric operation: once the operation ended, its status
+ * is the command's, and an MMU fault it took on this side is the job's.
+ */
+static int resume_fabric_wait(struct maia_sim *sim, struct fw_job *job, struct fw_as *as)
+{
+	struct fw_fop *op = job->fop;
+	uint32_t status;
+
+	pthread_mutex_lock(&sim->lock);
+	if (!fw_fop_done_locked(op)) {
+		pthread_mutex_unlock(&sim->lock);
+		return CMD_PARK;
+	}
+	job->fop = NULL;
+	pthread_mutex_unlock(&sim->lock);
+	status = op->status;
+	if (op->as.faulted && !as->faulted) {
+		as->faulted = true;
+		as->fault_va = op->as.fault_va;
+		as->fault_access = op->as.fault_access;
+	}
+	if (op->as.ecc_hit && !as->ecc_hit) {
+		as->ecc_hit = true;
+		as->ecc_page = op->as.ecc_page;
+	}
+	fw_fop_free(op);
+	job->state = FW_JOB_RUNNING;
+	if (status == MAIA_STATUS_OK)
+		job->offset += job->fop_cmd_size;
+	return (int)status;
 }
 
 /*
@@ -311,6 +424,15 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 	slice_end = fw_now_ns(sim) + slice_ns;
 
 	*error_offset = job->offset;
+	if (job->state == FW_JOB_FABRIC_WAIT) {
+		rc = resume_fabric_wait(sim, job, as);
+		if (rc == CMD_PARK)
+			return FW_RUN_PARKED;
+		if (rc != MAIA_STATUS_OK) {
+			*status = (uint32_t)rc;
+			return FW_RUN_DONE;
+		}
+	}
 	if (job->state == FW_JOB_SEM_WAIT) {
 		rc = resume_sem_wait(sim, job);
 		if (rc == CMD_PARK)

@@ -35,8 +35,9 @@ int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
 
 /*
  * Writes the Ethernet header, *hdr (crc and payload_len filled in here) and
- * payload into buf (at least MAIA_FABRIC_MIN_FRAME + len bytes). Returns the
- * frame length.
+ * payload into buf (at least MAIA_FABRIC_MIN_FRAME + len bytes; payload may
+ * already be in place at buf + MAIA_FABRIC_MIN_FRAME). Returns the frame
+ * length.
  */
 size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 		       const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
@@ -131,6 +132,15 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns);
  * -ENOTCONN (DOWN), -EAGAIN (queue full), -EMSGSIZE, -ENOMEM.
  */
 int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns);
+/*
+ * Zero-copy send: msg from fw_link_msg_alloc(len) (room for the frame's
+ * headers in front of it, so frames are built in place), filled by the
+ * caller and handed over: the link frees it, also on error. Same returns.
+ */
+#define FW_LINK_HEADROOM	MAIA_FABRIC_MIN_FRAME
+void *fw_link_msg_alloc(size_t len);
+void fw_link_msg_free(void *msg);
+int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns);
 /*
  * The earliest time at which fw_link_tick() has something to do (a HELLO,
  * retransmission, ack, keepalive or dead-peer check), for a caller that

@@ -10,6 +10,120 @@
 
 #include "fw_fabric.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/*
+ * CRC-32 (IEEE, bit-reflected, zlib's) by carry-less multiplication:
+ * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (Intel,
+ * 2009), four 128-bit lanes folded 64 bytes at a time, then Barrett
+ * reduction; the constants are the paper's for the reflected polynomial.
+ * It runs at about ten times zlib's table-driven speed, and every 64 KiB
+ * data frame is checksummed by sender and receiver. len >= 64, a multiple
+ * of 16; crc is the raw (not inverted) register.
+ */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len)
+{
+	static const uint64_t k1k2[2] __attribute__((aligned(16))) = { 0x0154442bd4, 0x01c6e41596 };
+	static const uint64_t k3k4[2] __attribute__((aligned(16))) = { 0x01751997d0, 0x00ccaa009e };
+	static const uint64_t k5k0[2] __attribute__((aligned(16))) = { 0x0163cd6124, 0 };
+	static const uint64_t poly[2] __attribute__((aligned(16))) = { 0x01db710641, 0x01f7011641 };
+	__m128i x0, x1, x2, x3, x4, x5, x6, x7, x8;
+
+	x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+	x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+	x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+	x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	x0 = _mm_load_si128((const __m128i *)k1k2);
+	buf += 64;
+	len -= 64;
+	while (len >= 64) {
+		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+		x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+		x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+		x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+		x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+		x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+		x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+		x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+		x1 = _mm_xor_si128(_mm_xor_si128(x1, x5),
+				   _mm_loadu_si128((const __m128i *)(buf + 0x00)));
+		x2 = _mm_xor_si128(_mm_xor_si128(x2, x6),
+				   _mm_loadu_si128((const __m128i *)(buf + 0x10)));
+		x3 = _mm_xor_si128(_mm_xor_si128(x3, x7),
+				   _mm_loadu_si128((const __m128i *)(buf + 0x20)));
+		x4 = _mm_xor_si128(_mm_xor_si128(x4, x8),
+				   _mm_loadu_si128((const __m128i *)(buf + 0x30)));
+		buf += 64;
+		len -= 64;
+	}
+	/* Four lanes into one. */
+	x0 = _mm_load_si128((const __m128i *)k3k4);
+	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+	x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+	x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
+	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+	x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+	while (len >= 16) {
+		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+		x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+		x1 = _mm_xor_si128(_mm_xor_si128(x1, _mm_loadu_si128((const __m128i *)buf)), x5);
+		buf += 16;
+		len -= 16;
+	}
+	/* 128 to 64 bits, then 64 to 32 by Barrett reduction. */
+	x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+	x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+	x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
+	x0 = _mm_loadl_epi64((const __m128i *)k5k0);
+	x2 = _mm_srli_si128(x1, 4);
+	x1 = _mm_and_si128(x1, x3);
+	x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+	x1 = _mm_xor_si128(x1, x2);
+	x0 = _mm_load_si128((const __m128i *)poly);
+	x2 = _mm_and_si128(x1, x3);
+	x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+	x2 = _mm_and_si128(x2, x3);
+	x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+	x1 = _mm_xor_si128(x1, x2);
+	return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
+static bool have_clmul(void)
+{
+	static int have = -1;
+	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
+	}
+	return h;
+}
+#endif
+
+/* zlib's crc32_z(), with the carry-less multiply path for the bulk when the CPU has it. */
+static uLong crc_update(uLong crc, const uint8_t *p, size_t len)
+{
+#if defined(__x86_64__)
+	if (len >= 64 && have_clmul()) {
+		size_t bulk = len & ~(size_t)15;
+
+		crc = ~crc32_clmul(~(uint32_t)crc, p, bulk) & 0xffffffffu;
+		p += bulk;
+		len -= bulk;
+	}
+#endif
+	return len ? crc32_z(crc, p, len) : crc;
+}
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the fabric header is copied as a little-endian structure"
 #endif
@@ -22,7 +136,7 @@ uint32_t fw_fabric_crc(const struct maia_fabric_hdr *hdr, const void *payload, u
 	h.crc = 0;
 	crc = crc32_z(0, (const Bytef *)&h, sizeof(h));
 	if (len)
-		crc = crc32_z(crc, payload, len);
+		crc = crc_update(crc, payload, len);
 	return (uint32_t)crc;
 }
 
@@ -51,7 +165,8 @@ size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 	hdr->crc = fw_fabric_crc(hdr, payload, len);
 	memcpy(p, &eth, sizeof(eth));
 	memcpy(p + MAIA_ETH_HLEN, hdr, sizeof(*hdr));
-	if (len)
+	/* The payload may already be in place (fw_link_send_owned()). */
+	if (len && payload != p + MAIA_FABRIC_MIN_FRAME)
 		memcpy(p + MAIA_FABRIC_MIN_FRAME, payload, len);
 	return MAIA_FABRIC_MIN_FRAME + (size_t)len;
 }

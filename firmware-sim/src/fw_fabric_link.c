@@ -60,13 +60,31 @@ static void fill_hdr(struct fw_link *l, struct maia_fabric_hdr *h, uint8_t type)
 	h->credit = l->rcv_nxt + l->cfg.window;
 }
 
+void *fw_link_msg_alloc(size_t len)
+{
+	uint8_t *buf = malloc(FW_LINK_HEADROOM + (len ? len : 1));
+
+	return buf ? buf + FW_LINK_HEADROOM : NULL;
+}
+
+void fw_link_msg_free(void *msg)
+{
+	if (msg)
+		free((uint8_t *)msg - FW_LINK_HEADROOM);
+}
+
+/*
+ * A queued message (payload != NULL) has the frame's headers' room in front
+ * of it: the frame is built in place, without copying the payload.
+ */
 static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *payload,
 		 uint32_t len, uint64_t now_ns)
 {
 	static const uint8_t bcast[MAIA_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t *frame = payload ? (uint8_t *)payload - FW_LINK_HEADROOM : l->frame;
 	size_t n;
 
-	n = fw_fabric_build(l->frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
+	n = fw_fabric_build(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
 			    h, payload, len);
 	l->stats.tx_frames++;
 	l->stats.tx_bytes += n;
@@ -76,7 +94,7 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 		l->stats.tx_injected_drops++;
 		return;
 	}
-	if (l->ops.tx(l->opaque, l->cfg.port, l->frame, n) < 0)
+	if (l->ops.tx(l->opaque, l->cfg.port, frame, n) < 0)
 		l->stats.tx_errors++;
 }
 
@@ -125,7 +143,7 @@ static void free_msg(struct fw_link *l, uint32_t seq)
 {
 	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
 
-	free(m->data);
+	fw_link_msg_free(m->data);
 	m->data = NULL;
 	m->len = 0;
 }
@@ -235,27 +253,52 @@ unsigned int fw_link_pending(const struct fw_link *l)
 	return l->snd_tail - l->snd_una;
 }
 
-int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns)
+static int send_check(const struct fw_link *l, size_t len)
 {
-	struct fw_link_msg *m;
-
 	if (len > MAIA_FABRIC_MAX_PAYLOAD)
 		return -EMSGSIZE;
 	if (l->state != FW_LINK_UP)
 		return -ENOTCONN;
 	if (l->snd_tail - l->snd_una >= l->cfg.txq)
 		return -EAGAIN;
-	m = &l->q[l->snd_tail & (l->cfg.txq - 1)];
-	m->data = NULL;
-	if (len) {
-		m->data = malloc(len);
-		if (!m->data)
-			return -ENOMEM;
-		memcpy(m->data, msg, len);
-	}
+	return 0;
+}
+
+static void enqueue(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
+{
+	struct fw_link_msg *m = &l->q[l->snd_tail & (l->cfg.txq - 1)];
+
+	m->data = msg;
 	m->len = (uint32_t)len;
 	l->snd_tail++;
 	pump(l, now_ns);
+}
+
+int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns)
+{
+	int err = send_check(l, len);
+	void *copy;
+
+	if (err)
+		return err;
+	copy = fw_link_msg_alloc(len);
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, msg, len);
+	enqueue(l, copy, len, now_ns);
+	return 0;
+}
+
+int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
+{
+	int err = send_check(l, len);
+
+	if (err) {
+		fw_link_msg_free(msg);
+		return err;
+	}
+	enqueue(l, msg, len, now_ns);
 	return 0;
 }
 

@@ -1,27 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fabric ports of a struct maia_sim: one fw_link per port, run by the device
- * worker (Documentation/hw/fabric.rst, "Attaching ports").
+ * Fabric ports of a struct maia_sim: one fw_link per port and the fabric
+ * thread that runs them with the transport above (fw_fabric_xport.c;
+ * Documentation/hw/fabric.rst, "Attaching ports").
  *
  * Threads and locks:
  *   - maia_sim_fabric_rx() (any thread) copies a frame into the port's
  *     bounded receive ring under sim->lock, sets fab->kicked and signals
- *     work_cond. It never calls out.
- *   - The worker (fw_fabric_run_locked()) takes the frames out of the rings
- *     under sim->lock, then with sim->lock dropped and fab->busy set feeds
- *     them to the links and ticks every link; the links call fabric_tx (no
- *     lock held) and the upper layer callbacks below. It then publishes a
- *     snapshot of each port (maia_sim_fabric_port_info()) and the next link
- *     deadline under sim->lock.
- *   - The links themselves (struct fw_link and struct fw_fabric_port's
- *     worker-owned fields) are touched by the worker only, and by reset and
- *     destroy while the worker is parked or gone.
- * fab->busy is separate from sim->worker_busy: the doorbell fast path may
- * run a job in the host thread while the worker runs fabric work, and fabric
- * work does not hold up maia_sim_drain(). Reset waits for both.
- *
- * The layer above is a placeholder for now: on every link UP the port sends
- * one identity message (struct ident) and counts what it receives.
+ *     sim->fab_cond. It never calls out.
+ *   - The fabric thread (fabric_main()) sleeps on fab_cond until frames
+ *     are queued, an operation is submitted or released, or the earliest
+ *     link or operation deadline passes. A round takes the queued frames
+ *     and the submitted operations under sim->lock, then with the lock
+ *     dropped and fab->busy set feeds the frames to the links, ticks every
+ *     link and pumps the transport; the links call link_tx (no lock held)
+ *     and the transport. It then publishes a snapshot of each port
+ *     (maia_sim_fabric_port_info()), hands finished operations back and
+ *     sets the next deadline under sim->lock.
+ *   - The links, the transport and struct fw_fabric_port's thread-owned
+ *     fields are touched by the fabric thread only, and by reset and
+ *     destroy while it is parked or gone.
+ * The device worker runs jobs only: a long job does not hold up keepalives
+ * (the peer would declare this device dead), and fabric work is not work
+ * for maia_sim_drain(). Reset waits for both threads to park (fab->busy
+ * clear, as sim->worker_busy).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,19 +31,10 @@
 #include <unistd.h>
 
 #include "fw_fabric.h"
+#include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
-#define FW_FABRIC_IDENT_MAGIC	0x544e4449u	/* "IDNT" */
-
-/* The identity message (little-endian): who sent it, from which port. */
-struct ident {
-	uint32_t magic;
-	uint32_t port;
-	uint64_t serial;
-	uint32_t epoch;
-	uint32_t reserved;
-};
 
 struct rx_frame {
 	size_t len;
@@ -56,20 +49,24 @@ struct fw_fabric_port {
 	unsigned int head, count;
 	uint64_t rx_queue_drops;
 	struct maia_sim_fabric_port_info info;	/* published snapshot */
-	/* Worker-owned. */
+	/* Fabric-thread-owned. */
 	struct fw_link link;
 	bool announce;			/* send the identity message */
 	uint64_t ident_rx, ident_serial;
 	unsigned int ident_port;
+	struct rx_frame batch[MAIA_SIM_FABRIC_RXQ];	/* frames taken for this round */
+	unsigned int nbatch;
 };
 
 struct fw_fabric {
 	unsigned int nports;
 	uint64_t serial;
+	struct fw_xport *xport;		/* fabric-thread-owned (fw_fabric_xport.c) */
+	bool thread_started;
 	/* Under sim->lock. */
-	bool kicked;			/* frames queued since the last run */
-	bool busy;			/* the worker is running links, lock dropped */
-	uint64_t next_ns;		/* host clock: earliest link deadline */
+	bool kicked;			/* frames or operations queued since the last round */
+	bool busy;			/* the fabric thread is in a round, lock dropped */
+	uint64_t next_ns;		/* host clock: earliest link or operation deadline */
 	struct fw_fabric_port port[];
 };
 
@@ -77,6 +74,31 @@ struct fw_fabric {
 static uint64_t fab_now(struct maia_sim *sim)
 {
 	return fw_host_now_ns(&sim->host);
+}
+
+uint64_t fw_fabric_now(struct maia_sim *sim)
+{
+	return fab_now(sim);
+}
+
+struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port)
+{
+	return &sim->fab->port[port].link;
+}
+
+struct fw_xport *fw_fabric_xport(struct maia_sim *sim)
+{
+	return sim->fab->xport;
+}
+
+uint64_t fw_fabric_serial(struct maia_sim *sim)
+{
+	return sim->fab->serial;
+}
+
+unsigned int fw_fabric_nports(struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->nports : 0;
 }
 
 static int link_tx(void *opaque, unsigned int port, const void *frame, size_t len)
@@ -92,17 +114,19 @@ static int link_tx(void *opaque, unsigned int port, const void *frame, size_t le
 static void link_deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct fw_fabric_port *p = opaque;
-	struct ident id;
 
-	(void)port;
-	if (len != sizeof(id))
-		return;
-	memcpy(&id, msg, sizeof(id));
-	if (id.magic != FW_FABRIC_IDENT_MAGIC)
-		return;
+	fw_xport_deliver(p->sim, port, msg, len);
+}
+
+/* MAIA_FMSG_IDENT from the peer: tag = its serial, key = its port. */
+void fw_fabric_ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
+			unsigned int peer_port)
+{
+	struct fw_fabric_port *p = &sim->fab->port[port];
+
 	p->ident_rx++;
-	p->ident_serial = id.serial;
-	p->ident_port = id.port;
+	p->ident_serial = serial;
+	p->ident_port = peer_port;
 }
 
 static void link_state_changed(void *opaque, unsigned int port, bool up,
@@ -114,6 +138,10 @@ static void link_state_changed(void *opaque, unsigned int port, bool up,
 		 (unsigned long long)peer_serial, peer_port);
 	/* Sent after the link call returns, not from inside it. */
 	p->announce = up;
+	if (up)
+		fw_xport_link_up(p->sim, port);
+	else
+		fw_xport_link_down(p->sim, port);
 }
 
 static const struct fw_link_ops link_ops = {
@@ -124,11 +152,11 @@ static const struct fw_link_ops link_ops = {
 
 static void announce(struct fw_fabric *fab, struct fw_fabric_port *p, uint64_t now)
 {
-	struct ident id = {
-		.magic = FW_FABRIC_IDENT_MAGIC,
-		.port = p->index,
-		.serial = fab->serial,
-		.epoch = p->link.epoch,
+	struct maia_fabric_msg id = {
+		.type = MAIA_FMSG_IDENT,
+		.key = p->index,
+		.tag = fab->serial,
+		.offset = p->link.epoch,
 	};
 
 	if (!p->announce)
@@ -142,6 +170,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 {
 	const struct fw_link *l = &p->link;
 	struct maia_sim_fabric_port_info *i = &p->info;
+	uint64_t msg_drops = 0;
 
 	i->up = l->state == FW_LINK_UP;
 	i->serial = fab->serial;
@@ -155,7 +184,8 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->rx_frames = l->stats.rx_frames;
 	i->tx_errors = l->stats.tx_errors;
 	i->retransmits = l->stats.retransmits;
-	i->rx_dropped = 0;
+	fw_xport_counters(p->sim, p->index, &msg_drops, &i->nak_tx, &i->nak_rx);
+	i->rx_dropped = msg_drops;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
 	i->rx_queue_drops = p->rx_queue_drops;
@@ -174,11 +204,34 @@ static uint64_t auto_serial(void)
 	return MAIA_SIM_SERIAL_AUTO | ((uint64_t)(getpid() & 0xffffffff) << 16) | (n & 0xffffu);
 }
 
+static void drain_ring_locked(struct fw_fabric_port *p)
+{
+	while (p->count) {
+		free(p->ring[p->head].data);
+		p->ring[p->head].data = NULL;
+		p->head = (p->head + 1) % MAIA_SIM_FABRIC_RXQ;
+		p->count--;
+	}
+}
+
+static void free_fabric(struct fw_fabric *fab, unsigned int links)
+{
+	for (unsigned int i = 0; i < fab->nports; i++)
+		drain_ring_locked(&fab->port[i]);
+	for (unsigned int i = 0; i < links; i++)
+		fw_link_destroy(&fab->port[i].link);
+	fw_xport_destroy(fab->xport);
+	free(fab);
+}
+
+static void *fabric_main(void *arg);
+
 int fw_fabric_create(struct maia_sim *sim)
 {
 	unsigned int n = sim->cfg.fabric_ports;
 	uint64_t now = fab_now(sim);
 	struct fw_fabric *fab;
+	int err;
 
 	if (!n)
 		return 0;
@@ -187,10 +240,15 @@ int fw_fabric_create(struct maia_sim *sim)
 		return -ENOMEM;
 	fab->nports = n;
 	fab->serial = sim->cfg.serial ? sim->cfg.serial : auto_serial();
+	fab->xport = fw_xport_create(sim, n);
+	if (!fab->xport) {
+		free(fab);
+		return -ENOMEM;
+	}
+	sim->fab = fab;
 	for (unsigned int i = 0; i < n; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
 		struct fw_link_config lc;
-		int err;
 
 		p->sim = sim;
 		p->index = i;
@@ -207,43 +265,45 @@ int fw_fabric_create(struct maia_sim *sim)
 			lc.epoch = 1;
 		err = fw_link_init(&p->link, &lc, &link_ops, p, now);
 		if (err) {
-			while (i--)
-				fw_link_destroy(&fab->port[i].link);
-			free(fab);
+			sim->fab = NULL;
+			free_fabric(fab, i);
 			return err;
 		}
 		publish_locked(fab, p);
 	}
 	fab->next_ns = now;		/* first HELLOs at once */
-	sim->fab = fab;
+	err = -fw_host_thread_create(&sim->host, &sim->fabric_thread, "maia-fabric",
+				     fabric_main, sim);
+	if (err) {
+		sim->fab = NULL;
+		free_fabric(fab, n);
+		return err;
+	}
+	fab->thread_started = true;
 	return 0;
 }
 
-static void drain_ring_locked(struct fw_fabric_port *p)
+/* Destroy: stop is set and fab_cond signalled by the caller. */
+void fw_fabric_stop(struct maia_sim *sim)
 {
-	while (p->count) {
-		free(p->ring[p->head].data);
-		p->ring[p->head].data = NULL;
-		p->head = (p->head + 1) % MAIA_SIM_FABRIC_RXQ;
-		p->count--;
+	if (sim->fab && sim->fab->thread_started) {
+		pthread_join(sim->fabric_thread, NULL);
+		sim->fab->thread_started = false;
 	}
 }
 
+/* After fw_fabric_stop() (and the worker's end): nothing runs any more. */
 void fw_fabric_destroy(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
 
 	if (!fab)
 		return;
-	for (unsigned int i = 0; i < fab->nports; i++) {
-		drain_ring_locked(&fab->port[i]);
-		fw_link_destroy(&fab->port[i].link);
-	}
-	free(fab);
 	sim->fab = NULL;
+	free_fabric(fab, fab->nports);
 }
 
-/* Reset, with the worker parked (reset_req set, fab->busy clear). */
+/* Reset, with the worker and the fabric thread parked (reset_req set, busy clear). */
 void fw_fabric_reset(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
@@ -251,6 +311,8 @@ void fw_fabric_reset(struct maia_sim *sim)
 
 	if (!fab)
 		return;
+	/* Operations first: their jobs were aborted; the links' DOWN then fails nothing. */
+	fw_xport_reset(sim);
 	for (unsigned int i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
 
@@ -272,34 +334,22 @@ bool fw_fabric_busy_locked(struct maia_sim *sim)
 	return sim->fab && sim->fab->busy;
 }
 
-/* Crashed firmware runs no links: its peers see it die. */
-bool fw_fabric_due_locked(struct maia_sim *sim)
+void fw_fabric_kick_locked(struct maia_sim *sim)
 {
-	struct fw_fabric *fab = sim->fab;
-
-	if (!fab || __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
-		return false;
-	return fab->kicked || fab_now(sim) >= fab->next_ns;
-}
-
-uint64_t fw_fabric_wait_ns_locked(struct maia_sim *sim)
-{
-	struct fw_fabric *fab = sim->fab;
-	uint64_t now;
-
-	if (!fab || __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
-		return UINT64_MAX;
-	if (fab->kicked)
-		return 0;
-	now = fab_now(sim);
-	return fab->next_ns > now ? fab->next_ns - now : 0;
+	if (!sim->fab)
+		return;
+	if (!sim->fab->kicked) {
+		sim->fab->kicked = true;
+		pthread_cond_signal(&sim->fab_cond);
+	}
 }
 
 /*
- * One round of fabric work on the worker: received frames to the links,
- * then every link's tick. Called and returns with sim->lock held.
+ * One round: received frames to the links, every link's tick, the
+ * transport's operations and answers. Called and returns with sim->lock
+ * held.
  */
-void fw_fabric_run_locked(struct maia_sim *sim)
+static void fabric_round_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
 	uint64_t now, next = UINT64_MAX;
@@ -307,37 +357,46 @@ void fw_fabric_run_locked(struct maia_sim *sim)
 
 	fab->busy = true;
 	fab->kicked = false;
+	fw_xport_sync_locked(sim);
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
-		/* Only what is queued now: a busy wire must not starve the queues. */
-		unsigned int n = p->count;
 
-		while (n--) {
-			struct rx_frame f = p->ring[p->head];
-
+		/* Only what is queued now: a busy wire must not starve the timers. */
+		p->nbatch = 0;
+		while (p->count) {
+			p->batch[p->nbatch++] = p->ring[p->head];
 			p->ring[p->head].data = NULL;
 			p->head = (p->head + 1) % MAIA_SIM_FABRIC_RXQ;
 			p->count--;
-			pthread_mutex_unlock(&sim->lock);
-			fw_link_rx(&p->link, f.data, f.len, fab_now(sim));
-			free(f.data);
-			announce(fab, p, fab_now(sim));
-			pthread_mutex_lock(&sim->lock);
 		}
 	}
 	pthread_mutex_unlock(&sim->lock);
 
+	for (i = 0; i < fab->nports; i++) {
+		struct fw_fabric_port *p = &fab->port[i];
+
+		for (unsigned int k = 0; k < p->nbatch; k++) {
+			fw_link_rx(&p->link, p->batch[k].data, p->batch[k].len, fab_now(sim));
+			free(p->batch[k].data);
+			announce(fab, p, fab_now(sim));
+		}
+	}
 	now = fab_now(sim);
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
-		uint64_t d;
 
 		fw_link_tick(&p->link, now);
 		announce(fab, p, now);
-		d = fw_link_next_deadline(&p->link);
+	}
+	fw_xport_pump(sim, now);
+	for (i = 0; i < fab->nports; i++) {
+		uint64_t d = fw_link_next_deadline(&fab->port[i].link);
+
 		if (d < next)
 			next = d;
 	}
+	if (fw_xport_next_deadline(sim) < next)
+		next = fw_xport_next_deadline(sim);
 	now = fab_now(sim);
 	if (next < now + FW_FABRIC_MIN_SLEEP_NS)
 		next = now + FW_FABRIC_MIN_SLEEP_NS;
@@ -345,9 +404,39 @@ void fw_fabric_run_locked(struct maia_sim *sim)
 	pthread_mutex_lock(&sim->lock);
 	for (i = 0; i < fab->nports; i++)
 		publish_locked(fab, &fab->port[i]);
+	fw_xport_sync_locked(sim);
 	fab->next_ns = next;
 	fab->busy = false;
 	pthread_cond_broadcast(&sim->idle_cond);
+}
+
+static void *fabric_main(void *arg)
+{
+	struct maia_sim *sim = arg;
+	struct fw_fabric *fab = sim->fab;
+
+	pthread_mutex_lock(&sim->lock);
+	while (!sim->stop) {
+		uint64_t now;
+
+		/* Parked for a reset; crashed firmware runs no links: its peers see it die. */
+		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+			pthread_cond_broadcast(&sim->idle_cond);
+			pthread_cond_wait(&sim->fab_cond, &sim->lock);
+			continue;
+		}
+		now = fab_now(sim);
+		if (!fab->kicked && now < fab->next_ns) {
+			struct timespec ts = fw_monotonic_deadline(fab->next_ns - now);
+
+			pthread_cond_timedwait(&sim->fab_cond, &sim->lock, &ts);
+			continue;
+		}
+		fabric_round_locked(sim);
+	}
+	pthread_mutex_unlock(&sim->lock);
+	return NULL;
 }
 
 void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len)
@@ -373,11 +462,7 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 	}
 	p->ring[(p->head + p->count) % MAIA_SIM_FABRIC_RXQ] = (struct rx_frame){ len, copy };
 	p->count++;
-	if (!fab->kicked) {
-		fab->kicked = true;
-		/* Only the worker waits on work_cond. */
-		pthread_cond_signal(&sim->work_cond);
-	}
+	fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 }
 

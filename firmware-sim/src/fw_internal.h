@@ -17,12 +17,14 @@
  * names are fw_ too (fw_te_job is its parallel task set, not a queue job).
  * Environment variables keep their MAIA_ names (MAIA_TE_ISA).
  *
- * Threads: the host thread (MMIO, doorbells, reset) and one device worker
- * thread (which also runs the fabric links; any thread may queue a received
- * fabric frame). sim->lock guards the register-visible state; the worker drops it
- * while it runs work (DMA, jobs). Callbacks that may take host locks
- * (raise_irq, dma_*, shadow_changed) are never called with sim->lock held;
- * guest_error and trace may be.
+ * Threads: the host thread (MMIO, doorbells, reset), one device worker
+ * thread (jobs, boot) and, with fabric ports, one fabric thread (the links
+ * and the transport above them, fw_fabric_port.c; any thread may queue a
+ * received fabric frame). sim->lock guards the register-visible state; the
+ * worker and the fabric thread drop it while they run work (DMA, jobs,
+ * links). Callbacks that may take host locks (raise_irq, dma_*,
+ * shadow_changed) are never called with sim->lock held; guest_error and
+ * trace may be.
  */
 #ifndef FWSIM_INTERNAL_H
 #define FWSIM_INTERNAL_H
@@ -34,6 +36,7 @@
 #include "maia/engine.h"
 #include "maia/hw/boot.h"
 #include "maia/hw/cmd.h"
+#include "maia/hw/fabric.h"
 #include "maia/hw/mbox.h"
 #include "maia/hw/mmu.h"
 #include "maia/hw/queue.h"
@@ -87,6 +90,7 @@ enum fw_job_state {
 	FW_JOB_IDLE,			/* no job fetched */
 	FW_JOB_RUNNING,		/* fetched; runnable (may have yielded) */
 	FW_JOB_SEM_WAIT,		/* parked on a semaphore */
+	FW_JOB_FABRIC_WAIT,		/* parked on a fabric operation (job->fop) */
 	FW_JOB_HUNG,			/* injected hang: only reset ends it */
 };
 
@@ -101,9 +105,22 @@ struct fw_job {
 	uint32_t sem_index;		/* FW_JOB_SEM_WAIT */
 	uint32_t sem_value;
 	uint64_t deadline_ns;
+	struct fw_fop *fop;		/* FW_JOB_FABRIC_WAIT: the operation */
+	uint32_t fop_cmd_size;		/* its command's size, skipped on success */
 	uint64_t gen;			/* queue generation it was fetched in */
 	uint64_t cq;			/* CQ base, snapshot at fetch */
 };
+
+/* A fabric window (fw_fabric_win.c): part of an address space the fabric may reach. */
+struct fw_window {
+	bool open;
+	uint32_t gen;			/* key generation, 1..2^24-1; bumped by each close */
+	unsigned int asid;
+	unsigned int access;		/* MAIA_ACCESS_* the remote side may do */
+	uint64_t va, size;
+};
+
+struct fw_fop;
 
 /* HBM ECC (fw_ecc.c): pages with an injected error. */
 #define FW_ECC_MAX_PAGES	64u
@@ -191,7 +208,8 @@ struct maia_sim {
 
 	/* Worker-owned (reset rewrites them while the worker is parked). */
 	struct fw_image_params fw;
-	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* per address space */
+	/* Per address space; atomics: remote writes add to them from the fabric thread. */
+	uint64_t sems[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];
 	uint8_t *bounce;		/* FW_BOUNCE_SIZE */
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;
@@ -214,6 +232,16 @@ struct maia_sim {
 
 	/* Fabric ports (fw_fabric_port.c); NULL when cfg.fabric_ports is 0. */
 	struct fw_fabric *fab;
+	pthread_t fabric_thread;	/* runs the links and the transport */
+	/*
+	 * fab_cond (with lock) wakes the fabric thread. win_lock (inside lock,
+	 * outside mmu_lock) protects win[]; the fabric thread holds it while it
+	 * checks a key and moves the data, so a window closed under it sees no
+	 * later access.
+	 */
+	pthread_cond_t fab_cond;
+	pthread_mutex_t win_lock;
+	struct fw_window win[MAIA_FABRIC_MAX_WINDOWS];
 };
 
 /* fw_sim.c */
@@ -231,16 +259,33 @@ void fw_kick_worker_locked(struct maia_sim *sim);
 void fw_reset_state_locked(struct maia_sim *sim);
 
 /*
- * fw_fabric_port.c: the fabric ports' link engines, run by the worker.
- * Every function is a no-op (false, UINT64_MAX) when sim->fab is NULL.
+ * fw_fabric_port.c: the fabric ports' link engines and the fabric thread.
+ * Every function is a no-op (false) when sim->fab is NULL.
  */
-int fw_fabric_create(struct maia_sim *sim);
+int fw_fabric_create(struct maia_sim *sim);		/* and start the thread */
+void fw_fabric_stop(struct maia_sim *sim);		/* joins the thread (stop set) */
 void fw_fabric_destroy(struct maia_sim *sim);
-void fw_fabric_reset(struct maia_sim *sim);		/* worker parked */
+void fw_fabric_reset(struct maia_sim *sim);		/* worker and fabric parked */
 bool fw_fabric_busy_locked(struct maia_sim *sim);
-bool fw_fabric_due_locked(struct maia_sim *sim);
-uint64_t fw_fabric_wait_ns_locked(struct maia_sim *sim);	/* UINT64_MAX: no timer */
-void fw_fabric_run_locked(struct maia_sim *sim);
+void fw_fabric_kick_locked(struct maia_sim *sim);
+unsigned int fw_fabric_nports(struct maia_sim *sim);
+
+/* fw_fabric_win.c: the window table (maia/hw/fabric.h "Windows"). */
+void fw_win_init(struct maia_sim *sim);
+uint32_t fw_win_open(struct maia_sim *sim, const uint32_t *arg, uint32_t *key);
+uint32_t fw_win_close(struct maia_sim *sim, uint32_t key);
+void fw_win_close_asid(struct maia_sim *sim, unsigned int asid);
+void fw_win_close_all(struct maia_sim *sim);
+/*
+ * A remote access through window `key` at `offset`: write len bytes from
+ * buf (then, if sem, sems[asid][sem_index] += sem_value) or read len bytes
+ * into buf. Returns MAIA_FABRIC_RESP_*; *sem_done tells a semaphore moved.
+ */
+unsigned int fw_win_write(struct maia_sim *sim, uint32_t key, uint64_t offset, const void *buf,
+			  uint32_t len, bool sem, uint32_t sem_index, uint32_t sem_value,
+			  bool *sem_done);
+unsigned int fw_win_read(struct maia_sim *sim, uint32_t key, uint64_t offset, void *buf,
+			 uint32_t len);
 
 /* fw_boot.c: runs on the worker. */
 void fw_boot_run(struct maia_sim *sim);
@@ -288,10 +333,14 @@ bool fw_ecc_job_hit_locked(struct maia_sim *sim, unsigned int asid, unsigned int
 uint32_t fw_ecc_count_locked(struct maia_sim *sim, bool ue);
 void fw_ecc_reset_locked(struct maia_sim *sim);
 
+/* Semaphores: the worker and the fabric thread (remote increments) share them. */
+bool fw_sem_add(uint64_t *sem, uint64_t value);		/* false on overflow */
+bool fw_sem_take(uint64_t *sem, uint64_t value);	/* false if below value */
+
 /* fw_cmd.c: runs a job's commands on the worker. */
 enum fw_run_result {
 	FW_RUN_DONE,		/* *status and *error_offset are final */
-	FW_RUN_PARKED,	/* waiting on a semaphore */
+	FW_RUN_PARKED,	/* waiting on a semaphore or a fabric operation */
 	FW_RUN_YIELD,		/* quantum used up; runnable */
 	FW_RUN_STOPPED,	/* reset or queue disable: job abandoned */
 };
@@ -302,6 +351,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 /* fw_sched.c */
 void *fw_worker_main(void *arg);
 void fw_sched_abort_inflight(struct maia_sim *sim);
+void fw_sched_release_fops(struct maia_sim *sim);
 bool fw_sched_inline_begin_locked(struct maia_sim *sim);
 void fw_sched_inline_run(struct maia_sim *sim);
 bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi,

@@ -10,7 +10,8 @@
  *
  * The commands change state the worker also reads: address-space roots and
  * TLBs under mmu_lock; semaphores of an ASID, which the host only resets
- * while no job of that ASID runs.
+ * while no job of that ASID runs; fabric windows (fw_fabric_win.c) under
+ * win_lock, which the fabric thread holds while it moves data through one.
  */
 #include <string.h>
 
@@ -31,6 +32,9 @@ static uint32_t mbox_set_context(struct maia_sim *sim, const uint32_t *arg)
 				 asid, (unsigned long long)root);
 		return MAIA_MBOX_EINVAL;
 	}
+	/* A context's windows end with it: nothing lands in its memory any more. */
+	if (!root)
+		fw_win_close_asid(sim, asid);
 	fw_mmu_set_context(sim, asid, root);
 	/*
 	 * A context starts (and ends) with its semaphores at 0. The worker
@@ -82,6 +86,14 @@ bool fw_mbox_exec_locked(struct maia_sim *sim)
 			break;
 		case MAIA_MBOX_TLB_INVALIDATE:
 			result = mbox_tlb_invalidate(sim, arg);
+			break;
+		case MAIA_MBOX_FABRIC_WINDOW_OPEN:
+			result = fw_fabric_nports(sim) ? fw_win_open(sim, arg, &resp[0])
+						       : MAIA_MBOX_EUNKNOWN;
+			break;
+		case MAIA_MBOX_FABRIC_WINDOW_CLOSE:
+			result = fw_fabric_nports(sim) ? fw_win_close(sim, arg[0])
+						       : MAIA_MBOX_EUNKNOWN;
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
 			if (!fw_pm_cap_valid(arg[0])) {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
 /* Queue registers the worker needs, copied under sim->lock. */
@@ -40,13 +41,45 @@ static unsigned int queue_prio(const struct fw_queue *q)
 	return (q->ctrl & MAIA_Q_CTRL_PRIO_MASK) >> MAIA_Q_CTRL_PRIO_SHIFT;
 }
 
+/* The job leaves FW_JOB_FABRIC_WAIT (or is dropped): its operation goes back. */
+static void drop_fop_locked(struct maia_sim *sim, struct fw_job *job)
+{
+	if (job->fop) {
+		fw_fop_release_locked(sim, job->fop);
+		job->fop = NULL;
+	}
+}
+
+/* Destroy: both threads are gone. */
+void fw_sched_release_fops(struct maia_sim *sim)
+{
+	pthread_mutex_lock(&sim->lock);
+	for (unsigned int qi = 0; qi < MAIA_MAX_QUEUES; qi++)
+		drop_fop_locked(sim, &sim->queues[qi].job);
+	pthread_mutex_unlock(&sim->lock);
+}
+
+/* A job parked on a fabric operation: not runnable, but work in progress for drain. */
+static bool fabric_parked_locked(struct maia_sim *sim)
+{
+	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
+		const struct fw_queue *q = &sim->queues[qi];
+
+		if (q->job.state == FW_JOB_FABRIC_WAIT && q->job.gen == q->gen)
+			return true;
+	}
+	return false;
+}
+
 static bool queue_runnable_locked(struct maia_sim *sim, struct fw_queue *q, uint64_t now,
 				  uint64_t *next_deadline)
 {
 	struct fw_job *job = &q->job;
 
-	if (job->state != FW_JOB_IDLE && job->gen != q->gen)
+	if (job->state != FW_JOB_IDLE && job->gen != q->gen) {
+		drop_fop_locked(sim, job);
 		job->state = FW_JOB_IDLE;	/* queue was disabled: drop it */
+	}
 	if (!q->enabled || (q->status & (MAIA_Q_STATUS_ERR_CONFIG | MAIA_Q_STATUS_ERR_DMA)))
 		return false;
 	switch (job->state) {
@@ -55,12 +88,15 @@ static bool queue_runnable_locked(struct maia_sim *sim, struct fw_queue *q, uint
 	case FW_JOB_RUNNING:
 		return true;
 	case FW_JOB_SEM_WAIT:
-		if (sim->sems[job->sqe.asid][job->sem_index] >= job->sem_value ||
-		    now >= job->deadline_ns)
+		/* A remote write may move the semaphore from the fabric thread. */
+		if (__atomic_load_n(&sim->sems[job->sqe.asid][job->sem_index], __ATOMIC_ACQUIRE) >=
+		    job->sem_value || now >= job->deadline_ns)
 			return true;
 		if (job->deadline_ns < *next_deadline)
 			*next_deadline = job->deadline_ns;
 		return false;
+	case FW_JOB_FABRIC_WAIT:
+		return fw_fop_done_locked(job->fop);
 	case FW_JOB_HUNG:
 		return false;
 	}
@@ -349,23 +385,25 @@ static void sleep_locked(struct maia_sim *sim, uint64_t wait_ns)
 }
 
 /*
- * Sleeps until new work, the device-time deadline or the fabric links' next
- * deadline. Fabric timers do not make the worker busy for maia_sim_drain().
+ * Sleeps until new work or the device-time deadline. A job parked on a
+ * fabric operation keeps the device busy for maia_sim_drain(); the fabric
+ * thread wakes the worker when the operation ends.
  */
 static void wait_for_work_locked(struct maia_sim *sim, uint64_t deadline)
 {
-	uint64_t now, wait_ns = UINT64_MAX, fab_ns;
+	uint64_t now, wait_ns = UINT64_MAX;
 
 	if (deadline == UINT64_MAX) {
-		sim->worker_idle = true;
-		pthread_cond_broadcast(&sim->idle_cond);
+		if (!fabric_parked_locked(sim)) {
+			sim->worker_idle = true;
+			pthread_cond_broadcast(&sim->idle_cond);
+		}
 	} else {
 		/* Device time is the host's clock; the wait is on CLOCK_MONOTONIC. */
 		now = fw_now_ns(sim);
 		wait_ns = deadline > now ? deadline - now : 0;
 	}
-	fab_ns = fw_fabric_wait_ns_locked(sim);
-	sleep_locked(sim, fab_ns < wait_ns ? fab_ns : wait_ns);
+	sleep_locked(sim, wait_ns);
 }
 
 /* Copies what run_queue() needs of queue qi; injections go to the next job. */
@@ -417,7 +455,7 @@ static bool work_left_locked(struct maia_sim *sim)
 		if (q->kicked || queue_runnable_locked(sim, q, now, &deadline))
 			return true;
 	}
-	return deadline != UINT64_MAX;
+	return deadline != UINT64_MAX || fabric_parked_locked(sim);
 }
 
 /*
@@ -481,8 +519,6 @@ void *fw_worker_main(void *arg)
 {
 	struct maia_sim *sim = arg;
 
-	bool fabric_turn = true;
-
 	pthread_mutex_lock(&sim->lock);
 	while (!sim->stop) {
 		uint64_t deadline = UINT64_MAX;
@@ -493,19 +529,9 @@ void *fw_worker_main(void *arg)
 			pthread_cond_wait(&sim->work_cond, &sim->lock);
 			continue;
 		}
-		/*
-		 * Fabric links (none unless configured): received frames and
-		 * timers, taking turns with the rest of the loop.
-		 */
-		if (fabric_turn && fw_fabric_due_locked(sim)) {
-			fw_fabric_run_locked(sim);
-			fabric_turn = false;
-			continue;
-		}
-		fabric_turn = true;
 		if (sim->inline_busy) {
 			/* The doorbell fast path has the device; it wakes us after. */
-			sleep_locked(sim, fw_fabric_wait_ns_locked(sim));
+			sleep_locked(sim, UINT64_MAX);
 			continue;
 		}
 		if (sim->boot_pending) {
@@ -538,9 +564,13 @@ void *fw_worker_main(void *arg)
 	return NULL;
 }
 
-/* Reset: give every fetched job an ABORTED completion. Worker is parked. */
+/*
+ * Reset: give every fetched job an ABORTED completion and its fabric
+ * operation back. Worker and fabric thread are parked.
+ */
 void fw_sched_abort_inflight(struct maia_sim *sim)
 {
+	fw_sched_release_fops(sim);
 	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
 		struct fw_queue *q = &sim->queues[qi];
 		struct fw_job *job = &q->job;

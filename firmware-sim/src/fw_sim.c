@@ -140,6 +140,18 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	fw_mmu_reset(sim);
 	fw_telem_reset_locked(sim);
 	fw_ecc_reset_locked(sim);
+	fw_win_close_all(sim);
+}
+
+/* Stops the fabric thread (before the worker exists, or after it ended). */
+static void stop_fabric(struct maia_sim *sim)
+{
+	pthread_mutex_lock(&sim->lock);
+	sim->stop = true;
+	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&sim->fab_cond);
+	pthread_mutex_unlock(&sim->lock);
+	fw_fabric_stop(sim);
 }
 
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
@@ -187,20 +199,26 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sim->work_cond, &cattr);
+	pthread_cond_init(&sim->fab_cond, &cattr);
 	pthread_condattr_destroy(&cattr);
 	pthread_cond_init(&sim->idle_cond, NULL);
+	fw_win_init(sim);
 	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
 	err = -fw_fabric_create(sim);
 	if (err)
 		goto err_sync;
 	err = fw_host_thread_create(&sim->host, &sim->worker, "maia-worker", fw_worker_main, sim);
-	if (err)
+	if (err) {
+		stop_fabric(sim);
 		goto err_sync;
+	}
 	return sim;
 
 err_sync:
 	fw_fabric_destroy(sim);
+	pthread_mutex_destroy(&sim->win_lock);
+	pthread_cond_destroy(&sim->fab_cond);
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
 	pthread_mutex_destroy(&sim->ecc_lock);
@@ -226,8 +244,13 @@ void maia_sim_destroy(struct maia_sim *sim)
 	pthread_cond_broadcast(&sim->work_cond);
 	pthread_mutex_unlock(&sim->lock);
 	pthread_join(sim->worker, NULL);
+	stop_fabric(sim);
 
+	/* Jobs parked on fabric operations give them back; then they are freed. */
+	fw_sched_release_fops(sim);
 	fw_fabric_destroy(sim);
+	pthread_mutex_destroy(&sim->win_lock);
+	pthread_cond_destroy(&sim->fab_cond);
 	pthread_cond_destroy(&sim->idle_cond);
 	pthread_cond_destroy(&sim->work_cond);
 	pthread_mutex_destroy(&sim->ecc_lock);
@@ -245,16 +268,17 @@ void maia_sim_reset(struct maia_sim *sim)
 	unsigned int i;
 
 	pthread_mutex_lock(&sim->lock);
-	/* Park the worker: long operations poll reset_req and give up. */
+	/* Park the worker and the fabric thread: long operations poll reset_req and give up. */
 	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&sim->work_cond);
+	pthread_cond_broadcast(&sim->fab_cond);
 	while (sim->worker_busy || fw_fabric_busy_locked(sim))
 		pthread_cond_wait(&sim->idle_cond, &sim->lock);
 	pthread_mutex_unlock(&sim->lock);
 
-	/* The worker is parked and the host is in here: nobody else runs. */
+	/* Both threads are parked and the host is in here: nobody else runs. */
 	fw_sched_abort_inflight(sim);
-	/* Links DOWN with a new epoch, receive queues emptied. */
+	/* Operations freed, links DOWN with a new epoch, receive queues emptied. */
 	fw_fabric_reset(sim);
 
 	pthread_mutex_lock(&sim->lock);
@@ -263,6 +287,7 @@ void maia_sim_reset(struct maia_sim *sim)
 	fw_reset_state_locked(sim);
 	__atomic_store_n(&sim->reset_req, false, __ATOMIC_RELEASE);
 	fw_kick_worker_locked(sim);
+	fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 
 	fw_trace(sim, "device reset");
@@ -305,6 +330,8 @@ int fw_inject_locked(struct maia_sim *sim, unsigned int what, unsigned int queue
 		sim->heartbeat_at_crash = fw_heartbeat_locked(sim);
 		__atomic_store_n(&sim->fw_crashed, true, __ATOMIC_RELEASE);
 		fw_trace(sim, "firmware crash injected");
+	/* The fabric thread parks at its next wake-up. */
+	pthread_cond_broadcast(&sim->fab_cond);
 		return 0;
 	default:
 		return -EINVAL;

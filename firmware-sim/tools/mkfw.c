@@ -49,7 +49,8 @@ static uint64_t opcode_bitmap(void)
 {
 	uint64_t ops = 0;
 
-	for (unsigned int op = MAIA_OP_NOP; op <= MAIA_OP_SEM_WAIT; op++)
+	/* Through the fabric commands (1.3); a device without ports fails them with LINK. */
+	for (unsigned int op = MAIA_OP_NOP; op <= MAIA_OP_COLLECTIVE; op++)
 		ops |= 1ull << op;
 	for (unsigned int op = 0; op < 64; op++)
 		if (maia_tensor_handles((uint16_t)op))

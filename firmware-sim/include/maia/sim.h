@@ -8,8 +8,9 @@
  * host buffer the caller owns and passes in the config; the device reads
  * and writes it directly.
  *
- * Threading: the library runs device work (boot, mailbox, queues, fabric
- * links) on its own worker thread, so MMIO handlers return quickly.
+ * Threading: the library runs device work (boot, mailbox, queues) on its
+ * own worker thread, and with fabric ports the links and remote accesses on
+ * a fabric thread, so MMIO handlers return quickly.
  * Callbacks may therefore be called from that worker thread, and must be
  * thread-safe. All entry points may be called from any one host thread at a
  * time (the QEMU BQL holder); maia_sim_fabric_rx() and
@@ -66,10 +67,10 @@ struct maia_sim_ops {
 	 * MAIA_FABRIC_MAX_FRAME bytes) on the wire of fabric port `port`
 	 * (< maia_sim_config.fabric_ports). The buffer is only valid during the
 	 * call. Return 0, or -1 if the frame was not sent (counted; the link
-	 * layer retransmits what matters). Called from the device worker
+	 * layer retransmits what matters). Called from the device's fabric
 	 * thread with no library lock held, so it may call
 	 * maia_sim_fabric_rx() of another device, or of this one, directly.
-	 * It must not block for long: the worker runs the device's jobs too.
+	 * It must not block for long: that thread runs every port's timers.
 	 * NULL: every port is unplugged (frames go nowhere).
 	 */
 	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
@@ -175,8 +176,8 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
  * Fabric (Documentation/hw/fabric.rst, "Attaching ports").
  *
  * A frame received on fabric port `port`: copied into the port's receive
- * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the worker is woken to
- * hand it to the port's link engine. Never blocks beyond a short internal
+ * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the fabric thread is
+ * woken to hand it to the port's link engine. Never blocks beyond a short internal
  * lock and never calls a callback. A frame is dropped and counted
  * (rx_queue_drops) when the queue is full or it is longer than
  * MAIA_FABRIC_BACKEND_MAX_FRAME; ignored if port is out of range. Unlike the
@@ -188,16 +189,18 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
  * therefore not call it). The caller must stop calling it before
  * maia_sim_destroy() of this device.
  *
- * The link engines run on the worker thread: they see received frames, and
- * their timers (HELLO, retransmit, keepalive, dead peer) fire, whether or
- * not the device is booted and busy, except while the firmware is crashed
+ * The link engines run on the device's fabric thread (started with
+ * ops.thread_create like the worker): they see received frames, and their
+ * timers (HELLO, retransmit, keepalive, dead peer) fire, whether or not the
+ * device is booted and busy, except while the firmware is crashed
  * (MAIA_SIM_INJECT_FW_CRASH: the ports go quiet, and the peers declare this
- * device dead) and while a boot self-test runs. Fabric work does not count
- * as work for maia_sim_drain(). maia_sim_reset() takes every link DOWN with
+ * device dead). Link work does not count as work for maia_sim_drain(); a
+ * job parked on a remote write or read does. maia_sim_reset() takes every link DOWN with
  * a new session epoch and empties the receive queues; the links then
  * rediscover their peers.
  */
-#define MAIA_SIM_FABRIC_RXQ	64u
+/* A full window of DATA from the peer and as many acks of our own DATA. */
+#define MAIA_SIM_FABRIC_RXQ	128u
 void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len);
 
 /*
@@ -212,14 +215,17 @@ struct maia_sim_fabric_port_info {
 	uint32_t epoch;			/* this port's session epoch */
 	uint64_t link_ups, link_downs, dead_peer;
 	uint64_t tx_frames, rx_frames, tx_errors, retransmits;
-	uint64_t rx_dropped;		/* frames the link engine rejected (all reasons) */
+	uint64_t rx_dropped;		/* frames the link engine rejected (all reasons),
+					 * and malformed or unclaimed transport messages */
 	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
-	/* The layer above (for now: an identity message on every link UP). */
+	/* The transport (MAIA_FMSG_IDENT on every link UP, remote writes and reads). */
 	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */
 	uint64_t rx_msgs;		/* messages delivered from the peer */
 	uint64_t ident_rx;		/* of which identity messages */
 	uint64_t ident_serial;		/* serial and port the last one named */
 	unsigned int ident_port;
+	uint64_t nak_tx;		/* remote requests this device refused (bad key, access) */
+	uint64_t nak_rx;		/* refusals this device received */
 };
 /* 0, or -EINVAL if port >= fabric_ports. May be called from any thread. */
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

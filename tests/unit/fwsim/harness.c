@@ -120,6 +120,14 @@ static void env_shadow_changed(void *opaque, unsigned int queue, bool enabled)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* On the device's fabric thread. */
+static int env_fabric_tx(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	struct env *e = opaque;
+
+	return e->fabric_tx ? e->fabric_tx(e->fabric_opaque, port, frame, len) : -1;
+}
+
 static const struct maia_sim_ops env_ops = {
 	.dma_read = env_dma_read,
 	.dma_write = env_dma_write,
@@ -127,9 +135,18 @@ static const struct maia_sim_ops env_ops = {
 	.guest_error = env_guest_error,
 	.trace = env_trace,
 	.shadow_changed = env_shadow_changed,
+	.fabric_tx = env_fabric_tx,
 };
 
 int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t host_size)
+{
+	return env_init_fabric(e, num_queues, hbm_size, host_size, 0, 0, NULL, NULL);
+}
+
+int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
+		    uint64_t host_size, unsigned int ports, uint64_t serial,
+		    int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len),
+		    void *opaque)
 {
 	struct maia_sim_config cfg;
 
@@ -144,6 +161,8 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 	e->hbm_next = MAIA_PAGE_SIZE;	/* root 0 means "no context": keep page 0 free */
 	e->num_queues = num_queues;
 	e->shadow_queue = -1;
+	e->fabric_tx = tx;
+	e->fabric_opaque = opaque;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	maia_sim_config_defaults(&cfg);
@@ -151,6 +170,8 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 	cfg.hbm_size = hbm_size;
 	cfg.num_queues = num_queues;
 	cfg.worker_threads = 2;
+	cfg.fabric_ports = ports;
+	cfg.serial = serial;
 	e->sim = maia_sim_create(&cfg, &env_ops, e);
 	return e->sim ? 0 : -errno;
 }
@@ -304,12 +325,18 @@ void boot_or_die(struct env *e)
 uint32_t mbox(struct env *e, uint32_t cmd, uint32_t a0, uint32_t a1, uint32_t a2,
 	      uint32_t *resp)
 {
+	return mbox4(e, cmd, a0, a1, a2, 0, resp);
+}
+
+uint32_t mbox4(struct env *e, uint32_t cmd, uint32_t a0, uint32_t a1, uint32_t a2,
+	       uint32_t a3, uint32_t *resp)
+{
 	uint32_t st;
 
 	wr(e, MAIA_REG_MBOX_ARG(0), a0);
 	wr(e, MAIA_REG_MBOX_ARG(1), a1);
 	wr(e, MAIA_REG_MBOX_ARG(2), a2);
-	wr(e, MAIA_REG_MBOX_ARG(3), 0);
+	wr(e, MAIA_REG_MBOX_ARG(3), a3);
 	wr(e, MAIA_REG_MBOX_CMD, cmd);
 	maia_sim_drain(e->sim);
 	st = rd(e, MAIA_REG_MBOX_STATUS);

@@ -47,6 +47,10 @@ struct env {
 	/* A DMA read of gate_addr waits while gate_closed (gate_close()). */
 	uint64_t gate_addr;
 	bool gate_closed, gate_hit;
+
+	/* Fabric ports (env_init_fabric()): frames out of port go to fabric_tx. */
+	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
+	void *fabric_opaque;
 };
 
 struct tq {
@@ -62,6 +66,11 @@ struct cmdbuf {
 };
 
 int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t host_size);
+/* A device with fabric ports whose frames go to tx(opaque, port, frame, len). */
+int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
+		    uint64_t host_size, unsigned int ports, uint64_t serial,
+		    int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len),
+		    void *opaque);
 void env_fini(struct env *e);
 
 void *host_ptr(struct env *e, uint64_t bus);
@@ -98,6 +107,9 @@ void boot_or_die(struct env *e);
 /* Runs a mailbox command; returns the result, fills resp (may be NULL). */
 uint32_t mbox(struct env *e, uint32_t cmd, uint32_t a0, uint32_t a1, uint32_t a2,
 	      uint32_t *resp);
+/* The same with arg3. */
+uint32_t mbox4(struct env *e, uint32_t cmd, uint32_t a0, uint32_t a1, uint32_t a2,
+	       uint32_t a3, uint32_t *resp);
 
 void queue_setup(struct env *e, struct tq *q, unsigned int qi, uint32_t size, unsigned int prio);
 /* Writes an entry at the tail; ring=true also rings the doorbell. Returns the slot. */

@@ -152,7 +152,7 @@ enum maia_fabric_drop {
  * struct maia_fabric_msg then len bytes of data (at most
  * MAIA_FABRIC_MSG_MAX_DATA). The link delivers them reliably and in order.
  */
-#define MAIA_FMSG_IDENT			1u	/* on link up: who is there (data: none) */
+#define MAIA_FMSG_IDENT			1u	/* on link up: tag = serial, key = port (no data) */
 #define MAIA_FMSG_WRITE			2u	/* data for window key at offset */
 #define MAIA_FMSG_WRITE_DONE		3u	/* answer to the LAST write of tag */
 #define MAIA_FMSG_READ_REQ		4u	/* len bytes of window key at offset */

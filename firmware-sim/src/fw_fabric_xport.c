@@ -1,0 +1,809 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fabric transport (maia/hw/fabric.h "Transport messages",
+ * Documentation/hw/fabric.rst "Transport"): struct maia_fabric_msg over the
+ * links, the target side of remote writes and reads (windows), and fabric
+ * operations (fw_fabric_xport.h), with remote write and read as the first
+ * two kinds.
+ *
+ * Everything here runs on the fabric thread, except fw_fop_init(),
+ * fw_fop_submit(), fw_fop_done_locked(), fw_fop_release_locked() and the
+ * *_start() constructors, which the worker calls. struct fw_xport's fields
+ * are the fabric thread's, except `submitted` (under sim->lock).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw_fabric_xport.h"
+
+#define FAILED_TAGS	16u	/* write tags refused per port whose rest is ignored */
+
+/*
+ * A message kept for later: an answer waiting for link room, or an early
+ * COLL. data comes from fw_link_msg_alloc(), so it is handed to the link
+ * without a copy.
+ */
+struct held_msg {
+	struct held_msg *next;
+	size_t len;
+	uint8_t *data;
+};
+
+struct msg_list {
+	struct held_msg *head, **tail;
+	unsigned int n;
+};
+
+struct xport_port {
+	struct msg_list backlog;	/* answers owed to the peer, in order */
+	struct msg_list held;		/* COLL messages no operation claimed yet */
+	uint64_t failed_tags[FAILED_TAGS];
+	unsigned int failed_next;
+	uint64_t drops, nak_tx, nak_rx;
+};
+
+struct fw_xport {
+	unsigned int nports;
+	uint64_t next_tag;
+	bool sem_moved;			/* a remote write moved a semaphore */
+	struct fw_fop *submitted;	/* under sim->lock: not started yet */
+	struct fw_fop *starting;	/* taken from submitted, started next pump */
+	struct fw_fop *active;		/* running (and finished, until sync) */
+	struct xport_port port[];
+};
+
+/* ---- lists of held messages ---- */
+
+static void list_init(struct msg_list *l)
+{
+	l->head = NULL;
+	l->tail = &l->head;
+	l->n = 0;
+}
+
+static void list_push(struct msg_list *l, struct held_msg *m)
+{
+	m->next = NULL;
+	*l->tail = m;
+	l->tail = &m->next;
+	l->n++;
+}
+
+static void list_pop(struct msg_list *l)
+{
+	struct held_msg *m = l->head;
+
+	l->head = m->next;
+	if (!l->head)
+		l->tail = &l->head;
+	l->n--;
+	fw_link_msg_free(m->data);
+	free(m);
+}
+
+static void list_free(struct msg_list *l)
+{
+	while (l->head)
+		list_pop(l);
+}
+
+/* ---- operations: worker side ---- */
+
+void fw_fop_init(struct fw_fop *op, const struct fw_fop_ops *ops, struct maia_sim *sim,
+		 unsigned int asid, uint32_t ports)
+{
+	memset(op, 0, sizeof(*op));
+	op->ops = ops;
+	op->ports = ports;
+	op->deadline_ns = UINT64_MAX;
+	fw_as_init(&op->as, sim, asid);
+}
+
+void fw_fop_free(struct fw_fop *op)
+{
+	if (op->ops->destroy)
+		op->ops->destroy(op);
+	free(op);
+}
+
+void fw_fop_submit(struct maia_sim *sim, struct fw_fop *op)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_fop **pp;
+
+	pthread_mutex_lock(&sim->lock);
+	op->in_fabric = true;
+	for (pp = &x->submitted; *pp; pp = &(*pp)->next)
+		;
+	op->next = NULL;
+	*pp = op;
+	fw_fabric_kick_locked(sim);
+	pthread_mutex_unlock(&sim->lock);
+}
+
+bool fw_fop_done_locked(const struct fw_fop *op)
+{
+	return op->done;
+}
+
+void fw_fop_release_locked(struct maia_sim *sim, struct fw_fop *op)
+{
+	if (op->in_fabric) {
+		op->abandoned = true;
+		fw_fabric_kick_locked(sim);
+		return;
+	}
+	fw_fop_free(op);
+}
+
+/* ---- operations: fabric thread side ---- */
+
+void fw_fop_finish(struct fw_fop *op, uint32_t status)
+{
+	if (op->finished)
+		return;
+	op->finished = true;
+	op->status = status;
+}
+
+static void free_op_list(struct fw_fop **head)
+{
+	while (*head) {
+		struct fw_fop *op = *head;
+
+		*head = op->next;
+		fw_fop_free(op);
+	}
+}
+
+void fw_xport_sync_locked(struct maia_sim *sim)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_fop **pp, **tail;
+	bool kick = x->sem_moved;
+
+	for (tail = &x->starting; *tail; tail = &(*tail)->next)
+		;
+	*tail = x->submitted;
+	x->submitted = NULL;
+	for (pp = &x->starting; *pp;) {
+		struct fw_fop *op = *pp;
+
+		if (op->abandoned) {
+			*pp = op->next;
+			fw_fop_free(op);
+		} else {
+			pp = &op->next;
+		}
+	}
+	for (pp = &x->active; *pp;) {
+		struct fw_fop *op = *pp;
+
+		if (op->abandoned) {
+			*pp = op->next;
+			fw_fop_free(op);
+		} else if (op->finished) {
+			*pp = op->next;
+			op->next = NULL;
+			op->in_fabric = false;
+			op->done = true;
+			kick = true;
+		} else {
+			pp = &op->next;
+		}
+	}
+	x->sem_moved = false;
+	if (kick)
+		fw_kick_worker_locked(sim);
+}
+
+struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports)
+{
+	struct fw_xport *x = calloc(1, sizeof(*x) + nports * sizeof(x->port[0]));
+
+	(void)sim;
+	if (!x)
+		return NULL;
+	x->nports = nports;
+	x->next_tag = 1;
+	for (unsigned int i = 0; i < nports; i++) {
+		list_init(&x->port[i].backlog);
+		list_init(&x->port[i].held);
+	}
+	return x;
+}
+
+static void port_forget(struct xport_port *p)
+{
+	list_free(&p->backlog);
+	list_free(&p->held);
+	memset(p->failed_tags, 0, sizeof(p->failed_tags));
+}
+
+void fw_xport_reset(struct maia_sim *sim)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+
+	free_op_list(&x->submitted);
+	free_op_list(&x->starting);
+	free_op_list(&x->active);
+	for (unsigned int i = 0; i < x->nports; i++)
+		port_forget(&x->port[i]);
+	x->sem_moved = false;
+}
+
+void fw_xport_destroy(struct fw_xport *x)
+{
+	if (!x)
+		return;
+	free_op_list(&x->submitted);
+	free_op_list(&x->starting);
+	free_op_list(&x->active);
+	for (unsigned int i = 0; i < x->nports; i++)
+		port_forget(&x->port[i]);
+	free(x);
+}
+
+void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
+		       uint64_t *nak_tx, uint64_t *nak_rx)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+
+	*drops = p->drops;
+	*nak_tx = p->nak_tx;
+	*nak_rx = p->nak_rx;
+}
+
+/* ---- sending ---- */
+
+/* Room for an operation's message on port: UP, no answers waiting, queue half free. */
+static int port_room(struct maia_sim *sim, unsigned int port)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_link *l;
+
+	if (port >= x->nports)
+		return -EINVAL;
+	l = fw_fabric_port_link(sim, port);
+	if (l->state != FW_LINK_UP)
+		return -ENOTCONN;
+	if (x->port[port].backlog.n || fw_link_pending(l) >= l->cfg.txq / 2)
+		return -EAGAIN;
+	return 0;
+}
+
+/* Hands msg (fw_link_msg_alloc(), len bytes) to port's link once port_room() said yes. */
+static int send_owned(struct maia_sim *sim, unsigned int port, void *msg, size_t len)
+{
+	return fw_link_send_owned(fw_fabric_port_link(sim, port), msg, len, fw_fabric_now(sim));
+}
+
+int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
+		  uint32_t len)
+{
+	int rc = port_room(sim, port);
+	uint8_t *msg;
+
+	if (rc)
+		return rc;
+	if (len > MAIA_FABRIC_MSG_MAX_DATA)
+		return -EINVAL;
+	msg = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
+	if (!msg)
+		return -ENOMEM;
+	memcpy(msg, hdr, MAIA_FABRIC_MSG_HDR_LEN);
+	if (len)
+		memcpy(msg + MAIA_FABRIC_MSG_HDR_LEN, data, len);
+	return send_owned(sim, port, msg, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
+}
+
+/* Sends the answers owed on port while the link queue takes them. */
+static void flush_backlog(struct maia_sim *sim, unsigned int port)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct fw_link *l = fw_fabric_port_link(sim, port);
+
+	while (p->backlog.head) {
+		struct held_msg *m = p->backlog.head;
+
+		if (l->state == FW_LINK_UP && fw_link_pending(l) >= l->cfg.txq)
+			return;
+		/* Sent, or the link is down and the peer's request died with it. */
+		fw_link_send_owned(l, m->data, m->len, fw_fabric_now(sim));
+		m->data = NULL;
+		list_pop(&p->backlog);
+	}
+}
+
+/* An answer for the peer, queued with room for len data bytes; NULL if dropped (counted). */
+static struct held_msg *answer(struct maia_sim *sim, unsigned int port, uint8_t type,
+			       const struct maia_fabric_msg *req, uint16_t status, uint32_t len)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct maia_fabric_msg a;
+	struct held_msg *m = NULL;
+
+	if (p->backlog.n >= FW_XPORT_BACKLOG_MAX || !(m = malloc(sizeof(*m))) ||
+	    !(m->data = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len))) {
+		/* Only a peer that ignores the pacing of its requests gets here. */
+		free(m);
+		p->drops++;
+		return NULL;
+	}
+	m->len = MAIA_FABRIC_MSG_HDR_LEN + (size_t)len;
+	memset(&a, 0, sizeof(a));
+	a.type = type;
+	a.flags = req->flags & MAIA_FMSG_F_LAST;
+	a.status = status;
+	a.key = req->key;
+	a.tag = req->tag;
+	a.offset = req->offset;
+	a.len = len;
+	/* Behind the link's headroom the buffer is not aligned for the struct. */
+	memcpy(m->data, &a, sizeof(a));
+	list_push(&p->backlog, m);
+	if (status == MAIA_FABRIC_RESP_BAD_KEY || status == MAIA_FABRIC_RESP_ACCESS)
+		p->nak_tx++;
+	return m;
+}
+
+/* ---- target side ---- */
+
+static bool tag_failed(const struct xport_port *p, uint64_t tag)
+{
+	for (unsigned int i = 0; i < FAILED_TAGS; i++)
+		if (p->failed_tags[i] == tag)
+			return true;
+	return false;
+}
+
+static void target_write(struct maia_sim *sim, unsigned int port, const struct maia_fabric_msg *m,
+			 const uint8_t *data)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct xport_port *p = &x->port[port];
+	bool last = m->flags & MAIA_FMSG_F_LAST, sem_done = false;
+	unsigned int rc;
+
+	if (!m->tag) {
+		p->drops++;
+		return;
+	}
+	/* The rest of a write already refused: the requester has its answer. */
+	if (tag_failed(p, m->tag))
+		return;
+	rc = fw_win_write(sim, m->key, m->offset, data, m->len, last && (m->flags & MAIA_FMSG_F_SEM),
+			  m->sem_index, m->sem_value, &sem_done);
+	if (sem_done)
+		x->sem_moved = true;
+	if (rc != MAIA_FABRIC_RESP_OK) {
+		p->failed_tags[p->failed_next++ % FAILED_TAGS] = m->tag;
+		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, (uint16_t)rc, 0);
+	} else if (last) {
+		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, MAIA_FABRIC_RESP_OK, 0);
+	}
+}
+
+static void target_read(struct maia_sim *sim, unsigned int port, const struct maia_fabric_msg *m)
+{
+	struct held_msg *h;
+	unsigned int rc;
+
+	if (m->len > MAIA_FABRIC_MSG_MAX_DATA) {
+		answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_ACCESS, 0);
+		return;
+	}
+	/* Read straight into the answer; a refusal then shrinks it to its header. */
+	h = answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_OK, m->len);
+	if (!h)
+		return;
+	rc = fw_win_read(sim, m->key, m->offset, h->data + MAIA_FABRIC_MSG_HDR_LEN, m->len);
+	if (rc != MAIA_FABRIC_RESP_OK) {
+		struct maia_fabric_msg a;
+
+		memcpy(&a, h->data, sizeof(a));
+		a.status = (uint16_t)rc;
+		a.len = 0;
+		memcpy(h->data, &a, sizeof(a));
+		h->len = MAIA_FABRIC_MSG_HDR_LEN;
+		if (rc == MAIA_FABRIC_RESP_BAD_KEY || rc == MAIA_FABRIC_RESP_ACCESS)
+			fw_fabric_xport(sim)->port[port].nak_tx++;
+	}
+}
+
+/* ---- receiving ---- */
+
+/* Offers msg to the running operations that use port; true if one took it. */
+static bool offer(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+
+	for (struct fw_fop *op = x->active; op; op = op->next)
+		if (!op->finished && (op->ports & (1u << port)) && op->ops->rx &&
+		    op->ops->rx(sim, op, port, msg, len))
+			return true;
+	return false;
+}
+
+static void hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct held_msg *m = NULL;
+
+	if (p->held.n >= FW_XPORT_HELD_MAX || !(m = malloc(sizeof(*m))) ||
+	    !(m->data = fw_link_msg_alloc(len))) {
+		free(m);
+		p->drops++;
+		return;
+	}
+	m->len = len;
+	memcpy(m->data, msg, len);
+	list_push(&p->held, m);
+}
+
+/*
+ * One message from port's peer, in order, exactly once. Malformed ones
+ * (short, unknown type, a length field that disagrees with the message)
+ * are counted and dropped.
+ */
+void fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	const uint8_t *data = (const uint8_t *)msg + MAIA_FABRIC_MSG_HDR_LEN;
+	struct maia_fabric_coll_msg c;
+	struct maia_fabric_msg m;
+	size_t dlen;
+
+	if (len < MAIA_FABRIC_MSG_HDR_LEN) {
+		p->drops++;
+		return;
+	}
+	memcpy(&m, msg, sizeof(m));
+	dlen = len - MAIA_FABRIC_MSG_HDR_LEN;
+	switch (m.type) {
+	case MAIA_FMSG_IDENT:
+		if (dlen)
+			break;
+		fw_fabric_ident_rx(sim, port, m.tag, m.key);
+		return;
+	case MAIA_FMSG_WRITE:
+		if (dlen != m.len)
+			break;
+		target_write(sim, port, &m, data);
+		return;
+	case MAIA_FMSG_READ_REQ:
+		if (dlen)
+			break;
+		target_read(sim, port, &m);
+		return;
+	case MAIA_FMSG_WRITE_DONE:
+	case MAIA_FMSG_READ_DATA:
+		if (dlen != m.len || (m.type == MAIA_FMSG_WRITE_DONE && dlen))
+			break;
+		if (m.status == MAIA_FABRIC_RESP_BAD_KEY || m.status == MAIA_FABRIC_RESP_ACCESS)
+			p->nak_rx++;
+		/* An answer nobody waits for any more (its operation failed) is ignored. */
+		offer(sim, port, msg, len);
+		return;
+	case MAIA_FMSG_COLL:
+		memcpy(&c, msg, sizeof(c));
+		if (dlen != c.len)
+			break;
+		if (!offer(sim, port, msg, len))
+			hold_coll(sim, port, msg, len);
+		return;
+	default:
+		break;
+	}
+	p->drops++;
+}
+
+void fw_xport_link_up(struct maia_sim *sim, unsigned int port)
+{
+	(void)sim;
+	(void)port;
+}
+
+/* A DOWN ends every operation on the port, and what the peer was owed. */
+void fw_xport_link_down(struct maia_sim *sim, unsigned int port)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+
+	for (struct fw_fop *op = x->active; op; op = op->next)
+		if (op->ports & (1u << port))
+			fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
+	port_forget(&x->port[port]);
+}
+
+/* Starts an operation: every port it uses must be UP; held COLL messages offered. */
+static void start_op(struct maia_sim *sim, struct fw_fop *op)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_fop **pp;
+
+	op->tag = x->next_tag++;
+	for (pp = &x->active; *pp; pp = &(*pp)->next)
+		;
+	op->next = NULL;
+	*pp = op;
+	for (unsigned int i = 0; i < x->nports; i++) {
+		struct xport_port *p = &x->port[i];
+		struct held_msg **hp;
+
+		if (!(op->ports & (1u << i)))
+			continue;
+		if (fw_fabric_port_link(sim, i)->state != FW_LINK_UP) {
+			fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
+			return;
+		}
+		for (hp = &p->held.head; *hp && op->ops->rx;) {
+			struct held_msg *m = *hp;
+
+			if (!op->ops->rx(sim, op, i, m->data, m->len)) {
+				hp = &m->next;
+				continue;
+			}
+			*hp = m->next;
+			if (p->held.tail == &m->next)
+				p->held.tail = hp;
+			p->held.n--;
+			fw_link_msg_free(m->data);
+			free(m);
+		}
+	}
+}
+
+void fw_xport_pump(struct maia_sim *sim, uint64_t now)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+
+	while (x->starting) {
+		struct fw_fop *op = x->starting;
+
+		x->starting = op->next;
+		start_op(sim, op);
+	}
+	for (unsigned int i = 0; i < x->nports; i++)
+		flush_backlog(sim, i);
+	for (struct fw_fop *op = x->active; op; op = op->next) {
+		if (op->finished)
+			continue;
+		if (now >= op->deadline_ns) {
+			fw_fop_finish(op, MAIA_STATUS_FABRIC_TIMEOUT);
+			continue;
+		}
+		op->ops->pump(sim, op);
+	}
+}
+
+uint64_t fw_xport_next_deadline(struct maia_sim *sim)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	uint64_t d = UINT64_MAX;
+
+	for (struct fw_fop *op = x->active; op; op = op->next)
+		if (!op->finished && op->deadline_ns < d)
+			d = op->deadline_ns;
+	return d;
+}
+
+/* ---- remote write and read ---- */
+
+static uint32_t resp_status(unsigned int resp)
+{
+	switch (resp) {
+	case MAIA_FABRIC_RESP_OK:
+		return MAIA_STATUS_OK;
+	case MAIA_FABRIC_RESP_BAD_KEY:
+	case MAIA_FABRIC_RESP_ACCESS:
+		return MAIA_STATUS_FABRIC_KEY;
+	default:
+		return MAIA_STATUS_FABRIC_REMOTE;
+	}
+}
+
+struct xfer {
+	struct fw_fop op;
+	unsigned int port;
+	uint32_t key;
+	uint64_t remote, local, size;
+	uint64_t sent;			/* write: bytes sent; read: bytes asked */
+	uint64_t landed;		/* read: bytes landed */
+	unsigned int in_flight;		/* read: READ_REQs unanswered */
+	bool all_sent;
+	bool sem;
+	uint32_t sem_index, sem_value;
+};
+
+static uint32_t chunk(uint64_t left)
+{
+	return left < MAIA_FABRIC_MSG_MAX_DATA ? (uint32_t)left : MAIA_FABRIC_MSG_MAX_DATA;
+}
+
+/* -ENOTCONN ends the operation; -EAGAIN waits for the next round. */
+static bool send_failed(struct fw_fop *op, int rc)
+{
+	if (!rc)
+		return false;
+	if (rc != -EAGAIN)
+		fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
+	return true;
+}
+
+static void write_pump(struct maia_sim *sim, struct fw_fop *op)
+{
+	struct xfer *w = (struct xfer *)op;
+
+	while (!w->all_sent && !op->finished) {
+		uint32_t n = chunk(w->size - w->sent);
+		struct maia_fabric_msg m = {
+			.type = MAIA_FMSG_WRITE,
+			.key = w->key,
+			.tag = op->tag,
+			.offset = w->remote + w->sent,
+			.len = n,
+		};
+		int rc = port_room(sim, w->port);
+		uint8_t *msg;
+
+		if (send_failed(op, rc))
+			return;
+		if (w->sent + n == w->size) {
+			m.flags = MAIA_FMSG_F_LAST;
+			if (w->sem) {
+				m.flags |= MAIA_FMSG_F_SEM;
+				m.sem_index = w->sem_index;
+				m.sem_value = w->sem_value;
+			}
+		}
+		/* Straight from the source into the message the link sends. */
+		msg = fw_link_msg_alloc(sizeof(m) + n);
+		if (!msg)
+			return;		/* try again next round */
+		rc = n ? fw_as_read(&op->as, w->local + w->sent, msg + sizeof(m), n)
+		       : (int)MAIA_STATUS_OK;
+		if (rc != MAIA_STATUS_OK) {
+			fw_link_msg_free(msg);
+			fw_fop_finish(op, (uint32_t)rc);
+			return;
+		}
+		memcpy(msg, &m, sizeof(m));
+		if (send_failed(op, send_owned(sim, w->port, msg, sizeof(m) + n)))
+			return;
+		w->sent += n;
+		w->all_sent = w->sent == w->size;
+	}
+}
+
+static bool write_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, const void *msg,
+		     size_t len)
+{
+	struct xfer *w = (struct xfer *)op;
+	struct maia_fabric_msg m;
+
+	(void)sim;
+	(void)len;
+	memcpy(&m, msg, sizeof(m));
+	if (m.type != MAIA_FMSG_WRITE_DONE || m.tag != op->tag || port != w->port)
+		return false;
+	if (m.status == MAIA_FABRIC_RESP_OK && !w->all_sent)
+		fw_fop_finish(op, MAIA_STATUS_FABRIC_REMOTE);	/* done before the last byte? */
+	else
+		fw_fop_finish(op, resp_status(m.status));
+	return true;
+}
+
+static void read_pump(struct maia_sim *sim, struct fw_fop *op)
+{
+	struct xfer *r = (struct xfer *)op;
+
+	while (!r->all_sent && !op->finished && r->in_flight < FW_XPORT_READ_DEPTH) {
+		uint32_t n = chunk(r->size - r->sent);
+		struct maia_fabric_msg m = {
+			.type = MAIA_FMSG_READ_REQ,
+			.flags = r->sent + n == r->size ? MAIA_FMSG_F_LAST : 0,
+			.key = r->key,
+			.tag = op->tag,
+			.offset = r->remote + r->sent,
+			.len = n,
+		};
+
+		if (send_failed(op, fw_xport_send(sim, r->port, &m, NULL, 0)))
+			return;
+		r->sent += n;
+		r->in_flight++;
+		r->all_sent = r->sent == r->size;
+	}
+}
+
+static bool read_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, const void *msg,
+		    size_t len)
+{
+	struct xfer *r = (struct xfer *)op;
+	struct maia_fabric_msg m;
+	uint32_t n;
+	int rc;
+
+	(void)sim;
+	(void)len;
+	memcpy(&m, msg, sizeof(m));
+	if (m.type != MAIA_FMSG_READ_DATA || m.tag != op->tag || port != r->port)
+		return false;
+	if (m.status != MAIA_FABRIC_RESP_OK) {
+		fw_fop_finish(op, resp_status(m.status));
+		return true;
+	}
+	/* Answers come in request order, each the size asked. */
+	n = chunk(r->size - r->landed);
+	if (!r->in_flight || m.offset != r->remote + r->landed || m.len != n) {
+		fw_fop_finish(op, MAIA_STATUS_FABRIC_REMOTE);
+		return true;
+	}
+	rc = n ? fw_as_write(&op->as, r->local + r->landed,
+			     (const uint8_t *)msg + MAIA_FABRIC_MSG_HDR_LEN, n) : (int)MAIA_STATUS_OK;
+	if (rc != MAIA_STATUS_OK) {
+		fw_fop_finish(op, (uint32_t)rc);
+		return true;
+	}
+	r->landed += n;
+	r->in_flight--;
+	if (r->landed == r->size)
+		fw_fop_finish(op, MAIA_STATUS_OK);
+	return true;
+}
+
+static const struct fw_fop_ops write_ops = {
+	.pump = write_pump,
+	.rx = write_rx,
+};
+
+static const struct fw_fop_ops read_ops = {
+	.pump = read_pump,
+	.rx = read_rx,
+};
+
+static struct xfer *xfer_new(struct maia_sim *sim, const struct fw_fop_ops *ops,
+			     unsigned int asid, unsigned int port)
+{
+	struct xfer *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	fw_fop_init(&t->op, ops, sim, asid, 1u << port);
+	t->port = port;
+	return t;
+}
+
+struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
+				    const struct maia_cmd_fabric_write *c)
+{
+	struct xfer *w = xfer_new(sim, &write_ops, asid, c->port);
+
+	if (!w)
+		return NULL;
+	w->key = c->key;
+	w->remote = c->remote_offset;
+	w->local = c->local_addr;
+	w->size = c->size;
+	w->sem = c->hdr.flags & MAIA_FABRIC_WRITE_SEM;
+	w->sem_index = c->sem_index;
+	w->sem_value = c->sem_value;
+	fw_fop_submit(sim, &w->op);
+	return &w->op;
+}
+
+struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
+				   const struct maia_cmd_fabric_read *c)
+{
+	struct xfer *r = xfer_new(sim, &read_ops, asid, c->port);
+
+	if (!r)
+		return NULL;
+	r->key = c->key;
+	r->remote = c->remote_offset;
+	r->local = c->local_addr;
+	r->size = c->size;
+	fw_fop_submit(sim, &r->op);
+	return &r->op;
+}

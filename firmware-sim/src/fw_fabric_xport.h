@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware-sim fabric transport (Documentation/hw/fabric.rst, "Transport"):
+ * struct maia_fabric_msg over the links, and fabric operations, the unit of
+ * work a job parks on (FW_JOB_FABRIC_WAIT).
+ *
+ * A fabric operation (struct fw_fop) is started by the worker for one
+ * command (remote write, remote read; a collective the same way), handed to
+ * the fabric thread with fw_fop_submit(), and run there: the thread calls
+ * its pump() every round to send what the links take, offers it the
+ * messages that answer it (rx()), fails it with MAIA_STATUS_FABRIC_LINK
+ * when a port it uses goes down, and with MAIA_STATUS_FABRIC_TIMEOUT at its
+ * deadline. fw_fop_finish() ends it; the worker then sees it done, takes
+ * the status and releases it. A job that is aborted or dropped releases its
+ * operation at once; the fabric thread frees it at its next round.
+ *
+ * The collective engine (fw_fabric_coll.c) plugs in as one more kind of
+ * operation: its fw_fop_ops, MAIA_FMSG_COLL messages offered to rx(), and
+ * fw_xport_send() to send them. A COLL message no running operation claims
+ * (the peer started first) is held, in order, per port (up to
+ * FW_XPORT_HELD_MAX) and offered to every operation as it starts.
+ */
+#ifndef FWSIM_FABRIC_XPORT_H
+#define FWSIM_FABRIC_XPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_fabric.h"
+#include "fw_internal.h"
+
+#define FW_XPORT_READ_DEPTH	32u	/* READ_REQs in flight per remote read */
+#define FW_XPORT_HELD_MAX	256u	/* unclaimed COLL messages held per port */
+#define FW_XPORT_BACKLOG_MAX	4096u	/* answers waiting for link queue room, per port */
+
+struct fw_fop;
+
+/* What a kind of fabric operation does. Every hook runs on the fabric thread. */
+struct fw_fop_ops {
+	/* Send what the links take now (fw_xport_send() until -EAGAIN). */
+	void (*pump)(struct maia_sim *sim, struct fw_fop *op);
+	/*
+	 * A message received on `port` (len >= MAIA_FABRIC_MSG_HDR_LEN, its
+	 * type known and its length fields checked): true if it is op's.
+	 */
+	bool (*rx)(struct maia_sim *sim, struct fw_fop *op, unsigned int port, const void *msg,
+		   size_t len);
+	/* Optional: frees what the kind allocated besides the operation itself. */
+	void (*destroy)(struct fw_fop *op);
+};
+
+struct fw_fop {
+	const struct fw_fop_ops *ops;
+	uint32_t ports;			/* bit p: uses port p (a DOWN fails it) */
+	uint64_t tag;			/* unique per device, echoed in answers */
+	uint64_t deadline_ns;		/* host clock; UINT64_MAX: none */
+	struct fw_as as;		/* the job's address space */
+	/* Fabric-thread-owned. */
+	struct fw_fop *next;
+	bool finished;
+	uint32_t status;		/* MAIA_STATUS_*, once finished */
+	/* Under sim->lock. */
+	bool in_fabric;			/* the fabric thread holds it */
+	bool done;			/* finished and handed back */
+	bool abandoned;			/* its job is gone: free it */
+};
+
+/* Worker side. */
+void fw_fop_init(struct fw_fop *op, const struct fw_fop_ops *ops, struct maia_sim *sim,
+		 unsigned int asid, uint32_t ports);
+void fw_fop_submit(struct maia_sim *sim, struct fw_fop *op);
+bool fw_fop_done_locked(const struct fw_fop *op);
+/* The job is done with op (finished or not); sim->lock held. */
+void fw_fop_release_locked(struct maia_sim *sim, struct fw_fop *op);
+void fw_fop_free(struct fw_fop *op);
+
+/* Fabric thread side. */
+void fw_fop_finish(struct fw_fop *op, uint32_t status);	/* the first status stays */
+/*
+ * Queue one message on port: a 48-byte header (struct maia_fabric_msg or
+ * maia_fabric_coll_msg, len filled in) then len <= MAIA_FABRIC_MSG_MAX_DATA
+ * bytes. Operations share a port's link queue with the answers this device
+ * owes its peers, which go first. 0, -EAGAIN (try again next round),
+ * -ENOTCONN (port down), -EINVAL (no such port), -ENOMEM.
+ */
+int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
+		  uint32_t len);
+
+/* Remote write and read commands (fw_fabric_xport.c): the operation to park on. */
+struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
+				    const struct maia_cmd_fabric_write *c);
+struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
+				   const struct maia_cmd_fabric_read *c);
+
+/* Between fw_fabric_port.c and fw_fabric_xport.c, on the fabric thread. */
+struct fw_xport;
+struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports);
+void fw_xport_destroy(struct fw_xport *x);
+void fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, size_t len);
+void fw_xport_link_up(struct maia_sim *sim, unsigned int port);
+void fw_xport_link_down(struct maia_sim *sim, unsigned int port);
+/* Start submitted ops, run every op's pump, send held answers. */
+void fw_xport_pump(struct maia_sim *sim, uint64_t now);
+/* Earliest operation deadline (UINT64_MAX: none). */
+uint64_t fw_xport_next_deadline(struct maia_sim *sim);
+/* Under sim->lock: take submitted ops, free abandoned ones, publish finished ones. */
+void fw_xport_sync_locked(struct maia_sim *sim);
+/* Reset / destroy, threads parked: every operation and held message freed. */
+void fw_xport_reset(struct maia_sim *sim);
+/* Malformed or unclaimed messages dropped on a port, refusals sent and received. */
+void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
+		       uint64_t *nak_tx, uint64_t *nak_rx);
+
+/* From fw_fabric_port.c, for the transport (fabric thread). */
+struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port);
+struct fw_xport *fw_fabric_xport(struct maia_sim *sim);
+uint64_t fw_fabric_now(struct maia_sim *sim);
+uint64_t fw_fabric_serial(struct maia_sim *sim);
+void fw_fabric_ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
+			unsigned int peer_port);
+
+#endif /* FWSIM_FABRIC_XPORT_H */
