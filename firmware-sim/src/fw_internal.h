@@ -126,6 +126,7 @@ struct fw_queue {
 	uint64_t sq, cq, shadow;
 	uint32_t size, ctrl, head, tail, status, completed;
 	uint32_t fetched;		/* MAIA_Q_FETCHED: entries started */
+	uint32_t asid_bind;		/* MAIA_Q_ASID (1.3): BOUND | asid */
 	bool enabled;			/* ENABLE accepted (config valid) */
 	bool kicked;			/* shadow tail must be re-read */
 	bool inject_hang, inject_fault;

@@ -25,6 +25,7 @@
 struct queue_snap {
 	uint64_t sq, cq, gen;
 	uint32_t size, head;
+	uint32_t asid_bind;		/* MAIA_Q_ASID */
 	bool inject_hang, inject_fault;
 };
 
@@ -198,12 +199,19 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
-static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct maia_sq_entry *e)
+static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s,
+			  const struct maia_sq_entry *e)
 {
 	if (e->reserved || (e->flags & ~MAIA_SQE_NOP)) {
 		fw_guest_error(sim, "maia: queue %u entry flags 0x%x reserved 0x%llx", qi,
 				 e->flags, (unsigned long long)e->reserved);
 		return MAIA_STATUS_BAD_CMD;
+	}
+	/* A queue bound to an address space runs nothing in another (user queues). */
+	if ((s->asid_bind & MAIA_Q_ASID_BOUND) && e->asid != (s->asid_bind & MAIA_Q_ASID_MASK)) {
+		fw_guest_error(sim, "maia: queue %u is bound to asid %u; entry names asid %u", qi,
+				 s->asid_bind & MAIA_Q_ASID_MASK, e->asid);
+		return MAIA_STATUS_ASID_DENIED;
 	}
 	if (e->flags & MAIA_SQE_NOP)
 		return MAIA_STATUS_OK;
@@ -261,7 +269,7 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 		job->state = FW_JOB_HUNG;
 		return false;
 	}
-	status = check_sqe(sim, qi, &sqe);
+	status = check_sqe(sim, qi, s, &sqe);
 	if (status == MAIA_STATUS_OK && s->inject_fault) {
 		struct fw_as as;
 
@@ -378,6 +386,7 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 	snap->gen = q->gen;
 	snap->size = q->size;
 	snap->head = q->head;
+	snap->asid_bind = q->asid_bind;
 	snap->inject_hang = snap->inject_fault = false;
 	if (q->job.state == FW_JOB_IDLE) {
 		/* Injections apply to the next job fetched. */

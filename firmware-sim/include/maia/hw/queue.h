@@ -64,5 +64,6 @@ struct maia_cq_entry {
 #define MAIA_STATUS_ABORTED		7u	/* killed by reset */
 #define MAIA_STATUS_SEM_TIMEOUT		8u	/* semaphore wait gave up */
 #define MAIA_STATUS_HBM_ECC		9u	/* read of a poisoned HBM page (1.2) */
+#define MAIA_STATUS_ASID_DENIED		10u	/* entry's asid is not the queue's bound one (1.3) */
 
 #endif /* MAIA_HW_QUEUE_H */

@@ -23,6 +23,18 @@
 #define MAIA_BAR_HBM			2	/* 64-bit prefetchable, HBM aperture */
 #define MAIA_BAR_MSIX			4	/* MSI-X table and PBA */
 #define MAIA_BAR0_SIZE			0x4000u
+/*
+ * Revision 1.3: BAR1, 32-bit MMIO, one 4 KiB doorbell page per queue, so
+ * that a driver can map one queue's doorbell, and nothing else, into a
+ * process (user queues). Page q holds the doorbell of queue q at offset
+ * MAIA_UDB_DOORBELL; it behaves as MAIA_REG_DOORBELL(q). The rest of each
+ * page reads as 0 and ignores writes.
+ */
+#define MAIA_BAR_UDB			1
+#define MAIA_UDB_PAGE_SIZE		0x1000u
+#define MAIA_UDB_BAR_SIZE		(MAIA_UDB_PAGE_SIZE * MAIA_MAX_QUEUES)
+#define MAIA_UDB_PAGE(q)		(MAIA_UDB_PAGE_SIZE * (q))
+#define MAIA_UDB_DOORBELL		0x000u
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
@@ -30,11 +42,14 @@
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
- * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC).
+ * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC); 1.3 added user queues
+ * (MAIA_Q_ASID, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED).
  */
-#define MAIA_HW_REVISION		0x0102u
+#define MAIA_HW_REVISION		0x0103u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
+/* 1.3: user queues: MAIA_Q_ASID binding, BAR1 doorbell pages, STATUS_ASID_DENIED */
+#define MAIA_HW_REVISION_USERQ		0x0103u
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -205,6 +220,16 @@
  * enable) has started once FETCHED - n, as a signed 32-bit value, is >= 0.
  */
 #define   MAIA_Q_FETCHED		0x30u
+/*
+ * Revision 1.3: binds the queue to one address space. While BOUND is set,
+ * an entry whose asid is not ASID completes with MAIA_STATUS_ASID_DENIED
+ * without running (NOP entries included). Read/write, but only while the
+ * queue is disabled; cleared by reset. For user queues: the process writes
+ * the ring, so the ring must not be able to name another context.
+ */
+#define   MAIA_Q_ASID			0x34u
+#define     MAIA_Q_ASID_MASK		0x0000ffffu
+#define     MAIA_Q_ASID_BOUND		(1u << 31)
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each
