@@ -169,6 +169,11 @@ struct maia_sim {
 	 */
 	bool inline_doorbell;
 	bool inline_busy;
+	/*
+	 * Queue whose job runs outside the lock (worker or inline path), or
+	 * -1: disabling that queue waits for it (the 1.3 disable guarantee).
+	 */
+	int running_queue;
 
 	uint32_t scratch;
 	uint32_t boot_status, boot_error, boot_size;

@@ -244,6 +244,13 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->enabled = false;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
 		fw_kick_worker_locked(sim);	/* drop its in-flight job */
+		/*
+		 * Revision 1.3: the write completes once no job of the queue
+		 * runs (it stops at its next chunk), so the host may free what
+		 * the job used. Reset waits for the worker the same way.
+		 */
+		while (sim->running_queue == (int)qi)
+			pthread_cond_wait(&sim->idle_cond, &sim->lock);
 		fw_trace(sim, "queue %u disabled", qi);
 	}
 	q->ctrl = value;

@@ -444,10 +444,12 @@ static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 		return false;
 	snap_queue_locked(sim, (unsigned int)qi, &snap);
 	sim->worker_busy = true;
+	sim->running_queue = qi;
 	pthread_mutex_unlock(&sim->lock);
 	run_queue(sim, (unsigned int)qi, &snap);
 	pthread_mutex_lock(&sim->lock);
 	sim->worker_busy = false;
+	sim->running_queue = -1;
 	pthread_cond_broadcast(&sim->idle_cond);
 	return true;
 }

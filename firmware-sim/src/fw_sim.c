@@ -191,6 +191,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	pthread_cond_init(&sim->idle_cond, NULL);
 	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
+	sim->running_queue = -1;
 	err = -fw_fabric_create(sim);
 	if (err)
 		goto err_sync;
