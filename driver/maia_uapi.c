@@ -62,6 +62,7 @@ static const struct maia_uapi_map maia_uapi_status_map[] = {
 	{ MAIA_STATUS_ABORTED, DRM_MAIA_DEVICE_ABORTED },
 	{ MAIA_STATUS_SEM_TIMEOUT, DRM_MAIA_DEVICE_SEM_TIMEOUT },
 	{ MAIA_STATUS_HBM_ECC, DRM_MAIA_DEVICE_HBM_ECC },
+	{ MAIA_STATUS_ASID_DENIED, DRM_MAIA_DEVICE_ASID_DENIED },
 };
 
 /* Capability bits: the hardware's mask in, a mask of DRM_MAIA_CAP_* out. */
