@@ -7,7 +7,7 @@
 #include "maia/hw/queue.h"
 
 /* Results kept for maia_wait() of user-queue jobs, as the kernel keeps its own. */
-#define LIBMAIA_USERQ_HISTORY	256u
+#define LIBMAIA_USERQ_HISTORY	1024u
 
 struct maia_userq_result {
 	uint64_t seq;			/* job number on this device, from 0 */
