@@ -90,7 +90,7 @@ enum op {
 	OP_SYNC_CREATE, OP_SYNC_DESTROY, OP_SYNC_WAIT, OP_SYNC_TL_WAIT, OP_SYNC_SIGNAL,
 	OP_SYNC_RESET, OP_SYNC_FD, OP_SYNC_TL_SIGNAL, OP_SYNC_QUERY, OP_VERSION,
 	OP_GET_UNIQUE, OP_CORE_RANDOM, OP_FLINK, OP_GEM_OPEN, OP_MMAP, OP_MUNMAP,
-	OP_DMABUF_MMAP, OP_REOPEN, OP_BAD_SIZE, OP_BAD_PTR, OP_RAW, NUM_OPS
+	OP_DMABUF_MMAP, OP_REOPEN, OP_BAD_SIZE, OP_BAD_PTR, OP_RAW, OP_USERQ, NUM_OPS
 };
 
 static const char *const op_names[NUM_OPS] = {
@@ -100,7 +100,7 @@ static const char *const op_names[NUM_OPS] = {
 	"SYNCOBJ_SIGNAL", "SYNCOBJ_RESET", "SYNCOBJ_HANDLE_TO_FD/FD_TO_HANDLE",
 	"SYNCOBJ_TIMELINE_SIGNAL", "SYNCOBJ_QUERY", "VERSION", "GET_UNIQUE", "core-random",
 	"GEM_FLINK", "GEM_OPEN", "mmap", "munmap", "dma-buf mmap", "close/reopen",
-	"bad-size", "bad-pointer", "raw-random",
+	"bad-size", "bad-pointer", "raw-random", "user-queue",
 };
 
 /* Relative weights of the operations. */
@@ -113,7 +113,7 @@ static const unsigned int op_weight[NUM_OPS] = {
 	[OP_SYNC_FD] = 2, [OP_SYNC_TL_SIGNAL] = 1, [OP_SYNC_QUERY] = 1, [OP_VERSION] = 2,
 	[OP_GET_UNIQUE] = 1, [OP_CORE_RANDOM] = 3, [OP_FLINK] = 1, [OP_GEM_OPEN] = 1,
 	[OP_MMAP] = 3, [OP_MUNMAP] = 3, [OP_DMABUF_MMAP] = 2, [OP_REOPEN] = 1,
-	[OP_BAD_SIZE] = 5, [OP_BAD_PTR] = 4, [OP_RAW] = 4,
+	[OP_BAD_SIZE] = 5, [OP_BAD_PTR] = 4, [OP_RAW] = 4, [OP_USERQ] = 1,
 };
 
 struct worker_stats {
@@ -776,6 +776,65 @@ static void op_get_param(struct ctx *c)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));
+}
+
+/*
+ * A user queue (driver 1.3) with a hostile ring: random words in it, random
+ * doorbells (out of range too), a short wait, then destroy. The queue is
+ * bound to the context's ASID and every random entry fails (flags,
+ * reserved, ASID), so the context's state does not change.
+ */
+static void op_userq(struct ctx *c)
+{
+	struct drm_maia_userq_create uc = { .priority = (uint32_t)rn(3) };
+	struct drm_maia_userq_destroy d = { 0 };
+	struct drm_maia_userq_wait w = { 0 };
+	volatile uint32_t *db;
+	uint32_t *ring;
+	int err, i, n;
+
+	if (pct(10))
+		uc.flags = 1u << rn(32);
+	if (pct(5))
+		uc.priority = (uint32_t)edge() | 4;
+	err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_CREATE, uc);
+	if (uc.flags || uc.priority > DRM_MAIA_PRIO_HIGH) {
+		expect(c, "USERQ_CREATE with bad flags or priority", err, ALLOW(EINVAL));
+		return;
+	}
+	expect(c, "USERQ_CREATE", err, ALLOW(0, EBUSY, EBADFD, ENODEV));
+	if (err)
+		return;
+	ring = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, uc.sq_offset);
+	db = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, uc.doorbell_offset);
+	if (ring == MAP_FAILED || db == MAP_FAILED) {
+		violation("user queue %u: mmap of its pages failed: %s", uc.queue_id,
+			  strerror(errno));
+	} else {
+		n = 1 + (int)rn(20);
+		for (i = 0; i < n; i++) {
+			if (pct(50))
+				ring[rn(PAGE / 4)] = (uint32_t)rnd();
+			db[0] = (uint32_t)(pct(90) ? rn(uc.entries) : rnd());
+		}
+		w.queue_id = uc.queue_id;
+		w.count = (uint32_t)rn(100);
+		w.timeout_ns = mono_ns() + (int64_t)rn(5000000);
+		err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_WAIT, w);
+		expect(c, "USERQ_WAIT", err, ALLOW(0, ETIME, EINTR));
+	}
+	if (ring != MAP_FAILED)
+		munmap(ring, PAGE);
+	if (db != MAP_FAILED)
+		munmap((void *)db, PAGE);
+	d.queue_id = pct(5) ? (uint32_t)rnd() : uc.queue_id;
+	err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_DESTROY, d);
+	if (d.queue_id != uc.queue_id) {
+		d.queue_id = uc.queue_id;
+		XIOCTL(c, DRM_IOCTL_MAIA_USERQ_DESTROY, d);
+	} else {
+		expect(c, "USERQ_DESTROY", err, ALLOW(0));
+	}
 }
 
 static void op_ping(struct ctx *c)
@@ -2258,6 +2317,7 @@ static void run_one(void)
 		}
 		break;
 	case OP_BAD_SIZE: op_bad_size(c); break;
+	case OP_USERQ: op_userq(c); break;
 	case OP_BAD_PTR: op_bad_ptr(c); break;
 	case OP_RAW: op_raw(c); break;
 	default: break;
