@@ -77,6 +77,13 @@ struct maia_userq {
 	/* The rest under uqs->lock; @state also read with READ_ONCE by waiters. */
 	u32 state;			/* DRM_MAIA_USERQ_* */
 	bool dying;			/* DESTROY or close under way: no new mapping */
+	/*
+	 * Process mappings of the queue's pages (VMAs). A slot whose queue was
+	 * torn down is not given out again until they are gone: a mapping made
+	 * while the teardown zapped the others could still reach the doorbell.
+	 */
+	unsigned int maps;
+	bool torn_down;			/* disabled and unbound by the teardown */
 	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
 	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
 	ktime_t wd_since;		/* and when */
@@ -460,7 +467,10 @@ static void maia_userq_teardown(struct maia_userq *uq)
 	}
 	WRITE_ONCE(uq->state, uq->state == DRM_MAIA_USERQ_ACTIVE ? DRM_MAIA_USERQ_LOST :
 		   uq->state);
-	slot->uq = NULL;
+	/* Else the last mapping's close gives the slot back. */
+	uq->torn_down = true;
+	if (!uq->maps)
+		slot->uq = NULL;
 	wake_up_all(&slot->wq);
 	mutex_unlock(&uqs->lock);
 	maia_reset_read_unlock(mdev);
@@ -544,12 +554,19 @@ void maia_userq_file_close(struct maia_device *mdev, struct drm_file *file)
 	}
 }
 
-/* Wakes every waiter of a removed device; they return -ENODEV. */
+/*
+ * The device is gone: every waiter wakes (and returns -ENODEV) and every
+ * mapping of a queue's pages faults (SIGBUS) from now on.
+ */
 void maia_userq_unplug(struct maia_device *mdev)
 {
 	struct maia_userqs *uqs = mdev->userqs;
 	unsigned int i;
 
+	if (uqs->count)
+		unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
+				    (loff_t)MAIA_USERQ_PGOFF(uqs->first, 0) << PAGE_SHIFT,
+				    (loff_t)(uqs->count * MAIA_USERQ_PAGES) << PAGE_SHIFT, 1);
 	for (i = uqs->first; i < uqs->first + uqs->count; i++)
 		wake_up_all(&uqs->slots[i].wq);
 }
@@ -566,8 +583,33 @@ static vm_fault_t maia_userq_vm_fault(struct vm_fault *vmf)
 	return VM_FAULT_SIGBUS;
 }
 
+/* A VMA of the queue is copied (split, mremap): one more mapping. */
+static void maia_userq_vm_open(struct vm_area_struct *vma)
+{
+	struct maia_userq *uq = vma->vm_private_data;
+
+	mutex_lock(&uq->uqs->lock);
+	uq->maps++;
+	kref_get(&uq->ref);
+	mutex_unlock(&uq->uqs->lock);
+}
+
+static void maia_userq_vm_close(struct vm_area_struct *vma)
+{
+	struct maia_userq *uq = vma->vm_private_data;
+	struct maia_userq_slot *slot = uq->slot;
+
+	mutex_lock(&uq->uqs->lock);
+	if (!--uq->maps && uq->torn_down && slot->uq == uq)
+		slot->uq = NULL;
+	mutex_unlock(&uq->uqs->lock);
+	kref_put(&uq->ref, maia_userq_release);
+}
+
 static const struct vm_operations_struct maia_userq_vm_ops = {
 	.fault = maia_userq_vm_fault,
+	.open = maia_userq_vm_open,
+	.close = maia_userq_vm_close,
 };
 
 /* mmap of one page of a user queue of this file (offsets from CREATE). */
@@ -611,6 +653,11 @@ int maia_userq_mmap(struct file *filp, struct vm_area_struct *vma)
 	default:
 		ret = -EINVAL;
 		break;
+	}
+	if (!ret) {
+		vma->vm_private_data = uq;
+		uq->maps++;
+		kref_get(&uq->ref);
 	}
 out:
 	mutex_unlock(&uqs->lock);
