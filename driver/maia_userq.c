@@ -39,6 +39,7 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
+#include <linux/pfn_t.h>
 #include <linux/slab.h>
 
 #include "maia_hw.h"
@@ -73,6 +74,8 @@ struct maia_userq {
 	struct maia_context *ctx;
 	struct drm_file *file;
 	struct page *sq_page, *cq_page;
+	/* What the doorbell mapping reaches once the queue is gone; freed last. */
+	struct page *dummy_page;
 	dma_addr_t sq_dma, cq_dma;
 	/* The rest under uqs->lock; @state also read with READ_ONCE by waiters. */
 	u32 state;			/* DRM_MAIA_USERQ_* */
@@ -101,7 +104,25 @@ static void maia_userq_wr(struct maia_userq *uq, u32 reg, u32 val)
 
 static void maia_userq_release(struct kref *ref)
 {
-	kfree(container_of(ref, struct maia_userq, ref));
+	struct maia_userq *uq = container_of(ref, struct maia_userq, ref);
+
+	/* No mapping is left to reach them (each holds a reference). */
+	if (uq->sq_page)
+		__free_page(uq->sq_page);
+	if (uq->cq_page)
+		__free_page(uq->cq_page);
+	if (uq->dummy_page)
+		__free_page(uq->dummy_page);
+	kfree(uq);
+}
+
+/* The state word in the completion array's page (DRM_MAIA_USERQ_STATE_OFFSET). */
+static void maia_userq_set_state(struct maia_userq *uq, u32 state)
+{
+	u32 *word = page_address(uq->cq_page) + DRM_MAIA_USERQ_STATE_OFFSET;
+
+	WRITE_ONCE(uq->state, state);
+	WRITE_ONCE(*word, state);
 }
 
 unsigned int maia_userq_count(struct maia_device *mdev)
@@ -121,7 +142,7 @@ static void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
 		return;
 	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
 	uq->completed_at_stop = maia_userq_rd(uq, MAIA_Q_COMPLETED);
-	WRITE_ONCE(uq->state, state);
+	maia_userq_set_state(uq, state);
 	wake_up_all(&uq->slot->wq);
 }
 
@@ -292,7 +313,8 @@ static struct maia_userq *maia_userq_get(struct maia_userqs *uqs, struct drm_fil
 	return uq;
 }
 
-static void maia_userq_free_pages(struct maia_device *mdev, struct maia_userq *uq)
+/* The device lets go of the rings; the pages go with the last reference. */
+static void maia_userq_unmap_pages(struct maia_device *mdev, struct maia_userq *uq)
 {
 	struct device *dev = mdev->drm.dev;
 
@@ -300,11 +322,8 @@ static void maia_userq_free_pages(struct maia_device *mdev, struct maia_userq *u
 		dma_unmap_page(dev, uq->sq_dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
 	if (uq->cq_dma)
 		dma_unmap_page(dev, uq->cq_dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
-	/* A page still mapped somewhere keeps the mapping's reference. */
-	if (uq->sq_page)
-		__free_page(uq->sq_page);
-	if (uq->cq_page)
-		__free_page(uq->cq_page);
+	uq->sq_dma = 0;
+	uq->cq_dma = 0;
 }
 
 /*
@@ -318,7 +337,8 @@ static int maia_userq_alloc_pages(struct maia_device *mdev, struct maia_userq *u
 
 	uq->sq_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	uq->cq_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	if (!uq->sq_page || !uq->cq_page)
+	uq->dummy_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!uq->sq_page || !uq->cq_page || !uq->dummy_page)
 		return -ENOMEM;
 	uq->sq_dma = dma_map_page(dev, uq->sq_page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
 	if (dma_mapping_error(dev, uq->sq_dma)) {
@@ -437,15 +457,24 @@ int maia_userq_create_ioctl(struct drm_device *drm, void *data, struct drm_file 
 err_unlock_reset:
 	maia_reset_read_unlock(mdev);
 err_free:
-	maia_userq_free_pages(mdev, uq);
+	maia_userq_unmap_pages(mdev, uq);
 	kref_put(&uq->ref, maia_userq_release);
 	return ret;
 }
 
+/* The process's doorbell mappings of @slot reach the dummy page from now on. */
+static void maia_userq_revoke_doorbell(struct maia_device *mdev, unsigned int hwq)
+{
+	unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
+			    (loff_t)MAIA_USERQ_PGOFF(hwq, MAIA_USERQ_PAGE_DB) << PAGE_SHIFT,
+			    PAGE_SIZE, 1);
+}
+
 /*
- * Takes @uq (marked dying by the caller) off its slot: the process loses
- * its pages, the queue is disabled (dropping what it had not run, the job
- * it runs stopped) and unbound, waiters wake, the pages go.
+ * Takes @uq (marked dying by the caller) off its slot: the process's
+ * doorbell goes dead, the queue is disabled (dropping what it had not run,
+ * the job it runs stopped) and unbound, waiters wake. The ring pages stay
+ * the process's (each mapping holds its page) until it unmaps them.
  */
 static void maia_userq_teardown(struct maia_userq *uq)
 {
@@ -454,9 +483,7 @@ static void maia_userq_teardown(struct maia_userq *uq)
 	struct maia_device *mdev = uqs->mdev;
 	int idx;
 
-	unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
-			    (loff_t)MAIA_USERQ_PGOFF(slot->hwq, 0) << PAGE_SHIFT,
-			    MAIA_USERQ_PAGES << PAGE_SHIFT, 1);
+	maia_userq_revoke_doorbell(mdev, slot->hwq);
 
 	maia_reset_read_lock_uninterruptible(mdev);
 	mutex_lock(&uqs->lock);
@@ -465,8 +492,8 @@ static void maia_userq_teardown(struct maia_userq *uq)
 		maia_userq_wr(uq, MAIA_Q_ASID, 0);
 		drm_dev_exit(idx);
 	}
-	WRITE_ONCE(uq->state, uq->state == DRM_MAIA_USERQ_ACTIVE ? DRM_MAIA_USERQ_LOST :
-		   uq->state);
+	if (uq->state == DRM_MAIA_USERQ_ACTIVE)
+		maia_userq_set_state(uq, DRM_MAIA_USERQ_LOST);
 	/* Else the last mapping's close gives the slot back. */
 	uq->torn_down = true;
 	if (!uq->maps)
@@ -475,7 +502,7 @@ static void maia_userq_teardown(struct maia_userq *uq)
 	mutex_unlock(&uqs->lock);
 	maia_reset_read_unlock(mdev);
 
-	maia_userq_free_pages(mdev, uq);
+	maia_userq_unmap_pages(mdev, uq);
 	kref_put(&uq->ref, maia_userq_release);
 }
 
@@ -555,20 +582,27 @@ void maia_userq_file_close(struct maia_device *mdev, struct drm_file *file)
 }
 
 /*
- * The device is gone: every waiter wakes (and returns -ENODEV) and every
- * mapping of a queue's pages faults (SIGBUS) from now on.
+ * The device is gone: every queue is GONE (its state word says so), its
+ * doorbell mapping reaches the dummy page (the BAR may go to another
+ * device), and every waiter wakes and returns -ENODEV.
  */
 void maia_userq_unplug(struct maia_device *mdev)
 {
 	struct maia_userqs *uqs = mdev->userqs;
 	unsigned int i;
 
-	if (uqs->count)
-		unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
-				    (loff_t)MAIA_USERQ_PGOFF(uqs->first, 0) << PAGE_SHIFT,
-				    (loff_t)(uqs->count * MAIA_USERQ_PAGES) << PAGE_SHIFT, 1);
-	for (i = uqs->first; i < uqs->first + uqs->count; i++)
+	mutex_lock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq = uqs->slots[i].uq;
+
+		if (uq && uq->state == DRM_MAIA_USERQ_ACTIVE && uq->cq_page)
+			maia_userq_set_state(uq, DRM_MAIA_USERQ_GONE);
+	}
+	mutex_unlock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		maia_userq_revoke_doorbell(mdev, i);
 		wake_up_all(&uqs->slots[i].wq);
+	}
 }
 
 bool maia_userq_mmap_offset(unsigned long pgoff)
@@ -577,10 +611,27 @@ bool maia_userq_mmap_offset(unsigned long pgoff)
 	       pgoff < MAIA_USERQ_PGOFF(MAIA_MAX_QUEUES, 0);
 }
 
-/* Pages are mapped at mmap time; after a teardown zapped them, nothing. */
+/*
+ * Pages are mapped at mmap time; a zap (the doorbell at teardown, all of
+ * them at unplug, drm_dev_unplug()) brings the process here. The ring and
+ * the array come back as they are (they live as long as a mapping does);
+ * the doorbell comes back as the queue's dummy page, where a store rings
+ * nothing, so a process that rings a dead queue is not killed for it.
+ */
 static vm_fault_t maia_userq_vm_fault(struct vm_fault *vmf)
 {
-	return VM_FAULT_SIGBUS;
+	struct vm_area_struct *vma = vmf->vma;
+	struct maia_userq *uq = vma->vm_private_data;
+
+	switch ((vma->vm_pgoff - MAIA_USERQ_PGOFF_BASE) % MAIA_USERQ_PAGES) {
+	case MAIA_USERQ_PAGE_SQ:
+		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->sq_page));
+	case MAIA_USERQ_PAGE_CQ:
+		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->cq_page));
+	default:
+		return vmf_insert_pfn_prot(vma, vmf->address, page_to_pfn(uq->dummy_page),
+					   vm_get_page_prot(vma->vm_flags));
+	}
 }
 
 /* A VMA of the queue is copied (split, mremap): one more mapping. */

@@ -2057,6 +2057,9 @@ static const struct {
 	{ DRM_MAIA_SUBMIT, sizeof(struct drm_maia_submit), 56 },
 	{ DRM_MAIA_WAIT, sizeof(struct drm_maia_wait), 32 },
 	{ DRM_MAIA_CONTEXT_STATUS, sizeof(struct drm_maia_context_status), 32 },
+	{ DRM_MAIA_USERQ_CREATE, sizeof(struct drm_maia_userq_create), 40 },
+	{ DRM_MAIA_USERQ_DESTROY, sizeof(struct drm_maia_userq_destroy), 8 },
+	{ DRM_MAIA_USERQ_WAIT, sizeof(struct drm_maia_userq_wait), 24 },
 };
 
 /* A harmless valid argument for ioctl i (so a size error is the only one). */
@@ -2073,6 +2076,11 @@ static void harmless_arg(struct ctx *c, unsigned int i, unsigned char *arg)
 	case DRM_MAIA_WAIT:
 		((struct drm_maia_wait *)arg)->seqno = c->nseq ? c->seq[0] : 0;
 		break;
+	case DRM_MAIA_USERQ_CREATE:	/* flags: fails, creates nothing */
+		((struct drm_maia_userq_create *)arg)->flags = 1;
+		break;
+	case DRM_MAIA_USERQ_DESTROY:	/* queue 0 is the kernel's: -ENOENT */
+	case DRM_MAIA_USERQ_WAIT:
 	case DRM_MAIA_BO_CREATE:	/* size 0: would fail anyway, never leaks */
 	case DRM_MAIA_GET_PARAM:
 	case DRM_MAIA_CONTEXT_STATUS:
@@ -2106,14 +2114,15 @@ static void op_bad_size(struct ctx *c)
 		break;
 	case 4:
 		size = maia_ioctls[i].size;
-		nr = 8 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 8);
+		nr = DRM_MAIA_USERQ_WAIT + 1 +
+		     (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - DRM_MAIA_USERQ_WAIT - 1);
 		break;
 	default:	/* a legal smaller one: only WAIT has one */
 		size = maia_ioctls[i].first + 4 * (unsigned int)rn(3);
 		break;
 	}
 	cmd = _IOC(dir, DRM_IOCTL_BASE, DRM_COMMAND_BASE + nr, size);
-	legal = nr < 8 && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
+	legal = nr <= DRM_MAIA_USERQ_WAIT && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
 		size <= maia_ioctls[i].size;
 	if (legal && maia_ioctls[i].nr == DRM_MAIA_BO_CREATE)
 		return;

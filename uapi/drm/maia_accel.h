@@ -346,6 +346,14 @@ struct drm_maia_context_status {
 #define DRM_MAIA_USERQ_HUNG		2	/* a job hung; the device was reset */
 #define DRM_MAIA_USERQ_LOST		3	/* the device was reset for another cause */
 #define DRM_MAIA_USERQ_ERROR		4	/* tail out of range or the rings were unreadable */
+#define DRM_MAIA_USERQ_GONE		5	/* the device was removed */
+
+/*
+ * Byte offset in the completion array's page of a __u32 the kernel sets to
+ * the queue's DRM_MAIA_USERQ_* state when the queue stops, so that a
+ * process sees it without a system call (0, ACTIVE, until then).
+ */
+#define DRM_MAIA_USERQ_STATE_OFFSET	4088
 
 /**
  * struct drm_maia_userq_create - create a user queue
@@ -355,7 +363,8 @@ struct drm_maia_context_status {
  * @entries: out, slots in the ring and the array (a power of two); one
  *           stays empty, so entries - 1 jobs can be in flight
  * @sq_offset: out, mmap offset of the submission ring (one page, read/write)
- * @cq_offset: out, mmap offset of the completion array (one page, read/write)
+ * @cq_offset: out, mmap offset of the completion array (one page, read/write;
+ *             the queue's state at DRM_MAIA_USERQ_STATE_OFFSET)
  * @doorbell_offset: out, mmap offset of the doorbell page (one page; write
  *                   the new tail, as a 32-bit store, at offset 0)
  *
@@ -378,8 +387,10 @@ struct drm_maia_userq_create {
  * @queue_id: in
  * @pad: must be 0
  *
- * Unmaps the queue's pages from the process (a later access gets SIGBUS)
- * and returns once the device ran what was already queued.
+ * Disables the queue (entries not yet run are dropped, a running job stops
+ * at its next command chunk) and frees it. The doorbell mapping then
+ * reaches a page that rings nothing; the ring and the array stay mapped as
+ * plain memory until the process unmaps them.
  */
 struct drm_maia_userq_destroy {
 	__u32 queue_id;

@@ -123,6 +123,7 @@ static int open_node(int n, const char *pci, struct maia_device **out)
 	dev->fd = fd;
 	dev->index = n;
 	dev->driver_minor = minor;
+	pthread_mutex_init(&dev->uq.lock, NULL);
 	if (strlen(pci) < sizeof(dev->pci_address))
 		memcpy(dev->pci_address, pci, strlen(pci) + 1);
 	*out = dev;
@@ -259,6 +260,7 @@ MAIA_EXPORT int maia_device_list(struct maia_device_entry *entries, int max)
 void maia_device_release(struct maia_device *dev)
 {
 	maia_userq_close(dev);
+	pthread_mutex_destroy(&dev->uq.lock);
 	close(dev->fd);
 	free(dev);
 }

@@ -3,6 +3,8 @@
 #ifndef LIBMAIA_INTERNAL_H
 #define LIBMAIA_INTERNAL_H
 
+#include <pthread.h>
+
 #include "libmaia.h"
 #include "maia/hw/queue.h"
 
@@ -17,8 +19,13 @@ struct maia_userq_result {
 
 /* The device's user queue (userq.c); one per maia_device, created on first use. */
 struct maia_userq {
+	pthread_mutex_t lock;		/* everything below */
 	enum { MAIA_USERQ_UNKNOWN, MAIA_USERQ_OFF, MAIA_USERQ_ON } mode;
 	bool created;
+	bool gone;			/* the device was removed */
+	uint64_t gen;			/* bumped at each create and destroy */
+	unsigned int fork_gen;		/* userq.c's fork count when it was created */
+	volatile uint32_t *state_word;	/* DRM_MAIA_USERQ_STATE_OFFSET in the array's page */
 	uint32_t id, entries;
 	uint16_t asid;
 	struct maia_sq_entry *sq;		/* mapped ring */
@@ -50,7 +57,7 @@ struct maia_device {
 	bool closing;
 	int driver_minor;		/* DRM_IOCTL_VERSION */
 	enum maia_submit_path submit_path;
-	/* Last NORMAL kernel-path job while a user queue is in use (ordering). */
+	/* Last NORMAL kernel-path job while a user queue is in use (ordering; uq.lock). */
 	uint64_t last_kernel_seqno;
 	struct maia_userq uq;
 };
@@ -88,6 +95,7 @@ int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 		    struct maia_job_status *status);
 int maia_userq_drain(struct maia_device *dev);
+void maia_userq_note_kernel_job(struct maia_device *dev, uint64_t seqno);
 void maia_userq_close(struct maia_device *dev);
 
 /* Closes the fd and frees dev (maia_device_close, or the last BO of a closed device). */

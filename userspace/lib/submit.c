@@ -25,7 +25,7 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 	if (err <= 0)
 		return err ? maia_error(err, "maia_submit: user queue submission failed") : 0;
 	/* The kernel path: NORMAL jobs after those on the user queue. */
-	if ((!opts || opts->priority == DRM_MAIA_PRIO_NORMAL) && dev->uq.created) {
+	if (!opts || opts->priority == DRM_MAIA_PRIO_NORMAL) {
 		err = maia_userq_drain(dev);
 		if (err)
 			return maia_error(err, "maia_submit: waiting for the user queue failed");
@@ -63,8 +63,8 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 		return maia_error(err, "maia_submit: DRM_IOCTL_MAIA_SUBMIT failed");
 	}
 	*seqno = s.seqno;
-	if (dev->uq.mode == MAIA_USERQ_ON && s.priority == DRM_MAIA_PRIO_NORMAL)
-		dev->last_kernel_seqno = s.seqno;
+	if (s.priority == DRM_MAIA_PRIO_NORMAL)
+		maia_userq_note_kernel_job(dev, s.seqno);
 	if (opts && opts->out_fence_fd)
 		err = maia_syncobj_export(dev, s.out_syncobj, opts->out_fence_fd);
 	maia_syncobj_destroy(dev, tmp_syncobj);

@@ -18,11 +18,9 @@
  * - hangs: a job that waits forever is seen by the watchdog and its queue
  *   stopped (HUNG) without a device reset; a forced device reset stops
  *   every user queue (LOST); new queues then work;
- * - teardown: DESTROY unmaps the pages (SIGBUS afterwards), close with
- *   jobs queued frees the slot.
+ * - teardown: DESTROY revokes the doorbell (a store rings nothing) and
+ *   sets the state word; close with jobs queued frees the slot.
  */
-#include <setjmp.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -346,6 +344,8 @@ TEST_F(userq, isolation)
 	size = fill_cmd(&self->cb, VA_HOLE, 4096, 0x22222222, &addr);
 	n = uq_push(&a, addr, size, a.asid, 0);
 	ASSERT_EQ(0, uq_wait_state(&a, DRM_MAIA_USERQ_FAULTED, 5 * NS_PER_SEC));
+	EXPECT_EQ(DRM_MAIA_USERQ_FAULTED,
+		  *(volatile __u32 *)((volatile char *)a.cq + DRM_MAIA_USERQ_STATE_OFFSET));
 	EXPECT_EQ(MAIA_STATUS_MMU_FAULT, uq_cqe(&a, n)->status);
 	ASSERT_EQ(0, kcontext_status(self->fd, &cs));
 	EXPECT_TRUE(cs.flags & DRM_MAIA_CTX_FAULTED);
@@ -508,39 +508,43 @@ TEST_F_TIMEOUT(userq, reset_loses_queues, 60)
 	EXPECT_EQ(0, uq_destroy(&a));
 }
 
-static sigjmp_buf bus_jmp;
-
-static void on_sigbus(int sig)
+/*
+ * DESTROY revokes the doorbell: a store to the old mapping rings nothing
+ * (it reaches a dummy page, no SIGBUS), the state word says LOST, and the
+ * slot is not given to another queue while a mapping of it lives.
+ */
+TEST_F(userq, destroy_revokes_doorbell)
 {
-	siglongjmp(bus_jmp, 1);
-}
-
-/* DESTROY takes the pages away: the old doorbell and ring give SIGBUS. */
-TEST_F(userq, destroy_unmaps)
-{
-	struct sigaction sa = { .sa_handler = on_sigbus }, old;
-	struct drm_maia_userq_destroy d;
-	volatile __u32 *db;
-	volatile int faults = 0;
-	struct uq a;
+	struct drm_maia_userq_destroy d = { 0 };
+	struct drm_maia_userq_wait w;
+	volatile __u32 *state;
+	struct uq a, b, c;
+	__u32 n;
 
 	ASSERT_EQ(0, uq_create(self->fd, &a));
-	db = a.db;
+	n = uq_push(&a, 0, 0, a.asid, MAIA_SQE_NOP);
+	ASSERT_EQ(0, uq_wait(&a, n, 5 * NS_PER_SEC, &w));
+	state = (volatile __u32 *)((volatile char *)a.cq + DRM_MAIA_USERQ_STATE_OFFSET);
+	EXPECT_EQ(DRM_MAIA_USERQ_ACTIVE, *state);
 	d.queue_id = a.id;
-	d.pad = 0;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_MAIA_USERQ_DESTROY, &d));
-	ASSERT_EQ(0, sigaction(SIGBUS, &sa, &old));
-	if (!sigsetjmp(bus_jmp, 1))
-		*db = 1;
-	else
-		faults++;
-	if (!sigsetjmp(bus_jmp, 1))
-		a.sq[0].job_id = 1;
-	else
-		faults++;
-	sigaction(SIGBUS, &old, NULL);
-	EXPECT_EQ(2, faults);
+	EXPECT_EQ(DRM_MAIA_USERQ_LOST, *state);
+	*a.db = 5;		/* no SIGBUS, and nothing to ring */
+	EXPECT_EQ(0, a.cq[1].flags);
+
+	ASSERT_EQ(0, uq_create(self->fd, &b));
+	EXPECT_NE(a.id, b.id);	/* a's slot waits for a's mappings */
+	*a.db = 1;
+	usleep(50 * 1000);
+	EXPECT_EQ(0, b.cq[0].flags);
 	uq_unmap(&a);
+	ASSERT_EQ(0, uq_create(self->fd, &c));
+	EXPECT_EQ(a.id, c.id);	/* given back with the last mapping */
+	n = uq_push(&c, 0, 0, c.asid, MAIA_SQE_NOP);
+	ASSERT_EQ(0, uq_wait(&c, n, 5 * NS_PER_SEC, &w));
+	EXPECT_EQ(MAIA_STATUS_OK, uq_cqe(&c, n)->status);
+	EXPECT_EQ(0, uq_destroy(&b));
+	EXPECT_EQ(0, uq_destroy(&c));
 }
 
 TEST_HARNESS_MAIN
