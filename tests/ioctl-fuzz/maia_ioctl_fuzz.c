@@ -2170,9 +2170,9 @@ static void op_bad_ptr(struct ctx *c)
 	case 2:
 		p = (void *)0xffff888000000000ull;
 		break;
-	case 3:	/* straddles into the hole: the tail is unreadable */
-		p = (char *)edge_page + PAGE - 8;
-		memcpy(p, arg, 8);
+	case 3:	/* straddles into the hole: the tail is unreadable (8-byte structs too) */
+		p = (char *)edge_page + PAGE - (size > 8 ? 8 : size / 2);
+		memcpy(p, arg, size > 8 ? 8 : size / 2);
 		break;
 	default:	/* readable, not writable: the output copy fails */
 		p = ro_page;
