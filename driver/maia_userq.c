@@ -146,7 +146,7 @@ static void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
 	wake_up_all(&uq->slot->wq);
 }
 
-/* Queue interrupt (hard IRQ): a completion; the waiters check for theirs. */
+/* Queue interrupt (hard IRQ): an armed completion; the waiters check for theirs. */
 static irqreturn_t maia_userq_irq(int irq, void *arg)
 {
 	struct maia_userq_slot *slot = arg;
@@ -173,6 +173,56 @@ static bool maia_userq_reached(struct maia_userq *uq, u32 count, u32 *completed)
 	c = maia_userq_rd(uq, MAIA_Q_COMPLETED);
 	*completed = c;
 	return (s32)(c - count) >= 0;
+}
+
+/*
+ * The queue interrupts only when armed (MAIA_Q_IRQ_ON_ARM, set at create):
+ * a process that polls its completion array costs the guest no interrupt.
+ * A sleeper arms it after joining the wait queue and before it checks the
+ * count, so a completion is either counted or interrupts. Arming a queue
+ * that just changed hands costs its new owner one spare interrupt, no more.
+ */
+static void maia_userq_arm(struct maia_userq *uq)
+{
+	int idx;
+
+	if (READ_ONCE(uq->state) != DRM_MAIA_USERQ_ACTIVE ||
+	    !drm_dev_enter(&uq->uqs->mdev->drm, &idx))
+		return;
+	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED);
+	drm_dev_exit(idx);
+}
+
+/*
+ * Sleeps until maia_userq_reached(): > 0 then, 0 when @timeout (jiffies)
+ * ran out first, -ERESTARTSYS on a signal when @interruptible.
+ */
+static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
+			     bool interruptible, long timeout)
+{
+	DEFINE_WAIT(wait);
+	long ret;
+
+	for (;;) {
+		prepare_to_wait(&uq->slot->wq, &wait,
+				interruptible ? TASK_INTERRUPTIBLE : TASK_UNINTERRUPTIBLE);
+		maia_userq_arm(uq);
+		if (maia_userq_reached(uq, count, completed)) {
+			ret = 1;
+			break;
+		}
+		if (interruptible && signal_pending(current)) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+		if (!timeout) {
+			ret = 0;
+			break;
+		}
+		timeout = schedule_timeout(timeout);
+	}
+	finish_wait(&uq->slot->wq, &wait);
+	return ret;
 }
 
 /*
@@ -374,6 +424,7 @@ static int maia_userq_enable_locked(struct maia_userq *uq, struct maia_userq_slo
 	maia_userq_wr(uq, MAIA_Q_CQ_HI, upper_32_bits(uq->cq_dma));
 	maia_userq_wr(uq, MAIA_Q_SIZE, MAIA_USERQ_ENTRIES);
 	maia_userq_wr(uq, MAIA_Q_ASID, MAIA_Q_ASID_BOUND | uq->ctx->asid);
+	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM);
 	maia_userq_wr(uq, MAIA_Q_CTRL, MAIA_Q_CTRL_ENABLE |
 		      FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, prio));
 	status = maia_userq_rd(uq, MAIA_Q_STATUS);
@@ -490,6 +541,7 @@ static void maia_userq_teardown(struct maia_userq *uq)
 	if (drm_dev_enter(&mdev->drm, &idx)) {
 		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_LOST);
 		maia_userq_wr(uq, MAIA_Q_ASID, 0);
+		maia_userq_wr(uq, MAIA_Q_IRQ, 0);
 		drm_dev_exit(idx);
 	}
 	if (uq->state == DRM_MAIA_USERQ_ACTIVE)
@@ -544,10 +596,8 @@ int maia_userq_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *f
 	if (!uq)
 		return -ENOENT;
 	timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
-	ret = wait_event_interruptible_timeout(uq->slot->wq,
-					       maia_userq_reached(uq, args->count, &completed),
-					       timeout);
-	if (!ret && !maia_userq_reached(uq, args->count, &completed))
+	ret = maia_userq_sleep(uq, args->count, &completed, true, timeout);
+	if (!ret)
 		ret = -ETIME;
 	else if (drm_dev_is_unplugged(drm))
 		ret = -ENODEV;
@@ -817,7 +867,7 @@ void maia_userq_ctx_quiesce(struct maia_context *ctx)
 		mutex_unlock(&uqs->lock);
 		if (!uq)
 			continue;
-		wait_event(uqs->slots[i].wq, maia_userq_reached(uq, fetched, &completed));
+		maia_userq_sleep(uq, fetched, &completed, false, MAX_SCHEDULE_TIMEOUT);
 		kref_put(&uq->ref, maia_userq_release);
 	}
 }

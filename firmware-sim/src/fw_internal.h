@@ -127,6 +127,7 @@ struct fw_queue {
 	uint32_t size, ctrl, head, tail, status, completed;
 	uint32_t fetched;		/* MAIA_Q_FETCHED: entries started */
 	uint32_t asid_bind;		/* MAIA_Q_ASID (1.3): BOUND | asid */
+	uint32_t irq;			/* MAIA_Q_IRQ (1.3): ON_ARM | ARMED */
 	bool enabled;			/* ENABLE accepted (config valid) */
 	bool kicked;			/* shadow tail must be re-read */
 	bool inject_hang, inject_fault;

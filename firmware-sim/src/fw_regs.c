@@ -60,6 +60,7 @@ static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_SHADOW_LO:	*val = (uint32_t)q->shadow; break;
 	case MAIA_Q_SHADOW_HI:	*val = (uint32_t)(q->shadow >> 32); break;
 	case MAIA_Q_ASID:	*val = q->asid_bind; break;
+	case MAIA_Q_IRQ:	*val = q->irq; break;
 	default:
 		return false;
 	}
@@ -324,6 +325,14 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 		return;
 	case MAIA_Q_ASID:
 		set_asid_bind_locked(sim, qi, value);
+		return;
+	case MAIA_Q_IRQ:
+		if (value & ~(MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED)) {
+			fw_guest_error(sim, "maia: queue %u IRQ 0x%08x has undefined bits; ignored",
+					 qi, value);
+			return;
+		}
+		q->irq = value;
 		return;
 	case MAIA_Q_HEAD:
 	case MAIA_Q_TAIL:

@@ -145,7 +145,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 			 uint32_t status, uint32_t error_offset, const struct fw_as *as)
 {
 	struct fw_queue *q = &sim->queues[qi];
-	bool ok, raise_event = false;
+	bool ok, raise_event = false, raise_queue = true;
 
 	/*
 	 * Reset writes the ABORTED entry itself; a disabled (or re-enabled)
@@ -168,6 +168,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		return;
 	}
 	if (!ok) {
+		raise_queue = false;
 		fw_guest_error(sim, "maia: queue %u completion write to 0x%llx failed; queue stopped",
 				 qi, (unsigned long long)job->cq);
 		q->status |= MAIA_Q_STATUS_ERR_DMA;
@@ -175,6 +176,11 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 	} else {
 		q->head = (job->index + 1) & (q->size - 1);
 		q->completed++;
+		/* 1.3: with ON_ARM, only an armed queue interrupts, once. */
+		if (q->irq & MAIA_Q_IRQ_ON_ARM) {
+			raise_queue = q->irq & MAIA_Q_IRQ_ARMED;
+			q->irq &= ~MAIA_Q_IRQ_ARMED;
+		}
 		if (q->shadow)
 			q->kicked = true;	/* the host may have queued more */
 	}
@@ -193,7 +199,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		raise_event |= fw_ecc_job_hit_locked(sim, as->asid, qi, as->ecc_page);
 	pthread_mutex_unlock(&sim->lock);
 
-	if (ok)
+	if (raise_queue)
 		fw_raise(sim, MAIA_VEC_QUEUE(qi));
 	if (raise_event)
 		fw_raise(sim, MAIA_VEC_EVENT);

@@ -112,7 +112,7 @@ static void test_bad_accesses(struct env *e)
 	};
 	static const uint32_t unmapped[] = {
 		0x0028, 0x0038, 0x0068, 0x0088, 0x00ac, 0x00e8, 0x0200, 0x03fc,
-		MAIA_REG_Q(0, 0x38), MAIA_REG_Q(0, 0x3c), MAIA_REG_Q(4, MAIA_Q_SQ_LO),	/* only 4 queues */
+		MAIA_REG_Q(0, 0x3c), MAIA_REG_Q(4, MAIA_Q_SQ_LO),	/* only 4 queues */
 		MAIA_REG_DOORBELL(4), 0x1800, 0x1ffc, MAIA_BAR0_SIZE, 0xfffffffc,
 	};
 	unsigned int before;

@@ -191,6 +191,44 @@ static void test_hostile_ring(struct env *e, struct maia_sim *sim)
 	tap_ok(status_of(e, &q1, slot, 77) == MAIA_STATUS_OK, "queue 1 runs again after re-enable");
 }
 
+/* MAIA_Q_IRQ: with ON_ARM, a completion interrupts only while armed, once. */
+static void test_irq_on_arm(struct env *e, struct maia_sim *sim)
+{
+	unsigned int v;
+	struct tq q;
+
+	fresh(e);
+	setup_contexts(e);
+	bound_queue(e, &q, 1, 16, 1);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_IRQ), MAIA_Q_IRQ_ON_ARM);
+	v = irq_count(e, MAIA_VEC_QUEUE(1));
+	for (unsigned int i = 0; i < 5; i++)
+		queue_push(e, &q, VA_CMD, 8, 1, 0, 100 + i, true);
+	maia_sim_drain(sim);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 5 && irq_count(e, MAIA_VEC_QUEUE(1)) == v,
+	       "ON_ARM, not armed: 5 completions, no interrupt");
+	wr(e, MAIA_REG_Q(1, MAIA_Q_IRQ), MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_IRQ)) == (MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED),
+	       "IRQ reads back ON_ARM | ARMED");
+	for (unsigned int i = 0; i < 3; i++)
+		queue_push(e, &q, VA_CMD, 8, 1, 0, 200 + i, true);
+	maia_sim_drain(sim);
+	tap_ok(irq_count(e, MAIA_VEC_QUEUE(1)) == v + 1 &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_IRQ)) == MAIA_Q_IRQ_ON_ARM,
+	       "armed: the next completion interrupts once and disarms (%u)",
+	       irq_count(e, MAIA_VEC_QUEUE(1)) - v);
+	wr(e, MAIA_REG_Q(1, MAIA_Q_IRQ), 0);
+	queue_push(e, &q, VA_CMD, 8, 1, 0, 300, true);
+	maia_sim_drain(sim);
+	tap_ok(irq_count(e, MAIA_VEC_QUEUE(1)) == v + 2, "without ON_ARM every completion interrupts");
+	wr(e, MAIA_REG_Q(1, MAIA_Q_IRQ), 0x10);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_IRQ)) == 0, "undefined bits are refused");
+	wr(e, MAIA_REG_Q(1, MAIA_Q_IRQ), MAIA_Q_IRQ_ON_ARM);
+	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	tap_ok(rd(e, MAIA_REG_Q(1, MAIA_Q_IRQ)) == 0, "reset clears IRQ");
+	boot_or_die(e);
+}
+
 int main(void)
 {
 	struct env e;
@@ -203,6 +241,7 @@ int main(void)
 	test_asid_binding(&e);
 	test_doorbell_pages(&e, e.sim);
 	test_hostile_ring(&e, e.sim);
+	test_irq_on_arm(&e, e.sim);
 	env_fini(&e);
 	return tap_done();
 }

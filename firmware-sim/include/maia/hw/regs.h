@@ -230,6 +230,17 @@
 #define   MAIA_Q_ASID			0x34u
 #define     MAIA_Q_ASID_MASK		0x0000ffffu
 #define     MAIA_Q_ASID_BOUND		(1u << 31)
+/*
+ * Revision 1.3: interrupt on request. With ON_ARM set, the queue raises its
+ * vector for a completion only while ARMED, which it then clears (one
+ * interrupt per arming). A host that sleeps arms, then reads COMPLETED,
+ * then sleeps: a completion is either counted before the arming or raises
+ * the vector. Writing ARMED arms; reads show whether it is still armed.
+ * Read/write at any time; cleared by reset.
+ */
+#define   MAIA_Q_IRQ			0x38u
+#define     MAIA_Q_IRQ_ON_ARM		(1u << 0)
+#define     MAIA_Q_IRQ_ARMED		(1u << 1)
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each
