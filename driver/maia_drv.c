@@ -17,6 +17,7 @@
 #include <linux/pci.h>
 
 #include "maia_debugfs.h"
+#include "maia_fabric.h"
 #include "maia_fw.h"
 #include "maia_gem.h"
 #include "maia_hbm.h"
@@ -85,6 +86,12 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 		value = (u64)pci_domain_nr(pdev->bus) << 16 |
 			pdev->bus->number << 8 | pdev->devfn;
 		break;
+	case DRM_MAIA_PARAM_FABRIC_PORTS:
+		value = maia_fabric_ports(mdev);
+		break;
+	case DRM_MAIA_PARAM_FABRIC_SERIAL:
+		value = maia_fabric_serial(mdev);
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -106,14 +113,17 @@ static const struct drm_ioctl_desc maia_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(MAIA_SUBMIT, maia_submit_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_WAIT, maia_wait_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_CONTEXT_STATUS, maia_context_status_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_FABRIC_PORT, maia_fabric_port_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_FABRIC_WINDOW, maia_fabric_window_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_USERQ_CREATE, maia_userq_create_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_USERQ_DESTROY, maia_userq_destroy_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_USERQ_WAIT, maia_userq_wait_ioctl, 0),
 };
 
 /*
- * The first size of each ioctl's struct (driver 1.0): a struct only grows at
- * its end, so this is the shortest one userspace can have been built with.
+ * The first size of each ioctl's struct (driver 1.0, or the minor that added
+ * the ioctl): a struct only grows at its end, so this is the shortest one
+ * userspace can have been built with.
  */
 static const u16 maia_ioctl_first_size[] = {
 	[DRM_MAIA_GET_PARAM] = offsetofend(struct drm_maia_get_param, value),
@@ -124,7 +134,9 @@ static const u16 maia_ioctl_first_size[] = {
 	[DRM_MAIA_SUBMIT] = offsetofend(struct drm_maia_submit, seqno),
 	[DRM_MAIA_WAIT] = offsetofend(struct drm_maia_wait, pad),
 	[DRM_MAIA_CONTEXT_STATUS] = offsetofend(struct drm_maia_context_status, device_resets),
-	/* Driver 1.3 */
+	[DRM_MAIA_FABRIC_PORT] = offsetofend(struct drm_maia_fabric_port, pad),
+	[DRM_MAIA_FABRIC_WINDOW] = offsetofend(struct drm_maia_fabric_window, pad),
+	/* Driver 1.4 */
 	[DRM_MAIA_USERQ_CREATE] = offsetofend(struct drm_maia_userq_create, doorbell_offset),
 	[DRM_MAIA_USERQ_DESTROY] = offsetofend(struct drm_maia_userq_destroy, pad),
 	[DRM_MAIA_USERQ_WAIT] = offsetofend(struct drm_maia_userq_wait, state),
@@ -404,6 +416,9 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = maia_heartbeat_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_fabric_init(mdev);
 	if (ret)
 		return ret;
 	maia_debugfs_init(mdev);

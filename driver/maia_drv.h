@@ -25,6 +25,7 @@
 
 #define MAIA_DRIVER_DESC	"Maia accelerator"
 
+struct maia_fabric;
 struct maia_reset;
 struct maia_telemetry;
 struct maia_sched;
@@ -129,6 +130,7 @@ struct maia_device {
 	struct maia_userqs *userqs;	/* queues mapped into processes (maia_userq.c) */
 	struct maia_reset *reset;	/* hang recovery */
 	struct maia_telemetry *telemetry;	/* power and counters, or NULL */
+	struct maia_fabric *fabric;	/* fabric ports, or NULL without */
 };
 
 static inline struct maia_device *to_maia_device(struct drm_device *drm)

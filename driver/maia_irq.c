@@ -17,6 +17,7 @@
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
 
+#include "maia_fabric.h"
 #include "maia_hbm.h"
 #include "maia_hw.h"
 #include "maia_irq.h"
@@ -158,6 +159,8 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 		maia_telemetry_throttle_event(mdev);
 	if (causes & MAIA_INT_HBM_ECC)
 		maia_irq_handle_ecc(mdev);
+	if (causes & MAIA_INT_FABRIC_LINK)
+		maia_fabric_link_event(mdev);
 
 	return IRQ_HANDLED;
 }

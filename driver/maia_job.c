@@ -531,10 +531,17 @@ int maia_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	kref_get(&job->ref);
 	mutex_unlock(&jf->lock);
 
-	if (!dma_fence_is_signaled(job->done)) {
+	/*
+	 * The deadline is on CLOCK_MONOTONIC, the wait in jiffies, which can
+	 * run ahead of it in a guest whose vCPU was not scheduled (ticks are
+	 * caught up at once): wait again until the clock has passed it.
+	 */
+	while (!dma_fence_is_signaled(job->done)) {
 		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
 		ret = timeout ? dma_fence_wait_timeout(job->done, true, timeout) : 0;
-		if (ret <= 0) {
+		if (ret > 0)
+			break;
+		if (ret < 0 || !timeout) {
 			maia_job_put(job);
 			/* The deadline is absolute: a restarted call keeps it. */
 			return ret ? ret : -ETIME;

@@ -36,6 +36,10 @@ static int maia_mbox_errno(u32 result)
 		return -EOPNOTSUPP;
 	case MAIA_MBOX_ENOTREADY:
 		return -EAGAIN;
+	case MAIA_MBOX_ENOSPC:
+		return -ENOSPC;
+	case MAIA_MBOX_ENOENT:
+		return -ENOENT;
 	default:
 		return -EIO;
 	}
@@ -81,7 +85,8 @@ int maia_mbox_cmd(struct maia_device *mdev, u32 cmd,
 	mutex_unlock(&mdev->mbox.lock);
 
 	ret = maia_mbox_errno(status & MAIA_MBOX_STATUS_RESULT_MASK);
-	if (ret)
+	/* A full table or an unknown object is an answer, not a failure. */
+	if (ret && ret != -ENOSPC && ret != -ENOENT)
 		maia_err_ratelimited(mdev, "mailbox command %#x failed: result %u\n",
 				     cmd, status & MAIA_MBOX_STATUS_RESULT_MASK);
 	return ret;

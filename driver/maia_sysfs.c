@@ -14,6 +14,7 @@
 #include <maia/hw/boot.h>
 
 #include "maia_drv.h"
+#include "maia_fabric.h"
 #include "maia_hbm.h"
 #include "maia_reset.h"
 #include "maia_sysfs.h"
@@ -83,6 +84,22 @@ static ssize_t host_pinned_bytes_show(struct device *dev, struct device_attribut
 }
 static DEVICE_ATTR_RO(host_pinned_bytes);
 
+/* The device's fabric serial, its identity on the links (only with a fabric). */
+static ssize_t fabric_serial_show(struct device *dev, struct device_attribute *attr,
+				  char *buf)
+{
+	return sysfs_emit(buf, "0x%016llx\n", maia_fabric_serial(maia_from_dev(dev)));
+}
+static DEVICE_ATTR_RO(fabric_serial);
+
+/* Fabric ports (only with a fabric; their counters are in fabric/portN/). */
+static ssize_t fabric_ports_show(struct device *dev, struct device_attribute *attr,
+				 char *buf)
+{
+	return sysfs_emit(buf, "%u\n", maia_fabric_ports(maia_from_dev(dev)));
+}
+static DEVICE_ATTR_RO(fabric_ports);
+
 static struct attribute *maia_attrs[] = {
 	&dev_attr_fw_version.attr,
 	&dev_attr_fw_abi.attr,
@@ -91,11 +108,24 @@ static struct attribute *maia_attrs[] = {
 	&dev_attr_hbm_size.attr,
 	&dev_attr_topology.attr,
 	&dev_attr_host_pinned_bytes.attr,
+	&dev_attr_fabric_serial.attr,
+	&dev_attr_fabric_ports.attr,
 	NULL,
 };
 
+static umode_t maia_attr_visible(struct kobject *kobj, struct attribute *attr, int n)
+{
+	struct maia_device *mdev = maia_from_dev(kobj_to_dev(kobj));
+
+	if ((attr == &dev_attr_fabric_serial.attr || attr == &dev_attr_fabric_ports.attr) &&
+	    !maia_fabric_ports(mdev))
+		return 0;
+	return attr->mode;
+}
+
 static const struct attribute_group maia_attr_group = {
 	.attrs = maia_attrs,
+	.is_visible = maia_attr_visible,
 };
 
 const struct attribute_group *maia_sysfs_groups[] = {

@@ -20,6 +20,7 @@
 #include <maia/hw/queue.h>
 
 #include "maia_drv.h"
+#include "maia_fabric.h"
 #include "maia_gem.h"
 #include "maia_irq.h"
 #include "maia_job.h"
@@ -104,6 +105,7 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	ctx->mdev = mdev;
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->fault_lock);
+	INIT_LIST_HEAD(&ctx->fabric_windows);
 	drm_mm_init(&ctx->va_mm, DRM_MAIA_VA_START,
 		    DRM_MAIA_VA_END - DRM_MAIA_VA_START);
 
@@ -204,6 +206,8 @@ void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 	maia_reset_read_unlock(mdev);
 
 	mutex_lock(&ctx->lock);
+	/* Disabling the ASID closed its windows on the device. */
+	maia_fabric_free_windows(ctx);
 	drm_mm_for_each_node_safe(node, next, &ctx->va_mm)
 		maia_vm_mapping_free(ctx, container_of(node, struct maia_vm_mapping, node));
 	maia_mmu_pgtable_fini(mdev, &ctx->pgt);
@@ -400,6 +404,9 @@ static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+
+	/* Nothing from the fabric may land in it once it is gone. */
+	maia_fabric_close_range(ctx, args->va, args->size);
 
 	/* The device must never see a page after it is unmapped. */
 	ret = maia_job_wait_idle(ctx);

@@ -58,6 +58,10 @@ struct maia_context {
 	u64 fault_addr;
 	u32 fault_access;		/* MAIA_ACCESS_* */
 
+	/* Fabric windows (maia_fabric.c), under @lock. */
+	struct list_head fabric_windows;
+	unsigned int fabric_nwindows;
+
 	/* Submission state (maia_job.c), from maia_job_file_open() to close. */
 	void *job_priv;
 };

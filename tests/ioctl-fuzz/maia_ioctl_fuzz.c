@@ -779,7 +779,7 @@ static void op_get_param(struct ctx *c)
 }
 
 /*
- * A user queue (driver 1.3) with a hostile ring: random words in it, random
+ * A user queue (driver 1.4) with a hostile ring: random words in it, random
  * doorbells (out of range too), a short wait, then destroy. The queue is
  * bound to the context's ASID and every random entry fails (flags,
  * reserved, ASID), so the context's state does not change.

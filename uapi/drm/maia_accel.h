@@ -34,10 +34,12 @@ extern "C" {
  *  0: the first uAPI.
  *  1: drm_maia_wait.device_time_ns; DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN.
  *  2: DRM_MAIA_DEVICE_HBM_ECC.
- *  3: user queues: DRM_MAIA_USERQ_CREATE/DESTROY/WAIT, DRM_MAIA_PARAM_USER_QUEUES,
+ *  3: the fabric: DRM_MAIA_CAP_FABRIC, DRM_MAIA_PARAM_FABRIC_*,
+ *     DRM_MAIA_FABRIC_PORT, DRM_MAIA_FABRIC_WINDOW, DRM_MAIA_DEVICE_FABRIC_*.
+ *  4: user queues: DRM_MAIA_USERQ_CREATE/DESTROY/WAIT, DRM_MAIA_PARAM_USER_QUEUES,
  *     DRM_MAIA_DEVICE_ASID_DENIED.
  */
-#define MAIA_DRIVER_MINOR		3
+#define MAIA_DRIVER_MINOR		4
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -47,9 +49,11 @@ extern "C" {
 #define DRM_MAIA_SUBMIT			0x05
 #define DRM_MAIA_WAIT			0x06
 #define DRM_MAIA_CONTEXT_STATUS		0x07
-#define DRM_MAIA_USERQ_CREATE		0x08
-#define DRM_MAIA_USERQ_DESTROY		0x09
-#define DRM_MAIA_USERQ_WAIT		0x0a
+#define DRM_MAIA_FABRIC_PORT		0x08	/* minor 3 */
+#define DRM_MAIA_FABRIC_WINDOW		0x09	/* minor 3 */
+#define DRM_MAIA_USERQ_CREATE		0x0a	/* minor 4 */
+#define DRM_MAIA_USERQ_DESTROY		0x0b	/* minor 4 */
+#define DRM_MAIA_USERQ_WAIT		0x0c	/* minor 4 */
 
 #define DRM_IOCTL_MAIA_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_GET_PARAM, struct drm_maia_get_param)
@@ -67,6 +71,10 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_WAIT, struct drm_maia_wait)
 #define DRM_IOCTL_MAIA_CONTEXT_STATUS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_CONTEXT_STATUS, struct drm_maia_context_status)
+#define DRM_IOCTL_MAIA_FABRIC_PORT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_FABRIC_PORT, struct drm_maia_fabric_port)
+#define DRM_IOCTL_MAIA_FABRIC_WINDOW \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_FABRIC_WINDOW, struct drm_maia_fabric_window)
 #define DRM_IOCTL_MAIA_USERQ_CREATE \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_USERQ_CREATE, struct drm_maia_userq_create)
 #define DRM_IOCTL_MAIA_USERQ_DESTROY \
@@ -87,8 +95,10 @@ extern "C" {
 #define DRM_MAIA_PARAM_CAPABILITIES	9	/* DRM_MAIA_CAP_* of the device */
 #define DRM_MAIA_PARAM_SRAM_KIB		10	/* on-chip SRAM per cluster */
 #define DRM_MAIA_PARAM_PCI_BDF		11	/* domain << 16 | bus << 8 | devfn */
-/* (minor 3) hardware queues kept for user queues, 0 if the device has none */
-#define DRM_MAIA_PARAM_USER_QUEUES	12
+#define DRM_MAIA_PARAM_FABRIC_PORTS	12	/* fabric ports, 0 without (minor 3) */
+#define DRM_MAIA_PARAM_FABRIC_SERIAL	13	/* the device's fabric serial (minor 3) */
+/* (minor 4) hardware queues kept for user queues, 0 if the device has none */
+#define DRM_MAIA_PARAM_USER_QUEUES	14
 
 /* DRM_MAIA_PARAM_CAPABILITIES: what the device has */
 #define DRM_MAIA_CAP_MMU		(1ull << 0)	/* per-context address spaces */
@@ -96,6 +106,7 @@ extern "C" {
 #define DRM_MAIA_CAP_TENSOR		(1ull << 2)	/* tensor engine commands */
 #define DRM_MAIA_CAP_TELEMETRY		(1ull << 3)	/* power, clock and counters */
 #define DRM_MAIA_CAP_FLR		(1ull << 4)	/* PCIe function level reset */
+#define DRM_MAIA_CAP_FABRIC		(1ull << 5)	/* scale-out fabric ports (minor 3) */
 
 /* DRM_MAIA_PARAM_DTYPES: bit n set means the tensor engine takes data type n */
 #define DRM_MAIA_DTYPE_FP32		0
@@ -270,8 +281,13 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_ABORTED		7	/* stopped by a reset, or never ran */
 #define DRM_MAIA_DEVICE_SEM_TIMEOUT	8	/* a semaphore wait gave up */
 #define DRM_MAIA_DEVICE_HBM_ECC		9	/* read HBM with an uncorrectable error (minor 2) */
-/* (minor 3) a user queue's entry named another context than the queue's own */
-#define DRM_MAIA_DEVICE_ASID_DENIED	10
+/* Fabric commands (minor 3) */
+#define DRM_MAIA_DEVICE_FABRIC_LINK	10	/* no such port, port down, or it went down */
+#define DRM_MAIA_DEVICE_FABRIC_KEY	11	/* the peer refused the window key or range */
+#define DRM_MAIA_DEVICE_FABRIC_REMOTE	12	/* the peer's memory access failed */
+#define DRM_MAIA_DEVICE_FABRIC_TIMEOUT	13	/* a collective's peer did not answer in time */
+/* (minor 4) a user queue's entry named another context than the queue's own */
+#define DRM_MAIA_DEVICE_ASID_DENIED	14
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**
@@ -327,15 +343,100 @@ struct drm_maia_context_status {
 	__u64 device_resets;
 };
 
+/* drm_maia_fabric_port.flags */
+#define DRM_MAIA_FABRIC_PORT_UP		(1u << 0)	/* peer discovered, data flows */
+
+/**
+ * struct drm_maia_fabric_port - state and counters of one fabric port (minor 3)
+ * @port: in, < DRM_MAIA_PARAM_FABRIC_PORTS; -EINVAL beyond, -ENODEV without
+ *        a fabric
+ * @flags: out, DRM_MAIA_FABRIC_PORT_*
+ * @peer_serial: out, the fabric serial of the device cabled to it (while UP)
+ * @peer_port: out, that device's port (while UP)
+ * @mtu: out, data bytes per transport message
+ * @tx_frames: out, frames sent; the counters count since the device was
+ *             powered on (a reset keeps them)
+ * @tx_bytes: out, bytes sent
+ * @rx_frames: out, frames received, malformed ones included
+ * @rx_bytes: out, bytes received
+ * @retransmits: out, frames sent again after a lost frame or ack
+ * @rx_drops: out, received frames dropped (malformed, unexpected, queue full)
+ * @nak_tx: out, remote requests this device refused (bad key, range, access)
+ * @nak_rx: out, refusals this device's requests received
+ * @tx_errors: out, frames the wire would not take
+ * @injected_drops: out, frames dropped by the device's fault injection
+ * @link_ups: out, times the link came up
+ * @link_downs: out, times it went down (link flaps)
+ * @dead_peer: out, downs because the peer stopped answering
+ * @pad: must be 0
+ */
+struct drm_maia_fabric_port {
+	__u32 port;
+	__u32 flags;
+	__u64 peer_serial;
+	__u32 peer_port;
+	__u32 mtu;
+	__u64 tx_frames;
+	__u64 tx_bytes;
+	__u64 rx_frames;
+	__u64 rx_bytes;
+	__u64 retransmits;
+	__u64 rx_drops;
+	__u64 nak_tx;
+	__u64 nak_rx;
+	__u64 tx_errors;
+	__u64 injected_drops;
+	__u32 link_ups;
+	__u32 link_downs;
+	__u32 dead_peer;
+	__u32 pad;
+};
+
+#define DRM_MAIA_FABRIC_WINDOW_OPEN	0
+#define DRM_MAIA_FABRIC_WINDOW_CLOSE	1
+
+/* drm_maia_fabric_window.access: what the peers may do */
+#define DRM_MAIA_FABRIC_REMOTE_READ	(1u << 0)
+#define DRM_MAIA_FABRIC_REMOTE_WRITE	(1u << 1)
+
+/**
+ * struct drm_maia_fabric_window - let fabric peers reach part of this
+ * file's address space (minor 3)
+ * @op: DRM_MAIA_FABRIC_WINDOW_OPEN or _CLOSE
+ * @access: OPEN: DRM_MAIA_FABRIC_REMOTE_* (REMOTE_WRITE needs a writable
+ *          mapping, else -EACCES); CLOSE: 0
+ * @va: OPEN: page-aligned start, inside one mapping of this file
+ * @size: OPEN: bytes, a nonzero multiple of the page size
+ * @key: OPEN: out, the key peers name in remote writes and reads;
+ *       CLOSE: in
+ * @pad: must be 0
+ *
+ * A window closes with CLOSE, with the unmap of its mapping, with the
+ * file, and with a device reset (its key is then refused by the device and
+ * CLOSE of it returns 0). Once closed, nothing from the fabric lands in it.
+ * At most DRM_MAIA_MAX_FABRIC_WINDOWS per file (-ENOSPC), and the device
+ * has a limited number for every file together (-ENOSPC too).
+ */
+struct drm_maia_fabric_window {
+	__u32 op;
+	__u32 access;
+	__u64 va;
+	__u64 size;
+	__u32 key;
+	__u32 pad;
+};
+
+#define DRM_MAIA_MAX_FABRIC_WINDOWS	64
+
 /*
- * User queues (minor 3): a hardware queue of this file's own, whose
+ * User queues (minor 4): a hardware queue of this file's own, whose
  * submission ring, completion array and doorbell are mapped into the
  * process (mmap on the device fd at the offsets CREATE returns), so that a
  * job is written and started without a system call. The ring and the array
  * hold the device's own entries (struct maia_sq_entry and maia_cq_entry,
  * maia/hw/queue.h); the doorbell takes the new tail index. The device binds
  * the queue to this file's address space: an entry naming another ASID
- * completes with DRM_MAIA_DEVICE_ASID_DENIED (device status 10) and runs
+ * completes with DRM_MAIA_DEVICE_ASID_DENIED (device status 14) and runs
  * nothing. The kernel keeps the page tables, hang detection and reset; see
  * Documentation/uapi.rst for the rules.
  */

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 2
+#define LIBMAIA_VERSION_MINOR 3
 
 struct maia_device;
 
@@ -377,9 +377,9 @@ struct maia_job_status {
 };
 
 /*
- * How maia_submit() reaches the device (since 1.2). AUTO: a job without
+ * How maia_submit() reaches the device (since 1.3). AUTO: a job without
  * dependencies, fences or a non-NORMAL priority goes through a user queue
- * (driver 1.3: ring and doorbell mapped into the process, no system call)
+ * (driver 1.4: ring and doorbell mapped into the process, no system call)
  * when the driver offers one and MAIA_USERQ is not "0"; everything else
  * through the SUBMIT ioctl. KERNEL: always the ioctl. NORMAL jobs run in
  * submission order whichever path they take.
@@ -431,6 +431,116 @@ struct maia_context_status {
 };
 
 int maia_context_status(struct maia_device *dev, struct maia_context_status *st);
+
+/* ---- Fabric (since 1.2, driver 1.3; Documentation/libmaia.rst) ------ */
+
+/* One fabric port: its link and its counters (since the device powered on). */
+struct maia_fabric_port {
+	bool up;			/* peer discovered, data flows */
+	uint64_t peer_serial;		/* valid while up */
+	uint32_t peer_port;
+	uint32_t mtu;			/* data bytes per transport message */
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
+	uint64_t retransmits, rx_drops, nak_tx, nak_rx, tx_errors, injected_drops;
+	uint32_t link_ups, link_downs, dead_peer;
+};
+
+/* Fabric ports of the device (0 without a fabric) and its fabric serial. */
+int maia_fabric_ports(struct maia_device *dev, unsigned int *ports, uint64_t *serial);
+int maia_fabric_port(struct maia_device *dev, unsigned int port, struct maia_fabric_port *info);
+/*
+ * The same from sysfs (fabric/portN/ on the PCI device), without opening
+ * the device: for monitoring. -ENOENT when the device has no such port.
+ */
+int maia_fabric_read(const char *pci_address, unsigned int port, struct maia_fabric_port *info);
+
+/* What peers may do in a window (combine with |). */
+#define MAIA_FABRIC_REMOTE_READ		(1u << 0)
+#define MAIA_FABRIC_REMOTE_WRITE	(1u << 1)
+
+/*
+ * Let fabric peers reach bytes [offset, offset + size) of bo (page-aligned)
+ * with remote writes and reads; *key is what they name. The window closes
+ * with maia_fabric_window_close(), with the BO and with the device.
+ */
+int maia_fabric_window_open(struct maia_bo *bo, uint64_t offset, uint64_t size,
+			    uint32_t access, uint32_t *key);
+int maia_fabric_window_close(struct maia_device *dev, uint32_t key);
+
+/*
+ * Remote write over `port` into the peer's window `key` at remote_offset:
+ * size bytes from src_va of this device. The command ends once the data
+ * has landed on the peer.
+ */
+int maia_cmd_fabric_write(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			  uint64_t remote_offset, uint64_t src_va, uint64_t size);
+/* The same, then sem[sem_index] += sem_value in the window's address space. */
+int maia_cmd_fabric_write_sem(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			      uint64_t remote_offset, uint64_t src_va, uint64_t size,
+			      uint32_t sem_index, uint32_t sem_value);
+/* Remote read: size bytes of the peer's window key at remote_offset to dst_va. */
+int maia_cmd_fabric_read(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
+			 uint64_t remote_offset, uint64_t dst_va, uint64_t size);
+/*
+ * A collective run by the devices of a ring together (maia/hw/cmd.h,
+ * struct maia_cmd_collective: fill everything but hdr).
+ */
+int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective *c);
+
+/*
+ * ---- Collectives (since 1.2; Documentation/collectives.rst) ------------
+ *
+ * NCCL-shaped. A communicator is one rank of a ring of devices cabled port 0
+ * -> next rank's port 1. Rank 0 makes an id, every process passes it to
+ * maia_comm_init_rank() (or one process opens all ranks with
+ * maia_comm_init_all()); every rank then calls the same collectives in the
+ * same order. Buffers are device VAs of the rank's device. Calls are
+ * asynchronous: maia_comm_sync() waits, maia_comm_fence() gives the last
+ * call's fence as a sync_file. Types MAIA_DTYPE_FP32 and MAIA_DTYPE_BF16
+ * (reduced in FP32), reductions MAIA_REDOP_SUM/MAX/MIN (maia/hw/cmd.h).
+ * Environment: MAIA_COMM_DEBUG=1 logs one line per collective;
+ * MAIA_COMM_TIMEOUT_MS (default 10000) is how long a device waits for a
+ * peer before the collective fails with an error naming the rank, the step
+ * and the port.
+ */
+#define MAIA_COMM_ID_BYTES 64
+struct maia_comm_id {
+	uint8_t bytes[MAIA_COMM_ID_BYTES];
+};
+struct maia_comm;
+
+int maia_comm_get_unique_id(struct maia_comm_id *id);
+int maia_comm_init_rank(struct maia_comm **comm, struct maia_device *dev, int nranks,
+			const struct maia_comm_id *id, int rank);
+/* devs[i] becomes rank i; checks that they are cabled as a ring in that order. */
+int maia_comm_init_all(struct maia_comm **comms, struct maia_device *const *devs, int ndev);
+void maia_comm_destroy(struct maia_comm *comm);
+int maia_comm_count(const struct maia_comm *comm);
+int maia_comm_rank(const struct maia_comm *comm);
+
+int maia_all_reduce(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t count, unsigned int dtype, unsigned int redop);
+int maia_all_gather(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t send_count, unsigned int dtype);
+int maia_reduce_scatter(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+			uint64_t recv_count, unsigned int dtype, unsigned int redop);
+int maia_broadcast(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		   uint64_t count, unsigned int dtype, int root);
+/* count elements to and from each rank. */
+int maia_all_to_all(struct maia_comm *comm, uint64_t send_va, uint64_t recv_va,
+		    uint64_t count, unsigned int dtype);
+/* Between these, a thread's calls on each communicator go into one job. */
+int maia_group_start(void);
+int maia_group_end(void);
+
+/* Wait (relative timeout) for every call so far; the first failure, if any. */
+int maia_comm_sync(struct maia_comm *comm, int64_t timeout_ns);
+/* The last call's fence as a sync_file fd (close it). */
+int maia_comm_fence(struct maia_comm *comm, int *fence_fd);
+/* The first failure so far without waiting (0 if none) and its message. */
+int maia_comm_async_error(struct maia_comm *comm, const char **message);
+/* Refuse further calls; maia_comm_destroy() then does not wait. */
+int maia_comm_abort(struct maia_comm *comm);
 
 /* Name of a DRM_MAIA_JOB_* status. */
 const char *maia_job_status_name(uint32_t status);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Submission through a user queue (driver 1.3): the ring, the completion
+ * Submission through a user queue (driver 1.4): the ring, the completion
  * array and the doorbell page are mapped into the process, so maia_submit()
  * writes a device entry and rings the doorbell with no system call, and
  * maia_wait() reads the completion array, sleeping in DRM_MAIA_USERQ_WAIT
@@ -114,7 +114,7 @@ static bool userq_available(struct maia_device *dev)
 	if (uq->mode == MAIA_USERQ_UNKNOWN) {
 		env = getenv("MAIA_USERQ");
 		uq->mode = MAIA_USERQ_OFF;
-		if ((!env || strcmp(env, "0")) && dev->driver_minor >= 3 &&
+		if ((!env || strcmp(env, "0")) && dev->driver_minor >= 4 &&
 		    !maia_query(dev, DRM_MAIA_PARAM_USER_QUEUES, &n) && n)
 			uq->mode = MAIA_USERQ_ON;
 	}

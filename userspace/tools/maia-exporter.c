@@ -273,6 +273,71 @@ static void put_metrics(FILE *out, const struct metric *table, size_t count,
 	}
 }
 
+/* Fabric port counters, one sample per port (label port). */
+static const struct fabric_metric {
+	const char *name;
+	bool counter;
+	const char *help;
+	size_t offset;
+	bool wide;
+} fabric_metrics[] = {
+#define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w }
+	FM("MAIA_FI_FABRIC_LINK_UP", false, "Fabric port link is up (1) or down (0).", up, false),
+	FM("MAIA_FI_FABRIC_TX_BYTES", true, "Bytes sent on the fabric port.", tx_bytes, true),
+	FM("MAIA_FI_FABRIC_RX_BYTES", true, "Bytes received on the fabric port.", rx_bytes, true),
+	FM("MAIA_FI_FABRIC_TX_FRAMES", true, "Frames sent on the fabric port.", tx_frames, true),
+	FM("MAIA_FI_FABRIC_RX_FRAMES", true, "Frames received on the fabric port.", rx_frames,
+	   true),
+	FM("MAIA_FI_FABRIC_RETRANSMITS", true, "Frames sent again after a loss.", retransmits,
+	   true),
+	FM("MAIA_FI_FABRIC_RX_DROPS", true, "Received frames dropped (malformed, unexpected, "
+	   "queue full).", rx_drops, true),
+	FM("MAIA_FI_FABRIC_NAK_TX", true, "Remote requests refused by this device (bad key, "
+	   "access, range).", nak_tx, true),
+	FM("MAIA_FI_FABRIC_NAK_RX", true, "Refusals received for this device's requests.",
+	   nak_rx, true),
+	FM("MAIA_FI_FABRIC_LINK_FLAPS", true, "Times the link went down.", link_downs, false),
+#undef FM
+};
+
+static void scrape_fabric(FILE *out, const struct dev *devs, int n)
+{
+	static struct maia_fabric_port ports[MAX_DEVICES][16];
+	static unsigned int nports[MAX_DEVICES];
+
+	for (int j = 0; j < n; j++)
+		for (nports[j] = 0; nports[j] < 16; nports[j]++)
+			if (maia_fabric_read(devs[j].pci, nports[j], &ports[j][nports[j]]))
+				break;
+	for (size_t i = 0; i < sizeof(fabric_metrics) / sizeof(fabric_metrics[0]); i++) {
+		const struct fabric_metric *m = &fabric_metrics[i];
+
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+			m->counter ? "counter" : "gauge");
+		for (int j = 0; j < n; j++) {
+			for (unsigned int p = 0; p < nports[j]; p++) {
+				const char *f = (const char *)&ports[j][p] + m->offset;
+				char port[16];
+				double v;
+
+				if (m->offset == offsetof(struct maia_fabric_port, up))
+					v = ports[j][p].up;
+				else if (m->wide)
+					v = (double)*(const uint64_t *)(const void *)f;
+				else
+					v = (double)*(const uint32_t *)(const void *)f;
+				snprintf(port, sizeof(port), "%u", p);
+				fprintf(out, "%s{", m->name);
+				put_label(out, "device", devs[j].name, false);
+				put_label(out, "pci_address", devs[j].pci, false);
+				put_label(out, "modelName", devs[j].model, false);
+				put_label(out, "port", port, true);
+				fprintf(out, "} %.10g\n", v);
+			}
+		}
+	}
+}
+
 static void scrape(FILE *out)
 {
 	const struct dev *devs = cached;
@@ -286,6 +351,7 @@ static void scrape(FILE *out)
 	put_metrics(out, metrics, sizeof(metrics) / sizeof(metrics[0]), devs, n);
 	scrape_tiles(out, devs, n);
 	put_metrics(out, ecc_metrics, sizeof(ecc_metrics) / sizeof(ecc_metrics[0]), devs, n);
+	scrape_fabric(out, devs, n);
 }
 
 static void send_all(int fd, const char *buf, size_t len)

@@ -583,10 +583,132 @@ static int unload(void)
 	return 0;
 }
 
+/* ---- topo: which port of which device is cabled to which ------------------ */
+
+#define TOPO_MAX_DEV	64
+#define TOPO_MAX_PORTS	16
+
+static uint64_t read_serial(const char *pci)
+{
+	char path[512], buf[64] = "";
+	const char *root = getenv("MAIA_SYSFS_ROOT");
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/fabric_serial", root ? root : "/sys",
+		 pci);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtoull(buf, NULL, 0);
+}
+
+/*
+ * In the spirit of nvidia-smi topo -m: a matrix of the devices of this
+ * machine (Pa-Pb: the row's port a is cabled to the column's port b), then
+ * every port with its peer, which may be a device of another machine.
+ */
+static int topo(int json)
+{
+	static struct maia_fabric_port port[TOPO_MAX_DEV][TOPO_MAX_PORTS];
+	struct maia_device_entry list[TOPO_MAX_DEV];
+	unsigned int nports[TOPO_MAX_DEV];
+	uint64_t serial[TOPO_MAX_DEV];
+	int n = maia_device_list(list, TOPO_MAX_DEV), i, j;
+	unsigned int p;
+
+	if (n < 0) {
+		fprintf(stderr, "maia-smi topo: %s\n", maia_last_error());
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		serial[i] = read_serial(list[i].pci_address);
+		for (nports[i] = 0; nports[i] < TOPO_MAX_PORTS; nports[i]++)
+			if (maia_fabric_read(list[i].pci_address, nports[i], &port[i][nports[i]]))
+				break;
+	}
+	if (json) {
+		printf("{\"devices\": [");
+		for (i = 0; i < n; i++) {
+			printf("%s{\"device\": \"maia%d\", \"pci_address\": \"%s\", "
+			       "\"serial\": \"0x%016llx\", \"ports\": [", i ? ", " : "",
+			       list[i].index, list[i].pci_address, (unsigned long long)serial[i]);
+			for (p = 0; p < nports[i]; p++) {
+				const struct maia_fabric_port *f = &port[i][p];
+				int peer = -1;
+
+				for (j = 0; f->up && j < n; j++)
+					if (serial[j] == f->peer_serial)
+						peer = list[j].index;
+				printf("%s{\"port\": %u, \"up\": %s, \"peer_serial\": "
+				       "\"0x%016llx\", \"peer_port\": %u, \"peer_device\": %d, "
+				       "\"tx_bytes\": %llu, \"rx_bytes\": %llu, \"retransmits\": %llu, "
+				       "\"link_downs\": %u}", p ? ", " : "", p, f->up ? "true" : "false",
+				       (unsigned long long)f->peer_serial, f->peer_port, peer,
+				       (unsigned long long)f->tx_bytes,
+				       (unsigned long long)f->rx_bytes,
+				       (unsigned long long)f->retransmits, f->link_downs);
+			}
+			printf("]}");
+		}
+		printf("]}\n");
+		return 0;
+	}
+	printf("%-8s", "");
+	for (j = 0; j < n; j++)
+		printf("maia%-6d", list[j].index);
+	printf("\n");
+	for (i = 0; i < n; i++) {
+		printf("maia%-4d", list[i].index);
+		for (j = 0; j < n; j++) {
+			char cell[64] = "", *c = cell;
+
+			if (i == j) {
+				printf("%-10s", "X");
+				continue;
+			}
+			for (p = 0; p < nports[i]; p++)
+				if (port[i][p].up && port[i][p].peer_serial == serial[j] && serial[j])
+					c += snprintf(c, sizeof(cell) - (size_t)(c - cell), "%sP%u-P%u",
+						      c == cell ? "" : ",", p, port[i][p].peer_port);
+			printf("%-10s", cell[0] ? cell : "-");
+		}
+		printf("\n");
+	}
+	printf("\nLegend: X = self, Pa-Pb = the row's port a is cabled to the column's port b, "
+	       "- = no link\n\n");
+	for (i = 0; i < n; i++) {
+		if (!nports[i])
+			printf("maia%d (%s): no fabric\n", list[i].index, list[i].pci_address);
+		for (p = 0; p < nports[i]; p++) {
+			const struct maia_fabric_port *f = &port[i][p];
+			char peer[64] = "another machine";
+
+			for (j = 0; j < n; j++)
+				if (f->up && serial[j] == f->peer_serial)
+					snprintf(peer, sizeof(peer), "maia%d", list[j].index);
+			if (f->up)
+				printf("maia%d port %u: up   -> %s port %u (serial 0x%016llx), "
+				       "tx %llu B, rx %llu B, retransmits %llu, link downs %u\n",
+				       list[i].index, p, peer, f->peer_port,
+				       (unsigned long long)f->peer_serial,
+				       (unsigned long long)f->tx_bytes, (unsigned long long)f->rx_bytes,
+				       (unsigned long long)f->retransmits, f->link_downs);
+			else
+				printf("maia%d port %u: down (link downs %u)\n", list[i].index, p,
+				       f->link_downs);
+		}
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: maia-smi [--json] [-l SECONDS]\n"
 			"       maia-smi ping [-n COUNT]\n"
+			"       maia-smi topo [--json]\n"
 			"       maia-smi load [PARAM=VALUE...]\n"
 			"       maia-smi unload\n");
 }
@@ -609,6 +731,10 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "load"))
 		return load(argc - 2, argv + 2);
+	if (argc == 2 && !strcmp(argv[1], "topo"))
+		return topo(0);
+	if (argc == 3 && !strcmp(argv[1], "topo") && !strcmp(argv[2], "--json"))
+		return topo(1);
 	if (argc == 2 && !strcmp(argv[1], "unload"))
 		return unload();
 	for (i = 1; i < argc; i++) {

@@ -139,6 +139,15 @@ TEST_F(dev, ping_wrong_sizes)
 	check_sizes(_metadata, self, DRM_MAIA_PING, &ping, sizeof(ping));
 }
 
+TEST_F(dev, fabric_wrong_sizes)
+{
+	struct drm_maia_fabric_port port = { .port = 0 };
+	struct drm_maia_fabric_window win = { .op = DRM_MAIA_FABRIC_WINDOW_CLOSE, .key = 1 };
+
+	check_sizes(_metadata, self, DRM_MAIA_FABRIC_PORT, &port, sizeof(port));
+	check_sizes(_metadata, self, DRM_MAIA_FABRIC_WINDOW, &win, sizeof(win));
+}
+
 TEST_F(dev, get_param_unknown_params)
 {
 	static const __u32 params[] = {

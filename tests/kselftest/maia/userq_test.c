@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * User queues (driver 1.3): a process writes device entries into its mapped
+ * User queues (driver 1.4): a process writes device entries into its mapped
  * ring and rings its mapped doorbell page; the kernel keeps isolation, hang
  * detection, reset and teardown. Checked here against the device's own
  * completion entries and the kernel's state:

@@ -66,7 +66,8 @@ struct maia_fabric_hdr {
 #define MAIA_FABRIC_HDR_LEN		48u
 /* What QEMU's net layer carries per frame (NET_BUFSIZE). */
 #define MAIA_FABRIC_BACKEND_MAX_FRAME	69632u
-#define MAIA_FABRIC_MAX_PAYLOAD		65536u
+/* A transport message: its 48-byte header and 64 KiB of data. */
+#define MAIA_FABRIC_MAX_PAYLOAD		(65536u + 48u)
 #define MAIA_FABRIC_MIN_FRAME		(MAIA_ETH_HLEN + MAIA_FABRIC_HDR_LEN)
 #define MAIA_FABRIC_MAX_FRAME		(MAIA_FABRIC_MIN_FRAME + MAIA_FABRIC_MAX_PAYLOAD)
 
@@ -98,5 +99,105 @@ enum maia_fabric_drop {
 	MAIA_FABRIC_DROP_DUPLICATE,		/* DATA already delivered */
 	MAIA_FABRIC_DROP_COUNT
 };
+
+/*
+ * BAR0 fabric block (revision 1.3; 0 ports: MAIA_CAP_FABRIC clear). Port
+ * registers are a snapshot the device refreshes every few ms. 64-bit
+ * counters are LO at the offset, HI at +4: read HI, LO, HI and retry if HI
+ * changed. Counters count since power-on (reset keeps them).
+ */
+#define MAIA_REG_FABRIC_PORTS		0x0800u	/* ports, 0..MAIA_FABRIC_MAX_PORTS */
+#define MAIA_REG_FABRIC_SERIAL_LO	0x0804u	/* this device's fabric serial */
+#define MAIA_REG_FABRIC_SERIAL_HI	0x0808u
+#define MAIA_REG_FABRIC_LINK_EVENTS	0x080cu	/* link ups + downs, every port */
+#define MAIA_REG_FABRIC_WINDOWS		0x0810u	/* window slots */
+#define MAIA_REG_FPORT_BASE		0x0900u
+#define MAIA_REG_FPORT_STRIDE		0x80u
+#define MAIA_REG_FPORT(p, reg)		(MAIA_REG_FPORT_BASE + MAIA_REG_FPORT_STRIDE * (p) + (reg))
+#define   MAIA_FPORT_STATE		0x00u
+#define     MAIA_FPORT_STATE_UP		(1u << 0)	/* peer discovered, data flows */
+#define   MAIA_FPORT_PEER_PORT		0x04u	/* valid while UP */
+#define   MAIA_FPORT_PEER_SERIAL_LO	0x08u	/* valid while UP */
+#define   MAIA_FPORT_PEER_SERIAL_HI	0x0cu
+#define   MAIA_FPORT_MTU		0x10u	/* data bytes per transport message */
+#define   MAIA_FPORT_LINK_UPS		0x14u
+#define   MAIA_FPORT_LINK_DOWNS		0x18u
+#define   MAIA_FPORT_DEAD_PEER		0x1cu	/* downs by keepalive timeout */
+#define   MAIA_FPORT_TX_FRAMES		0x20u	/* 64-bit counters from here */
+#define   MAIA_FPORT_TX_BYTES		0x28u
+#define   MAIA_FPORT_RX_FRAMES		0x30u
+#define   MAIA_FPORT_RX_BYTES		0x38u
+#define   MAIA_FPORT_RETRANSMITS	0x40u
+#define   MAIA_FPORT_RX_DROPS		0x48u	/* malformed, unexpected, queue full */
+#define   MAIA_FPORT_NAK_TX		0x50u	/* remote requests this device refused */
+#define   MAIA_FPORT_NAK_RX		0x58u	/* refusals this device received */
+#define   MAIA_FPORT_TX_ERRORS		0x60u
+#define   MAIA_FPORT_INJECTED_DROPS	0x68u	/* fault injection (drop_ppm) */
+
+/*
+ * Windows. A context makes part of its address space reachable from the
+ * fabric with MAIA_MBOX_FABRIC_WINDOW_OPEN: (asid, VA, pages, access). The
+ * key names slot and generation; a closed slot's next window gets a new
+ * generation, so an old key never reaches a new window. A remote access is
+ * checked against the window (open, access, range) and then goes through
+ * the window ASID's page tables like any job's access. SET_CONTEXT that
+ * disables an ASID closes its windows; a reset closes every window.
+ */
+#define MAIA_FABRIC_MAX_WINDOWS		256u
+#define MAIA_FABRIC_KEY_SLOT(key)	((key) & 0xffu)
+#define MAIA_FABRIC_KEY_GEN(key)	((key) >> 8)	/* never 0: key 0 is never valid */
+
+/*
+ * Transport messages: the payload of one DATA frame is one message, a
+ * struct maia_fabric_msg then len bytes of data (at most
+ * MAIA_FABRIC_MSG_MAX_DATA). The link delivers them reliably and in order.
+ */
+#define MAIA_FMSG_IDENT			1u	/* on link up: who is there (data: none) */
+#define MAIA_FMSG_WRITE			2u	/* data for window key at offset */
+#define MAIA_FMSG_WRITE_DONE		3u	/* answer to the LAST write of tag */
+#define MAIA_FMSG_READ_REQ		4u	/* len bytes of window key at offset */
+#define MAIA_FMSG_READ_DATA		5u	/* answer data; LAST on the last one */
+#define MAIA_FMSG_COLL			6u	/* a collective's chunk (struct maia_fabric_coll_msg) */
+
+#define MAIA_FMSG_F_LAST		(1u << 0)	/* the request's last message */
+#define MAIA_FMSG_F_SEM			(1u << 1)	/* WRITE + LAST: then sem += value */
+
+/* status of WRITE_DONE and READ_DATA */
+#define MAIA_FABRIC_RESP_OK		0u
+#define MAIA_FABRIC_RESP_BAD_KEY	1u	/* no open window has the key (NAK) */
+#define MAIA_FABRIC_RESP_ACCESS		2u	/* window forbids it, or out of its range (NAK) */
+#define MAIA_FABRIC_RESP_FAULT		3u	/* the target's MMU or memory failed */
+
+struct maia_fabric_msg {
+	__u8 type;		/* MAIA_FMSG_* */
+	__u8 flags;		/* MAIA_FMSG_F_* */
+	__u16 status;		/* answers: MAIA_FABRIC_RESP_* */
+	__u32 key;		/* window key */
+	__u64 tag;		/* the requester's id, echoed in answers */
+	__u64 offset;		/* bytes from the window's start */
+	__u32 len;		/* data bytes after the header; READ_REQ: bytes asked */
+	__u32 sem_index;	/* WRITE with F_SEM */
+	__u32 sem_value;
+	__u32 reserved[3];
+};
+
+/* A collective's chunk: the header of a MAIA_FMSG_COLL message. */
+struct maia_fabric_coll_msg {
+	__u8 type;		/* MAIA_FMSG_COLL */
+	__u8 flags;		/* 0 */
+	__u16 step;		/* ring step of the collective */
+	__u32 comm_id;		/* struct maia_cmd_collective's */
+	__u32 seq;
+	__u32 len;		/* data bytes after the header */
+	__u64 offset;		/* the data's byte offset in the step's block */
+	__u32 src_rank;
+	__u32 reserved[5];
+};
+
+#define MAIA_FABRIC_MSG_HDR_LEN		48u
+#define MAIA_FABRIC_MSG_MAX_DATA	65536u
+
+_Static_assert(sizeof(struct maia_fabric_msg) == MAIA_FABRIC_MSG_HDR_LEN, "message header");
+_Static_assert(sizeof(struct maia_fabric_coll_msg) == MAIA_FABRIC_MSG_HDR_LEN, "coll header");
 
 #endif /* MAIA_HW_FABRIC_H */

@@ -19,6 +19,17 @@
 #define MAIA_MBOX_SET_CONTEXT		0x02u	/* arg0 = asid, arg1/2 = page-table root (HBM offset lo/hi), 0 = disable */
 #define MAIA_MBOX_TLB_INVALIDATE	0x03u	/* arg0 = asid, or MAIA_ASID_ALL */
 #define MAIA_MBOX_SET_POWER_CAP		0x04u	/* arg0 = cap in mW */
+/*
+ * Fabric windows (revision 1.3, maia/hw/fabric.h "Windows"):
+ * OPEN: arg0 = asid | MAIA_ACCESS_* << 16 (what the remote side may do),
+ *       arg1/2 = device VA lo/hi (4 KiB aligned), arg3 = size in 4 KiB pages;
+ *       resp0 = the window's key. EINVAL: ASID not set up, bad access bits,
+ *       zero size or unaligned VA; ENOSPC: every window slot is in use.
+ * CLOSE: arg0 = key; ENOENT if no window has that key. Once CLOSE has
+ *       answered, no remote access lands in the window any more.
+ */
+#define MAIA_MBOX_FABRIC_WINDOW_OPEN	0x05u
+#define MAIA_MBOX_FABRIC_WINDOW_CLOSE	0x06u
 
 #define MAIA_ASID_ALL			0xffffu
 
@@ -27,5 +38,7 @@
 #define MAIA_MBOX_EINVAL		0x1u
 #define MAIA_MBOX_EUNKNOWN		0x2u
 #define MAIA_MBOX_ENOTREADY		0x3u
+#define MAIA_MBOX_ENOSPC		0x4u	/* 1.3: no free slot */
+#define MAIA_MBOX_ENOENT		0x5u	/* 1.3: no such object */
 
 #endif /* MAIA_HW_MBOX_H */

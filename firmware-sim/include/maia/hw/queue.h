@@ -64,6 +64,11 @@ struct maia_cq_entry {
 #define MAIA_STATUS_ABORTED		7u	/* killed by reset */
 #define MAIA_STATUS_SEM_TIMEOUT		8u	/* semaphore wait gave up */
 #define MAIA_STATUS_HBM_ECC		9u	/* read of a poisoned HBM page (1.2) */
-#define MAIA_STATUS_ASID_DENIED		10u	/* entry's asid is not the queue's bound one (1.3) */
+/* Fabric commands (1.3, maia/hw/fabric.h) */
+#define MAIA_STATUS_FABRIC_LINK		10u	/* no such port, port down, or went down mid-command */
+#define MAIA_STATUS_FABRIC_KEY		11u	/* target refused: bad or revoked key, access, range */
+#define MAIA_STATUS_FABRIC_REMOTE	12u	/* target's access failed (its MMU, ECC) */
+#define MAIA_STATUS_FABRIC_TIMEOUT	13u	/* a collective waited too long for a peer */
+#define MAIA_STATUS_ASID_DENIED		14u	/* entry's asid is not the queue's bound one (1.3) */
 
 #endif /* MAIA_HW_QUEUE_H */

@@ -38,16 +38,20 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.2. Minor versions add registers a driver may use once it
+ * major.minor = 1.3. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
- * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC); 1.3 added user queues
- * (MAIA_Q_ASID, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED).
+ * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC); 1.3 added the fabric
+ * (MAIA_CAP_FABRIC, the fabric register block, MAIA_INT_FABRIC_LINK, the
+ * fabric window mailbox commands, MAIA_OP_FABRIC_* and MAIA_OP_COLLECTIVE,
+ * MAIA_STATUS_FABRIC_*; maia/hw/fabric.h) and user queues (MAIA_Q_ASID,
+ * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED).
  */
 #define MAIA_HW_REVISION		0x0103u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
+#define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
 /* 1.3: user queues: MAIA_Q_ASID binding, BAR1 doorbell pages, STATUS_ASID_DENIED */
 #define MAIA_HW_REVISION_USERQ		0x0103u
 
@@ -77,6 +81,7 @@
 #define MAIA_CAP_TENSOR			(1u << 2)
 #define MAIA_CAP_TELEMETRY		(1u << 3)
 #define MAIA_CAP_FLR			(1u << 4)
+#define MAIA_CAP_FABRIC			(1u << 5)	/* MAIA_REG_FABRIC_PORTS > 0 */
 
 /* Control */
 #define MAIA_REG_RESET			0x0030u	/* write MAIA_RESET_MAGIC */
@@ -139,7 +144,8 @@
 #define   MAIA_INT_FW_ERROR		(1u << 4)
 #define   MAIA_INT_THERMAL		(1u << 5)
 #define   MAIA_INT_HBM_ECC		(1u << 6)	/* ECC_INFO/ECC_ADDR hold a UE */
-#define   MAIA_INT_ALL			0x7fu
+#define   MAIA_INT_FABRIC_LINK		(1u << 7)	/* a fabric port went up or down (1.3) */
+#define   MAIA_INT_ALL			0xffu
 /*
  * HBM ECC counters (read-only, since power-on: reset and FLR keep them).
  * CE: errors corrected on a device read. UE: pages that became
@@ -185,6 +191,9 @@
 
 /* 0x0100 - 0x01ff: telemetry block (maia/hw/telemetry.h) */
 #define MAIA_REG_TELEMETRY_BASE		0x0100u
+
+/* 0x0800 - 0x0eff: fabric block (maia/hw/fabric.h, revision 1.3) */
+#define MAIA_REG_FABRIC_BASE		0x0800u
 
 /* Queue register blocks (see maia/hw/queue.h) */
 #define MAIA_REG_QUEUE_BASE		0x0400u
