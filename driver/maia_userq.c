@@ -595,8 +595,15 @@ int maia_userq_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *f
 	uq = maia_userq_get(mdev->userqs, file, args->queue_id);
 	if (!uq)
 		return -ENOENT;
-	timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
-	ret = maia_userq_sleep(uq, args->count, &completed, true, timeout);
+	/*
+	 * The deadline is on CLOCK_MONOTONIC, the sleep in jiffies, which can
+	 * run ahead of it in a guest (as in maia_wait_ioctl()): sleep again
+	 * until the clock has passed it.
+	 */
+	do {
+		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
+		ret = maia_userq_sleep(uq, args->count, &completed, true, timeout);
+	} while (!ret && timeout);
 	if (!ret)
 		ret = -ETIME;
 	else if (drm_dev_is_unplugged(drm))
