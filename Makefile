@@ -19,7 +19,8 @@ BUILD := $(TOP)/build
 KERNEL_RELEASE := $(GUEST_KERNEL_ABI)-amd64
 KDIR := $(MAIA_CACHE)/kernel-$(GUEST_KERNEL_ABI)/usr/src/linux-headers-$(KERNEL_RELEASE)
 LINUX_SRC := $(MAIA_CACHE)/linux-source-$(GUEST_KERNEL_DEB_VERSION)
-QEMU_BUILD := $(MAIA_CACHE)/qemu-build-$(QEMU_UPSTREAM_VERSION)
+# The build directory is keyed by QEMU's configure flags in common.sh.
+QEMU_BUILD := $(shell bash -c '. qemu/setup/common.sh && echo "$$QEMU_BUILD_DIR"')
 JOBS ?= 2
 
 .PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \

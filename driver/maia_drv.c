@@ -31,6 +31,7 @@
 #include "maia_sysfs.h"
 #include "maia_telemetry.h"
 #include "maia_uapi.h"
+#include "maia_userq.h"
 
 static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 				struct drm_file *file)
@@ -78,6 +79,9 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 	case DRM_MAIA_PARAM_SRAM_KIB:
 		value = mdev->hw.sram_kib;
 		break;
+	case DRM_MAIA_PARAM_USER_QUEUES:
+		value = maia_userq_count(mdev);
+		break;
 	case DRM_MAIA_PARAM_PCI_BDF:
 		value = (u64)pci_domain_nr(pdev->bus) << 16 |
 			pdev->bus->number << 8 | pdev->devfn;
@@ -111,6 +115,9 @@ static const struct drm_ioctl_desc maia_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(MAIA_CONTEXT_STATUS, maia_context_status_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_FABRIC_PORT, maia_fabric_port_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(MAIA_FABRIC_WINDOW, maia_fabric_window_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_USERQ_CREATE, maia_userq_create_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_USERQ_DESTROY, maia_userq_destroy_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(MAIA_USERQ_WAIT, maia_userq_wait_ioctl, 0),
 };
 
 /*
@@ -129,6 +136,10 @@ static const u16 maia_ioctl_first_size[] = {
 	[DRM_MAIA_CONTEXT_STATUS] = offsetofend(struct drm_maia_context_status, device_resets),
 	[DRM_MAIA_FABRIC_PORT] = offsetofend(struct drm_maia_fabric_port, pad),
 	[DRM_MAIA_FABRIC_WINDOW] = offsetofend(struct drm_maia_fabric_window, pad),
+	/* Driver 1.4 */
+	[DRM_MAIA_USERQ_CREATE] = offsetofend(struct drm_maia_userq_create, doorbell_offset),
+	[DRM_MAIA_USERQ_DESTROY] = offsetofend(struct drm_maia_userq_destroy, pad),
+	[DRM_MAIA_USERQ_WAIT] = offsetofend(struct drm_maia_userq_wait, state),
 };
 
 static_assert(ARRAY_SIZE(maia_ioctl_first_size) == ARRAY_SIZE(maia_drm_ioctls));
@@ -199,6 +210,14 @@ static long maia_compat_ioctl(struct file *filp, unsigned int cmd,
 #define maia_compat_ioctl NULL
 #endif
 
+/* GEM objects, or below their offsets the pages of a user queue. */
+static int maia_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	if (maia_userq_mmap_offset(vma->vm_pgoff))
+		return maia_userq_mmap(filp, vma);
+	return drm_gem_mmap(filp, vma);
+}
+
 /* DEFINE_DRM_ACCEL_FOPS(), with the ioctl entry points checked first. */
 static const struct file_operations maia_fops = {
 	.owner		= THIS_MODULE,
@@ -209,7 +228,7 @@ static const struct file_operations maia_fops = {
 	.poll		= drm_poll,
 	.read		= drm_read,
 	.llseek		= noop_llseek,
-	.mmap		= drm_gem_mmap,
+	.mmap		= maia_mmap,
 	.show_fdinfo	= drm_show_fdinfo,
 	.fop_flags	= FOP_UNSIGNED_OFFSET,
 };
@@ -237,6 +256,7 @@ static void maia_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
 
+	maia_userq_file_close(mdev, file);
 	maia_job_file_close(mdev, file);
 	maia_vm_close(mdev, file);
 }
@@ -423,6 +443,7 @@ static void maia_remove(struct pci_dev *pdev)
 	struct maia_device *mdev = pci_get_drvdata(pdev);
 
 	drm_dev_unplug(&mdev->drm);
+	maia_userq_unplug(mdev);
 	maia_gem_unplug(mdev);
 }
 

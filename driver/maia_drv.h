@@ -29,6 +29,7 @@ struct maia_fabric;
 struct maia_reset;
 struct maia_telemetry;
 struct maia_sched;
+struct maia_userqs;
 
 /* The hardware ABI structures are little-endian and used as they are. */
 #ifndef __LITTLE_ENDIAN
@@ -126,6 +127,7 @@ struct maia_device {
 	struct maia_contexts contexts;	/* per-file address spaces by ASID */
 
 	struct maia_sched *sched;	/* user queues and their schedulers */
+	struct maia_userqs *userqs;	/* queues mapped into processes (maia_userq.c) */
 	struct maia_reset *reset;	/* hang recovery */
 	struct maia_telemetry *telemetry;	/* power and counters, or NULL */
 	struct maia_fabric *fabric;	/* fabric ports, or NULL without */

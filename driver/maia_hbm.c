@@ -14,6 +14,7 @@
 #include <linux/io.h>
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
+#include <linux/sizes.h>
 #include <linux/sysfs.h>
 
 #include <maia/hw/cmd.h>
@@ -32,10 +33,16 @@
 #define MAIA_HBM_CLEAR_CMDS	(PAGE_SIZE / sizeof(struct maia_cmd_fill))
 #define MAIA_HBM_CLEAR_JOB_ID	0x6862636c72000000ull	/* "hbclr" */
 
+/*
+ * Per 256 MiB cleared: a clear of 1 GiB on a host whose cores are all busy
+ * took more than 10 s (the device touches HBM pages the host allocates on
+ * first use), so a fixed limit would reset healthy devices.
+ */
 static unsigned int maia_hbm_clear_timeout_ms = 10000;
 module_param_named(hbm_clear_timeout_ms, maia_hbm_clear_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(hbm_clear_timeout_ms,
-		 "Time the device may take to clear new HBM before it is reset, in ms (default 10000)");
+		 "Time the device may take to clear each 256 MiB of new HBM before it is reset, in ms (default 10000)");
+#define MAIA_HBM_CLEAR_TIMEOUT_UNIT	SZ_256M
 
 u64 maia_hbm_block_size(struct maia_device *mdev, struct gpu_buddy_block *block)
 {
@@ -188,9 +195,11 @@ void maia_hbm_clear(struct maia_device *mdev, u64 offset, u64 size)
 	memset_io(maia_hbm_io(mdev, offset), 0, size);
 }
 
-/* Runs the first @n commands of the clear buffer as one kernel-queue job. */
-static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n)
+/* Runs the first @n commands (@bytes) of the clear buffer as one kernel-queue job. */
+static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n, u64 bytes)
 {
+	u64 units = max_t(u64, 1, DIV_ROUND_UP_ULL(bytes, MAIA_HBM_CLEAR_TIMEOUT_UNIT));
+	u64 timeout_ms = min_t(u64, units * READ_ONCE(maia_hbm_clear_timeout_ms), UINT_MAX);
 	const struct maia_sq_entry entry = {
 		.cmdbuf_addr = mdev->hbm.clear_cmds_dma,
 		.cmdbuf_size = n * sizeof(struct maia_cmd_fill),
@@ -200,8 +209,7 @@ static int maia_hbm_clear_job(struct maia_device *mdev, unsigned int n)
 
 	lockdep_assert_held(&mdev->hbm.clear_lock);
 	/* Not interruptible: the device is writing memory the caller owns. */
-	return maia_queue_run_sync(&mdev->kq, &entry, READ_ONCE(maia_hbm_clear_timeout_ms),
-				   false, NULL, NULL);
+	return maia_queue_run_sync(&mdev->kq, &entry, (unsigned int)timeout_ms, false, NULL, NULL);
 }
 
 /* FILL with zeros, at the device's memory speed rather than through BAR2. */
@@ -210,6 +218,7 @@ static int maia_hbm_clear_on_device(struct maia_device *mdev, struct list_head *
 	struct maia_cmd_fill *cmds = mdev->hbm.clear_cmds;
 	struct gpu_buddy_block *block;
 	unsigned int n = 0;
+	u64 bytes = 0;
 	int ret = 0;
 
 	mutex_lock(&mdev->hbm.clear_lock);
@@ -220,15 +229,17 @@ static int maia_hbm_clear_on_device(struct maia_device *mdev, struct list_head *
 			.dst = MAIA_PHYS_HBM | maia_hbm_block_offset(block),
 			.size = maia_hbm_block_size(mdev, block),
 		};
+		bytes += cmds[n].size;
 		if (++n == MAIA_HBM_CLEAR_CMDS) {
-			ret = maia_hbm_clear_job(mdev, n);
+			ret = maia_hbm_clear_job(mdev, n, bytes);
 			if (ret)
 				goto out;
 			n = 0;
+			bytes = 0;
 		}
 	}
 	if (n)
-		ret = maia_hbm_clear_job(mdev, n);
+		ret = maia_hbm_clear_job(mdev, n, bytes);
 out:
 	mutex_unlock(&mdev->hbm.clear_lock);
 	return ret;

@@ -24,6 +24,7 @@
 #include "maia_queue.h"
 #include "maia_sched.h"
 #include "maia_telemetry.h"
+#include "maia_userq.h"
 
 static irqreturn_t maia_irq_event(int irq, void *arg)
 {
@@ -115,6 +116,8 @@ static void maia_irq_report_fault(struct maia_device *mdev)
 			     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info) ==
 			     MAIA_ACCESS_WRITE ? "write" : "read",
 			     fault.addr);
+	/* A user queue's fault has no job to report it: see maia_userq.c. */
+	maia_userq_handle_fault(mdev, &fault);
 }
 
 /*
@@ -146,8 +149,10 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 		maia_dbg(mdev, "mailbox done\n");
 	if (causes & MAIA_INT_MMU_FAULT)
 		maia_irq_report_fault(mdev);
-	if (causes & MAIA_INT_QUEUE_ERROR)
+	if (causes & MAIA_INT_QUEUE_ERROR) {
 		maia_sched_report_queue_errors(mdev);
+		maia_userq_report_errors(mdev);
+	}
 	if (causes & MAIA_INT_FW_ERROR)
 		maia_err_ratelimited(mdev, "firmware reported an internal error\n");
 	if (causes & MAIA_INT_THERMAL)

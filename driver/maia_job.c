@@ -33,6 +33,7 @@
 #include "maia_sched.h"
 #include "maia_trace.h"
 #include "maia_uapi.h"
+#include "maia_userq.h"
 #include "maia_vm.h"
 
 #define MAIA_JOB_HISTORY	1024u	/* power of two */
@@ -601,6 +602,9 @@ int maia_job_init(struct maia_device *mdev)
 {
 	int ret;
 
+	ret = maia_userq_init(mdev);
+	if (ret)
+		return ret;
 	ret = maia_sched_init(mdev);
 	if (ret)
 		return ret;

@@ -37,6 +37,7 @@
 #include "maia_queue.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
+#include "maia_userq.h"
 #include "maia_sysfs.h"
 #include "maia_telemetry.h"
 #include "maia_trace.h"
@@ -46,6 +47,12 @@ static unsigned int maia_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "A job running this long since the device fetched it while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
+
+/* The hang verdict's limit, for the user queues' watchdog (maia_userq.c). */
+unsigned int maia_reset_job_timeout_ms(void)
+{
+	return READ_ONCE(maia_job_timeout_ms);
+}
 
 /* Interruptible: 0, or -EINTR when a signal came first. */
 int maia_reset_read_lock(struct maia_device *mdev)
@@ -120,6 +127,7 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 	mutex_lock(&mdev->kq.lock);
 
 	maia_sched_stop_all(mdev, guilty);
+	maia_userq_reset(mdev);
 	maia_irq_disable(mdev);
 	maia_queue_disable(&mdev->kq);
 	ret = maia_hw_reset(mdev);

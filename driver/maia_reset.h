@@ -41,6 +41,7 @@ void maia_reset_read_unlock(struct maia_device *mdev);
 void maia_reset_force(struct maia_device *mdev);
 void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
+unsigned int maia_reset_job_timeout_ms(void);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 
 #endif /* __MAIA_RESET_H__ */

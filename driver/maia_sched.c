@@ -27,6 +27,7 @@
 #include "maia_reset.h"
 #include "maia_sched.h"
 #include "maia_trace.h"
+#include "maia_userq.h"
 
 /*
  * How often the scheduler's timeout handler looks at a queue that has jobs
@@ -478,7 +479,8 @@ int maia_sched_init(struct maia_device *mdev)
 	if (ret)
 		return ret;
 
-	ms->num_queues = mdev->hw.num_queues - 1;
+	/* The last hardware queues may be kept for user queues (maia_userq.c). */
+	ms->num_queues = mdev->hw.num_queues - 1 - maia_userq_count(mdev);
 	if (!ms->num_queues) {
 		maia_warn(mdev, "the device has only the kernel queue: job submission is disabled\n");
 		return 0;

@@ -26,6 +26,7 @@
 #include "maia_job.h"
 #include "maia_mmu.h"
 #include "maia_reset.h"
+#include "maia_userq.h"
 #include "maia_vm.h"
 
 static void maia_vm_fini(struct drm_device *drm, void *arg)
@@ -424,6 +425,8 @@ static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind
 		drm_dev_exit(idx);
 	}
 	maia_reset_read_unlock(mdev);
+	/* Jobs a user queue fetched before the unmap may still use the pages. */
+	maia_userq_ctx_quiesce(ctx);
 	maia_vm_mapping_free(ctx, m);
 	maia_dbg(mdev, "asid %u: unmap %#llx+%#llx\n", ctx->asid, args->va, args->size);
 

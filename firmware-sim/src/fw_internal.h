@@ -143,6 +143,8 @@ struct fw_queue {
 	uint64_t sq, cq, shadow;
 	uint32_t size, ctrl, head, tail, status, completed;
 	uint32_t fetched;		/* MAIA_Q_FETCHED: entries started */
+	uint32_t asid_bind;		/* MAIA_Q_ASID (1.3): BOUND | asid */
+	uint32_t irq;			/* MAIA_Q_IRQ (1.3): ON_ARM | ARMED */
 	bool enabled;			/* ENABLE accepted (config valid) */
 	bool kicked;			/* shadow tail must be re-read */
 	bool inject_hang, inject_fault;
@@ -185,6 +187,11 @@ struct maia_sim {
 	 */
 	bool inline_doorbell;
 	bool inline_busy;
+	/*
+	 * Queue whose job runs outside the lock (worker or inline path), or
+	 * -1: disabling that queue waits for it (the 1.3 disable guarantee).
+	 */
+	int running_queue;
 
 	uint32_t scratch;
 	uint32_t boot_status, boot_error, boot_size;

@@ -59,6 +59,8 @@ static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_FETCHED:	*val = q->fetched; break;
 	case MAIA_Q_SHADOW_LO:	*val = (uint32_t)q->shadow; break;
 	case MAIA_Q_SHADOW_HI:	*val = (uint32_t)(q->shadow >> 32); break;
+	case MAIA_Q_ASID:	*val = q->asid_bind; break;
+	case MAIA_Q_IRQ:	*val = q->irq; break;
 	default:
 		return false;
 	}
@@ -243,6 +245,13 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->enabled = false;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);
 		fw_kick_worker_locked(sim);	/* drop its in-flight job */
+		/*
+		 * Revision 1.3: the write completes once no job of the queue
+		 * runs (it stops at its next chunk), so the host may free what
+		 * the job used. Reset waits for the worker the same way.
+		 */
+		while (sim->running_queue == (int)qi)
+			pthread_cond_wait(&sim->idle_cond, &sim->lock);
 		fw_trace(sim, "queue %u disabled", qi);
 	}
 	q->ctrl = value;
@@ -266,6 +275,24 @@ static void set_shadow_locked(struct maia_sim *sim, unsigned int qi, uint64_t sh
 		fx->shadow_enabled = shadow != 0;
 	}
 	/* Read only on the next doorbell: LO and HI are two separate writes. */
+}
+
+/* MAIA_Q_ASID: like the ring addresses, only while the queue is disabled. */
+static void set_asid_bind_locked(struct maia_sim *sim, unsigned int qi, uint32_t value)
+{
+	struct fw_queue *q = &sim->queues[qi];
+
+	if (q->enabled) {
+		fw_guest_error(sim, "maia: queue %u ASID written while enabled; ignored", qi);
+		return;
+	}
+	if ((value & ~(MAIA_Q_ASID_MASK | MAIA_Q_ASID_BOUND)) ||
+	    (value & MAIA_Q_ASID_MASK) >= MAIA_MAX_ASIDS) {
+		fw_guest_error(sim, "maia: queue %u ASID 0x%08x has undefined bits or no such asid; ignored",
+				 qi, value);
+		return;
+	}
+	q->asid_bind = value;
 }
 
 static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
@@ -295,6 +322,17 @@ static void queue_reg_write(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 		return;
 	case MAIA_Q_SHADOW_HI:
 		set_shadow_locked(sim, qi, (q->shadow & 0xffffffffull) | ((uint64_t)value << 32), fx);
+		return;
+	case MAIA_Q_ASID:
+		set_asid_bind_locked(sim, qi, value);
+		return;
+	case MAIA_Q_IRQ:
+		if (value & ~(MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED)) {
+			fw_guest_error(sim, "maia: queue %u IRQ 0x%08x has undefined bits; ignored",
+					 qi, value);
+			return;
+		}
+		q->irq = value;
 		return;
 	case MAIA_Q_HEAD:
 	case MAIA_Q_TAIL:
@@ -520,6 +558,48 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		}
 		break;
 	}
+	pthread_mutex_unlock(&sim->lock);
+	apply_effects(sim, &fx);
+	if (run_inline)
+		fw_sched_inline_run(sim);
+}
+
+/*
+ * BAR1 doorbell pages (revision 1.3): the doorbell of page q acts as
+ * MAIA_REG_DOORBELL(q), inline fast path included; the rest reads as 0.
+ */
+static bool is_udb_doorbell(struct maia_sim *sim, const char *dir, uint32_t offset,
+			    unsigned int *q)
+{
+	if ((offset & 3u) || offset / MAIA_UDB_PAGE_SIZE >= sim->cfg.num_queues ||
+	    offset % MAIA_UDB_PAGE_SIZE != MAIA_UDB_DOORBELL) {
+		fw_guest_error(sim, "maia: doorbell page %s at 0x%05x ignored: not a doorbell",
+				 dir, offset);
+		return false;
+	}
+	*q = offset / MAIA_UDB_PAGE_SIZE;
+	return true;
+}
+
+uint32_t maia_sim_udb_read(struct maia_sim *sim, uint32_t offset)
+{
+	unsigned int q;
+
+	is_udb_doorbell(sim, "read", offset, &q);
+	return 0;
+}
+
+void maia_sim_udb_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
+{
+	struct mmio_effects fx = { .shadow_queue = -1 };
+	bool run_inline;
+	unsigned int q;
+
+	if (!is_udb_doorbell(sim, "write", offset, &q))
+		return;
+	pthread_mutex_lock(&sim->lock);
+	run_inline = fw_sched_inline_begin_locked(sim);
+	doorbell_locked(sim, q, value, true, &fx);
 	pthread_mutex_unlock(&sim->lock);
 	apply_effects(sim, &fx);
 	if (run_inline)

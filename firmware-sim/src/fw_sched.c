@@ -26,6 +26,7 @@
 struct queue_snap {
 	uint64_t sq, cq, gen;
 	uint32_t size, head;
+	uint32_t asid_bind;		/* MAIA_Q_ASID */
 	bool inject_hang, inject_fault;
 };
 
@@ -180,7 +181,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 			 uint32_t status, uint32_t error_offset, const struct fw_as *as)
 {
 	struct fw_queue *q = &sim->queues[qi];
-	bool ok, raise_event = false;
+	bool ok, raise_event = false, raise_queue = true;
 
 	/*
 	 * Reset writes the ABORTED entry itself; a disabled (or re-enabled)
@@ -203,6 +204,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		return;
 	}
 	if (!ok) {
+		raise_queue = false;
 		fw_guest_error(sim, "maia: queue %u completion write to 0x%llx failed; queue stopped",
 				 qi, (unsigned long long)job->cq);
 		q->status |= MAIA_Q_STATUS_ERR_DMA;
@@ -210,6 +212,11 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 	} else {
 		q->head = (job->index + 1) & (q->size - 1);
 		q->completed++;
+		/* 1.3: with ON_ARM, only an armed queue interrupts, once. */
+		if (q->irq & MAIA_Q_IRQ_ON_ARM) {
+			raise_queue = q->irq & MAIA_Q_IRQ_ARMED;
+			q->irq &= ~MAIA_Q_IRQ_ARMED;
+		}
 		if (q->shadow)
 			q->kicked = true;	/* the host may have queued more */
 	}
@@ -228,18 +235,25 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		raise_event |= fw_ecc_job_hit_locked(sim, as->asid, qi, as->ecc_page);
 	pthread_mutex_unlock(&sim->lock);
 
-	if (ok)
+	if (raise_queue)
 		fw_raise(sim, MAIA_VEC_QUEUE(qi));
 	if (raise_event)
 		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
-static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct maia_sq_entry *e)
+static uint32_t check_sqe(struct maia_sim *sim, unsigned int qi, const struct queue_snap *s,
+			  const struct maia_sq_entry *e)
 {
 	if (e->reserved || (e->flags & ~MAIA_SQE_NOP)) {
 		fw_guest_error(sim, "maia: queue %u entry flags 0x%x reserved 0x%llx", qi,
 				 e->flags, (unsigned long long)e->reserved);
 		return MAIA_STATUS_BAD_CMD;
+	}
+	/* A queue bound to an address space runs nothing in another (user queues). */
+	if ((s->asid_bind & MAIA_Q_ASID_BOUND) && e->asid != (s->asid_bind & MAIA_Q_ASID_MASK)) {
+		fw_guest_error(sim, "maia: queue %u is bound to asid %u; entry names asid %u", qi,
+				 s->asid_bind & MAIA_Q_ASID_MASK, e->asid);
+		return MAIA_STATUS_ASID_DENIED;
 	}
 	if (e->flags & MAIA_SQE_NOP)
 		return MAIA_STATUS_OK;
@@ -297,7 +311,7 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 		job->state = FW_JOB_HUNG;
 		return false;
 	}
-	status = check_sqe(sim, qi, &sqe);
+	status = check_sqe(sim, qi, s, &sqe);
 	if (status == MAIA_STATUS_OK && s->inject_fault) {
 		struct fw_as as;
 
@@ -416,6 +430,7 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 	snap->gen = q->gen;
 	snap->size = q->size;
 	snap->head = q->head;
+	snap->asid_bind = q->asid_bind;
 	snap->inject_hang = snap->inject_fault = false;
 	if (q->job.state == FW_JOB_IDLE) {
 		/* Injections apply to the next job fetched. */
@@ -473,10 +488,12 @@ static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 		return false;
 	snap_queue_locked(sim, (unsigned int)qi, &snap);
 	sim->worker_busy = true;
+	sim->running_queue = qi;
 	pthread_mutex_unlock(&sim->lock);
 	run_queue(sim, (unsigned int)qi, &snap);
 	pthread_mutex_lock(&sim->lock);
 	sim->worker_busy = false;
+	sim->running_queue = -1;
 	pthread_cond_broadcast(&sim->idle_cond);
 	return true;
 }

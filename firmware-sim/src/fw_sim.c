@@ -205,6 +205,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	fw_win_init(sim);
 	fw_reset_state_locked(sim);
 	sim->worker_idle = true;
+	sim->running_queue = -1;
 	err = -fw_fabric_create(sim);
 	if (err)
 		goto err_sync;

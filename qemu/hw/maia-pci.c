@@ -64,6 +64,7 @@ struct MaiaState {
     PCIDevice parent_obj;
 
     MemoryRegion regs;          /* BAR0 */
+    MemoryRegion udb;           /* BAR1, doorbell pages (user queues) */
     MemoryRegion hbm;           /* BAR2, RAM_NORESERVE */
 
     struct maia_sim *sim;
@@ -196,6 +197,65 @@ static void maia_regs_write(void *opaque, hwaddr addr, uint64_t val,
 static const MemoryRegionOps maia_regs_ops = {
     .read = maia_regs_read,
     .write = maia_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
+/* ---- BAR1: one doorbell page per queue ---------------------------------- */
+
+/*
+ * A page of its own per queue lets the driver map one queue's doorbell into
+ * a process. Same access rules as BAR0; the library decodes the offset.
+ */
+static bool maia_udb_access_ok(MaiaState *s, const char *dir, hwaddr addr,
+                               unsigned size)
+{
+    if (size == 4 && !(addr & 3) && addr + size <= MAIA_UDB_BAR_SIZE) {
+        return true;
+    }
+    trace_maia_mmio_bad_access(dir, addr, size, "BAR1 needs aligned 32-bit");
+    maia_guest_error_fmt(s, "BAR1 %s at 0x%" HWADDR_PRIx " size %u ignored: "
+                         "not an aligned 32-bit access", dir, addr, size);
+    return false;
+}
+
+static uint64_t maia_udb_read(void *opaque, hwaddr addr, unsigned size)
+{
+    MaiaState *s = opaque;
+
+    if (!maia_udb_access_ok(s, "read", addr, size)) {
+        return 0;
+    }
+    return maia_sim_udb_read(s->sim, addr);
+}
+
+static void maia_udb_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    MaiaState *s = opaque;
+
+    if (!maia_udb_access_ok(s, "write", addr, size)) {
+        return;
+    }
+    trace_maia_doorbell(addr / MAIA_UDB_PAGE_SIZE, val);
+    /* Like a BAR0 doorbell, it may run a job here (inline-doorbell). */
+    s->in_doorbell = true;
+    maia_sim_udb_write(s->sim, addr, val);
+    s->in_doorbell = false;
+}
+
+static const MemoryRegionOps maia_udb_ops = {
+    .read = maia_udb_read,
+    .write = maia_udb_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = {
         .min_access_size = 1,
@@ -670,6 +730,10 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
                           MAIA_BAR0_SIZE);
     pci_register_bar(pci_dev, MAIA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->regs);
+    memory_region_init_io(&s->udb, OBJECT(s), &maia_udb_ops, s, "maia-udb",
+                          MAIA_UDB_BAR_SIZE);
+    pci_register_bar(pci_dev, MAIA_BAR_UDB, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->udb);
     pci_register_bar(pci_dev, MAIA_BAR_HBM,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |

@@ -2,6 +2,8 @@
 # Install the Debian packages the project builds and runs with, adding
 # bookworm-backports (with deb-src) for meson and the QEMU source.
 # Idempotent: a stamp keyed by this file's content skips the work next time.
+# Python and PyTorch (the maia module, userspace/torch) are Debian's and run
+# only under /usr/bin/python3; torch and its libraries are about 830 MB.
 . "$(dirname "$0")/common.sh"
 
 PACKAGES=(
@@ -11,6 +13,7 @@ PACKAGES=(
 	busybox-static seabios ipxe-qemu qemu-system-data
 	libdrm-dev libpci-dev libkmod-dev libopenblas-dev
 	clang llvm lld libclang-rt-14-dev
+	python3-dev python3-numpy python3-torch libtorch-dev
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 

@@ -101,10 +101,7 @@ configure() {
 	log "configuring QEMU${extra[*]:+ (${extra[*]})}"
 	mkdir -p "$QEMU_BUILD_DIR"
 	(cd "$QEMU_BUILD_DIR" && "$QEMU_SRC_DIR/configure" \
-		--python=/usr/bin/python3 \
-		--target-list=x86_64-softmmu --without-default-features \
-		--enable-kvm --enable-tcg --disable-docs --disable-download \
-		--disable-install-blobs --disable-werror "${extra[@]}") \
+		"${QEMU_CONFIGURE_FLAGS[@]}" "${extra[@]}") \
 		>"$QEMU_BUILD_DIR/configure.log" 2>&1 ||
 		{ tail -30 "$QEMU_BUILD_DIR/configure.log"; exit 1; }
 }

@@ -68,6 +68,7 @@ static double now(void)
 
 static struct maia_device *dev, *other;
 static uint64_t seq_park, seq_fill[NFILLS];
+static uint64_t seq_uq_park;	/* a parked job on libmaia's user queue */
 static uint32_t syncobj_fill;
 static int fence_park = -1;
 static double t_ready;
@@ -94,6 +95,7 @@ static int wait_job(struct waiter *w, uint64_t seqno)
 }
 
 static int w_park(struct waiter *w) { return wait_job(w, seq_park); }
+static int w_uq_park(struct waiter *w) { return wait_job(w, seq_uq_park); }
 static int w_fill(struct waiter *w) { return wait_job(w, seq_fill[NFILLS - 1]); }
 static int w_syncobj(struct waiter *w)
 {
@@ -118,11 +120,13 @@ static atomic_int submitted;
 
 static int w_submit(struct waiter *w)
 {
+	/* HIGH: the SUBMIT ioctl, whose job history this fills (not a user queue). */
+	struct maia_submit_opts high = { .priority = DRM_MAIA_PRIO_HIGH };
 	uint64_t seqno;
 	int i, ret = 0;
 
 	for (i = 0; i < 1100; i++) {
-		ret = maia_submit(dev, nop_cb, NULL, &seqno);
+		ret = maia_submit(dev, nop_cb, &high, &seqno);
 		if (ret)
 			break;
 		atomic_fetch_add(&submitted, 1);
@@ -250,6 +254,7 @@ int main(int argc, char **argv)
 		{ .what = "syncobj wait on the last FILL", .fn = w_syncobj },
 		{ .what = "poll() on the parked job's sync_file", .fn = w_poll },
 		{ .what = "SUBMIT blocked on the full job history", .fn = w_submit },
+		{ .what = "maia_wait on a parked user-queue job", .fn = w_uq_park },
 	};
 	const int nw = sizeof(waiters) / sizeof(waiters[0]);
 	struct maia_submit_opts opts = { 0 };
@@ -320,7 +325,10 @@ int main(int argc, char **argv)
 		opts.out_syncobj = i == NFILLS - 1 ? syncobj_fill : 0;
 		ret = maia_submit(dev, fill_cb, &opts, &seq_fill[i]);
 	}
-	tap(!ret, "parked job and %d FILLs submitted", NFILLS);
+	/* No options: libmaia's user queue when the driver has them. */
+	if (!ret)
+		ret = maia_submit(dev, park_cb, NULL, &seq_uq_park);
+	tap(!ret, "parked jobs and %d FILLs submitted", NFILLS);
 	if (ret)
 		return 1;
 	ret = maia_syncobj_export(dev, syncobj_fill, &fence_fill_export);
@@ -413,6 +421,9 @@ int main(int argc, char **argv)
 	tap(waiters[4].ret == -ENODEV, "%s woke after %.2f s: %s (%u submitted)",
 	    waiters[4].what, waiters[4].woke - t_ready,
 	    waiters[4].ret ? strerror(-waiters[4].ret) : "it succeeded", waiters[4].status);
+	tap(waiters[5].ret == -ENODEV || (!waiters[5].ret && waiters[5].status == DRM_MAIA_JOB_ABORTED),
+	    "%s woke after %.2f s: %s", waiters[5].what, waiters[5].woke - t_ready,
+	    err_or_status(waiters[5].ret, waiters[5].status));
 	for (t0 = now(); waitpid(child, &status, WNOHANG) == 0 && now() - t0 < 10;)
 		usleep(50000);
 	tap(WIFEXITED(status) && (WEXITSTATUS(status) == 10 || WEXITSTATUS(status) == 11),

@@ -90,7 +90,7 @@ enum op {
 	OP_SYNC_CREATE, OP_SYNC_DESTROY, OP_SYNC_WAIT, OP_SYNC_TL_WAIT, OP_SYNC_SIGNAL,
 	OP_SYNC_RESET, OP_SYNC_FD, OP_SYNC_TL_SIGNAL, OP_SYNC_QUERY, OP_VERSION,
 	OP_GET_UNIQUE, OP_CORE_RANDOM, OP_FLINK, OP_GEM_OPEN, OP_MMAP, OP_MUNMAP,
-	OP_DMABUF_MMAP, OP_REOPEN, OP_BAD_SIZE, OP_BAD_PTR, OP_RAW, NUM_OPS
+	OP_DMABUF_MMAP, OP_REOPEN, OP_BAD_SIZE, OP_BAD_PTR, OP_RAW, OP_USERQ, NUM_OPS
 };
 
 static const char *const op_names[NUM_OPS] = {
@@ -100,7 +100,7 @@ static const char *const op_names[NUM_OPS] = {
 	"SYNCOBJ_SIGNAL", "SYNCOBJ_RESET", "SYNCOBJ_HANDLE_TO_FD/FD_TO_HANDLE",
 	"SYNCOBJ_TIMELINE_SIGNAL", "SYNCOBJ_QUERY", "VERSION", "GET_UNIQUE", "core-random",
 	"GEM_FLINK", "GEM_OPEN", "mmap", "munmap", "dma-buf mmap", "close/reopen",
-	"bad-size", "bad-pointer", "raw-random",
+	"bad-size", "bad-pointer", "raw-random", "user-queue",
 };
 
 /* Relative weights of the operations. */
@@ -113,7 +113,7 @@ static const unsigned int op_weight[NUM_OPS] = {
 	[OP_SYNC_FD] = 2, [OP_SYNC_TL_SIGNAL] = 1, [OP_SYNC_QUERY] = 1, [OP_VERSION] = 2,
 	[OP_GET_UNIQUE] = 1, [OP_CORE_RANDOM] = 3, [OP_FLINK] = 1, [OP_GEM_OPEN] = 1,
 	[OP_MMAP] = 3, [OP_MUNMAP] = 3, [OP_DMABUF_MMAP] = 2, [OP_REOPEN] = 1,
-	[OP_BAD_SIZE] = 5, [OP_BAD_PTR] = 4, [OP_RAW] = 4,
+	[OP_BAD_SIZE] = 5, [OP_BAD_PTR] = 4, [OP_RAW] = 4, [OP_USERQ] = 1,
 };
 
 struct worker_stats {
@@ -764,18 +764,77 @@ static void op_get_param(struct ctx *c)
 	struct drm_maia_get_param gp = { 0 };
 	int err;
 
-	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_FABRIC_SERIAL + 1);
+	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_USER_QUEUES + 1);
 	if (pct(15))
-		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_FABRIC_SERIAL + 1 + rn(100) : edge());
+		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_USER_QUEUES + 1 + rn(100) : edge());
 	if (pct(10))
 		gp.index = (uint32_t)edge();
 	if (pct(20))
 		gp.value = edge();
 	err = XIOCTL(c, DRM_IOCTL_MAIA_GET_PARAM, gp);
-	if (gp.param <= DRM_MAIA_PARAM_FABRIC_SERIAL && !gp.index)
+	if (gp.param <= DRM_MAIA_PARAM_USER_QUEUES && !gp.index)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));
+}
+
+/*
+ * A user queue (driver 1.4) with a hostile ring: random words in it, random
+ * doorbells (out of range too), a short wait, then destroy. The queue is
+ * bound to the context's ASID and every random entry fails (flags,
+ * reserved, ASID), so the context's state does not change.
+ */
+static void op_userq(struct ctx *c)
+{
+	struct drm_maia_userq_create uc = { .priority = (uint32_t)rn(3) };
+	struct drm_maia_userq_destroy d = { 0 };
+	struct drm_maia_userq_wait w = { 0 };
+	volatile uint32_t *db;
+	uint32_t *ring;
+	int err, i, n;
+
+	if (pct(10))
+		uc.flags = 1u << rn(32);
+	if (pct(5))
+		uc.priority = (uint32_t)edge() | 4;
+	err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_CREATE, uc);
+	if (uc.flags || uc.priority > DRM_MAIA_PRIO_HIGH) {
+		expect(c, "USERQ_CREATE with bad flags or priority", err, ALLOW(EINVAL));
+		return;
+	}
+	expect(c, "USERQ_CREATE", err, ALLOW(0, EBUSY, EBADFD, ENODEV));
+	if (err)
+		return;
+	ring = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, uc.sq_offset);
+	db = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, uc.doorbell_offset);
+	if (ring == MAP_FAILED || db == MAP_FAILED) {
+		violation("user queue %u: mmap of its pages failed: %s", uc.queue_id,
+			  strerror(errno));
+	} else {
+		n = 1 + (int)rn(20);
+		for (i = 0; i < n; i++) {
+			if (pct(50))
+				ring[rn(PAGE / 4)] = (uint32_t)rnd();
+			db[0] = (uint32_t)(pct(90) ? rn(uc.entries) : rnd());
+		}
+		w.queue_id = uc.queue_id;
+		w.count = (uint32_t)rn(100);
+		w.timeout_ns = mono_ns() + (int64_t)rn(5000000);
+		err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_WAIT, w);
+		expect(c, "USERQ_WAIT", err, ALLOW(0, ETIME, EINTR));
+	}
+	if (ring != MAP_FAILED)
+		munmap(ring, PAGE);
+	if (db != MAP_FAILED)
+		munmap((void *)db, PAGE);
+	d.queue_id = pct(5) ? (uint32_t)rnd() : uc.queue_id;
+	err = XIOCTL(c, DRM_IOCTL_MAIA_USERQ_DESTROY, d);
+	if (d.queue_id != uc.queue_id) {
+		d.queue_id = uc.queue_id;
+		XIOCTL(c, DRM_IOCTL_MAIA_USERQ_DESTROY, d);
+	} else {
+		expect(c, "USERQ_DESTROY", err, ALLOW(0));
+	}
 }
 
 static void op_ping(struct ctx *c)
@@ -1998,6 +2057,11 @@ static const struct {
 	{ DRM_MAIA_SUBMIT, sizeof(struct drm_maia_submit), 56 },
 	{ DRM_MAIA_WAIT, sizeof(struct drm_maia_wait), 32 },
 	{ DRM_MAIA_CONTEXT_STATUS, sizeof(struct drm_maia_context_status), 32 },
+	{ DRM_MAIA_FABRIC_PORT, sizeof(struct drm_maia_fabric_port), 120 },
+	{ DRM_MAIA_FABRIC_WINDOW, sizeof(struct drm_maia_fabric_window), 32 },
+	{ DRM_MAIA_USERQ_CREATE, sizeof(struct drm_maia_userq_create), 40 },
+	{ DRM_MAIA_USERQ_DESTROY, sizeof(struct drm_maia_userq_destroy), 8 },
+	{ DRM_MAIA_USERQ_WAIT, sizeof(struct drm_maia_userq_wait), 24 },
 };
 
 /* A harmless valid argument for ioctl i (so a size error is the only one). */
@@ -2014,6 +2078,15 @@ static void harmless_arg(struct ctx *c, unsigned int i, unsigned char *arg)
 	case DRM_MAIA_WAIT:
 		((struct drm_maia_wait *)arg)->seqno = c->nseq ? c->seq[0] : 0;
 		break;
+	case DRM_MAIA_FABRIC_WINDOW:	/* CLOSE of key 0: nothing to close */
+		((struct drm_maia_fabric_window *)arg)->op = DRM_MAIA_FABRIC_WINDOW_CLOSE;
+		break;
+	case DRM_MAIA_USERQ_CREATE:	/* flags: fails, creates nothing */
+		((struct drm_maia_userq_create *)arg)->flags = 1;
+		break;
+	case DRM_MAIA_USERQ_DESTROY:	/* queue 0 is the kernel's: -ENOENT */
+	case DRM_MAIA_USERQ_WAIT:
+	case DRM_MAIA_FABRIC_PORT:	/* port 0: read-only */
 	case DRM_MAIA_BO_CREATE:	/* size 0: would fail anyway, never leaks */
 	case DRM_MAIA_GET_PARAM:
 	case DRM_MAIA_CONTEXT_STATUS:
@@ -2046,16 +2119,16 @@ static void op_bad_size(struct ctx *c)
 		dir = (unsigned int)rn(3);	/* NONE, WRITE, READ */
 		break;
 	case 4:
-		/* An unknown ioctl: past the fabric ones (0x08, 0x09, minor 3). */
 		size = maia_ioctls[i].size;
-		nr = 10 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 10);
+		nr = DRM_MAIA_USERQ_WAIT + 1 +
+		     (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - DRM_MAIA_USERQ_WAIT - 1);
 		break;
 	default:	/* a legal smaller one: only WAIT has one */
 		size = maia_ioctls[i].first + 4 * (unsigned int)rn(3);
 		break;
 	}
 	cmd = _IOC(dir, DRM_IOCTL_BASE, DRM_COMMAND_BASE + nr, size);
-	legal = nr < 8 && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
+	legal = nr <= DRM_MAIA_USERQ_WAIT && dir == (_IOC_READ | _IOC_WRITE) && size >= maia_ioctls[i].first &&
 		size <= maia_ioctls[i].size;
 	if (legal && maia_ioctls[i].nr == DRM_MAIA_BO_CREATE)
 		return;
@@ -2103,9 +2176,9 @@ static void op_bad_ptr(struct ctx *c)
 	case 2:
 		p = (void *)0xffff888000000000ull;
 		break;
-	case 3:	/* straddles into the hole: the tail is unreadable */
-		p = (char *)edge_page + PAGE - 8;
-		memcpy(p, arg, 8);
+	case 3:	/* straddles into the hole: the tail is unreadable (8-byte structs too) */
+		p = (char *)edge_page + PAGE - (size > 8 ? 8 : size / 2);
+		memcpy(p, arg, size > 8 ? 8 : size / 2);
 		break;
 	default:	/* readable, not writable: the output copy fails */
 		p = ro_page;
@@ -2259,6 +2332,7 @@ static void run_one(void)
 		}
 		break;
 	case OP_BAD_SIZE: op_bad_size(c); break;
+	case OP_USERQ: op_userq(c); break;
 	case OP_BAD_PTR: op_bad_ptr(c); break;
 	case OP_RAW: op_raw(c); break;
 	default: break;

@@ -537,6 +537,69 @@ static void test_boot_nop_msix(void)
 }
 
 /*
+ * BAR1 (revision 1.3): one doorbell page per queue. Page 1's doorbell rings
+ * queue 1 and nothing else; other offsets and wrong-sized accesses are
+ * inert. A queue bound to an ASID (MAIA_Q_ASID) fails an entry naming
+ * another one with ASID_DENIED.
+ */
+static void test_doorbell_pages(void)
+{
+    const uint64_t job1 = 0x5553455251000001ull, job2 = 0x5553455251000002ull;
+    Maia m;
+    MaiaQueue q0, q1;
+    QPCIBar udb;
+    uint64_t udb_size;
+    uint32_t slot;
+
+    maia_start(&m, ",hbm-size=16M,queues=4,worker-threads=1");
+    udb = qpci_iomap(m.dev, MAIA_BAR_UDB, &udb_size);
+    g_assert_cmpuint(udb_size, ==, MAIA_UDB_BAR_SIZE);
+    qpci_device_enable(m.dev);
+    maia_boot_ok(&m);
+    queue_init(&m, &q0, 0);
+    queue_alloc(&m, &q1, 1);
+    wr(&m, MAIA_REG_Q(1, MAIA_Q_ASID), MAIA_Q_ASID_BOUND | 0);
+    g_assert_cmphex(rd(&m, MAIA_REG_Q(1, MAIA_Q_ASID)), ==, MAIA_Q_ASID_BOUND);
+    queue_enable(&m, &q1);
+
+    slot = queue_put_nop(&m, &q1, job1);
+    qpci_io_writel(m.dev, udb, MAIA_UDB_PAGE(1) + MAIA_UDB_DOORBELL, q1.tail);
+    g_assert_cmpuint(queue_wait_status(&m, &q1, slot, job1), ==, MAIA_STATUS_OK);
+    g_assert_cmpuint(rd(&m, MAIA_REG_Q(0, MAIA_Q_TAIL)), ==, 0);
+
+    /* Not the doorbell, a byte access, a page beyond the 4 queues: inert. */
+    queue_put_nop(&m, &q0, job2);
+    qpci_io_writel(m.dev, udb, MAIA_UDB_PAGE(0) + 8, q0.tail);
+    qpci_io_writeb(m.dev, udb, MAIA_UDB_PAGE(0), q0.tail);
+    qpci_io_writel(m.dev, udb, MAIA_UDB_PAGE(5), 1);
+    g_assert_cmphex(qpci_io_readl(m.dev, udb, MAIA_UDB_PAGE(0)), ==, 0);
+    g_assert_cmpuint(rd(&m, MAIA_REG_Q(0, MAIA_Q_TAIL)), ==, 0);
+    slot = q0.tail - 1;
+    qpci_io_writel(m.dev, udb, MAIA_UDB_PAGE(0) + MAIA_UDB_DOORBELL, q0.tail);
+    g_assert_cmpuint(queue_wait_status(&m, &q0, slot, job2), ==, MAIA_STATUS_OK);
+
+    /* Queue 1 is bound to ASID 0: an entry naming ASID 3 is denied. */
+    {
+        struct maia_sq_entry sqe = {
+            .flags = cpu_to_le16(MAIA_SQE_NOP),
+            .asid = cpu_to_le16(3),
+            .job_id = cpu_to_le64(job2),
+        };
+
+        slot = q1.tail;
+        qtest_memwrite(m.qts, q1.sq + slot * sizeof(sqe), &sqe, sizeof(sqe));
+        q1.tail = (q1.tail + 1) % QUEUE_ENTRIES;
+        qpci_io_writel(m.dev, udb, MAIA_UDB_PAGE(1) + MAIA_UDB_DOORBELL, q1.tail);
+        g_assert_cmpuint(queue_wait_status(&m, &q1, slot, job2), ==,
+                         MAIA_STATUS_ASID_DENIED);
+    }
+
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    g_assert_cmphex(rd(&m, MAIA_REG_Q(1, MAIA_Q_ASID)), ==, 0);
+    maia_stop(&m);
+}
+
+/*
  * The event vector follows INT_MASK: a masked cause is latched without an
  * interrupt, and unmasking it interrupts at once (raised from the MMIO
  * write itself, i.e. with the BQL held, not from the device's worker).
@@ -982,6 +1045,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia/reset", test_reset);
     qtest_add_func("/maia/boot-nop-msix", test_boot_nop_msix);
     qtest_add_func("/maia/event-mask", test_event_mask);
+    qtest_add_func("/maia/doorbell-pages", test_doorbell_pages);
     qtest_add_func("/maia/bad-access", test_bad_access);
     qtest_add_func("/maia/dma-not-ram", test_dma_not_ram);
     qtest_add_func("/maia/mmio-fuzz", test_mmio_fuzz);

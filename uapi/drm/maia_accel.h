@@ -36,8 +36,10 @@ extern "C" {
  *  2: DRM_MAIA_DEVICE_HBM_ECC.
  *  3: the fabric: DRM_MAIA_CAP_FABRIC, DRM_MAIA_PARAM_FABRIC_*,
  *     DRM_MAIA_FABRIC_PORT, DRM_MAIA_FABRIC_WINDOW, DRM_MAIA_DEVICE_FABRIC_*.
+ *  4: user queues: DRM_MAIA_USERQ_CREATE/DESTROY/WAIT, DRM_MAIA_PARAM_USER_QUEUES,
+ *     DRM_MAIA_DEVICE_ASID_DENIED.
  */
-#define MAIA_DRIVER_MINOR		3
+#define MAIA_DRIVER_MINOR		4
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -49,6 +51,9 @@ extern "C" {
 #define DRM_MAIA_CONTEXT_STATUS		0x07
 #define DRM_MAIA_FABRIC_PORT		0x08	/* minor 3 */
 #define DRM_MAIA_FABRIC_WINDOW		0x09	/* minor 3 */
+#define DRM_MAIA_USERQ_CREATE		0x0a	/* minor 4 */
+#define DRM_MAIA_USERQ_DESTROY		0x0b	/* minor 4 */
+#define DRM_MAIA_USERQ_WAIT		0x0c	/* minor 4 */
 
 #define DRM_IOCTL_MAIA_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_GET_PARAM, struct drm_maia_get_param)
@@ -70,6 +75,12 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_FABRIC_PORT, struct drm_maia_fabric_port)
 #define DRM_IOCTL_MAIA_FABRIC_WINDOW \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_FABRIC_WINDOW, struct drm_maia_fabric_window)
+#define DRM_IOCTL_MAIA_USERQ_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_USERQ_CREATE, struct drm_maia_userq_create)
+#define DRM_IOCTL_MAIA_USERQ_DESTROY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_USERQ_DESTROY, struct drm_maia_userq_destroy)
+#define DRM_IOCTL_MAIA_USERQ_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_MAIA_USERQ_WAIT, struct drm_maia_userq_wait)
 
 /* drm_maia_get_param.param */
 #define DRM_MAIA_PARAM_DEVICE_ID	0	/* PCI vendor << 16 | device */
@@ -86,6 +97,8 @@ extern "C" {
 #define DRM_MAIA_PARAM_PCI_BDF		11	/* domain << 16 | bus << 8 | devfn */
 #define DRM_MAIA_PARAM_FABRIC_PORTS	12	/* fabric ports, 0 without (minor 3) */
 #define DRM_MAIA_PARAM_FABRIC_SERIAL	13	/* the device's fabric serial (minor 3) */
+/* (minor 4) hardware queues kept for user queues, 0 if the device has none */
+#define DRM_MAIA_PARAM_USER_QUEUES	14
 
 /* DRM_MAIA_PARAM_CAPABILITIES: what the device has */
 #define DRM_MAIA_CAP_MMU		(1ull << 0)	/* per-context address spaces */
@@ -273,6 +286,8 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_FABRIC_KEY	11	/* the peer refused the window key or range */
 #define DRM_MAIA_DEVICE_FABRIC_REMOTE	12	/* the peer's memory access failed */
 #define DRM_MAIA_DEVICE_FABRIC_TIMEOUT	13	/* a collective's peer did not answer in time */
+/* (minor 4) a user queue's entry named another context than the queue's own */
+#define DRM_MAIA_DEVICE_ASID_DENIED	14
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**
@@ -412,6 +427,94 @@ struct drm_maia_fabric_window {
 };
 
 #define DRM_MAIA_MAX_FABRIC_WINDOWS	64
+
+/*
+ * User queues (minor 4): a hardware queue of this file's own, whose
+ * submission ring, completion array and doorbell are mapped into the
+ * process (mmap on the device fd at the offsets CREATE returns), so that a
+ * job is written and started without a system call. The ring and the array
+ * hold the device's own entries (struct maia_sq_entry and maia_cq_entry,
+ * maia/hw/queue.h); the doorbell takes the new tail index. The device binds
+ * the queue to this file's address space: an entry naming another ASID
+ * completes with DRM_MAIA_DEVICE_ASID_DENIED (device status 14) and runs
+ * nothing. The kernel keeps the page tables, hang detection and reset; see
+ * Documentation/uapi.rst for the rules.
+ */
+
+/* drm_maia_userq_wait.state: what became of the queue */
+#define DRM_MAIA_USERQ_ACTIVE		0	/* runs jobs */
+#define DRM_MAIA_USERQ_FAULTED		1	/* a job hit an MMU fault: the context is faulted */
+#define DRM_MAIA_USERQ_HUNG		2	/* a job hung; the device was reset */
+#define DRM_MAIA_USERQ_LOST		3	/* the device was reset for another cause */
+#define DRM_MAIA_USERQ_ERROR		4	/* tail out of range or the rings were unreadable */
+#define DRM_MAIA_USERQ_GONE		5	/* the device was removed */
+
+/*
+ * Byte offset in the completion array's page of a __u32 the kernel sets to
+ * the queue's DRM_MAIA_USERQ_* state when the queue stops, so that a
+ * process sees it without a system call (0, ACTIVE, until then).
+ */
+#define DRM_MAIA_USERQ_STATE_OFFSET	4088
+
+/**
+ * struct drm_maia_userq_create - create a user queue
+ * @flags: in, must be 0
+ * @priority: in, DRM_MAIA_PRIO_*
+ * @queue_id: out, names the queue in DESTROY and WAIT
+ * @entries: out, slots in the ring and the array (a power of two); one
+ *           stays empty, so entries - 1 jobs can be in flight
+ * @sq_offset: out, mmap offset of the submission ring (one page, read/write)
+ * @cq_offset: out, mmap offset of the completion array (one page, read/write;
+ *             the queue's state at DRM_MAIA_USERQ_STATE_OFFSET)
+ * @doorbell_offset: out, mmap offset of the doorbell page (one page; write
+ *                   the new tail, as a 32-bit store, at offset 0)
+ *
+ * The mappings must be MAP_SHARED and exactly one page. -EBUSY when every
+ * hardware queue kept for user queues is taken, -ENODEV when the device has
+ * none, -EBADFD when the context faulted.
+ */
+struct drm_maia_userq_create {
+	__u32 flags;
+	__u32 priority;
+	__u32 queue_id;
+	__u32 entries;
+	__u64 sq_offset;
+	__u64 cq_offset;
+	__u64 doorbell_offset;
+};
+
+/**
+ * struct drm_maia_userq_destroy - stop a user queue and free it
+ * @queue_id: in
+ * @pad: must be 0
+ *
+ * Disables the queue (entries not yet run are dropped, a running job stops
+ * at its next command chunk) and frees it. The doorbell mapping then
+ * reaches a page that rings nothing; the ring and the array stay mapped as
+ * plain memory until the process unmaps them.
+ */
+struct drm_maia_userq_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/**
+ * struct drm_maia_userq_wait - sleep until a user queue completed enough jobs
+ * @queue_id: in
+ * @count: in, wait until the queue has completed @count entries since it
+ *         was created (compared modulo 2^32), or it stopped
+ * @timeout_ns: in, absolute CLOCK_MONOTONIC deadline; -ETIME when it passes
+ * @completed: out, entries the queue has completed
+ * @state: out, DRM_MAIA_USERQ_*; anything but ACTIVE means the queue
+ *         stopped and will run nothing more: destroy it and create another
+ */
+struct drm_maia_userq_wait {
+	__u32 queue_id;
+	__u32 count;
+	__s64 timeout_ns;
+	__u32 completed;
+	__u32 state;
+};
 
 #if defined(__cplusplus)
 }

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 2
+#define LIBMAIA_VERSION_MINOR 3
 
 struct maia_device;
 
@@ -375,6 +375,21 @@ struct maia_job_status {
 	uint32_t device_status;		/* MAIA_STATUS_* */
 	uint32_t error_offset;		/* failing command's offset */
 };
+
+/*
+ * How maia_submit() reaches the device (since 1.3). AUTO: a job without
+ * dependencies, fences or a non-NORMAL priority goes through a user queue
+ * (driver 1.4: ring and doorbell mapped into the process, no system call)
+ * when the driver offers one and MAIA_USERQ is not "0"; everything else
+ * through the SUBMIT ioctl. KERNEL: always the ioctl. NORMAL jobs run in
+ * submission order whichever path they take.
+ */
+enum maia_submit_path {
+	MAIA_SUBMIT_AUTO = 0,
+	MAIA_SUBMIT_KERNEL = 1,
+};
+
+int maia_device_set_submit_path(struct maia_device *dev, enum maia_submit_path path);
 
 /* Submit; *seqno identifies the job for maia_wait. opts may be NULL. */
 int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,

@@ -140,8 +140,11 @@ MAIA_EXPORT void maia_bo_destroy(struct maia_bo *bo)
 		return;
 	if (bo->cpu)
 		munmap(bo->cpu, bo->size);
-	if (bo->va)
+	if (bo->va) {
+		/* A user-queue job may still use it (kernel-path jobs hold the BO). */
+		maia_userq_drain(bo->dev);
 		vm_bind(bo, DRM_MAIA_VM_UNMAP);
+	}
 	if (!handle_shared(bo->dev, bo->handle, bo))
 		gem_close(bo->dev, bo->handle);
 	for (link = &bo->dev->bos; *link; link = &(*link)->next) {

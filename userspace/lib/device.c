@@ -93,8 +93,8 @@ static int open_node(int n, const char *pci, struct maia_device **out)
 	struct maia_device *dev;
 	drmVersionPtr ver;
 	char node[32];
+	int fd, err, minor;
 	bool ours;
-	int fd, err;
 
 	snprintf(node, sizeof(node), "/dev/accel/accel%d", n);
 	fd = open(node, O_RDWR | O_CLOEXEC);
@@ -109,6 +109,7 @@ static int open_node(int n, const char *pci, struct maia_device **out)
 	}
 	ours = ver->name && strcmp(ver->name, MAIA_DRIVER_NAME) == 0 &&
 	       ver->version_major == MAIA_DRIVER_MAJOR;
+	minor = ver->version_minor;
 	drmFreeVersion(ver);
 	if (!ours) {
 		close(fd);
@@ -121,6 +122,8 @@ static int open_node(int n, const char *pci, struct maia_device **out)
 	}
 	dev->fd = fd;
 	dev->index = n;
+	dev->driver_minor = minor;
+	pthread_mutex_init(&dev->uq.lock, NULL);
 	if (strlen(pci) < sizeof(dev->pci_address))
 		memcpy(dev->pci_address, pci, strlen(pci) + 1);
 	*out = dev;
@@ -256,6 +259,8 @@ MAIA_EXPORT int maia_device_list(struct maia_device_entry *entries, int max)
 
 void maia_device_release(struct maia_device *dev)
 {
+	maia_userq_close(dev);
+	pthread_mutex_destroy(&dev->uq.lock);
 	close(dev->fd);
 	free(dev);
 }
@@ -269,6 +274,25 @@ MAIA_EXPORT void maia_device_close(struct maia_device *dev)
 		return;
 	}
 	maia_device_release(dev);
+}
+
+MAIA_EXPORT int maia_device_set_submit_path(struct maia_device *dev, enum maia_submit_path path)
+{
+	int err;
+
+	maia_error_clear();
+	if (!dev || (path != MAIA_SUBMIT_AUTO && path != MAIA_SUBMIT_KERNEL))
+		return maia_error(-EINVAL, "maia_device_set_submit_path: NULL device or unknown path %d",
+				  (int)path);
+	if (path == MAIA_SUBMIT_KERNEL) {
+		/* Later kernel-path jobs come after those on the user queue. */
+		err = maia_userq_drain(dev);
+		if (err)
+			return maia_error(err, "maia_device_set_submit_path: draining the user queue failed");
+		maia_userq_close(dev);
+	}
+	dev->submit_path = path;
+	return 0;
 }
 
 MAIA_EXPORT int maia_device_fd(const struct maia_device *dev)

@@ -3,7 +3,38 @@
 #ifndef LIBMAIA_INTERNAL_H
 #define LIBMAIA_INTERNAL_H
 
+#include <pthread.h>
+
 #include "libmaia.h"
+#include "maia/hw/queue.h"
+
+/* Results kept for maia_wait() of user-queue jobs, as the kernel keeps its own. */
+#define LIBMAIA_USERQ_HISTORY	1024u
+
+struct maia_userq_result {
+	uint64_t seq;			/* job number on this device, from 0 */
+	bool done;
+	struct maia_job_status st;
+};
+
+/* The device's user queue (userq.c); one per maia_device, created on first use. */
+struct maia_userq {
+	pthread_mutex_t lock;		/* everything below */
+	enum { MAIA_USERQ_UNKNOWN, MAIA_USERQ_OFF, MAIA_USERQ_ON } mode;
+	bool created;
+	bool gone;			/* the device was removed */
+	uint64_t gen;			/* bumped at each create and destroy */
+	unsigned int fork_gen;		/* userq.c's fork count when it was created */
+	volatile uint32_t *state_word;	/* DRM_MAIA_USERQ_STATE_OFFSET in the array's page */
+	uint32_t id, entries;
+	uint16_t asid;
+	struct maia_sq_entry *sq;		/* mapped ring */
+	volatile struct maia_cq_entry *cq;	/* mapped completion array */
+	volatile uint32_t *doorbell;		/* mapped doorbell page */
+	uint64_t base;			/* jobs on earlier queues of this device */
+	uint64_t written, reaped;	/* entries on this queue, from 0 */
+	struct maia_userq_result results[LIBMAIA_USERQ_HISTORY];
+};
 
 struct maia_device {
 	int fd;
@@ -24,6 +55,11 @@ struct maia_device {
 	 * device.
 	 */
 	bool closing;
+	int driver_minor;		/* DRM_IOCTL_VERSION */
+	enum maia_submit_path submit_path;
+	/* Last NORMAL kernel-path job while a user queue is in use (ordering; uq.lock). */
+	uint64_t last_kernel_seqno;
+	struct maia_userq uq;
 };
 
 struct maia_bo {
@@ -52,6 +88,16 @@ uint32_t maia_caps_from_uapi(uint64_t caps);
 uint32_t maia_dtypes_from_uapi(uint64_t dtypes);
 uint32_t maia_device_status_from_uapi(uint32_t status);
 uint32_t maia_access_from_uapi(uint32_t access);
+/* userq.c: maia_userq_submit() returns 1 when the job takes the kernel path. */
+bool maia_userq_seqno(uint64_t seqno);
+int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
+		      const struct maia_submit_opts *opts, uint64_t *seqno);
+int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
+		    struct maia_job_status *status);
+int maia_userq_drain(struct maia_device *dev);
+void maia_userq_note_kernel_job(struct maia_device *dev, uint64_t seqno);
+void maia_userq_close(struct maia_device *dev);
+
 /* Closes the fd and frees dev (maia_device_close, or the last BO of a closed device). */
 void maia_device_release(struct maia_device *dev);
 

@@ -21,6 +21,15 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 				  "device");
 	if (!cb->used)
 		return maia_error(-EINVAL, "maia_submit: empty command buffer");
+	err = maia_userq_submit(dev, cb, opts, seqno);
+	if (err <= 0)
+		return err ? maia_error(err, "maia_submit: user queue submission failed") : 0;
+	/* The kernel path: NORMAL jobs after those on the user queue. */
+	if (!opts || opts->priority == DRM_MAIA_PRIO_NORMAL) {
+		err = maia_userq_drain(dev);
+		if (err)
+			return maia_error(err, "maia_submit: waiting for the user queue failed");
+	}
 	s.cmdbuf_handle = cb->bo->handle;
 	s.cmdbuf_size = cb->used;
 	if (opts) {
@@ -54,6 +63,8 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 		return maia_error(err, "maia_submit: DRM_IOCTL_MAIA_SUBMIT failed");
 	}
 	*seqno = s.seqno;
+	if (s.priority == DRM_MAIA_PRIO_NORMAL)
+		maia_userq_note_kernel_job(dev, s.seqno);
 	if (opts && opts->out_fence_fd)
 		err = maia_syncobj_export(dev, s.out_syncobj, opts->out_fence_fd);
 	maia_syncobj_destroy(dev, tmp_syncobj);
@@ -70,6 +81,13 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 	maia_error_clear();
 	if (!dev || timeout_ns < 0)
 		return maia_error(-EINVAL, "maia_wait: NULL device or negative timeout");
+	if (maia_userq_seqno(seqno)) {
+		err = maia_userq_wait(dev, seqno, timeout_ns, status);
+		if (err && err != -ETIME)
+			return maia_error(err, "maia_wait: user-queue job %llu",
+					  (unsigned long long)(seqno & ~(1ull << 62)));
+		return err;
+	}
 	/* The kernel takes an absolute deadline so that a restarted wait keeps it. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	w.timeout_ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;

@@ -5,12 +5,15 @@
  *
  *   maia-bench [--device N] [--iters N] [--repeat R] [--depth D]
  *              [--dma-size MIB] [--chunk MIB] [--dma-jobs J] [--baseline FILE]
- *              [--only submit|dma]
+ *              [--only submit|dma] [--submit-path both|auto|kernel]
  *
  * Submission: a one-NOP job, submit -> wait returned, at depth 1 and with D
  * jobs kept in flight (wait for the oldest seqno, submit the next); latency
  * p50/p99 and jobs per second, medians over R repeats. The kernel queue's
- * ping (no scheduler) is reported beside it to split the cost.
+ * ping (no scheduler) is reported beside it to split the cost. The jobs go
+ * the way libmaia sends them (maia_nop_job_*: a user queue when the driver
+ * has them), then through the SUBMIT ioctl (maia_ioctl_nop_job_*), in the
+ * same run; --submit-path picks one.
  *
  * DMA: host->HBM, HBM->host and HBM->HBM copies of --dma-size bytes in
  * --chunk commands, one job each, J jobs per repeat; GB/s (1e9 B/s) median
@@ -37,9 +40,10 @@ static struct {
 	uint64_t dma_size, chunk;
 	const char *baseline_file;
 	const char *only;
+	const char *submit_path;
 } opt = {
 	.iters = 500, .repeat = 3, .depth = 64, .dma_jobs = 3,
-	.dma_size = 64 * MIB, .chunk = 4 * MIB,
+	.dma_size = 64 * MIB, .chunk = 4 * MIB, .submit_path = "both",
 };
 
 /* ---- baselines from nvme-bench ----------------------------------------- */
@@ -191,18 +195,18 @@ static void emit_paired(const char *name, double value, const char *unit, bool h
 	bench_emit(name, value, unit, higher, "qemu-nvme", baseline_value(nvme_name));
 }
 
-static void emit_depth(unsigned int depth, struct bench_samples *p50, struct bench_samples *p99,
-		       struct bench_samples *rate)
+static void emit_depth(const char *prefix, unsigned int depth, struct bench_samples *p50,
+		       struct bench_samples *p99, struct bench_samples *rate)
 {
-	char name[64], nvme[64];
+	char name[80], nvme[64];
 
-	snprintf(name, sizeof(name), "maia_nop_job_qd%u_latency_p50", depth);
+	snprintf(name, sizeof(name), "%s_qd%u_latency_p50", prefix, depth);
 	snprintf(nvme, sizeof(nvme), "nvme_read4k_qd%u_latency_p50", depth);
 	emit_paired(name, bench_median(p50), "us", false, nvme);
-	snprintf(name, sizeof(name), "maia_nop_job_qd%u_latency_p99", depth);
+	snprintf(name, sizeof(name), "%s_qd%u_latency_p99", prefix, depth);
 	snprintf(nvme, sizeof(nvme), "nvme_read4k_qd%u_latency_p99", depth);
 	emit_paired(name, bench_median(p99), "us", false, nvme);
-	snprintf(name, sizeof(name), "maia_nop_job_qd%u_jobs_per_s", depth);
+	snprintf(name, sizeof(name), "%s_qd%u_jobs_per_s", prefix, depth);
 	snprintf(nvme, sizeof(nvme), "nvme_read4k_qd%u_iops", depth);
 	emit_paired(name, bench_median(rate), "jobs/s", true, nvme);
 }
@@ -237,7 +241,7 @@ static int bench_ping(struct maia_device *dev)
 	return err;
 }
 
-static int bench_submit(struct maia_device *dev)
+static int bench_submit(struct maia_device *dev, const char *prefix)
 {
 	struct bench_samples p50[2] = { 0 }, p99[2] = { 0 }, rate[2] = { 0 }, lat = { 0 };
 	struct bench_samples submit = { 0 };
@@ -263,8 +267,8 @@ static int bench_submit(struct maia_device *dev)
 			break;
 		}
 		bench_add(&rate[0], r);
-		fprintf(stderr, "maia-bench: depth 1: latency p10 %.0f p50 %.0f p90 %.0f p99 %.0f us\n",
-			bench_percentile(&lat, 10), bench_percentile(&lat, 50),
+		fprintf(stderr, "maia-bench: %s depth 1: latency p10 %.0f p50 %.0f p90 %.0f p99 %.0f us\n",
+			prefix, bench_percentile(&lat, 10), bench_percentile(&lat, 50),
 			bench_percentile(&lat, 90), bench_percentile(&lat, 99));
 		bench_add(&p50[0], bench_percentile(&lat, 50));
 		bench_add(&p99[0], bench_percentile(&lat, 99));
@@ -281,11 +285,13 @@ static int bench_submit(struct maia_device *dev)
 		lat.n = 0;
 	}
 	if (!err) {
-		emit_depth(1, &p50[0], &p99[0], &rate[0]);
-		/* How much of the depth-1 latency is the submit ioctl alone. */
-		bench_emit("maia_nop_job_qd1_submit_ioctl_p50", bench_median(&submit), "us",
-			   false, NULL, 0);
-		emit_depth(opt.depth, &p50[1], &p99[1], &rate[1]);
+		char name[80];
+
+		emit_depth(prefix, 1, &p50[0], &p99[0], &rate[0]);
+		/* How much of the depth-1 latency is the submit call alone. */
+		snprintf(name, sizeof(name), "%s_qd1_submit_call_p50", prefix);
+		bench_emit(name, bench_median(&submit), "us", false, NULL, 0);
+		emit_depth(prefix, opt.depth, &p50[1], &p99[1], &rate[1]);
 	}
 	bench_free(&submit);
 	for (i = 0; i < 2; i++) {
@@ -440,9 +446,12 @@ static void usage(FILE *f)
 		"Usage: maia-bench [--device N] [--iters N] [--repeat R] [--depth D]\n"
 		"                  [--dma-size MIB] [--chunk MIB] [--dma-jobs J]\n"
 		"                  [--baseline NVME_BENCH_OUTPUT] [--only submit|dma]\n"
+		"                  [--submit-path both|auto|kernel]\n"
 		"Job submission latency and rate, and DMA bandwidth; JSON lines on stdout.\n"
 		"Defaults: --iters 500 (depth-D runs do 10x) --repeat 3 --depth 64\n"
-		"--dma-size 64 --chunk 4 --dma-jobs 3.\n");
+		"--dma-size 64 --chunk 4 --dma-jobs 3 --submit-path both (libmaia's choice,\n"
+		"a user queue when there is one, as maia_nop_job_*; then the SUBMIT ioctl as\n"
+		"maia_ioctl_nop_job_*).\n");
 }
 
 static bool parse_uint(const char *s, unsigned long long min, unsigned long long max,
@@ -467,6 +476,7 @@ int main(int argc, char **argv)
 		{ "dma-jobs", required_argument, NULL, 'j' },
 		{ "baseline", required_argument, NULL, 'b' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "submit-path", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -512,6 +522,11 @@ int main(int argc, char **argv)
 			opt.only = optarg;
 			ok = !strcmp(optarg, "submit") || !strcmp(optarg, "dma");
 			break;
+		case 'p':
+			opt.submit_path = optarg;
+			ok = !strcmp(optarg, "both") || !strcmp(optarg, "auto") ||
+			     !strcmp(optarg, "kernel");
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -538,8 +553,13 @@ int main(int argc, char **argv)
 	}
 	if (!opt.only || !strcmp(opt.only, "submit")) {
 		err = bench_ping(dev);
-		if (!err)
-			err = bench_submit(dev);
+		if (!err && strcmp(opt.submit_path, "kernel"))
+			err = bench_submit(dev, "maia_nop_job");
+		if (!err && strcmp(opt.submit_path, "auto")) {
+			err = maia_device_set_submit_path(dev, MAIA_SUBMIT_KERNEL);
+			if (!err)
+				err = bench_submit(dev, "maia_ioctl_nop_job");
+		}
 	}
 	if (!err && (!opt.only || !strcmp(opt.only, "dma")))
 		err = bench_dma(dev);

@@ -117,6 +117,14 @@ void maia_sim_destroy(struct maia_sim *sim);
 uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset);
 void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value);
 
+/*
+ * BAR1, the doorbell pages (revision 1.3): 32-bit aligned accesses, like
+ * BAR0. A write to MAIA_UDB_PAGE(q) + MAIA_UDB_DOORBELL is a doorbell of
+ * queue q; anything else reads as 0 and ignores writes, with a guest_error.
+ */
+uint32_t maia_sim_udb_read(struct maia_sim *sim, uint32_t offset);
+void maia_sim_udb_write(struct maia_sim *sim, uint32_t offset, uint32_t value);
+
 /* Same as writing MAIA_REG_DOORBELL(queue). */
 void maia_sim_doorbell(struct maia_sim *sim, unsigned int queue, uint32_t tail);
 

@@ -151,7 +151,7 @@ TEST_F(dev, fabric_wrong_sizes)
 TEST_F(dev, get_param_unknown_params)
 {
 	static const __u32 params[] = {
-		DRM_MAIA_PARAM_FABRIC_SERIAL + 1, 64, 0x1000, 0x7fffffff, 0x80000000, 0xffffffff,
+		DRM_MAIA_PARAM_USER_QUEUES + 1, 64, 0x1000, 0x7fffffff, 0x80000000, 0xffffffff,
 	};
 	struct drm_maia_get_param gp;
 	unsigned int i;

@@ -514,7 +514,9 @@ static void test_inject_and_reset(struct env *e)
 		for (int i = 0; i < 64; i++)
 			cmd_fill(&cb, MAIA_PHYS_HBM, 16u << 20, 0x11111111u * (unsigned int)i);
 		slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 0xbeef, true);
-		nanosleep(&ts, NULL);
+		/* Decide by the device's own event, not a delay: the job has started. */
+		while (rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED)) == 0)
+			nanosleep(&ts, NULL);
 		wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
 		c = cqe_at(e, &q, slot);
 		tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_ABORTED &&

@@ -69,5 +69,6 @@ struct maia_cq_entry {
 #define MAIA_STATUS_FABRIC_KEY		11u	/* target refused: bad or revoked key, access, range */
 #define MAIA_STATUS_FABRIC_REMOTE	12u	/* target's access failed (its MMU, ECC) */
 #define MAIA_STATUS_FABRIC_TIMEOUT	13u	/* a collective waited too long for a peer */
+#define MAIA_STATUS_ASID_DENIED		14u	/* entry's asid is not the queue's bound one (1.3) */
 
 #endif /* MAIA_HW_QUEUE_H */

@@ -23,6 +23,18 @@
 #define MAIA_BAR_HBM			2	/* 64-bit prefetchable, HBM aperture */
 #define MAIA_BAR_MSIX			4	/* MSI-X table and PBA */
 #define MAIA_BAR0_SIZE			0x4000u
+/*
+ * Revision 1.3: BAR1, 32-bit MMIO, one 4 KiB doorbell page per queue, so
+ * that a driver can map one queue's doorbell, and nothing else, into a
+ * process (user queues). Page q holds the doorbell of queue q at offset
+ * MAIA_UDB_DOORBELL; it behaves as MAIA_REG_DOORBELL(q). The rest of each
+ * page reads as 0 and ignores writes.
+ */
+#define MAIA_BAR_UDB			1
+#define MAIA_UDB_PAGE_SIZE		0x1000u
+#define MAIA_UDB_BAR_SIZE		(MAIA_UDB_PAGE_SIZE * MAIA_MAX_QUEUES)
+#define MAIA_UDB_PAGE(q)		(MAIA_UDB_PAGE_SIZE * (q))
+#define MAIA_UDB_DOORBELL		0x000u
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
@@ -33,12 +45,15 @@
  * MAIA_INT_HBM_ECC and MAIA_STATUS_HBM_ECC); 1.3 added the fabric
  * (MAIA_CAP_FABRIC, the fabric register block, MAIA_INT_FABRIC_LINK, the
  * fabric window mailbox commands, MAIA_OP_FABRIC_* and MAIA_OP_COLLECTIVE,
- * MAIA_STATUS_FABRIC_*; maia/hw/fabric.h).
+ * MAIA_STATUS_FABRIC_*; maia/hw/fabric.h) and user queues (MAIA_Q_ASID,
+ * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED).
  */
 #define MAIA_HW_REVISION		0x0103u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
+/* 1.3: user queues: MAIA_Q_ASID binding, BAR1 doorbell pages, STATUS_ASID_DENIED */
+#define MAIA_HW_REVISION_USERQ		0x0103u
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -214,6 +229,27 @@
  * enable) has started once FETCHED - n, as a signed 32-bit value, is >= 0.
  */
 #define   MAIA_Q_FETCHED		0x30u
+/*
+ * Revision 1.3: binds the queue to one address space. While BOUND is set,
+ * an entry whose asid is not ASID completes with MAIA_STATUS_ASID_DENIED
+ * without running (NOP entries included). Read/write, but only while the
+ * queue is disabled; cleared by reset. For user queues: the process writes
+ * the ring, so the ring must not be able to name another context.
+ */
+#define   MAIA_Q_ASID			0x34u
+#define     MAIA_Q_ASID_MASK		0x0000ffffu
+#define     MAIA_Q_ASID_BOUND		(1u << 31)
+/*
+ * Revision 1.3: interrupt on request. With ON_ARM set, the queue raises its
+ * vector for a completion only while ARMED, which it then clears (one
+ * interrupt per arming). A host that sleeps arms, then reads COMPLETED,
+ * then sleeps: a completion is either counted before the arming or raises
+ * the vector. Writing ARMED arms; reads show whether it is still armed.
+ * Read/write at any time; cleared by reset.
+ */
+#define   MAIA_Q_IRQ			0x38u
+#define     MAIA_Q_IRQ_ON_ARM		(1u << 0)
+#define     MAIA_Q_IRQ_ARMED		(1u << 1)
 
 /*
  * Doorbells: one 32-bit register per queue, in its own range so that each

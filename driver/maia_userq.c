@@ -1,0 +1,880 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Maia accelerator driver: user queues.
+ *
+ * A user queue is a hardware queue (one of the last user_queues of the
+ * device) given to one file. Its submission ring and completion array (a
+ * page each) and its doorbell page (BAR1, hardware 1.3) are mapped into the
+ * process, which writes entries and rings the doorbell without a system
+ * call, polls the completion array and sleeps in USERQ_WAIT. The device
+ * binds the queue to the file's ASID (MAIA_Q_ASID): an entry naming another
+ * context fails, so a hostile ring can only hurt its own context.
+ *
+ * The kernel keeps:
+ * - the page tables: an UNMAP waits for the jobs the file's queues had
+ *   started when the mapping went (maia_userq_ctx_quiesce());
+ * - hang detection: the watchdog stops a queue whose job ran
+ *   job_timeout_ms since the device fetched it while the queue completed
+ *   nothing (HUNG). The device returns from a queue disable only once no
+ *   job of the queue runs (1.3), so stopping drops the job without a device
+ *   reset and no other context loses work;
+ * - faults and errors: a user job's MMU fault marks the context faulted and
+ *   stops its queue (FAULTED); a queue error (tail out of range, ring not
+ *   readable) stops it (ERROR);
+ * - reset: a device reset for another cause stops every user queue (LOST);
+ * - teardown: DESTROY and close unmap the pages from the process and
+ *   disable the queue, dropping what it had not run.
+ * A stopped queue stays its file's, disabled, until destroyed: a doorbell
+ * on it is ignored by the device.
+ */
+
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_utils.h>
+#include <drm/maia_accel.h>
+#include <linux/bitfield.h>
+#include <linux/dma-mapping.h>
+#include <linux/kref.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/pci.h>
+#include <linux/pfn_t.h>
+#include <linux/slab.h>
+
+#include "maia_hw.h"
+#include "maia_reset.h"
+#include "maia_sched.h"
+#include "maia_userq.h"
+#include "maia_vm.h"
+
+static unsigned int maia_user_queues = 4;
+module_param_named(user_queues, maia_user_queues, uint, 0444);
+MODULE_PARM_DESC(user_queues,
+		 "Hardware queues kept for user queues (hardware 1.3; at least one stays for the scheduler; default 4)");
+
+#define MAIA_USERQ_WATCHDOG_TICK_MS	250
+
+/*
+ * mmap offsets: below DRM_FILE_PAGE_OFFSET_START, where GEM objects never
+ * are. Each hardware queue has MAIA_USERQ_PAGES pages: ring, array, doorbell.
+ */
+#define MAIA_USERQ_PGOFF_BASE	((1ul << 30) >> PAGE_SHIFT)
+#define MAIA_USERQ_PAGES	4ul
+#define MAIA_USERQ_PAGE_SQ	0ul
+#define MAIA_USERQ_PAGE_CQ	1ul
+#define MAIA_USERQ_PAGE_DB	2ul
+#define MAIA_USERQ_PGOFF(hwq, page) \
+	(MAIA_USERQ_PGOFF_BASE + (unsigned long)(hwq) * MAIA_USERQ_PAGES + (page))
+
+struct maia_userq {
+	struct kref ref;		/* the slot's, and each waiter's */
+	struct maia_userqs *uqs;
+	struct maia_userq_slot *slot;
+	struct maia_context *ctx;
+	struct drm_file *file;
+	struct page *sq_page, *cq_page;
+	/* What the doorbell mapping reaches once the queue is gone; freed last. */
+	struct page *dummy_page;
+	dma_addr_t sq_dma, cq_dma;
+	/* The rest under uqs->lock; @state also read with READ_ONCE by waiters. */
+	u32 state;			/* DRM_MAIA_USERQ_* */
+	bool dying;			/* DESTROY or close under way: no new mapping */
+	/*
+	 * Process mappings of the queue's pages (VMAs). A slot whose queue was
+	 * torn down is not given out again until they are gone: a mapping made
+	 * while the teardown zapped the others could still reach the doorbell.
+	 */
+	unsigned int maps;
+	bool torn_down;			/* disabled and unbound by the teardown */
+	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
+	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
+	ktime_t wd_since;		/* and when */
+};
+
+static u32 maia_userq_rd(struct maia_userq *uq, u32 reg)
+{
+	return maia_rd(uq->uqs->mdev, MAIA_REG_Q(uq->slot->hwq, reg));
+}
+
+static void maia_userq_wr(struct maia_userq *uq, u32 reg, u32 val)
+{
+	maia_wr(uq->uqs->mdev, MAIA_REG_Q(uq->slot->hwq, reg), val);
+}
+
+static void maia_userq_release(struct kref *ref)
+{
+	struct maia_userq *uq = container_of(ref, struct maia_userq, ref);
+
+	/* No mapping is left to reach them (each holds a reference). */
+	if (uq->sq_page)
+		__free_page(uq->sq_page);
+	if (uq->cq_page)
+		__free_page(uq->cq_page);
+	if (uq->dummy_page)
+		__free_page(uq->dummy_page);
+	kfree(uq);
+}
+
+/* The state word in the completion array's page (DRM_MAIA_USERQ_STATE_OFFSET). */
+static void maia_userq_set_state(struct maia_userq *uq, u32 state)
+{
+	u32 *word = page_address(uq->cq_page) + DRM_MAIA_USERQ_STATE_OFFSET;
+
+	WRITE_ONCE(uq->state, state);
+	WRITE_ONCE(*word, state);
+}
+
+unsigned int maia_userq_count(struct maia_device *mdev)
+{
+	return mdev->userqs ? mdev->userqs->count : 0;
+}
+
+/*
+ * Stops @uq: disables its hardware queue, which returns once no job of it
+ * runs, and wakes its waiters. Caller holds uqs->lock and makes sure the
+ * device is there (drm_dev_enter) or gone.
+ */
+static void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
+{
+	lockdep_assert_held(&uq->uqs->lock);
+	if (uq->state != DRM_MAIA_USERQ_ACTIVE)
+		return;
+	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
+	uq->completed_at_stop = maia_userq_rd(uq, MAIA_Q_COMPLETED);
+	maia_userq_set_state(uq, state);
+	wake_up_all(&uq->slot->wq);
+}
+
+/* Queue interrupt (hard IRQ): an armed completion; the waiters check for theirs. */
+static irqreturn_t maia_userq_irq(int irq, void *arg)
+{
+	struct maia_userq_slot *slot = arg;
+
+	if (wq_has_sleeper(&slot->wq))
+		wake_up_all(&slot->wq);
+	return IRQ_HANDLED;
+}
+
+/*
+ * Whether @uq has completed @count entries (modulo 2^32), or stopped, or
+ * the device is gone; *completed gets the count.
+ */
+static bool maia_userq_reached(struct maia_userq *uq, u32 count, u32 *completed)
+{
+	u32 c;
+
+	if (READ_ONCE(uq->state) != DRM_MAIA_USERQ_ACTIVE) {
+		*completed = READ_ONCE(uq->completed_at_stop);
+		return true;
+	}
+	if (drm_dev_is_unplugged(&uq->uqs->mdev->drm))
+		return true;
+	c = maia_userq_rd(uq, MAIA_Q_COMPLETED);
+	*completed = c;
+	return (s32)(c - count) >= 0;
+}
+
+/*
+ * The queue interrupts only when armed (MAIA_Q_IRQ_ON_ARM, set at create):
+ * a process that polls its completion array costs the guest no interrupt.
+ * A sleeper arms it after joining the wait queue and before it checks the
+ * count, so a completion is either counted or interrupts. Arming a queue
+ * that just changed hands costs its new owner one spare interrupt, no more.
+ */
+static void maia_userq_arm(struct maia_userq *uq)
+{
+	int idx;
+
+	if (READ_ONCE(uq->state) != DRM_MAIA_USERQ_ACTIVE ||
+	    !drm_dev_enter(&uq->uqs->mdev->drm, &idx))
+		return;
+	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED);
+	drm_dev_exit(idx);
+}
+
+/*
+ * Sleeps until maia_userq_reached(): > 0 then, 0 when @timeout (jiffies)
+ * ran out first, -ERESTARTSYS on a signal when @interruptible.
+ */
+static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
+			     bool interruptible, long timeout)
+{
+	DEFINE_WAIT(wait);
+	long ret;
+
+	for (;;) {
+		prepare_to_wait(&uq->slot->wq, &wait,
+				interruptible ? TASK_INTERRUPTIBLE : TASK_UNINTERRUPTIBLE);
+		maia_userq_arm(uq);
+		if (maia_userq_reached(uq, count, completed)) {
+			ret = 1;
+			break;
+		}
+		if (interruptible && signal_pending(current)) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+		if (!timeout) {
+			ret = 0;
+			break;
+		}
+		timeout = schedule_timeout(timeout);
+	}
+	finish_wait(&uq->slot->wq, &wait);
+	return ret;
+}
+
+/*
+ * Watchdog: a queue whose job (FETCHED ahead of COMPLETED) has seen no
+ * completion for job_timeout_ms is hung and stopped. Skips a turn while a
+ * reset runs.
+ */
+static void maia_userq_watchdog(struct work_struct *work)
+{
+	struct maia_userqs *uqs = container_of(to_delayed_work(work), struct maia_userqs,
+					       watchdog);
+	struct maia_device *mdev = uqs->mdev;
+	unsigned int timeout_ms = maia_reset_job_timeout_ms();
+	bool any = false;
+	unsigned int i;
+	ktime_t now;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return;
+	if (!maia_reset_read_trylock(mdev)) {
+		any = true;
+		goto out;
+	}
+	mutex_lock(&uqs->lock);
+	now = ktime_get();
+	for (i = 0; i < uqs->count; i++) {
+		struct maia_userq *uq = uqs->slots[uqs->first + i].uq;
+		u32 completed, fetched;
+
+		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE)
+			continue;
+		any = true;
+		completed = maia_userq_rd(uq, MAIA_Q_COMPLETED);
+		fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
+		if (fetched == completed || completed != uq->wd_completed) {
+			uq->wd_completed = completed;
+			uq->wd_since = now;
+			continue;
+		}
+		if (!timeout_ms || ktime_ms_delta(now, uq->wd_since) < timeout_ms)
+			continue;
+		maia_err(mdev, "user queue %u (asid %u): entry %u ran %lld ms without progress: queue stopped\n",
+			 uq->slot->hwq, uq->ctx->asid, completed + 1,
+			 ktime_ms_delta(now, uq->wd_since));
+		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_HUNG);
+	}
+	mutex_unlock(&uqs->lock);
+	maia_reset_read_unlock(mdev);
+out:
+	if (any)
+		queue_delayed_work(system_wq, &uqs->watchdog,
+				   msecs_to_jiffies(MAIA_USERQ_WATCHDOG_TICK_MS));
+	drm_dev_exit(idx);
+}
+
+static void maia_userq_cancel_watchdog(void *arg)
+{
+	struct maia_userqs *uqs = arg;
+
+	cancel_delayed_work_sync(&uqs->watchdog);
+}
+
+/*
+ * Keeps the last user_queues hardware queues for user queues, on hardware
+ * 1.3 with 4 KiB CPU pages (a bigger page would map neighbours' doorbells).
+ */
+int maia_userq_init(struct maia_device *mdev)
+{
+	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
+	struct maia_userqs *uqs;
+	unsigned int n, i;
+	int ret;
+
+	uqs = drmm_kzalloc(&mdev->drm, sizeof(*uqs), GFP_KERNEL);
+	if (!uqs)
+		return -ENOMEM;
+	uqs->mdev = mdev;
+	mdev->userqs = uqs;
+	ret = drmm_mutex_init(&mdev->drm, &uqs->lock);
+	if (ret)
+		return ret;
+	INIT_DELAYED_WORK(&uqs->watchdog, maia_userq_watchdog);
+	ret = devm_add_action_or_reset(&pdev->dev, maia_userq_cancel_watchdog, uqs);
+	if (ret)
+		return ret;
+
+	n = mdev->hw.num_queues >= 2 ? min(maia_user_queues, mdev->hw.num_queues - 2) : 0;
+	if (!n || !maia_hw_has(mdev, MAIA_HW_REVISION_USERQ))
+		return 0;
+	/* A CPU page bigger than a doorbell page would map neighbours' doorbells. */
+	BUILD_BUG_ON(MAIA_UDB_PAGE_SIZE != 4096);
+	if (PAGE_SHIFT != 12 ||
+	    !(pci_resource_flags(pdev, MAIA_BAR_UDB) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, MAIA_BAR_UDB) < MAIA_UDB_PAGE(mdev->hw.num_queues)) {
+		maia_warn(mdev, "no usable doorbell pages (BAR%d): no user queues\n",
+			  MAIA_BAR_UDB);
+		return 0;
+	}
+	uqs->doorbells = pci_resource_start(pdev, MAIA_BAR_UDB);
+	uqs->first = mdev->hw.num_queues - n;
+
+	for (i = 0; i < n; i++) {
+		struct maia_userq_slot *slot = &uqs->slots[uqs->first + i];
+
+		slot->uqs = uqs;
+		slot->hwq = uqs->first + i;
+		init_waitqueue_head(&slot->wq);
+		snprintf(slot->name, sizeof(slot->name), "maia-uq%u", slot->hwq);
+		ret = devm_request_irq(&pdev->dev,
+				       pci_irq_vector(pdev, MAIA_VEC_QUEUE(slot->hwq)),
+				       maia_userq_irq, 0, slot->name, slot);
+		if (ret) {
+			maia_err(mdev, "cannot request the interrupt of queue %u: %pe\n",
+				 slot->hwq, ERR_PTR(ret));
+			return ret;
+		}
+	}
+	uqs->count = n;
+	return 0;
+}
+
+/* The queue @queue_id of @file, with a reference, or NULL. */
+static struct maia_userq *maia_userq_get(struct maia_userqs *uqs, struct drm_file *file,
+					 u32 queue_id)
+{
+	struct maia_userq *uq = NULL;
+
+	if (queue_id < uqs->first || queue_id >= uqs->first + uqs->count)
+		return NULL;
+	mutex_lock(&uqs->lock);
+	uq = uqs->slots[queue_id].uq;
+	if (uq && uq->file == file && !uq->dying)
+		kref_get(&uq->ref);
+	else
+		uq = NULL;
+	mutex_unlock(&uqs->lock);
+	return uq;
+}
+
+/* The device lets go of the rings; the pages go with the last reference. */
+static void maia_userq_unmap_pages(struct maia_device *mdev, struct maia_userq *uq)
+{
+	struct device *dev = mdev->drm.dev;
+
+	if (uq->sq_dma)
+		dma_unmap_page(dev, uq->sq_dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (uq->cq_dma)
+		dma_unmap_page(dev, uq->cq_dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	uq->sq_dma = 0;
+	uq->cq_dma = 0;
+}
+
+/*
+ * The rings are ordinary pages, mapped into the process with
+ * vm_insert_page() and into the device with the streaming DMA API (the
+ * device ABI is for cache-coherent hosts, as the kernel queues' rings).
+ */
+static int maia_userq_alloc_pages(struct maia_device *mdev, struct maia_userq *uq)
+{
+	struct device *dev = mdev->drm.dev;
+
+	uq->sq_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	uq->cq_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	uq->dummy_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!uq->sq_page || !uq->cq_page || !uq->dummy_page)
+		return -ENOMEM;
+	uq->sq_dma = dma_map_page(dev, uq->sq_page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dev, uq->sq_dma)) {
+		uq->sq_dma = 0;
+		return -ENOMEM;
+	}
+	uq->cq_dma = dma_map_page(dev, uq->cq_page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dev, uq->cq_dma)) {
+		uq->cq_dma = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const u32 maia_userq_hw_prio[] = {
+	[DRM_MAIA_PRIO_LOW] = MAIA_QUEUE_PRIO_LOW,
+	[DRM_MAIA_PRIO_NORMAL] = MAIA_QUEUE_PRIO_NORMAL,
+	[DRM_MAIA_PRIO_HIGH] = MAIA_QUEUE_PRIO_HIGH,
+};
+
+/* Programs and enables the free slot @slot for @uq; caller holds uqs->lock. */
+static int maia_userq_enable_locked(struct maia_userq *uq, struct maia_userq_slot *slot,
+				    u32 prio)
+{
+	struct maia_device *mdev = uq->uqs->mdev;
+	u32 status;
+
+	uq->slot = slot;
+	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
+	maia_userq_wr(uq, MAIA_Q_SQ_LO, lower_32_bits(uq->sq_dma));
+	maia_userq_wr(uq, MAIA_Q_SQ_HI, upper_32_bits(uq->sq_dma));
+	maia_userq_wr(uq, MAIA_Q_CQ_LO, lower_32_bits(uq->cq_dma));
+	maia_userq_wr(uq, MAIA_Q_CQ_HI, upper_32_bits(uq->cq_dma));
+	maia_userq_wr(uq, MAIA_Q_SIZE, MAIA_USERQ_ENTRIES);
+	maia_userq_wr(uq, MAIA_Q_ASID, MAIA_Q_ASID_BOUND | uq->ctx->asid);
+	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM);
+	maia_userq_wr(uq, MAIA_Q_CTRL, MAIA_Q_CTRL_ENABLE |
+		      FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, prio));
+	status = maia_userq_rd(uq, MAIA_Q_STATUS);
+	if (status || maia_userq_rd(uq, MAIA_Q_ASID) != (MAIA_Q_ASID_BOUND | uq->ctx->asid)) {
+		maia_err(mdev, "user queue %u refused its configuration (status %#x)\n",
+			 slot->hwq, status);
+		maia_userq_wr(uq, MAIA_Q_CTRL, 0);
+		maia_userq_wr(uq, MAIA_Q_ASID, 0);
+		return -EIO;
+	}
+	uq->state = DRM_MAIA_USERQ_ACTIVE;
+	uq->wd_completed = 0;
+	uq->wd_since = ktime_get();
+	slot->uq = uq;
+	queue_delayed_work(system_wq, &uq->uqs->watchdog,
+			   msecs_to_jiffies(MAIA_USERQ_WATCHDOG_TICK_MS));
+	return 0;
+}
+
+int maia_userq_create_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	struct maia_userqs *uqs = mdev->userqs;
+	struct maia_context *ctx = maia_ctx_from_file(file);
+	struct drm_maia_userq_create *args = data;
+	struct maia_userq *uq;
+	unsigned int i;
+	int ret, idx;
+
+	if (args->flags || args->priority > DRM_MAIA_PRIO_HIGH)
+		return -EINVAL;
+	if (!uqs->count)
+		return -ENODEV;
+	if (maia_ctx_faulted(ctx))
+		return -EBADFD;
+
+	uq = kzalloc(sizeof(*uq), GFP_KERNEL);
+	if (!uq)
+		return -ENOMEM;
+	kref_init(&uq->ref);
+	uq->uqs = uqs;
+	uq->ctx = ctx;
+	uq->file = file;
+	ret = maia_userq_alloc_pages(mdev, uq);
+	if (ret)
+		goto err_free;
+
+	ret = maia_reset_read_lock(mdev);
+	if (ret)
+		goto err_free;
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto err_unlock_reset;
+	}
+	mutex_lock(&uqs->lock);
+	ret = -EBUSY;
+	if (READ_ONCE(mdev->sched->dead))
+		ret = -ENODEV;
+	else
+		for (i = uqs->first; i < uqs->first + uqs->count; i++)
+			if (!uqs->slots[i].uq) {
+				ret = maia_userq_enable_locked(uq, &uqs->slots[i],
+							       maia_userq_hw_prio[args->priority]);
+				break;
+			}
+	mutex_unlock(&uqs->lock);
+	drm_dev_exit(idx);
+	maia_reset_read_unlock(mdev);
+	if (ret)
+		goto err_free;
+
+	args->queue_id = uq->slot->hwq;
+	args->entries = MAIA_USERQ_ENTRIES;
+	args->sq_offset = (u64)MAIA_USERQ_PGOFF(uq->slot->hwq, MAIA_USERQ_PAGE_SQ) << PAGE_SHIFT;
+	args->cq_offset = (u64)MAIA_USERQ_PGOFF(uq->slot->hwq, MAIA_USERQ_PAGE_CQ) << PAGE_SHIFT;
+	args->doorbell_offset = (u64)MAIA_USERQ_PGOFF(uq->slot->hwq, MAIA_USERQ_PAGE_DB) <<
+				PAGE_SHIFT;
+	maia_dbg(mdev, "asid %u: user queue %u\n", ctx->asid, uq->slot->hwq);
+	return 0;
+
+err_unlock_reset:
+	maia_reset_read_unlock(mdev);
+err_free:
+	maia_userq_unmap_pages(mdev, uq);
+	kref_put(&uq->ref, maia_userq_release);
+	return ret;
+}
+
+/* The process's doorbell mappings of @slot reach the dummy page from now on. */
+static void maia_userq_revoke_doorbell(struct maia_device *mdev, unsigned int hwq)
+{
+	unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
+			    (loff_t)MAIA_USERQ_PGOFF(hwq, MAIA_USERQ_PAGE_DB) << PAGE_SHIFT,
+			    PAGE_SIZE, 1);
+}
+
+/*
+ * Takes @uq (marked dying by the caller) off its slot: the process's
+ * doorbell goes dead, the queue is disabled (dropping what it had not run,
+ * the job it runs stopped) and unbound, waiters wake. The ring pages stay
+ * the process's (each mapping holds its page) until it unmaps them.
+ */
+static void maia_userq_teardown(struct maia_userq *uq)
+{
+	struct maia_userqs *uqs = uq->uqs;
+	struct maia_userq_slot *slot = uq->slot;
+	struct maia_device *mdev = uqs->mdev;
+	int idx;
+
+	maia_userq_revoke_doorbell(mdev, slot->hwq);
+
+	maia_reset_read_lock_uninterruptible(mdev);
+	mutex_lock(&uqs->lock);
+	if (drm_dev_enter(&mdev->drm, &idx)) {
+		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_LOST);
+		maia_userq_wr(uq, MAIA_Q_ASID, 0);
+		maia_userq_wr(uq, MAIA_Q_IRQ, 0);
+		drm_dev_exit(idx);
+	}
+	if (uq->state == DRM_MAIA_USERQ_ACTIVE)
+		maia_userq_set_state(uq, DRM_MAIA_USERQ_LOST);
+	/* Else the last mapping's close gives the slot back. */
+	uq->torn_down = true;
+	if (!uq->maps)
+		slot->uq = NULL;
+	wake_up_all(&slot->wq);
+	mutex_unlock(&uqs->lock);
+	maia_reset_read_unlock(mdev);
+
+	maia_userq_unmap_pages(mdev, uq);
+	kref_put(&uq->ref, maia_userq_release);
+}
+
+int maia_userq_destroy_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	struct maia_userqs *uqs = mdev->userqs;
+	struct drm_maia_userq_destroy *args = data;
+	struct maia_userq *uq;
+
+	if (args->pad)
+		return -EINVAL;
+	uq = maia_userq_get(uqs, file, args->queue_id);
+	if (!uq)
+		return -ENOENT;
+	mutex_lock(&uqs->lock);
+	if (uq->dying) {
+		/* Another thread of the process destroys it right now. */
+		mutex_unlock(&uqs->lock);
+		kref_put(&uq->ref, maia_userq_release);
+		return -ENOENT;
+	}
+	uq->dying = true;
+	mutex_unlock(&uqs->lock);
+	kref_put(&uq->ref, maia_userq_release);
+	maia_userq_teardown(uq);
+	return 0;
+}
+
+int maia_userq_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct maia_device *mdev = to_maia_device(drm);
+	struct drm_maia_userq_wait *args = data;
+	struct maia_userq *uq;
+	u32 completed = 0;
+	long timeout, ret;
+
+	uq = maia_userq_get(mdev->userqs, file, args->queue_id);
+	if (!uq)
+		return -ENOENT;
+	/*
+	 * The deadline is on CLOCK_MONOTONIC, the sleep in jiffies, which can
+	 * run ahead of it in a guest (as in maia_wait_ioctl()): sleep again
+	 * until the clock has passed it.
+	 */
+	do {
+		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
+		ret = maia_userq_sleep(uq, args->count, &completed, true, timeout);
+	} while (!ret && timeout);
+	if (!ret)
+		ret = -ETIME;
+	else if (drm_dev_is_unplugged(drm))
+		ret = -ENODEV;
+	if (ret >= 0) {
+		args->completed = completed;
+		args->state = READ_ONCE(uq->state);
+		ret = 0;
+	}
+	kref_put(&uq->ref, maia_userq_release);
+	return ret;
+}
+
+/* Closing the file: its queues go (no mapping is left, they hold the file). */
+void maia_userq_file_close(struct maia_device *mdev, struct drm_file *file)
+{
+	struct maia_userqs *uqs = mdev->userqs;
+	unsigned int i;
+
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq;
+
+		mutex_lock(&uqs->lock);
+		uq = uqs->slots[i].uq;
+		if (uq && uq->file == file && !uq->dying)
+			uq->dying = true;
+		else
+			uq = NULL;
+		mutex_unlock(&uqs->lock);
+		if (uq)
+			maia_userq_teardown(uq);
+	}
+}
+
+/*
+ * The device is gone: every queue is GONE (its state word says so), its
+ * doorbell mapping reaches the dummy page (the BAR may go to another
+ * device), and every waiter wakes and returns -ENODEV.
+ */
+void maia_userq_unplug(struct maia_device *mdev)
+{
+	struct maia_userqs *uqs = mdev->userqs;
+	unsigned int i;
+
+	mutex_lock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq = uqs->slots[i].uq;
+
+		if (uq && uq->state == DRM_MAIA_USERQ_ACTIVE && uq->cq_page)
+			maia_userq_set_state(uq, DRM_MAIA_USERQ_GONE);
+	}
+	mutex_unlock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		maia_userq_revoke_doorbell(mdev, i);
+		wake_up_all(&uqs->slots[i].wq);
+	}
+}
+
+bool maia_userq_mmap_offset(unsigned long pgoff)
+{
+	return pgoff >= MAIA_USERQ_PGOFF_BASE &&
+	       pgoff < MAIA_USERQ_PGOFF(MAIA_MAX_QUEUES, 0);
+}
+
+/*
+ * Pages are mapped at mmap time; a zap (the doorbell at teardown, all of
+ * them at unplug, drm_dev_unplug()) brings the process here. The ring and
+ * the array come back as they are (they live as long as a mapping does);
+ * the doorbell comes back as the queue's dummy page, where a store rings
+ * nothing, so a process that rings a dead queue is not killed for it.
+ */
+static vm_fault_t maia_userq_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct maia_userq *uq = vma->vm_private_data;
+
+	switch ((vma->vm_pgoff - MAIA_USERQ_PGOFF_BASE) % MAIA_USERQ_PAGES) {
+	case MAIA_USERQ_PAGE_SQ:
+		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->sq_page));
+	case MAIA_USERQ_PAGE_CQ:
+		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->cq_page));
+	default:
+		return vmf_insert_pfn_prot(vma, vmf->address, page_to_pfn(uq->dummy_page),
+					   vm_get_page_prot(vma->vm_flags));
+	}
+}
+
+/* A VMA of the queue is copied (split, mremap): one more mapping. */
+static void maia_userq_vm_open(struct vm_area_struct *vma)
+{
+	struct maia_userq *uq = vma->vm_private_data;
+
+	mutex_lock(&uq->uqs->lock);
+	uq->maps++;
+	kref_get(&uq->ref);
+	mutex_unlock(&uq->uqs->lock);
+}
+
+static void maia_userq_vm_close(struct vm_area_struct *vma)
+{
+	struct maia_userq *uq = vma->vm_private_data;
+	struct maia_userq_slot *slot = uq->slot;
+
+	mutex_lock(&uq->uqs->lock);
+	if (!--uq->maps && uq->torn_down && slot->uq == uq)
+		slot->uq = NULL;
+	mutex_unlock(&uq->uqs->lock);
+	kref_put(&uq->ref, maia_userq_release);
+}
+
+static const struct vm_operations_struct maia_userq_vm_ops = {
+	.fault = maia_userq_vm_fault,
+	.open = maia_userq_vm_open,
+	.close = maia_userq_vm_close,
+};
+
+/* mmap of one page of a user queue of this file (offsets from CREATE). */
+int maia_userq_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct drm_file *file = filp->private_data;
+	struct maia_device *mdev = to_maia_device(file->minor->dev);
+	struct maia_userqs *uqs = mdev->userqs;
+	unsigned long rel = vma->vm_pgoff - MAIA_USERQ_PGOFF_BASE;
+	unsigned int hwq = rel / MAIA_USERQ_PAGES;
+	struct maia_userq *uq;
+	int ret, idx;
+
+	if (vma_pages(vma) != 1 || !(vma->vm_flags & VM_SHARED) ||
+	    hwq < uqs->first || hwq >= uqs->first + uqs->count)
+		return -EINVAL;
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return -ENODEV;
+	mutex_lock(&uqs->lock);
+	uq = uqs->slots[hwq].uq;
+	if (!uq || uq->file != file || uq->dying) {
+		ret = -ENOENT;
+		goto out;
+	}
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &maia_userq_vm_ops;
+	switch (rel % MAIA_USERQ_PAGES) {
+	case MAIA_USERQ_PAGE_SQ:
+		ret = vm_insert_page(vma, vma->vm_start, uq->sq_page);
+		break;
+	case MAIA_USERQ_PAGE_CQ:
+		ret = vm_insert_page(vma, vma->vm_start, uq->cq_page);
+		break;
+	case MAIA_USERQ_PAGE_DB:
+		vm_flags_set(vma, VM_IO | VM_PFNMAP);
+		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+		ret = io_remap_pfn_range(vma, vma->vm_start,
+					 PHYS_PFN(uqs->doorbells + MAIA_UDB_PAGE(hwq)),
+					 PAGE_SIZE, vma->vm_page_prot);
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+	if (!ret) {
+		vma->vm_private_data = uq;
+		uq->maps++;
+		kref_get(&uq->ref);
+	}
+out:
+	mutex_unlock(&uqs->lock);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/*
+ * The event thread saw an MMU fault record (maia_irq.c). One on a user
+ * queue marks the queue's context faulted and stops the queue, when the
+ * record's ASID is the one the queue is bound to.
+ */
+void maia_userq_handle_fault(struct maia_device *mdev, const struct maia_fault_record *fault)
+{
+	struct maia_userqs *uqs = mdev->userqs;
+	u32 q = FIELD_GET(MAIA_FAULT_QUEUE_MASK, fault->info);
+	struct maia_userq *uq;
+	int idx;
+
+	if (q < uqs->first || q >= uqs->first + uqs->count)
+		return;
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return;
+	mutex_lock(&uqs->lock);
+	uq = uqs->slots[q].uq;
+	if (uq && uq->state == DRM_MAIA_USERQ_ACTIVE &&
+	    uq->ctx->asid == FIELD_GET(MAIA_FAULT_ASID_MASK, fault->info)) {
+		maia_ctx_report_fault(uq->ctx, true, fault->addr,
+				      FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault->info));
+		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_FAULTED);
+	}
+	mutex_unlock(&uqs->lock);
+	drm_dev_exit(idx);
+}
+
+/* MAIA_INT_QUEUE_ERROR (event thread): a user queue in error is stopped. */
+void maia_userq_report_errors(struct maia_device *mdev)
+{
+	struct maia_userqs *uqs = mdev->userqs;
+	unsigned int i;
+	int idx;
+
+	if (!uqs->count || !drm_dev_enter(&mdev->drm, &idx))
+		return;
+	mutex_lock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq = uqs->slots[i].uq;
+		u32 status;
+
+		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE)
+			continue;
+		status = maia_userq_rd(uq, MAIA_Q_STATUS);
+		if (!status)
+			continue;
+		maia_err_ratelimited(mdev, "user queue %u (asid %u) error: status %#x head %u tail %u: queue stopped\n",
+				     i, uq->ctx->asid, status, maia_userq_rd(uq, MAIA_Q_HEAD),
+				     maia_userq_rd(uq, MAIA_Q_TAIL));
+		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_ERROR);
+	}
+	mutex_unlock(&uqs->lock);
+	drm_dev_exit(idx);
+}
+
+/* Recovery, before the device reset: every active user queue is lost. */
+void maia_userq_reset(struct maia_device *mdev)
+{
+	struct maia_userqs *uqs = mdev->userqs;
+	unsigned int i;
+
+	mutex_lock(&uqs->lock);
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq = uqs->slots[i].uq;
+
+		if (uq)
+			maia_userq_stop_locked(uq, DRM_MAIA_USERQ_LOST);
+	}
+	mutex_unlock(&uqs->lock);
+}
+
+/*
+ * VM_BIND UNMAP, after the page tables and TLB dropped the range: waits
+ * until every job the context's user queues had fetched by then is done
+ * (jobs fetched later see the new tables), so the device never touches a
+ * page after it is freed. Bounded by the watchdog, which stops a hung queue.
+ */
+void maia_userq_ctx_quiesce(struct maia_context *ctx)
+{
+	struct maia_userqs *uqs = ctx->mdev->userqs;
+	unsigned int i;
+
+	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
+		struct maia_userq *uq;
+		u32 fetched = 0, completed;
+		int idx;
+
+		mutex_lock(&uqs->lock);
+		uq = uqs->slots[i].uq;
+		if (uq && uq->ctx == ctx && uq->state == DRM_MAIA_USERQ_ACTIVE &&
+		    drm_dev_enter(&ctx->mdev->drm, &idx)) {
+			kref_get(&uq->ref);
+			fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
+			drm_dev_exit(idx);
+		} else {
+			uq = NULL;
+		}
+		mutex_unlock(&uqs->lock);
+		if (!uq)
+			continue;
+		maia_userq_sleep(uq, fetched, &completed, false, MAX_SCHEDULE_TIMEOUT);
+		kref_put(&uq->ref, maia_userq_release);
+	}
+}

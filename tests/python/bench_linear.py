@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: MIT
+"""make bench, in the guest under run-guest --host-root: a torch.nn.Linear
+forward (FP32) on the Maia device through the PyTorch backend, beside the
+same device work through libmaia from C (maia-linear-bench: the ratio is
+the framework's overhead) and beside CPU torch on the guest's (emulated)
+CPU. Medians over ITERS synchronous calls; JSON lines as bench-util.h."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+import maia.torch as mt
+
+# M K N of y = x W^T + b: a batch through a layer, and a decode-sized one
+# where the fixed cost per call (the framework's, the job's) dominates.
+SHAPES = [tuple(int(v) for v in shape.split())
+          for shape in os.environ.get("LINEAR_SHAPES", "64 256 256;4 64 64").split(";")]
+ITERS = int(os.environ.get("LINEAR_ITERS", "200"))
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def median_us(fn):
+    for _ in range(max(ITERS // 10, 1)):
+        fn()
+    samples = []
+    for _ in range(ITERS):
+        t0 = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - t0) / 1000.0)
+    return statistics.median(samples)
+
+
+def emit(name, value, baseline=None, baseline_value=None):
+    line = {"name": name, "value": round(value, 3), "unit": "us", "higher_is_better": False}
+    if baseline:
+        line.update(baseline=baseline, baseline_value=round(baseline_value, 3),
+                    ratio=round(value / baseline_value, 4))
+    print(json.dumps(line), flush=True)
+
+
+def c_baseline(m, k, n):
+    """maia-linear-bench's JSON line for the shape."""
+    c = subprocess.run([os.path.join(TOP, "build/userspace/bin/maia-linear-bench"),
+                        str(m), str(k), str(n), str(ITERS)],
+                       check=True, capture_output=True, text=True)
+    return json.loads(c.stdout.strip().splitlines()[-1])
+
+
+def bench(M, K, N):
+    # C before and after the torch runs: the machine's load drifts, so the
+    # baseline is the mean of both medians (both are printed).
+    c_lines = [c_baseline(M, K, N)]
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(K, N)
+    x = torch.randn(M, K)
+    dlin = torch.nn.Linear(K, N).to(mt.device)
+    dlin.load_state_dict(lin.state_dict())
+    dx = x.to(mt.device)
+    with torch.no_grad():
+        ref = lin(x).double()
+        got = dlin(dx).cpu().double()
+        bound = K * 2.0 ** -23 * (x.double().abs() @ lin.weight.double().abs().t()) + 1e-6
+        if not bool(((got - ref).abs() <= bound).all()):
+            print("bench_linear: the device result is wrong", file=sys.stderr)
+            return 1
+        with mt.strict():
+            t_dev = median_us(lambda: dlin(dx))
+        t_cpu = median_us(lambda: lin(x))
+    shape = "%dx%dx%d" % (M, K, N)
+    c_lines.append(c_baseline(M, K, N))
+    c_us = statistics.mean(line["value"] for line in c_lines)
+    c_line = dict(c_lines[0], value=round(c_us, 3), runs=[line["value"] for line in c_lines])
+    print(json.dumps(c_line), flush=True)
+    emit("linear_fp32_%s_maia_torch" % shape, t_dev, c_line["name"], c_us)
+    emit("linear_fp32_%s_cpu_torch_guest" % shape, t_cpu,
+         "linear_fp32_%s_maia_torch" % shape, t_dev)
+    return 0
+
+
+sys.exit(max(bench(*shape) for shape in SHAPES))

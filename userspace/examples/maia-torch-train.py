@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A small torch.nn transformer-style model (embedding MLP, LayerNorm,
+self-attention, GELU MLP) trained for a few SGD steps on the Maia device
+and, from the same initial weights and data, on the CPU; then inference on
+both. Prints the losses side by side, the largest difference of the
+inference outputs, and which ops ran on the device and which on the CPU
+fallback. Run in the guest: qemu/run-guest --host-root -- \\
+    env PYTHONPATH=build/userspace/python userspace/examples/maia-torch-train.py
+"""
+import sys
+import time
+
+import torch
+
+import maia.torch as mt
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d=32, heads=4, hidden=64):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.up = torch.nn.Linear(d, hidden)
+        self.down = torch.nn.Linear(hidden, d)
+        self.head = torch.nn.Linear(d, 1)
+
+    def forward(self, x):
+        b, l, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (t.reshape(b, l, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-1, -2) * (d // self.heads) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, l, d))
+        x = x + self.down(torch.nn.functional.gelu(self.up(self.ln2(x))))
+        return self.head(x).squeeze(-1)
+
+
+def main(steps=4, out=sys.stdout):
+    torch.manual_seed(0)
+    cpu_model = Block()
+    dev_model = Block()
+    dev_model.load_state_dict(cpu_model.state_dict())
+    dev_model.to(mt.device)
+    x = torch.randn(4, 8, 32)
+    target = x.sum(-1).tanh()
+    opt_c = torch.optim.SGD(cpu_model.parameters(), lr=0.05)
+    opt_d = torch.optim.SGD(dev_model.parameters(), lr=0.05)
+    xd, td = x.to(mt.device), target.to(mt.device)
+    mt.reset_stats()
+    losses = []
+    t0 = time.time()
+    for step in range(steps):
+        pair = []
+        for model, opt, xx, tt in ((cpu_model, opt_c, x, target), (dev_model, opt_d, xd, td)):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(xx), tt)
+            loss.backward()
+            opt.step()
+            pair.append(float(loss))
+        losses.append(pair)
+        print("step %d: loss cpu %.6f maia %.6f" % (step, pair[0], pair[1]), file=out)
+    with torch.no_grad():
+        y_cpu = cpu_model(x)
+        y_dev = dev_model(xd).cpu()
+    diff = float((y_cpu - y_dev).abs().max())
+    scale = float(y_cpu.abs().max())
+    print("inference: max |maia - cpu| %.3g (max |y| %.3g), %.1f s" % (diff, scale, time.time() - t0),
+          file=out)
+    dev_ops, cpu_ops = mt.device_stats(), mt.fallback_stats()
+    print("ran on the device: " + ", ".join("%s x%d" % kv for kv in sorted(dev_ops.items())),
+          file=out)
+    print("ran on the CPU fallback: " + ", ".join("%s x%d" % kv for kv in sorted(cpu_ops.items())),
+          file=out)
+    return {"losses": losses, "diff": diff, "scale": scale, "device_ops": dev_ops,
+            "fallback_ops": cpu_ops}
+
+
+if __name__ == "__main__":
+    r = main()
+    ok = r["diff"] <= 1e-3 * max(1.0, r["scale"])
+    print("maia-torch-train: %s" % ("PASS" if ok else "FAIL"))
+    sys.exit(0 if ok else 1)

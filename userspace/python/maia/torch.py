@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: MIT
+"""maia.torch: the Maia PyTorch backend (userspace/torch/, Documentation/python.rst).
+
+Importing it loads the backend into torch (torch.ops.load_library). Tensors
+then live on maia.torch.device ("privateuseone:0", torch 1.13 has no way to
+rename the backend): model.to(maia.torch.device) runs on the device, ops
+without a Maia kernel through the CPU fallback, counted; strict() turns
+every fallback into an error.
+"""
+import contextlib
+import os
+
+import torch
+
+_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_maia_torch.so")
+torch.ops.load_library(_LIBRARY)
+
+device = torch.device("privateuseone", 0)
+ops = torch.ops.maia
+
+MEMORY_STATS = ("in_use_bytes", "cached_bytes", "bo_bytes", "bo_count", "allocations", "reuses")
+
+
+def fallback_stats():
+    """{aten op: times it ran on the CPU fallback} since the last reset."""
+    names, counts = ops.fallback_stats()
+    return dict(zip(names, counts))
+
+
+def device_stats():
+    """{op: times it ran on the device} since the last reset."""
+    names, counts = ops.device_stats()
+    return dict(zip(names, counts))
+
+
+def reset_stats():
+    ops.reset_stats()
+
+
+@contextlib.contextmanager
+def strict(on=True):
+    """Within the block, an op without a Maia kernel raises RuntimeError
+    ("maia strict mode: aten::exp has no Maia kernel ...") instead of
+    running on the CPU."""
+    before = ops.is_strict()
+    ops.set_strict(on)
+    try:
+        yield
+    finally:
+        ops.set_strict(before)
+
+
+def memory_stats():
+    """The caching sub-allocator's counters (bytes and counts)."""
+    return dict(zip(MEMORY_STATS, ops.memory_stats()))
+
+
+def empty_cache():
+    ops.empty_cache()
+
+
+class _RMSNorm(torch.autograd.Function):
+    """Forward: one device RMSNORM command. Backward: the derivative in
+    torch ops (on the device where it has them; rsqrt takes the fallback)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+        return ops.rms_norm(x, weight, eps)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        r = torch.rsqrt((x * x).mean(-1, keepdim=True) + ctx.eps)
+        g = dy * weight if weight is not None else dy
+        dx = r * (g - x * (r * r) * (x * g).mean(-1, keepdim=True))
+        dw = None
+        if weight is not None and ctx.needs_input_grad[1]:
+            dw = (dy * x * r).reshape(-1, x.shape[-1]).sum(0)
+        return dx, dw, None
+
+
+def rms_norm(x, weight=None, eps=1e-6):
+    """x / sqrt(mean(x^2, last dim) + eps) * weight on the device; differentiable."""
+    if torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)):
+        return _RMSNorm.apply(x, weight, eps)
+    return ops.rms_norm(x, weight, eps)
+
+
+class _Attention(torch.autograd.Function):
+    """Forward: one device ATTENTION command. Backward: recompute the
+    attention weights with bmm/softmax (device ops) and apply the chain rule."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale):
+        ctx.save_for_backward(q, k, v)
+        ctx.is_causal, ctx.scale = is_causal, scale
+        return ops.scaled_dot_product_attention(q, k, v, is_causal, scale)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        scale = ctx.scale or q.shape[-1] ** -0.5
+        s = (q @ k.transpose(-1, -2)) * scale
+        if ctx.is_causal:
+            lq, lk = q.shape[-2], k.shape[-2]
+            mask = torch.ones(lq, lk, dtype=torch.bool).tril(lk - lq).to(q.device)
+            s = s.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(s, -1)
+        dv = p.transpose(-1, -2) @ dout
+        dp = dout @ v.transpose(-1, -2)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) * scale
+        return ds @ k, ds.transpose(-1, -2) @ q, dv, None, None
+
+
+def scaled_dot_product_attention(q, k, v, is_causal=False, scale=None):
+    """softmax(scale q k^T [+ causal mask]) v for [batch, heads, length, dim]
+    tensors, one device command forward; differentiable; scale defaults to
+    1/sqrt(dim)."""
+    scale = 0.0 if scale is None else scale
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _Attention.apply(q, k, v, is_causal, scale)
+    return ops.scaled_dot_product_attention(q, k, v, is_causal, scale)
+
+
+def quantize_mx(x, fmt="mxfp8_e4m3"):
+    """x (float, last dim a multiple of the block) -> (data, scales), uint8
+    device tensors in the device's packed block format."""
+    return ops.quantize_mx(x, fmt)
+
+
+def dequantize_mx(data, scales, fmt, shape, dtype=torch.float32):
+    """The inverse of quantize_mx: a dtype tensor of the given shape."""
+    return ops.dequantize_mx(data, scales, fmt, list(shape), dtype)

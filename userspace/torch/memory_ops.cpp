@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tensor creation, views, resize, copies and fills for privateuseone
+ * tensors: the ops every backend must have. Views are torch's generic
+ * implementations (they only touch sizes and strides); copies between host
+ * and device are DMA; copies on the device are the tensor engine's COPY
+ * (any strides, converting dtypes).
+ */
+#include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/_unsafe_view_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "tensor_desc.h"
+
+namespace maia_torch {
+
+static const c10::DispatchKeySet maia_keys(c10::DispatchKey::PrivateUse1);
+
+static at::Tensor empty_memory_format(at::IntArrayRef size, c10::optional<at::ScalarType> dtype,
+				      c10::optional<at::Layout> layout,
+				      c10::optional<at::Device> device, c10::optional<bool> pin,
+				      c10::optional<at::MemoryFormat> memory_format)
+{
+	(void)layout;
+	(void)device;
+	(void)pin;
+	return at::detail::empty_generic(size, allocator(), maia_keys,
+					 c10::dtype_or_default(dtype), memory_format);
+}
+
+static at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
+				c10::optional<at::ScalarType> dtype, c10::optional<at::Layout> layout,
+				c10::optional<at::Device> device, c10::optional<bool> pin)
+{
+	(void)layout;
+	(void)device;
+	(void)pin;
+	return at::detail::empty_strided_generic(size, stride, allocator(), maia_keys,
+						 c10::dtype_or_default(dtype));
+}
+
+/* A byte copy between device addresses (DMA engine). */
+static void device_memcpy(uint64_t dst, uint64_t src, size_t bytes)
+{
+	Job job;
+
+	job.add(maia_cmd_copy(job.cmdbuf(), dst, src, bytes), "maia_cmd_copy");
+	job.run();
+}
+
+static const at::Tensor &resize_(const at::Tensor &self, at::IntArrayRef size,
+				 c10::optional<at::MemoryFormat> memory_format)
+{
+	auto *impl = self.unsafeGetTensorImpl();
+	int64_t numel = c10::multiply_integers(size);
+	size_t need = (size_t)(self.storage_offset() + numel) * self.itemsize();
+	at::Storage storage = self.storage();
+
+	TORCH_CHECK(!memory_format || *memory_format == at::MemoryFormat::Contiguous ||
+			    *memory_format == at::MemoryFormat::Preserve,
+		    "maia: resize_ supports the contiguous memory format only");
+	if (need > storage.nbytes()) {
+		c10::DataPtr fresh = allocator()->allocate(need);
+
+		if (storage.nbytes() && storage.data())
+			device_memcpy(reinterpret_cast<uint64_t>(fresh.get()),
+				      reinterpret_cast<uint64_t>(storage.data()), storage.nbytes());
+		storage.set_data_ptr_noswap(std::move(fresh));
+		storage.set_nbytes(need);
+	}
+	impl->set_sizes_contiguous(size);
+	return self;
+}
+
+/* The whole storage of a device tensor, downloaded into a CPU tensor of its dtype. */
+static at::Tensor download_storage(const at::Tensor &t)
+{
+	size_t bytes = t.storage().nbytes();
+	at::Tensor host = at::empty({(int64_t)(bytes / t.itemsize())}, t.options().device(at::kCPU));
+
+	if (bytes)
+		copy_from_device(host.data_ptr(), reinterpret_cast<uint64_t>(t.storage().data()),
+				 bytes);
+	return host;
+}
+
+static bool dense_contiguous(const at::Tensor &t)
+{
+	return t.is_contiguous() && t.numel() > 0;
+}
+
+static void copy_device_to_device(const at::Tensor &src, const at::Tensor &dst);
+
+static void copy_host_to_device(const at::Tensor &self, const at::Tensor &dst)
+{
+	at::Tensor src = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+
+	if (dst.numel() == 0)
+		return;
+	if (dense_contiguous(dst)) {
+		copy_to_device(va_of(dst), src.data_ptr(), src.nbytes());
+		return;
+	}
+	if (describable(dst)) {
+		at::Tensor tmp = at::empty(dst.sizes(), dst.options());
+
+		copy_to_device(va_of(tmp), src.data_ptr(), src.nbytes());
+		copy_device_to_device(tmp, dst);
+		return;
+	}
+	/* A strided tensor no descriptor describes: edit its storage on the host. */
+	at::Tensor host = download_storage(dst);
+
+	host.as_strided(dst.sizes(), dst.strides(), dst.storage_offset()).copy_(src);
+	copy_to_device(reinterpret_cast<uint64_t>(dst.storage().data()), host.data_ptr(),
+		       dst.storage().nbytes());
+}
+
+static void copy_device_to_host(const at::Tensor &self, const at::Tensor &dst)
+{
+	at::Tensor host;
+
+	if (self.numel() == 0)
+		return;
+	if (dense_contiguous(self)) {
+		host = at::empty(self.sizes(), self.options().device(at::kCPU));
+		copy_from_device(host.data_ptr(), va_of(self), self.nbytes());
+	} else if (describable(self)) {
+		at::Tensor tmp = at::empty(self.sizes(), self.options());
+
+		copy_device_to_device(self, tmp);
+		host = at::empty(self.sizes(), self.options().device(at::kCPU));
+		copy_from_device(host.data_ptr(), va_of(tmp), tmp.nbytes());
+	} else {
+		host = download_storage(self).as_strided(self.sizes(), self.strides(),
+							 self.storage_offset());
+	}
+	dst.copy_(host);
+}
+
+static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
+{
+	if (dst.numel() == 0)
+		return;
+	at::Tensor src = self.expand(dst.sizes());
+
+	if (describable(src) && describable(dst) &&
+	    at::has_internal_overlap(dst) != at::MemOverlap::Yes) {
+		Job job;
+		struct maia_tensor_desc x = desc(src), out = desc(dst);
+
+		job.add(maia_cmd_tensor_copy(job.cmdbuf(), &x, &out), "maia_cmd_tensor_copy");
+		job.run();
+		count_device_op("copy_");
+		return;
+	}
+	if (src.scalar_type() == dst.scalar_type() && dense_contiguous(src) &&
+	    dense_contiguous(dst)) {
+		device_memcpy(va_of(dst), va_of(src), dst.nbytes());
+		return;
+	}
+	/* Types the tensor engine does not convert (int64, bool, double): by the host. */
+	copy_host_to_device(self.to(at::kCPU), dst);
+}
+
+static at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
+{
+	(void)non_blocking;	/* every copy completes before it returns */
+	TORCH_CHECK(self.device().type() == c10::DeviceType::PrivateUse1 || self.is_cpu(),
+		    "maia: cannot copy from ", self.device());
+	TORCH_CHECK(dst.device().type() == c10::DeviceType::PrivateUse1 || dst.is_cpu(),
+		    "maia: cannot copy to ", dst.device());
+	if (on_device(self) && on_device(dst))
+		copy_device_to_device(self, dst);
+	else if (on_device(dst))
+		copy_host_to_device(self, dst);
+	else
+		copy_device_to_host(self, dst);
+	return dst;
+}
+
+static at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
+{
+	if (on_device(dst))
+		resize_(dst, self.sizes(), c10::nullopt);
+	else
+		dst.resize_(self.sizes());
+	return copy_from(self, dst, false);
+}
+
+/* The 32-bit fill pattern of value in dtype t, if the element pattern repeats in 32 bits. */
+static bool fill_pattern(at::ScalarType t, const at::Scalar &value, uint32_t *pattern)
+{
+	at::Tensor one = at::full({1}, value, at::TensorOptions().dtype(t));
+	const uint8_t *b = static_cast<const uint8_t *>(one.data_ptr());
+	size_t sz = one.itemsize(), i;
+	uint8_t bytes[8];
+
+	if (sz > sizeof(bytes))		/* complex128: not a 32-bit pattern */
+		return false;
+	std::memcpy(bytes, b, sz);
+	for (i = 0; i < 4; i++)
+		reinterpret_cast<uint8_t *>(pattern)[i] = bytes[i % std::min<size_t>(sz, 4)];
+	if (sz <= 4)
+		return true;
+	for (i = 4; i < sz; i++)
+		if (bytes[i] != bytes[i % 4])
+			return false;
+	return true;
+}
+
+static at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
+{
+	uint32_t pattern;
+
+	if (self.numel() == 0)
+		return self;
+	if (dense_contiguous(self) && self.nbytes() % 4 == 0 &&
+	    va_of(self) % 4 == 0 && fill_pattern(self.scalar_type(), value, &pattern)) {
+		Job job;
+
+		job.add(maia_cmd_fill(job.cmdbuf(), va_of(self), self.nbytes(), pattern),
+			"maia_cmd_fill");
+		job.run();
+		count_device_op("fill_");
+		return self;
+	}
+	/* No compute: the filled values are made on the host and copied over. */
+	copy_host_to_device(at::full({}, value, self.options().device(at::kCPU)), self);
+	return self;
+}
+
+static at::Tensor &zero(at::Tensor &self)
+{
+	return fill_scalar(self, 0);
+}
+
+static at::Scalar local_scalar_dense(const at::Tensor &self)
+{
+	return at::_local_scalar_dense(self.to(at::kCPU));
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("empty.memory_format", empty_memory_format);
+	m.impl("empty_strided", empty_strided);
+	m.impl("as_strided", at::native::as_strided_tensorimpl);
+	m.impl("view", at::native::view);
+	m.impl("_reshape_alias", at::native::_reshape_alias);
+	m.impl("_unsafe_view", at::native::_unsafe_view);
+	m.impl("resize_", resize_);
+	m.impl("_copy_from", copy_from);
+	m.impl("_copy_from_and_resize", copy_from_and_resize);
+	m.impl("fill_.Scalar", fill_scalar);
+	m.impl("zero_", zero);
+	m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+/* One device, no streams: the guard has nothing to switch. */
+C10_REGISTER_GUARD_IMPL(PrivateUse1, c10::impl::NoOpDeviceGuardImpl<c10::DeviceType::PrivateUse1>);
+
+} // namespace maia_torch
