@@ -13,6 +13,10 @@
  *     lock held) and the upper layer callbacks below. It then publishes a
  *     snapshot of each port (maia_sim_fabric_port_info()) and the next link
  *     deadline under sim->lock.
+ *   - Every link UP or DOWN a round saw is counted in fab->link_events
+ *     when the round publishes, and asserts MAIA_INT_FABRIC_LINK; the
+ *     worker raises the event vector before it clears fab->busy, with
+ *     sim->lock dropped (fw_fabric_regs.c reads the registers).
  *   - The links themselves (struct fw_link and struct fw_fabric_port's
  *     worker-owned fields) are touched by the worker only, and by reset and
  *     destroy while the worker is parked or gone.
@@ -70,6 +74,8 @@ struct fw_fabric {
 	bool kicked;			/* frames queued since the last run */
 	bool busy;			/* the worker is running links, lock dropped */
 	uint64_t next_ns;		/* host clock: earliest link deadline */
+	uint32_t link_events;		/* MAIA_REG_FABRIC_LINK_EVENTS */
+	bool link_changed;		/* link events since the last round */
 	struct fw_fabric_port port[];
 };
 
@@ -142,7 +148,12 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 {
 	const struct fw_link *l = &p->link;
 	struct maia_sim_fabric_port_info *i = &p->info;
+	uint64_t events = l->stats.link_ups + l->stats.link_downs;
 
+	if (events != i->link_ups + i->link_downs) {
+		fab->link_events += (uint32_t)(events - (i->link_ups + i->link_downs));
+		fab->link_changed = true;
+	}
 	i->up = l->state == FW_LINK_UP;
 	i->serial = fab->serial;
 	i->peer_serial = l->peer_serial;
@@ -155,6 +166,13 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->rx_frames = l->stats.rx_frames;
 	i->tx_errors = l->stats.tx_errors;
 	i->retransmits = l->stats.retransmits;
+	i->tx_bytes = l->stats.tx_bytes;
+	i->rx_bytes = l->stats.rx_bytes;
+	i->injected_drops = l->stats.tx_injected_drops;
+	/* Refusals come with the transport (windows); none are sent yet. */
+	i->nak_tx = 0;
+	i->nak_rx = 0;
+	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	i->rx_dropped = 0;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
@@ -197,6 +215,8 @@ int fw_fabric_create(struct maia_sim *sim)
 		fw_link_config_defaults(&lc);
 		lc.serial = fab->serial;
 		lc.port = i;
+		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
+		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
 		/*
 		 * Epochs only grow (a peer takes a larger one for a restart): start
 		 * from the host clock in us, so that a device created again with
@@ -262,6 +282,8 @@ void fw_fabric_reset(struct maia_sim *sim)
 		pthread_mutex_unlock(&sim->lock);
 	}
 	pthread_mutex_lock(&sim->lock);
+	/* The reset's DOWNs count as link events, but a reset raises nothing. */
+	fab->link_changed = false;
 	fab->kicked = false;
 	fab->next_ns = now;
 	pthread_mutex_unlock(&sim->lock);
@@ -346,6 +368,15 @@ void fw_fabric_run_locked(struct maia_sim *sim)
 	for (i = 0; i < fab->nports; i++)
 		publish_locked(fab, &fab->port[i]);
 	fab->next_ns = next;
+	if (fab->link_changed) {
+		fab->link_changed = false;
+		if (fw_int_assert_locked(sim, MAIA_INT_FABRIC_LINK)) {
+			/* Still busy: a reset waits until the vector is raised. */
+			pthread_mutex_unlock(&sim->lock);
+			fw_raise(sim, MAIA_VEC_EVENT);
+			pthread_mutex_lock(&sim->lock);
+		}
+	}
 	fab->busy = false;
 	pthread_cond_broadcast(&sim->idle_cond);
 }
@@ -379,6 +410,29 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 		pthread_cond_signal(&sim->work_cond);
 	}
 	pthread_mutex_unlock(&sim->lock);
+}
+
+unsigned int fw_fabric_ports(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->nports : 0;
+}
+
+uint64_t fw_fabric_serial(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->serial : 0;
+}
+
+uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->link_events : 0;
+}
+
+const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,
+							      unsigned int port)
+{
+	if (!sim->fab || port >= sim->fab->nports)
+		return NULL;
+	return &sim->fab->port[port].info;
 }
 
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

@@ -241,6 +241,16 @@ bool fw_fabric_busy_locked(struct maia_sim *sim);
 bool fw_fabric_due_locked(struct maia_sim *sim);
 uint64_t fw_fabric_wait_ns_locked(struct maia_sim *sim);	/* UINT64_MAX: no timer */
 void fw_fabric_run_locked(struct maia_sim *sim);
+unsigned int fw_fabric_ports(const struct maia_sim *sim);
+uint64_t fw_fabric_serial(const struct maia_sim *sim);
+uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim);
+/* The published snapshot of port (NULL if none); valid while sim->lock is held. */
+const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,
+							      unsigned int port);
+
+/* fw_fabric_regs.c: the BAR0 fabric block (read-only), under sim->lock. */
+bool fw_fabric_is_reg(uint32_t offset);
+bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
 
 /* fw_boot.c: runs on the worker. */
 void fw_boot_run(struct maia_sim *sim);
