@@ -14,7 +14,7 @@
 . "$(dirname "$0")/common.sh"
 
 SANITIZE=false
-NINJA_TARGETS=(qemu-system-x86_64 tests/qtest/maia-test)
+NINJA_TARGETS=(qemu-system-x86_64 tests/qtest/maia-test tests/qtest/maia-fabric-test)
 if [ "${1:-}" = --asan ]; then
 	SANITIZE=true
 	QEMU_BUILD_DIR=$QEMU_ASAN_BUILD_DIR
@@ -91,6 +91,14 @@ graft_device() {
 	# The qtest includes the hardware ABI headers (maia/hw/*.h).
 	grep -q "'maia-test':" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
 		sed -i "s|^qtests = {$|&\\n  'maia-test': [declare_dependency(include_directories: include_directories('../../hw/misc/maia/fwsim/include'))],|" \
+			"$QEMU_SRC_DIR/tests/qtest/meson.build"
+	# The fabric qtest, the same way (its own guards: trees grafted before it).
+	ln -sfn "$MAIA_TOP/tests/qtest/maia-fabric-test.c" "$QEMU_SRC_DIR/tests/qtest/maia-fabric-test.c"
+	grep -q "'maia-fabric-test'\]" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
+		sed -i "s|^  + (config_all_devices.has_key('CONFIG_MAIA_PCI') ? \['maia-test'\] : \[\])|&                 \\\\\n  + (config_all_devices.has_key('CONFIG_MAIA_PCI') ? ['maia-fabric-test'] : [])|" \
+			"$QEMU_SRC_DIR/tests/qtest/meson.build"
+	grep -q "'maia-fabric-test':" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
+		sed -i "s|^qtests = {$|&\\n  'maia-fabric-test': [declare_dependency(include_directories: include_directories('../../hw/misc/maia/fwsim/include'))],|" \
 			"$QEMU_SRC_DIR/tests/qtest/meson.build"
 }
 
