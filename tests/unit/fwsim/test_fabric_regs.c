@@ -208,6 +208,21 @@ static uint32_t wait_events(struct node *n, uint32_t min)
 	return ev;
 }
 
+/*
+ * Waits until more than min event vectors were raised: the worker raises
+ * the vector just after it publishes the registers, not with them.
+ */
+static unsigned int wait_irqs(struct node *n, unsigned int min)
+{
+	uint64_t start = now_ms();
+	unsigned int irqs;
+
+	while ((irqs = __atomic_load_n(&n->event_irqs, __ATOMIC_RELAXED)) <= min &&
+	       now_ms() - start <= WAIT_MS)
+		usleep(2000);
+	return irqs;
+}
+
 static uint64_t serial_of(struct node *n)
 {
 	return (uint64_t)rd(n, MAIA_REG_FABRIC_SERIAL_HI) << 32 | rd(n, MAIA_REG_FABRIC_SERIAL_LO);
@@ -295,8 +310,7 @@ static void test_registers(void)
 	tap_ok(ev == sum, "LINK_EVENTS (%u) = sum of LINK_UPS + LINK_DOWNS (%llu)", ev,
 	       (unsigned long long)sum);
 	tap_ok(rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK, "INT_STATUS has FABRIC_LINK");
-	tap_ok(__atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED) >= 1,
-	       "the event vector was raised (%u)", a.event_irqs);
+	tap_ok(wait_irqs(&a, 0) >= 1, "the event vector was raised (%u)", a.event_irqs);
 
 	/* Counters: they move with traffic and match the engine's snapshot. */
 	tx = port_reg64(&a, 0, MAIA_FPORT_TX_FRAMES);
@@ -332,8 +346,9 @@ static void test_registers(void)
 		maia_sim_fabric_rx(a.sim, 1, junk, sizeof(junk));
 		while (port_reg64(&a, 1, MAIA_FPORT_RX_DROPS) == drops && now_ms() - start <= WAIT_MS)
 			usleep(2000);
-		tap_ok(port_reg64(&a, 1, MAIA_FPORT_RX_DROPS) == drops + 1,
-		       "a garbage frame counts one RX_DROPS");
+		/* >=: a retransmission after a slow round may be dropped as a duplicate. */
+		tap_ok(port_reg64(&a, 1, MAIA_FPORT_RX_DROPS) >= drops + 1,
+		       "a garbage frame counts in RX_DROPS");
 	}
 
 	/* Unmapped offsets: 0 and a guest error; writes are ignored. */
@@ -359,7 +374,7 @@ static void test_registers(void)
 	tap_ok(ev > ev0, "B's reset: A's LINK_EVENTS %u -> %u", ev0, ev);
 	tap_ok(rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK,
 	       "B's reset: A's FABRIC_LINK asserted again");
-	tap_ok(__atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED) > irqs, "and the vector raised");
+	tap_ok(wait_irqs(&a, irqs) > irqs, "and the vector raised");
 	tap_ok(wait_up(&a, 0) && wait_up(&a, 1) && wait_up(&b, 0) && wait_up(&b, 1),
 	       "all ports UP again");
 
@@ -372,7 +387,11 @@ static void test_registers(void)
 	       "A's reset keeps the counters; its DOWNs count as link events");
 	tap_ok(wait_up(&a, 0) && wait_up(&a, 1), "A's ports UP after its reset");
 
-	/* Masked: the cause is latched, no vector. */
+	/*
+	 * Masked: the cause is latched; unmasking it raises the vector at once
+	 * (in the writer's thread). Whether a vector came while masked is not
+	 * checked: one from the last UP may still be on its way.
+	 */
 	maia_sim_mmio_write(a.sim, MAIA_REG_INT_MASK, MAIA_INT_FABRIC_LINK);
 	maia_sim_mmio_write(a.sim, MAIA_REG_INT_STATUS, MAIA_INT_FABRIC_LINK);
 	link_events_consistent(&a, &ev0, &sum);
@@ -383,9 +402,11 @@ static void test_registers(void)
 	tap_ok(ev >= ev0 + NPORTS && !port_up(&a, 0) && !port_up(&a, 1),
 	       "unplugged: both ports DOWN by dead peer, LINK_EVENTS %u -> %u", ev0, ev);
 	tap_ok(rd(&a, MAIA_REG_FPORT(0, MAIA_FPORT_DEAD_PEER)) >= 1, "DEAD_PEER counts");
-	tap_ok((rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK) &&
-	       __atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED) == irqs,
-	       "masked: FABRIC_LINK latched, no vector");
+	tap_ok(rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK, "masked: FABRIC_LINK latched");
+	irqs = __atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED);
+	maia_sim_mmio_write(a.sim, MAIA_REG_INT_MASK, 0);
+	tap_ok(__atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED) > irqs,
+	       "unmasking the latched cause raises the event vector");
 	node_destroy(&a);
 	node_destroy(&b);
 }
