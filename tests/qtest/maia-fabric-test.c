@@ -155,13 +155,13 @@ static unsigned pcap_fabric_frames(const char *path, unsigned *frames)
 
     g_assert(g_file_get_contents(path, &buf, &len, NULL));
     g_assert_cmpuint(len, >=, 24);
-    g_assert_cmphex(ldl_le_p(buf), ==, 0xa1b2c3d4);   /* pcap, microseconds */
+    g_assert_cmphex((uint32_t)ldl_le_p(buf), ==, 0xa1b2c3d4);   /* pcap, microseconds */
     g_assert_cmpuint(lduw_le_p(buf + 4), ==, 2);        /* version 2.4 */
     g_assert_cmpuint(lduw_le_p(buf + 6), ==, 4);
     g_assert_cmpuint(ldl_le_p(buf + 20), ==, 1);        /* LINKTYPE_ETHERNET */
     *frames = 0;
     while (off + 16 <= len) {
-        uint32_t caplen = ldl_le_p(buf + off + 8);
+        uint32_t caplen = (uint32_t)ldl_le_p(buf + off + 8);
 
         off += 16;
         g_assert_cmpuint(off + caplen, <=, len);
@@ -177,7 +177,8 @@ static unsigned pcap_fabric_frames(const char *path, unsigned *frames)
 
 static void test_hubport_ring(void)
 {
-    static const uint64_t serials[3] = { 0x1111, 0x2222, 0x3333 };
+    /* Without ports a device shows no serial (0), whatever its property. */
+    static const uint64_t serials[3] = { 0x1111, 0x2222, 0 };
     g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
     g_autofree char *pcap = g_strdup_printf("%s/cable0.pcap", dir);
     QOSState *qs;
