@@ -11,6 +11,8 @@
  * - A `-netdev dgram` port fed by this test: what the device sends is a
  *   fabric frame, and malformed frames of any size are counted in RX_DROPS,
  *   one each, with QEMU still running.
+ * - Hot-plug and unplug of a device cabled to a running one (twice), with
+ *   injected drops; bad fabric properties refused.
  *
  * Remote write, remote read and bad-key tests come with the transport
  * (fabric windows); they belong here.
@@ -25,6 +27,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/units.h"
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "libqtest.h"
@@ -271,6 +274,71 @@ static void test_stream_two_qemus(void)
     rmdir(dir);
 }
 
+/* device_add with one bad fabric property fails with an error naming it. */
+static void expect_add_error(QTestState *qts, const char *prop, int64_t val)
+{
+    QDict *args = qdict_new();
+    QDict *rsp, *err;
+
+    qdict_put_str(args, "driver", "maia");
+    qdict_put_str(args, "id", "bad");
+    qdict_put_int(args, "hbm-size", 16 * MiB);
+    qdict_put_str(args, "fabric1", "h2");
+    qdict_put_int(args, prop, val);
+    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments': %p}", args);
+    err = qdict_get_qdict(rsp, "error");
+    g_assert_nonnull(err);
+    g_test_message("%s=%" PRId64 ": %s", prop, val,
+                   qdict_get_str(err, "desc"));
+    g_assert_nonnull(strstr(qdict_get_str(err, "desc"), prop));
+    qobject_unref(rsp);
+}
+
+/*
+ * Hot-plug a device cabled to a running one, with 20 % of its frames
+ * dropped by injection, then unplug it while its peer keeps sending to
+ * it, and plug it again: the link comes back, QEMU never falls over.
+ */
+static void test_hotplug(void)
+{
+    static const uint64_t serials[2] = { 0xaaaa, 0xbbbb };
+    QOSState *qs;
+    Dev *d;
+
+    qs = qtest_pc_boot("-nodefaults -machine pc "
+                       "-netdev hubport,id=h0,hubid=0 "
+                       "-netdev hubport,id=h1,hubid=0 "
+                       "-netdev hubport,id=h2,hubid=1 "
+                       "-device maia,id=m0,addr=0x4," DEV_OPTS ","
+                       "serial=0xaaaa,fabric0=h0");
+    expect_add_error(qs->qts, "fabric-ports", 13);
+    expect_add_error(qs->qts, "fabric-ports", 1);     /* fabric1 is given */
+    expect_add_error(qs->qts, "fabric-drop-ppm", 1000001);
+
+    for (int round = 0; round < 2; round++) {
+        qtest_qmp_device_add(qs->qts, "maia", "m1",
+                             "{'addr': '0x5', 'hbm-size': 16777216, "
+                             "'queues': 1, 'worker-threads': 1, "
+                             "'serial': 48059, 'fabric0': 'h1', "
+                             "'fabric-ports': 3, "
+                             "'fabric-drop-ppm': 200000, "
+                             "'fabric-drop-seed': 7}");
+        d = find_devs(qs, serials, 2);
+        g_assert_cmpuint(rd(&d[1], MAIA_REG_FABRIC_PORTS), ==, 3);
+        assert_cabled(&d[0], 0, &d[1], 0);
+        g_assert(WAIT_UNTIL(rd64(&d[1], MAIA_REG_FPORT(0,
+                                 MAIA_FPORT_INJECTED_DROPS)) > 0));
+        g_assert_cmpuint(rd64(&d[0], MAIA_REG_FPORT(0,
+                              MAIA_FPORT_INJECTED_DROPS)), ==, 0);
+
+        qpci_unplug_acpi_device_test(qs->qts, "m1", 0x5);
+        g_assert(WAIT_UNTIL(!port_up(&d[0], 0)));
+        g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+        free_devs(d, 2);
+    }
+    qtest_shutdown(qs);
+}
+
 /* Frames this test puts on a dgram cable, each one broken in its own way. */
 static size_t bad_frame(uint8_t *buf, size_t max, unsigned i)
 {
@@ -363,6 +431,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/hubport-ring", test_hubport_ring);
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
+    qtest_add_func("/maia-fabric/hotplug", test_hotplug);
 
     return g_test_run();
 }
