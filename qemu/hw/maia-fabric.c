@@ -10,9 +10,10 @@
  * Threads: frames arrive on the main loop under the BQL and go straight to
  * maia_sim_fabric_rx(), which copies them and never blocks. The device
  * worker transmits without the BQL: maia_fabric_tx() copies the frame into
- * a bounded queue and schedules tx_bh, which sends it under the BQL. A
- * frame that finds the queue full is dropped and reported as not sent (the
- * port's TX_ERRORS; the link layer retransmits what matters).
+ * the port's bounded queue and schedules tx_bh, which sends it under the
+ * BQL, one frame at a time into a backend that pushes back. A frame that
+ * finds the queue full is dropped and reported as not sent (the port's
+ * TX_ERRORS; the link layer retransmits what matters).
  *
  * Link state: `set_link <netdev> off` (or on the NIC) takes the port's
  * carrier away. While it is off, frames are neither sent nor received (the
@@ -75,28 +76,56 @@ static NetClientInfo maia_fabric_net_info = {
     .link_status_changed = maia_fabric_link_status_changed,
 };
 
+/* The backend took the frame it had queued: the port may send again. */
+static void maia_fabric_tx_done(NetClientState *nc, ssize_t len)
+{
+    MaiaFabricPort *p = qemu_get_nic_opaque(nc);
+
+    p->tx_blocked = false;
+    qemu_bh_schedule(p->fab->tx_bh);
+}
+
+static MaiaFabricFrame *maia_fabric_txq_pop(MaiaFabric *f, MaiaFabricPort *p)
+{
+    MaiaFabricFrame *fr;
+
+    qemu_mutex_lock(&f->txq_lock);
+    fr = QSIMPLEQ_FIRST(&p->txq);
+    if (fr) {
+        QSIMPLEQ_REMOVE_HEAD(&p->txq, next);
+        p->txq_len--;
+    }
+    qemu_mutex_unlock(&f->txq_lock);
+    return fr;
+}
+
+/*
+ * Sends what the worker queued, port by port. A backend that cannot take
+ * a frame now (a stream socket whose peer does not read) queues it and
+ * calls maia_fabric_tx_done() later; until then the port's frames wait
+ * here, in a bounded queue, instead of filling QEMU's net queue (10,000
+ * frames of up to 64 KiB) with retransmissions.
+ */
 static void maia_fabric_tx_bh(void *opaque)
 {
     MaiaFabric *f = opaque;
-    QSIMPLEQ_HEAD(, MaiaFabricFrame) frames;
     MaiaFabricFrame *fr;
+    unsigned int i;
 
-    QSIMPLEQ_INIT(&frames);
-    qemu_mutex_lock(&f->txq_lock);
-    QSIMPLEQ_CONCAT(&frames, &f->txq);
-    f->txq_len = 0;
-    qemu_mutex_unlock(&f->txq_lock);
+    for (i = 0; i < f->nports; i++) {
+        MaiaFabricPort *p = &f->port[i];
 
-    while ((fr = QSIMPLEQ_FIRST(&frames))) {
-        MaiaFabricPort *p = &f->port[fr->port];
-
-        QSIMPLEQ_REMOVE_HEAD(&frames, next);
-        if (maia_fabric_carrier(p)) {
-            qemu_send_packet(qemu_get_queue(p->nic), fr->data, fr->len);
-        } else {
-            trace_maia_fabric_tx_drop(fr->port, fr->len, "carrier off");
+        while (!p->tx_blocked && (fr = maia_fabric_txq_pop(f, p))) {
+            if (!maia_fabric_carrier(p)) {
+                trace_maia_fabric_tx_drop(i, fr->len, "carrier off");
+            } else if (!qemu_send_packet_async(qemu_get_queue(p->nic),
+                                               fr->data, fr->len,
+                                               maia_fabric_tx_done)) {
+                p->tx_blocked = true;
+                trace_maia_fabric_tx_blocked(i);
+            }
+            g_free(fr);
         }
-        g_free(fr);
     }
 }
 
@@ -119,14 +148,14 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     memcpy(fr->data, frame, len);
 
     qemu_mutex_lock(&f->txq_lock);
-    if (f->txq_len >= MAIA_FABRIC_TXQ_MAX) {
+    if (f->port[port].txq_len >= MAIA_FABRIC_TXQ_MAX) {
         qemu_mutex_unlock(&f->txq_lock);
         g_free(fr);
         trace_maia_fabric_tx_drop(port, len, "queue full");
         return -1;
     }
-    f->txq_len++;
-    QSIMPLEQ_INSERT_TAIL(&f->txq, fr, next);
+    f->port[port].txq_len++;
+    QSIMPLEQ_INSERT_TAIL(&f->port[port].txq, fr, next);
     qemu_mutex_unlock(&f->txq_lock);
     qemu_bh_schedule(f->tx_bh);
     return 0;
@@ -170,8 +199,11 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
         return true;            /* no fabric: nothing more than before */
     }
     qemu_mutex_init(&f->txq_lock);
-    QSIMPLEQ_INIT(&f->txq);
-    f->txq_len = 0;
+    for (i = 0; i < f->nports; i++) {
+        QSIMPLEQ_INIT(&f->port[i].txq);
+        f->port[i].txq_len = 0;
+        f->port[i].tx_blocked = false;
+    }
     f->tx_bh = qemu_bh_new_guarded(maia_fabric_tx_bh, f,
                                    &dev->mem_reentrancy_guard);
     return true;
@@ -217,15 +249,17 @@ void maia_fabric_detach(MaiaFabric *f)
 void maia_fabric_cleanup(MaiaFabric *f)
 {
     MaiaFabricFrame *fr;
+    unsigned int i;
 
     if (!f->tx_bh) {
         return;
     }
     qemu_bh_delete(f->tx_bh);
     f->tx_bh = NULL;
-    while ((fr = QSIMPLEQ_FIRST(&f->txq))) {
-        QSIMPLEQ_REMOVE_HEAD(&f->txq, next);
-        g_free(fr);
+    for (i = 0; i < f->nports; i++) {
+        while ((fr = maia_fabric_txq_pop(f, &f->port[i]))) {
+            g_free(fr);
+        }
     }
     qemu_mutex_destroy(&f->txq_lock);
     f->sim = NULL;

@@ -13,7 +13,7 @@
 #include "net/net.h"
 #include "maia/sim.h"
 
-/* Frames the device worker may have waiting for the main loop. */
+/* Frames the device worker may have waiting for the main loop, per port. */
 #define MAIA_FABRIC_TXQ_MAX     512
 
 typedef struct MaiaFabric MaiaFabric;
@@ -26,6 +26,11 @@ typedef struct MaiaFabricPort {
     NICState *nic;              /* BQL; NULL when the port is not created */
     /* nc->link_down for the worker, which must not touch the NIC (atomic) */
     bool carrier_off;
+    /* Frames from the worker, under fab->txq_lock. */
+    QSIMPLEQ_HEAD(, MaiaFabricFrame) txq;
+    unsigned int txq_len;
+    /* BQL: the backend holds a frame of ours; send no more until it is out */
+    bool tx_blocked;
 } MaiaFabricPort;
 
 struct MaiaFabric {
@@ -36,11 +41,9 @@ struct MaiaFabric {
 
     /*
      * Frames from the device worker (no BQL) to tx_bh (BQL). txq_lock
-     * protects txq and txq_len; nothing else.
+     * protects every port's txq and txq_len; nothing else.
      */
     QemuMutex txq_lock;
-    QSIMPLEQ_HEAD(, MaiaFabricFrame) txq;
-    unsigned int txq_len;
     QEMUBH *tx_bh;
 
     /* Properties */
