@@ -12,7 +12,11 @@
  * mutated fields, DMA to RAM, HBM, MMIO, unmapped and wrapping addresses,
  * mailbox commands, firmware boots with valid, partial and garbage images,
  * device MMU page tables, register resets and FLR in the middle of work,
- * random config-space writes, and fault injection and system reset over QMP.
+ * random config-space writes, fault injection and system reset over QMP, and
+ * fabric frames: the device has two fabric ports, port 0 on a `-netdev dgram`
+ * unix socket whose other end is this program, which sends it random and
+ * structured frames (a fabric header with a valid CRC and random fields, so
+ * the link state machine is reached, not only the parser).
  *
  * One qtest (or QMP) command is one operation. Every decision comes from the
  * seeded PRNG and never from what the device answers, so a seed replays the
@@ -48,7 +52,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "maia/hw/fabric.h"
 #include "maia/hw/regs.h"
 #include "maia/hw/boot.h"
 #include "maia/hw/queue.h"
@@ -161,6 +167,9 @@ static struct {
 	pid_t pid;
 	int to_qemu, from_qemu, errfd, qmp;
 	char errpath[256], qmppath[108];
+	/* The fabric cable: our end (fabfd, fabpath) and QEMU's (fabqpath). */
+	int fabfd;
+	char fabpath[108], fabqpath[108];
 	off_t err_off;
 	char rbuf[1 << 16];
 	size_t rlen;
@@ -454,7 +463,8 @@ static void qmp_connect(void)
 static void qemu_start(void)
 {
 	int in[2], out[2];
-	char devarg[256], qmparg[160];
+	char devarg[320], qmparg[160], netarg[400];
+	struct sockaddr_un fa = { .sun_family = AF_UNIX };
 	const char *tmp = getenv("TMPDIR") ?: "/tmp";
 	static const uint32_t queues[] = { 1, 2, 4, 8, 16 };
 	struct dev_cfg *c = &s.cfg;
@@ -467,9 +477,25 @@ static void qemu_start(void)
 	c->workers = 1 + rnd(2);
 	snprintf(devarg, sizeof(devarg),
 		 "maia,id=maia0,hbm-size=%" PRIu64 "M,queues=%u,clusters=%u,"
-		 "tiles-per-cluster=%u,sram-kib=%u,worker-threads=%u",
+		 "tiles-per-cluster=%u,sram-kib=%u,worker-threads=%u,"
+		 "fabric0=fab0,fabric-ports=2,fabric-drop-ppm=%u,fabric-drop-seed=%u",
 		 c->hbm_size >> 20, c->queues, c->clusters, c->tiles, c->sram_kib,
-		 c->workers);
+		 c->workers, chance(50) ? 0 : rnd(1000001), rnd(1000));
+	snprintf(s.fabpath, sizeof(s.fabpath), "%s/maia-fuzz-fab.%d.%" PRIu64,
+		 tmp, getpid(), s.run_index);
+	snprintf(s.fabqpath, sizeof(s.fabqpath), "%s/maia-fuzz-fabq.%d.%" PRIu64,
+		 tmp, getpid(), s.run_index);
+	snprintf(netarg, sizeof(netarg),
+		 "dgram,id=fab0,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s",
+		 s.fabqpath, s.fabpath);
+	unlink(s.fabpath);
+	unlink(s.fabqpath);
+	snprintf(fa.sun_path, sizeof(fa.sun_path), "%s", s.fabpath);
+	s.fabfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s.fabfd < 0 || bind(s.fabfd, (struct sockaddr *)&fa, sizeof(fa))) {
+		perror("maia-device-fuzz: fabric socket");
+		exit(2);
+	}
 	snprintf(s.errpath, sizeof(s.errpath), "%s/maia-device-fuzz.%d.%" PRIu64 ".stderr",
 		 tmp, getpid(), s.run_index);
 	snprintf(s.qmppath, sizeof(s.qmppath), "%s/maia-fuzz-qmp.%d.%" PRIu64,
@@ -509,6 +535,8 @@ static void qemu_start(void)
 			argv[a++] = "-qmp";
 			argv[a++] = qmparg;
 		}
+		argv[a++] = "-netdev";
+		argv[a++] = netarg;
 		argv[a++] = "-device";
 		argv[a++] = devarg;
 		for (unsigned int i = 0; i < opt.nextra; i++)
@@ -573,6 +601,11 @@ static int qemu_stop(bool force)
 		close(s.qmp);
 	s.qmp = -1;
 	unlink(s.qmppath);
+	if (s.fabfd >= 0)
+		close(s.fabfd);
+	s.fabfd = -1;
+	unlink(s.fabpath);
+	unlink(s.fabqpath);
 	return status;
 }
 
@@ -1572,6 +1605,78 @@ static void op_qmp(void)
 	qmp_cmd(cmd, NULL);
 }
 
+/*
+ * A frame on fabric port 0's cable: random bytes, or a fabric frame whose
+ * fields are random but plausible and whose CRC is usually right, so that
+ * it passes the parser and drives the link (HELLOs with any epoch, DATA
+ * with any sequence number and payload, acks and credits from nowhere).
+ * What the device sent is read and thrown away, so its sends never block.
+ */
+static void op_frame(void)
+{
+	static uint8_t frame[MAIA_FABRIC_BACKEND_MAX_FRAME];
+	static const uint64_t serials[] = { 0x1, 0xfeedull, UINT64_MAX };
+	struct sockaddr_un qa = { .sun_family = AF_UNIX };
+	struct maia_fabric_hdr h;
+	uint32_t len, plen;
+
+	while (recv(s.fabfd, frame, sizeof(frame), MSG_DONTWAIT) > 0)
+		;
+	if (chance(30)) {
+		len = 1 + rnd(chance(90) ? 256 : MAIA_FABRIC_BACKEND_MAX_FRAME - 1);
+		for (uint32_t i = 0; i < len; i++)
+			frame[i] = (uint8_t)rnd64();
+	} else {
+		plen = chance(50) ? rnd(64) : chance(90) ? rnd(4096) :
+		       rnd(MAIA_FABRIC_MAX_PAYLOAD + 16);
+		memset(&h, 0, sizeof(h));
+		h.version = valid(95) ? MAIA_FABRIC_VERSION : (uint8_t)rnd64();
+		h.type = valid(95) ? 1 + rnd(5) : (uint8_t)rnd64();
+		h.src_port = (uint8_t)rnd(chance(90) ? 2 : 256);
+		h.dst_port = chance(50) ? MAIA_FABRIC_PORT_ANY : (uint8_t)rnd(chance(90) ? 2 : 256);
+		h.flags = chance(90) ? 0 : (uint16_t)rnd64();
+		h.src_serial = serials[rnd(ARRAY_SIZE(serials))];
+		h.epoch = chance(80) ? 1 + rnd(4) : (uint32_t)rnd_interesting();
+		h.peer_epoch = chance(50) ? 0 : (uint32_t)rnd_interesting();
+		h.seq = chance(70) ? rnd(8) : (uint32_t)rnd_interesting();
+		h.ack = chance(70) ? rnd(8) : (uint32_t)rnd_interesting();
+		h.credit = chance(70) ? rnd(128) : (uint32_t)rnd_interesting();
+		if (h.type != MAIA_FABRIC_DATA && valid(95))
+			plen = 0;
+		h.payload_len = plen;
+		if (!valid(95))
+			h.payload_len = (uint32_t)rnd_interesting();
+		len = MAIA_FABRIC_MIN_FRAME + plen;
+		if (len > sizeof(frame))
+			len = sizeof(frame);
+		for (uint32_t i = MAIA_FABRIC_MIN_FRAME; i < len; i++)
+			frame[i] = (uint8_t)rnd64();
+		if (valid(90)) {
+			uLong crc = crc32_z(0, (const Bytef *)&h, sizeof(h));
+
+			h.crc = (uint32_t)crc32_z(crc, frame + MAIA_FABRIC_MIN_FRAME,
+						  len - MAIA_FABRIC_MIN_FRAME);
+		} else {
+			h.crc = (uint32_t)rnd64();
+		}
+		memset(frame, 0xff, MAIA_ETH_ALEN);
+		frame[6] = 0x02;
+		memset(frame + 7, 0, 5);
+		frame[12] = MAIA_FABRIC_ETHERTYPE >> 8;
+		frame[13] = MAIA_FABRIC_ETHERTYPE & 0xff;
+		memcpy(frame + MAIA_ETH_HLEN, &h, sizeof(h));
+		if (chance(5))
+			len = 1 + rnd(len);	/* truncated */
+	}
+	snprintf(qa.sun_path, sizeof(qa.sun_path), "%s", s.fabqpath);
+	remember("fabric frame");
+	/* A full socket drops the frame, as a lossy cable would. */
+	(void)sendto(s.fabfd, frame, len, MSG_DONTWAIT, (struct sockaddr *)&qa, sizeof(qa));
+	reg_rd(MAIA_REG_FPORT(rnd(3), rnd(MAIA_REG_FPORT_STRIDE) & ~3u));
+	if (chance(10))
+		reg_rd(MAIA_REG_FABRIC_BASE + (rnd(0x700) & ~3u));
+}
+
 /* One step: a single operation or a structured sequence. */
 static void step(void)
 {
@@ -1632,6 +1737,8 @@ static void step(void)
 		op_qmp();
 	} else if (r < 930) {
 		usleep(rnd(2000));	/* let the worker run */
+	} else if (r < 970) {
+		op_frame();
 	} else {
 		op_raw_mmio();
 	}
@@ -1750,8 +1857,15 @@ int main(int argc, char **argv)
 				break;
 			step();
 		}
-		if (opt.stats)
+		if (opt.stats) {
 			collect_stats();
+			/* Whether the frames got past the parser (BAR0 as the fuzz left it). */
+			fprintf(stderr, "maia-device-fuzz: run %" PRIu64 ": fabric port 0: rx %u frames, "
+				"%u dropped, %u link ups\n", s.run_index,
+				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_RX_FRAMES)),
+				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_RX_DROPS)),
+				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_LINK_UPS)));
+		}
 		/* A clean exit, and nothing more in the log (leaks are reported at exit). */
 		status = qemu_stop(false);
 		if (status == -2)
