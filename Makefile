@@ -69,7 +69,7 @@ RUN_DEMO := $(if $(wildcard userspace/examples/run-demo.sh),run-demo.sh,\
 	sh -c 'maia-smi && maia-hello && maia-smi ping -n 100 && maia-gemm')
 
 run: setup all
-	@qemu/run-guest --no-build --timeout 600 -- $(RUN_DEMO)
+	@qemu/run-guest --no-build --devices 4 --fabric ring --timeout 900 -- $(RUN_DEMO)
 
 check: setup all unit-tests
 	@tests/run-all

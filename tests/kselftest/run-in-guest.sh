@@ -4,8 +4,8 @@
 #
 #   tests/kselftest/run-in-guest.sh [--no-build] [--devices N] [TEST...]
 #
-# One boot with two maia devices (so two_devices runs rather than skips)
-# with a non-default HBM size (so the probe test sees the QEMU property
+# One boot with two maia devices, cabled as a fabric ring (so two_devices and
+# fabric_test run rather than skip), with a non-default HBM size (so the probe test sees the QEMU property
 # come through, not a default). The guest's console log level is lowered
 # to emergencies only, because firmware_fail makes the driver print errors
 # on purpose and they would interleave with the TAP; a kernel warning or
@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} \
+exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --fabric ring \
 	--devices "$devices" --device-opts "hbm-size=$hbm_size" \
 	--append slub_debug=U --loglevel 1 --fail-on-taint --timeout 1800 -- \
 	env MAIA_EXPECT_DEVICES="$devices" MAIA_EXPECT_HBM_SIZE="$hbm_size" \

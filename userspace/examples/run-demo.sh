@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The demo `make run` shows in the guest: list the devices, then run work
-# on device 0 and check every result against a CPU reference. Exits
+# on device 0 and check every result against a CPU reference, then an
+# all-reduce over every device when they are cabled as a fabric ring. Exits
 # non-zero on the first failure, naming it. POSIX sh (the guest has busybox).
 set -u
 
@@ -21,6 +22,15 @@ step maia-gemm
 step maia-gemm-mxfp8
 step maia-mlp
 step maia-transformer
+# Several devices cabled as a fabric ring (make run boots four): their links,
+# then an all-reduce over all of them, checked element by element against
+# the CPU's result, with its bus bandwidth.
+ndev=$(ls /dev/accel 2>/dev/null | wc -l)
+if [ "$ndev" -ge 2 ] && [ -e /sys/class/accel/accel0/device/fabric_serial ]; then
+	step maia-smi topo
+	step maia-coll-perf --op all_reduce --dtype all --min-bytes 1M --max-bytes 16M \
+		--step-factor 4 --iters 3
+fi
 if [ "$failed" -ne 0 ]; then
 	echo "run-demo: $failed step(s) failed" >&2
 	exit 1
