@@ -200,7 +200,7 @@ static long maia_objects_in(struct __test_metadata *_metadata, const char *cache
 {
 	char path[PATH_MAX], *line = NULL, site[256] = "", via[256] = "";
 	long total = 0, count = 0;
-	bool maia = false;
+	bool maia = false, maia_initcall = false, creates_cache = false;
 	size_t cap = 0;
 	ssize_t len;
 	FILE *f;
@@ -220,8 +220,22 @@ static long maia_objects_in(struct __test_metadata *_metadata, const char *cache
 			;
 		p = len > 0 ? line + indent : "";
 		if (len > 0 && indent >= 8 && *p) {		/* a frame */
+			if (strstr(p, "kmem_cache_create"))
+				creates_cache = true;
+			/*
+			 * A module's init text is freed once its init has run, and a
+			 * module loaded later (maia) may get that address: a frame
+			 * called by do_one_initcall() and creating a slab cache then
+			 * reads as maia's. maia.ko's init only registers its PCI
+			 * driver, and it creates no slab cache anywhere, so such a
+			 * block is another module's (gpu_sched's fence cache, seen).
+			 */
+			if (maia_initcall && creates_cache && !strncmp(p, "do_one_initcall", 15))
+				maia = false;
+			maia_initcall = false;
 			if (!maia && frame_is_maia(p)) {
 				maia = true;
+				maia_initcall = true;
 				maia_frame_name(p, via, sizeof(via));
 			}
 			continue;
@@ -238,6 +252,8 @@ static long maia_objects_in(struct __test_metadata *_metadata, const char *cache
 			break;
 		count = 0;
 		maia = false;
+		maia_initcall = false;
+		creates_cache = false;
 		if (!*p)
 			continue;
 		/* "<count> <call site> age=..." */
