@@ -5,8 +5,8 @@
  *
  *   maia-coll-perf [--ndev N] [--op OP|all] [--dtype fp32|bf16|all]
  *                  [--redop sum|max|min|all] [--min-bytes B] [--max-bytes B]
- *                  [--step-factor F] [--iters N] [--warmup N] [--json]
- *                  [--rank R --nranks N --id HEX|--id-file PATH]
+ *                  [--step-factor F] [--sizes B,B,...] [--iters N] [--warmup N]
+ *                  [--json] [--rank R --nranks N --id HEX|--id-file PATH]
  *
  * With --rank, this process is one rank of a communicator spread over
  * processes (one per machine or QEMU instance): it uses device 0, joins with
@@ -17,7 +17,9 @@
  * Devices 0..N-1 (default: every Maia device) become ranks 0..N-1 of one
  * communicator (maia_comm_init_all: they must be cabled as a ring in that
  * order, qemu/run-guest --fabric ring). For each size from --min-bytes to
- * --max-bytes (multiplied by --step-factor), every rank's buffers are filled
+ * --max-bytes (multiplied by --step-factor), or each of --sizes (bytes per
+ * rank, rounded down to whole elements: 0 and odd counts are fine), every
+ * rank's buffers are filled
  * with small integers, so that every reduction order gives the same exact
  * result in FP32 and BF16, the collective runs --iters times (after
  * --warmup), and the results are compared with the CPU's. Each line gives
@@ -48,6 +50,8 @@ static struct {
 	unsigned int step, iters, warmup;
 	bool json;
 	int rank, nranks;		/* --rank: one rank of many processes */
+	uint64_t sizes[32];		/* --sizes */
+	unsigned int nsizes;
 	const char *id_hex, *id_file;
 } opt = {
 	.rank = -1,
@@ -303,7 +307,8 @@ static void usage(void)
 	fprintf(stderr, "usage: maia-coll-perf [--ndev N] [--op all_reduce|all_gather|"
 		"reduce_scatter|broadcast|all_to_all|all]\n"
 		"       [--dtype fp32|bf16|all] [--redop sum|max|min|all] [--min-bytes B]\n"
-		"       [--max-bytes B] [--step-factor F] [--iters N] [--warmup N] [--json]\n"
+		"       [--max-bytes B] [--step-factor F] [--sizes B,B,...] [--iters N]\n"
+		"       [--warmup N] [--json]\n"
 		"       [--rank R --nranks N --id HEX|--id-file PATH]\n");
 }
 
@@ -334,6 +339,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "sizes", required_argument, NULL, 'S' },
 		{ "rank", required_argument, NULL, 'R' },
 		{ "nranks", required_argument, NULL, 'N' },
 		{ "id", required_argument, NULL, 'I' },
@@ -360,6 +366,10 @@ int main(int argc, char **argv)
 		case 'i': opt.iters = (unsigned int)atoi(optarg); break;
 		case 'w': opt.warmup = (unsigned int)atoi(optarg); break;
 		case 'j': opt.json = true; break;
+		case 'S':
+			for (char *t = strtok(optarg, ","); t && opt.nsizes < 32; t = strtok(NULL, ","))
+				opt.sizes[opt.nsizes++] = parse_size(t);
+			break;
 		case 'R': opt.rank = atoi(optarg); break;
 		case 'N': opt.nranks = atoi(optarg); break;
 		case 'I': opt.id_hex = optarg; break;
@@ -376,6 +386,13 @@ int main(int argc, char **argv)
 		}
 	} else {
 		n = nlocal = opt.ndev ? opt.ndev : maia_device_count();
+	}
+	if (opt.nsizes) {
+		opt.max_bytes = 0;
+		for (unsigned int k = 0; k < opt.nsizes; k++)
+			if (opt.sizes[k] > opt.max_bytes)
+				opt.max_bytes = opt.sizes[k];
+		opt.min_bytes = 0;
 	}
 	if (n < 1 || nlocal > MAX_DEV || opt.step < 2 || !opt.iters ||
 	    opt.min_bytes > opt.max_bytes) {
@@ -408,7 +425,11 @@ int main(int argc, char **argv)
 			continue;
 		for (d = 0; d < 2; d++) {
 			unsigned int dtype = d ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
-			uint64_t max_elems = opt.max_bytes / (d ? 2 : 4) * (uint64_t)n;
+			uint64_t max_elems = opt.max_bytes / (d ? 2 : 4), sc, rc;
+
+			/* The larger of one rank's send and receive buffers. */
+			counts(ops[o].coll, max_elems, n, &sc, &rc);
+			max_elems = sc > rc ? sc : rc;
 
 			if (strcmp(opt.dtype, "all") && strcmp(opt.dtype, d ? "bf16" : "fp32"))
 				continue;
@@ -438,7 +459,11 @@ int main(int argc, char **argv)
 					       reduces ? " " : "", reduces ? rn[rd] : "", n, "size",
 					       "count", "type", "op", "time(us)", "algbw", "busbw",
 					       "#wrong");
-				for (bytes = opt.min_bytes; bytes <= opt.max_bytes;
+				for (unsigned int k = 0; opt.nsizes && k < opt.nsizes; k++)
+					if (run_one(comms, bufs, n, nlocal, ops[o].coll, ops[o].name,
+						    dtype, rd, opt.sizes[k], &wrong))
+						failed = 1;
+				for (bytes = opt.min_bytes; !opt.nsizes && bytes <= opt.max_bytes;
 				     bytes = bytes ? bytes * opt.step : 1)
 					if (run_one(comms, bufs, n, nlocal, ops[o].coll, ops[o].name,
 						    dtype, rd, bytes, &wrong))

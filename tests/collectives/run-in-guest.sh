@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Collectives between devices of one guest, against the CPU: for rings of 2,
+# 3 and 4 devices (qemu/run-guest --devices N --fabric ring, one boot each),
+# maia-coll-perf runs every collective in FP32 and BF16, every reduction,
+# over sizes from 0 bytes through odd element counts to 1 MiB per rank, then
+# a 64 MiB FP32 all-reduce; every element is compared with the CPU's result.
+# TAP: one line per ring size and run ("#wrong" must be 0 and every
+# collective must succeed). Exit status nonzero on any failure.
+#
+#   tests/collectives/run-in-guest.sh [--no-build]
+set -uo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=()
+[ "${1:-}" = --no-build ] && build=(--no-build)
+
+# Bytes per rank: empty, one element, odd counts, across the 64 KiB message size.
+SIZES=0,4,12,4100,65540,262148,1048580
+n=0 failed=0
+echo "TAP version 13"
+for devices in 2 3 4; do
+	log=$(mktemp)
+	"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices "$devices" --fabric ring \
+		--timeout 900 -- sh -c "
+			maia-coll-perf --op all --dtype all --redop all --sizes $SIZES \
+				--iters 1 --warmup 0 || echo 'RESULT sizes failed'
+			maia-coll-perf --op all_reduce --dtype fp32 --sizes 64M \
+				--iters 1 --warmup 0 || echo 'RESULT 64M failed'
+			echo RESULT done" >"$log" 2>&1
+	rc=$?
+	build=(--no-build)
+	sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
+	for run in sizes 64M; do
+		n=$((n + 1))
+		if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -q "^RESULT $run failed" "$log"; then
+			echo "ok $n - $devices devices: $run (every collective checked against the CPU)"
+		else
+			echo "not ok $n - $devices devices: $run (guest status $rc)"
+			failed=1
+		fi
+	done
+	rm -f "$log"
+done
+echo "1..$n"
+exit $failed
