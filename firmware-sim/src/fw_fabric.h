@@ -118,6 +118,7 @@ struct fw_link {
 	uint32_t rcv_nxt;
 	bool ack_pending;
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
+	unsigned int rto_backoff;	/* timeouts in a row without progress: rto << this */
 	uint64_t rng;			/* drop_ppm */
 	uint8_t *frame;			/* MAIA_FABRIC_MAX_FRAME bytes: tx buffer */
 	struct fw_link_stats stats;

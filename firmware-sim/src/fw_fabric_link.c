@@ -126,6 +126,19 @@ static void send_data(struct fw_link *l, uint32_t seq, uint64_t now_ns)
 	xmit(l, &h, m->data, m->len, now_ns);
 }
 
+/*
+ * The retransmit timeout, doubled for each timeout in a row without an ack
+ * (up to 32x): a receiver that is slow, not gone (its host is busy), must
+ * not be buried under whole windows sent again every few ms, which would
+ * crowd out the acks and keepalives that show it is alive.
+ */
+#define FW_LINK_RTO_MAX_BACKOFF	5u
+
+static uint64_t rto(const struct fw_link *l)
+{
+	return l->cfg.rto_ns << l->rto_backoff;
+}
+
 /* Send queued messages as far as the window and the peer's credit allow. */
 static void pump(struct fw_link *l, uint64_t now_ns)
 {
@@ -162,6 +175,7 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 		l->stats.discarded++;
 	}
 	l->snd_una = l->snd_nxt = l->snd_tail = l->snd_credit = 0;
+	l->rto_backoff = 0;
 	l->rcv_nxt = 0;
 	l->ack_pending = false;
 	l->confirmed = false;
@@ -244,7 +258,7 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 	if (l->ack_pending)
 		return l->last_tx_ns;		/* already due */
 	if (l->snd_una != l->snd_nxt)
-		d = min_u64(d, l->rto_start_ns + l->cfg.rto_ns);
+		d = min_u64(d, l->rto_start_ns + rto(l));
 	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
 }
 
@@ -355,6 +369,7 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 			l->stats.tx_msgs_delivered_peer++;
 		}
 		l->rto_start_ns = now_ns;
+		l->rto_backoff = 0;
 	}
 	if (seq_lt(l->snd_credit, h->credit))
 		l->snd_credit = h->credit;
@@ -442,13 +457,15 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 			send_ctrl(l, MAIA_FABRIC_HELLO, now_ns);
 		return;
 	}
-	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= l->cfg.rto_ns) {
+	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= rto(l)) {
 		/* Go-back-N: everything from the oldest unacked frame again. */
 		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++) {
 			send_data(l, s, now_ns);
 			l->stats.retransmits++;
 		}
 		l->rto_start_ns = now_ns;
+		if (l->rto_backoff < FW_LINK_RTO_MAX_BACKOFF)
+			l->rto_backoff++;
 	}
 	pump(l, now_ns);
 	if (l->ack_pending)

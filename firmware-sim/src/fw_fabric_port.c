@@ -40,6 +40,10 @@
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
 
+/* The receive queue: MAIA_SIM_FABRIC_RXQ frames, and room kept for control frames. */
+#define FW_FABRIC_RXQ_CTRL	64u
+#define FW_FABRIC_RING		(MAIA_SIM_FABRIC_RXQ + FW_FABRIC_RXQ_CTRL)
+
 struct rx_frame {
 	size_t len;
 	uint8_t *data;
@@ -49,7 +53,7 @@ struct fw_fabric_port {
 	struct maia_sim *sim;
 	unsigned int index;
 	/* Under sim->lock. */
-	struct rx_frame ring[MAIA_SIM_FABRIC_RXQ];
+	struct rx_frame ring[FW_FABRIC_RING];
 	unsigned int head, count;
 	uint64_t rx_queue_drops;
 	struct maia_sim_fabric_port_info info;	/* published snapshot */
@@ -58,7 +62,7 @@ struct fw_fabric_port {
 	bool announce;			/* send the identity message */
 	uint64_t ident_rx, ident_serial;
 	unsigned int ident_port;
-	struct rx_frame batch[MAIA_SIM_FABRIC_RXQ];	/* frames taken for this round */
+	struct rx_frame batch[FW_FABRIC_RING];	/* frames taken for this round */
 	unsigned int nbatch;
 };
 
@@ -219,7 +223,7 @@ static void drain_ring_locked(struct fw_fabric_port *p)
 	while (p->count) {
 		free(p->ring[p->head].data);
 		p->ring[p->head].data = NULL;
-		p->head = (p->head + 1) % MAIA_SIM_FABRIC_RXQ;
+		p->head = (p->head + 1) % FW_FABRIC_RING;
 		p->count--;
 	}
 }
@@ -380,7 +384,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 		while (p->count) {
 			p->batch[p->nbatch++] = p->ring[p->head];
 			p->ring[p->head].data = NULL;
-			p->head = (p->head + 1) % MAIA_SIM_FABRIC_RXQ;
+			p->head = (p->head + 1) % FW_FABRIC_RING;
 			p->count--;
 		}
 	}
@@ -476,14 +480,21 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 	if (copy)
 		memcpy(copy, frame, len);
 	pthread_mutex_lock(&sim->lock);
-	if (!copy || p->count == MAIA_SIM_FABRIC_RXQ) {
+	/*
+	 * DATA frames fill the queue up to MAIA_SIM_FABRIC_RXQ; the rest is for
+	 * frames without payload (ACK, KEEPALIVE, HELLO), so that a flood of
+	 * DATA the fabric thread has not caught up with never hides the acks
+	 * and keepalives that say the peer is alive.
+	 */
+	if (!copy || p->count == FW_FABRIC_RING ||
+	    (len > MAIA_FABRIC_MIN_FRAME && p->count >= MAIA_SIM_FABRIC_RXQ)) {
 		p->rx_queue_drops++;
 		p->info.rx_queue_drops = p->rx_queue_drops;
 		pthread_mutex_unlock(&sim->lock);
 		free(copy);
 		return;
 	}
-	p->ring[(p->head + p->count) % MAIA_SIM_FABRIC_RXQ] = (struct rx_frame){ len, copy };
+	p->ring[(p->head + p->count) % FW_FABRIC_RING] = (struct rx_frame){ len, copy };
 	p->count++;
 	fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);

@@ -194,7 +194,8 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
  * Fabric (Documentation/hw/fabric.rst, "Attaching ports").
  *
  * A frame received on fabric port `port`: copied into the port's receive
- * queue (bounded: MAIA_SIM_FABRIC_RXQ frames), and the fabric thread is
+ * queue (bounded: MAIA_SIM_FABRIC_RXQ frames with a payload, and 64 more
+ * without, so that acks and keepalives get through a flood of data), and the fabric thread is
  * woken to hand it to the port's link engine. Never blocks beyond a short internal
  * lock and never calls a callback. A frame is dropped and counted
  * (rx_queue_drops) when the queue is full or it is longer than
