@@ -76,6 +76,13 @@ struct fw_link_config {
 	unsigned int window;		/* frames in flight and granted; power of two */
 	unsigned int txq;		/* messages queued (in flight included); power of two */
 	uint64_t hello_ns, rto_ns, keepalive_ns, dead_ns;
+	/*
+	 * 0 or 1: answer every DATA frame with an ACK at once. k > 1: only
+	 * every k-th unacked DATA frame; fw_link_tick() sends the rest, so a
+	 * host that ticks after each batch of received frames acks a batch
+	 * once (fewer frames and wake-ups on the reverse path).
+	 */
+	unsigned int ack_every;
 	/* Fault injection: drop this many of every 1,000,000 transmitted frames. */
 	uint32_t drop_ppm;
 	uint64_t drop_seed;
@@ -117,6 +124,7 @@ struct fw_link {
 	/* Receiver. */
 	uint32_t rcv_nxt;
 	bool ack_pending;
+	unsigned int unacked_rx;	/* DATA frames received since the last frame sent */
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
 	uint64_t rng;			/* drop_ppm */
 	uint8_t *frame;			/* MAIA_FABRIC_MAX_FRAME bytes: tx buffer */

@@ -90,6 +90,7 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 	l->stats.tx_bytes += n;
 	l->last_tx_ns = now_ns;
 	l->ack_pending = false;		/* every frame carries the ack */
+	l->unacked_rx = 0;
 	if (l->cfg.drop_ppm && mix64(&l->rng) % 1000000u < l->cfg.drop_ppm) {
 		l->stats.tx_injected_drops++;
 		return;
@@ -365,6 +366,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
 	const struct maia_fabric_hdr *h = &f->hdr;
 
 	l->ack_pending = true;
+	l->unacked_rx++;
 	if (!seq_lt(h->seq, l->rcv_nxt + l->cfg.window)) {
 		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_WINDOW]++;
 		return;
@@ -426,7 +428,7 @@ void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_n
 	if (l->state != FW_LINK_UP)
 		return;
 	pump(l, now_ns);
-	if (l->ack_pending)
+	if (l->ack_pending && l->unacked_rx >= l->cfg.ack_every)
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
 }
 

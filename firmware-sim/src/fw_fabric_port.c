@@ -39,6 +39,8 @@
 #include "fw_internal.h"
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
+/* A quarter of the window: the sender never stalls a whole round for acks. */
+#define FW_FABRIC_ACK_EVERY	(MAIA_FABRIC_WINDOW / 4)
 
 struct rx_frame {
 	size_t len;
@@ -267,6 +269,8 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.port = i;
 		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
 		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
+		/* A round ticks every link after its received frames: one ACK per round. */
+		lc.ack_every = FW_FABRIC_ACK_EVERY;
 		/*
 		 * Epochs only grow (a peer takes a larger one for a restart): start
 		 * from the host clock in us, so that a device created again with
