@@ -115,13 +115,14 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 	xmit(l, &h, NULL, 0, now_ns);
 }
 
-static void send_data(struct fw_link *l, uint32_t seq, uint64_t now_ns)
+static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
 	struct maia_fabric_hdr h;
 
 	fill_hdr(l, &h, MAIA_FABRIC_DATA);
 	h.seq = seq;
+	m->resent |= resend;
 	m->sent_ns = now_ns;
 	l->stats.tx_data++;
 	xmit(l, &h, m->data, m->len, now_ns);
@@ -136,7 +137,7 @@ static void pump(struct fw_link *l, uint64_t now_ns)
 	       seq_lt(l->snd_nxt, l->snd_credit)) {
 		if (l->snd_una == l->snd_nxt)
 			l->rto_start_ns = now_ns;
-		send_data(l, l->snd_nxt++, now_ns);
+		send_data(l, l->snd_nxt++, false, now_ns);
 	}
 }
 
@@ -147,6 +148,8 @@ static void free_msg(struct fw_link *l, uint32_t seq)
 	fw_link_msg_free(m->data);
 	m->data = NULL;
 	m->len = 0;
+	m->sent_ns = 0;
+	m->resent = false;
 }
 
 /*
@@ -189,6 +192,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	if (!cfg || !ops || !ops->tx || !ops->deliver || cfg->port >= MAIA_FABRIC_MAX_PORTS ||
 	    !pow2(cfg->window) || cfg->window > (1u << 16) || !pow2(cfg->txq) ||
 	    cfg->txq < cfg->window || !cfg->hello_ns || !cfg->rto_ns || !cfg->keepalive_ns ||
+	    (cfg->rto_max_ns && cfg->rto_max_ns < cfg->rto_ns) ||
 	    cfg->dead_ns <= cfg->keepalive_ns || cfg->drop_ppm > 1000000u)
 		return -EINVAL;
 	l->cfg = *cfg;
@@ -209,6 +213,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	l->state = FW_LINK_DOWN;
 	l->last_tx_ns = l->last_rx_ns = now_ns;
 	l->last_hello_ns = now_ns - cfg->hello_ns;
+	l->rto_cur_ns = cfg->rto_ns;
 	return 0;
 }
 
@@ -245,7 +250,7 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 	if (l->ack_pending)
 		return l->last_tx_ns;		/* already due */
 	if (l->snd_una != l->snd_nxt)
-		d = min_u64(d, l->rto_start_ns + l->cfg.rto_ns);
+		d = min_u64(d, l->rto_start_ns + l->rto_cur_ns);
 	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
 }
 
@@ -347,10 +352,34 @@ static void rx_hello(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_
 	pump(l, now_ns);
 }
 
+/* RFC 6298's estimator on the delay of an ack, and the timeout from it. */
+static void rtt_sample(struct fw_link *l, uint64_t rtt_ns)
+{
+	uint64_t dev;
+
+	if (!l->srtt_ns) {
+		l->srtt_ns = rtt_ns ? rtt_ns : 1;
+		l->rttvar_ns = rtt_ns / 2;
+	} else {
+		dev = l->srtt_ns > rtt_ns ? l->srtt_ns - rtt_ns : rtt_ns - l->srtt_ns;
+		l->rttvar_ns = (3 * l->rttvar_ns + dev) / 4;
+		l->srtt_ns = (7 * l->srtt_ns + rtt_ns) / 8;
+	}
+	l->rto_cur_ns = l->srtt_ns + 4 * l->rttvar_ns;
+	if (l->rto_cur_ns < l->cfg.rto_ns)
+		l->rto_cur_ns = l->cfg.rto_ns;
+	if (l->rto_cur_ns > l->cfg.rto_max_ns)
+		l->rto_cur_ns = l->cfg.rto_max_ns;
+}
+
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
 	if (seq_lt(l->snd_una, h->ack) && !seq_lt(l->snd_nxt, h->ack)) {
+		const struct fw_link_msg *last = &l->q[(h->ack - 1) & (l->cfg.txq - 1)];
+
+		if (l->cfg.rto_max_ns && !last->resent && now_ns >= last->sent_ns)
+			rtt_sample(l, now_ns - last->sent_ns);
 		while (l->snd_una != h->ack) {
 			free_msg(l, l->snd_una++);
 			l->stats.tx_msgs_delivered_peer++;
@@ -444,13 +473,15 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 			send_ctrl(l, MAIA_FABRIC_HELLO, now_ns);
 		return;
 	}
-	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= l->cfg.rto_ns) {
+	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= l->rto_cur_ns) {
 		/* Go-back-N: everything from the oldest unacked frame again. */
 		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++) {
-			send_data(l, s, now_ns);
+			send_data(l, s, true, now_ns);
 			l->stats.retransmits++;
 		}
 		l->rto_start_ns = now_ns;
+		if (l->cfg.rto_max_ns)
+			l->rto_cur_ns = min_u64(2 * l->rto_cur_ns, l->cfg.rto_max_ns);
 	}
 	pump(l, now_ns);
 	if (l->ack_pending)
