@@ -43,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "drm/maia_accel.h"
 #include "libmaia.h"
 
 #define MAX_DEV		16
