@@ -407,12 +407,14 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 	if (!err)
 		err = maia_cmd_nop(cb);
 	for (r = 0; r < n && !err; r++) {
-		if (maia_bo_create(devs[r], 4096, MAIA_BO_HOST, &b[r].send) ||
-		    maia_bo_create(devs[r], 4096, MAIA_BO_HOST, &b[r].recv) ||
-		    maia_bo_map(b[r].send, &b[r].send_cpu) ||
-		    maia_bo_map(b[r].recv, &b[r].recv_cpu))
-			err = -ENOMEM;
-		else
+		err = maia_bo_create(devs[r], 4096, MAIA_BO_HOST, &b[r].send);
+		if (!err)
+			err = maia_bo_create(devs[r], 4096, MAIA_BO_HOST, &b[r].recv);
+		if (!err)
+			err = maia_bo_map(b[r].send, &b[r].send_cpu);
+		if (!err)
+			err = maia_bo_map(b[r].recv, &b[r].recv_cpu);
+		if (!err)
 			for (k = 0; k < 2; k++)
 				((float *)b[r].send_cpu)[k] = input_value(r, k);
 	}
@@ -439,7 +441,8 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 			wrong += ((float *)b[r].recv_cpu)[k] !=
 				 expected(MAIA_COLL_ALL_REDUCE, MAIA_REDOP_SUM, n, r, 2, k);
 	if (err) {
-		fprintf(stderr, "maia-coll-perf: latency: %s\n", maia_last_error());
+		fprintf(stderr, "maia-coll-perf: latency: %s (%s)\n", maia_last_error(),
+			maia_strerror(err));
 	} else {
 		char name[64];
 
@@ -650,14 +653,14 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	if (opt.fabric_bench && fabric_bench(devs, comms, bufs, n))
+		failed = 1;
 	for (r = 0; r < nlocal; r++) {
 		maia_comm_destroy(comms[r]);
 		maia_bo_destroy(bufs[r].send);
 		maia_bo_destroy(bufs[r].recv);
 		maia_device_close(devs[r]);
 	}
-	if (opt.fabric_bench && !failed && fabric_bench(devs, comms, bufs, n))
-		failed = 1;
 	if (!opt.json)
 		printf("# %s: %" PRIu64 " wrong elements\n", failed ? "FAILED" : "done", wrong);
 	return failed || wrong ? 1 : 0;
