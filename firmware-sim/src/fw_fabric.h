@@ -76,6 +76,22 @@ struct fw_link_config {
 	unsigned int window;		/* frames in flight and granted; power of two */
 	unsigned int txq;		/* messages queued (in flight included); power of two */
 	uint64_t hello_ns, rto_ns, keepalive_ns, dead_ns;
+	/*
+	 * 0 or 1: answer every DATA frame with an ACK at once. k > 1: only
+	 * every k-th unacked DATA frame; fw_link_tick() sends the rest, so a
+	 * host that ticks after each batch of received frames acks a batch
+	 * once (fewer frames and wake-ups on the reverse path).
+	 */
+	unsigned int ack_every;
+	/*
+	 * 0: the retransmit timeout is rto_ns, fixed. Otherwise it adapts
+	 * between rto_ns and rto_max_ns: srtt + 4 rttvar of the acks' delays
+	 * (RFC 6298, Karn: no sample from a resent frame), doubled at each
+	 * timeout without progress. On a host whose cores are shared, an ack
+	 * can be late by a scheduling delay: a fixed timeout then resends a
+	 * whole window the receiver already holds.
+	 */
+	uint64_t rto_max_ns;
 	/* Fault injection: drop this many of every 1,000,000 transmitted frames. */
 	uint32_t drop_ppm;
 	uint64_t drop_seed;
@@ -99,6 +115,7 @@ struct fw_link_msg {
 	uint8_t *data;
 	uint32_t len;
 	uint64_t sent_ns;		/* last (re)transmission */
+	bool resent;			/* sent more than once: no RTT sample */
 };
 
 struct fw_link {
@@ -117,8 +134,10 @@ struct fw_link {
 	/* Receiver. */
 	uint32_t rcv_nxt;
 	bool ack_pending;
+	unsigned int unacked_rx;	/* DATA frames received since the last frame sent */
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
-	unsigned int rto_backoff;	/* timeouts in a row without progress: rto << this */
+	uint64_t rto_cur_ns;		/* the retransmit timeout now */
+	uint64_t srtt_ns, rttvar_ns;	/* cfg.rto_max_ns: ack delay estimate; 0 = none */
 	uint64_t rng;			/* drop_ppm */
 	uint8_t *frame;			/* MAIA_FABRIC_MAX_FRAME bytes: tx buffer */
 	struct fw_link_stats stats;

@@ -90,6 +90,7 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 	l->stats.tx_bytes += n;
 	l->last_tx_ns = now_ns;
 	l->ack_pending = false;		/* every frame carries the ack */
+	l->unacked_rx = 0;
 	if (l->cfg.drop_ppm && mix64(&l->rng) % 1000000u < l->cfg.drop_ppm) {
 		l->stats.tx_injected_drops++;
 		return;
@@ -114,29 +115,17 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 	xmit(l, &h, NULL, 0, now_ns);
 }
 
-static void send_data(struct fw_link *l, uint32_t seq, uint64_t now_ns)
+static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
 	struct maia_fabric_hdr h;
 
 	fill_hdr(l, &h, MAIA_FABRIC_DATA);
 	h.seq = seq;
+	m->resent |= resend;
 	m->sent_ns = now_ns;
 	l->stats.tx_data++;
 	xmit(l, &h, m->data, m->len, now_ns);
-}
-
-/*
- * The retransmit timeout, doubled for each timeout in a row without an ack
- * (up to 32x): a receiver that is slow, not gone (its host is busy), must
- * not be buried under whole windows sent again every few ms, which would
- * crowd out the acks and keepalives that show it is alive.
- */
-#define FW_LINK_RTO_MAX_BACKOFF	5u
-
-static uint64_t rto(const struct fw_link *l)
-{
-	return l->cfg.rto_ns << l->rto_backoff;
 }
 
 /* Send queued messages as far as the window and the peer's credit allow. */
@@ -148,7 +137,7 @@ static void pump(struct fw_link *l, uint64_t now_ns)
 	       seq_lt(l->snd_nxt, l->snd_credit)) {
 		if (l->snd_una == l->snd_nxt)
 			l->rto_start_ns = now_ns;
-		send_data(l, l->snd_nxt++, now_ns);
+		send_data(l, l->snd_nxt++, false, now_ns);
 	}
 }
 
@@ -159,6 +148,8 @@ static void free_msg(struct fw_link *l, uint32_t seq)
 	fw_link_msg_free(m->data);
 	m->data = NULL;
 	m->len = 0;
+	m->sent_ns = 0;
+	m->resent = false;
 }
 
 /*
@@ -175,7 +166,6 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 		l->stats.discarded++;
 	}
 	l->snd_una = l->snd_nxt = l->snd_tail = l->snd_credit = 0;
-	l->rto_backoff = 0;
 	l->rcv_nxt = 0;
 	l->ack_pending = false;
 	l->confirmed = false;
@@ -202,6 +192,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	if (!cfg || !ops || !ops->tx || !ops->deliver || cfg->port >= MAIA_FABRIC_MAX_PORTS ||
 	    !pow2(cfg->window) || cfg->window > (1u << 16) || !pow2(cfg->txq) ||
 	    cfg->txq < cfg->window || !cfg->hello_ns || !cfg->rto_ns || !cfg->keepalive_ns ||
+	    (cfg->rto_max_ns && cfg->rto_max_ns < cfg->rto_ns) ||
 	    cfg->dead_ns <= cfg->keepalive_ns || cfg->drop_ppm > 1000000u)
 		return -EINVAL;
 	l->cfg = *cfg;
@@ -222,6 +213,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	l->state = FW_LINK_DOWN;
 	l->last_tx_ns = l->last_rx_ns = now_ns;
 	l->last_hello_ns = now_ns - cfg->hello_ns;
+	l->rto_cur_ns = cfg->rto_ns;
 	return 0;
 }
 
@@ -258,7 +250,7 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 	if (l->ack_pending)
 		return l->last_tx_ns;		/* already due */
 	if (l->snd_una != l->snd_nxt)
-		d = min_u64(d, l->rto_start_ns + rto(l));
+		d = min_u64(d, l->rto_start_ns + l->rto_cur_ns);
 	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
 }
 
@@ -360,17 +352,40 @@ static void rx_hello(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_
 	pump(l, now_ns);
 }
 
+/* RFC 6298's estimator on the delay of an ack, and the timeout from it. */
+static void rtt_sample(struct fw_link *l, uint64_t rtt_ns)
+{
+	uint64_t dev;
+
+	if (!l->srtt_ns) {
+		l->srtt_ns = rtt_ns ? rtt_ns : 1;
+		l->rttvar_ns = rtt_ns / 2;
+	} else {
+		dev = l->srtt_ns > rtt_ns ? l->srtt_ns - rtt_ns : rtt_ns - l->srtt_ns;
+		l->rttvar_ns = (3 * l->rttvar_ns + dev) / 4;
+		l->srtt_ns = (7 * l->srtt_ns + rtt_ns) / 8;
+	}
+	l->rto_cur_ns = l->srtt_ns + 4 * l->rttvar_ns;
+	if (l->rto_cur_ns < l->cfg.rto_ns)
+		l->rto_cur_ns = l->cfg.rto_ns;
+	if (l->rto_cur_ns > l->cfg.rto_max_ns)
+		l->rto_cur_ns = l->cfg.rto_max_ns;
+}
+
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
 	if (seq_lt(l->snd_una, h->ack) && !seq_lt(l->snd_nxt, h->ack)) {
+		const struct fw_link_msg *last = &l->q[(h->ack - 1) & (l->cfg.txq - 1)];
+
+		if (l->cfg.rto_max_ns && !last->resent && now_ns >= last->sent_ns)
+			rtt_sample(l, now_ns - last->sent_ns);
 		while (l->snd_una != h->ack) {
 			free_msg(l, l->snd_una++);
 			l->stats.tx_msgs_delivered_peer++;
 		}
 		l->rto_start_ns = now_ns;
-		l->rto_backoff = 0;
-	}
+		}
 	if (seq_lt(l->snd_credit, h->credit))
 		l->snd_credit = h->credit;
 }
@@ -380,6 +395,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
 	const struct maia_fabric_hdr *h = &f->hdr;
 
 	l->ack_pending = true;
+	l->unacked_rx++;
 	if (!seq_lt(h->seq, l->rcv_nxt + l->cfg.window)) {
 		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_WINDOW]++;
 		return;
@@ -441,7 +457,7 @@ void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_n
 	if (l->state != FW_LINK_UP)
 		return;
 	pump(l, now_ns);
-	if (l->ack_pending)
+	if (l->ack_pending && l->unacked_rx >= l->cfg.ack_every)
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
 }
 
@@ -457,15 +473,15 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 			send_ctrl(l, MAIA_FABRIC_HELLO, now_ns);
 		return;
 	}
-	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= rto(l)) {
+	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= l->rto_cur_ns) {
 		/* Go-back-N: everything from the oldest unacked frame again. */
 		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++) {
-			send_data(l, s, now_ns);
+			send_data(l, s, true, now_ns);
 			l->stats.retransmits++;
 		}
 		l->rto_start_ns = now_ns;
-		if (l->rto_backoff < FW_LINK_RTO_MAX_BACKOFF)
-			l->rto_backoff++;
+		if (l->cfg.rto_max_ns)
+			l->rto_cur_ns = min_u64(2 * l->rto_cur_ns, l->cfg.rto_max_ns);
 	}
 	pump(l, now_ns);
 	if (l->ack_pending)

@@ -39,6 +39,10 @@
 #include "fw_internal.h"
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
+/* A quarter of the window: the sender never stalls a whole round for acks. */
+#define FW_FABRIC_ACK_EVERY	(MAIA_FABRIC_WINDOW / 4)
+/* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
+#define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
 /* The receive queue: MAIA_SIM_FABRIC_RXQ frames, and room kept for control frames. */
 #define FW_FABRIC_RXQ_CTRL	64u
@@ -271,6 +275,10 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.port = i;
 		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
 		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
+		/* A round ticks every link after its received frames: one ACK per round. */
+		lc.ack_every = FW_FABRIC_ACK_EVERY;
+		/* Our cores are shared: an ack late by a scheduling delay is not a loss. */
+		lc.rto_max_ns = FW_FABRIC_RTO_MAX_NS;
 		/*
 		 * Epochs only grow (a peer takes a larger one for a restart): start
 		 * from the host clock in us, so that a device created again with

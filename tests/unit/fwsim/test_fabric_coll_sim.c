@@ -280,9 +280,14 @@ static void measure(unsigned int n)
 	struct outcome o;
 	uint8_t *a = malloc(count * 4), *b = malloc(count * 4);
 	double t_ar, t_mc, algbw;
+	struct maia_sim_fabric_port_info tx0[MAX_DEV], rx0[MAX_DEV];
 
 	memset(a, 1, count * 4);
 	memset(b, 2, count * 4);
+	for (unsigned int i = 0; i < ndev; i++) {
+		maia_sim_fabric_port_info(nodes[i].e.sim, SEND_PORT, &tx0[i]);
+		maia_sim_fabric_port_info(nodes[i].e.sim, RECV_PORT, &rx0[i]);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memcpy(b, a, count * 4);
 	/* The copy happens here, not after the clock read. */
@@ -309,6 +314,18 @@ static void measure(unsigned int n)
 		}
 	printf("# %u devices: 16 MiB all-reduce %.3f s, algbw %.3f GB/s, busbw %.3f GB/s; memcpy 16 MiB %.2f GB/s\n",
 	       n, t_ar, algbw, algbw * 2 * (n - 1) / n, (double)count * 4 / t_mc / 1e9);
+	/* What the links did for it. */
+	for (unsigned int i = 0; i < ndev; i++) {
+		struct maia_sim_fabric_port_info tx, rx;
+
+		maia_sim_fabric_port_info(nodes[i].e.sim, SEND_PORT, &tx);
+		maia_sim_fabric_port_info(nodes[i].e.sim, RECV_PORT, &rx);
+		printf("#   device %u: sent %llu frames (%llu retransmits), received %llu frames (%llu rx queue drops)\n",
+		       i, (unsigned long long)(tx.tx_frames - tx0[i].tx_frames),
+		       (unsigned long long)(tx.retransmits - tx0[i].retransmits),
+		       (unsigned long long)(rx.rx_frames - rx0[i].rx_frames),
+		       (unsigned long long)(rx.rx_queue_drops - rx0[i].rx_queue_drops));
+	}
 	free(a);
 	free(b);
 }

@@ -47,6 +47,7 @@ struct dir {
 	size_t held_len;
 	/* Events. */
 	unsigned long data_frames;	/* DATA frames with a transport message */
+	unsigned long forced_at;	/* the DATA frame count of the last forced fault */
 	unsigned long lost, dups, reordered;
 	unsigned long hold_after;	/* 0: never; else hold the sender at this count */
 	bool hold_any;			/* hold the sender at its next frame of any type */
@@ -86,6 +87,15 @@ static bool is_data(const uint8_t *frame, size_t len)
 	return len > MAIA_FABRIC_MIN_FRAME && frame[MAIA_ETH_HLEN + 1] == MAIA_FABRIC_DATA;
 }
 
+/* True once, for the DATA frame that made the count k. */
+static bool forced(struct dir *d, unsigned long k)
+{
+	if (d->data_frames != k || d->forced_at == k)
+		return false;
+	d->forced_at = k;
+	return true;
+}
+
 /* On the sending device's fabric thread. */
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
@@ -122,11 +132,16 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 	if (!d->to)
 		goto out;
 	ret = 0;
-	if (d->loss_ppm && rnd(d) < d->loss_ppm) {
+	/*
+	 * Besides the random faults, DATA frames 3, 5 and 7 are lost, held back
+	 * and duplicated: how many frames a transfer takes depends on how acks
+	 * fall into rounds, and each fault must happen at least once.
+	 */
+	if (d->loss_ppm && (rnd(d) < d->loss_ppm || forced(d, 3))) {
 		d->lost++;
 		goto out;
 	}
-	if (d->reorder_ppm && !d->held && rnd(d) < d->reorder_ppm) {
+	if (d->reorder_ppm && !d->held && (rnd(d) < d->reorder_ppm || forced(d, 5))) {
 		d->held = malloc(len);
 		memcpy(d->held, frame, len);
 		d->held_len = len;
@@ -134,7 +149,7 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 		goto out;
 	}
 	maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
-	if (d->dup_ppm && rnd(d) < d->dup_ppm) {
+	if (d->dup_ppm && (rnd(d) < d->dup_ppm || forced(d, 7))) {
 		maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
 		d->dups++;
 	}
