@@ -6,7 +6,8 @@
 # the host's /usr/bin, deps.sh installs it) next to each other, runs a GEMM
 # and an all-reduce, and checks the series and the Grafana dashboard's
 # queries through Prometheus's HTTP API. Prints TAP; non-zero exit if any
-# test failed (124 timeout, 125 guest died). Costs about 1 min warm.
+# test failed (124 timeout, 125 guest died). Costs about 25 s warm (boot,
+# Prometheus start-up under TCG, the work, 21 checks; 24 s measured).
 #
 #   tests/prometheus/run-in-guest.sh [--no-build]
 set -euo pipefail
