@@ -24,6 +24,10 @@
  * (the peer would declare this device dead), and fabric work is not work
  * for maia_sim_drain(). Reset waits for both threads to park (fab->busy
  * clear, as sim->worker_busy).
+ *   - Every link UP or DOWN a round saw is counted in fab->link_events
+ *     when the round publishes, and asserts MAIA_INT_FABRIC_LINK; the
+ *     fabric thread raises the event vector before it clears fab->busy,
+ *     with sim->lock dropped (fw_fabric_regs.c reads the registers).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +71,8 @@ struct fw_fabric {
 	bool kicked;			/* frames or operations queued since the last round */
 	bool busy;			/* the fabric thread is in a round, lock dropped */
 	uint64_t next_ns;		/* host clock: earliest link or operation deadline */
+	uint32_t link_events;		/* MAIA_REG_FABRIC_LINK_EVENTS */
+	bool link_changed;		/* link events since the last round */
 	struct fw_fabric_port port[];
 };
 
@@ -89,11 +95,6 @@ struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port)
 struct fw_xport *fw_fabric_xport(struct maia_sim *sim)
 {
 	return sim->fab->xport;
-}
-
-uint64_t fw_fabric_serial(struct maia_sim *sim)
-{
-	return sim->fab->serial;
 }
 
 unsigned int fw_fabric_nports(struct maia_sim *sim)
@@ -171,7 +172,12 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	const struct fw_link *l = &p->link;
 	struct maia_sim_fabric_port_info *i = &p->info;
 	uint64_t msg_drops = 0;
+	uint64_t events = l->stats.link_ups + l->stats.link_downs;
 
+	if (events != i->link_ups + i->link_downs) {
+		fab->link_events += (uint32_t)(events - (i->link_ups + i->link_downs));
+		fab->link_changed = true;
+	}
 	i->up = l->state == FW_LINK_UP;
 	i->serial = fab->serial;
 	i->peer_serial = l->peer_serial;
@@ -186,6 +192,10 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->retransmits = l->stats.retransmits;
 	fw_xport_counters(p->sim, p->index, &msg_drops, &i->nak_tx, &i->nak_rx);
 	i->rx_dropped = msg_drops;
+	i->tx_bytes = l->stats.tx_bytes;
+	i->rx_bytes = l->stats.rx_bytes;
+	i->injected_drops = l->stats.tx_injected_drops;
+	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
 	i->rx_queue_drops = p->rx_queue_drops;
@@ -255,6 +265,8 @@ int fw_fabric_create(struct maia_sim *sim)
 		fw_link_config_defaults(&lc);
 		lc.serial = fab->serial;
 		lc.port = i;
+		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
+		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
 		/*
 		 * Epochs only grow (a peer takes a larger one for a restart): start
 		 * from the host clock in us, so that a device created again with
@@ -324,6 +336,8 @@ void fw_fabric_reset(struct maia_sim *sim)
 		pthread_mutex_unlock(&sim->lock);
 	}
 	pthread_mutex_lock(&sim->lock);
+	/* The reset's DOWNs count as link events, but a reset raises nothing. */
+	fab->link_changed = false;
 	fab->kicked = false;
 	fab->next_ns = now;
 	pthread_mutex_unlock(&sim->lock);
@@ -406,6 +420,15 @@ static void fabric_round_locked(struct maia_sim *sim)
 		publish_locked(fab, &fab->port[i]);
 	fw_xport_sync_locked(sim);
 	fab->next_ns = next;
+	if (fab->link_changed) {
+		fab->link_changed = false;
+		if (fw_int_assert_locked(sim, MAIA_INT_FABRIC_LINK)) {
+			/* Still busy: a reset waits until the vector is raised. */
+			pthread_mutex_unlock(&sim->lock);
+			fw_raise(sim, MAIA_VEC_EVENT);
+			pthread_mutex_lock(&sim->lock);
+		}
+	}
 	fab->busy = false;
 	pthread_cond_broadcast(&sim->idle_cond);
 }
@@ -464,6 +487,29 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 	p->count++;
 	fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
+}
+
+unsigned int fw_fabric_ports(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->nports : 0;
+}
+
+uint64_t fw_fabric_serial(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->serial : 0;
+}
+
+uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim)
+{
+	return sim->fab ? sim->fab->link_events : 0;
+}
+
+const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,
+							      unsigned int port)
+{
+	if (!sim->fab || port >= sim->fab->nports)
+		return NULL;
+	return &sim->fab->port[port].info;
 }
 
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

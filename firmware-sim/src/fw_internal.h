@@ -284,6 +284,16 @@ unsigned int fw_win_write(struct maia_sim *sim, uint32_t key, uint64_t offset, c
 			  bool *sem_done);
 unsigned int fw_win_read(struct maia_sim *sim, uint32_t key, uint64_t offset, void *buf,
 			 uint32_t len);
+unsigned int fw_fabric_ports(const struct maia_sim *sim);
+uint64_t fw_fabric_serial(const struct maia_sim *sim);
+uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim);
+/* The published snapshot of port (NULL if none); valid while sim->lock is held. */
+const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,
+							      unsigned int port);
+
+/* fw_fabric_regs.c: the BAR0 fabric block (read-only), under sim->lock. */
+bool fw_fabric_is_reg(uint32_t offset);
+bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
 
 /* fw_boot.c: runs on the worker. */
 void fw_boot_run(struct maia_sim *sim);

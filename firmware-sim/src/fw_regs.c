@@ -81,7 +81,9 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	switch (offset) {
 	case MAIA_REG_ID:		val = MAIA_ID_MAGIC; break;
 	case MAIA_REG_REVISION:		val = MAIA_HW_REVISION; break;
-	case MAIA_REG_CAPS:		val = FW_CAPS; break;
+	case MAIA_REG_CAPS:
+		val = FW_CAPS | (fw_fabric_ports(sim) ? MAIA_CAP_FABRIC : 0);
+		break;
 	case MAIA_REG_DTYPES:		val = FW_DTYPES_ALL; break;
 	case MAIA_REG_TOPOLOGY:
 		val = (cfg->clusters & MAIA_TOPOLOGY_CLUSTERS_MASK) |
@@ -146,6 +148,8 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			val = sim->queues[q].tail;
 		else if (fw_telem_is_reg(offset))
 			ok = fw_telem_read_locked(sim, offset, &val);
+		else if (fw_fabric_is_reg(offset))
+			ok = fw_fabric_reg_read_locked(sim, offset, &val);
 		else
 			ok = false;
 		break;
@@ -513,6 +517,9 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 			run_inline = fw_sched_inline_begin_locked(sim);
 			doorbell_locked(sim, q, value, true, &fx);
 		} else if (fw_telem_is_reg(offset)) {
+			read_only(sim, offset, value);
+		} else if (fw_fabric_is_reg(offset) &&
+			   fw_fabric_reg_read_locked(sim, offset, &(uint32_t){ 0 })) {
 			read_only(sim, offset, value);
 		} else {
 			fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",

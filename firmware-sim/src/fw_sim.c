@@ -86,6 +86,8 @@ void maia_sim_config_defaults(struct maia_sim_config *cfg)
 	cfg->worker_threads = 0;
 	cfg->fabric_ports = 0;
 	cfg->serial = 0;
+	memset(cfg->fabric_drop_ppm, 0, sizeof(cfg->fabric_drop_ppm));
+	memset(cfg->fabric_drop_seed, 0, sizeof(cfg->fabric_drop_seed));
 }
 
 static bool config_valid(const struct maia_sim_config *cfg, const struct maia_sim_ops *ops)

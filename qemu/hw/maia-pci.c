@@ -36,12 +36,14 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
 #include "migration/vmstate.h"
 #include "system/dma.h"
 #include "trace.h"
 
 #include "maia/hw/regs.h"
 #include "maia/sim.h"
+#include "maia-fabric.h"
 
 #define TYPE_MAIA "maia"
 OBJECT_DECLARE_SIMPLE_TYPE(MaiaState, MAIA)
@@ -88,6 +90,9 @@ struct MaiaState {
      * the worker's is, so that where a job runs changes nothing it does.
      */
     bool in_doorbell;
+
+    /* Fabric ports as NICs, and their properties (maia-fabric.c). */
+    MaiaFabric fabric;
 
     /* Properties */
     uint64_t hbm_size;
@@ -499,6 +504,14 @@ static int maia_cb_thread_create(void *opaque, pthread_t *thread,
     return 0;
 }
 
+static int maia_cb_fabric_tx(void *opaque, unsigned int port,
+                             const void *frame, size_t len)
+{
+    MaiaState *s = opaque;
+
+    return maia_fabric_tx(&s->fabric, port, frame, len);
+}
+
 static const struct maia_sim_ops maia_sim_ops = {
     .dma_read = maia_cb_dma_read,
     .dma_write = maia_cb_dma_write,
@@ -508,6 +521,7 @@ static const struct maia_sim_ops maia_sim_ops = {
     .shadow_changed = maia_cb_shadow_changed,
     .now_ns = maia_cb_now_ns,
     .thread_create = maia_cb_thread_create,
+    .fabric_tx = maia_cb_fabric_tx,
 };
 
 /* ---- Reset -------------------------------------------------------------- */
@@ -633,6 +647,9 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
     cfg.num_queues = s->queues;
     cfg.sram_kib = s->sram_kib;
     cfg.worker_threads = s->worker_threads;
+    if (!maia_fabric_configure(&s->fabric, DEVICE(s), &cfg, errp)) {
+        return;
+    }
 
     s->irq_bh = qemu_bh_new_guarded(maia_irq_bh, s,
                                     &DEVICE(s)->mem_reentrancy_guard);
@@ -651,6 +668,7 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
     }
     /* A doorbell runs cheap jobs in the vCPU thread, under the BQL. */
     maia_sim_set_inline_doorbell(s->sim, s->inline_doorbell);
+    maia_fabric_attach(&s->fabric, s->sim);
 
     /* IDs come from the class; MSI-X only, so no INTx pin. */
     pci_dev->config[PCI_INTERRUPT_PIN] = 0;
@@ -692,9 +710,11 @@ err_pcie:
         pcie_cap_exit(pci_dev);
     }
 err_sim:
+    maia_fabric_detach(&s->fabric);
     maia_sim_destroy(s->sim);
     s->sim = NULL;
 err_bh:
+    maia_fabric_cleanup(&s->fabric);
     qemu_bh_delete(s->kick_bh);
     qemu_bh_delete(s->irq_bh);
 }
@@ -705,9 +725,12 @@ static void maia_exit(PCIDevice *pci_dev)
 
     /* Eventfds first: their handlers call into the library. */
     maia_doorbell_eventfds_disable_all(s);
+    /* No NIC: nothing is received into the device any more. */
+    maia_fabric_detach(&s->fabric);
     maia_sim_destroy(s->sim);
     s->sim = NULL;
     /* The worker is gone, nothing can schedule the bottom halves now. */
+    maia_fabric_cleanup(&s->fabric);
     qemu_bh_delete(s->kick_bh);
     qemu_bh_delete(s->irq_bh);
     msix_unuse_all_vectors(pci_dev);
@@ -744,6 +767,7 @@ static const Property maia_properties[] = {
     DEFINE_PROP_UINT32("sram-kib", MaiaState, sram_kib, 8192),
     DEFINE_PROP_UINT32("worker-threads", MaiaState, worker_threads, 0),
     DEFINE_PROP_BOOL("inline-doorbell", MaiaState, inline_doorbell, true),
+    DEFINE_MAIA_FABRIC_PROPERTIES(MaiaState, fabric),
 };
 
 static void maia_class_init(ObjectClass *klass, void *data)

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maia/hw/fabric.h"
+
 struct maia_sim;
 
 struct maia_sim_ops {
@@ -98,6 +100,14 @@ struct maia_sim_config {
 	 * identity (a QEMU property) should set it.
 	 */
 	uint64_t serial;
+	/*
+	 * Fault injection per fabric port: drop this many of every 1,000,000
+	 * transmitted frames (at most 1,000,000), from a generator seeded
+	 * with fabric_drop_seed (the same seed drops the same frames). 0: no
+	 * drops. Counted in the port's injected_drops.
+	 */
+	uint32_t fabric_drop_ppm[MAIA_FABRIC_MAX_PORTS];
+	uint64_t fabric_drop_seed[MAIA_FABRIC_MAX_PORTS];
 };
 
 #define MAIA_SIM_SERIAL_AUTO	0x4d41000000000000ull	/* "MA" */
@@ -214,9 +224,12 @@ struct maia_sim_fabric_port_info {
 	uint32_t epoch;			/* this port's session epoch */
 	uint64_t link_ups, link_downs, dead_peer;
 	uint64_t tx_frames, rx_frames, tx_errors, retransmits;
+	uint64_t tx_bytes, rx_bytes;	/* whole frames, Ethernet header included */
 	uint64_t rx_dropped;		/* frames the link engine rejected (all reasons),
 					 * and malformed or unclaimed transport messages */
 	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
+	uint64_t injected_drops;	/* transmitted frames dropped by fabric_drop_ppm */
+	uint32_t mtu;			/* data bytes per transport message */
 	/* The transport (MAIA_FMSG_IDENT on every link UP, remote writes and reads). */
 	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */
 	uint64_t rx_msgs;		/* messages delivered from the peer */

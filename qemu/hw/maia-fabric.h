@@ -1,0 +1,92 @@
+/*
+ * Maia accelerator: fabric ports as QEMU NICs (maia-fabric.c).
+ *
+ * Copyright (c) 2026 The Maia accelerator stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_MISC_MAIA_FABRIC_H
+#define HW_MISC_MAIA_FABRIC_H
+
+#include "qemu/queue.h"
+#include "qemu/thread.h"
+#include "net/net.h"
+#include "maia/sim.h"
+
+/* Frames the device worker may have waiting for the main loop. */
+#define MAIA_FABRIC_TXQ_MAX     512
+
+typedef struct MaiaFabric MaiaFabric;
+typedef struct MaiaFabricFrame MaiaFabricFrame;
+
+typedef struct MaiaFabricPort {
+    MaiaFabric *fab;
+    unsigned int index;
+    NICConf conf;               /* property fabricN: the netdev */
+    NICState *nic;              /* BQL; NULL when the port is not created */
+    /* nc->link_down for the worker, which must not touch the NIC (atomic) */
+    bool carrier_off;
+} MaiaFabricPort;
+
+struct MaiaFabric {
+    DeviceState *dev;
+    struct maia_sim *sim;       /* set by maia_fabric_attach() */
+    unsigned int nports;
+    MaiaFabricPort port[MAIA_FABRIC_MAX_PORTS];
+
+    /*
+     * Frames from the device worker (no BQL) to tx_bh (BQL). txq_lock
+     * protects txq and txq_len; nothing else.
+     */
+    QemuMutex txq_lock;
+    QSIMPLEQ_HEAD(, MaiaFabricFrame) txq;
+    unsigned int txq_len;
+    QEMUBH *tx_bh;
+
+    /* Properties */
+    uint32_t ports_prop;        /* fabric-ports; 0: highest fabricN + 1 */
+    uint64_t serial;            /* 0: firmware-sim derives one */
+    uint32_t drop_ppm;          /* fabric-drop-ppm */
+    uint64_t drop_seed;         /* fabric-drop-seed */
+};
+
+#define DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, _n)                        \
+    DEFINE_PROP_NETDEV("fabric" #_n, _s, _f.port[_n].conf.peers)
+
+/* The properties; _f is the MaiaFabric member of state _s. */
+#define DEFINE_MAIA_FABRIC_PROPERTIES(_s, _f)                           \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 0),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 1),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 2),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 3),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 4),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 5),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 6),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 7),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 8),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 9),                            \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 10),                           \
+    DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, 11),                           \
+    DEFINE_PROP_UINT32("fabric-ports", _s, _f.ports_prop, 0),           \
+    DEFINE_PROP_UINT64("serial", _s, _f.serial, 0),                     \
+    DEFINE_PROP_UINT32("fabric-drop-ppm", _s, _f.drop_ppm, 0),          \
+    DEFINE_PROP_UINT64("fabric-drop-seed", _s, _f.drop_seed, 0)
+
+/*
+ * Realize, in this order: maia_fabric_configure() (checks the properties,
+ * fills cfg), maia_sim_create(), maia_fabric_attach() (the NICs).
+ * Unrealize: maia_fabric_detach() (no NIC, so nothing received), then
+ * maia_sim_destroy() (no worker, so nothing sent), then
+ * maia_fabric_cleanup() (no bottom half, queued frames freed).
+ */
+bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
+                           struct maia_sim_config *cfg, Error **errp);
+void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim);
+void maia_fabric_detach(MaiaFabric *f);
+void maia_fabric_cleanup(MaiaFabric *f);
+
+/* ops.fabric_tx: called from the device worker without the BQL. */
+int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
+                   size_t len);
+
+#endif /* HW_MISC_MAIA_FABRIC_H */
