@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} \
+exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --fabric ring \
 	--devices "$devices" --device-opts "hbm-size=$hbm_size" \
 	--append slub_debug=U --loglevel 1 --fail-on-taint --timeout 1800 -- \
 	env MAIA_EXPECT_DEVICES="$devices" MAIA_EXPECT_HBM_SIZE="$hbm_size" \
