@@ -23,9 +23,9 @@ QEMU_BUILD := $(MAIA_CACHE)/qemu-build-$(QEMU_UPSTREAM_VERSION)
 JOBS ?= 2
 
 .PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
-	userspace kselftest unit-tests run check fuzz fuzz-device bench lint clean
+	userspace kselftest cluster unit-tests run check fuzz fuzz-device bench lint clean
 
-all: firmware-sim driver userspace kselftest
+all: firmware-sim driver userspace kselftest cluster
 
 # --- set-up -----------------------------------------------------------------
 setup: deps guest-kernel linux-source qemu
@@ -57,6 +57,11 @@ userspace: deps
 kselftest: linux-source
 	@$(MAKE) --no-print-directory -C tests/kselftest/maia OUTPUT=$(BUILD)/kselftest \
 		KSFT_DIR=$(LINUX_SRC)/tools/testing/selftests -j$(JOBS)
+
+# The MPI cluster launcher (Documentation/cluster.rst), on libmaia.
+cluster: userspace
+	@$(MAKE) --no-print-directory -C qemu/cluster BUILD=$(BUILD)/cluster \
+		USER_BUILD=$(BUILD)/userspace
 
 unit-tests: firmware-sim
 	@$(MAKE) --no-print-directory -C tests/unit BUILD=$(BUILD)/unit -j$(JOBS)

@@ -11,6 +11,7 @@ PACKAGES=(
 	busybox-static seabios ipxe-qemu qemu-system-data
 	libdrm-dev libpci-dev libkmod-dev libopenblas-dev
 	clang llvm lld libclang-rt-14-dev
+	openmpi-bin libopenmpi-dev
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 
