@@ -408,7 +408,10 @@ int main(int argc, char **argv)
 			continue;
 		for (d = 0; d < 2; d++) {
 			unsigned int dtype = d ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
-			uint64_t max_elems = opt.max_bytes / (d ? 2 : 4) * (uint64_t)n;
+			/* Only the gathering and scattering ops need n blocks. */
+			uint64_t max_elems = opt.max_bytes / (d ? 2 : 4) *
+					     (strcmp(opt.op, "all_reduce") &&
+					      strcmp(opt.op, "broadcast") ? (uint64_t)n : 1);
 
 			if (strcmp(opt.dtype, "all") && strcmp(opt.dtype, d ? "bf16" : "fp32"))
 				continue;
