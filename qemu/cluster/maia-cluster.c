@@ -188,10 +188,16 @@ static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 /* @in with {rank}, {nranks}, {idG} and {ids} replaced. */
 static char *substitute(const char *in, char ids[][2 * MAIA_COMM_ID_BYTES + 1])
 {
-	size_t cap = strlen(in) + 1 + (size_t)opt.ids * (2 * MAIA_COMM_ID_BYTES + 1) + 64;
-	char *out = malloc(cap), *o = out;
+	size_t braces = 0, cap;
+	const char *p;
+	char *out, *o;
 	int g;
 
+	for (p = in; *p; p++)
+		braces += *p == '{';
+	/* Each {...} grows to at most all the ids. */
+	cap = strlen(in) + 1 + braces * ((size_t)opt.ids * (2 * MAIA_COMM_ID_BYTES + 1) + 16);
+	out = o = malloc(cap);
 	if (!out)
 		die("out of memory");
 	while (*in) {
