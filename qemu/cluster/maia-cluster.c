@@ -4,7 +4,7 @@
  *
  *   mpirun -np N maia-cluster [--link unix|tcp|dgram] [--host-addr ADDR]
  *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
- *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT]
+ *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
  *          -- GUEST-COMMAND [ARGS...]
  *
  * Each rank boots ONE QEMU with one maia device through qemu/run-guest and
@@ -25,6 +25,12 @@
  *    address this host's name resolves to, for --host/hostfile runs);
  *    dgram: two free UDP ports (one per cable end) on --host-addr, a lossy
  *    link on which the device's own retransmission must do the work.
+ *  - Start barrier: each QEMU gets a virtio-serial port "maia.cluster" on a
+ *    unix socket in the job directory. A guest writes "ready" on it once
+ *    its driver is loaded and its links are up (maia-cluster-sync); when
+ *    every rank's guest is ready (MPI_Barrier) each launcher answers "go".
+ *    Without it a rank could start a collective while a slower peer's
+ *    driver still resets its device, which takes the links down.
  *  - The guest's output comes back on stdout, each line prefixed with
  *    "[rank R]". With --kill-rank R --kill-on TEXT, rank R kills its QEMU
  *    (SIGKILL, from its -pidfile) when its guest prints a line holding TEXT;
@@ -44,6 +50,7 @@
 #include <mpi.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -53,6 +60,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +84,8 @@ static struct {
 	const char *kill_on;
 	const char *fail_on;
 	const char *run_guest;
+	const char *qemu_args[16];	/* --qemu-arg, {rank} replaced */
+	int nqemu_args;
 } opt = {
 	.link = LINK_UNIX, .host_addr = "127.0.0.1", .ids = 4, .timeout = 240,
 	.memory = "1G", .kill_rank = -1,
@@ -240,17 +250,59 @@ static pid_t read_pidfile(const char *path)
 	return (pid_t)pid;
 }
 
-/*
- * Run run-guest with @argv, copy its output with a rank prefix, kill its
- * QEMU on --kill-on; fill @res.
- */
-static void run_guest(char **argv, const char *pidfile, struct rank_result *res)
+/* A connection to the QEMU's control port socket, or -1 while it is not there yet. */
+static int ctl_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("%s: too long for a unix socket", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* One line of guest output: echo it, and act on --kill-on / --fail-on. */
+static void guest_line(const char *line, const char *pidfile, struct rank_result *res)
 {
 	bool killer = rank == opt.kill_rank && opt.kill_on;
-	char *line = NULL;
-	size_t cap = 0;
-	int fds[2], wstatus;
-	FILE *out;
+	double t = now_real();
+
+	printf("[rank %d] %s\n", rank, line);
+	fflush(stdout);
+	if (killer && !res->killed && strstr(line, opt.kill_on)) {
+		pid_t qemu = read_pidfile(pidfile);
+
+		if (qemu > 0 && kill(qemu, SIGKILL) == 0) {
+			res->killed = 1;
+			res->kill_time = now_real();
+			printf("[rank %d] maia-cluster: killed QEMU (pid %d)\n", rank, qemu);
+		} else {
+			printf("[rank %d] maia-cluster: could not kill QEMU\n", rank);
+		}
+		fflush(stdout);
+	}
+	if (!killer && opt.fail_on && !res->fail_time && strstr(line, opt.fail_on))
+		res->fail_time = t;
+}
+
+/*
+ * Run run-guest with @argv, copy its output with a rank prefix, serve the
+ * start barrier on @ctl_path, kill its QEMU on --kill-on; fill @res. Every
+ * rank enters the barrier exactly once, also when its guest died before
+ * asking (so that the others never wait for it past its QEMU's timeout).
+ */
+static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
+		      struct rank_result *res)
+{
+	char out[8192], ctl[256];
+	size_t out_len = 0, ctl_len = 0;
+	int fds[2], wstatus, ctl_fd = -1;
+	bool out_open = true, barrier_done = false;
 	pid_t child;
 
 	if (pipe2(fds, O_CLOEXEC))
@@ -265,37 +317,70 @@ static void run_guest(char **argv, const char *pidfile, struct rank_result *res)
 		_exit(127);
 	}
 	close(fds[1]);
-	out = fdopen(fds[0], "r");
-	while (getline(&line, &cap, out) > 0) {
-		double t = now_real();
+	while (out_open) {
+		struct pollfd pfd[2] = { { .fd = fds[0], .events = POLLIN },
+					 { .fd = ctl_fd, .events = POLLIN } };
+		ssize_t n;
+		char *nl;
 
-		printf("[rank %d] %s", rank, line);
-		if (line[strlen(line) - 1] != '\n')
-			putchar('\n');
-		fflush(stdout);
-		if (killer && !res->killed && strstr(line, opt.kill_on)) {
-			pid_t qemu = read_pidfile(pidfile);
+		if (ctl_fd < 0 && !barrier_done)
+			ctl_fd = ctl_connect(ctl_path);
+		pfd[1].fd = ctl_fd;
+		/* Until QEMU made its socket, look again every 100 ms. */
+		if (poll(pfd, 2, ctl_fd < 0 && !barrier_done ? 100 : -1) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		if (pfd[0].revents) {
+			n = read(fds[0], out + out_len, sizeof(out) - 1 - out_len);
+			if (n <= 0) {
+				out_open = false;
+				n = 0;
+			}
+			out_len += (size_t)n;
+			out[out_len] = '\0';
+			while ((nl = strchr(out, '\n')) || (out_len == sizeof(out) - 1) ||
+			       (!out_open && out_len)) {
+				size_t used = nl ? (size_t)(nl - out) + 1 : out_len;
 
-			if (qemu > 0 && kill(qemu, SIGKILL) == 0) {
-				res->killed = 1;
-				res->kill_time = now_real();
-				printf("[rank %d] maia-cluster: killed QEMU (pid %d)\n", rank, qemu);
-				fflush(stdout);
-			} else {
-				printf("[rank %d] maia-cluster: could not kill QEMU\n", rank);
+				if (nl)
+					*nl = '\0';
+				guest_line(out, pidfile, res);
+				memmove(out, out + used, out_len - used);
+				out_len -= used;
+				out[out_len] = '\0';
 			}
 		}
-		if (!killer && opt.fail_on && !res->fail_time && strstr(line, opt.fail_on))
-			res->fail_time = t;
+		if (ctl_fd >= 0 && pfd[1].revents) {
+			n = read(ctl_fd, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
+			if (n <= 0) {
+				close(ctl_fd);
+				ctl_fd = -1;
+				continue;
+			}
+			ctl_len += (size_t)n;
+			ctl[ctl_len] = '\0';
+			if (strstr(ctl, "ready\n") && !barrier_done) {
+				MPI_Barrier(MPI_COMM_WORLD);
+				barrier_done = true;
+				if (write(ctl_fd, "go\n", 3) != 3)
+					printf("[rank %d] maia-cluster: cannot answer the guest\n", rank);
+				close(ctl_fd);
+				ctl_fd = -1;
+			}
+			if (ctl_len == sizeof(ctl) - 1)
+				ctl_len = 0;
+		}
 	}
-	free(line);
-	fclose(out);
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	close(fds[0]);
+	if (!barrier_done)
+		MPI_Barrier(MPI_COMM_WORLD);	/* the guest died first */
 	if (waitpid(child, &wstatus, 0) < 0)
 		die("waitpid: %s", strerror(errno));
 	res->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 	if (res->killed)
 		res->status = 0;	/* its guest never finished: as planned */
-	else if (killer)
+	else if (rank == opt.kill_rank && opt.kill_on)
 		res->status = res->status ? res->status : 1;	/* the kill never happened */
 }
 
@@ -326,6 +411,7 @@ static void usage(void)
 		"[--host-addr ADDR|auto]\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
+		"       [--qemu-arg ARG]...\n"
 		"       -- GUEST-COMMAND [ARGS...]   ({rank} {nranks} {idG} {ids} replaced)\n");
 }
 
@@ -342,6 +428,7 @@ static void parse_args(int argc, char **argv)
 		{ "kill-on", required_argument, NULL, 'K' },
 		{ "fail-on", required_argument, NULL, 'f' },
 		{ "run-guest", required_argument, NULL, 'r' },
+		{ "qemu-arg", required_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -368,6 +455,11 @@ static void parse_args(int argc, char **argv)
 		case 'K': opt.kill_on = optarg; break;
 		case 'f': opt.fail_on = optarg; break;
 		case 'r': opt.run_guest = optarg; break;
+		case 'q':
+			if (opt.nqemu_args == 16)
+				die("at most 16 --qemu-arg");
+			opt.qemu_args[opt.nqemu_args++] = optarg;
+			break;
 		default:
 			usage();
 			MPI_Finalize();
@@ -410,6 +502,7 @@ int main(int argc, char **argv)
 {
 	static char ids[MAX_IDS][2 * MAIA_COMM_ID_BYTES + 1];
 	char dir[64] = "", pidfile[ADDR_LEN], nd[2][ARG_LEN], devopts[ARG_LEN], smem[32];
+	char ctl_path[ADDR_LEN], ctl_dev[ARG_LEN];
 	struct rank_result res = { 0 }, *results = NULL;
 	struct rank_addr me = { 0 }, *all;
 	char **gargv;
@@ -459,7 +552,7 @@ int main(int argc, char **argv)
 	/* qemu/run-guest with one device cabled into the ring. */
 	snprintf(pidfile, sizeof(pidfile), "%s/qemu-rank%d.pid", dir, rank);
 	snprintf(smem, sizeof(smem), "%d", opt.timeout);
-	gargv = calloc((size_t)argc + 32, sizeof(*gargv));
+	gargv = calloc((size_t)argc + 64, sizeof(*gargv));
 	if (!gargv)
 		die("out of memory");
 	k = 0;
@@ -477,6 +570,21 @@ int main(int argc, char **argv)
 	gargv[k++] = "-pidfile";
 	gargv[k++] = "--qemu-arg";
 	gargv[k++] = pidfile;
+	/* The start barrier's virtio-serial port (QEMU listens, we connect). */
+	snprintf(ctl_path, sizeof(ctl_path), "%s/rank%d.ctl", dir, rank);
+	snprintf(ctl_dev, sizeof(ctl_dev), "socket,id=mctl,path=%s,server=on,wait=off", ctl_path);
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-device";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "virtio-serial-pci,id=mser";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-chardev";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = ctl_dev;
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-device";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "virtserialport,bus=mser.0,chardev=mctl,name=maia.cluster";
 	devopts[0] = '\0';
 	if (nranks > 1) {
 		netdevs(all, nd);
@@ -490,6 +598,10 @@ int main(int argc, char **argv)
 			 opt.device_opts ? "," : "", opt.device_opts ? opt.device_opts : "");
 	} else if (opt.device_opts) {
 		snprintf(devopts, sizeof(devopts), "%s", opt.device_opts);
+	}
+	for (i = 0; i < opt.nqemu_args; i++) {
+		gargv[k++] = "--qemu-arg";
+		gargv[k++] = substitute(opt.qemu_args[i], ids);
 	}
 	if (devopts[0]) {
 		gargv[k++] = "--device-opts";
@@ -505,7 +617,7 @@ int main(int argc, char **argv)
 		       "TCP stream" : "UDP dgram", dir);
 		fflush(stdout);
 	}
-	run_guest(gargv, pidfile, &res);
+	run_guest(gargv, pidfile, ctl_path, &res);
 
 	/* Results to rank 0; everyone exits with the worst status. */
 	if (rank == 0)
@@ -516,6 +628,7 @@ int main(int argc, char **argv)
 		report(results);
 	MPI_Allreduce(&res.status, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	unlink(pidfile);
+	unlink(ctl_path);
 	unlink(me.path);
 	MPI_Barrier(MPI_COMM_WORLD);
 	rmdir(dir);		/* the last rank of each host succeeds */

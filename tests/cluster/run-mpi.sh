@@ -54,7 +54,7 @@ tap() { # tap ok|not-ok TEXT
 # Every collective, FP32 and BF16, sizes 0 .. 64 KiB per rank, odd counts
 # included (4 KiB x 16 steps: 0, 16 B, 256 B, 4 KiB, 64 KiB; the BF16 runs
 # halve the counts). The long timeout covers boot skew between the QEMUs.
-COLL='maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --min-bytes 0 --max-bytes 65536 --step-factor 16 --iters 1 --warmup 0'
+COLL='maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --min-bytes 0 --max-bytes 65536 --step-factor 16 --iters 1 --warmup 0'
 
 # coll_case NAME NP LINK: every collective on NP ranks linked by LINK.
 coll_case() {
@@ -105,7 +105,7 @@ fi
 # 5: a lossy link.
 log=$OUT/np2-dgram-loss.log
 "${MPIRUN[@]}" -np 2 "$LAUNCHER" --link dgram --device-opts fabric-drop-ppm=10000 -- \
-	sh -c 'maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4096 --max-bytes 1048576 --step-factor 16 --iters 2 --warmup 0 && maia-fabric-links counters --expect-retransmits' \
+	sh -c 'maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4096 --max-bytes 1048576 --step-factor 16 --iters 2 --warmup 0 && maia-fabric-links counters --expect-retransmits' \
 	>"$log" 2>&1
 rc=$?
 grep -E '^\[rank [0-9]\] port [01]:' "$log" | sed 's/^/# /'
