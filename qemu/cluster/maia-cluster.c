@@ -2,7 +2,7 @@
 /*
  * maia-cluster: one rank of a Maia fabric cluster, started by mpirun.
  *
- *   mpirun -np N maia-cluster [--link unix|tcp|dgram] [--host-addr ADDR]
+ *   mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] [--host-addr ADDR]
  *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
  *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
  *          -- GUEST-COMMAND [ARGS...]
@@ -23,14 +23,18 @@
  *    unix: a socket in a per-job directory under /tmp (one machine);
  *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
  *    address this host's name resolves to, for --host/hostfile runs);
- *    dgram: two free UDP ports (one per cable end) on --host-addr, a lossy
- *    link on which the device's own retransmission must do the work.
- *  - Start barrier: each QEMU gets a virtio-serial port "maia.cluster" on a
- *    unix socket in the job directory. A guest writes "ready" on it once
- *    its driver is loaded and its links are up (maia-cluster-sync); when
- *    every rank's guest is ready (MPI_Barrier) each launcher answers "go".
- *    Without it a rank could start a collective while a slower peer's
- *    driver still resets its device, which takes the links down.
+ *    dgram: two unix datagram sockets (one per cable end) in that directory,
+ *    a link that keeps no order or delivery promise, so the device's own
+ *    retransmission must do the work; udp: the same over two free UDP ports
+ *    on --host-addr (UDP carries at most 65,507 bytes a datagram, less than
+ *    the device's largest frame: see Documentation/cluster.rst).
+ *  - Barriers: each QEMU gets a virtio-serial port "maia.cluster" on a
+ *    unix socket in the job directory. A guest writes "ready" on it
+ *    (maia-cluster-sync) and gets "go" once every rank's guest has asked
+ *    too or has ended: one MPI_Allreduce round per barrier, which a rank
+ *    whose guest ended joins at once. The first one is the start: without
+ *    it a rank could start a collective while a slower peer's driver still
+ *    resets its device, which takes the links down.
  *  - The guest's output comes back on stdout, each line prefixed with
  *    "[rank R]". With --kill-rank R --kill-on TEXT, rank R kills its QEMU
  *    (SIGKILL, from its -pidfile) when its guest prints a line holding TEXT;
@@ -71,7 +75,7 @@
 #define ADDR_LEN	160
 #define ARG_LEN		512
 
-enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM };
+enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP };
 
 static struct {
 	enum link_kind link;
@@ -94,8 +98,8 @@ static struct {
 /* What every rank publishes: where its cable ends listen. */
 struct rank_addr {
 	char host[64];
-	char path[ADDR_LEN];	/* unix: fabric0's socket */
-	int port[2];		/* tcp: port[0]; dgram: one UDP port per fabric port */
+	char path[ADDR_LEN];	/* unix: fabric0's socket; dgram: the prefix of two */
+	int port[2];		/* tcp: port[0]; udp: one UDP port per fabric port */
 };
 
 /* What rank 0 gathers at the end. */
@@ -185,6 +189,12 @@ static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 			 "addr.port=%d,reconnect-ms=100", prev->host, prev->port[0]);
 		break;
 	case LINK_DGRAM:
+		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=unix,local.path=%s.p0,"
+			 "remote.type=unix,remote.path=%s.p1", me->path, next->path);
+		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=unix,local.path=%s.p1,"
+			 "remote.type=unix,remote.path=%s.p0", me->path, prev->path);
+		break;
+	case LINK_UDP:
 		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=inet,local.host=%s,"
 			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
 			 me->host, me->port[0], next->host, next->port[1]);
@@ -266,15 +276,16 @@ static int ctl_connect(const char *path)
 	return -1;
 }
 
-/* One line of guest output: echo it, and act on --kill-on / --fail-on. */
-static void guest_line(const char *line, const char *pidfile, struct rank_result *res)
+/*
+ * Act on --kill-on / --fail-on in guest output @text (a line, or the start
+ * of one: run-guest holds a line's newline back until the next line comes,
+ * so a guest that then waits would never have its line seen whole).
+ */
+static void guest_events(const char *text, const char *pidfile, struct rank_result *res)
 {
 	bool killer = rank == opt.kill_rank && opt.kill_on;
-	double t = now_real();
 
-	printf("[rank %d] %s\n", rank, line);
-	fflush(stdout);
-	if (killer && !res->killed && strstr(line, opt.kill_on)) {
+	if (killer && !res->killed && strstr(text, opt.kill_on)) {
 		pid_t qemu = read_pidfile(pidfile);
 
 		if (qemu > 0 && kill(qemu, SIGKILL) == 0) {
@@ -286,15 +297,35 @@ static void guest_line(const char *line, const char *pidfile, struct rank_result
 		}
 		fflush(stdout);
 	}
-	if (!killer && opt.fail_on && !res->fail_time && strstr(line, opt.fail_on))
-		res->fail_time = t;
+	if (!killer && opt.fail_on && !res->fail_time && strstr(text, opt.fail_on))
+		res->fail_time = now_real();
+}
+
+/* One whole line of guest output: echo it. */
+static void guest_line(const char *line, const char *pidfile, struct rank_result *res)
+{
+	guest_events(line, pidfile, res);
+	printf("[rank %d] %s\n", rank, line);
+	fflush(stdout);
+}
+
+/*
+ * One barrier round: @ended is 1 when this rank's guest has ended. Returns
+ * 1 when every rank's guest has ended (no more rounds will come).
+ */
+static int barrier_round(int ended)
+{
+	int all_ended;
+
+	MPI_Allreduce(&ended, &all_ended, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	return all_ended;
 }
 
 /*
  * Run run-guest with @argv, copy its output with a rank prefix, serve the
- * start barrier on @ctl_path, kill its QEMU on --kill-on; fill @res. Every
- * rank enters the barrier exactly once, also when its guest died before
- * asking (so that the others never wait for it past its QEMU's timeout).
+ * barriers on @ctl_path, kill its QEMU on --kill-on; fill @res. Once the
+ * guest has ended, keep joining rounds until every guest has: the others
+ * then never wait for this one past its QEMU's timeout.
  */
 static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 		      struct rank_result *res)
@@ -302,7 +333,7 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 	char out[8192], ctl[256];
 	size_t out_len = 0, ctl_len = 0;
 	int fds[2], wstatus, ctl_fd = -1;
-	bool out_open = true, barrier_done = false;
+	bool out_open = true;
 	pid_t child;
 
 	if (pipe2(fds, O_CLOEXEC))
@@ -323,11 +354,11 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 		ssize_t n;
 		char *nl;
 
-		if (ctl_fd < 0 && !barrier_done)
+		if (ctl_fd == -1)
 			ctl_fd = ctl_connect(ctl_path);
 		pfd[1].fd = ctl_fd;
 		/* Until QEMU made its socket, look again every 100 ms. */
-		if (poll(pfd, 2, ctl_fd < 0 && !barrier_done ? 100 : -1) < 0 && errno != EINTR)
+		if (poll(pfd, 2, ctl_fd == -1 ? 100 : -1) < 0 && errno != EINTR)
 			die("poll: %s", strerror(errno));
 		if (pfd[0].revents) {
 			n = read(fds[0], out + out_len, sizeof(out) - 1 - out_len);
@@ -348,23 +379,27 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 				out_len -= used;
 				out[out_len] = '\0';
 			}
+			if (out_len)
+				guest_events(out, pidfile, res);
 		}
 		if (ctl_fd >= 0 && pfd[1].revents) {
+			char *req;
+
 			n = read(ctl_fd, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
 			if (n <= 0) {
 				close(ctl_fd);
-				ctl_fd = -1;
+				ctl_fd = -2;	/* QEMU went away: do not reconnect */
 				continue;
 			}
 			ctl_len += (size_t)n;
 			ctl[ctl_len] = '\0';
-			if (strstr(ctl, "ready\n") && !barrier_done) {
-				MPI_Barrier(MPI_COMM_WORLD);
-				barrier_done = true;
+			while ((req = strstr(ctl, "ready\n"))) {
+				barrier_round(0);
 				if (write(ctl_fd, "go\n", 3) != 3)
 					printf("[rank %d] maia-cluster: cannot answer the guest\n", rank);
-				close(ctl_fd);
-				ctl_fd = -1;
+				req += 6;
+				ctl_len -= (size_t)(req - ctl);
+				memmove(ctl, req, ctl_len + 1);
 			}
 			if (ctl_len == sizeof(ctl) - 1)
 				ctl_len = 0;
@@ -373,8 +408,8 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 	if (ctl_fd >= 0)
 		close(ctl_fd);
 	close(fds[0]);
-	if (!barrier_done)
-		MPI_Barrier(MPI_COMM_WORLD);	/* the guest died first */
+	while (!barrier_round(1))
+		;	/* the others' barriers, until every guest has ended */
 	if (waitpid(child, &wstatus, 0) < 0)
 		die("waitpid: %s", strerror(errno));
 	res->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
@@ -407,7 +442,7 @@ static const char *default_run_guest(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|dgram] "
+	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] "
 		"[--host-addr ADDR|auto]\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
@@ -443,8 +478,10 @@ static void parse_args(int argc, char **argv)
 				opt.link = LINK_TCP;
 			else if (!strcmp(optarg, "dgram"))
 				opt.link = LINK_DGRAM;
+			else if (!strcmp(optarg, "udp"))
+				opt.link = LINK_UDP;
 			else
-				die("--link is unix, tcp or dgram");
+				die("--link is unix, tcp, dgram or udp");
 			break;
 		case 'H': opt.host_addr = optarg; break;
 		case 'i': opt.ids = atoi(optarg); break;
@@ -538,7 +575,7 @@ int main(int argc, char **argv)
 	snprintf(me.path, sizeof(me.path), "%s/rank%d.sock", dir, rank);
 	if (opt.link == LINK_TCP) {
 		me.port[0] = free_port(me.host, SOCK_STREAM);
-	} else if (opt.link == LINK_DGRAM) {
+	} else if (opt.link == LINK_UDP) {
 		me.port[0] = free_port(me.host, SOCK_DGRAM);
 		do
 			me.port[1] = free_port(me.host, SOCK_DGRAM);
@@ -614,7 +651,7 @@ int main(int argc, char **argv)
 	if (rank == 0) {
 		printf("maia-cluster: %d ranks, %s links, job directory %s\n", nranks,
 		       opt.link == LINK_UNIX ? "unix stream" : opt.link == LINK_TCP ?
-		       "TCP stream" : "UDP dgram", dir);
+		       "TCP stream" : opt.link == LINK_DGRAM ? "unix dgram" : "UDP dgram", dir);
 		fflush(stdout);
 	}
 	run_guest(gargv, pidfile, ctl_path, &res);
@@ -630,6 +667,14 @@ int main(int argc, char **argv)
 	unlink(pidfile);
 	unlink(ctl_path);
 	unlink(me.path);
+	if (opt.link == LINK_DGRAM) {
+		char p[ADDR_LEN + 4];
+
+		for (i = 0; i < 2; i++) {
+			snprintf(p, sizeof(p), "%s.p%d", me.path, i);
+			unlink(p);
+		}
+	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	rmdir(dir);		/* the last rank of each host succeeds */
 	free(results);

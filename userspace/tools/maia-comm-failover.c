@@ -3,10 +3,13 @@
  * maia-comm-failover: one rank's side of "a peer dies mid-collective".
  *
  *   maia-comm-failover --rank R --nranks N --ids ID0,ID1,ID2 --victim V
- *                      [--timeout-ms T] [--bytes B] [--max-iters K]
+ *                      [--timeout-ms T] [--bytes B] [--max-iters K] [--recover]
  *
  * Run on every rank of a cluster (qemu/cluster/maia-cluster); the launcher
- * of rank V kills its QEMU when V prints "failover: running".
+ * of rank V kills its QEMU when V prints "failover: running". Steps 1 and 2
+ * run without --recover, step 3 with it: in between, and after it, the
+ * survivors wait for each other (maia-cluster-sync), so that none probes a
+ * neighbour that has already finished and powered off.
  *
  *  1. Communicator 0 (ID0, a long timeout): one 8-byte all-reduce, so that
  *     every rank has booted and joined before the timed part begins.
@@ -33,6 +36,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,7 @@ static struct {
 	uint64_t bytes, max_iters;
 	struct maia_comm_id ids[MAX_IDS];
 	int nids;
+	bool recover;
 } opt = { .rank = -1, .victim = -1, .timeout_ms = 2000, .bytes = 1u << 20,
 	  .max_iters = 100000 };
 
@@ -248,6 +253,7 @@ int main(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "max-iters", required_argument, NULL, 'm' },
+		{ "recover", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct maia_bo *send = NULL, *recv = NULL;
@@ -268,13 +274,14 @@ int main(int argc, char **argv)
 		case 't': opt.timeout_ms = (unsigned int)atoi(optarg); break;
 		case 'b': opt.bytes = strtoull(optarg, NULL, 0) & ~4095ull; break;
 		case 'm': opt.max_iters = strtoull(optarg, NULL, 0); break;
+		case 'R': opt.recover = true; break;
 		default: return 2;
 		}
 	}
 	if (opt.nranks < 2 || opt.rank < 0 || opt.rank >= opt.nranks || opt.victim < 0 ||
 	    opt.victim >= opt.nranks || !opt.nids || !opt.bytes) {
 		fprintf(stderr, "usage: maia-comm-failover --rank R --nranks N --ids ID0,ID1,ID2 "
-			"--victim V [--timeout-ms T] [--bytes B] [--max-iters K]\n");
+			"--victim V [--timeout-ms T] [--bytes B] [--max-iters K] [--recover]\n");
 		return 2;
 	}
 	if (maia_device_open(0, &dev) ||
@@ -283,6 +290,12 @@ int main(int argc, char **argv)
 	    maia_bo_map(send, &send_cpu) || maia_bo_map(recv, &recv_cpu))
 		return rank_fail("device");
 
+	if (opt.recover) {
+		ret = recovery(dev, send, recv, send_cpu, recv_cpu);
+		if (!ret)
+			printf("failover: rank %d ok\n", opt.rank);
+		goto out;
+	}
 	/* Step 1: everyone is up before the timed part. */
 	if (comm_with_timeout(&comm, dev, opt.nranks, opt.rank, 0, 240000))
 		return rank_fail("communicator 0");
@@ -291,12 +304,8 @@ int main(int argc, char **argv)
 	maia_comm_destroy(comm);
 	if (ret)
 		return rank_fail("first all-reduce");
-
 	ret = until_failure(dev, send, recv, send_cpu, recv_cpu);
-	if (!ret)
-		ret = recovery(dev, send, recv, send_cpu, recv_cpu);
-	if (!ret)
-		printf("failover: rank %d ok\n", opt.rank);
+out:
 	maia_bo_destroy(send);
 	maia_bo_destroy(recv);
 	maia_device_close(dev);
