@@ -5,6 +5,7 @@
  *   mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] [--host-addr ADDR]
  *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
  *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
+ *          [--module-args ARGS]
  *          -- GUEST-COMMAND [ARGS...]
  *
  * Each rank boots ONE QEMU with one maia device through qemu/run-guest and
@@ -88,6 +89,7 @@ static struct {
 	const char *kill_on;
 	const char *fail_on;
 	const char *run_guest;
+	const char *module_args;	/* maia.ko parameters (run-guest --module-args) */
 	const char *qemu_args[16];	/* --qemu-arg, {rank} replaced */
 	int nqemu_args;
 } opt = {
@@ -446,7 +448,7 @@ static void usage(void)
 		"[--host-addr ADDR|auto]\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
-		"       [--qemu-arg ARG]...\n"
+		"       [--qemu-arg ARG]... [--module-args ARGS]\n"
 		"       -- GUEST-COMMAND [ARGS...]   ({rank} {nranks} {idG} {ids} replaced)\n");
 }
 
@@ -464,6 +466,7 @@ static void parse_args(int argc, char **argv)
 		{ "fail-on", required_argument, NULL, 'f' },
 		{ "run-guest", required_argument, NULL, 'r' },
 		{ "qemu-arg", required_argument, NULL, 'q' },
+		{ "module-args", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -492,6 +495,7 @@ static void parse_args(int argc, char **argv)
 		case 'K': opt.kill_on = optarg; break;
 		case 'f': opt.fail_on = optarg; break;
 		case 'r': opt.run_guest = optarg; break;
+		case 'M': opt.module_args = optarg; break;
 		case 'q':
 			if (opt.nqemu_args == 16)
 				die("at most 16 --qemu-arg");
@@ -639,6 +643,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < opt.nqemu_args; i++) {
 		gargv[k++] = "--qemu-arg";
 		gargv[k++] = substitute(opt.qemu_args[i], ids);
+	}
+	if (opt.module_args) {
+		gargv[k++] = "--module-args";
+		gargv[k++] = (char *)opt.module_args;
 	}
 	if (devopts[0]) {
 		gargv[k++] = "--device-opts";
