@@ -759,20 +759,23 @@ static void mark_faulted(struct ctx *c)
 
 /* --- operations --------------------------------------------------------- */
 
+/* The highest GET_PARAM parameter of the uAPI (the fabric's, since minor 3). */
+#define LAST_KNOWN_PARAM	DRM_MAIA_PARAM_FABRIC_SERIAL
+
 static void op_get_param(struct ctx *c)
 {
 	struct drm_maia_get_param gp = { 0 };
 	int err;
 
-	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_PCI_BDF + 1);
+	gp.param = (uint32_t)rn(LAST_KNOWN_PARAM + 1);
 	if (pct(15))
-		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_PCI_BDF + 1 + rn(100) : edge());
+		gp.param = (uint32_t)(pct(50) ? LAST_KNOWN_PARAM + 1 + rn(100) : edge());
 	if (pct(10))
 		gp.index = (uint32_t)edge();
 	if (pct(20))
 		gp.value = edge();
 	err = XIOCTL(c, DRM_IOCTL_MAIA_GET_PARAM, gp);
-	if (gp.param <= DRM_MAIA_PARAM_PCI_BDF && !gp.index)
+	if (gp.param <= LAST_KNOWN_PARAM && !gp.index)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));
