@@ -2050,7 +2050,9 @@ static void op_bad_size(struct ctx *c)
 		break;
 	case 4:
 		size = maia_ioctls[i].size;
-		nr = 8 + (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - 8);
+		/* A number no ioctl has (the fabric's 0x08, 0x09 exist since minor 3). */
+		nr = DRM_MAIA_FABRIC_WINDOW + 1 +
+		     (unsigned int)rn(DRM_COMMAND_END - DRM_COMMAND_BASE - DRM_MAIA_FABRIC_WINDOW - 1);
 		break;
 	default:	/* a legal smaller one: only WAIT has one */
 		size = maia_ioctls[i].first + 4 * (unsigned int)rn(3);
