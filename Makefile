@@ -24,9 +24,9 @@ QEMU_BUILD := $(shell bash -c '. qemu/setup/common.sh && echo "$$QEMU_BUILD_DIR"
 JOBS ?= 2
 
 .PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
-	userspace kselftest unit-tests run check fuzz fuzz-device bench lint clean
+	userspace kselftest cluster unit-tests run check fuzz fuzz-device bench lint clean
 
-all: firmware-sim driver userspace kselftest
+all: firmware-sim driver userspace kselftest cluster
 
 # --- set-up -----------------------------------------------------------------
 setup: deps guest-kernel linux-source qemu
@@ -58,6 +58,11 @@ userspace: deps
 kselftest: linux-source
 	@$(MAKE) --no-print-directory -C tests/kselftest/maia OUTPUT=$(BUILD)/kselftest \
 		KSFT_DIR=$(LINUX_SRC)/tools/testing/selftests -j$(JOBS)
+
+# The MPI cluster launcher (Documentation/cluster.rst), on libmaia.
+cluster: userspace
+	@$(MAKE) --no-print-directory -C qemu/cluster BUILD=$(BUILD)/cluster \
+		USER_BUILD=$(BUILD)/userspace
 
 unit-tests: firmware-sim
 	@$(MAKE) --no-print-directory -C tests/unit BUILD=$(BUILD)/unit -j$(JOBS)

@@ -19,6 +19,7 @@ PACKAGES=(
 	clang llvm lld libclang-rt-14-dev
 	python3-dev python3-numpy python3-torch libtorch-dev
 	prometheus
+	openmpi-bin libopenmpi-dev
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 

@@ -1,0 +1,692 @@
+// SPDX-License-Identifier: MIT
+/*
+ * maia-cluster: one rank of a Maia fabric cluster, started by mpirun.
+ *
+ *   mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] [--host-addr ADDR]
+ *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
+ *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
+ *          [--module-args ARGS]
+ *          -- GUEST-COMMAND [ARGS...]
+ *
+ * Each rank boots ONE QEMU with one maia device through qemu/run-guest and
+ * cables it into a ring with its neighbours' QEMUs: fabric0 listens at this
+ * rank's own address and carries the cable to rank r+1's fabric1; fabric1
+ * connects to rank r-1's address (the ring convention of libmaia's
+ * communicators: port 0 to the next rank, port 1 from the previous).
+ *
+ *  - Rank 0 makes K communicator ids (maia_comm_get_unique_id) and
+ *    MPI_Bcasts them. They reach the guest on its command line: {id0} ..
+ *    {idK-1} and {ids} (comma-separated) in GUEST-COMMAND's arguments are
+ *    replaced, as are {rank} and {nranks}. Id g is for the g-th communicator
+ *    the ranks form; after a failure the survivors take the next one, which
+ *    needs no message between them (Documentation/cluster.rst).
+ *  - Every rank picks its listening address and they MPI_Allgather them:
+ *    unix: a socket in a per-job directory under /tmp (one machine);
+ *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
+ *    address this host's name resolves to, for --host/hostfile runs);
+ *    dgram: two unix datagram sockets (one per cable end) in that directory,
+ *    a link that keeps no order or delivery promise, so the device's own
+ *    retransmission must do the work; udp: the same over two free UDP ports
+ *    on --host-addr (UDP carries at most 65,507 bytes a datagram, less than
+ *    the device's largest frame: see Documentation/cluster.rst).
+ *  - Barriers: each QEMU gets a virtio-serial port "maia.cluster" on a
+ *    unix socket in the job directory. A guest writes "ready" on it
+ *    (maia-cluster-sync) and gets "go" once every rank's guest has asked
+ *    too or has ended: one MPI_Allreduce round per barrier, which a rank
+ *    whose guest ended joins at once. The first one is the start: without
+ *    it a rank could start a collective while a slower peer's driver still
+ *    resets its device, which takes the links down.
+ *  - The guest's output comes back on stdout, each line prefixed with
+ *    "[rank R]". With --kill-rank R --kill-on TEXT, rank R kills its QEMU
+ *    (SIGKILL, from its -pidfile) when its guest prints a line holding TEXT;
+ *    with --fail-on TEXT, every other rank notes when its guest first prints
+ *    such a line, and rank 0 reports how long after the kill that was.
+ *
+ * Everything is bounded: each QEMU runs under run-guest's --timeout, and
+ * the launcher only waits for its child. Exit status: the largest of the
+ * ranks' guest statuses (a rank that killed its QEMU as asked counts 0).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <mpi.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libmaia.h"
+
+#define MAX_IDS		16
+#define ADDR_LEN	160
+#define ARG_LEN		512
+
+enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP };
+
+static struct {
+	enum link_kind link;
+	const char *host_addr;
+	int ids;
+	int timeout;
+	const char *memory;
+	const char *device_opts;
+	int kill_rank;
+	const char *kill_on;
+	const char *fail_on;
+	const char *run_guest;
+	const char *module_args;	/* maia.ko parameters (run-guest --module-args) */
+	const char *qemu_args[16];	/* --qemu-arg, {rank} replaced */
+	int nqemu_args;
+} opt = {
+	.link = LINK_UNIX, .host_addr = "127.0.0.1", .ids = 4, .timeout = 240,
+	.memory = "1G", .kill_rank = -1,
+};
+
+/* What every rank publishes: where its cable ends listen. */
+struct rank_addr {
+	char host[64];
+	char path[ADDR_LEN];	/* unix: fabric0's socket; dgram: the prefix of two */
+	int port[2];		/* tcp: port[0]; udp: one UDP port per fabric port */
+};
+
+/* What rank 0 gathers at the end. */
+struct rank_result {
+	int status;
+	int killed;		/* this rank killed its QEMU */
+	double kill_time;	/* CLOCK_REALTIME, s */
+	double fail_time;	/* first --fail-on line, s; 0: none */
+};
+
+static int rank, nranks;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "maia-cluster: rank %d: ", rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+static double now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A port nobody listens on now: bind port 0 and ask which one we got. */
+static int free_port(const char *host, int type)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd, port;
+
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("--host-addr %s is not an IPv4 address", host);
+	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len))
+		die("cannot bind %s: %s", host, strerror(errno));
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+/* --host-addr auto: the IPv4 address this host's name resolves to. */
+static void resolve_host(char *out, size_t size)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	char name[HOST_NAME_MAX + 1];
+
+	if (strcmp(opt.host_addr, "auto")) {
+		snprintf(out, size, "%s", opt.host_addr);
+		return;
+	}
+	if (gethostname(name, sizeof(name)) || getaddrinfo(name, NULL, &hints, &ai))
+		die("cannot resolve this host's name for --host-addr auto");
+	inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, out, (socklen_t)size);
+	freeaddrinfo(ai);
+}
+
+/* The -netdev options of this rank's two cable ends. */
+static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
+{
+	const struct rank_addr *me = &all[rank];
+	const struct rank_addr *next = &all[(rank + 1) % nranks];
+	const struct rank_addr *prev = &all[(rank + nranks - 1) % nranks];
+
+	switch (opt.link) {
+	case LINK_UNIX:
+		snprintf(nd[0], ARG_LEN, "stream,id=fab0,server=on,addr.type=unix,addr.path=%s",
+			 me->path);
+		snprintf(nd[1], ARG_LEN, "stream,id=fab1,server=off,addr.type=unix,addr.path=%s,"
+			 "reconnect-ms=100", prev->path);
+		break;
+	case LINK_TCP:
+		snprintf(nd[0], ARG_LEN, "stream,id=fab0,server=on,addr.type=inet,addr.host=%s,"
+			 "addr.port=%d", me->host, me->port[0]);
+		snprintf(nd[1], ARG_LEN, "stream,id=fab1,server=off,addr.type=inet,addr.host=%s,"
+			 "addr.port=%d,reconnect-ms=100", prev->host, prev->port[0]);
+		break;
+	case LINK_DGRAM:
+		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=unix,local.path=%s.p0,"
+			 "remote.type=unix,remote.path=%s.p1", me->path, next->path);
+		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=unix,local.path=%s.p1,"
+			 "remote.type=unix,remote.path=%s.p0", me->path, prev->path);
+		break;
+	case LINK_UDP:
+		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=inet,local.host=%s,"
+			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
+			 me->host, me->port[0], next->host, next->port[1]);
+		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=inet,local.host=%s,"
+			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
+			 me->host, me->port[1], prev->host, prev->port[0]);
+		break;
+	}
+}
+
+/* @in with {rank}, {nranks}, {idG} and {ids} replaced. */
+static char *substitute(const char *in, char ids[][2 * MAIA_COMM_ID_BYTES + 1])
+{
+	size_t braces = 0, cap;
+	const char *p;
+	char *out, *o;
+	int g;
+
+	for (p = in; *p; p++)
+		braces += *p == '{';
+	/* Each {...} grows to at most all the ids. */
+	cap = strlen(in) + 1 + braces * ((size_t)opt.ids * (2 * MAIA_COMM_ID_BYTES + 1) + 16);
+	out = o = malloc(cap);
+	if (!out)
+		die("out of memory");
+	while (*in) {
+		if (!strncmp(in, "{rank}", 6)) {
+			o += sprintf(o, "%d", rank);
+			in += 6;
+		} else if (!strncmp(in, "{nranks}", 8)) {
+			o += sprintf(o, "%d", nranks);
+			in += 8;
+		} else if (!strncmp(in, "{ids}", 5)) {
+			for (g = 0; g < opt.ids; g++)
+				o += sprintf(o, "%s%s", g ? "," : "", ids[g]);
+			in += 5;
+		} else if (!strncmp(in, "{id", 3) && in[3] >= '0' && in[3] <= '9') {
+			char *end;
+			long gi = strtol(in + 3, &end, 10);
+
+			if (*end != '}' || gi >= opt.ids)
+				die("%s: no such id (--ids %d)", in, opt.ids);
+			o += sprintf(o, "%s", ids[gi]);
+			in = end + 1;
+		} else {
+			*o++ = *in++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static pid_t read_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long pid = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	return (pid_t)pid;
+}
+
+/* A connection to the QEMU's control port socket, or -1 while it is not there yet. */
+static int ctl_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("%s: too long for a unix socket", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/*
+ * Act on --kill-on / --fail-on in guest output @text (a line, or the start
+ * of one: run-guest holds a line's newline back until the next line comes,
+ * so a guest that then waits would never have its line seen whole).
+ */
+static void guest_events(const char *text, const char *pidfile, struct rank_result *res)
+{
+	bool killer = rank == opt.kill_rank && opt.kill_on;
+
+	if (killer && !res->killed && strstr(text, opt.kill_on)) {
+		pid_t qemu = read_pidfile(pidfile);
+
+		if (qemu > 0 && kill(qemu, SIGKILL) == 0) {
+			res->killed = 1;
+			res->kill_time = now_real();
+			printf("[rank %d] maia-cluster: killed QEMU (pid %d)\n", rank, qemu);
+		} else {
+			printf("[rank %d] maia-cluster: could not kill QEMU\n", rank);
+		}
+		fflush(stdout);
+	}
+	if (!killer && opt.fail_on && !res->fail_time && strstr(text, opt.fail_on))
+		res->fail_time = now_real();
+}
+
+/* One whole line of guest output: echo it. */
+static void guest_line(const char *line, const char *pidfile, struct rank_result *res)
+{
+	guest_events(line, pidfile, res);
+	printf("[rank %d] %s\n", rank, line);
+	fflush(stdout);
+}
+
+/*
+ * One barrier round: @ended is 1 when this rank's guest has ended. Returns
+ * 1 when every rank's guest has ended (no more rounds will come).
+ */
+static int barrier_round(int ended)
+{
+	int all_ended;
+
+	MPI_Allreduce(&ended, &all_ended, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	return all_ended;
+}
+
+/*
+ * Run run-guest with @argv, copy its output with a rank prefix, serve the
+ * barriers on @ctl_path, kill its QEMU on --kill-on; fill @res. Once the
+ * guest has ended, keep joining rounds until every guest has: the others
+ * then never wait for this one past its QEMU's timeout.
+ */
+static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
+		      struct rank_result *res)
+{
+	char out[8192], ctl[256];
+	size_t out_len = 0, ctl_len = 0;
+	int fds[2], wstatus, ctl_fd = -1;
+	bool out_open = true;
+	pid_t child;
+
+	if (pipe2(fds, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	child = fork();
+	if (child < 0)
+		die("fork: %s", strerror(errno));
+	if (child == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		fprintf(stderr, "maia-cluster: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	while (out_open) {
+		struct pollfd pfd[2] = { { .fd = fds[0], .events = POLLIN },
+					 { .fd = ctl_fd, .events = POLLIN } };
+		ssize_t n;
+		char *nl;
+
+		if (ctl_fd == -1)
+			ctl_fd = ctl_connect(ctl_path);
+		pfd[1].fd = ctl_fd;
+		/* Until QEMU made its socket, look again every 100 ms. */
+		if (poll(pfd, 2, ctl_fd == -1 ? 100 : -1) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		if (pfd[0].revents) {
+			n = read(fds[0], out + out_len, sizeof(out) - 1 - out_len);
+			if (n <= 0) {
+				out_open = false;
+				n = 0;
+			}
+			out_len += (size_t)n;
+			out[out_len] = '\0';
+			while ((nl = strchr(out, '\n')) || (out_len == sizeof(out) - 1) ||
+			       (!out_open && out_len)) {
+				size_t used = nl ? (size_t)(nl - out) + 1 : out_len;
+
+				if (nl)
+					*nl = '\0';
+				guest_line(out, pidfile, res);
+				memmove(out, out + used, out_len - used);
+				out_len -= used;
+				out[out_len] = '\0';
+			}
+			if (out_len)
+				guest_events(out, pidfile, res);
+		}
+		if (ctl_fd >= 0 && pfd[1].revents) {
+			char *req;
+
+			n = read(ctl_fd, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
+			if (n <= 0) {
+				close(ctl_fd);
+				ctl_fd = -2;	/* QEMU went away: do not reconnect */
+				continue;
+			}
+			ctl_len += (size_t)n;
+			ctl[ctl_len] = '\0';
+			while ((req = strstr(ctl, "ready\n"))) {
+				barrier_round(0);
+				if (write(ctl_fd, "go\n", 3) != 3)
+					printf("[rank %d] maia-cluster: cannot answer the guest\n", rank);
+				req += 6;
+				ctl_len -= (size_t)(req - ctl);
+				memmove(ctl, req, ctl_len + 1);
+			}
+			if (ctl_len == sizeof(ctl) - 1)
+				ctl_len = 0;
+		}
+	}
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	close(fds[0]);
+	while (!barrier_round(1))
+		;	/* the others' barriers, until every guest has ended */
+	if (waitpid(child, &wstatus, 0) < 0)
+		die("waitpid: %s", strerror(errno));
+	res->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+	if (res->killed)
+		res->status = 0;	/* its guest never finished: as planned */
+	else if (rank == opt.kill_rank && opt.kill_on)
+		res->status = res->status ? res->status : 1;	/* the kill never happened */
+}
+
+/* The run-guest beside this binary's source tree (build/cluster/ -> qemu/). */
+static const char *default_run_guest(void)
+{
+	static char path[PATH_MAX + 32];
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	int i;
+
+	if (n <= 0)
+		die("cannot find myself");
+	self[n] = '\0';
+	for (i = 0; i < 3; i++) {	/* strip /maia-cluster, /cluster, /build */
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	snprintf(path, sizeof(path), "%s/qemu/run-guest", self);
+	return path;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] "
+		"[--host-addr ADDR|auto]\n"
+		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
+		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
+		"       [--qemu-arg ARG]... [--module-args ARGS]\n"
+		"       -- GUEST-COMMAND [ARGS...]   ({rank} {nranks} {idG} {ids} replaced)\n");
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "link", required_argument, NULL, 'l' },
+		{ "host-addr", required_argument, NULL, 'H' },
+		{ "ids", required_argument, NULL, 'i' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "device-opts", required_argument, NULL, 'd' },
+		{ "kill-rank", required_argument, NULL, 'k' },
+		{ "kill-on", required_argument, NULL, 'K' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "run-guest", required_argument, NULL, 'r' },
+		{ "qemu-arg", required_argument, NULL, 'q' },
+		{ "module-args", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			if (!strcmp(optarg, "unix"))
+				opt.link = LINK_UNIX;
+			else if (!strcmp(optarg, "tcp"))
+				opt.link = LINK_TCP;
+			else if (!strcmp(optarg, "dgram"))
+				opt.link = LINK_DGRAM;
+			else if (!strcmp(optarg, "udp"))
+				opt.link = LINK_UDP;
+			else
+				die("--link is unix, tcp, dgram or udp");
+			break;
+		case 'H': opt.host_addr = optarg; break;
+		case 'i': opt.ids = atoi(optarg); break;
+		case 't': opt.timeout = atoi(optarg); break;
+		case 'm': opt.memory = optarg; break;
+		case 'd': opt.device_opts = optarg; break;
+		case 'k': opt.kill_rank = atoi(optarg); break;
+		case 'K': opt.kill_on = optarg; break;
+		case 'f': opt.fail_on = optarg; break;
+		case 'r': opt.run_guest = optarg; break;
+		case 'M': opt.module_args = optarg; break;
+		case 'q':
+			if (opt.nqemu_args == 16)
+				die("at most 16 --qemu-arg");
+			opt.qemu_args[opt.nqemu_args++] = optarg;
+			break;
+		default:
+			usage();
+			MPI_Finalize();
+			exit(c == 'h' ? 0 : 2);
+		}
+	}
+	if (optind >= argc || opt.ids < 1 || opt.ids > MAX_IDS || opt.timeout < 1) {
+		usage();
+		MPI_Finalize();
+		exit(2);
+	}
+	if (!opt.run_guest)
+		opt.run_guest = default_run_guest();
+}
+
+/* Rank 0's summary of the run, from every rank's result. */
+static void report(const struct rank_result *all)
+{
+	double kill_time = 0;
+	int r;
+
+	for (r = 0; r < nranks; r++)
+		if (all[r].killed)
+			kill_time = all[r].kill_time;
+	for (r = 0; r < nranks; r++) {
+		printf("maia-cluster: rank %d: status %d", r, all[r].status);
+		if (all[r].killed)
+			printf(", killed its QEMU");
+		else if (kill_time && all[r].fail_time)
+			printf(", failure reported %.0f ms after the kill",
+			       (all[r].fail_time - kill_time) * 1e3);
+		else if (kill_time && opt.fail_on)
+			printf(", no failure reported");
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	static char ids[MAX_IDS][2 * MAIA_COMM_ID_BYTES + 1];
+	char dir[64] = "", pidfile[ADDR_LEN], nd[2][ARG_LEN], devopts[ARG_LEN], smem[32];
+	char ctl_path[ADDR_LEN], ctl_dev[ARG_LEN];
+	struct rank_result res = { 0 }, *results = NULL;
+	struct rank_addr me = { 0 }, *all;
+	char **gargv;
+	int g, i, k, status;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	parse_args(argc, argv);
+
+	/* Rank 0: the ids and the job's directory; everyone gets them. */
+	if (rank == 0) {
+		struct maia_comm_id id;
+		char tmpl[] = "/tmp/maia-cluster.XXXXXX";
+
+		for (g = 0; g < opt.ids; g++) {
+			if (maia_comm_get_unique_id(&id))
+				die("%s", maia_last_error());
+			for (i = 0; i < MAIA_COMM_ID_BYTES; i++)
+				sprintf(&ids[g][2 * i], "%02x", id.bytes[i]);
+		}
+		if (!mkdtemp(tmpl))
+			die("mkdtemp: %s", strerror(errno));
+		snprintf(dir, sizeof(dir), "%s", tmpl);
+	}
+	MPI_Bcast(ids, sizeof(ids), MPI_CHAR, 0, MPI_COMM_WORLD);
+	MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+	if (mkdir(dir, 0700) && errno != EEXIST)	/* another host */
+		die("mkdir %s: %s", dir, strerror(errno));
+
+	/* Every rank's addresses, to all. */
+	resolve_host(me.host, sizeof(me.host));
+	snprintf(me.path, sizeof(me.path), "%s/rank%d.sock", dir, rank);
+	if (opt.link == LINK_TCP) {
+		me.port[0] = free_port(me.host, SOCK_STREAM);
+	} else if (opt.link == LINK_UDP) {
+		me.port[0] = free_port(me.host, SOCK_DGRAM);
+		do
+			me.port[1] = free_port(me.host, SOCK_DGRAM);
+		while (me.port[1] == me.port[0]);
+	}
+	all = calloc((size_t)nranks, sizeof(*all));
+	if (!all)
+		die("out of memory");
+	MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, MPI_COMM_WORLD);
+
+	/* qemu/run-guest with one device cabled into the ring. */
+	snprintf(pidfile, sizeof(pidfile), "%s/qemu-rank%d.pid", dir, rank);
+	snprintf(smem, sizeof(smem), "%d", opt.timeout);
+	gargv = calloc((size_t)argc + 64, sizeof(*gargv));
+	if (!gargv)
+		die("out of memory");
+	k = 0;
+	gargv[k++] = (char *)opt.run_guest;
+	gargv[k++] = "--no-build";
+	gargv[k++] = "--devices";
+	gargv[k++] = "1";
+	gargv[k++] = "--smp";
+	gargv[k++] = "1";
+	gargv[k++] = "--memory";
+	gargv[k++] = (char *)opt.memory;
+	gargv[k++] = "--timeout";
+	gargv[k++] = strdup(smem);
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-pidfile";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = pidfile;
+	/* The start barrier's virtio-serial port (QEMU listens, we connect). */
+	snprintf(ctl_path, sizeof(ctl_path), "%s/rank%d.ctl", dir, rank);
+	snprintf(ctl_dev, sizeof(ctl_dev), "socket,id=mctl,path=%s,server=on,wait=off", ctl_path);
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-device";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "virtio-serial-pci,id=mser";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-chardev";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = ctl_dev;
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "-device";
+	gargv[k++] = "--qemu-arg";
+	gargv[k++] = "virtserialport,bus=mser.0,chardev=mctl,name=maia.cluster";
+	devopts[0] = '\0';
+	if (nranks > 1) {
+		netdevs(all, nd);
+		for (i = 0; i < 2; i++) {
+			gargv[k++] = "--qemu-arg";
+			gargv[k++] = "-netdev";
+			gargv[k++] = "--qemu-arg";
+			gargv[k++] = nd[i];
+		}
+		snprintf(devopts, sizeof(devopts), "fabric0=fab0,fabric1=fab1%s%s",
+			 opt.device_opts ? "," : "", opt.device_opts ? opt.device_opts : "");
+	} else if (opt.device_opts) {
+		snprintf(devopts, sizeof(devopts), "%s", opt.device_opts);
+	}
+	for (i = 0; i < opt.nqemu_args; i++) {
+		gargv[k++] = "--qemu-arg";
+		gargv[k++] = substitute(opt.qemu_args[i], ids);
+	}
+	if (opt.module_args) {
+		gargv[k++] = "--module-args";
+		gargv[k++] = (char *)opt.module_args;
+	}
+	if (devopts[0]) {
+		gargv[k++] = "--device-opts";
+		gargv[k++] = devopts;
+	}
+	gargv[k++] = "--";
+	for (i = optind; i < argc; i++)
+		gargv[k++] = substitute(argv[i], ids);
+	gargv[k] = NULL;
+	if (rank == 0) {
+		printf("maia-cluster: %d ranks, %s links, job directory %s\n", nranks,
+		       opt.link == LINK_UNIX ? "unix stream" : opt.link == LINK_TCP ?
+		       "TCP stream" : opt.link == LINK_DGRAM ? "unix dgram" : "UDP dgram", dir);
+		fflush(stdout);
+	}
+	run_guest(gargv, pidfile, ctl_path, &res);
+
+	/* Results to rank 0; everyone exits with the worst status. */
+	if (rank == 0)
+		results = calloc((size_t)nranks, sizeof(*results));
+	MPI_Gather(&res, sizeof(res), MPI_BYTE, results, sizeof(res), MPI_BYTE, 0,
+		   MPI_COMM_WORLD);
+	if (rank == 0)
+		report(results);
+	MPI_Allreduce(&res.status, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	unlink(pidfile);
+	unlink(ctl_path);
+	unlink(me.path);
+	if (opt.link == LINK_DGRAM) {
+		char p[ADDR_LEN + 4];
+
+		for (i = 0; i < 2; i++) {
+			snprintf(p, sizeof(p), "%s.p%d", me.path, i);
+			unlink(p);
+		}
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	rmdir(dir);		/* the last rank of each host succeeds */
+	free(results);
+	free(all);
+	MPI_Finalize();
+	return status;
+}
