@@ -256,7 +256,7 @@ static int cmd_fabric_write(struct maia_sim *sim, struct fw_job *job, const uint
 	    (sem && c.sem_index >= MAIA_NUM_SEMAPHORES) || (!sem && (c.sem_index || c.sem_value)) ||
 	    !fabric_ranges_ok(c.local_addr, c.remote_offset, c.size))
 		return MAIA_STATUS_BAD_CMD;
-	if (c.port >= fw_fabric_nports(sim))
+	if (c.port >= fw_fabric_ports(sim))
 		return MAIA_STATUS_FABRIC_LINK;
 	return park_on_fabric(job, fw_xport_write_start(sim, job->sqe.asid, &c), sizeof(c));
 }
@@ -269,7 +269,7 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 	if (c.hdr.size != sizeof(c) || c.hdr.flags ||
 	    !fabric_ranges_ok(c.local_addr, c.remote_offset, c.size))
 		return MAIA_STATUS_BAD_CMD;
-	if (c.port >= fw_fabric_nports(sim))
+	if (c.port >= fw_fabric_ports(sim))
 		return MAIA_STATUS_FABRIC_LINK;
 	return park_on_fabric(job, fw_xport_read_start(sim, job->sqe.asid, &c), sizeof(c));
 }
@@ -280,7 +280,7 @@ static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as
 	struct maia_cmd_collective c;
 
 	memcpy(&c, raw, sizeof(c));
-	if (c.hdr.size != sizeof(c) || fw_coll_check(&c, fw_fabric_nports(sim)) != MAIA_STATUS_OK)
+	if (c.hdr.size != sizeof(c) || fw_coll_check(&c, fw_fabric_ports(sim)) != MAIA_STATUS_OK)
 		return MAIA_STATUS_BAD_CMD;
 	if (c.nranks == 1)
 		return (int)fw_coll_run_local(as, &c);

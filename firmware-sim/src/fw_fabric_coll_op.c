@@ -179,7 +179,7 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 	c->sim = sim;
 	c->cmd = *cmd;
 	fw_coll_config_defaults(&cfg);
-	cfg.nports = fw_fabric_nports(sim);
+	cfg.nports = fw_fabric_ports(sim);
 	cfg.early_msgs = COLL_OP_HOLD_MSGS;
 	cfg.early_bytes = (size_t)COLL_OP_HOLD_MSGS * MAIA_FABRIC_MSG_MAX_DATA;
 	if (fw_coll_init(&c->eng, &cfg, &coll_ops, c)) {

@@ -105,11 +105,6 @@ struct fw_xport *fw_fabric_xport(struct maia_sim *sim)
 	return sim->fab->xport;
 }
 
-unsigned int fw_fabric_nports(struct maia_sim *sim)
-{
-	return sim->fab ? sim->fab->nports : 0;
-}
-
 static int link_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct fw_fabric_port *p = opaque;

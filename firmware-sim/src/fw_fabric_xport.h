@@ -127,7 +127,6 @@ void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port);
 struct fw_xport *fw_fabric_xport(struct maia_sim *sim);
 uint64_t fw_fabric_now(struct maia_sim *sim);
-uint64_t fw_fabric_serial(const struct maia_sim *sim);
 void fw_fabric_ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
 			unsigned int peer_port);
 

@@ -275,7 +275,6 @@ void fw_fabric_destroy(struct maia_sim *sim);
 void fw_fabric_reset(struct maia_sim *sim);		/* worker and fabric parked */
 bool fw_fabric_busy_locked(struct maia_sim *sim);
 void fw_fabric_kick_locked(struct maia_sim *sim);
-unsigned int fw_fabric_nports(struct maia_sim *sim);
 
 /* fw_fabric_win.c: the window table (maia/hw/fabric.h "Windows"). */
 void fw_win_init(struct maia_sim *sim);

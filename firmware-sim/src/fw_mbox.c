@@ -88,11 +88,11 @@ bool fw_mbox_exec_locked(struct maia_sim *sim)
 			result = mbox_tlb_invalidate(sim, arg);
 			break;
 		case MAIA_MBOX_FABRIC_WINDOW_OPEN:
-			result = fw_fabric_nports(sim) ? fw_win_open(sim, arg, &resp[0])
+			result = fw_fabric_ports(sim) ? fw_win_open(sim, arg, &resp[0])
 						       : MAIA_MBOX_EUNKNOWN;
 			break;
 		case MAIA_MBOX_FABRIC_WINDOW_CLOSE:
-			result = fw_fabric_nports(sim) ? fw_win_close(sim, arg[0])
+			result = fw_fabric_ports(sim) ? fw_win_close(sim, arg[0])
 						       : MAIA_MBOX_EUNKNOWN;
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
