@@ -149,6 +149,14 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 		 const struct fw_link_ops *ops, void *opaque, uint64_t now_ns);
 void fw_link_destroy(struct fw_link *l);
 
+/*
+ * Buffers for frames and messages (fw_fabric_buf.c): frame-sized ones are
+ * recycled rather than returned to the system. fw_buf_free() takes only
+ * what fw_buf_alloc() gave (NULL is fine).
+ */
+void *fw_buf_alloc(size_t len);
+void fw_buf_free(void *p);
+
 /* A received frame; malformed or unexpected frames are counted and dropped. */
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
 /* Timers: HELLO, retransmission, keepalive, dead peer. Call every few ms. */

@@ -62,7 +62,7 @@ static void fill_hdr(struct fw_link *l, struct maia_fabric_hdr *h, uint8_t type)
 
 void *fw_link_msg_alloc(size_t len)
 {
-	uint8_t *buf = malloc(FW_LINK_HEADROOM + (len ? len : 1));
+	uint8_t *buf = fw_buf_alloc(FW_LINK_HEADROOM + len);
 
 	return buf ? buf + FW_LINK_HEADROOM : NULL;
 }
@@ -70,7 +70,7 @@ void *fw_link_msg_alloc(size_t len)
 void fw_link_msg_free(void *msg)
 {
 	if (msg)
-		free((uint8_t *)msg - FW_LINK_HEADROOM);
+		fw_buf_free((uint8_t *)msg - FW_LINK_HEADROOM);
 }
 
 /*

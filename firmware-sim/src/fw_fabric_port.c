@@ -220,7 +220,7 @@ static uint64_t auto_serial(void)
 static void drain_ring_locked(struct fw_fabric_port *p)
 {
 	while (p->count) {
-		free(p->ring[p->head].data);
+		fw_buf_free(p->ring[p->head].data);
 		p->ring[p->head].data = NULL;
 		p->head = (p->head + 1) % FW_FABRIC_RING;
 		p->count--;
@@ -398,7 +398,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 
 		for (unsigned int k = 0; k < p->nbatch; k++) {
 			fw_link_rx(&p->link, p->batch[k].data, p->batch[k].len, fab_now(sim));
-			free(p->batch[k].data);
+			fw_buf_free(p->batch[k].data);
 			announce(fab, p, fab_now(sim));
 		}
 	}
@@ -479,7 +479,7 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 		return;
 	p = &fab->port[port];
 	if (len <= MAIA_FABRIC_BACKEND_MAX_FRAME)
-		copy = malloc(len ? len : 1);
+		copy = fw_buf_alloc(len);
 	if (copy)
 		memcpy(copy, frame, len);
 	pthread_mutex_lock(&sim->lock);
@@ -494,7 +494,7 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 		p->rx_queue_drops++;
 		p->info.rx_queue_drops = p->rx_queue_drops;
 		pthread_mutex_unlock(&sim->lock);
-		free(copy);
+		fw_buf_free(copy);
 		return;
 	}
 	p->ring[(p->head + p->count) % FW_FABRIC_RING] = (struct rx_frame){ len, copy };

@@ -38,6 +38,7 @@
 struct MaiaFabricFrame {
     QSIMPLEQ_ENTRY(MaiaFabricFrame) next;
     unsigned int port;
+    size_t cap;                 /* bytes data[] has room for */
     size_t len;
     uint8_t data[];
 };
@@ -85,6 +86,44 @@ static void maia_fabric_tx_done(NetClientState *nc, ssize_t len)
     qemu_bh_schedule(p->fab->tx_bh);
 }
 
+/* A frame buffer for len bytes: a spare one if it is full-size. */
+static MaiaFabricFrame *maia_fabric_frame_new(MaiaFabric *f, size_t len)
+{
+    MaiaFabricFrame *fr = NULL;
+
+    if (len > MAIA_FABRIC_MAX_FRAME / 2) {
+        qemu_mutex_lock(&f->txq_lock);
+        fr = QSIMPLEQ_FIRST(&f->spare);
+        if (fr) {
+            QSIMPLEQ_REMOVE_HEAD(&f->spare, next);
+            f->nspare--;
+        }
+        qemu_mutex_unlock(&f->txq_lock);
+        if (!fr) {
+            fr = g_malloc(sizeof(*fr) + MAIA_FABRIC_BACKEND_MAX_FRAME);
+        }
+        fr->cap = MAIA_FABRIC_BACKEND_MAX_FRAME;
+    } else {
+        fr = g_malloc(sizeof(*fr) + len);
+        fr->cap = len;
+    }
+    return fr;
+}
+
+static void maia_fabric_frame_free(MaiaFabric *f, MaiaFabricFrame *fr)
+{
+    if (fr->cap == MAIA_FABRIC_BACKEND_MAX_FRAME) {
+        qemu_mutex_lock(&f->txq_lock);
+        if (f->nspare < MAIA_FABRIC_TXQ_SPARE) {
+            QSIMPLEQ_INSERT_HEAD(&f->spare, fr, next);
+            f->nspare++;
+            fr = NULL;
+        }
+        qemu_mutex_unlock(&f->txq_lock);
+    }
+    g_free(fr);
+}
+
 static MaiaFabricFrame *maia_fabric_txq_pop(MaiaFabric *f, MaiaFabricPort *p)
 {
     MaiaFabricFrame *fr;
@@ -124,7 +163,7 @@ static void maia_fabric_tx_bh(void *opaque)
                 p->tx_blocked = true;
                 trace_maia_fabric_tx_blocked(i);
             }
-            g_free(fr);
+            maia_fabric_frame_free(f, fr);
         }
     }
 }
@@ -142,7 +181,7 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
         trace_maia_fabric_tx_drop(port, len, "carrier off");
         return -1;
     }
-    fr = g_malloc(sizeof(*fr) + len);
+    fr = maia_fabric_frame_new(f, len);
     fr->port = port;
     fr->len = len;
     memcpy(fr->data, frame, len);
@@ -150,7 +189,7 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     qemu_mutex_lock(&f->txq_lock);
     if (f->port[port].txq_len >= MAIA_FABRIC_TXQ_MAX) {
         qemu_mutex_unlock(&f->txq_lock);
-        g_free(fr);
+        maia_fabric_frame_free(f, fr);
         trace_maia_fabric_tx_drop(port, len, "queue full");
         return -1;
     }
@@ -199,6 +238,8 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
         return true;            /* no fabric: nothing more than before */
     }
     qemu_mutex_init(&f->txq_lock);
+    QSIMPLEQ_INIT(&f->spare);
+    f->nspare = 0;
     for (i = 0; i < f->nports; i++) {
         QSIMPLEQ_INIT(&f->port[i].txq);
         f->port[i].txq_len = 0;
@@ -260,6 +301,10 @@ void maia_fabric_cleanup(MaiaFabric *f)
         while ((fr = maia_fabric_txq_pop(f, &f->port[i]))) {
             g_free(fr);
         }
+    }
+    while ((fr = QSIMPLEQ_FIRST(&f->spare))) {
+        QSIMPLEQ_REMOVE_HEAD(&f->spare, next);
+        g_free(fr);
     }
     qemu_mutex_destroy(&f->txq_lock);
     f->sim = NULL;

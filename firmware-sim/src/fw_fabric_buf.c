@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Frame buffers, recycled. Every data frame needs two buffers of about
+ * 64 KiB (the sender's message, the receiver's copy), allocated on one
+ * thread and freed on another. glibc hands a freed block at the top of a
+ * thread's arena back to the kernel (madvise), and the next frame faults
+ * its pages in and zeroes them again: page faults and page clearing were
+ * 10-15 % of a host's CPU time in a large all-reduce (perf, Documentation/
+ * hw/fabric.rst "Performance"). Buffers of up to FW_BUF_BIG bytes are kept
+ * on a free list instead, at most FW_BUF_KEEP of them per process.
+ *
+ * Every buffer has a header in front with its capacity; a buffer of any
+ * other size is plain malloc()/free().
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "fw_fabric.h"
+
+#define FW_BUF_BIG	(FW_LINK_HEADROOM + MAIA_FABRIC_BACKEND_MAX_FRAME)
+#define FW_BUF_SMALL	4096u		/* below this, malloc's own bins do well */
+#define FW_BUF_KEEP	256u		/* at most 17.5 MiB kept */
+
+struct fw_buf {
+	union {
+		struct fw_buf *next;	/* on the free list */
+		size_t cap;		/* in use: FW_BUF_BIG, or 0 for a plain block */
+	};
+	max_align_t align[];		/* the data, aligned for any type */
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under pool_lock. */
+static struct fw_buf *pool;
+static unsigned int pool_len;
+
+void *fw_buf_alloc(size_t len)
+{
+	struct fw_buf *b = NULL;
+
+	if (len < FW_BUF_SMALL || len > FW_BUF_BIG) {
+		b = malloc(sizeof(*b) + (len ? len : 1));
+		if (!b)
+			return NULL;
+		b->cap = 0;
+		return b->align;
+	}
+	pthread_mutex_lock(&pool_lock);
+	if (pool) {
+		b = pool;
+		pool = b->next;
+		pool_len--;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (!b)
+		b = malloc(sizeof(*b) + FW_BUF_BIG);
+	if (!b)
+		return NULL;
+	b->cap = FW_BUF_BIG;
+	return b->align;
+}
+
+void fw_buf_free(void *p)
+{
+	struct fw_buf *b;
+
+	if (!p)
+		return;
+	b = (struct fw_buf *)((char *)p - offsetof(struct fw_buf, align));
+	if (b->cap == FW_BUF_BIG) {
+		pthread_mutex_lock(&pool_lock);
+		if (pool_len < FW_BUF_KEEP) {
+			b->next = pool;
+			pool = b;
+			pool_len++;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&pool_lock);
+	}
+	free(b);
+}
