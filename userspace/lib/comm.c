@@ -12,6 +12,13 @@
  * a job on the device, and maia_comm_sync() or the job's fence tells when
  * it is done. Between maia_group_start() and maia_group_end() a thread's
  * calls on one communicator go into one job.
+ *
+ * Jobs go through the device's user queue when it has one (no system call
+ * to submit, and a wait that polls before it sleeps: the latency of a small
+ * collective). A job there has no kernel fence, so the first
+ * maia_comm_fence() of such a communicator waits for its last job and gives
+ * a signalled fence; from then on its jobs take the kernel path with a
+ * syncobj each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +29,8 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <xf86drm.h>
 
 #include "drm/maia_accel.h"
 #include "maia/hw/cmd.h"
@@ -68,6 +77,7 @@ struct maia_comm {
 	struct comm_slot slot[COMM_INFLIGHT];
 	unsigned int next_slot;
 	struct comm_slot *last;		/* the last job submitted, or NULL */
+	bool fences;			/* jobs carry kernel fences (maia_comm_fence) */
 	struct comm_slot *group;	/* the open group's job, or NULL */
 };
 
@@ -370,7 +380,9 @@ static int comm_slot_submit(struct maia_comm *c, struct comm_slot *s)
 
 	if (!s->ncoll)
 		return 0;
-	opts.out_syncobj = s->syncobj;
+	/* No fence: the user queue takes it, if the device has one. */
+	if (c->fences)
+		opts.out_syncobj = s->syncobj;
 	err = maia_submit(c->dev, s->cb, &opts, &s->seqno);
 	if (!err)
 		c->last = s;
@@ -561,6 +573,26 @@ MAIA_EXPORT int maia_comm_fence(struct maia_comm *comm, int *fence_fd)
 		return maia_error(-EINVAL, "maia_comm_fence: NULL argument");
 	if (!comm->last)
 		return maia_error(-ENOENT, "maia_comm_fence: no collective submitted yet");
+	if (!comm->fences) {
+		struct comm_slot *last = comm->last;
+		uint32_t done;
+		int err;
+
+		/*
+		 * Its jobs had no fence (user queue): wait for the last one
+		 * and say so with a signalled fence; later jobs carry fences.
+		 */
+		comm->fences = true;
+		err = comm_slot_wait(comm, last, INT64_MAX);
+		if (err)
+			return err;
+		if (drmSyncobjCreate(comm->dev->fd, DRM_SYNCOBJ_CREATE_SIGNALED, &done))
+			return maia_error(-errno, "maia_comm_fence: creating a signalled syncobj "
+					  "failed");
+		err = maia_syncobj_export(comm->dev, done, fence_fd);
+		maia_syncobj_destroy(comm->dev, done);
+		return err;
+	}
 	return maia_syncobj_export(comm->dev, comm->last->syncobj, fence_fd);
 }
 
