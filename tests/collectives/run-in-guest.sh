@@ -4,7 +4,9 @@
 # 3 and 4 devices (qemu/run-guest --devices N --fabric ring, one boot each),
 # maia-coll-perf runs every collective in FP32 and BF16, every reduction,
 # over sizes from 0 bytes through odd element counts to 1 MiB per rank, then
-# a 64 MiB FP32 all-reduce; every element is compared with the CPU's result.
+# a 64 MiB FP32 all-reduce, then every collective waited for through
+# maia_comm_fence() (user-queue jobs first, kernel fences after); every
+# element is compared with the CPU's result.
 # TAP: one line per ring size and run ("#wrong" must be 0 and every
 # collective must succeed). Exit status nonzero on any failure.
 #
@@ -27,11 +29,13 @@ for devices in 2 3 4; do
 				--iters 1 --warmup 0 || echo 'RESULT sizes failed'
 			maia-coll-perf --op all_reduce --dtype fp32 --sizes 64M \
 				--iters 1 --warmup 0 || echo 'RESULT 64M failed'
+			maia-coll-perf --op all --dtype fp32 --sizes 12,65540 \
+				--iters 2 --warmup 0 --fence || echo 'RESULT fence failed'
 			echo RESULT done" >"$log" 2>&1
 	rc=$?
 	build=(--no-build)
 	sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
-	for run in sizes 64M; do
+	for run in sizes 64M fence; do
 		n=$((n + 1))
 		if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -q "^RESULT $run failed" "$log"; then
 			echo "ok $n - $devices devices: $run (every collective checked against the CPU)"

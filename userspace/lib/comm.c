@@ -76,6 +76,7 @@ struct maia_comm {
 	struct maia_coll_report *report_cpu;
 	struct comm_slot slot[COMM_INFLIGHT];
 	unsigned int next_slot;
+	unsigned int busy;		/* slots whose job is not waited for yet */
 	struct comm_slot *last;		/* the last job submitted, or NULL */
 	bool fences;			/* jobs carry kernel fences (maia_comm_fence) */
 	struct comm_slot *group;	/* the open group's job, or NULL */
@@ -319,6 +320,7 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 	if (err)
 		return err;
 	s->seqno = 0;
+	c->busy--;
 	if (st.status == DRM_MAIA_JOB_OK)
 		return 0;
 	/* The command that failed, and what the device wrote about it. */
@@ -348,18 +350,24 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 /* A free job slot with an empty command buffer. */
 static int comm_slot_get(struct maia_comm *c, struct comm_slot **out)
 {
-	struct comm_slot *s = &c->slot[c->next_slot];
+	struct comm_slot *s;
 	int err;
 
+	/*
+	 * Nothing in flight: start again at the first slot, whose command
+	 * buffer exists, rather than make a new one (a buffer object, a few
+	 * hundred microseconds in a guest) for each of the first
+	 * COMM_INFLIGHT collectives of a program that waits for each.
+	 */
+	if (!c->busy)
+		c->next_slot = 0;
+	s = &c->slot[c->next_slot];
 	/* The oldest job: collectives complete in order on a ring. */
 	err = comm_slot_wait(c, s, INT64_MAX);
 	if (err)
 		return err;
 	if (!s->cb) {
 		err = maia_cmdbuf_create(c->dev, COMM_CMDBUF_BYTES, &s->cb);
-		if (err)
-			return err;
-		err = maia_syncobj_create(c->dev, &s->syncobj);
 		if (err)
 			return err;
 	}
@@ -374,23 +382,29 @@ static int comm_slot_get(struct maia_comm *c, struct comm_slot **out)
 
 static int comm_slot_submit(struct maia_comm *c, struct comm_slot *s)
 {
-	int err;
-
 	struct maia_submit_opts opts = { .priority = DRM_MAIA_PRIO_NORMAL };
+	int err;
 
 	if (!s->ncoll)
 		return 0;
 	/* No fence: the user queue takes it, if the device has one. */
-	if (c->fences)
+	if (c->fences) {
+		if (!s->syncobj) {
+			err = maia_syncobj_create(c->dev, &s->syncobj);
+			if (err)
+				return comm_fail(c, err, "maia_comm: rank %d: no syncobj for %s #%u",
+						 c->rank, s->name, s->first_seq);
+		}
 		opts.out_syncobj = s->syncobj;
+	}
 	err = maia_submit(c->dev, s->cb, &opts, &s->seqno);
-	if (!err)
-		c->last = s;
 	if (err) {
 		s->seqno = 0;
 		return comm_fail(c, err, "maia_comm: rank %d: submitting %s #%u failed: %s",
 				 c->rank, s->name, s->first_seq, maia_strerror(err));
 	}
+	c->last = s;
+	c->busy++;
 	return 0;
 }
 

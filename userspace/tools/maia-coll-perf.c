@@ -28,6 +28,8 @@
  * all-to-all x (n-1)/n; broadcast x 1), and #wrong, the elements that
  * differ. Exit status 1 if any element was wrong or a collective failed.
  * --json prints one JSON object per size instead (tests/run-bench).
+ * --fence waits for each size's collectives through maia_comm_fence() and
+ * maia_fence_wait() instead of maia_comm_sync().
  *
  * --fabric-bench (two or more devices, ring-cabled) measures the fabric's
  * mechanics instead, beside what the same guest does without it: a 64 MiB
@@ -45,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "drm/maia_accel.h"
 #include "libmaia.h"
@@ -63,6 +66,7 @@ static struct {
 	unsigned int nsizes;
 	const char *id_hex, *id_file;
 	bool fabric_bench;		/* --fabric-bench */
+	bool fence;			/* --fence: wait through maia_comm_fence() */
 } opt = {
 	.rank = -1,
 	.op = "all", .dtype = "all", .redop = "sum",
@@ -203,6 +207,26 @@ static int grank(int k)
  * @n ranks in all, @nlocal of them in this process (comms[0..nlocal-1],
  * global ranks grank(k)).
  */
+/*
+ * --fence: the last collective's fence, waited for as a program hands it to
+ * another device or process would; then the communicator must have no error.
+ */
+static int wait_fence(struct maia_comm *comm)
+{
+	int fd = -1, err;
+
+	err = maia_comm_fence(comm, &fd);
+	if (err == -ENOENT)
+		return maia_comm_sync(comm, WAIT_NS);	/* nothing submitted: size 0 */
+	if (!err)
+		err = maia_fence_wait(fd, WAIT_NS);
+	if (fd >= 0)
+		close(fd);
+	if (!err)
+		err = maia_comm_async_error(comm, NULL);
+	return err;
+}
+
 static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlocal,
 		   unsigned int coll, const char *opname, unsigned int dtype, unsigned int redop,
 		   uint64_t bytes, uint64_t *wrong_total)
@@ -249,7 +273,7 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 			err = -EIO;
 	}
 	for (r = 0; r < nlocal; r++) {
-		int e = maia_comm_sync(comms[r], WAIT_NS);
+		int e = opt.fence ? wait_fence(comms[r]) : maia_comm_sync(comms[r], WAIT_NS);
 
 		if (e && !err)
 			err = e;
@@ -523,7 +547,7 @@ static void usage(void)
 		"       [--dtype fp32|bf16|all] [--redop sum|max|min|all] [--min-bytes B]\n"
 		"       [--max-bytes B] [--step-factor F] [--sizes B,B,...] [--iters N]\n"
 		"       [--warmup N] [--json]\n"
-		"       [--rank R --nranks N --id HEX|--id-file PATH] [--fabric-bench]\n");
+		"       [--rank R --nranks N --id HEX|--id-file PATH] [--fabric-bench] [--fence]\n");
 }
 
 static uint64_t parse_size(const char *s)
@@ -559,6 +583,7 @@ int main(int argc, char **argv)
 		{ "id", required_argument, NULL, 'I' },
 		{ "id-file", required_argument, NULL, 'F' },
 		{ "fabric-bench", no_argument, NULL, 'B' },
+		{ "fence", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -590,6 +615,7 @@ int main(int argc, char **argv)
 		case 'I': opt.id_hex = optarg; break;
 		case 'F': opt.id_file = optarg; break;
 		case 'B': opt.fabric_bench = true; break;
+		case 'E': opt.fence = true; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
