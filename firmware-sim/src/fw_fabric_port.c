@@ -39,8 +39,6 @@
 #include "fw_internal.h"
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
-/* A quarter of the window: the sender never stalls a whole round for acks. */
-#define FW_FABRIC_ACK_EVERY	(MAIA_FABRIC_WINDOW / 4)
 /* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
 #define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
@@ -270,8 +268,14 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.port = i;
 		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
 		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
-		/* A round ticks every link after its received frames: one ACK per round. */
-		lc.ack_every = FW_FABRIC_ACK_EVERY;
+		if (sim->cfg.fabric_window)
+			lc.window = sim->cfg.fabric_window;
+		/*
+		 * A round ticks every link after its received frames: one ACK
+		 * per round, and at least one per quarter window, so that the
+		 * sender never stalls a whole round for acks.
+		 */
+		lc.ack_every = lc.window >= 4 ? lc.window / 4 : 1;
 		/* Our cores are shared: an ack late by a scheduling delay is not a loss. */
 		lc.rto_max_ns = FW_FABRIC_RTO_MAX_NS;
 		/*

@@ -88,6 +88,7 @@ void maia_sim_config_defaults(struct maia_sim_config *cfg)
 	cfg->serial = 0;
 	memset(cfg->fabric_drop_ppm, 0, sizeof(cfg->fabric_drop_ppm));
 	memset(cfg->fabric_drop_seed, 0, sizeof(cfg->fabric_drop_seed));
+	cfg->fabric_window = 0;
 }
 
 static bool config_valid(const struct maia_sim_config *cfg, const struct maia_sim_ops *ops)
@@ -98,6 +99,8 @@ static bool config_valid(const struct maia_sim_config *cfg, const struct maia_si
 	       cfg->tiles_per_cluster <= MAIA_MAX_TILES_PER_CLUSTER &&
 	       cfg->num_queues >= 1 && cfg->num_queues <= MAIA_MAX_QUEUES &&
 	       cfg->sram_kib >= 1 && cfg->fabric_ports <= MAIA_FABRIC_MAX_PORTS &&
+	       cfg->fabric_window <= MAIA_FABRIC_WINDOW &&
+	       !(cfg->fabric_window & (cfg->fabric_window - 1)) &&
 	       ops && ops->dma_read && ops->dma_write && ops->raise_irq;
 }
 

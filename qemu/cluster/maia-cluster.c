@@ -27,8 +27,8 @@
  *    dgram: two unix datagram sockets (one per cable end) in that directory,
  *    a link that keeps no order or delivery promise, so the device's own
  *    retransmission must do the work; udp: the same over two free UDP ports
- *    on --host-addr (UDP carries at most 65,507 bytes a datagram, less than
- *    the device's largest frame: see Documentation/cluster.rst).
+ *    on --host-addr, with fabric-window=2 (a UDP socket drops what does not
+ *    fit its buffer: see Documentation/cluster.rst).
  *  - Barriers: each QEMU gets a virtio-serial port "maia.cluster" on a
  *    unix socket in the job directory. A guest writes "ready" on it
  *    (maia-cluster-sync) and gets "go" once every rank's guest has asked
@@ -635,7 +635,14 @@ int main(int argc, char **argv)
 			gargv[k++] = "--qemu-arg";
 			gargv[k++] = nd[i];
 		}
-		snprintf(devopts, sizeof(devopts), "fabric0=fab0,fabric1=fab1%s%s",
+		/*
+		 * A UDP socket buffers about three 60 KiB frames by default
+		 * (net.core.rmem_default) and drops the rest: two in flight.
+		 */
+		snprintf(devopts, sizeof(devopts), "fabric0=fab0,fabric1=fab1%s%s%s",
+			 opt.link == LINK_UDP && !(opt.device_opts &&
+						   strstr(opt.device_opts, "fabric-window=")) ?
+			 ",fabric-window=2" : "",
 			 opt.device_opts ? "," : "", opt.device_opts ? opt.device_opts : "");
 	} else if (opt.device_opts) {
 		snprintf(devopts, sizeof(devopts), "%s", opt.device_opts);

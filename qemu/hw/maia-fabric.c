@@ -225,7 +225,13 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
                    f->drop_ppm);
         return false;
     }
+    if (f->window > MAIA_FABRIC_WINDOW || (f->window & (f->window - 1))) {
+        error_setg(errp, "fabric-window %u must be 0 or a power of two up to %u",
+                   f->window, MAIA_FABRIC_WINDOW);
+        return false;
+    }
     f->dev = dev;
+    cfg->fabric_window = f->window;
     f->nports = f->ports_prop ? f->ports_prop : highest;
     cfg->fabric_ports = f->nports;
     cfg->serial = f->serial;

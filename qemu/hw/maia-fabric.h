@@ -60,6 +60,7 @@ struct MaiaFabric {
     uint64_t serial;            /* 0: firmware-sim derives one */
     uint32_t drop_ppm;          /* fabric-drop-ppm */
     uint64_t drop_seed;         /* fabric-drop-seed */
+    uint32_t window;            /* fabric-window; 0: the device's default */
 };
 
 #define DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, _n)                        \
@@ -82,7 +83,8 @@ struct MaiaFabric {
     DEFINE_PROP_UINT32("fabric-ports", _s, _f.ports_prop, 0),           \
     DEFINE_PROP_UINT64("serial", _s, _f.serial, 0),                     \
     DEFINE_PROP_UINT32("fabric-drop-ppm", _s, _f.drop_ppm, 0),          \
-    DEFINE_PROP_UINT64("fabric-drop-seed", _s, _f.drop_seed, 0)
+    DEFINE_PROP_UINT64("fabric-drop-seed", _s, _f.drop_seed, 0),       \
+    DEFINE_PROP_UINT32("fabric-window", _s, _f.window, 0)
 
 /*
  * Realize, in this order: maia_fabric_configure() (checks the properties,

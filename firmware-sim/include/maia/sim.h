@@ -108,6 +108,14 @@ struct maia_sim_config {
 	 */
 	uint32_t fabric_drop_ppm[MAIA_FABRIC_MAX_PORTS];
 	uint64_t fabric_drop_seed[MAIA_FABRIC_MAX_PORTS];
+	/*
+	 * DATA frames a peer may have in flight to each port (the credit this
+	 * device grants) and this device sends ahead on each: a power of two
+	 * up to MAIA_FABRIC_WINDOW; 0 = MAIA_FABRIC_WINDOW. A cable that drops
+	 * what it cannot buffer (a UDP socket holds about three 60 KiB frames
+	 * by default) needs a small one.
+	 */
+	unsigned int fabric_window;
 };
 
 #define MAIA_SIM_SERIAL_AUTO	0x4d41000000000000ull	/* "MA" */

@@ -20,7 +20,7 @@
 #include <linux/types.h>
 
 #define MAIA_FABRIC_ETHERTYPE		0x88b5u	/* IEEE local experimental 1 */
-#define MAIA_FABRIC_VERSION		1u
+#define MAIA_FABRIC_VERSION		2u	/* 2: 60 KiB messages (1: 64 KiB) */
 #define MAIA_FABRIC_MAX_PORTS		12u	/* 12 x 400 GbE on Maia 100 */
 #define MAIA_FABRIC_PORT_ANY		0xffu	/* dst_port of a HELLO */
 
@@ -66,8 +66,16 @@ struct maia_fabric_hdr {
 #define MAIA_FABRIC_HDR_LEN		48u
 /* What QEMU's net layer carries per frame (NET_BUFSIZE). */
 #define MAIA_FABRIC_BACKEND_MAX_FRAME	69632u
-/* A transport message: its 48-byte header and 64 KiB of data. */
-#define MAIA_FABRIC_MAX_PAYLOAD		(65536u + 48u)
+/* The largest UDP datagram (QEMU's dgram netdev over UDP sends a frame as one). */
+#define MAIA_FABRIC_UDP_MAX_FRAME	65507u
+/*
+ * A transport message: its 48-byte header and up to 60 KiB of data, so
+ * that the largest frame (61,550 bytes) fits a UDP datagram as well as
+ * QEMU's net buffer, and a chunk is a whole number of 4 KiB pages.
+ */
+#define MAIA_FABRIC_MSG_HDR_LEN		48u
+#define MAIA_FABRIC_MSG_MAX_DATA	61440u
+#define MAIA_FABRIC_MAX_PAYLOAD		(MAIA_FABRIC_MSG_HDR_LEN + MAIA_FABRIC_MSG_MAX_DATA)
 #define MAIA_FABRIC_MIN_FRAME		(MAIA_ETH_HLEN + MAIA_FABRIC_HDR_LEN)
 #define MAIA_FABRIC_MAX_FRAME		(MAIA_FABRIC_MIN_FRAME + MAIA_FABRIC_MAX_PAYLOAD)
 
@@ -75,6 +83,8 @@ _Static_assert(sizeof(struct maia_eth_hdr) == MAIA_ETH_HLEN, "Ethernet header is
 _Static_assert(sizeof(struct maia_fabric_hdr) == MAIA_FABRIC_HDR_LEN, "fabric header is 48 bytes");
 _Static_assert(MAIA_FABRIC_MAX_FRAME <= MAIA_FABRIC_BACKEND_MAX_FRAME,
 	       "a fabric frame fits QEMU's net buffer");
+_Static_assert(MAIA_FABRIC_MAX_FRAME <= MAIA_FABRIC_UDP_MAX_FRAME,
+	       "a fabric frame fits a UDP datagram");
 
 /* Defaults of the link timers and windows (a port may be configured otherwise). */
 #define MAIA_FABRIC_HELLO_INTERVAL_MS	20u	/* HELLO resent while DOWN */
@@ -193,9 +203,6 @@ struct maia_fabric_coll_msg {
 	__u32 src_rank;
 	__u32 reserved[5];
 };
-
-#define MAIA_FABRIC_MSG_HDR_LEN		48u
-#define MAIA_FABRIC_MSG_MAX_DATA	65536u
 
 _Static_assert(sizeof(struct maia_fabric_msg) == MAIA_FABRIC_MSG_HDR_LEN, "message header");
 _Static_assert(sizeof(struct maia_fabric_coll_msg) == MAIA_FABRIC_MSG_HDR_LEN, "coll header");
