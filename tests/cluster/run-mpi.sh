@@ -14,8 +14,8 @@
 #   5. -np 2 over UDP on 127.0.0.1 (a dgram netdev: no order or delivery promise,
 #      and a socket buffer that drops what it cannot hold; the launcher sets
 #      fabric-window=2) with 1 % of frames dropped (fabric-drop-ppm=10000):
-#      17 all-reduces of 4 MiB FP32 and BF16 correct (about 2,200 DATA frames a
-#      rank: that none of them is dropped has a chance of 3e-10), drops and
+#      17 all-reduces of 4 MiB FP32 and BF16 correct (about 2,350 DATA frames a
+#      rank: that none of them is dropped has a chance of 5e-11), drops and
 #      retransmits counted
 #
 #   tests/cluster/run-mpi.sh [--no-build]
