@@ -226,7 +226,8 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
         return false;
     }
     if (f->window > MAIA_FABRIC_WINDOW || (f->window & (f->window - 1))) {
-        error_setg(errp, "fabric-window %u must be 0 or a power of two up to %u",
+        error_setg(errp,
+                   "fabric-window %u must be 0 or a power of two up to %u",
                    f->window, MAIA_FABRIC_WINDOW);
         return false;
     }
