@@ -36,7 +36,8 @@
  * remote write from device 0 (port 0) into a window of device 1 beside
  * memcpy of 64 MiB on this CPU (best of --iters each), and the 8-byte FP32
  * all-reduce over all devices beside the round trip of an empty (one-NOP)
- * job on device 0 (medians of 10 x --iters, the empty jobs first). Data
+ * job on device 0 and that of an 8-byte remote write from device 0 to
+ * device 1 (medians of 10 x --iters each, the empty jobs first). Data
  * written and reduced is checked.
  */
 #include <errno.h>
@@ -427,9 +428,11 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 {
 	unsigned int reps = 10 * opt.iters, k;
 	double *lat_ar = calloc(reps, sizeof(double)), *lat_nop = calloc(reps, sizeof(double));
+	double *lat_wr = calloc(reps, sizeof(double));
 	struct maia_cmdbuf *cb = NULL;
 	uint64_t wrong = 0;
-	int err = lat_ar && lat_nop ? 0 : -ENOMEM, r;
+	uint32_t key = 0;
+	int err = lat_ar && lat_nop && lat_wr ? 0 : -ENOMEM, r;
 
 	if (!err)
 		err = maia_cmdbuf_create(devs[0], 4096, &cb);
@@ -477,6 +480,27 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 		for (k = 0; k < 2; k++)
 			wrong += ((float *)b[r].recv_cpu)[k] !=
 				 expected(MAIA_COLL_ALL_REDUCE, MAIA_REDOP_SUM, n, r, 2, k);
+	/*
+	 * The wire's own round trip in the same run: an 8-byte remote write
+	 * from device 0 into device 1 (one frame there, its answer back).
+	 */
+	if (!err)
+		err = maia_fabric_window_open(b[1].recv, 0, 4096, MAIA_FABRIC_REMOTE_WRITE, &key);
+	if (!err) {
+		maia_cmdbuf_reset(cb);
+		err = maia_cmd_fabric_write(cb, 0, key, 8, maia_bo_va(b[0].send), 8);
+	}
+	for (k = 0; k < opt.warmup + reps && !err; k++) {
+		double t0 = now_s();
+
+		err = submit_wait(devs[0], cb);
+		if (k >= opt.warmup)
+			lat_wr[k - opt.warmup] = now_s() - t0;
+	}
+	if (!err)
+		wrong += memcmp((uint8_t *)b[1].recv_cpu + 8, b[0].send_cpu, 8) != 0;
+	if (key)
+		maia_fabric_window_close(devs[1], key);
 	if (err) {
 		fprintf(stderr, "maia-coll-perf: latency: %s (%s)\n", maia_last_error(),
 			maia_strerror(err));
@@ -485,18 +509,25 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 
 		qsort(lat_ar, reps, sizeof(double), cmp_double);
 		qsort(lat_nop, reps, sizeof(double), cmp_double);
+		qsort(lat_wr, reps, sizeof(double), cmp_double);
 		if (!opt.json)
 			printf("# 8-byte all-reduce over %d devices: median %.0f us; empty job on "
-			       "device 0: median %.0f us; #wrong %" PRIu64 "\n", n,
-			       lat_ar[reps / 2] * 1e6, lat_nop[reps / 2] * 1e6, wrong);
+			       "device 0: median %.0f us; 8-byte remote write 0 -> 1: median %.0f us; "
+			       "#wrong %" PRIu64 "\n", n, lat_ar[reps / 2] * 1e6,
+			       lat_nop[reps / 2] * 1e6, lat_wr[reps / 2] * 1e6, wrong);
 		snprintf(name, sizeof(name), "coll_all_reduce_8B_latency_n%d", n);
 		print_ratio(name, "us", false, lat_ar[reps / 2] * 1e6, "empty_job_latency",
 			    lat_nop[reps / 2] * 1e6, lat_ar[reps / 2] / lat_nop[reps / 2]);
+		/* What one hop and its answer cost: the floor under the line above. */
+		print_ratio("fabric_write_8B_latency_guest", "us", false, lat_wr[reps / 2] * 1e6,
+			    "empty_job_latency", lat_nop[reps / 2] * 1e6,
+			    lat_wr[reps / 2] / lat_nop[reps / 2]);
 		err = wrong ? -EIO : 0;
 	}
 	maia_cmdbuf_destroy(cb);
 	free(lat_ar);
 	free(lat_nop);
+	free(lat_wr);
 	return err;
 }
 
