@@ -14,12 +14,14 @@
  * connects to rank r-1's address (the ring convention of libmaia's
  * communicators: port 0 to the next rank, port 1 from the previous).
  *
- *  - Rank 0 makes K communicator ids (maia_comm_get_unique_id) and
- *    MPI_Bcasts them. They reach the guest on its command line: {id0} ..
- *    {idK-1} and {ids} (comma-separated) in GUEST-COMMAND's arguments are
- *    replaced, as are {rank} and {nranks}. Id g is for the g-th communicator
- *    the ranks form; after a failure the survivors take the next one, which
- *    needs no message between them (Documentation/cluster.rst).
+ *  - Rank 0 makes one communicator id (maia_comm_get_unique_id) and
+ *    MPI_Bcasts it; id g is maia_comm_id_derive(that id, g), the same on
+ *    every rank. They reach the guest on its command line: {idG} (any G)
+ *    and {ids} (ids 0..K-1, comma-separated) in GUEST-COMMAND's arguments
+ *    are replaced, as are {rank} and {nranks}. Id g is for the g-th
+ *    communicator the ranks form; after a failure the survivors take the
+ *    next one, which needs no message between them; a guest program can
+ *    derive more from {id0} itself (Documentation/cluster.rst).
  *  - Every rank picks its listening address and they MPI_Allgather them:
  *    unix: a socket in a per-job directory under /tmp (one machine);
  *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
@@ -72,7 +74,7 @@
 
 #include "libmaia.h"
 
-#define MAX_IDS		16
+#define MAX_IDS		64		/* in {ids}; {idG} takes any G */
 #define ADDR_LEN	160
 #define ARG_LEN		512
 
@@ -207,8 +209,20 @@ static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 	}
 }
 
+/* Id g of the job (maia_comm_id_derive of the base), in hex. */
+static void id_hex(const struct maia_comm_id *base, long g, char *hex)
+{
+	struct maia_comm_id id;
+	int i;
+
+	if (maia_comm_id_derive(base, (uint32_t)g, &id))
+		die("%s", maia_last_error());
+	for (i = 0; i < MAIA_COMM_ID_BYTES; i++)
+		sprintf(&hex[2 * i], "%02x", id.bytes[i]);
+}
+
 /* @in with {rank}, {nranks}, {idG} and {ids} replaced. */
-static char *substitute(const char *in, char ids[][2 * MAIA_COMM_ID_BYTES + 1])
+static char *substitute(const char *in, const struct maia_comm_id *base)
 {
 	size_t braces = 0, cap;
 	const char *p;
@@ -230,16 +244,21 @@ static char *substitute(const char *in, char ids[][2 * MAIA_COMM_ID_BYTES + 1])
 			o += sprintf(o, "%d", nranks);
 			in += 8;
 		} else if (!strncmp(in, "{ids}", 5)) {
-			for (g = 0; g < opt.ids; g++)
-				o += sprintf(o, "%s%s", g ? "," : "", ids[g]);
+			for (g = 0; g < opt.ids; g++) {
+				if (g)
+					*o++ = ',';
+				id_hex(base, g, o);
+				o += 2 * MAIA_COMM_ID_BYTES;
+			}
 			in += 5;
 		} else if (!strncmp(in, "{id", 3) && in[3] >= '0' && in[3] <= '9') {
 			char *end;
 			long gi = strtol(in + 3, &end, 10);
 
-			if (*end != '}' || gi >= opt.ids)
-				die("%s: no such id (--ids %d)", in, opt.ids);
-			o += sprintf(o, "%s", ids[gi]);
+			if (*end != '}' || gi > UINT32_MAX)
+				die("%s: not {idG} with G a number", in);
+			id_hex(base, gi, o);
+			o += 2 * MAIA_COMM_ID_BYTES;
 			in = end + 1;
 		} else {
 			*o++ = *in++;
@@ -541,13 +560,13 @@ static void report(const struct rank_result *all)
 
 int main(int argc, char **argv)
 {
-	static char ids[MAX_IDS][2 * MAIA_COMM_ID_BYTES + 1];
+	struct maia_comm_id base;
 	char dir[64] = "", pidfile[ADDR_LEN], nd[2][ARG_LEN], devopts[ARG_LEN], smem[32];
 	char ctl_path[ADDR_LEN], ctl_dev[ARG_LEN];
 	struct rank_result res = { 0 }, *results = NULL;
 	struct rank_addr me = { 0 }, *all;
 	char **gargv;
-	int g, i, k, status;
+	int i, k, status;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -556,20 +575,15 @@ int main(int argc, char **argv)
 
 	/* Rank 0: the ids and the job's directory; everyone gets them. */
 	if (rank == 0) {
-		struct maia_comm_id id;
 		char tmpl[] = "/tmp/maia-cluster.XXXXXX";
 
-		for (g = 0; g < opt.ids; g++) {
-			if (maia_comm_get_unique_id(&id))
-				die("%s", maia_last_error());
-			for (i = 0; i < MAIA_COMM_ID_BYTES; i++)
-				sprintf(&ids[g][2 * i], "%02x", id.bytes[i]);
-		}
+		if (maia_comm_get_unique_id(&base))
+			die("%s", maia_last_error());
 		if (!mkdtemp(tmpl))
 			die("mkdtemp: %s", strerror(errno));
 		snprintf(dir, sizeof(dir), "%s", tmpl);
 	}
-	MPI_Bcast(ids, sizeof(ids), MPI_CHAR, 0, MPI_COMM_WORLD);
+	MPI_Bcast(&base, sizeof(base), MPI_BYTE, 0, MPI_COMM_WORLD);
 	MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
 	if (mkdir(dir, 0700) && errno != EEXIST)	/* another host */
 		die("mkdir %s: %s", dir, strerror(errno));
@@ -649,7 +663,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < opt.nqemu_args; i++) {
 		gargv[k++] = "--qemu-arg";
-		gargv[k++] = substitute(opt.qemu_args[i], ids);
+		gargv[k++] = substitute(opt.qemu_args[i], &base);
 	}
 	if (opt.module_args) {
 		gargv[k++] = "--module-args";
@@ -661,7 +675,7 @@ int main(int argc, char **argv)
 	}
 	gargv[k++] = "--";
 	for (i = optind; i < argc; i++)
-		gargv[k++] = substitute(argv[i], ids);
+		gargv[k++] = substitute(argv[i], &base);
 	gargv[k] = NULL;
 	if (rank == 0) {
 		printf("maia-cluster: %d ranks, %s links, job directory %s\n", nranks,

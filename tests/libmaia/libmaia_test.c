@@ -423,6 +423,36 @@ TEST(dtype_bytes)
 	EXPECT_STREQ("", maia_last_error());
 }
 
+/*
+ * Communicator ids derived from one: the same index gives the same id
+ * (what lets cluster ranks agree with no message), others differ from it
+ * and from the base, and only a real id can be a base.
+ */
+TEST(comm_id_derive)
+{
+	struct maia_comm_id base, a, b, c, junk;
+	uint32_t i;
+
+	ASSERT_EQ(0, maia_comm_get_unique_id(&base));
+	ASSERT_EQ(0, maia_comm_id_derive(&base, 7, &a));
+	ASSERT_EQ(0, maia_comm_id_derive(&base, 7, &b));
+	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a)));
+	EXPECT_NE(0, memcmp(&a, &base, sizeof(a)));
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(0, maia_comm_id_derive(&base, i, &c));
+		EXPECT_NE(0, memcmp(&c, &base, sizeof(c)));
+		if (i != 7)
+			EXPECT_NE(0, memcmp(&c, &a, sizeof(c)));
+	}
+	/* A derived id is an id: it derives further, and differently. */
+	ASSERT_EQ(0, maia_comm_id_derive(&a, 7, &c));
+	EXPECT_NE(0, memcmp(&c, &a, sizeof(c)));
+	memset(&junk, 0x5a, sizeof(junk));
+	EXPECT_EQ(-EINVAL, maia_comm_id_derive(&junk, 0, &c));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "maia_comm_get_unique_id"));
+	EXPECT_EQ(-EINVAL, maia_comm_id_derive(NULL, 0, &c));
+}
+
 /* ---- every command, data checked ------------------------------------------------ */
 
 /*

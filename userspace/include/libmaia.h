@@ -510,6 +510,16 @@ struct maia_comm_id {
 struct maia_comm;
 
 int maia_comm_get_unique_id(struct maia_comm_id *id);
+/*
+ * The index-th id derived from @base: every process holding the same base
+ * gets the same id for the same index, with no message between them, and
+ * different indexes (and the base itself) give different communicators.
+ * One id handed out at start (a cluster launcher's, say) thus yields as many
+ * communicators as a program needs, e.g. a new one after a failure.
+ * -EINVAL if @base is not from maia_comm_get_unique_id() or derived.
+ */
+int maia_comm_id_derive(const struct maia_comm_id *base, uint32_t index,
+			struct maia_comm_id *out);
 int maia_comm_init_rank(struct maia_comm **comm, struct maia_device *dev, int nranks,
 			const struct maia_comm_id *id, int rank);
 /* devs[i] becomes rank i; checks that they are cabled as a ring in that order. */

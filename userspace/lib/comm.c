@@ -105,6 +105,34 @@ MAIA_EXPORT int maia_comm_get_unique_id(struct maia_comm_id *id)
 	return 0;
 }
 
+/* SplitMix64's finaliser: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+MAIA_EXPORT int maia_comm_id_derive(const struct maia_comm_id *base, uint32_t index,
+				    struct maia_comm_id *out)
+{
+	struct comm_id c;
+
+	maia_error_clear();
+	if (!base || !out)
+		return maia_error(-EINVAL, "maia_comm_id_derive: NULL id");
+	memcpy(&c, base->bytes, sizeof(c));
+	if (c.magic != COMM_ID_MAGIC || !c.comm_id)
+		return maia_error(-EINVAL, "maia_comm_id_derive: the base is not an id from "
+				  "maia_comm_get_unique_id()");
+	/* A function of the whole base and the index, never the base again. */
+	c.nonce = mix64(c.nonce ^ mix64(((uint64_t)c.comm_id << 32 | index) + 1));
+	c.comm_id = (uint32_t)(c.nonce >> 32) | 1u;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->bytes, &c, sizeof(c));
+	return 0;
+}
+
 static const char *coll_name(unsigned int coll)
 {
 	switch (coll) {
