@@ -14,8 +14,11 @@
  * - Hot-plug and unplug of a device cabled to a running one (twice), with
  *   injected drops; bad fabric properties refused.
  *
- * Remote write, remote read and bad-key tests come with the transport
- * (fabric windows); they belong here.
+ * - Remote write and remote read over a hubport cable: device 1 opens a
+ *   window (mailbox) on HBM pages of its ASID 1; device 0 runs jobs that
+ *   write into it and read it back; the bytes are checked through BAR2 and
+ *   guest memory. A write with a key device 1 never issued completes with
+ *   MAIA_STATUS_FABRIC_KEY, nothing lands, and device 1 counts the refusal.
  *
  * The device runs its links in real time: waits poll a register with a
  * generous bound (FABRIC_WAIT_US) for an event, never assert a duration.
@@ -35,7 +38,12 @@
 #include "libqos/pci.h"
 #include "qobject/qdict.h"
 
+#include "maia/hw/boot.h"
+#include "maia/hw/cmd.h"
 #include "maia/hw/fabric.h"
+#include "maia/hw/mbox.h"
+#include "maia/hw/mmu.h"
+#include "maia/hw/queue.h"
 #include "maia/hw/regs.h"
 
 /* 20 x the dead-peer timeout: a loaded CI machine, not a bound on speed. */
@@ -64,6 +72,11 @@ static void collect_dev(QPCIDevice *dev, int devfn, void *data)
 static uint32_t rd(Dev *d, uint32_t off)
 {
     return qpci_io_readl(d->pci, d->regs, off);
+}
+
+static void wr(Dev *d, uint32_t off, uint32_t val)
+{
+    qpci_io_writel(d->pci, d->regs, off, val);
 }
 
 static uint64_t rd64(Dev *d, uint32_t off)
@@ -147,6 +160,162 @@ static void assert_cabled(Dev *a, unsigned pa, Dev *b, unsigned pb)
     g_assert_cmpuint(rd(a, MAIA_REG_FPORT(pa, MAIA_FPORT_PEER_PORT)), ==, pb);
     g_assert_cmphex(peer_serial(b, pb), ==, serial_of(a));
     g_assert_cmpuint(rd(b, MAIA_REG_FPORT(pb, MAIA_FPORT_PEER_PORT)), ==, pa);
+}
+
+/* ---- Firmware, mailbox and one queue, as a driver drives them ---------- */
+
+#define QUEUE_ENTRIES       8u
+
+/* IEEE 802.3 CRC-32, bit by bit: an independent reference for the device. */
+static uint32_t ref_crc32(const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    uint32_t crc = 0xffffffffu;
+    int bit;
+
+    while (len--) {
+        crc ^= *p++;
+        for (bit = 0; bit < 8; bit++) {
+            crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+        }
+    }
+    return ~crc;
+}
+
+static size_t put_tlv(uint8_t *p, uint16_t type, const void *val,
+                      uint16_t len)
+{
+    struct maia_fw_tlv tlv = {
+        .type = cpu_to_le16(type),
+        .length = cpu_to_le16(len),
+    };
+
+    memcpy(p, &tlv, sizeof(tlv));
+    memset(p + sizeof(tlv), 0, ROUND_UP(len, 4));
+    memcpy(p + sizeof(tlv), val, len);
+    return sizeof(tlv) + ROUND_UP(len, 4);
+}
+
+/* Boots d with a minimal image whose opcodes include the fabric ones. */
+static void boot_fw(QOSState *qs, Dev *d)
+{
+    static const char name[] = "maia-fabric-qtest";
+    uint64_t opcodes = cpu_to_le64((1u << (MAIA_OP_COLLECTIVE + 1)) - 1);
+    struct maia_fw_header hdr = { 0 };
+    uint8_t img[sizeof(hdr) + 128];
+    uint8_t *payload = img + sizeof(hdr);
+    size_t len = 0;
+    uint64_t addr;
+    uint32_t status;
+
+    len += put_tlv(payload + len, MAIA_FW_TLV_NAME, name, sizeof(name));
+    len += put_tlv(payload + len, MAIA_FW_TLV_OPCODES, &opcodes,
+                   sizeof(opcodes));
+    len += put_tlv(payload + len, MAIA_FW_TLV_END, NULL, 0);
+    g_assert_cmpuint(sizeof(hdr) + len, <=, sizeof(img));
+    hdr.magic = cpu_to_le32(MAIA_FW_MAGIC);
+    hdr.abi_major = cpu_to_le16(MAIA_FW_ABI_MAJOR);
+    hdr.abi_minor = cpu_to_le16(MAIA_FW_ABI_MINOR);
+    hdr.fw_version = cpu_to_le32(MAIA_FW_VERSION(1u, 3u, 0u));
+    hdr.header_size = cpu_to_le32(sizeof(hdr));
+    hdr.payload_size = cpu_to_le32(len);
+    hdr.payload_crc32 = cpu_to_le32(ref_crc32(payload, len));
+    memcpy(img, &hdr, sizeof(hdr));
+
+    addr = guest_alloc(&qs->alloc, sizeof(hdr) + len);
+    qtest_memwrite(qs->qts, addr, img, sizeof(hdr) + len);
+    wr(d, MAIA_REG_BOOT_ADDR_LO, addr);
+    wr(d, MAIA_REG_BOOT_ADDR_HI, addr >> 32);
+    wr(d, MAIA_REG_BOOT_SIZE, sizeof(hdr) + len);
+    wr(d, MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+    g_assert(WAIT_UNTIL((status = rd(d, MAIA_REG_BOOT_STATUS)) ==
+                        MAIA_BOOT_STATUS_READY ||
+                        status == MAIA_BOOT_STATUS_FAILED));
+    g_assert_cmphex(status, ==, MAIA_BOOT_STATUS_READY);
+    guest_free(&qs->alloc, addr);
+}
+
+/* One mailbox command; returns its result, *resp0 its first output. */
+static uint32_t mbox(Dev *d, uint32_t cmd, const uint32_t arg[4],
+                     uint32_t *resp0)
+{
+    uint32_t st;
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        wr(d, MAIA_REG_MBOX_ARG(i), arg[i]);
+    }
+    wr(d, MAIA_REG_MBOX_CMD, cmd);
+    g_assert(WAIT_UNTIL(!((st = rd(d, MAIA_REG_MBOX_STATUS)) &
+                          MAIA_MBOX_STATUS_BUSY)));
+    if (resp0) {
+        *resp0 = rd(d, MAIA_REG_MBOX_RESP(0));
+    }
+    return st & MAIA_MBOX_STATUS_RESULT_MASK;
+}
+
+/* Queue 0 of d: rings in guest memory, enabled. */
+typedef struct Queue {
+    uint64_t sq, cq;
+    uint32_t tail;
+} Queue;
+
+static void queue_init(QOSState *qs, Dev *d, Queue *q)
+{
+    size_t sq = QUEUE_ENTRIES * sizeof(struct maia_sq_entry);
+    size_t cq = QUEUE_ENTRIES * sizeof(struct maia_cq_entry);
+
+    q->tail = 0;
+    q->sq = guest_alloc(&qs->alloc, sq);
+    q->cq = guest_alloc(&qs->alloc, cq);
+    qtest_memset(qs->qts, q->sq, 0, sq);
+    qtest_memset(qs->qts, q->cq, 0, cq);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_SQ_LO), q->sq);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_SQ_HI), q->sq >> 32);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_CQ_LO), q->cq);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_CQ_HI), q->cq >> 32);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_SIZE), QUEUE_ENTRIES);
+    wr(d, MAIA_REG_Q(0, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
+       (MAIA_QUEUE_PRIO_NORMAL << MAIA_Q_CTRL_PRIO_SHIFT));
+    g_assert_cmphex(rd(d, MAIA_REG_Q(0, MAIA_Q_STATUS)), ==, 0);
+}
+
+static bool cqe_valid(QTestState *qts, Queue *q, uint32_t slot)
+{
+    struct maia_cq_entry cqe;
+
+    qtest_memread(qts, q->cq + slot * sizeof(cqe), &cqe, sizeof(cqe));
+    return le32_to_cpu(cqe.flags) & MAIA_CQE_VALID;
+}
+
+/*
+ * Runs one command (len bytes at cmd) as a job in ASID 0, where addresses
+ * are guest bus addresses, and waits for its completion: its status.
+ */
+static uint32_t run_job(QOSState *qs, Dev *d, Queue *q, const void *cmd,
+                        uint32_t len)
+{
+    uint64_t cb = guest_alloc(&qs->alloc, len);
+    uint32_t slot = q->tail % QUEUE_ENTRIES;
+    uint64_t job_id = 0x10b0 + q->tail;
+    struct maia_sq_entry sqe = {
+        .cmdbuf_addr = cpu_to_le64(cb),
+        .cmdbuf_size = cpu_to_le32(len),
+        .asid = 0,
+        .job_id = cpu_to_le64(job_id),
+    };
+    struct maia_cq_entry cqe;
+
+    qtest_memwrite(qs->qts, cb, cmd, len);
+    qtest_memwrite(qs->qts, q->sq + slot * sizeof(sqe), &sqe, sizeof(sqe));
+    q->tail = (q->tail + 1) % QUEUE_ENTRIES;
+    wr(d, MAIA_REG_DOORBELL(0), q->tail);
+    /* The fabric's own timeouts end a job that gets no answer. */
+    g_assert(WAIT_UNTIL(cqe_valid(qs->qts, q, slot)));
+    qtest_memread(qs->qts, q->cq + slot * sizeof(cqe), &cqe, sizeof(cqe));
+    g_assert_cmphex(le64_to_cpu(cqe.job_id), ==, job_id);
+    guest_free(&qs->alloc, cb);
+    return le32_to_cpu(cqe.status);
 }
 
 /* A pcap file: its header, and how many of its frames are fabric frames. */
@@ -424,6 +593,168 @@ static void test_dgram_malformed(void)
     rmdir(dir);
 }
 
+/*
+ * Device 0 writes into a window of device 1 and reads it back over one
+ * hubport cable (0.port0 - 1.port0). Device 1's window: WIN_PAGES HBM pages
+ * at WIN_HBM mapped at WIN_VA in ASID 1 by page tables the test writes
+ * through BAR2 (one table per level from PT_HBM).
+ */
+#define PT_HBM      0x1000ull       /* root 0 would disable the ASID */
+#define WIN_HBM     0x10000ull
+#define WIN_VA      0x40000000ull
+#define WIN_PAGES   2u
+#define XFER_OFF    0x123u          /* not aligned: the device must not care */
+#define XFER_LEN    5000u           /* more than one page, under the window */
+
+static void map_window(Dev *d, QPCIBar hbm)
+{
+    uint64_t table = PT_HBM;
+    unsigned level, i;
+
+    /* L0..L2: one entry each, pointing at the next table. */
+    for (level = 0; level < MAIA_PT_LEVELS - 1; level++) {
+        uint64_t next = table + MAIA_PAGE_SIZE;
+        uint64_t pte = cpu_to_le64(next | MAIA_PTE_VALID);
+
+        qpci_memwrite(d->pci, hbm,
+                      table + 8 * MAIA_PT_INDEX(WIN_VA, level), &pte, 8);
+        table = next;
+    }
+    for (i = 0; i < WIN_PAGES; i++) {
+        uint64_t va = WIN_VA + i * MAIA_PAGE_SIZE;
+        uint64_t pte = cpu_to_le64((WIN_HBM + i * MAIA_PAGE_SIZE) |
+                                   MAIA_PTE_VALID | MAIA_PTE_READ |
+                                   MAIA_PTE_WRITE);
+
+        qpci_memwrite(d->pci, hbm, table + 8 * MAIA_PT_INDEX(va, 3), &pte, 8);
+    }
+}
+
+static uint32_t remote_write(QOSState *qs, Dev *d, Queue *q, uint32_t key,
+                             uint64_t src)
+{
+    struct maia_cmd_fabric_write c = {
+        .hdr = { .opcode = cpu_to_le16(MAIA_OP_FABRIC_WRITE),
+                 .size = cpu_to_le32(sizeof(c)) },
+        .port = 0,
+        .key = cpu_to_le32(key),
+        .remote_offset = cpu_to_le64(XFER_OFF),
+        .local_addr = cpu_to_le64(src),
+        .size = cpu_to_le64(XFER_LEN),
+    };
+
+    return run_job(qs, d, q, &c, sizeof(c));
+}
+
+static uint32_t remote_read(QOSState *qs, Dev *d, Queue *q, uint32_t key,
+                            uint64_t dst)
+{
+    struct maia_cmd_fabric_read c = {
+        .hdr = { .opcode = cpu_to_le16(MAIA_OP_FABRIC_READ),
+                 .size = cpu_to_le32(sizeof(c)) },
+        .port = 0,
+        .key = cpu_to_le32(key),
+        .remote_offset = cpu_to_le64(XFER_OFF),
+        .local_addr = cpu_to_le64(dst),
+        .size = cpu_to_le64(XFER_LEN),
+    };
+
+    return run_job(qs, d, q, &c, sizeof(c));
+}
+
+static void test_remote_write_read(void)
+{
+    static const uint64_t serials[2] = { 0x5151, 0x5252 };
+    g_autofree uint8_t *pattern = g_malloc(XFER_LEN);
+    g_autofree uint8_t *other = g_malloc(XFER_LEN);
+    g_autofree uint8_t *got = g_malloc(XFER_LEN);
+    g_autofree uint8_t *zero = NULL;
+    uint32_t arg[4], key, bad_key;
+    uint64_t src, dst, naks;
+    QPCIBar hbm;
+    QOSState *qs;
+    Queue q;
+    Dev *d;
+    unsigned i;
+
+    qs = qtest_pc_boot("-nodefaults -machine q35 "
+                       "-netdev hubport,id=c0a,hubid=0 "
+                       "-netdev hubport,id=c0b,hubid=0 "
+                       "-device maia," DEV_OPTS ",serial=0x5151,fabric0=c0a "
+                       "-device maia," DEV_OPTS ",serial=0x5252,fabric0=c0b");
+    d = find_devs(qs, serials, 2);
+    boot_fw(qs, &d[0]);
+    boot_fw(qs, &d[1]);
+    assert_cabled(&d[0], 0, &d[1], 0);
+
+    /* Device 1: ASID 1 maps the window's pages; the window is opened. */
+    hbm = qpci_iomap(d[1].pci, MAIA_BAR_HBM, NULL);
+    map_window(&d[1], hbm);
+    zero = g_malloc0(WIN_PAGES * MAIA_PAGE_SIZE);
+    qpci_memwrite(d[1].pci, hbm, WIN_HBM, zero, WIN_PAGES * MAIA_PAGE_SIZE);
+    arg[0] = 1;
+    arg[1] = (uint32_t)PT_HBM;
+    arg[2] = PT_HBM >> 32;
+    arg[3] = 0;
+    g_assert_cmpuint(mbox(&d[1], MAIA_MBOX_SET_CONTEXT, arg, NULL), ==,
+                     MAIA_MBOX_OK);
+    arg[0] = 1 | (MAIA_ACCESS_READ | MAIA_ACCESS_WRITE) << 16;
+    arg[1] = (uint32_t)WIN_VA;
+    arg[2] = WIN_VA >> 32;
+    arg[3] = WIN_PAGES;
+    g_assert_cmpuint(mbox(&d[1], MAIA_MBOX_FABRIC_WINDOW_OPEN, arg, &key), ==,
+                     MAIA_MBOX_OK);
+    g_assert_cmpuint(MAIA_FABRIC_KEY_GEN(key), !=, 0);
+
+    /* Device 0: jobs in ASID 0 on guest memory. */
+    queue_init(qs, &d[0], &q);
+    for (i = 0; i < XFER_LEN; i++) {
+        pattern[i] = (uint8_t)(i * 7 + 3);
+        other[i] = (uint8_t)~pattern[i];
+    }
+    src = guest_alloc(&qs->alloc, XFER_LEN);
+    dst = guest_alloc(&qs->alloc, XFER_LEN);
+    qtest_memwrite(qs->qts, src, pattern, XFER_LEN);
+    qtest_memset(qs->qts, dst, 0, XFER_LEN);
+
+    /* Remote write: the bytes land at the offset, nothing around them. */
+    g_assert_cmpuint(remote_write(qs, &d[0], &q, key, src), ==,
+                     MAIA_STATUS_OK);
+    qpci_memread(d[1].pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+    g_assert_cmphex(qpci_io_readb(d[1].pci, hbm, WIN_HBM + XFER_OFF - 1), ==,
+                    0);
+    g_assert_cmphex(qpci_io_readb(d[1].pci, hbm,
+                                  WIN_HBM + XFER_OFF + XFER_LEN), ==, 0);
+
+    /* Remote read of the same bytes into guest memory. */
+    g_assert_cmpuint(remote_read(qs, &d[0], &q, key, dst), ==,
+                     MAIA_STATUS_OK);
+    qtest_memread(qs->qts, dst, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+
+    /* A key of the same slot, another generation: refused, nothing lands. */
+    bad_key = key + (1u << 8);
+    naks = rd64(&d[1], MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX));
+    qtest_memwrite(qs->qts, src, other, XFER_LEN);
+    g_assert_cmpuint(remote_write(qs, &d[0], &q, bad_key, src), ==,
+                     MAIA_STATUS_FABRIC_KEY);
+    qpci_memread(d[1].pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+    g_assert_cmpuint(remote_read(qs, &d[0], &q, bad_key, dst), ==,
+                     MAIA_STATUS_FABRIC_KEY);
+    /* The port registers are a snapshot: wait for the refusals to show. */
+    g_assert(WAIT_UNTIL(rd64(&d[1], MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX)) ==
+                        naks + 2));
+    g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+    g_assert_cmphex(rd(&d[1], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+
+    guest_free(&qs->alloc, src);
+    guest_free(&qs->alloc, dst);
+    free_devs(d, 2);
+    qtest_shutdown(qs);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -432,6 +763,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
+    qtest_add_func("/maia-fabric/remote-write-read", test_remote_write_read);
 
     return g_test_run();
 }

@@ -9,7 +9,10 @@
  * CPU reference of coll_ref.c (FP32 bitwise), back to back on one
  * communicator. Then a rank whose send buffer is not there: it fails with
  * its own memory error, the others with FABRIC_TIMEOUT (never a hang), and
- * the next collective on the same devices works without a reset.
+ * the next collective on the same devices works without a reset. A cable
+ * pulled before a collective, and one pulled while it runs: the ranks at
+ * its ends fail with FABRIC_LINK and reports that name the step, the port
+ * and the peer rank.
  *
  * Decisions are by events (a queue's interrupt after its completion entry,
  * port state); the only clock use is a hang guard of 60 s per wait.
@@ -171,6 +174,104 @@ struct outcome {
 	double secs;			/* first submission to last completion */
 };
 
+/* One collective's commands and buffers on every rank, between its stages. */
+struct trial {
+	struct maia_cmd_collective k[MAX_DEV];
+	uint8_t *in[MAX_DEV], *recv[MAX_DEV];
+	uint32_t slot[MAX_DEV];
+	uint64_t cb_bus[MAX_DEV], report_bus[MAX_DEV];
+	unsigned int irqs[MAX_DEV];
+	unsigned int es;
+	struct timespec t0;
+};
+
+/*
+ * Builds the command of every rank; bad_rank (or -1) gets a send buffer that
+ * is not there.
+ */
+static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsigned int redop,
+		    uint64_t count, uint32_t chunk, bool in_place, int bad_rank,
+		    uint32_t timeout_ms)
+{
+	uint32_t seq = next_seq++;
+
+	t->es = maia_dtype_size(dtype);
+	for (unsigned int r = 0; r < ndev; r++) {
+		struct env *e = &nodes[r].e;
+		struct maia_cmd_collective *k = &t->k[r];
+		struct cmdbuf cb;
+		uint64_t sbus, rbus;
+		size_t s, rv;
+
+		*k = (struct maia_cmd_collective){
+			.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(*k) },
+			.coll = (uint8_t)coll, .redop = (uint8_t)redop, .dtype = (uint8_t)dtype,
+			.send_port = SEND_PORT, .recv_port = RECV_PORT,
+			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
+			.nranks = (uint16_t)ndev, .comm_id = 0xfab, .seq = seq,
+			.chunk_bytes = chunk, .timeout_ms = timeout_ms, .count = count,
+		};
+		ref_buf_sizes(k, &s, &rv);
+		sbus = host_alloc(e, s ? s : 8, 64);
+		rbus = in_place ? sbus : host_alloc(e, rv ? rv : 8, 64);
+		ref_fill(host_ptr(e, sbus), s / t->es, dtype, &rng);
+		t->in[r] = malloc(s ? s : 1);
+		memcpy(t->in[r], host_ptr(e, sbus), s);
+		if (!in_place)
+			memset(host_ptr(e, rbus), 0xa5, rv);
+		t->recv[r] = host_ptr(e, rbus);
+		k->send_addr = (int)r == bad_rank ? BAD_BUS_ADDR : sbus;
+		k->recv_addr = rbus;
+		t->report_bus[r] = host_alloc(e, sizeof(struct maia_coll_report), 64);
+		k->report_addr = t->report_bus[r];
+		cb_init(&cb);
+		cb_add(&cb, k, sizeof(*k));
+		t->cb_bus[r] = cb_to_host(e, &cb);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t->t0);
+}
+
+static void submit(struct trial *t, unsigned int r)
+{
+	t->irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(0));
+	t->slot[r] = queue_push(&nodes[r].e, &nodes[r].q, t->cb_bus[r], sizeof(t->k[r]), 0, 0,
+				t->k[r].seq, true);
+}
+
+/* Waits for rank r's completion entry; its status and report go to o. */
+static void collect(struct trial *t, unsigned int r, struct outcome *o)
+{
+	struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, t->slot[r]);
+
+	/* The queue's interrupt follows its completion entry (and orders it). */
+	o->hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(0), t->irqs[r] + 1, HANG_GUARD_MS) ||
+		   !(c->flags & MAIA_CQE_VALID);
+	o->status[r] = c->status;
+	memcpy(&o->report[r], host_ptr(&nodes[r].e, t->report_bus[r]), sizeof(o->report[r]));
+}
+
+/* Compares every rank's result with the reference (check), frees the inputs. */
+static void finish_trial(struct trial *t, struct outcome *o, bool check)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	o->secs = (double)(t1.tv_sec - t->t0.tv_sec) + (double)(t1.tv_nsec - t->t0.tv_nsec) / 1e9;
+	for (unsigned int r = 0; r < ndev && check; r++) {
+		size_t s, rv;
+		uint8_t *exp;
+
+		ref_buf_sizes(&t->k[r], &s, &rv);
+		exp = malloc(rv ? rv : 1);
+		ref_expected(t->in, r, &t->k[r], exp);
+		for (size_t i = 0; i < rv / t->es; i++)
+			o->wrong += memcmp(exp + i * t->es, t->recv[r] + i * t->es, t->es) != 0;
+		free(exp);
+	}
+	for (unsigned int r = 0; r < ndev; r++)
+		free(t->in[r]);
+}
+
 /*
  * Every rank runs the command as a job; bad_rank (or -1) gets a send buffer
  * that is not there (-2: none, but a failure is expected: results not
@@ -180,77 +281,15 @@ static struct outcome run(unsigned int coll, unsigned int dtype, unsigned int re
 			  uint64_t count, uint32_t chunk, bool in_place, int bad_rank,
 			  uint32_t timeout_ms)
 {
-	struct maia_cmd_collective k[MAX_DEV];
-	uint8_t *in[MAX_DEV], *recv[MAX_DEV];
-	uint32_t slot[MAX_DEV];
-	uint64_t cb_bus[MAX_DEV], report_bus[MAX_DEV];
-	unsigned int irqs[MAX_DEV];
-	struct timespec t0, t1;
+	struct trial t;
 	struct outcome o = { .wrong = 0 };
-	uint32_t seq = next_seq++;
-	unsigned int es = maia_dtype_size(dtype);
 
-	for (unsigned int r = 0; r < ndev; r++) {
-		struct env *e = &nodes[r].e;
-		struct cmdbuf cb;
-		uint64_t sbus, rbus;
-		size_t s, rv;
-
-		k[r] = (struct maia_cmd_collective){
-			.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(k[r]) },
-			.coll = (uint8_t)coll, .redop = (uint8_t)redop, .dtype = (uint8_t)dtype,
-			.send_port = SEND_PORT, .recv_port = RECV_PORT,
-			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
-			.nranks = (uint16_t)ndev, .comm_id = 0xfab, .seq = seq,
-			.chunk_bytes = chunk, .timeout_ms = timeout_ms, .count = count,
-		};
-		ref_buf_sizes(&k[r], &s, &rv);
-		sbus = host_alloc(e, s ? s : 8, 64);
-		rbus = in_place ? sbus : host_alloc(e, rv ? rv : 8, 64);
-		ref_fill(host_ptr(e, sbus), s / es, dtype, &rng);
-		in[r] = malloc(s ? s : 1);
-		memcpy(in[r], host_ptr(e, sbus), s);
-		if (!in_place)
-			memset(host_ptr(e, rbus), 0xa5, rv);
-		recv[r] = host_ptr(e, rbus);
-		k[r].send_addr = (int)r == bad_rank ? BAD_BUS_ADDR : sbus;
-		k[r].recv_addr = rbus;
-		report_bus[r] = host_alloc(e, sizeof(struct maia_coll_report), 64);
-		k[r].report_addr = report_bus[r];
-		cb_init(&cb);
-		cb_add(&cb, &k[r], sizeof(k[r]));
-		cb_bus[r] = cb_to_host(e, &cb);
-	}
+	prepare(&t, coll, dtype, redop, count, chunk, in_place, bad_rank, timeout_ms);
 	for (unsigned int r = 0; r < ndev; r++)
-		irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(0));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+		submit(&t, r);
 	for (unsigned int r = 0; r < ndev; r++)
-		slot[r] = queue_push(&nodes[r].e, &nodes[r].q, cb_bus[r], sizeof(k[r]), 0, 0, seq,
-				     true);
-	for (unsigned int r = 0; r < ndev; r++) {
-		struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, slot[r]);
-
-		/* The queue's interrupt follows its completion entry (and orders it). */
-		o.hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(0), irqs[r] + 1, HANG_GUARD_MS) ||
-			  !(c->flags & MAIA_CQE_VALID);
-		o.status[r] = c->status;
-		memcpy(&o.report[r], host_ptr(&nodes[r].e, report_bus[r]), sizeof(o.report[r]));
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	o.secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	for (unsigned int r = 0; r < ndev && bad_rank == -1; r++) {
-		size_t s, rv;
-		uint8_t *exp;
-
-		ref_buf_sizes(&k[r], &s, &rv);
-		exp = malloc(rv ? rv : 1);
-		ref_expected(in, r, &k[r], exp);
-		for (size_t i = 0; i < rv / es; i++)
-			o.wrong += memcmp(exp + i * es, recv[r] + i * es, es) != 0;
-		free(exp);
-	}
-	for (unsigned int r = 0; r < ndev; r++)
-		free(in[r]);
+		collect(&t, r, &o);
+	finish_trial(&t, &o, bad_rank == -1);
 	return o;
 }
 
@@ -453,6 +492,103 @@ static void test_cable_pulled(void)
 	ring_down();
 }
 
+/* Transport messages other than identities that port took from its peer. */
+static uint64_t data_msgs(unsigned int dev, unsigned int port)
+{
+	struct maia_sim_fabric_port_info info;
+
+	if (maia_sim_fabric_port_info(nodes[dev].e.sim, port, &info))
+		return 0;
+	return info.rx_msgs - info.ident_rx;
+}
+
+/* Waits until dev's port took at least n more such messages than base. */
+static bool wait_data_msgs(unsigned int dev, unsigned int port, uint64_t base, uint64_t n)
+{
+	uint64_t t0 = now_ms();
+
+	while (data_msgs(dev, port) - base < n) {
+		if (now_ms() - t0 >= HANG_GUARD_MS)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
+ * The cable between ranks 0 and 1 pulled while a 3-rank all-reduce runs on
+ * them: rank 2 has not submitted it yet, so ranks 0 and 1 are parked
+ * mid-ring, and the link going DOWN (dead peer) ends both. Each block is
+ * one chunk (1 KiB): rank 0 has sent its step 0 and waits for step 0 from
+ * rank 2; rank 1 has used rank 0's step 0, sent steps 0 and 1 to rank 2
+ * (the event this waits for) and waits for step 1 from rank 0. Their
+ * reports name that step, the port that went down and the rank behind it,
+ * with the bytes moved. Rank 2 then runs its part alone and times out
+ * waiting for step 2 from rank 1. Plugged again, the ring works.
+ */
+static void test_cable_pulled_mid_collective(void)
+{
+	const uint64_t count = 3 * 256;		/* 3 blocks of 256 FP32 */
+	const uint64_t block = 256 * 4;
+	struct maia_coll_report *r0, *r1, *r2;
+	struct maia_cmd_collective *k2;
+	struct outcome o = { .wrong = 0 };
+	struct trial t;
+	uint64_t base;
+	bool ok;
+
+	if (!tap_ok(ring_up(3, 0), "3 devices cabled in a ring: every port UP"))
+		return;
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	/* Rank 2's part, run last, only has to time out. */
+	k2 = host_ptr(&nodes[2].e, t.cb_bus[2]);
+	k2->timeout_ms = 300;
+	base = data_msgs(2, RECV_PORT);
+	submit(&t, 0);
+	submit(&t, 1);
+	ok = wait_data_msgs(2, RECV_PORT, base, 2);
+	tap_ok(ok, "all-reduce on ranks 0 and 1 only: rank 1 sent steps 0 and 1 to rank 2 (%llu messages)",
+	       (unsigned long long)(data_msgs(2, RECV_PORT) - base));
+	plug_off(0, SEND_PORT);
+	plug_off(1, RECV_PORT);
+	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false);
+	tap_ok(ok, "cable 0-1 pulled mid-collective: both ends DOWN");
+	collect(&t, 0, &o);
+	collect(&t, 1, &o);
+	r0 = &o.report[0];
+	r1 = &o.report[1];
+	tap_ok(!o.hung && o.status[0] == MAIA_STATUS_FABRIC_LINK &&
+	       r0->status == MAIA_STATUS_FABRIC_LINK && r0->step == 0 && r0->port == SEND_PORT &&
+	       r0->peer_rank == 1 && r0->bytes_sent == block && r0->bytes_received == 0,
+	       "rank 0: status %u, report: status %u, step %u, port %u, peer rank %u, sent %llu, received %llu",
+	       o.status[0], r0->status, r0->step, r0->port, r0->peer_rank,
+	       (unsigned long long)r0->bytes_sent, (unsigned long long)r0->bytes_received);
+	tap_ok(!o.hung && o.status[1] == MAIA_STATUS_FABRIC_LINK &&
+	       r1->status == MAIA_STATUS_FABRIC_LINK && r1->step == 1 && r1->port == RECV_PORT &&
+	       r1->peer_rank == 0 && r1->bytes_sent == 2 * block && r1->bytes_received == block,
+	       "rank 1: status %u, report: status %u, step %u, port %u, peer rank %u, sent %llu, received %llu",
+	       o.status[1], r1->status, r1->step, r1->port, r1->peer_rank,
+	       (unsigned long long)r1->bytes_sent, (unsigned long long)r1->bytes_received);
+	submit(&t, 2);
+	collect(&t, 2, &o);
+	r2 = &o.report[2];
+	tap_ok(!o.hung && o.status[2] == MAIA_STATUS_FABRIC_TIMEOUT &&
+	       r2->status == MAIA_STATUS_FABRIC_TIMEOUT && r2->step == 2 &&
+	       r2->port == RECV_PORT && r2->peer_rank == 1,
+	       "rank 2 alone: status %u, report: status %u, step %u, port %u, peer rank %u",
+	       o.status[2], r2->status, r2->step, r2->port, r2->peer_rank);
+	finish_trial(&t, &o, false);
+	plug(0, SEND_PORT, 1, RECV_PORT);
+	plug(1, RECV_PORT, 0, SEND_PORT);
+	ok = wait_port(0, SEND_PORT, true) && wait_port(1, RECV_PORT, true);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(ok && all_ok(&o) && o.wrong == 0,
+	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0);
@@ -460,5 +596,6 @@ int main(void)
 	test_ring(4, 0);
 	test_failure(3);
 	test_cable_pulled();
+	test_cable_pulled_mid_collective();
 	return tap_done();
 }
