@@ -94,6 +94,8 @@ graft_device() {
 			"$QEMU_SRC_DIR/tests/qtest/meson.build"
 	# The fabric qtest, the same way (its own guards: trees grafted before it).
 	ln -sfn "$MAIA_TOP/tests/qtest/maia-fabric-test.c" "$QEMU_SRC_DIR/tests/qtest/maia-fabric-test.c"
+	# Their shared firmware-image helpers, found next to them.
+	ln -sfn "$MAIA_TOP/tests/qtest/maia-qtest-fw.h" "$QEMU_SRC_DIR/tests/qtest/maia-qtest-fw.h"
 	grep -q "'maia-fabric-test'\]" "$QEMU_SRC_DIR/tests/qtest/meson.build" ||
 		sed -i "s|^  + (config_all_devices.has_key('CONFIG_MAIA_PCI') ? \['maia-test'\] : \[\])|&                 \\\\\n  + (config_all_devices.has_key('CONFIG_MAIA_PCI') ? ['maia-fabric-test'] : [])|" \
 			"$QEMU_SRC_DIR/tests/qtest/meson.build"

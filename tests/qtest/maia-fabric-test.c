@@ -45,6 +45,7 @@
 #include "maia/hw/mmu.h"
 #include "maia/hw/queue.h"
 #include "maia/hw/regs.h"
+#include "maia-qtest-fw.h"
 
 /* 20 x the dead-peer timeout: a loaded CI machine, not a bound on speed. */
 #define FABRIC_WAIT_US      (20 * G_USEC_PER_SEC)
@@ -165,36 +166,6 @@ static void assert_cabled(Dev *a, unsigned pa, Dev *b, unsigned pb)
 /* ---- Firmware, mailbox and one queue, as a driver drives them ---------- */
 
 #define QUEUE_ENTRIES       8u
-
-/* IEEE 802.3 CRC-32, bit by bit: an independent reference for the device. */
-static uint32_t ref_crc32(const void *data, size_t len)
-{
-    const uint8_t *p = data;
-    uint32_t crc = 0xffffffffu;
-    int bit;
-
-    while (len--) {
-        crc ^= *p++;
-        for (bit = 0; bit < 8; bit++) {
-            crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-        }
-    }
-    return ~crc;
-}
-
-static size_t put_tlv(uint8_t *p, uint16_t type, const void *val,
-                      uint16_t len)
-{
-    struct maia_fw_tlv tlv = {
-        .type = cpu_to_le16(type),
-        .length = cpu_to_le16(len),
-    };
-
-    memcpy(p, &tlv, sizeof(tlv));
-    memset(p + sizeof(tlv), 0, ROUND_UP(len, 4));
-    memcpy(p + sizeof(tlv), val, len);
-    return sizeof(tlv) + ROUND_UP(len, 4);
-}
 
 /* Boots d with a minimal image whose opcodes include the fabric ones. */
 static void boot_fw(QOSState *qs, Dev *d)
@@ -483,6 +454,8 @@ static void test_hotplug(void)
     expect_add_error(qs->qts, "fabric-ports", 13);
     expect_add_error(qs->qts, "fabric-ports", 1);     /* fabric1 is given */
     expect_add_error(qs->qts, "fabric-drop-ppm", 1000001);
+    expect_add_error(qs->qts, "fabric-window", 3);      /* not a power of two */
+    expect_add_error(qs->qts, "fabric-window", 128);    /* above MAIA_FABRIC_WINDOW */
 
     for (int round = 0; round < 2; round++) {
         qtest_qmp_device_add(qs->qts, "maia", "m1",

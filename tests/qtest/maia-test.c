@@ -23,6 +23,7 @@
 #include "maia/hw/regs.h"
 #include "maia/hw/boot.h"
 #include "maia/hw/queue.h"
+#include "maia-qtest-fw.h"
 
 #define WAIT_TIMEOUT_US     (5 * G_USEC_PER_SEC)
 #define QUEUE_ENTRIES       8u
@@ -108,37 +109,6 @@ static uint64_t guest_zalloc(Maia *m, size_t size)
 }
 
 /* ---- Firmware image ----------------------------------------------------- */
-
-/* IEEE 802.3 CRC-32, bit by bit: an independent reference for the device. */
-static uint32_t ref_crc32(const void *data, size_t len)
-{
-    const uint8_t *p = data;
-    uint32_t crc = 0xffffffffu;
-    int bit;
-
-    while (len--) {
-        crc ^= *p++;
-        for (bit = 0; bit < 8; bit++) {
-            crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-        }
-    }
-    return ~crc;
-}
-
-static size_t put_tlv(uint8_t *p, uint16_t type, const void *val,
-                      uint16_t len)
-{
-    struct maia_fw_tlv tlv = {
-        .type = cpu_to_le16(type),
-        .length = cpu_to_le16(len),
-    };
-    size_t padded = ROUND_UP(len, 4);
-
-    memcpy(p, &tlv, sizeof(tlv));
-    memset(p + sizeof(tlv), 0, padded);
-    memcpy(p + sizeof(tlv), val, len);
-    return sizeof(tlv) + padded;
-}
 
 /* Builds a firmware image; a corrupt one has a wrong payload CRC. */
 static GByteArray *build_fw(bool corrupt)

@@ -143,6 +143,8 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 	return env_init_fabric(e, num_queues, hbm_size, host_size, 0, 0, NULL, NULL);
 }
 
+unsigned int env_fabric_window;
+
 int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 		    uint64_t host_size, unsigned int ports, uint64_t serial,
 		    int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len),
@@ -172,6 +174,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	cfg.worker_threads = 2;
 	cfg.fabric_ports = ports;
 	cfg.serial = serial;
+	cfg.fabric_window = env_fabric_window;
 	e->sim = maia_sim_create(&cfg, &env_ops, e);
 	return e->sim ? 0 : -errno;
 }

@@ -72,6 +72,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 		    int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len),
 		    void *opaque);
 void env_fini(struct env *e);
+/* maia_sim_config.fabric_window of the devices env_init_fabric() makes next (0: default). */
+extern unsigned int env_fabric_window;
 
 void *host_ptr(struct env *e, uint64_t bus);
 uint64_t host_alloc(struct env *e, uint64_t size, uint64_t align);

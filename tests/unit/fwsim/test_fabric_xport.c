@@ -661,30 +661,34 @@ static void test_two_devices(void)
 }
 
 /* Loss, duplication and reordering on both directions: the link layer hides them. */
-static void test_lossy(void)
+static void test_lossy(unsigned int window)
 {
 	struct node a, b;
 	uint64_t src, dst;
 	uint32_t key, st;
 	struct maia_sim_fabric_port_info ia;
 
+	env_fabric_window = window;
 	node_init(&a, 0xa100000000000001ull, 16 * MIB, 2 * MIB);
 	node_init(&b, 0xb100000000000002ull, 16 * MIB, 4 * MIB);
+	env_fabric_window = 0;
 	src = hbm_alloc(&a.e, 4 * MIB, HUGE_PAGE);
 	dst = hbm_alloc(&a.e, 4 * MIB, HUGE_PAGE);
 	fill_random(a.e.hbm + src, 4 * MIB, 3);
 	faults(&a, 1, 20000, 20000, 20000, 11);
 	faults(&b, 1, 20000, 20000, 20000, 12);
 	plug(&a, 1, &b, 1);
-	tap_ok(wait_up(&a, 1) && wait_up(&b, 1), "lossy cable (2%% loss, dup, reorder each way): UP");
+	tap_ok(wait_up(&a, 1) && wait_up(&b, 1), "lossy cable (2%% loss, dup, reorder each way), window %u: UP", window ? window : MAIA_FABRIC_WINDOW);
 	win_open(&b, 1, MAIA_ACCESS_READ | MAIA_ACCESS_WRITE, VA_WIN, 1024, &key);
 	st = remote_write(&a, 1, key, 77, src, 2 * MIB + 333);
 	tap_ok(st == MAIA_STATUS_OK && !memcmp(b.e.hbm + b.win_pa + 77, a.e.hbm + src, 2 * MIB + 333),
-	       "lossy: write of 2 MiB + 333 B correct (%u)", st);
+	       "lossy, window %u: write of 2 MiB + 333 B correct (%u)",
+	       window ? window : MAIA_FABRIC_WINDOW, st);
 	fill_random(b.e.hbm + b.win_pa, 4 * MIB, 4);
 	st = remote_read(&a, 1, key, 1, dst, MIB + 4097);
 	tap_ok(st == MAIA_STATUS_OK && !memcmp(a.e.hbm + dst, b.e.hbm + b.win_pa + 1, MIB + 4097),
-	       "lossy: read of 1 MiB + 4097 B correct (%u)", st);
+	       "lossy, window %u: read of 1 MiB + 4097 B correct (%u)",
+	       window ? window : MAIA_FABRIC_WINDOW, st);
 	ia = pinfo(&a, 1);
 	tap_ok(ia.retransmits > 0 && a.out[1].lost > 0 && a.out[1].dups > 0 && a.out[1].reordered > 0,
 	       "the cable lost %lu, duplicated %lu, reordered %lu frames; %llu retransmits",
@@ -692,6 +696,25 @@ static void test_lossy(void)
 	unplug(&a, &b);
 	node_fini(&a);
 	node_fini(&b);
+}
+
+/* fabric_window must be 0 or a power of two up to MAIA_FABRIC_WINDOW. */
+static void test_bad_window(void)
+{
+	static const unsigned int bad[] = { 3, MAIA_FABRIC_WINDOW * 2 };
+
+	for (unsigned int i = 0; i < 2; i++) {
+		struct env e;
+		int err;
+
+		env_fabric_window = bad[i];
+		err = env_init_fabric(&e, 1, 4 * MIB, MIB, 1, 0, cable_tx, NULL);
+		env_fabric_window = 0;
+		tap_ok(err == -EINVAL, "fabric_window %u: the device is not created (%d)", bad[i],
+		       err);
+		if (!err)
+			env_fini(&e);
+	}
 }
 
 /* Three devices in a ring (i.0 -> i+1.1): everyone writes ahead and reads behind at once. */
@@ -861,7 +884,10 @@ int main(void)
 {
 	test_crc();
 	test_two_devices();
-	test_lossy();
+	test_lossy(0);
+	/* Two frames in flight, as over UDP (Documentation/cluster.rst). */
+	test_lossy(2);
+	test_bad_window();
 	test_ring3();
 	test_failures();
 	return tap_done();
