@@ -7,7 +7,10 @@
  * Threads and locks:
  *   - maia_sim_fabric_rx() (any thread) copies a frame into the port's
  *     bounded receive ring under sim->lock, sets fab->kicked and signals
- *     sim->fab_cond. It never calls out.
+ *     sim->fab_cond. It never calls out. maia_sim_fabric_rx_lent() queues
+ *     the caller's buffer instead; its release callback runs once the
+ *     frame is used or dropped (sim->lock held when a reset or a full
+ *     queue drops it), and calls nothing of ours.
  *   - The fabric thread (fabric_main()) sleeps on fab_cond until frames
  *     are queued, an operation is submitted or released, or the earliest
  *     link or operation deadline passes. A round takes the queued frames
@@ -48,8 +51,20 @@
 
 struct rx_frame {
 	size_t len;
-	uint8_t *data;
+	const uint8_t *data;		/* ours (fw_buf_alloc) unless release is set */
+	void (*release)(void *opaque);	/* a lent frame (maia_sim_fabric_rx_lent) */
+	void *opaque;
 };
+
+static void rx_frame_free(struct rx_frame *f)
+{
+	if (f->release)
+		f->release(f->opaque);
+	else
+		fw_buf_free((void *)f->data);
+	f->data = NULL;
+	f->release = NULL;
+}
 
 struct fw_fabric_port {
 	struct maia_sim *sim;
@@ -218,8 +233,7 @@ static uint64_t auto_serial(void)
 static void drain_ring_locked(struct fw_fabric_port *p)
 {
 	while (p->count) {
-		fw_buf_free(p->ring[p->head].data);
-		p->ring[p->head].data = NULL;
+		rx_frame_free(&p->ring[p->head]);
 		p->head = (p->head + 1) % FW_FABRIC_RING;
 		p->count--;
 	}
@@ -391,6 +405,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 		while (p->count) {
 			p->batch[p->nbatch++] = p->ring[p->head];
 			p->ring[p->head].data = NULL;
+			p->ring[p->head].release = NULL;
 			p->head = (p->head + 1) % FW_FABRIC_RING;
 			p->count--;
 		}
@@ -402,7 +417,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 
 		for (unsigned int k = 0; k < p->nbatch; k++) {
 			fw_link_rx(&p->link, p->batch[k].data, p->batch[k].len, fab_now(sim));
-			fw_buf_free(p->batch[k].data);
+			rx_frame_free(&p->batch[k]);
 			announce(fab, p, fab_now(sim));
 		}
 	}
@@ -473,19 +488,11 @@ static void *fabric_main(void *arg)
 	return NULL;
 }
 
-void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len)
+/* Queues f (ours now) for the fabric thread, or drops and frees it. */
+static void rx_enqueue(struct maia_sim *sim, unsigned int port, struct rx_frame f)
 {
-	struct fw_fabric *fab = sim->fab;
-	struct fw_fabric_port *p;
-	uint8_t *copy = NULL;
+	struct fw_fabric_port *p = &sim->fab->port[port];
 
-	if (!fab || port >= fab->nports)
-		return;
-	p = &fab->port[port];
-	if (len <= MAIA_FABRIC_BACKEND_MAX_FRAME)
-		copy = fw_buf_alloc(len);
-	if (copy)
-		memcpy(copy, frame, len);
 	pthread_mutex_lock(&sim->lock);
 	/*
 	 * DATA frames fill the queue up to MAIA_SIM_FABRIC_RXQ; the rest is for
@@ -493,18 +500,51 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
 	 * DATA the fabric thread has not caught up with never hides the acks
 	 * and keepalives that say the peer is alive.
 	 */
-	if (!copy || p->count == FW_FABRIC_RING ||
-	    (len > MAIA_FABRIC_MIN_FRAME && p->count >= MAIA_SIM_FABRIC_RXQ)) {
+	if (!f.data || p->count == FW_FABRIC_RING ||
+	    (f.len > MAIA_FABRIC_MIN_FRAME && p->count >= MAIA_SIM_FABRIC_RXQ)) {
 		p->rx_queue_drops++;
 		p->info.rx_queue_drops = p->rx_queue_drops;
 		pthread_mutex_unlock(&sim->lock);
-		fw_buf_free(copy);
+		if (f.data)
+			rx_frame_free(&f);
 		return;
 	}
-	p->ring[(p->head + p->count) % FW_FABRIC_RING] = (struct rx_frame){ len, copy };
+	p->ring[(p->head + p->count) % FW_FABRIC_RING] = f;
 	p->count++;
 	fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
+}
+
+void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len)
+{
+	struct rx_frame f = { .len = len };
+	uint8_t *copy = NULL;
+
+	if (!sim->fab || port >= sim->fab->nports)
+		return;
+	if (len <= MAIA_FABRIC_BACKEND_MAX_FRAME)
+		copy = fw_buf_alloc(len);
+	if (copy)
+		memcpy(copy, frame, len);
+	f.data = copy;
+	rx_enqueue(sim, port, f);
+}
+
+void maia_sim_fabric_rx_lent(struct maia_sim *sim, unsigned int port, const void *frame,
+			     size_t len, void (*release)(void *opaque), void *opaque)
+{
+	struct rx_frame f = { .len = len, .data = frame, .release = release, .opaque = opaque };
+
+	if (!sim->fab || port >= sim->fab->nports) {
+		release(opaque);	/* ignored, as by maia_sim_fabric_rx() */
+		return;
+	}
+	if (len > MAIA_FABRIC_BACKEND_MAX_FRAME) {
+		release(opaque);
+		f.data = NULL;		/* dropped and counted */
+		f.release = NULL;
+	}
+	rx_enqueue(sim, port, f);
 }
 
 unsigned int fw_fabric_ports(const struct maia_sim *sim)

@@ -38,10 +38,80 @@
 struct MaiaFabricFrame {
     QSIMPLEQ_ENTRY(MaiaFabricFrame) next;
     unsigned int port;
+    int refs;                   /* glue's and receiving device's (atomic) */
     size_t cap;                 /* bytes data[] has room for */
     size_t len;
     uint8_t data[];
 };
+
+/*
+ * Full-size frames kept for reuse, for every device of the process: a
+ * frame lent to a receiving device comes back from that device's thread,
+ * maybe after its sender is gone. g_malloc() and g_free() of 64 KiB per
+ * frame made glibc give the pages back and fault them in again
+ * (Documentation/hw/fabric.rst, "Performance").
+ */
+static GMutex spare_lock;
+static QSIMPLEQ_HEAD(, MaiaFabricFrame) spare =
+    QSIMPLEQ_HEAD_INITIALIZER(spare);
+static unsigned int nspare;     /* under spare_lock, as spare */
+
+/*
+ * The frame tx_bh is sending (BQL): a hub hands the very same buffer to
+ * the peer NIC's .receive, which then lends it to its device instead of
+ * copying it. A frame QEMU had to queue arrives later as QEMU's copy, and
+ * is copied as from any other backend.
+ */
+static MaiaFabricFrame *maia_fabric_sending;
+
+/* A frame buffer for len bytes, one reference; a spare one if full-size. */
+static MaiaFabricFrame *maia_fabric_frame_new(size_t len)
+{
+    MaiaFabricFrame *fr = NULL;
+
+    if (len > MAIA_FABRIC_MAX_FRAME / 2) {
+        g_mutex_lock(&spare_lock);
+        fr = QSIMPLEQ_FIRST(&spare);
+        if (fr) {
+            QSIMPLEQ_REMOVE_HEAD(&spare, next);
+            nspare--;
+        }
+        g_mutex_unlock(&spare_lock);
+        if (!fr) {
+            fr = g_malloc(sizeof(*fr) + MAIA_FABRIC_BACKEND_MAX_FRAME);
+        }
+        fr->cap = MAIA_FABRIC_BACKEND_MAX_FRAME;
+    } else {
+        fr = g_malloc(sizeof(*fr) + len);
+        fr->cap = len;
+    }
+    fr->refs = 1;
+    return fr;
+}
+
+/* Drops a reference; any thread. */
+static void maia_fabric_frame_unref(MaiaFabricFrame *fr)
+{
+    if (qatomic_fetch_dec(&fr->refs) != 1) {
+        return;
+    }
+    if (fr->cap == MAIA_FABRIC_BACKEND_MAX_FRAME) {
+        g_mutex_lock(&spare_lock);
+        if (nspare < MAIA_FABRIC_SPARE) {
+            QSIMPLEQ_INSERT_HEAD(&spare, fr, next);
+            nspare++;
+            fr = NULL;
+        }
+        g_mutex_unlock(&spare_lock);
+    }
+    g_free(fr);
+}
+
+/* A receiving device is done with a lent frame (its fabric thread). */
+static void maia_fabric_frame_release(void *opaque)
+{
+    maia_fabric_frame_unref(opaque);
+}
 
 static bool maia_fabric_carrier(MaiaFabricPort *p)
 {
@@ -57,8 +127,17 @@ static ssize_t maia_fabric_receive(NetClientState *nc, const uint8_t *buf,
         trace_maia_fabric_rx_drop(p->index, size, "carrier off");
         return size;
     }
-    /* Copies, bounds the length and counts drops; never blocks. */
-    maia_sim_fabric_rx(p->fab->sim, p->index, buf, size);
+    /* Bounds the length and counts drops; never blocks. */
+    if (maia_fabric_sending && buf == maia_fabric_sending->data &&
+        size == maia_fabric_sending->len) {
+        /* Another maia device's frame, through a hub: lend it, no copy. */
+        qatomic_inc(&maia_fabric_sending->refs);
+        maia_sim_fabric_rx_lent(p->fab->sim, p->index, buf, size,
+                                maia_fabric_frame_release,
+                                maia_fabric_sending);
+    } else {
+        maia_sim_fabric_rx(p->fab->sim, p->index, buf, size);
+    }
     return size;
 }
 
@@ -86,43 +165,6 @@ static void maia_fabric_tx_done(NetClientState *nc, ssize_t len)
     qemu_bh_schedule(p->fab->tx_bh);
 }
 
-/* A frame buffer for len bytes: a spare one if it is full-size. */
-static MaiaFabricFrame *maia_fabric_frame_new(MaiaFabric *f, size_t len)
-{
-    MaiaFabricFrame *fr = NULL;
-
-    if (len > MAIA_FABRIC_MAX_FRAME / 2) {
-        qemu_mutex_lock(&f->txq_lock);
-        fr = QSIMPLEQ_FIRST(&f->spare);
-        if (fr) {
-            QSIMPLEQ_REMOVE_HEAD(&f->spare, next);
-            f->nspare--;
-        }
-        qemu_mutex_unlock(&f->txq_lock);
-        if (!fr) {
-            fr = g_malloc(sizeof(*fr) + MAIA_FABRIC_BACKEND_MAX_FRAME);
-        }
-        fr->cap = MAIA_FABRIC_BACKEND_MAX_FRAME;
-    } else {
-        fr = g_malloc(sizeof(*fr) + len);
-        fr->cap = len;
-    }
-    return fr;
-}
-
-static void maia_fabric_frame_free(MaiaFabric *f, MaiaFabricFrame *fr)
-{
-    if (fr->cap == MAIA_FABRIC_BACKEND_MAX_FRAME) {
-        qemu_mutex_lock(&f->txq_lock);
-        if (f->nspare < MAIA_FABRIC_TXQ_SPARE) {
-            QSIMPLEQ_INSERT_HEAD(&f->spare, fr, next);
-            f->nspare++;
-            fr = NULL;
-        }
-        qemu_mutex_unlock(&f->txq_lock);
-    }
-    g_free(fr);
-}
 
 static MaiaFabricFrame *maia_fabric_txq_pop(MaiaFabric *f, MaiaFabricPort *p)
 {
@@ -157,13 +199,17 @@ static void maia_fabric_tx_bh(void *opaque)
         while (!p->tx_blocked && (fr = maia_fabric_txq_pop(f, p))) {
             if (!maia_fabric_carrier(p)) {
                 trace_maia_fabric_tx_drop(i, fr->len, "carrier off");
-            } else if (!qemu_send_packet_async(qemu_get_queue(p->nic),
-                                               fr->data, fr->len,
-                                               maia_fabric_tx_done)) {
-                p->tx_blocked = true;
-                trace_maia_fabric_tx_blocked(i);
+            } else {
+                maia_fabric_sending = fr;
+                if (!qemu_send_packet_async(qemu_get_queue(p->nic),
+                                            fr->data, fr->len,
+                                            maia_fabric_tx_done)) {
+                    p->tx_blocked = true;
+                    trace_maia_fabric_tx_blocked(i);
+                }
+                maia_fabric_sending = NULL;
             }
-            maia_fabric_frame_free(f, fr);
+            maia_fabric_frame_unref(fr);
         }
     }
 }
@@ -181,7 +227,7 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
         trace_maia_fabric_tx_drop(port, len, "carrier off");
         return -1;
     }
-    fr = maia_fabric_frame_new(f, len);
+    fr = maia_fabric_frame_new(len);
     fr->port = port;
     fr->len = len;
     memcpy(fr->data, frame, len);
@@ -189,7 +235,7 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     qemu_mutex_lock(&f->txq_lock);
     if (f->port[port].txq_len >= MAIA_FABRIC_TXQ_MAX) {
         qemu_mutex_unlock(&f->txq_lock);
-        maia_fabric_frame_free(f, fr);
+        maia_fabric_frame_unref(fr);
         trace_maia_fabric_tx_drop(port, len, "queue full");
         return -1;
     }
@@ -245,8 +291,6 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
         return true;            /* no fabric: nothing more than before */
     }
     qemu_mutex_init(&f->txq_lock);
-    QSIMPLEQ_INIT(&f->spare);
-    f->nspare = 0;
     for (i = 0; i < f->nports; i++) {
         QSIMPLEQ_INIT(&f->port[i].txq);
         f->port[i].txq_len = 0;
@@ -306,12 +350,8 @@ void maia_fabric_cleanup(MaiaFabric *f)
     f->tx_bh = NULL;
     for (i = 0; i < f->nports; i++) {
         while ((fr = maia_fabric_txq_pop(f, &f->port[i]))) {
-            g_free(fr);
+            maia_fabric_frame_unref(fr);
         }
-    }
-    while ((fr = QSIMPLEQ_FIRST(&f->spare))) {
-        QSIMPLEQ_REMOVE_HEAD(&f->spare, next);
-        g_free(fr);
     }
     qemu_mutex_destroy(&f->txq_lock);
     f->sim = NULL;

@@ -15,8 +15,12 @@
 
 /* Frames the device worker may have waiting for the main loop, per port. */
 #define MAIA_FABRIC_TXQ_MAX     512
-/* Full-size frame buffers kept for reuse, per device (about 4.3 MiB). */
-#define MAIA_FABRIC_TXQ_SPARE   64
+/* Full-size frame buffers kept for reuse, per process (about 17 MiB). */
+#ifdef QEMU_SANITIZE_ADDRESS
+#define MAIA_FABRIC_SPARE       0       /* a use after free must reach ASan */
+#else
+#define MAIA_FABRIC_SPARE       256
+#endif
 
 typedef struct MaiaFabric MaiaFabric;
 typedef struct MaiaFabricFrame MaiaFabricFrame;
@@ -43,16 +47,9 @@ struct MaiaFabric {
 
     /*
      * Frames from the device worker (no BQL) to tx_bh (BQL). txq_lock
-     * protects every port's txq and txq_len, and the spare list.
+     * protects every port's txq and txq_len; nothing else.
      */
     QemuMutex txq_lock;
-    /*
-     * Sent full-size frames, for the next ones: g_malloc() and g_free() of
-     * 64 KiB per frame made glibc give the pages back and fault them in
-     * again (Documentation/hw/fabric.rst, "Performance").
-     */
-    QSIMPLEQ_HEAD(, MaiaFabricFrame) spare;
-    unsigned int nspare;
     QEMUBH *tx_bh;
 
     /* Properties */

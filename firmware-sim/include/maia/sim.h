@@ -229,6 +229,16 @@ int maia_sim_inject_ecc(struct maia_sim *sim, enum maia_sim_inject what, uint64_
 /* A full window of DATA from the peer and as many acks of our own DATA. */
 #define MAIA_SIM_FABRIC_RXQ	128u
 void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *frame, size_t len);
+/*
+ * The same without the copy: the caller lends `frame`, which must stay valid
+ * and unchanged until the device calls release(opaque). It does so exactly
+ * once per call (at once if it drops the frame), from any of its threads
+ * and possibly with its internal lock held: release must not call into
+ * this device. For a host that already owns the frame's buffer (a QEMU glue
+ * handing one device's transmitted frame to another in the same process).
+ */
+void maia_sim_fabric_rx_lent(struct maia_sim *sim, unsigned int port, const void *frame,
+			     size_t len, void (*release)(void *opaque), void *opaque);
 
 /*
  * A port's state and counters, for tests and debugging: a snapshot the
