@@ -104,17 +104,35 @@ graft_device() {
 			"$QEMU_SRC_DIR/tests/qtest/meson.build"
 }
 
-# QEMU 10.0.2 bug: a `-netdev stream,server=on` has no channel until its
-# listening socket is set up (asynchronously), but its link is up, so a NIC
-# that transmits at once (a maia fabric port sends HELLOs from realize on)
-# makes net_stream_receive() write to a NULL channel and QEMU segfaults. The
-# client side already starts with its link down; do the same for the server.
+# Two QEMU 10.0.2 bugs in net/stream.c, patched in the source tree (each
+# once; a changed upstream file stops the build rather than go unpatched):
+#
+# 1. A `-netdev stream,server=on` has no channel until its listening socket
+#    is set up (asynchronously), but its link is up, so a NIC that transmits
+#    at once (a maia fabric port sends HELLOs from realize on) makes
+#    net_stream_receive() write to a NULL channel and QEMU segfaults. The
+#    client side already starts with its link down; do the same for the
+#    server.
+# 2. The server's accepted socket stays blocking (on Linux accept() does not
+#    inherit O_NONBLOCK from the listening socket; the client side sets its
+#    own), so net_stream_receive() blocks the main loop in sendmsg() once the
+#    peer's socket buffer is full. Two QEMUs cabled in a ring, each the
+#    server of one cable, then wait for each other for ever with the BQL
+#    held (a 1 MiB all-reduce between two cluster ranks froze both guests).
+#    Make it non-blocking, as the client side is: a full buffer then queues
+#    the frame and waits for G_IO_OUT, as net_stream_receive() expects.
 patch_qemu() {
 	local f=$QEMU_SRC_DIR/net/stream.c
-	grep -q "maia: no frame before listening" "$f" && return
-	sed -i '/^static int net_stream_server_init(/,/^}/ s|^    qemu_set_info_str(&s->nc, "initializing");$|&\n    s->nc.link_down = true; /* maia: no frame before listening */|' "$f"
-	grep -q "maia: no frame before listening" "$f" ||
-		{ log "could not patch $f (net_stream_server_init changed?)"; exit 1; }
+	if ! grep -q "maia: no frame before listening" "$f"; then
+		sed -i '/^static int net_stream_server_init(/,/^}/ s|^    qemu_set_info_str(&s->nc, "initializing");$|&\n    s->nc.link_down = true; /* maia: no frame before listening */|' "$f"
+		grep -q "maia: no frame before listening" "$f" ||
+			{ log "could not patch $f (net_stream_server_init changed?)"; exit 1; }
+	fi
+	if ! grep -q "maia: never block the main loop" "$f"; then
+		sed -i '/^static void net_stream_listen(/,/^}/ s|^    s->ioc = QIO_CHANNEL(cioc);$|&\n    qio_channel_set_blocking(s->ioc, false, NULL); /* maia: never block the main loop */|' "$f"
+		grep -q "maia: never block the main loop" "$f" ||
+			{ log "could not patch $f (net_stream_listen changed?)"; exit 1; }
+	fi
 }
 
 configure() {
