@@ -10,7 +10,10 @@
  * hung, and its clock has not started; the time it started is the later of
  * the tick that first saw it fetched and its queue's last completion, so a
  * long job is not killed for waiting behind others. On hardware 1.0, which
- * has no FETCHED register, the clock starts at the doorbell.
+ * has no FETCHED register, the clock starts at the doorbell. A job the
+ * device reports waiting for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) is not
+ * hung either: the device bounds that wait, and the clock starts again
+ * when it ends.
  *
  * Recovery, one at a time on the ordered reset workqueue: stop every
  * scheduler, reset the device, retire the jobs that were on it by what
@@ -200,6 +203,15 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 		started = job->hw_fetched_seen;
 	} else {
 		started = job->hw_submitted;
+	}
+	/*
+	 * A job waiting for the fabric (a collective's peers, a remote write's
+	 * answer) is bounded by the device's own timeout and link checks: its
+	 * clock starts again when it stops waiting.
+	 */
+	if (maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT) {
+		job->hw_fetched_seen = now;
+		goto not_hung;
 	}
 	progress = READ_ONCE(sq->last_progress);
 	if (ktime_before(started, progress))

@@ -227,8 +227,9 @@ static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
 
 /*
  * Watchdog: a queue whose job (FETCHED ahead of COMPLETED) has seen no
- * completion for job_timeout_ms is hung and stopped. Skips a turn while a
- * reset runs.
+ * completion for job_timeout_ms is hung and stopped; a job the device says
+ * waits for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) restarts the clock. Skips
+ * a turn while a reset runs.
  */
 static void maia_userq_watchdog(struct work_struct *work)
 {
@@ -258,7 +259,9 @@ static void maia_userq_watchdog(struct work_struct *work)
 		any = true;
 		completed = maia_userq_rd(uq, MAIA_Q_COMPLETED);
 		fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
-		if (fetched == completed || completed != uq->wd_completed) {
+		/* Waiting for the fabric is bounded by the device, not hung. */
+		if (fetched == completed || completed != uq->wd_completed ||
+		    (maia_userq_rd(uq, MAIA_Q_STATUS) & MAIA_Q_STATUS_FABRIC_WAIT)) {
 			uq->wd_completed = completed;
 			uq->wd_since = now;
 			continue;

@@ -155,6 +155,9 @@ struct fw_queue {
 	 */
 	bool waiting;
 	uint64_t waiting_since_ns;	/* device time of the first pass-over */
+	/* MAIA_Q_STATUS_FABRIC_WAIT: job parked on a fabric operation (gen's) */
+	bool fabric_wait;
+	uint64_t fabric_wait_gen;
 	/* Worker-owned. */
 	struct fw_job job;
 };

@@ -54,7 +54,12 @@ static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_CTRL:	*val = q->ctrl; break;
 	case MAIA_Q_HEAD:	*val = q->head; break;
 	case MAIA_Q_TAIL:	*val = q->tail; break;
-	case MAIA_Q_STATUS:	*val = q->status; break;
+	case MAIA_Q_STATUS:
+		*val = q->status;
+		/* A disable or reset since (gen moved) dropped the job. */
+		if (q->fabric_wait && q->fabric_wait_gen == q->gen)
+			*val |= MAIA_Q_STATUS_FABRIC_WAIT;
+		break;
 	case MAIA_Q_COMPLETED:	*val = q->completed; break;
 	case MAIA_Q_FETCHED:	*val = q->fetched; break;
 	case MAIA_Q_SHADOW_LO:	*val = (uint32_t)q->shadow; break;

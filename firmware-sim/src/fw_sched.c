@@ -199,6 +199,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		   qi, (unsigned long long)job->sqe.job_id, job->index, status, error_offset);
 
 	pthread_mutex_lock(&sim->lock);
+	q->fabric_wait = false;		/* with the completion, not after it */
 	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) || job->gen != q->gen) {
 		pthread_mutex_unlock(&sim->lock);
 		return;
@@ -492,6 +493,9 @@ static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 	pthread_mutex_unlock(&sim->lock);
 	run_queue(sim, (unsigned int)qi, &snap);
 	pthread_mutex_lock(&sim->lock);
+	/* Published for MAIA_Q_STATUS by the job's owner, under the lock. */
+	sim->queues[qi].fabric_wait = sim->queues[qi].job.state == FW_JOB_FABRIC_WAIT;
+	sim->queues[qi].fabric_wait_gen = sim->queues[qi].job.gen;
 	sim->worker_busy = false;
 	sim->running_queue = -1;
 	pthread_cond_broadcast(&sim->idle_cond);

@@ -6,7 +6,8 @@
 # over sizes from 0 bytes through odd element counts to 1 MiB per rank, then
 # a 64 MiB FP32 all-reduce, then every collective waited for through
 # maia_comm_fence() (user-queue jobs first, kernel fences after); every
-# element is compared with the CPU's result.
+# element is compared with the CPU's result. Last, one boot with the driver's
+# hang check at 1 s, where a collective waits 2.5 s for a late peer.
 # TAP: one line per ring size and run ("#wrong" must be 0 and every
 # collective must succeed). Exit status nonzero on any failure.
 #
@@ -46,5 +47,29 @@ for devices in 2 3 4; do
 	done
 	rm -f "$log"
 done
+
+# A rank whose peers come late is waiting, not hung: with the driver's hang
+# check at 1 s, rank 0's all-reduce waits 2.5 s alone for rank 1, on a user
+# queue and on the kernel path; it must succeed with no queue stopped and
+# no device reset (the device reports MAIA_Q_STATUS_FABRIC_WAIT).
+log=$(mktemp)
+"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 2 --fabric ring --timeout 300 \
+	--module-args job_timeout_ms=1000 -- sh -c "
+		maia-coll-perf --op all_reduce --dtype fp32 --sizes 4096 --iters 1 --warmup 0 \
+			--stagger-ms 2500 || echo 'RESULT userq failed'
+		MAIA_USERQ=0 maia-coll-perf --op all_reduce --dtype fp32 --sizes 4096 --iters 1 \
+			--warmup 0 --stagger-ms 2500 || echo 'RESULT kernel failed'
+		dmesg | grep -E 'without progress|resetting' && echo 'RESULT hang verdict'
+		echo RESULT done" >"$log" 2>&1
+rc=$?
+sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
+n=$((n + 1))
+if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -qE '^RESULT (userq|kernel) failed|^RESULT hang' "$log"; then
+	echo "ok $n - a peer 2.5 s late with job_timeout_ms=1000: no hang verdict, user queue and kernel path"
+else
+	echo "not ok $n - a peer 2.5 s late with job_timeout_ms=1000 (guest status $rc)"
+	failed=1
+fi
+rm -f "$log"
 echo "1..$n"
 exit $failed

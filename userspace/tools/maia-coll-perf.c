@@ -29,7 +29,10 @@
  * differ. Exit status 1 if any element was wrong or a collective failed.
  * --json prints one JSON object per size instead (tests/run-bench).
  * --fence waits for each size's collectives through maia_comm_fence() and
- * maia_fence_wait() instead of maia_comm_sync().
+ * maia_fence_wait() instead of maia_comm_sync(). --stagger-ms MS submits
+ * rank 0's call MS ms before the others' (no group), so that its job
+ * waits alone for its peers: longer than the driver's job_timeout_ms, that
+ * must not count as a hang.
  *
  * --fabric-bench (two or more devices, ring-cabled) measures the fabric's
  * mechanics instead, beside what the same guest does without it: a 64 MiB
@@ -68,6 +71,7 @@ static struct {
 	const char *id_hex, *id_file;
 	bool fabric_bench;		/* --fabric-bench */
 	bool fence;			/* --fence: wait through maia_comm_fence() */
+	unsigned int stagger_ms;	/* --stagger-ms: rank 0 this long before the rest */
 } opt = {
 	.rank = -1,
 	.op = "all", .dtype = "all", .redop = "sum",
@@ -248,9 +252,18 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 	for (it = 0; it < opt.warmup + opt.iters && !err; it++) {
 		if (it == opt.warmup)
 			t0 = now_s();
-		maia_group_start();
+		if (!opt.stagger_ms)
+			maia_group_start();
 		for (r = 0; r < nlocal && !err; r++) {
 			uint64_t s = maia_bo_va(b[r].send), d = maia_bo_va(b[r].recv);
+
+			if (r == 1 && opt.stagger_ms) {
+				/* Rank 0's job waits alone for its peers meanwhile. */
+				struct timespec ts = { opt.stagger_ms / 1000,
+						       (long)(opt.stagger_ms % 1000) * 1000000 };
+
+				nanosleep(&ts, NULL);
+			}
 
 			switch (coll) {
 			case MAIA_COLL_ALL_REDUCE:
@@ -270,7 +283,7 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 				break;
 			}
 		}
-		if (maia_group_end() && !err)
+		if (!opt.stagger_ms && maia_group_end() && !err)
 			err = -EIO;
 	}
 	for (r = 0; r < nlocal; r++) {
@@ -578,7 +591,8 @@ static void usage(void)
 		"       [--dtype fp32|bf16|all] [--redop sum|max|min|all] [--min-bytes B]\n"
 		"       [--max-bytes B] [--step-factor F] [--sizes B,B,...] [--iters N]\n"
 		"       [--warmup N] [--json]\n"
-		"       [--rank R --nranks N --id HEX|--id-file PATH] [--fabric-bench] [--fence]\n");
+		"       [--rank R --nranks N --id HEX|--id-file PATH] [--fabric-bench] [--fence]\n"
+		"       [--stagger-ms MS]\n");
 }
 
 static uint64_t parse_size(const char *s)
@@ -615,6 +629,7 @@ int main(int argc, char **argv)
 		{ "id-file", required_argument, NULL, 'F' },
 		{ "fabric-bench", no_argument, NULL, 'B' },
 		{ "fence", no_argument, NULL, 'E' },
+		{ "stagger-ms", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -647,6 +662,7 @@ int main(int argc, char **argv)
 		case 'F': opt.id_file = optarg; break;
 		case 'B': opt.fabric_bench = true; break;
 		case 'E': opt.fence = true; break;
+		case 'G': opt.stagger_ms = (unsigned int)strtoul(optarg, NULL, 0); break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}

@@ -414,6 +414,41 @@ static void test_ring(unsigned int n, uint32_t loss_ppm)
 	ring_down();
 }
 
+/*
+ * A rank whose peer has not joined yet waits for the fabric, and says so in
+ * MAIA_Q_STATUS (FABRIC_WAIT), which a driver's hang check must skip; the
+ * bit goes once the collective is done.
+ */
+static void test_fabric_wait_status(void)
+{
+	uint32_t st0 = 0, st1;
+	struct outcome o = { .wrong = 0 };
+	struct trial t;
+	uint64_t t_end;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices cabled in a ring: every port UP"))
+		return;
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1000, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	submit(&t, 0);
+	/* Until the worker parked rank 0's job (bounded by the hang guard). */
+	t_end = now_ms() + HANG_GUARD_MS;
+	while (!((st0 = rd(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_STATUS))) &
+		 MAIA_Q_STATUS_FABRIC_WAIT) && now_ms() < t_end)
+		usleep(1000);
+	tap_ok(st0 == MAIA_Q_STATUS_FABRIC_WAIT, "rank 0 alone: Q_STATUS 0x%x is FABRIC_WAIT", st0);
+	submit(&t, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&t, r, &o);
+	finish_trial(&t, &o, true);
+	st0 = rd(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_STATUS));
+	st1 = rd(&nodes[1].e, MAIA_REG_Q(0, MAIA_Q_STATUS));
+	tap_ok(all_ok(&o) && o.wrong == 0 && !st0 && !st1,
+	       "rank 1 joins: both OK, #wrong = %ld, Q_STATUS 0x%x 0x%x (the wait is over)",
+	       o.wrong, st0, st1);
+	ring_down();
+}
+
 /* A rank fails on its own memory: the others time out, and the ring still works after. */
 static void test_failure(unsigned int n)
 {
@@ -594,6 +629,7 @@ int main(void)
 	test_ring(2, 0);
 	test_ring(3, 50000);
 	test_ring(4, 0);
+	test_fabric_wait_status();
 	test_failure(3);
 	test_cable_pulled();
 	test_cable_pulled_mid_collective();

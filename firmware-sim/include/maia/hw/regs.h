@@ -214,6 +214,13 @@
 #define     MAIA_Q_STATUS_ERR_CONFIG	(1u << 0)	/* bad base/size when enabled */
 #define     MAIA_Q_STATUS_ERR_DOORBELL	(1u << 1)	/* tail out of range */
 #define     MAIA_Q_STATUS_ERR_DMA	(1u << 2)	/* ring fetch failed */
+/*
+ * 1.3: the queue's job waits for the fabric (a remote write or read, a
+ * collective waiting for its peers): no progress here is not a hang, the
+ * device bounds the wait itself (the command's timeout_ms, the link's
+ * dead-peer time). A driver's hang check skips such a queue.
+ */
+#define     MAIA_Q_STATUS_FABRIC_WAIT	(1u << 3)
 #define   MAIA_Q_COMPLETED		0x24u	/* read-only: completions posted */
 /*
  * Shadow tail (optional, like NVMe's shadow doorbells): bus address of a
