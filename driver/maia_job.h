@@ -67,6 +67,8 @@ struct maia_job {
 	 * runs on the ordered reset workqueue, reads and writes it.
 	 */
 	ktime_t hw_fetched_seen;
+	/* Since when it waits for the fabric, 0 if not (timeout handler only). */
+	ktime_t fabric_wait_since;
 
 	/* Result, written before @hw_fence signals, read after @done signals. */
 	u32 status;			/* DRM_MAIA_JOB_* */

@@ -12,8 +12,8 @@
  * long job is not killed for waiting behind others. On hardware 1.0, which
  * has no FETCHED register, the clock starts at the doorbell. A job the
  * device reports waiting for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) is not
- * hung either: the device bounds that wait, and the clock starts again
- * when it ends.
+ * hung either, for up to fabric_wait_max_ms: the device bounds that wait,
+ * and the clock starts again when it ends.
  *
  * Recovery, one at a time on the ordered reset workqueue: stop every
  * scheduler, reset the device, retire the jobs that were on it by what
@@ -51,10 +51,33 @@ module_param_named(job_timeout_ms, maia_job_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "A job running this long since the device fetched it while its queue completes nothing is hung and the device is reset, in ms (0 = never; default 5000)");
 
+static unsigned int maia_fabric_wait_max_ms = 120000;
+module_param_named(fabric_wait_max_ms, maia_fabric_wait_max_ms, uint, 0644);
+MODULE_PARM_DESC(fabric_wait_max_ms,
+		 "A job the device reports waiting for the fabric is not hung for this long, in ms, however long its own timeout (default 120000)");
+
 /* The hang verdict's limit, for the user queues' watchdog (maia_userq.c). */
 unsigned int maia_reset_job_timeout_ms(void)
 {
 	return READ_ONCE(maia_job_timeout_ms);
+}
+
+/*
+ * Whether a queue whose job the device reports waiting for the fabric since
+ * @since (0: not seen waiting before, set now) is exempt from the hang
+ * verdict: for fabric_wait_max_ms at most, so that a command with a huge
+ * timeout_ms cannot hold a hardware queue for ever.
+ */
+bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
+			       ktime_t *since)
+{
+	if (!(maia_rd(mdev, MAIA_REG_Q(hwq, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT)) {
+		*since = 0;
+		return false;
+	}
+	if (!*since)
+		*since = now;
+	return ktime_ms_delta(now, *since) < READ_ONCE(maia_fabric_wait_max_ms);
 }
 
 /* Interruptible: 0, or -EINTR when a signal came first. */
@@ -209,7 +232,7 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 	 * answer) is bounded by the device's own timeout and link checks: its
 	 * clock starts again when it stops waiting.
 	 */
-	if (maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT) {
+	if (maia_reset_fabric_wait_ok(mdev, sq->hwq.index, now, &job->fabric_wait_since)) {
 		job->hw_fetched_seen = now;
 		goto not_hung;
 	}

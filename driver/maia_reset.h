@@ -42,6 +42,8 @@ void maia_reset_force(struct maia_device *mdev);
 void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
 unsigned int maia_reset_job_timeout_ms(void);
+bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
+			       ktime_t *since);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 
 #endif /* __MAIA_RESET_H__ */

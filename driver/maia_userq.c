@@ -90,6 +90,7 @@ struct maia_userq {
 	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
 	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
 	ktime_t wd_since;		/* and when */
+	ktime_t wd_fabric_since;	/* watchdog: waiting for the fabric since, or 0 */
 };
 
 static u32 maia_userq_rd(struct maia_userq *uq, u32 reg)
@@ -228,8 +229,8 @@ static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
 /*
  * Watchdog: a queue whose job (FETCHED ahead of COMPLETED) has seen no
  * completion for job_timeout_ms is hung and stopped; a job the device says
- * waits for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) restarts the clock. Skips
- * a turn while a reset runs.
+ * waits for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) restarts the clock, for
+ * up to fabric_wait_max_ms. Skips a turn while a reset runs.
  */
 static void maia_userq_watchdog(struct work_struct *work)
 {
@@ -259,10 +260,14 @@ static void maia_userq_watchdog(struct work_struct *work)
 		any = true;
 		completed = maia_userq_rd(uq, MAIA_Q_COMPLETED);
 		fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
-		/* Waiting for the fabric is bounded by the device, not hung. */
-		if (fetched == completed || completed != uq->wd_completed ||
-		    (maia_userq_rd(uq, MAIA_Q_STATUS) & MAIA_Q_STATUS_FABRIC_WAIT)) {
+		if (fetched == completed || completed != uq->wd_completed) {
 			uq->wd_completed = completed;
+			uq->wd_since = now;
+			uq->wd_fabric_since = 0;
+			continue;
+		}
+		/* Waiting for the fabric is bounded by the device, not hung. */
+		if (maia_reset_fabric_wait_ok(mdev, uq->slot->hwq, now, &uq->wd_fabric_since)) {
 			uq->wd_since = now;
 			continue;
 		}
