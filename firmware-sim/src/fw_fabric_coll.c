@@ -364,16 +364,29 @@ static void reduce_into(const struct fw_coll *c, float *acc, const uint8_t *own,
 }
 
 /*
- * out[i] = a[i] + b[i] over n FP32 values, none of them aligned (a is a
- * frame's payload). The sum is elementwise, so the vector width changes no
- * bit of the result: the reduction order stays the documented one. AVX2 when
- * the CPU has it, chosen at run time.
+ * out[i] = a[i] + b[i] over n FP32 values (add_f32), or n FP32 and n BF16
+ * values (add_f32_bf16: BF16 widens to FP32 exactly), none of them aligned
+ * (a is a frame's payload). The sum is elementwise, so the vector width
+ * changes no bit of the result: the reduction order stays the documented
+ * one. AVX2 when the CPU has it, chosen at run time.
  */
 static void add_f32_scalar(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		float f = ld_f32(a + 4 * i) + ld_f32(b + 4 * i);
 
+		memcpy(out + 4 * i, &f, 4);
+	}
+}
+
+static void add_f32_bf16_scalar(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h;
+		float f;
+
+		memcpy(&h, b + 2 * i, 2);
+		f = ld_f32(a + 4 * i) + fw_bf16_to_f32(h);
 		memcpy(out + 4 * i, &f, 4);
 	}
 }
@@ -389,6 +402,22 @@ static void add_f32_avx2(uint8_t *out, const uint8_t *a, const uint8_t *b, size_
 				 _mm256_add_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
 					       _mm256_loadu_ps((const float *)(const void *)(b + 4 * i))));
 	add_f32_scalar(out + 4 * i, a + 4 * i, b + 4 * i, n - i);
+}
+
+__attribute__((target("avx2")))
+static void add_f32_bf16_avx2(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(b + 2 * i));
+		__m256 w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+
+		_mm256_storeu_ps((float *)(void *)(out + 4 * i),
+				 _mm256_add_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+					       w));
+	}
+	add_f32_bf16_scalar(out + 4 * i, a + 4 * i, b + 2 * i, n - i);
 }
 
 static bool have_avx2(void)
@@ -414,6 +443,17 @@ static void add_f32(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
 	}
 #endif
 	add_f32_scalar(out, a, b, n);
+}
+
+static void add_f32_bf16(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
+{
+#if defined(__x86_64__)
+	if (have_avx2()) {
+		add_f32_bf16_avx2(out, a, b, n);
+		return;
+	}
+#endif
+	add_f32_bf16_scalar(out, a, b, n);
 }
 
 /* Copy len bytes between two places of the job's memory, a chunk at a time. */
@@ -560,9 +600,14 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 	rc = mem_read(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own, cnt * c->es);
 	if (rc)
 		goto fault;
-	if (c->es == 4 && c->cmd.redop == MAIA_REDOP_SUM) {
-		/* The common case in one pass, into the message that goes on. */
-		add_f32(out, data, c->own, cnt);
+	if (c->cmd.redop == MAIA_REDOP_SUM) {
+		/* One pass, into the message that goes on (BF16's last step: acc, to round). */
+		uint8_t *dst = c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc;
+
+		if (c->es == 4)
+			add_f32(dst, data, c->own, cnt);
+		else
+			add_f32_bf16(dst, data, c->own, cnt);
 	} else {
 		memcpy(c->acc, data, len);
 		reduce_into(c, c->acc, c->own, cnt);

@@ -397,7 +397,7 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 
 static void test_matrix(void)
 {
-	/* 0, 1, odd, not a multiple of the chunk; chunks of 4 B to 64 KiB */
+	/* 0, 1, odd, not a multiple of the chunk; chunks of 4 B to the device default (60 KiB) */
 	static const uint64_t counts[] = { 0, 1, 17, 197, 1001, 3001 };
 	static const uint32_t chunks[] = { 4, 64, 4, 64, 200, 0 };
 
@@ -428,7 +428,7 @@ static void test_matrix(void)
 					}
 				}
 				tap_ok(!failed && wrong == 0,
-				       "%s n=%u %s: %ld runs (counts 0..3001, chunks 4 B..64 KiB, in place), #wrong = %ld",
+				       "%s n=%u %s: %ld runs (counts 0..3001, chunks 4 B..60 KiB, in place), #wrong = %ld",
 				       coll_name[coll], n, dt ? "bf16" : "fp32", runs, wrong);
 			}
 		}
@@ -453,7 +453,7 @@ static void test_large(void)
 		long w = run_one(t[i].n, t[i].coll, t[i].dtype, MAIA_REDOP_SUM, t[i].count, 0,
 				 t[i].coll == MAIA_COLL_ALL_REDUCE);
 
-		tap_ok(w == 0, "%s n=%u %s count %llu (%.1f MiB per rank), 64 KiB chunks: #wrong = %ld",
+		tap_ok(w == 0, "%s n=%u %s count %llu (%.1f MiB per rank), 60 KiB chunks: #wrong = %ld",
 		       coll_name[t[i].coll], t[i].n, t[i].dtype ? "bf16" : "fp32",
 		       (unsigned long long)t[i].count,
 		       (double)t[i].count * maia_dtype_size(t[i].dtype) / (1 << 20), w);
