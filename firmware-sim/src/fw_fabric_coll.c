@@ -420,24 +420,12 @@ static void add_f32_bf16_avx2(uint8_t *out, const uint8_t *a, const uint8_t *b, 
 	add_f32_bf16_scalar(out + 4 * i, a + 4 * i, b + 2 * i, n - i);
 }
 
-static bool have_avx2(void)
-{
-	static int have = -1;
-	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
-
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2");
-		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
-	}
-	return h;
-}
 #endif
 
 static void add_f32(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
 {
 #if defined(__x86_64__)
-	if (have_avx2()) {
+	if (__builtin_cpu_supports("avx2")) {
 		add_f32_avx2(out, a, b, n);
 		return;
 	}
@@ -448,7 +436,7 @@ static void add_f32(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
 static void add_f32_bf16(uint8_t *out, const uint8_t *a, const uint8_t *b, size_t n)
 {
 #if defined(__x86_64__)
-	if (have_avx2()) {
+	if (__builtin_cpu_supports("avx2")) {
 		add_f32_bf16_avx2(out, a, b, n);
 		return;
 	}

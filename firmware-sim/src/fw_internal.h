@@ -266,6 +266,8 @@ uint32_t fw_heartbeat_locked(struct maia_sim *sim);
 bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes);
 void fw_raise(struct maia_sim *sim, unsigned int vector);
 void fw_kick_worker_locked(struct maia_sim *sim);
+/* Parks the worker and fabric threads (reset_req set, both idle); lock not held. */
+void fw_park_threads(struct maia_sim *sim);
 void fw_reset_state_locked(struct maia_sim *sim);
 
 /*

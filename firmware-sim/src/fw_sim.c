@@ -268,19 +268,24 @@ void maia_sim_destroy(struct maia_sim *sim)
 	free(sim);
 }
 
-void maia_sim_reset(struct maia_sim *sim)
+/* Park the worker and the fabric thread: long operations poll reset_req and give up. */
+void fw_park_threads(struct maia_sim *sim)
 {
-	bool had_shadow[MAIA_MAX_QUEUES];
-	unsigned int i;
-
 	pthread_mutex_lock(&sim->lock);
-	/* Park the worker and the fabric thread: long operations poll reset_req and give up. */
 	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&sim->work_cond);
 	pthread_cond_broadcast(&sim->fab_cond);
 	while (sim->worker_busy || fw_fabric_busy_locked(sim))
 		pthread_cond_wait(&sim->idle_cond, &sim->lock);
 	pthread_mutex_unlock(&sim->lock);
+}
+
+void maia_sim_reset(struct maia_sim *sim)
+{
+	bool had_shadow[MAIA_MAX_QUEUES];
+	unsigned int i;
+
+	fw_park_threads(sim);
 
 	/* Both threads are parked and the host is in here: nobody else runs. */
 	fw_sched_abort_inflight(sim);

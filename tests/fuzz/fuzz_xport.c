@@ -103,13 +103,7 @@ static void setup(void)
 	if (!sim)
 		abort();
 	/* Park both threads, as maia_sim_reset() does, and keep them parked. */
-	pthread_mutex_lock(&sim->lock);
-	__atomic_store_n(&sim->reset_req, true, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&sim->work_cond);
-	pthread_cond_broadcast(&sim->fab_cond);
-	while (sim->worker_busy || fw_fabric_busy_locked(sim))
-		pthread_cond_wait(&sim->idle_cond, &sim->lock);
-	pthread_mutex_unlock(&sim->lock);
+	fw_park_threads(sim);
 
 	root = new_table();
 	next_table = 64 * MAIA_PAGE_SIZE;

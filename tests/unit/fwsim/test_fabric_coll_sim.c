@@ -492,6 +492,21 @@ static bool wait_port(unsigned int dev, unsigned int port, bool up)
 	return false;
 }
 
+/* Cable 0-1 back in: both ends UP again, and the next all-reduce is right. */
+static void replug_and_run(void)
+{
+	struct outcome o;
+	bool ok;
+
+	plug(0, SEND_PORT, 1, RECV_PORT);
+	plug(1, RECV_PORT, 0, SEND_PORT);
+	ok = wait_port(0, SEND_PORT, true) && wait_port(1, RECV_PORT, true);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(ok && all_ok(&o) && o.wrong == 0,
+	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
+}
+
 /*
  * The cable between ranks 0 and 1 pulled: once both ends see the link DOWN
  * (dead peer), a collective fails on them at once with FABRIC_LINK, naming
@@ -517,13 +532,7 @@ static void test_cable_pulled(void)
 	tap_ok(ok, "all-reduce: ranks 0 and 1 FABRIC_LINK (%u, %u) naming port %u/rank %u and port %u/rank %u; rank 2 FABRIC_TIMEOUT (%u)",
 	       o.status[0], o.status[1], o.report[0].port, o.report[0].peer_rank,
 	       o.report[1].port, o.report[1].peer_rank, o.status[2]);
-	plug(0, SEND_PORT, 1, RECV_PORT);
-	plug(1, RECV_PORT, 0, SEND_PORT);
-	ok = wait_port(0, SEND_PORT, true) && wait_port(1, RECV_PORT, true);
-	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
-		LONG_TIMEOUT_MS);
-	tap_ok(ok && all_ok(&o) && o.wrong == 0,
-	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
+	replug_and_run();
 	ring_down();
 }
 
@@ -614,13 +623,7 @@ static void test_cable_pulled_mid_collective(void)
 	       "rank 2 alone: status %u, report: status %u, step %u, port %u, peer rank %u",
 	       o.status[2], r2->status, r2->step, r2->port, r2->peer_rank);
 	finish_trial(&t, &o, false);
-	plug(0, SEND_PORT, 1, RECV_PORT);
-	plug(1, RECV_PORT, 0, SEND_PORT);
-	ok = wait_port(0, SEND_PORT, true) && wait_port(1, RECV_PORT, true);
-	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
-		LONG_TIMEOUT_MS);
-	tap_ok(ok && all_ok(&o) && o.wrong == 0,
-	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
+	replug_and_run();
 	ring_down();
 }
 
