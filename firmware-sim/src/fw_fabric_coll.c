@@ -94,7 +94,8 @@ void fw_coll_destroy(struct fw_coll *c)
 	free(c->own);
 	free(c->acc);
 	free(c->rx_off);
-	c->txbuf = c->own = NULL;
+	free(c->gathered);
+	c->txbuf = c->own = c->gathered = NULL;
 	c->acc = NULL;
 	c->rx_off = NULL;
 }
@@ -121,9 +122,11 @@ static unsigned int ring(const struct fw_coll *c, int k)
 	return (unsigned int)(((int)c->cmd.rank + k + 2 * n) % n);
 }
 
+/* Whether the ring carries partial results (not so in a gather-reduce). */
 static bool is_reduction(const struct fw_coll *c)
 {
-	return c->cmd.coll == MAIA_COLL_ALL_REDUCE || c->cmd.coll == MAIA_COLL_REDUCE_SCATTER;
+	return (c->cmd.coll == MAIA_COLL_ALL_REDUCE && !c->gather) ||
+	       c->cmd.coll == MAIA_COLL_REDUCE_SCATTER;
 }
 
 /*
@@ -155,7 +158,7 @@ static uint64_t block_len(const struct fw_coll *c, unsigned int b)
 static bool reduce_step(const struct fw_coll *c, unsigned int s)
 {
 	return c->cmd.coll == MAIA_COLL_REDUCE_SCATTER ||
-	       (c->cmd.coll == MAIA_COLL_ALL_REDUCE && s < nranks(c) - 1u);
+	       (c->cmd.coll == MAIA_COLL_ALL_REDUCE && !c->gather && s < nranks(c) - 1u);
 }
 
 /* Bytes per element on the wire: reduction steps carry FP32 partial results. */
@@ -169,6 +172,8 @@ static uint64_t rx_step_bytes(const struct fw_coll *c, unsigned int s)
 {
 	unsigned int n = nranks(c);
 
+	if (c->gather)
+		return c->cmd.count * c->es;
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		if (s < n - 1)
@@ -470,6 +475,8 @@ static uint64_t inject_len(const struct fw_coll *c)
 
 	if (n == 1)
 		return 0;
+	if (c->gather)
+		return c->cmd.count * c->es;
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		return block_len(c, ring(c, -1)) * 4;
@@ -540,6 +547,8 @@ static bool forwards(const struct fw_coll *c, unsigned int s, uint64_t off, uint
 {
 	unsigned int n = nranks(c);
 
+	if (c->gather)
+		return s < n - 2;
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		return s < 2 * n - 3;
@@ -649,7 +658,10 @@ static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, co
 		if (send_msg(c, s + 1, off, h->len))
 			return -1;
 	}
-	if (here) {
+	if (here && c->gather) {
+		/* Step s carries rank r-1-s's input: into its place in the gathered inputs. */
+		memcpy(c->gathered + ring(c, -1 - (int)s) * c->cmd.count * c->es + off, data, here);
+	} else if (here) {
 		int rc = mem_write(c, rx_dest(c, s, off / c->es), data, here);
 
 		if (rc) {
@@ -757,6 +769,42 @@ static void run_held(struct fw_coll *c, uint64_t now_ns)
 	}
 }
 
+/*
+ * Gather-reduce's end, every rank's input gathered: each block folded in the
+ * ring's order (block b from rank b+1 round to rank b, as the ring reduction
+ * would) and written. 0, or the failed access's status.
+ */
+static int fold_gathered(struct fw_coll *c)
+{
+	unsigned int n = nranks(c);
+	uint64_t in_bytes = c->cmd.count * c->es;
+
+	for (unsigned int b = 0; b < n; b++) {
+		uint64_t e0 = block_start(c, b), cnt = block_len(c, b);
+		const uint8_t *blk = c->gathered + e0 * c->es;	/* rank 0's block b */
+		const uint8_t *first = blk + (b + 1) % n * in_bytes;
+		uint8_t *out = (uint8_t *)c->acc;
+		int rc;
+
+		for (uint64_t i = 0; i < cnt; i++)
+			c->acc[i] = ld_elem(c, first, i);
+		for (unsigned int j = 2; j <= n; j++)
+			reduce_into(c, c->acc, blk + (b + j) % n * in_bytes, cnt);
+		if (c->es != 4) {
+			out = c->own;
+			for (uint64_t i = 0; i < cnt; i++) {
+				uint16_t h = fw_f32_to_bf16(c->acc[i]);
+
+				memcpy(out + 2 * i, &h, 2);
+			}
+		}
+		rc = mem_write(c, c->cmd.recv_addr + e0 * c->es, out, cnt * c->es);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static void advance(struct fw_coll *c, uint64_t now_ns)
 {
 	if (c->state != FW_COLL_RUNNING)
@@ -769,6 +817,12 @@ static void advance(struct fw_coll *c, uint64_t now_ns)
 	}
 	if (c->state == FW_COLL_RUNNING && c->inject_off == c->inject_len && rx_arrived(c) &&
 	    !held_current(c)) {
+		int rc = c->gather ? fold_gathered(c) : 0;
+
+		if (rc) {
+			fail(c, (uint32_t)rc, nranks(c) - 2, false);
+			return;
+		}
 		c->stats.collectives++;
 		finish(c, MAIA_STATUS_OK);
 	}
@@ -790,7 +844,7 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 	bool reduces = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_REDUCE_SCATTER;
 	bool in_place_ok = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_BROADCAST;
 
-	if (k->hdr.flags || k->reserved0 || k->reserved1)
+	if (k->hdr.flags || k->reserved1 || k->algo > MAIA_COLL_ALGO_GATHER_REDUCE)
 		return false;
 	/* The report: 8-byte aligned, not wrapping around. */
 	if (k->report_addr % 8 || k->report_addr > UINT64_MAX - sizeof(struct maia_coll_report))
@@ -813,6 +867,10 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 	/* Elements of the larger buffer: count, or count * nranks. */
 	if (__builtin_mul_overflow(k->count, n, &elems) ||
 	    __builtin_mul_overflow(elems, (uint64_t)4, &elems))
+		return false;
+	/* Gather-reduce holds every rank's input: asked for, it must fit. */
+	if (k->algo == MAIA_COLL_ALGO_GATHER_REDUCE &&
+	    (k->coll != MAIA_COLL_ALL_REDUCE || elems > MAIA_COLL_GATHER_REDUCE_BYTES))
 		return false;
 	*sbytes = *rbytes = k->count * es;
 	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
@@ -870,7 +928,7 @@ static void set_rx_steps(struct fw_coll *c)
 	c->rx_first = 0;
 	if (n == 1)
 		c->rx_steps = 0;
-	else if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
+	else if (c->cmd.coll == MAIA_COLL_ALL_REDUCE && !c->gather)
 		c->rx_steps = 2 * (n - 1);
 	else if (c->cmd.coll != MAIA_COLL_BROADCAST)
 		c->rx_steps = n - 1;
@@ -890,6 +948,8 @@ static int local_part(struct fw_coll *c)
 	const struct maia_cmd_collective *k = &c->cmd;
 	uint64_t blk = k->count * c->es;
 
+	if (c->gather)
+		return mem_read(c, k->send_addr, c->gathered + k->rank * blk, blk);
 	switch (k->coll) {
 	case MAIA_COLL_ALL_REDUCE:
 	case MAIA_COLL_REDUCE_SCATTER:
@@ -926,6 +986,15 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 		c->result.status = MAIA_STATUS_BAD_CMD;
 		c->stats.failures++;
 		return MAIA_STATUS_BAD_CMD;
+	}
+	c->gather = maia_coll_gather_reduce(cmd);
+	if (c->gather && !c->gathered)
+		c->gathered = malloc(MAIA_COLL_GATHER_REDUCE_BYTES);
+	if (c->gather && !c->gathered) {
+		c->state = FW_COLL_DONE;
+		c->result.status = MAIA_STATUS_DMA_ERROR;	/* out of memory */
+		c->stats.failures++;
+		return MAIA_STATUS_DMA_ERROR;
 	}
 	c->state = FW_COLL_RUNNING;
 	c->es = maia_dtype_size(cmd->dtype);

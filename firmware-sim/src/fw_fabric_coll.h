@@ -102,6 +102,7 @@ struct fw_coll {
 	unsigned int rx_first, rx_steps;	/* steps received: [first, first + steps) */
 	uint64_t *rx_off;		/* bytes received of each of those steps */
 	uint64_t inject_off, inject_len;	/* this rank's own step-0 stream, bytes */
+	bool gather;			/* ALL_REDUCE by gather-reduce (small counts) */
 	uint64_t last_progress_ns;
 	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */
 	bool ended_valid;		/* ended_comm/seq: drop their late messages */
@@ -116,6 +117,7 @@ struct fw_coll {
 	uint8_t *txbuf;			/* header + data of a message being sent */
 	uint8_t *own;			/* this rank's data of a chunk */
 	float *acc;			/* a chunk in FP32 */
+	uint8_t *gathered;		/* gather-reduce: every rank's input, rank by rank */
 };
 
 void fw_coll_config_defaults(struct fw_coll_config *cfg);

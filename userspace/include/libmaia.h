@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 3
+#define LIBMAIA_VERSION_MINOR 4
 
 struct maia_device;
 
@@ -501,7 +501,8 @@ int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective
  * Environment: MAIA_COMM_DEBUG=1 logs one line per collective;
  * MAIA_COMM_TIMEOUT_MS (default 10000) is how long a device waits for a
  * peer before the collective fails with an error naming the rank, the step
- * and the port.
+ * and the port; MAIA_COMM_ALGO (auto, ring or gather-reduce; since 1.4)
+ * sets every new communicator's all-reduce algorithm, like NCCL_ALGO.
  */
 #define MAIA_COMM_ID_BYTES 64
 struct maia_comm_id {
@@ -551,6 +552,14 @@ int maia_comm_fence(struct maia_comm *comm, int *fence_fd);
 int maia_comm_async_error(struct maia_comm *comm, const char **message);
 /* Refuse further calls; maia_comm_destroy() then does not wait. */
 int maia_comm_abort(struct maia_comm *comm);
+/*
+ * The all-reduce algorithm of later calls (since 1.4): MAIA_COLL_ALGO_AUTO
+ * (the device picks gather-reduce for small counts, the ring otherwise),
+ * _RING or _GATHER_REDUCE (a call it cannot take, over 64 KiB of inputs of
+ * all ranks together, then fails with -EINVAL). Every rank must make the
+ * same choice, as with NCCL_ALGO; results have the same bits either way.
+ */
+int maia_comm_set_algorithm(struct maia_comm *comm, unsigned int algo);
 
 /* Name of a DRM_MAIA_JOB_* status. */
 const char *maia_job_status_name(uint32_t status);

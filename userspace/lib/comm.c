@@ -69,6 +69,7 @@ struct maia_comm {
 	uint32_t seq;			/* next collective's number */
 	uint32_t timeout_ms;		/* device's wait for a peer */
 	bool debug;			/* MAIA_COMM_DEBUG */
+	uint8_t algo;			/* MAIA_COLL_ALGO_*: MAIA_COMM_ALGO, or as set */
 	bool aborted;
 	int async_error;		/* first failure, 0 if none */
 	char error[256];		/* what it was */
@@ -199,14 +200,32 @@ static uint32_t env_u32(const char *name, uint32_t def)
 	return *end || x > UINT32_MAX ? def : (uint32_t)x;
 }
 
+/* MAIA_COMM_ALGO: the MAIA_COLL_ALGO_* it names (AUTO if unset), or -EINVAL. */
+static int env_algo(void)
+{
+	const char *v = getenv("MAIA_COMM_ALGO");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		return MAIA_COLL_ALGO_AUTO;
+	if (!strcmp(v, "ring"))
+		return MAIA_COLL_ALGO_RING;
+	if (!strcmp(v, "gather-reduce"))
+		return MAIA_COLL_ALGO_GATHER_REDUCE;
+	return maia_error(-EINVAL, "maia_comm: MAIA_COMM_ALGO=%s: not auto, ring or gather-reduce",
+			  v);
+}
+
 static int comm_create(struct maia_comm **out, struct maia_device *dev, int nranks, int rank,
 		       uint32_t comm_id)
 {
 	struct maia_comm *c;
 	const char *dbg = getenv("MAIA_COMM_DEBUG");
+	int algo = env_algo();
 	void *cpu;
 	int err;
 
+	if (algo < 0)
+		return algo;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return maia_error(-ENOMEM, "maia_comm: out of memory");
@@ -216,6 +235,7 @@ static int comm_create(struct maia_comm **out, struct maia_device *dev, int nran
 	c->comm_id = comm_id;
 	c->timeout_ms = env_u32("MAIA_COMM_TIMEOUT_MS", COMM_DEFAULT_TIMEOUT_MS);
 	c->debug = dbg && *dbg && strcmp(dbg, "0");
+	c->algo = (uint8_t)algo;
 	err = maia_bo_create(dev, COMM_INFLIGHT * REPORTS_PER_SLOT * sizeof(struct maia_coll_report),
 			     MAIA_BO_HOST, &c->reports);
 	if (!err)
@@ -445,6 +465,7 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 		.send_port = COMM_SEND_PORT, .recv_port = COMM_RECV_PORT,
 		.root = (uint16_t)root, .rank = (uint16_t)c->rank, .nranks = (uint16_t)c->nranks,
 		.comm_id = c->comm_id, .timeout_ms = c->timeout_ms,
+		.algo = coll == MAIA_COLL_ALL_REDUCE ? c->algo : MAIA_COLL_ALGO_AUTO,
 		.send_addr = send_va, .recv_addr = recv_va, .count = count,
 	};
 	struct comm_slot *s = c->group;
@@ -464,6 +485,11 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 		return maia_error(-EINVAL, "maia_comm: unknown reduction %u", redop);
 	if (root >= (unsigned int)c->nranks)
 		return maia_error(-EINVAL, "maia_comm: root %u of %d ranks", root, c->nranks);
+	if (cmd.algo == MAIA_COLL_ALGO_GATHER_REDUCE &&
+	    count > MAIA_COLL_GATHER_REDUCE_BYTES / 4 / (unsigned int)c->nranks)
+		return maia_error(-EINVAL, "maia_comm: gather-reduce of %" PRIu64 " elements on %d "
+				  "ranks: more than %u bytes of inputs", count, c->nranks,
+				  MAIA_COLL_GATHER_REDUCE_BYTES);
 	if (s && s->ncoll == REPORTS_PER_SLOT) {
 		err = comm_slot_submit(c, s);
 		c->group = NULL;
@@ -489,9 +515,11 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 	c->seq++;
 	if (c->debug)
 		fprintf(stderr, "maia_comm: rank %d/%d comm %#x #%u %s count %" PRIu64 " %s "
-			"algorithm ring send-port %u recv-port %u chunk device-default\n",
+			"algorithm %s send-port %u recv-port %u chunk device-default\n",
 			c->rank, c->nranks, c->comm_id, cmd.seq, coll_name(coll), count,
-			dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", COMM_SEND_PORT, COMM_RECV_PORT);
+			dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16",
+			maia_coll_gather_reduce(&cmd) ? "gather-reduce" : "ring",
+			COMM_SEND_PORT, COMM_RECV_PORT);
 	if (group_depth) {
 		if (!c->group) {
 			if (group_ncomms == sizeof(group_comms) / sizeof(group_comms[0]))
@@ -643,6 +671,17 @@ MAIA_EXPORT int maia_comm_abort(struct maia_comm *comm)
 	if (!comm)
 		return -EINVAL;
 	comm->aborted = true;
+	return 0;
+}
+
+MAIA_EXPORT int maia_comm_set_algorithm(struct maia_comm *comm, unsigned int algo)
+{
+	maia_error_clear();
+	if (!comm)
+		return maia_error(-EINVAL, "maia_comm_set_algorithm: NULL communicator");
+	if (algo > MAIA_COLL_ALGO_GATHER_REDUCE)
+		return maia_error(-EINVAL, "maia_comm_set_algorithm: unknown algorithm %u", algo);
+	comm->algo = (uint8_t)algo;
 	return 0;
 }
 

@@ -38,7 +38,8 @@
  * mechanics instead, beside what the same guest does without it: a 64 MiB
  * remote write from device 0 (port 0) into a window of device 1 beside
  * memcpy of 64 MiB on this CPU (best of --iters each), and the 8-byte FP32
- * all-reduce over all devices beside the round trip of an empty (one-NOP)
+ * all-reduce over all devices (the device's choice, gather-reduce, and the
+ * ring, alternately) beside the round trip of an empty (one-NOP)
  * job on device 0 and that of an 8-byte remote write from device 0 to
  * device 1 (medians of 10 x --iters each, the empty jobs first). Data
  * written and reduced is checked.
@@ -441,11 +442,11 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 {
 	unsigned int reps = 10 * opt.iters, k;
 	double *lat_ar = calloc(reps, sizeof(double)), *lat_nop = calloc(reps, sizeof(double));
-	double *lat_wr = calloc(reps, sizeof(double));
+	double *lat_wr = calloc(reps, sizeof(double)), *lat_ring = calloc(reps, sizeof(double));
 	struct maia_cmdbuf *cb = NULL;
 	uint64_t wrong = 0;
 	uint32_t key = 0;
-	int err = lat_ar && lat_nop && lat_wr ? 0 : -ENOMEM, r;
+	int err = lat_ar && lat_nop && lat_wr && lat_ring ? 0 : -ENOMEM, r;
 
 	if (!err)
 		err = maia_cmdbuf_create(devs[0], 4096, &cb);
@@ -475,9 +476,16 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 		if (k >= opt.warmup)
 			lat_nop[k - opt.warmup] = now_s() - t0;
 	}
-	for (k = 0; k < opt.warmup + reps && !err; k++) {
+	/* The device's choice (gather-reduce) and the ring, alternately: the same minutes. */
+	for (k = 0; k < 2 * (opt.warmup + reps) && !err; k++) {
+		bool ring = k & 1;
 		double t0 = now_s();
 
+		for (r = 0; r < n && !err; r++) {
+			memset(b[r].recv_cpu, 0, 8);
+			err = maia_comm_set_algorithm(comms[r], ring ? MAIA_COLL_ALGO_RING :
+						      MAIA_COLL_ALGO_AUTO);
+		}
 		maia_group_start();
 		for (r = 0; r < n && !err; r++)
 			err = maia_all_reduce(comms[r], maia_bo_va(b[r].send), maia_bo_va(b[r].recv),
@@ -486,13 +494,15 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 			err = -EIO;
 		for (r = 0; r < n && !err; r++)
 			err = maia_comm_sync(comms[r], WAIT_NS);
-		if (k >= opt.warmup)
-			lat_ar[k - opt.warmup] = now_s() - t0;
+		if (k / 2 >= opt.warmup)
+			(ring ? lat_ring : lat_ar)[k / 2 - opt.warmup] = now_s() - t0;
+		for (r = 0; r < n && !err; r++)
+			for (unsigned int i = 0; i < 2; i++)
+				wrong += ((float *)b[r].recv_cpu)[i] !=
+					 expected(MAIA_COLL_ALL_REDUCE, MAIA_REDOP_SUM, n, r, 2, i);
 	}
 	for (r = 0; r < n && !err; r++)
-		for (k = 0; k < 2; k++)
-			wrong += ((float *)b[r].recv_cpu)[k] !=
-				 expected(MAIA_COLL_ALL_REDUCE, MAIA_REDOP_SUM, n, r, 2, k);
+		err = maia_comm_set_algorithm(comms[r], MAIA_COLL_ALGO_AUTO);
 	/*
 	 * The wire's own round trip in the same run: an 8-byte remote write
 	 * from device 0 into device 1 (one frame there, its answer back).
@@ -523,14 +533,20 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 		qsort(lat_ar, reps, sizeof(double), cmp_double);
 		qsort(lat_nop, reps, sizeof(double), cmp_double);
 		qsort(lat_wr, reps, sizeof(double), cmp_double);
+		qsort(lat_ring, reps, sizeof(double), cmp_double);
 		if (!opt.json)
-			printf("# 8-byte all-reduce over %d devices: median %.0f us; empty job on "
-			       "device 0: median %.0f us; 8-byte remote write 0 -> 1: median %.0f us; "
-			       "#wrong %" PRIu64 "\n", n, lat_ar[reps / 2] * 1e6,
+			printf("# 8-byte all-reduce over %d devices: median %.0f us (gather-reduce), "
+			       "%.0f us (ring); empty job on device 0: median %.0f us; 8-byte remote "
+			       "write 0 -> 1: median %.0f us; #wrong %" PRIu64 "\n", n,
+			       lat_ar[reps / 2] * 1e6, lat_ring[reps / 2] * 1e6,
 			       lat_nop[reps / 2] * 1e6, lat_wr[reps / 2] * 1e6, wrong);
 		snprintf(name, sizeof(name), "coll_all_reduce_8B_latency_n%d", n);
 		print_ratio(name, "us", false, lat_ar[reps / 2] * 1e6, "empty_job_latency",
 			    lat_nop[reps / 2] * 1e6, lat_ar[reps / 2] / lat_nop[reps / 2]);
+		/* What gather-reduce saves: the ring's 2(n-1) hops instead of n-1. */
+		snprintf(name, sizeof(name), "coll_all_reduce_8B_latency_ring_n%d", n);
+		print_ratio(name, "us", false, lat_ring[reps / 2] * 1e6, "gather_reduce_latency",
+			    lat_ar[reps / 2] * 1e6, lat_ring[reps / 2] / lat_ar[reps / 2]);
 		/* What one hop and its answer cost: the floor under the line above. */
 		print_ratio("fabric_write_8B_latency_guest", "us", false, lat_wr[reps / 2] * 1e6,
 			    "empty_job_latency", lat_nop[reps / 2] * 1e6,
@@ -541,6 +557,7 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 	free(lat_ar);
 	free(lat_nop);
 	free(lat_wr);
+	free(lat_ring);
 	return err;
 }
 

@@ -287,6 +287,9 @@ static long ring_run(void)
 static const char *coll_name[] = { "?", "all-reduce", "all-gather", "reduce-scatter",
 				   "broadcast", "all-to-all" };
 
+/* The algo field of the commands make_cmd() makes. */
+static unsigned int cmd_algo = MAIA_COLL_ALGO_AUTO;
+
 static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype,
 					   unsigned int redop, unsigned int n, unsigned int r,
 					   uint64_t count, uint32_t chunk, bool in_place,
@@ -310,6 +313,7 @@ static struct maia_cmd_collective make_cmd(unsigned int coll, unsigned int dtype
 		.recv_addr = in_place ? SEND_VA : RECV_VA,
 		.report_addr = REPORT_VA,
 		.count = count,
+		.algo = (uint8_t)cmd_algo,
 	};
 	return k;
 }
@@ -368,6 +372,21 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 			tap_ok(0, "%s n=%u rank %u: report status %u port %#x", coll_name[coll], n,
 			       r, k->report.status, k->report.port);
 		}
+		if (coll == MAIA_COLL_ALL_REDUCE && n > 1 && count) {
+			/* Gather-reduce (n-1 steps, every input whole) for small counts, else the ring. */
+			bool gather = cmd_algo == MAIA_COLL_ALGO_GATHER_REDUCE ||
+				      (cmd_algo == MAIA_COLL_ALGO_AUTO &&
+				       count * n * 4 <= MAIA_COLL_GATHER_REDUCE_BYTES);
+			unsigned int last = gather ? n - 2 : 2 * n - 3;
+
+			if (k->report.step != last ||
+			    (gather && k->report.bytes_sent != (n - 1) * count * es)) {
+				ok = false;
+				tap_ok(0, "all-reduce n=%u rank %u count %llu: last step %u (want %u), %llu bytes sent",
+				       n, r, (unsigned long long)count, k->report.step, last,
+				       (unsigned long long)k->report.bytes_sent);
+			}
+		}
 		sent += k->report.bytes_sent;
 		received += k->report.bytes_received;
 		ref_expected(in, r, &k->cmd[0], exp);
@@ -395,42 +414,64 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 	return ok ? wrong : -1;
 }
 
-static void test_matrix(void)
+/* One case of the matrix: n ranks, a collective, its dtype, op, count and chunk. */
+static void matrix_case(unsigned int n, unsigned int coll, unsigned int dtype, unsigned int op,
+			unsigned int ci, long *wrong, long *runs, bool *failed)
 {
 	/* 0, 1, odd, not a multiple of the chunk; chunks of 4 B to the device default (60 KiB) */
 	static const uint64_t counts[] = { 0, 1, 17, 197, 1001, 3001 };
-	static const uint32_t chunks[] = { 4, 64, 4, 64, 200, 0 };
+	static const uint32_t chunks[] = { 4, 64, 4, 64, 200, 0, 256, 200 };
+	uint64_t count;
+	bool in_place = (coll == MAIA_COLL_ALL_REDUCE || coll == MAIA_COLL_BROADCAST) && (ci & 1);
+	long w;
+
+	if (ci < 6)
+		count = counts[ci];
+	else	/* all-reduce: the largest count gather-reduce takes, the least it does not */
+		count = MAIA_COLL_GATHER_REDUCE_BYTES / 4 / n + (ci - 6);
+	w = run_one(n, coll, dtype, op, count, chunks[ci], in_place);
+	(*runs)++;
+	if (w < 0)
+		*failed = true;
+	else
+		*wrong += w;
+}
+
+/*
+ * Every collective, dtype and op over 1 to 5 ranks; all-reduce also on both
+ * sides of gather-reduce's size limit and with either algorithm asked for: the same
+ * reference, so the same bits whichever algorithm runs.
+ */
+static void test_matrix(void)
+{
+	static const char *const algo_asked[] = { "", " (ring asked for)",
+						   " (gather-reduce asked for)" };
 
 	for (unsigned int n = 1; n <= MAX_RANKS; n++) {
 		for (unsigned int coll = 1; coll <= 5; coll++) {
-			for (unsigned int dt = 0; dt < 2; dt++) {
-				unsigned int dtype = dt ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
-				bool reduces = coll == MAIA_COLL_ALL_REDUCE ||
-					       coll == MAIA_COLL_REDUCE_SCATTER;
-				long wrong = 0, runs = 0;
-				bool failed = false;
+			bool ar = coll == MAIA_COLL_ALL_REDUCE;
+			bool reduces = ar || coll == MAIA_COLL_REDUCE_SCATTER;
 
-				for (unsigned int op = 0; op < (reduces ? 3u : 1u); op++) {
-					for (unsigned int ci = 0; ci < 6; ci++) {
-						uint32_t chunk = chunks[ci];
-						uint64_t count = counts[ci];
-						bool in_place = (coll == MAIA_COLL_ALL_REDUCE ||
-								 coll == MAIA_COLL_BROADCAST) &&
-								(ci & 1);
-						long w;
+			for (unsigned int a = 0; a < (ar ? 3u : 1u); a++) {
+				for (unsigned int dt = 0; dt < 2; dt++) {
+					long wrong = 0, runs = 0;
+					bool failed = false;
 
-						w = run_one(n, coll, dtype, op, count, chunk, in_place);
-						runs++;
-						if (w < 0)
-							failed = true;
-						else
-							wrong += w;
-					}
+					/* AUTO, RING, GATHER_REDUCE: all but the count it does not take */
+					cmd_algo = a;
+					for (unsigned int op = 0; op < (reduces ? 3u : 1u); op++)
+						for (unsigned int ci = 0; ci < (ar ? 8u - a / 2 : 6u); ci++)
+							matrix_case(n, coll, dt ? MAIA_DTYPE_BF16 :
+								    MAIA_DTYPE_FP32, op, ci, &wrong,
+								    &runs, &failed);
+					tap_ok(!failed && wrong == 0,
+					       "%s%s n=%u %s: %ld runs (counts 0..3001%s, chunks 4 B..60 KiB, in place), #wrong = %ld",
+					       coll_name[coll], algo_asked[a], n,
+					       dt ? "bf16" : "fp32", runs,
+					       ar ? " and both sides of gather-reduce's limit" : "", wrong);
 				}
-				tap_ok(!failed && wrong == 0,
-				       "%s n=%u %s: %ld runs (counts 0..3001, chunks 4 B..60 KiB, in place), #wrong = %ld",
-				       coll_name[coll], n, dt ? "bf16" : "fp32", runs, wrong);
 			}
+			cmd_algo = MAIA_COLL_ALGO_AUTO;
 		}
 	}
 }
@@ -593,7 +634,10 @@ static void test_bad_fields(void)
 	BAD(b.recv_addr = b.send_addr);			/* in place: all-gather */
 	BAD(b.recv_addr = b.send_addr + 8);		/* overlap */
 	BAD((b.coll = MAIA_COLL_ALL_REDUCE, b.recv_addr = b.send_addr + 4));
-	BAD(b.reserved0 = 1);
+	BAD(b.algo = MAIA_COLL_ALGO_GATHER_REDUCE + 1);
+	BAD((b.algo = MAIA_COLL_ALGO_GATHER_REDUCE, b.coll = MAIA_COLL_ALL_GATHER));
+	BAD((b.algo = MAIA_COLL_ALGO_GATHER_REDUCE, b.coll = MAIA_COLL_ALL_REDUCE,
+	     b.count = MAIA_COLL_GATHER_REDUCE_BYTES / 16 + 1));	/* 4 ranks: too large */
 	BAD(b.reserved1 = 1);
 	BAD(b.hdr.flags = 1);
 	BAD(b.report_addr = 4);

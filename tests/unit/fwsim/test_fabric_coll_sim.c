@@ -563,7 +563,7 @@ static bool wait_data_msgs(unsigned int dev, unsigned int port, uint64_t base, u
  * The cable between ranks 0 and 1 pulled while a 3-rank all-reduce runs on
  * them: rank 2 has not submitted it yet, so ranks 0 and 1 are parked
  * mid-ring, and the link going DOWN (dead peer) ends both. Each block is
- * one chunk (1 KiB): rank 0 has sent its step 0 and waits for step 0 from
+ * one chunk (8 KiB: a count the ring runs, past gather-reduce's): rank 0 has sent its step 0 and waits for step 0 from
  * rank 2; rank 1 has used rank 0's step 0, sent steps 0 and 1 to rank 2
  * (the event this waits for) and waits for step 1 from rank 0. Their
  * reports name that step, the port that went down and the rank behind it,
@@ -572,8 +572,8 @@ static bool wait_data_msgs(unsigned int dev, unsigned int port, uint64_t base, u
  */
 static void test_cable_pulled_mid_collective(void)
 {
-	const uint64_t count = 3 * 256;		/* 3 blocks of 256 FP32 */
-	const uint64_t block = 256 * 4;
+	const uint64_t count = 3 * 2048;	/* 3 blocks of 2048 FP32 */
+	const uint64_t block = 2048 * 4;
 	struct maia_coll_report *r0, *r1, *r2;
 	struct maia_cmd_collective *k2;
 	struct outcome o = { .wrong = 0 };

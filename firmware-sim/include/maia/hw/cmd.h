@@ -160,6 +160,18 @@ struct maia_cmd_fabric_read {
 
 #define MAIA_COLL_MAX_RANKS		256u
 
+/*
+ * struct maia_cmd_collective's algo. AUTO: gather-reduce for an ALL_REDUCE
+ * of nranks >= 2 with count * nranks * 4 <= MAIA_COLL_GATHER_REDUCE_BYTES,
+ * else the ring. RING: always the ring. GATHER_REDUCE: an ALL_REDUCE within
+ * that size only (else BAD_CMD). See maia_coll_gather_reduce().
+ */
+#define MAIA_COLL_ALGO_AUTO		0u
+#define MAIA_COLL_ALGO_RING		1u
+#define MAIA_COLL_ALGO_GATHER_REDUCE	2u
+
+#define MAIA_COLL_GATHER_REDUCE_BYTES	65536u
+
 struct maia_cmd_collective {
 	struct maia_cmd_header hdr;
 	__u8 coll;		/* MAIA_COLL_* */
@@ -167,7 +179,7 @@ struct maia_cmd_collective {
 	__u8 dtype;		/* MAIA_DTYPE_FP32, or BF16 (accumulated in FP32) */
 	__u8 send_port;		/* to rank + 1 */
 	__u8 recv_port;		/* from rank - 1 */
-	__u8 reserved0;
+	__u8 algo;		/* MAIA_COLL_ALGO_*: the same on every rank */
 	__u16 root;		/* BROADCAST */
 	__u16 rank;		/* < nranks */
 	__u16 nranks;		/* 1..MAIA_COLL_MAX_RANKS */
@@ -181,6 +193,21 @@ struct maia_cmd_collective {
 	__u64 count;		/* elements, see above */
 	__u64 report_addr;	/* 0, or where the device writes a struct maia_coll_report */
 };
+
+/*
+ * Whether the device runs a (valid) command's ALL_REDUCE as gather-reduce
+ * rather than the ring reduction. Gather-reduce gathers every rank's input
+ * in n-1 hops (the ring takes 2(n-1)), then every rank folds in the ring's
+ * order, so the result has the same bits either way. Only fields every rank
+ * has in common decide.
+ */
+static inline int maia_coll_gather_reduce(const struct maia_cmd_collective *k)
+{
+	if (k->coll != MAIA_COLL_ALL_REDUCE || k->nranks < 2 || k->algo == MAIA_COLL_ALGO_RING)
+		return 0;
+	return k->algo == MAIA_COLL_ALGO_GATHER_REDUCE ||
+	       k->count <= MAIA_COLL_GATHER_REDUCE_BYTES / 4 / k->nranks;
+}
 
 /*
  * What a collective did, written at report_addr (8-byte aligned, in the
