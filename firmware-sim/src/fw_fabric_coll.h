@@ -178,4 +178,16 @@ static inline bool fw_coll_running(const struct fw_coll *c)
 	return c->state == FW_COLL_RUNNING;
 }
 
+/*
+ * The kernel that reduces a received chunk: out[i] = a[i] op b[i]
+ * (MAIA_REDOP_*) over n elements, a FP32 (the left operand), b FP32 or BF16
+ * (b_es 4 or 2), out FP32, none aligned. The engine uses the SIMD one when
+ * it returns true (false: this CPU has none) and the plain C one otherwise;
+ * exposed so that tests check the two agree bit for bit.
+ */
+void fw_coll_reduce_scalar(unsigned int redop, unsigned int b_es, uint8_t *out,
+			   const uint8_t *a, const uint8_t *b, size_t n);
+bool fw_coll_reduce_simd(unsigned int redop, unsigned int b_es, uint8_t *out,
+			 const uint8_t *a, const uint8_t *b, size_t n);
+
 #endif /* FWSIM_FABRIC_COLL_H */

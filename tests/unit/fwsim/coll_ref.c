@@ -15,7 +15,10 @@ float ref_bf16_to_f32(uint16_t h)
 	return f;
 }
 
-/* By comparing the dropped half with one half of the last kept bit. */
+/*
+ * By comparing the dropped half with one half of the last kept bit. A NaN
+ * stays a quiet NaN: its sign and top payload bits, the quiet bit set.
+ */
 uint16_t ref_f32_to_bf16(float f)
 {
 	uint32_t u, lo;
@@ -23,6 +26,8 @@ uint16_t ref_f32_to_bf16(float f)
 
 	memcpy(&u, &f, 4);
 	hi = (uint16_t)(u >> 16);
+	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
+		return hi | 0x0040;
 	lo = u & 0xffff;
 	if (lo > 0x8000 || (lo == 0x8000 && (hi & 1)))
 		hi++;
@@ -42,10 +47,19 @@ float ref_ld(const uint8_t *p, uint64_t i, unsigned int dtype)
 	return ref_bf16_to_f32(h);
 }
 
-static float ref_op(unsigned int op, float acc, float x)
+/*
+ * fabric.rst: MAX is x > acc ? x : acc and MIN x < acc ? x : acc, except
+ * that a NaN operand wins, the left one (acc) if both are; so on ties,
+ * +0 against -0 included, acc stays.
+ */
+float ref_op(unsigned int op, float acc, float x)
 {
 	if (op == MAIA_REDOP_SUM)
 		return acc + x;
+	if (isnan(acc))
+		return acc;
+	if (isnan(x))
+		return x;
 	if (op == MAIA_REDOP_MAX)
 		return x > acc ? x : acc;
 	return x < acc ? x : acc;
@@ -142,6 +156,44 @@ void ref_fill(uint8_t *p, uint64_t elems, unsigned int dtype, uint64_t *rng)
 			memcpy(p + 4 * i, &f, 4);
 		} else {
 			uint16_t h = ref_f32_to_bf16(f);
+
+			memcpy(p + 2 * i, &h, 2);
+		}
+	}
+}
+
+/*
+ * ref_fill, then about half the elements replaced by values that decide
+ * MAX/MIN's rules: quiet NaNs of random sign and payload, +0 and -0,
+ * infinities, a few denormals and a few ordinary values, the last three
+ * from small sets so that ranks tie often.
+ */
+void ref_fill_special(uint8_t *p, uint64_t elems, unsigned int dtype, uint64_t *rng)
+{
+	static const uint32_t denorm[] = { 0x00000001, 0x00010000, 0x807f0000, 0x00400000 };
+	static const float plain[] = { 1.0f, -1.0f, 0.5f, 3.0f };
+
+	ref_fill(p, elems, dtype, rng);
+	for (uint64_t i = 0; i < elems; i++) {
+		uint64_t r = mix(rng), pick = r % 32, bits = r >> 8;
+		uint32_t u;
+
+		if (pick < 2)		/* NaN: exponent all ones, quiet bit, random payload */
+			u = (uint32_t)(bits & 0x803fffffu) | 0x7fc00000u;
+		else if (pick < 10)	/* +0, -0 */
+			u = pick < 6 ? 0 : 0x80000000u;
+		else if (pick < 12)	/* +inf, -inf */
+			u = pick == 10 ? 0x7f800000u : 0xff800000u;
+		else if (pick < 16)	/* denormals (BF16: the first is +0) */
+			u = denorm[bits % 4];
+		else if (pick < 24)
+			memcpy(&u, &plain[bits % 4], 4);
+		else
+			continue;
+		if (dtype == MAIA_DTYPE_FP32) {
+			memcpy(p + 4 * i, &u, 4);
+		} else {
+			uint16_t h = (uint16_t)(u >> 16);	/* BF16 exactly */
 
 			memcpy(p + 2 * i, &h, 2);
 		}

@@ -14,8 +14,10 @@
 #include "maia/hw/cmd.h"
 
 float ref_bf16_to_f32(uint16_t h);
-/* Round to nearest, ties to even (finite inputs). */
+/* Round to nearest, ties to even; a NaN stays a quiet NaN (its top bits). */
 uint16_t ref_f32_to_bf16(float f);
+/* One step of the fold: acc op x (MAIA_REDOP_*), acc the left operand. */
+float ref_op(unsigned int op, float acc, float x);
 /* Element i of a buffer of dtype, as FP32. */
 float ref_ld(const uint8_t *p, uint64_t i, unsigned int dtype);
 /* Element i of every rank's input folded starting at rank first; stored in out. */
@@ -27,5 +29,7 @@ void ref_expected(uint8_t **in, unsigned int r, const struct maia_cmd_collective
 void ref_buf_sizes(const struct maia_cmd_collective *k, size_t *send, size_t *recv);
 /* elems random elements of dtype of mixed magnitudes (so the order of a sum shows). */
 void ref_fill(uint8_t *p, uint64_t elems, unsigned int dtype, uint64_t *rng);
+/* The same, about half of them replaced by NaNs, +-0, infinities, denormals, ties. */
+void ref_fill_special(uint8_t *p, uint64_t elems, unsigned int dtype, uint64_t *rng);
 
 #endif /* FWSIM_COLL_REF_H */

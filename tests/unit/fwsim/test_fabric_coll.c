@@ -35,6 +35,8 @@
 static unsigned int send_port = SEND_PORT, recv_port = RECV_PORT;
 
 static uint64_t rng_state;
+/* run_one's inputs: ref_fill_special() (NaNs, +-0, ties...) instead of ref_fill(). */
+static bool fill_special;
 
 static uint64_t rng_next(void)
 {
@@ -346,7 +348,7 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 		k->send_len = s;
 		k->recv_len = rv;
 		k->send = malloc(s ? s : 1);
-		ref_fill(k->send, s / es, dtype, &rng_state);
+		(fill_special ? ref_fill_special : ref_fill)(k->send, s / es, dtype, &rng_state);
 		in[r] = malloc(s ? s : 1);
 		memcpy(in[r], k->send, s);
 		if (in_place) {
@@ -499,6 +501,109 @@ static void test_large(void)
 		       (unsigned long long)t[i].count,
 		       (double)t[i].count * maia_dtype_size(t[i].dtype) / (1 << 20), w);
 	}
+}
+
+/*
+ * MAX and MIN on inputs that mix quiet NaNs (random payloads and signs),
+ * +0 and -0, infinities, denormals and values tied across ranks, bitwise
+ * against the reference (NaN payloads included). Counts and chunks leave
+ * partial vectors: 17 elements a chunk, 1 and 50, and 67 in all.
+ */
+static void test_minmax_special(void)
+{
+	static const uint64_t counts[] = { 1, 67, 1001, 3001 };
+	static const uint32_t chunks[] = { 4, 68, 200, 0 };
+
+	fill_special = true;
+	for (unsigned int n = 2; n <= MAX_RANKS; n++) {
+		for (unsigned int coll = MAIA_COLL_ALL_REDUCE; coll <= MAIA_COLL_REDUCE_SCATTER;
+		     coll += MAIA_COLL_REDUCE_SCATTER - MAIA_COLL_ALL_REDUCE) {
+			for (unsigned int dt = 0; dt < 2; dt++) {
+				unsigned int dtype = dt ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
+				long wrong = 0, runs = 0;
+				bool failed = false;
+
+				for (unsigned int op = MAIA_REDOP_MAX; op <= MAIA_REDOP_MIN; op++) {
+					for (unsigned int ci = 0; ci < 4; ci++) {
+						long w = run_one(n, coll, dtype, op, counts[ci], chunks[ci],
+								 coll == MAIA_COLL_ALL_REDUCE && (ci & 1));
+
+						runs++;
+						if (w < 0)
+							failed = true;
+						else
+							wrong += w;
+					}
+				}
+				tap_ok(!failed && wrong == 0,
+				       "%s n=%u %s MAX/MIN with NaNs, +-0, infinities, denormals, ties: %ld runs, #wrong = %ld (bitwise)",
+				       coll_name[coll], n, dt ? "bf16" : "fp32", runs, wrong);
+			}
+		}
+	}
+	fill_special = false;
+}
+
+/*
+ * acc op x under a rule the documentation does not give: 1, NaN ignored
+ * (what the reference did before); 2, the right NaN first; 3, the right
+ * operand on ties.
+ */
+static float other_rule(unsigned int op, unsigned int rule, float acc, float x)
+{
+	bool nan = isnan(acc) || isnan(x);
+
+	if (rule == 1 || (rule == 3 && !nan))
+		return op == MAIA_REDOP_MAX ? (x > acc || (rule == 3 && x == acc) ? x : acc)
+					    : (x < acc || (rule == 3 && x == acc) ? x : acc);
+	if (rule == 2 && isnan(x))
+		return x;
+	return ref_op(op, acc, x);
+}
+
+/* test_minmax_special's inputs tell the documented rules from the others. */
+static void test_minmax_rules_matter(void)
+{
+	unsigned int n = 4;
+	uint64_t count = 4096, total = 0, differ[4] = { 0 };
+	uint8_t *in[4];
+
+	for (unsigned int dt = 0; dt < 2; dt++) {
+		unsigned int dtype = dt ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32;
+		unsigned int es = maia_dtype_size(dtype);
+
+		for (unsigned int r = 0; r < n; r++) {
+			in[r] = malloc(count * es);
+			ref_fill_special(in[r], count, dtype, &rng_state);
+		}
+		for (unsigned int op = MAIA_REDOP_MAX; op <= MAIA_REDOP_MIN; op++) {
+			struct maia_cmd_collective k = make_cmd(MAIA_COLL_ALL_REDUCE, dtype, op, n, 0,
+								count, 0, false, 1);
+
+			for (uint64_t i = 0; i < count; i++) {
+				uint8_t doc[4], other[4];
+
+				ref_reduce(in, i, 0, &k, doc);
+				for (unsigned int rule = 1; rule <= 3; rule++) {
+					float acc = ref_ld(in[0], i, dtype);
+					uint16_t h;
+
+					for (unsigned int r = 1; r < n; r++)
+						acc = other_rule(op, rule, acc, ref_ld(in[r], i, dtype));
+					h = ref_f32_to_bf16(acc);
+					memcpy(other, dt ? (void *)&h : (void *)&acc, es);
+					differ[rule] += memcmp(doc, other, es) != 0;
+				}
+				total++;
+			}
+		}
+		for (unsigned int r = 0; r < n; r++)
+			free(in[r]);
+	}
+	tap_ok(differ[1] && differ[2] && differ[3],
+	       "MAX/MIN special inputs tell the documented rules apart in %llu folds: NaN ignored differs in %llu, right NaN first in %llu, right operand on ties in %llu (the check can fail)",
+	       (unsigned long long)total, (unsigned long long)differ[1],
+	       (unsigned long long)differ[2], (unsigned long long)differ[3]);
 }
 
 /* The reference is order-sensitive: summing in rank order instead gives other bits. */
@@ -871,6 +976,8 @@ int main(void)
 	test_bad_fields();
 	test_order_matters();
 	test_matrix();
+	test_minmax_rules_matter();
+	test_minmax_special();
 	test_large();
 	test_back_to_back();
 	test_never_starts(3, MAIA_COLL_ALL_REDUCE, 1);
