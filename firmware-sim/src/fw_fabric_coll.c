@@ -823,7 +823,8 @@ static int fold_gathered(struct fw_coll *c)
 		for (uint64_t i = 0; i < cnt; i++)
 			c->acc[i] = ld_elem(c, first, i);
 		for (unsigned int j = 2; j <= n; j++)
-			reduce_into(c, c->acc, blk + (b + j) % n * in_bytes, cnt);
+			reduce_chunk(c->cmd.redop, c->es, (uint8_t *)c->acc, (uint8_t *)c->acc,
+				     blk + (b + j) % n * in_bytes, cnt);
 		if (c->es != 4) {
 			out = c->own;
 			for (uint64_t i = 0; i < cnt; i++) {
