@@ -78,7 +78,7 @@ void fw_buf_free(void *p)
 	b = (struct fw_buf *)((char *)p - offsetof(struct fw_buf, align));
 	if (b->cap == FW_BUF_BIG) {
 		pthread_mutex_lock(&pool_lock);
-		if (pool_len < FW_BUF_KEEP) {
+		if (pool_len + 1 <= FW_BUF_KEEP) {	/* not "<": KEEP is 0 under ASan */
 			b->next = pool;
 			pool = b;
 			pool_len++;
