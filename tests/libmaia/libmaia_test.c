@@ -453,6 +453,47 @@ TEST(comm_id_derive)
 	EXPECT_EQ(-EINVAL, maia_comm_id_derive(NULL, 0, &c));
 }
 
+/*
+ * Choosing the all-reduce algorithm (MAIA_COMM_ALGO, maia_comm_set_algorithm):
+ * unknown ones are refused, gather-reduce only up to its 64 KiB of inputs,
+ * and what is accepted runs (one rank: the device still checks the command).
+ */
+TEST_F(dev, comm_algorithm)
+{
+	uint64_t big = MAIA_COLL_GATHER_REDUCE_BYTES / 4 + 1;
+	struct maia_comm *comm;
+	float *in = (float *)self->cpu, *out = (float *)(self->cpu + 512 * 1024);
+	unsigned int i, algo;
+
+	setenv("MAIA_COMM_ALGO", "tree", 1);
+	EXPECT_EQ(-EINVAL, maia_comm_init_all(&comm, &self->dev, 1));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "MAIA_COMM_ALGO=tree"));
+	setenv("MAIA_COMM_ALGO", "gather-reduce", 1);
+	ASSERT_EQ(0, maia_comm_init_all(&comm, &self->dev, 1));
+	unsetenv("MAIA_COMM_ALGO");
+	EXPECT_EQ(-EINVAL, maia_all_reduce(comm, self->va, self->va + 512 * 1024, big,
+					   MAIA_DTYPE_FP32, MAIA_REDOP_SUM));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "gather-reduce"));
+	EXPECT_EQ(-EINVAL, maia_comm_set_algorithm(comm, MAIA_COLL_ALGO_GATHER_REDUCE + 1));
+	EXPECT_EQ(-EINVAL, maia_comm_set_algorithm(NULL, MAIA_COLL_ALGO_RING));
+	for (algo = MAIA_COLL_ALGO_AUTO; algo <= MAIA_COLL_ALGO_GATHER_REDUCE; algo++) {
+		ASSERT_EQ(0, maia_comm_set_algorithm(comm, algo));
+		for (i = 0; i < 1000; i++) {
+			in[i] = (float)(i * 3 + algo);
+			out[i] = -1.0f;
+		}
+		ASSERT_EQ(0, maia_all_reduce(comm, self->va, self->va + 512 * 1024, 1000,
+					     MAIA_DTYPE_FP32, MAIA_REDOP_MAX));
+		ASSERT_EQ(0, maia_comm_sync(comm, 30 * SEC));
+		for (i = 0; i < 1000; i++)
+			ASSERT_EQ((float)(i * 3 + algo), out[i]);
+	}
+	/* Other collectives are the ring's whatever the choice. */
+	ASSERT_EQ(0, maia_all_gather(comm, self->va, self->va + 512 * 1024, 1000, MAIA_DTYPE_FP32));
+	ASSERT_EQ(0, maia_comm_sync(comm, 30 * SEC));
+	maia_comm_destroy(comm);
+}
+
 /* ---- every command, data checked ------------------------------------------------ */
 
 /*
