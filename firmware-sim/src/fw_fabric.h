@@ -32,6 +32,13 @@ struct fw_fabric_frame {
  */
 int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
 		    enum maia_fabric_drop *reason);
+/*
+ * The same; without check_crc the CRC is not recomputed: only for a frame
+ * whose bytes are those a device of this process built (lent, never copied
+ * or carried: see maia_sim_fabric_rx_lent()).
+ */
+int fw_fabric_parse_ext(const void *frame, size_t len, struct fw_fabric_frame *out,
+			enum maia_fabric_drop *reason, bool check_crc);
 
 /*
  * Writes the Ethernet header, *hdr (crc and payload_len filled in here) and
@@ -42,12 +49,22 @@ int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
 size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 		       const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
 		       const void *payload, uint32_t len);
+/* The same with the payload's CRC known (fw_fabric_crc_copy() from 0): the payload is not read. */
+size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+			   const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+			   const void *payload, uint32_t len, uint32_t payload_crc);
 
 /* The locally administered MAC of (serial, port): 02:xx:xx:xx:xx:port. */
 void fw_fabric_mac(uint8_t mac[MAIA_ETH_ALEN], uint64_t serial, unsigned int port);
 
 /* CRC-32 over header (with crc taken as 0) and payload. */
 uint32_t fw_fabric_crc(const struct maia_fabric_hdr *hdr, const void *payload, uint32_t len);
+/*
+ * zlib's crc32(crc, src, len), and with dst a copy of src there made in the
+ * same pass (the frame CRC's carry-less multiply path): a sender copies its
+ * payload and learns its CRC for the price of the copy.
+ */
+uint32_t fw_fabric_crc_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
 enum fw_link_state {
 	FW_LINK_DOWN,		/* sending HELLO, no peer */
@@ -114,6 +131,7 @@ struct fw_link_stats {
 struct fw_link_msg {
 	uint8_t *data;
 	uint32_t len;
+	uint32_t crc;			/* of data (fw_fabric_crc_copy() from 0) */
 	uint64_t sent_ns;		/* last (re)transmission */
 	bool resent;			/* sent more than once: no RTT sample */
 };
@@ -159,6 +177,8 @@ void fw_buf_free(void *p);
 
 /* A received frame; malformed or unexpected frames are counted and dropped. */
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
+/* A frame a device of this process built, lent as it is: its CRC is not recomputed. */
+void fw_link_rx_lent(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
 /* Timers: HELLO, retransmission, keepalive, dead peer. Call every few ms. */
 void fw_link_tick(struct fw_link *l, uint64_t now_ns);
 /*
@@ -175,6 +195,9 @@ int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns
 void *fw_link_msg_alloc(size_t len);
 void fw_link_msg_free(void *msg);
 int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns);
+/* The same with msg's CRC known (fw_fabric_crc_copy() from 0, e.g. while copying it in). */
+int fw_link_send_owned_crc(struct fw_link *l, void *msg, size_t len, uint32_t crc,
+			   uint64_t now_ns);
 /*
  * The earliest time at which fw_link_tick() has something to do (a HELLO,
  * retransmission, ack, keepalive or dead-peer check), for a caller that

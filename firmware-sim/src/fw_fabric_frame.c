@@ -13,6 +13,17 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+/* 16 bytes of buf, also stored at dst if there is one. */
+__attribute__((always_inline))
+static inline __m128i ld16(const uint8_t *buf, uint8_t *dst)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)buf);
+
+	if (dst)
+		_mm_storeu_si128((__m128i *)dst, x);
+	return x;
+}
+
 /*
  * CRC-32 (IEEE, bit-reflected, zlib's) by carry-less multiplication:
  * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (Intel,
@@ -20,10 +31,11 @@
  * reduction; the constants are the paper's for the reflected polynomial.
  * It runs at about ten times zlib's table-driven speed, and every 64 KiB
  * data frame is checksummed by sender and receiver. len >= 64, a multiple
- * of 16; crc is the raw (not inverted) register.
+ * of 16; crc is the raw (not inverted) register. With dst, the bytes read
+ * are also stored there: a copy that checksums in the same pass.
  */
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len)
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len, uint8_t *dst)
 {
 	static const uint64_t k1k2[2] __attribute__((aligned(16))) = { 0x0154442bd4, 0x01c6e41596 };
 	static const uint64_t k3k4[2] __attribute__((aligned(16))) = { 0x01751997d0, 0x00ccaa009e };
@@ -31,13 +43,14 @@ static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len)
 	static const uint64_t poly[2] __attribute__((aligned(16))) = { 0x01db710641, 0x01f7011641 };
 	__m128i x0, x1, x2, x3, x4, x5, x6, x7, x8;
 
-	x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
-	x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
-	x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
-	x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+	x1 = ld16(buf + 0x00, dst);
+	x2 = ld16(buf + 0x10, dst ? dst + 0x10 : NULL);
+	x3 = ld16(buf + 0x20, dst ? dst + 0x20 : NULL);
+	x4 = ld16(buf + 0x30, dst ? dst + 0x30 : NULL);
 	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
 	x0 = _mm_load_si128((const __m128i *)k1k2);
 	buf += 64;
+	dst = dst ? dst + 64 : NULL;
 	len -= 64;
 	while (len >= 64) {
 		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
@@ -48,15 +61,12 @@ static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len)
 		x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
 		x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
 		x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
-		x1 = _mm_xor_si128(_mm_xor_si128(x1, x5),
-				   _mm_loadu_si128((const __m128i *)(buf + 0x00)));
-		x2 = _mm_xor_si128(_mm_xor_si128(x2, x6),
-				   _mm_loadu_si128((const __m128i *)(buf + 0x10)));
-		x3 = _mm_xor_si128(_mm_xor_si128(x3, x7),
-				   _mm_loadu_si128((const __m128i *)(buf + 0x20)));
-		x4 = _mm_xor_si128(_mm_xor_si128(x4, x8),
-				   _mm_loadu_si128((const __m128i *)(buf + 0x30)));
+		x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), ld16(buf + 0x00, dst));
+		x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), ld16(buf + 0x10, dst ? dst + 0x10 : NULL));
+		x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), ld16(buf + 0x20, dst ? dst + 0x20 : NULL));
+		x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), ld16(buf + 0x30, dst ? dst + 0x30 : NULL));
 		buf += 64;
+		dst = dst ? dst + 64 : NULL;
 		len -= 64;
 	}
 	/* Four lanes into one. */
@@ -73,8 +83,9 @@ static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len)
 	while (len >= 16) {
 		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
 		x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-		x1 = _mm_xor_si128(_mm_xor_si128(x1, _mm_loadu_si128((const __m128i *)buf)), x5);
+		x1 = _mm_xor_si128(_mm_xor_si128(x1, ld16(buf, dst)), x5);
 		buf += 16;
+		dst = dst ? dst + 16 : NULL;
 		len -= 16;
 	}
 	/* 128 to 64 bits, then 64 to 32 by Barrett reduction. */
@@ -109,19 +120,30 @@ static bool have_clmul(void)
 }
 #endif
 
-/* zlib's crc32_z(), with the carry-less multiply path for the bulk when the CPU has it. */
-static uLong crc_update(uLong crc, const uint8_t *p, size_t len)
+/*
+ * zlib's crc32_z(), with the carry-less multiply path for the bulk when the
+ * CPU has it; with dst, also a copy of p there.
+ */
+static uLong crc_update(uLong crc, const uint8_t *p, size_t len, uint8_t *dst)
 {
 #if defined(__x86_64__)
 	if (len >= 64 && have_clmul()) {
 		size_t bulk = len & ~(size_t)15;
 
-		crc = ~crc32_clmul(~(uint32_t)crc, p, bulk) & 0xffffffffu;
+		crc = ~crc32_clmul(~(uint32_t)crc, p, bulk, dst) & 0xffffffffu;
 		p += bulk;
+		dst = dst ? dst + bulk : NULL;
 		len -= bulk;
 	}
 #endif
+	if (dst && len)
+		memcpy(dst, p, len);
 	return len ? crc32_z(crc, p, len) : crc;
+}
+
+uint32_t fw_fabric_crc_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+	return (uint32_t)crc_update(crc, src, len, dst);
 }
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -136,8 +158,20 @@ uint32_t fw_fabric_crc(const struct maia_fabric_hdr *hdr, const void *payload, u
 	h.crc = 0;
 	crc = crc32_z(0, (const Bytef *)&h, sizeof(h));
 	if (len)
-		crc = crc_update(crc, payload, len);
+		crc = crc_update(crc, payload, len, NULL);
 	return (uint32_t)crc;
+}
+
+/* The same from the payload's own CRC (fw_fabric_crc_copy() from 0): only the header is read. */
+static uint32_t crc_known_payload(const struct maia_fabric_hdr *hdr, uint32_t payload_crc,
+				  uint32_t len)
+{
+	struct maia_fabric_hdr h = *hdr;
+	uLong crc;
+
+	h.crc = 0;
+	crc = crc32_z(0, (const Bytef *)&h, sizeof(h));
+	return len ? (uint32_t)crc32_combine(crc, payload_crc, (z_off_t)len) : (uint32_t)crc;
 }
 
 void fw_fabric_mac(uint8_t mac[MAIA_ETH_ALEN], uint64_t serial, unsigned int port)
@@ -154,6 +188,14 @@ size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 		       const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
 		       const void *payload, uint32_t len)
 {
+	return fw_fabric_build_crc(buf, src_mac, dst_mac, hdr, payload, len,
+				   fw_fabric_crc_copy(0, NULL, payload, len));
+}
+
+size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+			   const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+			   const void *payload, uint32_t len, uint32_t payload_crc)
+{
 	struct maia_eth_hdr eth;
 	uint8_t *p = buf;
 
@@ -162,7 +204,7 @@ size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 	eth.ethertype[0] = (uint8_t)(MAIA_FABRIC_ETHERTYPE >> 8);
 	eth.ethertype[1] = (uint8_t)MAIA_FABRIC_ETHERTYPE;
 	hdr->payload_len = len;
-	hdr->crc = fw_fabric_crc(hdr, payload, len);
+	hdr->crc = crc_known_payload(hdr, payload_crc, len);
 	memcpy(p, &eth, sizeof(eth));
 	memcpy(p + MAIA_ETH_HLEN, hdr, sizeof(*hdr));
 	/* The payload may already be in place (fw_link_send_owned()). */
@@ -180,6 +222,12 @@ static int drop(enum maia_fabric_drop *reason, enum maia_fabric_drop why)
 int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
 		    enum maia_fabric_drop *reason)
 {
+	return fw_fabric_parse_ext(frame, len, out, reason, true);
+}
+
+int fw_fabric_parse_ext(const void *frame, size_t len, struct fw_fabric_frame *out,
+			enum maia_fabric_drop *reason, bool check_crc)
+{
 	const uint8_t *p = frame;
 	struct maia_fabric_hdr *h = &out->hdr;
 
@@ -195,7 +243,7 @@ int fw_fabric_parse(const void *frame, size_t len, struct fw_fabric_frame *out,
 	    (size_t)h->payload_len != len - MAIA_FABRIC_MIN_FRAME)
 		return drop(reason, MAIA_FABRIC_DROP_LENGTH);
 	out->payload = p + MAIA_FABRIC_MIN_FRAME;
-	if (fw_fabric_crc(h, out->payload, h->payload_len) != h->crc)
+	if (check_crc && fw_fabric_crc(h, out->payload, h->payload_len) != h->crc)
 		return drop(reason, MAIA_FABRIC_DROP_CRC);
 	switch (h->type) {
 	case MAIA_FABRIC_HELLO:

@@ -78,14 +78,15 @@ void fw_link_msg_free(void *msg)
  * of it: the frame is built in place, without copying the payload.
  */
 static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *payload,
-		 uint32_t len, uint64_t now_ns)
+		 uint32_t len, uint32_t payload_crc, uint64_t now_ns)
 {
 	static const uint8_t bcast[MAIA_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t *frame = payload ? (uint8_t *)payload - FW_LINK_HEADROOM : l->frame;
 	size_t n;
 
-	n = fw_fabric_build(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
-			    h, payload, len);
+	/* Only the header is checksummed here: the payload's CRC came with it. */
+	n = fw_fabric_build_crc(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
+				h, payload, len, payload_crc);
 	l->stats.tx_frames++;
 	l->stats.tx_bytes += n;
 	l->last_tx_ns = now_ns;
@@ -112,7 +113,7 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 	} else {
 		l->stats.tx_keepalive++;
 	}
-	xmit(l, &h, NULL, 0, now_ns);
+	xmit(l, &h, NULL, 0, 0, now_ns);
 }
 
 static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now_ns)
@@ -125,7 +126,7 @@ static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now
 	m->resent |= resend;
 	m->sent_ns = now_ns;
 	l->stats.tx_data++;
-	xmit(l, &h, m->data, m->len, now_ns);
+	xmit(l, &h, m->data, m->len, m->crc, now_ns);
 }
 
 /* Send queued messages as far as the window and the peer's credit allow. */
@@ -270,12 +271,13 @@ static int send_check(const struct fw_link *l, size_t len)
 	return 0;
 }
 
-static void enqueue(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
+static void enqueue(struct fw_link *l, void *msg, size_t len, uint32_t crc, uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[l->snd_tail & (l->cfg.txq - 1)];
 
 	m->data = msg;
 	m->len = (uint32_t)len;
+	m->crc = crc;
 	l->snd_tail++;
 	pump(l, now_ns);
 }
@@ -290,13 +292,13 @@ int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns
 	copy = fw_link_msg_alloc(len);
 	if (!copy)
 		return -ENOMEM;
-	if (len)
-		memcpy(copy, msg, len);
-	enqueue(l, copy, len, now_ns);
+	enqueue(l, copy, len, fw_fabric_crc_copy(0, copy, msg, len), now_ns);
 	return 0;
 }
 
-int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
+/* Takes msg (freed on failure); its CRC computed here unless known. */
+static int send_owned(struct fw_link *l, void *msg, size_t len, const uint32_t *crc,
+		      uint64_t now_ns)
 {
 	int err = send_check(l, len);
 
@@ -304,8 +306,19 @@ int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns
 		fw_link_msg_free(msg);
 		return err;
 	}
-	enqueue(l, msg, len, now_ns);
+	enqueue(l, msg, len, crc ? *crc : fw_fabric_crc_copy(0, NULL, msg, len), now_ns);
 	return 0;
+}
+
+int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
+{
+	return send_owned(l, msg, len, NULL, now_ns);
+}
+
+int fw_link_send_owned_crc(struct fw_link *l, void *msg, size_t len, uint32_t crc,
+			   uint64_t now_ns)
+{
+	return send_owned(l, msg, len, &crc, now_ns);
 }
 
 static void peer_up(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
@@ -419,7 +432,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
 	l->stats.rx_msgs++;
 }
 
-void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns)
+static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc, uint64_t now_ns)
 {
 	struct fw_fabric_frame f;
 	enum maia_fabric_drop why;
@@ -427,7 +440,7 @@ void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_n
 
 	l->stats.rx_frames++;
 	l->stats.rx_bytes += len;
-	if (fw_fabric_parse(frame, len, &f, &why) < 0) {
+	if (fw_fabric_parse_ext(frame, len, &f, &why, check_crc) < 0) {
 		l->stats.drops[why]++;
 		return;
 	}
@@ -459,6 +472,16 @@ void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_n
 	pump(l, now_ns);
 	if (l->ack_pending && l->unacked_rx >= l->cfg.ack_every)
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
+}
+
+void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns)
+{
+	rx(l, frame, len, true, now_ns);
+}
+
+void fw_link_rx_lent(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns)
+{
+	rx(l, frame, len, false, now_ns);
 }
 
 void fw_link_tick(struct fw_link *l, uint64_t now_ns)

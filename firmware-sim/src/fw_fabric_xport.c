@@ -295,10 +295,18 @@ static int send_owned(struct maia_sim *sim, unsigned int port, void *msg, size_t
 	return fw_link_send_owned(fw_fabric_port_link(sim, port), msg, len, fw_fabric_now(sim));
 }
 
+static int send_owned_crc(struct maia_sim *sim, unsigned int port, void *msg, size_t len,
+			  uint32_t crc)
+{
+	return fw_link_send_owned_crc(fw_fabric_port_link(sim, port), msg, len, crc,
+				      fw_fabric_now(sim));
+}
+
 int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
 		  uint32_t len)
 {
 	int rc = port_room(sim, port);
+	uint32_t crc;
 	uint8_t *msg;
 
 	if (rc)
@@ -308,10 +316,10 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 	msg = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
 	if (!msg)
 		return -ENOMEM;
-	memcpy(msg, hdr, MAIA_FABRIC_MSG_HDR_LEN);
-	if (len)
-		memcpy(msg + MAIA_FABRIC_MSG_HDR_LEN, data, len);
-	return send_owned(sim, port, msg, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
+	/* Copied in and checksummed in one pass: the link then reads only the frame header. */
+	crc = fw_fabric_crc_copy(0, msg, hdr, MAIA_FABRIC_MSG_HDR_LEN);
+	crc = fw_fabric_crc_copy(crc, msg + MAIA_FABRIC_MSG_HDR_LEN, data, len);
+	return send_owned_crc(sim, port, msg, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len, crc);
 }
 
 /* Sends the answers owed on port while the link queue takes them. */
