@@ -190,6 +190,20 @@ static uint64_t rx_step_bytes(const struct fw_coll *c, unsigned int s)
 
 /* ---- ending ---- */
 
+/*
+ * A message of an earlier collective of the running one's communicator:
+ * every rank runs a communicator's collectives in seq order and a link
+ * keeps order, so it belongs to one this rank never ran or that failed.
+ * Other communicators' messages are never stale here: their collectives
+ * may run at the same time, on other queues.
+ */
+static bool stale_for(const struct fw_coll *c, unsigned int port,
+		      const struct maia_fabric_coll_msg *h)
+{
+	return port == c->cmd.recv_port && h->comm_id == c->cmd.comm_id &&
+	       (int32_t)(h->seq - c->cmd.seq) < 0;
+}
+
 static bool held_is_current(const struct fw_coll *c, const struct fw_coll_early *e)
 {
 	return e->port == c->cmd.recv_port && e->h.comm_id == c->cmd.comm_id &&
@@ -920,24 +934,18 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 }
 
 /*
- * Held messages from recv_port that arrived before this collective's first
- * one are of earlier collectives (the ring runs collectives in the same
- * order everywhere and the link keeps order): drop them. The rest are
- * checked like newly arrived chunks.
+ * Held messages of earlier collectives of this communicator are stale:
+ * dropped. This collective's are checked like newly arrived chunks; other
+ * communicators' stay held.
  */
 static void adopt_held(struct fw_coll *c)
 {
 	struct fw_coll_early *prev = NULL, *e = c->early_head;
-	bool seen_current = false;
-	bool expects = false;
 
-	for (unsigned int i = 0; i < c->rx_steps; i++)
-		expects |= rx_step_bytes(c, c->rx_first + i) > 0;
 	while (e) {
 		struct fw_coll_early *next = e->next;
 
 		if (held_is_current(c, e)) {
-			seen_current = true;
 			if (chunk_expected(c, &e->h)) {
 				e->accepted = true;
 				c->rx_off[e->h.step - c->rx_first] += e->h.len;
@@ -946,7 +954,7 @@ static void adopt_held(struct fw_coll *c)
 				c->stats.drop_unexpected++;
 				early_unlink(c, prev, e);
 			}
-		} else if (expects && !seen_current && e->port == c->cmd.recv_port) {
+		} else if (stale_for(c, e->port, &e->h)) {
 			c->stats.drop_stale++;
 			early_unlink(c, prev, e);
 		} else {
@@ -1089,9 +1097,10 @@ int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len
 		advance(c, now_ns);
 		return 0;
 	}
-	if ((c->state == FW_COLL_RUNNING && port == c->cmd.recv_port && !rx_arrived(c)) ||
-	    (c->ended_valid && h.comm_id == c->ended_comm && h.seq == c->ended_seq)) {
-		/* Before this collective's last chunk: an earlier collective's. */
+	if ((c->state == FW_COLL_RUNNING && stale_for(c, port, &h)) ||
+	    (c->ended_valid && h.comm_id == c->ended_comm &&
+	     (int32_t)(h.seq - c->ended_seq) <= 0)) {
+		/* An earlier collective's of the communicator, or the last one's, late. */
 		c->stats.drop_stale++;
 		return 0;
 	}
@@ -1112,8 +1121,8 @@ bool fw_coll_wants(const struct fw_coll *c, unsigned int port, const void *msg, 
 	memcpy(&h, msg, sizeof(h));
 	if (h.type != MAIA_FMSG_COLL)
 		return false;
-	/* Its own, or stale (see fw_coll_rx): an early one is not its. */
-	return (h.comm_id == c->cmd.comm_id && h.seq == c->cmd.seq) || !rx_arrived(c);
+	/* Its own, or stale (see fw_coll_rx): an early one, or another communicator's, is not its. */
+	return (h.comm_id == c->cmd.comm_id && h.seq == c->cmd.seq) || stale_for(c, port, &h);
 }
 
 uint64_t fw_coll_next_deadline(const struct fw_coll *c)

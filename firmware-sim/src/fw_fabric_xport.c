@@ -28,6 +28,7 @@ struct held_msg {
 	struct held_msg *next;
 	size_t len;
 	uint8_t *data;
+	uint64_t held_ns;		/* when an early COLL was held */
 };
 
 struct msg_list {
@@ -462,14 +463,21 @@ static int offer(struct maia_sim *sim, unsigned int port, const void *msg, size_
 static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
 	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	uint64_t now = fw_fabric_now(sim);
 	struct held_msg *m = NULL;
 
+	/* Oldest first: what no collective claimed in time is a given-up one's. */
+	while (p->held.head && now - p->held.head->held_ns > FW_XPORT_HELD_EXPIRE_NS) {
+		list_pop(&p->held);
+		p->drops++;
+	}
 	if (p->held.n >= FW_XPORT_HELD_MAX || !(m = malloc(sizeof(*m))) ||
 	    !(m->data = fw_link_msg_alloc(len))) {
 		free(m);
 		return false;
 	}
 	m->len = len;
+	m->held_ns = now;
 	memcpy(m->data, msg, len);
 	list_push(&p->held, m);
 	return true;

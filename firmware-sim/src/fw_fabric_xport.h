@@ -19,7 +19,8 @@
  * fw_xport_send() to send them. A COLL message no running operation claims
  * (the peer started first) is held, in order, per port (up to
  * FW_XPORT_HELD_MAX, then refused: the link delivers it again later) and
- * offered to every operation as it starts.
+ * offered to every operation as it starts; one nobody claimed for
+ * FW_XPORT_HELD_EXPIRE_NS is dropped.
  */
 #ifndef FWSIM_FABRIC_XPORT_H
 #define FWSIM_FABRIC_XPORT_H
@@ -33,6 +34,12 @@
 
 #define FW_XPORT_READ_DEPTH	32u	/* READ_REQs in flight per remote read */
 #define FW_XPORT_HELD_MAX	256u	/* unclaimed COLL messages held per port */
+/*
+ * How long an unclaimed COLL message is kept: past the longest a job may
+ * wait for its peers (the driver's fabric_wait_max_ms, 120 s), so only the
+ * leftovers of a communicator that failed and was given up expire.
+ */
+#define FW_XPORT_HELD_EXPIRE_NS	(130ull * 1000000000ull)
 #define FW_XPORT_BACKLOG_MAX	4096u	/* answers waiting for link queue room, per port */
 
 struct fw_fop;

@@ -54,13 +54,14 @@ struct dir {
 struct node {
 	struct env e;
 	struct dir out[NPORTS];
-	struct tq q;
+	struct tq q[2];			/* queue 0; queue 1 for a second communicator */
 };
 
 static struct node nodes[MAX_DEV];
 static unsigned int ndev;
 static uint64_t rng = 0xc011ec7;
 static uint32_t next_seq = 1;
+static uint32_t trial_comm = 0xfab;	/* the comm_id prepare() gives */
 
 static uint64_t now_ms(void)
 {
@@ -133,11 +134,12 @@ static bool ring_up(unsigned int n, uint32_t loss_ppm)
 			pthread_mutex_init(&nodes[i].out[p].lock, NULL);
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
-		if (env_init_fabric(&nodes[i].e, 1, HBM_SIZE, HOST_SIZE, NPORTS,
+		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
 			return false;
 		boot_or_die(&nodes[i].e);
-		queue_setup(&nodes[i].e, &nodes[i].q, 0, 64, 0);
+		queue_setup(&nodes[i].e, &nodes[i].q[0], 0, 64, 0);
+		queue_setup(&nodes[i].e, &nodes[i].q[1], 1, 64, 0);
 	}
 	nodes[0].out[SEND_PORT].loss_ppm = loss_ppm;
 	for (unsigned int i = 0; i < n; i++) {
@@ -182,6 +184,7 @@ struct trial {
 	uint64_t cb_bus[MAX_DEV], report_bus[MAX_DEV];
 	unsigned int irqs[MAX_DEV];
 	unsigned int es;
+	unsigned int qi;		/* the queue every rank submits to */
 	struct timespec t0;
 };
 
@@ -196,6 +199,7 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 	uint32_t seq = next_seq++;
 
 	t->es = maia_dtype_size(dtype);
+	t->qi = 0;
 	for (unsigned int r = 0; r < ndev; r++) {
 		struct env *e = &nodes[r].e;
 		struct maia_cmd_collective *k = &t->k[r];
@@ -208,7 +212,7 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 			.coll = (uint8_t)coll, .redop = (uint8_t)redop, .dtype = (uint8_t)dtype,
 			.send_port = SEND_PORT, .recv_port = RECV_PORT,
 			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
-			.nranks = (uint16_t)ndev, .comm_id = 0xfab, .seq = seq,
+			.nranks = (uint16_t)ndev, .comm_id = trial_comm, .seq = seq,
 			.chunk_bytes = chunk, .timeout_ms = timeout_ms, .count = count,
 		};
 		ref_buf_sizes(k, &s, &rv);
@@ -233,18 +237,18 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 
 static void submit(struct trial *t, unsigned int r)
 {
-	t->irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(0));
-	t->slot[r] = queue_push(&nodes[r].e, &nodes[r].q, t->cb_bus[r], sizeof(t->k[r]), 0, 0,
-				t->k[r].seq, true);
+	t->irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(t->qi));
+	t->slot[r] = queue_push(&nodes[r].e, &nodes[r].q[t->qi], t->cb_bus[r], sizeof(t->k[r]),
+				0, 0, t->k[r].seq, true);
 }
 
 /* Waits for rank r's completion entry; its status and report go to o. */
 static void collect(struct trial *t, unsigned int r, struct outcome *o)
 {
-	struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, t->slot[r]);
+	struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q[t->qi], t->slot[r]);
 
 	/* The queue's interrupt follows its completion entry (and orders it). */
-	o->hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(0), t->irqs[r] + 1, HANG_GUARD_MS) ||
+	o->hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(t->qi), t->irqs[r] + 1, HANG_GUARD_MS) ||
 		   !(c->flags & MAIA_CQE_VALID);
 	o->status[r] = c->status;
 	memcpy(&o->report[r], host_ptr(&nodes[r].e, t->report_bus[r]), sizeof(o->report[r]));
@@ -627,6 +631,52 @@ static void test_cable_pulled_mid_collective(void)
 	ring_down();
 }
 
+/*
+ * Two communicators on one ring at once, each on its own queue of every
+ * device: rank 1 starts B's all-reduce first and waits in it while A's
+ * chunks from rank 0 reach it; then it runs A and the others B. Each
+ * collective takes only its own chunks (A's on rank 1 were once taken as
+ * stale by B, and A timed out), and both come out right: a ring all-reduce
+ * and a gather-reduce one.
+ */
+static void test_two_communicators(void)
+{
+	struct outcome oa = { .wrong = 0 }, ob = { .wrong = 0 };
+	struct trial a, b;
+	uint64_t base;
+	bool arrived;
+
+	if (!tap_ok(ring_up(3, 0), "3 devices cabled in a ring: every port UP"))
+		return;
+	trial_comm = 0xa;
+	prepare(&a, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 100003, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	trial_comm = 0xb;
+	prepare(&b, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_MAX, 1001, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	trial_comm = 0xfab;
+	b.qi = 1;
+	submit(&b, 1);
+	base = data_msgs(1, RECV_PORT);
+	submit(&a, 0);
+	submit(&a, 2);
+	arrived = wait_data_msgs(1, RECV_PORT, base, 1);
+	submit(&a, 1);
+	submit(&b, 0);
+	submit(&b, 2);
+	for (unsigned int r = 0; r < 3; r++) {
+		collect(&a, r, &oa);
+		collect(&b, r, &ob);
+	}
+	finish_trial(&a, &oa, true);
+	finish_trial(&b, &ob, true);
+	tap_ok(arrived && all_ok(&oa) && all_ok(&ob) && !oa.wrong && !ob.wrong,
+	       "two communicators at once, B first on rank 1 while A's chunks arrive: A (ring, fp32) status %u/%u/%u #wrong %ld, B (gather-reduce, bf16 max) status %u/%u/%u #wrong %ld",
+	       oa.status[0], oa.status[1], oa.status[2], oa.wrong, ob.status[0], ob.status[1],
+	       ob.status[2], ob.wrong);
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0);
@@ -636,5 +686,6 @@ int main(void)
 	test_failure(3);
 	test_cable_pulled();
 	test_cable_pulled_mid_collective();
+	test_two_communicators();
 	return tap_done();
 }
