@@ -5,8 +5,10 @@
 # maia-coll-perf runs every collective in FP32 and BF16, every reduction,
 # over sizes from 0 bytes through odd element counts to 1 MiB per rank, then
 # a 64 MiB FP32 all-reduce, then every collective waited for through
-# maia_comm_fence() (user-queue jobs first, kernel fences after); every
-# element is compared with the CPU's result. Last, one boot with the driver's
+# maia_comm_fence() (user-queue jobs first, kernel fences after), then two
+# processes at once, each with its own communicator over the same devices
+# (their collectives share the ring's links and must each take only their
+# own chunks); every element is compared with the CPU's result. Last, one boot with the driver's
 # hang check at 1 s, where a collective waits 2.5 s for a late peer.
 # TAP: one line per ring size and run ("#wrong" must be 0 and every
 # collective must succeed). Exit status nonzero on any failure.
@@ -32,11 +34,18 @@ for devices in 2 3 4; do
 				--iters 1 --warmup 0 || echo 'RESULT 64M failed'
 			maia-coll-perf --op all --dtype fp32 --sizes 12,65540 \
 				--iters 2 --warmup 0 --fence || echo 'RESULT fence failed'
+			maia-coll-perf --op all_reduce --dtype all --sizes 4100,1048580 \
+				--iters 10 --warmup 0 >/tmp/comm-a.log 2>&1 & a=\$!
+			maia-coll-perf --op all_gather --dtype fp32 --sizes 4100,1048580 \
+				--iters 10 --warmup 0 >/tmp/comm-b.log 2>&1 & b=\$!
+			wait \$a || echo 'RESULT concurrent failed'
+			wait \$b || echo 'RESULT concurrent failed'
+			cat /tmp/comm-a.log /tmp/comm-b.log
 			echo RESULT done" >"$log" 2>&1
 	rc=$?
 	build=(--no-build)
 	sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
-	for run in sizes 64M fence; do
+	for run in sizes 64M fence concurrent; do
 		n=$((n + 1))
 		if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -q "^RESULT $run failed" "$log"; then
 			echo "ok $n - $devices devices: $run (every collective checked against the CPU)"
