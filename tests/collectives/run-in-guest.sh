@@ -3,7 +3,8 @@
 # Collectives between devices of one guest, against the CPU: for rings of 2,
 # 3 and 4 devices (qemu/run-guest --devices N --fabric ring, one boot each),
 # maia-coll-perf runs every collective in FP32 and BF16, every reduction,
-# over sizes from 0 bytes through odd element counts to 1 MiB per rank, then
+# over sizes from 0 bytes through odd element counts to 1 MiB per rank in
+# system memory (the devices reach it by DMA; the other runs use HBM), then
 # a 64 MiB FP32 all-reduce, then every collective waited for through
 # maia_comm_fence() (user-queue jobs first, kernel fences after), then two
 # processes at once, each with its own communicator over the same devices
@@ -29,7 +30,7 @@ for devices in 2 3 4; do
 	"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices "$devices" --fabric ring \
 		--timeout 900 -- sh -c "
 			maia-coll-perf --op all --dtype all --redop all --sizes $SIZES \
-				--iters 1 --warmup 0 || echo 'RESULT sizes failed'
+				--iters 1 --warmup 0 --mem host || echo 'RESULT sizes failed'
 			maia-coll-perf --op all_reduce --dtype fp32 --sizes 64M \
 				--iters 1 --warmup 0 || echo 'RESULT 64M failed'
 			maia-coll-perf --op all --dtype fp32 --sizes 12,65540 \

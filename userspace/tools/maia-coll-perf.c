@@ -7,6 +7,7 @@
  *                  [--redop sum|max|min|all] [--min-bytes B] [--max-bytes B]
  *                  [--step-factor F] [--sizes B,B,...] [--iters N] [--warmup N]
  *                  [--json] [--rank R --nranks N --id HEX|--id-file PATH]
+ *                  [--mem hbm|host]
  *
  * With --rank, this process is one rank of a communicator spread over
  * processes (one per machine or QEMU instance): it uses device 0, joins with
@@ -28,6 +29,9 @@
  * all-to-all x (n-1)/n; broadcast x 1), and #wrong, the elements that
  * differ. Exit status 1 if any element was wrong or a collective failed.
  * --json prints one JSON object per size instead (tests/run-bench).
+ * --mem picks where the buffers are: hbm (default: device memory, as
+ * nccl-tests uses GPU memory) or host (system memory the devices reach by
+ * DMA).
  * --fence waits for each size's collectives through maia_comm_fence() and
  * maia_fence_wait() instead of maia_comm_sync(). --stagger-ms MS submits
  * rank 0's call MS ms before the others' (no group), so that its job
@@ -73,7 +77,9 @@ static struct {
 	bool fabric_bench;		/* --fabric-bench */
 	bool fence;			/* --fence: wait through maia_comm_fence() */
 	unsigned int stagger_ms;	/* --stagger-ms: rank 0 this long before the rest */
+	unsigned int mem;		/* --mem: MAIA_BO_HBM or MAIA_BO_HOST */
 } opt = {
+	.mem = MAIA_BO_HBM,
 	.rank = -1,
 	.op = "all", .dtype = "all", .redop = "sum",
 	.min_bytes = 8, .max_bytes = 4u << 20, .step = 4, .iters = 5, .warmup = 1,
@@ -609,7 +615,7 @@ static void usage(void)
 		"       [--max-bytes B] [--step-factor F] [--sizes B,B,...] [--iters N]\n"
 		"       [--warmup N] [--json]\n"
 		"       [--rank R --nranks N --id HEX|--id-file PATH] [--fabric-bench] [--fence]\n"
-		"       [--stagger-ms MS]\n");
+		"       [--stagger-ms MS] [--mem hbm|host]\n");
 }
 
 static uint64_t parse_size(const char *s)
@@ -647,6 +653,7 @@ int main(int argc, char **argv)
 		{ "fabric-bench", no_argument, NULL, 'B' },
 		{ "fence", no_argument, NULL, 'E' },
 		{ "stagger-ms", required_argument, NULL, 'G' },
+		{ "mem", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -680,6 +687,13 @@ int main(int argc, char **argv)
 		case 'B': opt.fabric_bench = true; break;
 		case 'E': opt.fence = true; break;
 		case 'G': opt.stagger_ms = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'M':
+			if (strcmp(optarg, "hbm") && strcmp(optarg, "host")) {
+				usage();
+				return 2;
+			}
+			opt.mem = strcmp(optarg, "hbm") ? MAIA_BO_HOST : MAIA_BO_HBM;
+			break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
@@ -742,9 +756,9 @@ int main(int argc, char **argv)
 			for (r = 0; r < nlocal; r++) {
 				maia_bo_destroy(bufs[r].send);
 				maia_bo_destroy(bufs[r].recv);
-				if (maia_bo_create(devs[r], max_elems * 4 + 4096, MAIA_BO_HOST,
+				if (maia_bo_create(devs[r], max_elems * 4 + 4096, opt.mem,
 						   &bufs[r].send) ||
-				    maia_bo_create(devs[r], max_elems * 4 + 4096, MAIA_BO_HOST,
+				    maia_bo_create(devs[r], max_elems * 4 + 4096, opt.mem,
 						   &bufs[r].recv) ||
 				    maia_bo_map(bufs[r].send, &bufs[r].send_cpu) ||
 				    maia_bo_map(bufs[r].recv, &bufs[r].recv_cpu)) {
@@ -760,9 +774,10 @@ int main(int argc, char **argv)
 				if (reduces && strcmp(opt.redop, "all") && strcmp(opt.redop, rn[rd]))
 					continue;
 				if (!opt.json)
-					printf("# %s %s%s%s, %d ranks\n#%11s %12s %6s %4s %10s %8s %8s "
-					       "%8s\n", ops[o].name, d ? "bf16" : "fp32",
-					       reduces ? " " : "", reduces ? rn[rd] : "", n, "size",
+					printf("# %s %s%s%s, %d ranks, buffers in %s\n#%11s %12s %6s "
+					       "%4s %10s %8s %8s %8s\n", ops[o].name, d ? "bf16" : "fp32",
+					       reduces ? " " : "", reduces ? rn[rd] : "", n,
+					       opt.mem == MAIA_BO_HBM ? "hbm" : "host", "size",
 					       "count", "type", "op", "time(us)", "algbw", "busbw",
 					       "#wrong");
 				for (unsigned int k = 0; opt.nsizes && k < opt.nsizes; k++)
