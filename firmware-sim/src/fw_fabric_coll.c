@@ -300,6 +300,16 @@ static int mem_read(struct fw_coll *c, uint64_t va, void *buf, size_t len)
 	return rc ? (int)mem_status(rc) : 0;
 }
 
+/* This rank's len bytes at va: in place if they can be, else copied into buf. */
+static int mem_view(struct fw_coll *c, uint64_t va, uint8_t *buf, size_t len,
+		    const uint8_t **view)
+{
+	const void *p = c->ops.mem_map && len ? c->ops.mem_map(c->opaque, va, len) : NULL;
+
+	*view = p ? p : buf;
+	return p ? 0 : mem_read(c, va, buf, len);
+}
+
 static int mem_write(struct fw_coll *c, uint64_t va, const void *buf, size_t len)
 {
 	int rc = len ? c->ops.mem_write(c->opaque, va, buf, len) : 0;
@@ -651,14 +661,16 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 	unsigned int n = nranks(c), b = ring(c, -(int)s - 2);
 	uint64_t e0 = off / 4, cnt = len / 4;
 	uint8_t *out = c->txbuf + HDR;
+	const uint8_t *own;
 	int rc;
 
-	rc = mem_read(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own, cnt * c->es);
+	rc = mem_view(c, c->cmd.send_addr + (block_start(c, b) + e0) * c->es, c->own,
+		      cnt * c->es, &own);
 	if (rc)
 		goto fault;
 	/* One pass, into the message that goes on (BF16's last step: acc, to round). */
 	reduce_chunk(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc, data,
-		     c->own, cnt);
+		     own, cnt);
 	if (s < n - 2)
 		return send_msg(c, s + 1, off, len);
 	/* Last reduce step: block rank is final (FP32: out holds it already). */

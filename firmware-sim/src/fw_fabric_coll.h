@@ -36,6 +36,12 @@ struct fw_coll_ops {
 	 */
 	int (*mem_read)(void *opaque, uint64_t va, void *buf, size_t len);
 	int (*mem_write)(void *opaque, uint64_t va, const void *buf, size_t len);
+	/*
+	 * Optional: the len bytes at va in place (device memory the engine may
+	 * read directly), or NULL: then mem_read() copies them (and reports a
+	 * fault).
+	 */
+	const void *(*mem_map)(void *opaque, uint64_t va, size_t len);
 };
 
 struct fw_coll_config {

@@ -60,11 +60,26 @@ static int op_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	return fw_as_write(&c->op.as, va, buf, len);
 }
 
+/* HBM in place (the device's own memory); NULL for host memory or a fault. */
+static const void *op_map(void *opaque, uint64_t va, size_t len)
+{
+	struct coll_op *c = opaque;
+	struct maia_job_mem mem;
+	const void *p = NULL;
+	size_t avail = 0;
+
+	fw_as_job_mem(&c->op.as, &mem);
+	if (mem.map(mem.opaque, va, len, &p, &avail) != MAIA_STATUS_OK || avail < len)
+		return NULL;
+	return p;
+}
+
 static const struct fw_coll_ops coll_ops = {
 	.tx_room = op_tx_room,
 	.tx = op_tx,
 	.mem_read = op_read,
 	.mem_write = op_write,
+	.mem_map = op_map,
 };
 
 static void trace_failure(struct coll_op *c)
