@@ -322,6 +322,7 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 {
 	struct maia_fabric_coll_msg h = {
 		.type = MAIA_FMSG_COLL,
+		.flags = c->gather ? MAIA_FABRIC_COLL_GATHER_REDUCE : 0,
 		.step = (uint16_t)s,
 		.comm_id = c->cmd.comm_id,
 		.seq = c->cmd.seq,
@@ -754,7 +755,7 @@ static bool chunk_expected(const struct fw_coll *c, const struct maia_fabric_col
 	unsigned int s = h->step;
 
 	if (h->src_rank != ring(c, -1) || !rx_step_expected(c, s) || !h->len ||
-	    h->len % wire_es(c, s))
+	    h->len % wire_es(c, s) || h->flags != (c->gather ? MAIA_FABRIC_COLL_GATHER_REDUCE : 0))
 		return false;
 	return h->offset == c->rx_off[s - c->rx_first] &&
 	       h->len <= rx_step_bytes(c, s) - h->offset;

@@ -136,8 +136,10 @@ static uLong crc_update(uLong crc, const uint8_t *p, size_t len, uint8_t *dst)
 		len -= bulk;
 	}
 #endif
-	if (dst && len)
+	if (dst && len) {
 		memcpy(dst, p, len);
+		p = dst;	/* the CRC of what was written, whatever src does meanwhile */
+	}
 	return len ? crc32_z(crc, p, len) : crc;
 }
 

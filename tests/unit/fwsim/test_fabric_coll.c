@@ -533,20 +533,28 @@ static void test_minmax_special(void)
 				bool failed = false;
 
 				for (unsigned int op = MAIA_REDOP_MAX; op <= MAIA_REDOP_MIN; op++) {
-					for (unsigned int ci = 0; ci < 4; ci++) {
-						long w = run_one(n, coll, dtype, op, counts[ci], chunks[ci],
-								 coll == MAIA_COLL_ALL_REDUCE && (ci & 1));
+					/* All-reduce: gather-reduce at these counts, and the ring asked for. */
+					for (unsigned int k = 0; k < (coll == MAIA_COLL_ALL_REDUCE ? 8u : 4u);
+					     k++) {
+						unsigned int ci = k % 4;
+						long w;
 
+						cmd_algo = k < 4 ? MAIA_COLL_ALGO_AUTO : MAIA_COLL_ALGO_RING;
+						w = run_one(n, coll, dtype, op, counts[ci], chunks[ci],
+							    coll == MAIA_COLL_ALL_REDUCE && (ci & 1));
 						runs++;
 						if (w < 0)
 							failed = true;
 						else
 							wrong += w;
 					}
+					cmd_algo = MAIA_COLL_ALGO_AUTO;
 				}
 				tap_ok(!failed && wrong == 0,
-				       "%s n=%u %s MAX/MIN with NaNs, +-0, infinities, denormals, ties: %ld runs, #wrong = %ld (bitwise)",
-				       coll_name[coll], n, dt ? "bf16" : "fp32", runs, wrong);
+				       "%s n=%u %s MAX/MIN with NaNs, +-0, infinities, denormals, ties%s: %ld runs, #wrong = %ld (bitwise)",
+				       coll_name[coll], n, dt ? "bf16" : "fp32",
+				       coll == MAIA_COLL_ALL_REDUCE ? " (gather-reduce and ring)" : "", runs,
+				       wrong);
 			}
 		}
 	}
@@ -763,6 +771,43 @@ static void test_bad_fields(void)
 }
 
 /* Rank `dead` never starts: the others time out naming the step they wait for. */
+/*
+ * Ranks that disagree on the algorithm (rank 0 asks for the ring, rank 1
+ * for gather-reduce): a BF16 all-reduce of an even count, where the ring's
+ * step 0 (FP32 partials of half the count) is exactly as long as
+ * gather-reduce's (BF16 inputs of the whole count). Both must fail by
+ * timeout, neither may end OK on the other's bytes.
+ */
+static void test_algo_mismatch(void)
+{
+	bool ok = true;
+
+	ring_init(2, 4);
+	for (unsigned int r = 0; r < 2; r++) {
+		struct rank *k = &R.r[r];
+		size_t s, rv;
+
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 2, r,
+				     1000, 0, false, 1);
+		k->cmd[0].algo = r ? MAIA_COLL_ALGO_GATHER_REDUCE : MAIA_COLL_ALGO_RING;
+		k->ncmds = 1;
+		k->start_at = 0;
+		ref_buf_sizes(&k->cmd[0], &s, &rv);
+		k->send_len = s;
+		k->recv_len = rv;
+		k->send = calloc(1, s);
+		k->recv = calloc(1, rv);
+	}
+	ring_run();
+	for (unsigned int r = 0; r < 2; r++)
+		ok &= R.r[r].ended[0] && R.r[r].status[0] == MAIA_STATUS_FABRIC_TIMEOUT;
+	tap_ok(ok, "all-reduce, rank 0 ring and rank 1 gather-reduce: both time out (status %u, %u), "
+	       "%llu chunks refused as the other algorithm's", R.r[0].status[0], R.r[1].status[0],
+	       (unsigned long long)(R.r[0].eng.stats.drop_unexpected +
+				    R.r[1].eng.stats.drop_unexpected));
+	ring_fini();
+}
+
 static void test_never_starts(unsigned int n, unsigned int coll, unsigned int dead)
 {
 	unsigned int next = (dead + 1) % n;
@@ -989,6 +1034,7 @@ int main(void)
 	test_minmax_special();
 	test_large();
 	test_back_to_back();
+	test_algo_mismatch();
 	test_never_starts(3, MAIA_COLL_ALL_REDUCE, 1);
 	test_never_starts(4, MAIA_COLL_ALL_GATHER, 3);
 	test_never_starts(4, MAIA_COLL_BROADCAST, 0);

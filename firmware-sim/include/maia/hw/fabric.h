@@ -191,10 +191,16 @@ struct maia_fabric_msg {
 	__u32 reserved[3];
 };
 
-/* A collective's chunk: the header of a MAIA_FMSG_COLL message. */
+/*
+ * A collective's chunk: the header of a MAIA_FMSG_COLL message. flags says
+ * which algorithm sent it, so that ranks that disagree (a wrong algo on one
+ * of them) time out instead of reading each other's chunks.
+ */
+#define MAIA_FABRIC_COLL_GATHER_REDUCE	(1u << 0)	/* a gather-reduce's chunk */
+
 struct maia_fabric_coll_msg {
 	__u8 type;		/* MAIA_FMSG_COLL */
-	__u8 flags;		/* 0 */
+	__u8 flags;		/* MAIA_FABRIC_COLL_* */
 	__u16 step;		/* ring step of the collective */
 	__u32 comm_id;		/* struct maia_cmd_collective's */
 	__u32 seq;
