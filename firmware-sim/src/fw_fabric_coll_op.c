@@ -82,10 +82,13 @@ static const struct fw_coll_ops coll_ops = {
 	.mem_map = op_map,
 };
 
-static void trace_failure(struct coll_op *c)
+/* A failure is traced, and what its peers still send for it is not kept. */
+static void note_failure(struct coll_op *c)
 {
 	const struct fw_coll_result *r = &c->eng.result;
 
+	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD && c->cmd.nranks > 1)
+		fw_xport_coll_failed(c->sim, c->cmd.recv_port, c->cmd.comm_id, c->cmd.seq);
 	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD)
 		fw_trace(c->sim,
 			 "collective comm %#x seq %u rank %u/%u: status %u at step %u, %s port %u (rank %u)",
@@ -103,7 +106,7 @@ static void sync_end(struct coll_op *c)
 	}
 	if (c->op.finished)
 		return;
-	trace_failure(c);
+	note_failure(c);
 	fw_fop_finish(&c->op, c->eng.result.status);
 }
 
@@ -133,7 +136,7 @@ static void op_finished(struct fw_fop *op)
 	} else {
 		return;		/* the engine ended first (sync_end()) */
 	}
-	trace_failure(c);
+	note_failure(c);
 }
 
 static void start_once(struct coll_op *c)
@@ -141,6 +144,8 @@ static void start_once(struct coll_op *c)
 	if (c->started)
 		return;
 	c->started = true;
+	if (c->cmd.nranks > 1)
+		fw_xport_coll_starting(c->sim, c->cmd.recv_port, c->cmd.comm_id, c->cmd.seq);
 	fw_coll_start(&c->eng, &c->cmd, fw_fabric_now(c->sim));
 }
 

@@ -18,6 +18,7 @@
 #include "fw_fabric_xport.h"
 
 #define FAILED_TAGS	16u	/* write tags refused per port whose rest is ignored */
+#define FAILED_COLLS	8u	/* collectives failed per port whose chunks are dropped */
 
 /*
  * A message kept for later: an answer waiting for link room, or an early
@@ -36,11 +37,19 @@ struct msg_list {
 	unsigned int n;
 };
 
+/* A collective that failed on this device: its chunks are not held. */
+struct failed_coll {
+	bool used;
+	uint32_t comm_id, seq;
+};
+
 struct xport_port {
 	struct msg_list backlog;	/* answers owed to the peer, in order */
 	struct msg_list held;		/* COLL messages no operation claimed yet */
 	uint64_t failed_tags[FAILED_TAGS];
 	unsigned int failed_next;
+	struct failed_coll failed_coll[FAILED_COLLS];
+	unsigned int failed_coll_next;
 	uint64_t drops, nak_tx, nak_rx;
 };
 
@@ -222,6 +231,7 @@ static void port_forget(struct xport_port *p)
 	list_free(&p->backlog);
 	list_free(&p->held);
 	memset(p->failed_tags, 0, sizeof(p->failed_tags));
+	memset(p->failed_coll, 0, sizeof(p->failed_coll));
 }
 
 void fw_xport_reset(struct maia_sim *sim)
@@ -459,6 +469,67 @@ static int offer(struct maia_sim *sim, unsigned int port, const void *msg, size_
 	return 0;
 }
 
+static bool coll_failed_here(const struct xport_port *p, uint32_t comm_id, uint32_t seq)
+{
+	for (unsigned int i = 0; i < FAILED_COLLS; i++)
+		if (p->failed_coll[i].used && p->failed_coll[i].comm_id == comm_id &&
+		    p->failed_coll[i].seq == seq)
+			return true;
+	return false;
+}
+
+void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			  uint32_t seq)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+	struct xport_port *p;
+	struct held_msg **hp;
+	unsigned int i;
+
+	if (port >= x->nports)
+		return;
+	p = &x->port[port];
+	if (!coll_failed_here(p, comm_id, seq)) {
+		i = p->failed_coll_next++ % FAILED_COLLS;
+		p->failed_coll[i].used = true;
+		p->failed_coll[i].comm_id = comm_id;
+		p->failed_coll[i].seq = seq;
+	}
+	/* What it left held goes now. */
+	for (hp = &p->held.head; *hp;) {
+		struct held_msg *m = *hp;
+		struct maia_fabric_coll_msg c;
+
+		memcpy(&c, m->data, sizeof(c));
+		if (c.comm_id != comm_id || c.seq != seq) {
+			hp = &m->next;
+			continue;
+		}
+		*hp = m->next;
+		if (p->held.tail == &m->next)
+			p->held.tail = hp;
+		p->held.n--;
+		fw_link_msg_free(m->data);
+		free(m);
+		p->drops++;
+	}
+}
+
+void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			    uint32_t seq)
+{
+	struct fw_xport *x = fw_fabric_xport(sim);
+
+	if (port >= x->nports)
+		return;
+	for (unsigned int i = 0; i < FAILED_COLLS; i++) {
+		struct failed_coll *f = &x->port[port].failed_coll[i];
+
+		if (f->used && f->comm_id == comm_id && (int32_t)(f->seq - seq) > 0)
+			f->used = false;
+	}
+}
+
 /* false: the held list is full (the link delivers the message again later). */
 static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
@@ -466,8 +537,9 @@ static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, 
 	uint64_t now = fw_fabric_now(sim);
 	struct held_msg *m = NULL;
 
-	/* Oldest first: what no collective claimed in time is a given-up one's. */
-	while (p->held.head && now - p->held.head->held_ns > FW_XPORT_HELD_EXPIRE_NS) {
+	/* Full: what no collective claimed in a long time (oldest first) makes room. */
+	while (p->held.n >= FW_XPORT_HELD_MAX &&
+	       now - p->held.head->held_ns > FW_XPORT_HELD_EXPIRE_NS) {
 		list_pop(&p->held);
 		p->drops++;
 	}
@@ -532,6 +604,10 @@ int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, s
 		memcpy(&c, msg, sizeof(c));
 		if (dlen != c.len)
 			break;
+		if (coll_failed_here(p, c.comm_id, c.seq)) {
+			p->drops++;	/* a leftover of a collective that failed here */
+			return 0;
+		}
 		/* Back-pressure: refused, the link delivers it again later. */
 		rc = offer(sim, port, msg, len);
 		if (rc < 0 || (!rc && !hold_coll(sim, port, msg, len)))

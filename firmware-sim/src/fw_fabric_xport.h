@@ -19,8 +19,9 @@
  * fw_xport_send() to send them. A COLL message no running operation claims
  * (the peer started first) is held, in order, per port (up to
  * FW_XPORT_HELD_MAX, then refused: the link delivers it again later) and
- * offered to every operation as it starts; one nobody claimed for
- * FW_XPORT_HELD_EXPIRE_NS is dropped.
+ * offered to every operation as it starts; when the list is full, one
+ * nobody claimed for FW_XPORT_HELD_EXPIRE_NS is dropped to make room. The
+ * chunks of a collective that failed on this device are dropped.
  */
 #ifndef FWSIM_FABRIC_XPORT_H
 #define FWSIM_FABRIC_XPORT_H
@@ -35,9 +36,9 @@
 #define FW_XPORT_READ_DEPTH	32u	/* READ_REQs in flight per remote read */
 #define FW_XPORT_HELD_MAX	256u	/* unclaimed COLL messages held per port */
 /*
- * How long an unclaimed COLL message is kept: past the longest a job may
- * wait for its peers (the driver's fabric_wait_max_ms, 120 s), so only the
- * leftovers of a communicator that failed and was given up expire.
+ * How long an unclaimed COLL message is sure to be kept: past the longest a
+ * job may wait for its peers (the driver's fabric_wait_max_ms, 120 s). Only
+ * a full held list drops older ones, to make room.
  */
 #define FW_XPORT_HELD_EXPIRE_NS	(130ull * 1000000000ull)
 #define FW_XPORT_BACKLOG_MAX	4096u	/* answers waiting for link queue room, per port */
@@ -103,6 +104,18 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 		  uint32_t len);
 /* Messages an operation may still queue on port now (0 when down or full). */
 unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port);
+
+/*
+ * Collectives and their leftovers on a receive port. A collective that
+ * failed here: its chunks held or still arriving on port are dropped, not
+ * held (its peers may go on sending until they time out). A collective
+ * starting: a failure recorded for a later seq of its communicator is of an
+ * earlier incarnation of that id, forgotten.
+ */
+void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			  uint32_t seq);
+void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			    uint32_t seq);
 
 /* Remote write and read commands (fw_fabric_xport.c): the operation to park on. */
 struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,

@@ -677,6 +677,50 @@ static void test_two_communicators(void)
 	ring_down();
 }
 
+/*
+ * A communicator that fails and is given up must not block the ring: rank
+ * 1's all-gather of 8 MiB in 4 KiB chunks fails at once (its send buffer is
+ * not there) while rank 0 sends its 2,048 chunks until it times out. Rank 1
+ * drops them as a failed collective's; held instead, 256 of them filled its
+ * transport's list and every later message of the link waited behind the
+ * refused one. Then another communicator's all-reduce runs at once.
+ */
+static void test_failed_leftovers(void)
+{
+	struct maia_sim_fabric_port_info before, after;
+	struct outcome ox = { .wrong = 0 }, oy = { .wrong = 0 };
+	struct trial x, y;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices cabled in a ring: every port UP"))
+		return;
+	maia_sim_fabric_port_info(nodes[1].e.sim, RECV_PORT, &before);
+	trial_comm = 0xdead;
+	prepare(&x, MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2u << 20, 4096, false, 1,
+		300);
+	trial_comm = 0xfab;
+	for (unsigned int r = 0; r < 2; r++)
+		submit(&x, r);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&x, r, &ox);
+	finish_trial(&x, &ox, false);
+	maia_sim_fabric_port_info(nodes[1].e.sim, RECV_PORT, &after);
+	tap_ok(!ox.hung && ox.status[0] == MAIA_STATUS_FABRIC_TIMEOUT &&
+	       ox.status[1] != MAIA_STATUS_OK && after.rx_dropped - before.rx_dropped > 256,
+	       "rank 1's all-gather fails (status %u), rank 0 times out (%u) after sending its "
+	       "chunks: rank 1 dropped %llu of them", ox.status[1], ox.status[0],
+	       (unsigned long long)(after.rx_dropped - before.rx_dropped));
+	prepare(&y, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 100003, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	for (unsigned int r = 0; r < 2; r++)
+		submit(&y, r);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&y, r, &oy);
+	finish_trial(&y, &oy, true);
+	tap_ok(all_ok(&oy) && !oy.wrong, "then another communicator's all-reduce: status %u/%u, "
+	       "#wrong = %ld, in %.2f s", oy.status[0], oy.status[1], oy.wrong, oy.secs);
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0);
@@ -687,5 +731,6 @@ int main(void)
 	test_cable_pulled();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
+	test_failed_leftovers();
 	return tap_done();
 }
