@@ -92,6 +92,19 @@ static void list_pop(struct msg_list *l)
 	free(m);
 }
 
+/* Frees the message *hp points at, keeping the list whole. */
+static void list_remove(struct msg_list *l, struct held_msg **hp)
+{
+	struct held_msg *m = *hp;
+
+	*hp = m->next;
+	if (l->tail == &m->next)
+		l->tail = hp;
+	l->n--;
+	fw_link_msg_free(m->data);
+	free(m);
+}
+
 static void list_free(struct msg_list *l)
 {
 	while (l->head)
@@ -505,12 +518,7 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 			hp = &m->next;
 			continue;
 		}
-		*hp = m->next;
-		if (p->held.tail == &m->next)
-			p->held.tail = hp;
-		p->held.n--;
-		fw_link_msg_free(m->data);
-		free(m);
+		list_remove(&p->held, hp);
 		p->drops++;
 	}
 }
@@ -668,12 +676,7 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 				hp = &m->next;
 				continue;
 			}
-			*hp = m->next;
-			if (p->held.tail == &m->next)
-				p->held.tail = hp;
-			p->held.n--;
-			fw_link_msg_free(m->data);
-			free(m);
+			list_remove(&p->held, hp);
 		}
 	}
 }

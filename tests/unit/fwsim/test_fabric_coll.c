@@ -771,6 +771,18 @@ static void test_bad_fields(void)
 }
 
 /* Rank `dead` never starts: the others time out naming the step they wait for. */
+/* Zeroed send and receive buffers of the sizes of a rank's first command. */
+static void zero_buffers(struct rank *k)
+{
+	size_t s, rv;
+
+	ref_buf_sizes(&k->cmd[0], &s, &rv);
+	k->send_len = s;
+	k->recv_len = rv;
+	k->send = calloc(1, s);
+	k->recv = calloc(1, rv);
+}
+
 /*
  * Ranks that disagree on the algorithm (rank 0 asks for the ring, rank 1
  * for gather-reduce): a BF16 all-reduce of an even count, where the ring's
@@ -785,18 +797,13 @@ static void test_algo_mismatch(void)
 	ring_init(2, 4);
 	for (unsigned int r = 0; r < 2; r++) {
 		struct rank *k = &R.r[r];
-		size_t s, rv;
 
 		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 2, r,
 				     1000, 0, false, 1);
 		k->cmd[0].algo = r ? MAIA_COLL_ALGO_GATHER_REDUCE : MAIA_COLL_ALGO_RING;
 		k->ncmds = 1;
 		k->start_at = 0;
-		ref_buf_sizes(&k->cmd[0], &s, &rv);
-		k->send_len = s;
-		k->recv_len = rv;
-		k->send = calloc(1, s);
-		k->recv = calloc(1, rv);
+		zero_buffers(k);
 	}
 	ring_run();
 	for (unsigned int r = 0; r < 2; r++)
@@ -816,18 +823,13 @@ static void test_never_starts(unsigned int n, unsigned int coll, unsigned int de
 	ring_init(n, 4);
 	for (unsigned int r = 0; r < n; r++) {
 		struct rank *k = &R.r[r];
-		size_t s, rv;
 
 		k->cmd[0] = make_cmd(coll, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, n, r, 50000, 4096,
 				     false, 1);
 		k->cmd[0].root = (uint16_t)dead;
 		k->ncmds = r == dead ? 0 : 1;
 		k->start_at = r == dead ? -1 : 0;
-		ref_buf_sizes(&k->cmd[0], &s, &rv);
-		k->send_len = s;
-		k->recv_len = rv;
-		k->send = calloc(1, s);
-		k->recv = calloc(1, rv);
+		zero_buffers(k);
 	}
 	ring_run();
 	for (unsigned int r = 0; r < n; r++) {
@@ -858,19 +860,15 @@ static void test_fault(unsigned int coll, bool fault_recv)
 	ring_init(n, 4);
 	for (unsigned int r = 0; r < n; r++) {
 		struct rank *k = &R.r[r];
-		size_t s, rv;
 
 		k->cmd[0] = make_cmd(coll, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, n, r, 100000, 4096,
 				     false, 1);
 		k->cmd[0].root = 0;
 		k->ncmds = 1;
-		ref_buf_sizes(&k->cmd[0], &s, &rv);
-		k->send_len = s;
-		k->recv_len = rv;
-		k->send = calloc(1, s);
-		k->recv = calloc(1, rv);
+		zero_buffers(k);
 		if (r == bad)
-			k->fault_va = fault_recv ? RECV_VA + rv / 2 : SEND_VA + s / 2;
+			k->fault_va = fault_recv ? RECV_VA + k->recv_len / 2 :
+						   SEND_VA + k->send_len / 2;
 	}
 	ring_run();
 	ok &= R.r[bad].ended[0] && R.r[bad].status[0] == MAIA_STATUS_MMU_FAULT;
