@@ -20,6 +20,7 @@ PACKAGES=(
 	python3-dev python3-numpy python3-torch libtorch-dev
 	prometheus
 	openmpi-bin libopenmpi-dev
+	python3-docutils
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 
