@@ -519,6 +519,16 @@ static void reduce_chunk(unsigned int redop, unsigned int b_es, uint8_t *out, co
 		fw_coll_reduce_scalar(redop, b_es, out, a, b, n);
 }
 
+/* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
+static void round_bf16(uint8_t *out, const float *acc, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h = fw_f32_to_bf16(acc[i]);
+
+		memcpy(out + 2 * i, &h, 2);
+	}
+}
+
 /* Copy len bytes between two places of the job's memory, a chunk at a time. */
 static int local_copy(struct fw_coll *c, uint64_t src, uint64_t dst, uint64_t len)
 {
@@ -675,11 +685,8 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 	if (s < n - 2)
 		return send_msg(c, s + 1, off, len);
 	/* Last reduce step: block rank is final (FP32: out holds it already). */
-	for (uint64_t i = 0; c->es != 4 && i < cnt; i++) {
-		uint16_t h = fw_f32_to_bf16(c->acc[i]);
-
-		memcpy(out + 2 * i, &h, 2);
-	}
+	if (c->es != 4)
+		round_bf16(out, c->acc, cnt);
 	rc = mem_write(c, rx_dest(c, s, e0), out, cnt * c->es);
 	if (rc)
 		goto fault;
@@ -854,11 +861,7 @@ static int fold_gathered(struct fw_coll *c)
 				     blk + (b + j) % n * in_bytes, cnt);
 		if (c->es != 4) {
 			out = c->own;
-			for (uint64_t i = 0; i < cnt; i++) {
-				uint16_t h = fw_f32_to_bf16(c->acc[i]);
-
-				memcpy(out + 2 * i, &h, 2);
-			}
+			round_bf16(out, c->acc, cnt);
 		}
 		rc = mem_write(c, c->cmd.recv_addr + e0 * c->es, out, cnt * c->es);
 		if (rc)
@@ -932,7 +935,7 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 		return false;
 	/* Gather-reduce holds every rank's input: asked for, it must fit. */
 	if (k->algo == MAIA_COLL_ALGO_GATHER_REDUCE &&
-	    (k->coll != MAIA_COLL_ALL_REDUCE || elems > MAIA_COLL_GATHER_REDUCE_BYTES))
+	    (k->coll != MAIA_COLL_ALL_REDUCE || !maia_coll_gather_reduce_fits(k->count, (unsigned int)n)))
 		return false;
 	*sbytes = *rbytes = k->count * es;
 	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)

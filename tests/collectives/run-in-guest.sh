@@ -25,6 +25,17 @@ build=()
 SIZES=0,4,12,4100,65540,262148,1048580
 n=0 failed=0
 echo "TAP version 13"
+
+# tap PASSED NAME: one TAP line; PASSED is 0 for ok.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=1
+	fi
+}
 for devices in 2 3 4; do
 	log=$(mktemp)
 	"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices "$devices" --fabric ring \
@@ -47,13 +58,8 @@ for devices in 2 3 4; do
 	build=(--no-build)
 	sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
 	for run in sizes 64M fence concurrent; do
-		n=$((n + 1))
-		if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -q "^RESULT $run failed" "$log"; then
-			echo "ok $n - $devices devices: $run (every collective checked against the CPU)"
-		else
-			echo "not ok $n - $devices devices: $run (guest status $rc)"
-			failed=1
-		fi
+		[ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -q "^RESULT $run failed" "$log"
+		tap $? "$devices devices: $run (every collective checked against the CPU; guest status $rc)"
 	done
 	rm -f "$log"
 done
@@ -73,13 +79,9 @@ log=$(mktemp)
 		echo RESULT done" >"$log" 2>&1
 rc=$?
 sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
-n=$((n + 1))
-if [ $rc -eq 0 ] && grep -q '^RESULT done' "$log" && ! grep -qE '^RESULT (userq|kernel) failed|^RESULT hang' "$log"; then
-	echo "ok $n - a peer 2.5 s late with job_timeout_ms=1000: no hang verdict, user queue and kernel path"
-else
-	echo "not ok $n - a peer 2.5 s late with job_timeout_ms=1000 (guest status $rc)"
-	failed=1
-fi
+[ $rc -eq 0 ] && grep -q '^RESULT done' "$log" &&
+	! grep -qE '^RESULT (userq|kernel) failed|^RESULT hang' "$log"
+tap $? "a peer 2.5 s late with job_timeout_ms=1000: no hang verdict, user queue and kernel path (guest status $rc)"
 rm -f "$log"
 echo "1..$n"
 exit $failed

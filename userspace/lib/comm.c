@@ -486,7 +486,7 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 	if (root >= (unsigned int)c->nranks)
 		return maia_error(-EINVAL, "maia_comm: root %u of %d ranks", root, c->nranks);
 	if (cmd.algo == MAIA_COLL_ALGO_GATHER_REDUCE &&
-	    count > MAIA_COLL_GATHER_REDUCE_BYTES / 4 / (unsigned int)c->nranks)
+	    !maia_coll_gather_reduce_fits(count, (unsigned int)c->nranks))
 		return maia_error(-EINVAL, "maia_comm: gather-reduce of %" PRIu64 " elements on %d "
 				  "ranks: more than %u bytes of inputs", count, c->nranks,
 				  MAIA_COLL_GATHER_REDUCE_BYTES);

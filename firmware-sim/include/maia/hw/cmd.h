@@ -194,6 +194,12 @@ struct maia_cmd_collective {
 	__u64 report_addr;	/* 0, or where the device writes a struct maia_coll_report */
 };
 
+/* Whether count elements of nranks (>= 1) ranks fit gather-reduce's inputs. */
+static inline int maia_coll_gather_reduce_fits(__u64 count, unsigned int nranks)
+{
+	return count <= MAIA_COLL_GATHER_REDUCE_BYTES / 4 / nranks;
+}
+
 /*
  * Whether the device runs a (valid) command's ALL_REDUCE as gather-reduce
  * rather than the ring reduction. Gather-reduce gathers every rank's input
@@ -206,7 +212,7 @@ static inline int maia_coll_gather_reduce(const struct maia_cmd_collective *k)
 	if (k->coll != MAIA_COLL_ALL_REDUCE || k->nranks < 2 || k->algo == MAIA_COLL_ALGO_RING)
 		return 0;
 	return k->algo == MAIA_COLL_ALGO_GATHER_REDUCE ||
-	       k->count <= MAIA_COLL_GATHER_REDUCE_BYTES / 4 / k->nranks;
+	       maia_coll_gather_reduce_fits(k->count, k->nranks);
 }
 
 /*
