@@ -75,6 +75,15 @@ struct fw_link_ops {
 	/* Transmit one frame; the buffer is only valid during the call. */
 	int (*tx)(void *opaque, unsigned int port, const void *frame, size_t len);
 	/*
+	 * Optional: transmit a DATA frame without a copy. The frame is built
+	 * in place in front of a queued message: it is a fw_buf_alloc()
+	 * buffer, which the callee may keep past the call with fw_buf_get()
+	 * (and drop with fw_buf_free()). The link never writes a buffer that
+	 * someone else still holds: it sends that frame again from its own
+	 * buffer through tx (stats.tx_lend_copies).
+	 */
+	int (*tx_lend)(void *opaque, unsigned int port, void *frame, size_t len);
+	/*
 	 * One message from the peer's layer above, in order, exactly once.
 	 * Returns 0, or -EAGAIN when the layer above has no room for it now:
 	 * the link then has not received it (no ack) and go-back-N sends it
@@ -123,6 +132,7 @@ struct fw_link_stats {
 	uint64_t tx_hello, tx_ack, tx_keepalive;
 	uint64_t tx_injected_drops;			/* dropped by drop_ppm */
 	uint64_t tx_errors;				/* ops.tx returned < 0 */
+	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
 	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
 	uint64_t discarded;				/* queued messages lost to a DOWN */
 	uint64_t drops[MAIA_FABRIC_DROP_COUNT];
@@ -169,11 +179,17 @@ void fw_link_destroy(struct fw_link *l);
 
 /*
  * Buffers for frames and messages (fw_fabric_buf.c): frame-sized ones are
- * recycled rather than returned to the system. fw_buf_free() takes only
- * what fw_buf_alloc() gave (NULL is fine).
+ * recycled rather than returned to the system. Reference counted:
+ * fw_buf_alloc() gives one reference, fw_buf_get() takes another and
+ * fw_buf_free() drops one (the last frees the buffer; any thread). They
+ * take only what fw_buf_alloc() gave (fw_buf_free() also NULL).
+ * fw_buf_shared(): someone else holds a reference too, so the buffer must
+ * not be written.
  */
 void *fw_buf_alloc(size_t len);
+void fw_buf_get(const void *p);
 void fw_buf_free(void *p);
+bool fw_buf_shared(const void *p);
 
 /* A received frame; malformed or unexpected frames are counted and dropped. */
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);

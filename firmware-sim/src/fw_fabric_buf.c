@@ -9,8 +9,11 @@
  * hw/fabric.rst "Performance"). Buffers of up to FW_BUF_BIG bytes are kept
  * on a free list instead, at most FW_BUF_KEEP of them per process.
  *
- * Every buffer has a header in front with its capacity; a buffer of any
- * other size is plain malloc()/free().
+ * Every buffer has a header in front with its capacity and a reference
+ * count: a message the link keeps for retransmission can be lent to the
+ * host's transmit path (maia_sim_ops.fabric_tx_lend) at the same time, and
+ * whoever drops the last reference frees it. A buffer of any other size is
+ * plain malloc()/free().
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,8 +38,14 @@ struct fw_buf {
 		struct fw_buf *next;	/* on the free list */
 		size_t cap;		/* in use: FW_BUF_BIG, or 0 for a plain block */
 	};
+	int refs;			/* in use: references (atomic) */
 	max_align_t align[];		/* the data, aligned for any type */
 };
+
+static struct fw_buf *buf_of(const void *p)
+{
+	return (struct fw_buf *)((const char *)p - offsetof(struct fw_buf, align));
+}
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under pool_lock. */
@@ -52,6 +61,7 @@ void *fw_buf_alloc(size_t len)
 		if (!b)
 			return NULL;
 		b->cap = 0;
+		b->refs = 1;
 		return b->align;
 	}
 	pthread_mutex_lock(&pool_lock);
@@ -66,7 +76,19 @@ void *fw_buf_alloc(size_t len)
 	if (!b)
 		return NULL;
 	b->cap = FW_BUF_BIG;
+	b->refs = 1;
 	return b->align;
+}
+
+void fw_buf_get(const void *p)
+{
+	__atomic_add_fetch(&buf_of(p)->refs, 1, __ATOMIC_RELAXED);
+}
+
+bool fw_buf_shared(const void *p)
+{
+	/* Acquire: the other holders' last reads happen before our next write. */
+	return __atomic_load_n(&buf_of(p)->refs, __ATOMIC_ACQUIRE) > 1;
 }
 
 void fw_buf_free(void *p)
@@ -75,7 +97,9 @@ void fw_buf_free(void *p)
 
 	if (!p)
 		return;
-	b = (struct fw_buf *)((char *)p - offsetof(struct fw_buf, align));
+	b = buf_of(p);
+	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
+		return;
 	if (b->cap == FW_BUF_BIG) {
 		pthread_mutex_lock(&pool_lock);
 		if (pool_len + 1 <= FW_BUF_KEEP) {	/* not "<": KEEP is 0 under ASan */

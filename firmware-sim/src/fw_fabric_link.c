@@ -82,8 +82,20 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 {
 	static const uint8_t bcast[MAIA_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t *frame = payload ? (uint8_t *)payload - FW_LINK_HEADROOM : l->frame;
+	bool lend = payload && l->ops.tx_lend;
 	size_t n;
+	int rc;
 
+	/*
+	 * A frame lent earlier may still be out (in the host's queue, at the
+	 * receiver): its bytes must not change under it. This transmission is
+	 * then built in our own buffer and copied, as without tx_lend.
+	 */
+	if (lend && fw_buf_shared(frame)) {
+		frame = l->frame;
+		lend = false;
+		l->stats.tx_lend_copies++;
+	}
 	/* Only the header is checksummed here: the payload's CRC came with it. */
 	n = fw_fabric_build_crc(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
 				h, payload, len, payload_crc);
@@ -96,7 +108,9 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 		l->stats.tx_injected_drops++;
 		return;
 	}
-	if (l->ops.tx(l->opaque, l->cfg.port, frame, n) < 0)
+	rc = lend ? l->ops.tx_lend(l->opaque, l->cfg.port, frame, n) :
+		    l->ops.tx(l->opaque, l->cfg.port, frame, n);
+	if (rc < 0)
 		l->stats.tx_errors++;
 }
 

@@ -128,6 +128,21 @@ static int link_tx(void *opaque, unsigned int port, const void *frame, size_t le
 	return sim->ops.fabric_tx(sim->opaque, port, frame, len) < 0 ? -1 : 0;
 }
 
+/* A DATA frame lent to the host: its reference is the host's until maia_sim_fabric_frame_put(). */
+static int link_tx_lend(void *opaque, unsigned int port, void *frame, size_t len)
+{
+	struct fw_fabric_port *p = opaque;
+	struct maia_sim *sim = p->sim;
+
+	fw_buf_get(frame);
+	return sim->ops.fabric_tx_lend(sim->opaque, port, frame, len) < 0 ? -1 : 0;
+}
+
+void maia_sim_fabric_frame_put(const void *frame)
+{
+	fw_buf_free((void *)frame);
+}
+
 static int link_deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct fw_fabric_port *p = opaque;
@@ -163,6 +178,14 @@ static void link_state_changed(void *opaque, unsigned int port, bool up,
 
 static const struct fw_link_ops link_ops = {
 	.tx = link_tx,
+	.deliver = link_deliver,
+	.state_changed = link_state_changed,
+};
+
+/* The same for a host that takes DATA frames lent (maia_sim_ops.fabric_tx_lend). */
+static const struct fw_link_ops link_ops_lend = {
+	.tx = link_tx,
+	.tx_lend = link_tx_lend,
 	.deliver = link_deliver,
 	.state_changed = link_state_changed,
 };
@@ -211,6 +234,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->tx_bytes = l->stats.tx_bytes;
 	i->rx_bytes = l->stats.rx_bytes;
 	i->injected_drops = l->stats.tx_injected_drops;
+	i->tx_lend_copies = l->stats.tx_lend_copies;
 	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
@@ -300,7 +324,8 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.epoch = (uint32_t)(now / 1000u) + i;
 		if (!lc.epoch)
 			lc.epoch = 1;
-		err = fw_link_init(&p->link, &lc, &link_ops, p, now);
+		err = fw_link_init(&p->link, &lc,
+				   sim->ops.fabric_tx_lend ? &link_ops_lend : &link_ops, p, now);
 		if (err) {
 			sim->fab = NULL;
 			free_fabric(fab, i);

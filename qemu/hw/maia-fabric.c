@@ -8,12 +8,15 @@
  * only moves frames (Documentation/hw/fabric.rst, "QEMU glue").
  *
  * Threads: frames arrive on the main loop under the BQL and go straight to
- * maia_sim_fabric_rx(), which copies them and never blocks. The device
- * worker transmits without the BQL: maia_fabric_tx() copies the frame into
- * the port's bounded queue and schedules tx_bh, which sends it under the
- * BQL, one frame at a time into a backend that pushes back. A frame that
- * finds the queue full is dropped and reported as not sent (the port's
- * TX_ERRORS; the link layer retransmits what matters).
+ * maia_sim_fabric_rx(), which copies them and never blocks. The device's
+ * fabric thread transmits without the BQL: maia_fabric_tx() copies the
+ * frame into the port's bounded queue, maia_fabric_tx_lend() queues the
+ * device's own DATA frame without a copy (it is given back with
+ * maia_sim_fabric_frame_put() once sent, or once the receiving device of a
+ * hub is done with it); both schedule tx_bh, which sends under the BQL, one
+ * frame at a time into a backend that pushes back. A frame that finds the
+ * queue full is dropped and reported as not sent (the port's TX_ERRORS;
+ * the link layer retransmits what matters).
  *
  * Link state: `set_link <netdev> off` (or on the NIC) takes the port's
  * carrier away. While it is off, frames are neither sent nor received (the
@@ -39,9 +42,10 @@ struct MaiaFabricFrame {
     QSIMPLEQ_ENTRY(MaiaFabricFrame) next;
     unsigned int port;
     int refs;                   /* glue's and receiving device's (atomic) */
-    size_t cap;                 /* bytes data[] has room for */
+    size_t cap;                 /* bytes buf[] has room for; 0: a lent frame */
     size_t len;
-    uint8_t data[];
+    const uint8_t *data;        /* buf[], or the sending device's lent frame */
+    uint8_t buf[];
 };
 
 /*
@@ -86,6 +90,7 @@ static MaiaFabricFrame *maia_fabric_frame_new(size_t len)
         fr->cap = len;
     }
     fr->refs = 1;
+    fr->data = fr->buf;
     return fr;
 }
 
@@ -95,7 +100,9 @@ static void maia_fabric_frame_unref(MaiaFabricFrame *fr)
     if (qatomic_fetch_dec(&fr->refs) != 1) {
         return;
     }
-    if (fr->cap == MAIA_FABRIC_BACKEND_MAX_FRAME) {
+    if (!fr->cap) {
+        maia_sim_fabric_frame_put(fr->data);
+    } else if (fr->cap == MAIA_FABRIC_BACKEND_MAX_FRAME) {
         g_mutex_lock(&spare_lock);
         if (nspare < MAIA_FABRIC_SPARE) {
             QSIMPLEQ_INSERT_HEAD(&spare, fr, next);
@@ -214,24 +221,25 @@ static void maia_fabric_tx_bh(void *opaque)
     }
 }
 
-int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
-                   size_t len)
+static bool maia_fabric_tx_check(MaiaFabric *f, unsigned int port, size_t len)
 {
-    MaiaFabricFrame *fr;
-
     if (port >= f->nports || len > MAIA_FABRIC_BACKEND_MAX_FRAME) {
         trace_maia_fabric_tx_drop(port, len, "bad port or length");
-        return -1;
+        return false;
     }
     if (qatomic_read(&f->port[port].carrier_off)) {
         trace_maia_fabric_tx_drop(port, len, "carrier off");
-        return -1;
+        return false;
     }
-    fr = maia_fabric_frame_new(len);
+    return true;
+}
+
+/* Queues fr (our reference) for tx_bh, or drops it. */
+static int maia_fabric_txq_push(MaiaFabric *f, unsigned int port,
+                                MaiaFabricFrame *fr, size_t len)
+{
     fr->port = port;
     fr->len = len;
-    memcpy(fr->data, frame, len);
-
     qemu_mutex_lock(&f->txq_lock);
     if (f->port[port].txq_len >= MAIA_FABRIC_TXQ_MAX) {
         qemu_mutex_unlock(&f->txq_lock);
@@ -244,6 +252,35 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     qemu_mutex_unlock(&f->txq_lock);
     qemu_bh_schedule(f->tx_bh);
     return 0;
+}
+
+int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
+                   size_t len)
+{
+    MaiaFabricFrame *fr;
+
+    if (!maia_fabric_tx_check(f, port, len)) {
+        return -1;
+    }
+    fr = maia_fabric_frame_new(len);
+    memcpy(fr->buf, frame, len);
+    return maia_fabric_txq_push(f, port, fr, len);
+}
+
+int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
+                        size_t len)
+{
+    MaiaFabricFrame *fr;
+
+    if (!maia_fabric_tx_check(f, port, len)) {
+        maia_sim_fabric_frame_put(frame);
+        return -1;
+    }
+    fr = g_malloc(sizeof(*fr));
+    fr->cap = 0;
+    fr->refs = 1;
+    fr->data = frame;
+    return maia_fabric_txq_push(f, port, fr, len);
 }
 
 bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,

@@ -96,8 +96,11 @@ void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim);
 void maia_fabric_detach(MaiaFabric *f);
 void maia_fabric_cleanup(MaiaFabric *f);
 
-/* ops.fabric_tx: called from the device worker without the BQL. */
+/* ops.fabric_tx: called from the device's fabric thread without the BQL. */
 int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
                    size_t len);
+/* ops.fabric_tx_lend: the same, frame kept (no copy) until it is sent. */
+int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
+                        size_t len);
 
 #endif /* HW_MISC_MAIA_FABRIC_H */

@@ -572,6 +572,14 @@ static int maia_cb_fabric_tx(void *opaque, unsigned int port,
     return maia_fabric_tx(&s->fabric, port, frame, len);
 }
 
+static int maia_cb_fabric_tx_lend(void *opaque, unsigned int port,
+                                  const void *frame, size_t len)
+{
+    MaiaState *s = opaque;
+
+    return maia_fabric_tx_lend(&s->fabric, port, frame, len);
+}
+
 static const struct maia_sim_ops maia_sim_ops = {
     .dma_read = maia_cb_dma_read,
     .dma_write = maia_cb_dma_write,
@@ -582,6 +590,7 @@ static const struct maia_sim_ops maia_sim_ops = {
     .now_ns = maia_cb_now_ns,
     .thread_create = maia_cb_thread_create,
     .fabric_tx = maia_cb_fabric_tx,
+    .fabric_tx_lend = maia_cb_fabric_tx_lend,
 };
 
 /* ---- Reset -------------------------------------------------------------- */

@@ -76,6 +76,16 @@ struct maia_sim_ops {
 	 * NULL: every port is unplugged (frames go nowhere).
 	 */
 	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
+	/*
+	 * Optional, beside fabric_tx: the same for a DATA frame, without the
+	 * copy. The device keeps a DATA frame until the peer acknowledges it,
+	 * so it lends it: `frame` stays valid and unchanged until the host
+	 * calls maia_sim_fabric_frame_put(frame), exactly once per call (also
+	 * when it returns -1), from any thread, even after this device is
+	 * destroyed. Other frames, and a retransmission while the earlier
+	 * transmission is still lent, go to fabric_tx. NULL: fabric_tx for all.
+	 */
+	int (*fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 };
 
 struct maia_sim_config {
@@ -239,6 +249,8 @@ void maia_sim_fabric_rx(struct maia_sim *sim, unsigned int port, const void *fra
  */
 void maia_sim_fabric_rx_lent(struct maia_sim *sim, unsigned int port, const void *frame,
 			     size_t len, void (*release)(void *opaque), void *opaque);
+/* Gives back a frame maia_sim_ops.fabric_tx_lend lent; any thread. */
+void maia_sim_fabric_frame_put(const void *frame);
 
 /*
  * A port's state and counters, for tests and debugging: a snapshot the
@@ -257,6 +269,7 @@ struct maia_sim_fabric_port_info {
 					 * and malformed or unclaimed transport messages */
 	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
 	uint64_t injected_drops;	/* transmitted frames dropped by fabric_drop_ppm */
+	uint64_t tx_lend_copies;	/* retransmissions copied: the frame was still lent */
 	uint32_t mtu;			/* data bytes per transport message */
 	/* The transport (MAIA_FMSG_IDENT on every link UP, remote writes and reads). */
 	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */

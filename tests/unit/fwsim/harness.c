@@ -128,6 +128,14 @@ static int env_fabric_tx(void *opaque, unsigned int port, const void *frame, siz
 	return e->fabric_tx ? e->fabric_tx(e->fabric_opaque, port, frame, len) : -1;
 }
 
+/* On the device's fabric thread: frame is lent (maia_sim_fabric_frame_put()). */
+static int env_tx_lend(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	struct env *e = opaque;
+
+	return e->fabric_tx_lend(e->fabric_opaque, port, frame, len);
+}
+
 static const struct maia_sim_ops env_ops = {
 	.dma_read = env_dma_read,
 	.dma_write = env_dma_write,
@@ -138,12 +146,24 @@ static const struct maia_sim_ops env_ops = {
 	.fabric_tx = env_fabric_tx,
 };
 
+static const struct maia_sim_ops env_ops_lend = {
+	.dma_read = env_dma_read,
+	.dma_write = env_dma_write,
+	.raise_irq = env_raise,
+	.guest_error = env_guest_error,
+	.trace = env_trace,
+	.shadow_changed = env_shadow_changed,
+	.fabric_tx = env_fabric_tx,
+	.fabric_tx_lend = env_tx_lend,
+};
+
 int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t host_size)
 {
 	return env_init_fabric(e, num_queues, hbm_size, host_size, 0, 0, NULL, NULL);
 }
 
 unsigned int env_fabric_window;
+int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 
 int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 		    uint64_t host_size, unsigned int ports, uint64_t serial,
@@ -164,6 +184,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	e->num_queues = num_queues;
 	e->shadow_queue = -1;
 	e->fabric_tx = tx;
+	e->fabric_tx_lend = env_fabric_tx_lend;
 	e->fabric_opaque = opaque;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
@@ -175,7 +196,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	cfg.fabric_ports = ports;
 	cfg.serial = serial;
 	cfg.fabric_window = env_fabric_window;
-	e->sim = maia_sim_create(&cfg, &env_ops, e);
+	e->sim = maia_sim_create(&cfg, e->fabric_tx_lend ? &env_ops_lend : &env_ops, e);
 	return e->sim ? 0 : -errno;
 }
 

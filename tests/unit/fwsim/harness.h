@@ -50,6 +50,8 @@ struct env {
 
 	/* Fabric ports (env_init_fabric()): frames out of port go to fabric_tx. */
 	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
+	/* Set (env_fabric_tx_lend): DATA frames are lent (maia_sim_ops.fabric_tx_lend). */
+	int (*fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 	void *fabric_opaque;
 };
 
@@ -74,6 +76,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 void env_fini(struct env *e);
 /* maia_sim_config.fabric_window of the devices env_init_fabric() makes next (0: default). */
 extern unsigned int env_fabric_window;
+/* ops.fabric_tx_lend of the devices env_init_fabric() makes next (NULL: none). */
+extern int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 
 void *host_ptr(struct env *e, uint64_t bus);
 uint64_t host_alloc(struct env *e, uint64_t size, uint64_t align);

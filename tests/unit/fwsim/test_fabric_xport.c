@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../../../firmware-sim/src/fw_fabric.h"
 #include "harness.h"
@@ -183,6 +184,66 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 out:
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+/*
+ * The lending host (maia_sim_ops.fabric_tx_lend): every DATA frame a device
+ * lends is kept until the test ends, as by a host whose queue never drains,
+ * with zlib's CRC of its bytes when lent; the frame goes on through
+ * cable_tx (faults included). Every retransmission then meets a frame still
+ * lent, which the device must send again as a copy through fabric_tx
+ * (tx_lend_copies) without writing the lent one.
+ */
+struct kept_frame {
+	const void *frame;
+	size_t len;
+	uint32_t crc;
+};
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under kept_lock. */
+static struct kept_frame kept[4096];
+static unsigned int nkept;
+static unsigned long lent_again;	/* a frame lent again while we keep it */
+static unsigned long kept_over;		/* lent past kept[]: given back at once */
+
+static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	bool keep;
+
+	pthread_mutex_lock(&kept_lock);
+	for (unsigned int i = 0; i < nkept; i++)
+		lent_again += kept[i].frame == frame;
+	keep = nkept < sizeof(kept) / sizeof(kept[0]);
+	if (keep)
+		kept[nkept++] = (struct kept_frame){ frame, len, (uint32_t)crc32(0, frame, len) };
+	else
+		kept_over++;
+	pthread_mutex_unlock(&kept_lock);
+	/* Sent, lost or refused: the device only learns what cable_tx says. */
+	if (!keep) {
+		int rc = cable_tx(opaque, port, frame, len);
+
+		maia_sim_fabric_frame_put(frame);
+		return rc;
+	}
+	return cable_tx(opaque, port, frame, len);
+}
+
+/* Gives every kept frame back; the number whose bytes changed while lent. */
+static unsigned int kept_put_all(unsigned int *count)
+{
+	unsigned int changed = 0;
+
+	pthread_mutex_lock(&kept_lock);
+	*count = nkept;
+	for (unsigned int i = 0; i < nkept; i++) {
+		changed += crc32(0, kept[i].frame, kept[i].len) != kept[i].crc;
+		maia_sim_fabric_frame_put(kept[i].frame);
+	}
+	nkept = 0;
+	pthread_mutex_unlock(&kept_lock);
+	return changed;
 }
 
 static void dir_set(struct dir *d, struct env *to, unsigned int to_port)
@@ -683,17 +744,19 @@ static void test_two_devices(void)
 }
 
 /* Loss, duplication and reordering on both directions: the link layer hides them. */
-static void test_lossy(unsigned int window)
+static void test_lossy(unsigned int window, bool lend)
 {
 	struct node a, b;
 	uint64_t src, dst;
 	uint32_t key, st;
-	struct maia_sim_fabric_port_info ia;
+	struct maia_sim_fabric_port_info ia, ib;
 
 	env_fabric_window = window;
+	env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
 	node_init(&a, 0xa100000000000001ull, 16 * MIB, 2 * MIB);
 	node_init(&b, 0xb100000000000002ull, 16 * MIB, 4 * MIB);
 	env_fabric_window = 0;
+	env_fabric_tx_lend = NULL;
 	src = hbm_alloc(&a.e, 4 * MIB, HUGE_PAGE);
 	dst = hbm_alloc(&a.e, 4 * MIB, HUGE_PAGE);
 	fill_random(a.e.hbm + src, 4 * MIB, 3);
@@ -715,9 +778,23 @@ static void test_lossy(unsigned int window)
 	tap_ok(ia.retransmits > 0 && a.out[1].lost > 0 && a.out[1].dups > 0 && a.out[1].reordered > 0,
 	       "the cable lost %lu, duplicated %lu, reordered %lu frames; %llu retransmits",
 	       a.out[1].lost, a.out[1].dups, a.out[1].reordered, (unsigned long long)ia.retransmits);
+	ib = pinfo(&b, 1);
 	unplug(&a, &b);
 	node_fini(&a);
 	node_fini(&b);
+	if (lend) {
+		unsigned int count, changed = kept_put_all(&count);
+
+		/* Every retransmission of a device's DATA met its frame still lent. */
+		tap_ok(count > 0 && !changed && !lent_again && !kept_over &&
+		       ia.tx_lend_copies > 0 && ia.tx_lend_copies + ib.tx_lend_copies ==
+		       ia.retransmits + ib.retransmits,
+		       "lent DATA frames: %u kept past both devices, %u changed, %lu lent twice; "
+		       "retransmissions %llu + %llu, all sent as copies (%llu + %llu)", count,
+		       changed, lent_again, (unsigned long long)ia.retransmits,
+		       (unsigned long long)ib.retransmits, (unsigned long long)ia.tx_lend_copies,
+		       (unsigned long long)ib.tx_lend_copies);
+	}
 }
 
 /* fabric_window must be 0 or a power of two up to MAIA_FABRIC_WINDOW. */
@@ -906,9 +983,11 @@ int main(void)
 {
 	test_crc();
 	test_two_devices();
-	test_lossy(0);
+	test_lossy(0, false);
 	/* Two frames in flight, as over UDP (Documentation/cluster.rst). */
-	test_lossy(2);
+	test_lossy(2, false);
+	/* DATA frames lent to the host (maia_sim_ops.fabric_tx_lend), as QEMU does. */
+	test_lossy(0, true);
 	test_bad_window();
 	test_ring3();
 	test_failures();
