@@ -137,12 +137,14 @@ static ssize_t maia_fabric_receive(NetClientState *nc, const uint8_t *buf,
     /* Bounds the length and counts drops; never blocks. */
     if (maia_fabric_sending && buf == maia_fabric_sending->data &&
         size == maia_fabric_sending->len) {
+        trace_maia_fabric_rx(p->index, size, true);
         /* Another maia device's frame, through a hub: lend it, no copy. */
         qatomic_inc(&maia_fabric_sending->refs);
         maia_sim_fabric_rx_lent(p->fab->sim, p->index, buf, size,
                                 maia_fabric_frame_release,
                                 maia_fabric_sending);
     } else {
+        trace_maia_fabric_rx(p->index, size, false);
         maia_sim_fabric_rx(p->fab->sim, p->index, buf, size);
     }
     return size;
@@ -208,6 +210,7 @@ static void maia_fabric_tx_bh(void *opaque)
                 trace_maia_fabric_tx_drop(i, fr->len, "carrier off");
             } else {
                 maia_fabric_sending = fr;
+                trace_maia_fabric_send(i, fr->len);
                 if (!qemu_send_packet_async(qemu_get_queue(p->nic),
                                             fr->data, fr->len,
                                             maia_fabric_tx_done)) {
@@ -240,6 +243,7 @@ static int maia_fabric_txq_push(MaiaFabric *f, unsigned int port,
 {
     fr->port = port;
     fr->len = len;
+    trace_maia_fabric_tx(port, len, !fr->cap);
     qemu_mutex_lock(&f->txq_lock);
     if (f->port[port].txq_len >= MAIA_FABRIC_TXQ_MAX) {
         qemu_mutex_unlock(&f->txq_lock);
