@@ -2,7 +2,7 @@
 /*
  * maia-cluster: one rank of a Maia fabric cluster, started by mpirun.
  *
- *   mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] [--host-addr ADDR]
+ *   mpirun -np N maia-cluster [--link unix|tcp|mixed|dgram|udp] [--host-addr ADDR]
  *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
  *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
  *          [--module-args ARGS]
@@ -26,7 +26,8 @@
  *    unix: a socket in a per-job directory under /tmp (one machine);
  *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
  *    address this host's name resolves to, for --host/hostfile runs);
- *    dgram: two unix datagram sockets (one per cable end) in that directory,
+ *    mixed: the cable an even rank listens for is unix, an odd rank's TCP,
+ *    so that one ring runs both stream transports (one machine); dgram: two unix datagram sockets (one per cable end) in that directory,
  *    a link that keeps no order or delivery promise, so the device's own
  *    retransmission must do the work; udp: the same over two free UDP ports
  *    on --host-addr, with fabric-window=2 (a UDP socket drops what does not
@@ -78,7 +79,7 @@
 #define ADDR_LEN	160
 #define ARG_LEN		512
 
-enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP };
+enum link_kind { LINK_UNIX, LINK_TCP, LINK_MIXED, LINK_DGRAM, LINK_UDP };
 
 static struct {
 	enum link_kind link;
@@ -172,25 +173,39 @@ static void resolve_host(char *out, size_t size)
 	freeaddrinfo(ai);
 }
 
+/* The stream cable rank `server` listens for: unix or TCP (--link mixed: by its parity). */
+static bool cable_is_tcp(int server)
+{
+	return opt.link == LINK_TCP || (opt.link == LINK_MIXED && (server & 1));
+}
+
+/* -netdev stream options of one cable end: the rank at `at` listens for it. */
+static void stream_end(char *nd, const char *id, const struct rank_addr *at, int at_rank,
+		       bool server)
+{
+	if (cable_is_tcp(at_rank))
+		snprintf(nd, ARG_LEN, "stream,id=%s,server=%s,addr.type=inet,addr.host=%s,"
+			 "addr.port=%d%s", id, server ? "on" : "off", at->host, at->port[0],
+			 server ? "" : ",reconnect-ms=100");
+	else
+		snprintf(nd, ARG_LEN, "stream,id=%s,server=%s,addr.type=unix,addr.path=%s%s", id,
+			 server ? "on" : "off", at->path, server ? "" : ",reconnect-ms=100");
+}
+
 /* The -netdev options of this rank's two cable ends. */
 static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 {
+	int prank = (rank + nranks - 1) % nranks;
 	const struct rank_addr *me = &all[rank];
 	const struct rank_addr *next = &all[(rank + 1) % nranks];
-	const struct rank_addr *prev = &all[(rank + nranks - 1) % nranks];
+	const struct rank_addr *prev = &all[prank];
 
 	switch (opt.link) {
 	case LINK_UNIX:
-		snprintf(nd[0], ARG_LEN, "stream,id=fab0,server=on,addr.type=unix,addr.path=%s",
-			 me->path);
-		snprintf(nd[1], ARG_LEN, "stream,id=fab1,server=off,addr.type=unix,addr.path=%s,"
-			 "reconnect-ms=100", prev->path);
-		break;
 	case LINK_TCP:
-		snprintf(nd[0], ARG_LEN, "stream,id=fab0,server=on,addr.type=inet,addr.host=%s,"
-			 "addr.port=%d", me->host, me->port[0]);
-		snprintf(nd[1], ARG_LEN, "stream,id=fab1,server=off,addr.type=inet,addr.host=%s,"
-			 "addr.port=%d,reconnect-ms=100", prev->host, prev->port[0]);
+	case LINK_MIXED:
+		stream_end(nd[0], "fab0", me, rank, true);
+		stream_end(nd[1], "fab1", prev, prank, false);
 		break;
 	case LINK_DGRAM:
 		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=unix,local.path=%s.p0,"
@@ -463,7 +478,7 @@ static const char *default_run_guest(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|dgram|udp] "
+	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|mixed|dgram|udp] "
 		"[--host-addr ADDR|auto]\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
@@ -498,12 +513,14 @@ static void parse_args(int argc, char **argv)
 				opt.link = LINK_UNIX;
 			else if (!strcmp(optarg, "tcp"))
 				opt.link = LINK_TCP;
+			else if (!strcmp(optarg, "mixed"))
+				opt.link = LINK_MIXED;
 			else if (!strcmp(optarg, "dgram"))
 				opt.link = LINK_DGRAM;
 			else if (!strcmp(optarg, "udp"))
 				opt.link = LINK_UDP;
 			else
-				die("--link is unix, tcp, dgram or udp");
+				die("--link is unix, tcp, mixed, dgram or udp");
 			break;
 		case 'H': opt.host_addr = optarg; break;
 		case 'i': opt.ids = atoi(optarg); break;
@@ -591,7 +608,7 @@ int main(int argc, char **argv)
 	/* Every rank's addresses, to all. */
 	resolve_host(me.host, sizeof(me.host));
 	snprintf(me.path, sizeof(me.path), "%s/rank%d.sock", dir, rank);
-	if (opt.link == LINK_TCP) {
+	if (cable_is_tcp(rank)) {
 		me.port[0] = free_port(me.host, SOCK_STREAM);
 	} else if (opt.link == LINK_UDP) {
 		me.port[0] = free_port(me.host, SOCK_DGRAM);
@@ -680,7 +697,8 @@ int main(int argc, char **argv)
 	if (rank == 0) {
 		printf("maia-cluster: %d ranks, %s links, job directory %s\n", nranks,
 		       opt.link == LINK_UNIX ? "unix stream" : opt.link == LINK_TCP ?
-		       "TCP stream" : opt.link == LINK_DGRAM ? "unix dgram" : "UDP dgram", dir);
+		       "TCP stream" : opt.link == LINK_MIXED ? "unix and TCP stream" :
+		       opt.link == LINK_DGRAM ? "unix dgram" : "UDP dgram", dir);
 		fflush(stdout);
 	}
 	run_guest(gargv, pidfile, ctl_path, &res);

@@ -4,15 +4,18 @@
 # case is one mpirun of qemu/cluster/maia-cluster, one QEMU with one maia
 # device per rank, ring-cabled over netdev sockets.
 #
-#   1. -np 2 over unix stream sockets: every collective, FP32 and BF16, then
-#      4 MiB all-reduces, 0 wrong
-#   2. -np 2 over TCP on 127.0.0.1: the same
-#   3. -np 4 over TCP on 127.0.0.1: the same
-#   4. -np 4 over unix stream sockets: the same, then rank 2's QEMU is killed
-#      mid-all-reduce: every survivor fails with an error naming the port and
-#      rank it waited on, a new communicator (a new id) works, live links
-#      answer, the dead one is down, no device reset (maia-comm-failover)
-#   5. -np 2 over UDP on 127.0.0.1 (a dgram netdev: no order or delivery promise,
+# Rings cabled with --link mixed run both stream transports at once: the
+# cable an even rank listens for is a unix socket, an odd rank's is TCP on
+# 127.0.0.1 (one boot of each QEMU fewer than a run per transport).
+#
+#   1. -np 2, one unix and one TCP cable: every collective, FP32 and BF16,
+#      then 4 MiB all-reduces, 0 wrong
+#   2. -np 4, two unix and two TCP cables: the same, then rank 2's QEMU is
+#      killed mid-all-reduce (its cables: one TCP, one unix): every survivor
+#      fails with an error naming the port and rank it waited on, a new
+#      communicator (a new id) works, live links answer, the dead one is
+#      down, no device reset (maia-comm-failover)
+#   3. -np 2 over UDP on 127.0.0.1 (a dgram netdev: no order or delivery promise,
 #      and a socket buffer that drops what it cannot hold; the launcher sets
 #      fabric-window=2) with 1 % of frames dropped (fabric-drop-ppm=10000):
 #      17 all-reduces of 4 MiB FP32 and BF16 correct (about 2,350 DATA frames a
@@ -86,25 +89,23 @@ coll_case() {
 	fi
 }
 
-coll_case np2-unix 2 unix
-coll_case np2-tcp 2 tcp
-coll_case np4-tcp 4 tcp
+coll_case np2-mixed 2 mixed
 
-# 4: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
+# 2: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
 # wait for each other (maia-cluster-sync) before and after the recovery
 # checks, so that none probes a neighbour that has already powered off.
-log=$OUT/np4-unix-kill.log
+log=$OUT/np4-mixed-kill.log
 FAILOVER='maia-comm-failover --rank {rank} --nranks {nranks} --ids {id1},{id2},{id3} --victim 2 --timeout-ms 2000 --bytes 65536'
-"${MPIRUN[@]}" -np 4 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link unix --timeout 150 --ids 4 --kill-rank 2 \
+"${MPIRUN[@]}" -np 4 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link mixed --timeout 150 --ids 4 --kill-rank 2 \
 	--kill-on 'failover: running' --fail-on 'failed: maia_comm' -- \
-	sh -c "$COLL && $FAILOVER; maia-cluster-sync && $FAILOVER --recover; maia-cluster-sync" \
+	sh -c "$COLL && $BIG && $FAILOVER; maia-cluster-sync && $FAILOVER --recover; maia-cluster-sync" \
 	>"$log" 2>&1
 rc=$?
 grep -E '^maia-cluster: rank|failover: rank [0-9]+ (failed|FAILED)' "$log" | sed 's/^/# /'
-if [ "$(grep -c '# done: 0 wrong elements' "$log")" -eq 4 ]; then
-	tap ok "np4-unix: 4 ranks over unix, every collective FP32+BF16, 0 wrong"
+if [ "$(grep -c '# done: 0 wrong elements' "$log")" -eq 8 ]; then
+	tap ok "np4-mixed: 4 ranks over unix and TCP cables, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
 else
-	tap not-ok "np4-unix: 4 ranks over unix (log $log)"
+	tap not-ok "np4-mixed: 4 ranks over unix and TCP cables (log $log)"
 fi
 # Each survivor, and the port and rank its message must name: rank 1 sends to the
 # dead rank on port 0, rank 3 receives from it on port 1, rank 0 waits on
@@ -113,28 +114,28 @@ for want in "1 0 2" "3 1 2" "0 1 3"; do
 	read -r r port peer <<<"$want"
 	if grep -qE "^\[rank $r\] failover: rank $r failed: .*waiting on port [01] for rank [0-9]" "$log" &&
 		grep -q "^\[rank $r\] failover: rank $r ok" "$log"; then
-		tap ok "np4-unix-kill: survivor $r failed with an error naming a port and rank, then a new communicator, live links answer, the dead one is down, no reset"
+		tap ok "np4-mixed-kill: survivor $r failed with an error naming a port and rank, then a new communicator, live links answer, the dead one is down, no reset"
 	else
 		grep -E "^\[rank $r\]" "$log" | tail -5 | sed 's/^/# /'
-		tap not-ok "np4-unix-kill: survivor $r (log $log)"
+		tap not-ok "np4-mixed-kill: survivor $r (log $log)"
 	fi
 	# Ranks 1 and 3: the device's dead-peer check (MAIA_FABRIC_DEAD_MS)
 	# takes the link to rank 2 DOWN before the collective's 2 s timeout,
 	# and the report names that port. Rank 0: a timeout's report.
 	if grep -qE "^\[rank $r\] failover: rank $r failed: .*waiting on port $port for rank $peer:" "$log"; then
-		tap ok "np4-unix-kill: survivor $r names port $port and rank $peer"
+		tap ok "np4-mixed-kill: survivor $r names port $port and rank $peer"
 	else
 		grep -E "^\[rank $r\] failover: rank $r failed" "$log" | sed 's/^/# /'
-		tap not-ok "np4-unix-kill: survivor $r names port $port and rank $peer (log $log)"
+		tap not-ok "np4-mixed-kill: survivor $r names port $port and rank $peer (log $log)"
 	fi
 done
 if [ $rc -eq 0 ] && grep -q "^maia-cluster: rank 2: status 0, killed its QEMU" "$log"; then
-	tap ok "np4-unix-kill: rank 2's QEMU was killed mid-collective, every rank ended by itself"
+	tap ok "np4-mixed-kill: rank 2's QEMU was killed mid-collective, every rank ended by itself"
 else
-	tap not-ok "np4-unix-kill: mpirun status $rc (log $log)"
+	tap not-ok "np4-mixed-kill: mpirun status $rc (log $log)"
 fi
 
-# 5: a lossy link.
+# 3: a lossy link.
 log=$OUT/np2-udp-loss.log
 "${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link udp --device-opts fabric-drop-ppm=10000 -- \
 	sh -c 'maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0 && maia-fabric-links counters --expect-retransmits' \
