@@ -134,6 +134,7 @@ struct fw_link_stats {
 	uint64_t tx_errors;				/* ops.tx returned < 0 */
 	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
 	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
+	uint64_t starved;				/* ticks after a gap of ours: peer given time */
 	uint64_t discarded;				/* queued messages lost to a DOWN */
 	uint64_t drops[MAIA_FABRIC_DROP_COUNT];
 };
@@ -164,6 +165,7 @@ struct fw_link {
 	bool ack_pending;
 	unsigned int unacked_rx;	/* DATA frames received since the last frame sent */
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
+	uint64_t last_tick_ns;		/* fw_link_tick()'s last call: gaps mean we were starved */
 	uint64_t rto_cur_ns;		/* the retransmit timeout now */
 	uint64_t srtt_ns, rttvar_ns;	/* cfg.rto_max_ns: ack delay estimate; 0 = none */
 	uint64_t rng;			/* drop_ppm */

@@ -500,6 +500,20 @@ void fw_link_rx_lent(struct fw_link *l, const void *frame, size_t len, uint64_t 
 
 void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 {
+	/*
+	 * Silence counts only while this side was there to hear it. A gap in
+	 * our own ticks longer than a quarter of the dead time (they come at
+	 * least every keepalive) means this thread or process was not running:
+	 * the peer's frames may still be on their way to us (a starved host).
+	 * The peer then gets half the dead time from now, not a verdict.
+	 */
+	if (l->state == FW_LINK_UP && l->last_tick_ns &&
+	    now_ns - l->last_tick_ns > l->cfg.dead_ns / 4 &&
+	    now_ns - l->last_rx_ns > l->cfg.dead_ns / 2) {
+		l->last_rx_ns = now_ns - l->cfg.dead_ns / 2;
+		l->stats.starved++;
+	}
+	l->last_tick_ns = now_ns;
 	if (l->state == FW_LINK_UP && now_ns - l->last_rx_ns >= l->cfg.dead_ns) {
 		l->stats.dead_peer++;
 		go_down(l, true, now_ns);

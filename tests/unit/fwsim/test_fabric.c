@@ -58,6 +58,7 @@ struct endpoint {
 struct node {
 	uint64_t serial;
 	bool dead;		/* not ticked; the wire drops its frames */
+	bool frozen;		/* not ticked; frames to it wait (a starved process) */
 	struct endpoint ep[MAIA_FABRIC_MAX_PORTS];
 };
 
@@ -322,6 +323,10 @@ static void feed(void)
 	}
 }
 
+/* Frames that reached a frozen node, in arrival order. */
+static struct wframe parked[4096];
+static unsigned int nparked;
+
 /* Run the virtual clock until t: wire deliveries in order, a tick every TICK_NS. */
 static void run_until(uint64_t t)
 {
@@ -334,6 +339,10 @@ static void run_until(uint64_t t)
 			struct wframe w = heap_pop();
 			struct node *nd = &net.nodes[w.node];
 
+			if (nd->frozen) {
+				parked[nparked++] = w;	/* thaw() delivers it */
+				continue;
+			}
 			net.now = w.at > net.now ? w.at : net.now;
 			if (!nd->dead)
 				fw_link_rx(&nd->ep[w.port].link, w.data, w.len, net.now);
@@ -343,7 +352,7 @@ static void run_until(uint64_t t)
 		net.now = next;
 		if (net.now == next_tick) {
 			for_each_ep(i, p, ep)
-				if (!net.nodes[i].dead)
+				if (!net.nodes[i].dead && !net.nodes[i].frozen)
 					fw_link_tick(&ep->link, net.now);
 			feed();
 			next_tick += TICK_NS;
@@ -636,6 +645,70 @@ static void test_dead_peer(bool reboot)
 	net_free();
 }
 
+/*
+ * Node n runs again after a freeze: it ticks first (as a fabric round whose
+ * receive queue the starved main loop has not filled yet), then gets what
+ * arrived meanwhile.
+ */
+static void thaw(unsigned int n)
+{
+	struct node *nd = &net.nodes[n];
+
+	nd->frozen = false;
+	for (unsigned int p = 0; p < MAIA_FABRIC_MAX_PORTS; p++)
+		if (nd->ep[p].wired)
+			fw_link_tick(&nd->ep[p].link, net.now);
+	for (unsigned int k = 0; k < nparked; k++) {
+		fw_link_rx(&nd->ep[parked[k].port].link, parked[k].data, parked[k].len, net.now);
+		free(parked[k].data);
+	}
+	nparked = 0;
+}
+
+/*
+ * Both sides stop running for longer than the dead time (a host that
+ * starved both processes): neither takes the link DOWN at its first tick,
+ * when the other's frames are still on their way. A peer that really died
+ * is still found within half the dead time after a starved side runs again.
+ */
+static void test_starved_side(void)
+{
+	struct endpoint *a, *b;
+	uint64_t thawed;
+	bool up_at_tick;
+
+	net_setup(2, 0, 0, 0, 79);
+	wire(0, 2, 1, 3, 0);
+	a = &net.nodes[0].ep[2];
+	b = &net.nodes[1].ep[3];
+	run_until(net.now + 300 * MS);
+	tap_ok(all_up(), "starved side: link up");
+	net.nodes[0].frozen = net.nodes[1].frozen = true;
+	run_until(net.now + 1500 * MS);
+	thaw(0);
+	thaw(1);
+	up_at_tick = a->up && b->up;
+	run_until(net.now + 500 * MS);
+	tap_ok(up_at_tick && all_up() && totals().downs == 0 && a->link.stats.starved == 1 &&
+	       b->link.stats.starved == 1,
+	       "starved side: both ends 1.5 s without running: no DOWN (starved ticks %llu, %llu)",
+	       (unsigned long long)a->link.stats.starved, (unsigned long long)b->link.stats.starved);
+	net.nodes[1].dead = true;
+	run_until(net.now + 5 * MS);		/* what it sent last arrives */
+	net.nodes[0].frozen = true;
+	run_until(net.now + 1500 * MS);
+	thaw(0);
+	thawed = net.now;
+	up_at_tick = a->up;
+	while (a->up && net.now < thawed + 5000 * MS)
+		run_until(net.now + MS);
+	tap_ok(up_at_tick && !a->up && a->link.stats.dead_peer == 1 &&
+	       a->down_ns - thawed <= (uint64_t)MAIA_FABRIC_DEAD_MS * MS / 2 + 2 * TICK_NS,
+	       "starved side, peer really dead: DOWN %.1f ms after running again (dead time %u ms)",
+	       (double)(a->down_ns - thawed) / MS, MAIA_FABRIC_DEAD_MS);
+	net_free();
+}
+
 /* Malformed frames thrown at a live link in the middle of traffic. */
 static void test_malformed_live(void)
 {
@@ -752,6 +825,7 @@ int main(void)
 	scenario("4 nodes mesh, 10% loss + reorder + dup", 4, 0.10, 0.02, 0.10, 0, 500);
 	test_dead_peer(false);
 	test_dead_peer(true);
+	test_starved_side();
 	test_malformed_live();
 	return tap_done();
 }
