@@ -182,14 +182,6 @@ static const struct fw_link_ops link_ops = {
 	.state_changed = link_state_changed,
 };
 
-/* The same for a host that takes DATA frames lent (maia_sim_ops.fabric_tx_lend). */
-static const struct fw_link_ops link_ops_lend = {
-	.tx = link_tx,
-	.tx_lend = link_tx_lend,
-	.deliver = link_deliver,
-	.state_changed = link_state_changed,
-};
-
 static void announce(struct fw_fabric *fab, struct fw_fabric_port *p, uint64_t now)
 {
 	struct maia_fabric_msg id = {
@@ -279,11 +271,15 @@ int fw_fabric_create(struct maia_sim *sim)
 {
 	unsigned int n = sim->cfg.fabric_ports;
 	uint64_t now = fab_now(sim);
+	struct fw_link_ops ops = link_ops;	/* fw_link_init() keeps a copy */
 	struct fw_fabric *fab;
 	int err;
 
 	if (!n)
 		return 0;
+	/* DATA frames lent to a host that takes them (maia_sim_ops.fabric_tx_lend). */
+	if (sim->ops.fabric_tx_lend)
+		ops.tx_lend = link_tx_lend;
 	fab = calloc(1, sizeof(*fab) + n * sizeof(fab->port[0]));
 	if (!fab)
 		return -ENOMEM;
@@ -324,8 +320,7 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.epoch = (uint32_t)(now / 1000u) + i;
 		if (!lc.epoch)
 			lc.epoch = 1;
-		err = fw_link_init(&p->link, &lc,
-				   sim->ops.fabric_tx_lend ? &link_ops_lend : &link_ops, p, now);
+		err = fw_link_init(&p->link, &lc, &ops, p, now);
 		if (err) {
 			sim->fab = NULL;
 			free_fabric(fab, i);

@@ -146,16 +146,6 @@ static const struct maia_sim_ops env_ops = {
 	.fabric_tx = env_fabric_tx,
 };
 
-static const struct maia_sim_ops env_ops_lend = {
-	.dma_read = env_dma_read,
-	.dma_write = env_dma_write,
-	.raise_irq = env_raise,
-	.guest_error = env_guest_error,
-	.trace = env_trace,
-	.shadow_changed = env_shadow_changed,
-	.fabric_tx = env_fabric_tx,
-	.fabric_tx_lend = env_tx_lend,
-};
 
 int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t host_size)
 {
@@ -171,6 +161,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 		    void *opaque)
 {
 	struct maia_sim_config cfg;
+	struct maia_sim_ops ops;
 
 	memset(e, 0, sizeof(*e));
 	e->hbm = calloc(1, hbm_size);
@@ -196,7 +187,10 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	cfg.fabric_ports = ports;
 	cfg.serial = serial;
 	cfg.fabric_window = env_fabric_window;
-	e->sim = maia_sim_create(&cfg, e->fabric_tx_lend ? &env_ops_lend : &env_ops, e);
+	ops = env_ops;
+	if (e->fabric_tx_lend)
+		ops.fabric_tx_lend = env_tx_lend;
+	e->sim = maia_sim_create(&cfg, &ops, e);	/* it keeps a copy of ops */
 	return e->sim ? 0 : -errno;
 }
 
