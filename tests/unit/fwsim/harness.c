@@ -191,7 +191,13 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	if (e->fabric_tx_lend)
 		ops.fabric_tx_lend = env_tx_lend;
 	e->sim = maia_sim_create(&cfg, &ops, e);	/* it keeps a copy of ops */
-	return e->sim ? 0 : -errno;
+	if (!e->sim) {
+		int err = -errno;
+
+		env_fini(e);		/* a refused device leaves nothing behind */
+		return err;
+	}
+	return 0;
 }
 
 void env_fini(struct env *e)
