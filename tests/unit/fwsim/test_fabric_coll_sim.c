@@ -4,7 +4,10 @@
  * process, booted with the real firmware image and cabled in a ring by
  * function calls (device i's port 0 to device i+1's port 1; each port's
  * fabric_tx calls the peer's maia_sim_fabric_rx()), one cable direction
- * losing 5% of frames (seeded) on the 3-device ring. Every rank submits the same
+ * losing 5% of frames (seeded) on the 3-device ring. The 3- and 4-device
+ * rings pass DATA frames as QEMU's hubports do: lent by the sender
+ * (fabric_tx_lend) and lent on to the receiver (maia_sim_fabric_rx_lent),
+ * which gives each back exactly once. Every rank submits the same
  * collective as a job on its own device; the results are compared with the
  * CPU reference of coll_ref.c (FP32 bitwise), back to back on one
  * communicator. Then a rank whose send buffer is not there: it fails with
@@ -71,6 +74,39 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* DATA frames lent through cable_tx_lend, and given back (atomic). */
+static unsigned long lent_out, lent_back;
+
+static void lent_put(void *frame)
+{
+	maia_sim_fabric_frame_put(frame);
+	__atomic_add_fetch(&lent_back, 1, __ATOMIC_RELAXED);
+}
+
+/* On the sending device's fabric thread: a DATA frame, lent; it goes on lent. */
+static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	struct node *n = opaque;
+	struct dir *d = &n->out[port];
+	bool lost = true;
+
+	__atomic_add_fetch(&lent_out, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->lock);
+	if (d->to) {
+		d->rng = d->rng * 6364136223846793005ull + 1442695040888963407ull;
+		lost = d->loss_ppm && (d->rng >> 33) % 1000000u < d->loss_ppm;
+		if (lost)
+			d->lost++;
+		else
+			maia_sim_fabric_rx_lent(d->to->sim, d->to_port, frame, len, lent_put,
+						(void *)frame);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (lost)
+		lent_put((void *)frame);
+	return 0;
+}
+
 /* On the sending device's fabric thread. */
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
@@ -122,8 +158,11 @@ static bool all_up(void)
 	return true;
 }
 
-/* n devices in a ring; loss_ppm on the direction device 0 -> device 1. */
-static bool ring_up(unsigned int n, uint32_t loss_ppm)
+/*
+ * n devices in a ring; loss_ppm on the direction device 0 -> device 1;
+ * DATA frames lent through the cables if lend.
+ */
+static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 {
 	uint64_t t0 = now_ms();
 
@@ -134,9 +173,11 @@ static bool ring_up(unsigned int n, uint32_t loss_ppm)
 			pthread_mutex_init(&nodes[i].out[p].lock, NULL);
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
+		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
 		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
 			return false;
+		env_fabric_tx_lend = NULL;
 		boot_or_die(&nodes[i].e);
 		queue_setup(&nodes[i].e, &nodes[i].q[0], 0, 64, 0);
 		queue_setup(&nodes[i].e, &nodes[i].q[1], 1, 64, 0);
@@ -151,6 +192,11 @@ static bool ring_up(unsigned int n, uint32_t loss_ppm)
 	while (!all_up() && now_ms() - t0 < HANG_GUARD_MS)
 		usleep(1000);
 	return all_up();
+}
+
+static bool ring_up(unsigned int n, uint32_t loss_ppm)
+{
+	return ring_up_lend(n, loss_ppm, false);
 }
 
 static void ring_down(void)
@@ -373,7 +419,7 @@ static void measure(unsigned int n)
 	free(b);
 }
 
-static void test_ring(unsigned int n, uint32_t loss_ppm)
+static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend)
 {
 	static const struct {
 		unsigned int coll, dtype, redop;
@@ -390,9 +436,11 @@ static void test_ring(unsigned int n, uint32_t loss_ppm)
 		{ MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false },
 		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 0, 0, false },
 	};
-	unsigned long retx = 0;
+	unsigned long retx = 0, copies = 0;
 
-	if (!tap_ok(ring_up(n, loss_ppm), "%u devices cabled in a ring: every port UP", n))
+	lent_out = lent_back = 0;
+	if (!tap_ok(ring_up_lend(n, loss_ppm, lend), "%u devices cabled in a ring%s: every port UP",
+		    n, lend ? " (DATA frames lent)" : ""))
 		return;
 	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct outcome o = run(t[i].coll, t[i].dtype, t[i].redop, t[i].count, t[i].chunk,
@@ -409,6 +457,7 @@ static void test_ring(unsigned int n, uint32_t loss_ppm)
 
 		maia_sim_fabric_port_info(nodes[0].e.sim, SEND_PORT, &info);
 		retx = info.retransmits;
+		copies = info.tx_lend_copies;
 		tap_ok(retx > 0 && nodes[0].out[SEND_PORT].lost > 0,
 		       "%u devices: %lu frames lost on the cable, %lu retransmitted", n,
 		       nodes[0].out[SEND_PORT].lost, retx);
@@ -416,6 +465,12 @@ static void test_ring(unsigned int n, uint32_t loss_ppm)
 		measure(n);
 	}
 	ring_down();
+	/* Every device is gone: every frame it lent came back, once. */
+	if (lend)
+		tap_ok(lent_out > 0 && lent_back == lent_out,
+		       "%u devices: %lu DATA frames lent through the cables, %lu given back "
+		       "(%lu retransmissions copied: the frame was still lent)", n, lent_out,
+		       lent_back, copies);
 }
 
 /*
@@ -723,9 +778,9 @@ static void test_failed_leftovers(void)
 
 int main(void)
 {
-	test_ring(2, 0);
-	test_ring(3, 50000);
-	test_ring(4, 0);
+	test_ring(2, 0, false);
+	test_ring(3, 50000, true);
+	test_ring(4, 0, true);
 	test_fabric_wait_status();
 	test_failure(3);
 	test_cable_pulled();
