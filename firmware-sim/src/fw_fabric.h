@@ -65,6 +65,11 @@ uint32_t fw_fabric_crc(const struct maia_fabric_hdr *hdr, const void *payload, u
  * payload and learns its CRC for the price of the copy.
  */
 uint32_t fw_fabric_crc_copy(uint32_t crc, void *dst, const void *src, size_t len);
+/*
+ * Tests: the widest CRC path to take, never above what the CPU has (2:
+ * 256-bit VPCLMULQDQ, 1: PCLMULQDQ, 0: zlib's tables). Default 2.
+ */
+void fw_fabric_crc_max_path(int path);
 
 enum fw_link_state {
 	FW_LINK_DOWN,		/* sending HELLO, no peer */

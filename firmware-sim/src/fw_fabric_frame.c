@@ -24,71 +24,34 @@ static inline __m128i ld16(const uint8_t *buf, uint8_t *dst)
 	return x;
 }
 
-/*
- * CRC-32 (IEEE, bit-reflected, zlib's) by carry-less multiplication:
- * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (Intel,
- * 2009), four 128-bit lanes folded 64 bytes at a time, then Barrett
- * reduction; the constants are the paper's for the reflected polynomial.
- * It runs at about ten times zlib's table-driven speed, and every 64 KiB
- * data frame is checksummed by sender and receiver. len >= 64, a multiple
- * of 16; crc is the raw (not inverted) register. With dst, the bytes read
- * are also stored there: a copy that checksums in the same pass.
- */
-__attribute__((target("pclmul,sse4.1")))
-static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len, uint8_t *dst)
+/* x folded 128 bits (k3k4) or a lane's distance (k1k2) forward, plus next. */
+__attribute__((target("pclmul,sse4.1"), always_inline))
+static inline __m128i fold16(__m128i x, __m128i k, __m128i next)
 {
-	static const uint64_t k1k2[2] __attribute__((aligned(16))) = { 0x0154442bd4, 0x01c6e41596 };
-	static const uint64_t k3k4[2] __attribute__((aligned(16))) = { 0x01751997d0, 0x00ccaa009e };
+	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x11), next),
+			     _mm_clmulepi64_si128(x, k, 0x00));
+}
+
+static const uint64_t k3k4[2] __attribute__((aligned(16))) = { 0x01751997d0, 0x00ccaa009e };
+
+/*
+ * The end of both carry-less paths below: x1 holds the folded CRC state of
+ * everything before buf; fold in the len (a multiple of 16) bytes left, then
+ * 128 to 64 bits, and 64 to 32 by Barrett reduction.
+ */
+__attribute__((target("pclmul,sse4.1"), always_inline))
+static inline uint32_t crc_finish(__m128i x1, const uint8_t *buf, size_t len, uint8_t *dst)
+{
 	static const uint64_t k5k0[2] __attribute__((aligned(16))) = { 0x0163cd6124, 0 };
 	static const uint64_t poly[2] __attribute__((aligned(16))) = { 0x01db710641, 0x01f7011641 };
-	__m128i x0, x1, x2, x3, x4, x5, x6, x7, x8;
+	__m128i x0 = _mm_load_si128((const __m128i *)k3k4), x2, x3;
 
-	x1 = ld16(buf + 0x00, dst);
-	x2 = ld16(buf + 0x10, dst ? dst + 0x10 : NULL);
-	x3 = ld16(buf + 0x20, dst ? dst + 0x20 : NULL);
-	x4 = ld16(buf + 0x30, dst ? dst + 0x30 : NULL);
-	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
-	x0 = _mm_load_si128((const __m128i *)k1k2);
-	buf += 64;
-	dst = dst ? dst + 64 : NULL;
-	len -= 64;
-	while (len >= 64) {
-		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-		x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
-		x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
-		x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
-		x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-		x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
-		x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
-		x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
-		x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), ld16(buf + 0x00, dst));
-		x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), ld16(buf + 0x10, dst ? dst + 0x10 : NULL));
-		x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), ld16(buf + 0x20, dst ? dst + 0x20 : NULL));
-		x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), ld16(buf + 0x30, dst ? dst + 0x30 : NULL));
-		buf += 64;
-		dst = dst ? dst + 64 : NULL;
-		len -= 64;
-	}
-	/* Four lanes into one. */
-	x0 = _mm_load_si128((const __m128i *)k3k4);
-	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-	x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-	x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
-	x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-	x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-	x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
 	while (len >= 16) {
-		x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-		x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-		x1 = _mm_xor_si128(_mm_xor_si128(x1, ld16(buf, dst)), x5);
+		x1 = fold16(x1, x0, ld16(buf, dst));
 		buf += 16;
 		dst = dst ? dst + 16 : NULL;
 		len -= 16;
 	}
-	/* 128 to 64 bits, then 64 to 32 by Barrett reduction. */
 	x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
 	x3 = _mm_setr_epi32(~0, 0, ~0, 0);
 	x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
@@ -106,19 +69,144 @@ static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len, uint8_
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
-static bool have_clmul(void)
+/*
+ * CRC-32 (IEEE, bit-reflected, zlib's) by carry-less multiplication:
+ * "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (Intel,
+ * 2009), four 128-bit lanes folded 64 bytes at a time, then Barrett
+ * reduction; the constants are the paper's for the reflected polynomial
+ * (k = bit-reflected x^n mod P, shifted left by one). It runs at about ten
+ * times zlib's table-driven speed, and every 64 KiB data frame is
+ * checksummed by its sender. len >= 64, a multiple of 16; crc is the raw
+ * (not inverted) register. With dst, the bytes read are also stored there:
+ * a copy that checksums in the same pass.
+ */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *buf, size_t len, uint8_t *dst)
 {
-	static int have = -1;
-	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+	static const uint64_t k1k2[2] __attribute__((aligned(16))) = { 0x0154442bd4, 0x01c6e41596 };
+	__m128i x0, x1, x2, x3, x4;
 
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
+	x1 = ld16(buf + 0x00, dst);
+	x2 = ld16(buf + 0x10, dst ? dst + 0x10 : NULL);
+	x3 = ld16(buf + 0x20, dst ? dst + 0x20 : NULL);
+	x4 = ld16(buf + 0x30, dst ? dst + 0x30 : NULL);
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	x0 = _mm_load_si128((const __m128i *)k1k2);
+	buf += 64;
+	dst = dst ? dst + 64 : NULL;
+	len -= 64;
+	while (len >= 64) {
+		x1 = fold16(x1, x0, ld16(buf + 0x00, dst));
+		x2 = fold16(x2, x0, ld16(buf + 0x10, dst ? dst + 0x10 : NULL));
+		x3 = fold16(x3, x0, ld16(buf + 0x20, dst ? dst + 0x20 : NULL));
+		x4 = fold16(x4, x0, ld16(buf + 0x30, dst ? dst + 0x30 : NULL));
+		buf += 64;
+		dst = dst ? dst + 64 : NULL;
+		len -= 64;
 	}
-	return h;
+	/* Four lanes into one. */
+	x0 = _mm_load_si128((const __m128i *)k3k4);
+	x1 = fold16(x1, x0, x2);
+	x1 = fold16(x1, x0, x3);
+	x1 = fold16(x1, x0, x4);
+	return crc_finish(x1, buf, len, dst);
+}
+
+/* 32 bytes of buf, also stored at dst if there is one. */
+__attribute__((target("avx2"), always_inline))
+static inline __m256i ld32(const uint8_t *buf, uint8_t *dst)
+{
+	__m256i y = _mm256_loadu_si256((const __m256i *)buf);
+
+	if (dst)
+		_mm256_storeu_si256((__m256i *)dst, y);
+	return y;
+}
+
+/* fold16() on both 128-bit halves at once (VPCLMULQDQ). */
+__attribute__((target("vpclmulqdq,avx2"), always_inline))
+static inline __m256i fold32(__m256i y, __m256i k, __m256i next)
+{
+	return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(y, k, 0x11), next),
+				_mm256_clmulepi64_epi128(y, k, 0x00));
+}
+
+/*
+ * The same with 256-bit carry-less multiplies where the CPU has them
+ * (VPCLMULQDQ): four 256-bit lanes folded 128 bytes at a time (so each
+ * 128-bit half moves 1024 bits: k = x^(1024+32) and x^(1024-32), computed
+ * as the paper's), then the eight 128-bit halves in memory order into one,
+ * and crc_finish(). len >= 128, a multiple of 16.
+ */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
+static uint32_t crc32_vclmul(uint32_t crc, const uint8_t *buf, size_t len, uint8_t *dst)
+{
+	const __m256i k = _mm256_setr_epi64x(0x01e88ef372, 0x014a7fe880, 0x01e88ef372,
+					     0x014a7fe880);
+	__m128i x0 = _mm_load_si128((const __m128i *)k3k4), x1;
+	__m256i y1, y2, y3, y4;
+
+	y1 = ld32(buf + 0x00, dst);
+	y2 = ld32(buf + 0x20, dst ? dst + 0x20 : NULL);
+	y3 = ld32(buf + 0x40, dst ? dst + 0x40 : NULL);
+	y4 = ld32(buf + 0x60, dst ? dst + 0x60 : NULL);
+	y1 = _mm256_xor_si256(y1, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)crc)));
+	buf += 128;
+	dst = dst ? dst + 128 : NULL;
+	len -= 128;
+	while (len >= 128) {
+		y1 = fold32(y1, k, ld32(buf + 0x00, dst));
+		y2 = fold32(y2, k, ld32(buf + 0x20, dst ? dst + 0x20 : NULL));
+		y3 = fold32(y3, k, ld32(buf + 0x40, dst ? dst + 0x40 : NULL));
+		y4 = fold32(y4, k, ld32(buf + 0x60, dst ? dst + 0x60 : NULL));
+		buf += 128;
+		dst = dst ? dst + 128 : NULL;
+		len -= 128;
+	}
+	x1 = fold16(_mm256_castsi256_si128(y1), x0, _mm256_extracti128_si256(y1, 1));
+	x1 = fold16(x1, x0, _mm256_castsi256_si128(y2));
+	x1 = fold16(x1, x0, _mm256_extracti128_si256(y2, 1));
+	x1 = fold16(x1, x0, _mm256_castsi256_si128(y3));
+	x1 = fold16(x1, x0, _mm256_extracti128_si256(y3, 1));
+	x1 = fold16(x1, x0, _mm256_castsi256_si128(y4));
+	x1 = fold16(x1, x0, _mm256_extracti128_si256(y4, 1));
+	return crc_finish(x1, buf, len, dst);
+}
+
+/* The widest path the CPU has: 2 VPCLMULQDQ, 1 PCLMULQDQ, 0 neither. */
+static int cpu_crc_path(void)
+{
+	static int path = -1;
+	int p = __atomic_load_n(&path, __ATOMIC_RELAXED);
+
+	if (p < 0) {
+		__builtin_cpu_init();
+		p = !__builtin_cpu_supports("pclmul") || !__builtin_cpu_supports("sse4.1") ? 0 :
+		    __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2") ? 2 : 1;
+		__atomic_store_n(&path, p, __ATOMIC_RELAXED);
+	}
+	return p;
 }
 #endif
+
+/* Tests: at most this path (fw_fabric_crc_max_path()). */
+static int crc_path_cap = 2;
+
+void fw_fabric_crc_max_path(int path)
+{
+	__atomic_store_n(&crc_path_cap, path, __ATOMIC_RELAXED);
+}
+
+static int crc_path(void)
+{
+#if defined(__x86_64__)
+	int cap = __atomic_load_n(&crc_path_cap, __ATOMIC_RELAXED), p = cpu_crc_path();
+
+	return p < cap ? p : cap;
+#else
+	return 0;
+#endif
+}
 
 /*
  * zlib's crc32_z(), with the carry-less multiply path for the bulk when the
@@ -127,10 +215,15 @@ static bool have_clmul(void)
 static uLong crc_update(uLong crc, const uint8_t *p, size_t len, uint8_t *dst)
 {
 #if defined(__x86_64__)
-	if (len >= 64 && have_clmul()) {
+	int path = len >= 64 ? crc_path() : 0;
+
+	if (path) {
 		size_t bulk = len & ~(size_t)15;
 
-		crc = ~crc32_clmul(~(uint32_t)crc, p, bulk, dst) & 0xffffffffu;
+		if (path == 2 && bulk >= 128)
+			crc = ~crc32_vclmul(~(uint32_t)crc, p, bulk, dst) & 0xffffffffu;
+		else
+			crc = ~crc32_clmul(~(uint32_t)crc, p, bulk, dst) & 0xffffffffu;
 		p += bulk;
 		dst = dst ? dst + bulk : NULL;
 		len -= bulk;
