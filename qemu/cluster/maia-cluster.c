@@ -27,7 +27,8 @@
  *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
  *    address this host's name resolves to, for --host/hostfile runs);
  *    mixed: the cable an even rank listens for is unix, an odd rank's TCP,
- *    so that one ring runs both stream transports (one machine); dgram: two unix datagram sockets (one per cable end) in that directory,
+ *    so that one ring runs both stream transports (one machine);
+ *    dgram: two unix datagram sockets (one per cable end) in that directory,
  *    a link that keeps no order or delivery promise, so the device's own
  *    retransmission must do the work; udp: the same over two free UDP ports
  *    on --host-addr, with fabric-window=2 (a UDP socket drops what does not

@@ -146,7 +146,6 @@ static const struct maia_sim_ops env_ops = {
 	.fabric_tx = env_fabric_tx,
 };
 
-
 int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t host_size)
 {
 	return env_init_fabric(e, num_queues, hbm_size, host_size, 0, 0, NULL, NULL);
