@@ -18,6 +18,7 @@
 #include <linux/kref.h>
 
 #include "maia_drv.h"
+#include "maia_reset.h"
 
 struct drm_file;
 struct drm_gem_object;
@@ -67,8 +68,8 @@ struct maia_job {
 	 * runs on the ordered reset workqueue, reads and writes it.
 	 */
 	ktime_t hw_fetched_seen;
-	/* Since when it waits for the fabric, 0 if not (timeout handler only). */
-	ktime_t fabric_wait_since;
+	/* Its fabric waits as the timeout handler last saw them (only it). */
+	struct maia_fabric_wait fabric_wait;
 
 	/* Result, written before @hw_fence signals, read after @done signals. */
 	u32 status;			/* DRM_MAIA_JOB_* */

@@ -12,8 +12,8 @@
  * long job is not killed for waiting behind others. On hardware 1.0, which
  * has no FETCHED register, the clock starts at the doorbell. A job the
  * device reports waiting for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) is not
- * hung either, for up to fabric_wait_max_ms: the device bounds that wait,
- * and the clock starts again when it ends.
+ * hung either, for up to fabric_wait_max_ms per wait: the device bounds
+ * each wait, and the clock starts again when it ends or a new one begins.
  *
  * Recovery, one at a time on the ordered reset workqueue: stop every
  * scheduler, reset the device, retire the jobs that were on it by what
@@ -63,21 +63,30 @@ unsigned int maia_reset_job_timeout_ms(void)
 }
 
 /*
- * Whether a queue whose job the device reports waiting for the fabric since
- * @since (0: not seen waiting before, set now) is exempt from the hang
- * verdict: for fabric_wait_max_ms at most, so that a command with a huge
- * timeout_ms cannot hold a hardware queue for ever.
+ * Whether a queue whose job the device reports waiting for the fabric is
+ * exempt from the hang verdict: for fabric_wait_max_ms of one wait at most,
+ * so that a command with a huge timeout_ms cannot hold a hardware queue for
+ * ever. @fw holds what the last check saw. One wait is one command: from
+ * hardware 1.4 a new wait (MAIA_Q_FABRIC_WAITS moved, as in a group job of
+ * many collectives) starts the clock again; before, one job's waits add up.
  */
 bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
-			       ktime_t *since)
+			       struct maia_fabric_wait *fw)
 {
 	if (!(maia_rd(mdev, MAIA_REG_Q(hwq, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT)) {
-		*since = 0;
+		fw->since = 0;
 		return false;
 	}
-	if (!*since)
-		*since = now;
-	return ktime_ms_delta(now, *since) < READ_ONCE(maia_fabric_wait_max_ms);
+	if (maia_hw_has(mdev, MAIA_HW_REVISION_FABRIC_WAITS)) {
+		u32 waits = maia_rd(mdev, MAIA_REG_Q(hwq, MAIA_Q_FABRIC_WAITS));
+
+		if (waits != fw->waits)
+			fw->since = 0;
+		fw->waits = waits;
+	}
+	if (!fw->since)
+		fw->since = now;
+	return ktime_ms_delta(now, fw->since) < READ_ONCE(maia_fabric_wait_max_ms);
 }
 
 /* Interruptible: 0, or -EINTR when a signal came first. */
@@ -232,7 +241,7 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 	 * answer) is bounded by the device's own timeout and link checks: its
 	 * clock starts again when it stops waiting.
 	 */
-	if (maia_reset_fabric_wait_ok(mdev, sq->hwq.index, now, &job->fabric_wait_since)) {
+	if (maia_reset_fabric_wait_ok(mdev, sq->hwq.index, now, &job->fabric_wait)) {
 		job->hw_fetched_seen = now;
 		goto not_hung;
 	}

@@ -14,6 +14,15 @@
 
 struct maia_job;
 
+/*
+ * A hang check's view of one queue's fabric waits: since when its job waits
+ * (0: not seen waiting) and MAIA_Q_FABRIC_WAITS then (hardware 1.4).
+ */
+struct maia_fabric_wait {
+	ktime_t since;
+	u32 waits;
+};
+
 struct maia_reset {
 	struct maia_device *mdev;
 	/*
@@ -43,7 +52,7 @@ void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
 unsigned int maia_reset_job_timeout_ms(void);
 bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
-			       ktime_t *since);
+			       struct maia_fabric_wait *fw);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 
 #endif /* __MAIA_RESET_H__ */

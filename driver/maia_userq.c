@@ -90,7 +90,7 @@ struct maia_userq {
 	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
 	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
 	ktime_t wd_since;		/* and when */
-	ktime_t wd_fabric_since;	/* watchdog: waiting for the fabric since, or 0 */
+	struct maia_fabric_wait wd_fabric;	/* watchdog: its fabric waits, last seen */
 };
 
 static u32 maia_userq_rd(struct maia_userq *uq, u32 reg)
@@ -230,7 +230,7 @@ static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
  * Watchdog: a queue whose job (FETCHED ahead of COMPLETED) has seen no
  * completion for job_timeout_ms is hung and stopped; a job the device says
  * waits for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) restarts the clock, for
- * up to fabric_wait_max_ms. Skips a turn while a reset runs.
+ * up to fabric_wait_max_ms per wait. Skips a turn while a reset runs.
  */
 static void maia_userq_watchdog(struct work_struct *work)
 {
@@ -263,11 +263,11 @@ static void maia_userq_watchdog(struct work_struct *work)
 		if (fetched == completed || completed != uq->wd_completed) {
 			uq->wd_completed = completed;
 			uq->wd_since = now;
-			uq->wd_fabric_since = 0;
+			uq->wd_fabric.since = 0;
 			continue;
 		}
 		/* Waiting for the fabric is bounded by the device, not hung. */
-		if (maia_reset_fabric_wait_ok(mdev, uq->slot->hwq, now, &uq->wd_fabric_since)) {
+		if (maia_reset_fabric_wait_ok(mdev, uq->slot->hwq, now, &uq->wd_fabric)) {
 			uq->wd_since = now;
 			continue;
 		}

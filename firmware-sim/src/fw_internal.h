@@ -158,6 +158,7 @@ struct fw_queue {
 	/* MAIA_Q_STATUS_FABRIC_WAIT: job parked on a fabric operation (gen's) */
 	bool fabric_wait;
 	uint64_t fabric_wait_gen;
+	uint32_t fabric_waits;		/* MAIA_Q_FABRIC_WAITS (1.4): waits begun */
 	/* Worker-owned. */
 	struct fw_job job;
 };

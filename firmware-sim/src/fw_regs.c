@@ -66,6 +66,7 @@ static bool queue_reg_read(struct maia_sim *sim, unsigned int qi, uint32_t reg,
 	case MAIA_Q_SHADOW_HI:	*val = (uint32_t)(q->shadow >> 32); break;
 	case MAIA_Q_ASID:	*val = q->asid_bind; break;
 	case MAIA_Q_IRQ:	*val = q->irq; break;
+	case MAIA_Q_FABRIC_WAITS: *val = q->fabric_waits; break;
 	default:
 		return false;
 	}
@@ -246,6 +247,7 @@ static void queue_ctrl_locked(struct maia_sim *sim, unsigned int qi, uint32_t va
 		q->tail = 0;
 		q->completed = 0;
 		q->fetched = 0;
+		q->fabric_waits = 0;
 		q->waiting = false;
 		q->enabled = true;
 		__atomic_add_fetch(&q->gen, 1, __ATOMIC_RELEASE);

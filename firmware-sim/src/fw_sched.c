@@ -496,6 +496,9 @@ static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 	/* Published for MAIA_Q_STATUS by the job's owner, under the lock. */
 	sim->queues[qi].fabric_wait = sim->queues[qi].job.state == FW_JOB_FABRIC_WAIT;
 	sim->queues[qi].fabric_wait_gen = sim->queues[qi].job.gen;
+	/* A run ends in FABRIC_WAIT only after parking anew (a done wait resumes). */
+	if (sim->queues[qi].fabric_wait)
+		sim->queues[qi].fabric_waits++;
 	sim->worker_busy = false;
 	sim->running_queue = -1;
 	pthread_cond_broadcast(&sim->idle_cond);

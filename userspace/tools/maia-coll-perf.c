@@ -34,9 +34,12 @@
  * DMA).
  * --fence waits for each size's collectives through maia_comm_fence() and
  * maia_fence_wait() instead of maia_comm_sync(). --stagger-ms MS submits
- * rank 0's call MS ms before the others' (no group), so that its job
- * waits alone for its peers: longer than the driver's job_timeout_ms, that
- * must not count as a hang.
+ * rank 0's calls (all --warmup + --iters of them, as one group: one job)
+ * first, and every other rank's calls one by one MS ms apart, so that its
+ * job waits alone for its peers once per call, MS ms each: longer than
+ * the driver's job_timeout_ms, that must not count as a hang, and all the
+ * waits of the job together longer than its fabric_wait_max_ms must not
+ * either (each wait is bounded, not the job).
  *
  * --fabric-bench (two or more devices, ring-cabled) measures the fabric's
  * mechanics instead, beside what the same guest does without it: a 64 MiB
@@ -296,6 +299,53 @@ static uint64_t count_wrong(const void *recv, unsigned int coll, unsigned int re
 	return wrong;
 }
 
+/* One collective call of @coll on @comm. */
+static int coll_call(struct maia_comm *comm, unsigned int coll, uint64_t s, uint64_t d,
+		     uint64_t count, unsigned int dtype, unsigned int redop)
+{
+	switch (coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		return maia_all_reduce(comm, s, d, count, dtype, redop);
+	case MAIA_COLL_ALL_GATHER:
+		return maia_all_gather(comm, s, d, count, dtype);
+	case MAIA_COLL_REDUCE_SCATTER:
+		return maia_reduce_scatter(comm, s, d, count, dtype, redop);
+	case MAIA_COLL_BROADCAST:
+		return maia_broadcast(comm, s, d, count, dtype, 0);
+	default:
+		return maia_all_to_all(comm, s, d, count, dtype);
+	}
+}
+
+/*
+ * --stagger-ms: rank 0's @calls calls go into one group (one job), which
+ * then waits alone for its peers; every other rank makes each call
+ * stagger_ms after the last, so that the job waits for the fabric once per
+ * collective, each wait stagger_ms long.
+ */
+static int run_staggered(struct maia_comm **comms, struct rank_bufs *b, int nlocal,
+			 unsigned int coll, uint64_t count, unsigned int dtype,
+			 unsigned int redop, unsigned int calls)
+{
+	struct timespec ts = { opt.stagger_ms / 1000, (long)(opt.stagger_ms % 1000) * 1000000 };
+	unsigned int it;
+	int r, err = 0;
+
+	maia_group_start();
+	for (it = 0; it < calls && !err; it++)
+		err = coll_call(comms[0], coll, maia_bo_va(b[0].send), maia_bo_va(b[0].recv),
+				count, dtype, redop);
+	if (maia_group_end() && !err)
+		err = -EIO;
+	for (it = 0; it < calls && !err; it++) {
+		nanosleep(&ts, NULL);
+		for (r = 1; r < nlocal && !err; r++)
+			err = coll_call(comms[r], coll, maia_bo_va(b[r].send),
+					maia_bo_va(b[r].recv), count, dtype, redop);
+	}
+	return err;
+}
+
 static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlocal,
 		   unsigned int coll, const char *opname, unsigned int dtype, unsigned int redop,
 		   uint64_t bytes, uint64_t *wrong_total)
@@ -303,6 +353,7 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 	unsigned int esize = dtype == MAIA_DTYPE_FP32 ? 4 : 2;
 	uint64_t count = bytes / esize, scount, rcount, wrong = 0;
 	double t0, dt, algbw, busbw;
+	char why[512] = "";
 	unsigned int it;
 	int r, err = 0;
 
@@ -311,54 +362,36 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 		fill_input(b[r].send_cpu, dtype, grank(r), scount);
 		memset(b[r].recv_cpu, 0xff, rcount * esize);
 	}
-	t0 = 0;
-	for (it = 0; it < opt.warmup + opt.iters && !err; it++) {
+	t0 = now_s();
+	if (opt.stagger_ms)
+		err = run_staggered(comms, b, nlocal, coll, count, dtype, redop,
+				    opt.warmup + opt.iters);
+	for (it = 0; it < opt.warmup + opt.iters && !err && !opt.stagger_ms; it++) {
 		if (it == opt.warmup)
 			t0 = now_s();
-		if (!opt.stagger_ms)
-			maia_group_start();
-		for (r = 0; r < nlocal && !err; r++) {
-			uint64_t s = maia_bo_va(b[r].send), d = maia_bo_va(b[r].recv);
-
-			if (r == 1 && opt.stagger_ms) {
-				/* Rank 0's job waits alone for its peers meanwhile. */
-				struct timespec ts = { opt.stagger_ms / 1000,
-						       (long)(opt.stagger_ms % 1000) * 1000000 };
-
-				nanosleep(&ts, NULL);
-			}
-
-			switch (coll) {
-			case MAIA_COLL_ALL_REDUCE:
-				err = maia_all_reduce(comms[r], s, d, count, dtype, redop);
-				break;
-			case MAIA_COLL_ALL_GATHER:
-				err = maia_all_gather(comms[r], s, d, count, dtype);
-				break;
-			case MAIA_COLL_REDUCE_SCATTER:
-				err = maia_reduce_scatter(comms[r], s, d, count, dtype, redop);
-				break;
-			case MAIA_COLL_BROADCAST:
-				err = maia_broadcast(comms[r], s, d, count, dtype, 0);
-				break;
-			default:
-				err = maia_all_to_all(comms[r], s, d, count, dtype);
-				break;
-			}
-		}
-		if (!opt.stagger_ms && maia_group_end() && !err)
+		maia_group_start();
+		for (r = 0; r < nlocal && !err; r++)
+			err = coll_call(comms[r], coll, maia_bo_va(b[r].send),
+					maia_bo_va(b[r].recv), count, dtype, redop);
+		if (maia_group_end() && !err)
 			err = -EIO;
 	}
+	/* The first failure's message: a later rank's wait clears the last error. */
+	if (err)
+		snprintf(why, sizeof(why), "%s", maia_last_error());
 	for (r = 0; r < nlocal; r++) {
 		int e = opt.fence ? wait_fence(comms[r]) : maia_comm_sync(comms[r], WAIT_NS);
 
-		if (e && !err)
+		if (e && !err) {
 			err = e;
+			snprintf(why, sizeof(why), "%s", maia_last_error());
+		}
 	}
 	dt = (now_s() - t0) / opt.iters;
 	if (err) {
 		fprintf(stderr, "maia-coll-perf: %s %s %" PRIu64 " bytes: %s\n", opname,
-			dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", bytes, maia_last_error());
+			dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", bytes,
+			why[0] ? why : strerror(-err));
 		return err;
 	}
 	for (r = 0; r < nlocal; r++)

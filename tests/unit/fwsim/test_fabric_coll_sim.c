@@ -478,6 +478,66 @@ static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend)
  * MAIA_Q_STATUS (FABRIC_WAIT), which a driver's hang check must skip; the
  * bit goes once the collective is done.
  */
+static uint32_t fabric_waits(unsigned int dev)
+{
+	return rd(&nodes[dev].e, MAIA_REG_Q(0, MAIA_Q_FABRIC_WAITS));
+}
+
+/* Until device 0's queue 0 has begun @want fabric waits and is waiting; false at the guard. */
+static bool wait_fabric_waits(uint32_t want)
+{
+	uint64_t t_end = now_ms() + HANG_GUARD_MS;
+
+	while (now_ms() < t_end) {
+		if (fabric_waits(0) == want &&
+		    (rd(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * MAIA_Q_FABRIC_WAITS (1.4): one job of two collectives on rank 0 waits
+ * twice, and the count shows each wait as it begins, so that a driver can
+ * tell a job that moves from one wait to the next from one stuck in a wait.
+ */
+static void test_fabric_waits_count(void)
+{
+	struct outcome oa = { .wrong = 0 }, ob = { .wrong = 0 };
+	uint32_t w0 = fabric_waits(0), w1 = fabric_waits(1);
+	struct trial a, b;
+	struct cmdbuf cb;
+	bool first, second;
+
+	prepare(&a, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1000, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	prepare(&b, MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 300, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	cb_init(&cb);
+	cb_add(&cb, &a.k[0], sizeof(a.k[0]));
+	cb_add(&cb, &b.k[0], sizeof(b.k[0]));
+	a.irqs[0] = irq_count(&nodes[0].e, MAIA_VEC_QUEUE(a.qi));
+	a.slot[0] = queue_push(&nodes[0].e, &nodes[0].q[a.qi], cb_to_host(&nodes[0].e, &cb),
+			       cb.len, 0, 0, a.k[0].seq, true);
+	first = wait_fabric_waits(w0 + 1);
+	submit(&a, 1);
+	collect(&a, 1, &oa);
+	/* Rank 0's job goes on to its second collective and waits again. */
+	second = wait_fabric_waits(w0 + 2);
+	submit(&b, 1);
+	collect(&b, 1, &ob);
+	collect(&a, 0, &oa);
+	ob.status[0] = oa.status[0];
+	finish_trial(&a, &oa, true);
+	finish_trial(&b, &ob, true);
+	tap_ok(first && second && all_ok(&oa) && all_ok(&ob) && !oa.wrong && !ob.wrong &&
+	       fabric_waits(0) == w0 + 2 && fabric_waits(1) == w1 + 2,
+	       "one job of two collectives on rank 0: Q_FABRIC_WAITS %u -> +1 (%s), +2 (%s), both OK, #wrong %ld+%ld; rank 1's two jobs +%u",
+	       w0, first ? "seen" : "not seen", second ? "seen" : "not seen", oa.wrong, ob.wrong,
+	       fabric_waits(1) - w1);
+}
+
 static void test_fabric_wait_status(void)
 {
 	uint32_t st0 = 0, st1;
@@ -505,6 +565,7 @@ static void test_fabric_wait_status(void)
 	tap_ok(all_ok(&o) && o.wrong == 0 && !st0 && !st1,
 	       "rank 1 joins: both OK, #wrong = %ld, Q_STATUS 0x%x 0x%x (the wait is over)",
 	       o.wrong, st0, st1);
+	test_fabric_waits_count();
 	ring_down();
 }
 
