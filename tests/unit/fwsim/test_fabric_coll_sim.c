@@ -52,6 +52,8 @@ struct dir {
 	uint32_t loss_ppm;
 	uint64_t rng;
 	unsigned long lost;
+	unsigned int flip_every;	/* every Nth frame with a payload: one bit flipped */
+	unsigned long payload_frames, flipped;
 };
 
 struct node {
@@ -107,6 +109,22 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 	return 0;
 }
 
+/*
+ * A copy of frame with one payload bit flipped (d->rng picks it), as a
+ * noisy cable delivers it: only the CRC can tell.
+ */
+static void rx_flipped(struct dir *d, const void *frame, size_t len)
+{
+	uint8_t *bad = malloc(len);
+	size_t bit = (d->rng >> 20) % ((len - MAIA_FABRIC_MIN_FRAME) * 8);
+
+	memcpy(bad, frame, len);
+	bad[MAIA_FABRIC_MIN_FRAME + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	maia_sim_fabric_rx(d->to->sim, d->to_port, bad, len);
+	free(bad);
+	d->flipped++;
+}
+
 /* On the sending device's fabric thread. */
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
@@ -118,8 +136,13 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 	if (d->to) {
 		ret = 0;
 		d->rng = d->rng * 6364136223846793005ull + 1442695040888963407ull;
+		if (len > MAIA_FABRIC_MIN_FRAME)
+			d->payload_frames++;
 		if (d->loss_ppm && (d->rng >> 33) % 1000000u < d->loss_ppm)
 			d->lost++;
+		else if (d->flip_every && len > MAIA_FABRIC_MIN_FRAME &&
+			 d->payload_frames % d->flip_every == 0)
+			rx_flipped(d, frame, len);
 		else
 			maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
 	}
@@ -419,7 +442,11 @@ static void measure(unsigned int n)
 	free(b);
 }
 
-static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend)
+/*
+ * n devices in a ring, 8 collectives; loss_ppm frames lost, or every
+ * flip_every-th frame with a payload corrupted, on the cable 0 -> 1.
+ */
+static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend, unsigned int flip_every)
 {
 	static const struct {
 		unsigned int coll, dtype, redop;
@@ -442,13 +469,16 @@ static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend)
 	if (!tap_ok(ring_up_lend(n, loss_ppm, lend), "%u devices cabled in a ring%s: every port UP",
 		    n, lend ? " (DATA frames lent)" : ""))
 		return;
+	nodes[0].out[SEND_PORT].flip_every = flip_every;
 	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct outcome o = run(t[i].coll, t[i].dtype, t[i].redop, t[i].count, t[i].chunk,
 				       t[i].in_place, -1, LONG_TIMEOUT_MS);
 
 		tap_ok(all_ok(&o) && o.wrong == 0,
 		       "%u devices%s: %s %s count %llu%s: every job OK, #wrong = %ld",
-		       n, loss_ppm ? " (5% loss on one cable)" : "", coll_name[t[i].coll],
+		       n, loss_ppm ? " (5% loss on one cable)" :
+		       flip_every ? " (a bit flipped in some frames of one cable)" : "",
+		       coll_name[t[i].coll],
 		       t[i].dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16",
 		       (unsigned long long)t[i].count, t[i].in_place ? " in place" : "", o.wrong);
 	}
@@ -461,6 +491,17 @@ static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend)
 		tap_ok(retx > 0 && nodes[0].out[SEND_PORT].lost > 0,
 		       "%u devices: %lu frames lost on the cable, %lu retransmitted", n,
 		       nodes[0].out[SEND_PORT].lost, retx);
+	} else if (flip_every) {
+		struct maia_sim_fabric_port_info info;
+		struct dir *d = &nodes[0].out[SEND_PORT];
+
+		maia_sim_fabric_port_info(nodes[1].e.sim, RECV_PORT, &info);
+		tap_ok(d->flipped >= 2 && info.rx_dropped >= d->flipped,
+		       "%u devices: %lu frames of %lu with a payload bit flipped on the cable, %llu "
+		       "frames dropped by the receiver (CRC checked on a copied frame)",
+		       n, d->flipped, d->payload_frames, (unsigned long long)info.rx_dropped);
+		d->flip_every = 0;
+		measure(n);
 	} else {
 		measure(n);
 	}
@@ -839,9 +880,9 @@ static void test_failed_leftovers(void)
 
 int main(void)
 {
-	test_ring(2, 0, false);
-	test_ring(3, 50000, true);
-	test_ring(4, 0, true);
+	test_ring(2, 0, false, 37);
+	test_ring(3, 50000, true, 0);
+	test_ring(4, 0, true, 0);
 	test_fabric_wait_status();
 	test_failure(3);
 	test_cable_pulled();
