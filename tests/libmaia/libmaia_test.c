@@ -454,6 +454,33 @@ TEST(comm_id_derive)
 }
 
 /*
+ * An id makes one communicator per device: a second init with it is refused
+ * at once (the device would drop its chunks as stale and time out), also
+ * after the first is gone; a derived id works; a refused init leaves the id
+ * unused.
+ */
+TEST_F(dev, comm_id_single_use)
+{
+	struct maia_comm_id id, next;
+	struct maia_comm *a, *b;
+
+	ASSERT_EQ(0, maia_comm_get_unique_id(&id));
+	ASSERT_EQ(0, maia_comm_init_rank(&a, self->dev, 1, &id, 0));
+	EXPECT_EQ(-EINVAL, maia_comm_init_rank(&b, self->dev, 1, &id, 0));
+	EXPECT_NE(NULL, strstr(maia_last_error(), "single-use"));
+	maia_comm_destroy(a);
+	EXPECT_EQ(-EINVAL, maia_comm_init_rank(&b, self->dev, 1, &id, 0));
+	ASSERT_EQ(0, maia_comm_id_derive(&id, 1, &next));
+	ASSERT_EQ(0, maia_comm_init_rank(&b, self->dev, 1, &next, 0));
+	maia_comm_destroy(b);
+	/* Refused for its arguments: the id is still free afterwards. */
+	ASSERT_EQ(0, maia_comm_id_derive(&id, 2, &next));
+	EXPECT_EQ(-EINVAL, maia_comm_init_rank(&b, self->dev, 1, &next, 1));
+	ASSERT_EQ(0, maia_comm_init_rank(&b, self->dev, 1, &next, 0));
+	maia_comm_destroy(b);
+}
+
+/*
  * Choosing the all-reduce algorithm (MAIA_COMM_ALGO, maia_comm_set_algorithm):
  * unknown ones are refused, gather-reduce only up to its 64 KiB of inputs,
  * and what is accepted runs (one rank: the device still checks the command).

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 4
+#define LIBMAIA_VERSION_MINOR 5
 
 struct maia_device;
 
@@ -521,6 +521,10 @@ int maia_comm_get_unique_id(struct maia_comm_id *id);
  */
 int maia_comm_id_derive(const struct maia_comm_id *base, uint32_t index,
 			struct maia_comm_id *out);
+/*
+ * An id makes one communicator, as NCCL's (since 1.5: a second init with the
+ * same id on the same device in this process is refused with -EINVAL).
+ */
 int maia_comm_init_rank(struct maia_comm **comm, struct maia_device *dev, int nranks,
 			const struct maia_comm_id *id, int rank);
 /* devs[i] becomes rank i; checks that they are cabled as a ring in that order. */

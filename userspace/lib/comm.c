@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +216,62 @@ static int env_algo(void)
 			  v);
 }
 
+/*
+ * Ids are single-use, as NCCL's. A second communicator with the same id on
+ * the same device would start its sequence numbers again, and the device
+ * would take its messages for the first one's late ones (stale: dropped):
+ * its first collective would time out. This process refuses that at once.
+ * The ids it used, per device: the last USED_IDS of them.
+ */
+#define USED_IDS		256u
+struct used_id {
+	uint32_t comm_id;
+	char pci_address[16];
+};
+static pthread_mutex_t used_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct used_id used_ids[USED_IDS];	/* under used_lock, a ring */
+static unsigned int used_n;			/* under used_lock: ever claimed */
+
+static struct used_id *used_find_locked(uint32_t comm_id, const struct maia_device *dev)
+{
+	unsigned int n = used_n < USED_IDS ? used_n : USED_IDS;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (used_ids[i].comm_id == comm_id &&
+		    !strcmp(used_ids[i].pci_address, dev->pci_address))
+			return &used_ids[i];
+	return NULL;
+}
+
+/* False if this process already used comm_id on dev; else it is now used. */
+static bool id_claim(uint32_t comm_id, const struct maia_device *dev)
+{
+	struct used_id *u;
+	bool ok;
+
+	pthread_mutex_lock(&used_lock);
+	ok = !used_find_locked(comm_id, dev);
+	if (ok) {
+		u = &used_ids[used_n++ % USED_IDS];
+		u->comm_id = comm_id;
+		snprintf(u->pci_address, sizeof(u->pci_address), "%s", dev->pci_address);
+	}
+	pthread_mutex_unlock(&used_lock);
+	return ok;
+}
+
+/* A communicator that was never made: its id was not used after all. */
+static void id_unclaim(uint32_t comm_id, const struct maia_device *dev)
+{
+	struct used_id *u;
+
+	pthread_mutex_lock(&used_lock);
+	u = used_find_locked(comm_id, dev);
+	if (u)
+		u->comm_id = 0;		/* ids are never 0 */
+	pthread_mutex_unlock(&used_lock);
+}
+
 static int comm_create(struct maia_comm **out, struct maia_device *dev, int nranks, int rank,
 		       uint32_t comm_id)
 {
@@ -269,7 +326,15 @@ MAIA_EXPORT int maia_comm_init_rank(struct maia_comm **comm, struct maia_device 
 	err = comm_check_ports(dev, nranks, NULL, NULL);
 	if (err)
 		return err;
-	return comm_create(comm, dev, nranks, rank, cid.comm_id);
+	if (!id_claim(cid.comm_id, dev))
+		return maia_error(-EINVAL, "maia_comm_init_rank: this id already made a communicator "
+				  "on device %s: ids are single-use (a new one from "
+				  "maia_comm_get_unique_id(), or maia_comm_id_derive())",
+				  dev->pci_address);
+	err = comm_create(comm, dev, nranks, rank, cid.comm_id);
+	if (err)
+		id_unclaim(cid.comm_id, dev);
+	return err;
 }
 
 MAIA_EXPORT int maia_comm_init_all(struct maia_comm **comms, struct maia_device *const *devs,
