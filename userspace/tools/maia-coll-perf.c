@@ -721,6 +721,7 @@ int main(int argc, char **argv)
 	struct maia_comm *comms[MAX_DEV] = { 0 };
 	struct rank_bufs bufs[MAX_DEV] = { 0 };
 	uint64_t wrong = 0, bytes;
+	char devices[48] = "";
 	int c, n, nlocal, r, failed = 0;
 	unsigned int o, d, rd;
 
@@ -810,6 +811,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maia-coll-perf: %s\n", maia_last_error());
 		return 1;
 	}
+	/* Say which devices only when --first-dev moved them: the default output stays. */
+	if (opt.first_dev && nlocal > 1)
+		snprintf(devices, sizeof(devices), " (devices %d..%d)", opt.first_dev,
+			 opt.first_dev + nlocal - 1);
+	else if (opt.first_dev)
+		snprintf(devices, sizeof(devices), " (device %d)", opt.first_dev);
 	for (o = 0; o < sizeof(ops) / sizeof(ops[0]) && !opt.fabric_bench; o++) {
 		bool reduces = ops[o].coll == MAIA_COLL_ALL_REDUCE ||
 			       ops[o].coll == MAIA_COLL_REDUCE_SCATTER;
@@ -846,13 +853,10 @@ int main(int argc, char **argv)
 					break;
 				if (reduces && strcmp(opt.redop, "all") && strcmp(opt.redop, rn[rd]))
 					continue;
-				if (!opt.json && opt.first_dev && opt.rank < 0)
-					printf("# devices %d..%d\n", opt.first_dev,
-					       opt.first_dev + nlocal - 1);
 				if (!opt.json)
-					printf("# %s %s%s%s, %d ranks, buffers in %s\n#%11s %12s %6s "
+					printf("# %s %s%s%s, %d ranks%s, buffers in %s\n#%11s %12s %6s "
 					       "%4s %10s %8s %8s %8s\n", ops[o].name, d ? "bf16" : "fp32",
-					       reduces ? " " : "", reduces ? rn[rd] : "", n,
+					       reduces ? " " : "", reduces ? rn[rd] : "", n, devices,
 					       opt.mem == MAIA_BO_HBM ? "hbm" : "host", "size",
 					       "count", "type", "op", "time(us)", "algbw", "busbw",
 					       "#wrong");
