@@ -2,7 +2,7 @@
 /*
  * maia-cluster: one rank of a Maia fabric cluster, started by mpirun.
  *
- *   mpirun -np N maia-cluster [--link unix|tcp|mixed|dgram|udp] [--host-addr ADDR]
+ *   mpirun -np N maia-cluster [--link KIND[,KIND...]|mixed] [--host-addr ADDR]
  *          [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]
  *          [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--qemu-arg ARG]...
  *          [--module-args ARGS]
@@ -22,17 +22,22 @@
  *    communicator the ranks form; after a failure the survivors take the
  *    next one, which needs no message between them; a guest program can
  *    derive more from {id0} itself (Documentation/cluster.rst).
- *  - Every rank picks its listening address and they MPI_Allgather them:
+ *  - Cable k runs from rank k's port 0 to rank k+1's port 1 (rank k
+ *    "listens for" it); --link is a comma-separated list of KINDs, and
+ *    cable k is of kind entry k mod the list's length (default unix).
+ *    Every rank picks the addresses of its cable ends and they
+ *    MPI_Allgather them:
  *    unix: a socket in a per-job directory under /tmp (one machine);
  *    tcp: a free TCP port on --host-addr (default 127.0.0.1; "auto" is the
  *    address this host's name resolves to, for --host/hostfile runs);
- *    mixed: the cable an even rank listens for is unix, an odd rank's TCP,
- *    so that one ring runs both stream transports (one machine);
- *    dgram: two unix datagram sockets (one per cable end) in that directory,
- *    a link that keeps no order or delivery promise, so the device's own
- *    retransmission must do the work; udp: the same over two free UDP ports
- *    on --host-addr, with fabric-window=2 (a UDP socket drops what does not
- *    fit its buffer: see Documentation/cluster.rst).
+ *    dgram: a unix datagram socket per cable end in that directory, a link
+ *    that keeps no order or delivery promise, so the device's own
+ *    retransmission must do the work; udp: the same over a free UDP port
+ *    per cable end on --host-addr. A rank with a udp cable end gets the
+ *    device property fabric-window=2 (a UDP socket drops what does not fit
+ *    its buffer: see Documentation/cluster.rst).
+ *    mixed is unix,tcp: the cable an even rank listens for is unix, an odd
+ *    rank's TCP, so that one ring runs both stream transports (one machine).
  *  - Barriers: each QEMU gets a virtio-serial port "maia.cluster" on a
  *    unix socket in the job directory. A guest writes "ready" on it
  *    (maia-cluster-sync) and gets "go" once every rank's guest has asked
@@ -80,10 +85,16 @@
 #define ADDR_LEN	160
 #define ARG_LEN		512
 
-enum link_kind { LINK_UNIX, LINK_TCP, LINK_MIXED, LINK_DGRAM, LINK_UDP };
+enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP };
+
+static const char *const link_names[] = { "unix", "tcp", "dgram", "udp" };
+
+#define MAX_LINKS	16		/* entries of a --link list */
 
 static struct {
-	enum link_kind link;
+	enum link_kind links[MAX_LINKS];	/* --link: cable k is links[k % nlinks] */
+	int nlinks;
+	const char *link_arg;		/* --link as given */
 	const char *host_addr;
 	int ids;
 	int timeout;
@@ -97,11 +108,16 @@ static struct {
 	const char *qemu_args[16];	/* --qemu-arg, {rank} replaced */
 	int nqemu_args;
 } opt = {
-	.link = LINK_UNIX, .host_addr = "127.0.0.1", .ids = 4, .timeout = 240,
+	.links = { LINK_UNIX }, .nlinks = 1, .link_arg = "unix",
+	.host_addr = "127.0.0.1", .ids = 4, .timeout = 240,
 	.memory = "1G", .kill_rank = -1,
 };
 
-/* What every rank publishes: where its cable ends listen. */
+/*
+ * What every rank publishes: where its cable ends listen. port[0] and
+ * path belong to the cable this rank listens for (its port 0's), port[1]
+ * to its port 1's end of the cable from the previous rank (udp only).
+ */
 struct rank_addr {
 	char host[64];
 	char path[ADDR_LEN];	/* unix: fabric0's socket; dgram: the prefix of two */
@@ -174,17 +190,17 @@ static void resolve_host(char *out, size_t size)
 	freeaddrinfo(ai);
 }
 
-/* The stream cable rank `server` listens for: unix or TCP (--link mixed: by its parity). */
-static bool cable_is_tcp(int server)
+/* The kind of cable k, the one from rank k's port 0 to rank k+1's port 1. */
+static enum link_kind cable_kind(int k)
 {
-	return opt.link == LINK_TCP || (opt.link == LINK_MIXED && (server & 1));
+	return opt.links[k % opt.nlinks];
 }
 
 /* -netdev stream options of one cable end: the rank at `at` listens for it. */
 static void stream_end(char *nd, const char *id, const struct rank_addr *at, int at_rank,
 		       bool server)
 {
-	if (cable_is_tcp(at_rank))
+	if (cable_kind(at_rank) == LINK_TCP)
 		snprintf(nd, ARG_LEN, "stream,id=%s,server=%s,addr.type=inet,addr.host=%s,"
 			 "addr.port=%d%s", id, server ? "on" : "off", at->host, at->port[0],
 			 server ? "" : ",reconnect-ms=100");
@@ -193,7 +209,7 @@ static void stream_end(char *nd, const char *id, const struct rank_addr *at, int
 			 server ? "on" : "off", at->path, server ? "" : ",reconnect-ms=100");
 }
 
-/* The -netdev options of this rank's two cable ends. */
+/* The -netdev options of this rank's two cable ends: cable rank, then cable rank-1. */
 static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 {
 	int prank = (rank + nranks - 1) % nranks;
@@ -201,28 +217,65 @@ static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 	const struct rank_addr *next = &all[(rank + 1) % nranks];
 	const struct rank_addr *prev = &all[prank];
 
-	switch (opt.link) {
+	switch (cable_kind(rank)) {
 	case LINK_UNIX:
 	case LINK_TCP:
-	case LINK_MIXED:
 		stream_end(nd[0], "fab0", me, rank, true);
-		stream_end(nd[1], "fab1", prev, prank, false);
 		break;
 	case LINK_DGRAM:
 		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=unix,local.path=%s.p0,"
 			 "remote.type=unix,remote.path=%s.p1", me->path, next->path);
-		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=unix,local.path=%s.p1,"
-			 "remote.type=unix,remote.path=%s.p0", me->path, prev->path);
 		break;
 	case LINK_UDP:
 		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=inet,local.host=%s,"
 			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
 			 me->host, me->port[0], next->host, next->port[1]);
+		break;
+	}
+	switch (cable_kind(prank)) {
+	case LINK_UNIX:
+	case LINK_TCP:
+		stream_end(nd[1], "fab1", prev, prank, false);
+		break;
+	case LINK_DGRAM:
+		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=unix,local.path=%s.p1,"
+			 "remote.type=unix,remote.path=%s.p0", me->path, prev->path);
+		break;
+	case LINK_UDP:
 		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=inet,local.host=%s,"
 			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
 			 me->host, me->port[1], prev->host, prev->port[0]);
 		break;
 	}
+}
+
+/* --link: "mixed", or KIND[,KIND...]. */
+static void parse_links(const char *arg)
+{
+	char *list, *save = NULL, *t;
+	size_t k;
+
+	opt.link_arg = arg;
+	if (!strcmp(arg, "mixed"))
+		arg = "unix,tcp";
+	list = strdup(arg);
+	if (!list)
+		die("out of memory");
+	opt.nlinks = 0;
+	for (t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		for (k = 0; k < sizeof(link_names) / sizeof(link_names[0]); k++)
+			if (!strcmp(t, link_names[k]))
+				break;
+		if (k == sizeof(link_names) / sizeof(link_names[0]))
+			die("--link %s: '%s' is not unix, tcp, dgram or udp (or the whole of "
+			    "mixed)", opt.link_arg, t);
+		if (opt.nlinks == MAX_LINKS)
+			die("--link %s: at most %d entries", opt.link_arg, MAX_LINKS);
+		opt.links[opt.nlinks++] = (enum link_kind)k;
+	}
+	free(list);
+	if (!opt.nlinks)
+		die("--link %s: no link kind", opt.link_arg);
 }
 
 /* Id g of the job (maia_comm_id_derive of the base), in hex. */
@@ -479,8 +532,10 @@ static const char *default_run_guest(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link unix|tcp|mixed|dgram|udp] "
+	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link KIND[,KIND...]|mixed] "
 		"[--host-addr ADDR|auto]\n"
+		"       (KIND: unix, tcp, dgram or udp; cable k, from rank k, is entry k mod the\n"
+		"       list's length; mixed is unix,tcp)\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
 		"       [--qemu-arg ARG]... [--module-args ARGS]\n"
@@ -509,20 +564,7 @@ static void parse_args(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'l':
-			if (!strcmp(optarg, "unix"))
-				opt.link = LINK_UNIX;
-			else if (!strcmp(optarg, "tcp"))
-				opt.link = LINK_TCP;
-			else if (!strcmp(optarg, "mixed"))
-				opt.link = LINK_MIXED;
-			else if (!strcmp(optarg, "dgram"))
-				opt.link = LINK_DGRAM;
-			else if (!strcmp(optarg, "udp"))
-				opt.link = LINK_UDP;
-			else
-				die("--link is unix, tcp, mixed, dgram or udp");
-			break;
+		case 'l': parse_links(optarg); break;
 		case 'H': opt.host_addr = optarg; break;
 		case 'i': opt.ids = atoi(optarg); break;
 		case 't': opt.timeout = atoi(optarg); break;
@@ -584,7 +626,8 @@ int main(int argc, char **argv)
 	struct rank_result res = { 0 }, *results = NULL;
 	struct rank_addr me = { 0 }, *all;
 	char **gargv;
-	int i, k, status;
+	int i, k, status, prank;
+	bool udp_end;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -609,14 +652,17 @@ int main(int argc, char **argv)
 	/* Every rank's addresses, to all. */
 	resolve_host(me.host, sizeof(me.host));
 	snprintf(me.path, sizeof(me.path), "%s/rank%d.sock", dir, rank);
-	if (cable_is_tcp(rank)) {
+	prank = (rank + nranks - 1) % nranks;
+	if (cable_kind(rank) == LINK_TCP)
 		me.port[0] = free_port(me.host, SOCK_STREAM);
-	} else if (opt.link == LINK_UDP) {
+	else if (cable_kind(rank) == LINK_UDP)
 		me.port[0] = free_port(me.host, SOCK_DGRAM);
+	if (cable_kind(prank) == LINK_UDP) {
 		do
 			me.port[1] = free_port(me.host, SOCK_DGRAM);
 		while (me.port[1] == me.port[0]);
 	}
+	udp_end = nranks > 1 && (cable_kind(rank) == LINK_UDP || cable_kind(prank) == LINK_UDP);
 	all = calloc((size_t)nranks, sizeof(*all));
 	if (!all)
 		die("out of memory");
@@ -670,10 +716,13 @@ int main(int argc, char **argv)
 		/*
 		 * A UDP socket buffers about three 60 KiB frames by default
 		 * (net.core.rmem_default) and drops the rest: two in flight.
+		 * The window is the device's, for both ports (the credit it
+		 * grants and what it sends ahead): a rank with either end of
+		 * a UDP cable takes it, and its other cable runs with it too.
 		 */
 		snprintf(devopts, sizeof(devopts), "fabric0=fab0,fabric1=fab1%s%s%s",
-			 opt.link == LINK_UDP && !(opt.device_opts &&
-						   strstr(opt.device_opts, "fabric-window=")) ?
+			 udp_end && !(opt.device_opts &&
+				      strstr(opt.device_opts, "fabric-window=")) ?
 			 ",fabric-window=2" : "",
 			 opt.device_opts ? "," : "", opt.device_opts ? opt.device_opts : "");
 	} else if (opt.device_opts) {
@@ -696,10 +745,10 @@ int main(int argc, char **argv)
 		gargv[k++] = substitute(argv[i], &base);
 	gargv[k] = NULL;
 	if (rank == 0) {
-		printf("maia-cluster: %d ranks, %s links, job directory %s\n", nranks,
-		       opt.link == LINK_UNIX ? "unix stream" : opt.link == LINK_TCP ?
-		       "TCP stream" : opt.link == LINK_MIXED ? "unix and TCP stream" :
-		       opt.link == LINK_DGRAM ? "unix dgram" : "UDP dgram", dir);
+		printf("maia-cluster: %d ranks, cables", nranks);
+		for (i = 0; i < nranks && nranks > 1; i++)
+			printf(" %d->%d %s", i, (i + 1) % nranks, link_names[cable_kind(i)]);
+		printf("%s, job directory %s\n", nranks > 1 ? "" : " none", dir);
 		fflush(stdout);
 	}
 	run_guest(gargv, pidfile, ctl_path, &res);
@@ -715,7 +764,7 @@ int main(int argc, char **argv)
 	unlink(pidfile);
 	unlink(ctl_path);
 	unlink(me.path);
-	if (opt.link == LINK_DGRAM) {
+	if (cable_kind(rank) == LINK_DGRAM || cable_kind(prank) == LINK_DGRAM) {
 		char p[ADDR_LEN + 4];
 
 		for (i = 0; i < 2; i++) {

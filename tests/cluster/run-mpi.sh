@@ -4,23 +4,26 @@
 # case is one mpirun of qemu/cluster/maia-cluster, one QEMU with one maia
 # device per rank, ring-cabled over netdev sockets.
 #
-# Rings cabled with --link mixed run both stream transports at once: the
-# cable an even rank listens for is a unix socket, an odd rank's is TCP on
-# 127.0.0.1 (one boot of each QEMU fewer than a run per transport).
+# A ring's cables can be of different kinds (--link takes a list: cable k,
+# from rank k, is entry k mod its length), so one run covers several
+# transports: one boot of each QEMU fewer than a run per transport.
 #
-#   1. -np 2, one unix and one TCP cable: every collective, FP32 and BF16,
-#      then 4 MiB all-reduces, 0 wrong
-#   2. -np 4, two unix and two TCP cables: the same, then rank 2's QEMU is
+#   1. -np 2, one TCP cable (rank 0 to 1) and one UDP cable (rank 1 to 0) on
+#      127.0.0.1 (--link tcp,udp; a dgram netdev keeps no order or delivery
+#      promise, and its socket buffer drops what it cannot hold, so both
+#      ranks, each with a UDP end, get fabric-window=2 from the launcher),
+#      with 1 % of the frames every device transmits dropped, on both
+#      cables (fabric-drop-ppm=10000): every collective, FP32 and BF16, then
+#      4 MiB all-reduces, 0 wrong; then 16 all-reduces of 4 MiB in FP32 and
+#      16 in BF16 correct (with the runs before, well over the 2,350 DATA
+#      frames a rank at which that none is dropped has a chance of 5e-11),
+#      drops and retransmits counted
+#   2. -np 4, two unix and two TCP cables (--link mixed, i.e. unix,tcp):
+#      every collective, then 4 MiB all-reduces, then rank 2's QEMU is
 #      killed mid-all-reduce (its cables: one TCP, one unix): every survivor
 #      fails with an error naming the port and rank it waited on, a new
 #      communicator (a new id) works, live links answer, the dead one is
 #      down, no device reset (maia-comm-failover)
-#   3. -np 2 over UDP on 127.0.0.1 (a dgram netdev: no order or delivery promise,
-#      and a socket buffer that drops what it cannot hold; the launcher sets
-#      fabric-window=2) with 1 % of frames dropped (fabric-drop-ppm=10000):
-#      17 all-reduces of 4 MiB FP32 and BF16 correct (about 2,350 DATA frames a
-#      rank: that none of them is dropped has a chance of 5e-11), drops and
-#      retransmits counted
 #
 #   tests/cluster/run-mpi.sh [--no-build]
 #
@@ -34,7 +37,7 @@ MPIRUN_TIMEOUT=300	# a bound for a wedged run, far above a normal one
 case "${1:-}" in
 --no-build) ;;
 "") make -C "$TOP" --no-print-directory userspace cluster >&2 || exit 1 ;;
--h | --help) sed -n '3,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '3,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
@@ -74,22 +77,29 @@ COLL='maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && M
 # socket non-blocking (every cable has a server end).
 BIG='maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 4M --iters 2 --warmup 0'
 
-# coll_case NAME NP LINK: every collective on NP ranks linked by LINK.
-coll_case() {
-	local name=$1 np=$2 link=$3 log=$OUT/$1.log rc wrong
-	"${MPIRUN[@]}" -np "$np" "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link "$link" -- sh -c "$COLL && $BIG" \
-		>"$log" 2>&1
-	rc=$?
-	wrong=$(grep -c '# done: 0 wrong elements' "$log")
-	if [ $rc -eq 0 ] && [ "$wrong" -eq $((2 * np)) ]; then
-		tap ok "$name: $np ranks over $link, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
-	else
-		grep -E 'wrong elements|maia-coll-perf:|maia-cluster|FAILED' "$log" | sed 's/^/# /'
-		tap not-ok "$name: $np ranks over $link (status $rc, log $log)"
-	fi
-}
-
-coll_case np2-mixed 2 mixed
+# 1: a TCP cable and a UDP cable, both lossy.
+log=$OUT/np2-tcp-udp-loss.log
+LOSSY='MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0'
+"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --device-opts fabric-drop-ppm=10000 -- \
+	sh -c "$COLL && $BIG && $LOSSY && maia-fabric-links counters --expect-retransmits" \
+	>"$log" 2>&1
+rc=$?
+grep -E '^maia-cluster: [0-9]+ ranks|^\[rank [0-9]\] port [01]:' "$log" | sed 's/^/# /'
+# Each maia-coll-perf ends with "# done: 0 wrong elements" when all was right,
+# and the next runs only then: COLL's and BIG's are a rank's first two.
+done_lines() { grep -c "^\[rank $1\] # done: 0 wrong elements" "$log"; }
+if [ "$(done_lines 0)" -ge 2 ] && [ "$(done_lines 1)" -ge 2 ]; then
+	tap ok "np2-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
+else
+	grep -E 'wrong elements|maia-coll-perf:|maia-cluster|FAILED' "$log" | sed 's/^/# /'
+	tap not-ok "np2-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss (status $rc, log $log)"
+fi
+if [ $rc -eq 0 ] && [ "$(done_lines 0)" -eq 3 ] && [ "$(done_lines 1)" -eq 3 ]; then
+	tap ok "np2-tcp-udp: 1 % frame loss, 16 all-reduces of 4 MiB FP32 and 16 BF16 0 wrong, retransmits counted"
+else
+	grep -E 'wrong elements|maia-coll-perf:|maia-fabric-links:|FAILED' "$log" | sed 's/^/# /'
+	tap not-ok "np2-tcp-udp: 1 % frame loss, 4 MiB all-reduces and retransmits (status $rc, log $log)"
+fi
 
 # 2: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
 # wait for each other (maia-cluster-sync) before and after the recovery
@@ -135,17 +145,4 @@ else
 	tap not-ok "np4-mixed-kill: mpirun status $rc (log $log)"
 fi
 
-# 3: a lossy link.
-log=$OUT/np2-udp-loss.log
-"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link udp --device-opts fabric-drop-ppm=10000 -- \
-	sh -c 'maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0 && maia-fabric-links counters --expect-retransmits' \
-	>"$log" 2>&1
-rc=$?
-grep -E '^\[rank [0-9]\] port [01]:' "$log" | sed 's/^/# /'
-if [ $rc -eq 0 ] && [ "$(grep -c '# done: 0 wrong elements' "$log")" -eq 2 ]; then
-	tap ok "np2-udp: 1 % frame loss over UDP, 17 all-reduces of 4 MiB FP32 and BF16 0 wrong, retransmits counted"
-else
-	grep -E 'wrong elements|maia-coll-perf:|maia-fabric-links:|FAILED' "$log" | sed 's/^/# /'
-	tap not-ok "np2-udp: 1 % frame loss over UDP (status $rc, log $log)"
-fi
 echo "1..$n"

@@ -3,21 +3,24 @@
  * maia-coll-perf: collective correctness and bandwidth over the devices of
  * this machine, in the manner of nccl-tests.
  *
- *   maia-coll-perf [--ndev N] [--op OP|all] [--dtype fp32|bf16|all]
+ *   maia-coll-perf [--ndev N] [--first-dev F] [--op OP|all] [--dtype fp32|bf16|all]
  *                  [--redop sum|max|min|all] [--min-bytes B] [--max-bytes B]
  *                  [--step-factor F] [--sizes B,B,...] [--iters N] [--warmup N]
  *                  [--json] [--rank R --nranks N --id HEX|--id-file PATH]
  *                  [--mem hbm|host]
  *
  * With --rank, this process is one rank of a communicator spread over
- * processes (one per machine or QEMU instance): it uses device 0, joins with
+ * processes (one per machine or QEMU instance): it uses device F (--first-dev,
+ * default 0), joins with
  * maia_comm_init_rank() and the id from --id (hex, from maia-comm-id) or the
  * first line of --id-file (a file or a virtio-serial port), and checks only
  * its own results.
  *
- * Devices 0..N-1 (default: every Maia device) become ranks 0..N-1 of one
- * communicator (maia_comm_init_all: they must be cabled as a ring in that
- * order, qemu/run-guest --fabric ring). For each size from --min-bytes to
+ * Devices F..F+N-1 (--first-dev F, default 0; --ndev N, default: every Maia
+ * device from F on) become ranks 0..N-1 of one communicator
+ * (maia_comm_init_all: they must be cabled as a ring in that order,
+ * qemu/run-guest --fabric ring, or one ring of --fabric rings:S,S,...).
+ * For each size from --min-bytes to
  * --max-bytes (multiplied by --step-factor), or each of --sizes (bytes per
  * rank, rounded down to whole elements: 0 and odd counts are fine), every
  * rank's buffers are filled
@@ -43,13 +46,13 @@
  *
  * --fabric-bench (two or more devices, ring-cabled) measures the fabric's
  * mechanics instead, beside what the same guest does without it: a 64 MiB
- * remote write from device 0 (port 0) into a window of device 1 beside
+ * remote write from device F (port 0) into a window of device F+1 beside
  * memcpy of 64 MiB on this CPU (best of --iters each), and the 8-byte FP32
- * all-reduce over all devices (the device's choice, gather-reduce, and the
+ * all-reduce over the N devices (the device's choice, gather-reduce, and the
  * ring, alternately) beside the round trip of an empty (one-NOP)
- * job on device 0 and that of an 8-byte remote write from device 0 to
- * device 1 (medians of 10 x --iters each, the empty jobs first). Data
- * written and reduced is checked.
+ * job on device F and that of an 8-byte remote write from device F to
+ * device F+1 (medians of 10 x --iters each, the empty jobs first). Data
+ * written and reduced is checked. F is 0 unless --first-dev says otherwise.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -69,6 +72,7 @@
 
 static struct {
 	int ndev;
+	int first_dev;			/* --first-dev: local device of rank 0 */
 	const char *op, *dtype, *redop;
 	uint64_t min_bytes, max_bytes;
 	unsigned int step, iters, warmup;
@@ -512,8 +516,9 @@ static int bench_write(struct maia_device *src_dev, struct maia_device *dst_dev)
 	for (i = 0; i < FB_WRITE_BYTES && memcmp(d, s, FB_WRITE_BYTES); i++)
 		wrong += d[i] != s[i];
 	if (!opt.json)
-		printf("# remote write 64 MiB device 0 port 0 -> device 1: %.1f ms, memcpy %.1f ms, "
-		       "#wrong bytes %" PRIu64 "\n", best_w * 1e3, best_m * 1e3, wrong);
+		printf("# remote write 64 MiB device %d port 0 -> device %d: %.1f ms, memcpy %.1f ms, "
+		       "#wrong bytes %" PRIu64 "\n", opt.first_dev, opt.first_dev + 1, best_w * 1e3,
+		       best_m * 1e3, wrong);
 	print_ratio("fabric_write_64MiB_guest", "GB/s", true, FB_WRITE_BYTES / best_w / 1e9,
 		    "memcpy_64MiB_guest", FB_WRITE_BYTES / best_m / 1e9, best_m / best_w);
 	err = wrong ? -EIO : 0;
@@ -628,10 +633,11 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 		qsort(lat_ring, reps, sizeof(double), cmp_double);
 		if (!opt.json)
 			printf("# 8-byte all-reduce over %d devices: median %.0f us (gather-reduce), "
-			       "%.0f us (ring); empty job on device 0: median %.0f us; 8-byte remote "
-			       "write 0 -> 1: median %.0f us; #wrong %" PRIu64 "\n", n,
-			       lat_ar[reps / 2] * 1e6, lat_ring[reps / 2] * 1e6,
-			       lat_nop[reps / 2] * 1e6, lat_wr[reps / 2] * 1e6, wrong);
+			       "%.0f us (ring); empty job on device %d: median %.0f us; 8-byte remote "
+			       "write %d -> %d: median %.0f us; #wrong %" PRIu64 "\n", n,
+			       lat_ar[reps / 2] * 1e6, lat_ring[reps / 2] * 1e6, opt.first_dev,
+			       lat_nop[reps / 2] * 1e6, opt.first_dev, opt.first_dev + 1,
+			       lat_wr[reps / 2] * 1e6, wrong);
 		snprintf(name, sizeof(name), "coll_all_reduce_8B_latency_n%d", n);
 		print_ratio(name, "us", false, lat_ar[reps / 2] * 1e6, "empty_job_latency",
 			    lat_nop[reps / 2] * 1e6, lat_ar[reps / 2] / lat_nop[reps / 2]);
@@ -695,8 +701,8 @@ static int read_id(struct maia_comm_id *id)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: maia-coll-perf [--ndev N] [--op all_reduce|all_gather|"
-		"reduce_scatter|broadcast|all_to_all|all]\n"
+	fprintf(stderr, "usage: maia-coll-perf [--ndev N] [--first-dev F] [--op all_reduce|"
+		"all_gather|reduce_scatter|broadcast|all_to_all|all]\n"
 		"       [--dtype fp32|bf16|all] [--redop sum|max|min|all] [--min-bytes B]\n"
 		"       [--max-bytes B] [--step-factor F] [--sizes B,B,...] [--iters N]\n"
 		"       [--warmup N] [--json]\n"
@@ -722,6 +728,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "ndev", required_argument, NULL, 'n' },
+		{ "first-dev", required_argument, NULL, 'D' },
 		{ "op", required_argument, NULL, 'o' },
 		{ "dtype", required_argument, NULL, 'd' },
 		{ "redop", required_argument, NULL, 'r' },
@@ -747,12 +754,14 @@ int main(int argc, char **argv)
 	struct maia_comm *comms[MAX_DEV] = { 0 };
 	struct rank_bufs bufs[MAX_DEV] = { 0 };
 	uint64_t wrong = 0, bytes;
+	char devices[48] = "";
 	int c, n, nlocal, r, failed = 0;
 	unsigned int o, d, rd;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': opt.ndev = atoi(optarg); break;
+		case 'D': opt.first_dev = atoi(optarg); break;
 		case 'o': opt.op = optarg; break;
 		case 'd': opt.dtype = optarg; break;
 		case 'r': opt.redop = optarg; break;
@@ -791,7 +800,18 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	} else {
-		n = nlocal = opt.ndev ? opt.ndev : maia_device_count();
+		int count = maia_device_count();
+
+		n = nlocal = opt.ndev ? opt.ndev : count - opt.first_dev;
+		if (!opt.ndev && opt.first_dev > 0 && n < 1) {
+			fprintf(stderr, "maia-coll-perf: --first-dev %d: there are %d Maia devices\n",
+				opt.first_dev, count);
+			return 1;
+		}
+	}
+	if (opt.first_dev < 0) {
+		usage();
+		return 2;
 	}
 	if (opt.nsizes) {
 		opt.max_bytes = 0;
@@ -806,8 +826,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (r = 0; r < nlocal; r++) {
-		if (maia_device_open(r, &devs[r])) {
-			fprintf(stderr, "maia-coll-perf: device %d: %s\n", r, maia_last_error());
+		if (maia_device_open(opt.first_dev + r, &devs[r])) {
+			fprintf(stderr, "maia-coll-perf: device %d: %s\n", opt.first_dev + r,
+				maia_last_error());
 			return 1;
 		}
 	}
@@ -823,6 +844,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maia-coll-perf: %s\n", maia_last_error());
 		return 1;
 	}
+	/* Say which devices only when --first-dev moved them: the default output stays. */
+	if (opt.first_dev && nlocal > 1)
+		snprintf(devices, sizeof(devices), " (devices %d..%d)", opt.first_dev,
+			 opt.first_dev + nlocal - 1);
+	else if (opt.first_dev)
+		snprintf(devices, sizeof(devices), " (device %d)", opt.first_dev);
 	for (o = 0; o < sizeof(ops) / sizeof(ops[0]) && !opt.fabric_bench; o++) {
 		bool reduces = ops[o].coll == MAIA_COLL_ALL_REDUCE ||
 			       ops[o].coll == MAIA_COLL_REDUCE_SCATTER;
@@ -860,9 +887,9 @@ int main(int argc, char **argv)
 				if (reduces && strcmp(opt.redop, "all") && strcmp(opt.redop, rn[rd]))
 					continue;
 				if (!opt.json)
-					printf("# %s %s%s%s, %d ranks, buffers in %s\n#%11s %12s %6s "
+					printf("# %s %s%s%s, %d ranks%s, buffers in %s\n#%11s %12s %6s "
 					       "%4s %10s %8s %8s %8s\n", ops[o].name, d ? "bf16" : "fp32",
-					       reduces ? " " : "", reduces ? rn[rd] : "", n,
+					       reduces ? " " : "", reduces ? rn[rd] : "", n, devices,
 					       opt.mem == MAIA_BO_HBM ? "hbm" : "host", "size",
 					       "count", "type", "op", "time(us)", "algbw", "busbw",
 					       "#wrong");
