@@ -11,9 +11,10 @@
 # then two processes at once, each with its own communicator over the same
 # devices (their collectives share the ring's links and must each take only
 # their own chunks); every element is compared with the CPU's result. On the
-# 2-device ring, last, the driver's hang check goes to 1 s (job_timeout_ms
-# is read at each check) and a collective waits 2.5 s for a late peer; the
-# hang check then goes back to what it was for the other rings.
+# 2-device ring, last, the driver's hang check goes to 0.5 s and its bound
+# on one fabric wait to 2 s (both read at each check), and a group job of
+# four all-reduces waits 1 s for a late peer before each; both go back to
+# what they were for the other rings.
 # TAP: one line per ring size and run ("#wrong" must be 0 and every
 # collective must succeed); a ring's lines fail on its own failures, or on
 # the boot's (guest status). Exit status nonzero on any failure.
@@ -43,22 +44,29 @@ tap() {
 	fi
 }
 # A rank whose peers come late is waiting, not hung: with the driver's hang
-# check at 1 s, rank 0's all-reduce waits 2.5 s alone for rank 1, on a user
-# queue and on the kernel path; it must succeed with no queue stopped and
-# no device reset (the device reports MAIA_Q_STATUS_FABRIC_WAIT). The
-# dmesg check covers the boot and the rings run so far (this one first).
+# check at 0.5 s and its bound on one fabric wait at 2 s, rank 0 submits
+# four all-reduces as one group job, and rank 1 makes each 1 s after the
+# last, on a user queue and on the kernel path: each wait outlasts the hang
+# check, all four (4 s) the bound on one wait plus the hang check and its
+# period (MAIA_Q_FABRIC_WAITS tells the driver each is a new wait). It must succeed with no queue stopped and no
+# device reset. The dmesg check covers the boot and the rings run so far
+# (this one first).
 LATE="
 	p=/sys/module/maia/parameters/job_timeout_ms
-	was=\$(cat \$p)
-	echo 1000 >\$p
-	[ \"\$(cat \$p)\" = 1000 ] || echo 'RESULT ring2 param failed'
+	f=/sys/module/maia/parameters/fabric_wait_max_ms
+	was=\$(cat \$p) fwas=\$(cat \$f)
+	echo 500 >\$p
+	echo 2000 >\$f
+	[ \"\$(cat \$p)\" = 500 ] && [ \"\$(cat \$f)\" = 2000 ] || echo 'RESULT ring2 param failed'
 	maia-coll-perf --first-dev 0 --ndev 2 --op all_reduce --dtype fp32 --sizes 4096 \
-		--iters 1 --warmup 0 --stagger-ms 2500 || echo 'RESULT ring2 userq failed'
+		--iters 4 --warmup 0 --stagger-ms 1000 || echo 'RESULT ring2 userq failed'
 	MAIA_USERQ=0 maia-coll-perf --first-dev 0 --ndev 2 --op all_reduce --dtype fp32 \
-		--sizes 4096 --iters 1 --warmup 0 --stagger-ms 2500 || echo 'RESULT ring2 kernel failed'
+		--sizes 4096 --iters 4 --warmup 0 --stagger-ms 1000 || echo 'RESULT ring2 kernel failed'
 	dmesg | grep -E 'without progress|resetting' && echo 'RESULT ring2 hang verdict'
 	echo \"\$was\" >\$p
-	[ \"\$(cat \$p)\" = \"\$was\" ] || echo 'RESULT ring2 param failed'"
+	echo \"\$fwas\" >\$f
+	[ \"\$(cat \$p)\" = \"\$was\" ] && [ \"\$(cat \$f)\" = \"\$fwas\" ] ||
+		echo 'RESULT ring2 param failed'"
 
 # One ring's work, as guest shell: ring_work FIRST SIZE.
 ring_work() {
@@ -105,7 +113,7 @@ for ring in $RINGS; do
 	if [ "$size" = 2 ]; then
 		[ $rc -eq 0 ] && grep -q "^RESULT $r done" "$log" &&
 			! grep -qE "^RESULT $r (param|userq|kernel) failed|^RESULT $r hang" "$log"
-		tap $? "$what: a peer 2.5 s late with job_timeout_ms=1000: no hang verdict, user queue and kernel path (guest status $rc)"
+		tap $? "$what: a group job of 4 all-reduces whose peer comes 1 s late to each, job_timeout_ms=500, fabric_wait_max_ms=2000: no hang verdict, user queue and kernel path (guest status $rc)"
 	fi
 done
 rm -f "$log"
