@@ -26,7 +26,9 @@
  * rank's buffers are filled
  * with small integers, so that every reduction order gives the same exact
  * result in FP32 and BF16, the collective runs --iters times (after
- * --warmup), and the results are compared with the CPU's. Each line gives
+ * --warmup calls, waited for: the clock starts when they are done, which
+ * lines up ranks of different processes), and the results are compared
+ * with the CPU's. Each line gives
  * size, count, time per collective, algbw = bytes / time and busbw as
  * nccl-tests defines it (all-reduce x 2(n-1)/n; all-gather, reduce-scatter,
  * all-to-all x (n-1)/n; broadcast x 1), and #wrong, the elements that
@@ -371,6 +373,13 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 		err = run_staggered(comms, b, nlocal, coll, count, dtype, redop,
 				    opt.warmup + opt.iters);
 	for (it = 0; it < opt.warmup + opt.iters && !err && !opt.stagger_ms; it++) {
+		/*
+		 * The warm-up is also the barrier: the clock starts once it is
+		 * done here, so that a rank of another process that comes later
+		 * to this size does not count in the time (as nccl-tests).
+		 */
+		for (r = 0; it == opt.warmup && it && r < nlocal && !err; r++)
+			err = maia_comm_sync(comms[r], WAIT_NS);
 		if (it == opt.warmup)
 			t0 = now_s();
 		maia_group_start();
