@@ -811,7 +811,11 @@ static bool held_current(const struct fw_coll *c)
 
 static unsigned int tx_room(struct fw_coll *c)
 {
-	return c->ops.tx_room(c->opaque, c->cmd.send_port);
+	unsigned int room = c->ops.tx_room(c->opaque, c->cmd.send_port);
+
+	if (room > c->room_max)
+		c->room_max = room;
+	return room;
 }
 
 /* Use held chunks of the running collective, in arrival order, while there is room. */
@@ -870,12 +874,27 @@ static int fold_gathered(struct fw_coll *c)
 	return 0;
 }
 
+/*
+ * Whether this rank may inject another chunk of its own step-0 data: only
+ * while more than half of the room is free (and at least 2, so that one is
+ * left for a forward). A rank that filled the queue with its own chunks
+ * made every chunk it had to forward wait behind them: the next rank
+ * starved while the chunk was copied aside (hold()) for want of room, and
+ * only then sent. Measured in Documentation/hw/fabric.rst, "Performance".
+ */
+static bool inject_room(struct fw_coll *c)
+{
+	unsigned int room = tx_room(c);
+
+	return room >= 2 && room * 2 > c->room_max;
+}
+
 static void advance(struct fw_coll *c, uint64_t now_ns)
 {
 	if (c->state != FW_COLL_RUNNING)
 		return;
 	run_held(c, now_ns);
-	while (c->state == FW_COLL_RUNNING && c->inject_off < c->inject_len && tx_room(c) >= 2) {
+	while (c->state == FW_COLL_RUNNING && c->inject_off < c->inject_len && inject_room(c)) {
 		if (inject_one(c))
 			return;
 		c->last_progress_ns = now_ns;
@@ -1065,6 +1084,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	set_rx_steps(c);
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);
+	c->room_max = 0;
 	rc = local_part(c);
 	if (rc) {
 		fail(c, (uint32_t)rc, 0, false);

@@ -108,6 +108,7 @@ struct fw_coll {
 	unsigned int rx_first, rx_steps;	/* steps received: [first, first + steps) */
 	uint64_t *rx_off;		/* bytes received of each of those steps */
 	uint64_t inject_off, inject_len;	/* this rank's own step-0 stream, bytes */
+	unsigned int room_max;		/* the most tx_room() said in this collective */
 	bool gather;			/* ALL_REDUCE by gather-reduce (small counts) */
 	uint64_t last_progress_ns;
 	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */

@@ -815,6 +815,56 @@ static void test_algo_mismatch(void)
 	ring_fini();
 }
 
+/*
+ * Injection leaves half of the room to forwards: on a link with room for
+ * 8, rank 0 alone injects 4 of its 10 step-0 chunks and stops; rank 1's
+ * first chunk then arrives and is reduced and forwarded at once, not held.
+ * Then the collective runs to its end, correct.
+ */
+static void test_inject_leaves_room(void)
+{
+	uint64_t count = 10 * 1024, held;
+	unsigned int queued;
+	bool ok;
+
+	ring_init(2, 4);
+	for (unsigned int r = 0; r < 2; r++) {
+		struct rank *k = &R.r[r];
+
+		R.link[r].cap = 8;
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, r,
+				     2 * count, 4096, false, 1);
+		k->cmd[0].algo = MAIA_COLL_ALGO_RING;
+		k->ncmds = 1;
+		k->start_at = -1;	/* started here, not by ring_run() */
+		zero_buffers(k);
+		for (uint64_t i = 0; i < 2 * count; i++)
+			((float *)k->send)[i] = (float)(i % 97 + r);
+	}
+	ok = fw_coll_start(&R.r[0].eng, &R.r[0].cmd[0], R.now) == 0;
+	R.r[0].active = true;
+	queued = R.link[0].n;
+	ok &= fw_coll_start(&R.r[1].eng, &R.r[1].cmd[0], R.now) == 0;
+	R.r[1].active = true;
+	/* Rank 1's first chunk to rank 0: reduced, and forwarded as step 1. */
+	ok &= fw_coll_rx(&R.r[0].eng, recv_port, R.link[1].q[R.link[1].head].data,
+			 R.link[1].q[R.link[1].head].len, R.now) == 0;
+	link_pop(&R.link[1]);
+	held = R.r[0].eng.early_n;
+	tap_ok(ok && queued == 4 && held == 0 && R.link[0].n == 5,
+	       "room for 8 on the link: rank 0 injects %u of its 10 chunks, then forwards the chunk "
+	       "it reduced at once (%llu held, %u queued)", queued, (unsigned long long)held,
+	       R.link[0].n);
+	ring_run();
+	ok = true;
+	for (unsigned int r = 0; r < 2; r++)
+		for (uint64_t i = 0; i < 2 * count; i++)
+			ok &= ((float *)R.r[r].recv)[i] == (float)(2 * (i % 97) + 1);
+	tap_ok(ok && R.r[0].status[0] == MAIA_STATUS_OK && R.r[1].status[0] == MAIA_STATUS_OK,
+	       "and the all-reduce ends OK on both ranks, every element right");
+	ring_fini();
+}
+
 static void test_never_starts(unsigned int n, unsigned int coll, unsigned int dead)
 {
 	unsigned int next = (dead + 1) % n;
@@ -1033,6 +1083,7 @@ int main(void)
 	test_large();
 	test_back_to_back();
 	test_algo_mismatch();
+	test_inject_leaves_room();
 	test_never_starts(3, MAIA_COLL_ALL_REDUCE, 1);
 	test_never_starts(4, MAIA_COLL_ALL_GATHER, 3);
 	test_never_starts(4, MAIA_COLL_BROADCAST, 0);
