@@ -121,8 +121,20 @@ graft_device() {
 #    held (a 1 MiB all-reduce between two cluster ranks froze both guests).
 #    Make it non-blocking, as the client side is: a full buffer then queues
 #    the frame and waits for G_IO_OUT, as net_stream_receive() expects.
+# 3. A TCG vCPU keeps using its cached memory dispatch (CPUAddressSpace's
+#    memory_dispatch) until it runs the tcg_commit_cpu() work queued for it,
+#    but nothing keeps that dispatch's FlatView alive meanwhile: the commit
+#    drops the old FlatView, RCU frees it once the readers of the moment are
+#    done, and a vCPU that then enters cpu_exec() and delivers an interrupt
+#    before it looks at its queued work walks the guest's page tables
+#    through the freed dispatch. QEMU segfaulted in
+#    address_space_translate_for_iotlb() about once in 15 boots of a guest
+#    with 9 maia devices on a loaded host (PCI enumeration changes the
+#    memory map many times while the timer interrupts). The vCPU now holds
+#    a reference to the FlatView of the dispatch it caches, and drops it
+#    when it switches to the new one.
 patch_qemu() {
-	local f=$QEMU_SRC_DIR/net/stream.c
+	local f=$QEMU_SRC_DIR/net/stream.c p=$QEMU_SRC_DIR/system/physmem.c
 	if ! grep -q "maia: no frame before listening" "$f"; then
 		sed -i '/^static int net_stream_server_init(/,/^}/ s|^    qemu_set_info_str(&s->nc, "initializing");$|&\n    s->nc.link_down = true; /* maia: no frame before listening */|' "$f"
 		grep -q "maia: no frame before listening" "$f" ||
@@ -132,6 +144,18 @@ patch_qemu() {
 		sed -i '/^static void net_stream_listen(/,/^}/ s|^    s->ioc = QIO_CHANNEL(cioc);$|&\n    qio_channel_set_blocking(s->ioc, false, NULL); /* maia: never block the main loop */|' "$f"
 		grep -q "maia: never block the main loop" "$f" ||
 			{ log "could not patch $f (net_stream_listen changed?)"; exit 1; }
+	fi
+	if ! grep -q "maia: keep the cached dispatch alive" "$p"; then
+		perl -0pi -e '
+			s{(    struct AddressSpaceDispatch \*memory_dispatch;\n)}
+			 {$1    /* maia: keep the cached dispatch alive: its FlatView, referenced */\n    FlatView *memory_dispatch_fv;\n};
+			s{(static void tcg_commit_cpu\(CPUState \*cpu, run_on_cpu_data data\)\n\{\n    CPUAddressSpace \*cpuas = data.host_ptr;\n)\n    cpuas->memory_dispatch = address_space_to_dispatch\(cpuas->as\);\n    tlb_flush\(cpu\);\n}
+			 {$1    FlatView *old = cpuas->memory_dispatch_fv;\n\n    cpuas->memory_dispatch_fv = address_space_get_flatview(cpuas->as);\n    cpuas->memory_dispatch = flatview_to_dispatch(cpuas->memory_dispatch_fv);\n    tlb_flush(cpu);\n    if (old) {\n        flatview_unref(old);\n    }\n};
+			s{(        memory_listener_unregister\(&cpuas->tcg_as_listener\);\n    \}\n)}
+			 {$1    if (cpuas->memory_dispatch_fv) {\n        flatview_unref(cpuas->memory_dispatch_fv);\n        cpuas->memory_dispatch_fv = NULL;\n    }\n};
+		' "$p"
+		[ "$(grep -c "memory_dispatch_fv" "$p")" = 7 ] ||
+			{ log "could not patch $p (tcg_commit_cpu changed?)"; exit 1; }
 	fi
 }
 
