@@ -352,6 +352,37 @@ static int run_staggered(struct maia_comm **comms, struct rank_bufs *b, int nloc
 	return err;
 }
 
+/*
+ * --warmup + --iters calls of every local rank, one group per call; *t0
+ * becomes the time the timed calls start.
+ */
+static int run_calls(struct maia_comm **comms, struct rank_bufs *b, int nlocal,
+		     unsigned int coll, uint64_t count, unsigned int dtype, unsigned int redop,
+		     double *t0)
+{
+	unsigned int it;
+	int r, err = 0;
+
+	for (it = 0; it < opt.warmup + opt.iters && !err; it++) {
+		/*
+		 * The warm-up is also the barrier: the clock starts once it is
+		 * done here, so that a rank of another process that comes later
+		 * to this size does not count in the time (as nccl-tests).
+		 */
+		for (r = 0; it == opt.warmup && it && r < nlocal && !err; r++)
+			err = maia_comm_sync(comms[r], WAIT_NS);
+		if (it == opt.warmup)
+			*t0 = now_s();
+		maia_group_start();
+		for (r = 0; r < nlocal && !err; r++)
+			err = coll_call(comms[r], coll, maia_bo_va(b[r].send),
+					maia_bo_va(b[r].recv), count, dtype, redop);
+		if (maia_group_end() && !err)
+			err = -EIO;
+	}
+	return err;
+}
+
 static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlocal,
 		   unsigned int coll, const char *opname, unsigned int dtype, unsigned int redop,
 		   uint64_t bytes, uint64_t *wrong_total)
@@ -360,7 +391,6 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 	uint64_t count = bytes / esize, scount, rcount, wrong = 0;
 	double t0, dt, algbw, busbw;
 	char why[512] = "";
-	unsigned int it;
 	int r, err = 0;
 
 	counts(coll, count, n, &scount, &rcount);
@@ -372,23 +402,8 @@ static int run_one(struct maia_comm **comms, struct rank_bufs *b, int n, int nlo
 	if (opt.stagger_ms)
 		err = run_staggered(comms, b, nlocal, coll, count, dtype, redop,
 				    opt.warmup + opt.iters);
-	for (it = 0; it < opt.warmup + opt.iters && !err && !opt.stagger_ms; it++) {
-		/*
-		 * The warm-up is also the barrier: the clock starts once it is
-		 * done here, so that a rank of another process that comes later
-		 * to this size does not count in the time (as nccl-tests).
-		 */
-		for (r = 0; it == opt.warmup && it && r < nlocal && !err; r++)
-			err = maia_comm_sync(comms[r], WAIT_NS);
-		if (it == opt.warmup)
-			t0 = now_s();
-		maia_group_start();
-		for (r = 0; r < nlocal && !err; r++)
-			err = coll_call(comms[r], coll, maia_bo_va(b[r].send),
-					maia_bo_va(b[r].recv), count, dtype, redop);
-		if (maia_group_end() && !err)
-			err = -EIO;
-	}
+	else
+		err = run_calls(comms, b, nlocal, coll, count, dtype, redop, &t0);
 	/* The first failure's message: a later rank's wait clears the last error. */
 	if (err)
 		snprintf(why, sizeof(why), "%s", maia_last_error());
