@@ -119,6 +119,7 @@ static struct {
  * to its port 1's end of the cable from the previous rank (udp only).
  */
 struct rank_addr {
+	char node[64];		/* this host's name, for the cabling lines */
 	char host[64];
 	char path[ADDR_LEN];	/* unix: fabric0's socket; dgram: the prefix of two */
 	int port[2];		/* tcp: port[0]; udp: one UDP port per fabric port */
@@ -651,6 +652,8 @@ int main(int argc, char **argv)
 
 	/* Every rank's addresses, to all. */
 	resolve_host(me.host, sizeof(me.host));
+	if (gethostname(me.node, sizeof(me.node) - 1))
+		snprintf(me.node, sizeof(me.node), "?");
 	snprintf(me.path, sizeof(me.path), "%s/rank%d.sock", dir, rank);
 	prank = (rank + nranks - 1) % nranks;
 	if (cable_kind(rank) == LINK_TCP)
@@ -749,6 +752,9 @@ int main(int argc, char **argv)
 		for (i = 0; i < nranks && nranks > 1; i++)
 			printf(" %d->%d %s", i, (i + 1) % nranks, link_names[cable_kind(i)]);
 		printf("%s, job directory %s\n", nranks > 1 ? "" : " none", dir);
+		for (i = 0; i < nranks; i++)
+			printf("maia-cluster: rank %d on host %s, address %s\n", i, all[i].node,
+			       all[i].host);
 		fflush(stdout);
 	}
 	run_guest(gargv, pidfile, ctl_path, &res);

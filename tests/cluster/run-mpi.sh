@@ -8,8 +8,12 @@
 # from rank k, is entry k mod its length), so one run covers several
 # transports: one boot of each QEMU fewer than a run per transport.
 #
-#   1. -np 2, one TCP cable (rank 0 to 1) and one UDP cable (rank 1 to 0) on
-#      127.0.0.1 (--link tcp,udp; a dgram netdev keeps no order or delivery
+#   1. -np 2 on two hosts made on this machine (--hostfile, and an rsh
+#      agent, namespace-rsh, that starts each host's Open MPI daemon in its
+#      own mount and UTS namespaces: its own hostname, /etc/hosts and /tmp),
+#      as the multi-host recipe runs them (--host-addr auto: node1 resolves
+#      to 127.0.0.2, node2 to 127.0.0.3), one TCP cable (rank 0 to 1) and
+#      one UDP cable (rank 1 to 0) (--link tcp,udp; a dgram netdev keeps no order or delivery
 #      promise, and its socket buffer drops what it cannot hold, so both
 #      ranks, each with a UDP end, get fabric-window=2 from the launcher),
 #      with 1 % of the frames every device transmits dropped, on both
@@ -77,28 +81,45 @@ COLL='maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && M
 # socket non-blocking (every cable has a server end).
 BIG='maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 4M --iters 2 --warmup 0'
 
-# 1: a TCP cable and a UDP cable, both lossy.
-log=$OUT/np2-tcp-udp-loss.log
+# 1: two hosts, a TCP cable and a UDP cable, both lossy. Open MPI's own
+# traffic (its daemons, MPI between the hosts) stays on the loopback
+# interface too.
+log=$OUT/np2-hosts-tcp-udp-loss.log
+HOSTS=$OUT/hosts
+mkdir -p "$HOSTS"
+printf '127.0.0.1\tlocalhost\n127.0.0.2\tnode1\n127.0.0.3\tnode2\n' >"$HOSTS/hosts"
+printf 'node1 slots=1\nnode2 slots=1\n' >"$HOSTS/hostfile"
 LOSSY='MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0'
-"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --device-opts fabric-drop-ppm=10000 -- \
+MAIA_FAKE_HOSTS=$HOSTS "${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
+	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh" \
+	--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo \
+	"$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --host-addr auto \
+	--device-opts fabric-drop-ppm=10000 -- \
 	sh -c "$COLL && $BIG && $LOSSY && maia-fabric-links counters --expect-retransmits" \
 	>"$log" 2>&1
 rc=$?
-grep -E '^maia-cluster: [0-9]+ ranks|^\[rank [0-9]\] port [01]:' "$log" | sed 's/^/# /'
+grep -E '^maia-cluster: [0-9]+ ranks|^maia-cluster: rank [0-9] on|^\[rank [0-9]\] port [01]:' "$log" |
+	sed 's/^/# /'
+if grep -qx 'maia-cluster: rank 0 on host node1, address 127.0.0.2' "$log" &&
+	grep -qx 'maia-cluster: rank 1 on host node2, address 127.0.0.3' "$log"; then
+	tap ok "np2-hosts: rank 0 on host node1 (127.0.0.2), rank 1 on node2 (127.0.0.3), each its own hostname and /tmp, started through an rsh agent"
+else
+	tap not-ok "np2-hosts: the ranks did not run on node1 and node2 with their own addresses (status $rc, log $log)"
+fi
 # Each maia-coll-perf ends with "# done: 0 wrong elements" when all was right,
 # and the next runs only then: COLL's and BIG's are a rank's first two.
 done_lines() { grep -c "^\[rank $1\] # done: 0 wrong elements" "$log"; }
 if [ "$(done_lines 0)" -ge 2 ] && [ "$(done_lines 1)" -ge 2 ]; then
-	tap ok "np2-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
+	tap ok "np2-hosts-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
 else
 	grep -E 'wrong elements|maia-coll-perf:|maia-cluster|FAILED' "$log" | sed 's/^/# /'
-	tap not-ok "np2-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss (status $rc, log $log)"
+	tap not-ok "np2-hosts-tcp-udp: 2 ranks over a TCP and a UDP cable with 1 % frame loss (status $rc, log $log)"
 fi
 if [ $rc -eq 0 ] && [ "$(done_lines 0)" -eq 3 ] && [ "$(done_lines 1)" -eq 3 ]; then
-	tap ok "np2-tcp-udp: 1 % frame loss, 16 all-reduces of 4 MiB FP32 and 16 BF16 0 wrong, retransmits counted"
+	tap ok "np2-hosts-tcp-udp: 1 % frame loss, 16 all-reduces of 4 MiB FP32 and 16 BF16 0 wrong, retransmits counted"
 else
 	grep -E 'wrong elements|maia-coll-perf:|maia-fabric-links:|FAILED' "$log" | sed 's/^/# /'
-	tap not-ok "np2-tcp-udp: 1 % frame loss, 4 MiB all-reduces and retransmits (status $rc, log $log)"
+	tap not-ok "np2-hosts-tcp-udp: 1 % frame loss, 4 MiB all-reduces and retransmits (status $rc, log $log)"
 fi
 
 # 2: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
