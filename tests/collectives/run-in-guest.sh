@@ -46,7 +46,8 @@ tap() {
 # A rank whose peers come late is waiting, not hung: with the driver's hang
 # check at 0.5 s and its bound on one fabric wait at 2 s, rank 0 submits
 # four all-reduces as one group job, and rank 1 makes each 1 s after the
-# last, on a user queue and on the kernel path: each wait outlasts the hang
+# last, on a user queue and on the kernel path (two processes at once, each
+# its own communicator, as in the concurrent run): each wait outlasts the hang
 # check, all four (4 s) the bound on one wait plus the hang check and its
 # period (MAIA_Q_FABRIC_WAITS tells the driver each is a new wait). It must succeed with no queue stopped and no
 # device reset. The dmesg check covers the boot and the rings run so far
@@ -59,9 +60,12 @@ LATE="
 	echo 2000 >\$f
 	[ \"\$(cat \$p)\" = 500 ] && [ \"\$(cat \$f)\" = 2000 ] || echo 'RESULT ring2 param failed'
 	maia-coll-perf --first-dev 0 --ndev 2 --op all_reduce --dtype fp32 --sizes 4096 \
-		--iters 4 --warmup 0 --stagger-ms 1000 || echo 'RESULT ring2 userq failed'
+		--iters 4 --warmup 0 --stagger-ms 1000 >/tmp/late-u.log 2>&1 & u=\$!
 	MAIA_USERQ=0 maia-coll-perf --first-dev 0 --ndev 2 --op all_reduce --dtype fp32 \
-		--sizes 4096 --iters 4 --warmup 0 --stagger-ms 1000 || echo 'RESULT ring2 kernel failed'
+		--sizes 4096 --iters 4 --warmup 0 --stagger-ms 1000 >/tmp/late-k.log 2>&1 & k=\$!
+	wait \$u || echo 'RESULT ring2 userq failed'
+	wait \$k || echo 'RESULT ring2 kernel failed'
+	cat /tmp/late-u.log /tmp/late-k.log
 	dmesg | grep -E 'without progress|resetting' && echo 'RESULT ring2 hang verdict'
 	echo \"\$was\" >\$p
 	echo \"\$fwas\" >\$f
