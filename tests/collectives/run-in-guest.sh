@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Collectives between devices of one guest, against the CPU. One boot of 9
 # devices cabled as three separate rings (qemu/run-guest --fabric
-# rings:2,3,4: devices 0-1, 2-4 and 5-8); on each ring in turn (maia-coll-perf
-# --first-dev F --ndev N), maia-coll-perf runs every collective in FP32 and
+# rings:2,3,4: devices 0-1, 2-4 and 5-8); on the three rings at once
+# (maia-coll-perf --first-dev F --ndev N), maia-coll-perf runs every collective in FP32 and
 # BF16, every reduction, over sizes from 0 bytes through odd element counts
 # to 1 MiB per rank in system memory (the devices reach it by DMA; the other
 # runs use HBM), then a 64 MiB FP32 all-reduce, then every collective waited
@@ -11,10 +11,10 @@
 # then two processes at once, each with its own communicator over the same
 # devices (their collectives share the ring's links and must each take only
 # their own chunks); every element is compared with the CPU's result. On the
-# 2-device ring, last, the driver's hang check goes to 0.5 s and its bound
+# 2-device ring, when all rings are done, the driver's hang check goes to 0.5 s and its bound
 # on one fabric wait to 2 s (both read at each check), and a group job of
 # four all-reduces waits 1 s for a late peer before each; both go back to
-# what they were for the other rings.
+# what they were.
 # TAP: one line per ring size and run ("#wrong" must be 0 and every
 # collective must succeed); a ring's lines fail on its own failures, or on
 # the boot's (guest status). Exit status nonzero on any failure.
@@ -72,11 +72,13 @@ LATE="
 	[ \"\$(cat \$p)\" = \"\$was\" ] && [ \"\$(cat \$f)\" = \"\$fwas\" ] ||
 		echo 'RESULT ring2 param failed'"
 
-# One ring's work, as guest shell: ring_work FIRST SIZE.
+# One ring's work, as guest shell: ring_work FIRST SIZE. The rings run at
+# once (each on its own devices; most of their time is small collectives
+# waiting on the fabric, which the rings overlap), each into its own log.
 ring_work() {
-	local coll="maia-coll-perf --first-dev $1 --ndev $2" r=ring$2 late=
-	[ "$2" = 2 ] && late=$LATE
+	local coll="maia-coll-perf --first-dev $1 --ndev $2" r=ring$2
 	echo "
+	(
 		echo '# ring of $2 devices: devices $1..$(($1 + $2 - 1))'
 		$coll --op all --dtype all --redop all --sizes $SIZES \
 			--iters 1 --warmup 0 --mem host || echo 'RESULT $r sizes failed'
@@ -85,23 +87,31 @@ ring_work() {
 		$coll --op all --dtype fp32 --sizes 12,65540 \
 			--iters 2 --warmup 0 --fence || echo 'RESULT $r fence failed'
 		$coll --op all_reduce --dtype all --sizes 4100,1048580 \
-			--iters 10 --warmup 0 >/tmp/comm-a.log 2>&1 & a=\$!
+			--iters 10 --warmup 0 >/tmp/comm-a-$r.log 2>&1 & a=\$!
 		$coll --op all_gather --dtype fp32 --sizes 4100,1048580 \
-			--iters 10 --warmup 0 >/tmp/comm-b.log 2>&1 & b=\$!
+			--iters 10 --warmup 0 >/tmp/comm-b-$r.log 2>&1 & b=\$!
 		wait \$a || echo 'RESULT $r concurrent failed'
 		wait \$b || echo 'RESULT $r concurrent failed'
-		cat /tmp/comm-a.log /tmp/comm-b.log
-		$late
-		echo 'RESULT $r done'"
+		cat /tmp/comm-a-$r.log /tmp/comm-b-$r.log
+		echo 'RESULT $r done'
+	) >/tmp/$r.log 2>&1 &"
 }
 
 script=
-devices=0 sizes=
+devices=0 sizes= logs=
 for ring in $RINGS; do
 	script="$script$(ring_work "${ring%:*}" "${ring#*:}")"
 	devices=$((devices + ${ring#*:}))
 	sizes="$sizes${sizes:+,}${ring#*:}"
+	logs="$logs /tmp/ring${ring#*:}.log"
 done
+# Then, the rings done, the late peer on the ring of 2 (it changes the
+# driver's hang check for every device).
+script="$script
+	wait
+	cat$logs
+	$LATE
+	echo 'RESULT ring2 late done'"
 log=$(mktemp)
 "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices "$devices" --fabric "rings:$sizes" \
 	--timeout 900 -- sh -c "$script" >"$log" 2>&1
@@ -115,7 +125,7 @@ for ring in $RINGS; do
 		tap $? "$what: $run (every collective checked against the CPU; guest status $rc)"
 	done
 	if [ "$size" = 2 ]; then
-		[ $rc -eq 0 ] && grep -q "^RESULT $r done" "$log" &&
+		[ $rc -eq 0 ] && grep -q "^RESULT $r late done" "$log" &&
 			! grep -qE "^RESULT $r (param|userq|kernel) failed|^RESULT $r hang" "$log"
 		tap $? "$what: a group job of 4 all-reduces whose peer comes 1 s late to each, job_timeout_ms=500, fabric_wait_max_ms=2000: no hang verdict, user queue and kernel path (guest status $rc)"
 	fi
