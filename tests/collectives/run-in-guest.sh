@@ -98,7 +98,7 @@ ring_work() {
 }
 
 script=
-devices=0 sizes= logs=
+devices=0 sizes="" logs=""
 for ring in $RINGS; do
 	script="$script$(ring_work "${ring%:*}" "${ring#*:}")"
 	devices=$((devices + ${ring#*:}))
