@@ -68,6 +68,7 @@ static const struct maia_uapi_map maia_uapi_status_map[] = {
 	{ MAIA_STATUS_FABRIC_REMOTE, DRM_MAIA_DEVICE_FABRIC_REMOTE },
 	{ MAIA_STATUS_FABRIC_TIMEOUT, DRM_MAIA_DEVICE_FABRIC_TIMEOUT },
 	{ MAIA_STATUS_ASID_DENIED, DRM_MAIA_DEVICE_ASID_DENIED },
+	{ MAIA_STATUS_FABRIC_COMM_BUSY, DRM_MAIA_DEVICE_FABRIC_COMM_BUSY },
 };
 
 /* Capability bits: the hardware's mask in, a mask of DRM_MAIA_CAP_* out. */

@@ -87,7 +87,9 @@ static void note_failure(struct coll_op *c)
 {
 	const struct fw_coll_result *r = &c->eng.result;
 
-	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD && c->cmd.nranks > 1)
+	/* A refused second communicator took nothing: its id's messages are the first's. */
+	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD &&
+	    r->status != MAIA_STATUS_FABRIC_COMM_BUSY && c->cmd.nranks > 1)
 		fw_xport_coll_failed(c->sim, c->cmd.recv_port, c->cmd.comm_id, c->cmd.seq);
 	if (r->status != MAIA_STATUS_OK && r->status != MAIA_STATUS_BAD_CMD)
 		fw_trace(c->sim,
@@ -139,11 +141,40 @@ static void op_finished(struct fw_fop *op)
 	note_failure(c);
 }
 
+static const struct fw_fop_ops coll_fop_ops;
+
+/*
+ * Another collective of the same comm_id runs on this device: every
+ * collective of one communicator runs on one queue, one after the other, so
+ * that is a second communicator made from the same id (another process's,
+ * or one made again), whose chunks the wire could not tell apart.
+ */
+static bool comm_busy(const struct coll_op *c)
+{
+	for (struct fw_fop *op = fw_xport_active(c->sim); op; op = op->next) {
+		const struct coll_op *o = (const struct coll_op *)op;
+
+		if (op != &c->op && op->ops == &coll_fop_ops && !op->finished && o->started &&
+		    fw_coll_running(&o->eng) && o->cmd.comm_id == c->cmd.comm_id)
+			return true;
+	}
+	return false;
+}
+
 static void start_once(struct coll_op *c)
 {
 	if (c->started)
 		return;
 	c->started = true;
+	if (c->cmd.nranks > 1 && fw_coll_check(&c->cmd, fw_fabric_ports(c->sim)) == MAIA_STATUS_OK &&
+	    comm_busy(c)) {
+		fw_coll_fail_port(&c->eng, &c->cmd, MAIA_STATUS_FABRIC_COMM_BUSY, c->cmd.recv_port);
+		fw_trace(c->sim, "collective comm %#x seq %u rank %u/%u: refused, another "
+			 "collective of comm %#x runs on this device", c->cmd.comm_id, c->cmd.seq,
+			 c->cmd.rank, c->cmd.nranks, c->cmd.comm_id);
+		fw_fop_finish(&c->op, MAIA_STATUS_FABRIC_COMM_BUSY);
+		return;
+	}
 	if (c->cmd.nranks > 1)
 		fw_xport_coll_starting(c->sim, c->cmd.recv_port, c->cmd.comm_id, c->cmd.seq);
 	fw_coll_start(&c->eng, &c->cmd, fw_fabric_now(c->sim));
@@ -165,7 +196,7 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 	int rc;
 
 	start_once(c);
-	if (!fw_coll_wants(&c->eng, port, msg, len))
+	if (c->op.finished || !fw_coll_wants(&c->eng, port, msg, len))
 		return 0;
 	rc = fw_coll_rx(&c->eng, port, msg, len, fw_fabric_now(sim));
 	sync_end(c);

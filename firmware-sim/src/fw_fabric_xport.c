@@ -523,6 +523,11 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 	}
 }
 
+struct fw_fop *fw_xport_active(struct maia_sim *sim)
+{
+	return fw_fabric_xport(sim)->active;
+}
+
 void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			    uint32_t seq)
 {

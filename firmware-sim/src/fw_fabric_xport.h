@@ -105,6 +105,9 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 /* Messages an operation may still queue on port now (0 when down or full). */
 unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port);
 
+/* The running operations (fabric thread): the first, then op->next. */
+struct fw_fop *fw_xport_active(struct maia_sim *sim);
+
 /*
  * Collectives and their leftovers on a receive port. A collective that
  * failed here: its chunks held or still arriving on port are dropped, not

@@ -72,11 +72,34 @@ LATE="
 	[ \"\$(cat \$p)\" = \"\$was\" ] && [ \"\$(cat \$f)\" = \"\$fwas\" ] ||
 		echo 'RESULT ring2 param failed'"
 
+# One id given to two processes on the ring of 2: both make rank 0 on device
+# 0 and start an all-reduce; whichever comes second is refused at once
+# (the device's FABRIC_COMM_BUSY) with libmaia's "in use" message, and only
+# then does rank 1 (device 1) come, with which the other completes. One of
+# the two goes through a user queue (the device's status in its completion),
+# the other through the kernel path (the driver's DRM_MAIA_DEVICE_*).
+BUSY="
+		id=\$(maia-comm-id)
+		one=\"--nranks 2 --id \$id --op all_reduce --dtype fp32 --sizes 4100 --iters 1 --warmup 0\"
+		MAIA_COMM_TIMEOUT_MS=20000 maia-coll-perf --rank 0 --first-dev 0 \$one >/tmp/busy-a.log 2>&1 & a=\$!
+		MAIA_USERQ=0 MAIA_COMM_TIMEOUT_MS=20000 maia-coll-perf --rank 0 --first-dev 0 \$one >/tmp/busy-b.log 2>&1 & b=\$!
+		while kill -0 \$a 2>/dev/null && kill -0 \$b 2>/dev/null; do sleep 0.1; done
+		maia-coll-perf --rank 1 --first-dev 1 \$one >/tmp/busy-c.log 2>&1 & c=\$!
+		wait \$a; ra=\$?
+		wait \$b; rb=\$?
+		wait \$c; rc=\$?
+		cat /tmp/busy-a.log /tmp/busy-b.log /tmp/busy-c.log
+		refused=\$(cat /tmp/busy-a.log /tmp/busy-b.log | grep -c 'is in use on this device')
+		echo \"# one id, two processes: rank 0 exits \$ra and \$rb, rank 1 \$rc, \$refused refused\"
+		[ \$((ra + rb)) -gt 0 ] && [ \$ra -eq 0 -o \$rb -eq 0 ] && [ \$rc -eq 0 ] &&
+			[ \"\$refused\" = 1 ] || echo 'RESULT ring2 busy failed'"
+
 # One ring's work, as guest shell: ring_work FIRST SIZE. The rings run at
 # once (each on its own devices; most of their time is small collectives
 # waiting on the fabric, which the rings overlap), each into its own log.
 ring_work() {
-	local coll="maia-coll-perf --first-dev $1 --ndev $2" r=ring$2
+	local coll="maia-coll-perf --first-dev $1 --ndev $2" r=ring$2 busy=
+	[ "$2" = 2 ] && busy=$BUSY
 	echo "
 	(
 		echo '# ring of $2 devices: devices $1..$(($1 + $2 - 1))'
@@ -93,6 +116,7 @@ ring_work() {
 		wait \$a || echo 'RESULT $r concurrent failed'
 		wait \$b || echo 'RESULT $r concurrent failed'
 		cat /tmp/comm-a-$r.log /tmp/comm-b-$r.log
+		$busy
 		echo 'RESULT $r done'
 	) >/tmp/$r.log 2>&1 &"
 }
@@ -125,6 +149,8 @@ for ring in $RINGS; do
 		tap $? "$what: $run (every collective checked against the CPU; guest status $rc)"
 	done
 	if [ "$size" = 2 ]; then
+		[ $rc -eq 0 ] && grep -q "^RESULT $r done" "$log" && ! grep -q "^RESULT $r busy failed" "$log"
+		tap $? "$what: one id given to two processes, both rank 0 on device 0: the second refused at once (communicator id in use), the first completes with rank 1 (guest status $rc)"
 		[ $rc -eq 0 ] && grep -q "^RESULT $r late done" "$log" &&
 			! grep -qE "^RESULT $r (param|userq|kernel) failed|^RESULT $r hang" "$log"
 		tap $? "$what: a group job of 4 all-reduces whose peer comes 1 s late to each, job_timeout_ms=500, fabric_wait_max_ms=2000: no hang verdict, user queue and kernel path (guest status $rc)"

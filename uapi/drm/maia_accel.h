@@ -38,8 +38,9 @@ extern "C" {
  *     DRM_MAIA_FABRIC_PORT, DRM_MAIA_FABRIC_WINDOW, DRM_MAIA_DEVICE_FABRIC_*.
  *  4: user queues: DRM_MAIA_USERQ_CREATE/DESTROY/WAIT, DRM_MAIA_PARAM_USER_QUEUES,
  *     DRM_MAIA_DEVICE_ASID_DENIED.
+ *  5: DRM_MAIA_DEVICE_FABRIC_COMM_BUSY.
  */
-#define MAIA_DRIVER_MINOR		4
+#define MAIA_DRIVER_MINOR		5
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -288,6 +289,8 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_FABRIC_TIMEOUT	13	/* a collective's peer did not answer in time */
 /* (minor 4) a user queue's entry named another context than the queue's own */
 #define DRM_MAIA_DEVICE_ASID_DENIED	14
+/* (minor 5) a collective of the same communicator id runs on another queue of the device */
+#define DRM_MAIA_DEVICE_FABRIC_COMM_BUSY	15
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 5
+#define LIBMAIA_VERSION_MINOR 6
 
 struct maia_device;
 
@@ -523,7 +523,9 @@ int maia_comm_id_derive(const struct maia_comm_id *base, uint32_t index,
 			struct maia_comm_id *out);
 /*
  * An id makes one communicator, as NCCL's (since 1.5: a second init with the
- * same id on the same device in this process is refused with -EINVAL).
+ * same id on the same device in this process is refused with -EINVAL; since
+ * 1.6 a collective of another process's communicator with the same id fails
+ * with -EBUSY on a device where one of the first's runs).
  */
 int maia_comm_init_rank(struct maia_comm **comm, struct maia_device *dev, int nranks,
 			const struct maia_comm_id *id, int rank);

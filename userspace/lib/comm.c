@@ -444,6 +444,12 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 		if (k >= s->ncoll)
 			k = 0;
 		r = c->report_cpu[idx * REPORTS_PER_SLOT + k];
+		if (st.device_status == MAIA_STATUS_FABRIC_COMM_BUSY)
+			return comm_fail(c, -EBUSY,
+					 "maia_comm: rank %d of %d: %s #%u refused: communicator id "
+					 "%#x is in use on this device by another communicator (an id "
+					 "makes one communicator: was it given to two processes?)",
+					 c->rank, c->nranks, s->name, s->first_seq + k, c->comm_id);
 		if (st.device_status == MAIA_STATUS_FABRIC_TIMEOUT ||
 		    st.device_status == MAIA_STATUS_FABRIC_LINK)
 			return comm_fail(c, st.device_status == MAIA_STATUS_FABRIC_LINK ?

@@ -878,6 +878,61 @@ static void test_failed_leftovers(void)
 	ring_down();
 }
 
+/*
+ * One id, two communicators on one device at once (two processes given the
+ * same id): rank 0 of A runs on queue 0 and waits for rank 1; B, with the
+ * same comm_id on queue 1 of the same device, is refused at once with
+ * FABRIC_COMM_BUSY (and its report says so) instead of taking A's chunks or
+ * timing out. A then completes, right; the refusal poisoned nothing, so the
+ * id's next collective on queue 1 of both devices (one after the other is
+ * allowed) runs too.
+ */
+static void test_comm_busy(void)
+{
+	struct outcome oa = { .wrong = 0 }, ob = { .wrong = 0 }, oc = { .wrong = 0 };
+	struct trial a, b, c;
+	uint64_t base;
+	bool arrived;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices cabled in a ring: every port UP"))
+		return;
+	trial_comm = 0xc0;
+	prepare(&a, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 100003, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	/* Short: without the check it would wait for a rank 1 that never comes. */
+	prepare(&b, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1001, 0, false, -1,
+		300);
+	b.qi = 1;
+	base = data_msgs(1, RECV_PORT);
+	submit(&a, 0);
+	arrived = wait_data_msgs(1, RECV_PORT, base, 1);
+	submit(&b, 0);
+	collect(&b, 0, &ob);
+	tap_ok(arrived && !ob.hung && ob.status[0] == MAIA_STATUS_FABRIC_COMM_BUSY &&
+	       ob.report[0].status == MAIA_STATUS_FABRIC_COMM_BUSY,
+	       "comm 0xc0 running on queue 0 of rank 0: the same comm_id on its queue 1 is refused "
+	       "with FABRIC_COMM_BUSY (status %u, report %u)", ob.status[0], ob.report[0].status);
+	finish_trial(&b, &ob, false);
+	submit(&a, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&a, r, &oa);
+	finish_trial(&a, &oa, true);
+	prepare(&c, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 4099, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	c.qi = 1;
+	for (unsigned int r = 0; r < 2; r++)
+		submit(&c, r);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&c, r, &oc);
+	finish_trial(&c, &oc, true);
+	trial_comm = 0xfab;
+	tap_ok(all_ok(&oa) && !oa.wrong && all_ok(&oc) && !oc.wrong,
+	       "then A completes (status %u/%u, #wrong %ld), and the id's next collective on queue 1 "
+	       "(status %u/%u, #wrong %ld)", oa.status[0], oa.status[1], oa.wrong, oc.status[0],
+	       oc.status[1], oc.wrong);
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0, false, 37);
@@ -889,5 +944,6 @@ int main(void)
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
 	test_failed_leftovers();
+	test_comm_busy();
 	return tap_done();
 }

@@ -70,5 +70,7 @@ struct maia_cq_entry {
 #define MAIA_STATUS_FABRIC_REMOTE	12u	/* target's access failed (its MMU, ECC) */
 #define MAIA_STATUS_FABRIC_TIMEOUT	13u	/* a collective waited too long for a peer */
 #define MAIA_STATUS_ASID_DENIED		14u	/* entry's asid is not the queue's bound one (1.3) */
+/* A collective of the same comm_id runs on another queue of this device (1.5) */
+#define MAIA_STATUS_FABRIC_COMM_BUSY	15u
 
 #endif /* MAIA_HW_QUEUE_H */

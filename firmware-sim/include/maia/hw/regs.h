@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.4. Minor versions add registers a driver may use once it
+ * major.minor = 1.5. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -47,15 +47,16 @@
  * fabric window mailbox commands, MAIA_OP_FABRIC_* and MAIA_OP_COLLECTIVE,
  * MAIA_STATUS_FABRIC_*; maia/hw/fabric.h) and user queues (MAIA_Q_ASID,
  * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED);
- * 1.4 added MAIA_Q_FABRIC_WAITS.
+ * 1.4 added MAIA_Q_FABRIC_WAITS; 1.5 added MAIA_STATUS_FABRIC_COMM_BUSY.
  */
-#define MAIA_HW_REVISION		0x0104u
+#define MAIA_HW_REVISION		0x0105u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
 /* 1.3: user queues: MAIA_Q_ASID binding, BAR1 doorbell pages, STATUS_ASID_DENIED */
 #define MAIA_HW_REVISION_USERQ		0x0103u
 #define MAIA_HW_REVISION_FABRIC_WAITS	0x0104u	/* MAIA_Q_FABRIC_WAITS */
+#define MAIA_HW_REVISION_COMM_BUSY	0x0105u	/* MAIA_STATUS_FABRIC_COMM_BUSY */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
