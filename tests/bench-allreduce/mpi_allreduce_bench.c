@@ -4,9 +4,9 @@
  * baseline for the devices' all-reduce (tests/run-bench, benchmarks.rst).
  *
  *   mpirun -np N mpi_allreduce_bench [--min-bytes B] [--max-bytes B]
- *                                    [--step-factor F] [--iters K]
+ *                                    [--step-factor F] [--iters K] [--warmup W]
  *
- * Per size: one warm-up, then K timed calls between barriers; the time is
+ * Per size: W warm-up calls (default 1), then K timed calls between barriers; the time is
  * the slowest rank's. Rank 0 prints one JSON object per size with
  * nccl-tests' busbw (algbw x 2(n-1)/n) and #wrong against the exact sum
  * (inputs are small integers).
@@ -25,7 +25,7 @@ static float input_value(int r, uint64_t i)
 int main(int argc, char **argv)
 {
 	uint64_t min_bytes = 4u << 20, max_bytes = 64u << 20, bytes, count, i, wrong;
-	unsigned int step = 4, iters = 5, it;
+	unsigned int step = 4, iters = 5, warmup = 1, it;
 	int rank, n, a, r;
 	float *send, *recv;
 
@@ -43,11 +43,13 @@ int main(int argc, char **argv)
 			step = (unsigned int)v;
 		else if (!strcmp(argv[a], "--iters"))
 			iters = (unsigned int)v;
+		else if (!strcmp(argv[a], "--warmup"))
+			warmup = (unsigned int)v;
 	}
 	if (step < 2 || !iters || min_bytes < 4 || min_bytes > max_bytes) {
 		if (!rank)
 			fprintf(stderr, "usage: mpi_allreduce_bench [--min-bytes B] [--max-bytes B] "
-				"[--step-factor F] [--iters K]\n");
+				"[--step-factor F] [--iters K] [--warmup W]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -62,7 +64,8 @@ int main(int argc, char **argv)
 		count = bytes / 4;
 		for (i = 0; i < count; i++)
 			send[i] = input_value(rank, i);
-		MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		for (it = 0; it < warmup; it++)
+			MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
 		for (it = 0; it < iters; it++)
