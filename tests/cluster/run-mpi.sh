@@ -94,7 +94,8 @@ MAIA_FAKE_HOSTS=$HOSTS "${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
 	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh" \
 	--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo \
 	"$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --host-addr auto \
-	--device-opts fabric-drop-ppm=10000 -- \
+	--device-opts fabric-drop-ppm=10000 \
+	--qemu-arg -object --qemu-arg "filter-dump,id=d0,netdev=fab0,file=$OUT/np2-r{rank}.pcap,maxlen=160" -- \
 	sh -c "$COLL && $BIG && $LOSSY && maia-fabric-links counters --expect-retransmits" \
 	>"$log" 2>&1
 rc=$?
@@ -120,6 +121,20 @@ if [ $rc -eq 0 ] && [ "$(done_lines 0)" -eq 3 ] && [ "$(done_lines 1)" -eq 3 ]; 
 else
 	grep -E 'wrong elements|maia-coll-perf:|maia-fabric-links:|FAILED' "$log" | sed 's/^/# /'
 	tap not-ok "np2-hosts-tcp-udp: 1 % frame loss, 4 MiB all-reduces and retransmits (status $rc, log $log)"
+fi
+# Rank 0's port 0 (the TCP cable) as QEMU's filter-dump saw it, both
+# headers of every frame (maxlen=160), read by maia-fabric-pcap's own
+# decoder: every frame well formed, collective chunks, and DATA frames sent
+# again (the injected loss, seen on the wire).
+pcap_sum=$("$TOP/build/userspace/bin/maia-fabric-pcap" --summary --check "$OUT/np2-r0.pcap" 2>&1)
+pcap_rc=$?
+echo "$pcap_sum" | sed 's/^/# /'
+if [ $pcap_rc -eq 0 ] && echo "$pcap_sum" | grep -q ' 0 bad fabric frames' &&
+	echo "$pcap_sum" | grep -qE 'DATA sent again [1-9]' &&
+	echo "$pcap_sum" | grep -qE 'COLL [1-9]' && echo "$pcap_sum" | grep -qE 'HELLO [1-9]'; then
+	tap ok "np2-hosts: filter-dump of rank 0's TCP cable, decoded by maia-fabric-pcap: every frame well formed, HELLOs, collective chunks, DATA sent again after the injected losses"
+else
+	tap not-ok "np2-hosts: filter-dump of rank 0's TCP cable (maia-fabric-pcap status $pcap_rc, $OUT/np2-r0.pcap)"
 fi
 
 # 2: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
