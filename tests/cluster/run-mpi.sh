@@ -89,6 +89,7 @@ HOSTS=$OUT/hosts
 mkdir -p "$HOSTS"
 printf '127.0.0.1\tlocalhost\n127.0.0.2\tnode1\n127.0.0.3\tnode2\n' >"$HOSTS/hosts"
 printf 'node1 slots=1\nnode2 slots=1\n' >"$HOSTS/hostfile"
+rm -f "$OUT"/np2-r*.pcap
 LOSSY='MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0'
 MAIA_FAKE_HOSTS=$HOSTS "${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
 	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh" \
