@@ -91,7 +91,8 @@ printf '127.0.0.1\tlocalhost\n127.0.0.2\tnode1\n127.0.0.3\tnode2\n' >"$HOSTS/hos
 printf 'node1 slots=1\nnode2 slots=1\n' >"$HOSTS/hostfile"
 rm -f "$OUT"/np2-r*.pcap
 LOSSY='MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0'
-MAIA_FAKE_HOSTS=$HOSTS "${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
+MAIA_FAKE_HOSTS=$HOSTS MAIA_FAKE_HOSTS_KEEP="$TOP:${MAIA_CACHE:-$HOME/.cache/maia-stack}" \
+	"${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
 	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh" \
 	--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo \
 	"$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --host-addr auto \
@@ -129,7 +130,7 @@ fi
 # again (the injected loss, seen on the wire).
 pcap_sum=$("$TOP/build/userspace/bin/maia-fabric-pcap" --summary --check "$OUT/np2-r0.pcap" 2>&1)
 pcap_rc=$?
-echo "$pcap_sum" | sed 's/^/# /'
+printf "# %s\n" "$pcap_sum"
 if [ $pcap_rc -eq 0 ] && echo "$pcap_sum" | grep -q ' 0 bad fabric frames' &&
 	echo "$pcap_sum" | grep -qE 'DATA sent again [1-9]' &&
 	echo "$pcap_sum" | grep -qE 'COLL [1-9]' && echo "$pcap_sum" | grep -qE 'HELLO [1-9]'; then
