@@ -133,6 +133,11 @@ graft_device() {
 #    memory map many times while the timer interrupts). The vCPU now holds
 #    a reference to the FlatView of the dispatch it caches, and drops it
 #    when it switches to the new one.
+# 4. A unix stream socket's buffer holds three 60 KiB fabric frames by
+#    default (net.core.wmem_default), so a cable between two QEMUs moved a
+#    few frames per main-loop wake-up. Both ends of a unix stream netdev ask
+#    for 4 MiB (the kernel caps it at net.core.wmem_max and rmem_max); TCP
+#    keeps its autotuning. Documentation/cluster.rst has the figures.
 patch_qemu() {
 	local f=$QEMU_SRC_DIR/net/stream.c p=$QEMU_SRC_DIR/system/physmem.c
 	if ! grep -q "maia: no frame before listening" "$f"; then
@@ -144,6 +149,18 @@ patch_qemu() {
 		sed -i '/^static void net_stream_listen(/,/^}/ s|^    s->ioc = QIO_CHANNEL(cioc);$|&\n    qio_channel_set_blocking(s->ioc, false, NULL); /* maia: never block the main loop */|' "$f"
 		grep -q "maia: never block the main loop" "$f" ||
 			{ log "could not patch $f (net_stream_listen changed?)"; exit 1; }
+	fi
+	if ! grep -q "maia: unix socket buffers" "$f"; then
+		perl -0pi -e '
+			s{\n(static void net_stream_listen\(QIONetListener \*listener,\n)}
+			 {\n/* maia: unix socket buffers for a window of fabric frames (capped by the kernel) */\nstatic void net_stream_unix_buffers(QIOChannelSocket *sioc)\n{\n    int size = 4 * 1024 * 1024;\n\n    if (sioc->localAddr.ss_family != AF_UNIX) {\n        return;\n    }\n    setsockopt(sioc->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));\n    setsockopt(sioc->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));\n}\n\n$1};
+			s{(    qio_channel_set_blocking\(s->ioc, false, NULL\); /\* maia: never block the main loop \*/\n)}
+			 {$1    net_stream_unix_buffers(cioc);\n};
+			s{(    g_assert\(ret == 0\);\n\n    net_socket_rs_init\(&s->rs, net_stream_rs_finalize, false\);\n)}
+			 {    g_assert(ret == 0);\n    net_stream_unix_buffers(sioc);\n\n    net_socket_rs_init(&s->rs, net_stream_rs_finalize, false);\n};
+		' "$f"
+		[ "$(grep -c "net_stream_unix_buffers" "$f")" = 3 ] ||
+			{ log "could not patch $f (net_stream_listen or client_connected changed?)"; exit 1; }
 	fi
 	if ! grep -q "maia: keep the cached dispatch alive" "$p"; then
 		perl -0pi -e '
