@@ -138,6 +138,31 @@ if [ $pcap_rc -eq 0 ] && echo "$pcap_sum" | grep -q ' 0 bad fabric frames' &&
 else
 	tap not-ok "np2-hosts: filter-dump of rank 0's TCP cable (maia-fabric-pcap status $pcap_rc, $OUT/np2-r0.pcap)"
 fi
+# The decoder's check can fail: one bit flipped in the 10th whole frame (an
+# ACK or KEEPALIVE: maxlen keeps short frames whole) must make it BAD CRC.
+/usr/bin/python3 - "$OUT/np2-r0.pcap" "$OUT/np2-r0-flipped.pcap" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+off, whole = 24, 0
+while off + 16 <= len(d):
+    cap, orig = struct.unpack_from("<II", d, off + 8)
+    off += 16
+    if cap == orig and cap >= 62:
+        whole += 1
+        if whole == 10:
+            d[off + 14 + 20] ^= 0x01    # a bit of the fabric header's seq
+            break
+    off += cap
+open(sys.argv[2], "wb").write(d)
+PY
+flip_sum=$("$TOP/build/userspace/bin/maia-fabric-pcap" --check "$OUT/np2-r0-flipped.pcap" 2>&1)
+flip_rc=$?
+if [ $flip_rc -eq 1 ] && [ "$(grep -c 'BAD CRC' <<<"$flip_sum")" = 1 ] &&
+	grep -q ' 1 bad fabric frames' <<<"$flip_sum"; then
+	tap ok "np2-hosts: the same dump with one header bit flipped: maia-fabric-pcap --check finds that one frame BAD CRC and fails"
+else
+	tap not-ok "np2-hosts: one header bit flipped in the dump: maia-fabric-pcap status $flip_rc, $(grep -c 'BAD CRC' <<<"$flip_sum") BAD CRC lines"
+fi
 
 # 2: the collectives, then rank 2's QEMU dies mid-all-reduce. The survivors
 # wait for each other (maia-cluster-sync) before and after the recovery
