@@ -75,7 +75,9 @@ LATE="
 # One id given to two processes on the ring of 2: both make rank 0 on device
 # 0 and start an all-reduce; whichever comes second is refused at once
 # (the device's FABRIC_COMM_BUSY) with libmaia's "in use" message, and only
-# then does rank 1 (device 1) come, with which the other completes. One of
+# then does rank 1 (device 1) come, with which the other completes. Then
+# two more processes make the same id's ranks 0 and 1 again, one after the
+# other is allowed (sequence numbers start again at 0): they complete. One of
 # the two goes through a user queue (the device's status in its completion),
 # the other through the kernel path (the driver's DRM_MAIA_DEVICE_*).
 BUSY="
@@ -92,7 +94,14 @@ BUSY="
 		refused=\$(cat /tmp/busy-a.log /tmp/busy-b.log | grep -c 'is in use on this device')
 		echo \"# one id, two processes: rank 0 exits \$ra and \$rb, rank 1 \$rc, \$refused refused\"
 		[ \$((ra + rb)) -gt 0 ] && [ \$ra -eq 0 -o \$rb -eq 0 ] && [ \$rc -eq 0 ] &&
-			[ \"\$refused\" = 1 ] || echo 'RESULT ring2 busy failed'"
+			[ \"\$refused\" = 1 ] || echo 'RESULT ring2 busy failed'
+		maia-coll-perf --rank 0 --first-dev 0 \$one >/tmp/busy-d.log 2>&1 & d=\$!
+		maia-coll-perf --rank 1 --first-dev 1 \$one >/tmp/busy-e.log 2>&1 & e=\$!
+		wait \$d; rd=\$?
+		wait \$e; re=\$?
+		cat /tmp/busy-d.log /tmp/busy-e.log
+		echo \"# the same id again, one after the other: rank 0 exits \$rd, rank 1 \$re\"
+		[ \$rd -eq 0 ] && [ \$re -eq 0 ] || echo 'RESULT ring2 busy failed'"
 
 # One ring's work, as guest shell: ring_work FIRST SIZE. The rings run at
 # once (each on its own devices; most of their time is small collectives
@@ -150,7 +159,7 @@ for ring in $RINGS; do
 	done
 	if [ "$size" = 2 ]; then
 		[ $rc -eq 0 ] && grep -q "^RESULT $r done" "$log" && ! grep -q "^RESULT $r busy failed" "$log"
-		tap $? "$what: one id given to two processes, both rank 0 on device 0: the second refused at once (communicator id in use), the first completes with rank 1 (guest status $rc)"
+		tap $? "$what: one id given to two processes, both rank 0 on device 0: the second refused at once (communicator id in use), the first completes with rank 1; then the same id again, one after the other, completes (guest status $rc)"
 		[ $rc -eq 0 ] && grep -q "^RESULT $r late done" "$log" &&
 			! grep -qE "^RESULT $r (param|userq|kernel) failed|^RESULT $r hang" "$log"
 		tap $? "$what: a group job of 4 all-reduces whose peer comes 1 s late to each, job_timeout_ms=500, fabric_wait_max_ms=2000: no hang verdict, user queue and kernel path (guest status $rc)"
