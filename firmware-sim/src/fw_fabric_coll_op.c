@@ -170,8 +170,8 @@ static void start_once(struct coll_op *c)
 	    comm_busy(c)) {
 		fw_coll_fail_port(&c->eng, &c->cmd, MAIA_STATUS_FABRIC_COMM_BUSY, c->cmd.recv_port);
 		fw_trace(c->sim, "collective comm %#x seq %u rank %u/%u: refused, another "
-			 "collective of comm %#x runs on this device", c->cmd.comm_id, c->cmd.seq,
-			 c->cmd.rank, c->cmd.nranks, c->cmd.comm_id);
+			 "collective of this comm runs on this device", c->cmd.comm_id, c->cmd.seq,
+			 c->cmd.rank, c->cmd.nranks);
 		fw_fop_finish(&c->op, MAIA_STATUS_FABRIC_COMM_BUSY);
 		return;
 	}

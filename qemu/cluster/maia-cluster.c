@@ -210,44 +210,39 @@ static void stream_end(char *nd, const char *id, const struct rank_addr *at, int
 			 server ? "on" : "off", at->path, server ? "" : ",reconnect-ms=100");
 }
 
+/*
+ * -netdev dgram options of this rank's port `port` (0 or 1): its own end
+ * (DIR/rankR.sock.pP, or UDP port[P] on its host) to the peer's other port's.
+ */
+static void dgram_end(char *nd, unsigned int port, enum link_kind kind,
+		      const struct rank_addr *me, const struct rank_addr *peer)
+{
+	unsigned int other = 1 - port;
+
+	if (kind == LINK_UDP)
+		snprintf(nd, ARG_LEN, "dgram,id=fab%u,local.type=inet,local.host=%s,"
+			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
+			 port, me->host, me->port[port], peer->host, peer->port[other]);
+	else
+		snprintf(nd, ARG_LEN, "dgram,id=fab%u,local.type=unix,local.path=%s.p%u,"
+			 "remote.type=unix,remote.path=%s.p%u", port, me->path, port, peer->path,
+			 other);
+}
+
 /* The -netdev options of this rank's two cable ends: cable rank, then cable rank-1. */
 static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
 {
 	int prank = (rank + nranks - 1) % nranks;
 	const struct rank_addr *me = &all[rank];
-	const struct rank_addr *next = &all[(rank + 1) % nranks];
-	const struct rank_addr *prev = &all[prank];
 
-	switch (cable_kind(rank)) {
-	case LINK_UNIX:
-	case LINK_TCP:
+	if (cable_kind(rank) == LINK_UNIX || cable_kind(rank) == LINK_TCP)
 		stream_end(nd[0], "fab0", me, rank, true);
-		break;
-	case LINK_DGRAM:
-		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=unix,local.path=%s.p0,"
-			 "remote.type=unix,remote.path=%s.p1", me->path, next->path);
-		break;
-	case LINK_UDP:
-		snprintf(nd[0], ARG_LEN, "dgram,id=fab0,local.type=inet,local.host=%s,"
-			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
-			 me->host, me->port[0], next->host, next->port[1]);
-		break;
-	}
-	switch (cable_kind(prank)) {
-	case LINK_UNIX:
-	case LINK_TCP:
-		stream_end(nd[1], "fab1", prev, prank, false);
-		break;
-	case LINK_DGRAM:
-		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=unix,local.path=%s.p1,"
-			 "remote.type=unix,remote.path=%s.p0", me->path, prev->path);
-		break;
-	case LINK_UDP:
-		snprintf(nd[1], ARG_LEN, "dgram,id=fab1,local.type=inet,local.host=%s,"
-			 "local.port=%d,remote.type=inet,remote.host=%s,remote.port=%d",
-			 me->host, me->port[1], prev->host, prev->port[0]);
-		break;
-	}
+	else
+		dgram_end(nd[0], 0, cable_kind(rank), me, &all[(rank + 1) % nranks]);
+	if (cable_kind(prank) == LINK_UNIX || cable_kind(prank) == LINK_TCP)
+		stream_end(nd[1], "fab1", &all[prank], prank, false);
+	else
+		dgram_end(nd[1], 1, cable_kind(prank), me, &all[prank]);
 }
 
 /* --link: "mixed", or KIND[,KIND...]. */
