@@ -91,8 +91,8 @@ struct fw_link_ops {
 	/*
 	 * One message from the peer's layer above, in order, exactly once.
 	 * Returns 0, or -EAGAIN when the layer above has no room for it now:
-	 * the link then has not received it (no ack) and go-back-N sends it
-	 * again after the retransmit timeout (back-pressure).
+	 * the link then has not received it (no ack); it holds a copy and
+	 * offers it again at the next frame or tick (back-pressure).
 	 */
 	int (*deliver)(void *opaque, unsigned int port, const void *msg, size_t len);
 	/* Optional: the link went UP (peer discovered) or DOWN. */
@@ -135,6 +135,8 @@ struct fw_link_stats {
 	uint64_t rx_refused;				/* deliver() said -EAGAIN */
 	uint64_t retransmits;				/* DATA frames sent again */
 	uint64_t tx_hello, tx_ack, tx_keepalive;
+	uint64_t tx_nak, rx_nak;			/* NAKs sent and received */
+	uint64_t rx_held;				/* DATA after a gap, held */
 	uint64_t tx_injected_drops;			/* dropped by drop_ppm */
 	uint64_t tx_errors;				/* ops.tx returned < 0 */
 	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
@@ -150,6 +152,14 @@ struct fw_link_msg {
 	uint32_t crc;			/* of data (fw_fabric_crc_copy() from 0) */
 	uint64_t sent_ns;		/* last (re)transmission */
 	bool resent;			/* sent more than once: no RTT sample */
+	bool fast_resent;		/* sent again in this recovery */
+};
+
+/* DATA received after a gap, held until the gap is filled. */
+struct fw_link_held {
+	uint8_t *msg;			/* fw_buf_alloc(); NULL: slot free */
+	uint32_t len;
+	uint32_t seq;
 };
 
 struct fw_link {
@@ -165,8 +175,21 @@ struct fw_link {
 	/* Sender: [una, nxt) in flight, [nxt, tail) queued; credit from the peer. */
 	uint32_t snd_una, snd_nxt, snd_tail, snd_credit;
 	struct fw_link_msg *q;		/* cfg.txq slots, by seq & (txq - 1) */
+	/*
+	 * Sender: after a loss (a NAK, a timeout), [snd_una, recover) was in
+	 * flight: an ack that moves but stays below recover names the next
+	 * frame the receiver lacks, which is sent again at once.
+	 */
+	bool recovering;
+	uint32_t recover;
+	uint32_t fast_seq;		/* the last seq sent again at once, and when */
+	uint64_t fast_ns;
 	/* Receiver. */
 	uint32_t rcv_nxt;
+	struct fw_link_held *held;	/* cfg.window slots, by seq & (window - 1) */
+	unsigned int nheld;
+	uint32_t nak_seq, nak_gap;	/* the gap the last NAK named, and when (0: none) */
+	uint64_t nak_ns;
 	bool ack_pending;
 	unsigned int unacked_rx;	/* DATA frames received since the last frame sent */
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;

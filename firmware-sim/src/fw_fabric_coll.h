@@ -147,7 +147,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 /*
  * A MAIA_FMSG_COLL message from port. 0: taken (used, held or counted and
  * dropped); -EAGAIN: refused for now, the link must deliver it again later
- * (its go-back-N does). Messages of one port must be offered in order.
+ * (it holds it and offers it again). Messages of one port must be offered in order.
  */
 int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len,
 	       uint64_t now_ns);

@@ -344,12 +344,13 @@ int fw_fabric_parse_ext(const void *frame, size_t len, struct fw_fabric_frame *o
 	case MAIA_FABRIC_HELLO:
 	case MAIA_FABRIC_ACK:
 	case MAIA_FABRIC_KEEPALIVE:
+	case MAIA_FABRIC_NAK:
 		if (h->payload_len)
 			return drop(reason, MAIA_FABRIC_DROP_LENGTH);
 		break;
 	case MAIA_FABRIC_DATA:
 		break;
-	default:		/* NAK is reserved: not sent, not accepted */
+	default:
 		return drop(reason, MAIA_FABRIC_DROP_TYPE);
 	}
 	if (h->src_port >= MAIA_FABRIC_MAX_PORTS)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * One fabric port's link engine: hello and discovery, go-back-N reliable
- * delivery with cumulative acks and receiver credits, keepalive and dead
- * peer detection (Documentation/hw/fabric.rst). No lock, no thread, no
- * clock of its own: see fw_fabric.h.
+ * One fabric port's link engine: hello and discovery, reliable delivery
+ * with cumulative acks, selective retransmission (NAK) and receiver credits,
+ * keepalive and dead peer detection (Documentation/hw/fabric.rst). No lock,
+ * no thread, no clock of its own: see fw_fabric.h.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -138,6 +138,8 @@ static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now
 	fill_hdr(l, &h, MAIA_FABRIC_DATA);
 	h.seq = seq;
 	m->resent |= resend;
+	if (resend)
+		l->stats.retransmits++;
 	m->sent_ns = now_ns;
 	l->stats.tx_data++;
 	xmit(l, &h, m->data, m->len, m->crc, now_ns);
@@ -165,6 +167,21 @@ static void free_msg(struct fw_link *l, uint32_t seq)
 	m->len = 0;
 	m->sent_ns = 0;
 	m->resent = false;
+	m->fast_resent = false;
+}
+
+static struct fw_link_held *held_slot(struct fw_link *l, uint32_t seq)
+{
+	return &l->held[seq & (l->cfg.window - 1)];
+}
+
+static void free_held(struct fw_link *l)
+{
+	for (unsigned int i = 0; l->held && i < l->cfg.window; i++) {
+		fw_buf_free(l->held[i].msg);
+		l->held[i].msg = NULL;
+	}
+	l->nheld = 0;
 }
 
 /*
@@ -181,7 +198,10 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 		l->stats.discarded++;
 	}
 	l->snd_una = l->snd_nxt = l->snd_tail = l->snd_credit = 0;
+	l->recovering = false;
+	free_held(l);
 	l->rcv_nxt = 0;
+	l->nak_ns = 0;
 	l->ack_pending = false;
 	l->confirmed = false;
 	l->state = FW_LINK_DOWN;
@@ -214,8 +234,9 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	l->ops = *ops;
 	l->opaque = opaque;
 	l->q = calloc(cfg->txq, sizeof(*l->q));
+	l->held = calloc(cfg->window, sizeof(*l->held));
 	l->frame = malloc(MAIA_FABRIC_MAX_FRAME);
-	if (!l->q || !l->frame) {
+	if (!l->q || !l->held || !l->frame) {
 		fw_link_destroy(l);
 		return -ENOMEM;
 	}
@@ -237,9 +258,12 @@ void fw_link_destroy(struct fw_link *l)
 	if (l->q)
 		for (uint32_t s = l->snd_una; s != l->snd_tail; s++)
 			free_msg(l, s);
+	free_held(l);
 	free(l->q);
+	free(l->held);
 	free(l->frame);
 	l->q = NULL;
+	l->held = NULL;
 	l->frame = NULL;
 }
 
@@ -264,6 +288,9 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 		return min_u64(d, l->last_hello_ns + l->cfg.hello_ns);
 	if (l->ack_pending)
 		return l->last_tx_ns;		/* already due */
+	/* The next message is held, refused by the layer above: offer it again soon. */
+	if (l->nheld && l->held[l->rcv_nxt & (l->cfg.window - 1)].msg)
+		d = min_u64(d, l->last_tick_ns + l->cfg.rto_ns / 8);
 	if (l->snd_una != l->snd_nxt)
 		d = min_u64(d, l->rto_start_ns + l->rto_cur_ns);
 	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
@@ -399,6 +426,25 @@ static void rtt_sample(struct fw_link *l, uint64_t rtt_ns)
 		l->rto_cur_ns = l->cfg.rto_max_ns;
 }
 
+/* Send seq again now: once per recovery; a lost resend waits for the timeout. */
+static void fast_resend(struct fw_link *l, uint32_t seq, uint64_t now_ns)
+{
+	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
+
+	if (m->fast_resent)
+		return;
+	m->fast_resent = true;
+	send_data(l, seq, true, now_ns);
+}
+
+static void enter_recovery(struct fw_link *l)
+{
+	if (!l->recovering) {
+		l->recovering = true;
+		l->recover = l->snd_nxt;
+	}
+}
+
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
@@ -412,12 +458,131 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 			l->stats.tx_msgs_delivered_peer++;
 		}
 		l->rto_start_ns = now_ns;
-		}
+		/*
+		 * In recovery, an ack that stops short of what was in flight
+		 * names the next frame the receiver lacks (it holds what came
+		 * after a gap, so it would have acked past one it had).
+		 */
+		if (l->recovering && seq_lt(l->snd_una, l->recover))
+			fast_resend(l, l->snd_una, now_ns);
+		else
+			l->recovering = false;
+	}
 	if (seq_lt(l->snd_credit, h->credit))
 		l->snd_credit = h->credit;
 }
 
-static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
+/* The peer lacks [ack, ack + gap): send those frames again (after rx_ack()). */
+static void rx_nak(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
+{
+	uint32_t n = l->snd_nxt - l->snd_una;
+
+	l->stats.rx_nak++;
+	/* An old NAK (the ack has moved on since) or one beyond what we sent. */
+	if (h->ack != l->snd_una || !n)
+		return;
+	if (h->gap && h->gap < n)
+		n = h->gap;
+	enter_recovery(l);
+	for (uint32_t s = l->snd_una; s != l->snd_una + n; s++)
+		fast_resend(l, s, now_ns);
+	l->rto_start_ns = now_ns;
+}
+
+/*
+ * Holds a copy of a message not delivered now: one after a gap, or the
+ * next one refused by the layer above. false: no memory (not received).
+ */
+static bool hold(struct fw_link *l, uint32_t seq, const void *msg, uint32_t len)
+{
+	struct fw_link_held *slot = held_slot(l, seq);
+	uint8_t *copy = fw_buf_alloc(len ? len : 1);
+
+	if (!copy)
+		return false;
+	memcpy(copy, msg, len);
+	slot->msg = copy;
+	slot->len = len;
+	slot->seq = seq;
+	l->nheld++;
+	return true;
+}
+
+/* Delivers rcv_nxt's message; false when refused (not received after all). */
+static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
+{
+	uint32_t seq = l->rcv_nxt++;
+
+	if (l->ops.deliver(l->opaque, l->cfg.port, msg, len) < 0) {
+		/* deliver() may have reset the link: then there is nothing to undo. */
+		if (l->state == FW_LINK_UP && l->rcv_nxt == seq + 1)
+			l->rcv_nxt = seq;
+		l->stats.rx_refused++;
+		return false;
+	}
+	l->stats.rx_msgs++;
+	return true;
+}
+
+/*
+ * Names the gap before the first held message: [rcv_nxt, that seq). Once
+ * per gap, and again after a retransmit timeout's worth of time if the gap
+ * is still there (the NAK or the frames sent again may have been lost).
+ */
+static void send_nak(struct fw_link *l, uint64_t now_ns)
+{
+	struct maia_fabric_hdr h;
+	uint32_t s;
+
+	/* Held there: refused by the layer above, not missing. */
+	if (held_slot(l, l->rcv_nxt)->msg)
+		return;
+	/* Within the gap the last NAK named: those frames are on their way. */
+	if (l->nak_ns && l->rcv_nxt - l->nak_seq < l->nak_gap && now_ns - l->nak_ns < l->cfg.rto_ns)
+		return;
+	for (s = l->rcv_nxt + 1; s != l->rcv_nxt + l->cfg.window; s++)
+		if (held_slot(l, s)->msg)
+			break;
+	fill_hdr(l, &h, MAIA_FABRIC_NAK);
+	h.gap = s - l->rcv_nxt;
+	l->nak_seq = l->rcv_nxt;
+	l->nak_gap = h.gap;
+	l->nak_ns = now_ns ? now_ns : 1;
+	l->stats.tx_nak++;
+	xmit(l, &h, NULL, 0, 0, now_ns);
+}
+
+/*
+ * Delivers the held messages that follow rcv_nxt, in order, and names the
+ * next gap if more are held beyond it.
+ */
+static void drain(struct fw_link *l, uint64_t now_ns)
+{
+	while (l->nheld && l->state == FW_LINK_UP) {
+		struct fw_link_held *slot = held_slot(l, l->rcv_nxt);
+		struct fw_link_held m = *slot;
+		uint32_t seq = l->rcv_nxt;
+
+		if (!m.msg)
+			break;
+		slot->msg = NULL;
+		l->nheld--;
+		if (!deliver(l, m.msg, m.len)) {
+			if (l->state == FW_LINK_UP && l->rcv_nxt == seq) {
+				*slot = m;	/* offered again later */
+				l->nheld++;
+			} else {
+				fw_buf_free(m.msg);
+			}
+			return;
+		}
+		fw_buf_free(m.msg);
+	}
+	if (l->nheld && l->state == FW_LINK_UP)
+		send_nak(l, now_ns);
+}
+
+static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t now_ns)
 {
 	const struct maia_fabric_hdr *h = &f->hdr;
 
@@ -427,23 +592,28 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f)
 		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_WINDOW]++;
 		return;
 	}
-	if (seq_lt(h->seq, l->rcv_nxt)) {
+	if (seq_lt(h->seq, l->rcv_nxt) || held_slot(l, h->seq)->msg) {
 		l->stats.drops[MAIA_FABRIC_DROP_DUPLICATE]++;
+		drain(l, now_ns);	/* the next one may be held, refused earlier */
 		return;
 	}
 	if (h->seq != l->rcv_nxt) {
-		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_ORDER]++;
+		/* After a gap: held, and the gap named at once. */
+		if (!hold(l, h->seq, f->payload, h->payload_len)) {
+			l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_ORDER]++;
+			return;
+		}
+		l->stats.rx_held++;
+		send_nak(l, now_ns);
 		return;
 	}
-	l->rcv_nxt++;
-	if (l->ops.deliver(l->opaque, l->cfg.port, f->payload, h->payload_len) < 0) {
-		/* Refused: not received after all (unless deliver() reset the link). */
-		if (l->state == FW_LINK_UP && l->rcv_nxt == h->seq + 1)
-			l->rcv_nxt = h->seq;
-		l->stats.rx_refused++;
+	if (!deliver(l, f->payload, h->payload_len)) {
+		/* Refused: held and offered again at the next frame or tick. */
+		if (l->state == FW_LINK_UP && l->rcv_nxt == h->seq)
+			hold(l, h->seq, f->payload, h->payload_len);
 		return;
 	}
-	l->stats.rx_msgs++;
+	drain(l, now_ns);
 }
 
 static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc, uint64_t now_ns)
@@ -478,8 +648,10 @@ static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc,
 	l->last_rx_ns = now_ns;
 	l->confirmed = true;
 	rx_ack(l, h, now_ns);
-	if (h->type == MAIA_FABRIC_DATA)
-		rx_data(l, &f);
+	if (h->type == MAIA_FABRIC_NAK)
+		rx_nak(l, h, now_ns);
+	else if (h->type == MAIA_FABRIC_DATA)
+		rx_data(l, &f, now_ns);
 	/* deliver() may have reset the link. */
 	if (l->state != FW_LINK_UP)
 		return;
@@ -514,6 +686,8 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 		l->stats.starved++;
 	}
 	l->last_tick_ns = now_ns;
+	if (l->state == FW_LINK_UP && l->nheld)
+		drain(l, now_ns);
 	if (l->state == FW_LINK_UP && now_ns - l->last_rx_ns >= l->cfg.dead_ns) {
 		l->stats.dead_peer++;
 		go_down(l, true, now_ns);
@@ -525,11 +699,17 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 		return;
 	}
 	if (l->snd_una != l->snd_nxt && now_ns - l->rto_start_ns >= l->rto_cur_ns) {
-		/* Go-back-N: everything from the oldest unacked frame again. */
-		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++) {
-			send_data(l, s, true, now_ns);
-			l->stats.retransmits++;
-		}
+		/*
+		 * The oldest unacked frame again, and a new recovery: the
+		 * receiver holds what it got after it, and its acks and NAKs
+		 * then name what else it lacks.
+		 */
+		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++)
+			l->q[s & (l->cfg.txq - 1)].fast_resent = false;
+		l->recovering = false;
+		enter_recovery(l);
+		l->q[l->snd_una & (l->cfg.txq - 1)].fast_resent = true;
+		send_data(l, l->snd_una, true, now_ns);
 		l->rto_start_ns = now_ns;
 		if (l->cfg.rto_max_ns)
 			l->rto_cur_ns = min_u64(2 * l->rto_cur_ns, l->cfg.rto_max_ns);

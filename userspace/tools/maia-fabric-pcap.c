@@ -173,7 +173,7 @@ static void frame(const uint8_t *p, uint32_t cap, uint32_t len, double t)
 	else if (h.payload_len != len - MAIA_FABRIC_MIN_FRAME ||
 		 h.payload_len > MAIA_FABRIC_MAX_PAYLOAD)
 		bad = "payload_len";
-	else if (h.type >= NTYPES || !frame_names[h.type] || h.type == MAIA_FABRIC_NAK ||
+	else if (h.type >= NTYPES || !frame_names[h.type] ||
 		 (h.type != MAIA_FABRIC_DATA && h.payload_len))
 		bad = "type";
 	if (!bad && cap == len) {
@@ -201,6 +201,8 @@ static void frame(const uint8_t *p, uint32_t cap, uint32_t len, double t)
 		else
 			printf("%u", h.dst_port);
 		printf("  %-9s seq %u ack %u credit %u", frame_names[h.type], h.seq, h.ack, h.credit);
+		if (h.type == MAIA_FABRIC_NAK)
+			printf(" missing %u-%u", h.ack, h.ack + h.gap - 1);
 	}
 	if (h.type == MAIA_FABRIC_DATA) {
 		if (resent(&h)) {

@@ -11,8 +11,9 @@
  *
  * The link layer gives the layer above reliable, in-order, exactly-once
  * delivery of messages of up to MAIA_FABRIC_MAX_PAYLOAD bytes over a lossy
- * link: hello with neighbour discovery, go-back-N with cumulative acks,
- * receiver-granted credits, keepalive. See Documentation/hw/fabric.rst.
+ * link: hello with neighbour discovery, selective retransmission (the
+ * receiver holds DATA after a gap and names the gap in a NAK; cumulative
+ * acks), receiver-granted credits, keepalive. See Documentation/hw/fabric.rst.
  */
 #ifndef MAIA_HW_FABRIC_H
 #define MAIA_HW_FABRIC_H
@@ -20,7 +21,8 @@
 #include <linux/types.h>
 
 #define MAIA_FABRIC_ETHERTYPE		0x88b5u	/* IEEE local experimental 1 */
-#define MAIA_FABRIC_VERSION		3u	/* 3: gather-reduce; 2: 60 KiB messages (1: 64 KiB) */
+/* 4: NAK, selective retransmission; 3: gather-reduce; 2: 60 KiB messages (1: 64 KiB) */
+#define MAIA_FABRIC_VERSION		4u
 #define MAIA_FABRIC_MAX_PORTS		12u	/* 12 x 400 GbE on Maia 100 */
 #define MAIA_FABRIC_PORT_ANY		0xffu	/* dst_port of a HELLO */
 
@@ -29,7 +31,7 @@
 #define MAIA_FABRIC_DATA		2u	/* one message, seq numbered */
 #define MAIA_FABRIC_ACK			3u	/* ack and credit only */
 #define MAIA_FABRIC_KEEPALIVE		4u	/* liveness on an idle link */
-#define MAIA_FABRIC_NAK			5u	/* reserved: selective retransmit */
+#define MAIA_FABRIC_NAK			5u	/* ack, credit, and: DATA seq == ack is missing */
 
 #define MAIA_ETH_ALEN			6u
 #define MAIA_ETH_HLEN			14u
@@ -60,7 +62,7 @@ struct maia_fabric_hdr {
 	__u32 credit;		/* the sender may send DATA seq < credit */
 	__u32 payload_len;	/* bytes after the header; 0 unless DATA */
 	__u32 crc;		/* CRC-32 (IEEE) of header (crc = 0) and payload */
-	__u32 reserved2;	/* 0 */
+	__u32 gap;		/* NAK: DATA seqs [ack, ack + gap) are missing; else 0 */
 };
 
 #define MAIA_FABRIC_HDR_LEN		48u
@@ -88,7 +90,7 @@ _Static_assert(MAIA_FABRIC_MAX_FRAME <= MAIA_FABRIC_UDP_MAX_FRAME,
 
 /* Defaults of the link timers and windows (a port may be configured otherwise). */
 #define MAIA_FABRIC_HELLO_INTERVAL_MS	20u	/* HELLO resent while DOWN */
-#define MAIA_FABRIC_RTO_MS		10u	/* go-back-N retransmit timeout */
+#define MAIA_FABRIC_RTO_MS		10u	/* retransmit timeout (the least, when adaptive) */
 #define MAIA_FABRIC_KEEPALIVE_MS	50u	/* sent after this long without a tx */
 #define MAIA_FABRIC_DEAD_MS		1000u	/* DOWN after this long without a valid rx */
 #define MAIA_FABRIC_WINDOW		64u	/* DATA frames in flight / credit granted */
@@ -105,8 +107,8 @@ enum maia_fabric_drop {
 	MAIA_FABRIC_DROP_NOT_UP,		/* non-HELLO frame while the link is DOWN */
 	MAIA_FABRIC_DROP_STALE,			/* another session, or an older peer epoch */
 	MAIA_FABRIC_DROP_OUT_OF_WINDOW,		/* DATA at or beyond the granted credit */
-	MAIA_FABRIC_DROP_OUT_OF_ORDER,		/* DATA after a gap (go-back-N resends it) */
-	MAIA_FABRIC_DROP_DUPLICATE,		/* DATA already delivered */
+	MAIA_FABRIC_DROP_OUT_OF_ORDER,		/* DATA after a gap not held (no memory) */
+	MAIA_FABRIC_DROP_DUPLICATE,		/* DATA already delivered or held */
 	MAIA_FABRIC_DROP_COUNT
 };
 
