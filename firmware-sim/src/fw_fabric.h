@@ -182,6 +182,12 @@ struct fw_link {
 	 */
 	bool recovering;
 	uint32_t recover;
+	/*
+	 * Congestion window (frames; at most cfg.window): halved at a loss a
+	 * NAK names, 2 after a timeout; grows by one per acked frame below
+	 * ssthresh, by one per window of acked frames above.
+	 */
+	uint32_t cwnd, ssthresh, cwnd_acked;
 	uint32_t fast_seq;		/* the last seq sent again at once, and when */
 	uint64_t fast_ns;
 	/* Receiver. */
@@ -238,6 +244,7 @@ int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns
  * caller and handed over: the link frees it, also on error. Same returns.
  */
 #define FW_LINK_HEADROOM	MAIA_FABRIC_MIN_FRAME
+#define FW_LINK_MIN_CWND	2u	/* frames in flight after a loss, at least */
 void *fw_link_msg_alloc(size_t len);
 void fw_link_msg_free(void *msg);
 int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns);

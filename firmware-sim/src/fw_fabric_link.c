@@ -150,7 +150,7 @@ static void pump(struct fw_link *l, uint64_t now_ns)
 {
 	if (l->state != FW_LINK_UP || !l->confirmed)
 		return;
-	while (l->snd_nxt != l->snd_tail && seq_lt(l->snd_nxt, l->snd_una + l->cfg.window) &&
+	while (l->snd_nxt != l->snd_tail && seq_lt(l->snd_nxt, l->snd_una + l->cwnd) &&
 	       seq_lt(l->snd_nxt, l->snd_credit)) {
 		if (l->snd_una == l->snd_nxt)
 			l->rto_start_ns = now_ns;
@@ -199,6 +199,8 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 	}
 	l->snd_una = l->snd_nxt = l->snd_tail = l->snd_credit = 0;
 	l->recovering = false;
+	l->cwnd = l->ssthresh = l->cfg.window;
+	l->cwnd_acked = 0;
 	free_held(l);
 	l->rcv_nxt = 0;
 	l->nak_ns = 0;
@@ -250,6 +252,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	l->last_tx_ns = l->last_rx_ns = now_ns;
 	l->last_hello_ns = now_ns - cfg->hello_ns;
 	l->rto_cur_ns = cfg->rto_ns;
+	l->cwnd = l->ssthresh = cfg->window;
 	return 0;
 }
 
@@ -426,23 +429,54 @@ static void rtt_sample(struct fw_link *l, uint64_t rtt_ns)
 		l->rto_cur_ns = l->cfg.rto_max_ns;
 }
 
-/* Send seq again now: once per recovery; a lost resend waits for the timeout. */
-static void fast_resend(struct fw_link *l, uint32_t seq, uint64_t now_ns)
+/*
+ * Send seq again now: once per recovery, or again when it was last sent at
+ * least rto_ns ago (a receiver names a gap again after that long). true if
+ * sent.
+ */
+static bool fast_resend(struct fw_link *l, uint32_t seq, uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
 
-	if (m->fast_resent)
-		return;
+	if (m->fast_resent && now_ns - m->sent_ns < l->cfg.rto_ns)
+		return false;
 	m->fast_resent = true;
 	send_data(l, seq, true, now_ns);
+	return true;
 }
 
-static void enter_recovery(struct fw_link *l)
+/* A loss: at most half of what was in flight may be in flight now. */
+static void enter_recovery(struct fw_link *l, bool timeout)
 {
-	if (!l->recovering) {
-		l->recovering = true;
-		l->recover = l->snd_nxt;
+	if (l->recovering)
+		return;
+	l->recovering = true;
+	l->recover = l->snd_nxt;
+	l->ssthresh = (l->snd_nxt - l->snd_una) / 2;
+	if (l->ssthresh < FW_LINK_MIN_CWND)
+		l->ssthresh = FW_LINK_MIN_CWND;
+	if (l->ssthresh > l->cfg.window)
+		l->ssthresh = l->cfg.window;
+	l->cwnd = timeout ? FW_LINK_MIN_CWND : l->ssthresh;
+	if (l->cwnd > l->cfg.window)
+		l->cwnd = l->cfg.window;
+	l->cwnd_acked = 0;
+}
+
+/* Acked frames open the window again: at once up to ssthresh, then slowly. */
+static void cwnd_grow(struct fw_link *l, uint32_t acked)
+{
+	if (l->cwnd < l->ssthresh) {
+		l->cwnd += acked;
+	} else {
+		l->cwnd_acked += acked;
+		if (l->cwnd_acked >= l->cwnd) {
+			l->cwnd_acked -= l->cwnd;
+			l->cwnd++;
+		}
 	}
+	if (l->cwnd > l->cfg.window)
+		l->cwnd = l->cfg.window;
 }
 
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
@@ -453,6 +487,8 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 
 		if (l->cfg.rto_max_ns && !last->resent && now_ns >= last->sent_ns)
 			rtt_sample(l, now_ns - last->sent_ns);
+		if (!l->recovering)
+			cwnd_grow(l, h->ack - l->snd_una);
 		while (l->snd_una != h->ack) {
 			free_msg(l, l->snd_una++);
 			l->stats.tx_msgs_delivered_peer++;
@@ -476,6 +512,7 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 static void rx_nak(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	uint32_t n = l->snd_nxt - l->snd_una;
+	bool resent = false;
 
 	l->stats.rx_nak++;
 	/* An old NAK (the ack has moved on since) or one beyond what we sent. */
@@ -483,10 +520,12 @@ static void rx_nak(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 		return;
 	if (h->gap && h->gap < n)
 		n = h->gap;
-	enter_recovery(l);
+	enter_recovery(l, false);
 	for (uint32_t s = l->snd_una; s != l->snd_una + n; s++)
-		fast_resend(l, s, now_ns);
-	l->rto_start_ns = now_ns;
+		resent |= fast_resend(l, s, now_ns);
+	/* The timeout restarts for what was sent again, not for a NAK alone. */
+	if (resent)
+		l->rto_start_ns = now_ns;
 }
 
 /*
@@ -707,7 +746,7 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++)
 			l->q[s & (l->cfg.txq - 1)].fast_resent = false;
 		l->recovering = false;
-		enter_recovery(l);
+		enter_recovery(l, true);
 		l->q[l->snd_una & (l->cfg.txq - 1)].fast_resent = true;
 		send_data(l, l->snd_una, true, now_ns);
 		l->rto_start_ns = now_ns;
