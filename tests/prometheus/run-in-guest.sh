@@ -4,10 +4,11 @@
 # and the host's root shared read-only (run-guest --host-root), in which
 # test_prometheus.py runs maia-exporter and Debian's Prometheus server (from
 # the host's /usr/bin, deps.sh installs it) next to each other, runs a GEMM
-# and an all-reduce, and checks the series and the Grafana dashboard's
-# queries through Prometheus's HTTP API. Prints TAP; non-zero exit if any
-# test failed (124 timeout, 125 guest died). Costs about 25 s warm (boot,
-# Prometheus start-up under TCG, the work, 21 checks; 24 s measured).
+# and an all-reduce, and checks the series, the Grafana dashboard's queries
+# and the alerting rules (promtool, and the server's evaluation) through
+# Prometheus's HTTP API. Prints TAP; non-zero exit if any test failed (124
+# timeout, 125 guest died). Costs about 20 s warm (boot, Prometheus start-up
+# under TCG, the work, 25 checks; 19 s measured).
 #
 #   tests/prometheus/run-in-guest.sh [--no-build]
 set -euo pipefail

@@ -9,7 +9,10 @@ Prometheus's HTTP API (/api/v1/query) for the device, power and fabric series
 and checks their labels and values against independent references: the PCI
 addresses the kernel lists in sysfs, the default power cap, the bytes a ring
 all-reduce must send. Last, every PromQL query of the Grafana dashboard
-(userspace/grafana/maia-dashboard.json, parsed, not copied) must return data.
+(userspace/grafana/maia-dashboard.json, parsed, not copied) must return data,
+and the alerting rules (userspace/prometheus/maia-alerts.yml) pass promtool's
+unit tests (tests/prometheus/maia-alerts-test.yml), load into the same
+Prometheus and evaluate against the real series without an error.
 
 Prints TAP. Every wait is for an event (the exporter answers, Prometheus is
 ready, a scrape newer than the work); the deadlines only stop a hang.
@@ -30,6 +33,8 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(TOP, "build", "userspace", "bin")
 LIB = os.path.join(TOP, "build", "userspace", "lib")
 DASHBOARD = os.path.join(TOP, "userspace", "grafana", "maia-dashboard.json")
+ALERTS = os.path.join(TOP, "userspace", "prometheus", "maia-alerts.yml")
+ALERTS_TEST = os.path.join(TOP, "tests", "prometheus", "maia-alerts-test.yml")
 
 EXPORTER = ("127.0.0.1", 9400)
 PROM = ("127.0.0.1", 9090)
@@ -123,6 +128,26 @@ def expand_grafana(expr):
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", sub, expr)
 
 
+def promtool(*args):
+    """(exit status, output) of promtool with these arguments."""
+    r = subprocess.run(["promtool"] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=HANG_GUARD_S,
+                       cwd=os.path.dirname(ALERTS_TEST))
+    return r.returncode, r.stdout
+
+
+def alert_rules():
+    """The alerting rules Prometheus lists, once every one has been evaluated."""
+    try:
+        _, body = http_get(PROM, "/api/v1/rules?type=alert")
+    except (OSError, urllib.error.URLError):
+        return None
+    rules = [r for g in json.loads(body)["data"]["groups"] for r in g["rules"]]
+    if not rules or any(r.get("lastEvaluation", "0001-").startswith("0001-") for r in rules):
+        return None
+    return rules
+
+
 def stop(proc, name):
     """SIGTERM, then wait for the exit; True when it exited by itself."""
     if proc.poll() is not None:
@@ -160,9 +185,12 @@ def main():
     config = os.path.join(tmp, "prometheus.yml")
     with open(config, "w") as f:
         f.write("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n"
+                "  evaluation_interval: %s\n"
+                "rule_files:\n  - %s\n"
                 "scrape_configs:\n  - job_name: maia\n    static_configs:\n"
                 "      - targets: ['%s:%d']\n"
-                % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, EXPORTER[0], EXPORTER[1]))
+                % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, SCRAPE_INTERVAL, ALERTS,
+                   EXPORTER[0], EXPORTER[1]))
     prom_log = open(os.path.join(tmp, "prometheus.log"), "w")
     prom = subprocess.Popen(
         ["prometheus", "--config.file=" + config,
@@ -275,6 +303,23 @@ def main():
                     empty.append("%s: series for %s" % (t["expr"], sorted(map(str, devs))))
             tap(not empty, "dashboard panel '%s': its %d queries return data for every device"
                 % (p["title"], len(p["targets"])), "\n".join(empty))
+
+        # The alerting rules: promtool's checks, then the server's own evaluation.
+        rc, out = promtool("check", "rules", ALERTS)
+        tap(rc == 0, "promtool check rules maia-alerts.yml", out)
+        rc, out = promtool("test", "rules", ALERTS_TEST)
+        tap(rc == 0, "promtool test rules: every alert fires on its series, not on the "
+            "healthy ones", out)
+        rules = wait_for("the alerting rules evaluated", alert_rules, prom)
+        bad = [(r["name"], r.get("health"), r.get("lastError")) for r in rules or []
+               if r.get("health") != "ok"]
+        tap(bool(rules) and len(rules) >= 9 and not bad,
+            "prometheus loaded %d alerting rules and evaluated each against the real series "
+            "without an error" % len(rules or []), json.dumps(bad))
+        down = [r for r in rules or [] if r["name"] == "MaiaFabricLinkDown"]
+        tap(len(down) == 1 and not down[0].get("alerts"),
+            "MaiaFabricLinkDown is neither pending nor firing: every link is up",
+            json.dumps(down))
     finally:
         stopped = stop(prom, "prometheus") & stop(exporter, "maia-exporter")
         tap(stopped, "prometheus and maia-exporter stopped on SIGTERM")
