@@ -12,9 +12,9 @@ HELLO, DATA, ACK, KEEPALIVE, NAK = 1, 2, 3, 4, 5
 
 
 def hdr(typ, seq=0, ack=0, credit=8, plen=0, epoch=1, peer_epoch=0, version=1,
-        src_port=5, dst_port=3, serial=0x2222, crc=0):
+        src_port=5, dst_port=3, serial=0x2222, crc=0, gap=0):
     return struct.pack('<BBBBHHQIIIIIIII', version, typ, src_port, dst_port, 0, 0, serial,
-                       epoch, peer_epoch, seq, ack, credit, plen, crc, 0)
+                       epoch, peer_epoch, seq, ack, credit, plen, crc, gap)
 
 
 def frame(typ, payload=b'', **kw):
@@ -35,6 +35,11 @@ seeds = {
     'raw_nak': rec(0, frame(NAK)),
     'fixed_data_session': b''.join(rec(1 | 8, hdr(DATA, seq=i) + bytes([i]) * 40) for i in range(4)),
     'fixed_ack_session': rec(1 | 8, hdr(ACK, ack=2, credit=100)),
+    # DATA after a gap (held), then the gap filled (the held ones delivered).
+    'fixed_data_gap': b''.join(rec(1 | 8, hdr(DATA, seq=i) + bytes([i]) * 40) for i in (2, 1, 3, 0)),
+    # A sends four messages; B's NAK names the first two missing.
+    'fixed_nak_session': b''.join(rec(3, bytes([i]) * 50) for i in range(4)) +
+    rec(1 | 8, hdr(NAK, ack=0, credit=100, gap=2)) + rec(2, b'\x01'),
     'fixed_hello_new_epoch': rec(1, hdr(HELLO, epoch=0x7fffffff, dst_port=0xff)),
     'fixed_bad_version': rec(1 | 4, hdr(DATA, version=9)),
     'send_tick': rec(3, b'x' * 100) + rec(2, b'\x0b') + rec(3, b'') + rec(2, b'\xff'),
