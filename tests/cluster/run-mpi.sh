@@ -132,9 +132,9 @@ pcap_sum=$("$TOP/build/userspace/bin/maia-fabric-pcap" --summary --check "$OUT/n
 pcap_rc=$?
 printf "# %s\n" "$pcap_sum"
 if [ $pcap_rc -eq 0 ] && echo "$pcap_sum" | grep -q ' 0 bad fabric frames' &&
-	echo "$pcap_sum" | grep -qE 'DATA sent again [1-9]' &&
+	echo "$pcap_sum" | grep -qE 'DATA sent again [1-9]' && echo "$pcap_sum" | grep -qE 'NAK [1-9]' &&
 	echo "$pcap_sum" | grep -qE 'COLL [1-9]' && echo "$pcap_sum" | grep -qE 'HELLO [1-9]'; then
-	tap ok "np2-hosts: filter-dump of rank 0's TCP cable, decoded by maia-fabric-pcap: every frame well formed, HELLOs, collective chunks, DATA sent again after the injected losses"
+	tap ok "np2-hosts: filter-dump of rank 0's TCP cable, decoded by maia-fabric-pcap: every frame well formed, HELLOs, collective chunks, NAKs naming the injected losses and the DATA sent again"
 else
 	tap not-ok "np2-hosts: filter-dump of rank 0's TCP cable (maia-fabric-pcap status $pcap_rc, $OUT/np2-r0.pcap)"
 fi
