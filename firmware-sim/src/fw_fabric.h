@@ -177,10 +177,11 @@ struct fw_link {
 	struct fw_link_msg *q;		/* cfg.txq slots, by seq & (txq - 1) */
 	/*
 	 * Sender: after a loss (a NAK, a timeout), [snd_una, recover) was in
-	 * flight: an ack that moves but stays below recover names the next
-	 * frame the receiver lacks, which is sent again at once.
+	 * flight. After a timeout, an ack that moves but stays below recover
+	 * names the next frame the receiver lacks, which is sent again at once
+	 * (after a NAK the receiver names the next gap itself).
 	 */
-	bool recovering;
+	bool recovering, recovery_timeout;	/* recovery_timeout: a timeout began it */
 	uint32_t recover;
 	/*
 	 * Congestion window (frames; at most cfg.window): halved at a loss a
@@ -188,8 +189,6 @@ struct fw_link {
 	 * ssthresh, by one per window of acked frames above.
 	 */
 	uint32_t cwnd, ssthresh, cwnd_acked;
-	uint32_t fast_seq;		/* the last seq sent again at once, and when */
-	uint64_t fast_ns;
 	/* Receiver. */
 	uint32_t rcv_nxt;
 	struct fw_link_held *held;	/* cfg.window slots, by seq & (window - 1) */

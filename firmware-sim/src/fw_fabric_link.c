@@ -291,9 +291,14 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 		return min_u64(d, l->last_hello_ns + l->cfg.hello_ns);
 	if (l->ack_pending)
 		return l->last_tx_ns;		/* already due */
-	/* The next message is held, refused by the layer above: offer it again soon. */
+	/*
+	 * The next message is held, refused by the layer above: offer it again
+	 * soon. Or a gap is: name it again if it is still there after rto_ns.
+	 */
 	if (l->nheld && l->held[l->rcv_nxt & (l->cfg.window - 1)].msg)
 		d = min_u64(d, l->last_tick_ns + l->cfg.rto_ns / 8);
+	else if (l->nheld)
+		d = min_u64(d, l->nak_ns + l->cfg.rto_ns);
 	if (l->snd_una != l->snd_nxt)
 		d = min_u64(d, l->rto_start_ns + l->rto_cur_ns);
 	return min_u64(d, l->last_tx_ns + l->cfg.keepalive_ns);
@@ -451,6 +456,7 @@ static void enter_recovery(struct fw_link *l, bool timeout)
 	if (l->recovering)
 		return;
 	l->recovering = true;
+	l->recovery_timeout = timeout;
 	l->recover = l->snd_nxt;
 	l->ssthresh = (l->snd_nxt - l->snd_una) / 2;
 	if (l->ssthresh < FW_LINK_MIN_CWND)
@@ -479,13 +485,26 @@ static void cwnd_grow(struct fw_link *l, uint32_t acked)
 		l->cwnd = l->cfg.window;
 }
 
+/*
+ * Karn: an ack that covers a frame sent again says nothing of the round
+ * trip, even for the frames after it (the receiver held them back).
+ */
+static bool resent_among(const struct fw_link *l, uint32_t ack)
+{
+	for (uint32_t s = l->snd_una; s != ack; s++)
+		if (l->q[s & (l->cfg.txq - 1)].resent)
+			return true;
+	return false;
+}
+
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
 	if (seq_lt(l->snd_una, h->ack) && !seq_lt(l->snd_nxt, h->ack)) {
 		const struct fw_link_msg *last = &l->q[(h->ack - 1) & (l->cfg.txq - 1)];
 
-		if (l->cfg.rto_max_ns && !last->resent && now_ns >= last->sent_ns)
+		if (l->cfg.rto_max_ns && !l->recovering && !last->resent && now_ns >= last->sent_ns &&
+		    !resent_among(l, h->ack))
 			rtt_sample(l, now_ns - last->sent_ns);
 		if (!l->recovering)
 			cwnd_grow(l, h->ack - l->snd_una);
@@ -495,14 +514,19 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 		}
 		l->rto_start_ns = now_ns;
 		/*
-		 * In recovery, an ack that stops short of what was in flight
-		 * names the next frame the receiver lacks (it holds what came
-		 * after a gap, so it would have acked past one it had).
+		 * In a recovery a timeout started, an ack that stops short of
+		 * what was in flight names the next frame the receiver lacks
+		 * (it holds what came after a gap, so it would have acked past
+		 * one it had). After a NAK the receiver names the next gap
+		 * itself, and a frame reordered on the wire, not lost, would
+		 * make every later ack look partial.
 		 */
-		if (l->recovering && seq_lt(l->snd_una, l->recover))
-			fast_resend(l, l->snd_una, now_ns);
-		else
+		if (l->recovering && seq_lt(l->snd_una, l->recover)) {
+			if (l->recovery_timeout)
+				fast_resend(l, l->snd_una, now_ns);
+		} else {
 			l->recovering = false;
+		}
 	}
 	if (seq_lt(l->snd_credit, h->credit))
 		l->snd_credit = h->credit;
@@ -515,10 +539,10 @@ static void rx_nak(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 	bool resent = false;
 
 	l->stats.rx_nak++;
-	/* An old NAK (the ack has moved on since) or one beyond what we sent. */
-	if (h->ack != l->snd_una || !n)
+	/* An old NAK (the ack has moved on since), or one that names nothing. */
+	if (h->ack != l->snd_una || !n || !h->gap)
 		return;
-	if (h->gap && h->gap < n)
+	if (h->gap < n)
 		n = h->gap;
 	enter_recovery(l, false);
 	for (uint32_t s = l->snd_una; s != l->snd_una + n; s++)
@@ -560,6 +584,7 @@ static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
 		return false;
 	}
 	l->stats.rx_msgs++;
+	l->ack_pending = true;		/* also for one offered again at a tick */
 	return true;
 }
 
@@ -643,7 +668,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 			return;
 		}
 		l->stats.rx_held++;
-		send_nak(l, now_ns);
+		drain(l, now_ns);	/* a refused next one first; else the gap named */
 		return;
 	}
 	if (!deliver(l, f->payload, h->payload_len)) {
