@@ -159,7 +159,6 @@ struct fw_link_msg {
 struct fw_link_held {
 	uint8_t *msg;			/* fw_buf_alloc(); NULL: slot free */
 	uint32_t len;
-	uint32_t seq;
 };
 
 struct fw_link {

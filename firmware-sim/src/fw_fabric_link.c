@@ -485,33 +485,27 @@ static void cwnd_grow(struct fw_link *l, uint32_t acked)
 		l->cwnd = l->cfg.window;
 }
 
-/*
- * Karn: an ack that covers a frame sent again says nothing of the round
- * trip, even for the frames after it (the receiver held them back).
- */
-static bool resent_among(const struct fw_link *l, uint32_t ack)
-{
-	for (uint32_t s = l->snd_una; s != ack; s++)
-		if (l->q[s & (l->cfg.txq - 1)].resent)
-			return true;
-	return false;
-}
-
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
 	if (seq_lt(l->snd_una, h->ack) && !seq_lt(l->snd_nxt, h->ack)) {
-		const struct fw_link_msg *last = &l->q[(h->ack - 1) & (l->cfg.txq - 1)];
+		uint64_t last_sent_ns = l->q[(h->ack - 1) & (l->cfg.txq - 1)].sent_ns;
+		bool resent = false;
 
-		if (l->cfg.rto_max_ns && !l->recovering && !last->resent && now_ns >= last->sent_ns &&
-		    !resent_among(l, h->ack))
-			rtt_sample(l, now_ns - last->sent_ns);
 		if (!l->recovering)
 			cwnd_grow(l, h->ack - l->snd_una);
 		while (l->snd_una != h->ack) {
+			resent |= l->q[l->snd_una & (l->cfg.txq - 1)].resent;
 			free_msg(l, l->snd_una++);
 			l->stats.tx_msgs_delivered_peer++;
 		}
+		/*
+		 * Karn: an ack that covers a frame sent again says nothing of the
+		 * round trip, even for the frames after it (the receiver held
+		 * them back), nor does one during a recovery.
+		 */
+		if (l->cfg.rto_max_ns && !l->recovering && !resent && now_ns >= last_sent_ns)
+			rtt_sample(l, now_ns - last_sent_ns);
 		l->rto_start_ns = now_ns;
 		/*
 		 * In a recovery a timeout started, an ack that stops short of
@@ -566,7 +560,6 @@ static bool hold(struct fw_link *l, uint32_t seq, const void *msg, uint32_t len)
 	memcpy(copy, msg, len);
 	slot->msg = copy;
 	slot->len = len;
-	slot->seq = seq;
 	l->nheld++;
 	return true;
 }
