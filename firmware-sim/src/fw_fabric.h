@@ -70,6 +70,12 @@ uint32_t fw_fabric_crc_copy(uint32_t crc, void *dst, const void *src, size_t len
  * 256-bit VPCLMULQDQ, 1: PCLMULQDQ, 0: zlib's tables). Default 2.
  */
 void fw_fabric_crc_max_path(int path);
+/*
+ * Tests: a fabric round stops feeding received frames to the links after
+ * ns (at least one frame a round); 0 restores the default (half the
+ * keepalive period, fw_fabric_port.c).
+ */
+void fw_fabric_round_rx_limit(uint64_t ns);
 
 enum fw_link_state {
 	FW_LINK_DOWN,		/* sending HELLO, no peer */

@@ -15,7 +15,8 @@
  *     are queued, an operation is submitted or released, or the earliest
  *     link or operation deadline passes. A round takes the queued frames
  *     and the submitted operations under sim->lock, then with the lock
- *     dropped and fab->busy set feeds the frames to the links, ticks every
+ *     dropped and fab->busy set feeds the frames to the links (for at
+ *     most FW_FABRIC_ROUND_RX_NS: the rest waits for the next), ticks every
  *     link and pumps the transport; the links call link_tx (no lock held)
  *     and the transport. It then publishes a snapshot of each port
  *     (maia_sim_fabric_port_info()), hands finished operations back and
@@ -42,6 +43,20 @@
 #include "fw_internal.h"
 
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
+/*
+ * A round stops taking received frames after this long and ticks its links:
+ * half the keepalive period, so that a slow receiver (a loaded host, a
+ * sanitizer) still acks and sends keepalives, and its peer does not declare
+ * it dead. The frames left wait for the next round, which comes at once.
+ */
+#define FW_FABRIC_ROUND_RX_NS	(MAIA_FABRIC_KEEPALIVE_MS * 1000000ull / 2)
+
+static uint64_t round_rx_ns = FW_FABRIC_ROUND_RX_NS;
+
+void fw_fabric_round_rx_limit(uint64_t ns)
+{
+	__atomic_store_n(&round_rx_ns, ns ? ns : FW_FABRIC_ROUND_RX_NS, __ATOMIC_RELAXED);
+}
 /* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
 #define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
@@ -79,8 +94,10 @@ struct fw_fabric_port {
 	bool announce;			/* send the identity message */
 	uint64_t ident_rx, ident_serial;
 	unsigned int ident_port;
-	struct rx_frame batch[FW_FABRIC_RING];	/* frames taken for this round */
-	unsigned int nbatch;
+	struct rx_frame batch[FW_FABRIC_RING];	/* frames taken, oldest first */
+	unsigned int nbatch;		/* batch[0..nbatch) */
+	unsigned int bnext;		/* batch[bnext..nbatch) not fed to the link yet */
+	uint64_t rx_cut;		/* rounds cut at this port's frames (feed_rx()) */
 };
 
 struct fw_fabric {
@@ -88,6 +105,7 @@ struct fw_fabric {
 	uint64_t serial;
 	struct fw_xport *xport;		/* fabric-thread-owned (fw_fabric_xport.c) */
 	bool thread_started;
+	unsigned int rx_first;		/* fabric-thread-owned: the port a round feeds first */
 	/* Under sim->lock. */
 	bool kicked;			/* frames or operations queued since the last round */
 	bool busy;			/* the fabric thread is in a round, lock dropped */
@@ -227,6 +245,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->rx_bytes = l->stats.rx_bytes;
 	i->injected_drops = l->stats.tx_injected_drops;
 	i->tx_lend_copies = l->stats.tx_lend_copies;
+	i->rx_cut = p->rx_cut;
 	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
@@ -248,6 +267,10 @@ static uint64_t auto_serial(void)
 
 static void drain_ring_locked(struct fw_fabric_port *p)
 {
+	/* Frames a cut round left (the fabric thread is parked or gone). */
+	while (p->bnext < p->nbatch)
+		rx_frame_free(&p->batch[p->bnext++]);
+	p->nbatch = p->bnext = 0;
 	while (p->count) {
 		rx_frame_free(&p->ring[p->head]);
 		p->head = (p->head + 1) % FW_FABRIC_RING;
@@ -404,6 +427,47 @@ void fw_fabric_kick_locked(struct maia_sim *sim)
 }
 
 /*
+ * Feeds the taken frames to the links, the ports in turn from fab->rx_first,
+ * until FW_FABRIC_ROUND_RX_NS have passed. Returns whether frames are left;
+ * the next round then starts with the port after the one cut.
+ */
+static bool feed_rx(struct maia_sim *sim)
+{
+	struct fw_fabric *fab = sim->fab;
+	uint64_t start = fab_now(sim), now = start;
+	uint64_t limit = __atomic_load_n(&round_rx_ns, __ATOMIC_RELAXED);
+	bool fed = false;
+
+	for (unsigned int n = 0; n < fab->nports; n++) {
+		unsigned int i = (fab->rx_first + n) % fab->nports;
+		struct fw_fabric_port *p = &fab->port[i];
+
+		while (p->bnext < p->nbatch) {
+			struct rx_frame *f = &p->batch[p->bnext++];
+
+			/* At least one frame a round: progress, whatever the limit. */
+			if (fed && now - start >= limit) {
+				p->bnext--;
+				p->rx_cut++;
+				fab->rx_first = (i + 1) % fab->nports;
+				return true;
+			}
+			fed = true;
+			/* A lent frame is the sending device's own buffer: no CRC to check. */
+			if (f->release)
+				fw_link_rx_lent(&p->link, f->data, f->len, now);
+			else
+				fw_link_rx(&p->link, f->data, f->len, now);
+			rx_frame_free(f);
+			now = fab_now(sim);
+			announce(fab, p, now);
+		}
+		p->nbatch = p->bnext = 0;
+	}
+	return false;
+}
+
+/*
  * One round: received frames to the links, every link's tick, the
  * transport's operations and answers. Called and returns with sim->lock
  * held.
@@ -412,6 +476,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
 	uint64_t now, next = UINT64_MAX;
+	bool cut = false;
 	unsigned int i;
 
 	fab->busy = true;
@@ -419,10 +484,15 @@ static void fabric_round_locked(struct maia_sim *sim)
 	fw_xport_sync_locked(sim);
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
+		unsigned int left = p->nbatch - p->bnext;
 
-		/* Only what is queued now: a busy wire must not starve the timers. */
-		p->nbatch = 0;
-		while (p->count) {
+		/* What a cut round left comes first, then only what is queued now:
+		 * a busy wire must not starve the timers.
+		 */
+		memmove(p->batch, p->batch + p->bnext, left * sizeof(p->batch[0]));
+		p->nbatch = left;
+		p->bnext = 0;
+		while (p->count && p->nbatch < FW_FABRIC_RING) {
 			p->batch[p->nbatch++] = p->ring[p->head];
 			p->ring[p->head].data = NULL;
 			p->ring[p->head].release = NULL;
@@ -432,21 +502,8 @@ static void fabric_round_locked(struct maia_sim *sim)
 	}
 	pthread_mutex_unlock(&sim->lock);
 
-	for (i = 0; i < fab->nports; i++) {
-		struct fw_fabric_port *p = &fab->port[i];
-
-		for (unsigned int k = 0; k < p->nbatch; k++) {
-			/* A lent frame is the sending device's own buffer: no CRC to check. */
-			if (p->batch[k].release)
-				fw_link_rx_lent(&p->link, p->batch[k].data, p->batch[k].len,
-						fab_now(sim));
-			else
-				fw_link_rx(&p->link, p->batch[k].data, p->batch[k].len,
-					   fab_now(sim));
-			rx_frame_free(&p->batch[k]);
-			announce(fab, p, fab_now(sim));
-		}
-	}
+	if (feed_rx(sim))
+		cut = true;
 	now = fab_now(sim);
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
@@ -472,6 +529,9 @@ static void fabric_round_locked(struct maia_sim *sim)
 		publish_locked(fab, &fab->port[i]);
 	fw_xport_sync_locked(sim);
 	fab->next_ns = next;
+	/* Frames left: the next round comes at once, after the ticks above. */
+	if (cut)
+		fab->kicked = true;
 	if (fab->link_changed) {
 		fab->link_changed = false;
 		if (fw_int_assert_locked(sim, MAIA_INT_FABRIC_LINK)) {

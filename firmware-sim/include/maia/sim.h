@@ -270,6 +270,8 @@ struct maia_sim_fabric_port_info {
 	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
 	uint64_t injected_drops;	/* transmitted frames dropped by fabric_drop_ppm */
 	uint64_t tx_lend_copies;	/* retransmissions copied: the frame was still lent */
+	uint64_t rx_cut;		/* fabric rounds that stopped in this port's received
+					 * frames for the time limit and left the rest */
 	uint32_t mtu;			/* data bytes per transport message */
 	/* The transport (MAIA_FMSG_IDENT on every link UP, remote writes and reads). */
 	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */

@@ -32,6 +32,7 @@
 #include "maia/hw/dtype.h"
 #include "maia/hw/fabric.h"
 #include "tap.h"
+#include "../../../firmware-sim/src/fw_fabric.h"
 
 #define MAX_DEV		4u
 #define NPORTS		2u
@@ -54,6 +55,7 @@ struct dir {
 	unsigned long lost;
 	unsigned int flip_every;	/* every Nth frame with a payload: one bit flipped */
 	unsigned long payload_frames, flipped;
+	unsigned long carried;		/* frames handed to the receiving device */
 };
 
 struct node {
@@ -102,6 +104,7 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 		else
 			maia_sim_fabric_rx_lent(d->to->sim, d->to_port, frame, len, lent_put,
 						(void *)frame);
+		d->carried += !lost;
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (lost)
@@ -145,6 +148,7 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 			rx_flipped(d, frame, len);
 		else
 			maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
+		d->carried++;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
@@ -933,11 +937,71 @@ static void test_comm_busy(void)
 	ring_down();
 }
 
+/*
+ * Fabric rounds cut after every received frame (fw_fabric_round_rx_limit();
+ * by default after half a keepalive period, so that a slow receiver still
+ * ticks its links): the frames left wait for the next round, in order, and
+ * nothing is lost or delivered twice. Lent frames on the 2-device ring.
+ */
+static void test_rounds_cut(void)
+{
+	struct maia_sim_fabric_port_info info;
+	unsigned long long cut = 0;
+
+	if (!tap_ok(ring_up_lend(2, 0, true), "2 devices cabled, rounds cut after every frame"))
+		return;
+	fw_fabric_round_rx_limit(1);
+	for (unsigned int i = 0; i < 2; i++) {
+		struct outcome o = run(i ? MAIA_COLL_ALL_GATHER : MAIA_COLL_ALL_REDUCE,
+				       MAIA_DTYPE_FP32, MAIA_REDOP_SUM, i ? 30001 : 300007, 0,
+				       false, -1, LONG_TIMEOUT_MS);
+
+		tap_ok(all_ok(&o) && o.wrong == 0,
+		       "rounds cut after every frame: %s fp32: every job OK, #wrong = %ld",
+		       i ? "all-gather count 30001" : "all-reduce count 300007", o.wrong);
+	}
+	fw_fabric_round_rx_limit(0);
+	for (unsigned int d = 0; d < 2; d++)
+		for (unsigned int port = 0; port < NPORTS; port++) {
+			maia_sim_fabric_port_info(nodes[d].e.sim, port, &info);
+			cut += info.rx_cut;
+		}
+	/* Each all-reduce message is more than one frame: rounds had frames to leave. */
+	tap_ok(cut > 0, "rounds cut after every frame: %llu rounds left frames for the next", cut);
+	/*
+	 * Every frame the cable carried was fed to the receiving link or
+	 * counted as a queue drop: a frame a cut round lost would be resent,
+	 * and go unseen by the results. Read when the receiver has caught up.
+	 */
+	for (unsigned int k = 0; k < 2 * NPORTS; k++) {
+		unsigned int d = k / NPORTS, port = k % NPORTS;
+		struct dir *cable = &nodes[d].out[port];
+		uint64_t carried, seen, t_end = now_ms() + HANG_GUARD_MS;
+		bool equal = false;
+
+		do {
+			maia_sim_fabric_port_info(cable->to->sim, cable->to_port, &info);
+			seen = info.rx_frames + info.rx_queue_drops;
+			pthread_mutex_lock(&cable->lock);
+			carried = cable->carried;
+			pthread_mutex_unlock(&cable->lock);
+			equal = carried == seen;
+			if (!equal)
+				usleep(1000);
+		} while (!equal && now_ms() < t_end);
+		tap_ok(equal, "rounds cut: the cable from device %u port %u carried %llu frames, "
+		       "its receiver took %llu (fed to its link or dropped at its queue)", d, port,
+		       (unsigned long long)carried, (unsigned long long)seen);
+	}
+	ring_down();
+}
+
 int main(void)
 {
 	test_ring(2, 0, false, 37);
 	test_ring(3, 50000, true, 0);
 	test_ring(4, 0, true, 0);
+	test_rounds_cut();
 	test_fabric_wait_status();
 	test_failure(3);
 	test_cable_pulled();
