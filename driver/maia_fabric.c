@@ -85,6 +85,7 @@ struct maia_fabric_attr {
 	struct kobj_attribute kattr;
 	u32 reg;			/* MAIA_FPORT_* */
 	bool wide;			/* a 64-bit counter */
+	u32 revision;			/* the first MAIA_HW_REVISION_* with it */
 };
 
 static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute *kattr,
@@ -112,11 +113,13 @@ static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute
 	return ret;
 }
 
-#define MAIA_FABRIC_ATTR(_name, _reg, _wide) \
+#define MAIA_FABRIC_ATTR_REV(_name, _reg, _wide, _rev) \
 	static struct maia_fabric_attr maia_fabric_attr_##_name = { \
 		.kattr = __ATTR(_name, 0444, maia_fabric_attr_show, NULL), \
-		.reg = (_reg), .wide = (_wide), \
+		.reg = (_reg), .wide = (_wide), .revision = (_rev), \
 	}
+#define MAIA_FABRIC_ATTR(_name, _reg, _wide) \
+	MAIA_FABRIC_ATTR_REV(_name, _reg, _wide, MAIA_HW_REVISION_FABRIC)
 
 MAIA_FABRIC_ATTR(state, MAIA_FPORT_STATE, false);
 MAIA_FABRIC_ATTR(peer_serial, MAIA_FPORT_PEER_SERIAL_LO, false);
@@ -135,6 +138,8 @@ MAIA_FABRIC_ATTR(nak_tx, MAIA_FPORT_NAK_TX, true);
 MAIA_FABRIC_ATTR(nak_rx, MAIA_FPORT_NAK_RX, true);
 MAIA_FABRIC_ATTR(tx_errors, MAIA_FPORT_TX_ERRORS, true);
 MAIA_FABRIC_ATTR(injected_drops, MAIA_FPORT_INJECTED_DROPS, true);
+MAIA_FABRIC_ATTR_REV(link_nak_tx, MAIA_FPORT_LINK_NAK_TX, true, MAIA_HW_REVISION_LINK_NAKS);
+MAIA_FABRIC_ATTR_REV(rx_held, MAIA_FPORT_RX_HELD, true, MAIA_HW_REVISION_LINK_NAKS);
 
 static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_state.kattr.attr,
@@ -154,9 +159,26 @@ static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_nak_rx.kattr.attr,
 	&maia_fabric_attr_tx_errors.kattr.attr,
 	&maia_fabric_attr_injected_drops.kattr.attr,
+	&maia_fabric_attr_link_nak_tx.kattr.attr,
+	&maia_fabric_attr_rx_held.kattr.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(maia_fabric_port);
+
+/* A counter the device's revision does not have gets no file. */
+static umode_t maia_fabric_port_attr_visible(struct kobject *kobj, struct attribute *attr,
+					     int n)
+{
+	struct maia_fabric_port *p = container_of(kobj, struct maia_fabric_port, kobj);
+	struct maia_fabric_attr *a = container_of(attr, struct maia_fabric_attr, kattr.attr);
+
+	return maia_hw_has(p->mdev, a->revision) ? attr->mode : 0;
+}
+
+static const struct attribute_group maia_fabric_port_group = {
+	.attrs = maia_fabric_port_attrs,
+	.is_visible = maia_fabric_port_attr_visible,
+};
+__ATTRIBUTE_GROUPS(maia_fabric_port);
 
 static void maia_fabric_port_release(struct kobject *kobj)
 {
@@ -333,6 +355,10 @@ int maia_fabric_port_ioctl(struct drm_device *drm, void *data, struct drm_file *
 	out.link_ups = maia_rd(mdev, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_UPS));
 	out.link_downs = maia_rd(mdev, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_DOWNS));
 	out.dead_peer = maia_rd(mdev, MAIA_REG_FPORT(p, MAIA_FPORT_DEAD_PEER));
+	if (maia_hw_has(mdev, MAIA_HW_REVISION_LINK_NAKS)) {
+		out.link_nak_tx = maia_fabric_rd64(mdev, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_NAK_TX));
+		out.rx_held = maia_fabric_rd64(mdev, MAIA_REG_FPORT(p, MAIA_FPORT_RX_HELD));
+	}
 	drm_dev_exit(idx);
 	*args = out;
 	return 0;

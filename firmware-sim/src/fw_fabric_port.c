@@ -246,6 +246,9 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->injected_drops = l->stats.tx_injected_drops;
 	i->tx_lend_copies = l->stats.tx_lend_copies;
 	i->rx_cut = p->rx_cut;
+	i->link_nak_tx = l->stats.tx_nak;
+	i->link_nak_rx = l->stats.rx_nak;
+	i->rx_held = l->stats.rx_held;
 	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];

@@ -13,7 +13,7 @@
 #include "maia/hw/fabric.h"
 
 #define FW_FABRIC_REG_END	0x0f00u		/* the block is 0x0800 - 0x0eff */
-#define FW_FPORT_REG_END	(MAIA_FPORT_INJECTED_DROPS + 8u)
+#define FW_FPORT_REG_END	(MAIA_FPORT_RX_HELD + 8u)
 
 bool fw_fabric_is_reg(uint32_t offset)
 {
@@ -49,6 +49,8 @@ static bool port_reg_read(const struct maia_sim_fabric_port_info *i, uint32_t re
 		{ MAIA_FPORT_NAK_RX, i->nak_rx },
 		{ MAIA_FPORT_TX_ERRORS, i->tx_errors },
 		{ MAIA_FPORT_INJECTED_DROPS, i->injected_drops },
+		{ MAIA_FPORT_LINK_NAK_TX, i->link_nak_tx },
+		{ MAIA_FPORT_RX_HELD, i->rx_held },
 	};
 
 	switch (reg) {
@@ -104,8 +106,8 @@ bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *
 		*val = fw_fabric_link_events_locked(sim);
 		return true;
 	case MAIA_REG_FABRIC_WINDOWS:
-		/* Window slots arrive with the transport (fabric windows); none yet. */
-		*val = 0;
+		/* Every device with ports has the window table. */
+		*val = fw_fabric_ports(sim) ? MAIA_FABRIC_MAX_WINDOWS : 0;
 		return true;
 	}
 	if (offset < MAIA_REG_FPORT_BASE)

@@ -39,8 +39,9 @@ extern "C" {
  *  4: user queues: DRM_MAIA_USERQ_CREATE/DESTROY/WAIT, DRM_MAIA_PARAM_USER_QUEUES,
  *     DRM_MAIA_DEVICE_ASID_DENIED.
  *  5: DRM_MAIA_DEVICE_FABRIC_COMM_BUSY.
+ *  6: drm_maia_fabric_port.link_nak_tx and .rx_held.
  */
-#define MAIA_DRIVER_MINOR		5
+#define MAIA_DRIVER_MINOR		6
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -372,6 +373,10 @@ struct drm_maia_context_status {
  * @link_downs: out, times it went down (link flaps)
  * @dead_peer: out, downs because the peer stopped answering
  * @pad: must be 0
+ * @link_nak_tx: out (minor 6), NAK frames sent: gaps in the frames received
+ *               named to the peer, which sends them again (its @retransmits)
+ * @rx_held: out (minor 6), frames that came after a gap and were held until
+ *           it filled; both 0 on a device older than hardware 1.6
  */
 struct drm_maia_fabric_port {
 	__u32 port;
@@ -393,6 +398,8 @@ struct drm_maia_fabric_port {
 	__u32 link_downs;
 	__u32 dead_peer;
 	__u32 pad;
+	__u64 link_nak_tx;
+	__u64 rx_held;
 };
 
 #define DRM_MAIA_FABRIC_WINDOW_OPEN	0

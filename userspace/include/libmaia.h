@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 6
+#define LIBMAIA_VERSION_MINOR 7
 
 struct maia_device;
 
@@ -453,6 +453,22 @@ int maia_fabric_port(struct maia_device *dev, unsigned int port, struct maia_fab
  * the device: for monitoring. -ENOENT when the device has no such port.
  */
 int maia_fabric_read(const char *pci_address, unsigned int port, struct maia_fabric_port *info);
+
+/*
+ * How one port's link recovered from lost frames (since 1.7; driver minor
+ * 6, hardware 1.6), beside struct maia_fabric_port's retransmits.
+ */
+struct maia_fabric_port_gaps {
+	uint64_t link_nak_tx;		/* NAK frames sent: gaps named to the peer */
+	uint64_t rx_held;		/* frames that came after a gap, held until it filled */
+};
+
+/* -EOPNOTSUPP when the driver or the device is older. */
+int maia_fabric_port_gaps(struct maia_device *dev, unsigned int port,
+			  struct maia_fabric_port_gaps *gaps);
+/* The same from sysfs, as maia_fabric_read(). */
+int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
+			  struct maia_fabric_port_gaps *gaps);
 
 /* What peers may do in a window (combine with |). */
 #define MAIA_FABRIC_REMOTE_READ		(1u << 0)

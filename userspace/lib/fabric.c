@@ -10,6 +10,7 @@
 
 #include "maia/hw/cmd.h"
 #include "maia/hw/mmu.h"
+#include "maia/hw/regs.h"
 
 #include "internal.h"
 
@@ -72,6 +73,39 @@ MAIA_EXPORT int maia_fabric_port(struct maia_device *dev, unsigned int port,
 		.link_downs = p.link_downs,
 		.dead_peer = p.dead_peer,
 	};
+	return 0;
+}
+
+MAIA_EXPORT int maia_fabric_port_gaps(struct maia_device *dev, unsigned int port,
+				      struct maia_fabric_port_gaps *gaps)
+{
+	struct drm_maia_fabric_port p = { .port = port };
+	uint64_t rev = 0;
+	int err;
+
+	maia_error_clear();
+	if (!dev || !gaps)
+		return maia_error(-EINVAL, "maia_fabric_port_gaps: NULL argument");
+	if (dev->driver_minor < 6)
+		return maia_error(-EOPNOTSUPP, "maia_fabric_port_gaps: driver minor %d has no "
+				  "gap counters (6 has)", dev->driver_minor);
+	err = maia_query(dev, DRM_MAIA_PARAM_REVISION, &rev);
+	if (err)
+		return maia_error(err, "maia_fabric_port_gaps: DRM_MAIA_PARAM_REVISION failed");
+	/* Minor revisions add registers (the major is the driver's own). */
+	if ((rev & 0xff) < (MAIA_HW_REVISION_LINK_NAKS & 0xff))
+		return maia_error(-EOPNOTSUPP, "maia_fabric_port_gaps: hardware revision 0x%04llx "
+				  "has no gap counters (0x%04x has)", (unsigned long long)rev,
+				  MAIA_HW_REVISION_LINK_NAKS);
+	err = maia_ioctl(dev, DRM_IOCTL_MAIA_FABRIC_PORT, &p);
+	if (err == -ENODEV)
+		return maia_error(err, "maia_fabric_port_gaps: the device has no fabric");
+	if (err == -EINVAL)
+		return maia_error(err, "maia_fabric_port_gaps: no port %u on this device", port);
+	if (err)
+		return maia_error(err, "maia_fabric_port_gaps: DRM_IOCTL_MAIA_FABRIC_PORT failed");
+	gaps->link_nak_tx = p.link_nak_tx;
+	gaps->rx_held = p.rx_held;
 	return 0;
 }
 
@@ -264,5 +298,33 @@ MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 			*(uint32_t *)((char *)&out + files[i].offset) = (uint32_t)v;
 	}
 	*info = out;
+	return 0;
+}
+
+MAIA_EXPORT int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
+				      struct maia_fabric_port_gaps *gaps)
+{
+	struct maia_device_entry e;
+	uint64_t v, naks, held;
+	char dir[384];
+	int err;
+
+	maia_error_clear();
+	if (!pci_address || !gaps)
+		return maia_error(-EINVAL, "maia_fabric_read_gaps: NULL argument");
+	err = maia_find_pci(pci_address, &e);
+	if (err)
+		return maia_error(err, "maia_fabric_read_gaps: no Maia device at %s", pci_address);
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/fabric/port%u", maia_sysfs_root(),
+		 e.pci_address, port);
+	if (fabric_sysfs_u64(dir, "state", &v))
+		return maia_error(-ENOENT, "maia_fabric_read_gaps: %s has no fabric port %u",
+				  e.pci_address, port);
+	/* The driver shows the files only for a device that has the counters. */
+	if (fabric_sysfs_u64(dir, "link_nak_tx", &naks) || fabric_sysfs_u64(dir, "rx_held", &held))
+		return maia_error(-EOPNOTSUPP, "maia_fabric_read_gaps: %s has no gap counters "
+				  "(driver minor 6 and hardware 1.6 have)", dir);
+	gaps->link_nak_tx = naks;
+	gaps->rx_held = held;
 	return 0;
 }

@@ -280,8 +280,10 @@ static const struct fabric_metric {
 	const char *help;
 	size_t offset;
 	bool wide;
+	bool gaps;		/* in struct maia_fabric_port_gaps (driver minor 6) */
 } fabric_metrics[] = {
-#define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w }
+#define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w, false }
+#define GM(n, h, f) { n, true, h, offsetof(struct maia_fabric_port_gaps, f), true, true }
 	FM("MAIA_FI_FABRIC_LINK_UP", false, "Fabric port link is up (1) or down (0).", up, false),
 	FM("MAIA_FI_FABRIC_TX_BYTES", true, "Bytes sent on the fabric port.", tx_bytes, true),
 	FM("MAIA_FI_FABRIC_RX_BYTES", true, "Bytes received on the fabric port.", rx_bytes, true),
@@ -297,18 +299,30 @@ static const struct fabric_metric {
 	FM("MAIA_FI_FABRIC_NAK_RX", true, "Refusals received for this device's requests.",
 	   nak_rx, true),
 	FM("MAIA_FI_FABRIC_LINK_FLAPS", true, "Times the link went down.", link_downs, false),
+	GM("MAIA_FI_FABRIC_LINK_NAKS_TX", "NAK frames sent: gaps in the frames received named "
+	   "to the peer.", link_nak_tx),
+	GM("MAIA_FI_FABRIC_RX_HELD", "Frames received after a gap and held until it filled.",
+	   rx_held),
+#undef GM
 #undef FM
 };
 
 static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 {
 	static struct maia_fabric_port ports[MAX_DEVICES][16];
+	static struct maia_fabric_port_gaps gaps[MAX_DEVICES][16];
+	static bool has_gaps[MAX_DEVICES][16];
 	static unsigned int nports[MAX_DEVICES];
 
 	for (int j = 0; j < n; j++)
-		for (nports[j] = 0; nports[j] < 16; nports[j]++)
-			if (maia_fabric_read(devs[j].pci, nports[j], &ports[j][nports[j]]))
+		for (nports[j] = 0; nports[j] < 16; nports[j]++) {
+			unsigned int p = nports[j];
+
+			if (maia_fabric_read(devs[j].pci, p, &ports[j][p]))
 				break;
+			/* An older driver or device has no gap counters: no sample. */
+			has_gaps[j][p] = !maia_fabric_read_gaps(devs[j].pci, p, &gaps[j][p]);
+		}
 	for (size_t i = 0; i < sizeof(fabric_metrics) / sizeof(fabric_metrics[0]); i++) {
 		const struct fabric_metric *m = &fabric_metrics[i];
 
@@ -316,11 +330,14 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 			m->counter ? "counter" : "gauge");
 		for (int j = 0; j < n; j++) {
 			for (unsigned int p = 0; p < nports[j]; p++) {
-				const char *f = (const char *)&ports[j][p] + m->offset;
+				const char *f = m->gaps ? (const char *)&gaps[j][p] + m->offset :
+					(const char *)&ports[j][p] + m->offset;
 				char port[16];
 				double v;
 
-				if (m->offset == offsetof(struct maia_fabric_port, up))
+				if (m->gaps && !has_gaps[j][p])
+					continue;
+				if (!m->gaps && m->offset == offsetof(struct maia_fabric_port, up))
 					v = ports[j][p].up;
 				else if (m->wide)
 					v = (double)*(const uint64_t *)(const void *)f;

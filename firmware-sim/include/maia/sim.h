@@ -270,6 +270,9 @@ struct maia_sim_fabric_port_info {
 	uint64_t rx_queue_drops;	/* maia_sim_fabric_rx(): queue full or too long */
 	uint64_t injected_drops;	/* transmitted frames dropped by fabric_drop_ppm */
 	uint64_t tx_lend_copies;	/* retransmissions copied: the frame was still lent */
+	uint64_t link_nak_tx;		/* NAK frames sent: gaps named to the peer */
+	uint64_t link_nak_rx;		/* NAK frames received */
+	uint64_t rx_held;		/* DATA frames held after a gap until it filled */
 	uint64_t rx_cut;		/* fabric rounds that stopped in this port's received
 					 * frames for the time limit and left the rest */
 	uint32_t mtu;			/* data bytes per transport message */

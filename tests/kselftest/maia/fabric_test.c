@@ -177,6 +177,46 @@ TEST_F(fabric, ports_and_sysfs)
 	EXPECT_EQ(self->serial[1], strtoull(buf, NULL, 0));
 }
 
+/*
+ * Minor 6: the gap counters (hardware 1.6) in the ioctl and in sysfs, and
+ * the ioctl's first size (minor 3, 120 bytes), as older userspace passes
+ * it, still answered without a byte written past it.
+ */
+TEST_F(fabric, gap_counters_and_the_old_struct_size)
+{
+	const unsigned long old_cmd = _IOC(_IOC_READ | _IOC_WRITE, DRM_IOCTL_BASE,
+					   DRM_COMMAND_BASE + DRM_MAIA_FABRIC_PORT, 120);
+	struct drm_maia_fabric_port before, after;
+	unsigned char raw[sizeof(struct drm_maia_fabric_port)];
+	const char *name[] = { "link_nak_tx", "rx_held" };
+	char path[PATH_MAX], buf[64];
+	__u64 v[2];
+	int i;
+
+	ASSERT_EQ(136, sizeof(struct drm_maia_fabric_port));
+	ASSERT_EQ(0, port_info(self->fd[0], 1, &before));
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/sys/class/accel/accel%d/device/fabric/port1/%s",
+			 self->nodes[0].minor, name[i]);
+		ASSERT_EQ(0, maia_read_file(path, buf, sizeof(buf))) TH_LOG("%s", path);
+		v[i] = strtoull(buf, NULL, 0);
+	}
+	ASSERT_EQ(0, port_info(self->fd[0], 1, &after));
+	EXPECT_LE(before.link_nak_tx, v[0]);
+	EXPECT_GE(after.link_nak_tx, v[0]);
+	EXPECT_LE(before.rx_held, v[1]);
+	EXPECT_GE(after.rx_held, v[1]);
+
+	memset(raw, 0xa5, sizeof(raw));
+	memset(raw, 0, 120);			/* port 0, flags 0, pad 0 */
+	ASSERT_EQ(0, ioctl(self->fd[0], old_cmd, raw)) TH_LOG("errno %d", errno);
+	memcpy(&after, raw, 120);
+	EXPECT_LE(1, after.link_ups);
+	EXPECT_LT(0, after.tx_frames);
+	for (i = 120; i < (int)sizeof(raw); i++)
+		EXPECT_EQ(0xa5, raw[i]) TH_LOG("byte %d written", i);
+}
+
 TEST_F(fabric, window_bad_arguments)
 {
 	struct drm_maia_fabric_window w;

@@ -278,6 +278,8 @@ static void test_registers(void)
 	tap_ok(rd(&a, MAIA_REG_CAPS) & MAIA_CAP_FABRIC, "MAIA_CAP_FABRIC set");
 	tap_ok(rd(&a, MAIA_REG_REVISION) >= MAIA_HW_REVISION_FABRIC, "revision >= 1.3");
 	tap_ok(rd(&a, MAIA_REG_FABRIC_PORTS) == NPORTS, "PORTS = %u", NPORTS);
+	tap_ok(rd(&a, MAIA_REG_FABRIC_WINDOWS) == MAIA_FABRIC_MAX_WINDOWS, "WINDOWS = %u",
+	       MAIA_FABRIC_MAX_WINDOWS);
 	tap_ok(serial_of(&a) == sa && serial_of(&b) == sb, "SERIAL_LO/HI: the configured serials");
 	tap_ok(!port_up(&a, 0) && !port_up(&a, 1), "unplugged: ports DOWN");
 	tap_ok(rd(&a, MAIA_REG_FPORT(0, MAIA_FPORT_PEER_SERIAL_LO)) == 0 &&
@@ -334,8 +336,10 @@ static void test_registers(void)
 	tap_ok(port_reg64(&a, 0, MAIA_FPORT_TX_FRAMES) >= ia.tx_frames &&
 	       port_reg64(&a, 0, MAIA_FPORT_RETRANSMITS) >= ia.retransmits &&
 	       port_reg64(&a, 0, MAIA_FPORT_INJECTED_DROPS) == 0 &&
-	       port_reg64(&a, 0, MAIA_FPORT_NAK_TX) == 0 && port_reg64(&a, 0, MAIA_FPORT_NAK_RX) == 0,
-	       "counters agree with port_info (no injection, no NAK yet)");
+	       port_reg64(&a, 0, MAIA_FPORT_NAK_TX) == 0 && port_reg64(&a, 0, MAIA_FPORT_NAK_RX) == 0 &&
+	       port_reg64(&a, 1, MAIA_FPORT_LINK_NAK_TX) == 0 &&
+	       port_reg64(&a, 1, MAIA_FPORT_RX_HELD) == 0,
+	       "counters agree with port_info (no injection, no NAK, no gap yet)");
 
 	/* Garbage on the wire: RX_DROPS. */
 	{
@@ -355,8 +359,9 @@ static void test_registers(void)
 	errs = a.guest_errors;
 	tap_ok(rd(&a, MAIA_REG_FPORT(NPORTS, MAIA_FPORT_STATE)) == 0, "port %u's block reads 0",
 	       NPORTS);
-	tap_ok(rd(&a, MAIA_REG_FPORT(0, 0x70u)) == 0 && rd(&a, MAIA_REG_FPORT(11, 0x7cu)) == 0 &&
-	       rd(&a, 0x0814u) == 0 && rd(&a, 0x0efcu) == 0, "holes in the block read 0");
+	tap_ok(rd(&a, MAIA_REG_FPORT(NPORTS, MAIA_FPORT_RX_HELD)) == 0 &&
+	       rd(&a, MAIA_REG_FPORT(11, 0x7cu)) == 0 && rd(&a, 0x0814u) == 0 &&
+	       rd(&a, 0x0efcu) == 0, "holes in the block read 0");
 	tap_ok(a.guest_errors == errs + 5, "each unmapped read is a guest error (%u)",
 	       a.guest_errors - errs);
 	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_PORTS, 7);

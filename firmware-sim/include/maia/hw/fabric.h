@@ -145,6 +145,9 @@ enum maia_fabric_drop {
 #define   MAIA_FPORT_NAK_RX		0x58u	/* refusals this device received */
 #define   MAIA_FPORT_TX_ERRORS		0x60u
 #define   MAIA_FPORT_INJECTED_DROPS	0x68u	/* fault injection (drop_ppm) */
+/* Revision 1.6 (MAIA_HW_REVISION_LINK_NAKS): selective retransmission. */
+#define   MAIA_FPORT_LINK_NAK_TX	0x70u	/* NAK frames sent: gaps named to the peer */
+#define   MAIA_FPORT_RX_HELD		0x78u	/* DATA frames held after a gap */
 
 /*
  * Windows. A context makes part of its address space reachable from the
