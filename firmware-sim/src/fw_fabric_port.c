@@ -51,18 +51,20 @@
  */
 #define FW_FABRIC_ROUND_RX_NS	(MAIA_FABRIC_KEEPALIVE_MS * 1000000ull / 2)
 
-static uint64_t round_rx_ns = FW_FABRIC_ROUND_RX_NS;
-
-void fw_fabric_round_rx_limit(uint64_t ns)
-{
-	__atomic_store_n(&round_rx_ns, ns ? ns : FW_FABRIC_ROUND_RX_NS, __ATOMIC_RELAXED);
-}
 /* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
 #define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
 /* The receive queue: MAIA_SIM_FABRIC_RXQ frames, and room kept for control frames. */
 #define FW_FABRIC_RXQ_CTRL	64u
 #define FW_FABRIC_RING		(MAIA_SIM_FABRIC_RXQ + FW_FABRIC_RXQ_CTRL)
+
+/* FW_FABRIC_ROUND_RX_NS, or what a test set (fw_fabric_round_rx_limit()). */
+static uint64_t round_rx_ns = FW_FABRIC_ROUND_RX_NS;
+
+void fw_fabric_round_rx_limit(uint64_t ns)
+{
+	__atomic_store_n(&round_rx_ns, ns ? ns : FW_FABRIC_ROUND_RX_NS, __ATOMIC_RELAXED);
+}
 
 struct rx_frame {
 	size_t len;
