@@ -252,6 +252,26 @@ static int fabric_sysfs_u64(const char *dir, const char *name, uint64_t *v)
 	return 0;
 }
 
+/*
+ * The sysfs directory of a port (fabric/portN of the PCI device) in dir, and
+ * its state (1 up) in *up; the error set as fn's.
+ */
+static int fabric_port_dir(const char *fn, const char *pci_address, unsigned int port,
+			   char *dir, size_t size, uint64_t *up)
+{
+	struct maia_device_entry e;
+	int err = maia_find_pci(pci_address, &e);
+
+	if (err)
+		return maia_error(err, "%s: no Maia device at %s", fn, pci_address);
+	snprintf(dir, size, "%s/bus/pci/devices/%s/fabric/port%u", maia_sysfs_root(),
+		 e.pci_address, port);
+	if (fabric_sysfs_u64(dir, "state", up))
+		return maia_error(-ENOENT, "%s: %s has no fabric port %u", fn, e.pci_address,
+				  port);
+	return 0;
+}
+
 MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 				 struct maia_fabric_port *info)
 {
@@ -270,7 +290,6 @@ MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 #undef F32
 	};
 	struct maia_fabric_port out = { 0 };
-	struct maia_device_entry e;
 	char dir[384];
 	uint64_t v;
 	size_t i;
@@ -279,14 +298,9 @@ MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 	maia_error_clear();
 	if (!pci_address || !info)
 		return maia_error(-EINVAL, "maia_fabric_read: NULL argument");
-	err = maia_find_pci(pci_address, &e);
+	err = fabric_port_dir("maia_fabric_read", pci_address, port, dir, sizeof(dir), &v);
 	if (err)
-		return maia_error(err, "maia_fabric_read: no Maia device at %s", pci_address);
-	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/fabric/port%u", maia_sysfs_root(),
-		 e.pci_address, port);
-	if (fabric_sysfs_u64(dir, "state", &v))
-		return maia_error(-ENOENT, "maia_fabric_read: %s has no fabric port %u",
-				  e.pci_address, port);
+		return err;
 	out.up = v;
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		if (fabric_sysfs_u64(dir, files[i].name, &v))
@@ -304,7 +318,6 @@ MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 MAIA_EXPORT int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
 				      struct maia_fabric_port_gaps *gaps)
 {
-	struct maia_device_entry e;
 	uint64_t v, naks, held;
 	char dir[384];
 	int err;
@@ -312,14 +325,9 @@ MAIA_EXPORT int maia_fabric_read_gaps(const char *pci_address, unsigned int port
 	maia_error_clear();
 	if (!pci_address || !gaps)
 		return maia_error(-EINVAL, "maia_fabric_read_gaps: NULL argument");
-	err = maia_find_pci(pci_address, &e);
+	err = fabric_port_dir("maia_fabric_read_gaps", pci_address, port, dir, sizeof(dir), &v);
 	if (err)
-		return maia_error(err, "maia_fabric_read_gaps: no Maia device at %s", pci_address);
-	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/fabric/port%u", maia_sysfs_root(),
-		 e.pci_address, port);
-	if (fabric_sysfs_u64(dir, "state", &v))
-		return maia_error(-ENOENT, "maia_fabric_read_gaps: %s has no fabric port %u",
-				  e.pci_address, port);
+		return err;
 	/* The driver shows the files only for a device that has the counters. */
 	if (fabric_sysfs_u64(dir, "link_nak_tx", &naks) || fabric_sysfs_u64(dir, "rx_held", &held))
 		return maia_error(-EOPNOTSUPP, "maia_fabric_read_gaps: %s has no gap counters "
