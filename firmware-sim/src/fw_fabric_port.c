@@ -481,8 +481,8 @@ static void fabric_round_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
 	uint64_t now, next = UINT64_MAX;
-	bool cut = false;
 	unsigned int i;
+	bool cut;
 
 	fab->busy = true;
 	fab->kicked = false;
@@ -507,8 +507,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 	}
 	pthread_mutex_unlock(&sim->lock);
 
-	if (feed_rx(sim))
-		cut = true;
+	cut = feed_rx(sim);
 	now = fab_now(sim);
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
