@@ -80,16 +80,30 @@ static void list_push(struct msg_list *l, struct held_msg *m)
 	l->n++;
 }
 
-static void list_pop(struct msg_list *l)
+static void held_msg_free(struct held_msg *m)
+{
+	fw_link_msg_free(m->data);
+	free(m);
+}
+
+/* Unlinks the first message and gives it to the caller (NULL: empty). */
+static struct held_msg *list_take(struct msg_list *l)
 {
 	struct held_msg *m = l->head;
 
+	if (!m)
+		return NULL;
 	l->head = m->next;
 	if (!l->head)
 		l->tail = &l->head;
 	l->n--;
-	fw_link_msg_free(m->data);
-	free(m);
+	m->next = NULL;
+	return m;
+}
+
+static void list_pop(struct msg_list *l)
+{
+	held_msg_free(list_take(l));
 }
 
 /* Frees the message *hp points at, keeping the list whole. */
@@ -101,14 +115,22 @@ static void list_remove(struct msg_list *l, struct held_msg **hp)
 	if (l->tail == &m->next)
 		l->tail = hp;
 	l->n--;
-	fw_link_msg_free(m->data);
-	free(m);
+	held_msg_free(m);
 }
 
 static void list_free(struct msg_list *l)
 {
 	while (l->head)
 		list_pop(l);
+}
+
+/* Moves every message of *from to *to, leaving *from empty. */
+static void list_move(struct msg_list *to, struct msg_list *from)
+{
+	*to = *from;
+	if (!to->head)
+		to->tail = &to->head;
+	list_init(from);
 }
 
 /* ---- operations: worker side ---- */
@@ -491,6 +513,15 @@ static bool coll_failed_here(const struct xport_port *p, uint32_t comm_id, uint3
 	return false;
 }
 
+/* Whether held COLL message m is of a collective that failed here. */
+static bool held_coll_failed_here(const struct xport_port *p, const struct held_msg *m)
+{
+	struct maia_fabric_coll_msg c;
+
+	memcpy(&c, m->data, sizeof(c));
+	return coll_failed_here(p, c.comm_id, c.seq);
+}
+
 void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			  uint32_t seq)
 {
@@ -508,14 +539,10 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 		p->failed_coll[i].comm_id = comm_id;
 		p->failed_coll[i].seq = seq;
 	}
-	/* What it left held goes now. */
+	/* What it left held goes now (offer_held() drops the ones it has out). */
 	for (hp = &p->held.head; *hp;) {
-		struct held_msg *m = *hp;
-		struct maia_fabric_coll_msg c;
-
-		memcpy(&c, m->data, sizeof(c));
-		if (c.comm_id != comm_id || c.seq != seq) {
-			hp = &m->next;
+		if (!held_coll_failed_here(p, *hp)) {
+			hp = &(*hp)->next;
 			continue;
 		}
 		list_remove(&p->held, hp);
@@ -650,6 +677,43 @@ void fw_xport_link_down(struct maia_sim *sim, unsigned int port)
 	port_forget(&x->port[port]);
 }
 
+/*
+ * Offers port's held COLL messages to op as it starts, in order. The list is
+ * taken whole first, and each message is the offer's own while rx() looks
+ * at it: rx() may fail op's collective, and the failure drops that
+ * collective's held messages (fw_xport_coll_failed()), which must not free
+ * the one in op's hands. What op does not take goes back, in order, unless
+ * its collective failed here meanwhile. Nothing else holds a message while
+ * this runs: only fw_xport_deliver() does, and never from inside rx().
+ */
+static void offer_held(struct maia_sim *sim, struct fw_fop *op, unsigned int port)
+{
+	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct msg_list offering;
+	struct held_msg *m;
+	bool no_room = false;
+
+	list_move(&offering, &p->held);
+	while ((m = list_take(&offering))) {
+		int rc = 0;
+
+		if (held_coll_failed_here(p, m)) {
+			held_msg_free(m);
+			p->drops++;
+			continue;
+		}
+		if (!no_room && !op->finished)
+			rc = op->ops->rx(sim, op, port, m->data, m->len);
+		if (rc > 0) {
+			held_msg_free(m);
+			continue;
+		}
+		/* Not op's, or no room for it now: the rest stays held, in order. */
+		no_room |= rc < 0;
+		list_push(&p->held, m);
+	}
+}
+
 /* Starts an operation: every port it uses must be UP; held COLL messages offered. */
 static void start_op(struct maia_sim *sim, struct fw_fop *op)
 {
@@ -662,27 +726,14 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 	op->next = NULL;
 	*pp = op;
 	for (unsigned int i = 0; i < x->nports; i++) {
-		struct xport_port *p = &x->port[i];
-		struct held_msg **hp;
-
 		if (!(op->ports & (1u << i)))
 			continue;
 		if (fw_fabric_port_link(sim, i)->state != FW_LINK_UP) {
 			fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
 			return;
 		}
-		for (hp = &p->held.head; *hp && op->ops->rx;) {
-			struct held_msg *m = *hp;
-			int rc = op->ops->rx(sim, op, i, m->data, m->len);
-
-			if (rc < 0)
-				break;	/* no room: the rest stays held, in order */
-			if (!rc) {
-				hp = &m->next;
-				continue;
-			}
-			list_remove(&p->held, hp);
-		}
+		if (op->ops->rx)
+			offer_held(sim, op, i);
 	}
 }
 
