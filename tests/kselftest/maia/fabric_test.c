@@ -7,9 +7,13 @@
  * says, keys that must be refused (closed, forged, of a closed file, of an
  * unmapped range, beyond the window), and a peer whose firmware dies during
  * a remote write: the job fails with FABRIC_LINK, nothing hangs, and the
- * link works again once the driver has recovered the peer. Skipped without
- * two devices with fabric ports.
+ * link works again once the driver has recovered the peer. A 2-rank
+ * all-reduce whose late rank faults on its receive buffer or report address
+ * (a case that once crashed QEMU): the fault stays that rank's, and the next
+ * all-reduce is exact. Skipped without two devices with fabric ports.
  */
+#include <maia/hw/dtype.h>
+
 #include "maia_job_ksft.h"
 #include "kselftest_harness.h"
 
@@ -417,6 +421,192 @@ TEST_F_TIMEOUT(fabric, peer_dies_during_a_write, 120)
 			       4096, &w));
 	EXPECT_EQ(DRM_MAIA_JOB_OK, w.status) TH_LOG("device status %u", w.device_status);
 	EXPECT_LE(1, p.link_downs);
+}
+
+/*
+ * A collective's rank on one device: its own file (so that its fault stays
+ * its own), data (send at VA_DATA, receive at VA_RECV), a read-only buffer
+ * at VA_RO, a report at VA_REPORT, and its command buffer.
+ */
+#define VA_RECV		(VA_DATA + DATA_SIZE / 2)
+#define VA_RO		0x300000000ull
+#define VA_REPORT	0x400000000ull
+#define VA_NONE		0x500000000ull	/* nothing is mapped there */
+
+struct coll_rank {
+	int fd;
+	struct kbo data, ro, report, cmd;
+	struct kcmd cb;
+};
+
+static int rank_open(const struct maia_node *node, struct coll_rank *r)
+{
+	struct drm_maia_bo_create c = { .size = DATA_SIZE / 2, .flags = DRM_MAIA_BO_HOST };
+	struct drm_maia_vm_bind b = {
+		.op = DRM_MAIA_VM_MAP, .flags = DRM_MAIA_VM_READONLY, .va = VA_RO,
+		.size = DATA_SIZE / 2,
+	};
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = maia_open_node(node);
+	if (r->fd < 0)
+		return -errno;
+	err = kbo_create(r->fd, DATA_SIZE, DRM_MAIA_BO_HOST, VA_DATA, &r->data);
+	if (!err)
+		err = kbo_create(r->fd, KSFT_PAGE, DRM_MAIA_BO_HOST, VA_REPORT, &r->report);
+	if (!err)
+		err = kbo_create(r->fd, CMD_SIZE, DRM_MAIA_BO_HOST, VA_CMD, &r->cmd);
+	if (err)
+		return err;
+	r->cb = (struct kcmd){ .bo = &r->cmd };
+	/* The read-only buffer: mapped without device write. */
+	if (ioctl(r->fd, DRM_IOCTL_MAIA_BO_CREATE, &c))
+		return -errno;
+	r->ro.handle = c.handle;
+	b.handle = c.handle;
+	if (ioctl(r->fd, DRM_IOCTL_MAIA_VM_BIND, &b))
+		return -errno;
+	r->ro.va = VA_RO;
+	r->ro.size = c.size;
+	return 0;
+}
+
+static void rank_close(struct coll_rank *r)
+{
+	if (r->fd < 0)
+		return;
+	kbo_destroy(r->fd, &r->cmd);
+	kbo_destroy(r->fd, &r->report);
+	kbo_destroy(r->fd, &r->ro);
+	kbo_destroy(r->fd, &r->data);
+	close(r->fd);
+	r->fd = -1;
+}
+
+/* Rank @rank of 2 submits an FP32 sum all-reduce of @count elements. */
+static int coll_submit(struct coll_rank *r, __u16 rank, __u32 comm_id, __u64 count,
+		       __u64 recv, __u64 report, __u32 timeout_ms, __u64 *seqno)
+{
+	struct maia_cmd_collective *k;
+
+	r->cb.start = r->cb.used = 0;
+	k = kcmd_add(&r->cb, MAIA_OP_COLLECTIVE, sizeof(*k));
+	k->coll = MAIA_COLL_ALL_REDUCE;
+	k->redop = MAIA_REDOP_SUM;
+	k->dtype = MAIA_DTYPE_FP32;
+	k->send_port = 0;
+	k->recv_port = 1;
+	k->rank = rank;
+	k->nranks = 2;
+	k->comm_id = comm_id;
+	k->seq = 1;
+	k->timeout_ms = timeout_ms;
+	k->send_addr = VA_DATA;
+	k->recv_addr = recv;
+	k->count = count;
+	k->report_addr = report;
+	return kcmd_submit(r->fd, &r->cb, NULL, seqno);
+}
+
+static void fill_input(struct coll_rank *r, __u64 count, int rank)
+{
+	float *x = r->data.cpu;
+	__u64 i;
+
+	for (i = 0; i < count; i++)
+		x[i] = (float)((i * 7 + (__u64)rank * 13) % 1000) * 0.25f;
+}
+
+/*
+ * The case that crashed QEMU: rank 0 of a 2-rank all-reduce waits on device
+ * 0, and 300 ms later rank 1 comes on device 1 with a receive buffer that is
+ * read-only or not mapped, or a report address that is not mapped. Device 1
+ * took rank 0's chunks before rank 1 came and offers them to it as it
+ * starts; rank 1 faults on one of them. Rank 1's job ends with a fault that
+ * names its address, rank 0's with a timeout (or OK: a small collective may
+ * have all it needs before rank 1's end), the guest lives on, and the next
+ * all-reduce on the same devices is exact.
+ */
+TEST_F_TIMEOUT(fabric, late_rank_with_a_faulting_buffer, 240)
+{
+	static const struct {
+		const char *what;
+		__u64 count, recv, report, fault_lo, fault_hi;
+	} cases[] = {
+		{ "read-only receive buffer", 256 * 1024, VA_RO, VA_REPORT, VA_RO,
+		  VA_RO + DATA_SIZE / 2 },
+		{ "unmapped receive buffer", 256 * 1024, VA_NONE, VA_REPORT, VA_NONE,
+		  VA_NONE + DATA_SIZE / 2 },
+		{ "unmapped report address", 256 * 1024, VA_RECV, VA_NONE, VA_NONE,
+		  VA_NONE + KSFT_PAGE },
+		{ "unmapped report address, small", 1024, VA_RECV, VA_NONE, VA_NONE,
+		  VA_NONE + KSFT_PAGE },
+	};
+	struct coll_rank r[2] = { { .fd = -1 }, { .fd = -1 } };
+	struct drm_maia_context_status cs;
+	struct drm_maia_wait w0, w1;
+	__u64 s0, s1, i, count = 256 * 1024, wrong = 0;
+	const float *x0, *x1, *y0, *y1;
+	unsigned int c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		__u32 comm = 0x1a7e0000u + ((__u32)getpid() & 0xff00u) + c;
+
+		ASSERT_EQ(0, rank_open(&self->nodes[0], &r[0]));
+		ASSERT_EQ(0, rank_open(&self->nodes[1], &r[1]));
+		fill_input(&r[0], cases[c].count, 0);
+		fill_input(&r[1], cases[c].count, 1);
+		ASSERT_EQ(0, coll_submit(&r[0], 0, comm, cases[c].count, VA_RECV, VA_REPORT,
+					 3000, &s0));
+		maia_sleep_ms(300);
+		ASSERT_EQ(0, coll_submit(&r[1], 1, comm, cases[c].count, cases[c].recv,
+					 cases[c].report, 3000, &s1));
+		ASSERT_EQ(0, kwait(r[1].fd, s1, JOB_NS, &w1)) TH_LOG("%s: rank 1 hung",
+								     cases[c].what);
+		ASSERT_EQ(0, kwait(r[0].fd, s0, JOB_NS, &w0)) TH_LOG("%s: rank 0 hung",
+								     cases[c].what);
+		EXPECT_EQ(DRM_MAIA_JOB_FAULT, w1.status)
+			TH_LOG("%s: rank 1 status %u, device status %u", cases[c].what, w1.status,
+			       w1.device_status);
+		ASSERT_EQ(0, kcontext_status(r[1].fd, &cs));
+		EXPECT_TRUE(cs.flags & DRM_MAIA_CTX_FAULTED) TH_LOG("%s", cases[c].what);
+		if (!(cs.flags & DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN)) {
+			EXPECT_TRUE(cs.fault_addr >= cases[c].fault_lo &&
+				    cs.fault_addr < cases[c].fault_hi)
+				TH_LOG("%s: fault at %#llx", cases[c].what,
+				       (unsigned long long)cs.fault_addr);
+			EXPECT_EQ(DRM_MAIA_ACCESS_WRITE, cs.fault_access);
+		}
+		EXPECT_TRUE(w0.status == DRM_MAIA_JOB_OK ||
+			    (w0.status == DRM_MAIA_JOB_ERROR &&
+			     w0.device_status == DRM_MAIA_DEVICE_FABRIC_TIMEOUT))
+			TH_LOG("%s: rank 0 status %u, device status %u", cases[c].what, w0.status,
+			       w0.device_status);
+		rank_close(&r[1]);
+		rank_close(&r[0]);
+	}
+
+	/* The devices still work, without a reset: an exact all-reduce. */
+	ASSERT_EQ(0, rank_open(&self->nodes[0], &r[0]));
+	ASSERT_EQ(0, rank_open(&self->nodes[1], &r[1]));
+	fill_input(&r[0], count, 0);
+	fill_input(&r[1], count, 1);
+	ASSERT_EQ(0, coll_submit(&r[0], 0, 0x1a7e00ffu, count, VA_RECV, VA_REPORT, 30000, &s0));
+	ASSERT_EQ(0, coll_submit(&r[1], 1, 0x1a7e00ffu, count, VA_RECV, VA_REPORT, 30000, &s1));
+	ASSERT_EQ(0, kwait(r[0].fd, s0, JOB_NS, &w0));
+	ASSERT_EQ(0, kwait(r[1].fd, s1, JOB_NS, &w1));
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w0.status) TH_LOG("device status %u", w0.device_status);
+	EXPECT_EQ(DRM_MAIA_JOB_OK, w1.status) TH_LOG("device status %u", w1.device_status);
+	x0 = r[0].data.cpu;
+	x1 = r[1].data.cpu;
+	y0 = (const float *)((const char *)r[0].data.cpu + DATA_SIZE / 2);
+	y1 = (const float *)((const char *)r[1].data.cpu + DATA_SIZE / 2);
+	for (i = 0; i < count; i++)
+		wrong += y0[i] != x0[i] + x1[i] || y1[i] != x0[i] + x1[i];
+	EXPECT_EQ(0, wrong);
+	rank_close(&r[1]);
+	rank_close(&r[0]);
 }
 
 TEST_HARNESS_MAIN
