@@ -124,13 +124,20 @@ void maia_queue_drain(struct maia_queue *q)
 		wake_up_all(&q->done_wq);
 }
 
+/*
+ * Logs @q's error, if its status says it has one: QUEUE_ERROR names no
+ * queue, and a user's bad command must not make the log blame another.
+ * Rate-limited, as users can trigger it.
+ */
 void maia_queue_report_error(struct maia_queue *q)
 {
 	struct maia_device *mdev = q->mdev;
+	u32 status = maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS));
 
+	if (!status)
+		return;
 	maia_err_ratelimited(mdev, "queue %u error: status %#x head %u tail %u\n",
-			     q->index,
-			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS)),
+			     q->index, status,
 			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
 			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_TAIL)));
 }

@@ -313,8 +313,7 @@ void maia_sched_report_queue_errors(struct maia_device *mdev)
 
 	maia_queue_report_error(&mdev->kq);
 	for (i = 0; ms && i < ms->num_queues; i++)
-		if (maia_rd(mdev, MAIA_REG_Q(ms->queues[i].hwq.index, MAIA_Q_STATUS)))
-			maia_queue_report_error(&ms->queues[i].hwq);
+		maia_queue_report_error(&ms->queues[i].hwq);
 }
 
 /* Whether the device has fetched (started) @job: see maia_job_fetched_by(). */

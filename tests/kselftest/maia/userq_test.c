@@ -19,10 +19,15 @@
  *   stopped (HUNG) without a device reset; a forced device reset stops
  *   every user queue (LOST); new queues then work;
  * - teardown: DESTROY revokes the doorbell (a store rings nothing) and
- *   sets the state word; close with jobs queued frees the slot.
+ *   sets the state word; close with jobs queued frees the slot;
+ * - fork(): the child does not inherit the queue's mappings (SIGSEGV), may
+ *   make a queue of its own, and the parent's runs on;
+ * - the kernel log names only the queue that failed.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <maia/hw/queue.h>
 
@@ -545,6 +550,96 @@ TEST_F(userq, destroy_revokes_doorbell)
 	EXPECT_EQ(MAIA_STATUS_OK, uq_cqe(&c, n)->status);
 	EXPECT_EQ(0, uq_destroy(&b));
 	EXPECT_EQ(0, uq_destroy(&c));
+}
+
+/*
+ * fork(): the queue's pages are not mapped in the child (VM_DONTCOPY, see
+ * Documentation/uapi.rst), so its touch is a SIGSEGV; a child may create
+ * a queue of its own on the inherited file; the parent's queue runs on.
+ */
+TEST_F(userq, fork_does_not_inherit_mappings)
+{
+	struct drm_maia_userq_wait w;
+	struct uq q;
+	int status;
+	pid_t pid;
+	__u32 n;
+
+	ASSERT_EQ(0, uq_create(self->fd, &q));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		signal(SIGSEGV, SIG_DFL);
+		(void)*(volatile __u32 *)q.sq;
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+		TH_LOG("child status %#x", status);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct uq own;
+
+		if (uq_create(self->fd, &own))
+			_exit(2);
+		n = uq_push(&own, 0, 0, own.asid, MAIA_SQE_NOP);
+		if (uq_wait(&own, n, 5 * NS_PER_SEC, &w) ||
+		    uq_cqe(&own, n)->status != MAIA_STATUS_OK)
+			_exit(3);
+		_exit(uq_destroy(&own) ? 4 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("child with its own queue: status %#x", status);
+
+	n = uq_push(&q, 0, 0, q.asid, MAIA_SQE_NOP);
+	ASSERT_EQ(0, uq_wait(&q, n, 5 * NS_PER_SEC, &w));
+	EXPECT_EQ(DRM_MAIA_USERQ_ACTIVE, w.state);
+	EXPECT_EQ(MAIA_STATUS_OK, uq_cqe(&q, n)->status);
+	EXPECT_EQ(0, uq_destroy(&q));
+}
+
+struct queue_lines {
+	int user, kernel;	/* "user queue N ... error" lines, other "queue N error" lines */
+};
+
+static void count_queue_line(int level, const char *text, void *arg)
+{
+	struct queue_lines *l = arg;
+
+	if (!strstr(text, " error: status"))
+		return;
+	if (strstr(text, "user queue "))
+		l->user++;
+	else if (strstr(text, "queue "))
+		l->kernel++;
+}
+
+/*
+ * A user queue's error is logged for that queue alone: the kernel's own
+ * queues, whose status is 0, are not named (they were, as "queue 0 error:
+ * status 0x0"). The messages are rate-limited (5 s, 10 lines per call
+ * site): the wait lets the tests before this one leave the limit.
+ */
+TEST_F_TIMEOUT(userq, error_log_names_only_the_failed_queue, 60)
+{
+	struct queue_lines lines = { 0 };
+	struct uq q;
+	int kmsg;
+
+	maia_sleep_ms(5500);
+	kmsg = maia_kmsg_open();
+	ASSERT_LE(0, kmsg);
+	ASSERT_EQ(0, uq_create(self->fd, &q));
+	*q.db = q.entries + 3;
+	ASSERT_EQ(0, uq_wait_state(&q, DRM_MAIA_USERQ_ERROR, 5 * NS_PER_SEC));
+	maia_kmsg_each(kmsg, count_queue_line, &lines);
+	close(kmsg);
+	EXPECT_EQ(1, lines.user);
+	EXPECT_EQ(0, lines.kernel);
+	EXPECT_EQ(0, uq_destroy(&q));
 }
 
 TEST_HARNESS_MAIN
