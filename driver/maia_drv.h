@@ -94,8 +94,9 @@ struct maia_queue {
 	wait_queue_head_t done_wq;	/* woken when @completed moves */
 	u32 prio;			/* MAIA_QUEUE_PRIO_*, set before enabling */
 	/*
-	 * Optional, for user queues (maia_sched.c): called by the interrupt
-	 * thread for each completion, in order, once @completed covers it.
+	 * Optional, for the scheduled queues (maia_sched.c): called by the
+	 * queue's hard interrupt handler (maia_queue_drain(), there is no
+	 * thread) for each completion, in order, once @completed covers it.
 	 */
 	void (*complete)(struct maia_queue *q, u64 seq,
 			 const struct maia_queue_done *done);
