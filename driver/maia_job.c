@@ -81,23 +81,26 @@ void maia_job_put(struct maia_job *job)
 	kref_put(&job->ref, maia_job_release);
 }
 
-/* Device status to job status, and the error its fences carry. */
+/* Device status to job status (libmaia's user queues say the same), and the fences' error. */
 static u32 maia_job_status(u32 device_status, int *error)
 {
-	switch (device_status) {
-	case MAIA_STATUS_OK:
+	u32 status = maia_uapi_job_status(device_status);
+
+	switch (status) {
+	case DRM_MAIA_JOB_OK:
 		*error = 0;
-		return DRM_MAIA_JOB_OK;
-	case MAIA_STATUS_MMU_FAULT:
+		break;
+	case DRM_MAIA_JOB_FAULT:
 		*error = -EFAULT;
-		return DRM_MAIA_JOB_FAULT;
-	case MAIA_STATUS_ABORTED:
+		break;
+	case DRM_MAIA_JOB_ABORTED:
 		*error = -ECANCELED;
-		return DRM_MAIA_JOB_ABORTED;
+		break;
 	default:
 		*error = -EIO;
-		return DRM_MAIA_JOB_ERROR;
+		break;
 	}
+	return status;
 }
 
 /*

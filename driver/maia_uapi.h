@@ -12,5 +12,6 @@ u64 maia_uapi_caps(u32 hw_caps);
 u64 maia_uapi_dtypes(u32 hw_dtypes);
 u32 maia_uapi_device_status(u32 hw_status);
 u32 maia_uapi_access(u32 hw_access);
+u32 maia_uapi_job_status(u32 hw_status);
 
 #endif /* __MAIA_UAPI_H__ */

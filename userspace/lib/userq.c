@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "drm/maia_accel.h"
+#include "drm/maia_accel_hw.h"
 #include "internal.h"
 #include "maia/hw/queue.h"
 
@@ -173,21 +173,6 @@ static void record(struct maia_userq *uq, uint64_t seq, uint32_t status, uint32_
 	r->st.error_offset = error_offset;
 }
 
-/* The device's completion entry as a job status (maia_job_status). */
-static uint32_t job_status_of(uint32_t hw_status)
-{
-	switch (hw_status) {
-	case MAIA_STATUS_OK:
-		return DRM_MAIA_JOB_OK;
-	case MAIA_STATUS_MMU_FAULT:
-		return DRM_MAIA_JOB_FAULT;
-	case MAIA_STATUS_ABORTED:
-		return DRM_MAIA_JOB_ABORTED;
-	default:
-		return DRM_MAIA_JOB_ERROR;
-	}
-}
-
 /*
  * Moves completions, in order, from the array to the results. Returns
  * whether one of them was an MMU fault.
@@ -207,7 +192,8 @@ static bool reap(struct maia_device *dev)
 			break;
 		status = cqe->status;
 		fault |= status == MAIA_STATUS_MMU_FAULT;
-		record(uq, uq->base + uq->reaped, job_status_of(status), status, cqe->error_offset);
+		record(uq, uq->base + uq->reaped, maia_accel_job_status(status), status,
+		       cqe->error_offset);
 		/* The protocol: the host clears VALID before the slot is reused. */
 		cqe->flags = 0;
 		uq->reaped++;
