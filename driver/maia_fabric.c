@@ -376,6 +376,8 @@ static void maia_fabric_window_close_hw(struct maia_context *ctx, struct maia_fa
 	u32 args[MAIA_MBOX_NARGS] = { w->key };
 	int idx, ret;
 
+	lockdep_assert_held(&ctx->lock);
+	maia_reset_assert_read_held(mdev);
 	if (w->resets != maia_reset_count(mdev) || !drm_dev_enter(&mdev->drm, &idx))
 		return;
 	ret = maia_mbox_cmd(mdev, MAIA_MBOX_FABRIC_WINDOW_CLOSE, args, NULL);

@@ -22,6 +22,7 @@
 #include "maia_hw.h"
 #include "maia_irq.h"
 #include "maia_queue.h"
+#include "maia_reset.h"
 #include "maia_sched.h"
 #include "maia_telemetry.h"
 #include "maia_userq.h"
@@ -131,6 +132,8 @@ void maia_irq_forget_fault(struct maia_device *mdev, u32 asid)
 {
 	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
 
+	maia_reset_assert_read_held(mdev);
+	lockdep_assert_held(&mdev->contexts.lock);
 	synchronize_hardirq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
 	spin_lock_irq(&mdev->fault_lock);
 	if (FIELD_GET(MAIA_FAULT_ASID_MASK, mdev->fault.info) == asid)

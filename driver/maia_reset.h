@@ -7,6 +7,7 @@
 
 #include <drm/gpu_scheduler.h>
 #include <linux/atomic.h>
+#include <linux/lockdep.h>
 #include <linux/rwsem.h>
 #include <linux/workqueue.h>
 
@@ -50,9 +51,16 @@ void maia_reset_read_unlock(struct maia_device *mdev);
 void maia_reset_force(struct maia_device *mdev);
 void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
+
 unsigned int maia_reset_job_timeout_ms(void);
 bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
 			       struct maia_fabric_wait *fw);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
+
+/* For paths whose caller holds the reset lock for reading. */
+static inline void maia_reset_assert_read_held(struct maia_device *mdev)
+{
+	lockdep_assert_held_read(&mdev->reset->lock);
+}
 
 #endif /* __MAIA_RESET_H__ */

@@ -417,13 +417,18 @@ static const u32 maia_userq_hw_prio[] = {
 	[DRM_MAIA_PRIO_HIGH] = MAIA_QUEUE_PRIO_HIGH,
 };
 
-/* Programs and enables the free slot @slot for @uq; caller holds uqs->lock. */
+/*
+ * Programs and enables the free slot @slot for @uq; caller holds uqs->lock
+ * and the reset lock for reading.
+ */
 static int maia_userq_enable_locked(struct maia_userq *uq, struct maia_userq_slot *slot,
 				    u32 prio)
 {
 	struct maia_device *mdev = uq->uqs->mdev;
 	u32 status;
 
+	lockdep_assert_held(&uq->uqs->lock);
+	maia_reset_assert_read_held(mdev);
 	uq->slot = slot;
 	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
 	maia_userq_wr(uq, MAIA_Q_SQ_LO, lower_32_bits(uq->sq_dma));
