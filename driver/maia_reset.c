@@ -198,7 +198,9 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 
 /*
  * The timeout handler took @sjob off its pending list; a job that is not
- * hung goes back to the head, where it was, and the watchdog re-arms.
+ * hung goes back to the head, where it was, and the watchdog re-arms. The
+ * pinned drm_sched has no helper for this (later kernels return
+ * DRM_GPU_SCHED_STAT_NO_HANG instead); etnaviv and v3d do the same.
  */
 static void maia_reset_requeue(struct drm_sched_job *sjob)
 {
