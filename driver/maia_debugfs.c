@@ -4,6 +4,9 @@
  *
  * bos          every buffer object with its placement, owner and mappings,
  *              then an HBM object's blocks ("hbm@<offset>+<size>")
+ * faults       the fault queue: on or off, faults taken from it, faults it
+ *              could not keep (overflows: their contexts learn no address),
+ *              notices the event thread missed
  * force_reset  any write resets the device and returns once it recovered
  * inject       error injection for recovery tests (MAIA_REG_DEBUG_INJECT):
  *              "fw_crash", "hang <queue>", "fault <queue>", or an HBM ECC
@@ -145,10 +148,23 @@ static const struct file_operations maia_debugfs_inject_fops = {
 	.write = maia_debugfs_inject_write,
 };
 
+static int maia_debugfs_faults_show(struct seq_file *m, void *unused)
+{
+	struct drm_debugfs_entry *entry = m->private;
+	struct maia_device *mdev = to_maia_device(entry->dev);
+	u64 queued, overflows, lost;
+
+	maia_fault_counts(mdev, &queued, &overflows, &lost);
+	seq_printf(m, "queue %s\nqueued %llu\noverflows %llu\nnotices_lost %llu\n",
+		   mdev->faults.ring ? "on" : "off (hardware before 1.7)", queued, overflows, lost);
+	return 0;
+}
+
 /* Before drm_dev_register(), which creates the files added here. */
 void maia_debugfs_init(struct maia_device *mdev)
 {
 	drm_debugfs_add_file(&mdev->drm, "bos", maia_debugfs_bos_show, NULL);
+	drm_debugfs_add_file(&mdev->drm, "faults", maia_debugfs_faults_show, NULL);
 	debugfs_create_file("force_reset", 0200, mdev->drm.debugfs_root, mdev,
 			    &maia_debugfs_force_reset_fops);
 	debugfs_create_file("inject", 0200, mdev->drm.debugfs_root, mdev,

@@ -308,6 +308,7 @@ int maia_device_start(struct maia_device *mdev)
 	ret = maia_fw_boot(mdev);
 	if (ret)
 		return ret;
+	maia_fault_queue_start(mdev);
 	return maia_queue_enable(&mdev->kq);
 }
 
@@ -356,7 +357,6 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return PTR_ERR(mdev);
 	pci_set_drvdata(pdev, mdev);
 	init_completion(&mdev->fw.boot_done);
-	spin_lock_init(&mdev->fault_lock);
 	mdev->kq.mdev = mdev;
 	mdev->kq.index = MAIA_KQ_INDEX;
 
@@ -375,6 +375,10 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		maia_err(mdev, "device did not come out of reset\n");
 		return ret;
 	}
+
+	ret = maia_fault_init(mdev);
+	if (ret)
+		return ret;
 
 	ret = maia_irq_init(mdev);
 	if (ret)

@@ -18,6 +18,7 @@
 
 #include <maia/hw/queue.h>
 
+#include "maia_fault.h"
 #include "maia_gem.h"
 #include "maia_hbm.h"
 #include "maia_mbox.h"
@@ -102,12 +103,6 @@ struct maia_queue {
 			 const struct maia_queue_done *done);
 };
 
-/* An MMU fault as the device recorded it, captured by the hard IRQ handler. */
-struct maia_fault_record {
-	u32 info;			/* MAIA_REG_FAULT_INFO */
-	u64 addr;
-};
-
 struct maia_device {
 	struct drm_device drm;
 	void __iomem *regs;		/* BAR0 */
@@ -116,9 +111,7 @@ struct maia_device {
 
 	/* MAIA_INT_* causes acked by the hard handler, not yet handled by the thread. */
 	atomic_t irq_causes;
-	/* Protects @fault between the hard IRQ handler and the IRQ thread. */
-	spinlock_t fault_lock;
-	struct maia_fault_record fault;
+	struct maia_faults faults;	/* MMU fault record and queue (maia_fault.c) */
 
 	struct maia_queue kq;		/* kernel queue for driver work */
 

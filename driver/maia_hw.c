@@ -76,19 +76,6 @@ int maia_hw_identify(struct maia_device *mdev)
 }
 
 /*
- * Reads the device's MMU fault record (the first fault since its cause was
- * last cleared). Valid only while MAIA_INT_MMU_FAULT is pending in
- * MAIA_REG_INT_STATUS: the IRQ handler and the job completion path both
- * read it through here, under mdev->fault_lock.
- */
-void maia_hw_read_fault(struct maia_device *mdev, struct maia_fault_record *fault)
-{
-	fault->info = maia_rd(mdev, MAIA_REG_FAULT_INFO);
-	fault->addr = maia_rd(mdev, MAIA_REG_FAULT_ADDR_LO) |
-		      (u64)maia_rd(mdev, MAIA_REG_FAULT_ADDR_HI) << 32;
-}
-
-/*
  * Full device reset: stops the firmware, aborts queued jobs and ends all
  * device DMA, then waits for the device to accept a new firmware image.
  * Silent: the caller knows what the failure means in its context.

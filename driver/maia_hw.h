@@ -38,6 +38,5 @@ static inline bool maia_hw_has(const struct maia_device *mdev, u32 revision)
 
 int maia_hw_identify(struct maia_device *mdev);
 int maia_hw_reset(struct maia_device *mdev);
-void maia_hw_read_fault(struct maia_device *mdev, struct maia_fault_record *fault);
 
 #endif /* __MAIA_HW_H__ */

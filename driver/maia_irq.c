@@ -18,6 +18,7 @@
 #include <linux/pci.h>
 
 #include "maia_fabric.h"
+#include "maia_fault.h"
 #include "maia_hbm.h"
 #include "maia_hw.h"
 #include "maia_irq.h"
@@ -41,11 +42,8 @@ static irqreturn_t maia_irq_event(int irq, void *arg)
 		return IRQ_NONE;
 
 	/* The fault record is only valid until its cause is cleared. */
-	if (causes & MAIA_INT_MMU_FAULT) {
-		spin_lock(&mdev->fault_lock);
-		maia_hw_read_fault(mdev, &mdev->fault);
-		spin_unlock(&mdev->fault_lock);
-	}
+	if (causes & MAIA_INT_MMU_FAULT)
+		maia_fault_latch(mdev);
 
 	/*
 	 * HBM_ECC is acknowledged by the thread once it has read the record:
@@ -85,62 +83,6 @@ static void maia_irq_handle_ecc(struct maia_device *mdev)
 	maia_wr(mdev, MAIA_REG_INT_STATUS, MAIA_INT_HBM_ECC);
 }
 
-/*
- * For tests: how long the event thread waits before it reports an MMU
- * fault, standing in for a thread that runs late on a loaded machine.
- */
-static unsigned int maia_fault_report_delay_ms;
-module_param_named(fault_report_delay_ms, maia_fault_report_delay_ms, uint, 0644);
-MODULE_PARM_DESC(fault_report_delay_ms,
-		 "Test only: delay before the interrupt thread reports an MMU fault, in ms (default 0)");
-
-/*
- * Logs the fault. It does not mark a context: the faulting job's completion
- * does that for the job's own context (maia_job.c), since by the time this
- * thread runs the ASID in the record may belong to a context opened after
- * the faulting one closed.
- */
-static void maia_irq_report_fault(struct maia_device *mdev)
-{
-	unsigned int delay_ms = READ_ONCE(maia_fault_report_delay_ms);
-	struct maia_fault_record fault;
-
-	if (delay_ms)
-		msleep(delay_ms);
-	spin_lock_irq(&mdev->fault_lock);
-	fault = mdev->fault;
-	spin_unlock_irq(&mdev->fault_lock);
-
-	maia_err_ratelimited(mdev, "MMU fault: asid %u queue %u %s at %#llx\n",
-			     FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info),
-			     FIELD_GET(MAIA_FAULT_QUEUE_MASK, fault.info),
-			     FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info) ==
-			     MAIA_ACCESS_WRITE ? "write" : "read",
-			     fault.addr);
-	/* A user queue's fault has no job to report it: see maia_userq.c. */
-	maia_userq_handle_fault(mdev, &fault);
-}
-
-/*
- * @asid is being given up: forget a fault record that names it, so that
- * the record cannot be taken for a fault of the ASID's next owner. A hard
- * handler still copying a record finishes first; the event thread, which
- * only logs, is not waited for (the caller holds the reset and contexts
- * locks).
- */
-void maia_irq_forget_fault(struct maia_device *mdev, u32 asid)
-{
-	struct pci_dev *pdev = to_pci_dev(mdev->drm.dev);
-
-	maia_reset_assert_read_held(mdev);
-	lockdep_assert_held(&mdev->contexts.lock);
-	synchronize_hardirq(pci_irq_vector(pdev, MAIA_VEC_EVENT));
-	spin_lock_irq(&mdev->fault_lock);
-	if (FIELD_GET(MAIA_FAULT_ASID_MASK, mdev->fault.info) == asid)
-		mdev->fault = (struct maia_fault_record) { .info = MAIA_ASID_PHYS };
-	spin_unlock_irq(&mdev->fault_lock);
-}
-
 static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 {
 	struct maia_device *mdev = arg;
@@ -151,7 +93,7 @@ static irqreturn_t maia_irq_event_thread(int irq, void *arg)
 	if (causes & MAIA_INT_MBOX_DONE)
 		maia_dbg(mdev, "mailbox done\n");
 	if (causes & MAIA_INT_MMU_FAULT)
-		maia_irq_report_fault(mdev);
+		maia_fault_handle_event(mdev);
 	if (causes & MAIA_INT_QUEUE_ERROR) {
 		maia_sched_report_queue_errors(mdev);
 		maia_userq_report_errors(mdev);

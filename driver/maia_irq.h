@@ -14,6 +14,4 @@ void maia_irq_sync(struct maia_device *mdev);
 int maia_irq_request_queue(struct maia_device *mdev, struct maia_queue *q,
 			   const char *name);
 
-void maia_irq_forget_fault(struct maia_device *mdev, u32 asid);
-
 #endif /* __MAIA_IRQ_H__ */

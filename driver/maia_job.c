@@ -104,36 +104,6 @@ static u32 maia_job_status(u32 device_status, int *error)
 }
 
 /*
- * A job of this file hit an MMU fault: its own context is marked, here,
- * before the job's fence signals, so a CONTEXT_STATUS after WAIT always
- * sees it. The device latched its fault record before it completed the
- * job; the record is in its registers while the cause is pending, and in
- * the hard handler's copy once that acknowledged it. The device keeps only
- * the first record until the cause is cleared, so when two contexts fault
- * close together the record names the other one: then the address is
- * unknown (DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN), never the other's. A record of
- * a context that has closed is forgotten before its ASID is free, and
- * ASIDs are reused last (maia_vm.c), so a matching ASID is this context's.
- */
-static void maia_job_record_fault(struct maia_job *job)
-{
-	struct maia_device *mdev = job->mdev;
-	struct maia_fault_record fault;
-	bool known;
-
-	spin_lock(&mdev->fault_lock);
-	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT)
-		maia_hw_read_fault(mdev, &fault);
-	else
-		fault = mdev->fault;
-	spin_unlock(&mdev->fault_lock);
-
-	known = FIELD_GET(MAIA_FAULT_ASID_MASK, fault.info) == job->asid;
-	maia_ctx_report_fault(job->jf->ctx, known, fault.addr,
-			      FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault.info));
-}
-
-/*
  * The device completed @job (queue interrupt handler): records the result
  * and the device time it used, then signals. Caller holds the lock of the
  * job's hardware fence (its queue's maia_sched_queue.lock).
@@ -149,7 +119,8 @@ void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 	job->status = maia_job_status(cqe->status, &error);
 	if (job->status == DRM_MAIA_JOB_FAULT) {
 		WRITE_ONCE(jf->job_faulted, true);
-		maia_job_record_fault(job);
+		/* Before the fence signals: a CONTEXT_STATUS after WAIT sees the fault. */
+		maia_fault_report_job(job->mdev, jf->ctx, job->asid);
 	}
 	if (cqe->end_ns > cqe->start_ns) {
 		job->device_ns = cqe->end_ns - cqe->start_ns;

@@ -22,7 +22,7 @@
 #include "maia_drv.h"
 #include "maia_fabric.h"
 #include "maia_gem.h"
-#include "maia_irq.h"
+#include "maia_fault.h"
 #include "maia_job.h"
 #include "maia_mmu.h"
 #include "maia_reset.h"
@@ -200,8 +200,9 @@ void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 				 ctx->asid);
 		drm_dev_exit(idx);
 	}
-	maia_irq_forget_fault(mdev, ctx->asid);
+	/* Out of the table first: maia_fault_forget_asid() then waits for its readers. */
 	xa_erase(&contexts->by_asid, ctx->asid);
+	maia_fault_forget_asid(mdev, ctx->asid);
 	mutex_unlock(&contexts->lock);
 	maia_reset_read_unlock(mdev);
 

@@ -138,6 +138,14 @@ struct fw_ecc {
 	uint32_t ce_count, ue_count;	/* since power-on */
 };
 
+/* The fault queue's registers (fw_faultq.c, MAIA_REG_FAULTQ_*). */
+struct fw_faultq {
+	uint64_t base;			/* bus address of the ring */
+	uint32_t size;			/* entries; 0: off */
+	uint32_t prod, cons;		/* entries written, entries the host took */
+	uint32_t overflows;		/* faults not queued since the SIZE write */
+};
+
 struct fw_queue {
 	/* Registers, under sim->lock. */
 	uint64_t sq, cq, shadow;
@@ -207,6 +215,7 @@ struct maia_sim {
 	uint32_t int_status, int_mask;
 	uint32_t fault_info;
 	uint64_t fault_addr;
+	struct fw_faultq faultq;
 	uint32_t mbox_cmd, mbox_status;
 	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
 	/* Injected firmware crash: no mailbox, no jobs, heartbeat stopped (read atomically). */
@@ -354,6 +363,14 @@ bool fw_ecc_job_hit_locked(struct maia_sim *sim, unsigned int asid, unsigned int
 			   uint64_t page);
 uint32_t fw_ecc_count_locked(struct maia_sim *sim, bool ue);
 void fw_ecc_reset_locked(struct maia_sim *sim);
+
+/* fw_faultq.c: the fault queue, under sim->lock */
+bool fw_faultq_is_reg(uint32_t offset);
+bool fw_faultq_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
+void fw_faultq_reg_write_locked(struct maia_sim *sim, uint32_t offset, uint32_t value);
+void fw_faultq_reset_locked(struct maia_sim *sim);
+void fw_faultq_push_locked(struct maia_sim *sim, unsigned int qi, uint64_t job_id,
+			   const struct fw_as *as);
 
 /* Semaphores: the worker and the fabric thread (remote increments) share them. */
 bool fw_sem_add(uint64_t *sem, uint64_t value);		/* false on overflow */

@@ -154,6 +154,8 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			ok = queue_reg_read(sim, q, reg, &val);
 		else if (is_doorbell(sim, offset, &q))
 			val = sim->queues[q].tail;
+		else if (fw_faultq_is_reg(offset))
+			ok = fw_faultq_reg_read_locked(sim, offset, &val);
 		else if (fw_telem_is_reg(offset))
 			ok = fw_telem_read_locked(sim, offset, &val);
 		else if (fw_fabric_is_reg(offset))
@@ -561,6 +563,8 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		else if (is_doorbell(sim, offset, &q)) {
 			run_inline = fw_sched_inline_begin_locked(sim);
 			doorbell_locked(sim, q, value, true, &fx);
+		} else if (fw_faultq_is_reg(offset)) {
+			fw_faultq_reg_write_locked(sim, offset, value);
 		} else if (fw_telem_is_reg(offset)) {
 			read_only(sim, offset, value);
 		} else if (fw_fabric_is_reg(offset) &&

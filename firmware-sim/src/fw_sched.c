@@ -193,6 +193,12 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		job->state = FW_JOB_IDLE;
 		return;
 	}
+	if (status == MAIA_STATUS_MMU_FAULT && as && as->faulted) {
+		/* Queued before the completion entry: the host finds it there first. */
+		pthread_mutex_lock(&sim->lock);
+		fw_faultq_push_locked(sim, qi, job->sqe.job_id, as);
+		pthread_mutex_unlock(&sim->lock);
+	}
 	write_cqe(sim, job, status, error_offset, &ok);
 	job->state = FW_JOB_IDLE;
 	fw_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",

@@ -123,6 +123,7 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	sim->int_mask = 0;
 	sim->fault_info = 0;
 	sim->fault_addr = 0;
+	fw_faultq_reset_locked(sim);
 	sim->mbox_cmd = 0;
 	sim->mbox_status = 0;
 	memset(sim->mbox_arg, 0, sizeof(sim->mbox_arg));

@@ -3,7 +3,8 @@
  * firmware-sim device MMU: jobs in ASIDs with page tables the test writes
  * itself (4 KiB pages scattered in HBM, 2 MiB pages, host pages), faults with
  * the exact FAULT_* record while another ASID keeps working, permissions,
- * TLB caching and invalidation, fault latching, and fault injection.
+ * TLB caching and invalidation, fault latching, the fault queue (every
+ * fault's own entry, overflow, refused settings), and fault injection.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,104 @@ static void test_in_place_reads(void)
 	}
 }
 
+/* Sets up the fault queue with @entries entries at a fresh ring; returns the ring. */
+static struct maia_fault_entry *faultq_setup(uint32_t entries)
+{
+	uint64_t ring = host_alloc(&env, entries * sizeof(struct maia_fault_entry),
+				   MAIA_FAULTQ_ALIGN);
+
+	memset(host_ptr(&env, ring), 0xa5, entries * sizeof(struct maia_fault_entry));
+	wr(&env, MAIA_REG_FAULTQ_BASE_LO, (uint32_t)ring);
+	wr(&env, MAIA_REG_FAULTQ_BASE_HI, (uint32_t)(ring >> 32));
+	wr(&env, MAIA_REG_FAULTQ_SIZE, entries);
+	return host_ptr(&env, ring);
+}
+
+static bool entry_is(const struct maia_fault_entry *e, unsigned int asid, unsigned int access,
+		     unsigned int q, uint64_t addr, uint64_t job_id)
+{
+	return e->info == fault_info(asid, access, q) && e->addr == addr && e->job_id == job_id;
+}
+
+/*
+ * The fault queue (1.7): faults close together each keep their record
+ * (the latched FAULT_INFO keeps only the first), in order, with the job
+ * that faulted; a full queue counts overflows and takes entries again once
+ * the host moves CONS; bad settings are refused; reset turns it off.
+ */
+static void test_fault_queue(void)
+{
+	struct maia_fault_entry *ring;
+	struct cmdbuf c1, c2;
+	uint32_t s1, s2;
+
+	wr(&env, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+	ring = faultq_setup(4);
+	tap_ok(rd(&env, MAIA_REG_FAULTQ_SIZE) == 4 && !rd(&env, MAIA_REG_FAULTQ_PROD) &&
+	       !rd(&env, MAIA_REG_FAULTQ_CONS) && !rd(&env, MAIA_REG_FAULTQ_OVERFLOWS),
+	       "fault queue of 4 entries set up: PROD, CONS, OVERFLOWS 0");
+	/* Two ASIDs fault at once, on two queues; the interrupt is not acknowledged. */
+	cb_init(&c1);
+	cmd_fence(&c1, VA_RO + 16, 1);
+	cb_init(&c2);
+	cmd_copy(&c2, VA_SMALL, VA_HUGE, 2 * MAIA_PAGE_SIZE, 1, 0, 0);
+	s1 = submit_in(&q0, 1, &c1, 0xf1);
+	s2 = submit_in(&q1, 2, &c2, 0xf2);
+	maia_sim_drain(env.sim);
+	tap_ok(cqe_at(&env, &q0, s1)->status == MAIA_STATUS_MMU_FAULT &&
+	       cqe_at(&env, &q1, s2)->status == MAIA_STATUS_MMU_FAULT, "both jobs fault");
+	tap_ok(rd(&env, MAIA_REG_FAULTQ_PROD) == 2, "PROD = 2 (%u)", rd(&env, MAIA_REG_FAULTQ_PROD));
+	tap_ok((entry_is(&ring[0], 1, MAIA_ACCESS_WRITE, 0, VA_RO + 16, 0xf1) &&
+		entry_is(&ring[1], 2, MAIA_ACCESS_WRITE, 1, VA_HUGE + MAIA_PAGE_SIZE, 0xf2)) ||
+	       (entry_is(&ring[1], 1, MAIA_ACCESS_WRITE, 0, VA_RO + 16, 0xf1) &&
+		entry_is(&ring[0], 2, MAIA_ACCESS_WRITE, 1, VA_HUGE + MAIA_PAGE_SIZE, 0xf2)),
+	       "each fault has its entry: ASID, access, queue, address, job id (0x%08x 0x%08x)",
+	       ring[0].info, ring[1].info);
+	tap_ok(rd(&env, MAIA_REG_FAULT_INFO) == ring[0].info,
+	       "the latched FAULT_INFO is the first of them");
+
+	/* Fill it: 2 more fit, the next 2 overflow. */
+	for (int i = 0; i < 4; i++)
+		run_in(&q0, 1, &c1);
+	tap_ok(rd(&env, MAIA_REG_FAULTQ_PROD) == 4 && rd(&env, MAIA_REG_FAULTQ_OVERFLOWS) == 2,
+	       "4 more faults: PROD 4, OVERFLOWS 2 (%u, %u)", rd(&env, MAIA_REG_FAULTQ_PROD),
+	       rd(&env, MAIA_REG_FAULTQ_OVERFLOWS));
+	/* The host took 3: the next fault goes to slot 0 again. */
+	wr(&env, MAIA_REG_FAULTQ_CONS, 3);
+	ring[0].job_id = 0;
+	cb_init(&c1);
+	cmd_fence(&c1, VA_RO + 24, 1);
+	run_in(&q0, 1, &c1);
+	tap_ok(rd(&env, MAIA_REG_FAULTQ_PROD) == 5 &&
+	       entry_is(&ring[0], 1, MAIA_ACCESS_WRITE, 0, VA_RO + 24, 0x101) &&
+	       rd(&env, MAIA_REG_FAULTQ_OVERFLOWS) == 2,
+	       "after CONS = 3 the next fault wraps to entry 0, no overflow");
+
+	/* Bad settings: the queue stays off and nothing is written. */
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 3);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_SIZE), "SIZE 3 (not a power of two) is refused");
+	wr(&env, MAIA_REG_FAULTQ_SIZE, MAIA_FAULTQ_MAX_ENTRIES * 2);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_SIZE), "SIZE beyond the maximum is refused");
+	wr(&env, MAIA_REG_FAULTQ_BASE_LO, rd(&env, MAIA_REG_FAULTQ_BASE_LO) + 8);
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 4);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_SIZE), "a base not 32-byte aligned is refused");
+	run_in(&q0, 1, &c1);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_PROD) && !rd(&env, MAIA_REG_FAULTQ_OVERFLOWS),
+	       "with the queue off a fault is not queued or counted");
+	wr(&env, MAIA_REG_FAULTQ_PROD, 7);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_PROD), "PROD is read-only");
+
+	/* A ring the device cannot write counts the fault as lost. */
+	wr(&env, MAIA_REG_FAULTQ_BASE_LO, 0);
+	wr(&env, MAIA_REG_FAULTQ_BASE_HI, 0x7000);
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 4);
+	run_in(&q0, 1, &c1);
+	tap_ok(!rd(&env, MAIA_REG_FAULTQ_PROD) && rd(&env, MAIA_REG_FAULTQ_OVERFLOWS) == 1,
+	       "a ring outside host memory: PROD stays 0, OVERFLOWS 1");
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 0);
+	wr(&env, MAIA_REG_INT_STATUS, MAIA_INT_ALL);
+}
+
 int main(void)
 {
 	if (env_init(&env, 2, 64u << 20, 16u << 20)) {
@@ -437,6 +536,7 @@ int main(void)
 	test_contexts();
 	test_mappings();
 	test_fault_beside_good();
+	test_fault_queue();
 	test_permissions();
 	test_tlb();
 	test_inject();

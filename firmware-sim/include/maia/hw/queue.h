@@ -73,4 +73,16 @@ struct maia_cq_entry {
 /* A collective of the same comm_id runs on another queue of this device (1.5) */
 #define MAIA_STATUS_FABRIC_COMM_BUSY	15u
 
+/*
+ * One MMU fault in the fault queue (MAIA_REG_FAULTQ_*, revision 1.7),
+ * written before the faulting job's completion entry.
+ */
+struct maia_fault_entry {
+	__u32 info;		/* as MAIA_REG_FAULT_INFO: ASID, access, queue */
+	__u32 reserved0;
+	__u64 addr;		/* the faulting device virtual address */
+	__u64 job_id;		/* the faulting job's maia_sq_entry.job_id */
+	__u64 reserved1;
+};
+
 #endif /* MAIA_HW_QUEUE_H */

@@ -49,7 +49,7 @@
  * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED);
  * 1.4 added MAIA_Q_FABRIC_WAITS; 1.5 added MAIA_STATUS_FABRIC_COMM_BUSY.
  */
-#define MAIA_HW_REVISION		0x0106u
+#define MAIA_HW_REVISION		0x0107u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -58,6 +58,7 @@
 #define MAIA_HW_REVISION_FABRIC_WAITS	0x0104u	/* MAIA_Q_FABRIC_WAITS */
 #define MAIA_HW_REVISION_COMM_BUSY	0x0105u	/* MAIA_STATUS_FABRIC_COMM_BUSY */
 #define MAIA_HW_REVISION_LINK_NAKS	0x0106u	/* MAIA_FPORT_LINK_NAK_TX, RX_HELD */
+#define MAIA_HW_REVISION_FAULTQ		0x0107u	/* MAIA_REG_FAULTQ_*: the fault queue */
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -158,7 +159,10 @@
 #define MAIA_REG_ECC_CE_COUNT		0x0090u
 #define MAIA_REG_ECC_UE_COUNT		0x0094u
 
-/* MMU fault record, valid while MAIA_INT_MMU_FAULT is set */
+/*
+ * MMU fault record, valid while MAIA_INT_MMU_FAULT is set: the first fault
+ * since the cause was last cleared. The fault queue (below) has them all.
+ */
 #define MAIA_REG_FAULT_INFO		0x00a0u
 #define   MAIA_FAULT_ASID_MASK		0x0000ffffu
 #define   MAIA_FAULT_ACCESS_MASK	0x00030000u	/* MAIA_ACCESS_* */
@@ -192,6 +196,27 @@
 #define MAIA_REG_MBOX_ARG(n)		(0x00c8u + 4u * (n))	/* n < 4 */
 #define MAIA_REG_MBOX_RESP(n)		(0x00d8u + 4u * (n))	/* n < 4 */
 #define MAIA_MBOX_NARGS			4u
+
+/*
+ * Fault queue (revision 1.7): every MMU fault as a struct maia_fault_entry
+ * (maia/hw/queue.h) in a ring of host memory, so that faults close together each keep their
+ * record. The host sets BASE (MAIA_FAULTQ_ALIGN-aligned) and SIZE (entries,
+ * a power of two up to MAIA_FAULTQ_MAX_ENTRIES; 0 turns the queue off); a
+ * SIZE write empties the queue (PROD, CONS and OVERFLOWS to 0). For a fault
+ * the device writes entry PROD % SIZE, then increments PROD, before the
+ * faulting job's completion entry and before MAIA_INT_MMU_FAULT; the host
+ * reads entries up to PROD and writes CONS (entries it took). With
+ * PROD - CONS == SIZE the fault is not queued and OVERFLOWS counts it (the
+ * FAULT_INFO record still works as before). Reset and FLR turn the queue off.
+ */
+#define MAIA_REG_FAULTQ_BASE_LO		0x00e8u
+#define MAIA_REG_FAULTQ_BASE_HI		0x00ecu
+#define MAIA_REG_FAULTQ_SIZE		0x00f0u
+#define MAIA_REG_FAULTQ_PROD		0x00f4u	/* read-only */
+#define MAIA_REG_FAULTQ_CONS		0x00f8u
+#define MAIA_REG_FAULTQ_OVERFLOWS	0x00fcu	/* read-only, since the SIZE write */
+#define MAIA_FAULTQ_ALIGN		32u
+#define MAIA_FAULTQ_MAX_ENTRIES		1024u
 
 /* 0x0100 - 0x01ff: telemetry block (maia/hw/telemetry.h) */
 #define MAIA_REG_TELEMETRY_BASE		0x0100u
