@@ -28,6 +28,8 @@
 #include "maia_irq.h"
 #include "maia_job.h"
 #include "maia_queue.h"
+#include "maia_reset.h"
+#include "maia_sched.h"
 #include "maia_sysfs.h"
 #include "maia_telemetry.h"
 #include "maia_uapi.h"
@@ -413,7 +415,15 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = maia_vm_init(mdev);
 	if (ret)
 		return ret;
-	ret = maia_job_init(mdev);
+	/* Recovery first: user queues and the scheduler use its lock and workqueue. */
+	ret = maia_reset_init(mdev);
+	if (ret)
+		return ret;
+	/* User queues before the scheduler: they keep the last hardware queues. */
+	ret = maia_userq_init(mdev);
+	if (ret)
+		return ret;
+	ret = maia_sched_init(mdev);
 	if (ret)
 		return ret;
 	ret = maia_telemetry_init(mdev);

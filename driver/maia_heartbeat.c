@@ -87,7 +87,7 @@ static void maia_heartbeat_stop(void *arg)
 	cancel_delayed_work_sync(&hb->work);
 }
 
-/* After maia_job_init() (recovery); devices before revision 1.1 have no heartbeat. */
+/* After maia_reset_init() (recovery); devices before revision 1.1 have no heartbeat. */
 int maia_heartbeat_init(struct maia_device *mdev)
 {
 	struct maia_heartbeat *hb;

@@ -405,7 +405,7 @@ int maia_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		return ret;
 	if (!jf)
 		return -EOPNOTSUPP;	/* a device without user queues */
-	if (READ_ONCE(mdev->sched->dead))
+	if (maia_reset_dead(mdev))
 		return -ENODEV;		/* removed, or recovery failed */
 	if (maia_ctx_faulted(ctx) || READ_ONCE(jf->job_faulted))
 		return -EBADFD;
@@ -572,15 +572,3 @@ void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 			   (u64)atomic64_read(&jf->busy_ns[q]));
 }
 
-int maia_job_init(struct maia_device *mdev)
-{
-	int ret;
-
-	ret = maia_userq_init(mdev);
-	if (ret)
-		return ret;
-	ret = maia_sched_init(mdev);
-	if (ret)
-		return ret;
-	return maia_reset_init(mdev);
-}

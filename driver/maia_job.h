@@ -83,7 +83,6 @@ static inline struct maia_job *to_maia_job(struct drm_sched_job *job)
 	return container_of(job, struct maia_job, base);
 }
 
-int maia_job_init(struct maia_device *mdev);
 int maia_job_file_open(struct maia_device *mdev, struct drm_file *file);
 void maia_job_file_close(struct maia_device *mdev, struct drm_file *file);
 int maia_job_wait_idle(struct maia_context *ctx);

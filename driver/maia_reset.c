@@ -179,7 +179,7 @@ static void maia_reset_recover(struct maia_device *mdev, struct maia_job *guilty
 	if (ret) {
 		maia_err(mdev, "recovery failed (%pe): jobs fail until the driver is reloaded\n",
 			 ERR_PTR(ret));
-		WRITE_ONCE(mdev->sched->dead, true);
+		maia_reset_mark_dead(mdev);
 		/* Jobs that finished keep their result; the rest fail with -ENODEV. */
 		maia_sched_resubmit_all(mdev);
 	} else {
@@ -311,7 +311,7 @@ void maia_reset_schedule(struct maia_device *mdev, const char *reason)
 		WRITE_ONCE(rs->async_reason, reason);
 		atomic_set(&rs->async_count, maia_reset_count(mdev));
 	}
-	queue_work(mdev->sched->reset_wq, &rs->async_work);
+	queue_work(rs->wq, &rs->async_work);
 }
 
 /* Resets the device now (debugfs force_reset) and returns once it recovered. */
@@ -319,7 +319,7 @@ void maia_reset_force(struct maia_device *mdev)
 {
 	struct maia_reset *rs = mdev->reset;
 
-	queue_work(mdev->sched->reset_wq, &rs->force_work);
+	queue_work(rs->wq, &rs->force_work);
 	flush_work(&rs->force_work);
 }
 
@@ -340,10 +340,21 @@ const struct attribute_group maia_reset_attr_group = {
 	.attrs = maia_reset_attrs,
 };
 
-/* After maia_sched_init(): recovery uses its workqueue. */
+void maia_reset_mark_dead(struct maia_device *mdev)
+{
+	WRITE_ONCE(mdev->reset->dead, true);
+}
+
+static void maia_reset_destroy_wq(struct drm_device *drm, void *arg)
+{
+	destroy_workqueue(arg);
+}
+
+/* Before the user queues and the scheduler, which use the lock and the workqueue. */
 int maia_reset_init(struct maia_device *mdev)
 {
 	struct maia_reset *rs;
+	int ret;
 
 	rs = drmm_kzalloc(&mdev->drm, sizeof(*rs), GFP_KERNEL);
 	if (!rs)
@@ -353,6 +364,12 @@ int maia_reset_init(struct maia_device *mdev)
 	atomic_set(&rs->count, 0);
 	INIT_WORK(&rs->force_work, maia_reset_force_work);
 	INIT_WORK(&rs->async_work, maia_reset_async_work);
+	rs->wq = alloc_ordered_workqueue("maia-reset", 0);
+	if (!rs->wq)
+		return -ENOMEM;
+	ret = drmm_add_action_or_reset(&mdev->drm, maia_reset_destroy_wq, rs->wq);
+	if (ret)
+		return ret;
 	mdev->reset = rs;
 	return 0;
 }

@@ -34,6 +34,14 @@ struct maia_reset {
 	 */
 	struct rw_semaphore lock;
 	atomic_t count;			/* resets since probe */
+	/*
+	 * Ordered: the scheduler's timeout handlers of all queues, forced and
+	 * scheduled recoveries run one at a time, since a reset takes down
+	 * every queue.
+	 */
+	struct workqueue_struct *wq;
+	/* Set when the device is gone or could not be recovered: jobs fail (-ENODEV). */
+	bool dead;
 	struct work_struct force_work;	/* debugfs force_reset, on the reset workqueue */
 	/* Recovery asked for by a path that cannot wait for it (maia_reset_schedule()). */
 	struct work_struct async_work;
@@ -51,11 +59,18 @@ void maia_reset_read_unlock(struct maia_device *mdev);
 void maia_reset_force(struct maia_device *mdev);
 void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
+void maia_reset_mark_dead(struct maia_device *mdev);
 
 unsigned int maia_reset_job_timeout_ms(void);
 bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
 			       struct maia_fabric_wait *fw);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
+
+/* Whether the device is gone or could not be recovered. */
+static inline bool maia_reset_dead(struct maia_device *mdev)
+{
+	return READ_ONCE(mdev->reset->dead);
+}
 
 /* For paths whose caller holds the reset lock for reading. */
 static inline void maia_reset_assert_read_held(struct maia_device *mdev)

@@ -84,7 +84,7 @@ static struct dma_fence *maia_sched_run_job(struct drm_sched_job *sjob)
 	 */
 	if (job->hw_fence_live && !job->rerun)
 		return dma_fence_get(job->hw_fence);
-	if (READ_ONCE(sq->ms->dead))
+	if (maia_reset_dead(sq->ms->mdev))
 		return ERR_PTR(-ENODEV);
 	/* A job cancelled before it ran (its entity was killed) never reaches the device. */
 	if (sjob->s_fence->finished.error)
@@ -370,11 +370,6 @@ static void maia_sched_queue_fini(struct drm_device *drm, void *arg)
 	drm_sched_fini(&sq->sched);
 }
 
-static void maia_sched_destroy_wq(struct drm_device *drm, void *arg)
-{
-	destroy_workqueue(arg);
-}
-
 /*
  * Managed action at remove (and on probe failure), before the device is
  * quiesced and the rings are freed: new work fails, and every job on the
@@ -388,9 +383,9 @@ static void maia_sched_kill(void *arg)
 
 	unsigned int i;
 
-	WRITE_ONCE(ms->dead, true);
+	maia_reset_mark_dead(mdev);
 	/* A recovery in progress finishes first; later ones see the unplug. */
-	flush_workqueue(ms->reset_wq);
+	flush_workqueue(mdev->reset->wq);
 	/*
 	 * A timeout handler armed before the flush could still run beside the
 	 * stop below and move a job on the pending list it walks: no new
@@ -417,7 +412,7 @@ static int maia_sched_queue_init(struct maia_sched *ms, unsigned int i)
 	struct maia_sched_queue *sq = &ms->queues[i];
 	struct drm_sched_init_args args = {
 		.ops = &maia_sched_ops,
-		.timeout_wq = ms->reset_wq,
+		.timeout_wq = mdev->reset->wq,
 		.num_rqs = DRM_SCHED_PRIORITY_COUNT,
 		.credit_limit = MAIA_UQ_ENTRIES - 1,
 		.timeout = msecs_to_jiffies(MAIA_WATCHDOG_TICK_MS),
@@ -470,13 +465,6 @@ int maia_sched_init(struct maia_device *mdev)
 		return -ENOMEM;
 	ms->mdev = mdev;
 	mdev->sched = ms;
-
-	ms->reset_wq = alloc_ordered_workqueue("maia-reset", 0);
-	if (!ms->reset_wq)
-		return -ENOMEM;
-	ret = drmm_add_action_or_reset(drm, maia_sched_destroy_wq, ms->reset_wq);
-	if (ret)
-		return ret;
 
 	/* The last hardware queues may be kept for user queues (maia_userq.c). */
 	ms->num_queues = mdev->hw.num_queues - 1 - maia_userq_count(mdev);

@@ -58,13 +58,6 @@ struct maia_sched {
 	struct drm_gpu_scheduler *prio_scheds[MAIA_NUM_PRIOS][MAIA_MAX_QUEUES];
 	unsigned int prio_num_scheds[MAIA_NUM_PRIOS];
 	enum drm_sched_priority prio_entity[MAIA_NUM_PRIOS];
-	/*
-	 * Ordered: the timeout handlers of all queues and forced resets run
-	 * one at a time, since a reset takes down every queue.
-	 */
-	struct workqueue_struct *reset_wq;
-	/* Set when the device is gone or could not be recovered: jobs fail. */
-	bool dead;
 };
 
 int maia_sched_init(struct maia_device *mdev);

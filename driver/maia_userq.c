@@ -494,7 +494,7 @@ int maia_userq_create_ioctl(struct drm_device *drm, void *data, struct drm_file 
 	}
 	mutex_lock(&uqs->lock);
 	ret = -EBUSY;
-	if (READ_ONCE(mdev->sched->dead))
+	if (maia_reset_dead(mdev))
 		ret = -ENODEV;
 	else
 		for (i = uqs->first; i < uqs->first + uqs->count; i++)
