@@ -15,7 +15,7 @@ PACKAGES=(
 	ninja-build python3-venv zlib1g-dev libglib2.0-dev libfdt-dev
 	dpkg-dev dwarves libelf-dev sparse
 	busybox-static seabios ipxe-qemu qemu-system-data
-	libdrm-dev libpci-dev libkmod-dev libopenblas-dev
+	libdrm-dev libpci-dev libkmod-dev libopenblas-dev libmicrohttpd-dev
 	clang llvm lld libclang-rt-14-dev
 	python3-dev python3-numpy python3-torch libtorch-dev
 	prometheus

@@ -3,8 +3,9 @@
  * maia-exporter: Maia device metrics for Prometheus, in the style of NVIDIA's
  * dcgm-exporter (MAIA_FI_* names, labels device, pci_address, modelName).
  *
- *   maia-exporter [--port N] [--bind ADDR]   serve GET /metrics (default port 9400)
- *   maia-exporter --once                     print one scrape to stdout and exit
+ *   maia-exporter [--port N] [--bind ADDR] [--conn-timeout SEC] [--max-conns N]
+ *                      serve GET /metrics (default 127.0.0.1:9400) with libmicrohttpd
+ *   maia-exporter --once   print one scrape to stdout and exit
  *
  * Devices are enumerated with libmaia (once, and again when they change);
  * the values are libmaia telemetry snapshots (maia_telemetry_read: the
@@ -13,24 +14,30 @@
  * provide (an older driver) is left out for that device, not reported as 0.
  * MAIA_SYSFS_ROOT (default /sys) points libmaia's sysfs reads elsewhere.
  */
-#define _GNU_SOURCE	/* accept4 */
+#define _GNU_SOURCE	/* open_memstream */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
+
+#include <microhttpd.h>
 
 #include "libmaia.h"
 
 #define MAX_DEVICES	64
-#define REQ_MAX		4096
+#define DEFAULT_PORT	9400
+#define DEFAULT_CONN_TIMEOUT	10	/* s; Prometheus's default scrape_timeout */
+#define DEFAULT_MAX_CONNS	128
+/* Per-connection memory (MHD's pool): the request line and headers must fit. */
+#define REQ_MEMORY	(16 * 1024)
 
 struct dev {
 	char name[32];		/* "maia0" */
@@ -371,122 +378,192 @@ static void scrape(FILE *out)
 	scrape_fabric(out, devs, n);
 }
 
-static void send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+/* Bodies of the answers other than a scrape (static: MHD_RESPMEM_PERSISTENT). */
+static const char landing_page[] =
+	"<html><body><a href=\"/metrics\">Maia metrics</a></body></html>\n";
+static const char not_found[] = "not found\n";
+static const char get_only[] = "GET only\n";
+static const char no_memory[] = "no memory\n";
 
-		if (w <= 0)
-			return;
-		buf += w;
-		len -= (size_t)w;
+/*
+ * Every answer closes its connection ("Connection: close"): a connection
+ * serves one request, so a slot is held only while a request is being read
+ * or answered, and clients that read the answer to EOF get it whole.
+ */
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned int status,
+			      const char *type, void *body, size_t len,
+			      enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;	/* MHD closes the connection */
 	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
 }
 
-static void respond(int fd, const char *status, const char *type, const char *body, size_t len)
+/*
+ * MHD calls this once the request line and headers are in (a body, if the
+ * client sends one, is never read: the answer is queued at once and the
+ * connection closed after it). GET (or HEAD) /metrics scrapes; / is a
+ * landing page linking to it; any other path is 404, any other method 405.
+ */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version,
+			      const char *upload_data, size_t *upload_data_size,
+			      void **con_cls)
 {
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n", status, type, len);
+	char *body = NULL;
+	size_t len = 0;
+	FILE *mem;
 
-	send_all(fd, head, (size_t)n);
-	send_all(fd, body, len);
-}
-
-/* One connection: read the request head, answer, close. */
-static void serve_one(int fd)
-{
-	char req[REQ_MAX], method[16], path[256];
-	struct timeval tv = { .tv_sec = 5 };
-	size_t used = 0;
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	while (used < sizeof(req) - 1) {
-		ssize_t r = recv(fd, req + used, sizeof(req) - 1 - used, 0);
-
-		if (r <= 0)
-			break;
-		used += (size_t)r;
-		req[used] = '\0';
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-			break;
-	}
-	req[used] = '\0';
-	if (sscanf(req, "%15s %255s", method, path) != 2) {
-		respond(fd, "400 Bad Request", "text/plain", "bad request\n", 12);
-		return;
-	}
-	if (strcmp(method, "GET") != 0) {
-		respond(fd, "405 Method Not Allowed", "text/plain", "GET only\n", 9);
-		return;
-	}
-	if (strcmp(path, "/metrics") == 0) {
-		char *body = NULL;
-		size_t len = 0;
-		FILE *mem = open_memstream(&body, &len);
-
-		if (!mem) {
-			respond(fd, "500 Internal Server Error", "text/plain", "no memory\n", 10);
-			return;
-		}
-		scrape(mem);
-		fclose(mem);
-		respond(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
+	(void)cls;
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)con_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", (void *)get_only,
+			      sizeof(get_only) - 1, MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/") == 0)
+		return answer(conn, MHD_HTTP_OK, "text/html", (void *)landing_page,
+			      sizeof(landing_page) - 1, MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/metrics") != 0)
+		return answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", (void *)not_found,
+			      sizeof(not_found) - 1, MHD_RESPMEM_PERSISTENT);
+	mem = open_memstream(&body, &len);
+	if (!mem)
+		return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+			      (void *)no_memory, sizeof(no_memory) - 1, MHD_RESPMEM_PERSISTENT);
+	scrape(mem);
+	if (fclose(mem)) {
 		free(body);
-	} else if (strcmp(path, "/") == 0) {
-		static const char page[] =
-			"<html><body><a href=\"/metrics\">Maia metrics</a></body></html>\n";
-
-		respond(fd, "200 OK", "text/html", page, sizeof(page) - 1);
-	} else {
-		respond(fd, "404 Not Found", "text/plain", "not found\n", 10);
+		return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+			      (void *)no_memory, sizeof(no_memory) - 1, MHD_RESPMEM_PERSISTENT);
 	}
+	return answer(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len,
+		      MHD_RESPMEM_MUST_FREE);
 }
 
-static int serve(const char *bind_addr, int port)
+struct server_opts {
+	const char *bind_addr;
+	int port;		/* 0: the kernel picks one (printed) */
+	unsigned int conn_timeout;	/* seconds without traffic before a connection is closed */
+	unsigned int max_conns;
+};
+
+/* The listening socket, bound here so that errors name the address and --port 0 works. */
+static int listen_on(const struct server_opts *o, int *port_out)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)o->port) };
+	socklen_t salen = sizeof(sa);
 	int one = 1, lfd;
 
-	if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
-		fprintf(stderr, "maia-exporter: bad bind address '%s'\n", bind_addr);
-		return 2;
+	if (inet_pton(AF_INET, o->bind_addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "maia-exporter: bad bind address '%s'\n", o->bind_addr);
+		return -2;
 	}
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (lfd < 0) {
 		perror("maia-exporter: socket");
-		return 1;
+		return -1;
 	}
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 16)) {
-		fprintf(stderr, "maia-exporter: cannot listen on %s:%d: %s\n", bind_addr, port,
-			strerror(errno));
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, SOMAXCONN) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &salen)) {
+		fprintf(stderr, "maia-exporter: cannot listen on %s:%d: %s\n", o->bind_addr,
+			o->port, strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	*port_out = ntohs(sa.sin_port);
+	return lfd;
+}
+
+/*
+ * The HTTP server is libmicrohttpd with one internal thread polling every
+ * connection (MHD_USE_POLL_INTERNAL_THREAD): a connection that is idle or
+ * sends half a request costs a slot and nothing else, so it never delays
+ * another's scrape. All requests are handled on that one thread, one after
+ * another, so scrape() and its static device cache need no locking (a
+ * scrape is a few sysfs reads). poll() rather than MHD's epoll mode: with
+ * libmicrohttpd 0.9.75's edge-triggered epoll, a client that sends part of
+ * a request and then shuts down its side keeps its slot until the timeout
+ * (the EOF that came with the data is never read); level-triggered poll()
+ * sees it and closes at once, and costs nothing at max_conns connections.
+ * Limits: max_conns connections at once (MHD stops accepting at the limit;
+ * further clients wait in the listen backlog until a slot frees),
+ * conn_timeout seconds without traffic closes a connection, and REQ_MEMORY
+ * bytes of request line and headers per connection (beyond: 414 or 431,
+ * and the connection is closed).
+ *
+ * SIGTERM and SIGINT are blocked before the thread starts (it inherits the
+ * mask) and taken here with sigwait(): the daemon is stopped, exit 0.
+ */
+static int serve(const struct server_opts *o)
+{
+	struct MHD_Daemon *d;
+	sigset_t stop;
+	int lfd, port, sig;
+
+	lfd = listen_on(o, &port);
+	if (lfd < 0)
+		return -lfd;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL, handle, NULL,
+			     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
+			     MHD_OPTION_CONNECTION_LIMIT, o->max_conns,
+			     MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout,
+			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQ_MEMORY,
+			     MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "maia-exporter: cannot start the HTTP server (libmicrohttpd)\n");
 		close(lfd);
 		return 1;
 	}
-	fprintf(stderr, "maia-exporter: serving http://%s:%d/metrics\n", bind_addr, port);
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("maia-exporter: accept");
-			close(lfd);
-			return 1;
-		}
-		serve_one(fd);
-		close(fd);
-	}
+	fprintf(stderr, "maia-exporter: serving http://%s:%d/metrics\n", o->bind_addr, port);
+	while (sigwait(&stop, &sig))
+		;
+	MHD_stop_daemon(d);	/* closes lfd too */
+	return 0;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: maia-exporter [--port N] [--bind ADDR] [--once]\n"
-		   "  -p, --port N     TCP port (default 9400)\n"
-		   "  -b, --bind ADDR  IPv4 address to listen on (default 0.0.0.0)\n"
-		   "  -1, --once       print one scrape to stdout and exit\n");
+	fprintf(f, "usage: maia-exporter [--port N] [--bind ADDR] [--conn-timeout SEC] "
+		   "[--max-conns N] [--once]\n"
+		   "  -p, --port N            TCP port (default %d; 0: any free port, printed)\n"
+		   "  -b, --bind ADDR         IPv4 address to listen on (default 127.0.0.1;\n"
+		   "                          0.0.0.0 for a Prometheus on another host)\n"
+		   "  -t, --conn-timeout SEC  close a connection idle this long (default %u)\n"
+		   "  -c, --max-conns N       connections served at once (default %u)\n"
+		   "  -1, --once              print one scrape to stdout and exit\n",
+		DEFAULT_PORT, DEFAULT_CONN_TIMEOUT, DEFAULT_MAX_CONNS);
+}
+
+/* A decimal in [min, max], or -1. */
+static long parse_num(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	return v;
 }
 
 int main(int argc, char **argv)
@@ -494,28 +571,52 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
+		{ "conn-timeout", required_argument, NULL, 't' },
+		{ "max-conns", required_argument, NULL, 'c' },
 		{ "once", no_argument, NULL, '1' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *bind_addr = "0.0.0.0";
+	struct server_opts o = {
+		.bind_addr = "127.0.0.1",
+		.port = DEFAULT_PORT,
+		.conn_timeout = DEFAULT_CONN_TIMEOUT,
+		.max_conns = DEFAULT_MAX_CONNS,
+	};
 	bool once = false;
-	long port = 9400;
-	char *end;
+	long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:b:1h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:b:t:c:1h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			errno = 0;
-			port = strtol(optarg, &end, 10);
-			if (errno || *end || port < 1 || port > 65535) {
+			v = parse_num(optarg, 0, 65535);
+			if (v < 0) {
 				fprintf(stderr, "maia-exporter: bad port '%s'\n", optarg);
 				return 2;
 			}
+			o.port = (int)v;
 			break;
 		case 'b':
-			bind_addr = optarg;
+			o.bind_addr = optarg;
+			break;
+		case 't':
+			v = parse_num(optarg, 1, 86400);
+			if (v < 0) {
+				fprintf(stderr, "maia-exporter: bad --conn-timeout '%s' (1..86400 s)\n",
+					optarg);
+				return 2;
+			}
+			o.conn_timeout = (unsigned int)v;
+			break;
+		case 'c':
+			v = parse_num(optarg, 1, 65536);
+			if (v < 0) {
+				fprintf(stderr, "maia-exporter: bad --max-conns '%s' (1..65536)\n",
+					optarg);
+				return 2;
+			}
+			o.max_conns = (unsigned int)v;
 			break;
 		case '1':
 			once = true;
@@ -537,5 +638,5 @@ int main(int argc, char **argv)
 		scrape(stdout);
 		return fflush(stdout) ? 1 : 0;
 	}
-	return serve(bind_addr, (int)port);
+	return serve(&o);
 }
