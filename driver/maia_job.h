@@ -63,13 +63,11 @@ struct maia_job {
 	u64 hw_seq;			/* position on that queue, from 1 */
 	ktime_t hw_submitted;		/* host time the doorbell was rung */
 	/*
-	 * Host time the watchdog first saw that the device had fetched the
-	 * job (MAIA_Q_FETCHED), 0 before; only the timeout handler, which
-	 * runs on the ordered reset workqueue, reads and writes it.
+	 * The hang monitor's view (maia_reset_hang_check()): since 0 until a
+	 * tick first saw the device fetch the job (MAIA_Q_FETCHED). Only the
+	 * timeout handler, on the ordered reset workqueue, reads and writes it.
 	 */
-	ktime_t hw_fetched_seen;
-	/* Its fabric waits as the timeout handler last saw them (only it). */
-	struct maia_fabric_wait fabric_wait;
+	struct maia_hang_watch hang;
 
 	/* Result, written before @hw_fence signals, read after @done signals. */
 	u32 status;			/* DRM_MAIA_JOB_* */

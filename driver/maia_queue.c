@@ -18,6 +18,7 @@
 #include <linux/moduleparam.h>
 
 #include "maia_hw.h"
+#include "maia_hwq.h"
 #include "maia_queue.h"
 
 static unsigned int maia_ping_timeout_ms = 1000;
@@ -56,25 +57,16 @@ int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
 /* Points the device at the rings and enables the queue, both from slot 0. */
 int maia_queue_enable(struct maia_queue *q)
 {
-	struct maia_device *mdev = q->mdev;
-	unsigned int i = q->index;
+	const struct maia_hwq_config cfg = {
+		.sq = q->sq_dma, .cq = q->cq_dma, .entries = q->entries, .prio = q->prio,
+	};
 	u32 status;
 
 	q->submitted = 0;
 	q->completed = 0;
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SQ_LO), lower_32_bits(q->sq_dma));
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SQ_HI), upper_32_bits(q->sq_dma));
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CQ_LO), lower_32_bits(q->cq_dma));
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CQ_HI), upper_32_bits(q->cq_dma));
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_SIZE), q->entries);
-	maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE |
-		FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, q->prio));
-
-	status = maia_rd(mdev, MAIA_REG_Q(i, MAIA_Q_STATUS));
-	if (status) {
-		maia_err(mdev, "queue %u refused its configuration (status %#x)\n",
-			 i, status);
-		maia_wr(mdev, MAIA_REG_Q(i, MAIA_Q_CTRL), 0);
+	if (maia_hwq_enable(q->mdev, q->index, &cfg, &status)) {
+		maia_err(q->mdev, "queue %u refused its configuration (status %#x)\n",
+			 q->index, status);
 		return -EIO;
 	}
 	WRITE_ONCE(q->enabled, true);
@@ -84,7 +76,7 @@ int maia_queue_enable(struct maia_queue *q)
 void maia_queue_disable(struct maia_queue *q)
 {
 	WRITE_ONCE(q->enabled, false);
-	maia_wr(q->mdev, MAIA_REG_Q(q->index, MAIA_Q_CTRL), 0);
+	maia_hwq_disable(q->mdev, q->index);
 }
 
 /*
@@ -131,15 +123,13 @@ void maia_queue_drain(struct maia_queue *q)
  */
 void maia_queue_report_error(struct maia_queue *q)
 {
-	struct maia_device *mdev = q->mdev;
-	u32 status = maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS));
+	struct maia_hwq_state st;
 
-	if (!status)
+	if (!maia_hwq_status(q->mdev, q->index))
 		return;
-	maia_err_ratelimited(mdev, "queue %u error: status %#x head %u tail %u\n",
-			     q->index, status,
-			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
-			     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_TAIL)));
+	maia_hwq_read_state(q->mdev, q->index, &st);
+	maia_err_ratelimited(q->mdev, "queue %u error: status %#x head %u tail %u\n",
+			     q->index, st.status, st.head, st.tail);
 }
 
 /* Jobs drained so far; their done[] records and cq[] reads are finished. */
@@ -178,7 +168,7 @@ u64 maia_queue_write_locked(struct maia_queue *q, const struct maia_sq_entry *en
  */
 void maia_queue_doorbell(struct maia_queue *q, u64 seq)
 {
-	maia_wr(q->mdev, MAIA_REG_DOORBELL(q->index), seq & (q->entries - 1));
+	maia_hwq_doorbell(q->mdev, q->index, seq & (q->entries - 1));
 }
 
 /**
@@ -242,11 +232,11 @@ int maia_queue_run_sync(struct maia_queue *q, const struct maia_sq_entry *entry,
 		goto out_unlock;
 	}
 	if (!left) {
+		struct maia_hwq_state st;
+
+		maia_hwq_read_state(mdev, q->index, &st);
 		maia_err_ratelimited(mdev, "queue %u: job %llu not completed within %u ms (head %u completed %u status %#x)\n",
-				     q->index, seq, timeout_ms,
-				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_HEAD)),
-				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_COMPLETED)),
-				     maia_rd(mdev, MAIA_REG_Q(q->index, MAIA_Q_STATUS)));
+				     q->index, seq, timeout_ms, st.head, st.completed, st.status);
 		ret = -ETIMEDOUT;
 		goto out_unlock;
 	}

@@ -35,6 +35,7 @@
 #include "maia_fw.h"
 #include "maia_hbm.h"
 #include "maia_hw.h"
+#include "maia_hwq.h"
 #include "maia_irq.h"
 #include "maia_job.h"
 #include "maia_queue.h"
@@ -56,37 +57,62 @@ module_param_named(fabric_wait_max_ms, maia_fabric_wait_max_ms, uint, 0644);
 MODULE_PARM_DESC(fabric_wait_max_ms,
 		 "A job the device reports waiting for the fabric is not hung for this long, in ms, however long its own timeout (default 120000)");
 
-/* The hang verdict's limit, for the user queues' watchdog (maia_userq.c). */
-unsigned int maia_reset_job_timeout_ms(void)
-{
-	return READ_ONCE(maia_job_timeout_ms);
-}
-
 /*
  * Whether a queue whose job the device reports waiting for the fabric is
  * exempt from the hang verdict: for fabric_wait_max_ms of one wait at most,
  * so that a command with a huge timeout_ms cannot hold a hardware queue for
- * ever. @fw holds what the last check saw. One wait is one command: from
- * hardware 1.4 a new wait (MAIA_Q_FABRIC_WAITS moved, as in a group job of
- * many collectives) starts the clock again; before, one job's waits add up.
+ * ever. One wait is one command: from hardware 1.4 a new wait
+ * (MAIA_Q_FABRIC_WAITS moved, as in a group job of many collectives)
+ * starts the clock again; before, one job's waits add up.
  */
-bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
-			       struct maia_fabric_wait *fw)
+static bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
+				      struct maia_hang_watch *hw)
 {
-	if (!(maia_rd(mdev, MAIA_REG_Q(hwq, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT)) {
-		fw->since = 0;
+	if (!(maia_hwq_status(mdev, hwq) & MAIA_Q_STATUS_FABRIC_WAIT)) {
+		hw->fabric_since = 0;
 		return false;
 	}
 	if (maia_hw_has(mdev, MAIA_HW_REVISION_FABRIC_WAITS)) {
-		u32 waits = maia_rd(mdev, MAIA_REG_Q(hwq, MAIA_Q_FABRIC_WAITS));
+		u32 waits = maia_hwq_fabric_waits(mdev, hwq);
 
-		if (waits != fw->waits)
-			fw->since = 0;
-		fw->waits = waits;
+		if (waits != hw->fabric_waits)
+			hw->fabric_since = 0;
+		hw->fabric_waits = waits;
 	}
-	if (!fw->since)
-		fw->since = now;
-	return ktime_ms_delta(now, fw->since) < READ_ONCE(maia_fabric_wait_max_ms);
+	if (!hw->fabric_since)
+		hw->fabric_since = now;
+	return ktime_ms_delta(now, hw->fabric_since) < READ_ONCE(maia_fabric_wait_max_ms);
+}
+
+/* The watched job moved (or started): its clock starts again at @now. */
+void maia_reset_hang_restart(struct maia_hang_watch *hw, ktime_t now)
+{
+	hw->since = now;
+	hw->fabric_since = 0;
+}
+
+/*
+ * The hang monitor, for the scheduler's timeout handler (kernel jobs) and
+ * the user queues' watchdog alike (driver.rst, "Hang rule"): one look at
+ * the oldest job of hardware queue @hwq, which the device has fetched and
+ * whose clock @hw->since the caller starts, and restarts on progress
+ * (maia_reset_hang_restart()). A job the device reports waiting for the
+ * fabric is not hung (its clock starts again when the wait ends); else it
+ * is once it ran job_timeout_ms (0: never) by its clock. *@ran_ms gets
+ * what it ran.
+ */
+bool maia_reset_hang_check(struct maia_device *mdev, unsigned int hwq, struct maia_hang_watch *hw,
+			   ktime_t now, s64 *ran_ms)
+{
+	unsigned int timeout_ms = READ_ONCE(maia_job_timeout_ms);
+
+	*ran_ms = 0;
+	if (maia_reset_fabric_wait_ok(mdev, hwq, now, hw)) {
+		hw->since = now;
+		return false;
+	}
+	*ran_ms = ktime_ms_delta(now, hw->since);
+	return timeout_ms && *ran_ms >= timeout_ms;
 }
 
 /* Interruptible: 0, or -EINTR when a signal came first. */
@@ -216,8 +242,8 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 	struct maia_job *job = to_maia_job(sjob);
 	struct maia_device *mdev = job->mdev;
 	struct maia_sched_queue *sq = job->queue;
-	unsigned int timeout_ms = READ_ONCE(maia_job_timeout_ms);
-	ktime_t now, started, progress;
+	ktime_t now, progress;
+	struct maia_hwq_state st;
 	s64 ran_ms;
 	int idx;
 
@@ -226,39 +252,31 @@ enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob)
 		return DRM_GPU_SCHED_STAT_ENODEV;
 	}
 
-	if (!sq || dma_fence_is_signaled(job->hw_fence) || !timeout_ms)
+	if (!sq || dma_fence_is_signaled(job->hw_fence))
 		goto not_hung;
 	now = ktime_get();
+	/*
+	 * The job's clock starts when a tick first sees it fetched (hardware
+	 * 1.1; before, at the doorbell), and again at its queue's last
+	 * completion: it is never charged for time spent behind other work.
+	 */
 	if (maia_hw_has(mdev, MAIA_HW_REVISION_1_1)) {
 		if (!maia_sched_job_fetched(sq, job))
 			goto not_hung;
-		if (!job->hw_fetched_seen)
-			job->hw_fetched_seen = now;
-		started = job->hw_fetched_seen;
-	} else {
-		started = job->hw_submitted;
-	}
-	/*
-	 * A job waiting for the fabric (a collective's peers, a remote write's
-	 * answer) is bounded by the device's own timeout and link checks: its
-	 * clock starts again when it stops waiting.
-	 */
-	if (maia_reset_fabric_wait_ok(mdev, sq->hwq.index, now, &job->fabric_wait)) {
-		job->hw_fetched_seen = now;
-		goto not_hung;
+		if (!job->hang.since)
+			maia_reset_hang_restart(&job->hang, now);
+	} else if (!job->hang.since) {
+		maia_reset_hang_restart(&job->hang, job->hw_submitted);
 	}
 	progress = READ_ONCE(sq->last_progress);
-	if (ktime_before(started, progress))
-		started = progress;
-	ran_ms = ktime_ms_delta(now, started);
-	if (ran_ms < timeout_ms)
+	if (ktime_before(job->hang.since, progress))
+		job->hang.since = progress;
+	if (!maia_reset_hang_check(mdev, sq->hwq.index, &job->hang, now, &ran_ms))
 		goto not_hung;
 
+	maia_hwq_read_state(mdev, sq->hwq.index, &st);
 	maia_err(mdev, "queue %u: job %llu (asid %u) ran %lld ms without progress (head %u fetched %u completed %u): resetting the device\n",
-		 sq->hwq.index, job->hw_seq, job->asid, ran_ms,
-		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_HEAD)),
-		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED)),
-		 maia_rd(mdev, MAIA_REG_Q(sq->hwq.index, MAIA_Q_COMPLETED)));
+		 sq->hwq.index, job->hw_seq, job->asid, ran_ms, st.head, st.fetched, st.completed);
 	maia_reset_recover(mdev, job, "timeout");
 	drm_dev_exit(idx);
 	return DRM_GPU_SCHED_STAT_NOMINAL;

@@ -16,12 +16,13 @@
 struct maia_job;
 
 /*
- * A hang check's view of one queue's fabric waits: since when its job waits
- * (0: not seen waiting) and MAIA_Q_FABRIC_WAITS then (hardware 1.4).
+ * The hang monitor's view of one job between two looks
+ * (maia_reset_hang_check()): the job's clock, and its fabric waits.
  */
-struct maia_fabric_wait {
-	ktime_t since;
-	u32 waits;
+struct maia_hang_watch {
+	ktime_t since;			/* the clock's start: fetched, or last progress */
+	ktime_t fabric_since;		/* waiting for the fabric since (0: not seen) */
+	u32 fabric_waits;		/* MAIA_Q_FABRIC_WAITS then (hardware 1.4) */
 };
 
 struct maia_reset {
@@ -61,9 +62,9 @@ void maia_reset_schedule(struct maia_device *mdev, const char *reason);
 u32 maia_reset_count(struct maia_device *mdev);
 void maia_reset_mark_dead(struct maia_device *mdev);
 
-unsigned int maia_reset_job_timeout_ms(void);
-bool maia_reset_fabric_wait_ok(struct maia_device *mdev, unsigned int hwq, ktime_t now,
-			       struct maia_fabric_wait *fw);
+void maia_reset_hang_restart(struct maia_hang_watch *hw, ktime_t now);
+bool maia_reset_hang_check(struct maia_device *mdev, unsigned int hwq, struct maia_hang_watch *hw,
+			   ktime_t now, s64 *ran_ms);
 enum drm_gpu_sched_stat maia_reset_job_timedout(struct drm_sched_job *sjob);
 
 /* Whether the device is gone or could not be recovered. */

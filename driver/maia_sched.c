@@ -21,6 +21,7 @@
 #include <linux/slab.h>
 
 #include "maia_hw.h"
+#include "maia_hwq.h"
 #include "maia_irq.h"
 #include "maia_job.h"
 #include "maia_queue.h"
@@ -101,7 +102,7 @@ static struct dma_fence *maia_sched_run_job(struct drm_sched_job *sjob)
 		job->hw_fence = fence;
 		job->hw_fence_live = false;
 		job->rerun = false;
-		job->hw_fetched_seen = 0;
+		job->hang = (struct maia_hang_watch){};
 	}
 
 	dma_fence_init(job->hw_fence, &maia_hw_fence_ops, &sq->lock,
@@ -209,8 +210,7 @@ void maia_sched_stop_all(struct maia_device *mdev, struct maia_job *guilty)
 		/* A disabled queue fetches nothing more; the reset clears the count. */
 		sq->fetched_known = maia_hw_has(mdev, MAIA_HW_REVISION_1_1);
 		if (sq->fetched_known)
-			sq->fetched_at_stop = maia_rd(mdev, MAIA_REG_Q(sq->hwq.index,
-								       MAIA_Q_FETCHED));
+			sq->fetched_at_stop = maia_hwq_fetched(mdev, sq->hwq.index);
 	}
 }
 
@@ -319,8 +319,7 @@ void maia_sched_report_queue_errors(struct maia_device *mdev)
 /* Whether the device has fetched (started) @job: see maia_job_fetched_by(). */
 bool maia_sched_job_fetched(struct maia_sched_queue *sq, const struct maia_job *job)
 {
-	return maia_job_fetched_by(job, maia_rd(sq->ms->mdev,
-						MAIA_REG_Q(sq->hwq.index, MAIA_Q_FETCHED)));
+	return maia_job_fetched_by(job, maia_hwq_fetched(sq->ms->mdev, sq->hwq.index));
 }
 
 /* Hardware priority of user queue @i of @n (see the top of this file). */

@@ -43,6 +43,7 @@
 #include <linux/slab.h>
 
 #include "maia_hw.h"
+#include "maia_hwq.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
 #include "maia_userq.h"
@@ -89,19 +90,8 @@ struct maia_userq {
 	bool torn_down;			/* disabled and unbound by the teardown */
 	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
 	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
-	ktime_t wd_since;		/* and when */
-	struct maia_fabric_wait wd_fabric;	/* watchdog: its fabric waits, last seen */
+	struct maia_hang_watch wd;	/* watchdog: the hang monitor's view */
 };
-
-static u32 maia_userq_rd(struct maia_userq *uq, u32 reg)
-{
-	return maia_rd(uq->uqs->mdev, MAIA_REG_Q(uq->slot->hwq, reg));
-}
-
-static void maia_userq_wr(struct maia_userq *uq, u32 reg, u32 val)
-{
-	maia_wr(uq->uqs->mdev, MAIA_REG_Q(uq->slot->hwq, reg), val);
-}
 
 static void maia_userq_release(struct kref *ref)
 {
@@ -141,8 +131,8 @@ static void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
 	lockdep_assert_held(&uq->uqs->lock);
 	if (uq->state != DRM_MAIA_USERQ_ACTIVE)
 		return;
-	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
-	uq->completed_at_stop = maia_userq_rd(uq, MAIA_Q_COMPLETED);
+	maia_hwq_disable(uq->uqs->mdev, uq->slot->hwq);
+	uq->completed_at_stop = maia_hwq_completed(uq->uqs->mdev, uq->slot->hwq);
 	maia_userq_set_state(uq, state);
 	wake_up_all(&uq->slot->wq);
 }
@@ -171,7 +161,7 @@ static bool maia_userq_reached(struct maia_userq *uq, u32 count, u32 *completed)
 	}
 	if (drm_dev_is_unplugged(&uq->uqs->mdev->drm))
 		return true;
-	c = maia_userq_rd(uq, MAIA_Q_COMPLETED);
+	c = maia_hwq_completed(uq->uqs->mdev, uq->slot->hwq);
 	*completed = c;
 	return (s32)(c - count) >= 0;
 }
@@ -190,7 +180,7 @@ static void maia_userq_arm(struct maia_userq *uq)
 	if (READ_ONCE(uq->state) != DRM_MAIA_USERQ_ACTIVE ||
 	    !drm_dev_enter(&uq->uqs->mdev->drm, &idx))
 		return;
-	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM | MAIA_Q_IRQ_ARMED);
+	maia_hwq_arm_irq(uq->uqs->mdev, uq->slot->hwq);
 	drm_dev_exit(idx);
 }
 
@@ -237,7 +227,6 @@ static void maia_userq_watchdog(struct work_struct *work)
 	struct maia_userqs *uqs = container_of(to_delayed_work(work), struct maia_userqs,
 					       watchdog);
 	struct maia_device *mdev = uqs->mdev;
-	unsigned int timeout_ms = maia_reset_job_timeout_ms();
 	bool any = false;
 	unsigned int i;
 	ktime_t now;
@@ -254,28 +243,23 @@ static void maia_userq_watchdog(struct work_struct *work)
 	for (i = 0; i < uqs->count; i++) {
 		struct maia_userq *uq = uqs->slots[uqs->first + i].uq;
 		u32 completed, fetched;
+		s64 ran_ms;
 
 		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE)
 			continue;
 		any = true;
-		completed = maia_userq_rd(uq, MAIA_Q_COMPLETED);
-		fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
+		completed = maia_hwq_completed(mdev, uq->slot->hwq);
+		fetched = maia_hwq_fetched(mdev, uq->slot->hwq);
+		/* Idle, or it moved: the oldest entry's clock starts now. */
 		if (fetched == completed || completed != uq->wd_completed) {
 			uq->wd_completed = completed;
-			uq->wd_since = now;
-			uq->wd_fabric.since = 0;
+			maia_reset_hang_restart(&uq->wd, now);
 			continue;
 		}
-		/* Waiting for the fabric is bounded by the device, not hung. */
-		if (maia_reset_fabric_wait_ok(mdev, uq->slot->hwq, now, &uq->wd_fabric)) {
-			uq->wd_since = now;
-			continue;
-		}
-		if (!timeout_ms || ktime_ms_delta(now, uq->wd_since) < timeout_ms)
+		if (!maia_reset_hang_check(mdev, uq->slot->hwq, &uq->wd, now, &ran_ms))
 			continue;
 		maia_err(mdev, "user queue %u (asid %u): entry %u ran %lld ms without progress: queue stopped\n",
-			 uq->slot->hwq, uq->ctx->asid, completed + 1,
-			 ktime_ms_delta(now, uq->wd_since));
+			 uq->slot->hwq, uq->ctx->asid, completed + 1, ran_ms);
 		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_HUNG);
 	}
 	mutex_unlock(&uqs->lock);
@@ -425,32 +409,23 @@ static int maia_userq_enable_locked(struct maia_userq *uq, struct maia_userq_slo
 				    u32 prio)
 {
 	struct maia_device *mdev = uq->uqs->mdev;
+	const struct maia_hwq_config cfg = {
+		.sq = uq->sq_dma, .cq = uq->cq_dma, .entries = MAIA_USERQ_ENTRIES, .prio = prio,
+		.user = true, .asid = uq->ctx->asid,
+	};
 	u32 status;
 
 	lockdep_assert_held(&uq->uqs->lock);
 	maia_reset_assert_read_held(mdev);
 	uq->slot = slot;
-	maia_userq_wr(uq, MAIA_Q_CTRL, 0);
-	maia_userq_wr(uq, MAIA_Q_SQ_LO, lower_32_bits(uq->sq_dma));
-	maia_userq_wr(uq, MAIA_Q_SQ_HI, upper_32_bits(uq->sq_dma));
-	maia_userq_wr(uq, MAIA_Q_CQ_LO, lower_32_bits(uq->cq_dma));
-	maia_userq_wr(uq, MAIA_Q_CQ_HI, upper_32_bits(uq->cq_dma));
-	maia_userq_wr(uq, MAIA_Q_SIZE, MAIA_USERQ_ENTRIES);
-	maia_userq_wr(uq, MAIA_Q_ASID, MAIA_Q_ASID_BOUND | uq->ctx->asid);
-	maia_userq_wr(uq, MAIA_Q_IRQ, MAIA_Q_IRQ_ON_ARM);
-	maia_userq_wr(uq, MAIA_Q_CTRL, MAIA_Q_CTRL_ENABLE |
-		      FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, prio));
-	status = maia_userq_rd(uq, MAIA_Q_STATUS);
-	if (status || maia_userq_rd(uq, MAIA_Q_ASID) != (MAIA_Q_ASID_BOUND | uq->ctx->asid)) {
+	if (maia_hwq_enable(mdev, slot->hwq, &cfg, &status)) {
 		maia_err(mdev, "user queue %u refused its configuration (status %#x)\n",
 			 slot->hwq, status);
-		maia_userq_wr(uq, MAIA_Q_CTRL, 0);
-		maia_userq_wr(uq, MAIA_Q_ASID, 0);
 		return -EIO;
 	}
 	uq->state = DRM_MAIA_USERQ_ACTIVE;
 	uq->wd_completed = 0;
-	uq->wd_since = ktime_get();
+	maia_reset_hang_restart(&uq->wd, ktime_get());
 	slot->uq = uq;
 	queue_delayed_work(system_wq, &uq->uqs->watchdog,
 			   msecs_to_jiffies(MAIA_USERQ_WATCHDOG_TICK_MS));
@@ -553,8 +528,7 @@ static void maia_userq_teardown(struct maia_userq *uq)
 	mutex_lock(&uqs->lock);
 	if (drm_dev_enter(&mdev->drm, &idx)) {
 		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_LOST);
-		maia_userq_wr(uq, MAIA_Q_ASID, 0);
-		maia_userq_wr(uq, MAIA_Q_IRQ, 0);
+		maia_hwq_unbind(mdev, slot->hwq);
 		drm_dev_exit(idx);
 	}
 	if (uq->state == DRM_MAIA_USERQ_ACTIVE)
@@ -826,16 +800,14 @@ void maia_userq_report_errors(struct maia_device *mdev)
 	mutex_lock(&uqs->lock);
 	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
 		struct maia_userq *uq = uqs->slots[i].uq;
-		u32 status;
+		struct maia_hwq_state st;
 
-		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE)
+		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE ||
+		    !maia_hwq_status(mdev, uq->slot->hwq))
 			continue;
-		status = maia_userq_rd(uq, MAIA_Q_STATUS);
-		if (!status)
-			continue;
+		maia_hwq_read_state(mdev, uq->slot->hwq, &st);
 		maia_err_ratelimited(mdev, "user queue %u (asid %u) error: status %#x head %u tail %u: queue stopped\n",
-				     i, uq->ctx->asid, status, maia_userq_rd(uq, MAIA_Q_HEAD),
-				     maia_userq_rd(uq, MAIA_Q_TAIL));
+				     i, uq->ctx->asid, st.status, st.head, st.tail);
 		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_ERROR);
 	}
 	mutex_unlock(&uqs->lock);
@@ -879,7 +851,7 @@ void maia_userq_ctx_quiesce(struct maia_context *ctx)
 		if (uq && uq->ctx == ctx && uq->state == DRM_MAIA_USERQ_ACTIVE &&
 		    drm_dev_enter(&ctx->mdev->drm, &idx)) {
 			kref_get(&uq->ref);
-			fetched = maia_userq_rd(uq, MAIA_Q_FETCHED);
+			fetched = maia_hwq_fetched(ctx->mdev, uq->slot->hwq);
 			drm_dev_exit(idx);
 		} else {
 			uq = NULL;
