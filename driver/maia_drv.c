@@ -240,27 +240,50 @@ static const struct file_operations maia_fops = {
  * state (maia_job.c). Close undoes them in the opposite order: no job of the
  * file may run once its page tables are gone.
  */
+/* A file's state (struct maia_file): its address space, then its submission state. */
 static int maia_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
+	struct maia_file *mf;
 	int ret;
+
+	mf = kzalloc(sizeof(*mf), GFP_KERNEL);
+	if (!mf)
+		return -ENOMEM;
+	mf->mdev = mdev;
+	INIT_LIST_HEAD(&mf->fabric_windows);
+	file->driver_priv = mf;
 
 	ret = maia_vm_open(mdev, file);
 	if (ret)
-		return ret;
+		goto err_free;
 	ret = maia_job_file_open(mdev, file);
 	if (ret)
-		maia_vm_close(mdev, file);
+		goto err_vm;
+	return 0;
+
+err_vm:
+	maia_vm_close(mdev, file);
+err_free:
+	file->driver_priv = NULL;
+	kfree(mf);
 	return ret;
 }
 
+/*
+ * The opposite order: the file's user queues are disabled before its jobs
+ * end, and its jobs before its address space goes.
+ */
 static void maia_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
+	struct maia_file *mf = to_maia_file(file);
 
 	maia_userq_file_close(mdev, file);
 	maia_job_file_close(mdev, file);
 	maia_vm_close(mdev, file);
+	file->driver_priv = NULL;
+	kfree(mf);
 }
 
 /* /proc/<pid>/fdinfo/<fd>: drm-usage-stats of this file. */

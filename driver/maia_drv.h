@@ -7,6 +7,7 @@
 #define __MAIA_DRV_H__
 
 #include <drm/drm_device.h>
+#include <drm/drm_file.h>
 #include <drm/drm_print.h>
 #include <linux/atomic.h>
 #include <linux/completion.h>
@@ -130,6 +131,38 @@ struct maia_device {
 static inline struct maia_device *to_maia_device(struct drm_device *drm)
 {
 	return container_of(drm, struct maia_device, drm);
+}
+
+struct maia_job_file;
+
+/*
+ * One open file of the device (drm_file.driver_priv), as ivpu_file_priv:
+ * what the file owns, made at open in this order (maia_open()) and undone
+ * at close in the opposite one (maia_postclose()). Its user queues are the
+ * queue slots whose owner is this file (maia_userq.c, under
+ * maia_userqs.lock).
+ */
+struct maia_file {
+	struct maia_device *mdev;
+	struct maia_context *ctx;	/* its device address space (maia_vm.c) */
+	/* Its submission state (maia_job.c); NULL when the device has no scheduled queue. */
+	struct maia_job_file *jobs;
+	/*
+	 * Its fabric windows (maia_fabric.c), under @ctx->lock, which also
+	 * orders them against the unmapping of the ranges they open.
+	 */
+	struct list_head fabric_windows;
+	unsigned int fabric_nwindows;
+};
+
+static inline struct maia_file *to_maia_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
+{
+	return to_maia_file(file)->ctx;
 }
 
 /*

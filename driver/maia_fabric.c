@@ -388,22 +388,24 @@ static void maia_fabric_window_close_hw(struct maia_context *ctx, struct maia_fa
 				     ctx->asid, w->key, ERR_PTR(ret));
 }
 
-static void maia_fabric_window_free(struct maia_context *ctx, struct maia_fabric_window *w)
+static void maia_fabric_window_free(struct maia_file *mf, struct maia_fabric_window *w)
 {
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&mf->ctx->lock);
 	list_del(&w->link);
-	ctx->fabric_nwindows--;
+	mf->fabric_nwindows--;
 	kfree(w);
 }
 
-void maia_fabric_close_range(struct maia_context *ctx, u64 va, u64 size)
+/* Closes @mf's windows that overlap [@va, @va + @size); caller holds its context's lock. */
+void maia_fabric_close_range(struct maia_file *mf, u64 va, u64 size)
 {
+	struct maia_context *ctx = mf->ctx;
 	struct maia_device *mdev = ctx->mdev;
 	struct maia_fabric_window *w, *next;
 	bool locked = false;
 
 	lockdep_assert_held(&ctx->lock);
-	list_for_each_entry_safe(w, next, &ctx->fabric_windows, link) {
+	list_for_each_entry_safe(w, next, &mf->fabric_windows, link) {
 		if (w->va >= va + size || va >= w->va + w->size)
 			continue;
 		if (!locked) {
@@ -411,18 +413,19 @@ void maia_fabric_close_range(struct maia_context *ctx, u64 va, u64 size)
 			locked = true;
 		}
 		maia_fabric_window_close_hw(ctx, w);
-		maia_fabric_window_free(ctx, w);
+		maia_fabric_window_free(mf, w);
 	}
 	if (locked)
 		maia_reset_read_unlock(mdev);
 }
 
-void maia_fabric_free_windows(struct maia_context *ctx)
+/* At close, with the ASID disabled (which closed them on the device). */
+void maia_fabric_free_windows(struct maia_file *mf)
 {
 	struct maia_fabric_window *w, *next;
 
-	list_for_each_entry_safe(w, next, &ctx->fabric_windows, link)
-		maia_fabric_window_free(ctx, w);
+	list_for_each_entry_safe(w, next, &mf->fabric_windows, link)
+		maia_fabric_window_free(mf, w);
 }
 
 /* The single mapping of @ctx that holds [@va, @va + @size), or NULL. */
@@ -438,8 +441,9 @@ static struct maia_vm_mapping *maia_fabric_find_mapping(struct maia_context *ctx
 	return NULL;
 }
 
-static int maia_fabric_window_open(struct maia_context *ctx, struct drm_maia_fabric_window *args)
+static int maia_fabric_window_open(struct maia_file *mf, struct drm_maia_fabric_window *args)
 {
+	struct maia_context *ctx = mf->ctx;
 	struct maia_device *mdev = ctx->mdev;
 	u32 access = 0, resp[MAIA_MBOX_NARGS];
 	struct maia_fabric_window *w;
@@ -473,7 +477,7 @@ static int maia_fabric_window_open(struct maia_context *ctx, struct drm_maia_fab
 		ret = -EACCES;
 		goto err_unlock;
 	}
-	if (ctx->fabric_nwindows >= DRM_MAIA_MAX_FABRIC_WINDOWS) {
+	if (mf->fabric_nwindows >= DRM_MAIA_MAX_FABRIC_WINDOWS) {
 		ret = -ENOSPC;
 		goto err_unlock;
 	}
@@ -499,8 +503,8 @@ static int maia_fabric_window_open(struct maia_context *ctx, struct drm_maia_fab
 	w->resets = maia_reset_count(mdev);
 	maia_reset_read_unlock(mdev);
 
-	list_add_tail(&w->link, &ctx->fabric_windows);
-	ctx->fabric_nwindows++;
+	list_add_tail(&w->link, &mf->fabric_windows);
+	mf->fabric_nwindows++;
 	mutex_unlock(&ctx->lock);
 	args->key = w->key;
 	maia_dbg(mdev, "asid %u: fabric window %#x at %#llx+%#llx\n",
@@ -516,8 +520,9 @@ err_free:
 	return ret;
 }
 
-static int maia_fabric_window_close(struct maia_context *ctx, u32 key)
+static int maia_fabric_window_close(struct maia_file *mf, u32 key)
 {
+	struct maia_context *ctx = mf->ctx;
 	struct maia_device *mdev = ctx->mdev;
 	struct maia_fabric_window *w;
 	int ret;
@@ -526,7 +531,7 @@ static int maia_fabric_window_close(struct maia_context *ctx, u32 key)
 	if (ret)
 		return ret;
 	ret = -ENOENT;
-	list_for_each_entry(w, &ctx->fabric_windows, link) {
+	list_for_each_entry(w, &mf->fabric_windows, link) {
 		if (w->key != key)
 			continue;
 		ret = maia_reset_read_lock(mdev);
@@ -534,7 +539,7 @@ static int maia_fabric_window_close(struct maia_context *ctx, u32 key)
 			break;
 		maia_fabric_window_close_hw(ctx, w);
 		maia_reset_read_unlock(mdev);
-		maia_fabric_window_free(ctx, w);
+		maia_fabric_window_free(mf, w);
 		break;
 	}
 	mutex_unlock(&ctx->lock);
@@ -544,7 +549,7 @@ static int maia_fabric_window_close(struct maia_context *ctx, u32 key)
 int maia_fabric_window_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(drm);
-	struct maia_context *ctx = maia_ctx_from_file(file);
+	struct maia_file *mf = to_maia_file(file);
 	struct drm_maia_fabric_window *args = data;
 
 	if (args->pad)
@@ -553,11 +558,11 @@ int maia_fabric_window_ioctl(struct drm_device *drm, void *data, struct drm_file
 		return -ENODEV;
 	switch (args->op) {
 	case DRM_MAIA_FABRIC_WINDOW_OPEN:
-		return maia_fabric_window_open(ctx, args);
+		return maia_fabric_window_open(mf, args);
 	case DRM_MAIA_FABRIC_WINDOW_CLOSE:
 		if (args->access || args->va || args->size)
 			return -EINVAL;
-		return maia_fabric_window_close(ctx, args->key);
+		return maia_fabric_window_close(mf, args->key);
 	default:
 		return -EINVAL;
 	}

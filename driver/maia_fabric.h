@@ -13,9 +13,10 @@ struct drm_device;
 struct drm_file;
 struct maia_context;
 struct maia_device;
+struct maia_file;
 
 /*
- * A window of a context, in maia_context.fabric_windows under its lock.
+ * A window of a file, in maia_file.fabric_windows under its context's lock.
  * @resets is the device's reset count when it was opened: a reset closes
  * every window on the device, so a window from before one is already gone.
  */
@@ -40,12 +41,12 @@ void maia_fabric_link_event(struct maia_device *mdev);
  * first, so nothing from the fabric lands after the unmap. Caller holds
  * @ctx->lock.
  */
-void maia_fabric_close_range(struct maia_context *ctx, u64 va, u64 size);
+void maia_fabric_close_range(struct maia_file *mf, u64 va, u64 size);
 /*
  * The context is closing and its ASID is disabled (which closed its
  * windows on the device): free the bookkeeping. Caller holds @ctx->lock.
  */
-void maia_fabric_free_windows(struct maia_context *ctx);
+void maia_fabric_free_windows(struct maia_file *mf);
 
 int maia_fabric_port_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 int maia_fabric_window_ioctl(struct drm_device *drm, void *data, struct drm_file *file);

@@ -38,7 +38,7 @@
 
 #define MAIA_JOB_HISTORY	1024u	/* power of two */
 
-/* Submission state of one open file (maia_context.job_priv). */
+/* Submission state of one open file (maia_file.jobs). */
 struct maia_job_file {
 	struct maia_context *ctx;
 	u32 resets_at_open;		/* device reset count when opened */
@@ -58,7 +58,7 @@ struct maia_job_file {
 
 static struct maia_job_file *maia_job_file(struct drm_file *file)
 {
-	return maia_ctx_from_file(file)->job_priv;
+	return to_maia_file(file)->jobs;
 }
 
 static void maia_job_release(struct kref *ref)
@@ -162,13 +162,13 @@ void maia_job_retire_for_rerun(struct maia_job *job)
 }
 
 /*
- * Waits until no job of @ctx submitted before the call can still touch
- * memory; interruptible (0 or -ERESTARTSYS). VM_BIND UNMAP calls it with
- * @ctx->lock held, so the completion path never takes @ctx->lock.
+ * Waits until no job of the file (@jf, may be NULL) submitted before the
+ * call can still touch memory; interruptible (0 or -ERESTARTSYS). VM_BIND
+ * UNMAP calls it with the context's lock held, so the completion path
+ * never takes that lock.
  */
-int maia_job_wait_idle(struct maia_context *ctx)
+int maia_job_wait_idle(struct maia_job_file *jf)
 {
-	struct maia_job_file *jf = ctx->job_priv;
 	struct dma_fence *fence;
 	unsigned int p;
 	long ret;
@@ -197,8 +197,8 @@ int maia_job_wait_idle(struct maia_context *ctx)
  */
 void maia_job_file_close(struct maia_device *mdev, struct drm_file *file)
 {
-	struct maia_context *ctx = maia_ctx_from_file(file);
-	struct maia_job_file *jf = ctx ? ctx->job_priv : NULL;
+	struct maia_file *mf = to_maia_file(file);
+	struct maia_job_file *jf = mf->jobs;
 	unsigned int p, i;
 
 	if (!jf)
@@ -215,7 +215,7 @@ void maia_job_file_close(struct maia_device *mdev, struct drm_file *file)
 		if (jf->history[i])
 			maia_job_put(jf->history[i]);
 	mutex_destroy(&jf->lock);
-	ctx->job_priv = NULL;
+	mf->jobs = NULL;
 	kvfree(jf);
 }
 
@@ -247,11 +247,12 @@ int maia_job_file_open(struct maia_device *mdev, struct drm_file *file)
 			return ret;
 		}
 	}
-	ctx->job_priv = ms->num_queues ? jf : NULL;
-	if (!ctx->job_priv) {
+	if (!ms->num_queues) {
 		mutex_destroy(&jf->lock);
 		kvfree(jf);
+		return 0;
 	}
+	to_maia_file(file)->jobs = jf;
 	return 0;
 }
 

@@ -3,8 +3,8 @@
  * Maia accelerator driver: jobs. The SUBMIT, WAIT and CONTEXT_STATUS ioctls,
  * job completion and status, and the per-file submission state.
  *
- * With the memory code (maia_vm.[ch]): the per-file state hangs off
- * maia_context.job_priv, created by maia_job_file_open() after
+ * With the memory code (maia_vm.[ch]): the per-file state is
+ * maia_file.jobs, created by maia_job_file_open() after
  * maia_vm_open() and torn down by maia_job_file_close() before
  * maia_vm_close(); VM_BIND UNMAP calls maia_job_wait_idle(). Lock order:
  * maia_context.lock, then the reset lock (maia_reset.h), then the file's job
@@ -83,7 +83,7 @@ static inline struct maia_job *to_maia_job(struct drm_sched_job *job)
 
 int maia_job_file_open(struct maia_device *mdev, struct drm_file *file);
 void maia_job_file_close(struct maia_device *mdev, struct drm_file *file);
-int maia_job_wait_idle(struct maia_context *ctx);
+int maia_job_wait_idle(struct maia_job_file *jf);
 void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 
 /* For the scheduler, completion and recovery paths; queue lock held. */

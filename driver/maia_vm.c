@@ -105,7 +105,6 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	ctx->mdev = mdev;
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->fault_lock);
-	INIT_LIST_HEAD(&ctx->fabric_windows);
 	drm_mm_init(&ctx->va_mm, DRM_MAIA_VA_START,
 		    DRM_MAIA_VA_END - DRM_MAIA_VA_START);
 
@@ -145,7 +144,7 @@ int maia_vm_open(struct maia_device *mdev, struct drm_file *file)
 	maia_reset_read_unlock(mdev);
 	drm_dev_exit(idx);
 
-	file->driver_priv = ctx;
+	to_maia_file(file)->ctx = ctx;
 	maia_dbg(mdev, "asid %u: root at HBM %#llx\n", ctx->asid, ctx->pgt.root->hbm);
 	return 0;
 
@@ -208,14 +207,14 @@ void maia_vm_close(struct maia_device *mdev, struct drm_file *file)
 
 	mutex_lock(&ctx->lock);
 	/* Disabling the ASID closed its windows on the device. */
-	maia_fabric_free_windows(ctx);
+	maia_fabric_free_windows(to_maia_file(file));
 	drm_mm_for_each_node_safe(node, next, &ctx->va_mm)
 		maia_vm_mapping_free(ctx, container_of(node, struct maia_vm_mapping, node));
 	maia_mmu_pgtable_fini(mdev, &ctx->pgt);
 	mutex_unlock(&ctx->lock);
 	drm_mm_takedown(&ctx->va_mm);
 
-	file->driver_priv = NULL;
+	to_maia_file(file)->ctx = NULL;
 	maia_ctx_free(ctx);
 }
 
@@ -391,8 +390,9 @@ static struct maia_vm_mapping *maia_vm_find_mapping(struct maia_context *ctx,
 	return NULL;
 }
 
-static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind *args)
+static int maia_vm_unmap(struct maia_file *mf, const struct drm_maia_vm_bind *args)
 {
+	struct maia_context *ctx = mf->ctx;
 	struct maia_device *mdev = ctx->mdev;
 	struct maia_vm_mapping *m;
 	int idx, ret;
@@ -407,10 +407,10 @@ static int maia_vm_unmap(struct maia_context *ctx, const struct drm_maia_vm_bind
 	}
 
 	/* Nothing from the fabric may land in it once it is gone. */
-	maia_fabric_close_range(ctx, args->va, args->size);
+	maia_fabric_close_range(mf, args->va, args->size);
 
 	/* The device must never see a page after it is unmapped. */
-	ret = maia_job_wait_idle(ctx);
+	ret = maia_job_wait_idle(mf->jobs);
 	if (ret)
 		goto out_unlock;
 
@@ -460,7 +460,7 @@ int maia_vm_bind_ioctl(struct drm_device *drm, void *data, struct drm_file *file
 	case DRM_MAIA_VM_UNMAP:
 		if (args->handle || args->offset || args->flags)
 			return -EINVAL;
-		return maia_vm_unmap(ctx, args);
+		return maia_vm_unmap(to_maia_file(file), args);
 	default:
 		return -EINVAL;
 	}

@@ -35,8 +35,8 @@ struct maia_contexts {
 
 /*
  * The context of one open file: an ASID and its page tables, created at
- * open and freed at close (drm_file.driver_priv points to it), after the
- * file's jobs are done (maia_job_file_close()); then @asid may be reused.
+ * open and freed at close (maia_file.ctx), after the file's jobs are done
+ * (maia_job_file_close()); then @asid may be reused.
  */
 struct maia_context {
 	struct maia_device *mdev;
@@ -58,12 +58,6 @@ struct maia_context {
 	u64 fault_addr;
 	u32 fault_access;		/* MAIA_ACCESS_* */
 
-	/* Fabric windows (maia_fabric.c), under @lock. */
-	struct list_head fabric_windows;
-	unsigned int fabric_nwindows;
-
-	/* Submission state (maia_job.c), from maia_job_file_open() to close. */
-	void *job_priv;
 };
 
 /* A VM_BIND mapping: [node.start, node.start + node.size) -> BO @offset. */
@@ -80,11 +74,6 @@ int maia_vm_init(struct maia_device *mdev);
 int maia_vm_open(struct maia_device *mdev, struct drm_file *file);
 /* At close, after maia_job_file_close(): no job of the file runs any more. */
 void maia_vm_close(struct maia_device *mdev, struct drm_file *file);
-
-static inline struct maia_context *maia_ctx_from_file(struct drm_file *file)
-{
-	return file->driver_priv;
-}
 
 /*
  * Marks @ctx faulted by one of its jobs; the first fault is kept. Without
