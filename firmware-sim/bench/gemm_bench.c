@@ -182,7 +182,7 @@ static const char *dt_name(unsigned int dt)
 	}								\
 } while (0)
 
-static void bench_one(struct maia_tensor_engine *te, unsigned int dt, uint32_t m, uint32_t n,
+static void bench_one(struct fw_tensor_engine *te, unsigned int dt, uint32_t m, uint32_t n,
 		      uint32_t k, double min_s)
 {
 	uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
@@ -220,7 +220,7 @@ static void bench_one(struct maia_tensor_engine *te, unsigned int dt, uint32_t m
 
 	TIME_BOTH(t_dev, t_blas, min_s, !no_blas, {
 		memset(&stats, 0, sizeof(stats));
-		st |= maia_tensor_exec(te, &cmd.hdr, &mem, &stats);
+		st |= fw_tensor_exec(te, &cmd.hdr, &mem, &stats);
 	}, {
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
 			    1.0f, fa, (int)k, fb, (int)n, 0.0f, fc, (int)n);
@@ -266,8 +266,8 @@ int main(int argc, char **argv)
 	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
 		{ 32, 4096, 4096 }, { 256, 4096, 1024 }, { 4096, 4096, 256 },
 	};
-	struct maia_tensor_config cfg = { .clusters = 16, .tiles_per_cluster = 4, .sram_kib = 8192 };
-	struct maia_tensor_engine *te;
+	struct fw_tensor_config cfg = { .clusters = 16, .tiles_per_cluster = 4, .sram_kib = 8192 };
+	struct fw_tensor_engine *te;
 	uint32_t max = 4096;
 	const char *only = NULL;
 	double min_s = 1.0;
@@ -311,9 +311,9 @@ int main(int argc, char **argv)
 	}
 	cfg.threads = (unsigned int)threads;
 	openblas_set_num_threads(threads);
-	te = maia_tensor_create(&cfg);
+	te = fw_tensor_create(&cfg);
 	if (!te) {
-		perror("maia_tensor_create");
+		perror("fw_tensor_create");
 		return 1;
 	}
 	fprintf(stderr, "gemm_bench: %d threads, micro-kernel %s\n", threads, te->gemm_kernel->name);
@@ -331,6 +331,6 @@ int main(int argc, char **argv)
 			if (skinny[i][1] <= max && skinny[i][0] <= max)
 				bench_one(te, types[t], skinny[i][0], skinny[i][1], skinny[i][2], min_s);
 	}
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 	return 0;
 }

@@ -24,7 +24,7 @@ void fw_image_params_defaults(struct fw_image_params *fw)
 	uint64_t ops = FW_BUILTIN_OPCODES;
 
 	for (unsigned int op = 0; op < 64; op++)
-		if (maia_tensor_handles((uint16_t)op))
+		if (fw_tensor_handles((uint16_t)op))
 			ops |= 1ull << op;
 	memset(fw, 0, sizeof(*fw));
 	strcpy(fw->name, "unnamed");

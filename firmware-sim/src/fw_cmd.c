@@ -294,7 +294,7 @@ static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw
 	int rc;
 
 	fw_as_job_mem(as, &mem);
-	rc = maia_tensor_exec(sim->te, (const struct maia_cmd_header *)raw, &mem, &st);
+	rc = fw_tensor_exec(sim->te, (const struct maia_cmd_header *)raw, &mem, &st);
 	sim->stats.flops += st.flops;
 	sim->stats.bytes_read += st.bytes_read;
 	sim->stats.bytes_written += st.bytes_written;
@@ -331,7 +331,7 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 	case MAIA_OP_COLLECTIVE:
 		return cmd_collective(sim, job, as, raw);
 	default:
-		if (maia_tensor_handles(opcode))
+		if (fw_tensor_handles(opcode))
 			return cmd_tensor(sim, as, raw);
 		return MAIA_STATUS_BAD_OPCODE;
 	}

@@ -4,7 +4,7 @@
  *
  * The host (the QEMU glue, a test) may supply a clock and a thread factory
  * (struct maia_sim_ops now_ns / thread_create, passed on to the tensor
- * engine in struct maia_tensor_config); left NULL they default to
+ * engine in struct fw_tensor_config); left NULL they default to
  * CLOCK_MONOTONIC and pthread_create. This header is the only place in
  * firmware-sim that reads a clock.
  *

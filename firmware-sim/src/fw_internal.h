@@ -7,14 +7,17 @@
  * maia_job, maia_mmu_*, maia_sched.c ..., so firmware-sim keeps the maia_
  * prefix for the two contracts it shares and nothing else:
  *   - the maia/hw/ headers, MAIA_*: the hardware ABI (driver, libmaia, QEMU, tests);
- *   - maia/sim.h maia_sim_*, maia/engine.h maia_tensor_* and struct
- *     maia_job_mem / maia_op_stats: the library API (QEMU glue, tests).
+ *   - maia/sim.h maia_sim_* and struct maia_job_mem / maia_op_stats: the
+ *     library API (QEMU glue, tests).
  * Everything internal to firmware-sim/src is fw_ (types, functions,
  * variables: struct fw_queue, struct fw_job, fw_mmu_set_context()) or FW_
  * (macros, enum constants), and the top-level files are fw_<part>.[ch]
  * (fw_sched.c, fw_mmu.c, this fw_internal.h). The tensor engine's files are
  * in src/tensor/ (no driver counterpart), its header is tensor/te.h, and its
- * names are fw_ too (fw_te_job is its parallel task set, not a queue job).
+ * names are fw_ too (fw_te_job is its parallel task set, not a queue job);
+ * its entry points, fw_tensor_* in maia/engine.h, are the device's own,
+ * which tests and benchmarks also drive directly (libmaia's maia_tensor_*
+ * are the library's tensor descriptors, another layer).
  * Environment variables keep their MAIA_ names (MAIA_TE_ISA).
  *
  * Threads: the host thread (MMIO, doorbells, reset), one device worker
@@ -176,7 +179,7 @@ struct maia_sim {
 	struct maia_sim_ops ops;
 	void *opaque;
 	struct fw_host host;		/* clock and threads, from ops */
-	struct maia_tensor_engine *te;
+	struct fw_tensor_engine *te;
 	pthread_t worker;
 
 	/*

@@ -163,7 +163,7 @@ static void stop_fabric(struct maia_sim *sim)
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 				 const struct maia_sim_ops *ops, void *opaque)
 {
-	struct maia_tensor_config tcfg;
+	struct fw_tensor_config tcfg;
 	pthread_condattr_t cattr;
 	struct maia_sim *sim;
 	int err;
@@ -193,7 +193,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	tcfg.now_ns = ops->now_ns;
 	tcfg.thread_create = ops->thread_create;
 	tcfg.host_opaque = opaque;
-	sim->te = maia_tensor_create(&tcfg);
+	sim->te = fw_tensor_create(&tcfg);
 	if (!sim->bounce || !sim->cmd_buf || !sim->te) {
 		err = ENOMEM;
 		goto err_free;
@@ -233,7 +233,7 @@ err_sync:
 	pthread_mutex_destroy(&sim->lock);
 err_free:
 	if (sim->te)
-		maia_tensor_destroy(sim->te);
+		fw_tensor_destroy(sim->te);
 	free(sim->cmd_buf);
 	free(sim->bounce);
 	free(sim);
@@ -263,7 +263,7 @@ void maia_sim_destroy(struct maia_sim *sim)
 	pthread_mutex_destroy(&sim->ecc_lock);
 	pthread_mutex_destroy(&sim->mmu_lock);
 	pthread_mutex_destroy(&sim->lock);
-	maia_tensor_destroy(sim->te);
+	fw_tensor_destroy(sim->te);
 	free(sim->cmd_buf);
 	free(sim->bounce);
 	free(sim);

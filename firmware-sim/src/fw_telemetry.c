@@ -392,7 +392,7 @@ static uint32_t tile_read_locked(struct maia_sim *sim, uint32_t offset)
 {
 	struct fw_telem *t = &sim->telem;
 	uint32_t tile = (offset - MAIA_REG_TELEM_TILE_NS_BASE) / 8u;
-	uint64_t v = sim->te ? maia_tensor_tile_busy_ns(sim->te, tile) : 0;
+	uint64_t v = sim->te ? fw_tensor_tile_busy_ns(sim->te, tile) : 0;
 
 	if (offset % 8u == 0) {
 		t->tile_latch = tile;
@@ -518,7 +518,7 @@ static int opcode_class(uint16_t opcode)
 	case MAIA_OP_ATTENTION:
 		return FW_PM_TENSOR;
 	default:
-		return maia_tensor_handles(opcode) ? FW_PM_VECTOR : FW_PM_IDLE;
+		return fw_tensor_handles(opcode) ? FW_PM_VECTOR : FW_PM_IDLE;
 	}
 }
 

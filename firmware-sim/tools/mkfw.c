@@ -53,7 +53,7 @@ static uint64_t opcode_bitmap(void)
 	for (unsigned int op = MAIA_OP_NOP; op <= MAIA_OP_COLLECTIVE; op++)
 		ops |= 1ull << op;
 	for (unsigned int op = 0; op < 64; op++)
-		if (maia_tensor_handles((uint16_t)op))
+		if (fw_tensor_handles((uint16_t)op))
 			ops |= 1ull << op;
 	return ops;
 }

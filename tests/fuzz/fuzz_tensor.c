@@ -122,7 +122,7 @@ static int too_big(const struct maia_tensor_desc *d)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct maia_tensor_engine *te;
+	static struct fw_tensor_engine *te;
 	static const struct maia_job_mem staged = { NULL, mem_read, mem_write, NULL, NULL };
 	static const struct maia_job_mem mapped = { NULL, mem_read, mem_write, mem_map,
 						      mem_map_write };
@@ -138,9 +138,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int st;
 
 	if (!te) {
-		struct maia_tensor_config cfg = { .clusters = 4, .tiles_per_cluster = 4, .sram_kib = 2048, .threads = 2 };
+		struct fw_tensor_config cfg = { .clusters = 4, .tiles_per_cluster = 4, .sram_kib = 2048, .threads = 2 };
 
-		te = maia_tensor_create(&cfg);
+		te = fw_tensor_create(&cfg);
 		if (!te)
 			abort();
 	}
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ops[k].opcode == MAIA_OP_GEMM_BATCHED && cmd.gb.batch_count > 8)
 		return 0;
 
-	st = maia_tensor_exec(te, &cmd.hdr, mem, &stats);
+	st = fw_tensor_exec(te, &cmd.hdr, mem, &stats);
 	switch (st) {
 	case MAIA_STATUS_OK:
 	case MAIA_STATUS_BAD_OPCODE:

@@ -48,9 +48,9 @@ struct maia_op_stats {
 	uint64_t busy_ns;		/* summed over tiles */
 };
 
-struct maia_tensor_engine;
+struct fw_tensor_engine;
 
-struct maia_tensor_config {
+struct fw_tensor_config {
 	unsigned int clusters;
 	unsigned int tiles_per_cluster;
 	unsigned int sram_kib;		/* per cluster */
@@ -66,20 +66,20 @@ struct maia_tensor_config {
 	void *host_opaque;
 };
 
-struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg);
-void maia_tensor_destroy(struct maia_tensor_engine *te);
+struct fw_tensor_engine *fw_tensor_create(const struct fw_tensor_config *cfg);
+void fw_tensor_destroy(struct fw_tensor_engine *te);
 
 /* Nanoseconds tile (cluster * tiles_per_cluster + index) has been busy since creation; 0 past the last. */
-uint64_t maia_tensor_tile_busy_ns(struct maia_tensor_engine *te, unsigned int tile);
+uint64_t fw_tensor_tile_busy_ns(struct fw_tensor_engine *te, unsigned int tile);
 
 /* True if opcode is a tensor operation this engine runs. */
-int maia_tensor_handles(uint16_t opcode);
+int fw_tensor_handles(uint16_t opcode);
 
 /*
  * Run one tensor command (cmd->size bytes, already copied from the command
  * buffer and size-checked against the buffer). Returns MAIA_STATUS_*.
  */
-int maia_tensor_exec(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_tensor_exec(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		     const struct maia_job_mem *mem, struct maia_op_stats *stats);
 
 #endif /* MAIA_ENGINE_H */

@@ -126,7 +126,7 @@ static int attn_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	return MAIA_STATUS_OK;
 }
 
-int fw_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_attention(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		      const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_attention *c = (const void *)cmd;

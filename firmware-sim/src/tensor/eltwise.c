@@ -75,7 +75,7 @@ static int eltwise_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	return st;
 }
 
-int fw_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_eltwise(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct eltwise_op e = { .opcode = cmd->opcode };

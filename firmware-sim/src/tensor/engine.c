@@ -62,9 +62,9 @@ float *fw_worker_scratch(struct fw_worker *w, size_t n)
 	return w->scratch;
 }
 
-struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *cfg)
+struct fw_tensor_engine *fw_tensor_create(const struct fw_tensor_config *cfg)
 {
-	struct maia_tensor_engine *te;
+	struct fw_tensor_engine *te;
 	unsigned int threads, i;
 	long ncpu;
 
@@ -111,12 +111,12 @@ struct maia_tensor_engine *maia_tensor_create(const struct maia_tensor_config *c
 	}
 	return te;
 fail:
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 	errno = ENOMEM;
 	return NULL;
 }
 
-void maia_tensor_destroy(struct maia_tensor_engine *te)
+void fw_tensor_destroy(struct fw_tensor_engine *te)
 {
 	unsigned int i;
 
@@ -157,7 +157,7 @@ static void job_task(void *arg, size_t task, unsigned int worker)
 
 int fw_te_job_run(struct fw_te_job *job, struct maia_op_stats *stats)
 {
-	struct maia_tensor_engine *te = job->te;
+	struct fw_tensor_engine *te = job->te;
 	unsigned int i;
 
 	for (i = 0; i < te->nworkers; i++) {
@@ -196,22 +196,22 @@ float fw_act(float x, unsigned int act)
 	}
 }
 
-uint64_t maia_tensor_tile_busy_ns(struct maia_tensor_engine *te, unsigned int tile)
+uint64_t fw_tensor_tile_busy_ns(struct fw_tensor_engine *te, unsigned int tile)
 {
 	return tile < te->tiles ? __atomic_load_n(&te->tile_busy_ns[tile], __ATOMIC_RELAXED) : 0;
 }
 
-int maia_tensor_handles(uint16_t opcode)
+int fw_tensor_handles(uint16_t opcode)
 {
 	return opcode >= MAIA_OP_GEMM && opcode <= MAIA_OP_COPY;
 }
 
-int maia_tensor_exec(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_tensor_exec(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		     const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	int st;
 
-	if (!maia_tensor_handles(cmd->opcode))
+	if (!fw_tensor_handles(cmd->opcode))
 		return MAIA_STATUS_BAD_OPCODE;
 	if (cmd->size < sizeof(*cmd) || cmd->size % 8)
 		return MAIA_STATUS_BAD_CMD;

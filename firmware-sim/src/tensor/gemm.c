@@ -386,7 +386,7 @@ static int gemm_shapes(struct gemm_op *g, unsigned int rank)
  * Block sizes: the packed A and B slices and the C block must fit the tile's
  * SRAM share; then blocks shrink until every worker has a few tasks.
  */
-static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te)
+static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 {
 	unsigned int mr = g->kern->mr, nr = g->kern->nr;
 	/* block formats need block-aligned slices along their inner dimension */
@@ -456,7 +456,7 @@ static void gemm_blocking(struct gemm_op *g, const struct maia_tensor_engine *te
 	g->nblocks = nblocks;
 }
 
-static int gemm_common(struct maia_tensor_engine *te, const struct maia_tensor_desc *ad,
+static int gemm_common(struct fw_tensor_engine *te, const struct maia_tensor_desc *ad,
 		       const struct maia_tensor_desc *bd, const struct maia_tensor_desc *cd,
 		       const struct maia_tensor_desc *biasd, unsigned int flags, uint32_t alpha,
 		       uint32_t beta, uint32_t act, struct gemm_op *g)
@@ -496,7 +496,7 @@ static int gemm_common(struct maia_tensor_engine *te, const struct maia_tensor_d
 	return MAIA_STATUS_OK;
 }
 
-static int gemm_run(struct maia_tensor_engine *te, struct gemm_op *g,
+static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct fw_te_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
@@ -507,7 +507,7 @@ static int gemm_run(struct maia_tensor_engine *te, struct gemm_op *g,
 	return fw_te_job_run(&job, stats);
 }
 
-int fw_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		 const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_gemm *c = (const void *)cmd;
@@ -528,7 +528,7 @@ int fw_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
 	return gemm_run(te, &g, mem, stats);
 }
 
-int fw_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm_batched(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_gemm_batched *c = (const void *)cmd;

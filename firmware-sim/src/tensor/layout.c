@@ -157,7 +157,7 @@ static bool is_quantized(unsigned int dt)
 	       maia_dtype_is_block(dt);
 }
 
-static int dynamic_scale(struct maia_tensor_engine *te, struct layout_op *o,
+static int dynamic_scale(struct fw_tensor_engine *te, struct layout_op *o,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats,
 			 uint64_t scale_out)
 {
@@ -189,7 +189,7 @@ static int dynamic_scale(struct maia_tensor_engine *te, struct layout_op *o,
 	return st;
 }
 
-int fw_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_layout(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct layout_op o = { .q = -1 };

@@ -96,7 +96,7 @@ static int reduce_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 			     n, o->out.strides[3], res, false);
 }
 
-int fw_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_reduce(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	const struct maia_cmd_reduce *c = (const void *)cmd;

@@ -143,7 +143,7 @@ static int parse_affine(const struct maia_tensor_desc *d, uint64_t dim, struct f
 	return MAIA_STATUS_OK;
 }
 
-int fw_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_rownorm(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
 	struct rownorm_op o = { .opcode = cmd->opcode, .flags = cmd->flags };

@@ -151,9 +151,9 @@ struct fw_worker {
 	char pad[64];
 };
 
-struct maia_tensor_engine {
+struct fw_tensor_engine {
 	pthread_mutex_t lock;		/* one command at a time on the pool and workers */
-	struct maia_tensor_config cfg;
+	struct fw_tensor_config cfg;
 	struct fw_host host;		/* clock and threads, from cfg */
 	const struct fw_gemm_kernel *gemm_kernel;
 	unsigned int tiles;		/* clusters * tiles_per_cluster */
@@ -173,7 +173,7 @@ float *fw_worker_scratch(struct fw_worker *w, size_t n);
  * worker's state; the first error stops the remaining tasks.
  */
 struct fw_te_job {
-	struct maia_tensor_engine *te;
+	struct fw_tensor_engine *te;
 	const struct maia_job_mem *mem;
 	int (*run)(struct fw_te_job *job, size_t task, struct fw_worker *w);
 	void *op;
@@ -232,19 +232,19 @@ static inline bool fw_dtype_is_float(unsigned int dt)
 
 float fw_act(float x, unsigned int act);
 
-int fw_op_gemm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		 const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_gemm_batched(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_gemm_batched(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 			 const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_eltwise(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_eltwise(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_rownorm(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_rownorm(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_attention(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_attention(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		      const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_layout(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_layout(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
-int fw_op_reduce(struct maia_tensor_engine *te, const struct maia_cmd_header *cmd,
+int fw_op_reduce(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 		   const struct maia_job_mem *mem, struct maia_op_stats *stats);
 
 static inline float fw_f32_from_bits(uint32_t u)

@@ -278,20 +278,20 @@ float trand_uniform(float lo, float hi)
 	return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
 }
 
-int trun(struct maia_tensor_engine *te, struct tmem *m, const void *cmd,
+int trun(struct fw_tensor_engine *te, struct tmem *m, const void *cmd,
 	 struct maia_op_stats *stats)
 {
 	struct maia_op_stats local;
 
 	memset(&local, 0, sizeof(local));
-	return maia_tensor_exec(te, cmd, &m->mem, stats ? stats : &local);
+	return fw_tensor_exec(te, cmd, &m->mem, stats ? stats : &local);
 }
 
-struct maia_tensor_engine *tengine(unsigned int threads)
+struct fw_tensor_engine *tengine(unsigned int threads)
 {
-	struct maia_tensor_config cfg = {
+	struct fw_tensor_config cfg = {
 		.clusters = 16, .tiles_per_cluster = 4, .sram_kib = 8192, .threads = threads,
 	};
 
-	return maia_tensor_create(&cfg);
+	return fw_tensor_create(&cfg);
 }

@@ -68,9 +68,9 @@ void trand_seed(uint64_t s);
 float trand_uniform(float lo, float hi);
 
 /* One command through the engine with a fresh stats block. */
-int trun(struct maia_tensor_engine *te, struct tmem *m, const void *cmd,
+int trun(struct fw_tensor_engine *te, struct tmem *m, const void *cmd,
 	 struct maia_op_stats *stats);
-struct maia_tensor_engine *tengine(unsigned int threads);
+struct fw_tensor_engine *tengine(unsigned int threads);
 
 static inline uint32_t f2u(float f)
 {

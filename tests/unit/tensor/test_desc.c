@@ -14,7 +14,7 @@
 #include "../../../firmware-sim/src/tensor/te.h"
 
 static struct tmem mem;
-static struct maia_tensor_engine *te;
+static struct fw_tensor_engine *te;
 
 /* COPY x -> out with the given descriptors. */
 static int copy(const struct maia_tensor_desc *x, const struct maia_tensor_desc *out)
@@ -119,7 +119,7 @@ static void test_headers(void)
 	c.scale_out = 0;
 	c.hdr.opcode = 0x2f;
 	tap_ok(trun(te, &mem, &c, NULL) == MAIA_STATUS_BAD_OPCODE, "reserved tensor opcode 0x2f: bad opcode");
-	tap_ok(!maia_tensor_handles(0x01) && !maia_tensor_handles(0x30) && maia_tensor_handles(MAIA_OP_GEMM),
+	tap_ok(!fw_tensor_handles(0x01) && !fw_tensor_handles(0x30) && fw_tensor_handles(MAIA_OP_GEMM),
 	       "handles() claims exactly the implemented tensor opcodes");
 }
 
@@ -219,7 +219,7 @@ int main(void)
 	test_fields();
 	test_headers();
 	test_storm();
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 	tmem_free(&mem);
 	return tap_done();
 }

@@ -94,7 +94,7 @@ static int abort_write(void *opaque, uint64_t va, const void *buf, size_t len)
 }
 
 struct thread_arg {
-	struct maia_tensor_engine *te;
+	struct fw_tensor_engine *te;
 	struct gemm_setup *s;
 	int ok;
 };
@@ -115,7 +115,7 @@ static void *worker(void *p)
 int main(void)
 {
 	static struct gemm_setup s[4];
-	struct maia_tensor_engine *te = tengine(0);
+	struct fw_tensor_engine *te = tengine(0);
 	struct maia_op_stats st1 = { 0 };
 	uint64_t before = 0, after = 0;
 	int st;
@@ -153,11 +153,11 @@ int main(void)
 		struct maia_op_stats os = { 0 };
 		long full;
 
-		st = maia_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
+		st = fw_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
 		full = am.calls;
 		am.budget = 10;
 		am.calls = 0;
-		st = maia_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
+		st = fw_tensor_exec(te, &s[1].cmd.hdr, &jm, &os);
 		tap_ok(st == MAIA_STATUS_ABORTED && am.calls < full / 2,
 		       "memory aborting after 10 accesses: ABORTED after %ld of %ld accesses", am.calls, full);
 	}
@@ -178,25 +178,25 @@ int main(void)
 		}
 		tap_ok(all, "4 threads x 20 GEMMs concurrently: all correct");
 	}
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 
 	{
-		struct maia_tensor_config one = { .clusters = 1, .tiles_per_cluster = 1, .sram_kib = 1024, .threads = 8 },
+		struct fw_tensor_config one = { .clusters = 1, .tiles_per_cluster = 1, .sram_kib = 1024, .threads = 8 },
 					  bad = { .clusters = 0, .tiles_per_cluster = 4, .sram_kib = 8192 };
-		struct maia_tensor_engine *t1 = maia_tensor_create(&one);
+		struct fw_tensor_engine *t1 = fw_tensor_create(&one);
 
 		tap_ok(t1 && t1->nworkers == 1, "1 tile: 8 threads requested, 1 used");
 		if (t1) {
 			memset(tmem_ptr(&s[2].mem, s[2].cmd.c.addr), 0, 4 * N * N);
 			tap_ok(trun(t1, &s[2].mem, &s[2].cmd, NULL) == MAIA_STATUS_OK && verify(&s[2]),
 			       "GEMM on a single-tile engine");
-			maia_tensor_destroy(t1);
+			fw_tensor_destroy(t1);
 		}
-		tap_ok(maia_tensor_create(&bad) == NULL, "0 clusters refused");
+		tap_ok(fw_tensor_create(&bad) == NULL, "0 clusters refused");
 		bad.clusters = 4;
 		bad.tiles_per_cluster = 0;
-		tap_ok(maia_tensor_create(&bad) == NULL, "0 tiles per cluster refused");
-		tap_ok(maia_tensor_create(NULL) == NULL, "NULL config refused");
+		tap_ok(fw_tensor_create(&bad) == NULL, "0 tiles per cluster refused");
+		tap_ok(fw_tensor_create(NULL) == NULL, "NULL config refused");
 	}
 	for (int i = 0; i < 4; i++)
 		tmem_free(&s[i].mem);

@@ -67,7 +67,7 @@ static float rnd(unsigned int dt)
 }
 
 /* Returns the worst error / bound ratio, or a negative status. */
-static double run_case(struct maia_tensor_engine *te, const struct gcase *g)
+static double run_case(struct fw_tensor_engine *te, const struct gcase *g)
 {
 	uint64_t na = (uint64_t)g->m * g->k, nb = (uint64_t)g->k * g->n, nc = (uint64_t)g->m * g->n;
 	uint64_t abatch = g->a_bcast ? 1 : g->batch;
@@ -187,7 +187,7 @@ static const char *dt_name(unsigned int dt)
 	return dt < MAIA_DTYPE_COUNT ? n[dt] : "?";
 }
 
-static void check(struct maia_tensor_engine *te, const struct gcase *g, const char *what)
+static void check(struct fw_tensor_engine *te, const struct gcase *g, const char *what)
 {
 	double r = run_case(te, g);
 
@@ -196,7 +196,7 @@ static void check(struct maia_tensor_engine *te, const struct gcase *g, const ch
 	       g->flags, g->act, r);
 }
 
-static void test_input_types(struct maia_tensor_engine *te)
+static void test_input_types(struct fw_tensor_engine *te)
 {
 	static const unsigned int types[] = {
 		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_FP16, MAIA_DTYPE_FP8_E4M3,
@@ -218,7 +218,7 @@ static void test_input_types(struct maia_tensor_engine *te)
  * 4 KiB, splitting rows and blocks) and through staging copies (no map):
  * both must be right.
  */
-static void test_read_paths(struct maia_tensor_engine *te)
+static void test_read_paths(struct fw_tensor_engine *te)
 {
 	static const unsigned int types[] = {
 		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_FP16, MAIA_DTYPE_FP8_E5M2,
@@ -242,7 +242,7 @@ static void test_read_paths(struct maia_tensor_engine *te)
 	mem.mem.map_write = map_write;
 }
 
-static void test_output_types(struct maia_tensor_engine *te)
+static void test_output_types(struct fw_tensor_engine *te)
 {
 	static const unsigned int types[] = {
 		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_FP16, MAIA_DTYPE_FP8_E4M3,
@@ -257,7 +257,7 @@ static void test_output_types(struct maia_tensor_engine *te)
 	}
 }
 
-static void test_shapes_and_epilogue(struct maia_tensor_engine *te)
+static void test_shapes_and_epilogue(struct fw_tensor_engine *te)
 {
 	static const uint32_t sz[][3] = {
 		{ 1, 1, 1 }, { 1, 17, 5 }, { 6, 16, 256 }, { 7, 15, 257 }, { 61, 33, 300 },
@@ -299,7 +299,7 @@ static void test_kernels(void)
 	const struct fw_gemm_kernel *k = fw_gemm_kernel_list(&n);
 
 	for (size_t i = 0; i < n; i++) {
-		struct maia_tensor_engine *te;
+		struct fw_tensor_engine *te;
 		struct gcase g = { MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_FP32, 2, 97, 83, 515,
 				   MAIA_GEMM_F_BIAS, MAIA_ACT_RELU, 1.0f, 0.5f, false };
 		char what[64];
@@ -312,7 +312,7 @@ static void test_kernels(void)
 		te->gemm_kernel = &k[i];
 		snprintf(what, sizeof(what), "kernel %s", k[i].name);
 		check(te, &g, what);
-		maia_tensor_destroy(te);
+		fw_tensor_destroy(te);
 		/* one thread, tall C: tasks with many A sub-blocks use B in panels */
 		te = tengine(1);
 		te->gemm_kernel = &k[i];
@@ -323,28 +323,28 @@ static void test_kernels(void)
 			snprintf(what, sizeof(what), "kernel %s, B in panels", k[i].name);
 			check(te, &tall, what);
 		}
-		maia_tensor_destroy(te);
+		fw_tensor_destroy(te);
 	}
 }
 
 /* The smallest tile SRAM the engine accepts forces the smallest blocks. */
 static void test_small_sram(void)
 {
-	struct maia_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4, .sram_kib = 1024,
+	struct fw_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4, .sram_kib = 1024,
 					  .threads = 2 };
-	struct maia_tensor_engine *small = maia_tensor_create(&cfg);
+	struct fw_tensor_engine *small = fw_tensor_create(&cfg);
 	struct gcase g = { MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_FP32, 1, 333, 544, 320,
 			   MAIA_GEMM_F_TRANS_A, 0, 1.0f, 0.0f, false };
 
 	cfg.sram_kib = 512;
-	tap_ok(maia_tensor_create(&cfg) == NULL, "tile SRAM below 256 KiB is refused");
+	tap_ok(fw_tensor_create(&cfg) == NULL, "tile SRAM below 256 KiB is refused");
 	if (!tap_ok(small != NULL, "engine with 256 KiB tiles"))
 		return;
 	check(small, &g, "256 KiB tile SRAM");
-	maia_tensor_destroy(small);
+	fw_tensor_destroy(small);
 }
 
-static void test_pointer_batch(struct maia_tensor_engine *te)
+static void test_pointer_batch(struct fw_tensor_engine *te)
 {
 	struct maia_cmd_gemm_batched cmd;
 	uint32_t m = 9, n = 20, k = 24, nbatch = 4, ash[2] = { 9, 24 }, bsh[2] = { 24, 20 };
@@ -412,7 +412,7 @@ static void test_pointer_batch(struct maia_tensor_engine *te)
 	tap_ok(st == MAIA_STATUS_BAD_CMD, "misaligned pointer array: bad command (%d)", st);
 }
 
-static void test_errors(struct maia_tensor_engine *te)
+static void test_errors(struct fw_tensor_engine *te)
 {
 	uint32_t s2[2] = { 8, 8 }, s3[2] = { 8, 9 };
 	struct maia_cmd_gemm cmd, c2;
@@ -462,7 +462,7 @@ static void test_errors(struct maia_tensor_engine *te)
 
 int main(void)
 {
-	struct maia_tensor_engine *te;
+	struct fw_tensor_engine *te;
 	struct maia_op_stats stats;
 
 	tmem_init(&mem, 64ull << 20);
@@ -501,7 +501,7 @@ int main(void)
 		       (unsigned long long)stats.flops, (unsigned long long)stats.bytes_read,
 		       (unsigned long long)stats.bytes_written, (unsigned long long)stats.busy_ns);
 	}
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 	tmem_free(&mem);
 	return tap_done();
 }

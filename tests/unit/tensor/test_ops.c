@@ -17,7 +17,7 @@
 #include "../../../firmware-sim/src/tensor/te.h"
 
 static struct tmem mem;
-static struct maia_tensor_engine *te;
+static struct fw_tensor_engine *te;
 
 #define EPS32	(1.0 / 16777216.0)	/* 2^-24 */
 
@@ -568,7 +568,7 @@ int main(void)
 	test_attention();
 	test_layout();
 	test_reduce();
-	maia_tensor_destroy(te);
+	fw_tensor_destroy(te);
 	tmem_free(&mem);
 	return tap_done();
 }
