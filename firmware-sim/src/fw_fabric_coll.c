@@ -14,12 +14,8 @@
  * broadcast's root only) and forwards what it receives as the next step.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "fw_fabric_coll.h"
 #include "maia/hw/dtype.h"
@@ -360,175 +356,6 @@ static float ld_elem(const struct fw_coll *c, const uint8_t *p, size_t i)
 	return fw_bf16_to_f32(h);
 }
 
-/*
- * The reduction of one chunk: out[i] = a[i] op b[i] (MAIA_REDOP_*) over n
- * FP32 partial results a, the left operand (from rank - 1), and n values b
- * of this rank, FP32 (b_es 4) or BF16 (b_es 2: widened to FP32 exactly, in
- * the same pass); none of them aligned (a is a frame's payload). MAX and MIN
- * return the left operand on ties and a NaN operand if there is one (the
- * left one first): they select an operand's bits and never compute, so a
- * NaN keeps its sign and payload. Elementwise, so the vector width changes
- * no bit of the result: the reduction order stays the documented one.
- */
-static uint32_t ld_u32(const uint8_t *p)
-{
-	uint32_t u;
-
-	memcpy(&u, p, 4);
-	return u;
-}
-
-static float f32_of(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-/* Element i of b as FP32 bits. */
-static uint32_t ld_b_bits(const uint8_t *b, unsigned int b_es, size_t i)
-{
-	uint16_t h;
-
-	if (b_es == 4)
-		return ld_u32(b + 4 * i);
-	memcpy(&h, b + 2 * i, 2);
-	return (uint32_t)h << 16;
-}
-
-/* a op b on bit patterns (MAX and MIN: one of the two, unchanged). */
-static uint32_t op_bits(unsigned int redop, uint32_t ua, uint32_t ub)
-{
-	float a = f32_of(ua), b = f32_of(ub), sum;
-
-	if (redop == MAIA_REDOP_SUM) {
-		sum = a + b;
-		memcpy(&ua, &sum, 4);
-		return ua;
-	}
-	if (isnan(a) || isnan(b))
-		return isnan(a) ? ua : ub;
-	if (redop == MAIA_REDOP_MAX)
-		return b > a ? ub : ua;
-	return b < a ? ub : ua;	/* MAIA_REDOP_MIN */
-}
-
-void fw_coll_reduce_scalar(unsigned int redop, unsigned int b_es, uint8_t *out,
-			   const uint8_t *a, const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint32_t r = op_bits(redop, ld_u32(a + 4 * i), ld_b_bits(b, b_es, i));
-
-		memcpy(out + 4 * i, &r, 4);
-	}
-}
-
-#if defined(__x86_64__)
-/* Eight elements of b from element i, as FP32. */
-__attribute__((target("avx2"), always_inline))
-static inline __m256 ld8_b(const uint8_t *b, unsigned int b_es, size_t i)
-{
-	__m128i h;
-
-	if (b_es == 4)
-		return _mm256_loadu_ps((const float *)(const void *)(b + 4 * i));
-	h = _mm_loadu_si128((const __m128i *)(const void *)(b + 2 * i));
-	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-__attribute__((target("avx2"), always_inline))
-static inline __m256 op8(unsigned int redop, __m256 a, __m256 b)
-{
-	__m256 m, only_b_nan;
-
-	if (redop == MAIA_REDOP_SUM)
-		return _mm256_add_ps(a, b);
-	/* b > a ? b : a (b < a for MIN), and a when either is NaN: MAXPS/MINPS return the second. */
-	m = redop == MAIA_REDOP_MAX ? _mm256_max_ps(b, a) : _mm256_min_ps(b, a);
-	/* Only b a NaN: b. */
-	only_b_nan = _mm256_andnot_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q),
-				      _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
-	return _mm256_blendv_ps(m, b, only_b_nan);
-}
-
-/* Inlined with constant redop and b_es below: one loop without branches per pair. */
-__attribute__((target("avx2"), always_inline))
-static inline void reduce_avx2(unsigned int redop, unsigned int b_es, uint8_t *out,
-			       const uint8_t *a, const uint8_t *b, size_t n)
-{
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps((float *)(void *)(out + 4 * i),
-				 op8(redop, _mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
-				     ld8_b(b, b_es, i)));
-	fw_coll_reduce_scalar(redop, b_es, out + 4 * i, a + 4 * i, b + b_es * i, n - i);
-}
-
-__attribute__((target("avx2")))
-static void reduce_avx2_any(unsigned int redop, unsigned int b_es, uint8_t *out,
-			    const uint8_t *a, const uint8_t *b, size_t n)
-{
-	switch (redop * 8 + b_es) {
-	case MAIA_REDOP_SUM * 8 + 4:
-		reduce_avx2(MAIA_REDOP_SUM, 4, out, a, b, n);
-		break;
-	case MAIA_REDOP_SUM * 8 + 2:
-		reduce_avx2(MAIA_REDOP_SUM, 2, out, a, b, n);
-		break;
-	case MAIA_REDOP_MAX * 8 + 4:
-		reduce_avx2(MAIA_REDOP_MAX, 4, out, a, b, n);
-		break;
-	case MAIA_REDOP_MAX * 8 + 2:
-		reduce_avx2(MAIA_REDOP_MAX, 2, out, a, b, n);
-		break;
-	case MAIA_REDOP_MIN * 8 + 4:
-		reduce_avx2(MAIA_REDOP_MIN, 4, out, a, b, n);
-		break;
-	default:	/* MAIA_REDOP_MIN, BF16 */
-		reduce_avx2(MAIA_REDOP_MIN, 2, out, a, b, n);
-		break;
-	}
-}
-#endif
-
-bool fw_coll_reduce_simd(unsigned int redop, unsigned int b_es, uint8_t *out,
-			 const uint8_t *a, const uint8_t *b, size_t n)
-{
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2")) {
-		reduce_avx2_any(redop, b_es, out, a, b, n);
-		return true;
-	}
-#endif
-	(void)redop;
-	(void)b_es;
-	(void)out;
-	(void)a;
-	(void)b;
-	(void)n;
-	return false;
-}
-
-/* AVX2 when the CPU has it, chosen at run time. */
-static void reduce_chunk(unsigned int redop, unsigned int b_es, uint8_t *out, const uint8_t *a,
-			 const uint8_t *b, size_t n)
-{
-	if (!fw_coll_reduce_simd(redop, b_es, out, a, b, n))
-		fw_coll_reduce_scalar(redop, b_es, out, a, b, n);
-}
-
-/* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
-static void round_bf16(uint8_t *out, const float *acc, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint16_t h = fw_f32_to_bf16(acc[i]);
-
-		memcpy(out + 2 * i, &h, 2);
-	}
-}
-
 /* Copy len bytes between two places of the job's memory, a chunk at a time. */
 static int local_copy(struct fw_coll *c, uint64_t src, uint64_t dst, uint64_t len)
 {
@@ -680,13 +507,13 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 	if (rc)
 		goto fault;
 	/* One pass, into the message that goes on (BF16's last step: acc, to round). */
-	reduce_chunk(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc, data,
+	fw_coll_reduce(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc, data,
 		     own, cnt);
 	if (s < n - 2)
 		return send_msg(c, s + 1, off, len);
 	/* Last reduce step: block rank is final (FP32: out holds it already). */
 	if (c->es != 4)
-		round_bf16(out, c->acc, cnt);
+		fw_coll_round_bf16(out, c->acc, cnt);
 	rc = mem_write(c, rx_dest(c, s, e0), out, cnt * c->es);
 	if (rc)
 		goto fault;
@@ -861,11 +688,11 @@ static int fold_gathered(struct fw_coll *c)
 		for (uint64_t i = 0; i < cnt; i++)
 			c->acc[i] = ld_elem(c, first, i);
 		for (unsigned int j = 2; j <= n; j++)
-			reduce_chunk(c->cmd.redop, c->es, (uint8_t *)c->acc, (uint8_t *)c->acc,
+			fw_coll_reduce(c->cmd.redop, c->es, (uint8_t *)c->acc, (uint8_t *)c->acc,
 				     blk + (b + j) % n * in_bytes, cnt);
 		if (c->es != 4) {
 			out = c->own;
-			round_bf16(out, c->acc, cnt);
+			fw_coll_round_bf16(out, c->acc, cnt);
 		}
 		rc = mem_write(c, c->cmd.recv_addr + e0 * c->es, out, cnt * c->es);
 		if (rc)

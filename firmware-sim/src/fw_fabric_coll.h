@@ -196,5 +196,10 @@ void fw_coll_reduce_scalar(unsigned int redop, unsigned int b_es, uint8_t *out,
 			   const uint8_t *a, const uint8_t *b, size_t n);
 bool fw_coll_reduce_simd(unsigned int redop, unsigned int b_es, uint8_t *out,
 			 const uint8_t *a, const uint8_t *b, size_t n);
+/* The one the engine uses: SIMD where the CPU has it, else plain C. */
+void fw_coll_reduce(unsigned int redop, unsigned int b_es, uint8_t *out, const uint8_t *a,
+		    const uint8_t *b, size_t n);
+/* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
+void fw_coll_round_bf16(uint8_t *out, const float *acc, size_t n);
 
 #endif /* FWSIM_FABRIC_COLL_H */
