@@ -104,6 +104,13 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 		  uint32_t len);
 /* Messages an operation may still queue on port now (0 when down or full). */
 unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port);
+/* Whether port takes an operation's message now: 0, -EAGAIN, -ENOTCONN, -EINVAL. */
+int fw_xport_can_send(struct maia_sim *sim, unsigned int port);
+/*
+ * Hands msg (from fw_link_msg_alloc(), len bytes, a header then its data)
+ * to port's link once fw_xport_can_send() said 0: the zero-copy send.
+ */
+int fw_xport_send_owned(struct maia_sim *sim, unsigned int port, void *msg, size_t len);
 
 /* The running operations (fabric thread): the first, then op->next. */
 struct fw_fop *fw_xport_active(struct maia_sim *sim);
@@ -120,7 +127,7 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			    uint32_t seq);
 
-/* Remote write and read commands (fw_fabric_xport.c): the operation to park on. */
+/* Remote write and read commands (fw_fabric_xfer.c): the operation to park on. */
 struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
 				    const struct maia_cmd_fabric_write *c);
 struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
