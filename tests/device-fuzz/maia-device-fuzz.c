@@ -4,32 +4,58 @@
  *
  * Starts qemu-system-x86_64 with the qtest accelerator and drives it through
  * the qtest protocol on QEMU's stdin/stdout (-qtest stdio), like a guest that
- * does everything wrong: it enumerates the device through 0xcf8/0xcfc,
- * programs the BARs, MSI-X and bus mastering, then issues seeded random and
- * structured sequences: raw BAR0 accesses of every size and alignment,
- * doorbells with random tails, queue set-up with rings in guest RAM, command
- * buffers with every opcode (valid and mutated), tensor descriptors with
- * mutated fields, DMA to RAM, HBM, MMIO, unmapped and wrapping addresses,
- * mailbox commands, firmware boots with valid, partial and garbage images,
- * device MMU page tables, register resets and FLR in the middle of work,
- * random config-space writes, fault injection and system reset over QMP, and
- * fabric frames: the device has two fabric ports, port 0 on a `-netdev dgram`
- * unix socket whose other end is this program, which sends it random and
- * structured frames (a fabric header with a valid CRC and random fields, so
- * the link state machine is reached, not only the parser).
+ * does everything wrong. A run has one maia device, or two or three whose
+ * fabric ports are cabled as a ring (as qemu/run-guest --fabric ring cables
+ * them: device i's port 0 to device i+1's port 1 through hubport pair i),
+ * each with its own configuration, BARs and guest RAM. It enumerates them
+ * through 0xcf8/0xcfc, programs the BARs, MSI-X and bus mastering, then
+ * issues seeded random and structured sequences, each on one device: raw
+ * BAR0 accesses of every size and alignment, doorbells with random tails,
+ * queue set-up with rings in guest RAM, command buffers with every opcode
+ * (valid and mutated), tensor descriptors with mutated fields, DMA to RAM,
+ * HBM, MMIO, another device's BARs and rings, unmapped and wrapping
+ * addresses, mailbox commands, firmware boots with valid, partial and
+ * garbage images, device MMU page tables, register resets and FLR in the
+ * middle of work, random config-space writes, fault injection, system reset
+ * and pulled cables (set_link) over QMP, and fabric frames: device 0 has one
+ * more port (port 0 when alone) on a `-netdev dgram` unix socket whose
+ * other end is this program, which sends it random and structured frames (a
+ * fabric header with a valid CRC and random fields, so the link state
+ * machine is reached, not only the parser).
+ *
+ * Collectives (MAIA_OP_COLLECTIVE, seq_coll()): every rank of a ring (all
+ * devices, two over one cable, or one) gets the same command with its own
+ * rank and ports, in a random order; all five collectives, FP32 and BF16,
+ * counts from a few elements (gather-reduce) to a few MiB, chunk sizes,
+ * buffers in guest RAM, in HBM or in a device MMU context whose pages are
+ * read-write, read-only, absent or point at no memory. One rank may be
+ * wrong (a buffer or report unmapped, read-only, not mapped or misaligned,
+ * another communicator or seq, bogus rank, nranks, root or ports, any other
+ * field), late (submitted hundreds of steps later: the device's fabric
+ * thread and workers are host threads on the host clock, so steps are real
+ * time, qtest's clock_step is not needed) or never there (its peers time
+ * out after a short timeout_ms), or a device is reset, FLRed or system-reset,
+ * or a cable pulled, while the ring runs. Completion entries and reports are
+ * read later and only counted (--stats).
  *
  * One qtest (or QMP) command is one operation. Every decision comes from the
  * seeded PRNG and never from what the device answers, so a seed replays the
- * same command sequence. QEMU's stderr goes to a file that is scanned after
- * every operation: an AddressSanitizer, LeakSanitizer or UBSan report, QEMU
+ * same command sequence (waits for a boot or for links to come up read the
+ * same registers every time; only how long they sleep depends on the
+ * answer). QEMU's stderr goes to a file that is scanned after every
+ * operation: an AddressSanitizer, LeakSanitizer or UBSan report, QEMU
  * exiting, or a reply that does not come within the timeout is a failure,
  * reported with the seed and the operation index.
  *
  * Usage: maia-device-fuzz --qemu PATH [--seed N] [--ops N] [--ops-per-run N]
  *                         [--max-seconds S] [--timeout S] [--no-qmp]
- *                         [--trace] [--keep-logs] [--quiet] [--qemu-arg ARG]...
- *                         [--lsan-suppressions FILE]
+ *                         [--trace] [--keep-logs] [--quiet] [--stats]
+ *                         [--qemu-arg ARG]... [--lsan-suppressions FILE]
  *
+ * --stats: at the end of each run, each device's fabric ports; at the end,
+ * the completions left in the rings, the device telemetry, and the
+ * collectives by mutation, timing, ranks and kind with how they ended (one
+ * summary line of the collectives is printed without it too).
  * --ops-per-run N: restart QEMU every N operations; run n uses seed + n, so a
  * failure in any run replays alone with the seed and operation count printed.
  * --qemu-arg passes an argument through, e.g. "-d guest_errors -D FILE".
@@ -66,24 +92,37 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- Guest physical layout (q35, -m 128M) ------------------------------- */
-#define RAM_SIZE	(UINT64_C(128) << 20)
-#define FW_AREA		UINT64_C(0x00100000)	/* firmware images, 1 MiB */
-#define SQ_AREA		UINT64_C(0x00200000)	/* + q * SQ_STRIDE */
+/*
+ * ---- Guest physical layout (q35, -m 256M) --------------------------------
+ * Device d (of up to MAX_DEVS) has its own 32 MiB of RAM at d * DEV_RAM_STRIDE
+ * for rings, command buffers and DMA data, 16 MiB at COLL_RAM(d) for its
+ * collectives, and its own BARs: the devices reach each other only on
+ * purpose (a DMA operand or a page pointing at another device's BAR). The
+ * 16 MiB gaps after each 32 MiB take most DMA that runs past a DATA_AREA.
+ * The macros name the current device's (D's) areas.
+ */
+#define RAM_SIZE	(UINT64_C(256) << 20)
+#define MAX_DEVS	3u
+#define DEV_RAM_STRIDE	UINT64_C(0x03000000)	/* 32 MiB used, then a gap */
+#define FW_AREA		(D->ram + UINT64_C(0x00100000))	/* firmware images, 1 MiB */
+#define SQ_AREA		(D->ram + UINT64_C(0x00200000))	/* + q * SQ_STRIDE */
 #define SQ_STRIDE	UINT64_C(0x00020000)	/* 4096 x 32-byte entries */
-#define CQ_AREA		UINT64_C(0x00400000)
+#define CQ_AREA		(D->ram + UINT64_C(0x00400000))
 #define CQ_STRIDE	UINT64_C(0x00040000)	/* 4096 x 40-byte entries */
-#define SHADOW_AREA	UINT64_C(0x00900000)	/* + q * 64 */
-#define MSI_AREA	UINT64_C(0x00980000)	/* MSI-X messages land here */
-#define CMD_AREA	UINT64_C(0x00a00000)	/* command buffers, CMD_SLOTS x CMD_SLOT */
+#define SHADOW_AREA	(D->ram + UINT64_C(0x00900000))	/* + q * 64 */
+#define MSI_AREA	(D->ram + UINT64_C(0x00980000))	/* MSI-X messages land here */
+#define CMD_AREA	(D->ram + UINT64_C(0x00a00000))	/* command buffers, CMD_SLOTS x CMD_SLOT */
 #define CMD_SLOT	UINT64_C(0x00010000)
 #define CMD_SLOTS	64u
-#define DATA_AREA	UINT64_C(0x01000000)	/* DMA source/destination, 16 MiB */
+#define DATA_AREA	(D->ram + UINT64_C(0x01000000))	/* DMA source/destination, 16 MiB */
 #define DATA_SIZE	UINT64_C(0x01000000)
+#define COLL_RAM(d)	(UINT64_C(0x09000000) + UINT64_C(0x01000000) * (d))	/* 2 MiB aligned */
 
-#define BAR0_ADDR	UINT64_C(0xe0000000)
-#define BAR4_ADDR	UINT64_C(0xe0010000)
-#define HBM_ADDR	UINT64_C(0xe4000000)	/* BAR2, hbm-size <= 64 MiB */
+#define BAR0_ADDR	(D->bar0)
+#define BAR4_ADDR	(D->bar0 + 0x10000)
+#define HBM_ADDR	(D->hbm)			/* BAR2, hbm-size <= 64 MiB */
+#define UNMAPPED_BUS	UINT64_C(0x4000000000)		/* no RAM, no device */
+#define DEV_SERIAL(d)	(UINT64_C(0x5eed00) + (d))	/* the fabric serial of device d */
 
 #define PCIE_CAP	0x80u		/* MAIA_PCIE_CAP_OFFSET in maia-pci.c */
 #define PCI_EXP_DEVCTL	8u
@@ -150,6 +189,20 @@ struct dev_cfg {
 	uint64_t hbm_size;
 };
 
+/* One maia device of the QEMU under test, as the fuzzer believes it is. */
+struct dev {
+	unsigned int index;
+	struct dev_cfg cfg;
+	uint64_t ram, bar0, hbm, serial;
+	uint32_t nports;	/* fabric ports */
+	uint32_t devfn, msix_cap, msix_table, msix_bar;
+	bool booted;
+	bool boot_failed;	/* a bad image may have failed the boot: START is then ignored */
+	bool coll_ctx;		/* COLL_ASID set up since the last reset */
+	uint32_t q_tail[MAIA_MAX_QUEUES], q_size[MAIA_MAX_QUEUES];
+	bool q_on[MAIA_MAX_QUEUES];
+};
+
 static struct {
 	const char *qemu;
 	uint64_t seed, ops_total, ops_per_run;
@@ -167,24 +220,26 @@ static struct {
 	pid_t pid;
 	int to_qemu, from_qemu, errfd, qmp;
 	char errpath[256], qmppath[108];
-	/* The fabric cable: our end (fabfd, fabpath) and QEMU's (fabqpath). */
+	/* The fabric cable to us: our end (fabfd, fabpath) and QEMU's (fabqpath). */
 	int fabfd;
 	char fabpath[108], fabqpath[108];
+	uint32_t fab_port;	/* device 0's port on that cable */
 	off_t err_off;
 	char rbuf[1 << 16];
 	size_t rlen;
-	uint64_t run_seed, run_ops, run_index;
-	struct dev_cfg cfg;
-	uint32_t devfn, msix_cap, msix_table, msix_bar;
-	bool booted;
-	uint32_t q_tail[MAIA_MAX_QUEUES], q_size[MAIA_MAX_QUEUES];
-	bool q_on[MAIA_MAX_QUEUES];
+	uint64_t run_seed, run_ops, run_index, run_steps;
+	/* The devices: 2 or 3 cabled as a ring (fabric ring of qemu/run-guest), or 1. */
+	struct dev dev[MAX_DEVS];
+	unsigned int ndev;
 	char last[16][160];	/* last commands, for the failure report */
 	unsigned int last_i;
 } s;
 
+/* The device the current step works on. */
+static struct dev *D = &s.dev[0];
+
 static uint64_t total_ops, reports;
-static uint64_t job_status[MAIA_STATUS_SEM_TIMEOUT + 2];	/* --stats */
+static uint64_t job_status[MAIA_STATUS_FABRIC_COMM_BUSY + 2];	/* --stats */
 static uint64_t telem_commands, telem_flops, telem_dma_bytes;
 static double t_start;
 
@@ -347,6 +402,9 @@ static void remember(const char *cmd)
 	s.last_i = (s.last_i + 1) % ARRAY_SIZE(s.last);
 }
 
+/* The whole reply line of the last qtest command (until the next one). */
+static const char *qt_reply;
+
 /* Sends one qtest command; returns the value of an "OK <value>" reply. */
 static uint64_t __attribute__((format(printf, 1, 2))) qt(const char *fmt, ...)
 {
@@ -373,7 +431,27 @@ static uint64_t __attribute__((format(printf, 1, 2))) qt(const char *fmt, ...)
 	if (strncmp(line, "OK", 2))
 		fail("qtest answered \"%.100s\" to \"%.100s\"", line, cmd);
 	check_stderr();
+	qt_reply = line;
 	return line[2] == ' ' ? strtoull(line + 3, NULL, 0) : 0;
+}
+
+/* Reads len bytes of guest memory (one qtest "read"). */
+static void mem_read(uint64_t addr, void *data, size_t len)
+{
+	uint8_t *p = data;
+	const char *h;
+	size_t i;
+
+	memset(data, 0, len);
+	qt("read 0x%" PRIx64 " 0x%zx", addr, len);
+	h = qt_reply + 3;
+	if (strncmp(h, "0x", 2))
+		return;
+	for (i = 0, h += 2; i < len && h[0] && h[1]; i++, h += 2) {
+		char b[3] = { h[0], h[1], 0 };
+
+		p[i] = (uint8_t)strtoul(b, NULL, 16);
+	}
 }
 
 static void mem_write(uint64_t addr, const void *data, size_t len)
@@ -460,34 +538,78 @@ static void qmp_connect(void)
 }
 
 /* ---- QEMU process -------------------------------------------------------- */
+/*
+ * The devices of a run: 1 (20%), or 2 or 3 cabled as qemu/run-guest --fabric
+ * ring cables them (device i's port 0 to device i+1's port 1 through hub i,
+ * netdevs c<i>a and c<i>b), device 0 then having a third port on our dgram
+ * socket. Each device draws its own configuration.
+ */
+static void plan_devices(char devarg[MAX_DEVS][512], char netarg[2 * MAX_DEVS + 1][400])
+{
+	static const uint32_t queues[] = { 1, 2, 4, 8, 16 };
+	static const uint32_t windows[] = { 0, 0, 0, 0, 1, 2, 4, 16, 64 };
+	unsigned int d, r = rnd(10);
+
+	s.ndev = r < 2 ? 1 : r < 6 ? 2 : 3;
+	s.fab_port = s.ndev > 1 ? 2 : 0;
+	snprintf(netarg[0], sizeof(netarg[0]),
+		 "dgram,id=fab0,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s",
+		 s.fabqpath, s.fabpath);
+	for (d = 0; d < s.ndev; d++) {
+		struct dev *v = &s.dev[d];
+		struct dev_cfg *c = &v->cfg;
+		char ports[128];
+		/* A lossy ring still runs collectives; a dead one only fails them. */
+		uint32_t ppm = chance(50) ? 0 : s.ndev == 1 ? rnd(1000001) :
+			       chance(80) ? rnd(20001) : rnd(300001);
+
+		memset(v, 0, sizeof(*v));
+		v->index = d;
+		v->ram = DEV_RAM_STRIDE * d;
+		v->bar0 = UINT64_C(0xe0000000) + UINT64_C(0x100000) * d;
+		v->hbm = UINT64_C(0xe4000000) + UINT64_C(0x4000000) * d;
+		v->serial = DEV_SERIAL(d);
+		v->devfn = (4 + d) << 3;
+		c->queues = queues[rnd(ARRAY_SIZE(queues))];
+		c->hbm_size = chance(50) ? 16ull << 20 : 64ull << 20;
+		c->clusters = chance(50) ? 1 + rnd(4) : 16;
+		c->tiles = 1 + rnd(4);
+		c->sram_kib = chance(50) ? 1024 : 8192;
+		c->workers = 1 + rnd(2);
+		if (s.ndev == 1) {
+			v->nports = 2;
+			snprintf(ports, sizeof(ports), "fabric0=fab0,fabric-ports=2");
+		} else {
+			v->nports = d ? 2 : 3;
+			snprintf(netarg[1 + 2 * d], sizeof(netarg[0]), "hubport,id=c%ua,hubid=%u", d, d);
+			snprintf(netarg[2 + 2 * d], sizeof(netarg[0]), "hubport,id=c%ub,hubid=%u", d, d);
+			snprintf(ports, sizeof(ports), "fabric0=c%ua,fabric1=c%ub%s", d,
+				 (d + s.ndev - 1) % s.ndev, d ? "" : ",fabric2=fab0");
+		}
+		snprintf(devarg[d], sizeof(devarg[0]),
+			 "maia,id=maia%u,addr=0x%x,serial=0x%" PRIx64 ",hbm-size=%" PRIu64 "M,"
+			 "queues=%u,clusters=%u,tiles-per-cluster=%u,sram-kib=%u,worker-threads=%u,"
+			 "%s,fabric-drop-ppm=%u,fabric-drop-seed=%u,fabric-window=%u",
+			 d, 4 + d, v->serial, c->hbm_size >> 20, c->queues, c->clusters, c->tiles,
+			 c->sram_kib, c->workers, ports, ppm, rnd(1000),
+			 windows[rnd(ARRAY_SIZE(windows))]);
+	}
+	D = &s.dev[0];
+}
+
 static void qemu_start(void)
 {
 	int in[2], out[2];
-	char devarg[320], qmparg[160], netarg[400];
+	char devarg[MAX_DEVS][512], qmparg[160], netarg[2 * MAX_DEVS + 1][400];
 	struct sockaddr_un fa = { .sun_family = AF_UNIX };
 	const char *tmp = getenv("TMPDIR") ?: "/tmp";
-	static const uint32_t queues[] = { 1, 2, 4, 8, 16 };
-	struct dev_cfg *c = &s.cfg;
+	unsigned int d;
 
-	c->queues = queues[rnd(ARRAY_SIZE(queues))];
-	c->hbm_size = chance(50) ? 16ull << 20 : 64ull << 20;
-	c->clusters = chance(50) ? 1 + rnd(4) : 16;
-	c->tiles = 1 + rnd(4);
-	c->sram_kib = chance(50) ? 1024 : 8192;
-	c->workers = 1 + rnd(2);
-	snprintf(devarg, sizeof(devarg),
-		 "maia,id=maia0,hbm-size=%" PRIu64 "M,queues=%u,clusters=%u,"
-		 "tiles-per-cluster=%u,sram-kib=%u,worker-threads=%u,"
-		 "fabric0=fab0,fabric-ports=2,fabric-drop-ppm=%u,fabric-drop-seed=%u",
-		 c->hbm_size >> 20, c->queues, c->clusters, c->tiles, c->sram_kib,
-		 c->workers, chance(50) ? 0 : rnd(1000001), rnd(1000));
 	snprintf(s.fabpath, sizeof(s.fabpath), "%s/maia-fuzz-fab.%d.%" PRIu64,
 		 tmp, getpid(), s.run_index);
 	snprintf(s.fabqpath, sizeof(s.fabqpath), "%s/maia-fuzz-fabq.%d.%" PRIu64,
 		 tmp, getpid(), s.run_index);
-	snprintf(netarg, sizeof(netarg),
-		 "dgram,id=fab0,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s",
-		 s.fabqpath, s.fabpath);
+	plan_devices(devarg, netarg);
 	unlink(s.fabpath);
 	unlink(s.fabqpath);
 	snprintf(fa.sun_path, sizeof(fa.sun_path), "%s", s.fabpath);
@@ -511,7 +633,7 @@ static void qemu_start(void)
 	s.rlen = 0;
 	s.pid = fork();
 	if (s.pid == 0) {
-		const char *argv[48];
+		const char *argv[64];
 		int a = 0;
 
 		dup2(in[0], 0);
@@ -526,7 +648,7 @@ static void qemu_start(void)
 		argv[a++] = "-display";
 		argv[a++] = "none";
 		argv[a++] = "-m";
-		argv[a++] = "128M";
+		argv[a++] = "256M";
 		argv[a++] = "-qtest";
 		argv[a++] = "stdio";
 		argv[a++] = "-qtest-log";	/* the default logs every command to stderr */
@@ -535,10 +657,14 @@ static void qemu_start(void)
 			argv[a++] = "-qmp";
 			argv[a++] = qmparg;
 		}
-		argv[a++] = "-netdev";
-		argv[a++] = netarg;
-		argv[a++] = "-device";
-		argv[a++] = devarg;
+		for (d = 0; d < (s.ndev > 1 ? 2 * s.ndev + 1 : 1); d++) {
+			argv[a++] = "-netdev";
+			argv[a++] = netarg[d];
+		}
+		for (d = 0; d < s.ndev; d++) {
+			argv[a++] = "-device";
+			argv[a++] = devarg[d];
+		}
 		for (unsigned int i = 0; i < opt.nextra; i++)
 			argv[a++] = opt.extra[i];
 		argv[a] = NULL;
@@ -565,9 +691,9 @@ static void qemu_start(void)
 	s.to_qemu = in[1];
 	s.from_qemu = out[0];
 	s.qmp = -1;
-	if (!opt.quiet)
+	for (d = 0; d < s.ndev && !opt.quiet; d++)
 		fprintf(stderr, "maia-device-fuzz: run %" PRIu64 " seed %" PRIu64 ": -device %s\n",
-			s.run_index, s.run_seed, devarg);
+			s.run_index, s.run_seed, devarg[d]);
 	if (opt.qmp)
 		qmp_connect();
 }
@@ -577,8 +703,12 @@ static int qemu_stop(bool force)
 {
 	int status = -1, i;
 
-	if (s.pid <= 0)
+	if (s.pid <= 0) {	/* reaped already (it died): its sockets are still there */
+		unlink(s.qmppath);
+		unlink(s.fabpath);
+		unlink(s.fabqpath);
 		return -1;
+	}
 	if (s.qmp >= 0 && !force) {
 		write_all(s.qmp, "{\"execute\":\"quit\"}\n", 19, "QMP");
 	} else {
@@ -617,7 +747,7 @@ static void qemu_kill(void)
 /* ---- PCI ---------------------------------------------------------------- */
 static uint32_t cfg_addr(uint32_t off)
 {
-	return 0x80000000u | (s.devfn << 8) | (off & 0xfc);
+	return 0x80000000u | (D->devfn << 8) | (off & 0xfc);
 }
 
 static uint32_t cfg_rd(uint32_t off, unsigned int size)
@@ -650,7 +780,7 @@ static void cfg_wr(uint32_t off, unsigned int size, uint32_t val)
 
 static void msix_entry(uint32_t v, uint64_t addr, uint32_t data, bool masked)
 {
-	uint64_t e = BAR4_ADDR + s.msix_table + 16ull * v;
+	uint64_t e = BAR4_ADDR + D->msix_table + 16ull * v;
 
 	qt("writel 0x%" PRIx64 " 0x%x", e, (uint32_t)addr);
 	qt("writel 0x%" PRIx64 " 0x%x", e + 4, (uint32_t)(addr >> 32));
@@ -661,60 +791,87 @@ static void msix_entry(uint32_t v, uint64_t addr, uint32_t data, bool masked)
 /* Programs the BARs, enables memory + bus master and MSI-X. */
 static void pci_setup(void)
 {
-	uint32_t v, nvec = MAIA_NUM_VECTORS(s.cfg.queues);
+	uint32_t v, nvec = MAIA_NUM_VECTORS(D->cfg.queues);
 
 	cfg_wr(0x10, 4, (uint32_t)BAR0_ADDR);
 	cfg_wr(0x18, 4, (uint32_t)HBM_ADDR | 0xc);
 	cfg_wr(0x1c, 4, (uint32_t)(HBM_ADDR >> 32));
 	cfg_wr(0x20, 4, (uint32_t)BAR4_ADDR);
 	cfg_wr(0x04, 2, 0x0006);	/* memory space + bus master */
-	if (!s.msix_cap)
+	if (!D->msix_cap)
 		return;
-	cfg_wr(s.msix_cap + 2, 2, 0x8000);	/* MSI-X enable, function unmasked */
+	cfg_wr(D->msix_cap + 2, 2, 0x8000);	/* MSI-X enable, function unmasked */
 	for (v = 0; v < nvec; v++)
 		msix_entry(v, MSI_AREA + 4 * v, 0x100 + v, false);
 }
 
+/* Finds every maia device on bus 0 (slots 4.., in -device order), sets each up. */
 static void pci_find(void)
 {
 	uint32_t devfn, cap, guard = 0;
+	unsigned int found = 0;
 
+	D = s.dev;
 	for (devfn = 0; devfn < 256; devfn += 8) {
-		s.devfn = devfn;
-		if (cfg_rd(0, 4) == (MAIA_PCI_VENDOR_ID | (MAIA_PCI_DEVICE_ID << 16)))
-			break;
+		D->devfn = devfn;
+		if (cfg_rd(0, 4) != (MAIA_PCI_VENDOR_ID | (MAIA_PCI_DEVICE_ID << 16)))
+			continue;
+		if (found == s.ndev || devfn != (4 + found) << 3)
+			fail("maia device at devfn 0x%x: expected %u devices at slots 4..", devfn, s.ndev);
+		found++;
 	}
-	if (devfn >= 256)
-		fail("no maia device on bus 0");
-	s.msix_cap = 0;
-	cap = cfg_rd(0x34, 1) & 0xfc;
-	while (cap && guard++ < 48) {
-		if ((cfg_rd(cap, 1)) == 0x11) {
-			s.msix_cap = cap;
-			s.msix_table = cfg_rd(cap + 4, 4);
-			s.msix_bar = s.msix_table & 7;
-			s.msix_table &= ~7u;
-			break;
+	for (D = s.dev; D < s.dev + s.ndev; D++)
+		D->devfn = (4 + D->index) << 3;
+	if (found != s.ndev)
+		fail("%u maia devices on bus 0, expected %u", found, s.ndev);
+	for (D = s.dev; D < s.dev + s.ndev; D++) {
+		D->msix_cap = 0;
+		guard = 0;
+		cap = cfg_rd(0x34, 1) & 0xfc;
+		while (cap && guard++ < 48) {
+			if ((cfg_rd(cap, 1)) == 0x11) {
+				D->msix_cap = cap;
+				D->msix_table = cfg_rd(cap + 4, 4);
+				D->msix_bar = D->msix_table & 7;
+				D->msix_table &= ~7u;
+				break;
+			}
+			cap = cfg_rd(cap + 1, 1) & 0xfc;
 		}
-		cap = cfg_rd(cap + 1, 1) & 0xfc;
+		if (!D->msix_cap || D->msix_bar != MAIA_BAR_MSIX)
+			fail("no MSI-X capability in BAR%u", MAIA_BAR_MSIX);
+		pci_setup();
 	}
-	if (!s.msix_cap || s.msix_bar != MAIA_BAR_MSIX)
-		fail("no MSI-X capability in BAR%u", MAIA_BAR_MSIX);
-	pci_setup();
+	D = s.dev;
 }
 
 /* ---- Addresses and sizes for DMA ---------------------------------------- */
 static uint64_t rnd_hbm_off(uint64_t len)
 {
-	uint64_t span = s.cfg.hbm_size > len ? s.cfg.hbm_size - len : 1;
+	uint64_t span = D->cfg.hbm_size > len ? D->cfg.hbm_size - len : 1;
 
 	return rnd64() % span & ~7ull;
+}
+
+/* Another device than D (D itself when alone). */
+static struct dev *other_dev(void)
+{
+	return &s.dev[(D->index + 1 + rnd(s.ndev > 1 ? s.ndev - 1 : 1)) % s.ndev];
 }
 
 /* A device address for len bytes: mostly valid, sometimes hostile. */
 static uint64_t rnd_addr(uint64_t len)
 {
-	switch (rnd(20)) {
+	struct dev *o;
+
+	switch (rnd(22)) {
+	case 20:	/* peer to peer: another device's HBM, or its registers */
+		o = other_dev();
+		return chance(70) ? o->hbm + (rnd64() % o->cfg.hbm_size & ~7ull) :
+		       o->bar0 + (rnd(MAIA_BAR0_SIZE) & ~3u);
+	case 21:	/* another device's rings and command buffers */
+		o = other_dev();
+		return o->ram + 0x200000 + (rnd64() % 0xe00000 & ~7ull);
 	case 0:
 		return BAR0_ADDR + (rnd(MAIA_BAR0_SIZE) & ~3u);	/* our own registers */
 	case 1:
@@ -726,7 +883,7 @@ static uint64_t rnd_addr(uint64_t len)
 	case 4:
 		return RAM_SIZE - (rnd(8192) & ~7u);		/* runs off the end of RAM */
 	case 5:
-		return MAIA_PHYS_HBM | (s.cfg.hbm_size - (rnd(8192) & ~7u));	/* off HBM */
+		return MAIA_PHYS_HBM | (D->cfg.hbm_size - (rnd(8192) & ~7u));	/* off HBM */
 	case 6:
 		return rnd_interesting();
 	case 7:
@@ -1146,6 +1303,15 @@ static void gen_cmd(struct cmdbuf *cb)
 }
 
 /* ---- Structured sequences ------------------------------------------------- */
+/* build_fw(): a record value that a firmware may refuse (the boot then fails). */
+static bool fw_risky;
+
+static uint32_t risky(uint64_t v)
+{
+	fw_risky = true;
+	return (uint32_t)v;
+}
+
 static void build_fw(uint8_t *img, size_t *len, bool mutate)
 {
 	static uint32_t crc_table[256];
@@ -1166,6 +1332,7 @@ static void build_fw(uint8_t *img, size_t *len, bool mutate)
 		}
 	}
 	memset(h, 0, sizeof(*h));
+	fw_risky = false;
 	/* TLVs: a valid set, then maybe random records. */
 #define TLV(t, l) do { struct maia_fw_tlv tl = { .type = (t), .length = (l) }; \
 	memcpy(p, &tl, sizeof(tl)); p += sizeof(tl); } while (0)
@@ -1181,25 +1348,25 @@ static void build_fw(uint8_t *img, size_t *len, bool mutate)
 	}
 	if (chance(50)) {
 		TLV(MAIA_FW_TLV_CLOCK_MHZ, 4);
-		v = chance(80) ? 500 + rnd(2000) : (uint32_t)rnd_interesting();
+		v = chance(80) ? 500 + rnd(2000) : risky(rnd_interesting());
 		memcpy(p, &v, 4);
 		p += 4;
 	}
 	if (chance(50)) {
 		TLV(MAIA_FW_TLV_TDP_W, 4);
-		v = chance(80) ? 100 + rnd(600) : (uint32_t)rnd_interesting();
+		v = chance(80) ? 100 + rnd(600) : risky(rnd_interesting());
 		memcpy(p, &v, 4);
 		p += 4;
 	}
 	if (chance(40)) {
 		TLV(MAIA_FW_TLV_SCHED_QUANTUM_US, 4);
-		v = chance(80) ? 10 + rnd(2000) : (uint32_t)rnd_interesting();
+		v = chance(80) ? 10 + rnd(2000) : risky(rnd_interesting());
 		memcpy(p, &v, 4);
 		p += 4;
 	}
 	if (chance(15)) {
 		TLV(MAIA_FW_TLV_SELFTEST_MS, 4);
-		v = chance(90) ? rnd(20) : (uint32_t)rnd_interesting();
+		v = chance(90) ? rnd(20) : risky(rnd_interesting());
 		memcpy(p, &v, 4);
 		p += 4;
 	}
@@ -1280,26 +1447,65 @@ static void seq_boot(bool valid)
 	}
 	reg_rd(MAIA_REG_BOOT_ERROR);
 	reg_rd(MAIA_REG_FW_VERSION);
-	if (valid)
-		s.booted = true;
+	/* What the device most likely did (a failed boot ignores START until a reset). */
+	if (!D->booted && (!valid || fw_risky))
+		D->boot_failed = true;
+	if (valid && !fw_risky && !D->boot_failed)
+		D->booted = true;
+}
+
+static void coll_harvest_dev(struct dev *v, int q);
+
+/* After a reset of v: no firmware, no queue, no context. */
+static void forget(struct dev *v)
+{
+	coll_harvest_dev(v, -1);	/* before a set-up clears the rings */
+	v->booted = false;
+	v->boot_failed = false;
+	v->coll_ctx = false;
+	memset(v->q_on, 0, sizeof(v->q_on));
 }
 
 static void dev_reset(void)
 {
 	reg_wr(MAIA_REG_RESET, MAIA_RESET_MAGIC);
-	s.booted = false;
-	memset(s.q_on, 0, sizeof(s.q_on));
+	forget(D);
+}
+
+static void dev_flr(void)
+{
+	coll_harvest_dev(D, -1);	/* BAR0 is off after an FLR */
+	cfg_wr(PCIE_CAP + PCI_EXP_DEVCTL, 2, PCI_EXP_DEVCTL_FLR);
+	forget(D);
+	if (chance(90))
+		pci_setup();
+}
+
+/* QMP system_reset: every device starts over (PCI config included). */
+static void system_reset(void)
+{
+	struct dev *cur = D;
+
+	qmp_cmd("{\"execute\":\"system_reset\"", "\"RESET\"");
+	for (D = s.dev; D < s.dev + s.ndev; D++) {
+		pci_setup();
+		forget(D);
+	}
+	D = cur;
 }
 
 /* Ring size as the fuzzer last set it (8 before any set-up). */
 static uint32_t qsz(uint32_t qi)
 {
-	return s.q_size[qi] ? s.q_size[qi] : 8;
+	return D->q_size[qi] ? D->q_size[qi] : 8;
 }
 
+/* Mostly not the last queue of several: collectives mostly run there (coll_queue). */
 static uint32_t rnd_queue(void)
 {
-	return chance(95) ? rnd(s.cfg.queues) : rnd(MAIA_MAX_QUEUES + 2);
+	uint32_t n = D->cfg.queues > 1 && chance(85) ? D->cfg.queues - 1 : D->cfg.queues;
+
+	return chance(95) ? rnd(n) : rnd(MAIA_MAX_QUEUES + 2);
 }
 
 static void seq_queue_setup(uint32_t q)
@@ -1309,6 +1515,7 @@ static void seq_queue_setup(uint32_t q)
 	uint64_t sq = SQ_AREA + SQ_STRIDE * (q % MAIA_MAX_QUEUES);
 	uint64_t cq = CQ_AREA + CQ_STRIDE * (q % MAIA_MAX_QUEUES);
 	uint32_t ctrl = MAIA_Q_CTRL_ENABLE | (rnd(4) << MAIA_Q_CTRL_PRIO_SHIFT);
+	bool disabled;
 
 	if (chance(10))
 		sq = rnd_addr(32ull * size);
@@ -1318,11 +1525,14 @@ static void seq_queue_setup(uint32_t q)
 		sq |= 1 + rnd(7);
 	if (chance(5))
 		ctrl = rnd64();
-	if (chance(50)) {	/* disable first: addresses are taken only while disabled */
+	disabled = chance(50);
+	if (disabled)	/* disable first: addresses are taken only while disabled */
 		reg_wr(MAIA_REG_Q(q, MAIA_Q_CTRL), 0);
-	}
-	if (chance(50) && size <= MAIA_QUEUE_MAX_ENTRIES)
+	if (chance(50) && size <= MAIA_QUEUE_MAX_ENTRIES) {
+		if (q < MAIA_MAX_QUEUES)
+			coll_harvest_dev(D, q);
 		qt("memset 0x%" PRIx64 " 0x%x 0", cq, 40u * size);
+	}
 	reg_wr(MAIA_REG_Q(q, MAIA_Q_SQ_LO), (uint32_t)sq);
 	reg_wr(MAIA_REG_Q(q, MAIA_Q_SQ_HI), (uint32_t)(sq >> 32));
 	reg_wr(MAIA_REG_Q(q, MAIA_Q_CQ_LO), (uint32_t)cq);
@@ -1340,10 +1550,11 @@ static void seq_queue_setup(uint32_t q)
 	}
 	reg_wr(MAIA_REG_Q(q, MAIA_Q_CTRL), ctrl);
 	reg_rd(MAIA_REG_Q(q, MAIA_Q_STATUS));
-	if (q < MAIA_MAX_QUEUES) {
-		s.q_on[q] = true;
-		s.q_tail[q] = 0;
-		s.q_size[q] = size && size <= MAIA_QUEUE_MAX_ENTRIES ? size : 8;
+	/* An enabled queue kept its ring, size and tail. */
+	if (q < MAIA_MAX_QUEUES && (disabled || !D->q_on[q])) {
+		D->q_on[q] = true;
+		D->q_tail[q] = 0;
+		D->q_size[q] = size && size <= MAIA_QUEUE_MAX_ENTRIES ? size : 8;
 	}
 }
 
@@ -1426,9 +1637,9 @@ static void seq_submit(void)
 	uint32_t q = rnd_queue(), njobs = 1 + rnd(4), j, slot;
 	uint64_t cbaddr = CMD_AREA + CMD_SLOT * rnd(CMD_SLOTS), cbdev;
 
-	if (!s.booted && chance(60))
+	if (!D->booted && chance(60))
 		seq_boot(true);
-	if (q >= MAIA_MAX_QUEUES || !s.q_on[q] || chance(3))
+	if (q >= MAIA_MAX_QUEUES || !D->q_on[q] || chance(3))
 		seq_queue_setup(q);
 	clean_job = chance(35);
 	cur_asid = chance(75) ? 0 : chance(90) ? 1 + rnd(3) : rnd(MAIA_MAX_ASIDS + 4);
@@ -1451,7 +1662,7 @@ static void seq_submit(void)
 		struct maia_sq_entry e = { 0 };
 		uint32_t qi = q % MAIA_MAX_QUEUES;
 
-		slot = s.q_tail[qi] % qsz(qi);
+		slot = D->q_tail[qi] % qsz(qi);
 		e.cmdbuf_addr = valid(95) ? cbdev : rnd_operand(cb.len);
 		e.cmdbuf_size = valid(90) ? cb.len : (uint32_t)rnd_interesting();
 		e.asid = cur_asid;
@@ -1459,17 +1670,930 @@ static void seq_submit(void)
 		e.job_id = rnd64();
 		e.reserved = chance(3) ? rnd64() : 0;
 		mem_write(SQ_AREA + SQ_STRIDE * qi + 32ull * slot, &e, sizeof(e));
-		s.q_tail[qi] = (s.q_tail[qi] + 1) % qsz(qi);
+		D->q_tail[qi] = (D->q_tail[qi] + 1) % qsz(qi);
 	}
 	clean_job = false;
-	ring_doorbell(q, chance(95) ? s.q_tail[q % MAIA_MAX_QUEUES] : (uint32_t)rnd_interesting());
+	ring_doorbell(q, chance(95) ? D->q_tail[q % MAIA_MAX_QUEUES] : (uint32_t)rnd_interesting());
 	/* Look at the outcome a few times (values are not used: reproducibility). */
 	for (j = rnd(4); j; j--) {
 		usleep(rnd(300));
 		qt("read 0x%" PRIx64 " 0x28", CQ_AREA + CQ_STRIDE * (q % MAIA_MAX_QUEUES) +
-		   (uint64_t)40 * ((s.q_tail[q % MAIA_MAX_QUEUES] + qsz(q % MAIA_MAX_QUEUES) - 1) %
+		   (uint64_t)40 * ((D->q_tail[q % MAIA_MAX_QUEUES] + qsz(q % MAIA_MAX_QUEUES) - 1) %
 			    qsz(q % MAIA_MAX_QUEUES)));
 		reg_rd(MAIA_REG_Q(q, chance(50) ? MAIA_Q_HEAD : MAIA_Q_COMPLETED));
+	}
+}
+
+/* ---- Collectives across the devices ---------------------------------------- */
+/*
+ * MAIA_OP_COLLECTIVE on every rank of a ring of devices of this QEMU, with
+ * seeded mutations (Documentation/hw/fabric.rst, "Collectives"). A rank's
+ * job runs in ASID 0 (buffers in guest RAM or HBM) or in the collective
+ * context COLL_ASID, whose tables (HBM at COLL_PT, one 4 KiB table per
+ * level) map, by VA:
+ *   [0, 4K)        nothing (a null pointer)
+ *   [4K, 68K)      command buffers, COLL_RAM + [0, 64K), system memory
+ *   [68K, 84K)     reports, then fences, COLL_RAM + [64K, 80K), system memory
+ *   [128K, 1M)     HBM 2M + VA, 4 KiB pages, read-write
+ *   [1M, 1.5M)     the same, read-only
+ *   [1.5M, 2M)     nothing
+ *   [2M, 6M)       COLL_RAM + [2M, 6M), 2 MiB system memory pages, read-write
+ *   [6M, 10M)      HBM [8M, 12M), 2 MiB pages, read-write
+ *   [10M, 12M)     HBM [12M, 14M), read-only
+ *   [12M, 14M)     nothing
+ *   [14M, 16M)     system memory at UNMAPPED_BUS: DMA errors
+ *   [16M, 18M)     another device's HBM BAR by bus address (peer to peer)
+ */
+#define COLL_ASID	4u
+#define COLL_PT		UINT64_C(0x20000)	/* HBM offset of L0; L1..L3 follow */
+#define MIB		(UINT64_C(1) << 20)
+#define KIB		(UINT64_C(1) << 10)
+#define COLL_CB_SLOTS	16u		/* 4 KiB command buffers at COLL_RAM */
+#define COLL_REPORTS	256u		/* 32-byte reports at COLL_RAM + 64K, fences after */
+#define COLL_LATER_MAX	32u
+#define COLL_JOBS_MAX	256u
+
+/* What is wrong with one rank (the victim) of a collective. */
+enum coll_mut {
+	CM_CLEAN, CM_RECV_UNMAPPED, CM_SEND_UNMAPPED, CM_RECV_RO, CM_RECV_ABSENT,
+	CM_SEND_ABSENT, CM_REPORT_BAD, CM_PEER_MEM, CM_BOGUS_COMM, CM_BOGUS_RANK,
+	CM_BOGUS_FIELD, CM_COUNT
+};
+static const char *const coll_mut_name[CM_COUNT] = {
+	"clean", "recv-unmapped", "send-unmapped", "recv-read-only", "recv-not-mapped",
+	"send-not-mapped", "report-bad", "peer-memory", "bogus-comm", "bogus-rank-ports",
+	"bogus-field",
+};
+
+/* When the ranks come, and what happens to the ring meanwhile. */
+enum coll_when {
+	CW_ON_TIME, CW_LATE, CW_NEVER, CW_RESET, CW_FLR, CW_SYSTEM_RESET, CW_CABLE, CW_COUNT
+};
+static const char *const coll_when_name[CW_COUNT] = {
+	"on-time", "late", "never", "reset", "flr", "system-reset", "cable-pulled",
+};
+
+/* One rank's job. */
+struct coll_rank {
+	uint8_t dev, q;
+	bool ctx;			/* in COLL_ASID, else ASID 0 */
+	bool nop, fence;		/* a NOP before, a FENCE_WRITE after */
+	uint8_t ncmd;			/* 1, or 2: seq and seq + 1 */
+	uint32_t cb_slot, report_slot;
+	uint64_t report_bus;		/* its report in our RAM, or 0 */
+	struct maia_cmd_collective k;
+};
+
+/* A job whose completion is read later (for --stats and the summary). */
+struct coll_job {
+	uint64_t at_step, job_id, cqe, report_bus;
+	uint8_t dev, q;
+};
+
+/* An action deferred to a later step: a late rank, or a cable put back. */
+struct coll_later {
+	uint64_t at_step;
+	bool link_on;
+	unsigned int cable;
+	char end;
+	struct coll_rank r;
+};
+
+static struct {
+	uint32_t comm_id[4], comm_seq[4];
+	uint32_t cb_next[MAX_DEVS], report_next[MAX_DEVS];
+	uint64_t next_job;
+	bool cable_off[MAX_DEVS];
+	struct coll_later later[COLL_LATER_MAX];
+	unsigned int nlater;
+	struct coll_job jobs[COLL_JOBS_MAX];
+	unsigned int njobs;
+} cs;
+
+/* Totals over all runs. */
+static struct {
+	uint64_t seqs, jobs, late_bad_mem, by_nranks[4], by_coll[6];
+	uint64_t by_mut[CM_COUNT], by_when[CW_COUNT];
+	uint64_t status[MAIA_STATUS_FABRIC_COMM_BUSY + 2], waiting, unseen;
+	uint64_t report_status[MAIA_STATUS_FABRIC_COMM_BUSY + 2], report_unwritten;
+	uint64_t fabric_waits, ops, bytes_sent, bytes_received, max_step;
+} cst;
+
+static void coll_reset_run(void)
+{
+	unsigned int i;
+
+	memset(&cs, 0, sizeof(cs));
+	for (i = 0; i < ARRAY_SIZE(cs.comm_id); i++)
+		cs.comm_id[i] = (uint32_t)rnd64() | 1;
+	cs.next_job = UINT64_C(0xc011) << 48;
+}
+
+/* Writes one 4 KiB page table at HBM offset off. */
+static void hbm_table(uint64_t off, const uint64_t *t)
+{
+	mem_write(HBM_ADDR + off, t, 4096);
+}
+
+/* The collective context's tables (see above), then SET_CONTEXT. */
+static void coll_ctx_setup(void)
+{
+	static uint64_t t[512];
+	const uint64_t rw = MAIA_PTE_VALID | MAIA_PTE_READ | MAIA_PTE_WRITE;
+	const uint64_t ro = MAIA_PTE_VALID | MAIA_PTE_READ;
+	uint64_t cr = COLL_RAM(D->index);
+	uint32_t arg[4] = { COLL_ASID, (uint32_t)COLL_PT, 0, 0 };
+	unsigned int i;
+
+	memset(t, 0, sizeof(t));
+	t[0] = (COLL_PT + 0x1000) | MAIA_PTE_VALID;
+	hbm_table(COLL_PT, t);
+	t[0] = (COLL_PT + 0x2000) | MAIA_PTE_VALID;
+	hbm_table(COLL_PT + 0x1000, t);
+	t[0] = (COLL_PT + 0x3000) | MAIA_PTE_VALID;
+	t[1] = (cr + 2 * MIB) | rw | MAIA_PTE_HUGE | MAIA_PTE_SYSMEM;
+	t[2] = (cr + 4 * MIB) | rw | MAIA_PTE_HUGE | MAIA_PTE_SYSMEM;
+	t[3] = (8 * MIB) | rw | MAIA_PTE_HUGE;
+	t[4] = (10 * MIB) | rw | MAIA_PTE_HUGE;
+	t[5] = (12 * MIB) | ro | MAIA_PTE_HUGE;
+	t[6] = 0;
+	t[7] = UNMAPPED_BUS | rw | MAIA_PTE_HUGE | MAIA_PTE_SYSMEM;
+	t[8] = other_dev()->hbm | rw | MAIA_PTE_HUGE | MAIA_PTE_SYSMEM;
+	if (chance(3))
+		t[rnd(9)] = rnd_interesting();
+	hbm_table(COLL_PT + 0x2000, t);
+	memset(t, 0, sizeof(t));
+	for (i = 1; i < 21; i++)	/* command buffers, then reports */
+		t[i] = (cr + (i - 1) * 0x1000) | rw | MAIA_PTE_SYSMEM;
+	for (i = 32; i < 384; i++)
+		t[i] = (2 * MIB + i * 0x1000) | (i < 256 ? rw : ro);
+	if (chance(3))
+		t[rnd(512)] = rnd_interesting();
+	hbm_table(COLL_PT + 0x3000, t);
+	if (chance(5))
+		arg[1] = (uint32_t)rnd_interesting();
+	mbox(MAIA_MBOX_SET_CONTEXT, arg, 10);
+	D->coll_ctx = true;
+}
+
+/*
+ * A queue set up afresh for a rank: random doorbells leave most queues in
+ * an error state or far behind stale entries; a job parked on it is dropped.
+ */
+static void coll_queue(uint32_t q)
+{
+	uint64_t sq = SQ_AREA + SQ_STRIDE * q, cq = CQ_AREA + CQ_STRIDE * q;
+	uint32_t size = 1u << (chance(80) ? 5 + rnd(3) : 1 + rnd(4));	/* small ones wrap */
+
+	coll_harvest_dev(D, q);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_CTRL), 0);
+	qt("memset 0x%" PRIx64 " 0x%x 0", cq, 40u * size);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_SQ_LO), (uint32_t)sq);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_SQ_HI), (uint32_t)(sq >> 32));
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_CQ_LO), (uint32_t)cq);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_CQ_HI), (uint32_t)(cq >> 32));
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_SIZE), size);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_SHADOW_LO), 0);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_SHADOW_HI), 0);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_ASID), 0);
+	reg_wr(MAIA_REG_Q(q, MAIA_Q_CTRL), MAIA_Q_CTRL_ENABLE | rnd(3) << MAIA_Q_CTRL_PRIO_SHIFT);
+	D->q_on[q] = true;
+	D->q_tail[q] = 0;
+	D->q_size[q] = size;
+}
+
+/*
+ * A boot that works (seq_boot() draws record values a firmware may refuse),
+ * after a reset if a boot may have failed, then a wait for READY: a
+ * doorbell before it is ignored. The same reads every time (a seed replays
+ * the same commands); only the sleeps depend on the answers.
+ */
+static void coll_boot(void)
+{
+	static uint8_t img[4096];
+	const size_t opcodes_at = sizeof(struct maia_fw_header) + 16;	/* after NAME */
+	size_t len;
+	unsigned int i;
+	uint64_t ops;
+
+	if (D->boot_failed || chance(10))
+		dev_reset();
+	do {	/* refusable values, or no collectives: draw again */
+		build_fw(img, &len, false);
+		memcpy(&ops, img + opcodes_at, 8);
+	} while (fw_risky || !(ops >> MAIA_OP_COLLECTIVE & 1));
+	mem_write(FW_AREA, img, len);
+	reg_wr(MAIA_REG_BOOT_ADDR_LO, (uint32_t)FW_AREA);
+	reg_wr(MAIA_REG_BOOT_ADDR_HI, (uint32_t)(FW_AREA >> 32));
+	reg_wr(MAIA_REG_BOOT_SIZE, len);
+	reg_wr(MAIA_REG_BOOT_CTRL, MAIA_BOOT_CTRL_START);
+	for (i = 0; i < 4; i++)
+		if (reg_rd(MAIA_REG_BOOT_STATUS) != MAIA_BOOT_STATUS_READY)
+			usleep(3000);
+	D->booted = true;
+}
+
+/* Firmware, the queue and (for a context job) the context, mostly. */
+static void coll_prepare(const struct coll_rank *r)
+{
+	D = &s.dev[r->dev];
+	if (!D->booted && chance(90))
+		coll_boot();
+	if (!D->q_on[r->q] || chance(8))
+		coll_queue(r->q);
+	if (r->ctx && (!D->coll_ctx ? chance(95) : chance(3)))
+		coll_ctx_setup();
+}
+
+/* Element size on the wire's buffers, and the buffers' sizes in bytes. */
+static void coll_bytes(const struct maia_cmd_collective *k, uint64_t *sb, uint64_t *rb)
+{
+	uint64_t es = k->dtype == MAIA_DTYPE_BF16 ? 2 : 4, n = k->nranks ? k->nranks : 1;
+
+	*sb = *rb = k->count * es;
+	if (k->coll == MAIA_COLL_REDUCE_SCATTER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*sb *= n;
+	if (k->coll == MAIA_COLL_ALL_GATHER || k->coll == MAIA_COLL_ALL_TO_ALL)
+		*rb *= n;
+}
+
+/* A random start for len bytes in [lo, hi) (len must fit), 64-byte aligned or not. */
+static uint64_t coll_at(uint64_t lo, uint64_t hi, uint64_t len)
+{
+	uint64_t span = hi - lo > len ? hi - lo - len : 0;
+	uint64_t off = span ? rnd64() % (span + 1) : 0;
+
+	off &= chance(90) ? ~UINT64_C(63) : ~UINT64_C(1);
+	return lo + off;
+}
+
+/*
+ * A good place for len bytes: half 0 or 1 of a region of the rank's address
+ * space, so that send and receive buffers do not overlap.
+ */
+static uint64_t coll_good(const struct coll_rank *r, uint64_t len, unsigned int half)
+{
+	uint64_t lo, hi, mid;
+	struct dev *v = &s.dev[r->dev];
+
+	if (r->ctx) {
+		static const uint64_t reg[3][2] = {
+			{ 128 * KIB, 1 * MIB }, { 2 * MIB, 6 * MIB }, { 6 * MIB, 10 * MIB },
+		};
+		unsigned int i = rnd(3);
+
+		if ((reg[i][1] - reg[i][0]) / 2 < len)
+			i = 1 + rnd(2);	/* 2 MiB halves: ctx buffers are at most 2 MiB */
+		lo = reg[i][0];
+		hi = reg[i][1];
+	} else if (chance(60) || v->cfg.hbm_size - 4 * MIB < 2 * len) {
+		lo = COLL_RAM(r->dev) + 2 * MIB;
+		hi = COLL_RAM(r->dev) + 16 * MIB;
+	} else {
+		lo = MAIA_PHYS_HBM | 4 * MIB;
+		hi = MAIA_PHYS_HBM | v->cfg.hbm_size;
+	}
+	mid = lo + (hi - lo) / 2;
+	return half ? coll_at(mid, hi, len) : coll_at(lo, mid, len);
+}
+
+/* A place for len bytes that fails as mutation m says (part of it may be fine). */
+static uint64_t coll_bad(const struct coll_rank *r, uint64_t len, enum coll_mut m)
+{
+	uint64_t part = len ? rnd64() % len : 0;	/* the good bytes before the bad ones */
+
+	switch (m) {
+	case CM_RECV_UNMAPPED:
+	case CM_SEND_UNMAPPED:
+		if (r->ctx)
+			return coll_at(14 * MIB, 16 * MIB, 0);
+		switch (rnd(3)) {
+		case 0:
+			return UNMAPPED_BUS + (rnd64() % (1ull << 30) & ~63ull);
+		case 1:
+			return RAM_SIZE - (part & ~7ull);		/* off the end of RAM */
+		default:
+			return MAIA_PHYS_HBM | (s.dev[r->dev].cfg.hbm_size - (part & ~7ull));
+		}
+	case CM_RECV_RO:
+		if (chance(50))
+			return 1 * MIB - (part < 896 * KIB ? part & ~63ull : 0);	/* RW into RO */
+		return chance(50) ? coll_at(1 * MIB, 1536 * KIB, 0) : coll_at(10 * MIB, 12 * MIB, 0);
+	case CM_PEER_MEM:
+		if (r->ctx)
+			return coll_at(16 * MIB, 18 * MIB, 0);
+		return other_dev()->hbm + (rnd64() % (8 * MIB) & ~63ull);
+	default:	/* not mapped */
+		switch (rnd(5)) {
+		case 0:
+			return 0;
+		case 1:
+			return 1536 * KIB - (part < 512 * KIB ? part & ~63ull : 0);	/* RO into nothing */
+		case 2:
+			return coll_at(12 * MIB, 14 * MIB, 0);
+		case 3:
+			return (1ull << 40) + (rnd64() % MIB & ~63ull);
+		default:
+			return coll_at(1536 * KIB, 2 * MIB, 0);
+		}
+	}
+}
+
+/* A report place: its VA or bus address, and where we can read it back. */
+static uint64_t coll_report(struct coll_rank *r, bool bad)
+{
+	uint64_t bus;
+
+	r->report_slot = cs.report_next[r->dev]++ % COLL_REPORTS;
+	bus = COLL_RAM(r->dev) + 64 * KIB + 32 * r->report_slot;
+	r->report_bus = 0;
+	if (!bad) {
+		if (chance(15))
+			return 0;	/* no report */
+		r->report_bus = bus;
+		return r->ctx ? 68 * KIB + 32 * r->report_slot : bus;
+	}
+	switch (rnd(7)) {
+	case 0:
+		return (r->ctx ? 68 * KIB + 32 * r->report_slot : bus) + 1 + rnd(7);	/* misaligned */
+	case 1:
+		return ~0ull - 8 * rnd(4);	/* wraps */
+	case 2:
+		return r->ctx ? coll_at(14 * MIB, 16 * MIB, 0) : UNMAPPED_BUS + 8 * rnd(1000);
+	case 3:
+		return r->ctx ? coll_at(10 * MIB, 12 * MIB, 0) & ~7ull : RAM_SIZE - 8 * rnd(4);
+	case 4:
+		return r->ctx ? coll_at(12 * MIB, 14 * MIB, 0) & ~7ull : 0xfee00000ull;
+	case 5:
+		return other_dev()->bar0 + 8 * rnd(MAIA_BAR0_SIZE / 8);	/* registers */
+	default:
+		return MAIA_PHYS_HBM | (s.dev[r->dev].cfg.hbm_size - 8 * rnd(4));
+	}
+}
+
+static void coll_bogus_rank(struct maia_cmd_collective *k, unsigned int nports)
+{
+	switch (rnd(7)) {
+	case 0:
+		if (k->nranks > 1)	/* another rank's number: two of one, none of another */
+			k->rank = (k->rank + 1 + rnd(k->nranks - 1)) % k->nranks;
+		else
+			k->rank = 1;
+		break;
+	case 1:
+		k->rank = k->nranks + rnd(3);
+		break;
+	case 2:
+		k->nranks = k->nranks > 1 && chance(50) ? k->nranks - 1 : k->nranks + 1;
+		break;
+	case 3: {
+		uint8_t p = k->send_port;
+
+		k->send_port = k->recv_port;
+		k->recv_port = p;
+		break;
+	}
+	case 4:
+		if (chance(50))
+			k->send_port = rnd(nports + 2);
+		else
+			k->recv_port = rnd(nports + 2);
+		break;
+	case 5:
+		k->nranks = chance(50) ? 0 : (uint16_t)(MAIA_COLL_MAX_RANKS + rnd(0x10000 - MAIA_COLL_MAX_RANKS));
+		break;
+	default:
+		k->root = rnd(k->nranks + 2);
+	}
+}
+
+static void coll_bogus_field(struct maia_cmd_collective *k)
+{
+	switch (rnd(11)) {
+	case 0:
+		k->coll = chance(70) ? 1u + (k->coll % 5u) : rnd(256);
+		break;
+	case 1:
+		k->dtype = chance(50) ? (k->dtype == MAIA_DTYPE_FP32 ? MAIA_DTYPE_BF16 : MAIA_DTYPE_FP32) :
+			   rnd(MAIA_DTYPE_COUNT + 2);
+		break;
+	case 2:
+		k->redop = chance(50) ? (k->redop + 1u) % 3u : 3 + rnd(253);
+		break;
+	case 3:
+		k->algo = rnd(chance(80) ? 3 : 256);
+		break;
+	case 4:
+		k->count = chance(60) ? k->count + 1 + rnd(64) : rnd_interesting();
+		break;
+	case 5:
+		k->chunk_bytes = chance(50) ? 4 * (1 + rnd(MAIA_FABRIC_MSG_MAX_DATA / 4)) :
+				 (uint32_t)rnd_interesting() | (chance(50) ? 1 : 0);
+		break;
+	case 6:
+		k->hdr.flags = 1 + rnd(0xffff);
+		break;
+	case 7:
+		k->reserved1 = 1 + rnd(0xffff);
+		break;
+	case 8:
+		k->hdr.size = chance(50) ? sizeof(*k) - 8 : sizeof(*k) + 8;
+		break;
+	case 9:
+		k->timeout_ms = chance(50) ? 1 : (uint32_t)rnd_interesting() % 3000;
+		break;
+	default:
+		k->send_addr = k->recv_addr;	/* in place where it is not allowed */
+	}
+}
+
+/* Reads a rank job's completion entry and report later, for the counts. */
+static void coll_harvest(const struct coll_job *j)
+{
+	struct maia_coll_report rep;
+	uint64_t fs, id;
+	uint32_t st;
+
+	D = &s.dev[j->dev];
+	fs = qt("readq 0x%" PRIx64, j->cqe + 8);
+	id = qt("readq 0x%" PRIx64, j->cqe);
+	/* Still parked on the fabric, or gone (ring reused, reset)? */
+	st = reg_rd(MAIA_REG_Q(j->q, MAIA_Q_STATUS));
+	if (id == j->job_id && (fs >> 32) & MAIA_CQE_VALID)
+		cst.status[(uint32_t)fs <= MAIA_STATUS_FABRIC_COMM_BUSY ? (uint32_t)fs :
+			   MAIA_STATUS_FABRIC_COMM_BUSY + 1]++;
+	else if (st & MAIA_Q_STATUS_FABRIC_WAIT)
+		cst.waiting++;
+	else
+		cst.unseen++;
+	if (!j->report_bus)
+		return;
+	mem_read(j->report_bus, &rep, sizeof(rep));
+	st = rep.status;
+	if (st == UINT32_MAX) {
+		cst.report_unwritten++;
+		return;
+	}
+	cst.report_status[st <= MAIA_STATUS_FABRIC_COMM_BUSY ? st :
+			  MAIA_STATUS_FABRIC_COMM_BUSY + 1]++;
+	if (st <= MAIA_STATUS_FABRIC_COMM_BUSY) {
+		cst.bytes_sent += rep.bytes_sent;
+		cst.bytes_received += rep.bytes_received;
+		if (rep.step > cst.max_step)
+			cst.max_step = rep.step;
+	}
+}
+
+/* Reads v's jobs (on queue q, or all) now, before their rings are cleared. */
+static void coll_harvest_dev(struct dev *v, int q)
+{
+	struct dev *cur = D;
+	unsigned int i = 0;
+
+	while (i < cs.njobs) {
+		if (cs.jobs[i].dev != v->index || (q >= 0 && cs.jobs[i].q != q)) {
+			i++;
+			continue;
+		}
+		coll_harvest(&cs.jobs[i]);
+		cs.jobs[i] = cs.jobs[--cs.njobs];
+	}
+	D = cur;
+}
+
+static void coll_harvest_due(bool all)
+{
+	unsigned int i = 0;
+
+	while (i < cs.njobs) {
+		if (!all && cs.jobs[i].at_step > s.run_steps) {
+			i++;
+			continue;
+		}
+		coll_harvest(&cs.jobs[i]);
+		cs.jobs[i] = cs.jobs[--cs.njobs];
+	}
+}
+
+/* Writes a rank's command buffer and queue entry, and rings the doorbell. */
+static void coll_submit(struct coll_rank *r, bool prepare)
+{
+	uint8_t cb[4 * sizeof(struct maia_cmd_collective)];
+	struct maia_sq_entry e = { 0 };
+	uint64_t cbbus, cbva;
+	size_t len = 0;
+	uint32_t q = r->q, slot, i;
+
+	if (prepare)
+		coll_prepare(r);
+	D = &s.dev[r->dev];
+	if (r->nop) {
+		struct maia_cmd_nop c = { .hdr = { .opcode = MAIA_OP_NOP, .size = sizeof(c) } };
+
+		memcpy(cb + len, &c, sizeof(c));
+		len += sizeof(c);
+	}
+	for (i = 0; i < r->ncmd; i++) {
+		struct maia_cmd_collective k = r->k;
+
+		k.seq += i;	/* the second's report overwrites the first's */
+		memcpy(cb + len, &k, sizeof(k));
+		len += sizeof(k);
+	}
+	if (r->fence) {
+		struct maia_cmd_fence_write c = {
+			.hdr = { .opcode = MAIA_OP_FENCE_WRITE, .size = sizeof(c) },
+			.addr = (r->ctx ? 68 * KIB : COLL_RAM(r->dev) + 64 * KIB) + 8 * KIB +
+				32 * r->report_slot,
+			.value = rnd64(),
+		};
+
+		memcpy(cb + len, &c, sizeof(c));
+		len += sizeof(c);
+	}
+	if (r->report_bus)
+		qt("memset 0x%" PRIx64 " 0x20 0xff", r->report_bus);
+	r->cb_slot = cs.cb_next[r->dev]++ % COLL_CB_SLOTS;
+	cbbus = COLL_RAM(r->dev) + 0x1000 * r->cb_slot;
+	cbva = r->ctx ? 0x1000 * (1 + r->cb_slot) : cbbus;
+	mem_write(cbbus, cb, len);
+	slot = D->q_tail[q] % qsz(q);
+	e.cmdbuf_addr = cbva;
+	e.cmdbuf_size = len;
+	e.asid = r->ctx ? COLL_ASID : 0;
+	e.job_id = cs.next_job++;
+	mem_write(SQ_AREA + SQ_STRIDE * q + 32ull * slot, &e, sizeof(e));
+	D->q_tail[q] = (D->q_tail[q] + 1) % qsz(q);
+	qt("writel 0x%" PRIx64 " 0x%x", SHADOW_AREA + 64 * q, D->q_tail[q]);
+	reg_wr(MAIA_REG_DOORBELL(q), D->q_tail[q]);
+	cst.jobs++;
+	if (cs.njobs == COLL_JOBS_MAX) {
+		coll_harvest(&cs.jobs[0]);
+		cs.jobs[0] = cs.jobs[--cs.njobs];
+		D = &s.dev[r->dev];
+	}
+	cs.jobs[cs.njobs++] = (struct coll_job){
+		.at_step = s.run_steps + 30 + rnd(600), .job_id = e.job_id,
+		.cqe = CQ_AREA + CQ_STRIDE * q + 40ull * slot, .report_bus = r->report_bus,
+		.dev = r->dev, .q = q,
+	};
+}
+
+/* QMP set_link on one end of cable i (device i's port 0 to device i+1's port 1). */
+static void set_link(unsigned int i, char end, bool up)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"set_link\",\"arguments\":"
+		 "{\"name\":\"c%u%c\",\"up\":%s}", i, end, up ? "true" : "false");
+	qmp_cmd(cmd, NULL);
+}
+
+static struct coll_later *later_slot(uint64_t steps)
+{
+	struct coll_later *l;
+
+	if (cs.nlater == COLL_LATER_MAX)
+		return NULL;
+	l = &cs.later[cs.nlater++];
+	memset(l, 0, sizeof(*l));
+	l->at_step = s.run_steps + steps;
+	return l;
+}
+
+/* Pulls cable i out (one end) for the next `steps` steps. */
+static void cable(unsigned int i, uint64_t steps)
+{
+	struct coll_later *l;
+	char end = chance(50) ? 'a' : 'b';
+
+	if (s.qmp < 0 || s.ndev < 2 || cs.cable_off[i] || !(l = later_slot(steps)))
+		return;
+	set_link(i, end, false);
+	cs.cable_off[i] = true;
+	l->link_on = true;
+	l->cable = i;
+	l->end = end;
+}
+
+/* Runs what is due: late ranks, cables put back. */
+static void coll_run_later(void)
+{
+	unsigned int i = 0;
+
+	while (i < cs.nlater) {
+		struct coll_later l = cs.later[i];
+
+		if (l.at_step > s.run_steps) {
+			i++;
+			continue;
+		}
+		cs.later[i] = cs.later[--cs.nlater];
+		if (l.link_on) {
+			set_link(l.cable, l.end, true);
+			cs.cable_off[l.cable] = false;
+		} else {
+			coll_submit(&l.r, true);
+		}
+	}
+}
+
+/* Counts so that a buffer stays within a few MiB; tiny ones take gather-reduce. */
+static uint64_t coll_count(unsigned int mult, unsigned int es)
+{
+	uint64_t c, max = 4 * MIB / es / mult;
+	uint32_t r = rnd(100);
+
+	if (r < 4)
+		c = 0;
+	else if (r < 35)
+		c = 1 + rnd(64);
+	else if (r < 65)
+		c = 1 + rnd(16384);
+	else if (r < 95)
+		c = 1 + rnd(262144);
+	else
+		c = 1 + rnd(1u << 20);
+	return c > max ? max : c;
+}
+
+/*
+ * One collective: the ring (all devices, two ranks over one cable, or one
+ * rank), its command, the ranks' buffers, one mutation on one rank (the
+ * victim), then the submissions in a random order, with the victim late,
+ * missing, or a reset or pulled cable while the ring runs.
+ */
+static void seq_coll(void)
+{
+	struct coll_rank rk[MAX_DEVS];
+	struct maia_cmd_collective k = { 0 };
+	enum coll_mut mut = CM_CLEAN;
+	enum coll_when when = CW_ON_TIME;
+	unsigned int n, first, i, victim, order[MAX_DEVS], cables = 0, ci, ncmd;
+	uint64_t sb, rb;
+	bool two = false;
+	uint32_t r;
+
+	/* The ring. */
+	r = rnd(100);
+	if (s.ndev == 1)
+		n = r < 70 ? 1 : 2;	/* two ranks, the second never there */
+	else if (r < 15)
+		n = 1;
+	else if (r < 55 || s.ndev == 2)
+		n = s.ndev;
+	else
+		n = 2, two = true;	/* two ranks over one cable of the ring */
+	if (s.ndev == 2 && n == 2 && chance(40))
+		two = true;
+	first = rnd(s.ndev);
+	k.hdr.opcode = MAIA_OP_COLLECTIVE;
+	k.hdr.size = sizeof(k);
+	k.coll = 1 + rnd(5);
+	k.redop = rnd(3);
+	k.dtype = chance(70) ? MAIA_DTYPE_FP32 : MAIA_DTYPE_BF16;
+	r = rnd(100);
+	k.algo = r < 60 ? MAIA_COLL_ALGO_AUTO : r < 85 ? MAIA_COLL_ALGO_RING :
+		 MAIA_COLL_ALGO_GATHER_REDUCE;
+	k.nranks = n;
+	k.root = rnd(n);
+	ci = rnd(ARRAY_SIZE(cs.comm_id));
+	k.comm_id = chance(90) ? cs.comm_id[ci] : (uint32_t)rnd64();
+	if (chance(10) && cs.comm_seq[ci])
+		cs.comm_seq[ci]--;	/* a seq again */
+	else if (chance(5))
+		cs.comm_seq[ci] += 1 + rnd(4);
+	k.seq = cs.comm_seq[ci];
+	k.count = coll_count(k.coll == MAIA_COLL_ALL_REDUCE || k.coll == MAIA_COLL_BROADCAST ? 1 : n,
+			     k.dtype == MAIA_DTYPE_BF16 ? 2 : 4);
+	/* Gather-reduce asked for where it does not apply: BAD_CMD on every rank, now and then. */
+	if (k.algo == MAIA_COLL_ALGO_GATHER_REDUCE && chance(90) &&
+	    (k.coll != MAIA_COLL_ALL_REDUCE || !maia_coll_gather_reduce_fits(k.count, n)))
+		k.algo = MAIA_COLL_ALGO_AUTO;
+	coll_bytes(&k, &sb, &rb);
+	ncmd = chance(10) ? 2 : 1;
+	if (chance(40)) {
+		k.chunk_bytes = 0;
+	} else {
+		static const uint32_t chunks[] = { 4, 64, 1024, 4096, 8192, 32768, 61440 };
+		uint64_t least = (sb > rb ? sb : rb) / 1024;	/* at most ~1024 chunks a step */
+
+		k.chunk_bytes = chance(50) ? chunks[rnd(ARRAY_SIZE(chunks))] :
+				4 * (1 + rnd(MAIA_FABRIC_MSG_MAX_DATA / 4));
+		if (k.chunk_bytes < least)
+			k.chunk_bytes = least > MAIA_FABRIC_MSG_MAX_DATA - 4 ? MAIA_FABRIC_MSG_MAX_DATA :
+					(uint32_t)(least + 4) & ~3u;
+	}
+	r = rnd(100);
+	k.timeout_ms = r < 60 ? 20 + rnd(400) : r < 75 ? 0 : 1 + rnd(20);
+
+	/* What goes wrong. */
+	if (chance(40)) {
+		mut = CM_CLEAN;
+	} else {
+		mut = 1 + rnd(CM_COUNT - 1);
+	}
+	r = rnd(100);
+	if (n == 1)
+		when = r < 85 ? CW_ON_TIME : CW_RESET + rnd(3);
+	else if (s.ndev == 1)
+		when = CW_NEVER;
+	else if (r < 50)
+		when = CW_ON_TIME;
+	else if (r < 68)
+		when = CW_LATE;
+	else if (r < 76)
+		when = CW_NEVER;
+	else if (r < 84)
+		when = CW_RESET;
+	else if (r < 90)
+		when = CW_FLR;
+	else if (r < 93)
+		when = CW_SYSTEM_RESET;
+	else
+		when = CW_CABLE;
+	if ((when == CW_SYSTEM_RESET || when == CW_CABLE) && s.qmp < 0)
+		when = CW_RESET;
+	victim = rnd(n);
+	if (when == CW_LATE && chance(40))	/* a late rank with bad memory: the crash of a55a249 */
+		mut = (enum coll_mut[]){ CM_RECV_UNMAPPED, CM_RECV_RO, CM_RECV_ABSENT,
+					 CM_REPORT_BAD }[rnd(4)];
+	/* Read-only and unmapped pages are the context's; its buffers are <= 2 MiB. */
+	if ((mut == CM_RECV_RO || mut == CM_RECV_ABSENT || mut == CM_SEND_ABSENT) &&
+	    (sb > 2 * MIB || rb > 2 * MIB))
+		mut = CM_RECV_UNMAPPED;
+	if (when == CW_LATE)
+		k.timeout_ms = chance(50) ? 0 : 200 + rnd(2000);
+	else if (when == CW_NEVER)
+		k.timeout_ms = 5 + rnd(150);
+
+	/* The ranks: rank i on device first + i, ports as cabled. */
+	for (i = 0; i < n; i++) {
+		struct coll_rank *p = &rk[i];
+		struct dev *v;
+
+		memset(p, 0, sizeof(*p));
+		p->dev = (first + i) % s.ndev;
+		v = &s.dev[p->dev];
+		p->q = v->cfg.queues > 1 && chance(80) ? v->cfg.queues - 1 : rnd(v->cfg.queues);
+		p->ctx = chance(35) && sb <= 2 * MIB && rb <= 2 * MIB;
+		p->nop = chance(10);
+		p->fence = chance(15);
+		p->ncmd = ncmd;
+		p->k = k;
+		p->k.rank = i;
+		if (s.ndev == 1) {
+			p->k.send_port = rnd(2);
+			p->k.recv_port = rnd(2);
+		} else if (two || n == 1) {
+			p->k.send_port = p->k.recv_port = i;	/* device first's port 0 to first+1's port 1 */
+		} else {
+			p->k.send_port = 0;
+			p->k.recv_port = 1;
+		}
+		if (i == victim && (mut == CM_RECV_RO || mut == CM_RECV_ABSENT || mut == CM_SEND_ABSENT))
+			p->ctx = true;
+		p->k.send_addr = coll_good(p, sb, 0);
+		p->k.recv_addr = coll_good(p, rb, 1);
+		if ((k.coll == MAIA_COLL_ALL_REDUCE || k.coll == MAIA_COLL_BROADCAST) && chance(15))
+			p->k.recv_addr = p->k.send_addr;	/* in place */
+		p->k.report_addr = coll_report(p, i == victim && mut == CM_REPORT_BAD);
+		if (!p->ctx && !(p->k.send_addr & MAIA_PHYS_HBM) && sb && chance(20))
+			qt("memset 0x%" PRIx64 " 0x%" PRIx64 " 0x%x", (uint64_t)p->k.send_addr,
+			   sb < 64 * KIB ? sb : 64 * KIB, rnd(256));	/* NaNs, infinities, zeros */
+	}
+	if (two)
+		cables = 1u << first;
+	else if (n > 1 && s.ndev > 1)
+		cables = (1u << s.ndev) - 1;
+
+	/* The victim's mutation. */
+	switch (mut) {
+	case CM_RECV_UNMAPPED:
+	case CM_RECV_RO:
+	case CM_RECV_ABSENT:
+		rk[victim].k.recv_addr = coll_bad(&rk[victim], rb, mut);
+		break;
+	case CM_SEND_UNMAPPED:
+	case CM_SEND_ABSENT:
+		rk[victim].k.send_addr = coll_bad(&rk[victim], sb, mut);
+		break;
+	case CM_PEER_MEM:
+		if (chance(50))
+			rk[victim].k.recv_addr = coll_bad(&rk[victim], rb, mut);
+		else
+			rk[victim].k.send_addr = coll_bad(&rk[victim], sb, mut);
+		break;
+	case CM_BOGUS_COMM:
+		if (chance(50))
+			rk[victim].k.comm_id = chance(50) ? cs.comm_id[rnd(4)] : (uint32_t)rnd64();
+		else
+			rk[victim].k.seq += chance(50) ? 1 : -1;
+		break;
+	case CM_BOGUS_RANK:
+		coll_bogus_rank(&rk[victim].k, s.dev[rk[victim].dev].nports);
+		break;
+	case CM_BOGUS_FIELD:
+		coll_bogus_field(&rk[victim].k);
+		break;
+	default:
+		break;
+	}
+	cst.seqs++;
+	cst.by_mut[mut]++;
+	cst.by_when[when]++;
+	cst.by_nranks[n]++;
+	cst.by_coll[k.coll]++;
+	if (when == CW_LATE && (mut == CM_RECV_UNMAPPED || mut == CM_RECV_RO ||
+				mut == CM_RECV_ABSENT || mut == CM_REPORT_BAD))
+		cst.late_bad_mem++;
+	for (i = 0; i < ARRAY_SIZE(cs.comm_seq); i++)
+		if (cs.comm_id[i] == k.comm_id)
+			cs.comm_seq[i] += ncmd;
+
+	/* Firmware, queues, contexts first, so that the ranks start close together. */
+	for (i = 0; i < n; i++)
+		if (!(i == victim && (when == CW_LATE || when == CW_NEVER)))
+			coll_prepare(&rk[i]);
+	/*
+	 * A reset takes a device's links down for a HELLO or two: mostly let
+	 * the links come up. The same reads every time (a seed replays the
+	 * same commands); only the sleeps depend on what they say.
+	 */
+	if (n > 1 && s.ndev > 1 && chance(80)) {
+		unsigned int round;
+
+		for (round = 0; round < 3; round++) {
+			bool down = false;
+
+			for (i = 0; i < n; i++) {
+				D = &s.dev[rk[i].dev];
+				down |= !(reg_rd(MAIA_REG_FPORT(rk[i].k.send_port, MAIA_FPORT_STATE)) &
+					  MAIA_FPORT_STATE_UP);
+			}
+			if (down)
+				usleep(6000);
+		}
+	}
+
+	/* Submit in a random order. */
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		unsigned int j = rnd(i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < n; i++) {
+		struct coll_rank *p = &rk[order[i]];
+
+		if (p == &rk[victim] && when == CW_NEVER)
+			continue;
+		if (p == &rk[victim] && when == CW_LATE) {
+			struct coll_later *l = later_slot(chance(70) ? 20 + rnd(300) : 300 + rnd(3000));
+
+			if (l)
+				l->r = *p;
+			continue;
+		}
+		coll_submit(p, false);
+		if (chance(30))
+			usleep(rnd(3000));	/* the first rank's chunks wait for the next */
+	}
+
+	/* While the ring runs. */
+	if (when >= CW_RESET && when <= CW_CABLE)
+		usleep(rnd(chance(50) ? 500 : 5000));
+	D = &s.dev[rk[rnd(n)].dev];
+	switch (when) {
+	case CW_RESET:
+		dev_reset();
+		break;
+	case CW_FLR:
+		dev_flr();
+		break;
+	case CW_SYSTEM_RESET:
+		system_reset();
+		break;
+	case CW_CABLE:
+		if (cables) {
+			do
+				i = rnd(s.ndev);
+			while (!(cables >> i & 1));
+			cable(i, 5 + rnd(chance(80) ? 60 : 600));
+		}
+		break;
+	default:
+		break;
+	}
+	/* Sometimes look at how it went (the values only count). */
+	if (when == CW_ON_TIME && chance(20)) {
+		usleep(rnd(8000));
+		for (i = 0; i < n; i++) {
+			D = &s.dev[rk[i].dev];
+			reg_rd(MAIA_REG_Q(rk[i].q, chance(50) ? MAIA_Q_STATUS : MAIA_Q_FABRIC_WAITS));
+		}
 	}
 }
 
@@ -1524,18 +2648,13 @@ static void op_raw_mmio(void)
 	qt("%s 0x%" PRIx64 " 0x%" PRIx64, wr[sz], BAR0_ADDR + off,
 	   sz == 3 ? val : val & (((uint64_t)1 << (8 << sz)) - 1));
 	if (off == MAIA_REG_RESET) {	/* maybe a reset: forget the device state */
-		s.booted = false;
-		memset(s.q_on, 0, sizeof(s.q_on));
+		forget(D);
 	}
 }
 
 static void op_flr(void)
 {
-	cfg_wr(PCIE_CAP + PCI_EXP_DEVCTL, 2, PCI_EXP_DEVCTL_FLR);
-	s.booted = false;
-	memset(s.q_on, 0, sizeof(s.q_on));
-	if (chance(90))
-		pci_setup();
+	dev_flr();
 }
 
 static void op_config(void)
@@ -1556,11 +2675,11 @@ static void op_config(void)
 
 static void op_msix(void)
 {
-	uint32_t v = rnd(MAIA_NUM_VECTORS(s.cfg.queues));
+	uint32_t v = rnd(MAIA_NUM_VECTORS(D->cfg.queues));
 	uint64_t addr;
 
 	switch (rnd(6)) {
-	case 0: addr = BAR0_ADDR + MAIA_REG_DOORBELL(rnd(s.cfg.queues)); break;	/* MSI rings our doorbell */
+	case 0: addr = BAR0_ADDR + MAIA_REG_DOORBELL(rnd(D->cfg.queues)); break;	/* MSI rings our doorbell */
 	case 1: addr = BAR0_ADDR + MAIA_REG_RESET; break;			/* ... or resets us */
 	case 2: addr = 0xfee00000ull; break;
 	case 3: addr = rnd_addr(4) & ~3ull; break;
@@ -1568,7 +2687,7 @@ static void op_msix(void)
 	}
 	msix_entry(v, addr, chance(30) ? MAIA_RESET_MAGIC : (uint32_t)rnd64(), chance(20));
 	if (chance(10))
-		cfg_wr(s.msix_cap + 2, 2, chance(50) ? 0x8000 : rnd(4) << 14);
+		cfg_wr(D->msix_cap + 2, 2, chance(50) ? 0x8000 : rnd(4) << 14);
 }
 
 static void op_data(void)
@@ -1591,17 +2710,18 @@ static void op_qmp(void)
 	if (s.qmp < 0)
 		return;
 	if (chance(10)) {
-		qmp_cmd("{\"execute\":\"system_reset\"", "\"RESET\"");
-		s.booted = false;
-		memset(s.q_on, 0, sizeof(s.q_on));
-		pci_setup();
+		system_reset();
+		return;
+	}
+	if (s.ndev > 1 && chance(10)) {	/* a cable out for a while */
+		cable(rnd(s.ndev), 1 + rnd(chance(80) ? 100 : 1000));
 		return;
 	}
 	snprintf(cmd, sizeof(cmd),
-		 "{\"execute\":\"qom-set\",\"arguments\":{\"path\":\"/machine/peripheral/maia0\","
-		 "\"property\":\"%s\",\"value\":%u}",
+		 "{\"execute\":\"qom-set\",\"arguments\":{\"path\":\"/machine/peripheral/maia%u\","
+		 "\"property\":\"%s\",\"value\":%u}", D->index,
 		 chance(50) ? "inject-hang" : "inject-fault",
-		 chance(90) ? rnd(s.cfg.queues) : rnd(100));
+		 chance(90) ? rnd(D->cfg.queues) : rnd(100));
 	qmp_cmd(cmd, NULL);
 }
 
@@ -1615,11 +2735,13 @@ static void op_qmp(void)
 static void op_frame(void)
 {
 	static uint8_t frame[MAIA_FABRIC_BACKEND_MAX_FRAME];
-	static const uint64_t serials[] = { 0x1, 0xfeedull, UINT64_MAX };
+	/* Strangers, and the ring's own devices (one device on two cables). */
+	static const uint64_t serials[] = { 0x1, 0xfeedull, UINT64_MAX, DEV_SERIAL(0), DEV_SERIAL(1) };
 	struct sockaddr_un qa = { .sun_family = AF_UNIX };
 	struct maia_fabric_hdr h;
 	uint32_t len, plen;
 
+	D = &s.dev[0];	/* the cable to us is on device 0 */
 	while (recv(s.fabfd, frame, sizeof(frame), MSG_DONTWAIT) > 0)
 		;
 	if (chance(30)) {
@@ -1632,8 +2754,9 @@ static void op_frame(void)
 		memset(&h, 0, sizeof(h));
 		h.version = valid(95) ? MAIA_FABRIC_VERSION : (uint8_t)rnd64();
 		h.type = valid(95) ? 1 + rnd(5) : (uint8_t)rnd64();
-		h.src_port = (uint8_t)rnd(chance(90) ? 2 : 256);
-		h.dst_port = chance(50) ? MAIA_FABRIC_PORT_ANY : (uint8_t)rnd(chance(90) ? 2 : 256);
+		h.src_port = (uint8_t)rnd(chance(90) ? 3 : 256);
+		h.dst_port = chance(50) ? MAIA_FABRIC_PORT_ANY : chance(50) ? s.fab_port :
+			     (uint8_t)rnd(chance(80) ? 3 : 256);
 		h.flags = chance(90) ? 0 : (uint16_t)rnd64();
 		h.src_serial = serials[rnd(ARRAY_SIZE(serials))];
 		h.epoch = chance(80) ? 1 + rnd(4) : (uint32_t)rnd_interesting();
@@ -1680,9 +2803,16 @@ static void op_frame(void)
 /* One step: a single operation or a structured sequence. */
 static void step(void)
 {
-	uint32_t r = rnd(1000);
+	uint64_t ops = s.run_ops;
+	uint32_t r;
 
-	if (r < 250) {
+	s.run_steps++;
+	coll_run_later();
+	coll_harvest_due(false);
+	cst.ops += s.run_ops - ops;
+	D = &s.dev[rnd(s.ndev)];
+	r = rnd(1000);
+	if (r < 220) {
 		op_raw_mmio();
 	} else if (r < 420) {
 		seq_submit();
@@ -1708,10 +2838,14 @@ static void step(void)
 			reg_wr(MAIA_REG_INT_MASK, chance(80) ? 0 : rnd64());
 		reg_rd(MAIA_REG_Q(rnd_queue(), MAIA_Q_STATUS));
 		reg_rd(MAIA_REG_FAULT_INFO);
-	} else if (r < 715) {
-		dev_reset();
 	} else if (r < 720) {
-		op_flr();
+		/* Fewer where collectives run: a reset takes the device's links down. */
+		if (s.ndev == 1 || chance(20)) {
+			if (r < 715)
+				dev_reset();
+			else
+				op_flr();
+		}
 	} else if (r < 735) {
 		op_config();
 	} else if (r < 755) {
@@ -1740,7 +2874,9 @@ static void step(void)
 	} else if (r < 970) {
 		op_frame();
 	} else {
-		op_raw_mmio();
+		ops = s.run_ops;
+		seq_coll();
+		cst.ops += s.run_ops - ops;
 	}
 }
 
@@ -1755,31 +2891,98 @@ static uint64_t telem64(uint32_t lo)
 	return v | (uint64_t)reg_rd(lo + 4) << 32;
 }
 
+static const char *const status_name[] = {
+	"OK", "BAD_OPCODE", "BAD_CMD", "MMU_FAULT", "DMA_ERROR", "BAD_DESC", "BAD_CONTEXT",
+	"ABORTED", "SEM_TIMEOUT", "HBM_ECC", "FABRIC_LINK", "FABRIC_KEY", "FABRIC_REMOTE",
+	"FABRIC_TIMEOUT", "ASID_DENIED", "FABRIC_COMM_BUSY", "other",
+};
+
 static void collect_stats(void)
 {
-	uint32_t q, i;
+	uint32_t q, i, p;
 
-	/* The power controller's counters survive resets: the run's totals. */
-	pci_setup();
-	telem_commands += telem64(MAIA_REG_TELEM_COMMANDS_LO);
-	telem_flops += telem64(MAIA_REG_TELEM_FLOPS_LO);
-	telem_dma_bytes += telem64(MAIA_REG_TELEM_DMA_BYTES_LO);
+	for (D = s.dev; D < s.dev + s.ndev; D++) {
+		char line[512];
+		int o;
 
-	for (q = 0; q < MAIA_MAX_QUEUES; q++) {
-		uint64_t base = CQ_AREA + CQ_STRIDE * q;
+		/* The power controller's counters survive resets: the run's totals. */
+		pci_setup();
+		telem_commands += telem64(MAIA_REG_TELEM_COMMANDS_LO);
+		telem_flops += telem64(MAIA_REG_TELEM_FLOPS_LO);
+		telem_dma_bytes += telem64(MAIA_REG_TELEM_DMA_BYTES_LO);
 
-		if (!s.q_on[q])
-			continue;
-		for (i = 0; i < qsz(q); i++) {
-			uint64_t flags_status = qt("readq 0x%" PRIx64, base + (uint64_t)40 * i + 8);
-			uint32_t status = (uint32_t)flags_status;
+		for (q = 0; q < MAIA_MAX_QUEUES; q++) {
+			uint64_t base = CQ_AREA + CQ_STRIDE * q;
 
-			if (!((flags_status >> 32) & MAIA_CQE_VALID))
+			if (!D->q_on[q])
 				continue;
-			job_status[status <= MAIA_STATUS_SEM_TIMEOUT ? status :
-				   MAIA_STATUS_SEM_TIMEOUT + 1]++;
+			cst.fabric_waits += reg_rd(MAIA_REG_Q(q, MAIA_Q_FABRIC_WAITS));
+			for (i = 0; i < qsz(q); i++) {
+				uint64_t flags_status = qt("readq 0x%" PRIx64, base + (uint64_t)40 * i + 8);
+				uint32_t status = (uint32_t)flags_status;
+
+				if (!((flags_status >> 32) & MAIA_CQE_VALID))
+					continue;
+				job_status[status < ARRAY_SIZE(status_name) - 1 ? status :
+					   ARRAY_SIZE(status_name) - 1]++;
+			}
 		}
+		/* Whether frames got through (BAR0 as the fuzz left it; LO halves). */
+		o = snprintf(line, sizeof(line), "maia-device-fuzz: run %" PRIu64 ": device %u:",
+			     s.run_index, D->index);
+		for (p = 0; p < D->nports && o < (int)sizeof(line); p++)
+			o += snprintf(line + o, sizeof(line) - o,
+				      " port %u%s %s, rx %u frames, %u dropped, %u link ups;", p,
+				      s.ndev > 1 && p < 2 ? "" : " (ours)",
+				      reg_rd(MAIA_REG_FPORT(p, MAIA_FPORT_STATE)) & MAIA_FPORT_STATE_UP ?
+				      "up" : "down",
+				      reg_rd(MAIA_REG_FPORT(p, MAIA_FPORT_RX_FRAMES)),
+				      reg_rd(MAIA_REG_FPORT(p, MAIA_FPORT_RX_DROPS)),
+				      reg_rd(MAIA_REG_FPORT(p, MAIA_FPORT_LINK_UPS)));
+		fprintf(stderr, "%s\n", line);
 	}
+	D = s.dev;
+}
+
+/* What the collectives did: always one line, the rest with --stats. */
+static void print_coll_stats(void)
+{
+	unsigned int i;
+	uint64_t ends = 0;
+
+	for (i = 0; i < ARRAY_SIZE(cst.status); i++)
+		ends += cst.status[i];
+	printf("collectives: %" PRIu64 " submitted (%" PRIu64 " rank jobs, %" PRIu64
+	       " operations, %.0f %%), %" PRIu64 " ends read from completions (%" PRIu64
+	       " OK), %" PRIu64 " late ranks with bad memory\n", cst.seqs, cst.jobs, cst.ops,
+	       total_ops ? 100.0 * cst.ops / total_ops : 0.0, ends, cst.status[0], cst.late_bad_mem);
+	if (!opt.stats)
+		return;
+	printf("collectives by mutation:");
+	for (i = 0; i < CM_COUNT; i++)
+		printf(" %s %" PRIu64, coll_mut_name[i], cst.by_mut[i]);
+	printf("\ncollectives by timing:");
+	for (i = 0; i < CW_COUNT; i++)
+		printf(" %s %" PRIu64, coll_when_name[i], cst.by_when[i]);
+	printf("\ncollectives by ranks: 1 %" PRIu64 " 2 %" PRIu64 " 3 %" PRIu64
+	       "; by kind: all-reduce %" PRIu64 " all-gather %" PRIu64 " reduce-scatter %" PRIu64
+	       " broadcast %" PRIu64 " all-to-all %" PRIu64 "\n", cst.by_nranks[1],
+	       cst.by_nranks[2], cst.by_nranks[3], cst.by_coll[1], cst.by_coll[2], cst.by_coll[3],
+	       cst.by_coll[4], cst.by_coll[5]);
+	printf("collective rank jobs, completion read later:");
+	for (i = 0; i < ARRAY_SIZE(status_name); i++)
+		if (cst.status[i])
+			printf(" %s %" PRIu64, status_name[i], cst.status[i]);
+	printf("; not there: its queue in a fabric wait %" PRIu64 ", other (not yet, ring reused, reset) %"
+	       PRIu64 "\n", cst.waiting, cst.unseen);
+	printf("collective reports read:");
+	for (i = 0; i < ARRAY_SIZE(status_name); i++)
+		if (cst.report_status[i])
+			printf(" %s %" PRIu64, status_name[i], cst.report_status[i]);
+	printf(" not written %" PRIu64 "; in them %" PRIu64 " bytes sent, %" PRIu64
+	       " used, steps up to %" PRIu64 "; fabric waits begun on the queues still enabled at "
+	       "the end: %" PRIu64 "\n", cst.report_unwritten, cst.bytes_sent, cst.bytes_received,
+	       cst.max_step, cst.fabric_waits);
 }
 
 /* ---- Main ---------------------------------------------------------------- */
@@ -1787,7 +2990,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: maia-device-fuzz --qemu PATH [--seed N] [--ops N] "
 		"[--ops-per-run N] [--max-seconds S] [--timeout S] [--no-qmp] "
-		"[--trace] [--keep-logs] [--quiet] [--qemu-arg ARG]... [--lsan-suppressions FILE]\n");
+		"[--trace] [--keep-logs] [--quiet] [--stats] [--qemu-arg ARG]... "
+		"[--lsan-suppressions FILE]\n");
 	exit(2);
 }
 
@@ -1844,11 +3048,11 @@ int main(int argc, char **argv)
 		s.run_seed = opt.seed + s.run_index;
 		rng_state = s.run_seed;
 		s.run_ops = 0;
+		s.run_steps = 0;
 		memset(s.last, 0, sizeof(s.last));
-		s.booted = false;
-		memset(s.q_on, 0, sizeof(s.q_on));
 		qemu_start();
 		pci_find();
+		coll_reset_run();
 		run_end = opt.ops_per_run;
 		if (opt.ops_total - total_ops + s.run_ops < run_end)
 			run_end = opt.ops_total - total_ops + s.run_ops;
@@ -1857,15 +3061,9 @@ int main(int argc, char **argv)
 				break;
 			step();
 		}
-		if (opt.stats) {
+		coll_harvest_due(true);
+		if (opt.stats)
 			collect_stats();
-			/* Whether the frames got past the parser (BAR0 as the fuzz left it). */
-			fprintf(stderr, "maia-device-fuzz: run %" PRIu64 ": fabric port 0: rx %u frames, "
-				"%u dropped, %u link ups\n", s.run_index,
-				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_RX_FRAMES)),
-				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_RX_DROPS)),
-				reg_rd(MAIA_REG_FPORT(0, MAIA_FPORT_LINK_UPS)));
-		}
 		/* A clean exit, and nothing more in the log (leaks are reported at exit). */
 		status = qemu_stop(false);
 		if (status == -2)
@@ -1885,15 +3083,12 @@ int main(int argc, char **argv)
 	printf("maia-device-fuzz: seed %" PRIu64 ": %" PRIu64 " operations in %" PRIu64
 	       " QEMU runs, %.1f s, %.0f ops/s, %" PRIu64 " sanitizer reports\n",
 	       opt.seed, total_ops, s.run_index, t, total_ops / t, reports);
+	print_coll_stats();
 	if (opt.stats) {
-		static const char *const names[] = {
-			"OK", "BAD_OPCODE", "BAD_CMD", "MMU_FAULT", "DMA_ERROR",
-			"BAD_DESC", "BAD_CONTEXT", "ABORTED", "SEM_TIMEOUT", "other",
-		};
-
 		printf("completions left in the rings:");
-		for (i = 0; i < (int)ARRAY_SIZE(names); i++)
-			printf(" %s %" PRIu64, names[i], job_status[i]);
+		for (i = 0; i < (int)ARRAY_SIZE(status_name); i++)
+			if (job_status[i] || i <= (int)MAIA_STATUS_SEM_TIMEOUT)
+				printf(" %s %" PRIu64, status_name[i], job_status[i]);
 		printf("\ndevice telemetry over all runs: %" PRIu64 " commands executed, %" PRIu64
 		       " flops, %" PRIu64 " DMA bytes\n", telem_commands, telem_flops, telem_dma_bytes);
 	}
