@@ -26,6 +26,10 @@
  *   disable the queue, dropping what it had not run.
  * A stopped queue stays its file's, disabled, until destroyed: a doorbell
  * on it is ignored by the device.
+ *
+ * This file has the queues' state, set-up, teardown and ioctls;
+ * maia_userq_mmap.c their pages in the process, maia_userq_watch.c the
+ * watchdog and the fault and error events (maia_userq_priv.h between them).
  */
 
 #include <drm/drm_drv.h>
@@ -46,7 +50,7 @@
 #include "maia_hwq.h"
 #include "maia_reset.h"
 #include "maia_sched.h"
-#include "maia_userq.h"
+#include "maia_userq_priv.h"
 #include "maia_vm.h"
 
 static unsigned int maia_user_queues = 4;
@@ -54,46 +58,7 @@ module_param_named(user_queues, maia_user_queues, uint, 0444);
 MODULE_PARM_DESC(user_queues,
 		 "Hardware queues kept for user queues (hardware 1.3; at least one stays for the scheduler; default 4)");
 
-#define MAIA_USERQ_WATCHDOG_TICK_MS	250
-
-/*
- * mmap offsets: below DRM_FILE_PAGE_OFFSET_START, where GEM objects never
- * are. Each hardware queue has MAIA_USERQ_PAGES pages: ring, array, doorbell.
- */
-#define MAIA_USERQ_PGOFF_BASE	((1ul << 30) >> PAGE_SHIFT)
-#define MAIA_USERQ_PAGES	4ul
-#define MAIA_USERQ_PAGE_SQ	0ul
-#define MAIA_USERQ_PAGE_CQ	1ul
-#define MAIA_USERQ_PAGE_DB	2ul
-#define MAIA_USERQ_PGOFF(hwq, page) \
-	(MAIA_USERQ_PGOFF_BASE + (unsigned long)(hwq) * MAIA_USERQ_PAGES + (page))
-
-struct maia_userq {
-	struct kref ref;		/* the slot's, and each waiter's */
-	struct maia_userqs *uqs;
-	struct maia_userq_slot *slot;
-	struct maia_context *ctx;
-	struct drm_file *file;
-	struct page *sq_page, *cq_page;
-	/* What the doorbell mapping reaches once the queue is gone; freed last. */
-	struct page *dummy_page;
-	dma_addr_t sq_dma, cq_dma;
-	/* The rest under uqs->lock; @state also read with READ_ONCE by waiters. */
-	u32 state;			/* DRM_MAIA_USERQ_* */
-	bool dying;			/* DESTROY or close under way: no new mapping */
-	/*
-	 * Process mappings of the queue's pages (VMAs). A slot whose queue was
-	 * torn down is not given out again until they are gone: a mapping made
-	 * while the teardown zapped the others could still reach the doorbell.
-	 */
-	unsigned int maps;
-	bool torn_down;			/* disabled and unbound by the teardown */
-	u32 completed_at_stop;		/* MAIA_Q_COMPLETED when it stopped */
-	u32 wd_completed;		/* watchdog: COMPLETED when last seen moving */
-	struct maia_hang_watch wd;	/* watchdog: the hang monitor's view */
-};
-
-static void maia_userq_release(struct kref *ref)
+void maia_userq_release(struct kref *ref)
 {
 	struct maia_userq *uq = container_of(ref, struct maia_userq, ref);
 
@@ -108,7 +73,7 @@ static void maia_userq_release(struct kref *ref)
 }
 
 /* The state word in the completion array's page (DRM_MAIA_USERQ_STATE_OFFSET). */
-static void maia_userq_set_state(struct maia_userq *uq, u32 state)
+void maia_userq_set_state(struct maia_userq *uq, u32 state)
 {
 	u32 *word = page_address(uq->cq_page) + DRM_MAIA_USERQ_STATE_OFFSET;
 
@@ -126,7 +91,7 @@ unsigned int maia_userq_count(struct maia_device *mdev)
  * runs, and wakes its waiters. Caller holds uqs->lock and makes sure the
  * device is there (drm_dev_enter) or gone.
  */
-static void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
+void maia_userq_stop_locked(struct maia_userq *uq, u32 state)
 {
 	lockdep_assert_held(&uq->uqs->lock);
 	if (uq->state != DRM_MAIA_USERQ_ACTIVE)
@@ -214,68 +179,6 @@ static long maia_userq_sleep(struct maia_userq *uq, u32 count, u32 *completed,
 	}
 	finish_wait(&uq->slot->wq, &wait);
 	return ret;
-}
-
-/*
- * Watchdog: a queue whose job (FETCHED ahead of COMPLETED) has seen no
- * completion for job_timeout_ms is hung and stopped; a job the device says
- * waits for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) restarts the clock, for
- * up to fabric_wait_max_ms per wait. Skips a turn while a reset runs.
- */
-static void maia_userq_watchdog(struct work_struct *work)
-{
-	struct maia_userqs *uqs = container_of(to_delayed_work(work), struct maia_userqs,
-					       watchdog);
-	struct maia_device *mdev = uqs->mdev;
-	bool any = false;
-	unsigned int i;
-	ktime_t now;
-	int idx;
-
-	if (!drm_dev_enter(&mdev->drm, &idx))
-		return;
-	if (!maia_reset_read_trylock(mdev)) {
-		any = true;
-		goto out;
-	}
-	mutex_lock(&uqs->lock);
-	now = ktime_get();
-	for (i = 0; i < uqs->count; i++) {
-		struct maia_userq *uq = uqs->slots[uqs->first + i].uq;
-		u32 completed, fetched;
-		s64 ran_ms;
-
-		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE)
-			continue;
-		any = true;
-		completed = maia_hwq_completed(mdev, uq->slot->hwq);
-		fetched = maia_hwq_fetched(mdev, uq->slot->hwq);
-		/* Idle, or it moved: the oldest entry's clock starts now. */
-		if (fetched == completed || completed != uq->wd_completed) {
-			uq->wd_completed = completed;
-			maia_reset_hang_restart(&uq->wd, now);
-			continue;
-		}
-		if (!maia_reset_hang_check(mdev, uq->slot->hwq, &uq->wd, now, &ran_ms))
-			continue;
-		maia_err(mdev, "user queue %u (asid %u): entry %u ran %lld ms without progress: queue stopped\n",
-			 uq->slot->hwq, uq->ctx->asid, completed + 1, ran_ms);
-		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_HUNG);
-	}
-	mutex_unlock(&uqs->lock);
-	maia_reset_read_unlock(mdev);
-out:
-	if (any)
-		queue_delayed_work(system_wq, &uqs->watchdog,
-				   msecs_to_jiffies(MAIA_USERQ_WATCHDOG_TICK_MS));
-	drm_dev_exit(idx);
-}
-
-static void maia_userq_cancel_watchdog(void *arg)
-{
-	struct maia_userqs *uqs = arg;
-
-	cancel_delayed_work_sync(&uqs->watchdog);
 }
 
 /*
@@ -501,14 +404,6 @@ err_free:
 	return ret;
 }
 
-/* The process's doorbell mappings of @slot reach the dummy page from now on. */
-static void maia_userq_revoke_doorbell(struct maia_device *mdev, unsigned int hwq)
-{
-	unmap_mapping_range(mdev->drm.anon_inode->i_mapping,
-			    (loff_t)MAIA_USERQ_PGOFF(hwq, MAIA_USERQ_PAGE_DB) << PAGE_SHIFT,
-			    PAGE_SIZE, 1);
-}
-
 /*
  * Takes @uq (marked dying by the caller) off its slot: the process's
  * doorbell goes dead, the queue is disabled (dropping what it had not run,
@@ -647,171 +542,6 @@ void maia_userq_unplug(struct maia_device *mdev)
 		maia_userq_revoke_doorbell(mdev, i);
 		wake_up_all(&uqs->slots[i].wq);
 	}
-}
-
-bool maia_userq_mmap_offset(unsigned long pgoff)
-{
-	return pgoff >= MAIA_USERQ_PGOFF_BASE &&
-	       pgoff < MAIA_USERQ_PGOFF(MAIA_MAX_QUEUES, 0);
-}
-
-/*
- * Pages are mapped at mmap time; a zap (the doorbell at teardown, all of
- * them at unplug, drm_dev_unplug()) brings the process here. The ring and
- * the array come back as they are (they live as long as a mapping does);
- * the doorbell comes back as the queue's dummy page, where a store rings
- * nothing, so a process that rings a dead queue is not killed for it.
- */
-static vm_fault_t maia_userq_vm_fault(struct vm_fault *vmf)
-{
-	struct vm_area_struct *vma = vmf->vma;
-	struct maia_userq *uq = vma->vm_private_data;
-
-	switch ((vma->vm_pgoff - MAIA_USERQ_PGOFF_BASE) % MAIA_USERQ_PAGES) {
-	case MAIA_USERQ_PAGE_SQ:
-		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->sq_page));
-	case MAIA_USERQ_PAGE_CQ:
-		return vmf_insert_mixed(vma, vmf->address, page_to_pfn_t(uq->cq_page));
-	default:
-		return vmf_insert_pfn_prot(vma, vmf->address, page_to_pfn(uq->dummy_page),
-					   vm_get_page_prot(vma->vm_flags));
-	}
-}
-
-/* A VMA of the queue is copied (split, mremap): one more mapping. */
-static void maia_userq_vm_open(struct vm_area_struct *vma)
-{
-	struct maia_userq *uq = vma->vm_private_data;
-
-	mutex_lock(&uq->uqs->lock);
-	uq->maps++;
-	kref_get(&uq->ref);
-	mutex_unlock(&uq->uqs->lock);
-}
-
-static void maia_userq_vm_close(struct vm_area_struct *vma)
-{
-	struct maia_userq *uq = vma->vm_private_data;
-	struct maia_userq_slot *slot = uq->slot;
-
-	mutex_lock(&uq->uqs->lock);
-	if (!--uq->maps && uq->torn_down && slot->uq == uq)
-		slot->uq = NULL;
-	mutex_unlock(&uq->uqs->lock);
-	kref_put(&uq->ref, maia_userq_release);
-}
-
-static const struct vm_operations_struct maia_userq_vm_ops = {
-	.fault = maia_userq_vm_fault,
-	.open = maia_userq_vm_open,
-	.close = maia_userq_vm_close,
-};
-
-/* mmap of one page of a user queue of this file (offsets from CREATE). */
-int maia_userq_mmap(struct file *filp, struct vm_area_struct *vma)
-{
-	struct drm_file *file = filp->private_data;
-	struct maia_device *mdev = to_maia_device(file->minor->dev);
-	struct maia_userqs *uqs = mdev->userqs;
-	unsigned long rel = vma->vm_pgoff - MAIA_USERQ_PGOFF_BASE;
-	unsigned int hwq = rel / MAIA_USERQ_PAGES;
-	struct maia_userq *uq;
-	int ret, idx;
-
-	if (vma_pages(vma) != 1 || !(vma->vm_flags & VM_SHARED) ||
-	    hwq < uqs->first || hwq >= uqs->first + uqs->count)
-		return -EINVAL;
-	if (!drm_dev_enter(&mdev->drm, &idx))
-		return -ENODEV;
-	mutex_lock(&uqs->lock);
-	uq = uqs->slots[hwq].uq;
-	if (!uq || uq->file != file || uq->dying) {
-		ret = -ENOENT;
-		goto out;
-	}
-	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_ops = &maia_userq_vm_ops;
-	switch (rel % MAIA_USERQ_PAGES) {
-	case MAIA_USERQ_PAGE_SQ:
-		ret = vm_insert_page(vma, vma->vm_start, uq->sq_page);
-		break;
-	case MAIA_USERQ_PAGE_CQ:
-		ret = vm_insert_page(vma, vma->vm_start, uq->cq_page);
-		break;
-	case MAIA_USERQ_PAGE_DB:
-		vm_flags_set(vma, VM_IO | VM_PFNMAP);
-		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
-		ret = io_remap_pfn_range(vma, vma->vm_start,
-					 PHYS_PFN(uqs->doorbells + MAIA_UDB_PAGE(hwq)),
-					 PAGE_SIZE, vma->vm_page_prot);
-		break;
-	default:
-		ret = -EINVAL;
-		break;
-	}
-	if (!ret) {
-		vma->vm_private_data = uq;
-		uq->maps++;
-		kref_get(&uq->ref);
-	}
-out:
-	mutex_unlock(&uqs->lock);
-	drm_dev_exit(idx);
-	return ret;
-}
-
-/*
- * The event thread saw an MMU fault record (maia_irq.c). One on a user
- * queue marks the queue's context faulted and stops the queue, when the
- * record's ASID is the one the queue is bound to.
- */
-void maia_userq_handle_fault(struct maia_device *mdev, const struct maia_fault_record *fault)
-{
-	struct maia_userqs *uqs = mdev->userqs;
-	u32 q = FIELD_GET(MAIA_FAULT_QUEUE_MASK, fault->info);
-	struct maia_userq *uq;
-	int idx;
-
-	if (q < uqs->first || q >= uqs->first + uqs->count)
-		return;
-	if (!drm_dev_enter(&mdev->drm, &idx))
-		return;
-	mutex_lock(&uqs->lock);
-	uq = uqs->slots[q].uq;
-	if (uq && uq->state == DRM_MAIA_USERQ_ACTIVE &&
-	    uq->ctx->asid == FIELD_GET(MAIA_FAULT_ASID_MASK, fault->info)) {
-		maia_ctx_report_fault(uq->ctx, true, fault->addr,
-				      FIELD_GET(MAIA_FAULT_ACCESS_MASK, fault->info));
-		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_FAULTED);
-	}
-	mutex_unlock(&uqs->lock);
-	drm_dev_exit(idx);
-}
-
-/* MAIA_INT_QUEUE_ERROR (event thread): a user queue in error is stopped. */
-void maia_userq_report_errors(struct maia_device *mdev)
-{
-	struct maia_userqs *uqs = mdev->userqs;
-	unsigned int i;
-	int idx;
-
-	if (!uqs->count || !drm_dev_enter(&mdev->drm, &idx))
-		return;
-	mutex_lock(&uqs->lock);
-	for (i = uqs->first; i < uqs->first + uqs->count; i++) {
-		struct maia_userq *uq = uqs->slots[i].uq;
-		struct maia_hwq_state st;
-
-		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE ||
-		    !maia_hwq_status(mdev, uq->slot->hwq))
-			continue;
-		maia_hwq_read_state(mdev, uq->slot->hwq, &st);
-		maia_err_ratelimited(mdev, "user queue %u (asid %u) error: status %#x head %u tail %u: queue stopped\n",
-				     i, uq->ctx->asid, st.status, st.head, st.tail);
-		maia_userq_stop_locked(uq, DRM_MAIA_USERQ_ERROR);
-	}
-	mutex_unlock(&uqs->lock);
-	drm_dev_exit(idx);
 }
 
 /* Recovery, before the device reset: every active user queue is lost. */
