@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * firmware-sim lifecycle: create/destroy, reset, drain, fault injection, and
- * the small helpers (logging, device time, interrupt causes) the rest of the
- * device uses.
+ * firmware-sim lifecycle: create/destroy, reset, drain, fault injection.
+ * The small services every block calls (logging, device time, interrupt
+ * causes, waking the worker) are in fw_services.c, a leaf.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,61 +12,6 @@
 #include "maia/hw/fabric.h"
 
 #include "fw_internal.h"
-
-#define FW_MSG_MAX	256
-
-void fw_guest_error(struct maia_sim *sim, const char *fmt, ...)
-{
-	char msg[FW_MSG_MAX];
-	va_list ap;
-
-	if (!sim->ops.guest_error)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sim->ops.guest_error(sim->opaque, msg);
-}
-
-void fw_trace(struct maia_sim *sim, const char *fmt, ...)
-{
-	char msg[FW_MSG_MAX];
-	va_list ap;
-
-	if (!sim->ops.trace)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sim->ops.trace(sim->opaque, msg);
-}
-
-uint64_t fw_now_ns(struct maia_sim *sim)
-{
-	return fw_host_now_ns(&sim->host) -
-	       __atomic_load_n(&sim->time_base_ns, __ATOMIC_RELAXED);
-}
-
-bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes)
-{
-	sim->int_status |= causes;
-	return (causes & ~sim->int_mask) != 0;
-}
-
-void fw_raise(struct maia_sim *sim, unsigned int vector)
-{
-	fw_trace(sim, "irq vector %u", vector);
-	sim->ops.raise_irq(sim->opaque, vector);
-}
-
-void fw_kick_worker_locked(struct maia_sim *sim)
-{
-	sim->worker_idle = false;
-	/* A doorbell fast path is running: it wakes the worker if work is left. */
-	if (sim->inline_busy)
-		return;
-	pthread_cond_signal(&sim->work_cond);
-}
 
 void maia_sim_set_inline_doorbell(struct maia_sim *sim, bool on)
 {
