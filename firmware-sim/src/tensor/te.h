@@ -128,7 +128,7 @@ int fw_io_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 int fw_io_store(struct fw_io *io, const struct fw_tview *t, uint64_t off,
 		  uint64_t n, uint64_t stride, const float *src, bool saturate);
 
-/* ---- execution (engine.c, pool.c) ---- */
+/* ---- execution (engine.c, run.c, pool.c) ---- */
 
 struct fw_gemm_kernel;
 
