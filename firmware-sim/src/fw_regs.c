@@ -449,9 +449,155 @@ static void debug_inject_locked(struct maia_sim *sim, uint32_t value, struct mmi
 		fw_kick_worker_locked(sim);
 }
 
+/* ---- the global registers' writes, by table ---- */
+
+typedef void (*reg_write_fn)(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			     struct mmio_effects *fx);
+
+static void write_reset(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			struct mmio_effects *fx)
+{
+	(void)offset;
+	if (value == MAIA_RESET_MAGIC)
+		fx->reset = true;
+	else
+		fw_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
+			       value, MAIA_RESET_MAGIC);
+}
+
+static void write_scratch(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			  struct mmio_effects *fx)
+{
+	(void)offset;
+	(void)fx;
+	sim->scratch = value;
+}
+
+static void write_debug_inject(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			       struct mmio_effects *fx)
+{
+	(void)offset;
+	debug_inject_locked(sim, value, fx);
+}
+
+static void write_inject_addr(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			      struct mmio_effects *fx)
+{
+	(void)fx;
+	if (offset == MAIA_REG_DEBUG_INJECT_ADDR_LO)
+		sim->inject_addr = (sim->inject_addr & ~0xffffffffull) | value;
+	else
+		sim->inject_addr = (sim->inject_addr & 0xffffffffull) | ((uint64_t)value << 32);
+}
+
+static void write_boot_param(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			     struct mmio_effects *fx)
+{
+	(void)fx;
+	if (sim->boot_status == MAIA_BOOT_STATUS_LOADING)
+		fw_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
+			       offset);
+	else if (offset == MAIA_REG_BOOT_ADDR_LO)
+		sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
+	else if (offset == MAIA_REG_BOOT_ADDR_HI)
+		sim->boot_addr = (sim->boot_addr & 0xffffffffull) | ((uint64_t)value << 32);
+	else
+		sim->boot_size = value;
+}
+
+static void write_boot_ctrl(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			    struct mmio_effects *fx)
+{
+	(void)offset;
+	if (value == MAIA_BOOT_CTRL_START)
+		boot_start_locked(sim, fx);
+	else
+		fw_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
+			       value);
+}
+
+static void write_int_status(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			     struct mmio_effects *fx)
+{
+	(void)offset;
+	if (value & ~MAIA_INT_ALL)
+		fw_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
+	sim->int_status &= ~value;
+	/* The next poisoned page not yet reported takes the free record. */
+	if (value & MAIA_INT_HBM_ECC)
+		fx->raise_event |= fw_ecc_latch_next_locked(sim);
+}
+
+static void write_int_mask(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			   struct mmio_effects *fx)
+{
+	(void)offset;
+	int_mask_locked(sim, value, fx);
+}
+
+static void write_mbox_cmd(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			   struct mmio_effects *fx)
+{
+	(void)offset;
+	mbox_cmd_locked(sim, value, fx);
+}
+
+static void write_mbox_arg(struct maia_sim *sim, uint32_t offset, uint32_t value,
+			   struct mmio_effects *fx)
+{
+	(void)fx;
+	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
+		fw_guest_error(sim, "maia: mailbox argument written while busy; ignored");
+	else
+		sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
+}
+
+/* A global register (0x000 - 0x0ff): read-only, or what a write does. */
+struct reg_entry {
+	bool read_only;
+	reg_write_fn write;
+};
+
+#define RO(off)		[(off) / 4u] = { .read_only = true }
+#define RW(off, fn)	[(off) / 4u] = { .write = (fn) }
+
+/* Offsets not here (and not the fault queue's) are unmapped. */
+static const struct reg_entry global_regs[MAIA_REG_TELEMETRY_BASE / 4u] = {
+	RO(MAIA_REG_ID), RO(MAIA_REG_REVISION), RO(MAIA_REG_CAPS), RO(MAIA_REG_DTYPES),
+	RO(MAIA_REG_TOPOLOGY), RO(MAIA_REG_NUM_QUEUES), RO(MAIA_REG_HBM_SIZE_LO),
+	RO(MAIA_REG_HBM_SIZE_HI), RO(MAIA_REG_SRAM_KIB), RO(MAIA_REG_MSIX_VECTORS),
+	RW(MAIA_REG_RESET, write_reset),
+	RW(MAIA_REG_SCRATCH, write_scratch),
+	RW(MAIA_REG_DEBUG_INJECT, write_debug_inject),
+	RO(MAIA_REG_BOOT_STATUS), RO(MAIA_REG_BOOT_ERROR),
+	RW(MAIA_REG_BOOT_ADDR_LO, write_boot_param),
+	RW(MAIA_REG_BOOT_ADDR_HI, write_boot_param),
+	RW(MAIA_REG_BOOT_SIZE, write_boot_param),
+	RW(MAIA_REG_BOOT_CTRL, write_boot_ctrl),
+	RO(MAIA_REG_FW_VERSION), RO(MAIA_REG_FW_ABI), RO(MAIA_REG_TIME_LO), RO(MAIA_REG_TIME_HI),
+	RO(MAIA_REG_FW_HEARTBEAT),
+	RW(MAIA_REG_DEBUG_INJECT_ADDR_LO, write_inject_addr),
+	RW(MAIA_REG_DEBUG_INJECT_ADDR_HI, write_inject_addr),
+	RW(MAIA_REG_INT_STATUS, write_int_status),
+	RW(MAIA_REG_INT_MASK, write_int_mask),
+	RO(MAIA_REG_ECC_CE_COUNT), RO(MAIA_REG_ECC_UE_COUNT),
+	RO(MAIA_REG_FAULT_INFO), RO(MAIA_REG_FAULT_ADDR_LO), RO(MAIA_REG_FAULT_ADDR_HI),
+	RO(MAIA_REG_ECC_INFO), RO(MAIA_REG_ECC_ADDR_LO), RO(MAIA_REG_ECC_ADDR_HI),
+	RW(MAIA_REG_MBOX_CMD, write_mbox_cmd),
+	RO(MAIA_REG_MBOX_STATUS),
+	RW(MAIA_REG_MBOX_ARG(0), write_mbox_arg), RW(MAIA_REG_MBOX_ARG(1), write_mbox_arg),
+	RW(MAIA_REG_MBOX_ARG(2), write_mbox_arg), RW(MAIA_REG_MBOX_ARG(3), write_mbox_arg),
+	RO(MAIA_REG_MBOX_RESP(0)), RO(MAIA_REG_MBOX_RESP(1)), RO(MAIA_REG_MBOX_RESP(2)),
+	RO(MAIA_REG_MBOX_RESP(3)),
+};
+
+#undef RO
+#undef RW
+
 void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 {
 	struct mmio_effects fx = { .shadow_queue = -1 };
+	const struct reg_entry *e = NULL;
 	bool run_inline = false;
 	unsigned int q;
 	uint32_t reg;
@@ -460,121 +606,28 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		fw_guest_error(sim, "maia: unaligned register write at 0x%04x", offset);
 		return;
 	}
+	if (offset < MAIA_REG_TELEMETRY_BASE)
+		e = &global_regs[offset / 4u];
 	pthread_mutex_lock(&sim->lock);
-	switch (offset) {
-	case MAIA_REG_ID:
-	case MAIA_REG_REVISION:
-	case MAIA_REG_CAPS:
-	case MAIA_REG_DTYPES:
-	case MAIA_REG_TOPOLOGY:
-	case MAIA_REG_NUM_QUEUES:
-	case MAIA_REG_HBM_SIZE_LO:
-	case MAIA_REG_HBM_SIZE_HI:
-	case MAIA_REG_SRAM_KIB:
-	case MAIA_REG_MSIX_VECTORS:
-	case MAIA_REG_BOOT_STATUS:
-	case MAIA_REG_BOOT_ERROR:
-	case MAIA_REG_FW_VERSION:
-	case MAIA_REG_FW_ABI:
-	case MAIA_REG_TIME_LO:
-	case MAIA_REG_TIME_HI:
-	case MAIA_REG_FW_HEARTBEAT:
-	case MAIA_REG_FAULT_INFO:
-	case MAIA_REG_FAULT_ADDR_LO:
-	case MAIA_REG_FAULT_ADDR_HI:
-	case MAIA_REG_ECC_CE_COUNT:
-	case MAIA_REG_ECC_UE_COUNT:
-	case MAIA_REG_ECC_INFO:
-	case MAIA_REG_ECC_ADDR_LO:
-	case MAIA_REG_ECC_ADDR_HI:
-	case MAIA_REG_MBOX_STATUS:
-	case MAIA_REG_MBOX_RESP(0):
-	case MAIA_REG_MBOX_RESP(1):
-	case MAIA_REG_MBOX_RESP(2):
-	case MAIA_REG_MBOX_RESP(3):
+	if (e && e->write) {
+		e->write(sim, offset, value, &fx);
+	} else if (e && e->read_only) {
 		read_only(sim, offset, value);
-		break;
-	case MAIA_REG_RESET:
-		if (value == MAIA_RESET_MAGIC)
-			fx.reset = true;
-		else
-			fw_guest_error(sim, "maia: RESET written with 0x%08x, not the magic 0x%08x; ignored",
-					 value, MAIA_RESET_MAGIC);
-		break;
-	case MAIA_REG_SCRATCH:
-		sim->scratch = value;
-		break;
-	case MAIA_REG_DEBUG_INJECT:
-		debug_inject_locked(sim, value, &fx);
-		break;
-	case MAIA_REG_DEBUG_INJECT_ADDR_LO:
-		sim->inject_addr = (sim->inject_addr & ~0xffffffffull) | value;
-		break;
-	case MAIA_REG_DEBUG_INJECT_ADDR_HI:
-		sim->inject_addr = (sim->inject_addr & 0xffffffffull) | ((uint64_t)value << 32);
-		break;
-	case MAIA_REG_BOOT_ADDR_LO:
-	case MAIA_REG_BOOT_ADDR_HI:
-	case MAIA_REG_BOOT_SIZE:
-		if (sim->boot_status == MAIA_BOOT_STATUS_LOADING) {
-			fw_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
-					 offset);
-		} else if (offset == MAIA_REG_BOOT_ADDR_LO) {
-			sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
-		} else if (offset == MAIA_REG_BOOT_ADDR_HI) {
-			sim->boot_addr = (sim->boot_addr & 0xffffffffull) | ((uint64_t)value << 32);
-		} else {
-			sim->boot_size = value;
-		}
-		break;
-	case MAIA_REG_BOOT_CTRL:
-		if (value == MAIA_BOOT_CTRL_START)
-			boot_start_locked(sim, &fx);
-		else
-			fw_guest_error(sim, "maia: BOOT_CTRL written with 0x%08x; only START (1) is defined",
-					 value);
-		break;
-	case MAIA_REG_INT_STATUS:
-		if (value & ~MAIA_INT_ALL)
-			fw_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
-		sim->int_status &= ~value;
-		/* The next poisoned page not yet reported takes the free record. */
-		if (value & MAIA_INT_HBM_ECC)
-			fx.raise_event |= fw_ecc_latch_next_locked(sim);
-		break;
-	case MAIA_REG_INT_MASK:
-		int_mask_locked(sim, value, &fx);
-		break;
-	case MAIA_REG_MBOX_CMD:
-		mbox_cmd_locked(sim, value, &fx);
-		break;
-	case MAIA_REG_MBOX_ARG(0):
-	case MAIA_REG_MBOX_ARG(1):
-	case MAIA_REG_MBOX_ARG(2):
-	case MAIA_REG_MBOX_ARG(3):
-		if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
-			fw_guest_error(sim, "maia: mailbox argument written while busy; ignored");
-		else
-			sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
-		break;
-	default:
-		if (is_queue_reg(sim, offset, &q, &reg))
-			queue_reg_write(sim, q, reg, value, &fx);
-		else if (is_doorbell(sim, offset, &q)) {
-			run_inline = fw_sched_inline_begin_locked(sim);
-			doorbell_locked(sim, q, value, true, &fx);
-		} else if (fw_faultq_is_reg(offset)) {
-			fw_faultq_reg_write_locked(sim, offset, value);
-		} else if (fw_telem_is_reg(offset)) {
-			read_only(sim, offset, value);
-		} else if (fw_fabric_is_reg(offset) &&
-			   fw_fabric_reg_read_locked(sim, offset, &(uint32_t){ 0 })) {
-			read_only(sim, offset, value);
-		} else {
-			fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
-					 value, offset);
-		}
-		break;
+	} else if (is_queue_reg(sim, offset, &q, &reg)) {
+		queue_reg_write(sim, q, reg, value, &fx);
+	} else if (is_doorbell(sim, offset, &q)) {
+		run_inline = fw_sched_inline_begin_locked(sim);
+		doorbell_locked(sim, q, value, true, &fx);
+	} else if (fw_faultq_is_reg(offset)) {
+		fw_faultq_reg_write_locked(sim, offset, value);
+	} else if (fw_telem_is_reg(offset)) {
+		read_only(sim, offset, value);
+	} else if (fw_fabric_is_reg(offset) &&
+		   fw_fabric_reg_read_locked(sim, offset, &(uint32_t){ 0 })) {
+		read_only(sim, offset, value);
+	} else {
+		fw_guest_error(sim, "maia: write 0x%08x to unmapped register 0x%04x ignored",
+			       value, offset);
 	}
 	pthread_mutex_unlock(&sim->lock);
 	apply_effects(sim, &fx);
