@@ -198,8 +198,8 @@ void fw_boot_run(struct maia_sim *sim)
 	bool raise;
 
 	pthread_mutex_lock(&sim->lock);
-	addr = sim->boot_addr;
-	size = sim->boot_size;
+	addr = sim->boot.addr;
+	size = sim->boot.size;
 	pthread_mutex_unlock(&sim->lock);
 
 	fw_trace(sim, "boot: fetching %u-byte image at 0x%llx", size, (unsigned long long)addr);
@@ -221,7 +221,7 @@ void fw_boot_run(struct maia_sim *sim)
 		selftest(sim, fw.selftest_ms);
 
 	pthread_mutex_lock(&sim->lock);
-	sim->boot_pending = false;
+	sim->boot.pending = false;
 	if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
 		/* Reset won the race: it puts the device back to WAIT_FW. */
 		pthread_mutex_unlock(&sim->lock);
@@ -230,14 +230,14 @@ void fw_boot_run(struct maia_sim *sim)
 	if (err == MAIA_BOOT_OK) {
 		sim->fw = fw;
 		sim->power_cap_mw = fw.tdp_w * 1000u;
-		sim->fw_version = hdr.fw_version;
-		sim->fw_abi = ((uint32_t)hdr.abi_major << 16) | hdr.abi_minor;
-		sim->boot_status = MAIA_BOOT_STATUS_READY;
-		sim->ready_ns = fw_now_ns(sim);
+		sim->boot.fw_version = hdr.fw_version;
+		sim->boot.fw_abi = ((uint32_t)hdr.abi_major << 16) | hdr.abi_minor;
+		sim->boot.status = MAIA_BOOT_STATUS_READY;
+		sim->boot.ready_ns = fw_now_ns(sim);
 	} else {
-		sim->boot_status = MAIA_BOOT_STATUS_FAILED;
+		sim->boot.status = MAIA_BOOT_STATUS_FAILED;
 	}
-	sim->boot_error = err;
+	sim->boot.error = err;
 	raise = fw_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
 	pthread_mutex_unlock(&sim->lock);
 

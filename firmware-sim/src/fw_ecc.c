@@ -44,7 +44,7 @@ bool fw_ecc_latch_next_locked(struct maia_sim *sim)
 {
 	bool raise = false;
 
-	if (sim->int_status & MAIA_INT_HBM_ECC)
+	if (sim->irq.status & MAIA_INT_HBM_ECC)
 		return false;
 	pthread_mutex_lock(&sim->ecc_lock);
 	for (unsigned int i = 0; i < sim->ecc.n; i++) {
@@ -167,7 +167,7 @@ bool fw_ecc_job_hit_locked(struct maia_sim *sim, unsigned int asid, unsigned int
 {
 	struct fw_ecc_page *p;
 
-	if (sim->int_status & MAIA_INT_HBM_ECC)
+	if (sim->irq.status & MAIA_INT_HBM_ECC)
 		return false;
 	pthread_mutex_lock(&sim->ecc_lock);
 	p = find_page(sim, page);

@@ -141,6 +141,32 @@ struct fw_ecc {
 	uint32_t ce_count, ue_count;	/* since power-on */
 };
 
+/* Boot registers and the image's identity (fw_boot.c, MAIA_REG_BOOT_*). */
+struct fw_boot_regs {
+	uint32_t status, error, size;
+	uint64_t addr;
+	bool pending;			/* a boot waits for the worker */
+	uint32_t fw_version, fw_abi;	/* of the running image, once READY */
+	uint64_t ready_ns;		/* device time the firmware became READY */
+};
+
+/* Event causes (MAIA_REG_INT_STATUS, MAIA_REG_INT_MASK). */
+struct fw_irq_regs {
+	uint32_t status, mask;
+};
+
+/* The latched MMU fault record (MAIA_REG_FAULT_*): the first since STATUS was cleared. */
+struct fw_fault_record {
+	uint32_t info;
+	uint64_t addr;
+};
+
+/* Mailbox registers (fw_mbox.c, MAIA_REG_MBOX_*). */
+struct fw_mbox_regs {
+	uint32_t cmd, status;
+	uint32_t arg[MAIA_MBOX_NARGS], resp[MAIA_MBOX_NARGS];
+};
+
 /* The fault queue's registers (fw_faultq.c, MAIA_REG_FAULTQ_*). */
 struct fw_faultq {
 	uint64_t base;			/* bus address of the ring */
@@ -208,22 +234,17 @@ struct maia_sim {
 	 */
 	int running_queue;
 
+	/* The blocks' registers, all under lock. */
 	uint32_t scratch;
-	uint32_t boot_status, boot_error, boot_size;
-	uint64_t boot_addr;
-	bool boot_pending;
-	uint32_t fw_version, fw_abi;
+	struct fw_boot_regs boot;	/* fw_boot.c */
 	uint64_t time_base_ns;		/* host clock at reset (atomic) */
 	uint32_t time_hi_latch;
-	uint32_t int_status, int_mask;
-	uint32_t fault_info;
-	uint64_t fault_addr;
-	struct fw_faultq faultq;
-	uint32_t mbox_cmd, mbox_status;
-	uint32_t mbox_arg[MAIA_MBOX_NARGS], mbox_resp[MAIA_MBOX_NARGS];
+	struct fw_irq_regs irq;		/* interrupt causes */
+	struct fw_fault_record fault;	/* the latched MMU fault (fw_sched.c) */
+	struct fw_faultq faultq;	/* fw_faultq.c */
+	struct fw_mbox_regs mbox;	/* fw_mbox.c */
 	/* Injected firmware crash: no mailbox, no jobs, heartbeat stopped (read atomically). */
 	bool fw_crashed;
-	uint64_t ready_ns;		/* device time the firmware became READY */
 	uint32_t heartbeat_at_crash;
 	uint32_t power_cap_mw;
 	struct fw_queue queues[MAIA_MAX_QUEUES];

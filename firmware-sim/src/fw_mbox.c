@@ -64,21 +64,21 @@ static uint32_t mbox_tlb_invalidate(struct maia_sim *sim, const uint32_t *arg)
 bool fw_mbox_exec_locked(struct maia_sim *sim)
 {
 	uint32_t resp[MAIA_MBOX_NARGS] = { 0 };
-	const uint32_t *arg = sim->mbox_arg;
-	uint32_t cmd = sim->mbox_cmd, result;
+	const uint32_t *arg = sim->mbox.arg;
+	uint32_t cmd = sim->mbox.cmd, result;
 
 	if (__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
-		sim->mbox_status = MAIA_MBOX_STATUS_BUSY;	/* never answered */
+		sim->mbox.status = MAIA_MBOX_STATUS_BUSY;	/* never answered */
 		return false;
 	}
-	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
+	if (sim->boot.status != MAIA_BOOT_STATUS_READY) {
 		fw_guest_error(sim, "maia: mailbox command 0x%x before firmware is ready", cmd);
 		result = MAIA_MBOX_ENOTREADY;
 	} else {
 		switch (cmd) {
 		case MAIA_MBOX_PING:
 			resp[0] = ~arg[0];
-			resp[1] = sim->fw_version;
+			resp[1] = sim->boot.fw_version;
 			result = MAIA_MBOX_OK;
 			break;
 		case MAIA_MBOX_SET_CONTEXT:
@@ -114,8 +114,8 @@ bool fw_mbox_exec_locked(struct maia_sim *sim)
 
 	if (cmd == MAIA_MBOX_SET_POWER_CAP && result == MAIA_MBOX_OK)
 		sim->power_cap_mw = arg[0];
-	memcpy(sim->mbox_resp, resp, sizeof(resp));
-	sim->mbox_status = result & MAIA_MBOX_STATUS_RESULT_MASK;
+	memcpy(sim->mbox.resp, resp, sizeof(resp));
+	sim->mbox.status = result & MAIA_MBOX_STATUS_RESULT_MASK;
 	fw_trace(sim, "mailbox: command 0x%x result %u", cmd, result);
 	return fw_int_assert_locked(sim, MAIA_INT_MBOX_DONE);
 }

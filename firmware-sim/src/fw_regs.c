@@ -105,14 +105,14 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_MSIX_VECTORS:	val = MAIA_NUM_VECTORS(cfg->num_queues); break;
 	case MAIA_REG_RESET:		val = 0; break;	/* write-only */
 	case MAIA_REG_SCRATCH:		val = sim->scratch; break;
-	case MAIA_REG_BOOT_STATUS:	val = sim->boot_status; break;
-	case MAIA_REG_BOOT_ERROR:	val = sim->boot_error; break;
-	case MAIA_REG_BOOT_ADDR_LO:	val = (uint32_t)sim->boot_addr; break;
-	case MAIA_REG_BOOT_ADDR_HI:	val = (uint32_t)(sim->boot_addr >> 32); break;
-	case MAIA_REG_BOOT_SIZE:	val = sim->boot_size; break;
+	case MAIA_REG_BOOT_STATUS:	val = sim->boot.status; break;
+	case MAIA_REG_BOOT_ERROR:	val = sim->boot.error; break;
+	case MAIA_REG_BOOT_ADDR_LO:	val = (uint32_t)sim->boot.addr; break;
+	case MAIA_REG_BOOT_ADDR_HI:	val = (uint32_t)(sim->boot.addr >> 32); break;
+	case MAIA_REG_BOOT_SIZE:	val = sim->boot.size; break;
 	case MAIA_REG_BOOT_CTRL:	val = 0; break;	/* write-only */
-	case MAIA_REG_FW_VERSION:	val = sim->fw_version; break;
-	case MAIA_REG_FW_ABI:		val = sim->fw_abi; break;
+	case MAIA_REG_FW_VERSION:	val = sim->boot.fw_version; break;
+	case MAIA_REG_FW_ABI:		val = sim->boot.fw_abi; break;
 	case MAIA_REG_TIME_LO: {
 		uint64_t now = fw_now_ns(sim);
 
@@ -123,11 +123,11 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_TIME_HI:		val = sim->time_hi_latch; break;
 	case MAIA_REG_FW_HEARTBEAT:	val = fw_heartbeat_locked(sim); break;
 	case MAIA_REG_DEBUG_INJECT:	val = 0; break;	/* write-only */
-	case MAIA_REG_INT_STATUS:	val = sim->int_status; break;
-	case MAIA_REG_INT_MASK:		val = sim->int_mask; break;
-	case MAIA_REG_FAULT_INFO:	val = sim->fault_info; break;
-	case MAIA_REG_FAULT_ADDR_LO:	val = (uint32_t)sim->fault_addr; break;
-	case MAIA_REG_FAULT_ADDR_HI:	val = (uint32_t)(sim->fault_addr >> 32); break;
+	case MAIA_REG_INT_STATUS:	val = sim->irq.status; break;
+	case MAIA_REG_INT_MASK:		val = sim->irq.mask; break;
+	case MAIA_REG_FAULT_INFO:	val = sim->fault.info; break;
+	case MAIA_REG_FAULT_ADDR_LO:	val = (uint32_t)sim->fault.addr; break;
+	case MAIA_REG_FAULT_ADDR_HI:	val = (uint32_t)(sim->fault.addr >> 32); break;
 	case MAIA_REG_DEBUG_INJECT_ADDR_LO: val = (uint32_t)sim->inject_addr; break;
 	case MAIA_REG_DEBUG_INJECT_ADDR_HI: val = (uint32_t)(sim->inject_addr >> 32); break;
 	case MAIA_REG_ECC_CE_COUNT:	val = fw_ecc_count_locked(sim, false); break;
@@ -135,19 +135,19 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_ECC_INFO:		val = sim->ecc_info; break;
 	case MAIA_REG_ECC_ADDR_LO:	val = (uint32_t)sim->ecc_addr; break;
 	case MAIA_REG_ECC_ADDR_HI:	val = (uint32_t)(sim->ecc_addr >> 32); break;
-	case MAIA_REG_MBOX_CMD:		val = sim->mbox_cmd; break;
-	case MAIA_REG_MBOX_STATUS:	val = sim->mbox_status; break;
+	case MAIA_REG_MBOX_CMD:		val = sim->mbox.cmd; break;
+	case MAIA_REG_MBOX_STATUS:	val = sim->mbox.status; break;
 	case MAIA_REG_MBOX_ARG(0):
 	case MAIA_REG_MBOX_ARG(1):
 	case MAIA_REG_MBOX_ARG(2):
 	case MAIA_REG_MBOX_ARG(3):
-		val = sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u];
+		val = sim->mbox.arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u];
 		break;
 	case MAIA_REG_MBOX_RESP(0):
 	case MAIA_REG_MBOX_RESP(1):
 	case MAIA_REG_MBOX_RESP(2):
 	case MAIA_REG_MBOX_RESP(3):
-		val = sim->mbox_resp[(offset - MAIA_REG_MBOX_RESP(0)) / 4u];
+		val = sim->mbox.resp[(offset - MAIA_REG_MBOX_RESP(0)) / 4u];
 		break;
 	default:
 		if (is_queue_reg(sim, offset, &q, &reg))
@@ -178,34 +178,34 @@ static void read_only(struct maia_sim *sim, uint32_t offset, uint32_t value)
 
 static void boot_start_locked(struct maia_sim *sim, struct mmio_effects *fx)
 {
-	switch (sim->boot_status) {
+	switch (sim->boot.status) {
 	case MAIA_BOOT_STATUS_WAIT_FW:
-		sim->boot_status = MAIA_BOOT_STATUS_LOADING;
-		sim->boot_error = MAIA_BOOT_OK;
-		sim->boot_pending = true;
+		sim->boot.status = MAIA_BOOT_STATUS_LOADING;
+		sim->boot.error = MAIA_BOOT_OK;
+		sim->boot.pending = true;
 		fw_kick_worker_locked(sim);
 		break;
 	case MAIA_BOOT_STATUS_FAILED:
 		fw_guest_error(sim, "maia: boot START after a failed boot; reset the device first");
-		sim->boot_error = MAIA_BOOT_ERR_STATE;
+		sim->boot.error = MAIA_BOOT_ERR_STATE;
 		fx->raise_event |= fw_int_assert_locked(sim, MAIA_INT_BOOT_DONE);
 		break;
 	default:
 		fw_guest_error(sim, "maia: boot START while firmware is %s; ignored",
-				 sim->boot_status == MAIA_BOOT_STATUS_READY ? "running" : "loading");
+				 sim->boot.status == MAIA_BOOT_STATUS_READY ? "running" : "loading");
 		break;
 	}
 }
 
 static void mbox_cmd_locked(struct maia_sim *sim, uint32_t value, struct mmio_effects *fx)
 {
-	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY) {
+	if (sim->mbox.status & MAIA_MBOX_STATUS_BUSY) {
 		fw_guest_error(sim, "maia: mailbox command 0x%x while busy with 0x%x; ignored",
-				 value, sim->mbox_cmd);
+				 value, sim->mbox.cmd);
 		return;
 	}
-	sim->mbox_cmd = value;
-	sim->mbox_status = MAIA_MBOX_STATUS_BUSY;
+	sim->mbox.cmd = value;
+	sim->mbox.status = MAIA_MBOX_STATUS_BUSY;
 	if (fw_mbox_exec_locked(sim))
 		fx->raise_event = true;
 }
@@ -374,7 +374,7 @@ static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail
 {
 	struct fw_queue *q = &sim->queues[qi];
 
-	if (sim->boot_status != MAIA_BOOT_STATUS_READY) {
+	if (sim->boot.status != MAIA_BOOT_STATUS_READY) {
 		fw_guest_error(sim, "maia: doorbell on queue %u before firmware is ready; ignored", qi);
 		return;
 	}
@@ -420,10 +420,10 @@ static void int_mask_locked(struct maia_sim *sim, uint32_t value, struct mmio_ef
 	if (value & ~MAIA_INT_ALL)
 		fw_guest_error(sim, "maia: INT_MASK 0x%08x has undefined bits; they are ignored",
 				 value);
-	unmasked = sim->int_mask & ~value;
-	sim->int_mask = value & MAIA_INT_ALL;
+	unmasked = sim->irq.mask & ~value;
+	sim->irq.mask = value & MAIA_INT_ALL;
 	/* A pending cause that becomes unmasked interrupts now. */
-	if (sim->int_status & unmasked)
+	if (sim->irq.status & unmasked)
 		fx->raise_event = true;
 }
 
@@ -494,15 +494,15 @@ static void write_boot_param(struct maia_sim *sim, uint32_t offset, uint32_t val
 			     struct mmio_effects *fx)
 {
 	(void)fx;
-	if (sim->boot_status == MAIA_BOOT_STATUS_LOADING)
+	if (sim->boot.status == MAIA_BOOT_STATUS_LOADING)
 		fw_guest_error(sim, "maia: boot register 0x%04x written while loading; ignored",
 			       offset);
 	else if (offset == MAIA_REG_BOOT_ADDR_LO)
-		sim->boot_addr = (sim->boot_addr & ~0xffffffffull) | value;
+		sim->boot.addr = (sim->boot.addr & ~0xffffffffull) | value;
 	else if (offset == MAIA_REG_BOOT_ADDR_HI)
-		sim->boot_addr = (sim->boot_addr & 0xffffffffull) | ((uint64_t)value << 32);
+		sim->boot.addr = (sim->boot.addr & 0xffffffffull) | ((uint64_t)value << 32);
 	else
-		sim->boot_size = value;
+		sim->boot.size = value;
 }
 
 static void write_boot_ctrl(struct maia_sim *sim, uint32_t offset, uint32_t value,
@@ -522,7 +522,7 @@ static void write_int_status(struct maia_sim *sim, uint32_t offset, uint32_t val
 	(void)offset;
 	if (value & ~MAIA_INT_ALL)
 		fw_guest_error(sim, "maia: INT_STATUS clear 0x%08x has undefined bits", value);
-	sim->int_status &= ~value;
+	sim->irq.status &= ~value;
 	/* The next poisoned page not yet reported takes the free record. */
 	if (value & MAIA_INT_HBM_ECC)
 		fx->raise_event |= fw_ecc_latch_next_locked(sim);
@@ -546,10 +546,10 @@ static void write_mbox_arg(struct maia_sim *sim, uint32_t offset, uint32_t value
 			   struct mmio_effects *fx)
 {
 	(void)fx;
-	if (sim->mbox_status & MAIA_MBOX_STATUS_BUSY)
+	if (sim->mbox.status & MAIA_MBOX_STATUS_BUSY)
 		fw_guest_error(sim, "maia: mailbox argument written while busy; ignored");
 	else
-		sim->mbox_arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
+		sim->mbox.arg[(offset - MAIA_REG_MBOX_ARG(0)) / 4u] = value;
 }
 
 /* A global register (0x000 - 0x0ff): read-only, or what a write does. */

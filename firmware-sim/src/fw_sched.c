@@ -229,12 +229,12 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 	}
 	if (status == MAIA_STATUS_MMU_FAULT && as && as->faulted) {
 		/* The first fault stays latched until the host clears the cause. */
-		if (!(sim->int_status & MAIA_INT_MMU_FAULT)) {
-			sim->fault_info = (as->asid & MAIA_FAULT_ASID_MASK) |
+		if (!(sim->irq.status & MAIA_INT_MMU_FAULT)) {
+			sim->fault.info = (as->asid & MAIA_FAULT_ASID_MASK) |
 					  ((as->fault_access << MAIA_FAULT_ACCESS_SHIFT) &
 					   MAIA_FAULT_ACCESS_MASK) |
 					  ((qi << MAIA_FAULT_QUEUE_SHIFT) & MAIA_FAULT_QUEUE_MASK);
-			sim->fault_addr = as->fault_va;
+			sim->fault.addr = as->fault_va;
 		}
 		raise_event |= fw_int_assert_locked(sim, MAIA_INT_MMU_FAULT);
 	}
@@ -457,7 +457,7 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
 	if (!sim->inline_doorbell || sim->stop || !sim->worker_idle || sim->worker_busy ||
-	    sim->boot_pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	    sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
 		return false;
 	sim->inline_busy = true;
@@ -469,7 +469,7 @@ static bool work_left_locked(struct maia_sim *sim)
 {
 	uint64_t deadline = UINT64_MAX, now = fw_now_ns(sim);
 
-	if (sim->stop || sim->boot_pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
+	if (sim->stop || sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE))
 		return true;
 	for (unsigned int qi = 0; qi < sim->cfg.num_queues; qi++) {
 		struct fw_queue *q = &sim->queues[qi];
@@ -564,7 +564,7 @@ void *fw_worker_main(void *arg)
 			sleep_locked(sim, UINT64_MAX);
 			continue;
 		}
-		if (sim->boot_pending) {
+		if (sim->boot.pending) {
 			run_unlocked(sim, fw_boot_run);
 			continue;
 		}

@@ -47,8 +47,8 @@ uint64_t fw_now_ns(struct maia_sim *sim)
 
 bool fw_int_assert_locked(struct maia_sim *sim, uint32_t causes)
 {
-	sim->int_status |= causes;
-	return (causes & ~sim->int_mask) != 0;
+	sim->irq.status |= causes;
+	return (causes & ~sim->irq.mask) != 0;
 }
 
 void fw_raise(struct maia_sim *sim, unsigned int vector)

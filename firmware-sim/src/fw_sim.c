@@ -55,24 +55,24 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	__atomic_store_n(&sim->time_base_ns, fw_host_now_ns(&sim->host), __ATOMIC_RELAXED);
 	sim->time_hi_latch = 0;
 	sim->scratch = 0;
-	sim->boot_status = MAIA_BOOT_STATUS_WAIT_FW;
-	sim->boot_error = MAIA_BOOT_OK;
-	sim->boot_size = 0;
-	sim->boot_addr = 0;
-	sim->boot_pending = false;
-	sim->fw_version = 0;
-	sim->fw_abi = 0;
-	sim->int_status = 0;
-	sim->int_mask = 0;
-	sim->fault_info = 0;
-	sim->fault_addr = 0;
+	sim->boot.status = MAIA_BOOT_STATUS_WAIT_FW;
+	sim->boot.error = MAIA_BOOT_OK;
+	sim->boot.size = 0;
+	sim->boot.addr = 0;
+	sim->boot.pending = false;
+	sim->boot.fw_version = 0;
+	sim->boot.fw_abi = 0;
+	sim->irq.status = 0;
+	sim->irq.mask = 0;
+	sim->fault.info = 0;
+	sim->fault.addr = 0;
 	fw_faultq_reset_locked(sim);
-	sim->mbox_cmd = 0;
-	sim->mbox_status = 0;
-	memset(sim->mbox_arg, 0, sizeof(sim->mbox_arg));
-	memset(sim->mbox_resp, 0, sizeof(sim->mbox_resp));
+	sim->mbox.cmd = 0;
+	sim->mbox.status = 0;
+	memset(sim->mbox.arg, 0, sizeof(sim->mbox.arg));
+	memset(sim->mbox.resp, 0, sizeof(sim->mbox.resp));
 	__atomic_store_n(&sim->fw_crashed, false, __ATOMIC_RELEASE);
-	sim->ready_ns = 0;
+	sim->boot.ready_ns = 0;
 	sim->heartbeat_at_crash = 0;
 	sim->power_cap_mw = 0;
 	for (i = 0; i < MAIA_MAX_QUEUES; i++) {
@@ -280,7 +280,7 @@ int fw_inject_locked(struct maia_sim *sim, unsigned int what, unsigned int queue
 			sim->queues[queue].inject_fault = true;
 		return 0;
 	case MAIA_SIM_INJECT_FW_CRASH:
-		if (sim->boot_status != MAIA_BOOT_STATUS_READY)
+		if (sim->boot.status != MAIA_BOOT_STATUS_READY)
 			return -EINVAL;
 		sim->heartbeat_at_crash = fw_heartbeat_locked(sim);
 		__atomic_store_n(&sim->fw_crashed, true, __ATOMIC_RELEASE);
@@ -307,10 +307,10 @@ int maia_sim_inject(struct maia_sim *sim, enum maia_sim_inject what,
 /* MAIA_REG_FW_HEARTBEAT: periods since the firmware became ready, frozen by a crash. */
 uint32_t fw_heartbeat_locked(struct maia_sim *sim)
 {
-	if (sim->boot_status != MAIA_BOOT_STATUS_READY)
+	if (sim->boot.status != MAIA_BOOT_STATUS_READY)
 		return 0;
 	if (__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
 		return sim->heartbeat_at_crash;
-	return (uint32_t)((fw_now_ns(sim) - sim->ready_ns) /
+	return (uint32_t)((fw_now_ns(sim) - sim->boot.ready_ns) /
 			  (MAIA_FW_HEARTBEAT_PERIOD_MS * 1000000ull));
 }

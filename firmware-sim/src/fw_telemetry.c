@@ -366,7 +366,7 @@ void fw_telem_reset_locked(struct maia_sim *sim)
 	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
 	fw_pm_restart(&t->pm);
 	/* the reset clears the interrupt causes, this last advance's included */
-	sim->int_status &= ~MAIA_INT_THERMAL;
+	sim->irq.status &= ~MAIA_INT_THERMAL;
 	t->raise_pending = false;
 	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
