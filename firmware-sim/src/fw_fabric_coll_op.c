@@ -115,9 +115,9 @@ static void sync_end(struct coll_op *c)
 /* The first of the command's ports that is not UP; recv_port if both are. */
 static unsigned int down_port(struct coll_op *c)
 {
-	if (fw_fabric_port_link(c->sim, c->cmd.recv_port)->state != FW_LINK_UP)
+	if (!fw_xport_port_up(c->sim, c->cmd.recv_port))
 		return c->cmd.recv_port;
-	if (fw_fabric_port_link(c->sim, c->cmd.send_port)->state != FW_LINK_UP)
+	if (!fw_xport_port_up(c->sim, c->cmd.send_port))
 		return c->cmd.send_port;
 	return c->cmd.recv_port;
 }
@@ -177,7 +177,7 @@ static void start_once(struct coll_op *c)
 	}
 	if (c->cmd.nranks > 1)
 		fw_xport_coll_starting(c->sim, c->cmd.recv_port, c->cmd.comm_id, c->cmd.seq);
-	fw_coll_start(&c->eng, &c->cmd, fw_fabric_now(c->sim));
+	fw_coll_start(&c->eng, &c->cmd, fw_xport_now(c->sim));
 }
 
 static void op_pump(struct maia_sim *sim, struct fw_fop *op)
@@ -185,7 +185,7 @@ static void op_pump(struct maia_sim *sim, struct fw_fop *op)
 	struct coll_op *c = (struct coll_op *)op;
 
 	start_once(c);
-	fw_coll_poll(&c->eng, fw_fabric_now(sim));
+	fw_coll_poll(&c->eng, fw_xport_now(sim));
 	sync_end(c);
 }
 
@@ -198,7 +198,7 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 	start_once(c);
 	if (c->op.finished || !fw_coll_wants(&c->eng, port, msg, len))
 		return 0;
-	rc = fw_coll_rx(&c->eng, port, msg, len, fw_fabric_now(sim));
+	rc = fw_coll_rx(&c->eng, port, msg, len, fw_xport_now(sim));
 	sync_end(c);
 	return rc < 0 ? -EAGAIN : 1;
 }

@@ -123,19 +123,9 @@ static uint64_t fab_now(struct maia_sim *sim)
 	return fw_host_now_ns(&sim->host);
 }
 
-uint64_t fw_fabric_now(struct maia_sim *sim)
-{
-	return fab_now(sim);
-}
-
-struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port)
+static struct fw_link *port_link(struct maia_sim *sim, unsigned int port)
 {
 	return &sim->fab->port[port].link;
-}
-
-struct fw_xport *fw_fabric_xport(struct maia_sim *sim)
-{
-	return sim->fab->xport;
 }
 
 static int link_tx(void *opaque, unsigned int port, const void *frame, size_t len)
@@ -170,9 +160,19 @@ static int link_deliver(void *opaque, unsigned int port, const void *msg, size_t
 	return fw_xport_deliver(p->sim, port, msg, len);
 }
 
+static void ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
+		     unsigned int peer_port);
+
+/* What the transport may ask of the ports. */
+static const struct fw_xport_port_ops xport_port_ops = {
+	.link = port_link,
+	.now = fab_now,
+	.ident_rx = ident_rx,
+};
+
 /* MAIA_FMSG_IDENT from the peer: tag = its serial, key = its port. */
-void fw_fabric_ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
-			unsigned int peer_port)
+static void ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
+		     unsigned int peer_port)
 {
 	struct fw_fabric_port *p = &sim->fab->port[port];
 
@@ -313,12 +313,13 @@ int fw_fabric_create(struct maia_sim *sim)
 		return -ENOMEM;
 	fab->nports = n;
 	fab->serial = sim->cfg.serial ? sim->cfg.serial : auto_serial();
-	fab->xport = fw_xport_create(sim, n);
+	fab->xport = fw_xport_create(sim, n, &xport_port_ops);
 	if (!fab->xport) {
 		free(fab);
 		return -ENOMEM;
 	}
 	sim->fab = fab;
+	sim->xport = fab->xport;
 	for (unsigned int i = 0; i < n; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
 		struct fw_link_config lc;
@@ -351,6 +352,7 @@ int fw_fabric_create(struct maia_sim *sim)
 		err = fw_link_init(&p->link, &lc, &ops, p, now);
 		if (err) {
 			sim->fab = NULL;
+			sim->xport = NULL;
 			free_fabric(fab, i);
 			return err;
 		}
@@ -361,6 +363,7 @@ int fw_fabric_create(struct maia_sim *sim)
 				     fabric_main, sim);
 	if (err) {
 		sim->fab = NULL;
+		sim->xport = NULL;
 		free_fabric(fab, n);
 		return err;
 	}
@@ -385,6 +388,7 @@ void fw_fabric_destroy(struct maia_sim *sim)
 	if (!fab)
 		return;
 	sim->fab = NULL;
+	sim->xport = NULL;
 	free_fabric(fab, fab->nports);
 }
 

@@ -55,6 +55,7 @@ struct xport_port {
 };
 
 struct fw_xport {
+	const struct fw_xport_port_ops *ops;	/* the ports, set at create */
 	unsigned int nports;
 	uint64_t next_tag;
 	bool sem_moved;			/* a remote write moved a semaphore */
@@ -134,6 +135,23 @@ static void list_move(struct msg_list *to, struct msg_list *from)
 	list_init(from);
 }
 
+/* ---- the ports, through their ops ---- */
+
+static struct fw_link *xport_link(struct maia_sim *sim, unsigned int port)
+{
+	return sim->xport->ops->link(sim, port);
+}
+
+uint64_t fw_xport_now(struct maia_sim *sim)
+{
+	return sim->xport->ops->now(sim);
+}
+
+bool fw_xport_port_up(struct maia_sim *sim, unsigned int port)
+{
+	return port < sim->xport->nports && xport_link(sim, port)->state == FW_LINK_UP;
+}
+
 /* ---- operations: worker side ---- */
 
 void fw_fop_init(struct fw_fop *op, const struct fw_fop_ops *ops, struct maia_sim *sim,
@@ -155,7 +173,7 @@ void fw_fop_free(struct fw_fop *op)
 
 void fw_fop_submit(struct maia_sim *sim, struct fw_fop *op)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct fw_fop **pp;
 
 	pthread_mutex_lock(&sim->lock);
@@ -207,7 +225,7 @@ static void free_op_list(struct fw_fop **head)
 
 void fw_xport_sync_locked(struct maia_sim *sim)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct fw_fop **pp, **tail;
 	bool kick = x->sem_moved;
 
@@ -246,13 +264,15 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 		fw_kick_worker_locked(sim);
 }
 
-struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports)
+struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports,
+				 const struct fw_xport_port_ops *ops)
 {
 	struct fw_xport *x = calloc(1, sizeof(*x) + nports * sizeof(x->port[0]));
 
 	(void)sim;
 	if (!x)
 		return NULL;
+	x->ops = ops;
 	x->nports = nports;
 	x->next_tag = 1;
 	for (unsigned int i = 0; i < nports; i++) {
@@ -272,7 +292,7 @@ static void port_forget(struct xport_port *p)
 
 void fw_xport_reset(struct maia_sim *sim)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 
 	free_op_list(&x->submitted);
 	free_op_list(&x->starting);
@@ -297,7 +317,7 @@ void fw_xport_destroy(struct fw_xport *x)
 void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 		       uint64_t *nak_tx, uint64_t *nak_rx)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct xport_port *p = &sim->xport->port[port];
 
 	*drops = p->drops;
 	*nak_tx = p->nak_tx;
@@ -309,12 +329,12 @@ void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 /* Room for an operation's message on port: UP, no answers waiting, queue half free. */
 unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct fw_link *l;
 
 	if (port >= x->nports)
 		return 0;
-	l = fw_fabric_port_link(sim, port);
+	l = xport_link(sim, port);
 	if (l->state != FW_LINK_UP || x->port[port].backlog.n ||
 	    fw_link_pending(l) >= l->cfg.txq / 2)
 		return 0;
@@ -323,12 +343,12 @@ unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port)
 
 int fw_xport_can_send(struct maia_sim *sim, unsigned int port)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct fw_link *l;
 
 	if (port >= x->nports)
 		return -EINVAL;
-	l = fw_fabric_port_link(sim, port);
+	l = xport_link(sim, port);
 	if (l->state != FW_LINK_UP)
 		return -ENOTCONN;
 	if (x->port[port].backlog.n || fw_link_pending(l) >= l->cfg.txq / 2)
@@ -338,14 +358,14 @@ int fw_xport_can_send(struct maia_sim *sim, unsigned int port)
 
 int fw_xport_send_owned(struct maia_sim *sim, unsigned int port, void *msg, size_t len)
 {
-	return fw_link_send_owned(fw_fabric_port_link(sim, port), msg, len, fw_fabric_now(sim));
+	return fw_link_send_owned(xport_link(sim, port), msg, len, fw_xport_now(sim));
 }
 
 static int send_owned_crc(struct maia_sim *sim, unsigned int port, void *msg, size_t len,
 			  uint32_t crc)
 {
-	return fw_link_send_owned_crc(fw_fabric_port_link(sim, port), msg, len, crc,
-				      fw_fabric_now(sim));
+	return fw_link_send_owned_crc(xport_link(sim, port), msg, len, crc,
+				      fw_xport_now(sim));
 }
 
 int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
@@ -371,8 +391,8 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 /* Sends the answers owed on port while the link queue takes them. */
 static void flush_backlog(struct maia_sim *sim, unsigned int port)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
-	struct fw_link *l = fw_fabric_port_link(sim, port);
+	struct xport_port *p = &sim->xport->port[port];
+	struct fw_link *l = xport_link(sim, port);
 
 	while (p->backlog.head) {
 		struct held_msg *m = p->backlog.head;
@@ -380,7 +400,7 @@ static void flush_backlog(struct maia_sim *sim, unsigned int port)
 		if (l->state == FW_LINK_UP && fw_link_pending(l) >= l->cfg.txq)
 			return;
 		/* Sent, or the link is down and the peer's request died with it. */
-		fw_link_send_owned(l, m->data, m->len, fw_fabric_now(sim));
+		fw_link_send_owned(l, m->data, m->len, fw_xport_now(sim));
 		m->data = NULL;
 		list_pop(&p->backlog);
 	}
@@ -390,7 +410,7 @@ static void flush_backlog(struct maia_sim *sim, unsigned int port)
 static struct held_msg *answer(struct maia_sim *sim, unsigned int port, uint8_t type,
 			       const struct maia_fabric_msg *req, uint16_t status, uint32_t len)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct xport_port *p = &sim->xport->port[port];
 	struct maia_fabric_msg a;
 	struct held_msg *m = NULL;
 
@@ -431,7 +451,7 @@ static bool tag_failed(const struct xport_port *p, uint64_t tag)
 static void target_write(struct maia_sim *sim, unsigned int port, const struct maia_fabric_msg *m,
 			 const uint8_t *data)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct xport_port *p = &x->port[port];
 	bool last = m->flags & MAIA_FMSG_F_LAST, sem_done = false;
 	unsigned int rc;
@@ -478,7 +498,7 @@ static void target_read(struct maia_sim *sim, unsigned int port, const struct ma
 		memcpy(h->data, &a, sizeof(a));
 		h->len = MAIA_FABRIC_MSG_HDR_LEN;
 		if (rc == MAIA_FABRIC_RESP_BAD_KEY || rc == MAIA_FABRIC_RESP_ACCESS)
-			fw_fabric_xport(sim)->port[port].nak_tx++;
+			sim->xport->port[port].nak_tx++;
 	}
 }
 
@@ -490,7 +510,7 @@ static void target_read(struct maia_sim *sim, unsigned int port, const struct ma
  */
 static int offer(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 
 	for (struct fw_fop *op = x->active; op; op = op->next) {
 		int rc;
@@ -525,7 +545,7 @@ static bool held_coll_failed_here(const struct xport_port *p, const struct held_
 void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			  uint32_t seq)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct xport_port *p;
 	struct held_msg **hp;
 	unsigned int i;
@@ -552,13 +572,13 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 
 struct fw_fop *fw_xport_active(struct maia_sim *sim)
 {
-	return fw_fabric_xport(sim)->active;
+	return sim->xport->active;
 }
 
 void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			    uint32_t seq)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 
 	if (port >= x->nports)
 		return;
@@ -573,8 +593,8 @@ void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t co
 /* false: the held list is full (the link delivers the message again later). */
 static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
-	uint64_t now = fw_fabric_now(sim);
+	struct xport_port *p = &sim->xport->port[port];
+	uint64_t now = fw_xport_now(sim);
 	struct held_msg *m = NULL;
 
 	/* Full: what no collective claimed in a long time (oldest first) makes room. */
@@ -602,7 +622,7 @@ static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, 
  */
 int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct xport_port *p = &sim->xport->port[port];
 	const uint8_t *data = (const uint8_t *)msg + MAIA_FABRIC_MSG_HDR_LEN;
 	struct maia_fabric_coll_msg c;
 	struct maia_fabric_msg m;
@@ -619,7 +639,7 @@ int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, s
 	case MAIA_FMSG_IDENT:
 		if (dlen)
 			break;
-		fw_fabric_ident_rx(sim, port, m.tag, m.key);
+		sim->xport->ops->ident_rx(sim, port, m.tag, m.key);
 		return 0;
 	case MAIA_FMSG_WRITE:
 		if (dlen != m.len)
@@ -669,7 +689,7 @@ void fw_xport_link_up(struct maia_sim *sim, unsigned int port)
 /* A DOWN ends every operation on the port, and what the peer was owed. */
 void fw_xport_link_down(struct maia_sim *sim, unsigned int port)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 
 	for (struct fw_fop *op = x->active; op; op = op->next)
 		if (op->ports & (1u << port))
@@ -688,7 +708,7 @@ void fw_xport_link_down(struct maia_sim *sim, unsigned int port)
  */
 static void offer_held(struct maia_sim *sim, struct fw_fop *op, unsigned int port)
 {
-	struct xport_port *p = &fw_fabric_xport(sim)->port[port];
+	struct xport_port *p = &sim->xport->port[port];
 	struct msg_list offering;
 	struct held_msg *m;
 	bool no_room = false;
@@ -717,7 +737,7 @@ static void offer_held(struct maia_sim *sim, struct fw_fop *op, unsigned int por
 /* Starts an operation: every port it uses must be UP; held COLL messages offered. */
 static void start_op(struct maia_sim *sim, struct fw_fop *op)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	struct fw_fop **pp;
 
 	op->tag = x->next_tag++;
@@ -728,7 +748,7 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 	for (unsigned int i = 0; i < x->nports; i++) {
 		if (!(op->ports & (1u << i)))
 			continue;
-		if (fw_fabric_port_link(sim, i)->state != FW_LINK_UP) {
+		if (xport_link(sim, i)->state != FW_LINK_UP) {
 			fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
 			return;
 		}
@@ -739,7 +759,7 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 
 void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 
 	while (x->starting) {
 		struct fw_fop *op = x->starting;
@@ -761,7 +781,7 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 
 uint64_t fw_xport_next_deadline(struct maia_sim *sim)
 {
-	struct fw_xport *x = fw_fabric_xport(sim);
+	struct fw_xport *x = sim->xport;
 	uint64_t d = UINT64_MAX;
 
 	for (struct fw_fop *op = x->active; op; op = op->next)

@@ -135,7 +135,20 @@ struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
 
 /* Between fw_fabric_port.c and fw_fabric_xport.c, on the fabric thread. */
 struct fw_xport;
-struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports);
+/*
+ * What the transport needs of the ports, given by fw_fabric_port.c at
+ * create: the transport calls the ports only through these.
+ */
+struct fw_xport_port_ops {
+	struct fw_link *(*link)(struct maia_sim *sim, unsigned int port);
+	uint64_t (*now)(struct maia_sim *sim);		/* the links' clock */
+	/* MAIA_FMSG_IDENT from port's peer: its serial and port. */
+	void (*ident_rx)(struct maia_sim *sim, unsigned int port, uint64_t serial,
+			 unsigned int peer_port);
+};
+/* The transport, found through sim->xport once fw_fabric_create() set it. */
+struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports,
+				 const struct fw_xport_port_ops *ops);
 void fw_xport_destroy(struct fw_xport *x);
 /* 0, or -EAGAIN: no room for the message now (fw_link_ops.deliver). */
 int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, size_t len);
@@ -153,11 +166,8 @@ void fw_xport_reset(struct maia_sim *sim);
 void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 		       uint64_t *nak_tx, uint64_t *nak_rx);
 
-/* From fw_fabric_port.c, for the transport (fabric thread). */
-struct fw_link *fw_fabric_port_link(struct maia_sim *sim, unsigned int port);
-struct fw_xport *fw_fabric_xport(struct maia_sim *sim);
-uint64_t fw_fabric_now(struct maia_sim *sim);
-void fw_fabric_ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
-			unsigned int peer_port);
+/* For the operation kinds: whether port is UP, and the links' clock. */
+bool fw_xport_port_up(struct maia_sim *sim, unsigned int port);
+uint64_t fw_xport_now(struct maia_sim *sim);
 
 #endif /* FWSIM_FABRIC_XPORT_H */

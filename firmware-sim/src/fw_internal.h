@@ -124,6 +124,7 @@ struct fw_window {
 };
 
 struct fw_fop;
+struct fw_xport;
 
 /* HBM ECC (fw_ecc.c): pages with an injected error. */
 #define FW_ECC_MAX_PAGES	64u
@@ -276,6 +277,8 @@ struct maia_sim {
 
 	/* Fabric ports (fw_fabric_port.c); NULL when cfg.fabric_ports is 0. */
 	struct fw_fabric *fab;
+	/* The transport above them (fw_fabric_xport.c), created and freed with them. */
+	struct fw_xport *xport;
 	pthread_t fabric_thread;	/* runs the links and the transport */
 	/*
 	 * fab_cond (with lock) wakes the fabric thread. win_lock (inside lock,

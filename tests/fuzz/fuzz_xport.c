@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(msg, &m, sizeof(m));
 		}
 		fw_xport_deliver(sim, 0, msg, len);
-		fw_xport_pump(sim, fw_fabric_now(sim));
+		fw_xport_pump(sim, fw_xport_now(sim));
 	}
 	fw_xport_link_down(sim, 0);
 	return 0;
