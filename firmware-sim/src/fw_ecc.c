@@ -52,8 +52,8 @@ bool fw_ecc_latch_next_locked(struct maia_sim *sim)
 
 		if (p->ue && !p->reported) {
 			p->reported = true;
-			sim->ecc_info = 0;	/* found by the scrubber, not a job */
-			sim->ecc_addr = p->page;
+			sim->ecc_rec.info = 0;	/* found by the scrubber, not a job */
+			sim->ecc_rec.addr = p->page;
 			raise = fw_int_assert_locked(sim, MAIA_INT_HBM_ECC);
 			break;
 		}
@@ -174,9 +174,9 @@ bool fw_ecc_job_hit_locked(struct maia_sim *sim, unsigned int asid, unsigned int
 	if (p)
 		p->reported = true;
 	pthread_mutex_unlock(&sim->ecc_lock);
-	sim->ecc_info = (asid & MAIA_ECC_ASID_MASK) | MAIA_ECC_JOB |
+	sim->ecc_rec.info = (asid & MAIA_ECC_ASID_MASK) | MAIA_ECC_JOB |
 			((qi << MAIA_ECC_QUEUE_SHIFT) & MAIA_ECC_QUEUE_MASK);
-	sim->ecc_addr = page;
+	sim->ecc_rec.addr = page;
 	return fw_int_assert_locked(sim, MAIA_INT_HBM_ECC);
 }
 
@@ -202,7 +202,7 @@ void fw_ecc_reset_locked(struct maia_sim *sim)
 	__atomic_store_n(&sim->ecc.n, 0, __ATOMIC_RELEASE);
 	memset(sim->ecc.pages, 0, sizeof(sim->ecc.pages));
 	pthread_mutex_unlock(&sim->ecc_lock);
-	sim->ecc_info = 0;
-	sim->ecc_addr = 0;
+	sim->ecc_rec.info = 0;
+	sim->ecc_rec.addr = 0;
 	sim->inject_addr = 0;
 }

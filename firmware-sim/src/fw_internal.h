@@ -142,6 +142,12 @@ struct fw_ecc {
 	uint32_t ce_count, ue_count;	/* since power-on */
 };
 
+/* The latched uncorrectable-ECC record (fw_ecc.c): one page at a time. */
+struct fw_ecc_record {
+	uint32_t info;
+	uint64_t addr;
+};
+
 /* Boot registers and the image's identity (fw_boot.c, MAIA_REG_BOOT_*). */
 struct fw_boot_regs {
 	uint32_t status, error, size;
@@ -264,8 +270,7 @@ struct maia_sim {
 	struct fw_telem telem;
 
 	/* HBM ECC: the UE record and the injection address, under lock. */
-	uint32_t ecc_info;
-	uint64_t ecc_addr;
+	struct fw_ecc_record ecc_rec;	/* MAIA_REG_ECC_INFO, MAIA_REG_ECC_ADDR_* */
 	uint64_t inject_addr;
 	/* ecc_lock (inside lock) protects ecc: error table and counters. */
 	pthread_mutex_t ecc_lock;

@@ -132,9 +132,9 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 	case MAIA_REG_DEBUG_INJECT_ADDR_HI: val = (uint32_t)(sim->inject_addr >> 32); break;
 	case MAIA_REG_ECC_CE_COUNT:	val = fw_ecc_count_locked(sim, false); break;
 	case MAIA_REG_ECC_UE_COUNT:	val = fw_ecc_count_locked(sim, true); break;
-	case MAIA_REG_ECC_INFO:		val = sim->ecc_info; break;
-	case MAIA_REG_ECC_ADDR_LO:	val = (uint32_t)sim->ecc_addr; break;
-	case MAIA_REG_ECC_ADDR_HI:	val = (uint32_t)(sim->ecc_addr >> 32); break;
+	case MAIA_REG_ECC_INFO:		val = sim->ecc_rec.info; break;
+	case MAIA_REG_ECC_ADDR_LO:	val = (uint32_t)sim->ecc_rec.addr; break;
+	case MAIA_REG_ECC_ADDR_HI:	val = (uint32_t)(sim->ecc_rec.addr >> 32); break;
 	case MAIA_REG_MBOX_CMD:		val = sim->mbox.cmd; break;
 	case MAIA_REG_MBOX_STATUS:	val = sim->mbox.status; break;
 	case MAIA_REG_MBOX_ARG(0):
