@@ -6,8 +6,9 @@
 #                libFuzzer, kill -9 of 100 processes, 1,000 load cycles, fuzz-device
 #                (FUZZ_CALLS, FUZZ_SECONDS, MAIA_FUZZ_SEED, MAIA_LOAD_CYCLES)
 #
-# Set-up (apt packages, QEMU source and build, guest kernel, linux-source) is
-# cached in $(MAIA_CACHE), default ~/.cache/maia-stack, keyed by version.
+# Set-up (apt packages, QEMU source and build, guest kernel, linux-source, the
+# Python venv) is cached in $(MAIA_CACHE), default ~/.cache/maia-stack, keyed
+# by version.
 
 include versions.env
 
@@ -21,15 +22,18 @@ KDIR := $(MAIA_CACHE)/kernel-$(GUEST_KERNEL_ABI)/usr/src/linux-headers-$(KERNEL_
 LINUX_SRC := $(MAIA_CACHE)/linux-source-$(GUEST_KERNEL_DEB_VERSION)
 # The build directory is keyed by QEMU's configure flags in common.sh.
 QEMU_BUILD := $(shell bash -c '. qemu/setup/common.sh && echo "$$QEMU_BUILD_DIR"')
+# The venv of the Python module and the torch backend, keyed by the hash of
+# userspace/python/requirements.txt (qemu/setup/python-env.sh).
+MAIA_PYTHON := $(shell MAIA_CACHE='$(MAIA_CACHE)' qemu/setup/python-env.sh --print-python)
 JOBS ?= 2
 
-.PHONY: all setup deps guest-kernel linux-source qemu firmware-sim firmware driver \
+.PHONY: all setup deps guest-kernel linux-source qemu python-env firmware-sim firmware driver \
 	userspace kselftest cluster unit-tests run check fuzz fuzz-device bench lint clean
 
 all: firmware-sim driver userspace kselftest cluster
 
 # --- set-up -----------------------------------------------------------------
-setup: deps guest-kernel linux-source qemu
+setup: deps guest-kernel linux-source qemu python-env
 
 deps:
 	@qemu/setup/deps.sh
@@ -43,6 +47,9 @@ linux-source: deps
 qemu: deps
 	@qemu/setup/qemu.sh
 
+python-env: deps
+	@qemu/setup/python-env.sh
+
 # --- the stack --------------------------------------------------------------
 firmware-sim: deps
 	@$(MAKE) --no-print-directory -C firmware-sim BUILD=$(BUILD)/firmware-sim -j$(JOBS)
@@ -52,8 +59,9 @@ firmware: firmware-sim
 driver: guest-kernel
 	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) W=1 -j$(JOBS) modules
 
-userspace: deps
-	@$(MAKE) --no-print-directory -C userspace BUILD=$(BUILD)/userspace -j$(JOBS)
+userspace: deps python-env
+	@$(MAKE) --no-print-directory -C userspace BUILD=$(BUILD)/userspace PYTHON=$(MAIA_PYTHON) \
+		-j$(JOBS)
 
 kselftest: linux-source
 	@$(MAKE) --no-print-directory -C tests/kselftest/maia OUTPUT=$(BUILD)/kselftest \

@@ -2,8 +2,8 @@
 # Install the Debian packages the project builds and runs with, adding
 # bookworm-backports (with deb-src) for meson and the QEMU source.
 # Idempotent: a stamp keyed by this file's content skips the work next time.
-# Python and PyTorch (the maia module, userspace/torch) are Debian's and run
-# only under /usr/bin/python3; torch and its libraries are about 830 MB.
+# Python: python3-dev and python3-venv for the maia module's venv and its C
+# extension; torch and numpy go into that venv (python-env.sh), not apt.
 # prometheus (a 19 MB download, 96 MB installed, about 35 s) is the real
 # server the "prometheus" suite starts in a guest against maia-exporter, with
 # its own config and storage. On a host with systemd the package also enables
@@ -17,7 +17,7 @@ PACKAGES=(
 	busybox-static seabios ipxe-qemu qemu-system-data
 	libdrm-dev libpci-dev libkmod-dev libopenblas-dev libmicrohttpd-dev
 	clang llvm lld libclang-rt-14-dev
-	python3-dev python3-numpy python3-torch libtorch-dev
+	python3-dev
 	prometheus
 	openmpi-bin libopenmpi-dev
 	python3-docutils

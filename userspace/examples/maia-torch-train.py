@@ -59,7 +59,7 @@ def main(steps=4, out=sys.stdout):
             loss = torch.nn.functional.mse_loss(model(xx), tt)
             loss.backward()
             opt.step()
-            pair.append(float(loss))
+            pair.append(loss.item())
         losses.append(pair)
         print("step %d: loss cpu %.6f maia %.6f" % (step, pair[0], pair[1]), file=out)
     with torch.no_grad():

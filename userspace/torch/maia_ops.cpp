@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * torch.ops.maia: device ops torch 1.13 has no aten op for (RMS norm,
- * attention as one kernel, MX quantize/dequantize), and the backend's
- * controls (strict mode, op and memory statistics). maia/torch.py wraps
- * them for Python.
+ * torch.ops.maia: device ops as one device command each (RMS norm,
+ * attention, MX quantize/dequantize; torch 2's aten::rms_norm and
+ * aten::scaled_dot_product_attention are composites that decompose into
+ * the ops of kernels.cpp and the fallback), and the backend's controls
+ * (strict mode, op and memory statistics). maia/torch.py wraps them for
+ * Python.
  */
 #include <torch/library.h>
 

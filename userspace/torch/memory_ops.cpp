@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Tensor creation, views, resize, copies and fills for privateuseone
+ * Tensor creation, views, resize, copies and fills for Maia (PrivateUse1)
  * tensors: the ops every backend must have. Views are torch's generic
  * implementations (they only touch sizes and strides); copies between host
  * and device are DMA; copies on the device are the tensor engine's COPY
@@ -12,7 +12,6 @@
 #include <ATen/ops/_unsafe_view_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
 #include <cstring>
@@ -46,15 +45,6 @@ static at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
 						 c10::dtype_or_default(dtype));
 }
 
-/* A byte copy between device addresses (DMA engine). */
-static void device_memcpy(uint64_t dst, uint64_t src, size_t bytes)
-{
-	Job job;
-
-	job.add(maia_cmd_copy(job.cmdbuf(), dst, src, bytes), "maia_cmd_copy");
-	job.run();
-}
-
 static const at::Tensor &resize_(const at::Tensor &self, at::IntArrayRef size,
 				 c10::optional<at::MemoryFormat> memory_format)
 {
@@ -66,15 +56,8 @@ static const at::Tensor &resize_(const at::Tensor &self, at::IntArrayRef size,
 	TORCH_CHECK(!memory_format || *memory_format == at::MemoryFormat::Contiguous ||
 			    *memory_format == at::MemoryFormat::Preserve,
 		    "maia: resize_ supports the contiguous memory format only");
-	if (need > storage.nbytes()) {
-		c10::DataPtr fresh = allocator()->allocate(need);
-
-		if (storage.nbytes() && storage.data())
-			device_memcpy(reinterpret_cast<uint64_t>(fresh.get()),
-				      reinterpret_cast<uint64_t>(storage.data()), storage.nbytes());
-		storage.set_data_ptr_noswap(std::move(fresh));
-		storage.set_nbytes(need);
-	}
+	if (need > storage.nbytes())
+		resize_storage(storage, need);
 	impl->set_sizes_contiguous(size);
 	return self;
 }
@@ -163,7 +146,7 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 	}
 	if (src.scalar_type() == dst.scalar_type() && dense_contiguous(src) &&
 	    dense_contiguous(dst)) {
-		device_memcpy(va_of(dst), va_of(src), dst.nbytes());
+		copy_on_device(va_of(dst), va_of(src), dst.nbytes());
 		return;
 	}
 	/* Types the tensor engine does not convert (int64, bool, double): by the host. */
@@ -262,8 +245,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("zero_", zero);
 	m.impl("_local_scalar_dense", local_scalar_dense);
 }
-
-/* One device, no streams: the guard has nothing to switch. */
-C10_REGISTER_GUARD_IMPL(PrivateUse1, c10::impl::NoOpDeviceGuardImpl<c10::DeviceType::PrivateUse1>);
 
 } // namespace maia_torch

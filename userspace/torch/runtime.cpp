@@ -157,6 +157,16 @@ void copy_from_device(void *dst, uint64_t src_va, size_t bytes)
 	}
 }
 
+void copy_on_device(uint64_t dst_va, uint64_t src_va, size_t bytes)
+{
+	Job job;
+
+	if (!bytes)
+		return;
+	job.add(maia_cmd_copy(job.cmdbuf(), dst_va, src_va, bytes), "maia_cmd_copy");
+	job.run();
+}
+
 /* ---- the caching sub-allocator --------------------------------------------- */
 
 /*
@@ -169,10 +179,15 @@ void copy_from_device(void *dst, uint64_t src_va, size_t bytes)
  */
 class CachingAllocator final : public c10::Allocator {
 public:
-	c10::DataPtr allocate(size_t n) const override;
+	c10::DataPtr allocate(size_t n) override;
 	c10::DeleterFnPtr raw_deleter() const override
 	{
 		return nullptr;
+	}
+	/* Allocator::clone(): a device-to-device copy by the DMA engine. */
+	void copy_data(void *dst, const void *src, size_t n) const override
+	{
+		copy_on_device(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), n);
 	}
 	void release(uint64_t va) const;
 	MemoryStats stats() const;
@@ -235,7 +250,7 @@ uint64_t CachingAllocator::carve(size_t size) const
 
 static void delete_block(void *ctx);
 
-c10::DataPtr CachingAllocator::allocate(size_t n) const
+c10::DataPtr CachingAllocator::allocate(size_t n)
 {
 	c10::Device dev(c10::DeviceType::PrivateUse1, 0);
 	uint64_t va;
@@ -316,6 +331,19 @@ static void delete_block(void *ctx)
 c10::Allocator *allocator()
 {
 	return &the_allocator;
+}
+
+void resize_storage(const c10::Storage &storage, size_t newsize)
+{
+	c10::Storage s = storage;	/* a handle: changes the caller's storage */
+	c10::DataPtr fresh = the_allocator.allocate(newsize);
+	size_t keep = std::min(s.nbytes(), newsize);
+
+	if (keep && s.data())
+		copy_on_device(reinterpret_cast<uint64_t>(fresh.get()),
+			       reinterpret_cast<uint64_t>(s.data()), keep);
+	s.set_data_ptr_noswap(std::move(fresh));
+	s.set_nbytes(newsize);
 }
 
 MemoryStats memory_stats()

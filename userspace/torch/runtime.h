@@ -19,7 +19,7 @@
 
 namespace maia_torch {
 
-/* The device every privateuseone tensor lives on (Maia device 0). */
+/* The device every Maia (PrivateUse1) tensor lives on (Maia device 0). */
 struct maia_device *device();
 
 /* Throws c10::Error "maia: what: libmaia's message" when err < 0. */
@@ -58,12 +58,16 @@ MemoryStats memory_stats();
 /* Free the cached blocks' buffer objects that hold nothing in use. */
 void empty_cache();
 
-/* The c10::Allocator of privateuseone tensors. */
+/* The c10::Allocator of Maia (PrivateUse1) tensors. */
 c10::Allocator *allocator();
+/* Give storage a new block of newsize bytes, the common bytes copied over. */
+void resize_storage(const c10::Storage &storage, size_t newsize);
 
 /* DMA: host memory <-> device VA, through the pinned staging buffer. */
 void copy_to_device(uint64_t dst_va, const void *src, size_t bytes);
 void copy_from_device(void *dst, uint64_t src_va, size_t bytes);
+/* DMA: a byte copy between two device VAs. */
+void copy_on_device(uint64_t dst_va, uint64_t src_va, size_t bytes);
 
 /* Device VA of a device tensor's first element. */
 inline uint64_t va_of(const at::Tensor &t)

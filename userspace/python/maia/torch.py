@@ -1,21 +1,83 @@
 # SPDX-License-Identifier: MIT
 """maia.torch: the Maia PyTorch backend (userspace/torch/, Documentation/python.rst).
 
-Importing it loads the backend into torch (torch.ops.load_library). Tensors
-then live on maia.torch.device ("privateuseone:0", torch 1.13 has no way to
-rename the backend): model.to(maia.torch.device) runs on the device, ops
-without a Maia kernel through the CPU fallback, counted; strict() turns
-every fallback into an error.
+Importing it loads the backend into torch (torch.ops.load_library) and names
+torch's PrivateUse1 backend "maia": tensors then live on maia.torch.device
+("maia:0"), model.to("maia") runs on the device, ops without a Maia kernel
+through the CPU fallback, counted; strict() turns every fallback into an
+error. torch.maia is the device module torch 2 asks a backend for
+(is_available, device_count, ...).
 """
 import contextlib
 import os
 
 import torch
 
+import maia
+
 _LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_maia_torch.so")
 torch.ops.load_library(_LIBRARY)
 
-device = torch.device("privateuseone", 0)
+BACKEND = "maia"
+
+
+class _DeviceModule:
+    """torch.maia: what torch 2 calls on a PrivateUse1 backend's module
+    (lazy init, seeding, device counts). One device (index 0), synchronous:
+    there is nothing to initialise or wait for; random numbers come from
+    the CPU generator (random ops take the CPU fallback)."""
+
+    @staticmethod
+    def is_available():
+        return maia.device_count() > 0
+
+    @staticmethod
+    def device_count():
+        return 1 if maia.device_count() > 0 else 0
+
+    @staticmethod
+    def current_device():
+        return 0
+
+    @staticmethod
+    def is_initialized():
+        return True
+
+    @staticmethod
+    def _lazy_init():
+        pass
+
+    @staticmethod
+    def _is_in_bad_fork():
+        return False
+
+    @staticmethod
+    def manual_seed_all(seed):
+        pass
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+
+def _register():
+    name = torch._C._get_privateuse1_backend_name()
+    if name == BACKEND and hasattr(torch, BACKEND):
+        return                                  # this module, loaded again
+    if name != "privateuseone":
+        raise RuntimeError("maia.torch: torch's PrivateUse1 backend is already named %r" % name)
+    torch.utils.rename_privateuse1_backend(BACKEND)
+    torch._register_device_module(BACKEND, _DeviceModule())
+    # No generate_methods_for_privateuse1_backend(): torch has a MAIA device
+    # type of its own (no kernels in a torch wheel; the name "maia" now means
+    # this backend), whose Tensor.is_maia is already there and False for
+    # these tensors, and Module.maia() needs Tensor.maia(). Use .to("maia")
+    # and t.device.type == "maia".
+
+
+_register()
+
+device = torch.device(BACKEND, 0)
 ops = torch.ops.maia
 
 MEMORY_STATS = ("in_use_bytes", "cached_bytes", "bo_bytes", "bo_count", "allocations", "reuses")
