@@ -51,7 +51,8 @@ int maia_hwq_enable(struct maia_device *mdev, unsigned int q, const struct maia_
 		    FIELD_PREP(MAIA_Q_CTRL_PRIO_MASK, cfg->prio));
 
 	*status = maia_hwq_rd(mdev, q, MAIA_Q_STATUS);
-	if (!*status && (!cfg->user || maia_hwq_rd(mdev, q, MAIA_Q_ASID) == asid))
+	if (!(*status & MAIA_Q_STATUS_ERRORS) &&
+	    (!cfg->user || maia_hwq_rd(mdev, q, MAIA_Q_ASID) == asid))
 		return 0;
 	maia_hwq_wr(mdev, q, MAIA_Q_CTRL, 0);
 	if (cfg->user)
@@ -90,6 +91,15 @@ void maia_hwq_arm_irq(struct maia_device *mdev, unsigned int q)
 u32 maia_hwq_status(struct maia_device *mdev, unsigned int q)
 {
 	return maia_hwq_rd(mdev, q, MAIA_Q_STATUS);
+}
+
+/*
+ * Whether queue @q has failed: an error bit of its status. A job waiting
+ * for the fabric (MAIA_Q_STATUS_FABRIC_WAIT) is no error.
+ */
+bool maia_hwq_failed(struct maia_device *mdev, unsigned int q)
+{
+	return maia_hwq_status(mdev, q) & MAIA_Q_STATUS_ERRORS;
 }
 
 /* Entries the device has taken to run (hardware 1.1), modulo 2^32. */

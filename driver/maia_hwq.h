@@ -35,6 +35,7 @@ void maia_hwq_unbind(struct maia_device *mdev, unsigned int q);
 void maia_hwq_doorbell(struct maia_device *mdev, unsigned int q, u32 tail);
 void maia_hwq_arm_irq(struct maia_device *mdev, unsigned int q);
 u32 maia_hwq_status(struct maia_device *mdev, unsigned int q);
+bool maia_hwq_failed(struct maia_device *mdev, unsigned int q);
 u32 maia_hwq_fetched(struct maia_device *mdev, unsigned int q);
 u32 maia_hwq_completed(struct maia_device *mdev, unsigned int q);
 u32 maia_hwq_fabric_waits(struct maia_device *mdev, unsigned int q);

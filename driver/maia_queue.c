@@ -117,15 +117,16 @@ void maia_queue_drain(struct maia_queue *q)
 }
 
 /*
- * Logs @q's error, if its status says it has one: QUEUE_ERROR names no
- * queue, and a user's bad command must not make the log blame another.
+ * Logs @q's error, if its status has an error bit: QUEUE_ERROR names no
+ * queue, and a user's bad command must not make the log blame another (nor
+ * a job waiting for the fabric count as a failure).
  * Rate-limited, as users can trigger it.
  */
 void maia_queue_report_error(struct maia_queue *q)
 {
 	struct maia_hwq_state st;
 
-	if (!maia_hwq_status(q->mdev, q->index))
+	if (!maia_hwq_failed(q->mdev, q->index))
 		return;
 	maia_hwq_read_state(q->mdev, q->index, &st);
 	maia_err_ratelimited(q->mdev, "queue %u error: status %#x head %u tail %u\n",

@@ -119,7 +119,7 @@ void maia_userq_report_errors(struct maia_device *mdev)
 		struct maia_hwq_state st;
 
 		if (!uq || uq->state != DRM_MAIA_USERQ_ACTIVE ||
-		    !maia_hwq_status(mdev, uq->slot->hwq))
+		    !maia_hwq_failed(mdev, uq->slot->hwq))
 			continue;
 		maia_hwq_read_state(mdev, uq->slot->hwq, &st);
 		maia_err_ratelimited(mdev, "user queue %u (asid %u) error: status %#x head %u tail %u: queue stopped\n",

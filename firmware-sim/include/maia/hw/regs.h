@@ -250,6 +250,9 @@
  * dead-peer time). A driver's hang check skips such a queue.
  */
 #define     MAIA_Q_STATUS_FABRIC_WAIT	(1u << 3)
+/* The bits that mean the queue failed (FABRIC_WAIT is a state, not an error). */
+#define     MAIA_Q_STATUS_ERRORS	(MAIA_Q_STATUS_ERR_CONFIG | MAIA_Q_STATUS_ERR_DOORBELL | \
+					 MAIA_Q_STATUS_ERR_DMA)
 #define   MAIA_Q_COMPLETED		0x24u	/* read-only: completions posted */
 /*
  * Shadow tail (optional, like NVMe's shadow doorbells): bus address of a
