@@ -149,34 +149,30 @@ void maia_fault_latch(struct maia_device *mdev)
 /*
  * A kernel job of @ctx (ASID @asid) completed with an MMU fault (its
  * queue's completion handler): @ctx is marked before the job's fence
- * signals. With the fault queue, the job's entry is there already and marks
- * it; only a full queue leaves its address unknown. Without it, the one
- * record is used if it names @ctx's ASID: a record of a context that has
- * closed is forgotten before its ASID is free, and ASIDs are reused last
- * (maia_vm.c), so a matching ASID is @ctx's; otherwise the address is
- * unknown (DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN), never the other's.
+ * signals. With the fault queue, the job's entry is there already and
+ * marks it (the first fault of a context is the one it keeps, so what
+ * follows is then a no-op). Without it, or when the full queue could not
+ * keep the fault, the one record is used if it names @ctx's ASID: a record
+ * of a context that has closed is forgotten before its ASID is free, and
+ * ASIDs are reused last (maia_vm.c), so a matching ASID is @ctx's;
+ * otherwise the address is unknown (DRM_MAIA_CTX_FAULT_ADDR_UNKNOWN),
+ * never the other's.
  */
 void maia_fault_report_job(struct maia_device *mdev, struct maia_context *ctx, u32 asid)
 {
 	struct maia_faults *f = &mdev->faults;
 	struct maia_fault_record rec;
-	bool queue;
 
 	spin_lock(&f->lock);
-	queue = f->ring;
-	if (queue)
-		maia_fault_take_locked(mdev);
-	else if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT)
+	maia_fault_take_locked(mdev);
+	if (maia_rd(mdev, MAIA_REG_INT_STATUS) & MAIA_INT_MMU_FAULT)
 		maia_fault_read_record(mdev, &rec);
 	else
 		rec = f->latched;
 	spin_unlock(&f->lock);
 
-	if (queue)	/* a no-op when its entry marked it */
-		maia_ctx_report_fault(ctx, false, 0, 0);
-	else
-		maia_ctx_report_fault(ctx, FIELD_GET(MAIA_FAULT_ASID_MASK, rec.info) == asid,
-				      rec.addr, FIELD_GET(MAIA_FAULT_ACCESS_MASK, rec.info));
+	maia_ctx_report_fault(ctx, FIELD_GET(MAIA_FAULT_ASID_MASK, rec.info) == asid, rec.addr,
+			      FIELD_GET(MAIA_FAULT_ACCESS_MASK, rec.info));
 }
 
 static void maia_fault_log(struct maia_device *mdev, const struct maia_fault_record *rec)
