@@ -1469,22 +1469,10 @@ static void coll_cleanup(void)
 /* The collective worker's loop: rounds until told to stop (or the deadline). */
 int coll_worker(int index, unsigned long long rounds, int64_t deadline_ns)
 {
-	struct sigaction sa = { .sa_handler = on_alarm };
-	uint64_t s = opt_seed ^ 0xc011ec7e5eed0001ull;
 	int i;
 
-	worker_index = index;
 	in_coll_worker = true;
-	worker_seed = splitmix64(&s);
-	rng_state = worker_seed;
-	st = &shm->w[index];
-	sigaction(SIGALRM, &sa, NULL);
-	sa.sa_handler = on_fatal;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGILL, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	worker_start(index, opt_seed ^ 0xc011ec7e5eed0001ull);
 	for (i = 0; i < MAX_NODES; i++)
 		cranks[i].fd = -1;
 	/* comm_id 0 is never used (libmaia's rule): keep ours non-zero. */

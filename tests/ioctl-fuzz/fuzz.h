@@ -182,8 +182,7 @@ extern const char *cur_op;
 
 void trace(const char *fmt, ...);
 void violation(const char *fmt, ...);
-void on_alarm(int sig);
-void on_fatal(int sig);
+void worker_start(int index, uint64_t seed);
 
 /* errno list terminated by -1; 0 means success is allowed */
 #define ALLOW(...)	((const int[]){ __VA_ARGS__, -1 })

@@ -144,7 +144,7 @@ void violation(const char *fmt, ...)
 	va_end(ap);
 }
 
-void on_alarm(int sig)
+static void on_alarm(int sig)
 {
 	char buf[256];
 	int n;
@@ -158,7 +158,7 @@ void on_alarm(int sig)
 	_exit(99);
 }
 
-void on_fatal(int sig)
+static void on_fatal(int sig)
 {
 	char buf[256];
 	int n;
@@ -169,6 +169,24 @@ void on_fatal(int sig)
 	if (n > 0 && write(1, buf, n) < 0)
 		_exit(96);
 	_exit(97);
+}
+
+/* A worker process's start: its index, seed and statistics slot, the signals that end it. */
+void worker_start(int index, uint64_t s)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	worker_index = index;
+	worker_seed = splitmix64(&s);
+	rng_state = worker_seed;
+	st = &shm->w[index];
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_fatal;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
 }
 
 bool allowed(int err, const int *list)

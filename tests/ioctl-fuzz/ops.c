@@ -2030,22 +2030,9 @@ static void worker_cleanup(void)
 
 int worker(int index, unsigned long long calls, int64_t deadline_ns)
 {
-	struct sigaction sa = { .sa_handler = on_alarm };
-	uint64_t s;
 	int i;
 
-	worker_index = index;
-	s = opt_seed ^ (0x5851f42d4c957f2dull * (uint64_t)(index + 1));
-	worker_seed = splitmix64(&s);
-	rng_state = worker_seed;
-	st = &shm->w[index];
-	sigaction(SIGALRM, &sa, NULL);
-	sa.sa_handler = on_fatal;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGILL, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	worker_start(index, opt_seed ^ (0x5851f42d4c957f2dull * (uint64_t)(index + 1)));
 	setup_pages();
 	for (i = 0; i < MAX_CTX; i++)
 		ctxs[i].fd = -1;
