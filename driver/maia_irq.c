@@ -12,9 +12,7 @@
  */
 
 #include <linux/bitfield.h>
-#include <linux/delay.h>
 #include <linux/interrupt.h>
-#include <linux/moduleparam.h>
 #include <linux/pci.h>
 
 #include "maia_fabric.h"
@@ -23,7 +21,6 @@
 #include "maia_hw.h"
 #include "maia_irq.h"
 #include "maia_queue.h"
-#include "maia_reset.h"
 #include "maia_sched.h"
 #include "maia_telemetry.h"
 #include "maia_userq.h"
