@@ -4,11 +4,19 @@
  * through struct maia_job_mem from a flat device memory) against OpenBLAS
  * sgemm on the same FP32 values, in the same process with the same number of
  * threads. One JSON object per line:
- *   {"name","value","unit","higher_is_better","baseline","baseline_value","ratio"}
+ *   {"name","value","unit","higher_is_better","baseline","baseline_value","ratio",
+ *    "baseline_core","kernel"[,"default"]}
+ * Per type and shape, one line per micro-kernel this machine runs that can
+ * take the operands (gemm_<type>_<shape>_<kernel>, "default" true for the
+ * one the engine picks by itself; the portable ones only up to 512^3), then
+ * gemm_<type>_<shape>: the default kernel's figures again, under the name
+ * earlier runs used. OpenBLAS runs on its fastest core here (blas_core.c).
  *
  * Usage: gemm_bench [--threads N] [--quick] [--max SIZE] [--type NAME] [--no-blas]
- *                   [--cpu-time] [--shape MxNxK]
- * --shape runs that one shape instead of the standard set (for profiling).
+ *                   [--cpu-time] [--shape MxNxK] [--rounds N]
+ * --shape runs that one shape instead of the standard set (for profiling);
+ * --rounds N times exactly N rounds. MAIA_TE_ISA=<kernel> measures only that
+ * kernel.
  * With --cpu-time, values are GFLOP per CPU-second of all threads (names end
  * in _cpu, unit "GFLOP/cpu-s").
  */
@@ -26,10 +34,18 @@
 #include "maia/hw/queue.h"
 #include "maia/hw/tensor.h"
 #include "../src/tensor/te.h"
+#include "blas_core.h"
 
 void openblas_set_num_threads(int num_threads);
 
 static bool no_blas;
+/* the kernels this CPU runs; MAIA_TE_ISA as given */
+static const struct fw_gemm_kernel *all[16];
+static size_t nall;
+static const char *env_isa;
+
+/* --rounds N: exactly N timed rounds (for profiling by cycle counts) */
+static int fixed_rounds;
 
 struct flat {
 	uint8_t *buf;
@@ -165,7 +181,10 @@ static const char *dt_name(unsigned int dt)
 	double spent = 0;						\
 	int rounds = 0;							\
 	(t_a) = (t_b) = 1e30;						\
-	while (rounds < 3 || (spent < (min_s) && rounds < 50)) {	\
+	while (rounds < 3 || (spent < (min_s) && rounds < 50) ||	\
+	       rounds < fixed_rounds) {					\
+		if (fixed_rounds && rounds == fixed_rounds)		\
+			break;						\
 		double t0 = now(), t1, t2;				\
 		body_a;							\
 		t1 = now();						\
@@ -182,6 +201,28 @@ static const char *dt_name(unsigned int dt)
 	}								\
 } while (0)
 
+/*
+ * One line: gemm_<type>_<shape>_<kernel> with "default", or with
+ * per_kernel false the default's gemm_<type>_<shape>.
+ */
+static void report(unsigned int dt, uint32_t m, uint32_t n, uint32_t k, const char *kernel,
+		   bool per_kernel, bool is_default, double t_dev, double t_blas)
+{
+	double flop = 2.0 * m * n * k;
+	char name[96];
+
+	snprintf(name, sizeof(name), "gemm_%s_%ux%ux%u%s%s%s", dt_name(dt), m, n, k,
+		 per_kernel ? "_" : "", per_kernel ? kernel : "", cpu_time ? "_cpu" : "");
+	printf("{\"name\": \"%s\", \"value\": %.2f, \"unit\": \"%s\", "
+	       "\"higher_is_better\": true, \"baseline\": \"openblas_sgemm\", "
+	       "\"baseline_value\": %.2f, \"ratio\": %.3f, \"baseline_core\": \"%s\", "
+	       "\"kernel\": \"%s\"%s}\n",
+	       name, flop / t_dev * 1e-9, cpu_time ? "GFLOP/cpu-s" : "GFLOP/s",
+	       flop / t_blas * 1e-9, t_blas / t_dev, blas_core_name(),
+	       kernel, !per_kernel ? "" : is_default ? ", \"default\": true" : ", \"default\": false");
+	fflush(stdout);
+}
+
 static void bench_one(struct fw_tensor_engine *te, unsigned int dt, uint32_t m, uint32_t n,
 		      uint32_t k, double min_s)
 {
@@ -193,9 +234,17 @@ static void bench_one(struct fw_tensor_engine *te, unsigned int dt, uint32_t m, 
 	struct maia_op_stats stats;
 	float *fa = big_alloc(4 * na), *fb = big_alloc(4 * nb), *fc = big_alloc(4 * nc);
 	uint64_t va, vb, vc, sa, sb;
-	double t_dev, t_blas, flop = 2.0 * m * n * k, err = 0;
-	int st = 0;
-	char name[96];
+	double flop = 2.0 * m * n * k, def_dev = 0, def_blas = 0;
+	const struct fw_gemm_kernel *kern0 = te->gemm_kernel, *def, *kern[16];
+	bool exact = maia_dtype_is_block(dt) || dt == MAIA_DTYPE_BF16;
+	size_t nkern = 1;
+
+	/* kern[0]: the engine left to itself (def: the kernel that then runs), then each other */
+	def = fw_gemm_kernel_for(kern0, exact);
+	kern[0] = def;
+	for (size_t i = 0; i < nall && !env_isa; i++)
+		if (all[i] != def)
+			kern[nkern++] = all[i];
 
 	f.size = ba + bb + 4 * nc + na / 16 + nb / 16 + 4096;
 	f.buf = big_alloc(f.size);
@@ -218,38 +267,51 @@ static void bench_one(struct fw_tensor_engine *te, unsigned int dt, uint32_t m, 
 	cmd.b = desc2(dt, vb, maia_dtype_is_block(dt) ? sb : 0, k, n);
 	cmd.c = desc2(MAIA_DTYPE_FP32, vc, 0, m, n);
 
-	TIME_BOTH(t_dev, t_blas, min_s, !no_blas, {
-		memset(&stats, 0, sizeof(stats));
-		st |= fw_tensor_exec(te, &cmd.hdr, &mem, &stats);
-	}, {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
-			    1.0f, fa, (int)k, fb, (int)n, 0.0f, fc, (int)n);
-	});
-	if (no_blas) {	/* profiling the engine alone */
-		t_blas = t_dev;
-		goto report;
-	}
-	/* same values in, so the results must agree to FP32 rounding */
-	for (uint64_t i = 0; i < nc; i += 97) {
-		float dev;
+	/* the default first: its sgemm result is the reference for the others */
+	for (size_t v = 0; v < nkern; v++) {
+		double t_dev, t_blas, err = 0;
+		int st = 0;
 
-		memcpy(&dev, f.buf + (vc - BASE) + 4 * i, 4);
-		if (fabsf(dev - fc[i]) > err)
-			err = fabsf(dev - fc[i]);
+		if (kern[v]->kpair && !maia_dtype_is_block(dt) && dt != MAIA_DTYPE_BF16)
+			continue;	/* a BF16 pair kernel takes BF16 and MX operands only */
+		if (!strncmp(kern[v]->name, "portable", 8) && flop > 2.0 * 512 * 512 * 512)
+			continue;	/* too slow to time on large shapes */
+		/* MAIA_TE_ISA also keeps the engine from trading it for another */
+		if (v)
+			setenv("MAIA_TE_ISA", kern[v]->name, 1);
+		te->gemm_kernel = v ? kern[v] : kern0;
+		TIME_BOTH(t_dev, t_blas, min_s, !no_blas, {
+			memset(&stats, 0, sizeof(stats));
+			st |= fw_tensor_exec(te, &cmd.hdr, &mem, &stats);
+		}, {
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
+				    (int)k, 1.0f, fa, (int)k, fb, (int)n, 0.0f, fc, (int)n);
+		});
+		if (v && !env_isa)
+			unsetenv("MAIA_TE_ISA");
+		te->gemm_kernel = kern0;
+		if (no_blas)	/* profiling the engine alone */
+			t_blas = t_dev;
+		/* same values in, so the results must agree to FP32 rounding */
+		for (uint64_t i = 0; i < nc && !no_blas; i += 97) {
+			float dev;
+
+			memcpy(&dev, f.buf + (vc - BASE) + 4 * i, 4);
+			if (fabsf(dev - fc[i]) > err)
+				err = fabsf(dev - fc[i]);
+		}
+		if (st || err > 1e-3 * sqrt(k)) {
+			fprintf(stderr, "gemm_bench: %s %ux%ux%u, kernel %s: status %d, "
+				"max diff to sgemm %g\n", dt_name(dt), m, n, k, kern[v]->name, st, err);
+			exit(1);
+		}
+		if (!v) {
+			def_dev = t_dev;
+			def_blas = t_blas;
+		}
+		report(dt, m, n, k, kern[v]->name, true, !v, t_dev, t_blas);
 	}
-	if (st || err > 1e-3 * sqrt(k)) {
-		fprintf(stderr, "gemm_bench: %s %ux%ux%u: status %d, max diff to sgemm %g\n",
-			dt_name(dt), m, n, k, st, err);
-		exit(1);
-	}
-report:
-	snprintf(name, sizeof(name), "gemm_%s_%ux%ux%u%s", dt_name(dt), m, n, k,
-		 cpu_time ? "_cpu" : "");
-	printf("{\"name\": \"%s\", \"value\": %.2f, \"unit\": \"%s\", "
-	       "\"higher_is_better\": true, \"baseline\": \"openblas_sgemm\", "
-	       "\"baseline_value\": %.2f, \"ratio\": %.3f}\n",
-	       name, flop / t_dev * 1e-9, cpu_time ? "GFLOP/cpu-s" : "GFLOP/s",
-	       flop / t_blas * 1e-9, t_blas / t_dev);
+	report(dt, m, n, k, def->name, false, true, def_dev, def_blas);
 	fflush(stdout);
 	free(fa);
 	free(fb);
@@ -273,7 +335,11 @@ int main(int argc, char **argv)
 	double min_s = 1.0;
 	uint32_t shape[3] = { 0, 0, 0 };
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	const struct fw_gemm_kernel *list;
+	size_t nlist;
 
+	if (argc == 3 && !strcmp(argv[1], "--probe-blas"))
+		return blas_core_probe(atoi(argv[2]));
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -283,6 +349,8 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (!strcmp(argv[i], "--cpu-time"))
 			cpu_time = true;
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			fixed_rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-blas"))
 			no_blas = true;
 		else if (!strcmp(argv[i], "--quick"))
@@ -306,6 +374,7 @@ int main(int argc, char **argv)
 	 */
 	if (!getenv("OPENBLAS_THREAD_TIMEOUT")) {
 		setenv("OPENBLAS_THREAD_TIMEOUT", "17", 1);
+		blas_core_choose(threads);
 		execv("/proc/self/exe", argv);
 		perror("gemm_bench: re-exec with OPENBLAS_THREAD_TIMEOUT");
 	}
@@ -316,7 +385,17 @@ int main(int argc, char **argv)
 		perror("fw_tensor_create");
 		return 1;
 	}
-	fprintf(stderr, "gemm_bench: %d threads, micro-kernel %s\n", threads, te->gemm_kernel->name);
+	env_isa = getenv("MAIA_TE_ISA");
+	list = fw_gemm_kernel_list(&nlist);
+	for (size_t i = 0; i < nlist && nall < sizeof(all) / sizeof(all[0]); i++)
+		if (fw_gemm_kernel_find(list[i].name) == &list[i])	/* runs here, self-tested */
+			all[nall++] = &list[i];
+	fprintf(stderr, "gemm_bench: %d threads, OpenBLAS core %s, default micro-kernel %s, "
+		"BF16/MX operands: %s\n", threads, blas_core_name(), te->gemm_kernel->name,
+		fw_gemm_kernel_for(te->gemm_kernel, true)->name);
+	for (size_t i = 0; i < nall; i++)
+		fprintf(stderr, "gemm_bench: kernel %-13s %6.1f GFLOP/s per thread (cached panels)\n",
+			all[i]->name, fw_gemm_kernel_speed(all[i]) * 1e-9);
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		if (only && strcmp(only, dt_name(types[t])))
 			continue;

@@ -10,7 +10,9 @@
  * each mb-row sub-block of its rows, decodes the mb x kc slice of op(A)
  * row-major into SRAM and runs the micro-kernel over it. The FP32 C block
  * stays in SRAM across the K slices until the epilogue (alpha, beta, bias,
- * activation, conversion) writes it out. Block sizes are chosen so that the
+ * activation, conversion) writes it out. A BF16 pair kernel (both operands
+ * exact in BF16: BF16 and the MX formats) takes the packed FP32 A and B
+ * once more as BF16 pairs, converted once per slice and sub-block. Block sizes are chosen so that the
  * buffers fit the tile's SRAM share; the B slice and A sub-block are also
  * the host's L2 cache blocks.
  */
@@ -226,8 +228,10 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
 	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
 	uint64_t sub = round_up(g->mb, kn->mr);
+	uint64_t kc2 = round_up(g->kc, 2);	/* k rounded up to whole pairs */
 	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
 	float *ap, *bp, *cacc, *tmp, *bias;
+	uint16_t *ap2 = NULL, *bp2 = NULL;	/* pair kernels: A and B as BF16 pairs */
 	struct fw_tview a = g->a, b = g->b, c = g->c;
 	bool panels;
 	size_t need;
@@ -254,6 +258,8 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
 	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
+	if (kn->kpair)
+		need += (sub * kc2 + np * kc2) / 2 + 2 * 16;
 	ap = fw_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
@@ -261,6 +267,10 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	cacc = bp + round_up(g->kc * (np + 16), 16);
 	tmp = cacc + round_up(mp * np, 16);
 	bias = tmp + round_up(big, 16);
+	if (kn->kpair) {
+		ap2 = (uint16_t *)(bias + round_up(np, 16));
+		bp2 = ap2 + round_up(sub * kc2, 32);
+	}
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
@@ -269,6 +279,9 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
 		if (st)
 			return st;
+		for (j = 0; kn->kpair && j < np; j += kn->nr)
+			kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr,
+				     bp2 + j * round_up(kcb, 2));
 		for (ms = 0; ms < mbb; ms += g->mb) {
 			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 			uint64_t mmp = round_up(mm, kn->mr);
@@ -276,6 +289,8 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb, ap, tmp);
 			if (st)
 				return st;
+			for (i = 0; kn->kpair && i < mmp; i += kn->mr)
+				kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr, ap2 + i * round_up(kcb, 2));
 			for (j = 0; j < np; j += kn->nr)
 				for (i = 0; i < mmp; i += kn->mr) {
 					float *ct = cacc + (ms + i) * ldc + j;
@@ -284,8 +299,14 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 					if (k0 > 0 && i + kn->mr < mmp)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
-					kn->fn(kcb, ap + i * kcb, panels ? bp + j * kcb : bp + j, ldb,
-					       ct, ldc, k0 > 0);
+					if (kn->kpair)
+						kn->fn(kcb, ap2 + i * round_up(kcb, 2),
+						       bp2 + j * round_up(kcb, 2), 2 * kn->nr, ct, ldc,
+						       k0 > 0);
+					else
+						kn->fn(kcb, ap + i * kcb,
+						       panels ? bp + j * kcb : bp + j, ldb, ct, ldc,
+						       k0 > 0);
 				}
 		}
 	}
@@ -322,6 +343,16 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 			return st;
 	}
 	return MAIA_STATUS_OK;
+}
+
+/*
+ * Whether every value of a dtype is exact in BF16 (at most 8 significant
+ * bits, FP32's exponent range): BF16, and the MX formats, whose elements
+ * have at most 7 magnitude bits and whose scales are powers of two.
+ */
+static bool bf16_exact(unsigned int dt)
+{
+	return dt == MAIA_DTYPE_BF16 || maia_dtype_is_block(dt);
 }
 
 static bool c_dtype_ok(unsigned int dt)
@@ -417,6 +448,8 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
 		fixed = mb * kc + kc * (nb + 16) + mr * kc + mb + 2 * nb + 64;
+		if (g->kern->kpair)	/* the BF16 pair copies of A and B */
+			fixed += (mb * (kc + 1) + nb * (kc + 1)) / 2 + 32;
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)
@@ -465,7 +498,6 @@ static int gemm_common(struct fw_tensor_engine *te, const struct maia_tensor_des
 
 	if (flags & ~MAIA_GEMM_F_ALL || act >= MAIA_ACT_COUNT)
 		return MAIA_STATUS_BAD_CMD;
-	g->kern = te->gemm_kernel;
 	g->trans_a = flags & MAIA_GEMM_F_TRANS_A;
 	g->trans_b = flags & MAIA_GEMM_F_TRANS_B;
 	g->has_bias = flags & MAIA_GEMM_F_BIAS;
@@ -482,6 +514,8 @@ static int gemm_common(struct fw_tensor_engine *te, const struct maia_tensor_des
 		st = fw_tview_parse(cd, FW_TV_OUTPUT, &g->c);
 	if (st)
 		return st;
+	g->kern = fw_gemm_kernel_for(te->gemm_kernel, bf16_exact(g->a.dtype) &&
+						      bf16_exact(g->b.dtype));
 	if (!c_dtype_ok(g->c.dtype))
 		return MAIA_STATUS_BAD_DESC;
 	if (g->has_bias) {

@@ -4,16 +4,16 @@
  * FP32 accumulation. The A panel is kc columns of mr floats (a[k * mr + i]:
  * one sequential stream, measured 4-8 % faster than mr separate rows) and
  * the B panel kc rows of nr floats, ldb floats apart (ldb = nr for packed
- * panels). B rows and C rows (ldc apart) are 64-byte aligned.
+ * panels). B rows and C rows (ldc apart) are 64-byte aligned. The BF16
+ * pair kernels (gemm_bf16.c) are listed here too.
  *
  * Each kernel carries its own target attribute, so this file needs no
  * special compiler flags. The kernel is chosen at run time by measured
  * speed among those the CPU has (__builtin_cpu_supports) and that pass
  * their self-test, not by the widest ISA: Zen 4 runs 512-bit FMAs as two
- * halves, and on the Intel and AMD hosts measured here the AVX2 kernel beat
- * the AVX-512 one (Documentation/tensor-engine.rst). MAIA_TE_ISA=
- * portable|avx2|avx512 in the environment forces one (if the CPU has it),
- * for tests and benchmarks.
+ * halves, and VDPBF16PS runs at half the FP32 FMA rate on the Intel Xeon
+ * measured here (Documentation/tensor-engine.rst). MAIA_TE_ISA=<name> in
+ * the environment forces one (if the CPU has it), for tests and benchmarks.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,9 +29,10 @@
 #define HAVE_X86 0
 #endif
 
-static void kern_portable(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+static void kern_portable(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 			  size_t ldc, int accumulate)
 {
+	const float *a = ap, *b = bp;
 	float acc[6][16];
 	size_t k;
 	int i, j;
@@ -59,70 +60,79 @@ static void pack_a_portable(const float *rows, size_t ld, size_t kc, unsigned in
 
 #if HAVE_X86
 /*
- * The same for mr = 6 or 8, eight columns at a time: an 8 x 8 transpose in
- * registers (rows past mr are zero) and one store per column, written out
- * in full so that nothing spills. A scalar loop spent 12-15 % of a 512^3
- * GEMM here.
+ * Eight columns k..k+7 of n = 6 or 8 rows (ld apart) to out + j * stride,
+ * j = 0..7: an 8 x 8 transpose in registers (rows past n are zero), one
+ * store per column, written out in full so that nothing spills. With n = 6
+ * each store's last two floats land on the next column's first rows, which
+ * the caller writes afterwards; the last column's store is masked. A scalar
+ * loop spent 12-15 % of a 512^3 GEMM here.
  */
 __attribute__((target("avx2"), always_inline))
-static inline void pack8_avx2(const float *rows, size_t ld, size_t kc, const unsigned int mr,
-			      float *panel)
+static inline void tr8_avx2(const float *r, size_t ld, const unsigned int n, float *out,
+			    size_t stride)
 {
 	const __m256i keep6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
 	const __m256 zero = _mm256_setzero_ps();
-	size_t k = 0;
+	__m256 r0 = _mm256_loadu_ps(r), r1 = _mm256_loadu_ps(r + ld);
+	__m256 r2 = _mm256_loadu_ps(r + 2 * ld), r3 = _mm256_loadu_ps(r + 3 * ld);
+	__m256 r4 = _mm256_loadu_ps(r + 4 * ld), r5 = _mm256_loadu_ps(r + 5 * ld);
+	__m256 r6 = n == 8 ? _mm256_loadu_ps(r + 6 * ld) : zero;
+	__m256 r7 = n == 8 ? _mm256_loadu_ps(r + 7 * ld) : zero;
+	__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+	__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+	__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+	__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
 
-	for (; k + 8 <= kc; k += 8) {
-		const float *r = rows + k;
-		float *out = panel + k * mr;
-		__m256 r0 = _mm256_loadu_ps(r), r1 = _mm256_loadu_ps(r + ld);
-		__m256 r2 = _mm256_loadu_ps(r + 2 * ld), r3 = _mm256_loadu_ps(r + 3 * ld);
-		__m256 r4 = _mm256_loadu_ps(r + 4 * ld), r5 = _mm256_loadu_ps(r + 5 * ld);
-		__m256 r6 = mr == 8 ? _mm256_loadu_ps(r + 6 * ld) : zero;
-		__m256 r7 = mr == 8 ? _mm256_loadu_ps(r + 7 * ld) : zero;
-		__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-		__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-		__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-		__m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-		__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-		__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-		__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-		__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-
-		/* column j = rows 0..7 of k + j; with mr = 6 each store's tail is rewritten next */
-		_mm256_storeu_ps(out + 0 * mr, _mm256_permute2f128_ps(s0, s4, 0x20));
-		_mm256_storeu_ps(out + 1 * mr, _mm256_permute2f128_ps(s1, s5, 0x20));
-		_mm256_storeu_ps(out + 2 * mr, _mm256_permute2f128_ps(s2, s6, 0x20));
-		_mm256_storeu_ps(out + 3 * mr, _mm256_permute2f128_ps(s3, s7, 0x20));
-		_mm256_storeu_ps(out + 4 * mr, _mm256_permute2f128_ps(s0, s4, 0x31));
-		_mm256_storeu_ps(out + 5 * mr, _mm256_permute2f128_ps(s1, s5, 0x31));
-		_mm256_storeu_ps(out + 6 * mr, _mm256_permute2f128_ps(s2, s6, 0x31));
-		if (mr == 8)
-			_mm256_storeu_ps(out + 7 * mr, _mm256_permute2f128_ps(s3, s7, 0x31));
-		else
-			_mm256_maskstore_ps(out + 7 * mr, keep6, _mm256_permute2f128_ps(s3, s7, 0x31));
-	}
-	if (k < kc)
-		pack_a_portable(rows + k, ld, kc - k, mr, panel + k * mr);
+	_mm256_storeu_ps(out + 0 * stride, _mm256_permute2f128_ps(s0, s4, 0x20));
+	_mm256_storeu_ps(out + 1 * stride, _mm256_permute2f128_ps(s1, s5, 0x20));
+	_mm256_storeu_ps(out + 2 * stride, _mm256_permute2f128_ps(s2, s6, 0x20));
+	_mm256_storeu_ps(out + 3 * stride, _mm256_permute2f128_ps(s3, s7, 0x20));
+	_mm256_storeu_ps(out + 4 * stride, _mm256_permute2f128_ps(s0, s4, 0x31));
+	_mm256_storeu_ps(out + 5 * stride, _mm256_permute2f128_ps(s1, s5, 0x31));
+	_mm256_storeu_ps(out + 6 * stride, _mm256_permute2f128_ps(s2, s6, 0x31));
+	if (n == 8)
+		_mm256_storeu_ps(out + 7 * stride, _mm256_permute2f128_ps(s3, s7, 0x31));
+	else
+		_mm256_maskstore_ps(out + 7 * stride, keep6, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
+/* The A packer for mr = 6, 8 or 14 (rows 8..13 first: their stores spill onto rows 0..1). */
 __attribute__((target("avx2")))
 static void pack_a_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr, float *panel)
 {
-	if (mr == 6)
-		pack8_avx2(rows, ld, kc, 6, panel);
-	else if (mr == 8)
-		pack8_avx2(rows, ld, kc, 8, panel);
-	else
+	size_t k = 0;
+
+	if (mr != 6 && mr != 8 && mr != 14) {
 		pack_a_portable(rows, ld, kc, mr, panel);
+		return;
+	}
+	for (; k + 8 <= kc; k += 8) {
+		float *out = panel + k * mr;
+
+		if (mr == 6) {
+			tr8_avx2(rows + k, ld, 6, out, 6);
+		} else if (mr == 8) {
+			tr8_avx2(rows + k, ld, 8, out, 8);
+		} else {
+			tr8_avx2(rows + 8 * ld + k, ld, 6, out + 8, 14);
+			tr8_avx2(rows + k, ld, 8, out, 14);
+		}
+	}
+	if (k < kc)
+		pack_a_portable(rows + k, ld, kc - k, mr, panel + k * mr);
 }
 #endif
 
 #if HAVE_X86
 __attribute__((target("avx2,fma")))
-static void kern_avx2(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 		      size_t ldc, int accumulate)
 {
+	const float *a = ap, *b = bp;
 	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
 	size_t k;
 
@@ -180,43 +190,62 @@ static void kern_avx2(size_t kc, const float *a, const float *b, size_t ldb, flo
 	_mm256_store_ps(c + 5 * ldc + 8, c51);
 }
 
-/* 8 x 32: 16 zmm accumulators, two B vectors, A broadcast from memory. */
+/*
+ * 14 x 32: 28 zmm accumulators, two B vectors, A broadcast from memory:
+ * 28 FMAs per 16 loads, enough independent FMAs to keep two 512-bit FMA
+ * ports busy (4-cycle latency). Written with unrolled loops over arrays
+ * that the compiler keeps in registers: as plain loops at -O2 the
+ * accumulators lived in memory and the kernel ran at 40 % of peak.
+ */
+#define AVX512_MR	14
+
 __attribute__((target("avx512f")))
-static void kern_avx512(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 			size_t ldc, int accumulate)
 {
-	__m512 acc[8][2];
+	const float *a = ap, *b = bp;
+	__m512 acc[AVX512_MR][2];
 	size_t k;
 	int i;
 
-	for (i = 0; i < 8; i++) {
+#pragma GCC unroll 14
+	for (i = 0; i < AVX512_MR; i++) {
 		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
 		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
 	}
-	for (k = 0; k < kc; k++, b += ldb, a += 8) {
+	for (k = 0; k < kc; k++, b += ldb, a += AVX512_MR) {
 		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 
-		for (i = 0; i < 8; i++) {
+#pragma GCC unroll 14
+		for (i = 0; i < AVX512_MR; i++) {
 			__m512 ai = _mm512_set1_ps(a[i]);
 
 			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
 			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
 		}
 	}
-	for (i = 0; i < 8; i++) {
+#pragma GCC unroll 14
+	for (i = 0; i < AVX512_MR; i++) {
 		_mm512_store_ps(c + i * ldc, acc[i][0]);
 		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
 	}
 }
 #endif
 
+/* The order only breaks ties in speed; "portable" is the last but one. */
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
-	{ "avx512", 8, 32, kern_avx512, pack_a_avx2 },
-	{ "avx2", 6, 16, kern_avx2, pack_a_avx2 },
+	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_avx2, 0, NULL },
+	{ "avx2", 6, 16, kern_avx2, pack_a_avx2, 0, NULL },
+	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 1,
+	  fw_gemm_to_pairs_avx512 },
 #endif
-	{ "portable", 6, 16, kern_portable, pack_a_portable },
+	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL },
+	{ "portable-bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_portable,
+	  pack_a_portable, 1, fw_gemm_to_pairs_portable },
 };
+
+#define NKERNELS	(sizeof(kernels) / sizeof(kernels[0]))
 
 bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k)
 {
@@ -226,29 +255,71 @@ bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k)
 		return __builtin_cpu_supports("avx512f");
 	if (!strcmp(k->name, "avx2"))
 		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	if (!strcmp(k->name, "avx512bf16"))	/* its A packer is the AVX2 one */
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") &&
+		       __builtin_cpu_supports("avx2");
 #endif
-	return !strcmp(k->name, "portable");
+	return !strcmp(k->name, "portable") || !strcmp(k->name, "portable-bf16");
 }
 
 const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n)
 {
-	*n = sizeof(kernels) / sizeof(kernels[0]);
+	*n = NKERNELS;
 	return kernels;
 }
 
 /*
- * Run a kernel once on small integers (exact in FP32) and compare with a
- * plain loop, both without and with accumulation, its A packer included
- * (KC is odd: whole and partial column groups). A kernel that disagrees is
- * never used: a wrong GEMM is worse than a slow one.
+ * A panels (npanels of mr rows x kc, rows[p][i * kc + k]) and B (kc rows of
+ * w floats, ldb apart) in k's format: a_out and b_out are FP32 (a_out
+ * packed by k->pack_a, b_out = b) or BF16 pairs (w columns). Returns the
+ * ldb the kernel takes.
+ */
+static size_t to_format(const struct fw_gemm_kernel *k, const float *rows, size_t npanels,
+			size_t kc, const float *b, size_t ldb, unsigned int w, float *a32,
+			void **a_out, const void **b_out, uint16_t *a16, uint16_t *b16)
+{
+	size_t kp = (kc + 1) / 2 * 2;
+
+	for (size_t p = 0; p < npanels; p++)
+		k->pack_a(rows + p * k->mr * kc, kc, kc, k->mr, a32 + p * k->mr * kc);
+	if (!k->kpair) {
+		*a_out = a32;
+		*b_out = b;
+		return ldb;
+	}
+	for (size_t p = 0; p < npanels; p++)
+		k->to_pairs(a32 + p * k->mr * kc, k->mr, kc, k->mr, a16 + p * k->mr * kp);
+	k->to_pairs(b, ldb, kc, w, b16);
+	*a_out = a16;
+	*b_out = b16;
+	return 2 * (size_t)w;
+}
+
+/* The byte offset in B of column col: FP32 or a BF16 pair per k. */
+static size_t b_col(const struct fw_gemm_kernel *k, size_t col)
+{
+	return k->kpair ? col * 2 * sizeof(uint16_t) : col * sizeof(float);
+}
+
+/*
+ * Run a kernel once on small integers (exact in FP32 and in BF16) and
+ * compare with a plain loop, both without and with accumulation, its
+ * packers included (KC is odd: whole and partial column groups, a lone
+ * last k of a pair). A kernel that disagrees is never used: a wrong GEMM
+ * is worse than a slow one.
  */
 static bool kernel_selftest(const struct fw_gemm_kernel *k)
 {
-	enum { KC = 37, MAXR = 8, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
+	enum { KC = 37, MAXR = 16, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
 	float rows[MAXR * KC];
 	float a[MAXR * KC + 8] __attribute__((aligned(64)));
 	float b[LDB * KC] __attribute__((aligned(64)));
 	float c[MAXR * LDC] __attribute__((aligned(64)));
+	uint16_t a16[MAXR * (KC + 1)] __attribute__((aligned(64)));
+	uint16_t b16[2 * LDB * (KC + 1)] __attribute__((aligned(64)));
+	const void *bk;
+	void *ak;
+	size_t ldb;
 	unsigned int i, j, kk;
 
 	if (k->mr > MAXR || k->nr > MAXC)
@@ -256,15 +327,15 @@ static bool kernel_selftest(const struct fw_gemm_kernel *k)
 	for (i = 0; i < k->mr * KC; i++)
 		rows[i] = (float)((int)(i * 7 % 13) - 6);
 	a[k->mr * KC] = 12345.0f;	/* the packer must not write past the panel */
-	k->pack_a(rows, KC, KC, k->mr, a);
-	if (a[k->mr * KC] != 12345.0f)
-		return false;
 	for (i = 0; i < LDB * KC; i++)
 		b[i] = (float)((int)(i * 5 % 11) - 5);
+	ldb = to_format(k, rows, 1, KC, b, LDB, LDB, a, &ak, &bk, a16, b16);
+	if (a[k->mr * KC] != 12345.0f)
+		return false;
 	for (i = 0; i < MAXR * LDC; i++)
 		c[i] = (float)(i % 9);
 	for (int acc = 1; acc >= 0; acc--) {
-		k->fn(KC, a, b, LDB, c, LDC, acc);
+		k->fn(KC, ak, bk, ldb, c, LDC, acc);
 		for (i = 0; i < k->mr; i++)
 			for (j = 0; j < k->nr; j++) {
 				float want = acc ? (float)((i * LDC + j) % 9) : 0.0f;
@@ -299,71 +370,118 @@ static double seconds_now(void)
  * millisecond each. Only the ranking matters; best-of-three keeps a busy
  * host's interruptions out of it.
  */
-static double kernel_speed(const struct fw_gemm_kernel *k)
+double fw_gemm_kernel_speed(const struct fw_gemm_kernel *k)
 {
-	enum { KC = 256, LDB = 64, PANELS = 16, ITERS = 8, RUNS = 3 };
-	size_t a_len = (size_t)k->mr * KC * PANELS, cols = LDB / k->nr * k->nr;
+	enum { KC = 256, LDB = 64, PANELS = 16, ITERS = 8, RUNS = 3, MAXR = 16 };
+	size_t a_len = (size_t)k->mr * KC * PANELS, cols = LDB / k->nr * k->nr, ldb;
+	float *rows = aligned_alloc(64, a_len * sizeof(float));
 	float *a = aligned_alloc(64, a_len * sizeof(float));
 	float *b = aligned_alloc(64, (size_t)LDB * KC * sizeof(float));
-	float *c = aligned_alloc(64, (size_t)8 * LDB * PANELS * sizeof(float));
+	float *c = aligned_alloc(64, (size_t)MAXR * LDB * PANELS * sizeof(float));
+	uint16_t *a16 = aligned_alloc(64, a_len * sizeof(uint16_t));
+	uint16_t *b16 = aligned_alloc(64, (size_t)LDB * KC * sizeof(uint16_t));
 	double best = 0.0;
+	const void *bk;
+	void *ak;
 
-	if (a && b && c) {
+	if (rows && a && b && c && a16 && b16 && k->mr <= MAXR) {
 		for (size_t i = 0; i < a_len; i++)
-			a[i] = (float)(i % 7);
+			rows[i] = (float)(i % 7);
 		for (size_t i = 0; i < (size_t)LDB * KC; i++)
 			b[i] = (float)(i % 5);
-		memset(c, 0, (size_t)8 * LDB * PANELS * sizeof(float));
+		memset(c, 0, (size_t)MAXR * LDB * PANELS * sizeof(float));
+		ldb = to_format(k, rows, PANELS, KC, b, LDB, LDB, a, &ak, &bk, a16, b16);
 		for (int r = 0; r < RUNS; r++) {
 			double t0 = seconds_now(), dt;
 
 			for (int it = 0; it < ITERS; it++)
 				for (size_t p = 0; p < PANELS; p++)
 					for (size_t col = 0; col + k->nr <= LDB; col += k->nr)
-						k->fn(KC, a + p * k->mr * KC, b + col, LDB,
-						      c + p * 8 * LDB + col, LDB, 1);
+						k->fn(KC, (const char *)ak + p * k->mr * KC *
+							  (k->kpair ? 2 : 4),
+						      (const char *)bk + b_col(k, col), ldb,
+						      c + p * MAXR * LDB + col, LDB, 1);
 			dt = seconds_now() - t0;
 			if (dt > 0.0 && 2.0 * k->mr * KC * cols * PANELS * ITERS / dt > best)
 				best = 2.0 * k->mr * KC * cols * PANELS * ITERS / dt;
 		}
 	}
+	free(rows);
 	free(a);
 	free(b);
 	free(c);
+	free(a16);
+	free(b16);
 	return best;
 }
 
-static const struct fw_gemm_kernel *fastest;
+/* The fastest FP32 kernel, and the fastest of all (BF16 pair kernels too). */
+static const struct fw_gemm_kernel *fastest, *fastest_any;
 static pthread_once_t fastest_once = PTHREAD_ONCE_INIT;
 
-/* Once per process: the fastest kernel of those that run here correctly. */
+/*
+ * Once per process: the fastest kernels of those that run here correctly.
+ * The portable ones are not timed (about 0.1 s for the BF16 one): they are
+ * what is left when no SIMD kernel passes.
+ */
 static void pick_fastest(void)
 {
-	double best = -1.0;
+	double best = -1.0, best_any = -1.0;
 
-	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+	for (size_t i = 0; i < NKERNELS; i++) {
 		double speed;
 
-		if (!kernel_ok(&kernels[i]))
+		if (!strncmp(kernels[i].name, "portable", 8) || !kernel_ok(&kernels[i]))
 			continue;
-		speed = kernel_speed(&kernels[i]);
-		if (speed > best) {
+		speed = fw_gemm_kernel_speed(&kernels[i]);
+		if (!kernels[i].kpair && speed > best) {
 			best = speed;
 			fastest = &kernels[i];
 		}
+		if (speed > best_any) {
+			best_any = speed;
+			fastest_any = &kernels[i];
+		}
 	}
-	if (!fastest)
-		fastest = &kernels[sizeof(kernels) / sizeof(kernels[0]) - 1];
+	if (!fastest)	/* "portable": no SIMD kernel runs here */
+		fastest = &kernels[NKERNELS - 2];
+	if (!fastest_any || fastest_any->kpair == 0)
+		fastest_any = fastest;
+}
+
+/* A kernel named in MAIA_TE_ISA that runs here, or NULL. */
+static const struct fw_gemm_kernel *env_kernel(void)
+{
+	const char *force = getenv("MAIA_TE_ISA");
+
+	for (size_t i = 0; force && i < NKERNELS; i++)
+		if (!strcmp(kernels[i].name, force) && kernel_ok(&kernels[i]))
+			return &kernels[i];
+	return NULL;
 }
 
 const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name)
 {
-	const char *force = name ? name : getenv("MAIA_TE_ISA");
-	size_t i;
+	const struct fw_gemm_kernel *k = NULL;
 
-	for (i = 0; force && i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		if (!strcmp(kernels[i].name, force) && kernel_ok(&kernels[i]))
-			return &kernels[i];
+	for (size_t i = 0; name && i < NKERNELS; i++)
+		if (!strcmp(kernels[i].name, name) && kernel_ok(&kernels[i]))
+			k = &kernels[i];
+	if (!name)
+		k = env_kernel();
+	if (k)
+		return k;
 	pthread_once(&fastest_once, pick_fastest);
 	return fastest;
+}
+
+const struct fw_gemm_kernel *fw_gemm_kernel_for(const struct fw_gemm_kernel *k,
+						bool bf16_exact)
+{
+	pthread_once(&fastest_once, pick_fastest);
+	if (k->kpair && !bf16_exact)
+		return fastest;
+	if (k == fastest && bf16_exact && !env_kernel())
+		return fastest_any;
+	return k;
 }

@@ -182,20 +182,51 @@ struct fw_te_job {
 };
 int fw_te_job_run(struct fw_te_job *job, struct maia_op_stats *stats);
 
-/* ---- GEMM micro-kernels (gemm_kernels.c) ---- */
+/* ---- GEMM micro-kernels (gemm_kernels.c, gemm_bf16.c) ---- */
 struct fw_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
-	/* a: kc columns of mr floats (a[k * mr + i]); b: kc rows of nr floats, ldb apart */
-	void (*fn)(size_t kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
+	/*
+	 * kpair 0: a is kc columns of mr floats (a[k * mr + i]), b kc rows of
+	 * nr floats, ldb floats apart. kpair 1 (BF16 dot products): both hold
+	 * BF16 pairs, k even in the low half, odd k past kc zero: a[k/2][i][k%2]
+	 * (mr pairs per k pair), b[k/2][j][k%2] with ldb BF16s per k pair;
+	 * operands must be exact in BF16 (fw_gemm_kernel_for()).
+	 */
+	void (*fn)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
 		   int accumulate);
-	/* a from mr rows of kc floats, ld apart: a[k * mr + i] = rows[i * ld + k] */
+	/* FP32 A panel from mr rows of kc floats, ld apart: a[k * mr + i] = rows[i * ld + k] */
 	void (*pack_a)(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
+	unsigned int kpair;
+	/* kpair: w columns of kc FP32 rows (src[k * ld + i]) to BF16 pairs (above) */
+	void (*to_pairs)(const float *src, size_t ld, size_t kc, unsigned int w, uint16_t *dst);
 };
 const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n);
 bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k);
-/* By name, else MAIA_TE_ISA from the environment, else the best usable. */
+/* By name, else MAIA_TE_ISA from the environment, else the fastest usable FP32 kernel. */
 const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name);
+/*
+ * The kernel for one GEMM on an engine set to k: k itself, except that a
+ * BF16 kernel falls back to the fastest FP32 one when an operand is not
+ * exact in BF16, and the default kernel gives way to the fastest BF16 one
+ * (when that measured faster) when both are.
+ */
+const struct fw_gemm_kernel *fw_gemm_kernel_for(const struct fw_gemm_kernel *k,
+						bool bf16_exact);
+/* The kernel's measured speed in FLOP/s on one thread (cached panels). */
+double fw_gemm_kernel_speed(const struct fw_gemm_kernel *k);
+/* The BF16 pair kernels and packers (gemm_bf16.c), listed in gemm_kernels.c. */
+void fw_gemm_bf16_portable(size_t kc, const void *a, const void *b, size_t ldb, float *c,
+			   size_t ldc, int accumulate);
+void fw_gemm_bf16_avx512(size_t kc, const void *a, const void *b, size_t ldb, float *c,
+			 size_t ldc, int accumulate);
+void fw_gemm_to_pairs_portable(const float *src, size_t ld, size_t kc, unsigned int w,
+			       uint16_t *dst);
+void fw_gemm_to_pairs_avx512(const float *src, size_t ld, size_t kc, unsigned int w,
+			     uint16_t *dst);
+/* BF16 pair kernels' tile */
+#define FW_GEMM_BF16_MR		14
+#define FW_GEMM_BF16_NR		32
 
 /* ---- operations ---- */
 

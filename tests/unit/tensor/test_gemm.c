@@ -323,6 +323,19 @@ static void test_kernels(void)
 			snprintf(what, sizeof(what), "kernel %s, B in panels", k[i].name);
 			check(te, &tall, what);
 		}
+		/* operands exact in BF16, odd K, and MX: the BF16 pair kernels take these */
+		{
+			struct gcase pair = { MAIA_DTYPE_BF16, MAIA_DTYPE_BF16, MAIA_DTYPE_FP32, 1, 650,
+					      50, 301, MAIA_GEMM_F_TRANS_B, 0, 1.0f, 0.5f, false };
+			struct gcase mx = { MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MXFP8_E4M3,
+					    MAIA_DTYPE_FP32, 1, 70, 90, 320, MAIA_GEMM_F_TRANS_B, 0,
+					    1.0f, 0.0f, false };
+
+			snprintf(what, sizeof(what), "kernel %s, BF16 operands", k[i].name);
+			check(te, &pair, what);
+			snprintf(what, sizeof(what), "kernel %s, MX operands", k[i].name);
+			check(te, &mx, what);
+		}
 		fw_tensor_destroy(te);
 	}
 }
