@@ -29,7 +29,7 @@ void fw_image_params_defaults(struct fw_image_params *fw)
 	memset(fw, 0, sizeof(*fw));
 	strcpy(fw->name, "unnamed");
 	fw->clock_mhz = 1500;
-	fw->tdp_w = 500;
+	fw->tdp_w = 0;		/* no TDP record: the chip model's */
 	fw->opcodes = ops;
 	fw->quantum_us = FW_DEFAULT_QUANTUM_US;
 	fw->aging_us = FW_DEFAULT_AGING_US;

@@ -64,9 +64,7 @@ static int copy_span(struct maia_sim *sim, unsigned int qi, const struct fw_job 
 			     sim->ops.dma_write(sim->opaque, d.pa, sim->bounce, n);
 		if (rc)
 			return MAIA_STATUS_DMA_ERROR;
-		fw_telem_dma_chunk(sim, n, !s.sysmem, !d.sysmem);
-		sim->stats.bytes_read += n;
-		sim->stats.bytes_written += n;
+		fw_tl_dma_chunk(sim, n, !s.sysmem, !d.sysmem);
 		src += n;
 		dst += n;
 		len -= n;
@@ -128,7 +126,9 @@ static int cmd_fill(struct maia_sim *sim, unsigned int qi, const struct fw_job *
 		rc = fw_as_write(as, c.dst, sim->bounce, n);
 		if (rc != MAIA_STATUS_OK)
 			return rc;
-		sim->stats.bytes_written += n;
+		/* a fill is taken to be to HBM */
+		sim->work.hbm_write += n;
+		sim->work.dma_bytes += n;
 		c.dst += n;
 		c.size -= n;
 	}
@@ -147,7 +147,9 @@ static int cmd_fence_write(struct fw_as *as, const uint8_t *raw)
 	return fw_as_write(as, c.addr, &c.value, sizeof(c.value));
 }
 
-static int cmd_timestamp(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
+/* The modeled time the command starts at (maia/hw/model.h). */
+static int cmd_timestamp(struct maia_sim *sim, unsigned int qi, struct fw_as *as,
+			 const uint8_t *raw)
 {
 	struct maia_cmd_timestamp c;
 	uint64_t now;
@@ -155,7 +157,7 @@ static int cmd_timestamp(struct maia_sim *sim, struct fw_as *as, const uint8_t *
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || (c.addr & 7u))
 		return MAIA_STATUS_BAD_CMD;
-	now = fw_now_ns(sim);
+	now = fw_tl_queue_now(sim, qi);
 	return fw_as_write(as, c.addr, &now, sizeof(now));
 }
 
@@ -193,19 +195,24 @@ bool fw_sem_take(uint64_t *sem, uint64_t value)
 	return true;
 }
 
-static int cmd_sem_signal(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+static int cmd_sem_signal(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			  const uint8_t *raw)
 {
 	struct maia_cmd_sem_signal c;
 	uint64_t *sems = job_sems(sim, job);
 
 	memcpy(&c, raw, sizeof(c));
-	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.index >= MAIA_NUM_SEMAPHORES ||
-	    !fw_sem_add(&sems[c.index], c.value))
+	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.index >= MAIA_NUM_SEMAPHORES)
+		return MAIA_STATUS_BAD_CMD;
+	/* the signal's modeled time first: a waiter may take it at once */
+	fw_tl_sem_signal(sim, qi, job->sqe.asid, c.index);
+	if (!fw_sem_add(&sems[c.index], c.value))
 		return MAIA_STATUS_BAD_CMD;
 	return MAIA_STATUS_OK;
 }
 
-static int cmd_sem_wait(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+static int cmd_sem_wait(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			const uint8_t *raw)
 {
 	struct maia_cmd_sem_wait c;
 	uint64_t *sems = job_sems(sim, job);
@@ -214,24 +221,34 @@ static int cmd_sem_wait(struct maia_sim *sim, struct fw_job *job, const uint8_t 
 	if (c.hdr.size != sizeof(c) || c.hdr.flags || c.reserved ||
 	    c.index >= MAIA_NUM_SEMAPHORES)
 		return MAIA_STATUS_BAD_CMD;
-	if (fw_sem_take(&sems[c.index], c.value))
+	if (fw_sem_take(&sems[c.index], c.value)) {
+		fw_tl_sem_taken(sim, qi, job->sqe.asid, c.index);
 		return MAIA_STATUS_OK;
+	}
 	if (!c.timeout_us)
 		return MAIA_STATUS_SEM_TIMEOUT;
 	job->state = FW_JOB_SEM_WAIT;
 	job->sem_index = c.index;
 	job->sem_value = c.value;
 	job->deadline_ns = fw_now_ns(sim) + (uint64_t)c.timeout_us * 1000u;
+	job->sem_model_end = fw_tl_queue_now(sim, qi) + (uint64_t)c.timeout_us * 1000u;
 	return CMD_PARK;
 }
 
-/* Parks the job on a fabric operation; fw_cmd_run() resumes it when it ends. */
-static int park_on_fabric(struct fw_job *job, struct fw_fop *op, uint32_t cmd_size)
+/*
+ * Parks the job on a fabric operation; fw_cmd_run() resumes it when it ends
+ * and lays the command out in modeled time then, with the work kept here.
+ */
+static int park_on_fabric(struct maia_sim *sim, struct fw_job *job, struct fw_fop *op,
+			  uint16_t opcode, uint32_t cmd_size)
 {
 	if (!op)
 		return MAIA_STATUS_FABRIC_LINK;	/* out of memory: the port cannot take it */
 	job->fop = op;
 	job->fop_cmd_size = cmd_size;
+	job->fop_opcode = opcode;
+	job->fop_bytes = sim->work.fabric_bytes;
+	job->fop_hops = sim->work.fabric_hops;
 	job->state = FW_JOB_FABRIC_WAIT;
 	return CMD_PARK;
 }
@@ -258,7 +275,10 @@ static int cmd_fabric_write(struct maia_sim *sim, struct fw_job *job, const uint
 		return MAIA_STATUS_BAD_CMD;
 	if (c.port >= fw_fabric_ports(sim))
 		return MAIA_STATUS_FABRIC_LINK;
-	return park_on_fabric(job, fw_xport_write_start(sim, job->sqe.asid, &c), sizeof(c));
+	sim->work.fabric_bytes = c.size;
+	sim->work.fabric_hops = 1;
+	return park_on_fabric(sim, job, fw_xport_write_start(sim, job->sqe.asid, &c),
+			      MAIA_OP_FABRIC_WRITE, sizeof(c));
 }
 
 static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
@@ -271,7 +291,10 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 		return MAIA_STATUS_BAD_CMD;
 	if (c.port >= fw_fabric_ports(sim))
 		return MAIA_STATUS_FABRIC_LINK;
-	return park_on_fabric(job, fw_xport_read_start(sim, job->sqe.asid, &c), sizeof(c));
+	sim->work.fabric_bytes = c.size;
+	sim->work.fabric_hops = 2;	/* the request out, the data back */
+	return park_on_fabric(sim, job, fw_xport_read_start(sim, job->sqe.asid, &c),
+			      MAIA_OP_FABRIC_READ, sizeof(c));
 }
 
 static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as *as,
@@ -282,9 +305,11 @@ static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as
 	memcpy(&c, raw, sizeof(c));
 	if (c.hdr.size != sizeof(c) || fw_coll_check(&c, fw_fabric_ports(sim)) != MAIA_STATUS_OK)
 		return MAIA_STATUS_BAD_CMD;
+	fw_tl_collective_work(sim, &c);
 	if (c.nranks == 1)
 		return (int)fw_coll_run_local(as, &c);
-	return park_on_fabric(job, fw_coll_op_start(sim, job->sqe.asid, &c), sizeof(c));
+	return park_on_fabric(sim, job, fw_coll_op_start(sim, job->sqe.asid, &c),
+			      MAIA_OP_COLLECTIVE, sizeof(c));
 }
 
 static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw)
@@ -295,10 +320,10 @@ static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw
 
 	fw_as_job_mem(as, &mem);
 	rc = fw_tensor_exec(sim->te, (const struct maia_cmd_header *)raw, &mem, &st);
-	sim->stats.flops += st.flops;
-	sim->stats.bytes_read += st.bytes_read;
-	sim->stats.bytes_written += st.bytes_written;
-	sim->stats.busy_ns += st.busy_ns;
+	sim->work.flops = st.flops;
+	sim->work.tensor_read = st.bytes_read;
+	sim->work.tensor_written = st.bytes_written;
+	sim->work.mm = st.mm;
 	return rc;
 }
 
@@ -319,11 +344,11 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 	case MAIA_OP_FENCE_WRITE:
 		return cmd_fence_write(as, raw);
 	case MAIA_OP_TIMESTAMP:
-		return cmd_timestamp(sim, as, raw);
+		return cmd_timestamp(sim, qi, as, raw);
 	case MAIA_OP_SEM_SIGNAL:
-		return cmd_sem_signal(sim, job, raw);
+		return cmd_sem_signal(sim, qi, job, raw);
 	case MAIA_OP_SEM_WAIT:
-		return cmd_sem_wait(sim, job, raw);
+		return cmd_sem_wait(sim, qi, job, raw);
 	case MAIA_OP_FABRIC_WRITE:
 		return cmd_fabric_write(sim, job, raw);
 	case MAIA_OP_FABRIC_READ:
@@ -365,18 +390,29 @@ static int fetch_cmd(struct maia_sim *sim, struct fw_job *job, struct fw_as *as,
 			    hdr->size - sizeof(*hdr));
 }
 
-/* A parked semaphore wait: finish it if it can, else keep waiting. */
-static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
+/*
+ * A parked semaphore wait: finish it if it can, else keep waiting. It ends
+ * in modeled time after the signal it took (or, timed out, where it was).
+ */
+static int resume_sem_wait(struct maia_sim *sim, unsigned int qi, struct fw_job *job)
 {
 	uint64_t *sem = &job_sems(sim, job)[job->sem_index];
 
 	if (fw_sem_take(sem, job->sem_value)) {
+		fw_tl_sem_taken(sim, qi, job->sqe.asid, job->sem_index);
+		fw_tl_cmd_begin(sim);
+		fw_tl_cmd_end(sim, qi, MAIA_OP_SEM_WAIT, MAIA_STATUS_OK);
 		job->state = FW_JOB_RUNNING;
 		job->offset += sizeof(struct maia_cmd_sem_wait);
 		return MAIA_STATUS_OK;
 	}
-	if (fw_now_ns(sim) >= job->deadline_ns)
+	if (fw_now_ns(sim) >= job->deadline_ns) {
+		/* the wait lasted its timeout in modeled time too */
+		fw_tl_after(sim, qi, job->sem_model_end);
+		fw_tl_cmd_begin(sim);
+		fw_tl_cmd_end(sim, qi, MAIA_OP_SEM_WAIT, MAIA_STATUS_SEM_TIMEOUT);
 		return MAIA_STATUS_SEM_TIMEOUT;
+	}
 	return CMD_PARK;
 }
 
@@ -384,7 +420,8 @@ static int resume_sem_wait(struct maia_sim *sim, struct fw_job *job)
  * A job parked on a fabric operation: once the operation ended, its status
  * is the command's, and an MMU fault it took on this side is the job's.
  */
-static int resume_fabric_wait(struct maia_sim *sim, struct fw_job *job, struct fw_as *as)
+static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			      struct fw_as *as)
 {
 	struct fw_fop *op = job->fop;
 	uint32_t status;
@@ -407,6 +444,10 @@ static int resume_fabric_wait(struct maia_sim *sim, struct fw_job *job, struct f
 		as->ecc_page = op->as.ecc_page;
 	}
 	fw_fop_free(op);
+	fw_tl_cmd_begin(sim);
+	sim->work.fabric_bytes = job->fop_bytes;
+	sim->work.fabric_hops = job->fop_hops;
+	fw_tl_cmd_end(sim, qi, job->fop_opcode, (int)status);
 	job->state = FW_JOB_RUNNING;
 	if (status == MAIA_STATUS_OK)
 		job->offset += job->fop_cmd_size;
@@ -442,7 +483,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 
 	*error_offset = job->offset;
 	if (job->state == FW_JOB_FABRIC_WAIT) {
-		rc = resume_fabric_wait(sim, job, as);
+		rc = resume_fabric_wait(sim, qi, job, as);
 		if (rc == CMD_PARK)
 			return FW_RUN_PARKED;
 		if (rc != MAIA_STATUS_OK) {
@@ -451,7 +492,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 		}
 	}
 	if (job->state == FW_JOB_SEM_WAIT) {
-		rc = resume_sem_wait(sim, job);
+		rc = resume_sem_wait(sim, qi, job);
 		if (rc == CMD_PARK)
 			return FW_RUN_PARKED;
 		if (rc != MAIA_STATUS_OK) {
@@ -471,11 +512,11 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 		if (rc == MAIA_STATUS_OK && in_place && !fw_cmd_cheap(hdr.opcode))
 			return FW_RUN_YIELD;	/* the worker fetches it again */
 		if (rc == MAIA_STATUS_OK) {
-			struct maia_op_stats before = sim->stats;
-			uint64_t t0 = fw_telem_cmd_begin(sim, hdr.opcode);
-
+			fw_tl_cmd_begin(sim);
 			rc = exec_one(sim, qi, job, as, sim->cmd_buf, hdr.opcode);
-			fw_telem_cmd_end(sim, hdr.opcode, t0, &before);
+			/* a parked command is laid out when it resumes */
+			if (rc != CMD_PARK && rc != CMD_STOP)
+				fw_tl_cmd_end(sim, qi, hdr.opcode, rc);
 		}
 		if (rc == CMD_STOP)
 			return FW_RUN_STOPPED;

@@ -47,6 +47,7 @@
 #include "maia/sim.h"
 
 #include "fw_host.h"
+#include "fw_model.h"
 #include "fw_telemetry.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -104,14 +105,36 @@ struct fw_job {
 	struct maia_sq_entry sqe;
 	uint32_t index;			/* SQ/CQ slot */
 	uint32_t offset;		/* next command in the buffer */
-	uint64_t start_ns;
+	uint64_t start_ns;		/* modeled (fw_timeline.c) */
 	uint32_t sem_index;		/* FW_JOB_SEM_WAIT */
 	uint32_t sem_value;
-	uint64_t deadline_ns;
+	uint64_t deadline_ns;		/* host time */
+	uint64_t sem_model_end;		/* modeled time a wait times out at */
 	struct fw_fop *fop;		/* FW_JOB_FABRIC_WAIT: the operation */
 	uint32_t fop_cmd_size;		/* its command's size, skipped on success */
+	uint16_t fop_opcode;		/* its command, for its modeled cost */
+	uint64_t fop_bytes;		/* ... the bytes it moves over the fabric */
+	unsigned int fop_hops;
 	uint64_t gen;			/* queue generation it was fetched in */
 	uint64_t cq;			/* CQ base, snapshot at fetch */
+};
+
+/* What the running command did, for its modeled cost (fw_timeline.c). */
+struct fw_cmd_work {
+	uint64_t host_bytes;		/* DMA over the host link */
+	uint64_t hbm_read, hbm_write;	/* DMA to and from HBM */
+	uint64_t dma_bytes;		/* the DMA engine moved */
+	uint64_t flops, tensor_read, tensor_written;	/* a tensor command's */
+	struct maia_op_mm mm;		/* its matrix multiply, if any */
+	uint64_t fabric_bytes;		/* sent over the fabric */
+	unsigned int fabric_hops;	/* links waited through */
+};
+
+/* The modeled clock (fw_timeline.c): worker-owned, monotonic, not reset. */
+struct fw_timeline {
+	uint64_t device_ns;		/* the command processor is busy until */
+	uint64_t queue_ns[MAIA_MAX_QUEUES];	/* a queue's last command ended */
+	uint64_t sem_ns[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* last signal */
 };
 
 /* A fabric window (fw_fabric_win.c): part of an address space the fabric may reach. */
@@ -264,7 +287,9 @@ struct maia_sim {
 	uint8_t *bounce;		/* FW_BOUNCE_SIZE */
 	uint8_t *cmd_buf;		/* current command, cmd_buf_size bytes */
 	size_t cmd_buf_size;
-	struct maia_op_stats stats;
+	struct fw_cmd_work work;
+	struct fw_chip chip;		/* the model's parameters, for cfg's tile layout */
+	struct fw_timeline tl;
 
 	/* Power controller and counters (fw_telemetry.c), under lock. */
 	struct fw_telem telem;
@@ -418,6 +443,24 @@ enum fw_run_result {
 enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 				  struct fw_job *job, struct fw_as *as,
 				  uint32_t *status, uint32_t *error_offset);
+
+/* fw_timeline.c: the modeled clock; worker only. */
+uint64_t fw_tl_queue_now(struct maia_sim *sim, unsigned int qi);
+/* A job starts on queue qi: returns its modeled start. */
+uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi);
+/* Queue qi's next command starts no earlier than t. */
+void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t);
+void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,
+		      unsigned int index);
+/* A wait on the semaphore succeeded: after its last signal. */
+void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
+		     unsigned int index);
+/* Around one command: begin clears sim->work, which the command fills. */
+void fw_tl_cmd_begin(struct maia_sim *sim);
+void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
+void fw_tl_collective_work(struct maia_sim *sim, const struct maia_cmd_collective *c);
+/* The command ran with status: lays it out in modeled time, returns its end. */
+uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, int status);
 
 /* fw_sched.c */
 void *fw_worker_main(void *arg);

@@ -96,9 +96,10 @@ bool fw_mbox_exec_locked(struct maia_sim *sim)
 						       : MAIA_MBOX_EUNKNOWN;
 			break;
 		case MAIA_MBOX_SET_POWER_CAP:
-			if (!fw_pm_cap_valid(arg[0])) {
+			if (!fw_telem_cap_valid_locked(sim, arg[0])) {
 				fw_guest_error(sim, "maia: power cap %u mW outside %u..%u",
-						 arg[0], FW_PM_CAP_MIN_MW, FW_PM_CAP_MAX_MW);
+						 arg[0], FW_PM_CAP_MIN_MW,
+						 sim->telem.pm.p.cap_max_mw);
 				result = MAIA_MBOX_EINVAL;
 				break;
 			}

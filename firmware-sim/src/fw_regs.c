@@ -158,6 +158,8 @@ uint32_t maia_sim_mmio_read(struct maia_sim *sim, uint32_t offset)
 			ok = fw_faultq_reg_read_locked(sim, offset, &val);
 		else if (fw_telem_is_reg(offset))
 			ok = fw_telem_read_locked(sim, offset, &val);
+		else if (fw_model_is_reg(offset))
+			ok = fw_model_reg_read(&sim->chip, offset, &val);
 		else if (fw_fabric_is_reg(offset))
 			ok = fw_fabric_reg_read_locked(sim, offset, &val);
 		else
@@ -620,7 +622,8 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 		doorbell_locked(sim, q, value, true, &fx);
 	} else if (fw_faultq_is_reg(offset)) {
 		fw_faultq_reg_write_locked(sim, offset, value);
-	} else if (fw_telem_is_reg(offset)) {
+	} else if (fw_telem_is_reg(offset) ||
+		   (fw_model_is_reg(offset) && fw_model_reg_read(&sim->chip, offset, &(uint32_t){ 0 }))) {
 		read_only(sim, offset, value);
 	} else if (fw_fabric_is_reg(offset) &&
 		   fw_fabric_reg_read_locked(sim, offset, &(uint32_t){ 0 })) {

@@ -155,14 +155,15 @@ static int pick_queue_locked(struct maia_sim *sim, uint64_t now, uint64_t *next_
 	return pick;
 }
 
-static void write_cqe(struct maia_sim *sim, const struct fw_job *job, uint32_t status,
-		      uint32_t error_offset, bool *ok)
+/* start_ns and end_ns are modeled times (maia/hw/model.h). */
+static void write_cqe(struct maia_sim *sim, unsigned int qi, const struct fw_job *job,
+		      uint32_t status, uint32_t error_offset, bool *ok)
 {
 	struct maia_cq_entry cqe = {
 		.job_id = job->sqe.job_id,
 		.status = status,
 		.start_ns = job->start_ns,
-		.end_ns = fw_now_ns(sim),
+		.end_ns = fw_tl_queue_now(sim, qi),
 		.error_offset = error_offset,
 	};
 	uint64_t addr = job->cq + (uint64_t)job->index * sizeof(cqe);
@@ -199,7 +200,7 @@ static void complete_job(struct maia_sim *sim, unsigned int qi, struct fw_job *j
 		fw_faultq_push_locked(sim, qi, job->sqe.job_id, as);
 		pthread_mutex_unlock(&sim->lock);
 	}
-	write_cqe(sim, job, status, error_offset, &ok);
+	write_cqe(sim, qi, job, status, error_offset, &ok);
 	job->state = FW_JOB_IDLE;
 	fw_trace(sim, "queue %u job 0x%llx slot %u done: status %u offset %u",
 		   qi, (unsigned long long)job->sqe.job_id, job->index, status, error_offset);
@@ -305,7 +306,7 @@ static bool start_job(struct maia_sim *sim, unsigned int qi, const struct queue_
 	job->state = FW_JOB_RUNNING;
 	job->sqe = sqe;
 	job->index = s->head;
-	job->start_ns = fw_now_ns(sim);
+	job->start_ns = fw_tl_job_start(sim, qi);
 	job->gen = s->gen;
 	job->cq = s->cq;
 	fw_trace(sim, "queue %u job 0x%llx slot %u: asid %u cmdbuf 0x%llx size %u", qi,
@@ -608,7 +609,7 @@ void fw_sched_abort_inflight(struct maia_sim *sim)
 
 		if (job->state == FW_JOB_IDLE || job->gen != q->gen || !q->enabled)
 			continue;
-		write_cqe(sim, job, MAIA_STATUS_ABORTED, job->offset, &ok);
+		write_cqe(sim, qi, job, MAIA_STATUS_ABORTED, job->offset, &ok);
 		fw_trace(sim, "queue %u job 0x%llx aborted by reset", qi,
 			   (unsigned long long)job->sqe.job_id);
 		job->state = FW_JOB_IDLE;

@@ -32,11 +32,32 @@ void maia_sim_config_defaults(struct maia_sim_config *cfg)
 	memset(cfg->fabric_drop_ppm, 0, sizeof(cfg->fabric_drop_ppm));
 	memset(cfg->fabric_drop_seed, 0, sizeof(cfg->fabric_drop_seed));
 	cfg->fabric_window = 0;
+	cfg->model = MAIA_MODEL_MAIA100;
+}
+
+int maia_sim_config_model(struct maia_sim_config *cfg, const char *name)
+{
+	const struct fw_chip *chip = fw_chip_by_name(name);
+
+	if (!chip)
+		return -EINVAL;
+	cfg->model = chip->id;
+	cfg->clusters = chip->clusters;
+	cfg->tiles_per_cluster = chip->tiles_per_cluster;
+	return 0;
+}
+
+uint64_t maia_sim_model_hbm_bytes(unsigned int model)
+{
+	const struct fw_chip *chip = fw_chip_by_id(model);
+
+	return chip ? chip->hbm_bytes : 0;
 }
 
 static bool config_valid(const struct maia_sim_config *cfg, const struct maia_sim_ops *ops)
 {
 	return cfg->hbm && cfg->hbm_size >= MAIA_PAGE_SIZE &&
+	       (!cfg->model || fw_chip_by_id(cfg->model)) &&
 	       cfg->clusters >= 1 && cfg->clusters <= MAIA_MAX_CLUSTERS &&
 	       cfg->tiles_per_cluster >= 1 &&
 	       cfg->tiles_per_cluster <= MAIA_MAX_TILES_PER_CLUSTER &&
@@ -85,7 +106,6 @@ void fw_reset_state_locked(struct maia_sim *sim)
 	memset(sim->rr_next, 0, sizeof(sim->rr_next));
 	fw_image_params_defaults(&sim->fw);
 	memset(sim->sems, 0, sizeof(sim->sems));
-	memset(&sim->stats, 0, sizeof(sim->stats));
 	fw_mmu_reset(sim);
 	fw_telem_reset_locked(sim);
 	fw_ecc_reset_locked(sim);
@@ -129,6 +149,8 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	sim->bounce = malloc(FW_BOUNCE_SIZE);
 	sim->cmd_buf_size = 4096;
 	sim->cmd_buf = malloc(sim->cmd_buf_size);
+	fw_chip_scale(fw_chip_by_id(cfg->model ? cfg->model : MAIA_MODEL_MAIA100), cfg->clusters,
+		      cfg->tiles_per_cluster, &sim->chip);
 	tcfg.clusters = cfg->clusters;
 	tcfg.tiles_per_cluster = cfg->tiles_per_cluster;
 	tcfg.sram_kib = cfg->sram_kib;
@@ -137,7 +159,7 @@ struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,
 	tcfg.thread_create = ops->thread_create;
 	tcfg.host_opaque = opaque;
 	sim->te = fw_tensor_create(&tcfg);
-	if (!sim->bounce || !sim->cmd_buf || !sim->te) {
+	if (!sim->bounce || !sim->cmd_buf || !sim->te || fw_telem_create(sim)) {
 		err = ENOMEM;
 		goto err_free;
 	}
@@ -177,6 +199,7 @@ err_sync:
 err_free:
 	if (sim->te)
 		fw_tensor_destroy(sim->te);
+	fw_telem_destroy(sim);
 	free(sim->cmd_buf);
 	free(sim->bounce);
 	free(sim);
@@ -207,6 +230,7 @@ void maia_sim_destroy(struct maia_sim *sim)
 	pthread_mutex_destroy(&sim->mmu_lock);
 	pthread_mutex_destroy(&sim->lock);
 	fw_tensor_destroy(sim->te);
+	fw_telem_destroy(sim);
 	free(sim->cmd_buf);
 	free(sim->bounce);
 	free(sim);

@@ -5,11 +5,12 @@
  * throttling loop, and the counters the register block shows.
  *
  * What is modeled, and how (Documentation/telemetry.rst has the numbers):
- * - Time is the host's CLOCK_MONOTONIC: the device model runs commands at
- *   host speed, and that speed stands for the nominal clock. The pure model
- *   (fw_pm_*) takes times as arguments, so tests run it on virtual time.
+ * - Time is the device's modeled time (fw_timeline.c): commands take what
+ *   the time model gives them on the chip, whatever the host needs to run
+ *   them, so power and throttling are the same on any host, run after run.
+ *   The pure model (fw_pm_*) takes times as arguments.
  * - Activity: the engine is busy while a command runs, in one class
- *   (tensor, vector, DMA). Per control period (10 ms) the busy fraction of
+ *   (tensor, vector, DMA). Per control period (100 us) the busy fraction of
  *   each class sets the dynamic power:
  *     P = P_static + P_clock * r + sum(P_dyn[c] * r^3 * busy[c]) + HBM bytes * E_byte
  *   with r = clock / nominal (dynamic power ~ f * V^2, V ~ f).
@@ -19,13 +20,12 @@
  *   down to min_pct; it steps back up after as many periods in which the
  *   power predicted at the higher clock stays under the threshold (and the
  *   die is hysteresis_c under the thermal limit), so it does not oscillate.
- * - A throttled clock shows in job durations: a command that ran t ns is
- *   stretched to t * nominal / clock by stalling the worker (the engine
- *   stays busy meanwhile, at the lower clock and power).
+ * - A throttled clock lengthens the compute part of the commands that run
+ *   under it (fw_pm_run()).
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
+#include <stdlib.h>
 
 #include "fw_internal.h"
 #include "maia/hw/tensor.h"
@@ -34,23 +34,24 @@
  * idle gap is settled in closed form. */
 #define MAX_STEPS		20000u
 
-void fw_pm_params_defaults(struct fw_pm_params *p)
+void fw_pm_params_of_chip(struct fw_pm_params *p, const struct fw_chip *chip)
 {
 	memset(p, 0, sizeof(*p));
-	p->period_ns = 10000000ull;		/* 10 ms */
-	p->window_periods = 100;		/* 1 s */
+	p->period_ns = 100000ull;		/* 100 us */
+	p->window_periods = 100;		/* 10 ms */
 	p->sustain_periods = 3;
-	p->nominal_mhz = 1500;
+	p->nominal_mhz = chip->clock_mhz;
 	p->min_pct = 30;
 	p->step_pct = 10;
-	p->cap_mw = 500000;
+	p->cap_mw = chip->tdp_w * 1000u;
+	p->cap_max_mw = chip->design_w * 1000u;
 	p->threshold_pct = 90;
-	p->idle_static_w = 60.0;
-	p->idle_clock_w = 25.0;
-	p->dyn_w[FW_PM_TENSOR] = 360.0;
-	p->dyn_w[FW_PM_VECTOR] = 200.0;
-	p->dyn_w[FW_PM_DMA] = 120.0;
-	p->hbm_pj_per_byte = 32.0;		/* ~4 pJ/bit */
+	p->idle_static_w = chip->idle_static_w;
+	p->idle_clock_w = chip->idle_clock_w;
+	for (int c = 0; c < FW_PM_CLASSES; c++)
+		p->dyn_w[c] = chip->dyn_w[c];
+	p->hbm_pj_per_byte = chip->hbm_pj_per_byte;
+	p->hbm_bytes_per_ns = chip->hbm_mbps * 1e-3;
 	p->ambient_c = 35.0;
 	p->r_th_c_per_w = 0.1;
 	p->tau_s = 1.5;
@@ -59,9 +60,14 @@ void fw_pm_params_defaults(struct fw_pm_params *p)
 	p->hysteresis_c = 5.0;
 }
 
-bool fw_pm_cap_valid(uint32_t cap_mw)
+void fw_pm_params_defaults(struct fw_pm_params *p)
 {
-	return cap_mw >= FW_PM_CAP_MIN_MW && cap_mw <= FW_PM_CAP_MAX_MW;
+	fw_pm_params_of_chip(p, fw_chip_by_id(MAIA_MODEL_MAIA100));
+}
+
+bool fw_pm_cap_valid(const struct fw_pm *pm, uint32_t cap_mw)
+{
+	return cap_mw >= FW_PM_CAP_MIN_MW && cap_mw <= pm->p.cap_max_mw;
 }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
@@ -95,6 +101,8 @@ void fw_pm_init(struct fw_pm *pm, const struct fw_pm_params *p, uint64_t now_ns)
 	pm->p.min_pct = clamp_u32(pm->p.min_pct, 1, 100);
 	pm->p.step_pct = clamp_u32(pm->p.step_pct, 1, 100);
 	pm->p.nominal_mhz = clamp_u32(pm->p.nominal_mhz, 1, 100000);
+	if (pm->p.cap_max_mw < FW_PM_CAP_MIN_MW)
+		pm->p.cap_max_mw = FW_PM_CAP_MIN_MW;
 	pm->now_ns = now_ns;
 	pm->period_start_ns = now_ns;
 	pm->active = FW_PM_IDLE;
@@ -113,7 +121,7 @@ void fw_pm_restart(struct fw_pm *pm)
 void fw_pm_set_firmware(struct fw_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw)
 {
 	nominal_mhz = clamp_u32(nominal_mhz, 1, 100000);
-	pm->p.cap_mw = clamp_u32(cap_mw, FW_PM_CAP_MIN_MW, FW_PM_CAP_MAX_MW);
+	pm->p.cap_mw = clamp_u32(cap_mw, FW_PM_CAP_MIN_MW, pm->p.cap_max_mw);
 	if (nominal_mhz != pm->p.nominal_mhz) {
 		pm->p.nominal_mhz = nominal_mhz;
 		fw_pm_restart(pm);
@@ -190,7 +198,7 @@ static void close_period(struct fw_pm *pm)
 {
 	double busy[FW_PM_CLASSES], any = 0.0, power, dt = period_s(pm);
 	double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
-	double hbm = (double)pm->period_bytes;
+	double hbm = pm->period_bytes, period = (double)pm->p.period_ns;
 
 	for (int c = 0; c < FW_PM_CLASSES; c++) {
 		busy[c] = (double)pm->period_busy_ns[c] / (double)pm->p.period_ns;
@@ -199,7 +207,6 @@ static void close_period(struct fw_pm *pm)
 		any += busy[c];
 		pm->period_busy_ns[c] = 0;
 	}
-	pm->period_bytes = 0;
 	power = model_power(pm, r, busy, hbm);
 	pm->power_inst_w = power;
 	pm->energy_uj += power * dt * 1e6;
@@ -210,6 +217,11 @@ static void close_period(struct fw_pm *pm)
 	pm->win_power[pm->win_next] = power;
 	pm->win_busy[pm->win_next] = any > 1.0 ? 1.0 : any;
 	pm->win_tensor[pm->win_next] = busy[FW_PM_TENSOR];
+	pm->win_hbm[pm->win_next] = pm->p.hbm_bytes_per_ns > 0.0 ?
+				    hbm / (pm->p.hbm_bytes_per_ns * period) : 0.0;
+	pm->win_mfu[pm->win_next] = pm->period_peak_ns / period;
+	pm->period_bytes = 0.0;
+	pm->period_peak_ns = 0.0;
 	pm->win_next = (pm->win_next + 1) % pm->p.window_periods;
 	if (pm->win_fill < pm->p.window_periods)
 		pm->win_fill++;
@@ -242,6 +254,8 @@ static void settle_idle(struct fw_pm *pm, uint64_t n)
 		pm->win_power[i] = power;
 		pm->win_busy[i] = 0.0;
 		pm->win_tensor[i] = 0.0;
+		pm->win_hbm[i] = 0.0;
+		pm->win_mfu[i] = 0.0;
 	}
 	pm->win_fill = pm->p.window_periods;
 	pm->win_next = 0;
@@ -281,9 +295,46 @@ void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls)
 	pm->active = cls >= 0 && cls < FW_PM_CLASSES ? cls : FW_PM_IDLE;
 }
 
-void fw_pm_add_hbm_bytes(struct fw_pm *pm, uint64_t bytes)
+uint64_t fw_pm_run(struct fw_pm *pm, uint64_t start, const struct fw_cost *c)
 {
-	pm->period_bytes += bytes;
+	double done = 0.0;	/* fraction of the work done */
+	uint64_t t;
+
+	if (start < pm->now_ns)
+		start = pm->now_ns;
+	fw_pm_set_active(pm, start, c->cls);
+	t = start + c->fixed_ns;
+	fw_pm_advance(pm, t);
+	while (done < 1.0) {
+		double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
+		double total = (double)c->compute_ns / r, left, seg;
+		uint64_t period_end = pm->period_start_ns + pm->p.period_ns, step;
+
+		if (total < (double)c->hbm_ns)
+			total = (double)c->hbm_ns;
+		if (total < (double)c->link_ns)
+			total = (double)c->link_ns;
+		if (total < 1.0)
+			break;
+		left = (1.0 - done) * total;
+		/* up to the end of the control period, where the clock may change */
+		if (left <= (double)(period_end - t)) {
+			step = (uint64_t)ceil(left);
+			seg = 1.0 - done;
+		} else {
+			step = period_end - t;
+			seg = (double)step / total;
+		}
+		pm->period_bytes += seg * (double)c->hbm_bytes;
+		pm->period_peak_ns += seg * (double)c->peak_ns;
+		done += seg;
+		t += step;
+		fw_pm_advance(pm, t);
+		if (step == 0)
+			break;
+	}
+	fw_pm_set_active(pm, t, FW_PM_IDLE);
+	return t;
 }
 
 static double window_avg(const struct fw_pm *pm, const double *v)
@@ -315,22 +366,27 @@ double fw_pm_tensor_util(const struct fw_pm *pm)
 	return window_avg(pm, pm->win_tensor);
 }
 
+double fw_pm_hbm_util(const struct fw_pm *pm)
+{
+	return window_avg(pm, pm->win_hbm);
+}
+
+double fw_pm_mfu(const struct fw_pm *pm)
+{
+	return window_avg(pm, pm->win_mfu);
+}
+
 /* ---- the device side ---- */
 
 /*
- * Advances the model to now, then (optionally) switches the engine class;
- * traces clock changes so a throttling device shows up in QEMU's trace.
+ * After the model ran: the power controller interrupts when it starts
+ * throttling for a reason, and clock changes are traced so that a
+ * throttling device shows up in QEMU's trace.
  */
-static void advance_locked(struct maia_sim *sim, uint64_t now, bool set, int cls)
+static void note_changes_locked(struct maia_sim *sim, uint32_t clock, uint32_t reasons)
 {
 	struct fw_pm *pm = &sim->telem.pm;
-	uint32_t clock = pm->clock_mhz, reasons = pm->reasons;
 
-	if (set)
-		fw_pm_set_active(pm, now, cls);
-	else
-		fw_pm_advance(pm, now);
-	/* the power controller interrupts when it starts throttling for a reason */
 	if (pm->reasons & ~reasons)
 		sim->telem.raise_pending |= fw_int_assert_locked(sim, MAIA_INT_THERMAL);
 	if (pm->clock_mhz != clock)
@@ -339,15 +395,36 @@ static void advance_locked(struct maia_sim *sim, uint64_t now, bool set, int cls
 			       pm->temp_c, pm->reasons);
 }
 
+/* The default cap: the firmware's TDP record, or the chip's TDP, at most its design power. */
+static uint32_t tdp_mw(const struct maia_sim *sim)
+{
+	uint64_t tdp = sim->fw.tdp_w ? (uint64_t)sim->fw.tdp_w * 1000u
+				     : (uint64_t)sim->chip.tdp_w * 1000u;
+
+	return tdp > sim->telem.pm.p.cap_max_mw ? sim->telem.pm.p.cap_max_mw : (uint32_t)tdp;
+}
+
 /* Firmware parameters as the running firmware (or its defaults) set them. */
 static void sync_fw_locked(struct maia_sim *sim)
 {
-	uint32_t cap = sim->power_cap_mw;
+	uint32_t cap = sim->power_cap_mw ? sim->power_cap_mw : tdp_mw(sim);
 
-	if (!cap)
-		cap = sim->fw.tdp_w > FW_PM_CAP_MAX_MW / 1000u ? FW_PM_CAP_MAX_MW
-								  : sim->fw.tdp_w * 1000u;
 	fw_pm_set_firmware(&sim->telem.pm, sim->fw.clock_mhz, cap);
+}
+
+int fw_telem_create(struct maia_sim *sim)
+{
+	struct fw_telem *t = &sim->telem;
+
+	t->tiles = sim->cfg.clusters * sim->cfg.tiles_per_cluster;
+	t->tile_ns = calloc(t->tiles, sizeof(*t->tile_ns));
+	return t->tile_ns ? 0 : -1;
+}
+
+void fw_telem_destroy(struct maia_sim *sim)
+{
+	free(sim->telem.tile_ns);
+	sim->telem.tile_ns = NULL;
 }
 
 void fw_telem_reset_locked(struct maia_sim *sim)
@@ -357,18 +434,15 @@ void fw_telem_reset_locked(struct maia_sim *sim)
 	if (!t->initialized) {
 		struct fw_pm_params p;
 
-		fw_pm_params_defaults(&p);
-		fw_pm_init(&t->pm, &p, fw_host_now_ns(&sim->host));
+		fw_pm_params_of_chip(&p, &sim->chip);
+		fw_pm_init(&t->pm, &p, 0);	/* modeled time starts at power-on */
 		t->initialized = true;
 		return;
 	}
 	/* Counters are always on; the firmware's clock control starts over. */
-	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
 	fw_pm_restart(&t->pm);
-	/* the reset clears the interrupt causes, this last advance's included */
 	sim->irq.status &= ~MAIA_INT_THERMAL;
 	t->raise_pending = false;
-	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
 }
 
 void fw_telem_unlock_and_raise(struct maia_sim *sim)
@@ -381,18 +455,23 @@ void fw_telem_unlock_and_raise(struct maia_sim *sim)
 		fw_raise(sim, MAIA_VEC_EVENT);
 }
 
+bool fw_telem_cap_valid_locked(struct maia_sim *sim, uint32_t cap_mw)
+{
+	return fw_pm_cap_valid(&sim->telem.pm, cap_mw);
+}
+
 bool fw_telem_is_reg(uint32_t offset)
 {
 	return (offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END) ||
 	       (offset >= MAIA_REG_TELEM_TILE_NS_BASE && offset < MAIA_REG_TELEM_TILE_NS_END);
 }
 
-/* The per-tile window: tiles past the engine's read 0. */
+/* The per-tile window: tiles past the device's read 0. */
 static uint32_t tile_read_locked(struct maia_sim *sim, uint32_t offset)
 {
 	struct fw_telem *t = &sim->telem;
 	uint32_t tile = (offset - MAIA_REG_TELEM_TILE_NS_BASE) / 8u;
-	uint64_t v = sim->te ? fw_tensor_tile_busy_ns(sim->te, tile) : 0;
+	uint64_t v = tile < t->tiles ? t->tile_ns[tile] : 0;
 
 	if (offset % 8u == 0) {
 		t->tile_latch = tile;
@@ -409,6 +488,12 @@ static uint32_t to_u32(double v)
 	if (v >= 4294967295.0)
 		return UINT32_MAX;
 	return (uint32_t)(v + 0.5);
+}
+
+/* A fraction as 0..10000 (0.01 %), capped at 100 %. */
+static uint32_t to_bp(double v)
+{
+	return to_u32((v > 1.0 ? 1.0 : v) * 1e4);
 }
 
 static bool counter64(const struct maia_sim *sim, uint32_t lo, uint64_t *v)
@@ -430,6 +515,7 @@ static bool counter64(const struct maia_sim *sim, uint32_t lo, uint64_t *v)
 	case MAIA_REG_TELEM_TILE_BUSY_NS_LO:	*v = t->tile_busy_ns; break;
 	case MAIA_REG_TELEM_THROTTLED_NS_LO:	*v = pm->throttled_ns; break;
 	case MAIA_REG_TELEM_COMMANDS_LO:	*v = t->commands; break;
+	case MAIA_REG_TELEM_PEAK_NS_LO:		*v = t->peak_ns; break;
 	default:
 		return false;
 	}
@@ -441,7 +527,7 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	const struct fw_pm *pm = &sim->telem.pm;
 
 	switch (offset) {
-	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_1; break;
+	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_2; break;
 	case MAIA_REG_TELEM_PERIOD_US:		*val = (uint32_t)(pm->p.period_ns / 1000u); break;
 	case MAIA_REG_TELEM_WINDOW_US:
 		*val = (uint32_t)(pm->p.period_ns * pm->p.window_periods / 1000u);
@@ -453,21 +539,18 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	case MAIA_REG_TELEM_POWER_INST_MW:	*val = to_u32(pm->power_inst_w * 1e3); break;
 	case MAIA_REG_TELEM_POWER_CAP_MW:	*val = pm->p.cap_mw; break;
 	case MAIA_REG_TELEM_POWER_CAP_MIN_MW:	*val = FW_PM_CAP_MIN_MW; break;
-	case MAIA_REG_TELEM_POWER_CAP_MAX_MW:	*val = FW_PM_CAP_MAX_MW; break;
-	case MAIA_REG_TELEM_TDP_MW:
-		*val = sim->fw.tdp_w > FW_PM_CAP_MAX_MW / 1000u ? FW_PM_CAP_MAX_MW
-								  : sim->fw.tdp_w * 1000u;
-		break;
+	case MAIA_REG_TELEM_POWER_CAP_MAX_MW:	*val = pm->p.cap_max_mw; break;
+	case MAIA_REG_TELEM_TDP_MW:		*val = tdp_mw(sim); break;
 	case MAIA_REG_TELEM_TEMP_MC:		*val = to_u32(pm->temp_c * 1e3); break;
 	case MAIA_REG_TELEM_TEMP_THROTTLE_MC:	*val = to_u32(pm->p.throttle_c * 1e3); break;
 	case MAIA_REG_TELEM_TEMP_CRIT_MC:	*val = to_u32(pm->p.crit_c * 1e3); break;
 	case MAIA_REG_TELEM_THROTTLE_REASONS:	*val = pm->reasons; break;
 	case MAIA_REG_TELEM_THROTTLE_EVENTS:	*val = pm->events; break;
-	case MAIA_REG_TELEM_UTIL:		*val = to_u32(fw_pm_util(pm) * 1e4); break;
-	case MAIA_REG_TELEM_TENSOR_UTIL:	*val = to_u32(fw_pm_tensor_util(pm) * 1e4); break;
-	case MAIA_REG_TELEM_TILES:
-		*val = sim->cfg.clusters * sim->cfg.tiles_per_cluster;
-		break;
+	case MAIA_REG_TELEM_UTIL:		*val = to_bp(fw_pm_util(pm)); break;
+	case MAIA_REG_TELEM_TENSOR_UTIL:	*val = to_bp(fw_pm_tensor_util(pm)); break;
+	case MAIA_REG_TELEM_TILES:		*val = sim->telem.tiles; break;
+	case MAIA_REG_TELEM_HBM_UTIL:		*val = to_bp(fw_pm_hbm_util(pm)); break;
+	case MAIA_REG_TELEM_MFU:		*val = to_bp(fw_pm_mfu(pm)); break;
 	default:
 		return false;
 	}
@@ -486,7 +569,6 @@ bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 		return true;
 	}
 	sync_fw_locked(sim);
-	advance_locked(sim, fw_host_now_ns(&sim->host), false, 0);
 	if (reg32(sim, offset, val))
 		return true;
 	if (offset >= MAIA_REG_TELEM_TIME_NS_LO && offset <= MAIA_REG_TELEM_LAST) {
@@ -507,104 +589,26 @@ bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	return false;
 }
 
-static int opcode_class(uint16_t opcode)
-{
-	switch (opcode) {
-	case MAIA_OP_DMA_COPY:
-	case MAIA_OP_FILL:
-		return FW_PM_DMA;
-	case MAIA_OP_GEMM:
-	case MAIA_OP_GEMM_BATCHED:
-	case MAIA_OP_ATTENTION:
-		return FW_PM_TENSOR;
-	default:
-		return fw_tensor_handles(opcode) ? FW_PM_VECTOR : FW_PM_IDLE;
-	}
-}
-
-uint64_t fw_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode)
-{
-	int cls = opcode_class(opcode);
-	uint64_t now = fw_host_now_ns(&sim->host);
-
-	if (cls == FW_PM_IDLE)
-		return now;
-	pthread_mutex_lock(&sim->lock);
-	sync_fw_locked(sim);
-	advance_locked(sim, now, true, cls);
-	fw_telem_unlock_and_raise(sim);
-	return now;
-}
-
-void fw_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
+uint64_t fw_telem_run_locked(struct maia_sim *sim, uint64_t start, const struct fw_cost *c,
+			     uint64_t hbm_write, uint64_t dma_bytes)
 {
 	struct fw_telem *t = &sim->telem;
+	struct fw_pm *pm = &t->pm;
+	uint32_t clock = pm->clock_mhz, reasons = pm->reasons;
+	uint64_t end;
+	unsigned int n = c->tiles < t->tiles ? c->tiles : t->tiles;
 
-	t->w_dma_bytes += n;
-	if (src_hbm)
-		t->w_hbm_read += n;
-	if (dst_hbm)
-		t->w_hbm_write += n;
-}
-
-/* Sleeps ns, in slices, unless a reset asks the worker to stop. */
-static void stall(struct maia_sim *sim, uint64_t ns)
-{
-	while (ns && !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE)) {
-		uint64_t slice = ns < 1000000u ? ns : 1000000u;
-		struct timespec ts = { 0, (long)slice };
-
-		nanosleep(&ts, NULL);
-		ns -= slice;
-	}
-}
-
-void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
-			const struct maia_op_stats *before)
-{
-	struct fw_telem *t = &sim->telem;
-	const struct maia_op_stats *s = &sim->stats;
-	int cls = opcode_class(opcode);
-	uint64_t now = fw_host_now_ns(&sim->host), extra = 0, hbm_r, hbm_w;
-
-	if (cls == FW_PM_IDLE) {
-		pthread_mutex_lock(&sim->lock);
-		t->commands++;
-		pthread_mutex_unlock(&sim->lock);
-		return;
-	}
-	if (cls == FW_PM_DMA) {
-		/* copy_span knows which side is HBM; a fill is taken to be HBM. */
-		hbm_r = t->w_hbm_read;
-		hbm_w = opcode == MAIA_OP_FILL ? s->bytes_written - before->bytes_written
-					       : t->w_hbm_write;
-		if (opcode == MAIA_OP_FILL)
-			t->w_dma_bytes += hbm_w;
-	} else {
-		/* Tensor operands are taken to be in HBM. */
-		hbm_r = s->bytes_read - before->bytes_read;
-		hbm_w = s->bytes_written - before->bytes_written;
-	}
-
-	pthread_mutex_lock(&sim->lock);
 	sync_fw_locked(sim);
-	advance_locked(sim, now, false, 0);
-	fw_pm_add_hbm_bytes(&t->pm, hbm_r + hbm_w);
-	if (t->pm.clock_mhz < t->pm.p.nominal_mhz && now > t0)
-		extra = (uint64_t)((double)(now - t0) *
-				   ((double)t->pm.p.nominal_mhz / t->pm.clock_mhz - 1.0));
-	fw_telem_unlock_and_raise(sim);
-
-	stall(sim, extra);
-
-	pthread_mutex_lock(&sim->lock);
-	advance_locked(sim, fw_host_now_ns(&sim->host), true, FW_PM_IDLE);
-	t->hbm_read += hbm_r;
-	t->hbm_write += hbm_w;
-	t->dma_bytes += t->w_dma_bytes;
-	t->flops += s->flops - before->flops;
-	t->tile_busy_ns += s->busy_ns - before->busy_ns;
+	end = fw_pm_run(pm, start, c);
+	note_changes_locked(sim, clock, reasons);
+	t->hbm_read += c->hbm_bytes - hbm_write;
+	t->hbm_write += hbm_write;
+	t->dma_bytes += dma_bytes;
+	t->flops += c->flops;
+	t->peak_ns += c->peak_ns;
 	t->commands++;
-	fw_telem_unlock_and_raise(sim);
-	t->w_hbm_read = t->w_hbm_write = t->w_dma_bytes = 0;
+	for (unsigned int i = 0; i < n; i++)
+		t->tile_ns[i] += end - start;
+	t->tile_busy_ns += (end - start) * n;
+	return end;
 }

@@ -16,23 +16,14 @@
 #include <stdint.h>
 
 #include "maia/engine.h"
+#include "fw_model.h"
 #include "maia/hw/regs.h"
 #include "maia/hw/telemetry.h"
 
-/* Limits the mailbox accepts for MAIA_MBOX_SET_POWER_CAP, in mW. */
+/* The smallest cap the mailbox accepts; the largest is the chip's design power. */
 #define FW_PM_CAP_MIN_MW	100000u		/* 100 W */
-#define FW_PM_CAP_MAX_MW	700000u		/* 700 W: the design power */
 
 #define FW_PM_WINDOW_MAX	128u		/* periods in the averaging window */
-
-/* What the engine is doing; each class has its own dynamic power. */
-enum fw_pm_class {
-	FW_PM_TENSOR,		/* matrix ops: GEMM, batched GEMM, attention */
-	FW_PM_VECTOR,		/* other tensor-engine ops: eltwise, norms, ... */
-	FW_PM_DMA,		/* DMA copy and fill */
-	FW_PM_CLASSES,
-	FW_PM_IDLE = -1,
-};
 
 struct fw_pm_params {
 	uint64_t period_ns;		/* control period */
@@ -42,11 +33,13 @@ struct fw_pm_params {
 	uint32_t min_pct;		/* lowest clock, % of nominal */
 	uint32_t step_pct;		/* one throttle step, % of nominal */
 	uint32_t cap_mw;
+	uint32_t cap_max_mw;		/* design power: the largest cap */
 	uint32_t threshold_pct;		/* throttle above this % of the cap */
 	double idle_static_w;		/* leakage, independent of clock */
 	double idle_clock_w;		/* clock tree at nominal, scales with f */
 	double dyn_w[FW_PM_CLASSES];	/* fully busy at nominal, scales with f^3 */
 	double hbm_pj_per_byte;		/* HBM access energy */
+	double hbm_bytes_per_ns;	/* HBM bandwidth, for its utilization */
 	double ambient_c;
 	double r_th_c_per_w;		/* steady state: T = ambient + R * P */
 	double tau_s;			/* thermal time constant */
@@ -61,7 +54,8 @@ struct fw_pm {
 	uint64_t period_start_ns;
 	int active;			/* enum fw_pm_class, or FW_PM_IDLE */
 	uint64_t period_busy_ns[FW_PM_CLASSES];	/* in the open period */
-	uint64_t period_bytes;		/* HBM bytes in the open period */
+	double period_bytes;		/* HBM bytes in the open period */
+	double period_peak_ns;		/* flops at peak in the open period, as time */
 	uint32_t clock_mhz;
 	double temp_c;
 	double energy_uj;
@@ -70,6 +64,8 @@ struct fw_pm {
 	double win_power[FW_PM_WINDOW_MAX];
 	double win_busy[FW_PM_WINDOW_MAX];
 	double win_tensor[FW_PM_WINDOW_MAX];
+	double win_hbm[FW_PM_WINDOW_MAX];	/* fraction of the HBM bandwidth */
+	double win_mfu[FW_PM_WINDOW_MAX];	/* fraction of the peak done */
 	unsigned int win_next, win_fill;
 	unsigned int over, under;	/* consecutive periods over/under the limits */
 	uint32_t reasons;		/* MAIA_THROTTLE_* holding the clock down */
@@ -79,13 +75,22 @@ struct fw_pm {
 	uint64_t throttled_ns;
 };
 
+/* The power controller of a chip (Documentation/telemetry.rst). */
+void fw_pm_params_of_chip(struct fw_pm_params *p, const struct fw_chip *chip);
+/* Maia 100's. */
 void fw_pm_params_defaults(struct fw_pm_params *p);
 void fw_pm_init(struct fw_pm *pm, const struct fw_pm_params *p, uint64_t now_ns);
 /* Runs the model up to now_ns (earlier times are ignored). */
 void fw_pm_advance(struct fw_pm *pm, uint64_t now_ns);
 /* From now_ns on the engine runs class cls (FW_PM_IDLE: nothing). */
 void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls);
-void fw_pm_add_hbm_bytes(struct fw_pm *pm, uint64_t bytes);
+/*
+ * Runs one command of cost c from start (>= the model's time): its fixed
+ * part, then its work, which takes compute_ns / r at the clock ratio r the
+ * controller sets period by period, or its HBM or link time if longer.
+ * HBM bytes and flops are spread evenly over the work. Returns the end.
+ */
+uint64_t fw_pm_run(struct fw_pm *pm, uint64_t start, const struct fw_cost *c);
 /* New firmware parameters: clamps them; a new nominal clock ends throttling. */
 void fw_pm_set_firmware(struct fw_pm *pm, uint32_t nominal_mhz, uint32_t cap_mw);
 /* Firmware restarted: clock back to nominal, throttle state cleared. */
@@ -95,27 +100,30 @@ double fw_pm_power_avg_w(const struct fw_pm *pm);
 /* Fraction 0..1 of the window the engine (tensor class) was busy. */
 double fw_pm_util(const struct fw_pm *pm);
 double fw_pm_tensor_util(const struct fw_pm *pm);
-bool fw_pm_cap_valid(uint32_t cap_mw);
+double fw_pm_hbm_util(const struct fw_pm *pm);
+double fw_pm_mfu(const struct fw_pm *pm);
+bool fw_pm_cap_valid(const struct fw_pm *pm, uint32_t cap_mw);
 
 /* Device-side counters, in struct maia_sim, under sim->lock. */
 struct fw_telem {
 	bool initialized;
 	struct fw_pm pm;
-	uint64_t hbm_read, hbm_write, dma_bytes, flops, tile_busy_ns, commands;
+	uint64_t hbm_read, hbm_write, dma_bytes, flops, tile_busy_ns, commands, peak_ns;
 	uint32_t latch_hi[(MAIA_REG_TELEM_END - MAIA_REG_TELEMETRY_BASE) / 4u];
 	/* THERMAL was asserted and unmasked: the event vector is still to fire */
 	bool raise_pending;
 	/* the per-tile window's one latch: HI of the tile whose LO was read last */
 	uint32_t tile_latch, tile_latch_hi;
-	/* Worker-owned: DMA traffic of the running command, folded in at its end. */
-	uint64_t w_hbm_read, w_hbm_write, w_dma_bytes;
+	uint64_t *tile_ns;		/* modeled busy time per tile */
+	unsigned int tiles;
 };
 
 /*
- * Device glue (fw_telemetry.c). _locked: called with sim->lock held. The
- * command hooks run on the worker without it.
+ * Device glue (fw_telemetry.c). _locked: called with sim->lock held.
  */
 struct maia_sim;
+int fw_telem_create(struct maia_sim *sim);
+void fw_telem_destroy(struct maia_sim *sim);
 void fw_telem_reset_locked(struct maia_sim *sim);
 bool fw_telem_is_reg(uint32_t offset);
 /* False if offset is inside the block but not a register. */
@@ -125,16 +133,14 @@ bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
  * it asserted THERMAL (throttling started, or for a new reason).
  */
 void fw_telem_unlock_and_raise(struct maia_sim *sim);
-/* Around one command: begin returns the start time for end. */
-uint64_t fw_telem_cmd_begin(struct maia_sim *sim, uint16_t opcode);
+/* The power cap the mailbox may set. */
+bool fw_telem_cap_valid_locked(struct maia_sim *sim, uint32_t cap_mw);
 /*
- * Accounts the command (before = sim->stats when it began) and, while the
- * clock is throttled, stalls the worker so that the command takes
- * nominal / current clock times as long as it ran.
+ * One command in modeled time (fw_timeline.c): runs the power controller
+ * over it from start, counts its work; returns its end. hbm_write is the
+ * part of c->hbm_bytes written.
  */
-void fw_telem_cmd_end(struct maia_sim *sim, uint16_t opcode, uint64_t t0,
-			const struct maia_op_stats *before);
-/* One DMA chunk of n bytes; which ends were HBM. Worker only. */
-void fw_telem_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
+uint64_t fw_telem_run_locked(struct maia_sim *sim, uint64_t start, const struct fw_cost *c,
+			     uint64_t hbm_write, uint64_t dma_bytes);
 
 #endif /* FWSIM_TELEMETRY_H */

@@ -66,7 +66,7 @@ static void usage(FILE *f)
 		"  -v, --version X.Y.Z    firmware version (default 1.0.0)\n"
 		"  -n, --name NAME        firmware name (default maia-fw)\n"
 		"  -c, --clock MHZ        nominal tensor clock (default 1500)\n"
-		"  -t, --tdp W            default power cap (default 500)\n"
+		"  -t, --tdp W            default power cap (default: none, the chip model's TDP)\n"
 		"  -q, --quantum US       scheduler quantum (default 2000)\n"
 		"  -a, --aging US         scheduler aging bound (default: the device's, 100000)\n"
 		"  -s, --selftest-ms MS   start-up self-test before READY (default none)\n"
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 	};
 	const char *out = NULL, *name = "maia-fw", *breakage = NULL;
 	unsigned int maj = 1, min = 0, pat = 0;
-	uint32_t clock = 1500, tdp = 500, quantum = 2000, aging = 0, selftest_ms = 0;
+	uint32_t clock = 1500, tdp = 0, quantum = 2000, aging = 0, selftest_ms = 0;
 	struct maia_fw_header hdr;
 	struct payload p = { .len = 0 };
 	uint64_t ops;
@@ -135,7 +135,8 @@ int main(int argc, char **argv)
 
 	add_tlv(&p, MAIA_FW_TLV_NAME, name, (uint16_t)strlen(name));
 	add_u32(&p, MAIA_FW_TLV_CLOCK_MHZ, clock);
-	add_u32(&p, MAIA_FW_TLV_TDP_W, tdp);
+	if (tdp)
+		add_u32(&p, MAIA_FW_TLV_TDP_W, tdp);
 	ops = opcode_bitmap();
 	add_tlv(&p, MAIA_FW_TLV_OPCODES, &ops, sizeof(ops));
 	add_u32(&p, MAIA_FW_TLV_SCHED_QUANTUM_US, quantum);

@@ -67,7 +67,8 @@ struct MaiaState {
 
     MemoryRegion regs;          /* BAR0 */
     MemoryRegion udb;           /* BAR1, doorbell pages (user queues) */
-    MemoryRegion hbm;           /* BAR2, RAM_NORESERVE */
+    MemoryRegion hbm;           /* HBM, RAM_NORESERVE */
+    MemoryRegion hbm_bar;       /* BAR2: a power of two, HBM at its start */
 
     struct maia_sim *sim;
 
@@ -96,7 +97,8 @@ struct MaiaState {
     MaiaFabric fabric;
 
     /* Properties */
-    uint64_t hbm_size;
+    char *model;                /* chip model: maia100 (default), maia200 */
+    uint64_t hbm_size;          /* 0: the model's capacity */
     uint32_t clusters;
     uint32_t tiles_per_cluster;
     uint32_t queues;
@@ -649,11 +651,37 @@ static void maia_set_inject(Object *obj, Visitor *v, const char *name,
 
 /* ---- Realize / unrealize ------------------------------------------------ */
 
+/*
+ * The chip model sets the defaults of the properties left at 0: the HBM
+ * size and the tile layout.
+ */
+static bool maia_apply_model(MaiaState *s, struct maia_sim_config *cfg,
+                             Error **errp)
+{
+    const char *model = s->model ? s->model : "maia100";
+
+    if (maia_sim_config_model(cfg, model)) {
+        error_setg(errp, "model '%s' is not a chip model: use maia100 or "
+                   "maia200", model);
+        return false;
+    }
+    if (!s->hbm_size) {
+        s->hbm_size = maia_sim_model_hbm_bytes(cfg->model);
+    }
+    if (!s->clusters) {
+        s->clusters = cfg->clusters;
+    }
+    if (!s->tiles_per_cluster) {
+        s->tiles_per_cluster = cfg->tiles_per_cluster;
+    }
+    return true;
+}
+
 static bool maia_check_properties(MaiaState *s, Error **errp)
 {
-    if (!is_power_of_2(s->hbm_size) || s->hbm_size < MAIA_HBM_MIN_SIZE ||
+    if (s->hbm_size % MiB || s->hbm_size < MAIA_HBM_MIN_SIZE ||
         s->hbm_size > MAIA_HBM_MAX_SIZE) {
-        error_setg(errp, "hbm-size 0x%" PRIx64 " must be a power of two "
+        error_setg(errp, "hbm-size 0x%" PRIx64 " must be a multiple of 1M "
                    "from 1M to 1T", s->hbm_size);
         return false;
     }
@@ -693,22 +721,28 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
     uint32_t q, nvec = MAIA_NUM_VECTORS(s->queues);
     int ret;
 
-    if (!maia_check_properties(s, errp)) {
+    maia_sim_config_defaults(&cfg);
+    if (!maia_apply_model(s, &cfg, errp) ||
+        !maia_check_properties(s, errp)) {
         return;
     }
 
     /*
      * HBM is as large as the real part (64 GiB and more), far beyond what a
      * development host may have: reserve nothing and let pages be backed on
-     * first touch.
+     * first touch. A size that is not a power of two (Maia 200's 216 GiB)
+     * sits at the start of the next power-of-two BAR; the rest of the BAR
+     * is unassigned.
      */
     if (!memory_region_init_ram_flags_nomigrate(&s->hbm, OBJECT(s), "maia-hbm",
                                                 s->hbm_size, RAM_NORESERVE,
                                                 errp)) {
         return;
     }
+    memory_region_init(&s->hbm_bar, OBJECT(s), "maia-hbm-bar",
+                       pow2ceil(s->hbm_size));
+    memory_region_add_subregion(&s->hbm_bar, 0, &s->hbm);
 
-    maia_sim_config_defaults(&cfg);
     cfg.hbm_size = s->hbm_size;
     cfg.hbm = memory_region_get_ram_ptr(&s->hbm);
     cfg.clusters = s->clusters;
@@ -764,7 +798,7 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
     pci_register_bar(pci_dev, MAIA_BAR_HBM,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |
-                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->hbm);
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->hbm_bar);
 
     ret = msix_init_exclusive_bar(pci_dev, nvec, MAIA_BAR_MSIX, errp);
     if (ret < 0) {
@@ -833,9 +867,10 @@ static const VMStateDescription maia_vmstate = {
 };
 
 static const Property maia_properties[] = {
-    DEFINE_PROP_SIZE("hbm-size", MaiaState, hbm_size, 1 * GiB),
-    DEFINE_PROP_UINT32("clusters", MaiaState, clusters, 16),
-    DEFINE_PROP_UINT32("tiles-per-cluster", MaiaState, tiles_per_cluster, 4),
+    DEFINE_PROP_STRING("model", MaiaState, model),
+    DEFINE_PROP_SIZE("hbm-size", MaiaState, hbm_size, 0),
+    DEFINE_PROP_UINT32("clusters", MaiaState, clusters, 0),
+    DEFINE_PROP_UINT32("tiles-per-cluster", MaiaState, tiles_per_cluster, 0),
     DEFINE_PROP_UINT32("queues", MaiaState, queues, MAIA_DEFAULT_QUEUES),
     DEFINE_PROP_UINT32("sram-kib", MaiaState, sram_kib, 8192),
     DEFINE_PROP_UINT32("worker-threads", MaiaState, worker_threads, 0),

@@ -46,6 +46,16 @@ struct maia_op_stats {
 	uint64_t bytes_read;
 	uint64_t bytes_written;
 	uint64_t busy_ns;		/* summed over tiles */
+	/*
+	 * The matrix multiply the command did, for the device time model
+	 * (batch 0: none): batch x (m x k) * (k x n) with these operand types.
+	 * Attention reports itself as one multiply with the same flops.
+	 */
+	struct maia_op_mm {
+		uint64_t batch, m, n, k;
+		unsigned int dtype_a, dtype_b, dtype_c;
+		int reads_c, bias;
+	} mm;
 };
 
 struct fw_tensor_engine;

@@ -126,12 +126,26 @@ struct maia_sim_config {
 	 * by default) needs a small one.
 	 */
 	unsigned int fabric_window;
+	/*
+	 * The chip model (MAIA_MODEL_*, maia/hw/model.h) whose parameters the
+	 * device time model uses; default MAIA_MODEL_MAIA100. With another tile
+	 * layout than the model's, its peaks and SRAM scale with the tiles.
+	 */
+	unsigned int model;
 };
 
 #define MAIA_SIM_SERIAL_AUTO	0x4d41000000000000ull	/* "MA" */
 
 /* Fills cfg with defaults (hbm and hbm_size are left to the caller). */
 void maia_sim_config_defaults(struct maia_sim_config *cfg);
+
+/*
+ * Sets cfg's model by name ("maia100", "maia200") and the model's tile
+ * layout. 0, or -EINVAL for an unknown name (cfg unchanged).
+ */
+int maia_sim_config_model(struct maia_sim_config *cfg, const char *name);
+/* The model's HBM capacity in bytes (a host's default HBM size); 0 if unknown. */
+uint64_t maia_sim_model_hbm_bytes(unsigned int model);
 
 /* Returns NULL and sets errno on invalid config or allocation failure. */
 struct maia_sim *maia_sim_create(const struct maia_sim_config *cfg,

@@ -170,5 +170,8 @@ int fw_op_attention(struct fw_tensor_engine *te, const struct maia_cmd_header *c
 	a.qblocks = (a.lq + BQ - 1) / BQ;
 	job.ntasks = batch * a.heads * a.qblocks;
 	stats->flops += 2 * batch * a.heads * a.lq * a.lk * (a.d + a.dv);
+	stats->mm = (struct maia_op_mm){ .batch = batch * a.heads, .m = a.lq, .n = a.lk,
+					 .k = a.d + a.dv, .dtype_a = a.q.dtype,
+					 .dtype_b = a.k.dtype, .dtype_c = a.out.dtype };
 	return fw_te_job_run(&job, stats);
 }

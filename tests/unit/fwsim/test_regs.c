@@ -21,7 +21,7 @@ static void expect_guest_error(struct env *e, const char *what, unsigned int bef
 static void test_id(struct env *e)
 {
 	tap_ok(rd(e, MAIA_REG_ID) == MAIA_ID_MAGIC, "ID reads the MAIA magic");
-	tap_ok(rd(e, MAIA_REG_REVISION) == 0x0107u, "REVISION is 1.7");
+	tap_ok(rd(e, MAIA_REG_REVISION) == 0x0108u, "REVISION is 1.8");
 	tap_ok((rd(e, MAIA_REG_CAPS) & (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR)) ==
 	       (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR),
 	       "CAPS advertises MMU, semaphores and tensor");
@@ -112,7 +112,7 @@ static void test_bad_accesses(struct env *e)
 		MAIA_REG_Q(1, MAIA_Q_FABRIC_WAITS),
 	};
 	static const uint32_t unmapped[] = {
-		0x0028, 0x0038, 0x0068, 0x0088, 0x00ac, 0x00bc, 0x0200, 0x03fc,
+		0x0028, 0x0038, 0x0068, 0x0088, 0x00ac, 0x00bc, 0x02fc, 0x03fc,
 		MAIA_REG_Q(4, MAIA_Q_SQ_LO), MAIA_REG_Q(4, MAIA_Q_FABRIC_WAITS), /* only 4 queues */
 		MAIA_REG_DOORBELL(4), 0x1800, 0x1ffc, MAIA_BAR0_SIZE, 0xfffffffc,
 	};

@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.5. Minor versions add registers a driver may use once it
+ * major.minor = 1.8. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -47,9 +47,11 @@
  * fabric window mailbox commands, MAIA_OP_FABRIC_* and MAIA_OP_COLLECTIVE,
  * MAIA_STATUS_FABRIC_*; maia/hw/fabric.h) and user queues (MAIA_Q_ASID,
  * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED);
- * 1.4 added MAIA_Q_FABRIC_WAITS; 1.5 added MAIA_STATUS_FABRIC_COMM_BUSY.
+ * 1.4 added MAIA_Q_FABRIC_WAITS; 1.5 added MAIA_STATUS_FABRIC_COMM_BUSY;
+ * 1.6 the link NAK counters; 1.7 the fault queue; 1.8 the chip model block
+ * (maia/hw/model.h): completion times, TIMESTAMP and telemetry in modeled time.
  */
-#define MAIA_HW_REVISION		0x0107u
+#define MAIA_HW_REVISION		0x0108u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -59,6 +61,8 @@
 #define MAIA_HW_REVISION_COMM_BUSY	0x0105u	/* MAIA_STATUS_FABRIC_COMM_BUSY */
 #define MAIA_HW_REVISION_LINK_NAKS	0x0106u	/* MAIA_FPORT_LINK_NAK_TX, RX_HELD */
 #define MAIA_HW_REVISION_FAULTQ		0x0107u	/* MAIA_REG_FAULTQ_*: the fault queue */
+/* 1.8: the chip model block and modeled time (maia/hw/model.h) */
+#define MAIA_HW_REVISION_MODEL		0x0108u
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -220,6 +224,8 @@
 
 /* 0x0100 - 0x01ff: telemetry block (maia/hw/telemetry.h) */
 #define MAIA_REG_TELEMETRY_BASE		0x0100u
+
+/* 0x0200 - 0x02ff: chip model block (maia/hw/model.h, revision 1.8) */
 
 /* 0x0800 - 0x0eff: fabric block (maia/hw/fabric.h, revision 1.3) */
 #define MAIA_REG_FABRIC_BASE		0x0800u

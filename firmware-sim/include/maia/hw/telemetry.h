@@ -17,6 +17,10 @@
  *
  * 64-bit counters are LO/HI pairs: reading LO latches that counter's HI, so
  * read LO then HI (one reader at a time per counter).
+ * Since version 1.2 every time in the block is modeled time (maia/hw/model.h):
+ * how long the work would take on the chip; it passes only while the device
+ * works, so rates over an idle stretch of host time are those of the last
+ * modeled window.
  * See Documentation/telemetry.rst for the model behind the numbers.
  */
 #ifndef MAIA_HW_TELEMETRY_H
@@ -24,6 +28,8 @@
 
 #define MAIA_TELEM_VERSION_1		0x00010000u	/* major << 16 | minor */
 #define MAIA_TELEM_VERSION_1_1		0x00010001u	/* adds the per-tile window */
+/* 1.2: modeled time (maia/hw/model.h), HBM_UTIL, MFU, PEAK_NS */
+#define MAIA_TELEM_VERSION_1_2		0x00010002u
 
 /* 32-bit registers */
 #define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1_1 */
@@ -46,9 +52,11 @@
 #define MAIA_REG_TELEM_UTIL		0x0144u	/* engine busy over the window, 0..10000 (0.01 %) */
 #define MAIA_REG_TELEM_TENSOR_UTIL	0x0148u	/* tensor (matrix) busy over the window, 0..10000 */
 #define MAIA_REG_TELEM_TILES		0x014cu	/* tiles the busy counters cover */
+#define MAIA_REG_TELEM_HBM_UTIL		0x0150u	/* HBM bytes over the window / bandwidth, 0..10000 (1.2) */
+#define MAIA_REG_TELEM_MFU		0x0154u	/* work at peak over the window, 0..10000 (1.2) */
 
 /* 64-bit counters, LO at the offset, HI at offset + 4 */
-#define MAIA_REG_TELEM_TIME_NS_LO	0x0160u	/* power-controller time since power-on */
+#define MAIA_REG_TELEM_TIME_NS_LO	0x0160u	/* modeled time since power-on (1.2) */
 #define MAIA_REG_TELEM_ENERGY_UJ_LO	0x0168u	/* energy since power-on, microjoules */
 #define MAIA_REG_TELEM_BUSY_NS_LO	0x0170u	/* time any command ran (engine busy) */
 #define MAIA_REG_TELEM_TENSOR_NS_LO	0x0178u	/* ... a matrix op (GEMM, attention) */
@@ -61,8 +69,10 @@
 #define MAIA_REG_TELEM_TILE_BUSY_NS_LO	0x01b0u	/* tile-ns, summed over tiles */
 #define MAIA_REG_TELEM_THROTTLED_NS_LO	0x01b8u	/* time the clock was below nominal */
 #define MAIA_REG_TELEM_COMMANDS_LO	0x01c0u	/* commands executed */
+/* (1.2) time the flops done would take at the data type's peak: MFU = PEAK_NS / TIME_NS */
+#define MAIA_REG_TELEM_PEAK_NS_LO	0x01c8u
 
-#define MAIA_REG_TELEM_LAST		0x01c4u	/* highest defined register */
+#define MAIA_REG_TELEM_LAST		0x01ccu	/* highest defined register */
 #define MAIA_REG_TELEM_END		0x0200u	/* block end (exclusive) */
 
 /*
@@ -71,7 +81,7 @@
  * tile's LO, then its HI). Tile t is tile t % tiles-per-cluster of cluster
  * t / tiles-per-cluster (MAIA_REG_TOPOLOGY); counters exist for the first
  * min(MAIA_REG_TELEM_TILES, MAIA_TELEM_MAX_TILES) tiles, the rest of the
- * window reads 0. Nanoseconds the tile spent on tensor commands since
+ * window reads 0. Modeled nanoseconds the tile spent on commands since
  * power-on; over all tiles they add up to TILE_BUSY_NS.
  */
 #define MAIA_REG_TELEM_TILE_NS_BASE	0x2000u

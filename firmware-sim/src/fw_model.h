@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device time model (Documentation/hw/time-model.rst): the chip presets
+ * and the cost of one command on them. Pure functions of their arguments:
+ * no clock, no device state, so the same command costs the same on any host
+ * and unit tests check the formulas against closed-form values.
+ */
+#ifndef FWSIM_MODEL_H
+#define FWSIM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "maia/hw/dtype.h"
+#include "maia/hw/model.h"
+
+/* What a command keeps busy; each class has its own dynamic power. */
+enum fw_pm_class {
+	FW_PM_TENSOR,		/* matrix ops: GEMM, batched GEMM, attention */
+	FW_PM_VECTOR,		/* other tensor-engine ops: eltwise, norms, ... */
+	FW_PM_DMA,		/* DMA copy and fill, fabric transfers */
+	FW_PM_CLASSES,
+	FW_PM_IDLE = -1,
+};
+
+/* One chip preset: every parameter of the model, in one table (fw_model.c). */
+struct fw_chip {
+	unsigned int id;		/* MAIA_MODEL_* */
+	const char *name;		/* "maia100", the QEMU property's value */
+	unsigned int clusters, tiles_per_cluster;
+	uint64_t hbm_bytes;		/* capacity: the default hbm-size */
+	uint32_t sram_kib;		/* on-chip SRAM, whole chip */
+	uint32_t hbm_mbps, host_mbps, link_mbps, link_lat_ns;
+	uint32_t cmd_ns;		/* fixed cost of a command that does work */
+	uint32_t light_cmd_ns;		/* ... of NOP, fences, timestamps, semaphores */
+	uint32_t job_ns;		/* fixed cost of a job: fetch and completion */
+	uint32_t vector_gflops;
+	uint32_t peak_gflops[MAIA_DTYPE_COUNT];
+	/* Power (the power controller's model, fw_telemetry.c) */
+	uint32_t clock_mhz;		/* nominal: the peaks hold at this clock */
+	uint32_t tdp_w;			/* default power cap */
+	uint32_t design_w;		/* largest cap */
+	double idle_static_w, idle_clock_w;
+	double dyn_w[FW_PM_CLASSES];	/* fully busy at nominal clock */
+	double hbm_pj_per_byte;
+};
+
+const struct fw_chip *fw_chip_by_id(unsigned int id);
+/* NULL if name is not a model. */
+const struct fw_chip *fw_chip_by_name(const char *name);
+
+/*
+ * A preset with another tile layout: SRAM and peaks scale with the number
+ * of tiles (a chip with half the tiles has half the peak), the rest stays.
+ */
+void fw_chip_scale(const struct fw_chip *preset, unsigned int clusters,
+		   unsigned int tiles_per_cluster, struct fw_chip *chip);
+
+/* What a command costs at the nominal clock. */
+struct fw_cost {
+	int cls;			/* enum fw_pm_class, FW_PM_IDLE for control commands */
+	uint64_t fixed_ns;		/* overheads, independent of the clock */
+	uint64_t compute_ns;		/* at the data type's peak, scales with 1/clock */
+	uint64_t hbm_ns;		/* HBM traffic at the HBM bandwidth */
+	uint64_t link_ns;		/* host link or fabric, at its rate plus latency */
+	uint64_t hbm_bytes;		/* read + written */
+	uint64_t flops;
+	uint64_t peak_ns;		/* flops at the peak of the whole chip */
+	unsigned int tiles;		/* tiles the command keeps busy */
+};
+
+/* Duration with the clock at ratio r (0 < r <= 1) of nominal. */
+uint64_t fw_cost_ns(const struct fw_cost *c, double r);
+
+/* A matrix multiply, as the tensor engine parsed it. */
+struct fw_mm_shape {
+	uint64_t batch, m, n, k;
+	unsigned int dtype_a, dtype_b, dtype_c;
+	bool reads_c;			/* beta != 0 */
+	bool bias;
+};
+
+/* The C block a tile computes, and the tiling it gives. */
+struct fw_mm_tiling {
+	uint64_t bm, bn;		/* rows and columns of a tile's C block */
+	uint64_t blocks;		/* over the whole command */
+	uint64_t waves;			/* blocks / tiles, rounded up */
+	uint64_t compute_ns, hbm_bytes;	/* what it costs */
+};
+
+void fw_model_mm_tiling(const struct fw_chip *chip, const struct fw_mm_shape *s,
+			struct fw_mm_tiling *t);
+void fw_model_mm(const struct fw_chip *chip, const struct fw_mm_shape *s, struct fw_cost *c);
+/* An element-wise or reduction op: flops at the vector peak, bytes through HBM. */
+void fw_model_vector(const struct fw_chip *chip, uint64_t flops, uint64_t bytes,
+		     struct fw_cost *c);
+/* A copy or fill: bytes over the host link (host_bytes) and HBM (hbm_bytes). */
+void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_bytes,
+		  struct fw_cost *c);
+/* A fabric transfer of bytes over hops links, and its HBM side. */
+void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
+		     struct fw_cost *c);
+/* A control command (NOP, fences, timestamps, semaphores). */
+void fw_model_light(const struct fw_chip *chip, struct fw_cost *c);
+
+/* The model block (maia/hw/model.h): false for an offset that is no register. */
+bool fw_model_is_reg(uint32_t offset);
+bool fw_model_reg_read(const struct fw_chip *chip, uint32_t offset, uint32_t *val);
+
+/* Bytes of n elements of dtype, shared block scales included. */
+uint64_t fw_model_bytes(unsigned int dtype, uint64_t n);
+/* Peak of a multiply of dtype a by dtype b, GFLOP/s: the slower operand's. */
+uint32_t fw_model_mm_peak(const struct fw_chip *chip, unsigned int a, unsigned int b);
+
+#endif /* FWSIM_MODEL_H */

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device's modeled clock (Documentation/hw/time-model.rst).
+ *
+ * Every command gets a modeled duration from the chip's cost model
+ * (fw_model.c), whatever the host needed to run it. The device's one
+ * command processor runs one command at a time, so commands are laid out
+ * back to back on one timeline in the order the device ran them; a queue's
+ * next command also waits, in modeled time, for what it depends on: the
+ * queue's previous command and the semaphore signals it waited for. When
+ * the host submitted a job does not enter: a workload has the same modeled
+ * timeline on a slow host and a fast one. The power controller runs on
+ * this clock (fw_telem_run_locked()), so a throttled clock lengthens the
+ * commands run under it.
+ *
+ * All of it is the worker's (or the inline doorbell path's, which runs
+ * instead of the worker); the telemetry counters it feeds are under
+ * sim->lock.
+ */
+#include <string.h>
+
+#include "fw_internal.h"
+#include "maia/hw/tensor.h"
+
+uint64_t fw_tl_queue_now(struct maia_sim *sim, unsigned int qi)
+{
+	struct fw_timeline *tl = &sim->tl;
+
+	return tl->queue_ns[qi] > tl->device_ns ? tl->queue_ns[qi] : tl->device_ns;
+}
+
+uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi)
+{
+	uint64_t t = fw_tl_queue_now(sim, qi);
+
+	/* fetching the entry and, at the end, writing the completion */
+	sim->tl.queue_ns[qi] = t + sim->chip.job_ns;
+	sim->tl.device_ns = sim->tl.queue_ns[qi];
+	return t;
+}
+
+void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t)
+{
+	if (sim->tl.queue_ns[qi] < t)
+		sim->tl.queue_ns[qi] = t;
+}
+
+void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,
+		      unsigned int index)
+{
+	uint64_t t = fw_tl_queue_now(sim, qi);
+
+	if (sim->tl.sem_ns[asid][index] < t)
+		sim->tl.sem_ns[asid][index] = t;
+}
+
+void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
+		     unsigned int index)
+{
+	fw_tl_after(sim, qi, sim->tl.sem_ns[asid][index]);
+}
+
+void fw_tl_cmd_begin(struct maia_sim *sim)
+{
+	memset(&sim->work, 0, sizeof(sim->work));
+}
+
+void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
+{
+	struct fw_cmd_work *w = &sim->work;
+
+	w->dma_bytes += n;
+	w->host_bytes += (src_hbm ? 0 : n) + (dst_hbm ? 0 : n);
+	if (src_hbm)
+		w->hbm_read += n;
+	if (dst_hbm)
+		w->hbm_write += n;
+}
+
+/* The bytes a rank sends and the hops it waits through in a ring collective. */
+void fw_tl_collective_work(struct maia_sim *sim, const struct maia_cmd_collective *c)
+{
+	struct fw_cmd_work *w = &sim->work;
+	uint64_t n = c->nranks ? c->nranks : 1, bytes = c->count * (c->dtype == MAIA_DTYPE_BF16 ? 2 : 4);
+
+	switch (c->coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		w->fabric_bytes = 2 * (n - 1) * bytes / n;
+		w->fabric_hops = (unsigned int)(2 * (n - 1));
+		break;
+	case MAIA_COLL_BROADCAST:
+		w->fabric_bytes = bytes;
+		w->fabric_hops = (unsigned int)(n - 1);
+		break;
+	default:	/* all-gather, reduce-scatter, all-to-all: count per rank */
+		w->fabric_bytes = (n - 1) * bytes;
+		w->fabric_hops = (unsigned int)(n - 1);
+		break;
+	}
+}
+
+static bool light_opcode(uint16_t opcode)
+{
+	return opcode == MAIA_OP_NOP || opcode == MAIA_OP_FENCE_WRITE ||
+	       opcode == MAIA_OP_TIMESTAMP || opcode == MAIA_OP_SEM_SIGNAL ||
+	       opcode == MAIA_OP_SEM_WAIT;
+}
+
+static bool fabric_opcode(uint16_t opcode)
+{
+	return opcode == MAIA_OP_FABRIC_WRITE || opcode == MAIA_OP_FABRIC_READ ||
+	       opcode == MAIA_OP_COLLECTIVE;
+}
+
+/* The cost of the command that just ran, from what it did. */
+static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, struct fw_cost *c,
+		     uint64_t *hbm_write)
+{
+	const struct fw_chip *chip = &sim->chip;
+	const struct fw_cmd_work *w = &sim->work;
+
+	*hbm_write = 0;
+	if (status != MAIA_STATUS_OK || light_opcode(opcode)) {
+		/* a failed command costs what noticing the failure costs */
+		fw_model_light(chip, c);
+	} else if (opcode == MAIA_OP_DMA_COPY || opcode == MAIA_OP_FILL) {
+		fw_model_dma(chip, w->host_bytes, w->hbm_read + w->hbm_write, c);
+		*hbm_write = w->hbm_write;
+	} else if (fabric_opcode(opcode)) {
+		fw_model_fabric(chip, w->fabric_bytes, w->fabric_hops, c);
+	} else if (w->mm.batch) {
+		struct fw_mm_shape s = {
+			.batch = w->mm.batch, .m = w->mm.m, .n = w->mm.n, .k = w->mm.k,
+			.dtype_a = w->mm.dtype_a, .dtype_b = w->mm.dtype_b,
+			.dtype_c = w->mm.dtype_c, .reads_c = w->mm.reads_c, .bias = w->mm.bias,
+		};
+
+		fw_model_mm(chip, &s, c);
+		*hbm_write = fw_model_bytes(s.dtype_c, s.m * s.n) * s.batch;
+		if (*hbm_write > c->hbm_bytes)
+			*hbm_write = c->hbm_bytes;
+	} else {
+		fw_model_vector(chip, w->flops, w->tensor_read + w->tensor_written, c);
+		*hbm_write = w->tensor_written;
+	}
+}
+
+uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, int status)
+{
+	uint64_t start = fw_tl_queue_now(sim, qi), end, hbm_write;
+	struct fw_cost c;
+
+	cmd_cost(sim, opcode, status, &c, &hbm_write);
+	pthread_mutex_lock(&sim->lock);
+	end = fw_telem_run_locked(sim, start, &c, hbm_write, sim->work.dma_bytes);
+	fw_telem_unlock_and_raise(sim);
+	sim->tl.queue_ns[qi] = end;
+	sim->tl.device_ns = end;
+	return end;
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device time model (Documentation/hw/time-model.rst) against
+ * closed-form values: each expected duration below is written out from the
+ * formulas and the preset tables of that page, by hand, for shapes whose
+ * best tiling is plain (a compute-bound shape fills every tile in whole
+ * waves; an HBM- or overhead-bound one is bound whatever the tiling). Then
+ * the power controller running commands in modeled time: deterministic,
+ * throttled at the default cap and not at the design power.
+ */
+#include <string.h>
+
+#include "../../../firmware-sim/src/fw_model.h"
+#include "../../../firmware-sim/src/fw_telemetry.h"
+#include "tap.h"
+
+#define GIB	(1024ull * 1024ull * 1024ull)
+
+static uint64_t up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static struct fw_mm_shape mm(uint64_t m, uint64_t n, uint64_t k, unsigned int a, unsigned int b,
+			     unsigned int c)
+{
+	return (struct fw_mm_shape){ .batch = 1, .m = m, .n = n, .k = k,
+				     .dtype_a = a, .dtype_b = b, .dtype_c = c };
+}
+
+static void test_presets(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_name("maia100");
+	const struct fw_chip *m200 = fw_chip_by_name("maia200");
+	struct fw_chip half;
+
+	tap_ok(m100 && m100->id == MAIA_MODEL_MAIA100 && m100->clusters == 16 &&
+	       m100->tiles_per_cluster == 4 && m100->hbm_bytes == 64 * GIB &&
+	       m100->hbm_mbps == 1800000 && m100->host_mbps == 32000 && m100->link_mbps == 50000 &&
+	       m100->peak_gflops[MAIA_DTYPE_MX6] == 3000000 &&
+	       m100->peak_gflops[MAIA_DTYPE_MX9] == 1500000 &&
+	       m100->peak_gflops[MAIA_DTYPE_BF16] == 800000 && m100->tdp_w == 500 &&
+	       m100->design_w == 700,
+	       "maia100: 16 x 4 tiles, 64 GiB at 1.8 TB/s, MX6 3 / MX9 1.5 / BF16 0.8 PFLOPS, 500/700 W");
+	tap_ok(m200 && m200->id == MAIA_MODEL_MAIA200 && m200->hbm_bytes == 216 * GIB &&
+	       (m200->hbm_bytes & (m200->hbm_bytes - 1)) && m200->hbm_mbps == 7000000 &&
+	       m200->peak_gflops[MAIA_DTYPE_MXFP4_E2M1] == 10000000 &&
+	       m200->peak_gflops[MAIA_DTYPE_FP8_E4M3] == 5000000 && m200->tdp_w == 750,
+	       "maia200: 216 GiB (not a power of two) at 7 TB/s, FP4 10 / FP8 5 PFLOPS, 750 W");
+	tap_ok(!fw_chip_by_name("maia300") && !fw_chip_by_name(NULL) && !fw_chip_by_id(0),
+	       "unknown models are refused");
+	fw_chip_scale(m100, 8, 4, &half);
+	tap_ok(half.peak_gflops[MAIA_DTYPE_BF16] == 400000 && half.clusters == 8 &&
+	       half.hbm_mbps == m100->hbm_mbps,
+	       "half the tiles: half the peak, the same HBM");
+}
+
+static void test_gemm(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	const struct fw_chip *m200 = fw_chip_by_id(MAIA_MODEL_MAIA200);
+	struct fw_mm_shape s;
+	struct fw_cost c;
+	uint64_t compute, hbm, want;
+
+	/*
+	 * BF16 4096^3 on maia100: 512 x 512 blocks fill the 64 tiles in one
+	 * wave; the operands fit in half the SRAM, so HBM moves A + B + C once.
+	 */
+	s = mm(4096, 4096, 4096, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16);
+	fw_model_mm(m100, &s, &c);
+	compute = up(2ull * 512 * 512 * 4096 * 64, 800000);
+	hbm = up(3ull * 4096 * 4096 * 2 * 1000, 1800000);
+	want = 1000 + compute;
+	tap_ok(c.compute_ns == compute && c.hbm_ns == hbm && fw_cost_ns(&c, 1.0) == want &&
+	       c.tiles == 64 && c.peak_ns == compute,
+	       "BF16 4096^3 on maia100: compute-bound, %llu ns (want %llu), %.4f of peak",
+	       (unsigned long long)fw_cost_ns(&c, 1.0), (unsigned long long)want,
+	       (double)c.peak_ns / (double)fw_cost_ns(&c, 1.0));
+	tap_ok(fw_cost_ns(&c, 0.9) == 1000 + (uint64_t)((double)compute / 0.9 + 0.5),
+	       "at 90 %% clock the compute part takes 1/0.9 as long: %llu ns",
+	       (unsigned long long)fw_cost_ns(&c, 0.9));
+
+	/* MX6 (16 elements in 11 bytes plus a scale byte) at 3 POPS, BF16 out. */
+	s = mm(4096, 4096, 4096, MAIA_DTYPE_MX6, MAIA_DTYPE_MX6, MAIA_DTYPE_BF16);
+	fw_model_mm(m100, &s, &c);
+	compute = up(2ull * 4096 * 4096 * 4096, 3000000);
+	hbm = up((2ull * 4096 * 4096 / 16 * 12 + 4096ull * 4096 * 2) * 1000, 1800000);
+	tap_ok(c.compute_ns == compute && c.hbm_ns == hbm && fw_cost_ns(&c, 1.0) == 1000 + compute,
+	       "MX6 4096^3 on maia100: %llu ns compute, %llu ns HBM (want %llu, %llu)",
+	       (unsigned long long)c.compute_ns, (unsigned long long)c.hbm_ns,
+	       (unsigned long long)compute, (unsigned long long)hbm);
+
+	/* A small GEMM is bound by its HBM bytes and the command overhead. */
+	s = mm(256, 256, 256, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16);
+	fw_model_mm(m100, &s, &c);
+	hbm = up(3ull * 256 * 256 * 2 * 1000, 1800000);
+	tap_ok(c.hbm_ns == hbm && fw_cost_ns(&c, 1.0) == 1000 + hbm && c.peak_ns < hbm,
+	       "BF16 256^3 on maia100: HBM and overhead bound, %llu ns (want %llu), %.3f of peak",
+	       (unsigned long long)fw_cost_ns(&c, 1.0), (unsigned long long)(1000 + hbm),
+	       (double)c.peak_ns / (double)fw_cost_ns(&c, 1.0));
+
+	/*
+	 * MXFP4 8192^3 on maia200 (128 tiles): 256 blocks of 512 x 512, two
+	 * whole waves. The operands do not fit in half the 272 MB SRAM, so A
+	 * is read once per 1024-column cluster block and B per 1024-row one.
+	 */
+	s = mm(8192, 8192, 8192, MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_BF16);
+	fw_model_mm(m200, &s, &c);
+	compute = up(2ull * 2 * 512 * 512 * 8192 * 128, 10000000);
+	hbm = up((2ull * (8192ull * 8192 / 32 * 17) * 8 + 8192ull * 8192 * 2) * 1000, 7000000);
+	tap_ok(c.compute_ns == compute && c.hbm_ns == hbm && fw_cost_ns(&c, 1.0) == 1000 + compute,
+	       "MXFP4 8192^3 on maia200: %llu ns compute, %llu ns HBM (want %llu, %llu)",
+	       (unsigned long long)c.compute_ns, (unsigned long long)c.hbm_ns,
+	       (unsigned long long)compute, (unsigned long long)hbm);
+
+	/* Skinny: 32 x 4096 x 4096 FP32 streams all of B: HBM-bound. */
+	s = mm(32, 4096, 4096, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32);
+	fw_model_mm(m100, &s, &c);
+	hbm = up((32ull * 4096 * 4 * 2 + 4096ull * 4096 * 4) * 1000, 1800000);
+	tap_ok(c.hbm_ns == hbm && fw_cost_ns(&c, 1.0) == 1000 + hbm,
+	       "FP32 32x4096x4096: HBM-bound, %llu ns (want %llu)",
+	       (unsigned long long)fw_cost_ns(&c, 1.0), (unsigned long long)(1000 + hbm));
+}
+
+static void test_other_commands(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	struct fw_cost c;
+
+	fw_model_vector(m100, 1000000, 18000000, &c);
+	tap_ok(fw_cost_ns(&c, 1.0) == 1000 + 10000 && c.compute_ns == up(1000000, 24576),
+	       "vector op over 18 MB: HBM-bound, %llu ns", (unsigned long long)fw_cost_ns(&c, 1.0));
+	fw_model_dma(m100, 32000000, 32000000, &c);
+	tap_ok(fw_cost_ns(&c, 1.0) == 1000 + 1000000 && fw_cost_ns(&c, 0.5) == 1000 + 1000000,
+	       "32 MB host -> HBM copy: 1 ms at 32 GB/s, whatever the clock");
+	fw_model_fabric(m100, 50000000, 2, &c);
+	tap_ok(fw_cost_ns(&c, 1.0) == 1000 + 1000000 + 2 * 1000,
+	       "50 MB over a 50 GB/s port, two hops: %llu ns", (unsigned long long)fw_cost_ns(&c, 1.0));
+	fw_model_light(m100, &c);
+	tap_ok(fw_cost_ns(&c, 1.0) == 100 && c.cls == FW_PM_IDLE, "a control command: 100 ns");
+}
+
+/* n back-to-back commands of cost c from time 0; returns the end of the last. */
+static uint64_t run_n(struct fw_pm *pm, const struct fw_cost *c, int n, uint64_t *last)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t s = t;
+
+		t = fw_pm_run(pm, t, c);
+		*last = t - s;
+	}
+	return t;
+}
+
+static void test_power_in_modeled_time(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	struct fw_mm_shape s = mm(4096, 4096, 4096, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16,
+				  MAIA_DTYPE_BF16);
+	struct fw_pm_params p;
+	struct fw_pm a, b;
+	uint64_t ta, tb, la, lb;
+	struct fw_cost c;
+
+	fw_model_mm(m100, &s, &c);
+	fw_pm_params_of_chip(&p, m100);
+	fw_pm_init(&a, &p, 0);
+	fw_pm_init(&b, &p, 0);
+	ta = run_n(&a, &c, 20, &la);
+	tb = run_n(&b, &c, 20, &lb);
+	tap_ok(ta == tb && la == lb && a.energy_uj == b.energy_uj && a.events == b.events,
+	       "the same 20 GEMMs: the same modeled end (%llu ns) and energy, twice",
+	       (unsigned long long)ta);
+	tap_ok(a.events == 1 && a.clock_mhz == 1350 && (a.reasons & MAIA_THROTTLE_POWER),
+	       "at the default 500 W cap sustained BF16 GEMMs throttle once, to %u MHz", a.clock_mhz);
+	tap_ok(la + 1 >= fw_cost_ns(&c, 0.9) && la <= fw_cost_ns(&c, 0.9) + 1,
+	       "the last GEMM at 1350 MHz takes %llu ns (1/0.9 of the compute: %llu)",
+	       (unsigned long long)la, (unsigned long long)fw_cost_ns(&c, 0.9));
+	tap_ok(fw_pm_power_avg_w(&a) > 0.0 && fw_pm_tensor_util(&a) > 0.9 && fw_pm_mfu(&a) > 0.8,
+	       "modeled power %.1f W, tensor utilization %.3f, MFU %.3f", fw_pm_power_avg_w(&a),
+	       fw_pm_tensor_util(&a), fw_pm_mfu(&a));
+	p.cap_mw = p.cap_max_mw;
+	fw_pm_init(&b, &p, 0);
+	tb = run_n(&b, &c, 20, &lb);
+	tap_ok(b.events == 0 && b.clock_mhz == 1500 && lb == fw_cost_ns(&c, 1.0) && tb < ta,
+	       "at the 700 W design power none throttles: %llu ns each, %llu ns in all",
+	       (unsigned long long)lb, (unsigned long long)tb);
+}
+
+int main(void)
+{
+	test_presets();
+	test_gemm();
+	test_other_commands();
+	test_power_in_modeled_time();
+	return tap_done();
+}
