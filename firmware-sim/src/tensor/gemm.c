@@ -197,7 +197,9 @@ static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 	if (g->a_cs == 1)
 		prefetch_rows(io, a, base + k0, g->a_rs, m0 + 1, m0 + 1 + ROWS_AHEAD, m0 + mm, kc);
 	for (r = 0; r < mp; r += mr) {
-		float *panel = ap + r * kc;
+		/* the AMX kernel's A is BF16 rows of kc padded to its kpair */
+		float *panel = g->kern->a_rows ?
+			(float *)((uint16_t *)ap + r * round_up(kc, g->kern->kpair)) : ap + r * kc;
 
 		for (i = 0; i < mr; i++) {
 			if (r + i >= mm) {
@@ -228,10 +230,10 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
 	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
 	uint64_t sub = round_up(g->mb, kn->mr);
-	uint64_t kc2 = round_up(g->kc, 2);	/* k rounded up to whole pairs */
+	uint64_t kq = kn->kpair ? round_up(g->kc, kn->kpair) : g->kc, kqb;	/* k padded */
 	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
 	float *ap, *bp, *cacc, *tmp, *bias;
-	uint16_t *ap2 = NULL, *bp2 = NULL;	/* pair kernels: A and B as BF16 pairs */
+	uint16_t *ap2 = NULL, *bp2 = NULL;	/* BF16 kernels: A and B in their format */
 	struct fw_tview a = g->a, b = g->b, c = g->c;
 	bool panels;
 	size_t need;
@@ -259,7 +261,7 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		big = kn->mr * g->kc;
 	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
 	if (kn->kpair)
-		need += (sub * kc2 + np * kc2) / 2 + 2 * 16;
+		need += (sub * kq + np * kq) / 2 + 2 * 16;
 	ap = fw_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
@@ -269,7 +271,7 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	bias = tmp + round_up(big, 16);
 	if (kn->kpair) {
 		ap2 = (uint16_t *)(bias + round_up(np, 16));
-		bp2 = ap2 + round_up(sub * kc2, 32);
+		bp2 = ap2 + round_up(sub * kq, 32);
 	}
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
@@ -279,18 +281,19 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
 		if (st)
 			return st;
+		kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb;
 		for (j = 0; kn->kpair && j < np; j += kn->nr)
-			kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr,
-				     bp2 + j * round_up(kcb, 2));
+			kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr, bp2 + j * kqb);
 		for (ms = 0; ms < mbb; ms += g->mb) {
 			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 			uint64_t mmp = round_up(mm, kn->mr);
 
-			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb, ap, tmp);
+			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb,
+					  kn->a_rows ? (float *)ap2 : ap, tmp);
 			if (st)
 				return st;
-			for (i = 0; kn->kpair && i < mmp; i += kn->mr)
-				kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr, ap2 + i * round_up(kcb, 2));
+			for (i = 0; kn->kpair && !kn->a_rows && i < mmp; i += kn->mr)
+				kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr, ap2 + i * kqb);
 			for (j = 0; j < np; j += kn->nr)
 				for (i = 0; i < mmp; i += kn->mr) {
 					float *ct = cacc + (ms + i) * ldc + j;
@@ -300,8 +303,8 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
 					if (kn->kpair)
-						kn->fn(kcb, ap2 + i * round_up(kcb, 2),
-						       bp2 + j * round_up(kcb, 2), 2 * kn->nr, ct, ldc,
+						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb,
+						       2 * kn->nr, ct, ldc,
 						       k0 > 0);
 					else
 						kn->fn(kcb, ap + i * kcb,
@@ -433,9 +436,12 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	 * decode, so they take 512 columns: half the A re-reads for somewhat
 	 * more B re-reads (the C block budget gives fewer rows), which cuts the
 	 * bytes copied in by about a quarter on square shapes. The kernel walks
-	 * nr-column panels of B, so the larger slice costs little in cache.
+	 * nr-column panels of B, so the larger slice costs little in cache. So
+	 * do the 32-column (AVX-512) kernels: the hosts that have them have an
+	 * L2 of 1 MiB or more, and at twice the FMA rate the A re-reads weigh
+	 * twice as much (4096x4096x256 FP32: A packed 16 times with 256).
 	 */
-	if (maia_dtype_size(g->a.dtype) <= 2 || maia_dtype_size(g->b.dtype) <= 2)
+	if (maia_dtype_size(g->a.dtype) <= 2 || maia_dtype_size(g->b.dtype) <= 2 || nr >= 32)
 		nb = 512;
 	/* ... unless the columns must be split anyway to give every worker work */
 	while (nb > 256 && g->batch * div_up(g->n, nb) < 2 * (uint64_t)te->nworkers)
@@ -448,8 +454,8 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
 		fixed = mb * kc + kc * (nb + 16) + mr * kc + mb + 2 * nb + 64;
-		if (g->kern->kpair)	/* the BF16 pair copies of A and B */
-			fixed += (mb * (kc + 1) + nb * (kc + 1)) / 2 + 32;
+		if (g->kern->kpair)	/* the BF16 copies of A and B */
+			fixed += (mb + nb) * round_up(kc, g->kern->kpair) / 2 + 32;
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)
@@ -489,7 +495,7 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	g->nblocks = nblocks;
 }
 
-static int gemm_common(struct fw_tensor_engine *te, const struct maia_tensor_desc *ad,
+static int gemm_common(const struct maia_tensor_desc *ad,
 		       const struct maia_tensor_desc *bd, const struct maia_tensor_desc *cd,
 		       const struct maia_tensor_desc *biasd, unsigned int flags, uint32_t alpha,
 		       uint32_t beta, uint32_t act, struct gemm_op *g)
@@ -514,8 +520,6 @@ static int gemm_common(struct fw_tensor_engine *te, const struct maia_tensor_des
 		st = fw_tview_parse(cd, FW_TV_OUTPUT, &g->c);
 	if (st)
 		return st;
-	g->kern = fw_gemm_kernel_for(te->gemm_kernel, bf16_exact(g->a.dtype) &&
-						      bf16_exact(g->b.dtype));
 	if (!c_dtype_ok(g->c.dtype))
 		return MAIA_STATUS_BAD_DESC;
 	if (g->has_bias) {
@@ -535,13 +539,14 @@ static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 {
 	struct fw_te_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
 
+	g->kern = fw_gemm_kernel_for(te->gemm_kernel, bf16_exact(g->a.dtype) &&
+						      bf16_exact(g->b.dtype));
+	/* a kernel taking A as rows (AMX) leaves a column-major A to the FP32 ones */
+	if (g->kern->a_rows && g->a_cs != 1 && g->a_rs == 1)
+		g->kern = fw_gemm_kernel_for(te->gemm_kernel, false);
 	gemm_blocking(g, te);
 	job.ntasks = g->batch * g->mblocks * g->nblocks;
 	stats->flops += 2 * g->batch * g->m * g->n * g->k;
-	stats->mm = (struct maia_op_mm){ .batch = g->batch, .m = g->m, .n = g->n, .k = g->k,
-					 .dtype_a = g->a.dtype, .dtype_b = g->b.dtype,
-					 .dtype_c = g->c.dtype, .reads_c = g->beta != 0.0f,
-					 .bias = g->has_bias };
 	return fw_te_job_run(&job, stats);
 }
 
@@ -554,7 +559,7 @@ int fw_op_gemm(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 
 	if (cmd->size != sizeof(*c) || c->reserved)
 		return MAIA_STATUS_BAD_CMD;
-	st = gemm_common(te, &c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
+	st = gemm_common(&c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
 			 c->activation, &g);
 	if (st)
 		return st;
@@ -581,7 +586,7 @@ int fw_op_gemm_batched(struct fw_tensor_engine *te, const struct maia_cmd_header
 		return MAIA_STATUS_BAD_CMD;
 	if (c->a.addr || c->b.addr || c->c.addr)
 		return MAIA_STATUS_BAD_DESC;
-	st = gemm_common(te, &c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
+	st = gemm_common(&c->a, &c->b, &c->c, &c->bias, cmd->flags, c->alpha, c->beta,
 			 c->activation, &g);
 	if (st)
 		return st;

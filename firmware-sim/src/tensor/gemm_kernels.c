@@ -235,14 +235,17 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
 /* The order only breaks ties in speed; "portable" is the last but one. */
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
-	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_avx2, 0, NULL },
-	{ "avx2", 6, 16, kern_avx2, pack_a_avx2, 0, NULL },
-	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 1,
-	  fw_gemm_to_pairs_avx512 },
+	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_avx2, 0, NULL, false },
+	{ "avx2", 6, 16, kern_avx2, pack_a_avx2, 0, NULL, false },
+	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
+	  fw_gemm_to_pairs_avx512, false },
 #endif
-	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL },
+#if HAVE_X86 && defined(__linux__)
+	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true },
+#endif
+	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false },
 	{ "portable-bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_portable,
-	  pack_a_portable, 1, fw_gemm_to_pairs_portable },
+	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false },
 };
 
 #define NKERNELS	(sizeof(kernels) / sizeof(kernels[0]))
@@ -258,6 +261,8 @@ bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k)
 	if (!strcmp(k->name, "avx512bf16"))	/* its A packer is the AVX2 one */
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") &&
 		       __builtin_cpu_supports("avx2");
+	if (!strcmp(k->name, "amx"))	/* its packers use AVX-512F */
+		return fw_gemm_amx_usable();
 #endif
 	return !strcmp(k->name, "portable") || !strcmp(k->name, "portable-bf16");
 }
@@ -271,24 +276,31 @@ const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n)
 /*
  * A panels (npanels of mr rows x kc, rows[p][i * kc + k]) and B (kc rows of
  * w floats, ldb apart) in k's format: a_out and b_out are FP32 (a_out
- * packed by k->pack_a, b_out = b) or BF16 pairs (w columns). Returns the
- * ldb the kernel takes.
+ * packed by k->pack_a, b_out = b) or BF16 (a16, b16). Returns the ldb the
+ * kernel takes.
  */
 static size_t to_format(const struct fw_gemm_kernel *k, const float *rows, size_t npanels,
 			size_t kc, const float *b, size_t ldb, unsigned int w, float *a32,
 			void **a_out, const void **b_out, uint16_t *a16, uint16_t *b16)
 {
-	size_t kp = (kc + 1) / 2 * 2;
+	size_t kq = k->kpair ? (kc + k->kpair - 1) / k->kpair * k->kpair : kc;
 
-	for (size_t p = 0; p < npanels; p++)
-		k->pack_a(rows + p * k->mr * kc, kc, kc, k->mr, a32 + p * k->mr * kc);
+	for (size_t p = 0; p < npanels; p++) {
+		const float *r = rows + p * k->mr * kc;
+
+		if (k->a_rows) {
+			k->pack_a(r, kc, kc, k->mr, (float *)(a16 + p * k->mr * kq));
+			continue;
+		}
+		k->pack_a(r, kc, kc, k->mr, a32 + p * k->mr * kc);
+		if (k->kpair)
+			k->to_pairs(a32 + p * k->mr * kc, k->mr, kc, k->mr, a16 + p * k->mr * kq);
+	}
 	if (!k->kpair) {
 		*a_out = a32;
 		*b_out = b;
 		return ldb;
 	}
-	for (size_t p = 0; p < npanels; p++)
-		k->to_pairs(a32 + p * k->mr * kc, k->mr, kc, k->mr, a16 + p * k->mr * kp);
 	k->to_pairs(b, ldb, kc, w, b16);
 	*a_out = a16;
 	*b_out = b16;
@@ -310,13 +322,13 @@ static size_t b_col(const struct fw_gemm_kernel *k, size_t col)
  */
 static bool kernel_selftest(const struct fw_gemm_kernel *k)
 {
-	enum { KC = 37, MAXR = 16, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
+	enum { KC = 37, KQ = 64, MAXR = 32, MAXC = 32, LDC = 2 * MAXC, LDB = MAXC + 16 };
 	float rows[MAXR * KC];
 	float a[MAXR * KC + 8] __attribute__((aligned(64)));
 	float b[LDB * KC] __attribute__((aligned(64)));
 	float c[MAXR * LDC] __attribute__((aligned(64)));
-	uint16_t a16[MAXR * (KC + 1)] __attribute__((aligned(64)));
-	uint16_t b16[2 * LDB * (KC + 1)] __attribute__((aligned(64)));
+	uint16_t a16[MAXR * KQ] __attribute__((aligned(64)));	/* k padded to 2 or 32 */
+	uint16_t b16[LDB * KQ] __attribute__((aligned(64)));
 	const void *bk;
 	void *ak;
 	size_t ldb;
@@ -372,7 +384,7 @@ static double seconds_now(void)
  */
 double fw_gemm_kernel_speed(const struct fw_gemm_kernel *k)
 {
-	enum { KC = 256, LDB = 64, PANELS = 16, ITERS = 8, RUNS = 3, MAXR = 16 };
+	enum { KC = 256, LDB = 64, PANELS = 16, ITERS = 8, RUNS = 3, MAXR = 32 };
 	size_t a_len = (size_t)k->mr * KC * PANELS, cols = LDB / k->nr * k->nr, ldb;
 	float *rows = aligned_alloc(64, a_len * sizeof(float));
 	float *a = aligned_alloc(64, a_len * sizeof(float));

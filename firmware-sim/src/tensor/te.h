@@ -188,18 +188,24 @@ struct fw_gemm_kernel {
 	unsigned int mr, nr;	/* C tile rows and columns */
 	/*
 	 * kpair 0: a is kc columns of mr floats (a[k * mr + i]), b kc rows of
-	 * nr floats, ldb floats apart. kpair 1 (BF16 dot products): both hold
-	 * BF16 pairs, k even in the low half, odd k past kc zero: a[k/2][i][k%2]
-	 * (mr pairs per k pair), b[k/2][j][k%2] with ldb BF16s per k pair;
-	 * operands must be exact in BF16 (fw_gemm_kernel_for()).
+	 * nr floats, ldb floats apart. Else (BF16 dot products) k is padded
+	 * with zeros to kq = kc rounded up to a multiple of kpair, and b holds
+	 * BF16 pairs, k even in the low half: b[k/2][j][k%2], ldb BF16s per k
+	 * pair; a holds BF16 pairs a[k/2][i][k%2] (mr pairs per k pair) or,
+	 * with a_rows, BF16 rows a[i][k] of kq each. Operands must be exact in
+	 * BF16 (fw_gemm_kernel_for()).
 	 */
 	void (*fn)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
 		   int accumulate);
-	/* FP32 A panel from mr rows of kc floats, ld apart: a[k * mr + i] = rows[i * ld + k] */
+	/*
+	 * A from mr rows of kc floats, ld apart: the FP32 panel a[k * mr + i]
+	 * = rows[i * ld + k], or with a_rows the kernel's BF16 rows.
+	 */
 	void (*pack_a)(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
 	unsigned int kpair;
-	/* kpair: w columns of kc FP32 rows (src[k * ld + i]) to BF16 pairs (above) */
+	/* kpair: w columns of kc FP32 rows (src[k * ld + i]) to BF16 pairs up to kq (above) */
 	void (*to_pairs)(const float *src, size_t ld, size_t kc, unsigned int w, uint16_t *dst);
+	bool a_rows;
 };
 const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n);
 bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k);
@@ -227,6 +233,13 @@ void fw_gemm_to_pairs_avx512(const float *src, size_t ld, size_t kc, unsigned in
 /* BF16 pair kernels' tile */
 #define FW_GEMM_BF16_MR		14
 #define FW_GEMM_BF16_NR		32
+/* The AMX kernel and its packers (gemm_amx.c); usable: the CPU has AMX-BF16 and Linux grants it. */
+bool fw_gemm_amx_usable(void);
+void fw_gemm_amx(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
+		 int accumulate);
+void fw_gemm_amx_pack_a(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
+void fw_gemm_amx_to_pairs(const float *src, size_t ld, size_t kc, unsigned int w,
+			  uint16_t *dst);
 
 /* ---- operations ---- */
 

@@ -48,14 +48,19 @@ static void *zalloc(size_t bytes)
 /* Run k on the operands (C as it is in o->c), through k's own packers. */
 static void run_kernel(const struct fw_gemm_kernel *k, const struct operands *o, int accumulate)
 {
-	size_t kp = (o->kc + 1) / 2 * 2;
+	size_t kq = k->kpair ? (o->kc + k->kpair - 1) / k->kpair * k->kpair : o->kc;
 	float *a = zalloc(sizeof(float) * k->mr * o->kc + 64);
-	uint16_t *a2 = zalloc(sizeof(uint16_t) * k->mr * kp);
-	uint16_t *b2 = zalloc(sizeof(uint16_t) * k->nr * kp);
+	uint16_t *a2 = zalloc(sizeof(uint16_t) * k->mr * kq);
+	uint16_t *b2 = zalloc(sizeof(uint16_t) * k->nr * kq);
 
-	k->pack_a(o->rows, o->kc, o->kc, k->mr, a);
+	if (k->a_rows) {
+		k->pack_a(o->rows, o->kc, o->kc, k->mr, (float *)a2);
+	} else {
+		k->pack_a(o->rows, o->kc, o->kc, k->mr, a);
+		if (k->kpair)
+			k->to_pairs(a, k->mr, o->kc, k->mr, a2);
+	}
 	if (k->kpair) {
-		k->to_pairs(a, k->mr, o->kc, k->mr, a2);
 		k->to_pairs(o->b, o->ldb, o->kc, k->nr, b2);
 		k->fn(o->kc, a2, b2, 2 * k->nr, o->c, o->ldc, accumulate);
 	} else {
