@@ -21,6 +21,7 @@ PACKAGES=(
 	prometheus
 	openmpi-bin libopenmpi-dev
 	python3-docutils
+	gnuplot-nox
 )
 BACKPORTS_PACKAGES=(meson python3-pycotap)
 

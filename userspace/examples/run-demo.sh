@@ -22,6 +22,11 @@ step maia-gemm
 step maia-gemm-mxfp8
 step maia-mlp
 step maia-transformer
+# The device time model: how long the same GEMMs take on the chip model
+# (Maia 100 by default), and what the power controller does under a
+# sustained GEMM load at the 500 W TDP beside a 700 W cap.
+step maia-model-bench --throttle 4
+step maia-model-bench --throttle 4 --cap 700
 # Several devices cabled as a fabric ring (make run boots four): their links,
 # then an all-reduce over all of them, checked element by element against
 # the CPU's result, with its bus bandwidth.
