@@ -2,21 +2,31 @@
 # SPDX-License-Identifier: MIT
 # make check's "python" suite: one guest boot with the host's root shared
 # read-only (run-guest --host-root) runs the maia module tests, then the
-# PyTorch backend tests in one process, so `import torch` (45-100 s under
-# TCG) is paid once. Prints TAP; non-zero exit if any failed (124 timeout,
+# PyTorch backend tests, then the model tests (convolution, batch norm,
+# pooling, a CNN, a ViT, a training step), each file one process, so
+# `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
 # 125 guest died). Runs the venv's python (torch 2, numpy: made by
 # qemu/setup/python-env.sh, part of make setup).
 #
-#   tests/python/run-in-guest.sh [--no-build]
+#   tests/python/run-in-guest.sh [--no-build] [TEST.py ...]
+#
+# With no TEST.py: every suite file below, in that order.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=()
-case "${1:-}" in
---no-build) build=(--no-build) ;;
-"") ;;
-*) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
-esac
+if [ "${1:-}" = --no-build ]; then
+	build=(--no-build)
+	shift
+fi
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(test_maia_module.py test_torch_backend.py test_torch_models.py)
+for t in "${tests[@]}"; do
+	case $t in
+	test_*.py) [ -f "$TOP/tests/python/$t" ] || { echo "run-in-guest: no tests/python/$t" >&2; exit 2; } ;;
+	*) echo "usage: $0 [--no-build] [test_*.py ...]" >&2; exit 2 ;;
+	esac
+done
 if [ ${#build[@]} -eq 0 ]; then
 	make -C "$TOP" --no-print-directory userspace >&2
 fi
@@ -46,9 +56,12 @@ cd "$run_dir"
 # shellcheck disable=SC2016 # the script runs in the guest's shell
 # The kernel logs the MMU fault the error-path test provokes: --loglevel 1.
 exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --host-root --fail-on-taint --loglevel 1 \
-	--memory 3G --timeout 900 -- /bin/sh -c '
-		cd "$1/tests/python" || exit 1
-		export PYTHONPATH="$1/build/userspace/python"
-		"$2" test_maia_module.py; a=$?
-		"$2" test_torch_backend.py; b=$?
-		[ $a = 0 ] && [ $b = 0 ]' sh "$TOP" "$PY"
+	--memory 3G --timeout 1500 -- /bin/sh -c '
+		top=$1 py=$2 rc=0
+		shift 2
+		cd "$top/tests/python" || exit 1
+		export PYTHONPATH="$top/build/userspace/python"
+		for t in "$@"; do
+			"$py" "$t" || rc=1
+		done
+		exit $rc' sh "$TOP" "$PY" "${tests[@]}"

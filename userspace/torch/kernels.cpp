@@ -112,6 +112,76 @@ static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::T
 	return out;
 }
 
+/*
+ * act(beta * self + alpha * a @ b), act GELU (erf, as CPU torch) or ReLU:
+ * the fused linear + activation of torch's transformer fast path, one GEMM
+ * with the activation as its epilogue.
+ */
+static at::Tensor addmm_activation(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
+				   const at::Scalar &beta_s, const at::Scalar &alpha_s, bool use_gelu)
+{
+	float beta = beta_s.toFloat(), alpha = alpha_s.toFloat();
+
+	if (!gemm_ok(a, b, 2) || !on_device(self) || self.scalar_type() != a.scalar_type() ||
+	    self.dim() > 2 || alpha == 0.0f || !describable(self))
+		return cpu_op("_addmm_activation", a.device(), [&] {
+			return at::_addmm_activation(cpu(self), cpu(a), cpu(b), beta_s, alpha_s, use_gelu);
+		});
+	at::Tensor out = at::empty({ a.size(0), b.size(1) }, a.options());
+	struct maia_tensor_desc da = desc(a), db = desc(b), dc = desc(out), dbias = {};
+	struct maia_gemm_args g = {};
+	Job job;
+
+	g.a = &da;
+	g.b = &db;
+	g.c = &dc;
+	g.alpha = alpha;
+	g.activation = use_gelu ? MAIA_ACT_GELU_ERF : MAIA_ACT_RELU;
+	if (beta == 1.0f && self.dim() == 1 && self.size(0) == b.size(1)) {
+		dbias = desc(self);
+		g.bias = &dbias;
+	} else if (beta != 0.0f) {
+		struct maia_tensor_desc x = desc(self.expand(out.sizes()));
+
+		job.add(maia_cmd_tensor_copy(job.cmdbuf(), &x, &dc), "maia_cmd_tensor_copy");
+		g.beta = beta;
+	}
+	job.add(maia_cmd_gemm_ex(job.cmdbuf(), &g), "maia_cmd_gemm_ex");
+	job.run();
+	count_device_op("_addmm_activation");
+	return out;
+}
+
+/* The out= forms torch's own composites call: the functional kernel, copied into out. */
+static at::Tensor &into(at::Tensor &out, const at::Tensor &r)
+{
+	if (out.sizes() != r.sizes())
+		out.resize_(r.sizes());
+	out.copy_(r);
+	return out;
+}
+
+static at::Tensor softmax(const at::Tensor &x, int64_t dim, bool half_to_float);
+
+static at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!on_device(out))
+		return out.copy_(at::bmm(cpu(a), cpu(b)));
+	return into(out, maia_torch::bmm(a, b));
+}
+
+static at::Tensor &addmm_activation_out(const at::Tensor &self, const at::Tensor &a,
+					const at::Tensor &b, const at::Scalar &beta, const at::Scalar &alpha,
+					bool use_gelu, at::Tensor &out)
+{
+	return into(out, addmm_activation(self, a, b, beta, alpha, use_gelu));
+}
+
+static at::Tensor &softmax_out(const at::Tensor &x, int64_t dim, bool half_to_float, at::Tensor &out)
+{
+	return into(out, maia_torch::softmax(x, dim, half_to_float));
+}
+
 /* ---- elementwise -------------------------------------------------------------- */
 
 static bool cpu_scalar(const at::Tensor &t)
@@ -612,6 +682,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("mm", mm);
 	m.impl("bmm", bmm);
 	m.impl("addmm", addmm);
+	m.impl("_addmm_activation", addmm_activation);
+	m.impl("_addmm_activation.out", addmm_activation_out);
+	m.impl("bmm.out", bmm_out);
+	m.impl("_softmax.out", softmax_out);
 	m.impl("add.Tensor", add);
 	m.impl("add_.Tensor", add_);
 	m.impl("sub.Tensor", sub);
