@@ -547,6 +547,10 @@ static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 	gemm_blocking(g, te);
 	job.ntasks = g->batch * g->mblocks * g->nblocks;
 	stats->flops += 2 * g->batch * g->m * g->n * g->k;
+	stats->mm = (struct maia_op_mm){ .batch = g->batch, .m = g->m, .n = g->n, .k = g->k,
+					 .dtype_a = g->a.dtype, .dtype_b = g->b.dtype,
+					 .dtype_c = g->c.dtype, .reads_c = g->beta != 0.0f,
+					 .bias = g->has_bias };
 	return fw_te_job_run(&job, stats);
 }
 
