@@ -714,6 +714,38 @@ static bool maia_check_properties(MaiaState *s, Error **errp)
     return true;
 }
 
+/*
+ * BAR2. An HBM size that is not a power of two (Maia 200's 216 GiB) sits at
+ * the start of a container of the next power of two, the rest of the BAR
+ * unassigned; the container gives the HBM back before the device goes, so
+ * that neither region is finalized while inside the other.
+ */
+static bool maia_hbm_bar_needed(MaiaState *s)
+{
+    return !is_power_of_2(s->hbm_size);
+}
+
+static MemoryRegion *maia_hbm_bar(MaiaState *s)
+{
+    return maia_hbm_bar_needed(s) ? &s->hbm_bar : &s->hbm;
+}
+
+static void maia_hbm_bar_init(MaiaState *s)
+{
+    if (maia_hbm_bar_needed(s)) {
+        memory_region_init(&s->hbm_bar, OBJECT(s), "maia-hbm-bar",
+                           pow2ceil(s->hbm_size));
+        memory_region_add_subregion(&s->hbm_bar, 0, &s->hbm);
+    }
+}
+
+static void maia_hbm_bar_exit(MaiaState *s)
+{
+    if (maia_hbm_bar_needed(s)) {
+        memory_region_del_subregion(&s->hbm_bar, &s->hbm);
+    }
+}
+
 static void maia_realize(PCIDevice *pci_dev, Error **errp)
 {
     MaiaState *s = MAIA(pci_dev);
@@ -730,18 +762,13 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
     /*
      * HBM is as large as the real part (64 GiB and more), far beyond what a
      * development host may have: reserve nothing and let pages be backed on
-     * first touch. A size that is not a power of two (Maia 200's 216 GiB)
-     * sits at the start of the next power-of-two BAR; the rest of the BAR
-     * is unassigned.
+     * first touch.
      */
     if (!memory_region_init_ram_flags_nomigrate(&s->hbm, OBJECT(s), "maia-hbm",
                                                 s->hbm_size, RAM_NORESERVE,
                                                 errp)) {
         return;
     }
-    memory_region_init(&s->hbm_bar, OBJECT(s), "maia-hbm-bar",
-                       pow2ceil(s->hbm_size));
-    memory_region_add_subregion(&s->hbm_bar, 0, &s->hbm);
 
     cfg.hbm_size = s->hbm_size;
     cfg.hbm = memory_region_get_ram_ptr(&s->hbm);
@@ -795,13 +822,15 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
                           MAIA_UDB_BAR_SIZE);
     pci_register_bar(pci_dev, MAIA_BAR_UDB, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->udb);
+    maia_hbm_bar_init(s);
     pci_register_bar(pci_dev, MAIA_BAR_HBM,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |
-                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->hbm_bar);
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, maia_hbm_bar(s));
 
     ret = msix_init_exclusive_bar(pci_dev, nvec, MAIA_BAR_MSIX, errp);
     if (ret < 0) {
+        maia_hbm_bar_exit(s);
         goto err_pcie;
     }
     for (q = 0; q < nvec; q++) {
@@ -845,6 +874,7 @@ static void maia_exit(PCIDevice *pci_dev)
     if (pci_is_express(pci_dev)) {
         pcie_cap_exit(pci_dev);
     }
+    maia_hbm_bar_exit(s);
 }
 
 static void maia_instance_init(Object *obj)

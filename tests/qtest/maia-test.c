@@ -22,6 +22,8 @@
 
 #include "maia/hw/regs.h"
 #include "maia/hw/boot.h"
+#include "maia/hw/dtype.h"
+#include "maia/hw/model.h"
 #include "maia/hw/queue.h"
 #include "maia-qtest-fw.h"
 
@@ -866,6 +868,55 @@ static uint64_t qemu_rss_bytes(QTestState *qts)
     return g_ascii_strtoull(line + strlen("VmRSS:"), NULL, 10) * KiB;
 }
 
+/*
+ * A Maia 200 by its model alone: 216 GiB of HBM (not a power of two) at the
+ * start of a 256 GiB BAR, 32 x 4 tiles, its chip model block; the end of
+ * the HBM is memory, the rest of the BAR is not.
+ */
+static void test_maia200_216g(void)
+{
+    const uint64_t hbm = 216 * GiB, bar = 256 * GiB, base = 1 * TiB;
+    uint32_t lo, hi;
+    Maia m;
+
+    maia_start(&m, ",model=maia200,worker-threads=1");
+    g_assert_cmphex(rd(&m, MAIA_REG_HBM_SIZE_LO), ==, (uint32_t)hbm);
+    g_assert_cmphex(rd(&m, MAIA_REG_HBM_SIZE_HI), ==, hbm >> 32);
+    g_assert_cmphex(rd(&m, MAIA_REG_TOPOLOGY), ==, 32 | 4 << 8);
+    g_assert_cmpuint(rd(&m, MAIA_REG_MODEL_ID), ==, MAIA_MODEL_MAIA200);
+    g_assert_cmpuint(rd(&m, MAIA_REG_MODEL_HBM_MBPS), ==, 7000000);
+    g_assert_cmpuint(rd(&m, MAIA_REG_MODEL_PEAK_GFLOPS(MAIA_DTYPE_MXFP4_E2M1)), ==,
+                     10000000);
+
+    qpci_config_writel(m.dev, PCI_BASE_ADDRESS_2, 0xffffffff);
+    qpci_config_writel(m.dev, PCI_BASE_ADDRESS_3, 0xffffffff);
+    lo = qpci_config_readl(m.dev, PCI_BASE_ADDRESS_2);
+    hi = qpci_config_readl(m.dev, PCI_BASE_ADDRESS_3);
+    g_assert_cmphex(~((((uint64_t)hi << 32) | lo) & ~0xfull) + 1, ==, bar);
+    qpci_config_writel(m.dev, PCI_BASE_ADDRESS_2, (uint32_t)base);
+    qpci_config_writel(m.dev, PCI_BASE_ADDRESS_3, base >> 32);
+    qpci_device_enable(m.dev);
+    qtest_writel(m.qts, base + hbm - 4, 0xc0ffee03);
+    g_assert_cmphex(qtest_readl(m.qts, base + hbm - 4), ==, 0xc0ffee03);
+    qtest_writel(m.qts, base + hbm, 0xc0ffee04);
+    g_assert_cmphex(qtest_readl(m.qts, base + hbm), !=, 0xc0ffee04);
+    g_assert_cmpuint(qemu_rss_bytes(m.qts), <, 2 * GiB);
+    maia_stop(&m);
+
+    /* An unknown model is refused with an error naming the property. */
+    {
+        QTestState *qts = qtest_init("-nodefaults -machine pc");
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                               " {'driver': 'maia', 'id': 'x', 'model': 'maia300'}}");
+        QDict *err = qdict_get_qdict(rsp, "error");
+
+        g_assert_nonnull(err);
+        g_assert_nonnull(strstr(qdict_get_str(err, "desc"), "model"));
+        qobject_unref(rsp);
+        qtest_quit(qts);
+    }
+}
+
 static void test_hbm_64g(void)
 {
     const uint64_t size = 64 * GiB, base = 1 * TiB;
@@ -975,11 +1026,11 @@ static void test_properties_hotplug(void)
     QPCIDevice *dev = NULL;
     QPCIBar regs;
 
-    expect_add_error(qs->qts, "hbm-size", 3 * MiB);
+    expect_add_error(qs->qts, "hbm-size", 3 * MiB + 4 * KiB);
     expect_add_error(qs->qts, "hbm-size", 4 * KiB);
+    expect_add_error(qs->qts, "hbm-size", 2 * TiB);
     expect_add_error(qs->qts, "queues", 0);
     expect_add_error(qs->qts, "queues", MAIA_MAX_QUEUES + 1);
-    expect_add_error(qs->qts, "clusters", 0);
     expect_add_error(qs->qts, "clusters", MAIA_MAX_CLUSTERS + 1);
     expect_add_error(qs->qts, "tiles-per-cluster",
                      MAIA_MAX_TILES_PER_CLUSTER + 1);
@@ -1021,6 +1072,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia/mmio-fuzz", test_mmio_fuzz);
     qtest_add_func("/maia/two-devices", test_two_devices);
     qtest_add_func("/maia/hbm-64g", test_hbm_64g);
+    qtest_add_func("/maia/maia200-216g", test_maia200_216g);
     qtest_add_func("/maia/fault-injection", test_fault_injection);
     qtest_add_func("/maia/properties-hotplug", test_properties_hotplug);
 
