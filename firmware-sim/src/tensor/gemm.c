@@ -10,11 +10,14 @@
  * each mb-row sub-block of its rows, decodes the mb x kc slice of op(A)
  * row-major into SRAM and runs the micro-kernel over it. The FP32 C block
  * stays in SRAM across the K slices until the epilogue (alpha, beta, bias,
- * activation, conversion) writes it out. A BF16 pair kernel (both operands
- * exact in BF16: BF16 and the MX formats) takes the packed FP32 A and B
- * once more as BF16 pairs, converted once per slice and sub-block. Block sizes are chosen so that the
+ * activation, conversion) writes it out. Block sizes are chosen so that the
  * buffers fit the tile's SRAM share; the B slice and A sub-block are also
  * the host's L2 cache blocks.
+ *
+ * A BF16 kernel (both operands exact in BF16: BF16 and the MX formats)
+ * takes B, and A, as BF16 pairs converted from the FP32 panels once per
+ * slice and sub-block; the AMX kernel takes A as BF16 rows, converted
+ * straight from the decoded rows by its pack_a.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -303,9 +306,8 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
 					if (kn->kpair)
-						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb,
-						       2 * kn->nr, ct, ldc,
-						       k0 > 0);
+						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb, 2 * kn->nr,
+						       ct, ldc, k0 > 0);
 					else
 						kn->fn(kcb, ap + i * kcb,
 						       panels ? bp + j * kcb : bp + j, ldb, ct, ldc,
