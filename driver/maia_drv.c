@@ -41,9 +41,17 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 	struct maia_device *mdev = to_maia_device(drm);
 	struct pci_dev *pdev = to_pci_dev(drm->dev);
 	struct drm_maia_get_param *args = data;
+	u32 dtype;
 	u64 value;
 	int idx;
 
+	if (args->param == DRM_MAIA_PARAM_PEAK_GFLOPS) {
+		/* The only per-instance parameter: the index is a data type. */
+		if (!maia_uapi_dtype_to_hw(args->index, &dtype) || dtype >= MAIA_DTYPE_COUNT)
+			return -EINVAL;
+		value = mdev->model.peak_gflops[dtype];
+		goto out;
+	}
 	if (args->index)
 		return -EINVAL;
 
@@ -94,10 +102,41 @@ static int maia_get_param_ioctl(struct drm_device *drm, void *data,
 	case DRM_MAIA_PARAM_FABRIC_SERIAL:
 		value = maia_fabric_serial(mdev);
 		break;
+	case DRM_MAIA_PARAM_MODEL:
+		value = maia_uapi_model(mdev->model.id);
+		break;
+	case DRM_MAIA_PARAM_HBM_MBPS:
+		value = mdev->model.hbm_mbps;
+		break;
+	case DRM_MAIA_PARAM_HOST_MBPS:
+		value = mdev->model.host_mbps;
+		break;
+	case DRM_MAIA_PARAM_LINK_MBPS:
+		value = mdev->model.link_mbps;
+		break;
+	case DRM_MAIA_PARAM_LINK_LAT_NS:
+		value = mdev->model.link_lat_ns;
+		break;
+	case DRM_MAIA_PARAM_CMD_NS:
+		value = mdev->model.cmd_ns;
+		break;
+	case DRM_MAIA_PARAM_JOB_NS:
+		value = mdev->model.job_ns;
+		break;
+	case DRM_MAIA_PARAM_VECTOR_GFLOPS:
+		value = mdev->model.vector_gflops;
+		break;
+	case DRM_MAIA_PARAM_CHIP_SRAM_KIB:
+		value = mdev->model.sram_kib;
+		break;
+	case DRM_MAIA_PARAM_DESIGN_POWER_MW:
+		value = mdev->model.design_power_mw;
+		break;
 	default:
 		return -EINVAL;
 	}
 
+out:
 	/* The values are cached, but a device that is gone answers nothing. */
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
@@ -466,8 +505,9 @@ static int maia_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	}
 
-	maia_info(mdev, "Maia rev %u.%u: %ux%u tiles, %llu MiB HBM, %u queues, accel%d\n",
+	maia_info(mdev, "Maia rev %u.%u%s%s: %ux%u tiles, %llu MiB HBM, %u queues, accel%d\n",
 		  mdev->hw.revision >> 8 & 0xff, mdev->hw.revision & 0xff,
+		  mdev->model.id ? ", " : "", maia_model_name(mdev),
 		  mdev->hw.clusters, mdev->hw.tiles_per_cluster,
 		  mdev->hw.hbm_size >> 20, mdev->hw.num_queues,
 		  mdev->drm.accel->index);

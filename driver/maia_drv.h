@@ -17,6 +17,7 @@
 #include <linux/types.h>
 #include <linux/wait.h>
 
+#include <maia/hw/dtype.h>
 #include <maia/hw/queue.h>
 
 #include "maia_fault.h"
@@ -53,6 +54,24 @@ struct maia_hw_info {
 	u32 sram_kib;		/* per cluster */
 	u32 msix_vectors;
 	u64 hbm_size;		/* bytes */
+};
+
+/*
+ * The chip model block (maia/hw/model.h, hardware 1.8): the parameters of
+ * the device time model. All 0 on an older device.
+ */
+struct maia_model_info {
+	u32 id;			/* MAIA_MODEL_*, 0 without the block */
+	u32 hbm_mbps;
+	u32 host_mbps;
+	u32 link_mbps;
+	u32 link_lat_ns;
+	u32 cmd_ns;
+	u32 job_ns;
+	u32 vector_gflops;
+	u32 sram_kib;		/* whole chip */
+	u32 design_power_mw;
+	u32 peak_gflops[MAIA_DTYPE_COUNT];	/* by MAIA_DTYPE_* */
 };
 
 /* The firmware that is running, valid once probe has booted it. */
@@ -108,6 +127,7 @@ struct maia_device {
 	struct drm_device drm;
 	void __iomem *regs;		/* BAR0 */
 	struct maia_hw_info hw;
+	struct maia_model_info model;	/* chip model (hardware 1.8), or zeros */
 	struct maia_fw_info fw;
 
 	/* MAIA_INT_* causes acked by the hard handler, not yet handled by the thread. */

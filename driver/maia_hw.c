@@ -7,6 +7,7 @@
 #include <linux/iopoll.h>
 
 #include <maia/hw/boot.h>
+#include <maia/hw/model.h>
 
 #include "maia_hw.h"
 
@@ -16,6 +17,47 @@
 
 #define MAIA_REVISION_MAJOR(rev)	(((rev) >> 8) & 0xffu)
 #define MAIA_REVISION_MINOR(rev)	((rev) & 0xffu)
+
+/*
+ * The chip model block (hardware 1.8). Constant for the device's life, so
+ * read once; an unknown model id is kept (the uAPI reports it as none) but
+ * its parameters are still what the device says.
+ */
+static void maia_hw_read_model(struct maia_device *mdev)
+{
+	struct maia_model_info *m = &mdev->model;
+	unsigned int d;
+
+	if (!maia_hw_has(mdev, MAIA_HW_REVISION_MODEL))
+		return;
+	m->id = maia_rd(mdev, MAIA_REG_MODEL_ID);
+	m->hbm_mbps = maia_rd(mdev, MAIA_REG_MODEL_HBM_MBPS);
+	m->host_mbps = maia_rd(mdev, MAIA_REG_MODEL_HOST_MBPS);
+	m->link_mbps = maia_rd(mdev, MAIA_REG_MODEL_LINK_MBPS);
+	m->link_lat_ns = maia_rd(mdev, MAIA_REG_MODEL_LINK_LAT_NS);
+	m->cmd_ns = maia_rd(mdev, MAIA_REG_MODEL_CMD_NS);
+	m->job_ns = maia_rd(mdev, MAIA_REG_MODEL_JOB_NS);
+	m->vector_gflops = maia_rd(mdev, MAIA_REG_MODEL_VECTOR_GFLOPS);
+	m->sram_kib = maia_rd(mdev, MAIA_REG_MODEL_SRAM_KIB);
+	m->design_power_mw = maia_rd(mdev, MAIA_REG_MODEL_DESIGN_POWER_MW);
+	for (d = 0; d < MAIA_DTYPE_COUNT; d++)
+		m->peak_gflops[d] = maia_rd(mdev, MAIA_REG_MODEL_PEAK_GFLOPS(d));
+}
+
+/* The chip model's name as the QEMU property spells it; "" without a model block. */
+const char *maia_model_name(const struct maia_device *mdev)
+{
+	switch (mdev->model.id) {
+	case 0:
+		return "";
+	case MAIA_MODEL_MAIA100:
+		return "maia100";
+	case MAIA_MODEL_MAIA200:
+		return "maia200";
+	default:
+		return "unknown";
+	}
+}
 
 /*
  * Reads the identification block and checks it describes a device this
@@ -72,6 +114,7 @@ int maia_hw_identify(struct maia_device *mdev)
 		return -ENODEV;
 	}
 
+	maia_hw_read_model(mdev);
 	return 0;
 }
 

@@ -37,6 +37,7 @@ static inline bool maia_hw_has(const struct maia_device *mdev, u32 revision)
 }
 
 int maia_hw_identify(struct maia_device *mdev);
+const char *maia_model_name(const struct maia_device *mdev);
 int maia_hw_reset(struct maia_device *mdev);
 
 #endif /* __MAIA_HW_H__ */

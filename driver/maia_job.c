@@ -53,6 +53,7 @@ struct maia_job_file {
 	/* A job of this file completed with an MMU fault (before the fault IRQ told us why). */
 	bool job_faulted;
 	atomic64_t busy_ns[MAIA_MAX_QUEUES];	/* device time per hardware queue */
+	atomic64_t host_busy_ns[MAIA_MAX_QUEUES];	/* host time per hardware queue */
 	struct maia_job *history[MAIA_JOB_HISTORY];	/* seqno % size -> job */
 };
 
@@ -110,10 +111,19 @@ static u32 maia_job_status(u32 device_status, int *error)
  */
 void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 {
+	struct maia_sched_queue *sq = job->queue;
 	struct maia_job_file *jf = job->jf;
+	ktime_t now = ktime_get(), start;
 	int error;
 
 	lockdep_assert_held(job->hw_fence->lock);
+	job->host_ns = ktime_to_ns(ktime_sub(now, job->submitted));
+	/* Host time the queue spent on it: from its doorbell or the previous completion. */
+	start = ktime_after(sq->last_done, job->hw_submitted) ? sq->last_done : job->hw_submitted;
+	if (ktime_after(now, start))
+		atomic64_add(ktime_to_ns(ktime_sub(now, start)),
+			     &jf->host_busy_ns[sq->hwq.index]);
+	sq->last_done = now;
 	job->device_status = cqe->status;
 	job->error_offset = cqe->error_offset;
 	job->status = maia_job_status(cqe->status, &error);
@@ -139,6 +149,7 @@ void maia_job_complete(struct maia_job *job, const struct maia_cq_entry *cqe)
 void maia_job_fail(struct maia_job *job, u32 status, int error)
 {
 	lockdep_assert_held(job->hw_fence->lock);
+	job->host_ns = ktime_to_ns(ktime_sub(ktime_get(), job->submitted));
 	job->status = status;
 	job->device_status = MAIA_STATUS_ABORTED;
 	job->error_offset = 0;
@@ -289,6 +300,7 @@ static struct maia_job *maia_job_alloc(struct maia_device *mdev,
 	job->priority = args->priority;
 	job->asid = jf->ctx->asid;
 	job->cmdbuf_size = args->cmdbuf_size;
+	job->submitted = ktime_get();
 	/* What a job reports if it never reaches the device. */
 	job->status = DRM_MAIA_JOB_ABORTED;
 	job->device_status = MAIA_STATUS_ABORTED;
@@ -527,6 +539,7 @@ int maia_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	args->device_status = maia_uapi_device_status(job->device_status);
 	args->error_offset = job->error_offset;
 	args->device_time_ns = job->device_ns;
+	args->host_time_ns = job->host_ns;
 	maia_job_put(job);
 	return 0;
 }
@@ -559,7 +572,12 @@ int maia_context_status_ioctl(struct drm_device *drm, void *data, struct drm_fil
 	return 0;
 }
 
-/* drm-usage-stats: device time each hardware queue spent on this file's jobs. */
+/*
+ * drm-usage-stats: device time each hardware queue spent on this file's
+ * jobs (modeled time on hardware 1.8: drm-engine-*), and the host time it
+ * took the host to run them there, doorbell to completion handled
+ * (maia-host-engine-*; Documentation/driver.rst).
+ */
 void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {
 	struct maia_device *mdev = to_maia_device(file->minor->dev);
@@ -571,5 +589,8 @@ void maia_job_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	for (q = 1; q < mdev->hw.num_queues; q++)
 		drm_printf(p, "drm-engine-queue%u:\t%llu ns\n", q,
 			   (u64)atomic64_read(&jf->busy_ns[q]));
+	for (q = 1; q < mdev->hw.num_queues; q++)
+		drm_printf(p, "maia-host-engine-queue%u:\t%llu ns\n", q,
+			   (u64)atomic64_read(&jf->host_busy_ns[q]));
 }
 

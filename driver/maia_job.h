@@ -74,6 +74,8 @@ struct maia_job {
 	u32 device_status;		/* MAIA_STATUS_* */
 	u32 error_offset;
 	u64 device_ns;			/* device start to completion; 0 if it never ran */
+	ktime_t submitted;		/* host time of the SUBMIT */
+	u64 host_ns;			/* SUBMIT to completion handled (or failure), host time */
 };
 
 static inline struct maia_job *to_maia_job(struct drm_sched_job *job)

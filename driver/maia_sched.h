@@ -44,6 +44,12 @@ struct maia_sched_queue {
 	 * earlier than this. Written by run_job and the completion thread.
 	 */
 	ktime_t last_progress;
+	/*
+	 * Host time the last job completed on this queue: a job's host busy
+	 * time starts at its doorbell or there, whichever is later (jobs run
+	 * in order). Under @lock.
+	 */
+	ktime_t last_done;
 	/* MAIA_Q_FETCHED when recovery stopped the queue (hardware 1.1: @fetched_known). */
 	u32 fetched_at_stop;
 	bool fetched_known;

@@ -130,27 +130,38 @@ MAIA_TELEM_U64_ATTR(hbm_bytes_written, MAIA_REG_TELEM_HBM_WRITE_LO);
 MAIA_TELEM_U64_ATTR(dma_bytes, MAIA_REG_TELEM_DMA_BYTES_LO);
 MAIA_TELEM_U64_ATTR(flops, MAIA_REG_TELEM_FLOPS_LO);
 MAIA_TELEM_U64_ATTR(commands, MAIA_REG_TELEM_COMMANDS_LO);
+/*
+ * (telemetry 1.2) Modeled time since power-on, and what the flops done
+ * would take at the data types' peaks, in ns: a job of a few microseconds
+ * still moves them (MFU = d(peak_time_ns) / d(modeled_time_ns)).
+ */
+MAIA_TELEM_U64_ATTR(modeled_time_ns, MAIA_REG_TELEM_TIME_NS_LO);
+MAIA_TELEM_U64_ATTR(peak_time_ns, MAIA_REG_TELEM_PEAK_NS_LO);
 
-/* Percent of the device's averaging window (1 s) any command ran. */
-static ssize_t utilization_show(struct device *dev, struct device_attribute *attr,
-				char *buf)
-{
-	u32 v = maia_telemetry_read32(maia_from_dev(dev), MAIA_REG_TELEM_UTIL);
+/* A 0..10000 register of the window shown in percent. */
+#define MAIA_TELEM_PCT_ATTR(name, reg)						\
+static ssize_t name##_show(struct device *dev, struct device_attribute *attr,	\
+			   char *buf)						\
+{										\
+	u32 v = maia_telemetry_read32(maia_from_dev(dev), reg);		\
+										\
+	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));	\
+}										\
+static DEVICE_ATTR_RO(name)
 
-	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
-}
-static DEVICE_ATTR_RO(utilization);
+/*
+ * Percent of the device's averaging window (MAIA_REG_TELEM_WINDOW_US:
+ * 1 s of host time before telemetry 1.2, 10 ms of modeled time since) any
+ * command ran.
+ */
+MAIA_TELEM_PCT_ATTR(utilization, MAIA_REG_TELEM_UTIL);
+/* (1.2) HBM bytes moved over the window as a percent of the HBM bandwidth. */
+MAIA_TELEM_PCT_ATTR(hbm_utilization, MAIA_REG_TELEM_HBM_UTIL);
+/* (1.2) Model flops utilization: the flops done over the window at the peak, percent. */
+MAIA_TELEM_PCT_ATTR(mfu, MAIA_REG_TELEM_MFU);
 
 /* Percent of the window a matrix (tensor-unit) operation ran. */
-static ssize_t tensor_utilization_show(struct device *dev,
-				       struct device_attribute *attr, char *buf)
-{
-	u32 v = maia_telemetry_read32(maia_from_dev(dev),
-				      MAIA_REG_TELEM_TENSOR_UTIL);
-
-	return sysfs_emit(buf, "%u\n", DIV_ROUND_CLOSEST(min(v, 10000u), 100u));
-}
-static DEVICE_ATTR_RO(tensor_utilization);
+MAIA_TELEM_PCT_ATTR(tensor_utilization, MAIA_REG_TELEM_TENSOR_UTIL);
 
 /* Why the clock is below nominal now: MAIA_THROTTLE_* bits, 0x1 power, 0x2 thermal. */
 static ssize_t throttle_reasons_show(struct device *dev,
@@ -215,6 +226,10 @@ static struct attribute *maia_telemetry_attrs[] = {
 	&dev_attr_throttle_reasons.attr,
 	&dev_attr_throttle_count.attr,
 	&dev_attr_tile_busy_time_us.attr,
+	&dev_attr_modeled_time_ns.attr,
+	&dev_attr_peak_time_ns.attr,
+	&dev_attr_hbm_utilization.attr,
+	&dev_attr_mfu.attr,
 	NULL,
 };
 
@@ -227,6 +242,11 @@ static umode_t maia_telemetry_attr_visible(struct kobject *kobj, struct attribut
 		return 0;
 	if (attr == &dev_attr_tile_busy_time_us.attr &&
 	    mdev->telemetry->version < MAIA_TELEM_VERSION_1_1)
+		return 0;
+	/* Modeled time, HBM saturation and MFU came with telemetry 1.2. */
+	if ((attr == &dev_attr_modeled_time_ns.attr || attr == &dev_attr_peak_time_ns.attr ||
+	     attr == &dev_attr_hbm_utilization.attr || attr == &dev_attr_mfu.attr) &&
+	    mdev->telemetry->version < MAIA_TELEM_VERSION_1_2)
 		return 0;
 	return attr->mode;
 }

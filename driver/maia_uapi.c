@@ -51,6 +51,27 @@ u64 maia_uapi_dtypes(u32 hw_dtypes)
 	return dtypes;
 }
 
+/* MAIA_MODEL_* to DRM_MAIA_MODEL_*; DRM_MAIA_MODEL_NONE for one the uAPI does not know. */
+u32 maia_uapi_model(u32 hw_model)
+{
+	return maia_uapi_lookup(maia_accel_hw_models, ARRAY_SIZE(maia_accel_hw_models),
+				hw_model, DRM_MAIA_MODEL_NONE);
+}
+
+/* DRM_MAIA_DTYPE_* to MAIA_DTYPE_*: false for a number that is no uAPI data type. */
+bool maia_uapi_dtype_to_hw(u32 uapi_dtype, u32 *hw_dtype)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(maia_accel_hw_dtypes); i++) {
+		if (maia_accel_hw_dtypes[i].uapi == uapi_dtype) {
+			*hw_dtype = maia_accel_hw_dtypes[i].hw;
+			return true;
+		}
+	}
+	return false;
+}
+
 u32 maia_uapi_device_status(u32 hw_status)
 {
 	return maia_uapi_lookup(maia_accel_hw_statuses, ARRAY_SIZE(maia_accel_hw_statuses),

@@ -195,6 +195,21 @@ static bool make_sysfs(const char *root)
 	ok = ok && put_file(root, "bus/pci/devices/" PCI "/hwmon/hwmon7/temp1_input", "51250\n");
 	ok = ok && put_file(root, "bus/pci/devices/" PCI "/hwmon/hwmon7/power1_average",
 			    "123456789\n");
+	/* Modeled telemetry (telemetry 1.2): 2 s of modeled time, 4e14 flops: 200 TFLOP/s. */
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/modeled_time_ns", "2000000000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/peak_time_ns", "500000000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/busy_time_us", "1500000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/flops", "400000000000000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/hbm_bytes_read", "3000000000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/hbm_bytes_written", "1000000000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/hbm_utilization", "96\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/mfu", "25\n");
+	/* The chip model (hardware 1.8): model/ with a few of its files. */
+	ok = ok && mkdirs(root, "bus/pci/devices/" PCI "/model");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/model/name", "maia100\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/model/hbm_mbps", "1800000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/model/design_power_mw", "700000\n");
+	ok = ok && put_file(root, "bus/pci/devices/" PCI "/model/peak_gflops_bf16", "800000\n");
 	return ok;
 }
 
@@ -977,10 +992,24 @@ static void test_once(void)
 		  has_sample(once_out, "MAIA_FI_DEV_ECC_SBE_VOL_TOTAL", "7") &&
 		  strstr(once_out, "cluster=\"1\",tile=\"1\"} 4\n") &&
 		  strstr(once_out, "# TYPE MAIA_FI_DEV_UTIL gauge\n");
+	bool modeled = once_out && has_sample(once_out, "MAIA_FI_PROF_HBM_ACTIVE", "0.96") &&
+		       has_sample(once_out, "MAIA_FI_PROF_MFU", "0.25") &&
+		       has_sample(once_out, "MAIA_FI_PROF_MODELED_TIME", "2") &&
+		       has_sample(once_out, "MAIA_FI_PROF_PEAK_TIME", "0.5") &&
+		       has_sample(once_out, "MAIA_FI_PROF_ACHIEVED_TFLOPS", "200") &&
+		       has_sample(once_out, "MAIA_FI_PROF_FLOPS_TOTAL", "4e+14") &&
+		       has_sample(once_out, "MAIA_FI_DEV_HBM_BANDWIDTH", "1.8e+12") &&
+		       has_sample(once_out, "MAIA_FI_DEV_POWER_DESIGN", "700") &&
+		       strstr(once_out, "dtype=\"bf16\"} 800\n") &&
+		       strstr(once_out, "model=\"maia100\"} 1\n") &&
+		       strstr(once_out, "# TYPE MAIA_FI_PROC_BUSY_TIME counter\n");
 
 	tap_ok(ok, "--once on the fake sysfs tree: maia3 at " PCI
 	       " with utilization 42, temperature 51.25 C, power 123.456789 W, 7 ECC CE, "
 	       "4 tiles (%zu bytes)", once_len);
+	tap_ok(modeled, "--once: the chip model (maia100, 1.8 TB/s HBM, 700 W, BF16 800 TFLOP/s) "
+	       "and modeled telemetry: HBM saturation 0.96, MFU 0.25, 2 s modeled, "
+	       "200 TFLOP/s achieved since power-on");
 }
 
 static void test_http_basics(struct exporter *a)

@@ -373,15 +373,20 @@ static void op_get_param(struct ctx *c)
 	struct drm_maia_get_param gp = { 0 };
 	int err;
 
-	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_USER_QUEUES + 1);
+	gp.param = (uint32_t)rn(DRM_MAIA_PARAM_PEAK_GFLOPS + 1);
 	if (pct(15))
-		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_USER_QUEUES + 1 + rn(100) : edge());
+		gp.param = (uint32_t)(pct(50) ? DRM_MAIA_PARAM_PEAK_GFLOPS + 1 + rn(100) : edge());
+	if (gp.param == DRM_MAIA_PARAM_PEAK_GFLOPS)	/* its index is a data type */
+		gp.index = (uint32_t)rn(DRM_MAIA_DTYPE_MX4 + 1);
 	if (pct(10))
 		gp.index = (uint32_t)edge();
 	if (pct(20))
 		gp.value = edge();
 	err = XIOCTL(c, DRM_IOCTL_MAIA_GET_PARAM, gp);
-	if (gp.param <= DRM_MAIA_PARAM_USER_QUEUES && !gp.index)
+	if (gp.param == DRM_MAIA_PARAM_PEAK_GFLOPS)
+		expect(c, "GET_PARAM of a data type's peak", err,
+		       gp.index <= DRM_MAIA_DTYPE_MX4 ? ALLOW(0) : ALLOW(EINVAL));
+	else if (gp.param <= DRM_MAIA_PARAM_PEAK_GFLOPS && !gp.index)
 		expect(c, "GET_PARAM of a known parameter", err, ALLOW(0));
 	else
 		expect(c, "GET_PARAM with unknown param or index", err, ALLOW(EINVAL));

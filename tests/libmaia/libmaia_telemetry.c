@@ -6,6 +6,10 @@
  * DMA job, argument errors and addresses that are not a Maia device. On a
  * fake sysfs tree (MAIA_SYSFS_ROOT, runs anywhere): missing and malformed
  * files, hex values, the tile list and its cap, a device that goes away.
+ * The chip model and modeled telemetry (since 1.8: maia_device_model,
+ * maia_model_read, maia_telemetry_read_modeled, maia_modeled_rates) on the
+ * device against GET_PARAM, the files and the closed-form flops of a GEMM
+ * job, and on the fake tree.
  * kselftest harness, TAP output.
  */
 #include <dirent.h>
@@ -19,6 +23,7 @@
 
 #include "kselftest_harness.h"
 #include "libmaia.h"
+#include "maia/hw/regs.h"
 
 #define SEC	1000000000ll
 
@@ -245,6 +250,94 @@ TEST_F(tm, counters_follow_a_job)
 	maia_bo_destroy(bo);
 }
 
+/*
+ * The chip model from GET_PARAM and from sysfs agree, and with the device
+ * info; a device before hardware 1.8 has none either way.
+ */
+TEST_F(tm, device_model)
+{
+	struct maia_device_model a, b;
+	int ea, eb;
+
+	memset(&a, 0x5a, sizeof(a));
+	memset(&b, 0xa5, sizeof(b));
+	ea = maia_device_model(self->dev, &a);
+	eb = maia_model_read(self->info.pci_address, &b);
+	if ((self->info.revision & 0xff) < (MAIA_HW_REVISION_MODEL & 0xff)) {
+		EXPECT_EQ(-EOPNOTSUPP, ea);
+		EXPECT_EQ(-EOPNOTSUPP, eb);
+		SKIP(return, "hardware before 1.8 has no chip model");
+	}
+	ASSERT_EQ(0, ea) TH_LOG("%s", maia_last_error());
+	ASSERT_EQ(0, eb) TH_LOG("%s", maia_last_error());
+	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a)));
+	EXPECT_TRUE(a.model == MAIA_MODEL_MAIA100 || a.model == MAIA_MODEL_MAIA200);
+	EXPECT_STREQ(a.model == MAIA_MODEL_MAIA100 ? "maia100" : "maia200", a.name);
+	EXPECT_EQ(self->info.hbm_size, a.hbm_bytes);
+	EXPECT_LT(0u, a.hbm_mbps);
+	EXPECT_LT(0u, a.host_mbps);
+	EXPECT_LT(0u, a.design_power_mw);
+	EXPECT_LT(0u, a.peak_gflops[MAIA_DTYPE_BF16]);
+	EXPECT_EQ(0u, a.peak_gflops[MAIA_DTYPE_INT32]);
+	TH_LOG("%s: HBM %u MB/s, host %u MB/s, BF16 %u GFLOP/s, %u mW design", a.name,
+	       a.hbm_mbps, a.host_mbps, a.peak_gflops[MAIA_DTYPE_BF16], a.design_power_mw);
+}
+
+static void fp32_desc(struct maia_tensor_desc *d, uint64_t va, uint32_t n)
+{
+	const uint32_t shape[2] = { n, n };
+
+	if (maia_tensor_init(d, va, MAIA_DTYPE_FP32, 2, shape))
+		abort();
+}
+
+/*
+ * Rates over a GEMM job from two modeled snapshots: the flops are the
+ * closed-form 2 N^3 per GEMM, the achieved rate is never above the FP32
+ * peak, MFU is in (0, 1]; no modeled time between two snapshots is -EAGAIN.
+ */
+TEST_F(tm, modeled_rates_of_a_gemm_job)
+{
+	const uint32_t n = 128, gemms = 16;
+	struct maia_telemetry_modeled a, b;
+	struct maia_device_model m;
+	struct maia_tensor_desc da, db, dc;
+	struct maia_modeled_rates r;
+	struct maia_cmdbuf *cb;
+	struct maia_bo *bo;
+	uint64_t va, mat = (uint64_t)n * n * 4;
+
+	if (maia_device_model(self->dev, &m))
+		SKIP(return, "no chip model: telemetry is not modeled");
+	ASSERT_EQ(0, maia_bo_create(self->dev, 3 * mat, MAIA_BO_HBM, &bo));
+	ASSERT_EQ(0, maia_cmdbuf_create(self->dev, 64 << 10, &cb));
+	va = maia_bo_va(bo);
+	fp32_desc(&da, va, n);
+	fp32_desc(&db, va + mat, n);
+	fp32_desc(&dc, va + 2 * mat, n);
+	for (uint32_t i = 0; i < gemms; i++)
+		ASSERT_EQ(0, maia_cmd_gemm(cb, &da, &db, &dc, 1.0f, 0.0f, 0));
+	ASSERT_EQ(0, maia_telemetry_read_modeled(self->info.pci_address, &a));
+	ASSERT_EQ(0, maia_run(self->dev, cb, 60 * SEC, NULL));
+	ASSERT_EQ(0, maia_telemetry_read_modeled(self->info.pci_address, &b));
+	EXPECT_EQ(-EAGAIN, maia_modeled_rates(&b, &b, &r));
+	EXPECT_EQ(-EINVAL, maia_modeled_rates(&b, &a, &r));
+	ASSERT_EQ(0, maia_modeled_rates(&a, &b, &r));
+	EXPECT_EQ(2ull * n * n * n * gemms, b.flops - a.flops);
+	EXPECT_LT(0.0, r.tflops);
+	EXPECT_GE(m.peak_gflops[MAIA_DTYPE_FP32] / 1e3, r.tflops);
+	EXPECT_LT(0.0, r.mfu);
+	EXPECT_GE(1.0, r.mfu);
+	EXPECT_LT(0.0, r.hbm_gbps);
+	EXPECT_GE(m.hbm_mbps / 1e3 + 1e-9, r.hbm_gbps);
+	EXPECT_GE(100u, b.hbm_utilization_pct);
+	EXPECT_GE(100u, b.mfu_pct);
+	TH_LOG("%u GEMMs %u^3 FP32: %.3f TFLOP/s, MFU %.2f %%, HBM %.1f GB/s over %.1f us modeled",
+	       gemms, n, r.tflops, 100 * r.mfu, r.hbm_gbps, r.modeled_s * 1e6);
+	maia_cmdbuf_destroy(cb);
+	maia_bo_destroy(bo);
+}
+
 TEST_F(tm, short_pci_address)
 {
 	static struct maia_telemetry t;
@@ -391,6 +484,24 @@ FIXTURE_SETUP(fake)
 	put(self->dev2, "dma_bytes", "\n");			/* empty */
 	put(self->dev2, "hbm_bytes_read", "99999999999999999999\n");	/* > 2^64 */
 	put(self->dev2, "topology", "16x\n");			/* malformed */
+
+	/* accel0 has a chip model and modeled telemetry (hardware 1.8) */
+	put(self->dev0, "modeled_time_ns", "2000000000\n");
+	put(self->dev0, "peak_time_ns", "500000000\n");
+	put(self->dev0, "hbm_utilization", "96\n");
+	put(self->dev0, "mfu", "25\n");
+	put(self->dev0, "flops", "400000000000000\n");
+	put(self->dev0, "hbm_bytes_read", "3000000000\n");
+	put(self->dev0, "hbm_bytes_written", "1000000000\n");
+	snprintf(hw, sizeof(hw), "%s/model", self->dev0);
+	mkdirs(hw);
+	put(hw, "name", "maia200\n");
+	put(hw, "hbm_bytes", "231928233984\n");
+	put(hw, "hbm_mbps", "7000000\n");
+	put(hw, "link_latency_ns", "1000\n");
+	put(hw, "design_power_mw", "900000\n");
+	put(hw, "peak_gflops_mxfp4_e2m1", "10000000\n");
+	put(hw, "peak_gflops_fp8_e4m3", "bogus\n");		/* malformed: left 0 */
 	ASSERT_EQ(0, setenv("MAIA_SYSFS_ROOT", self->root, 1));
 }
 
@@ -414,7 +525,8 @@ TEST_F(fake, all_values)
 		  MAIA_TM_CLOCK | MAIA_TM_UTILIZATION | MAIA_TM_TENSOR_UTILIZATION |
 		  MAIA_TM_THROTTLE_REASONS | MAIA_TM_THROTTLE_COUNT | MAIA_TM_BUSY_TIME |
 		  MAIA_TM_HBM_USED | MAIA_TM_HBM_FREE | MAIA_TM_HBM_TOTAL |
-		  MAIA_TM_RESET_COUNT | MAIA_TM_TOPOLOGY | MAIA_TM_TILES, t.valid);
+		  MAIA_TM_RESET_COUNT | MAIA_TM_TOPOLOGY | MAIA_TM_TILES | MAIA_TM_FLOPS |
+		  MAIA_TM_HBM_READ | MAIA_TM_HBM_WRITTEN, t.valid);
 	EXPECT_EQ(123456789u, t.power_uw);
 	EXPECT_EQ(0u, t.power_instant_uw);		/* no power1_input */
 	EXPECT_EQ(500000000u, t.power_cap_uw);
@@ -459,6 +571,53 @@ TEST_F(fake, missing_and_malformed)
 	EXPECT_EQ(0, t.temp_mc);
 	EXPECT_EQ(0u, t.clusters);
 	EXPECT_EQ(0u, t.num_tiles);
+}
+
+/* The model/ directory and the modeled files; a device without them. */
+TEST_F(fake, model_and_modeled)
+{
+	struct maia_telemetry_modeled a, b;
+	struct maia_modeled_rates r;
+	struct maia_device_model m;
+
+	memset(&m, 0xa5, sizeof(m));
+	ASSERT_EQ(0, maia_model_read("0000:00:01.0", &m));
+	EXPECT_EQ(MAIA_MODEL_MAIA200, m.model);
+	EXPECT_STREQ("maia200", m.name);
+	EXPECT_EQ(231928233984ull, m.hbm_bytes);
+	EXPECT_EQ(7000000u, m.hbm_mbps);
+	EXPECT_EQ(0u, m.host_mbps);			/* no file */
+	EXPECT_EQ(1000u, m.link_lat_ns);
+	EXPECT_EQ(900000u, m.design_power_mw);
+	EXPECT_EQ(10000000u, m.peak_gflops[MAIA_DTYPE_MXFP4_E2M1]);
+	EXPECT_EQ(0u, m.peak_gflops[MAIA_DTYPE_FP8_E4M3]);
+	EXPECT_EQ(0u, m.peak_gflops[MAIA_DTYPE_BF16]);
+	EXPECT_EQ(-EOPNOTSUPP, maia_model_read("0000:00:03.0", &m));
+	EXPECT_EQ(-ENODEV, maia_model_read("0000:00:02.0", &m));
+	EXPECT_EQ(-EINVAL, maia_model_read(NULL, &m));
+
+	ASSERT_EQ(0, maia_telemetry_read_modeled("0000:00:01.0", &a));
+	EXPECT_EQ(MAIA_TMM_MODELED_TIME | MAIA_TMM_PEAK_TIME | MAIA_TMM_HBM_UTILIZATION |
+		  MAIA_TMM_MFU | MAIA_TMM_FLOPS | MAIA_TMM_HBM_BYTES | MAIA_TMM_BUSY_TIME, a.valid);
+	EXPECT_EQ(2000000000u, a.modeled_time_ns);
+	EXPECT_EQ(96u, a.hbm_utilization_pct);
+	EXPECT_EQ(25u, a.mfu_pct);
+	EXPECT_EQ(4000000000ull, a.hbm_bytes);
+	/* since power-on: from zero counters */
+	memset(&b, 0, sizeof(b));
+	b.valid = a.valid;
+	b.busy_time_us = 0;
+	a.busy_time_us = 1000000;
+	ASSERT_EQ(0, maia_modeled_rates(&b, &a, &r));
+	EXPECT_EQ(2.0, r.modeled_s);
+	EXPECT_EQ(200.0, r.tflops);
+	EXPECT_EQ(0.25, r.mfu);
+	EXPECT_EQ(2.0, r.hbm_gbps);
+	EXPECT_EQ(0.5, r.busy);
+	/* accel2 has no modeled time: nothing valid, and no rates from it */
+	ASSERT_EQ(0, maia_telemetry_read_modeled("0000:00:03.0", &b));
+	EXPECT_EQ(0u, b.valid);
+	EXPECT_EQ(-EINVAL, maia_modeled_rates(&b, &a, &r));
 }
 
 /* Bound to another driver, or no such device: -ENODEV. */

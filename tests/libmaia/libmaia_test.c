@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -234,6 +235,46 @@ TEST_F(dev, wait_timeout)
 	/* maia_run maps a failed job to an errno and says why. */
 	EXPECT_EQ(-EIO, maia_run(self->dev, self->cb, 30 * SEC, &st));
 	EXPECT_NE(NULL, strstr(maia_last_error(), "status"));
+}
+
+/*
+ * maia_wait_times (since 1.8): a job's device time (modeled on hardware
+ * 1.8) and host time, on whichever path maia_submit took (this program
+ * runs once with user queues, once with MAIA_USERQ=0); the host time lies
+ * inside the time this test saw pass.
+ */
+TEST_F(dev, wait_times)
+{
+	struct maia_job_times times;
+	struct maia_job_status st;
+	struct timespec t0, t1;
+	uint64_t seqno, wall;
+
+	ASSERT_EQ(0, maia_cmd_fill(self->cb, self->va, 256 << 10, 0x5eed));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(0, maia_submit(self->dev, self->cb, NULL, &seqno));
+	memset(&times, 0xa5, sizeof(times));
+	ASSERT_EQ(0, maia_wait_times(self->dev, seqno, 30 * SEC, &st, &times));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	wall = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)t1.tv_nsec -
+	       (uint64_t)t0.tv_nsec;
+	EXPECT_EQ(DRM_MAIA_JOB_OK, st.status);
+	EXPECT_EQ(MAIA_JOB_TIMES_DEVICE | MAIA_JOB_TIMES_HOST, times.valid);
+	EXPECT_LT(0u, times.device_ns);
+	EXPECT_LT(0u, times.host_ns);
+	EXPECT_GE(wall, times.host_ns);
+	/* again, the job done: the same times; NULL times is maia_wait */
+	{
+		struct maia_job_times again;
+
+		ASSERT_EQ(0, maia_wait_times(self->dev, seqno, 0, NULL, &again));
+		EXPECT_EQ(times.device_ns, again.device_ns);
+		EXPECT_EQ(times.host_ns, again.host_ns);
+		ASSERT_EQ(0, maia_wait_times(self->dev, seqno, 0, &st, NULL));
+	}
+	TH_LOG("256 KiB fill (%s): device %llu ns, host %llu ns",
+	       getenv("MAIA_USERQ") && !strcmp(getenv("MAIA_USERQ"), "0") ? "SUBMIT" : "auto",
+	       (unsigned long long)times.device_ns, (unsigned long long)times.host_ns);
 }
 
 TEST_F(dev, device_rejects_raw_command)

@@ -40,8 +40,11 @@ extern "C" {
  *     DRM_MAIA_DEVICE_ASID_DENIED.
  *  5: DRM_MAIA_DEVICE_FABRIC_COMM_BUSY.
  *  6: drm_maia_fabric_port.link_nak_tx and .rx_held.
+ *  7: the chip model: DRM_MAIA_PARAM_MODEL ... DRM_MAIA_PARAM_PEAK_GFLOPS,
+ *     DRM_MAIA_MODEL_*; drm_maia_wait.host_time_ns (device_time_ns is
+ *     modeled time on hardware 1.8).
  */
-#define MAIA_DRIVER_MINOR		6
+#define MAIA_DRIVER_MINOR		7
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -101,6 +104,35 @@ extern "C" {
 #define DRM_MAIA_PARAM_FABRIC_SERIAL	13	/* the device's fabric serial (minor 3) */
 /* (minor 4) hardware queues kept for user queues, 0 if the device has none */
 #define DRM_MAIA_PARAM_USER_QUEUES	14
+/*
+ * (minor 7) The chip model the device is built as and the parameters of its
+ * time model (Documentation/hw/time-model.rst): what a job's modeled
+ * duration (drm_maia_wait.device_time_ns) is computed from. Every one is 0
+ * on a device older than hardware 1.8, which has no model. Bandwidths are
+ * in MB/s (10^6 bytes per second), rates in GFLOP/s (10^9 operations per
+ * second, a multiply-add counting two), times in ns.
+ */
+#define DRM_MAIA_PARAM_MODEL		15	/* DRM_MAIA_MODEL_* */
+#define DRM_MAIA_PARAM_HBM_MBPS		16	/* HBM bandwidth */
+#define DRM_MAIA_PARAM_HOST_MBPS	17	/* host link (PCIe), each direction */
+#define DRM_MAIA_PARAM_LINK_MBPS	18	/* one fabric port, each direction */
+#define DRM_MAIA_PARAM_LINK_LAT_NS	19	/* one fabric hop */
+#define DRM_MAIA_PARAM_CMD_NS		20	/* fixed cost of a command */
+#define DRM_MAIA_PARAM_JOB_NS		21	/* fixed cost of a job (fetch, completion) */
+#define DRM_MAIA_PARAM_VECTOR_GFLOPS	22	/* vector (non-matrix) peak, FP32 */
+#define DRM_MAIA_PARAM_CHIP_SRAM_KIB	23	/* on-chip SRAM of the whole chip */
+#define DRM_MAIA_PARAM_DESIGN_POWER_MW	24	/* design power: the largest power cap */
+/*
+ * Dense tensor (matrix) peak of the data type in drm_maia_get_param.index
+ * (a DRM_MAIA_DTYPE_*) at the nominal clock; 0 for a type without a matrix
+ * rate; an index past DRM_MAIA_DTYPE_MX4 is -EINVAL.
+ */
+#define DRM_MAIA_PARAM_PEAK_GFLOPS	25
+
+/* DRM_MAIA_PARAM_MODEL (minor 7) */
+#define DRM_MAIA_MODEL_NONE		0	/* hardware before 1.8: no chip model */
+#define DRM_MAIA_MODEL_MAIA100		1	/* Maia 100 (Hot Chips 2024) */
+#define DRM_MAIA_MODEL_MAIA200		2	/* Maia 200 (announced January 2026) */
 
 /* DRM_MAIA_PARAM_CAPABILITIES: what the device has */
 #define DRM_MAIA_CAP_MMU		(1ull << 0)	/* per-context address spaces */
@@ -131,7 +163,8 @@ extern "C" {
 /**
  * struct drm_maia_get_param - query one device parameter
  * @param: DRM_MAIA_PARAM_*
- * @index: must be 0 (reserved for per-instance parameters)
+ * @index: the instance of a per-instance parameter (the data type of
+ *         DRM_MAIA_PARAM_PEAK_GFLOPS); must be 0 for every other one
  * @value: out
  */
 struct drm_maia_get_param {
@@ -304,7 +337,14 @@ struct drm_maia_submit {
  * @pad: must be 0
  * @device_time_ns: out (minor 1), time the device spent on the job, from its
  *                  start to its completion on the device clock; 0 if it
- *                  never ran
+ *                  never ran. On hardware 1.8 and later this is modeled
+ *                  time: how long the job takes on the chip model
+ *                  (DRM_MAIA_PARAM_MODEL), the same on any host, run after
+ *                  run; before 1.8 it is the device's host-paced clock
+ * @host_time_ns: out (minor 7), host time (CLOCK_MONOTONIC) from the
+ *                SUBMIT of the job to the driver handling its completion or
+ *                its failure: queueing, dependencies and the host's speed
+ *                included
  */
 struct drm_maia_wait {
 	__u64 seqno;
@@ -314,6 +354,7 @@ struct drm_maia_wait {
 	__u32 error_offset;
 	__u32 pad;
 	__u64 device_time_ns;
+	__u64 host_time_ns;
 };
 
 #define DRM_MAIA_CTX_FAULTED		(1u << 0)

@@ -13,6 +13,7 @@
 #define MAIA_ACCEL_HW_H
 
 #include <maia/hw/dtype.h>
+#include <maia/hw/model.h>
 #include <maia/hw/queue.h>
 #include <maia/hw/regs.h>
 
@@ -72,6 +73,12 @@ static const struct maia_accel_hw_pair maia_accel_hw_statuses[] = {
 	{ MAIA_STATUS_FABRIC_TIMEOUT, DRM_MAIA_DEVICE_FABRIC_TIMEOUT },
 	{ MAIA_STATUS_ASID_DENIED, DRM_MAIA_DEVICE_ASID_DENIED },
 	{ MAIA_STATUS_FABRIC_COMM_BUSY, DRM_MAIA_DEVICE_FABRIC_COMM_BUSY },
+};
+
+/* Chip models: MAIA_REG_MODEL_ID, DRM_MAIA_PARAM_MODEL. */
+static const struct maia_accel_hw_pair maia_accel_hw_models[] = {
+	{ MAIA_MODEL_MAIA100, DRM_MAIA_MODEL_MAIA100 },
+	{ MAIA_MODEL_MAIA200, DRM_MAIA_MODEL_MAIA200 },
 };
 
 /* A fault's access: MAIA_REG_FAULT_INFO's, drm_maia_context_status.fault_access. */

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maia/hw/model.h"	/* MAIA_MODEL_*: chip models */
 #include "maia/hw/tensor.h"	/* device command and tensor descriptor formats */
 
 #ifdef __cplusplus
@@ -21,7 +22,7 @@ extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 7
+#define LIBMAIA_VERSION_MINOR 8
 
 struct maia_device;
 
@@ -198,6 +199,90 @@ struct maia_telemetry {
 int maia_telemetry_read(const char *pci_address, struct maia_telemetry *t);
 /* The same for an open device. */
 int maia_device_telemetry(struct maia_device *dev, struct maia_telemetry *t);
+
+/* ---- Chip model and modeled telemetry (since 1.8) --------------------- */
+
+/*
+ * The chip model a device is built as and the parameters of its time model
+ * (Documentation/hw/time-model.rst; driver minor 7, hardware 1.8). Job
+ * durations (maia_job_times), the TIMESTAMP command and the telemetry of
+ * such a device are modeled time: how long the work takes on that chip,
+ * the same on any host. Bandwidths in MB/s (10^6 bytes/s), rates in
+ * GFLOP/s (a multiply-add counting two).
+ */
+struct maia_device_model {
+	uint32_t model;			/* MAIA_MODEL_* (maia/hw/model.h) */
+	char name[16];			/* "maia100", "maia200" */
+	uint64_t hbm_bytes;		/* HBM capacity */
+	uint32_t hbm_mbps;		/* HBM bandwidth */
+	uint32_t host_mbps;		/* host link (PCIe), each direction */
+	uint32_t link_mbps;		/* one fabric port, each direction */
+	uint32_t link_lat_ns;		/* one fabric hop */
+	uint32_t cmd_ns;		/* fixed cost of a command */
+	uint32_t job_ns;		/* fixed cost of a job */
+	uint32_t vector_gflops;		/* vector (non-matrix) peak, FP32 */
+	uint32_t sram_kib;		/* on-chip SRAM, whole chip */
+	uint32_t design_power_mw;	/* largest power cap */
+	uint32_t peak_gflops[16];	/* dense tensor peak by MAIA_DTYPE_*, 0: none */
+};
+
+/*
+ * The model of an open device (GET_PARAM). -EOPNOTSUPP when the driver
+ * (before minor 7) or the device (before hardware 1.8) has none.
+ */
+int maia_device_model(struct maia_device *dev, struct maia_device_model *m);
+/*
+ * The same from sysfs (the model/ directory of the PCI device), without
+ * opening the device: for monitoring. -ENODEV for no Maia device at that
+ * address, -EOPNOTSUPP for one without a model.
+ */
+int maia_model_read(const char *pci_address, struct maia_device_model *m);
+
+/*
+ * Telemetry of the time model (telemetry 1.2, hardware 1.8), beside struct
+ * maia_telemetry: the window gauges are over the device's window of
+ * modeled time (10 ms), the counters count modeled time since power-on.
+ * Only values whose MAIA_TMM_* bit is in valid were provided.
+ */
+#define MAIA_TMM_MODELED_TIME		(1ull << 0)	/* modeled_time_ns */
+#define MAIA_TMM_PEAK_TIME		(1ull << 1)	/* peak_time_ns */
+#define MAIA_TMM_HBM_UTILIZATION	(1ull << 2)	/* hbm_utilization_pct */
+#define MAIA_TMM_MFU			(1ull << 3)	/* mfu_pct */
+#define MAIA_TMM_FLOPS			(1ull << 4)	/* flops */
+#define MAIA_TMM_HBM_BYTES		(1ull << 5)	/* hbm_bytes */
+#define MAIA_TMM_BUSY_TIME		(1ull << 6)	/* busy_time_us */
+
+struct maia_telemetry_modeled {
+	uint64_t valid;			/* MAIA_TMM_* bits */
+	uint64_t timestamp_ns;		/* CLOCK_MONOTONIC when the read began */
+	uint64_t modeled_time_ns;	/* counter: modeled time since power-on, ns */
+	uint64_t peak_time_ns;		/* counter: what the flops done take at peak, ns */
+	uint64_t hbm_utilization_pct;	/* gauge: HBM bandwidth saturation over the window */
+	uint64_t mfu_pct;		/* gauge: model flops utilization over the window */
+	uint64_t flops;			/* counter, as maia_telemetry.flops */
+	uint64_t hbm_bytes;		/* counter: HBM bytes read + written */
+	uint64_t busy_time_us;		/* counter: modeled time any command ran */
+};
+
+/* From sysfs, as maia_telemetry_read(); the same errors. */
+int maia_telemetry_read_modeled(const char *pci_address, struct maia_telemetry_modeled *t);
+
+/* Rates between two snapshots of one device, over the modeled time between them. */
+struct maia_modeled_rates {
+	double modeled_s;		/* modeled time between the snapshots */
+	double tflops;			/* achieved TFLOP/s */
+	double mfu;			/* model flops utilization, 0..1 */
+	double hbm_gbps;		/* HBM traffic, GB/s */
+	double busy;			/* fraction of it any command ran, 0..1 */
+};
+
+/*
+ * Rates from a to b (b taken later). -EAGAIN when no modeled time passed
+ * (the device did nothing in between), -EINVAL when a value is missing or
+ * a counter went back.
+ */
+int maia_modeled_rates(const struct maia_telemetry_modeled *a,
+		       const struct maia_telemetry_modeled *b, struct maia_modeled_rates *r);
 
 /* ---- Buffer objects -------------------------------------------------- */
 
@@ -397,6 +482,29 @@ int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 /* Wait up to timeout_ns (relative); -ETIME when it passes. */
 int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 	      struct maia_job_status *status);
+/*
+ * How long a job took (since 1.8): device_ns as maia_wait's job would
+ * report it (modeled time on the chip on hardware 1.8, else the device
+ * clock), host_ns host time from its submission to its completion handled.
+ * valid: MAIA_JOB_TIMES_DEVICE and/or MAIA_JOB_TIMES_HOST (driver minor 7)
+ * for what was reported.
+ */
+#define MAIA_JOB_TIMES_DEVICE	(1u << 0)
+#define MAIA_JOB_TIMES_HOST	(1u << 1)
+struct maia_job_times {
+	uint32_t valid;
+	uint64_t device_ns;
+	uint64_t host_ns;
+};
+
+/*
+ * maia_wait(), and the job's times. A user-queue job reports its device
+ * time from its completion entry, its host time from maia_submit to
+ * maia_wait's seeing it complete.
+ */
+int maia_wait_times(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
+		    struct maia_job_status *status, struct maia_job_times *times);
+
 /* Submit, wait, and turn a failed job into a negative errno (-EIO, -EFAULT, -ETIMEDOUT). */
 int maia_run(struct maia_device *dev, struct maia_cmdbuf *cb, int64_t timeout_ns,
 	     struct maia_job_status *status);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* maia_device_info(): the driver's parameters plus what libpci knows. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,5 +104,71 @@ MAIA_EXPORT int maia_device_info(struct maia_device *dev, struct maia_device_inf
 		drmFreeVersion(ver);
 	}
 	*info = out;
+	return 0;
+}
+
+MAIA_EXPORT int maia_device_model(struct maia_device *dev, struct maia_device_model *m)
+{
+	static const struct {
+		uint32_t param;
+		size_t offset;
+	} fields[] = {
+#define F(p, f) { p, offsetof(struct maia_device_model, f) }
+		F(DRM_MAIA_PARAM_HBM_MBPS, hbm_mbps),
+		F(DRM_MAIA_PARAM_HOST_MBPS, host_mbps),
+		F(DRM_MAIA_PARAM_LINK_MBPS, link_mbps),
+		F(DRM_MAIA_PARAM_LINK_LAT_NS, link_lat_ns),
+		F(DRM_MAIA_PARAM_CMD_NS, cmd_ns),
+		F(DRM_MAIA_PARAM_JOB_NS, job_ns),
+		F(DRM_MAIA_PARAM_VECTOR_GFLOPS, vector_gflops),
+		F(DRM_MAIA_PARAM_CHIP_SRAM_KIB, sram_kib),
+		F(DRM_MAIA_PARAM_DESIGN_POWER_MW, design_power_mw),
+#undef F
+	};
+	struct maia_device_model out = { 0 };
+	uint64_t value;
+	size_t i;
+	int err;
+
+	maia_error_clear();
+	if (!dev || !m)
+		return maia_error(-EINVAL, "maia_device_model: NULL argument");
+	if (dev->driver_minor < 7)
+		return maia_error(-EOPNOTSUPP, "maia_device_model: driver minor %d has no chip "
+				  "model (7 has)", dev->driver_minor);
+	err = maia_query(dev, DRM_MAIA_PARAM_MODEL, &value);
+	if (err)
+		return err;
+	if (value == DRM_MAIA_MODEL_NONE)
+		return maia_error(-EOPNOTSUPP, "maia_device_model: the device (hardware before "
+				  "1.8) has no chip model");
+	out.model = maia_model_from_uapi(value);
+	snprintf(out.name, sizeof(out.name), "%s", maia_model_name_of(out.model));
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		uint32_t v32;
+
+		err = maia_query(dev, fields[i].param, &value);
+		if (err)
+			return err;
+		v32 = (uint32_t)value;
+		memcpy((char *)&out + fields[i].offset, &v32, sizeof(v32));
+	}
+	err = maia_query(dev, DRM_MAIA_PARAM_HBM_SIZE, &out.hbm_bytes);
+	if (err)
+		return err;
+	for (i = 0; i < sizeof(out.peak_gflops) / sizeof(out.peak_gflops[0]); i++) {
+		struct drm_maia_get_param gp = { .param = DRM_MAIA_PARAM_PEAK_GFLOPS };
+		int u = maia_dtype_to_uapi((unsigned int)i);
+
+		if (u < 0)
+			continue;
+		gp.index = (uint32_t)u;
+		err = maia_ioctl(dev, DRM_IOCTL_MAIA_GET_PARAM, &gp);
+		if (err)
+			return maia_error(err, "maia_device_model: the peak of %s",
+					  maia_dtype_name((unsigned int)i));
+		out.peak_gflops[i] = (uint32_t)gp.value;
+	}
+	*m = out;
 	return 0;
 }

@@ -15,6 +15,9 @@ struct maia_userq_result {
 	uint64_t seq;			/* job number on this device, from 0 */
 	bool done;
 	struct maia_job_status st;
+	uint64_t submitted_ns;		/* CLOCK_MONOTONIC at the doorbell */
+	uint64_t device_ns;		/* completion entry's end - start */
+	uint64_t host_ns;		/* doorbell to the completion reaped */
 };
 
 /* The device's user queue (userq.c); one per maia_device, created on first use. */
@@ -82,18 +85,25 @@ struct maia_cmdbuf {
 
 /* drmIoctl with MAIA_TRACE logging; returns 0 or a negative errno. */
 int maia_ioctl(struct maia_device *dev, unsigned long request, void *arg);
+struct drm_maia_wait;
+/* DRM_IOCTL_MAIA_WAIT sized for the driver's minor (submit.c). */
+int maia_wait_ioctl(struct maia_device *dev, struct drm_maia_wait *w);
 
 /* uAPI values to the device's (uapi.c) */
 uint32_t maia_caps_from_uapi(uint64_t caps);
 uint32_t maia_dtypes_from_uapi(uint64_t dtypes);
 uint32_t maia_device_status_from_uapi(uint32_t status);
 uint32_t maia_access_from_uapi(uint32_t access);
+uint32_t maia_model_from_uapi(uint64_t model);
+int maia_dtype_to_uapi(unsigned int hw);
+/* "maia100" for MAIA_MODEL_MAIA100 ..., "unknown" otherwise (telemetry.c) */
+const char *maia_model_name_of(uint32_t model);
 /* userq.c: maia_userq_submit() returns 1 when the job takes the kernel path. */
 bool maia_userq_seqno(uint64_t seqno);
 int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 		      const struct maia_submit_opts *opts, uint64_t *seqno);
 int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
-		    struct maia_job_status *status);
+		    struct maia_job_status *status, struct maia_job_times *times);
 int maia_userq_drain(struct maia_device *dev);
 void maia_userq_note_kernel_job(struct maia_device *dev, uint64_t seqno);
 void maia_userq_close(struct maia_device *dev);

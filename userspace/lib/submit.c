@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Submission, waiting and context status. */
 #include <errno.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "drm/maia_accel.h"
@@ -71,8 +72,29 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 	return err;
 }
 
+/*
+ * DRM_MAIA_WAIT with the struct as long as the driver knows it: a driver
+ * refuses a longer one (Documentation/uapi.rst), and one before minor 7
+ * has no host_time_ns (left 0 here).
+ */
+int maia_wait_ioctl(struct maia_device *dev, struct drm_maia_wait *w)
+{
+	size_t size = dev->driver_minor >= 7 ? sizeof(*w) :
+		      offsetof(struct drm_maia_wait, host_time_ns);
+
+	w->host_time_ns = 0;
+	return maia_ioctl(dev, _IOC(_IOC_READ | _IOC_WRITE, DRM_IOCTL_BASE,
+				    DRM_COMMAND_BASE + DRM_MAIA_WAIT, size), w);
+}
+
 MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 			  struct maia_job_status *status)
+{
+	return maia_wait_times(dev, seqno, timeout_ns, status, NULL);
+}
+
+MAIA_EXPORT int maia_wait_times(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
+				struct maia_job_status *status, struct maia_job_times *times)
 {
 	struct drm_maia_wait w = { .seqno = seqno };
 	struct timespec now;
@@ -82,7 +104,7 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 	if (!dev || timeout_ns < 0)
 		return maia_error(-EINVAL, "maia_wait: NULL device or negative timeout");
 	if (maia_userq_seqno(seqno)) {
-		err = maia_userq_wait(dev, seqno, timeout_ns, status);
+		err = maia_userq_wait(dev, seqno, timeout_ns, status, times);
 		if (err && err != -ETIME)
 			return maia_error(err, "maia_wait: user-queue job %llu",
 					  (unsigned long long)(seqno & ~(1ull << 62)));
@@ -92,7 +114,7 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	w.timeout_ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;
 	w.timeout_ns = timeout_ns > INT64_MAX - w.timeout_ns ? INT64_MAX : w.timeout_ns + timeout_ns;
-	err = maia_ioctl(dev, DRM_IOCTL_MAIA_WAIT, &w);
+	err = maia_wait_ioctl(dev, &w);
 	if (err && err != -ETIME)
 		return maia_error(err, "maia_wait: DRM_IOCTL_MAIA_WAIT for job %llu failed",
 				  (unsigned long long)seqno);
@@ -100,6 +122,13 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 		status->status = w.status;
 		status->device_status = maia_device_status_from_uapi(w.device_status);
 		status->error_offset = w.error_offset;
+	}
+	if (!err && times) {
+		/* An older driver left what it does not know at 0 (the struct is ours). */
+		times->valid = (dev->driver_minor >= 1 ? MAIA_JOB_TIMES_DEVICE : 0) |
+			       (dev->driver_minor >= 7 ? MAIA_JOB_TIMES_HOST : 0);
+		times->device_ns = w.device_time_ns;
+		times->host_ns = w.host_time_ns;
 	}
 	return err;
 }

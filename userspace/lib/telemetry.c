@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +227,183 @@ MAIA_EXPORT int maia_device_telemetry(struct maia_device *dev, struct maia_telem
 	if (!dev || !t)
 		return maia_error(-EINVAL, "maia_device_telemetry: NULL argument");
 	return maia_telemetry_read(dev->pci_address, t);
+}
+
+/* ---- the chip model and modeled telemetry (since 1.8) ---- */
+
+const char *maia_model_name_of(uint32_t model)
+{
+	switch (model) {
+	case MAIA_MODEL_MAIA100:
+		return "maia100";
+	case MAIA_MODEL_MAIA200:
+		return "maia200";
+	default:
+		return "unknown";
+	}
+}
+
+/* One unsigned number from dir/name; false if missing or not a number. */
+static bool read_u64(const char *dir, const char *name, uint64_t *v)
+{
+	char path[PATH_MAX + 64], buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return read_text(path, buf, sizeof(buf)) >= 0 && parse_value(buf, false, v);
+}
+
+MAIA_EXPORT int maia_model_read(const char *pci_address, struct maia_device_model *m)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} files[] = {
+#define F(n, f) { n, offsetof(struct maia_device_model, f) }
+		F("hbm_mbps", hbm_mbps),
+		F("host_mbps", host_mbps),
+		F("link_mbps", link_mbps),
+		F("link_latency_ns", link_lat_ns),
+		F("command_ns", cmd_ns),
+		F("job_ns", job_ns),
+		F("vector_gflops", vector_gflops),
+		F("sram_kib", sram_kib),
+		F("design_power_mw", design_power_mw),
+#undef F
+	};
+	char dir[PATH_MAX], path[PATH_MAX + 32], name[32];
+	struct maia_device_model out = { 0 };
+	struct maia_device_entry entry;
+	uint64_t v;
+	size_t i;
+
+	maia_error_clear();
+	if (!pci_address || !m)
+		return maia_error(-EINVAL, "maia_model_read: NULL argument");
+	if (maia_find_pci(pci_address, &entry))
+		return maia_error(-ENODEV, "maia_model_read: no Maia device at '%.32s'",
+				  pci_address);
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s/model", maia_sysfs_root(),
+		 entry.pci_address);
+	snprintf(path, sizeof(path), "%s/name", dir);
+	if (read_text(path, name, sizeof(name)) <= 0)
+		return maia_error(-EOPNOTSUPP, "maia_model_read: %s has no chip model (driver "
+				  "before 1.7 or hardware before 1.8)", entry.pci_address);
+	name[strcspn(name, "\n")] = '\0';
+	snprintf(out.name, sizeof(out.name), "%.15s", name);
+	if (!strcmp(name, "maia100"))
+		out.model = MAIA_MODEL_MAIA100;
+	else if (!strcmp(name, "maia200"))
+		out.model = MAIA_MODEL_MAIA200;
+	if (read_u64(dir, "hbm_bytes", &v))
+		out.hbm_bytes = v;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		uint32_t v32;
+
+		if (!read_u64(dir, files[i].name, &v))
+			continue;
+		v32 = (uint32_t)v;
+		memcpy((char *)&out + files[i].offset, &v32, sizeof(v32));
+	}
+	/* A data type without a peak has no file: its peak stays 0. */
+	for (i = 0; i < sizeof(out.peak_gflops) / sizeof(out.peak_gflops[0]); i++) {
+		char file[48];
+
+		if (!maia_dtype_name((unsigned int)i))
+			continue;
+		snprintf(file, sizeof(file), "peak_gflops_%s", maia_dtype_name((unsigned int)i));
+		if (read_u64(dir, file, &v))
+			out.peak_gflops[i] = (uint32_t)v;
+	}
+	*m = out;
+	return 0;
+}
+
+MAIA_EXPORT int maia_telemetry_read_modeled(const char *pci_address,
+					    struct maia_telemetry_modeled *t)
+{
+	static const struct {
+		const char *name;
+		uint64_t bit;
+		size_t offset;
+	} files[] = {
+#define F(n, b, f) { n, b, offsetof(struct maia_telemetry_modeled, f) }
+		F("modeled_time_ns", MAIA_TMM_MODELED_TIME, modeled_time_ns),
+		F("peak_time_ns", MAIA_TMM_PEAK_TIME, peak_time_ns),
+		F("hbm_utilization", MAIA_TMM_HBM_UTILIZATION, hbm_utilization_pct),
+		F("mfu", MAIA_TMM_MFU, mfu_pct),
+		F("flops", MAIA_TMM_FLOPS, flops),
+		F("busy_time_us", MAIA_TMM_BUSY_TIME, busy_time_us),
+#undef F
+	};
+	struct maia_telemetry_modeled out = { 0 };
+	struct maia_device_entry entry;
+	char dev_dir[PATH_MAX];
+	uint64_t rd, wr;
+	struct timespec now;
+	size_t i;
+
+	maia_error_clear();
+	if (!pci_address || !t)
+		return maia_error(-EINVAL, "maia_telemetry_read_modeled: NULL argument");
+	if (maia_find_pci(pci_address, &entry))
+		return maia_error(-ENODEV, "maia_telemetry_read_modeled: no Maia device at "
+				  "'%.32s'", pci_address);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	out.timestamp_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	snprintf(dev_dir, sizeof(dev_dir), "%s/bus/pci/devices/%s", maia_sysfs_root(),
+		 entry.pci_address);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		uint64_t v;
+
+		if (!read_u64(dev_dir, files[i].name, &v))
+			continue;
+		memcpy((char *)&out + files[i].offset, &v, sizeof(v));
+		out.valid |= files[i].bit;
+	}
+	if (read_u64(dev_dir, "hbm_bytes_read", &rd) && read_u64(dev_dir, "hbm_bytes_written", &wr)) {
+		out.hbm_bytes = rd + wr;
+		out.valid |= MAIA_TMM_HBM_BYTES;
+	}
+	/* Flops, bytes and busy time without modeled time would be host-paced: not ours. */
+	if (!(out.valid & MAIA_TMM_MODELED_TIME))
+		out.valid = 0;
+	if (maia_find_pci(entry.pci_address, &entry))
+		return maia_error(-ENODEV, "maia_telemetry_read_modeled: %s went away",
+				  pci_address);
+	*t = out;
+	return 0;
+}
+
+MAIA_EXPORT int maia_modeled_rates(const struct maia_telemetry_modeled *a,
+				   const struct maia_telemetry_modeled *b,
+				   struct maia_modeled_rates *r)
+{
+	const uint64_t need = MAIA_TMM_MODELED_TIME | MAIA_TMM_PEAK_TIME | MAIA_TMM_FLOPS |
+			      MAIA_TMM_HBM_BYTES | MAIA_TMM_BUSY_TIME;
+	double s;
+
+	maia_error_clear();
+	if (!a || !b || !r)
+		return maia_error(-EINVAL, "maia_modeled_rates: NULL argument");
+	if ((a->valid & need) != need || (b->valid & need) != need)
+		return maia_error(-EINVAL, "maia_modeled_rates: a snapshot lacks modeled time "
+				  "(telemetry before 1.2)");
+	if (b->modeled_time_ns < a->modeled_time_ns || b->peak_time_ns < a->peak_time_ns ||
+	    b->flops < a->flops || b->hbm_bytes < a->hbm_bytes ||
+	    b->busy_time_us < a->busy_time_us)
+		return maia_error(-EINVAL, "maia_modeled_rates: a counter went back (another "
+				  "device, or the snapshots swapped)");
+	if (b->modeled_time_ns == a->modeled_time_ns)
+		return -EAGAIN;
+	s = (double)(b->modeled_time_ns - a->modeled_time_ns) * 1e-9;
+	r->modeled_s = s;
+	r->tflops = (double)(b->flops - a->flops) / s * 1e-12;
+	r->mfu = (double)(b->peak_time_ns - a->peak_time_ns) * 1e-9 / s;
+	r->hbm_gbps = (double)(b->hbm_bytes - a->hbm_bytes) / s * 1e-9;
+	r->busy = (double)(b->busy_time_us - a->busy_time_us) * 1e-6 / s;
+	if (r->mfu > 1.0)
+		r->mfu = 1.0;
+	if (r->busy > 1.0)
+		r->busy = 1.0;
+	return 0;
 }

@@ -55,3 +55,17 @@ uint32_t maia_access_from_uapi(uint32_t access)
 {
 	return lookup(maia_accel_hw_accesses, N(maia_accel_hw_accesses), access, 0);
 }
+
+uint32_t maia_model_from_uapi(uint64_t model)
+{
+	return lookup(maia_accel_hw_models, N(maia_accel_hw_models), model, 0);
+}
+
+/* The uAPI number of data type hw (MAIA_DTYPE_*), or -1. */
+int maia_dtype_to_uapi(unsigned int hw)
+{
+	for (size_t i = 0; i < N(maia_accel_hw_dtypes); i++)
+		if (maia_accel_hw_dtypes[i].hw == hw)
+			return (int)maia_accel_hw_dtypes[i].uapi;
+	return -1;
+}

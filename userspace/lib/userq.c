@@ -162,10 +162,13 @@ static struct maia_userq_result *result_of(struct maia_userq *uq, uint64_t seq)
 }
 
 static void record(struct maia_userq *uq, uint64_t seq, uint32_t status, uint32_t device_status,
-		   uint32_t error_offset)
+		   uint32_t error_offset, uint64_t device_ns)
 {
 	struct maia_userq_result *r = result_of(uq, seq);
+	uint64_t now = now_ns();
 
+	r->host_ns = r->seq == seq && now > r->submitted_ns ? now - r->submitted_ns : 0;
+	r->device_ns = device_ns;
 	r->seq = seq;
 	r->done = true;
 	r->st.status = status;
@@ -193,7 +196,8 @@ static bool reap(struct maia_device *dev)
 		status = cqe->status;
 		fault |= status == MAIA_STATUS_MMU_FAULT;
 		record(uq, uq->base + uq->reaped, maia_accel_job_status(status), status,
-		       cqe->error_offset);
+		       cqe->error_offset,
+		       cqe->end_ns > cqe->start_ns ? cqe->end_ns - cqe->start_ns : 0);
 		/* The protocol: the host clears VALID before the slot is reused. */
 		cqe->flags = 0;
 		uq->reaped++;
@@ -215,7 +219,7 @@ static void retire_stopped(struct maia_device *dev, uint32_t state)
 		uint32_t st = state == DRM_MAIA_USERQ_HUNG && first ? DRM_MAIA_JOB_TIMEOUT :
 			      DRM_MAIA_JOB_ABORTED;
 
-		record(uq, uq->base + uq->reaped, st, MAIA_STATUS_ABORTED, 0);
+		record(uq, uq->base + uq->reaped, st, MAIA_STATUS_ABORTED, 0, 0);
 		first = false;
 	}
 	uq->base += uq->written;
@@ -233,7 +237,7 @@ static bool forget_after_fork(struct maia_device *dev)
 	if (!uq->created || uq->fork_gen == fork_gen)
 		return false;
 	for (; uq->reaped < uq->written; uq->reaped++)
-		record(uq, uq->base + uq->reaped, DRM_MAIA_JOB_ABORTED, MAIA_STATUS_ABORTED, 0);
+		record(uq, uq->base + uq->reaped, DRM_MAIA_JOB_ABORTED, MAIA_STATUS_ABORTED, 0, 0);
 	uq->base += uq->written;
 	uq->written = uq->reaped = 0;
 	uq->sq = NULL;
@@ -379,6 +383,7 @@ static void push(struct maia_device *dev, struct maia_cmdbuf *cb, uint64_t *seqn
 	e.job_id = USERQ_SEQ_TAG | (seq + 1);
 	result_of(uq, seq)->seq = seq;
 	result_of(uq, seq)->done = false;
+	result_of(uq, seq)->submitted_ns = now_ns();
 	uq->cq[slot].flags = 0;
 	memcpy(&uq->sq[slot], &e, sizeof(e));
 	uq->written++;
@@ -409,7 +414,7 @@ int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 
 		dev->last_kernel_seqno = 0;
 		pthread_mutex_unlock(&uq->lock);
-		maia_ioctl(dev, DRM_IOCTL_MAIA_WAIT, &w);
+		maia_wait_ioctl(dev, &w);
 		pthread_mutex_lock(&uq->lock);
 	}
 	for (tries = 0; tries < 1000; tries++) {
@@ -446,7 +451,7 @@ int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 }
 
 int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
-		    struct maia_job_status *status)
+		    struct maia_job_status *status, struct maia_job_times *times)
 {
 	struct maia_userq *uq = &dev->uq;
 	uint64_t seq = (seqno & ~USERQ_SEQ_TAG) - 1;	/* from 0 */
@@ -482,6 +487,11 @@ int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 	}
 	if (status)
 		*status = r->st;
+	if (times) {
+		times->valid = MAIA_JOB_TIMES_DEVICE | MAIA_JOB_TIMES_HOST;
+		times->device_ns = r->device_ns;
+		times->host_ns = r->host_ns;
+	}
 out:
 	pthread_mutex_unlock(&uq->lock);
 	return err;

@@ -13,6 +13,14 @@
  * every scrape (Documentation/telemetry.rst). A metric a device does not
  * provide (an older driver) is left out for that device, not reported as 0.
  * MAIA_SYSFS_ROOT (default /sys) points libmaia's sysfs reads elsewhere.
+ *
+ * On a device with a chip model (hardware 1.8) the activity is modeled time
+ * (Documentation/telemetry.rst): the chip model's parameters are gauges,
+ * HBM saturation and MFU are the device's window gauges, and achieved
+ * TFLOP/s is the flops over the modeled time between two scrapes that saw
+ * the device work (the first scrape: since power-on). Per process, from
+ * /proc/PID/fdinfo of the processes this user may see: modeled device time
+ * (drm-engine-*) and host time (maia-host-engine-*) per client.
  */
 #define _GNU_SOURCE	/* open_memstream */
 #include <arpa/inet.h>
@@ -22,6 +30,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +54,11 @@ struct dev {
 	char name[32];		/* "maia0" */
 	char pci[32];
 	char model[64];
+	/* Achieved TFLOP/s: the last snapshot that moved and the value it gave. */
+	struct maia_telemetry_modeled last;
+	bool has_last;
+	double tflops;
+	bool has_tflops;
 };
 
 enum mtype { GAUGE, COUNTER };
@@ -102,6 +118,31 @@ static const struct metric metrics[] = {
 	{ "MAIA_FI_DEV_RESET_COUNT", COUNTER,
 	  "Device resets (hang recovery) since the driver was loaded.",
 	  MAIA_TM_RESET_COUNT, 1.0 },
+	{ "MAIA_FI_PROF_FLOPS_TOTAL", COUNTER,
+	  "Floating-point and integer operations done by commands since power-on.",
+	  MAIA_TM_FLOPS, 1.0 },
+};
+
+/* Modeled telemetry (hardware 1.8): struct maia_telemetry_modeled. */
+static const struct mmetric {
+	const char *name;
+	enum mtype type;
+	const char *help;
+	uint64_t field;		/* MAIA_TMM_* */
+	double scale;
+} modeled_metrics[] = {
+	{ "MAIA_FI_PROF_HBM_ACTIVE", GAUGE,
+	  "HBM bandwidth saturation: bytes moved over the device's window of modeled time as a "
+	  "ratio of the HBM bandwidth (0..1).", MAIA_TMM_HBM_UTILIZATION, 0.01 },
+	{ "MAIA_FI_PROF_MFU", GAUGE,
+	  "Model flops utilization: time the flops done over the window take at the peak, as a "
+	  "ratio of the window (0..1).", MAIA_TMM_MFU, 0.01 },
+	{ "MAIA_FI_PROF_MODELED_TIME", COUNTER,
+	  "Modeled device time since power-on: it passes while the device works (in s).",
+	  MAIA_TMM_MODELED_TIME, 1e-9 },
+	{ "MAIA_FI_PROF_PEAK_TIME", COUNTER,
+	  "Time the flops done since power-on take at the data types' peaks (in s); "
+	  "MFU = rate(PEAK_TIME) / rate(MODELED_TIME).", MAIA_TMM_PEAK_TIME, 1e-9 },
 };
 
 /*
@@ -147,6 +188,7 @@ static double raw_value(const struct maia_telemetry *t, uint64_t field)
 	case MAIA_TM_ECC_UE:		return (double)t->ecc_ue_count;
 	case MAIA_TM_RETIRED_PAGES:	return (double)t->retired_pages;
 	case MAIA_TM_RETIRED_PENDING:	return (double)t->retired_pages_pending;
+	case MAIA_TM_FLOPS:		return (double)t->flops;
 	default:			return 0;
 	}
 }
@@ -174,10 +216,16 @@ static int enumerate(const struct maia_device_entry *list, int n, struct dev *de
 			continue;
 		}
 		if (maia_device_info(md, &info) == 0) {
+			struct maia_device_model m;
+			const char *chip = info.device_id == 0xa100 ? "100" : "accelerator";
+
+			/* The chip model (hardware 1.8) names the part. */
+			if (maia_device_model(md, &m) == 0)
+				chip = m.model == MAIA_MODEL_MAIA200 ? "200" :
+				       m.model == MAIA_MODEL_MAIA100 ? "100" : "accelerator";
 			snprintf(d->name, sizeof(d->name), "maia%d", info.index);
 			snprintf(d->pci, sizeof(d->pci), "%s", info.pci_address);
-			snprintf(d->model, sizeof(d->model), "Maia %s rev %u.%u",
-				 info.device_id == 0xa100 ? "100" : "accelerator",
+			snprintf(d->model, sizeof(d->model), "Maia %s rev %u.%u", chip,
 				 info.revision >> 8 & 0xff, info.revision & 0xff);
 			found++;
 		}
@@ -214,6 +262,11 @@ static int ncached;
 /* This scrape's snapshots; ok[j] false when devs[j] could not be read. */
 static struct maia_telemetry snaps[MAX_DEVICES];
 static bool ok[MAX_DEVICES];
+/* Modeled telemetry and the chip model of this scrape; mok/has_model false without. */
+static struct maia_telemetry_modeled msnaps[MAX_DEVICES];
+static bool mok[MAX_DEVICES];
+static struct maia_device_model models[MAX_DEVICES];
+static bool has_model[MAX_DEVICES];
 
 static void refresh_devices(void)
 {
@@ -226,7 +279,270 @@ static void refresh_devices(void)
 		return;
 	memcpy(cached_list, list, (size_t)n * sizeof(list[0]));
 	ncached_list = n;
+	memset(cached, 0, sizeof(cached));
 	ncached = enumerate(list, n, cached);
+}
+
+/* The labels every per-device sample has. */
+static void put_dev_labels(FILE *out, const struct dev *d, bool last)
+{
+	put_label(out, "device", d->name, false);
+	put_label(out, "pci_address", d->pci, false);
+	put_label(out, "modelName", d->model, last);
+}
+
+/*
+ * The chip model's parameters (hardware 1.8), one gauge each, the peaks
+ * labelled by data type.
+ */
+static void scrape_model(FILE *out, const struct dev *devs, int n)
+{
+	static const struct {
+		const char *name, *help;
+		size_t offset;
+		double scale;
+	} params[] = {
+#define P(n, h, f, sc) { n, h, offsetof(struct maia_device_model, f), sc }
+		P("MAIA_FI_DEV_HBM_BANDWIDTH", "HBM bandwidth of the chip model (in bytes/s).",
+		  hbm_mbps, 1e6),
+		P("MAIA_FI_DEV_HOST_LINK_BANDWIDTH",
+		  "Host link (PCIe) bandwidth of the chip model, each direction (in bytes/s).",
+		  host_mbps, 1e6),
+		P("MAIA_FI_DEV_FABRIC_LINK_BANDWIDTH",
+		  "Fabric port bandwidth of the chip model, each direction (in bytes/s).",
+		  link_mbps, 1e6),
+		P("MAIA_FI_DEV_FABRIC_LINK_LATENCY", "Fabric hop latency of the chip model (in s).",
+		  link_lat_ns, 1e-9),
+		P("MAIA_FI_DEV_POWER_DESIGN", "Design power of the chip model: the largest cap "
+		  "(in W).", design_power_mw, 1e-3),
+#undef P
+	};
+
+	fputs("# HELP MAIA_FI_DEV_MODEL_INFO The chip model the device is built as (value 1).\n"
+	      "# TYPE MAIA_FI_DEV_MODEL_INFO gauge\n", out);
+	for (int j = 0; j < n; j++) {
+		if (!has_model[j])
+			continue;
+		fputs("MAIA_FI_DEV_MODEL_INFO{", out);
+		put_dev_labels(out, &devs[j], false);
+		put_label(out, "model", models[j].name, true);
+		fputs("} 1\n", out);
+	}
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+		fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", params[i].name, params[i].help,
+			params[i].name);
+		for (int j = 0; j < n; j++) {
+			uint32_t v;
+
+			if (!has_model[j])
+				continue;
+			memcpy(&v, (const char *)&models[j] + params[i].offset, sizeof(v));
+			fprintf(out, "%s{", params[i].name);
+			put_dev_labels(out, &devs[j], true);
+			fprintf(out, "} %.10g\n", v * params[i].scale);
+		}
+	}
+	fputs("# HELP MAIA_FI_DEV_PEAK_TFLOPS Dense tensor peak of the chip model for the data "
+	      "type (in TFLOP/s).\n# TYPE MAIA_FI_DEV_PEAK_TFLOPS gauge\n", out);
+	for (int j = 0; j < n; j++) {
+		if (!has_model[j])
+			continue;
+		for (unsigned int t = 0; t < 16; t++) {
+			if (!models[j].peak_gflops[t] || !maia_dtype_name(t))
+				continue;
+			fputs("MAIA_FI_DEV_PEAK_TFLOPS{", out);
+			put_dev_labels(out, &devs[j], false);
+			put_label(out, "dtype", maia_dtype_name(t), true);
+			fprintf(out, "} %.10g\n", models[j].peak_gflops[t] * 1e-3);
+		}
+	}
+}
+
+/* Modeled gauges and counters, and achieved TFLOP/s. */
+static void scrape_modeled(FILE *out, struct dev *devs, int n)
+{
+	for (size_t i = 0; i < sizeof(modeled_metrics) / sizeof(modeled_metrics[0]); i++) {
+		const struct mmetric *m = &modeled_metrics[i];
+
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+			m->type == GAUGE ? "gauge" : "counter");
+		for (int j = 0; j < n; j++) {
+			const struct maia_telemetry_modeled *t = &msnaps[j];
+			double v;
+
+			if (!mok[j] || !(t->valid & m->field))
+				continue;
+			switch (m->field) {
+			case MAIA_TMM_HBM_UTILIZATION:	v = (double)t->hbm_utilization_pct; break;
+			case MAIA_TMM_MFU:		v = (double)t->mfu_pct; break;
+			case MAIA_TMM_MODELED_TIME:	v = (double)t->modeled_time_ns; break;
+			default:			v = (double)t->peak_time_ns; break;
+			}
+			fprintf(out, "%s{", m->name);
+			put_dev_labels(out, &devs[j], true);
+			fprintf(out, "} %.10g\n", v * m->scale);
+		}
+	}
+	fputs("# HELP MAIA_FI_PROF_ACHIEVED_TFLOPS Flops done over the modeled time between the "
+	      "last two scrapes that saw the device work, the first since power-on "
+	      "(in TFLOP/s).\n# TYPE MAIA_FI_PROF_ACHIEVED_TFLOPS gauge\n", out);
+	for (int j = 0; j < n; j++) {
+		struct dev *d = &devs[j];
+		struct maia_modeled_rates r;
+
+		if (!mok[j])
+			continue;
+		if (!d->has_last) {
+			struct maia_telemetry_modeled zero = { .valid = msnaps[j].valid };
+
+			if (maia_modeled_rates(&zero, &msnaps[j], &r) == 0) {
+				d->tflops = r.tflops;
+				d->has_tflops = true;
+			}
+		} else if (maia_modeled_rates(&d->last, &msnaps[j], &r) == 0) {
+			d->tflops = r.tflops;
+			d->has_tflops = true;
+		}
+		/* keep the last snapshot the device moved in (or the first) */
+		if (!d->has_last || msnaps[j].modeled_time_ns != d->last.modeled_time_ns) {
+			d->last = msnaps[j];
+			d->has_last = true;
+		}
+		if (!d->has_tflops)
+			continue;
+		fputs("MAIA_FI_PROF_ACHIEVED_TFLOPS{", out);
+		put_dev_labels(out, d, true);
+		fprintf(out, "} %.10g\n", d->tflops);
+	}
+}
+
+/* One DRM client of a process on a Maia device, from /proc/PID/fdinfo. */
+struct proc_client {
+	int pid;
+	char comm[32];
+	unsigned long long client_id;
+	char pdev[32];
+	unsigned long long busy_ns, host_ns;
+};
+
+/* One fdinfo file: true if it is a maia DRM file. */
+static bool parse_fdinfo(const char *path, struct proc_client *c)
+{
+	char line[256];
+	bool maia = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (!v)
+			continue;
+		*v++ = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		v[strcspn(v, "\n")] = '\0';
+		if (!strcmp(line, "drm-driver"))
+			maia = !strcmp(v, "maia");
+		else if (!strcmp(line, "drm-pdev"))
+			snprintf(c->pdev, sizeof(c->pdev), "%s", v);
+		else if (!strcmp(line, "drm-client-id"))
+			c->client_id = strtoull(v, NULL, 10);
+		else if (!strncmp(line, "drm-engine-", 11))
+			c->busy_ns += strtoull(v, NULL, 10);
+		else if (!strncmp(line, "maia-host-engine-", 17))
+			c->host_ns += strtoull(v, NULL, 10);
+	}
+	fclose(f);
+	return maia;
+}
+
+#define MAX_CLIENTS	256
+
+/* The maia clients of every process this user may inspect, each once. */
+static int scan_clients(struct proc_client *out, int max)
+{
+	DIR *proc = opendir("/proc"), *fds;
+	struct dirent *pe, *fe;
+	int n = 0;
+
+	if (!proc)
+		return 0;
+	while ((pe = readdir(proc)) && n < max) {
+		char path[PATH_MAX];
+		int pid;
+
+		if (!isdigit((unsigned char)pe->d_name[0]))
+			continue;
+		pid = atoi(pe->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((fe = readdir(fds)) && n < max) {
+			struct proc_client c = { .pid = pid };
+			bool dup = false;
+			FILE *f;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", pid, fe->d_name);
+			if (!parse_fdinfo(path, &c))
+				continue;
+			for (int i = 0; i < n; i++)
+				dup |= out[i].pid == pid && out[i].client_id == c.client_id;
+			if (dup)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+			f = fopen(path, "r");
+			if (f) {
+				if (fgets(c.comm, sizeof(c.comm), f))
+					c.comm[strcspn(c.comm, "\n")] = '\0';
+				fclose(f);
+			}
+			out[n++] = c;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return n;
+}
+
+/* Per process (client): modeled device time and host time on each device. */
+static void scrape_processes(FILE *out, const struct dev *devs, int n)
+{
+	static struct proc_client cl[MAX_CLIENTS];
+	int ncl = scan_clients(cl, MAX_CLIENTS);
+
+	for (int which = 0; which < 2; which++) {
+		const char *name = which ? "MAIA_FI_PROC_HOST_BUSY_TIME" : "MAIA_FI_PROC_BUSY_TIME";
+
+		fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", name,
+			which ? "Host time the device's queues spent on the client's jobs, doorbell "
+				"to completion (in s)." :
+				"Device time the client's jobs took: modeled time on hardware 1.8 "
+				"(in s).", name);
+		for (int k = 0; k < ncl; k++) {
+			char pid[16], id[24];
+			int j;
+
+			for (j = 0; j < n; j++)
+				if (!strcmp(cl[k].pdev, devs[j].pci))
+					break;
+			if (j == n)
+				continue;
+			snprintf(pid, sizeof(pid), "%d", cl[k].pid);
+			snprintf(id, sizeof(id), "%llu", cl[k].client_id);
+			fprintf(out, "%s{", name);
+			put_dev_labels(out, &devs[j], false);
+			put_label(out, "pid", pid, false);
+			put_label(out, "comm", cl[k].comm, false);
+			put_label(out, "client_id", id, true);
+			fprintf(out, "} %.10g\n",
+				(double)(which ? cl[k].host_ns : cl[k].busy_ns) * 1e-9);
+		}
+	}
 }
 
 /*
@@ -369,13 +685,21 @@ static void scrape(FILE *out)
 
 	refresh_devices();
 	n = ncached;
-	for (int j = 0; j < n; j++)	/* afresh: values, and hwmon renumbered on reload */
+	for (int j = 0; j < n; j++) {	/* afresh: values, and hwmon renumbered on reload */
 		ok[j] = maia_telemetry_read(devs[j].pci, &snaps[j]) == 0;
+		mok[j] = maia_telemetry_read_modeled(devs[j].pci, &msnaps[j]) == 0 &&
+			 msnaps[j].valid;
+		has_model[j] = maia_model_read(devs[j].pci, &models[j]) == 0;
+	}
 
 	put_metrics(out, metrics, sizeof(metrics) / sizeof(metrics[0]), devs, n);
 	scrape_tiles(out, devs, n);
 	put_metrics(out, ecc_metrics, sizeof(ecc_metrics) / sizeof(ecc_metrics[0]), devs, n);
 	scrape_fabric(out, devs, n);
+	/* After the families above, so that their lines stay as they were. */
+	scrape_model(out, devs, n);
+	scrape_modeled(out, cached, n);
+	scrape_processes(out, devs, n);
 }
 
 /* Bodies of the answers other than a scrape (static: MHD_RESPMEM_PERSISTENT). */

@@ -13,6 +13,13 @@
  * and hwmon files, as maia-exporter reads them); processes from /proc/PID/fdinfo, where DRM drivers print
  * drm-usage-stats (Documentation/gpu/drm-usage-stats.rst): drm-driver,
  * drm-pdev, drm-client-id and drm-total-* / drm-resident-* memory keys.
+ *
+ * On a device with a chip model (hardware 1.8) the chip model's bandwidths
+ * and peaks are listed, and the activity is modeled: power, tensor
+ * utilization, HBM saturation and MFU over the device's window of modeled
+ * time, achieved TFLOPS since power-on (with -l: since the last refresh).
+ * A process's busy time (drm-engine-*) is then modeled device time; its
+ * host time is the maia-host-engine-* keys.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -38,7 +45,8 @@ struct client {
 	char pdev[32];
 	unsigned long long hbm_bytes;	/* drm-total-hbm */
 	unsigned long long host_bytes;	/* drm-total-host */
-	unsigned long long busy_ns;	/* sum of drm-engine-* */
+	unsigned long long busy_ns;	/* sum of drm-engine-* (modeled on hardware 1.8) */
+	unsigned long long host_ns;	/* sum of maia-host-engine-* (driver 1.7) */
 };
 
 struct device_state {
@@ -53,6 +61,14 @@ struct device_state {
 	/* busy time of each tile, us; ntiles 0 if absent */
 	int ntiles;
 	const uint64_t *tile_us;
+	/* The chip model (hardware 1.8) and modeled telemetry; has_* false if absent. */
+	bool has_model, has_modeled;
+	struct maia_device_model model;
+	struct maia_telemetry_modeled tmm;
+	long long tensor_util;
+	/* Achieved TFLOP/s and MFU (0..1) over rate_s of modeled time; rate_s 0 if none. */
+	double tflops, mfu, rate_s;
+	bool rate_since_refresh;	/* else since power-on */
 };
 
 /* A telemetry value, or -1 when the driver does not provide it. */
@@ -84,6 +100,58 @@ static void read_telemetry(struct device_state *d, struct maia_telemetry *tm)
 	d->throttle_count = tm_value(tm, MAIA_TM_THROTTLE_COUNT, (long long)tm->throttle_count);
 	d->ntiles = tm->valid & MAIA_TM_TILES ? (int)tm->num_tiles : 0;
 	d->tile_us = tm->tile_busy_us;
+	d->tensor_util = tm_value(tm, MAIA_TM_TENSOR_UTILIZATION,
+				  (long long)tm->tensor_utilization_pct);
+}
+
+/*
+ * The device's previous modeled snapshot, by PCI address, for rates
+ * between refreshes (-l).
+ */
+#define MAX_PREV	64
+static struct prev_snap {
+	char pci[16];
+	struct maia_telemetry_modeled tmm;
+} prev[MAX_PREV];
+static int nprev;
+
+/* The chip model and the modeled telemetry; rates since power-on or the last refresh. */
+static void read_modeled(struct device_state *d)
+{
+	struct maia_telemetry_modeled zero = { 0 };
+	struct maia_modeled_rates r;
+	struct prev_snap *p = NULL;
+	int k;
+
+	d->has_model = maia_model_read(d->info.pci_address, &d->model) == 0;
+	d->has_modeled = maia_telemetry_read_modeled(d->info.pci_address, &d->tmm) == 0 &&
+			 (d->tmm.valid & MAIA_TMM_MODELED_TIME);
+	d->rate_s = 0;
+	d->rate_since_refresh = false;
+	if (!d->has_modeled)
+		return;
+	for (k = 0; k < nprev; k++)
+		if (!strcmp(prev[k].pci, d->info.pci_address))
+			p = &prev[k];
+	if (p && maia_modeled_rates(&p->tmm, &d->tmm, &r) == 0) {
+		d->rate_since_refresh = true;
+	} else {
+		/* since power-on: from an all-zero snapshot with the same bits */
+		zero.valid = d->tmm.valid;
+		if (maia_modeled_rates(&zero, &d->tmm, &r))
+			r.modeled_s = 0;
+	}
+	if (r.modeled_s > 0) {
+		d->tflops = r.tflops;
+		d->mfu = r.mfu;
+		d->rate_s = r.modeled_s;
+	}
+	if (!p && nprev < MAX_PREV)
+		p = &prev[nprev++];
+	if (p) {
+		snprintf(p->pci, sizeof(p->pci), "%s", d->info.pci_address);
+		p->tmm = d->tmm;
+	}
 }
 
 /* ---- /proc ------------------------------------------------------------- */
@@ -135,6 +203,8 @@ static bool parse_fdinfo(const char *path, struct client *c)
 			c->host_bytes = parse_size(v);
 		else if (!strncmp(line, "drm-engine-", 11))
 			c->busy_ns += strtoull(v, NULL, 10);
+		else if (!strncmp(line, "maia-host-engine-", 17))
+			c->host_ns += strtoull(v, NULL, 10);
 	}
 	fclose(f);
 	return maia;
@@ -239,6 +309,34 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		       "throttle 0x%llx (%lld events)\n", d->power_uw / 1e6, d->cap_uw / 1e6,
 		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
 		       d->throttle_count);
+	if (d->has_model) {
+		const struct maia_device_model *m = &d->model;
+		unsigned int t;
+		const char *sep = "";
+
+		printf("  model      %s: HBM %.0f GB/s, host link %.0f GB/s, fabric %.1f GB/s per "
+		       "port (%.1f us a hop), SRAM %.0f MB, design power %.0f W\n", m->name,
+		       m->hbm_mbps / 1e3, m->host_mbps / 1e3, m->link_mbps / 1e3,
+		       m->link_lat_ns / 1e3, m->sram_kib * 1024.0 / 1e6, m->design_power_mw / 1e3);
+		printf("  peaks      ");
+		for (t = 0; t < MAIA_DTYPE_COUNT; t++) {
+			if (!m->peak_gflops[t])
+				continue;
+			printf("%s%s %.0f", sep, maia_dtype_name(t), m->peak_gflops[t] / 1e3);
+			sep = ", ";
+		}
+		printf(" TFLOPS; vector %.1f TFLOPS\n", m->vector_gflops / 1e3);
+	}
+	if (d->has_modeled) {
+		printf("  modeled    power %.1f W  tensor util %lld%%  HBM saturation %llu%%  "
+		       "MFU %llu%%  (window)\n", d->power_uw >= 0 ? d->power_uw / 1e6 : 0.0,
+		       d->tensor_util, (unsigned long long)d->tmm.hbm_utilization_pct,
+		       (unsigned long long)d->tmm.mfu_pct);
+		if (d->rate_s > 0)
+			printf("  achieved   %.1f TFLOPS, MFU %.1f%% over %.3f ms of modeled time "
+			       "%s\n", d->tflops, 100.0 * d->mfu, d->rate_s * 1e3,
+			       d->rate_since_refresh ? "since the last refresh" : "since power-on");
+	}
 	if (d->ntiles) {
 		long long lo = (long long)d->tile_us[0], hi = (long long)d->tile_us[0], sum = 0;
 		int t;
@@ -260,11 +358,12 @@ static void print_text(const struct device_state *d, const struct client *cl, in
 		if (strcmp(cl[k].pdev, i->pci_address))
 			continue;
 		if (!shown++)
-			printf("  processes  %7s  %-16s %6s %12s %12s %12s\n", "PID", "NAME",
-			       "CLIENT", "HBM MiB", "HOST MiB", "BUSY ms");
-		printf("             %7d  %-16s %6llu %12.1f %12.1f %12.1f\n", cl[k].pid,
+			printf("  processes  %7s  %-16s %6s %12s %12s %12s %12s\n", "PID", "NAME",
+			       "CLIENT", "HBM MiB", "HOST MiB",
+			       d->has_model ? "MODELED ms" : "BUSY ms", "HOST ms");
+		printf("             %7d  %-16s %6llu %12.1f %12.1f %12.3f %12.1f\n", cl[k].pid,
 		       cl[k].comm, cl[k].client_id, mib(cl[k].hbm_bytes), mib(cl[k].host_bytes),
-		       cl[k].busy_ns / 1e6);
+		       cl[k].busy_ns / 1e6, cl[k].host_ns / 1e6);
 	}
 	if (!shown)
 		printf("  processes  none\n");
@@ -309,6 +408,41 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 		       "\"throttle_count\":%lld", d->power_uw / 1e6, d->cap_uw / 1e6,
 		       d->temp_mc / 1e3, d->freq_hz / 1000000, d->util, d->throttle_reasons,
 		       d->throttle_count);
+	if (d->has_model) {
+		const struct maia_device_model *m = &d->model;
+		const char *sep = "";
+		unsigned int t;
+
+		printf(",\"model\":{\"name\":\"%s\",\"hbm_bytes\":%llu,\"hbm_mbps\":%u,"
+		       "\"host_mbps\":%u,\"link_mbps\":%u,\"link_latency_ns\":%u,"
+		       "\"command_ns\":%u,\"job_ns\":%u,\"vector_gflops\":%u,\"sram_kib\":%u,"
+		       "\"design_power_mw\":%u,\"peak_gflops\":{", m->name,
+		       (unsigned long long)m->hbm_bytes, m->hbm_mbps, m->host_mbps, m->link_mbps,
+		       m->link_lat_ns, m->cmd_ns, m->job_ns, m->vector_gflops, m->sram_kib,
+		       m->design_power_mw);
+		for (t = 0; t < MAIA_DTYPE_COUNT; t++) {
+			if (!m->peak_gflops[t])
+				continue;
+			printf("%s\"%s\":%u", sep, maia_dtype_name(t), m->peak_gflops[t]);
+			sep = ",";
+		}
+		printf("}}");
+	}
+	if (d->has_modeled) {
+		printf(",\"modeled_time_ns\":%llu,\"peak_time_ns\":%llu,"
+		       "\"hbm_utilization_pct\":%llu,\"mfu_pct\":%llu",
+		       (unsigned long long)d->tmm.modeled_time_ns,
+		       (unsigned long long)d->tmm.peak_time_ns,
+		       (unsigned long long)d->tmm.hbm_utilization_pct,
+		       (unsigned long long)d->tmm.mfu_pct);
+		if (d->tensor_util >= 0)
+			printf(",\"tensor_utilization_pct\":%lld", d->tensor_util);
+		if (d->rate_s > 0)
+			printf(",\"achieved_tflops\":%.3f,\"achieved_mfu\":%.4f,"
+			       "\"achieved_over_modeled_s\":%.6f,\"achieved_since\":\"%s\"",
+			       d->tflops, d->mfu, d->rate_s,
+			       d->rate_since_refresh ? "refresh" : "power-on");
+	}
 	if (d->ntiles) {
 		printf(",\"tile_busy_us\":[");
 		for (k = 0; k < d->ntiles; k++)
@@ -328,8 +462,8 @@ static void print_json(const struct device_state *d, const struct client *cl, in
 			else
 				putchar(*p);
 		printf("\",\"client_id\":%llu,\"hbm_bytes\":%llu,\"host_bytes\":%llu,"
-		       "\"busy_ns\":%llu}", cl[k].client_id, cl[k].hbm_bytes, cl[k].host_bytes,
-		       cl[k].busy_ns);
+		       "\"busy_ns\":%llu,\"host_busy_ns\":%llu}", cl[k].client_id,
+		       cl[k].hbm_bytes, cl[k].host_bytes, cl[k].busy_ns, cl[k].host_ns);
 	}
 	printf("]}");
 }
@@ -361,6 +495,7 @@ static int list(int json)
 			continue;
 		}
 		read_telemetry(&d, &tm);
+		read_modeled(&d);
 		/* Our own open file is gone by now, so it does not show. */
 		if (json)
 			print_json(&d, clients, ncl, shown == 0);

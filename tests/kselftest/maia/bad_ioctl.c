@@ -166,7 +166,7 @@ TEST_F(dev, fabric_wrong_sizes)
 TEST_F(dev, get_param_unknown_params)
 {
 	static const __u32 params[] = {
-		DRM_MAIA_PARAM_USER_QUEUES + 1, 64, 0x1000, 0x7fffffff, 0x80000000, 0xffffffff,
+		DRM_MAIA_PARAM_PEAK_GFLOPS + 1, 64, 0x1000, 0x7fffffff, 0x80000000, 0xffffffff,
 	};
 	struct drm_maia_get_param gp;
 	unsigned int i;
@@ -188,6 +188,23 @@ TEST_F(dev, get_param_nonzero_index)
 	for (i = 0; i < sizeof(indices) / sizeof(indices[0]); i++) {
 		memset(&gp, CANARY, sizeof(gp));
 		gp.param = DRM_MAIA_PARAM_DEVICE_ID;
+		gp.index = indices[i];
+		EXPECT_REJECTED(DRM_IOCTL_MAIA_GET_PARAM, gp, EINVAL);
+	}
+}
+
+/* The one per-instance parameter (minor 7): the index is a data type, up to MX4. */
+TEST_F(dev, get_param_peak_bad_dtype)
+{
+	static const __u32 indices[] = {
+		DRM_MAIA_DTYPE_MX4 + 1, 64, 0x80000000, 0xffffffff,
+	};
+	struct drm_maia_get_param gp;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(indices) / sizeof(indices[0]); i++) {
+		memset(&gp, CANARY, sizeof(gp));
+		gp.param = DRM_MAIA_PARAM_PEAK_GFLOPS;
 		gp.index = indices[i];
 		EXPECT_REJECTED(DRM_IOCTL_MAIA_GET_PARAM, gp, EINVAL);
 	}

@@ -219,4 +219,62 @@ static inline long long kreset_count(const struct maia_node *node)
 	return kread_ll(path);
 }
 
+/* dev_dir/hwmon/hwmonN of a PCI device directory into out; false without one. */
+static inline bool khwmon_dir(const char *dev_dir, char *out, size_t size)
+{
+	char dir[PATH_MAX + 16];
+	struct dirent *de;
+	bool found = false;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/hwmon", dev_dir);
+	dp = opendir(dir);
+	if (!dp)
+		return false;
+	while ((de = readdir(dp)) && !found) {
+		if (strncmp(de->d_name, "hwmon", 5) == 0) {
+			snprintf(out, size, "%s/%s", dir, de->d_name);
+			found = true;
+		}
+	}
+	closedir(dp);
+	return found;
+}
+
+/* A file of a directory (sysfs), decimal or 0x; -1 if unreadable. */
+static inline long long kread_attr(const char *dir, const char *attr)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	return kread_ll(path);
+}
+
+/*
+ * Brings a throttled clock back to nominal (throttle_reasons 0). On
+ * hardware 1.8 the power controller runs in modeled time, which passes
+ * only while the device works: idle time on the chip is a job of NOPs
+ * (each about 0.1 us of modeled time, no dynamic power), so the
+ * controller sees idle periods and steps the clock back up. The command
+ * buffer is used from its start. 0, or -EBUSY if it stayed throttled.
+ */
+static inline int ksettle_clock(int fd, struct kcmd *cb, const char *dev_dir)
+{
+	struct drm_maia_wait w;
+	__u64 seqno = 0;
+	int i, k;
+
+	for (i = 0; i < 8; i++) {
+		if (kread_attr(dev_dir, "throttle_reasons") == 0)
+			return 0;
+		cb->start = cb->used = 0;
+		for (k = 0; k < 32768; k++)	/* 256 KiB of NOPs, about 3 ms on the chip */
+			kcmd_nop(cb);
+		if (kcmd_submit(fd, cb, NULL, &seqno) || kwait(fd, seqno, 60 * NS_PER_SEC, &w))
+			return -EIO;
+		cb->start = cb->used = 0;
+	}
+	return kread_attr(dev_dir, "throttle_reasons") == 0 ? 0 : -EBUSY;
+}
+
 #endif /* MAIA_JOB_KSFT_H */

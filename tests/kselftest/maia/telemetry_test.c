@@ -8,6 +8,14 @@
  * cap); maia-exporter's scrape (--once and over HTTP) is valid Prometheus
  * text, checked line by line.
  *
+ * On hardware 1.8 (telemetry 1.2) every time in the block is modeled time
+ * (Documentation/hw/time-model.rst), which passes only while the device
+ * works: busy time is checked against the closed-form time of the work
+ * (bytes over the host link), energy against the modeled time, and the
+ * throttle is deterministic: a sustained FP32 GEMM job throttles at the
+ * default cap and not at the design power. Idle time on the chip is a job
+ * of NOPs (ksettle_clock()), which brings a throttled clock back.
+ *
  * Environment: MAIA_EXPORTER, path of maia-exporter (default /usr/bin/maia-exporter).
  */
 #include <math.h>
@@ -33,6 +41,7 @@
 FIXTURE(tm) {
 	struct maia_node node;
 	int fd;
+	bool modeled;		/* telemetry 1.2: modeled time (hardware 1.8) */
 	char dev[PATH_MAX];	/* /sys/bus/pci/devices/<bdf> */
 	char hwmon[PATH_MAX + 300];
 	long long cap_uw;	/* restored at teardown */
@@ -96,6 +105,10 @@ FIXTURE_SETUP(tm)
 	ASSERT_EQ(0, kbo_create(self->fd, 4 * KSFT_MIB, DRM_MAIA_BO_HOST, VA_HOST, &self->host));
 	ASSERT_EQ(0, kbo_create(self->fd, 2 * KSFT_MIB, DRM_MAIA_BO_HBM, VA_GEMM, &self->gemm));
 	self->cb.bo = &self->cmd;
+	self->modeled = read_ll(self->dev, "modeled_time_ns") >= 0;
+	/* Earlier work may have left the clock throttled: modeled time stood still since. */
+	if (self->modeled)
+		ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
 }
 
 FIXTURE_TEARDOWN(tm)
@@ -202,6 +215,17 @@ TEST_F(tm, hwmon_and_sysfs)
 	char name[32], path[PATH_MAX * 2];
 	long long t, cap_max, cap_min;
 
+	/*
+	 * Modeled time passes only while the device works: right after boot
+	 * the power controller may not have closed a control period (100 us)
+	 * yet. 4096 NOPs are about 0.4 ms of idle on the chip.
+	 */
+	if (self->modeled) {
+		for (int i = 0; i < 4096; i++)
+			kcmd_nop(&self->cb);
+		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
+		EXPECT_LE(400000, read_ll(self->dev, "modeled_time_ns"));
+	}
 	snprintf(path, sizeof(path), "%s/name", self->hwmon);
 	ASSERT_LE(0, maia_read_file(path, name, sizeof(name)));
 	EXPECT_STREQ("maia", name);
@@ -210,18 +234,42 @@ TEST_F(tm, hwmon_and_sysfs)
 	EXPECT_EQ(95000, read_ll(self->hwmon, "temp1_max"));
 	cap_max = read_ll(self->hwmon, "power1_cap_max");
 	cap_min = read_ll(self->hwmon, "power1_cap_min");
-	EXPECT_EQ(700000000, cap_max);
+	if (self->modeled) {
+		__u64 design = 0;
+
+		/* the chip model's design power (700 W for a Maia 100, 900 W for a Maia 200) */
+		ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_DESIGN_POWER_MW, &design));
+		EXPECT_EQ((long long)design * 1000, cap_max);
+	} else {
+		EXPECT_EQ(700000000, cap_max);
+	}
 	EXPECT_EQ(100000000, cap_min);
 	EXPECT_TRUE(self->cap_uw >= cap_min && self->cap_uw <= cap_max);
 	EXPECT_EQ(1500000000ll, read_ll(self->hwmon, "freq1_input"));
 	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_average"));
 	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_input"));
-	EXPECT_EQ(1000, read_ll(self->hwmon, "power1_average_interval"));
+	/* the window: 1 s of host time, or 10 ms of modeled time (telemetry 1.2) */
+	EXPECT_EQ(self->modeled ? 10 : 1000, read_ll(self->hwmon, "power1_average_interval"));
 	EXPECT_LT(0, read_ll(self->hwmon, "energy1_input"));
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
 		const char *attr = counters[i];
 
 		EXPECT_LE(0, read_ll(self->dev, attr)) TH_LOG("%s", attr);
+	}
+	if (self->modeled) {
+		static const char * const modeled[] = {
+			"modeled_time_ns", "peak_time_ns", "hbm_utilization", "mfu",
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(modeled); i++) {
+			const char *attr = modeled[i];
+
+			EXPECT_LE(0, read_ll(self->dev, attr)) TH_LOG("%s", attr);
+		}
+		EXPECT_GE(100, read_ll(self->dev, "hbm_utilization"));
+		EXPECT_GE(100, read_ll(self->dev, "mfu"));
+		EXPECT_GE(read_ll(self->dev, "modeled_time_ns") / 1000,
+			  read_ll(self->dev, "busy_time_us"));
 	}
 	/* hwmon files are read-only except power1_cap. */
 	EXPECT_GT(0, write_attr(self->hwmon, "energy1_input", "0"));
@@ -230,7 +278,7 @@ TEST_F(tm, hwmon_and_sysfs)
 TEST_F(tm, counters_move_under_load)
 {
 	long long busy0, tensor0, dma0, hbmw0, hbmr0, bytes0, flops0, cmds0, e0, e1;
-	long long t0, t1, ns;
+	long long t0, t1, ns, m0, m1;
 	float *a = self->gemm.cpu;
 
 	for (unsigned int i = 0; i < 2 * GEMM_N * GEMM_N; i++)
@@ -245,6 +293,7 @@ TEST_F(tm, counters_move_under_load)
 	flops0 = read_ll(self->dev, "flops");
 	cmds0 = read_ll(self->dev, "commands");
 	e0 = read_ll(self->hwmon, "energy1_input");
+	m0 = read_ll(self->dev, "modeled_time_ns") / 1000;	/* us */
 	t0 = kmono_ns();
 
 	add_copies(self, 32);
@@ -260,21 +309,54 @@ TEST_F(tm, counters_move_under_load)
 	EXPECT_LE(48, read_ll(self->dev, "commands") - cmds0);
 	EXPECT_LT(0, read_ll(self->dev, "tensor_busy_time_us") - tensor0);
 	EXPECT_LT(0, read_ll(self->dev, "dma_busy_time_us") - dma0);
+	/* each counter is shown truncated to us: each difference is within 1 us */
 	EXPECT_LE(read_ll(self->dev, "dma_busy_time_us") - dma0 +
 		  read_ll(self->dev, "tensor_busy_time_us") - tensor0,
-		  read_ll(self->dev, "busy_time_us") - busy0);
-	/* The busy time is device time inside this job's wall time. */
-	EXPECT_GE(ns / 1000 + 1000, read_ll(self->dev, "busy_time_us") - busy0);
+		  read_ll(self->dev, "busy_time_us") - busy0 + 2);
 	EXPECT_LT(0, read_ll(self->dev, "utilization"));
+	if (!self->modeled) {
+		/* The busy time is device time inside this job's wall time. */
+		EXPECT_GE(ns / 1000 + 1000, read_ll(self->dev, "busy_time_us") - busy0);
+		maia_sleep_ms(100);
+		e1 = read_ll(self->hwmon, "energy1_input");
+		t1 = kmono_ns();
+		/* At least the idle power (60 W) over the time, less a 10 ms period. */
+		EXPECT_LE((long long)(60.0 * ((double)(t1 - t0) / 1e9 - 0.02) * 1e6), e1 - e0)
+			TH_LOG("energy %lld uJ over %lld ms", e1 - e0, (t1 - t0) / 1000000);
+		TH_LOG("job %lld ms, busy %lld us, energy %lld mJ", ns / 1000000,
+		       read_ll(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
+		return;
+	}
+	/*
+	 * Modeled: the copies move 32 x 4 MiB over the host link, so the busy
+	 * time is at least that at the chip model's host bandwidth (MB/s:
+	 * bytes * 1000 / mbps ns), whatever the host needed. Modeled time
+	 * passes only while the device works: it covers the busy time, and the
+	 * energy is at least the idle power (50 W, below either chip's) over
+	 * it and at most the design power.
+	 */
+	{
+		__u64 host_mbps = 0, design_mw = 0;
+		long long floor_us, busy;
 
-	maia_sleep_ms(100);
-	e1 = read_ll(self->hwmon, "energy1_input");
-	t1 = kmono_ns();
-	/* At least the idle power (60 W) over the time, less a 10 ms period. */
-	EXPECT_LE((long long)(60.0 * ((double)(t1 - t0) / 1e9 - 0.02) * 1e6), e1 - e0)
-		TH_LOG("energy %lld uJ over %lld ms", e1 - e0, (t1 - t0) / 1000000);
-	TH_LOG("job %lld ms, busy %lld us, energy %lld mJ", ns / 1000000,
-	       read_ll(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
+		ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_HOST_MBPS, &host_mbps));
+		ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_DESIGN_POWER_MW, &design_mw));
+		ASSERT_LT(0, host_mbps);
+		floor_us = (long long)(32 * 4 * KSFT_MIB * 1000 / host_mbps / 1000);
+		busy = read_ll(self->dev, "busy_time_us") - busy0;
+		m1 = read_ll(self->dev, "modeled_time_ns") / 1000;
+		e1 = read_ll(self->hwmon, "energy1_input");
+		EXPECT_LE(floor_us - 1, busy) TH_LOG("busy %lld us, the copies take %lld us",
+						     busy, floor_us);
+		EXPECT_LE(busy, m1 - m0);
+		EXPECT_LE((long long)(50.0 * (double)(m1 - m0)) - 1000, e1 - e0)
+			TH_LOG("energy %lld uJ over %lld us of modeled time", e1 - e0, m1 - m0);
+		EXPECT_GE((long long)(design_mw / 1000.0 * (double)(m1 - m0)) + 1000, e1 - e0)
+			TH_LOG("energy %lld uJ over %lld us of modeled time", e1 - e0, m1 - m0);
+		TH_LOG("job: host %lld ms; modeled busy %lld us (copies at the host link: %lld us), "
+		       "modeled time %lld us, energy %lld uJ", ns / 1000000, busy, floor_us,
+		       m1 - m0, e1 - e0);
+	}
 }
 
 /* tile_busy_time_us: values into v (up to max); returns how many, -1 if unreadable. */
@@ -332,9 +414,15 @@ TEST_F(tm, tile_busy_time)
 TEST_F(tm, invalid_power_cap)
 {
 	static const char * const bad[] = {
-		"0", "-1", "-500000000", "99999999", "700000001", "9999999999999", "abc",
+		"0", "-1", "-500000000", "99999999", "9999999999999", "abc",
 	};
+	char above[32];
+	int ret;
 
+	/* One uW above the largest cap (the design power). */
+	snprintf(above, sizeof(above), "%lld", read_ll(self->hwmon, "power1_cap_max") + 1);
+	ret = write_attr(self->hwmon, "power1_cap", above);
+	EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", above, ret);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		const char *val = bad[i];
 		int ret = write_attr(self->hwmon, "power1_cap", val);
@@ -413,13 +501,106 @@ TEST_F(tm, low_cap_throttles)
 	TH_LOG("throttled to %lld MHz, %lld W average, jobs %lld -> %lld us",
 	       read_ll(self->hwmon, "freq1_input") / 1000000, avg / 1000000, d0 / 1000, d1 / 1000);
 
-	/* Cap lifted: the clock climbs back to nominal once idle. */
-	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", "500000000"));
-	deadline = kmono_ns() + 5 * SEC;
-	while (kmono_ns() < deadline && read_ll(self->hwmon, "freq1_input") != nominal)
-		maia_sleep_ms(50);
+	/*
+	 * Cap lifted: the clock climbs back to nominal once idle (on hardware
+	 * 1.8 idle on the chip: NOP jobs, as modeled time stands still between
+	 * jobs).
+	 */
+	{
+		char v[32];
+
+		snprintf(v, sizeof(v), "%lld", self->cap_uw);
+		ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", v));
+	}
+	if (self->modeled) {
+		EXPECT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
+	} else {
+		deadline = kmono_ns() + 5 * SEC;
+		while (kmono_ns() < deadline && read_ll(self->hwmon, "freq1_input") != nominal)
+			maia_sleep_ms(50);
+	}
 	EXPECT_EQ(nominal, read_ll(self->hwmon, "freq1_input"));
 	EXPECT_EQ(0, read_ll(self->dev, "throttle_reasons"));
+}
+
+/* The throttle job: TIMESTAMP, n FP32 GEMMs of GEMM_N^3, TIMESTAMP; its modeled time. */
+static long long timed_gemms(FIXTURE_DATA(tm) *self, int n)
+{
+	volatile __u64 *ts = (void *)((char *)self->cmd.cpu + TS_OFFSET);
+
+	self->cb.start = self->cb.used = 0;
+	add_timestamp(self, 0);
+	add_gemms(self, n);
+	add_timestamp(self, 1);
+	if (run(self->fd, &self->cb, NULL) != DRM_MAIA_JOB_OK)
+		return -1;
+	return (long long)(ts[1] - ts[0]);
+}
+
+#define THROTTLE_GEMMS	1000	/* about 1.4 ms on a Maia 100, 1000 x 1.4 us */
+
+/*
+ * Deterministic throttling (hardware 1.8): a sustained FP32 GEMM job draws
+ * more than 90 % of the default cap (the TDP: 500 W on a Maia 100, 750 W on
+ * a Maia 200), so within the job the power controller steps the clock down
+ * (a throttle event, throttled time, the power-cap reason); at the design
+ * power (700 W / 900 W) the same job runs at the nominal clock throughout.
+ * Run twice at the default cap from a settled clock, the throttle happens
+ * both times.
+ */
+TEST_F(tm, gemm_throttles_at_default_cap_not_at_design_power)
+{
+	long long ev0, thr0, def, def2, design, cap_max = read_ll(self->hwmon, "power1_cap_max");
+	char v[32];
+
+	if (!self->modeled)
+		SKIP(return, "throttling follows host time before hardware 1.8");
+	ASSERT_LT(0, self->cap_uw);
+
+	/* The default cap. */
+	ev0 = read_ll(self->dev, "throttle_count");
+	thr0 = read_ll(self->dev, "throttled_time_us");
+	def = timed_gemms(self, THROTTLE_GEMMS);
+	ASSERT_LT(0, def);
+	EXPECT_LT(ev0, read_ll(self->dev, "throttle_count"))
+		TH_LOG("no step-down in %lld us of FP32 GEMMs at a %lld W cap", def / 1000,
+		       self->cap_uw / 1000000);
+	EXPECT_LT(thr0, read_ll(self->dev, "throttled_time_us"));
+	EXPECT_EQ(1, read_ll(self->dev, "throttle_reasons") & 1);
+	TH_LOG("at %lld W: %lld us modeled, %lld step-downs, %lld W average, %lld%% MFU",
+	       self->cap_uw / 1000000, def / 1000, read_ll(self->dev, "throttle_count") - ev0,
+	       read_ll(self->hwmon, "power1_average") / 1000000, read_ll(self->dev, "mfu"));
+
+	/* Again from a settled clock: it throttles again. */
+	ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
+	ev0 = read_ll(self->dev, "throttle_count");
+	def2 = timed_gemms(self, THROTTLE_GEMMS);
+	EXPECT_LT(ev0, read_ll(self->dev, "throttle_count"));
+
+	/* The design power: no step-down, shorter. */
+	ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
+	snprintf(v, sizeof(v), "%lld", cap_max);
+	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", v));
+	ev0 = read_ll(self->dev, "throttle_count");
+	thr0 = read_ll(self->dev, "throttled_time_us");
+	design = timed_gemms(self, THROTTLE_GEMMS);
+	ASSERT_LT(0, design);
+	EXPECT_EQ(ev0, read_ll(self->dev, "throttle_count"));
+	EXPECT_EQ(thr0, read_ll(self->dev, "throttled_time_us"));
+	EXPECT_EQ(0, read_ll(self->dev, "throttle_reasons"));
+	/*
+	 * A lower clock lengthens only the compute part of a command; these
+	 * GEMMs are bound by HBM and their fixed cost (arithmetic intensity 43
+	 * flops/byte, the FP32 ridge of a Maia 100 is 111), so they take no
+	 * less at the design power, and never more (but for the power
+	 * controller's rounding where a command spans two control periods,
+	 * at most 1 ns a command: firmware-sim's fw_pm_run()).
+	 */
+	EXPECT_LE(design, def + THROTTLE_GEMMS + 2);
+	EXPECT_LE(design, def2 + THROTTLE_GEMMS + 2);
+	TH_LOG("at %lld W: %lld us modeled, no step-down, %lld W average; at the default cap "
+	       "%lld and %lld us", cap_max / 1000000, design / 1000,
+	       read_ll(self->hwmon, "power1_average") / 1000000, def / 1000, def2 / 1000);
 }
 
 /* ---- the exporter ---- */
@@ -558,6 +739,19 @@ static void expect_families(struct __test_metadata *_metadata, const struct scra
 		const char *name = want[i];
 
 		EXPECT_TRUE(has_family(c, name)) TH_LOG("no family %s", name);
+	}
+	if (!access("/sys/class/accel/accel0/device/modeled_time_ns", F_OK)) {
+		static const char * const modeled[] = {
+			"MAIA_FI_PROF_HBM_ACTIVE", "MAIA_FI_PROF_MFU", "MAIA_FI_PROF_MODELED_TIME",
+			"MAIA_FI_PROF_ACHIEVED_TFLOPS", "MAIA_FI_DEV_MODEL_INFO",
+			"MAIA_FI_DEV_PEAK_TFLOPS", "MAIA_FI_PROC_BUSY_TIME",
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(modeled); i++) {
+			const char *name = modeled[i];
+
+			EXPECT_TRUE(has_family(c, name)) TH_LOG("no family %s", name);
+		}
 	}
 	EXPECT_LE(10, c->samples);
 	EXPECT_TRUE(c->device_label);
