@@ -8,7 +8,8 @@ config, a temporary storage directory, a 2 s scrape interval), runs real work
 Prometheus's HTTP API (/api/v1/query) for the device, power and fabric series
 and checks their labels and values against independent references: the PCI
 addresses the kernel lists in sysfs, the default power cap, the bytes a ring
-all-reduce must send. Last, every PromQL query of the Grafana dashboard
+all-reduce must send, the flops of the GEMM and the published peak of the
+chip model (a Maia 100: BF16 800 TFLOP/s) on hardware 1.8. Last, every PromQL query of the Grafana dashboard
 (userspace/grafana/maia-dashboard.json, parsed, not copied) must return data,
 and the alerting rules (userspace/prometheus/maia-alerts.yml) pass promtool's
 unit tests (tests/prometheus/maia-alerts-test.yml), load into the same
@@ -208,7 +209,7 @@ def main():
         before = {m: by_labels(query(m), "device", "port") for m in (
             "MAIA_FI_DEV_HBM_READ_BYTES", "MAIA_FI_DEV_BUSY_TIME",
             "MAIA_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "MAIA_FI_FABRIC_TX_BYTES",
-            "MAIA_FI_FABRIC_RX_BYTES")}
+            "MAIA_FI_FABRIC_RX_BYTES", "MAIA_FI_PROF_FLOPS_TOTAL", "MAIA_FI_PROF_MODELED_TIME")}
 
         work = [[os.path.join(BIN, "maia-gemm"), "256", "256", "256"],
                 [os.path.join(BIN, "maia-coll-perf"), "--ndev", str(NDEV), "--op", "all_reduce",
@@ -268,6 +269,18 @@ def main():
             and all(e[0] for e in energy),
             "power series: power > 0 W, cap %g W, energy moved on every device" % DEFAULT_CAP_W,
             "power %s cap %s energy %s" % (power, cap, energy))
+
+        # The chip model and modeled time (hardware 1.8): every device is a
+        # Maia 100 at its published BF16 peak; the GEMM's 2 x 256^3 flops
+        # and some modeled time went by on maia0.
+        info = by_labels(query("MAIA_FI_DEV_MODEL_INFO"), "device", "model")
+        peak = by_labels(query('MAIA_FI_DEV_PEAK_TFLOPS{dtype="bf16"}'), "device")
+        ok_f, d_f = moved("MAIA_FI_PROF_FLOPS_TOTAL", "maia0", 2 * 256 ** 3 - 1)
+        ok_m, d_m = moved("MAIA_FI_PROF_MODELED_TIME", "maia0")
+        tap(set(info) == {(d, "maia100") for d in devices}
+            and peak == {(d,): 800.0 for d in devices} and ok_f and ok_m,
+            "chip model series: maia100 on every device, BF16 peak 800 TFLOP/s; maia0 flops "
+            "+%d, modeled time +%.6f s" % (d_f, d_m), "info %s peak %s" % (info, peak))
 
         link = by_labels(query("MAIA_FI_FABRIC_LINK_UP"), "device", "port")
         want = {(d, str(p)) for d in devices for p in range(2)}
