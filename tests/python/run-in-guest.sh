@@ -55,8 +55,9 @@ fi
 cd "$run_dir"
 # shellcheck disable=SC2016 # the script runs in the guest's shell
 # The kernel logs the MMU fault the error-path test provokes: --loglevel 1.
+# Two devices: test_torch_backend.py uses maia:0 and maia:1 from one process.
 exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --host-root --fail-on-taint --loglevel 1 \
-	--memory 3G --timeout 1500 -- /bin/sh -c '
+	--devices 2 --memory 3G --timeout 1500 -- /bin/sh -c '
 		top=$1 py=$2 rc=0
 		shift 2
 		cd "$top/tests/python" || exit 1

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+import maia
 import maia.torch as mt
 from tap import raises, run, test
 
@@ -77,7 +78,7 @@ def torch2_device_registration():
     Allocator::clone and storage resize copy on the device."""
     assert DEV.type == "maia" and DEV.index == 0 and str(DEV) == "maia:0", DEV
     assert torch.device("maia:0") == DEV == torch.device("privateuseone", 0)
-    assert torch.maia.is_available() and torch.maia.device_count() == 1
+    assert torch.maia.is_available() and torch.maia.device_count() == maia.device_count() >= 1
     x = torch.arange(6, dtype=torch.float32)
     d = x.to("maia")
     assert d.device == DEV and d.device.type == "maia" and torch.equal(d.cpu(), x)
@@ -91,6 +92,68 @@ def torch2_device_registration():
     y = torch.randn(4, 4, requires_grad=True)                       # autograd engine on
     (y.to(DEV) * 2.0).sum().backward()                              # the device guard
     assert torch.equal(y.grad, torch.full((4, 4), 2.0))
+
+
+def device_commands():
+    """Commands each Maia device has run (sysfs telemetry, by PCI address)."""
+    return [maia.telemetry_read(pci)["commands"] for _, pci in maia.device_list()]
+
+
+@test
+def two_devices():
+    """maia:0 and maia:1 from one process (the suite's guest has 2 devices):
+    tensors on each, ops on a tensor run on its own device (the devices'
+    command counters say which), moves between devices, the current-device
+    guard (torch.maia.device, set_device, a device context), a model on
+    maia:1 against the CPU."""
+    assert torch.maia.device_count() == 2, torch.maia.device_count()
+    d0, d1 = torch.device("maia:0"), torch.device("maia:1")
+    a, b = rand(33, 20), rand(20, 17)
+    x0, x1 = a.to(d0), a.to(d1)
+    assert x0.device == d0 and x1.device == d1
+    before = device_commands()
+    with mt.strict():
+        y1 = x1 @ b.to(d1)
+    after = device_commands()
+    assert y1.device == d1
+    assert after[1] > before[1] and after[0] == before[0], (before, after)
+    close(y1, a.double() @ b.double(), gemm_bound(a, b), "mm on maia:1")
+    # Moves: 1 -> 0 -> 1, and copy_ between devices.
+    y0 = y1.to(d0)
+    assert y0.device == d0 and torch.equal(y0.cpu(), y1.cpu())
+    z = torch.empty(33, 17, device=d1)
+    z.copy_(y0 * 2.0)
+    assert z.device == d1 and torch.equal(z.cpu(), y1.cpu() * 2.0)
+    # The current device: the default for "maia" without an index.
+    assert torch.maia.current_device() == 0
+    assert torch.empty(2, device="maia").device == d0
+    with torch.maia.device(1):
+        assert torch.maia.current_device() == 1
+        assert torch.empty(2, device="maia").device == d1
+        assert torch.zeros(3, device="maia").device == d1
+    assert torch.maia.current_device() == 0
+    torch.maia.set_device("maia:1")
+    try:
+        assert torch.ones(2, device="maia").device == d1
+    finally:
+        torch.maia.set_device(0)
+    assert torch.randn(3, device="maia:1").device == d1           # a factory via the fallback
+    torch.maia.synchronize()
+    torch.maia.synchronize("maia:1")
+    # A model on maia:1, its gradients there too.
+    torch.manual_seed(5)
+    m = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    ref = m(a)
+    ref.sum().backward()
+    gref = m[0].weight.grad.clone()
+    m.zero_grad()
+    m.to(d1)
+    out = m(x1)
+    out.sum().backward()
+    assert out.device == d1 and m[0].weight.grad.device == d1
+    close(out, ref, 1e-5, "model on maia:1")
+    close(m[0].weight.grad, gref, 1e-4, "gradient on maia:1")
+    raises(RuntimeError, torch.empty, 2, device="maia:7", match="maia:7")
 
 
 @test

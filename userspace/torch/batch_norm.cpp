@@ -109,7 +109,7 @@ static struct maia_tensor_desc vec(const at::Tensor &t)
 /* A per-channel tensor the device can use beside x: undefined, or a device vector of C. */
 static bool chan_ok(const at::Tensor &v, const at::Tensor &x)
 {
-	return !v.defined() || (on_device(v) && v.scalar_type() == x.scalar_type() && v.dim() == 1 &&
+	return !v.defined() || (on_device(v, x) && v.scalar_type() == x.scalar_type() && v.dim() == 1 &&
 				v.size(0) == x.size(1));
 }
 
@@ -190,7 +190,7 @@ static at::Tensor bn_eval(const at::Tensor &x, const at::Tensor &w, const at::Te
 	at::Tensor out = at::empty(x.sizes(), x.options());
 	Shape4 so = shape4(out);
 	struct maia_tensor_desc dx = d4(x, s), dout = d4(out, so), da = chan(a, so), dc = chan(c, so);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_mul(job.cmdbuf(), &dx, &da, &dout, 0), "maia_cmd_mul");
 	job.add(maia_cmd_add(job.cmdbuf(), &dout, &dc, &dout, 0), "maia_cmd_add");
@@ -228,7 +228,7 @@ bn_train(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b, const at
 				dznt = vec(va_of(zn) + (uint64_t)M * isz, type, C, M + 1),
 				dinv = vec(invstd);
 	struct maia_tensor_desc dz2 = desc(z), dzn2 = desc(zn);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_reduce(job.cmdbuf(), &dx, &dmean4, MAIA_REDUCE_MEAN, 0xd), "maia_cmd_reduce");
 	job.add(maia_cmd_scale(job.cmdbuf(), &dmean, &dnegm, (float)-sf, 0.0f), "maia_cmd_scale");
@@ -325,7 +325,7 @@ native_batch_norm_backward(const at::Tensor &gy, const at::Tensor &x,
 	at::Tensor w = w_opt.value_or(at::Tensor()), rm = rm_opt.value_or(at::Tensor());
 	at::Tensor rv = rv_opt.value_or(at::Tensor()), sm = sm_opt.value_or(at::Tensor());
 	at::Tensor si = si_opt.value_or(at::Tensor());
-	bool ok = train && sm.defined() && si.defined() && bn_ok(x, { w, sm, si }) && on_device(gy) &&
+	bool ok = train && sm.defined() && si.defined() && bn_ok(x, { w, sm, si }) && on_device(gy, x) &&
 		  gy.scalar_type() == x.scalar_type() && gy.sizes() == x.sizes() && describable(gy);
 
 	if (!ok) {
@@ -350,7 +350,7 @@ native_batch_norm_backward(const at::Tensor &gy, const at::Tensor &x,
 	struct maia_tensor_desc dsm = vec(sm), dnegm = vec(negm);
 	struct maia_tensor_desc dsdy4 = d4(va_of(sdy), type, csize, cstride),
 				dsdx4 = d4(va_of(sdx), type, csize, cstride);
-	Job job;
+	Job job(x);
 
 	/* xhat = (x - mean) * invstd */
 	job.add(maia_cmd_scale(job.cmdbuf(), &dsm, &dnegm, -1.0f, 0.0f), "maia_cmd_scale");

@@ -225,10 +225,10 @@ static bool conv_geom(const at::Tensor &x, const at::Tensor &w, const at::Tensor
 {
 	if (transposed || groups < 1 || (x.dim() != 3 && x.dim() != 4) || w.dim() != x.dim())
 		return false;
-	if (!on_device(x) || !on_device(w) || !engine_float(x.scalar_type()) ||
+	if (!on_device(x) || !on_device(w, x) || !engine_float(x.scalar_type()) ||
 	    w.scalar_type() != x.scalar_type() || x.numel() == 0 || w.numel() == 0)
 		return false;
-	if (bias.defined() && (!on_device(bias) || bias.scalar_type() != x.scalar_type() ||
+	if (bias.defined() && (!on_device(bias, x) || bias.scalar_type() != x.scalar_type() ||
 			       bias.dim() != 1 || bias.size(0) != w.size(0)))
 		return false;
 	bool one_d = x.dim() == 3;
@@ -279,7 +279,7 @@ static at::Tensor conv_forward(const at::Tensor &x, const at::Tensor &w, const a
 	at::Tensor cols = at::empty({ g.C * g.KK() * M }, x.options());
 	at::Tensor tmp = at::empty({ groups * og * M }, x.options());
 	at::Tensor out = at::empty(out_shape(x, g, O), x.options());
-	Job job;
+	Job job(x);
 	Source s = padded(job, x, g, 0.0);
 
 	im2col(job, s, type, g, va_of(cols), ohow, g.KK() * M, M);
@@ -335,7 +335,7 @@ convolution_backward(const at::Tensor &gy, const at::Tensor &x, const at::Tensor
 {
 	Geom g;
 	bool ok = conv_geom(x, w, at::Tensor(), stride, padding, dilation, transposed, groups, g) &&
-		  on_device(gy) && gy.scalar_type() == x.scalar_type() && gy.dim() == x.dim();
+		  on_device(gy, x) && gy.scalar_type() == x.scalar_type() && gy.dim() == x.dim();
 
 	if (ok)
 		ok = gy.sizes() == at::IntArrayRef(out_shape(x, g, w.size(0)));
@@ -356,7 +356,7 @@ convolution_backward(const at::Tensor &gy, const at::Tensor &x, const at::Tensor
 	at::Tensor gi, gw, gb, cols, dcols, dxp;
 	at::Tensor wc = w.contiguous();
 	at::Tensor gyt = at::empty({ groups * og * M }, x.options());
-	Job job;
+	Job job(x);
 
 	/* gy as [G, og, N*OH*OW]. */
 	struct maia_tensor_desc gsrc = rawdesc(va_of(gy), type, { g.N, O, g.OH, g.OW },
@@ -465,7 +465,7 @@ static at::Tensor pool_forward(const at::Tensor &x, const Geom &g, uint32_t op)
 	at::Tensor x4 = as4(x);
 	at::Tensor cols = at::empty({ g.N * g.C * ohow * kk }, x.options());
 	at::Tensor out = at::empty({ g.N, g.C, g.OH, g.OW }, x.options());
-	Job job;
+	Job job(x);
 	Source s = padded(job, x4, g, op == MAIA_REDUCE_MAX ? -std::numeric_limits<double>::infinity() : 0.0);
 
 	/* cols [n][c][oh][ow][k]: strides n C*ohow*kk, c ohow*kk, k 1 (oh, ow scaled by kk below). */
@@ -498,7 +498,7 @@ static at::Tensor avg_pool_backward(const at::Tensor &gy, const at::Tensor &x, c
 	at::Tensor gys = at::empty({ g.N, g.C, g.OH, g.OW }, x.options());
 	at::Tensor dxp = at::empty({ g.N, g.C, g.Hp(), g.Wp() }, x.options());
 	std::array<int64_t, 4> gs = strides4(gy4);
-	Job job;
+	Job job(x);
 	struct maia_tensor_desc dgy = rawdesc(va_of(gy4), type, { g.N, g.C, g.OH, g.OW },
 					      { gs[0], gs[1], gs[2], gs[3] }),
 				dgys = desc(gys);
@@ -544,7 +544,7 @@ static at::Tensor avg_pool2d_backward(const at::Tensor &gy, const at::Tensor &x,
 	Geom g;
 
 	if (!avg_ok(x, k, stride, padding, ceil_mode, count_include_pad, divisor, g) ||
-	    !on_device(gy) || gy.scalar_type() != x.scalar_type() || gy.dim() != x.dim()) {
+	    !on_device(gy, x) || gy.scalar_type() != x.scalar_type() || gy.dim() != x.dim()) {
 		count_fallback("aten::avg_pool2d_backward");
 		return at::avg_pool2d_backward(to_cpu(gy), to_cpu(x), k, stride, padding, ceil_mode,
 					       count_include_pad, divisor)
@@ -590,7 +590,7 @@ static at::Tensor adaptive_avg_pool2d_backward(const at::Tensor &gy, const at::T
 	Geom g;
 	std::vector<int64_t> out_size = { gy.size(-2), gy.size(-1) };
 
-	if (!adaptive_geom(x, out_size, g) || !on_device(gy) || gy.scalar_type() != x.scalar_type() ||
+	if (!adaptive_geom(x, out_size, g) || !on_device(gy, x) || gy.scalar_type() != x.scalar_type() ||
 	    gy.dim() != x.dim()) {
 		count_fallback("aten::_adaptive_avg_pool2d_backward");
 		return at::_adaptive_avg_pool2d_backward(to_cpu(gy), to_cpu(x)).to(x.device());

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The device as torch 2.x sees a PrivateUse1 backend: a device guard (one
- * device, index 0, one in-order stream whose events complete at once, since
- * every job finishes before the call that made it returns) and the
+ * The device as torch 2.x sees a PrivateUse1 backend: a device guard
+ * (devices maia:0 .. N-1, a current device per thread, one in-order stream
+ * per device whose events complete at once, since every job finishes
+ * before the call that made it returns) and the
  * PrivateUse1 hooks (availability, which device a pointer is on, storage
  * resize). maia/torch.py renames the backend to "maia" and registers the
  * Python device module (torch.maia).
@@ -18,11 +19,12 @@ namespace maia_torch {
 
 static const c10::DeviceType kMaia = c10::DeviceType::PrivateUse1;
 
-static void check_index(c10::DeviceIndex index)
-{
-	TORCH_CHECK(index == 0 || index == -1, "maia: the backend drives device 0 only, not ", index);
-}
-
+/*
+ * The current device is per thread (runtime.cpp), as CUDA's is; each
+ * device has one in-order stream (DEFAULT). Work is synchronous: every job
+ * has finished when the call that made it returns, so events complete
+ * when recorded and synchronizing has nothing to wait for.
+ */
 struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	c10::DeviceType type() const override
 	{
@@ -30,25 +32,31 @@ struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	}
 	c10::Device exchangeDevice(c10::Device d) const override
 	{
-		check_index(d.index());
-		return c10::Device(kMaia, 0);
+		c10::Device old(kMaia, (c10::DeviceIndex)current_device());
+
+		if (d.index() != -1)
+			set_current_device(d.index());
+		return old;
 	}
 	c10::Device getDevice() const override
 	{
-		return c10::Device(kMaia, 0);
+		return c10::Device(kMaia, (c10::DeviceIndex)current_device());
 	}
 	void setDevice(c10::Device d) const override
 	{
-		check_index(d.index());
+		if (d.index() != -1)
+			set_current_device(d.index());
 	}
 	void uncheckedSetDevice(c10::Device d) const noexcept override
 	{
-		(void)d;
+		if (d.index() >= 0 && d.index() < std::max(device_count(), 1))
+			set_current_device(d.index());
 	}
 	c10::Stream getStream(c10::Device d) const override
 	{
-		(void)d;
-		return c10::Stream(c10::Stream::DEFAULT, c10::Device(kMaia, 0));
+		int index = d.index() == -1 ? current_device() : d.index();
+
+		return c10::Stream(c10::Stream::DEFAULT, c10::Device(kMaia, (c10::DeviceIndex)index));
 	}
 	c10::Stream getNewStream(c10::Device d, int priority) const override
 	{
@@ -61,16 +69,15 @@ struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	}
 	c10::DeviceIndex deviceCount() const noexcept override
 	{
-		return 1;
+		return (c10::DeviceIndex)device_count();
 	}
-	/* Work is synchronous: an event is complete once recorded. */
 	void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
 		    const c10::EventFlag flag) const override
 	{
 		(void)event;
 		(void)stream;
 		(void)flag;
-		check_index(index);
+		(void)index;
 	}
 	void block(void *event, const c10::Stream &stream) const override
 	{
@@ -118,20 +125,21 @@ struct MaiaHooks final : public at::PrivateUse1HooksInterface {
 	{
 		return true;
 	}
-	/* A Maia device is there (the first use opens device 0). */
+	/* A Maia device is there (each is opened on first use). */
 	bool isAvailable() const override
 	{
-		return maia_device_count() > 0;
+		return device_count() > 0;
 	}
 	bool hasPrimaryContext(c10::DeviceIndex index) const override
 	{
 		(void)index;
 		return true;
 	}
+	/* Device VAs do not name their device: the current one. */
 	c10::Device getDeviceFromPtr(void *data) const override
 	{
 		(void)data;
-		return c10::Device(kMaia, 0);
+		return c10::Device(kMaia, (c10::DeviceIndex)current_device());
 	}
 	/* UntypedStorage.resize_(): a new block, the common bytes copied on the device. */
 	void resizePrivateUse1Bytes(const c10::Storage &storage, size_t newsize) const override

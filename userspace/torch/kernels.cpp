@@ -34,7 +34,7 @@ static bool same_float(std::initializer_list<at::Tensor> ts)
 	at::ScalarType t = ts.begin()->scalar_type();
 
 	for (const at::Tensor &x : ts)
-		if (!on_device(x) || x.scalar_type() != t || !engine_float(t))
+		if (!on_device(x, *ts.begin()) || x.scalar_type() != t || !engine_float(t))
 			return false;
 	return true;
 }
@@ -67,7 +67,7 @@ static at::Tensor mm(const at::Tensor &a, const at::Tensor &b)
 	if (!gemm_ok(a, b, 2))
 		return cpu_op("mm", a.device(), [&] { return at::mm(cpu(a), cpu(b)); });
 	at::Tensor out = at::empty({ a.size(0), b.size(1) }, a.options());
-	Job job;
+	Job job(a);
 
 	gemm(job, a, b, out, 1.0f, 0.0f);
 	job.run();
@@ -80,7 +80,7 @@ static at::Tensor bmm(const at::Tensor &a, const at::Tensor &b)
 	if (!gemm_ok(a, b, 3) || a.size(0) != b.size(0))
 		return cpu_op("bmm", a.device(), [&] { return at::bmm(cpu(a), cpu(b)); });
 	at::Tensor out = at::empty({ a.size(0), a.size(1), b.size(2) }, a.options());
-	Job job;
+	Job job(a);
 
 	gemm(job, a, b, out, 1.0f, 0.0f);
 	job.run();
@@ -93,13 +93,13 @@ static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::T
 {
 	float beta = beta_s.toFloat(), alpha = alpha_s.toFloat();
 
-	if (!gemm_ok(a, b, 2) || !on_device(self) || !engine_float(self.scalar_type()) ||
+	if (!gemm_ok(a, b, 2) || !on_device(self, a) || !engine_float(self.scalar_type()) ||
 	    self.dim() > 2 || alpha == 0.0f)
 		return cpu_op("addmm", a.device(), [&] {
 			return at::addmm(cpu(self), cpu(a), cpu(b), beta_s, alpha_s);
 		});
 	at::Tensor out = at::empty({ a.size(0), b.size(1) }, a.options());
-	Job job;
+	Job job(a);
 
 	if (beta != 0.0f) {
 		struct maia_tensor_desc x = desc(self.expand(out.sizes())), o = desc(out);
@@ -122,7 +122,7 @@ static at::Tensor addmm_activation(const at::Tensor &self, const at::Tensor &a, 
 {
 	float beta = beta_s.toFloat(), alpha = alpha_s.toFloat();
 
-	if (!gemm_ok(a, b, 2) || !on_device(self) || self.scalar_type() != a.scalar_type() ||
+	if (!gemm_ok(a, b, 2) || !on_device(self, a) || self.scalar_type() != a.scalar_type() ||
 	    self.dim() > 2 || alpha == 0.0f || !describable(self))
 		return cpu_op("_addmm_activation", a.device(), [&] {
 			return at::_addmm_activation(cpu(self), cpu(a), cpu(b), beta_s, alpha_s, use_gelu);
@@ -130,7 +130,7 @@ static at::Tensor addmm_activation(const at::Tensor &self, const at::Tensor &a, 
 	at::Tensor out = at::empty({ a.size(0), b.size(1) }, a.options());
 	struct maia_tensor_desc da = desc(a), db = desc(b), dc = desc(out), dbias = {};
 	struct maia_gemm_args g = {};
-	Job job;
+	Job job(a);
 
 	g.a = &da;
 	g.b = &db;
@@ -194,7 +194,7 @@ static at::Tensor scale(const at::Tensor &x, float alpha, float beta, const char
 {
 	at::Tensor out = at::empty(x.sizes(), x.options());
 	struct maia_tensor_desc dx = desc(x), dout = desc(out);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_scale(job.cmdbuf(), &dx, &dout, alpha, beta), "maia_cmd_scale");
 	job.run();
@@ -237,7 +237,7 @@ static at::Tensor binary(const at::Tensor &x, const at::Tensor &y, float alpha, 
 		ys = scale(y, alpha, 0.0f, "scale");
 	struct maia_tensor_desc dx = desc(x.expand(shape)), dy = desc(ys.expand(shape)),
 				dout = desc(out);
-	Job job;
+	Job job(out);
 
 	if (mul)
 		job.add(maia_cmd_mul(job.cmdbuf(), &dx, &dy, &dout, 0), "maia_cmd_mul");
@@ -303,7 +303,7 @@ static at::Tensor activation(const at::Tensor &x, uint32_t act, const char *name
 {
 	at::Tensor out = at::empty(x.sizes(), x.options());
 	struct maia_tensor_desc dx = desc(x), dout = desc(out);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_activation(job.cmdbuf(), &dx, &dout, act), "maia_cmd_activation");
 	job.run();
@@ -350,7 +350,7 @@ static at::Tensor softmax_common(const at::Tensor &x, int64_t dim, bool half_to_
 	at::Tensor out = at::empty(x.sizes(), x.options().dtype(half_to_float ? at::kFloat :
 									     x.scalar_type()));
 	struct maia_tensor_desc dx = desc(x), dout = desc(out);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_softmax(job.cmdbuf(), &dx, &dout, 1.0f, 0, log ? MAIA_SOFTMAX_F_LOG : 0),
 		"maia_cmd_softmax");
@@ -408,7 +408,7 @@ layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 				dneg_b = desc(neg.expand({ rows, d })), dzc = desc(zc), dzt = desc(zt),
 				dz = desc(z), dzn = desc(zn), dznt = desc(znt), drstd = desc(rstd),
 				dg, db;
-	Job job;
+	Job job(input);
 
 	if (weight.defined()) {
 		dg = desc(weight);
@@ -466,7 +466,7 @@ static at::Tensor reduce(const char *name, uint32_t op, const at::Tensor &x,
 		});
 	at::Tensor out = at::empty(kept, x.options());
 	struct maia_tensor_desc dx = desc(x.dim() ? x : x.view({ 1 })), dout = desc(out);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_reduce(job.cmdbuf(), &dx, &dout, op, axes), "maia_cmd_reduce");
 	job.run();
@@ -548,7 +548,7 @@ static at::Tensor mse_loss_backward(const at::Tensor &grad, const at::Tensor &x,
 	at::Tensor d, out;
 	float f = 2.0f / (reduction == at::Reduction::Mean ? (float)x.numel() : 1.0f);
 
-	if (mse_ok(x, t) && on_device(grad) && grad.scalar_type() == x.scalar_type() &&
+	if (mse_ok(x, t) && on_device(grad, x) && grad.scalar_type() == x.scalar_type() &&
 	    describable(grad))
 		d = binary(x, t, -1.0f, false, at::Tensor(), "sub");
 	if (d.defined())
@@ -641,7 +641,7 @@ static at::Tensor cat(const at::ITensorListRef &list, int64_t dim)
 		for (const at::Tensor &t : ts) {
 			if (t.dim() == 1 && t.numel() == 0)
 				continue;
-			ok = ok && on_device(t) && t.scalar_type() == ref->scalar_type() &&
+			ok = ok && on_device(t, *ref) && t.scalar_type() == ref->scalar_type() &&
 			     t.dim() == ref->dim();
 			for (int64_t i = 0; ok && i < t.dim(); i++)
 				ok = i == dim || t.size(i) == ref->size(i);

@@ -28,7 +28,7 @@ static at::Tensor rms_norm(const at::Tensor &x, const c10::optional<at::Tensor> 
 	require(on_device(x) && engine_float(x.scalar_type()),
 		"rms_norm", "x must be a float32/float16/bfloat16 tensor on the Maia device");
 	require(x.dim() >= 1 && x.is_contiguous(), "rms_norm", "x must be contiguous, rank >= 1");
-	require(!w.defined() || (on_device(w) && w.dim() == 1 && w.size(0) == x.size(-1)),
+	require(!w.defined() || (on_device(w, x) && w.dim() == 1 && w.size(0) == x.size(-1)),
 		"rms_norm", "weight must be a 1-D device tensor of x's last dimension");
 	int64_t d = x.size(-1), rows = x.numel() / std::max<int64_t>(d, 1);
 	at::Tensor out = at::empty(x.sizes(), x.options());
@@ -37,7 +37,7 @@ static at::Tensor rms_norm(const at::Tensor &x, const c10::optional<at::Tensor> 
 	struct maia_tensor_desc dx = desc(x.view({ rows, d })), dout = desc(out.view({ rows, d })), dw;
 	if (w.defined())
 		dw = desc(w);
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_rmsnorm(job.cmdbuf(), &dx, w.defined() ? &dw : nullptr, &dout, (float)eps),
 		"maia_cmd_rmsnorm");
@@ -49,7 +49,7 @@ static at::Tensor rms_norm(const at::Tensor &x, const c10::optional<at::Tensor> 
 static at::Tensor sdpa(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		       bool is_causal, double scale)
 {
-	require(on_device(q) && on_device(k) && on_device(v), "scaled_dot_product_attention",
+	require(on_device(q) && on_device(k, q) && on_device(v, q), "scaled_dot_product_attention",
 		"q, k and v must be on the Maia device");
 	require(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "scaled_dot_product_attention",
 		"q, k, v must be [batch, heads, length, dim]");
@@ -58,7 +58,7 @@ static at::Tensor sdpa(const at::Tensor &q, const at::Tensor &k, const at::Tenso
 		"scaled_dot_product_attention", "q, k, v must share one float dtype");
 	at::Tensor out = at::empty({ q.size(0), q.size(1), q.size(2), v.size(3) }, q.options());
 	struct maia_tensor_desc dq = desc(q), dk = desc(k), dv = desc(v), dout = desc(out);
-	Job job;
+	Job job(q);
 
 	job.add(maia_cmd_attention(job.cmdbuf(), &dq, &dk, &dv, &dout, (float)scale,
 				   is_causal ? MAIA_ATTN_F_CAUSAL : 0),
@@ -113,7 +113,7 @@ static std::tuple<at::Tensor, at::Tensor> quantize_mx(const at::Tensor &x, c10::
 	at::Tensor scales = at::empty({ (int64_t)scale_bytes }, u8);
 	struct maia_tensor_desc dx = desc(x),
 				dout = block_desc(va_of(data), va_of(scales), fmt, x.sizes(), "quantize_mx");
-	Job job;
+	Job job(x);
 
 	job.add(maia_cmd_quantize(job.cmdbuf(), &dx, &dout, 0, 0), "maia_cmd_quantize");
 	job.run();
@@ -130,7 +130,7 @@ static at::Tensor dequantize_mx(const at::Tensor &data, const at::Tensor &scales
 	uint64_t data_bytes, scale_bytes, elems = (uint64_t)c10::multiply_integers(shape);
 
 	require(engine_float(out_type), "dequantize_mx", "dtype must be float32/float16/bfloat16");
-	require(on_device(data) && on_device(scales) && data.scalar_type() == at::kByte &&
+	require(on_device(data) && on_device(scales, data) && data.scalar_type() == at::kByte &&
 			scales.scalar_type() == at::kByte && data.is_contiguous() &&
 			scales.is_contiguous(),
 		"dequantize_mx", "data and scales must be contiguous uint8 device tensors");
@@ -140,7 +140,7 @@ static at::Tensor dequantize_mx(const at::Tensor &data, const at::Tensor &scales
 	at::Tensor out = at::empty(shape, data.options().dtype(out_type));
 	struct maia_tensor_desc dx = block_desc(va_of(data), va_of(scales), fmt, shape, "dequantize_mx"),
 				dout = desc(out);
-	Job job;
+	Job job(data);
 
 	job.add(maia_cmd_dequantize(job.cmdbuf(), &dx, &dout), "maia_cmd_dequantize");
 	job.run();
@@ -193,6 +193,9 @@ TORCH_LIBRARY(maia, m)
 	m.def("is_strict", [] { return strict(); });
 	m.def("memory_stats", memory);
 	m.def("empty_cache", [] { empty_cache(); });
+	m.def("device_count", [] { return (int64_t)device_count(); });
+	m.def("current_device", [] { return (int64_t)current_device(); });
+	m.def("set_device", [](int64_t index) { set_current_device((int)index); });
 }
 
 TORCH_LIBRARY_IMPL(maia, PrivateUse1, m)

@@ -28,9 +28,9 @@ static at::Tensor empty_memory_format(at::IntArrayRef size, c10::optional<at::Sc
 				      c10::optional<at::MemoryFormat> memory_format)
 {
 	(void)layout;
-	(void)device;
 	(void)pin;
-	return at::detail::empty_generic(size, allocator(), maia_keys,
+	return at::detail::empty_generic(size, allocator(device_index(device.value_or(c10::Device(
+						 c10::DeviceType::PrivateUse1)))), maia_keys,
 					 c10::dtype_or_default(dtype), memory_format);
 }
 
@@ -39,9 +39,10 @@ static at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
 				c10::optional<at::Device> device, c10::optional<bool> pin)
 {
 	(void)layout;
-	(void)device;
 	(void)pin;
-	return at::detail::empty_strided_generic(size, stride, allocator(), maia_keys,
+	return at::detail::empty_strided_generic(size, stride, allocator(device_index(device.value_or(
+							 c10::Device(c10::DeviceType::PrivateUse1)))),
+						 maia_keys,
 						 c10::dtype_or_default(dtype));
 }
 
@@ -69,8 +70,8 @@ static at::Tensor download_storage(const at::Tensor &t)
 	at::Tensor host = at::empty({(int64_t)(bytes / t.itemsize())}, t.options().device(at::kCPU));
 
 	if (bytes)
-		copy_from_device(host.data_ptr(), reinterpret_cast<uint64_t>(t.storage().data()),
-				 bytes);
+		copy_from_device(device_index(t.device()), host.data_ptr(),
+				 reinterpret_cast<uint64_t>(t.storage().data()), bytes);
 	return host;
 }
 
@@ -88,13 +89,13 @@ static void copy_host_to_device(const at::Tensor &self, const at::Tensor &dst)
 	if (dst.numel() == 0)
 		return;
 	if (dense_contiguous(dst)) {
-		copy_to_device(va_of(dst), src.data_ptr(), src.nbytes());
+		copy_to_device(device_index(dst.device()), va_of(dst), src.data_ptr(), src.nbytes());
 		return;
 	}
 	if (describable(dst)) {
 		at::Tensor tmp = at::empty(dst.sizes(), dst.options());
 
-		copy_to_device(va_of(tmp), src.data_ptr(), src.nbytes());
+		copy_to_device(device_index(dst.device()), va_of(tmp), src.data_ptr(), src.nbytes());
 		copy_device_to_device(tmp, dst);
 		return;
 	}
@@ -102,8 +103,8 @@ static void copy_host_to_device(const at::Tensor &self, const at::Tensor &dst)
 	at::Tensor host = download_storage(dst);
 
 	host.as_strided(dst.sizes(), dst.strides(), dst.storage_offset()).copy_(src);
-	copy_to_device(reinterpret_cast<uint64_t>(dst.storage().data()), host.data_ptr(),
-		       dst.storage().nbytes());
+	copy_to_device(device_index(dst.device()), reinterpret_cast<uint64_t>(dst.storage().data()),
+		       host.data_ptr(), dst.storage().nbytes());
 }
 
 static void copy_device_to_host(const at::Tensor &self, const at::Tensor &dst)
@@ -114,13 +115,13 @@ static void copy_device_to_host(const at::Tensor &self, const at::Tensor &dst)
 		return;
 	if (dense_contiguous(self)) {
 		host = at::empty(self.sizes(), self.options().device(at::kCPU));
-		copy_from_device(host.data_ptr(), va_of(self), self.nbytes());
+		copy_from_device(device_index(self.device()), host.data_ptr(), va_of(self), self.nbytes());
 	} else if (describable(self)) {
 		at::Tensor tmp = at::empty(self.sizes(), self.options());
 
 		copy_device_to_device(self, tmp);
 		host = at::empty(self.sizes(), self.options().device(at::kCPU));
-		copy_from_device(host.data_ptr(), va_of(tmp), tmp.nbytes());
+		copy_from_device(device_index(self.device()), host.data_ptr(), va_of(tmp), tmp.nbytes());
 	} else {
 		host = download_storage(self).as_strided(self.sizes(), self.strides(),
 							 self.storage_offset());
@@ -136,7 +137,7 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 
 	if (describable(src) && describable(dst) &&
 	    at::has_internal_overlap(dst) != at::MemOverlap::Yes) {
-		Job job;
+		Job job(dst);
 		struct maia_tensor_desc x = desc(src), out = desc(dst);
 
 		job.add(maia_cmd_tensor_copy(job.cmdbuf(), &x, &out), "maia_cmd_tensor_copy");
@@ -146,7 +147,7 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 	}
 	if (src.scalar_type() == dst.scalar_type() && dense_contiguous(src) &&
 	    dense_contiguous(dst)) {
-		copy_on_device(va_of(dst), va_of(src), dst.nbytes());
+		copy_on_device(device_index(dst.device()), va_of(dst), va_of(src), dst.nbytes());
 		return;
 	}
 	/* Types the tensor engine does not convert (int64, bool, double): by the host. */
@@ -160,7 +161,9 @@ static at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool 
 		    "maia: cannot copy from ", self.device());
 	TORCH_CHECK(dst.device().type() == c10::DeviceType::PrivateUse1 || dst.is_cpu(),
 		    "maia: cannot copy to ", dst.device());
-	if (on_device(self) && on_device(dst))
+	if (on_device(self) && on_device(dst) && self.device() != dst.device())
+		copy_host_to_device(self.to(at::kCPU), dst);	/* between devices: through the host */
+	else if (on_device(self) && on_device(dst))
 		copy_device_to_device(self, dst);
 	else if (on_device(dst))
 		copy_host_to_device(self, dst);
@@ -207,7 +210,7 @@ static at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
 		return self;
 	if (dense_contiguous(self) && self.nbytes() % 4 == 0 &&
 	    va_of(self) % 4 == 0 && fill_pattern(self.scalar_type(), value, &pattern)) {
-		Job job;
+		Job job(self);
 
 		job.add(maia_cmd_fill(job.cmdbuf(), va_of(self), self.nbytes(), pattern),
 			"maia_cmd_fill");

@@ -13,20 +13,63 @@
 
 namespace maia_torch {
 
-static std::once_flag open_once;
-static struct maia_device *the_device;
-static int open_err;
+/* Per device: opened once; its job command buffer and DMA staging buffer (under job_mu). */
+struct DeviceState {
+	std::once_flag open_once;
+	struct maia_device *dev = nullptr;
+	int open_err = 0;
+	struct maia_cmdbuf *cb = nullptr;
+	struct maia_bo *staging = nullptr;
+	void *staging_cpu = nullptr;
+};
+static DeviceState devices[kMaxDevices];
 
-struct maia_device *device()
+int device_count()
 {
-	std::call_once(open_once, [] { open_err = maia_device_open(0, &the_device); });
-	if (open_err < 0) {
+	static int count = [] {
+		int n = maia_device_count();
+
+		return n < 0 ? 0 : std::min(n, kMaxDevices);
+	}();
+	return count;
+}
+
+static thread_local int current = 0;
+
+int current_device()
+{
+	return current;
+}
+
+void set_current_device(int index)
+{
+	TORCH_CHECK(index >= 0 && index < std::max(device_count(), 1), "maia: no device maia:", index,
+		    " (", device_count(), " Maia devices)");
+	current = index;
+}
+
+int device_index(const c10::Device &d)
+{
+	int index = d.has_index() ? d.index() : current;
+
+	TORCH_CHECK(index >= 0 && index < std::max(device_count(), 1), "maia: no device maia:", index,
+		    " (", device_count(), " Maia devices)");
+	return index;
+}
+
+struct maia_device *device(int index)
+{
+	TORCH_CHECK(index >= 0 && index < kMaxDevices, "maia: no device maia:", index);
+	DeviceState &d = devices[index];
+
+	std::call_once(d.open_once, [&] { d.open_err = maia_device_open(index, &d.dev); });
+	if (d.open_err < 0) {
 		const char *why = maia_last_error();
 
-		TORCH_CHECK(false, "maia: cannot open Maia device 0: ",
-			    why && *why ? why : maia_strerror(open_err));
+		TORCH_CHECK(false, "maia: cannot open Maia device ", index, ": ",
+			    why && *why ? why : maia_strerror(d.open_err));
 	}
-	return the_device;
+	return d.dev;
 }
 
 void check(int err, const char *what)
@@ -40,27 +83,37 @@ void check(int err, const char *what)
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-/* job_mu: one job at a time; protects job_cb and the staging buffer. */
+/* job_mu: one job at a time; protects the devices' cb and staging buffers. */
 static std::mutex job_mu;
-static struct maia_cmdbuf *job_cb;
 static const uint32_t job_capacity = 64 * 1024;
 static const int64_t job_timeout_ns = 120LL * 1000 * 1000 * 1000;
 
-Job::Job()
+Job::Job(int dev) : dev_(dev)
 {
-	struct maia_device *dev = device();
+	start();
+}
+
+Job::Job(const at::Tensor &t) : dev_(device_index(t.device()))
+{
+	start();
+}
+
+void Job::start()
+{
+	struct maia_device *dev = device(dev_);
+	DeviceState &d = devices[dev_];
 
 	job_mu.lock();
-	if (!job_cb) {
-		int err = maia_cmdbuf_create(dev, job_capacity, &job_cb);
+	if (!d.cb) {
+		int err = maia_cmdbuf_create(dev, job_capacity, &d.cb);
 
 		if (err < 0) {
-			job_cb = nullptr;
+			d.cb = nullptr;
 			job_mu.unlock();
 			check(err, "maia_cmdbuf_create");
 		}
 	}
-	maia_cmdbuf_reset(job_cb);
+	maia_cmdbuf_reset(d.cb);
 }
 
 Job::~Job()
@@ -70,7 +123,7 @@ Job::~Job()
 
 struct maia_cmdbuf *Job::cmdbuf()
 {
-	return job_cb;
+	return devices[dev_].cb;
 }
 
 void Job::add(int err, const char *what)
@@ -85,9 +138,9 @@ void Job::run()
 
 	TORCH_CHECK(!ran_, "maia: a Job runs once");
 	ran_ = true;
-	if (maia_cmdbuf_size(job_cb) == 0)
+	if (maia_cmdbuf_size(cmdbuf()) == 0)
 		return;
-	err = maia_run(device(), job_cb, job_timeout_ns, &st);
+	err = maia_run(device(dev_), cmdbuf(), job_timeout_ns, &st);
 	if (err < 0) {
 		const char *why = maia_last_error();
 
@@ -99,14 +152,13 @@ void Job::run()
 
 /* ---- DMA staging ------------------------------------------------------------ */
 
-/* A pinned host buffer object the device copies through; under job_mu. */
-static struct maia_bo *staging;
-static void *staging_cpu;
+/* A pinned host buffer object per device that its DMA copies through; under job_mu. */
 static const size_t staging_max = 32u << 20;
 
-static size_t staging_reserve(size_t want)
+static size_t staging_reserve(int dev, size_t want)
 {
-	size_t size = staging ? maia_bo_size(staging) : 0;
+	DeviceState &d = devices[dev];
+	size_t size = d.staging ? maia_bo_size(d.staging) : 0;
 
 	if (want > staging_max)
 		want = staging_max;
@@ -115,24 +167,25 @@ static size_t staging_reserve(size_t want)
 	size = 1u << 20;
 	while (size < want)
 		size *= 2;
-	if (staging)
-		maia_bo_destroy(staging);
-	staging = nullptr;
-	check(maia_bo_create(device(), size, MAIA_BO_HOST, &staging), "maia_bo_create (staging)");
-	check(maia_bo_map(staging, &staging_cpu), "maia_bo_map (staging)");
+	if (d.staging)
+		maia_bo_destroy(d.staging);
+	d.staging = nullptr;
+	check(maia_bo_create(device(dev), size, MAIA_BO_HOST, &d.staging), "maia_bo_create (staging)");
+	check(maia_bo_map(d.staging, &d.staging_cpu), "maia_bo_map (staging)");
 	return size;
 }
 
-void copy_to_device(uint64_t dst_va, const void *src, size_t bytes)
+void copy_to_device(int dev, uint64_t dst_va, const void *src, size_t bytes)
 {
 	const char *p = static_cast<const char *>(src);
 
 	while (bytes) {
-		Job job;
-		size_t n = std::min(bytes, staging_reserve(bytes));
+		Job job(dev);
+		size_t n = std::min(bytes, staging_reserve(dev, bytes));
+		DeviceState &d = devices[dev];
 
-		std::memcpy(staging_cpu, p, n);
-		job.add(maia_cmd_copy(job.cmdbuf(), dst_va, maia_bo_va(staging), n), "maia_cmd_copy");
+		std::memcpy(d.staging_cpu, p, n);
+		job.add(maia_cmd_copy(job.cmdbuf(), dst_va, maia_bo_va(d.staging), n), "maia_cmd_copy");
 		job.run();
 		p += n;
 		dst_va += n;
@@ -140,26 +193,27 @@ void copy_to_device(uint64_t dst_va, const void *src, size_t bytes)
 	}
 }
 
-void copy_from_device(void *dst, uint64_t src_va, size_t bytes)
+void copy_from_device(int dev, void *dst, uint64_t src_va, size_t bytes)
 {
 	char *p = static_cast<char *>(dst);
 
 	while (bytes) {
-		Job job;
-		size_t n = std::min(bytes, staging_reserve(bytes));
+		Job job(dev);
+		size_t n = std::min(bytes, staging_reserve(dev, bytes));
+		DeviceState &d = devices[dev];
 
-		job.add(maia_cmd_copy(job.cmdbuf(), maia_bo_va(staging), src_va, n), "maia_cmd_copy");
+		job.add(maia_cmd_copy(job.cmdbuf(), maia_bo_va(d.staging), src_va, n), "maia_cmd_copy");
 		job.run();
-		std::memcpy(p, staging_cpu, n);
+		std::memcpy(p, d.staging_cpu, n);
 		p += n;
 		src_va += n;
 		bytes -= n;
 	}
 }
 
-void copy_on_device(uint64_t dst_va, uint64_t src_va, size_t bytes)
+void copy_on_device(int dev, uint64_t dst_va, uint64_t src_va, size_t bytes)
 {
-	Job job;
+	Job job(dev);
 
 	if (!bytes)
 		return;
@@ -179,6 +233,8 @@ void copy_on_device(uint64_t dst_va, uint64_t src_va, size_t bytes)
  */
 class CachingAllocator final : public c10::Allocator {
 public:
+	explicit CachingAllocator(int dev = 0) : dev_(dev) {}
+	void set_device(int dev) { dev_ = dev; }
 	c10::DataPtr allocate(size_t n) override;
 	c10::DeleterFnPtr raw_deleter() const override
 	{
@@ -187,7 +243,7 @@ public:
 	/* Allocator::clone(): a device-to-device copy by the DMA engine. */
 	void copy_data(void *dst, const void *src, size_t n) const override
 	{
-		copy_on_device(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), n);
+		copy_on_device(dev_, reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), n);
 	}
 	void release(uint64_t va) const;
 	MemoryStats stats() const;
@@ -198,6 +254,7 @@ private:
 	static const size_t chunk_size = 32u << 20;
 	static size_t size_class(size_t n);
 	uint64_t carve(size_t size) const;
+	int dev_;
 
 	/* mu protects everything below. */
 	mutable std::mutex mu;
@@ -228,14 +285,14 @@ uint64_t CachingAllocator::carve(size_t size) const
 	uint64_t va;
 
 	if (size > small_max) {
-		check(maia_bo_create(device(), size, MAIA_BO_HBM, &bo), "maia_bo_create");
+		check(maia_bo_create(device(dev_), size, MAIA_BO_HBM, &bo), "maia_bo_create");
 		st.bo_bytes += maia_bo_size(bo);
 		st.bo_count++;
 		large_bos[maia_bo_va(bo)] = bo;
 		return maia_bo_va(bo);
 	}
 	if (chunk_left < size) {
-		check(maia_bo_create(device(), chunk_size, MAIA_BO_HBM, &bo), "maia_bo_create");
+		check(maia_bo_create(device(dev_), chunk_size, MAIA_BO_HBM, &bo), "maia_bo_create");
 		st.bo_bytes += chunk_size;
 		st.bo_count++;
 		chunks.push_back(bo);
@@ -252,7 +309,7 @@ static void delete_block(void *ctx);
 
 c10::DataPtr CachingAllocator::allocate(size_t n)
 {
-	c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+	c10::Device dev(c10::DeviceType::PrivateUse1, (c10::DeviceIndex)dev_);
 	uint64_t va;
 	size_t size;
 
@@ -274,7 +331,9 @@ c10::DataPtr CachingAllocator::allocate(size_t n)
 	live[va] = size;
 	st.in_use_bytes += size;
 	void *p = reinterpret_cast<void *>(va);
-	return c10::DataPtr(p, p, &delete_block, dev);
+	/* The context names the device above the VA (VAs are below 2^47). */
+	void *ctx = reinterpret_cast<void *>(va | ((uint64_t)(dev_ + 1) << 48));
+	return c10::DataPtr(p, ctx, &delete_block, dev);
 }
 
 void CachingAllocator::release(uint64_t va) const
@@ -320,40 +379,87 @@ void CachingAllocator::empty_cache() const
 	}
 }
 
-static CachingAllocator the_allocator;
+static CachingAllocator allocators[kMaxDevices];
+[[maybe_unused]] static bool allocators_numbered = [] {
+	for (int i = 0; i < kMaxDevices; i++)
+		allocators[i].set_device(i);
+	return true;
+}();
 
 static void delete_block(void *ctx)
 {
-	if (ctx)
-		the_allocator.release(reinterpret_cast<uint64_t>(ctx));
+	uint64_t v = reinterpret_cast<uint64_t>(ctx);
+
+	if (v)
+		allocators[(v >> 48) - 1].release(v & ((1ull << 48) - 1));
 }
+
+/* What torch finds as the PrivateUse1 allocator: the current device's. */
+class CurrentAllocator final : public c10::Allocator {
+public:
+	c10::DataPtr allocate(size_t n) override
+	{
+		return allocators[current_device()].allocate(n);
+	}
+	c10::DeleterFnPtr raw_deleter() const override
+	{
+		return nullptr;
+	}
+	void copy_data(void *dst, const void *src, size_t n) const override
+	{
+		allocators[current_device()].copy_data(dst, src, n);
+	}
+};
+
+static CurrentAllocator the_allocator;
 
 c10::Allocator *allocator()
 {
 	return &the_allocator;
 }
 
+c10::Allocator *allocator(int index)
+{
+	TORCH_CHECK(index >= 0 && index < kMaxDevices, "maia: no device maia:", index);
+	return &allocators[index];
+}
+
 void resize_storage(const c10::Storage &storage, size_t newsize)
 {
 	c10::Storage s = storage;	/* a handle: changes the caller's storage */
-	c10::DataPtr fresh = the_allocator.allocate(newsize);
+	int dev = device_index(s.device());
+	c10::DataPtr fresh = allocators[dev].allocate(newsize);
 	size_t keep = std::min(s.nbytes(), newsize);
 
 	if (keep && s.data())
-		copy_on_device(reinterpret_cast<uint64_t>(fresh.get()),
+		copy_on_device(dev, reinterpret_cast<uint64_t>(fresh.get()),
 			       reinterpret_cast<uint64_t>(s.data()), keep);
 	s.set_data_ptr_noswap(std::move(fresh));
 	s.set_nbytes(newsize);
 }
 
+/* Summed over the devices. */
 MemoryStats memory_stats()
 {
-	return the_allocator.stats();
+	MemoryStats sum = {};
+
+	for (const CachingAllocator &a : allocators) {
+		MemoryStats s = a.stats();
+
+		sum.in_use_bytes += s.in_use_bytes;
+		sum.cached_bytes += s.cached_bytes;
+		sum.bo_bytes += s.bo_bytes;
+		sum.bo_count += s.bo_count;
+		sum.allocations += s.allocations;
+		sum.reuses += s.reuses;
+	}
+	return sum;
 }
 
 void empty_cache()
 {
-	the_allocator.empty_cache();
+	for (const CachingAllocator &a : allocators)
+		a.empty_cache();
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &the_allocator);

@@ -19,21 +19,32 @@
 
 namespace maia_torch {
 
-/* The device every Maia (PrivateUse1) tensor lives on (Maia device 0). */
-struct maia_device *device();
+/* Devices maia:0 .. maia:N-1 are libmaia's devices 0 .. N-1, opened on first use. */
+static const int kMaxDevices = 16;
+/* How many Maia devices there are (at most kMaxDevices). */
+int device_count();
+/* Maia device index, opened on first use; throws when it cannot be. */
+struct maia_device *device(int index);
+/* The calling thread's current device (the device guard's), 0 at first. */
+int current_device();
+void set_current_device(int index);
+/* The index of a Maia device (-1: the current one); checked against device_count(). */
+int device_index(const c10::Device &d);
 
 /* Throws c10::Error "maia: what: libmaia's message" when err < 0. */
 void check(int err, const char *what);
 
 /*
- * One job: commands appended with the libmaia builders on cmdbuf(), then
- * run() submits and waits. Jobs run one at a time (the backend is
- * synchronous, like a single in-order stream); a Job holds the job lock for
- * its whole life.
+ * One job on one device: commands appended with the libmaia builders on
+ * cmdbuf(), then run() submits and waits. Jobs run one at a time (the
+ * backend is synchronous, like a single in-order stream per device); a Job
+ * holds the job lock for its whole life. Job(t): on the device of tensor t
+ * (every operand of the job must be on that device).
  */
 class Job {
 public:
-	Job();
+	explicit Job(int dev);
+	explicit Job(const at::Tensor &t);
 	~Job();
 	Job(const Job &) = delete;
 	Job &operator=(const Job &) = delete;
@@ -41,7 +52,10 @@ public:
 	/* Append with a libmaia builder's return value checked. */
 	void add(int err, const char *what);
 	void run();
+	int dev() const { return dev_; }
 private:
+	void start();
+	int dev_;
 	bool ran_ = false;
 };
 
@@ -58,16 +72,18 @@ MemoryStats memory_stats();
 /* Free the cached blocks' buffer objects that hold nothing in use. */
 void empty_cache();
 
-/* The c10::Allocator of Maia (PrivateUse1) tensors. */
+/* The c10::Allocator of Maia (PrivateUse1) tensors: of the current device. */
 c10::Allocator *allocator();
+/* The allocator of device index's memory. */
+c10::Allocator *allocator(int index);
 /* Give storage a new block of newsize bytes, the common bytes copied over. */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 
-/* DMA: host memory <-> device VA, through the pinned staging buffer. */
-void copy_to_device(uint64_t dst_va, const void *src, size_t bytes);
-void copy_from_device(void *dst, uint64_t src_va, size_t bytes);
-/* DMA: a byte copy between two device VAs. */
-void copy_on_device(uint64_t dst_va, uint64_t src_va, size_t bytes);
+/* DMA: host memory <-> a VA of device dev, through its pinned staging buffer. */
+void copy_to_device(int dev, uint64_t dst_va, const void *src, size_t bytes);
+void copy_from_device(int dev, void *dst, uint64_t src_va, size_t bytes);
+/* DMA: a byte copy between two VAs of device dev. */
+void copy_on_device(int dev, uint64_t dst_va, uint64_t src_va, size_t bytes);
 
 /* Device VA of a device tensor's first element. */
 inline uint64_t va_of(const at::Tensor &t)

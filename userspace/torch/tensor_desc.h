@@ -16,6 +16,12 @@ inline bool on_device(const at::Tensor &t)
 	return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
 }
 
+/* t is on the same Maia device as ref (a job runs on one device). */
+inline bool on_device(const at::Tensor &t, const at::Tensor &ref)
+{
+	return on_device(t) && t.device() == ref.device();
+}
+
 /* The device data type of a torch dtype, or -1 when the engine has none. */
 inline int maia_dtype(at::ScalarType t)
 {

@@ -21,23 +21,62 @@ torch.ops.load_library(_LIBRARY)
 BACKEND = "maia"
 
 
+class _Device:
+    """torch.maia.device(i): a context in which i is the current device."""
+
+    def __init__(self, device):
+        self.idx = _index(device)
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = ops.current_device()
+        if self.idx >= 0:
+            ops.set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        ops.set_device(self.prev)
+        return False
+
+
+def _index(device):
+    """The index of a device given as an int, "maia:i", torch.device or None (current)."""
+    if device is None:
+        return ops.current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != BACKEND:
+        raise ValueError("maia: %s is not a maia device" % (device,))
+    return ops.current_device() if device.index is None else device.index
+
+
 class _DeviceModule:
     """torch.maia: what torch 2 calls on a PrivateUse1 backend's module
-    (lazy init, seeding, device counts). One device (index 0), synchronous:
-    there is nothing to initialise or wait for; random numbers come from
-    the CPU generator (random ops take the CPU fallback)."""
+    (lazy init, seeding, device counts, the current device). Devices
+    maia:0 .. device_count()-1; the current device is per thread (the c10
+    device guard's). The backend is synchronous: every op has finished on
+    the device when it returns, so synchronize() has nothing to wait for.
+    Random numbers come from the CPU generator (random ops take the CPU
+    fallback)."""
+
+    device = _Device
 
     @staticmethod
     def is_available():
-        return maia.device_count() > 0
+        return ops.device_count() > 0
 
     @staticmethod
     def device_count():
-        return 1 if maia.device_count() > 0 else 0
+        return ops.device_count()
 
     @staticmethod
     def current_device():
-        return 0
+        return ops.current_device()
+
+    @staticmethod
+    def set_device(device):
+        ops.set_device(_index(device))
 
     @staticmethod
     def is_initialized():
@@ -57,7 +96,7 @@ class _DeviceModule:
 
     @staticmethod
     def synchronize(device=None):
-        pass
+        _index(device)                          # checks the device exists
 
 
 def _register():
@@ -75,10 +114,10 @@ def _register():
     # and t.device.type == "maia".
 
 
+ops = torch.ops.maia
 _register()
 
 device = torch.device(BACKEND, 0)
-ops = torch.ops.maia
 
 MEMORY_STATS = ("in_use_bytes", "cached_bytes", "bo_bytes", "bo_count", "allocations", "reuses")
 
