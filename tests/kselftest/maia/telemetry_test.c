@@ -776,6 +776,28 @@ static void expect_families(struct __test_metadata *_metadata, const struct scra
 	EXPECT_TRUE(c->model_label);
 }
 
+/*
+ * The per-process series of this process: it holds the device open
+ * (self->fd), so the exporter finds its fdinfo (drm-pdev, drm-client-id,
+ * drm-engine-* and maia-host-engine-*).
+ */
+static bool has_own_process(const char *text, const char *metric)
+{
+	char pid[32];
+	const char *l;
+
+	snprintf(pid, sizeof(pid), "pid=\"%d\"", getpid());
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+
+		if (!strncmp(l, metric, strlen(metric)) && l[strlen(metric)] == '{' &&
+		    memmem(l, len, pid, strlen(pid)))
+			return true;
+	}
+	return false;
+}
+
 TEST_F(tm, exporter_once)
 {
 	struct scrape_check c;
@@ -791,6 +813,8 @@ TEST_F(tm, exporter_once)
 	out = read_all(fileno(p));
 	ASSERT_EQ(0, pclose(p));
 	ASSERT_NE(NULL, out);
+	EXPECT_TRUE(has_own_process(out, "MAIA_FI_PROC_BUSY_TIME"));
+	EXPECT_TRUE(has_own_process(out, "MAIA_FI_PROC_HOST_BUSY_TIME"));
 	EXPECT_TRUE(check_scrape(out, self->node.bdf, &c)) TH_LOG("bad line: %s", c.bad);
 	expect_families(_metadata, &c);
 	free(out);
