@@ -262,7 +262,8 @@ static bool fabric_ranges_ok(uint64_t local, uint64_t remote, uint64_t size)
 	       !__builtin_add_overflow(remote, size, &end);
 }
 
-static int cmd_fabric_write(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+static int cmd_fabric_write(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			    const uint8_t *raw)
 {
 	struct maia_cmd_fabric_write c;
 	bool sem;
@@ -277,7 +278,9 @@ static int cmd_fabric_write(struct maia_sim *sim, struct fw_job *job, const uint
 		return MAIA_STATUS_FABRIC_LINK;
 	sim->work.fabric_bytes = c.size;
 	sim->work.fabric_hops = 1;
-	return park_on_fabric(sim, job, fw_xport_write_start(sim, job->sqe.asid, &c),
+	return park_on_fabric(sim, job,
+			      fw_xport_write_start(sim, job->sqe.asid, &c,
+						   fw_tl_queue_now(sim, qi) + sim->chip.cmd_ns),
 			      MAIA_OP_FABRIC_WRITE, sizeof(c));
 }
 
@@ -297,8 +300,8 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 			      MAIA_OP_FABRIC_READ, sizeof(c));
 }
 
-static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as *as,
-			  const uint8_t *raw)
+static int cmd_collective(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			  struct fw_as *as, const uint8_t *raw)
 {
 	struct maia_cmd_collective c;
 
@@ -308,7 +311,9 @@ static int cmd_collective(struct maia_sim *sim, struct fw_job *job, struct fw_as
 	fw_tl_collective_work(sim, &c);
 	if (c.nranks == 1)
 		return (int)fw_coll_run_local(as, &c);
-	return park_on_fabric(sim, job, fw_coll_op_start(sim, job->sqe.asid, &c),
+	return park_on_fabric(sim, job,
+			      fw_coll_op_start(sim, job->sqe.asid, &c,
+					       fw_tl_queue_now(sim, qi) + sim->chip.cmd_ns),
 			      MAIA_OP_COLLECTIVE, sizeof(c));
 }
 
@@ -350,11 +355,11 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 	case MAIA_OP_SEM_WAIT:
 		return cmd_sem_wait(sim, qi, job, raw);
 	case MAIA_OP_FABRIC_WRITE:
-		return cmd_fabric_write(sim, job, raw);
+		return cmd_fabric_write(sim, qi, job, raw);
 	case MAIA_OP_FABRIC_READ:
 		return cmd_fabric_read(sim, job, raw);
 	case MAIA_OP_COLLECTIVE:
-		return cmd_collective(sim, job, as, raw);
+		return cmd_collective(sim, qi, job, as, raw);
 	default:
 		if (fw_tensor_handles(opcode))
 			return cmd_tensor(sim, as, raw);
@@ -424,6 +429,7 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 			      struct fw_as *as)
 {
 	struct fw_fop *op = job->fop;
+	uint64_t model_end;
 	uint32_t status;
 
 	pthread_mutex_lock(&sim->lock);
@@ -434,6 +440,7 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 	job->fop = NULL;
 	pthread_mutex_unlock(&sim->lock);
 	status = op->status;
+	model_end = op->model_end_ns;
 	if (op->as.faulted && !as->faulted) {
 		as->faulted = true;
 		as->fault_va = op->as.fault_va;
@@ -447,6 +454,7 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 	fw_tl_cmd_begin(sim);
 	sim->work.fabric_bytes = job->fop_bytes;
 	sim->work.fabric_hops = job->fop_hops;
+	sim->work.fabric_end_ns = model_end;
 	fw_tl_cmd_end(sim, qi, job->fop_opcode, (int)status);
 	job->state = FW_JOB_RUNNING;
 	if (status == MAIA_STATUS_OK)

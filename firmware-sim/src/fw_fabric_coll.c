@@ -313,6 +313,27 @@ static int mem_write(struct fw_coll *c, uint64_t va, const void *buf, size_t len
 	return rc ? (int)mem_status(rc) : 0;
 }
 
+/* Modeled nanoseconds len bytes take on the link. */
+static uint64_t link_ns(const struct fw_coll *c, uint64_t len)
+{
+	return c->cfg.model_link_mbps ? len * 1000u / c->cfg.model_link_mbps : 0;
+}
+
+/*
+ * The modeled time a message leaves: after everything this rank sent before
+ * it has gone over the link, and after the chunk it comes from arrived.
+ */
+static uint64_t model_send_ns(struct fw_coll *c, uint32_t len)
+{
+	uint64_t t = c->model_start_ns + link_ns(c, c->sent_bytes);
+
+	if (t < c->model_fwd_ns)
+		t = c->model_fwd_ns;
+	if (c->model_end_ns < t + link_ns(c, len))
+		c->model_end_ns = t + link_ns(c, len);
+	return t;
+}
+
 /* Send the len data bytes already in txbuf + HDR as step s at offset. */
 static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
 {
@@ -327,6 +348,8 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 		.src_rank = c->cmd.rank,
 	};
 
+	if (c->cfg.model_link_mbps)
+		h.model_ns = model_send_ns(c, len);
 	memcpy(c->txbuf, &h, sizeof(h));
 	if (c->ops.tx(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) < 0) {
 		fail(c, MAIA_STATUS_FABRIC_LINK, s, true);
@@ -525,8 +548,28 @@ fault:
 	return -1;
 }
 
+static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *h,
+			  const uint8_t *data);
+
 /* Use one accepted chunk of the running collective. 0, or -1: it failed. */
 static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, const uint8_t *data)
+{
+	int rc;
+
+	/* modeled: it arrived a hop and its bytes' time after it left */
+	c->model_fwd_ns = 0;
+	if (c->cfg.model_link_mbps && h->model_ns) {
+		c->model_fwd_ns = h->model_ns + c->cfg.model_link_lat_ns + link_ns(c, h->len);
+		if (c->model_end_ns < c->model_fwd_ns)
+			c->model_end_ns = c->model_fwd_ns;
+	}
+	rc = use_chunk_data(c, h, data);
+	c->model_fwd_ns = 0;
+	return rc;
+}
+
+static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *h,
+			  const uint8_t *data)
 {
 	unsigned int s = h->step;
 	uint64_t off = h->offset, here = h->len;
@@ -908,6 +951,8 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 			NS_PER_MS;
 	c->last_progress_ns = now_ns;
 	c->sent_bytes = c->recv_bytes = 0;
+	c->model_end_ns = c->model_start_ns;
+	c->model_fwd_ns = 0;
 	set_rx_steps(c);
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);

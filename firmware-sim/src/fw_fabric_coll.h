@@ -51,6 +51,8 @@ struct fw_coll_config {
 	/* Messages held before they can be used (see fw_coll_rx). */
 	unsigned int early_msgs;
 	size_t early_bytes;
+	/* The device time model's link (0: messages carry no modeled time). */
+	uint32_t model_link_mbps, model_link_lat_ns;
 };
 
 #define FW_COLL_DEFAULT_CHUNK		MAIA_FABRIC_MSG_MAX_DATA
@@ -112,6 +114,13 @@ struct fw_coll {
 	bool gather;			/* ALL_REDUCE by gather-reduce (small counts) */
 	uint64_t last_progress_ns;
 	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */
+	/*
+	 * Modeled time (Documentation/hw/time-model.rst): this rank's start,
+	 * set before fw_coll_start(); the latest a message of the collective
+	 * left or arrived here; the arrival of the chunk being used, which the
+	 * messages it makes cannot leave before.
+	 */
+	uint64_t model_start_ns, model_end_ns, model_fwd_ns;
 	bool ended_valid;		/* ended_comm/seq: drop their late messages */
 	uint32_t ended_comm, ended_seq;
 

@@ -109,6 +109,7 @@ static void sync_end(struct coll_op *c)
 	if (c->op.finished)
 		return;
 	note_failure(c);
+	c->op.model_end_ns = c->eng.model_end_ns;
 	fw_fop_finish(&c->op, c->eng.result.status);
 }
 
@@ -216,7 +217,7 @@ static const struct fw_fop_ops coll_fop_ops = {
 };
 
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
-				const struct maia_cmd_collective *cmd)
+				const struct maia_cmd_collective *cmd, uint64_t model_start_ns)
 {
 	struct coll_op *c = calloc(1, sizeof(*c));
 	struct fw_coll_config cfg;
@@ -233,10 +234,13 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 	cfg.nports = fw_fabric_ports(sim);
 	cfg.early_msgs = COLL_OP_HOLD_MSGS;
 	cfg.early_bytes = (size_t)COLL_OP_HOLD_MSGS * MAIA_FABRIC_MSG_MAX_DATA;
+	cfg.model_link_mbps = sim->chip.link_mbps;
+	cfg.model_link_lat_ns = sim->chip.link_lat_ns;
 	if (fw_coll_init(&c->eng, &cfg, &coll_ops, c)) {
 		free(c);
 		return NULL;
 	}
+	c->eng.model_start_ns = model_start_ns;
 	fw_fop_submit(sim, &c->op);
 	return &c->op;
 }

@@ -125,7 +125,7 @@ static unsigned int check(struct maia_sim *sim, uint32_t key, uint64_t offset, u
 
 unsigned int fw_win_write(struct maia_sim *sim, uint32_t key, uint64_t offset, const void *buf,
 			  uint32_t len, bool sem, uint32_t sem_index, uint32_t sem_value,
-			  bool *sem_done)
+			  uint64_t model_ns, bool *sem_done)
 {
 	struct fw_window *w;
 	unsigned int rc;
@@ -145,6 +145,8 @@ unsigned int fw_win_write(struct maia_sim *sim, uint32_t key, uint64_t offset, c
 	if (rc == MAIA_FABRIC_RESP_OK && sem) {
 		/* After the data: a SEM_WAIT that sees the value sees the data. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* a waiter that takes it continues after its modeled arrival */
+		fw_tl_sem_signal_at(sim, w->asid, sem_index, model_ns);
 		if (fw_sem_add(&sim->sems[w->asid][sem_index], sem_value))
 			*sem_done = true;
 		else

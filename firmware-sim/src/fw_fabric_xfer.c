@@ -40,6 +40,7 @@ struct xfer {
 	bool all_sent;
 	bool sem;
 	uint32_t sem_index, sem_value;
+	uint64_t model_start_ns;	/* write: modeled time the command started */
 };
 
 static uint32_t chunk(uint64_t left)
@@ -69,6 +70,9 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 			.tag = op->tag,
 			.offset = w->remote + w->sent,
 			.len = n,
+			/* modeled: it leaves once the bytes before it are on the link */
+			.model_ns = w->model_start_ns +
+				    (sim->chip.link_mbps ? w->sent * 1000u / sim->chip.link_mbps : 0),
 		};
 		int rc = fw_xport_can_send(sim, w->port);
 		uint8_t *msg;
@@ -202,12 +206,13 @@ static struct xfer *xfer_new(struct maia_sim *sim, const struct fw_fop_ops *ops,
 }
 
 struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
-				    const struct maia_cmd_fabric_write *c)
+				    const struct maia_cmd_fabric_write *c, uint64_t model_start_ns)
 {
 	struct xfer *w = xfer_new(sim, &write_ops, asid, c->port);
 
 	if (!w)
 		return NULL;
+	w->model_start_ns = model_start_ns;
 	w->key = c->key;
 	w->remote = c->remote_offset;
 	w->local = c->local_addr;

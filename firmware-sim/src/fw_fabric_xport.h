@@ -76,6 +76,7 @@ struct fw_fop {
 	struct fw_fop *next;
 	bool finished;
 	uint32_t status;		/* MAIA_STATUS_*, once finished */
+	uint64_t model_end_ns;		/* modeled time it ended, once finished; 0: none */
 	/* Under sim->lock. */
 	bool in_fabric;			/* the fabric thread holds it */
 	bool done;			/* finished and handed back */
@@ -127,9 +128,12 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			    uint32_t seq);
 
-/* Remote write and read commands (fw_fabric_xfer.c): the operation to park on. */
+/*
+ * Remote write and read commands (fw_fabric_xfer.c): the operation to park
+ * on. A write's messages carry their modeled time from model_start_ns.
+ */
 struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
-				    const struct maia_cmd_fabric_write *c);
+				    const struct maia_cmd_fabric_write *c, uint64_t model_start_ns);
 struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
 				   const struct maia_cmd_fabric_read *c);
 

@@ -128,13 +128,15 @@ struct fw_cmd_work {
 	struct maia_op_mm mm;		/* its matrix multiply, if any */
 	uint64_t fabric_bytes;		/* sent over the fabric */
 	unsigned int fabric_hops;	/* links waited through */
+	uint64_t fabric_end_ns;		/* modeled end the operation reported; 0: none */
 };
 
 /* The modeled clock (fw_timeline.c): worker-owned, monotonic, not reset. */
 struct fw_timeline {
 	uint64_t device_ns;		/* the command processor is busy until */
 	uint64_t queue_ns[MAIA_MAX_QUEUES];	/* a queue's last command ended */
-	uint64_t sem_ns[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];	/* last signal */
+	/* last signal; atomics: remote writes signal from the fabric thread */
+	uint64_t sem_ns[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];
 };
 
 /* A fabric window (fw_fabric_win.c): part of an address space the fabric may reach. */
@@ -361,7 +363,7 @@ void fw_win_close_all(struct maia_sim *sim);
  */
 unsigned int fw_win_write(struct maia_sim *sim, uint32_t key, uint64_t offset, const void *buf,
 			  uint32_t len, bool sem, uint32_t sem_index, uint32_t sem_value,
-			  bool *sem_done);
+			  uint64_t model_ns, bool *sem_done);
 unsigned int fw_win_read(struct maia_sim *sim, uint32_t key, uint64_t offset, void *buf,
 			 uint32_t len);
 unsigned int fw_fabric_ports(const struct maia_sim *sim);
@@ -452,6 +454,11 @@ uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi);
 void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t);
 void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		      unsigned int index);
+/* A signal at modeled time t from anywhere (a remote write: the fabric thread). */
+void fw_tl_sem_signal_at(struct maia_sim *sim, unsigned int asid, unsigned int index,
+			 uint64_t t);
+/* The modeled arrival of a message of len bytes that left at t (0: none). */
+uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len);
 /* A wait on the semaphore succeeded: after its last signal. */
 void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		     unsigned int index);

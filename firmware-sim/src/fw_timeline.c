@@ -45,19 +45,35 @@ void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t)
 		sim->tl.queue_ns[qi] = t;
 }
 
+void fw_tl_sem_signal_at(struct maia_sim *sim, unsigned int asid, unsigned int index,
+			 uint64_t t)
+{
+	uint64_t *p = &sim->tl.sem_ns[asid][index], old = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (old < t && !__atomic_compare_exchange_n(p, &old, t, true, __ATOMIC_RELEASE,
+						       __ATOMIC_RELAXED))
+		;
+}
+
 void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		      unsigned int index)
 {
-	uint64_t t = fw_tl_queue_now(sim, qi);
-
-	if (sim->tl.sem_ns[asid][index] < t)
-		sim->tl.sem_ns[asid][index] = t;
+	fw_tl_sem_signal_at(sim, asid, index, fw_tl_queue_now(sim, qi));
 }
 
 void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		     unsigned int index)
 {
-	fw_tl_after(sim, qi, sim->tl.sem_ns[asid][index]);
+	fw_tl_after(sim, qi, __atomic_load_n(&sim->tl.sem_ns[asid][index], __ATOMIC_ACQUIRE));
+}
+
+uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len)
+{
+	const struct fw_chip *chip = &sim->chip;
+
+	if (!t)
+		return 0;
+	return t + chip->link_lat_ns + (chip->link_mbps ? len * 1000u / chip->link_mbps : 0);
 }
 
 void fw_tl_cmd_begin(struct maia_sim *sim)
@@ -113,8 +129,8 @@ static bool fabric_opcode(uint16_t opcode)
 }
 
 /* The cost of the command that just ran, from what it did. */
-static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, struct fw_cost *c,
-		     uint64_t *hbm_write)
+static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t start,
+		     struct fw_cost *c, uint64_t *hbm_write)
 {
 	const struct fw_chip *chip = &sim->chip;
 	const struct fw_cmd_work *w = &sim->work;
@@ -128,6 +144,9 @@ static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, struct f
 		*hbm_write = w->hbm_write;
 	} else if (fabric_opcode(opcode)) {
 		fw_model_fabric(chip, w->fabric_bytes, w->fabric_hops, c);
+		/* a collective ends when its ranks' messages say, if that is later */
+		if (w->fabric_end_ns > start + c->fixed_ns + c->link_ns)
+			c->link_ns = w->fabric_end_ns - start - c->fixed_ns;
 	} else if (w->mm.batch) {
 		struct fw_mm_shape s = {
 			.batch = w->mm.batch, .m = w->mm.m, .n = w->mm.n, .k = w->mm.k,
@@ -150,7 +169,7 @@ uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, i
 	uint64_t start = fw_tl_queue_now(sim, qi), end, hbm_write;
 	struct fw_cost c;
 
-	cmd_cost(sim, opcode, status, &c, &hbm_write);
+	cmd_cost(sim, opcode, status, start, &c, &hbm_write);
 	pthread_mutex_lock(&sim->lock);
 	end = fw_telem_run_locked(sim, start, &c, hbm_write, sim->work.dma_bytes);
 	fw_telem_unlock_and_raise(sim);

@@ -247,6 +247,7 @@ struct outcome {
 	long wrong;			/* elements that differ from the reference */
 	bool hung;
 	double secs;			/* first submission to last completion */
+	uint64_t model_start[MAX_DEV], model_end[MAX_DEV];	/* completion entries */
 };
 
 /* One collective's commands and buffers on every rank, between its stages. */
@@ -324,6 +325,8 @@ static void collect(struct trial *t, unsigned int r, struct outcome *o)
 	o->hung |= !wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(t->qi), t->irqs[r] + 1, HANG_GUARD_MS) ||
 		   !(c->flags & MAIA_CQE_VALID);
 	o->status[r] = c->status;
+	o->model_start[r] = c->start_ns;
+	o->model_end[r] = c->end_ns;
 	memcpy(&o->report[r], host_ptr(&nodes[r].e, t->report_bus[r]), sizeof(o->report[r]));
 }
 
@@ -1104,8 +1107,83 @@ static void test_late_rank_bad_memory(void)
 	ring_down();
 }
 
+/*
+ * Modeled time across devices (Documentation/hw/time-model.rst): on a fresh
+ * ring of 4 the ranks start together, and an 8 MiB FP32 all-reduce takes the
+ * ring's time on the Maia 100 link (50 GB/s a port, 1 us a hop), the same on
+ * every rank and in a second run. Then rank 1 first copies 4 MiB from the
+ * host (131 us at 32 GB/s): its messages leave that much later, and every
+ * rank's collective waits for them in modeled time.
+ */
+static void test_modeled_time(void)
+{
+	const uint64_t count = 2u << 20, bytes = 4 * count, delay = 4194304ull * 1000 / 32000;
+	const double link = 50.0;	/* GB/s */
+	struct outcome o1, o2, o3 = { .wrong = 0 };
+	bool same = true, near = true, after = true;
+	uint64_t d1[MAX_DEV];
+	struct trial t;
+	struct cmdbuf cb;
+	uint64_t src;
+
+	if (!tap_ok(ring_up(4, 0), "modeled: a fresh ring of 4 is up"))
+		return;
+	o1 = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+		 LONG_TIMEOUT_MS);
+	o2 = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+		 LONG_TIMEOUT_MS);
+	for (unsigned int r = 0; r < 4; r++) {
+		double busbw;
+
+		d1[r] = o1.model_end[r] - o1.model_start[r];
+		busbw = 2.0 * 3 / 4 * (double)bytes / (double)d1[r];
+		same &= d1[r] == o2.model_end[r] - o2.model_start[r] && d1[r] == d1[0];
+		near &= busbw > 0.85 * link && busbw <= link;
+	}
+	tap_ok(all_ok(&o1) && all_ok(&o2) && !o1.wrong && !o2.wrong && same,
+	       "modeled: an 8 MiB all-reduce takes %llu ns on every rank, twice",
+	       (unsigned long long)d1[0]);
+	tap_ok(near, "modeled: its bus bandwidth is %.1f GB/s on a %.0f GB/s link",
+	       2.0 * 3 / 4 * (double)bytes / (double)d1[0], link);
+
+	/* Rank 1 starts its collective late by a host copy. */
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	src = host_alloc(&nodes[1].e, 4u << 20, 4096);
+	cb_init(&cb);
+	cmd_copy(&cb, src, MAIA_PHYS_HBM, 4u << 20, 1, 0, 0);
+	cb_add(&cb, &t.k[1], sizeof(t.k[1]));
+	for (unsigned int r = 0; r < 4; r++) {
+		t.irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(t.qi));
+		t.slot[r] = queue_push(&nodes[r].e, &nodes[r].q[t.qi],
+				       r == 1 ? cb_to_host(&nodes[1].e, &cb) : t.cb_bus[r],
+				       r == 1 ? cb.len : sizeof(t.k[r]), 0, 0, t.k[r].seq, true);
+	}
+	for (unsigned int r = 0; r < 4; r++)
+		collect(&t, r, &o3);
+	finish_trial(&t, &o3, true);
+	/*
+	 * Rank 1 sends its 6 blocks from its late start on; the others wait for
+	 * its data, each as far as the ring makes it (rank 0 gets rank 1's last
+	 * block two hops after it left, while rank 1 still forwards the others').
+	 */
+	after = o3.model_end[1] >= o3.model_start[1] + delay + d1[1] * 9 / 10;
+	for (unsigned int r = 0; r < 4; r++)
+		after &= o3.model_end[r] - o3.model_start[r] >= d1[r] + delay / 4;
+	tap_ok(all_ok(&o3) && !o3.wrong && after,
+	       "modeled: rank 1 late by %llu ns: the ranks end %llu, %llu, %llu, %llu ns after "
+	       "their start (alone %llu)", (unsigned long long)delay,
+	       (unsigned long long)(o3.model_end[0] - o3.model_start[0]),
+	       (unsigned long long)(o3.model_end[1] - o3.model_start[1]),
+	       (unsigned long long)(o3.model_end[2] - o3.model_start[2]),
+	       (unsigned long long)(o3.model_end[3] - o3.model_start[3]),
+	       (unsigned long long)d1[0]);
+	ring_down();
+}
+
 int main(void)
 {
+	test_modeled_time();
 	test_ring(2, 0, false, 37);
 	test_ring(3, 50000, true, 0);
 	test_ring(4, 0, true, 0);

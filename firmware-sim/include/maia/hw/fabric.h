@@ -193,7 +193,8 @@ struct maia_fabric_msg {
 	__u32 len;		/* data bytes after the header; READ_REQ: bytes asked */
 	__u32 sem_index;	/* WRITE with F_SEM */
 	__u32 sem_value;
-	__u32 reserved[3];
+	__u32 reserved;
+	__u64 model_ns;		/* (1.8) sender's modeled time the data left; 0: none */
 };
 
 /*
@@ -212,7 +213,9 @@ struct maia_fabric_coll_msg {
 	__u32 len;		/* data bytes after the header */
 	__u64 offset;		/* the data's byte offset in the step's block */
 	__u32 src_rank;
-	__u32 reserved[5];
+	__u32 reserved;
+	__u64 model_ns;		/* (1.8) sender's modeled time the chunk left; 0: none */
+	__u32 reserved2[2];
 };
 
 _Static_assert(sizeof(struct maia_fabric_msg) == MAIA_FABRIC_MSG_HDR_LEN, "message header");
