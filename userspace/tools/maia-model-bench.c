@@ -14,6 +14,10 @@
  *             HBM bandwidth (bytes read + written over the modeled time)
  * --repeat N  the same GEMM job N times: modeled_repeatability, the largest
  *             difference between their modeled times (goal 0)
+ * --allreduce an FP32 all-reduce of 16 and 64 MiB over every device, cabled
+ *             as a ring (qemu/run-guest --fabric ring: port 0 to the next
+ *             device's port 1): modeled_allreduce_busbw_n<N>_<size> beside
+ *             the link rate, from the slowest rank's modeled time
  * --throttle N  N jobs of one BF16 4096^3 GEMM back to back, each line
  *             with the modeled time, power, clock and throttle events
  *             (text, for `make run`); --cap W first sets the power cap
@@ -140,15 +144,27 @@ fail:
 	return -1;
 }
 
-/* One job on fresh buffers; its modeled time, 0 on failure. */
-static uint64_t gemm_once(unsigned int d, uint32_t m, uint32_t n, uint32_t k)
+/* HBM bytes the device counted, read + written. */
+static uint64_t hbm_bytes(void)
+{
+	struct maia_telemetry t;
+
+	if (maia_device_telemetry(dev, &t))
+		return 0;
+	return t.hbm_bytes_read + t.hbm_bytes_written;
+}
+
+/* One job on fresh buffers; its modeled time (0 on failure) and HBM bytes. */
+static uint64_t gemm_once(unsigned int d, uint32_t m, uint32_t n, uint32_t k, uint64_t *bytes)
 {
 	struct gemm_job g;
-	uint64_t ns;
+	uint64_t ns, b0;
 
 	if (gemm_setup(&g, d, m, n, k, 1))
 		return 0;
+	b0 = hbm_bytes();
 	ns = run_modeled(g.cb);
+	*bytes = hbm_bytes() - b0;
 	gemm_free(&g);
 	return ns;
 }
@@ -169,16 +185,17 @@ static int bench_gemm(void)
 
 		for (unsigned int s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 			uint32_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-			uint64_t ns = gemm_once(types[t], m, n, k);
+			uint64_t bytes = 0, ns = gemm_once(types[t], m, n, k, &bytes);
 			double tflops = ns ? 2.0 * m * n * k / (double)ns / 1000.0 : 0.0;
 
 			bad |= !ns || !peak || tflops > peak;
 			printf("{\"name\": \"modeled_gemm_%s_%ux%ux%u_tflops\", \"value\": %.2f, "
 			       "\"unit\": \"TFLOPS\", \"higher_is_better\": true, \"baseline\": "
 			       "\"peak_%s\", \"baseline_value\": %.1f, \"ratio\": %.4f, "
-			       "\"modeled_ns\": %llu}\n",
+			       "\"modeled_ns\": %llu, \"flops_per_hbm_byte\": %.1f}\n",
 			       dtype_name(types[t]), m, n, k, tflops, dtype_name(types[t]), peak,
-			       peak ? tflops / peak : 0.0, (unsigned long long)ns);
+			       peak ? tflops / peak : 0.0, (unsigned long long)ns,
+			       bytes ? 2.0 * m * n * k / (double)bytes : 0.0);
 			fflush(stdout);
 		}
 	}
@@ -232,6 +249,77 @@ static int bench_repeat(int n)
 	       "\"higher_is_better\": false, \"runs\": %d, \"modeled_ns\": %llu}\n",
 	       (unsigned long long)(hi - lo), n, (unsigned long long)lo);
 	return 0;
+}
+
+/* One all-reduce of bytes over n devices; the slowest rank's modeled time, 0 on failure. */
+static uint64_t allreduce_once(struct maia_device **devs, int n, uint64_t bytes, uint32_t seq)
+{
+	struct maia_bo *bufs[16] = { 0 };
+	struct maia_cmdbuf *cbs[16] = { 0 };
+	uint64_t seqnos[16], worst = 0;
+	int bad = 0;
+
+	for (int r = 0; r < n && !bad; r++) {
+		struct maia_cmd_collective c = {
+			.coll = MAIA_COLL_ALL_REDUCE, .redop = MAIA_REDOP_SUM,
+			.dtype = MAIA_DTYPE_FP32, .send_port = 0, .recv_port = 1,
+			.rank = (uint16_t)r, .nranks = (uint16_t)n, .comm_id = 0x4d4f444c,
+			.seq = seq, .count = bytes / 4,
+		};
+
+		bad = maia_bo_create(devs[r], bytes, MAIA_BO_HBM, &bufs[r]) ||
+		      maia_cmdbuf_create(devs[r], 4096, &cbs[r]);
+		if (!bad) {
+			c.send_addr = c.recv_addr = maia_bo_va(bufs[r]);
+			bad = maia_cmd_collective(cbs[r], &c) ||
+			      maia_submit(devs[r], cbs[r], NULL, &seqnos[r]);
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		struct maia_job_times times = { 0 };
+		struct maia_job_status st;
+
+		if (!bad && !maia_wait_times(devs[r], seqnos[r], 600ll * 1000000000, &st, &times) &&
+		    (times.valid & MAIA_JOB_TIMES_DEVICE))
+			worst = times.device_ns > worst ? times.device_ns : worst;
+		else
+			bad = 1;
+	}
+	for (int r = 0; r < n; r++) {
+		if (cbs[r])
+			maia_cmdbuf_destroy(cbs[r]);
+		maia_bo_destroy(bufs[r]);
+	}
+	return bad ? 0 : worst;
+}
+
+static int bench_allreduce(void)
+{
+	static const uint64_t sizes[] = { 16 * MIB, 64 * MIB };
+	double link = (double)param(DRM_MAIA_PARAM_LINK_MBPS, 0) / 1000.0;
+	struct maia_device *devs[16] = { dev };
+	int n = maia_device_count(), bad = 0;
+
+	if (n < 2 || n > 16)
+		return 1;
+	for (int r = 1; r < n && !bad; r++)
+		bad = maia_device_open(r, &devs[r]);
+	for (unsigned int i = 0; i < 2 && !bad; i++) {
+		uint64_t ns = allreduce_once(devs, n, sizes[i], i + 1);
+		double busbw = ns ? 2.0 * (n - 1) / n * (double)sizes[i] / (double)ns : 0.0;
+
+		bad = !ns;
+		printf("{\"name\": \"modeled_allreduce_busbw_n%d_%lluMiB\", \"value\": %.2f, "
+		       "\"unit\": \"GB/s\", \"higher_is_better\": true, \"baseline\": \"link_rate\", "
+		       "\"baseline_value\": %.1f, \"ratio\": %.4f, \"modeled_ns\": %llu}\n",
+		       n, (unsigned long long)(sizes[i] / MIB), busbw, link, link ? busbw / link : 0.0,
+		       (unsigned long long)ns);
+		fflush(stdout);
+	}
+	for (int r = 1; r < n; r++)
+		if (devs[r])
+			maia_device_close(devs[r]);
+	return bad;
 }
 
 /* The hwmon power1_cap of this device, in uW; 0 if there is none. */
@@ -325,10 +413,12 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "throttle", required_argument, NULL, 't' },
 		{ "cap", required_argument, NULL, 'c' },
+		{ "allreduce", no_argument, NULL, 'a' },
 		{ "device", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int gemm = 0, hbm = 0, repeat = 0, throttle = 0, cap = 0, index = 0, bad = 0, c;
+	int allreduce = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -338,9 +428,10 @@ int main(int argc, char **argv)
 		case 't': throttle = atoi(optarg); break;
 		case 'c': cap = atoi(optarg); break;
 		case 'd': index = atoi(optarg); break;
+		case 'a': allreduce = 1; break;
 		default:
 			fprintf(stderr, "usage: maia-model-bench [--gemm] [--hbm] [--repeat N] "
-				"[--throttle N] [--cap W] [--device I]\n");
+				"[--throttle N] [--cap W] [--allreduce] [--device I]\n");
 			return 2;
 		}
 	}
@@ -360,6 +451,8 @@ int main(int argc, char **argv)
 		bad |= bench_repeat(repeat);
 	if (throttle)
 		bad |= bench_throttle(throttle, cap);
+	if (allreduce)
+		bad |= bench_allreduce();
 	maia_device_close(dev);
 	return bad;
 }
