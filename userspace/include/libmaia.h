@@ -107,6 +107,9 @@ int maia_device_list(struct maia_device_entry *entries, int max);
  * the values whose MAIA_TM_* bit is set in valid were provided (an older
  * driver or device lacks some); the others are 0. Counters count since the
  * device powered on and never go back; gauges are the driver's last value.
+ * On hardware 1.8 (telemetry 1.2) the times, the power window and the
+ * utilizations are modeled time (the device's window: 10 ms of it, not
+ * 1 s); struct maia_telemetry_modeled has the rest.
  */
 #define MAIA_TM_POWER			(1ull << 0)	/* power_uw */
 #define MAIA_TM_POWER_INSTANT		(1ull << 1)	/* power_instant_uw */

@@ -74,16 +74,18 @@ struct metric {
 
 static const struct metric metrics[] = {
 	{ "MAIA_FI_DEV_UTIL", GAUGE,
-	  "Engine utilization, percent of the last second any command ran (in %).",
+	  "Engine utilization: percent of the device's window (1 s; 10 ms of modeled time on "
+	  "hardware 1.8) any command ran (in %).",
 	  MAIA_TM_UTILIZATION, 1.0 },
 	{ "MAIA_FI_PROF_TENSOR_ACTIVE", GAUGE,
-	  "Ratio of the last second the tensor (matrix) unit was busy (0..1).",
+	  "Ratio of the device's window the tensor (matrix) unit was busy (0..1).",
 	  MAIA_TM_TENSOR_UTILIZATION, 0.01 },
 	{ "MAIA_FI_DEV_BUSY_TIME", COUNTER,
-	  "Time any command ran since power-on (in s).",
+	  "Time any command ran since power-on, modeled on hardware 1.8 (in s).",
 	  MAIA_TM_BUSY_TIME, 1e-6 },
 	{ "MAIA_FI_DEV_POWER_USAGE", GAUGE,
-	  "Power draw averaged over the last second (in W).",
+	  "Power draw averaged over the device's window (1 s; 10 ms of modeled time on "
+	  "hardware 1.8) (in W).",
 	  MAIA_TM_POWER, 1e-6 },
 	{ "MAIA_FI_DEV_POWER_CAP", GAUGE,
 	  "Power cap the firmware enforces (in W).",
