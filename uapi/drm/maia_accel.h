@@ -183,7 +183,8 @@ struct drm_maia_get_param {
  * @pad: must be 0
  * @echo: out, the job id the device completed
  * @round_trip_ns: out, doorbell write to completion handled, host clock
- * @device_ns: out, device time at completion
+ * @device_ns: out, device time at completion (the completion entry's end:
+ *             modeled time on hardware 1.8, see drm_maia_wait)
  */
 struct drm_maia_ping {
 	__u64 cookie;
