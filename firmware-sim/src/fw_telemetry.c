@@ -295,43 +295,48 @@ void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls)
 	pm->active = cls >= 0 && cls < FW_PM_CLASSES ? cls : FW_PM_IDLE;
 }
 
+/* The command's work at clock ratio r, ns: the longest of compute, HBM and link. */
+static uint64_t work_ns(const struct fw_cost *c, double r)
+{
+	return fw_cost_ns(c, r) - c->fixed_ns;
+}
+
 uint64_t fw_pm_run(struct fw_pm *pm, uint64_t start, const struct fw_cost *c)
 {
-	double done = 0.0;	/* fraction of the work done */
-	uint64_t t;
+	double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
+	uint64_t t, total = work_ns(c, r), left = total;
+	double done = 0.0;	/* fraction of the work done, for bytes and flops */
 
 	if (start < pm->now_ns)
 		start = pm->now_ns;
 	fw_pm_set_active(pm, start, c->cls);
 	t = start + c->fixed_ns;
 	fw_pm_advance(pm, t);
-	while (done < 1.0) {
-		double r = (double)pm->clock_mhz / pm->p.nominal_mhz;
-		double total = (double)c->compute_ns / r, left, seg;
-		uint64_t period_end = pm->period_start_ns + pm->p.period_ns, step;
+	/*
+	 * Period by period: the clock may change at a period's end. While it
+	 * does not, the time left is counted in whole ns, so a command takes
+	 * exactly fw_cost_ns() wherever it falls between the periods.
+	 */
+	while (left) {
+		uint64_t period_end = pm->period_start_ns + pm->p.period_ns;
+		uint64_t step = left < period_end - t ? left : period_end - t;
+		double seg = (double)step / (double)total;
 
-		if (total < (double)c->hbm_ns)
-			total = (double)c->hbm_ns;
-		if (total < (double)c->link_ns)
-			total = (double)c->link_ns;
-		if (total < 1.0)
-			break;
-		left = (1.0 - done) * total;
-		/* up to the end of the control period, where the clock may change */
-		if (left <= (double)(period_end - t)) {
-			step = (uint64_t)ceil(left);
+		if (step == left)
 			seg = 1.0 - done;
-		} else {
-			step = period_end - t;
-			seg = (double)step / total;
-		}
 		pm->period_bytes += seg * (double)c->hbm_bytes;
 		pm->period_peak_ns += seg * (double)c->peak_ns;
 		done += seg;
+		left -= step;
 		t += step;
 		fw_pm_advance(pm, t);
-		if (step == 0)
-			break;
+		if (left && (double)pm->clock_mhz / pm->p.nominal_mhz != r) {
+			/* the rest of the work at the new clock */
+			r = (double)pm->clock_mhz / pm->p.nominal_mhz;
+			total = work_ns(c, r);
+			left = (uint64_t)ceil((1.0 - done) * (double)total);
+			done = 1.0 - (double)left / (double)total;
+		}
 	}
 	fw_pm_set_active(pm, t, FW_PM_IDLE);
 	return t;

@@ -183,6 +183,18 @@ static void test_power_in_modeled_time(void)
 	       "modeled power %.1f W, tensor utilization %.3f, MFU %.3f", fw_pm_power_avg_w(&a),
 	       fw_pm_tensor_util(&a), fw_pm_mfu(&a));
 	p.cap_mw = p.cap_max_mw;
+	{
+		/* Wherever a command falls between the control periods: the same ns. */
+		static const uint64_t offsets[] = { 0, 1, 37, 99999, 100000, 123457 };
+		bool exact = true;
+
+		for (unsigned int i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
+			fw_pm_init(&b, &p, 0);
+			exact &= fw_pm_run(&b, offsets[i], &c) - offsets[i] == fw_cost_ns(&c, 1.0);
+		}
+		tap_ok(exact, "a command takes exactly %llu ns at any offset from the control periods",
+		       (unsigned long long)fw_cost_ns(&c, 1.0));
+	}
 	fw_pm_init(&b, &p, 0);
 	tb = run_n(&b, &c, 20, &lb);
 	tap_ok(b.events == 0 && b.clock_mhz == 1500 && lb == fw_cost_ns(&c, 1.0) && tb < ta,
