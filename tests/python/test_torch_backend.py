@@ -157,6 +157,40 @@ def two_devices():
 
 
 @test
+def asynchronous_ops_streams_events():
+    """Ops enqueue on the device's stream and return: a chain of device ops
+    makes the host wait for nothing (the backend's count of host waits does
+    not move); reading a value waits. Events and synchronize as in
+    torch.cuda; the values are the CPU's."""
+    a, w = rand(64, 128), rand(128, 128)
+    x, wd = a.to(DEV), w.to(DEV)
+    torch.maia.synchronize()
+    before = mt.ops.host_waits()
+    with mt.strict():
+        y = x
+        for _ in range(5):
+            y = torch.relu(y @ wd) * 0.05
+    assert mt.ops.host_waits() == before, (before, mt.ops.host_waits())
+    ev = torch.maia.Event()
+    ev.record()
+    ev.synchronize()
+    assert ev.query()
+    assert mt.ops.host_waits() > before
+    ref = a.double()
+    for _ in range(5):
+        ref = torch.relu(ref @ w.double()) * 0.05
+    close(y, ref, 1e-4 * float(ref.abs().max()) + 1e-30, "five enqueued GEMMs")
+    s = torch.maia.current_stream()
+    assert s.device == DEV
+    z = x @ wd
+    torch.maia.synchronize()
+    assert s.query() and torch.maia.current_stream(1).device == torch.device("maia:1")
+    before = mt.ops.host_waits()
+    float(z[0, 0])                                                  # a read waits
+    assert mt.ops.host_waits() > before
+
+
+@test
 def strict_gemms():
     with mt.strict():
         for (m, k, n) in ((17, 33, 9), (64, 128, 32)):

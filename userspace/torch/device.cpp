@@ -21,10 +21,15 @@ static const c10::DeviceType kMaia = c10::DeviceType::PrivateUse1;
 
 /*
  * The current device is per thread (runtime.cpp), as CUDA's is; each
- * device has one in-order stream (DEFAULT). Work is synchronous: every job
- * has finished when the call that made it returns, so events complete
- * when recorded and synchronizing has nothing to wait for.
+ * device has one in-order stream (DEFAULT): its jobs are submitted to the
+ * device's queue and run in order (runtime.h). An event is the last job
+ * submitted to its device when it was recorded: done when that job is.
  */
+struct MaiaEvent {
+	int dev;
+	uint64_t seqno;
+};
+
 struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	c10::DeviceType type() const override
 	{
@@ -74,42 +79,57 @@ struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
 		    const c10::EventFlag flag) const override
 	{
-		(void)event;
-		(void)stream;
 		(void)flag;
 		(void)index;
+		auto *e = static_cast<MaiaEvent *>(*event);
+
+		if (!e) {
+			e = new MaiaEvent();
+			*event = e;
+		}
+		e->dev = stream.device_index() < 0 ? current_device() : stream.device_index();
+		e->seqno = last_seqno(e->dev);
 	}
+	/* The stream waits for the event: the host waits (one stream per device). */
 	void block(void *event, const c10::Stream &stream) const override
 	{
-		(void)event;
 		(void)stream;
+		auto *e = static_cast<MaiaEvent *>(event);
+
+		if (e)
+			wait_job(e->dev, e->seqno);
 	}
 	bool queryEvent(void *event) const override
 	{
-		(void)event;
-		return true;
+		auto *e = static_cast<MaiaEvent *>(event);
+
+		return !e || job_done(e->dev, e->seqno);
 	}
 	void destroyEvent(void *event, const c10::DeviceIndex index) const noexcept override
 	{
-		(void)event;
 		(void)index;
+		delete static_cast<MaiaEvent *>(event);
 	}
 	bool queryStream(const c10::Stream &stream) const override
 	{
-		(void)stream;
-		return true;
+		int dev = stream.device_index() < 0 ? current_device() : stream.device_index();
+
+		return job_done(dev, last_seqno(dev));
 	}
 	void synchronizeStream(const c10::Stream &stream) const override
 	{
-		(void)stream;
+		synchronize(stream.device_index() < 0 ? current_device() : stream.device_index());
 	}
 	void synchronizeEvent(void *event) const override
 	{
-		(void)event;
+		auto *e = static_cast<MaiaEvent *>(event);
+
+		if (e)
+			wait_job(e->dev, e->seqno);
 	}
 	void synchronizeDevice(const c10::DeviceIndex index) const override
 	{
-		(void)index;
+		synchronize(index < 0 ? current_device() : index);
 	}
 	void recordDataPtrOnStream(const c10::DataPtr &data, const c10::Stream &stream) const override
 	{

@@ -196,6 +196,11 @@ TORCH_LIBRARY(maia, m)
 	m.def("device_count", [] { return (int64_t)device_count(); });
 	m.def("current_device", [] { return (int64_t)current_device(); });
 	m.def("set_device", [](int64_t index) { set_current_device((int)index); });
+	m.def("synchronize", [](int64_t index) { synchronize(index < 0 ? current_device() : (int)index); });
+	m.def("host_waits", [] { return host_waits(); });
+	m.def("jobs_submitted", [] { return jobs_submitted(); });
+	m.def("batch_begin", [](int64_t index) { batch_begin((int)index); });
+	m.def("batch_end", [](int64_t index) { batch_end((int)index); });
 }
 
 TORCH_LIBRARY_IMPL(maia, PrivateUse1, m)

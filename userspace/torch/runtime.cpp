@@ -13,12 +13,25 @@
 
 namespace maia_torch {
 
-/* Per device: opened once; its job command buffer and DMA staging buffer (under job_mu). */
+/* A command buffer of a device's ring and the job last submitted from it. */
+struct Slot {
+	struct maia_cmdbuf *cb = nullptr;
+	uint64_t seqno = 0;
+	bool pending = false;
+};
+
+static const int kSlots = 16;
+
+/* Per device: opened once; its ring of job command buffers and DMA staging buffer (under job_mu). */
 struct DeviceState {
 	std::once_flag open_once;
 	struct maia_device *dev = nullptr;
 	int open_err = 0;
-	struct maia_cmdbuf *cb = nullptr;
+	Slot ring[kSlots];
+	int next = 0;
+	int batching = 0;		/* batch() depth: jobs append to open_slot */
+	int open_slot = -1;		/* the slot whose command buffer collects them */
+	uint64_t last = 0;		/* seqno of the last job submitted */
 	struct maia_bo *staging = nullptr;
 	void *staging_cpu = nullptr;
 };
@@ -83,10 +96,44 @@ void check(int err, const char *what)
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-/* job_mu: one job at a time; protects the devices' cb and staging buffers. */
-static std::mutex job_mu;
-static const uint32_t job_capacity = 64 * 1024;
+/* job_mu: one job at a time; protects the devices' rings and staging buffers. */
+static std::recursive_mutex job_mu;
+static const uint32_t job_capacity = 256 * 1024;
+/* A batch is submitted before a job starts once its command buffer holds this much. */
+static const uint32_t batch_limit = 128 * 1024;
 static const int64_t job_timeout_ns = 120LL * 1000 * 1000 * 1000;
+static const bool sync_mode = std::getenv("MAIA_TORCH_SYNC") &&
+			      std::strcmp(std::getenv("MAIA_TORCH_SYNC"), "0");
+
+static std::atomic<int64_t> waits{ 0 };
+
+int64_t host_waits()
+{
+	return waits;
+}
+
+/* Wait for slot's job; raises if it failed. Under job_mu. */
+static void retire(int dev, Slot &slot, bool earlier)
+{
+	struct maia_job_status st = {};
+	int err;
+
+	if (!slot.pending)
+		return;
+	slot.pending = false;
+	waits++;
+	err = maia_wait(devices[dev].dev, slot.seqno, job_timeout_ns, &st);
+	if (err == 0 && st.status != 0)	/* DRM_MAIA_JOB_OK */
+		err = -EIO;
+	if (err < 0) {
+		const char *why = maia_last_error();
+
+		TORCH_CHECK(false, "maia: ", earlier ? "an earlier job on maia:" : "job on maia:", dev,
+			    " failed (", maia_job_status_name(st.status), ", device status ",
+			    st.device_status, " at command offset ", st.error_offset, "): ",
+			    why && *why ? why : maia_strerror(err));
+	}
+}
 
 Job::Job(int dev) : dev_(dev)
 {
@@ -98,22 +145,49 @@ Job::Job(const at::Tensor &t) : dev_(device_index(t.device()))
 	start();
 }
 
+static void submit(int dev, int index);
+
+/* Submit the open batch of device dev, if any. Under job_mu. */
+static void flush_locked(int dev)
+{
+	DeviceState &d = devices[dev];
+	int open = d.open_slot;
+
+	d.open_slot = -1;
+	if (open >= 0 && maia_cmdbuf_size(d.ring[open].cb))
+		submit(dev, open);
+}
+
 void Job::start()
 {
 	struct maia_device *dev = device(dev_);
 	DeviceState &d = devices[dev_];
 
 	job_mu.lock();
-	if (!d.cb) {
-		int err = maia_cmdbuf_create(dev, job_capacity, &d.cb);
-
-		if (err < 0) {
-			d.cb = nullptr;
-			job_mu.unlock();
-			check(err, "maia_cmdbuf_create");
-		}
+	if (d.open_slot >= 0 && d.batching && maia_cmdbuf_size(d.ring[d.open_slot].cb) < batch_limit) {
+		slot_ = d.open_slot;		/* append to the batch */
+		return;
 	}
-	maia_cmdbuf_reset(d.cb);
+	try {
+		flush_locked(dev_);
+	} catch (...) {
+		job_mu.unlock();
+		throw;
+	}
+	slot_ = d.next;
+	Slot &slot = d.ring[slot_];
+	try {
+		retire(dev_, slot, true);
+		if (!slot.cb)
+			check(maia_cmdbuf_create(dev, job_capacity, &slot.cb), "maia_cmdbuf_create");
+	} catch (...) {
+		job_mu.unlock();
+		throw;
+	}
+	maia_cmdbuf_reset(slot.cb);
+	d.next = (slot_ + 1) % kSlots;
+	if (d.batching)
+		d.open_slot = slot_;
 }
 
 Job::~Job()
@@ -123,7 +197,7 @@ Job::~Job()
 
 struct maia_cmdbuf *Job::cmdbuf()
 {
-	return devices[dev_].cb;
+	return devices[dev_].ring[slot_].cb;
 }
 
 void Job::add(int err, const char *what)
@@ -131,23 +205,119 @@ void Job::add(int err, const char *what)
 	check(err, what);
 }
 
+static std::atomic<int64_t> submits{ 0 };
+
+int64_t jobs_submitted()
+{
+	return submits;
+}
+
+/* Submit slot index of device dev. Under job_mu. */
+static void submit(int dev, int index)
+{
+	DeviceState &d = devices[dev];
+	Slot &slot = d.ring[index];
+
+	check(maia_submit(d.dev, slot.cb, nullptr, &slot.seqno), "maia_submit");
+	slot.pending = true;
+	d.last = slot.seqno;
+	submits++;
+	if (sync_mode)
+		retire(dev, slot, false);
+}
+
 void Job::run()
 {
-	struct maia_job_status st = {};
-	int err;
+	DeviceState &d = devices[dev_];
 
 	TORCH_CHECK(!ran_, "maia: a Job runs once");
 	ran_ = true;
+	if (slot_ == d.open_slot)
+		return;			/* submitted with its batch */
 	if (maia_cmdbuf_size(cmdbuf()) == 0)
 		return;
-	err = maia_run(device(dev_), cmdbuf(), job_timeout_ns, &st);
-	if (err < 0) {
-		const char *why = maia_last_error();
+	submit(dev_, slot_);
+}
 
-		TORCH_CHECK(false, "maia: job failed (", maia_job_status_name(st.status),
-			    ", device status ", st.device_status, " at command offset ",
-			    st.error_offset, "): ", why && *why ? why : maia_strerror(err));
+void Job::run_sync()
+{
+	DeviceState &d = devices[dev_];
+
+	ran_ = true;
+	if (slot_ == d.open_slot)
+		d.open_slot = -1;	/* the batch goes now, this job last */
+	if (maia_cmdbuf_size(cmdbuf()) == 0)
+		return;
+	submit(dev_, slot_);
+	retire(dev_, d.ring[slot_], false);
+}
+
+void batch_begin(int dev)
+{
+	std::lock_guard<std::recursive_mutex> lock(job_mu);
+
+	devices[dev].batching++;
+}
+
+void batch_end(int dev)
+{
+	std::lock_guard<std::recursive_mutex> lock(job_mu);
+	DeviceState &d = devices[dev];
+
+	if (d.batching > 0 && --d.batching == 0 && d.dev)
+		flush_locked(dev);
+}
+
+void flush(int dev)
+{
+	std::lock_guard<std::recursive_mutex> lock(job_mu);
+
+	if (devices[dev].dev)
+		flush_locked(dev);
+}
+
+void synchronize(int dev)
+{
+	std::lock_guard<std::recursive_mutex> lock(job_mu);
+
+	for (int i = 0; i < kMaxDevices; i++) {
+		DeviceState &d = devices[i];
+
+		if ((dev >= 0 && i != dev) || !d.dev)
+			continue;
+		flush_locked(i);
+		/* Oldest first: the slot after the last one used. */
+		for (int k = 0; k < kSlots; k++)
+			retire(i, d.ring[(d.next + k) % kSlots], true);
 	}
+}
+
+uint64_t last_seqno(int dev)
+{
+	std::lock_guard<std::recursive_mutex> lock(job_mu);
+
+	if (devices[dev].dev)
+		flush_locked(dev);
+	return devices[dev].last;
+}
+
+bool job_done(int dev, uint64_t seqno)
+{
+	struct maia_job_status st = {};
+
+	if (!seqno)
+		return true;
+	return maia_wait(device(dev), seqno, 0, &st) != -ETIME;
+}
+
+void wait_job(int dev, uint64_t seqno)
+{
+	struct maia_job_status st = {};
+
+	if (!seqno)
+		return;
+	waits++;
+	check(maia_wait(device(dev), seqno, job_timeout_ns, &st), "maia_wait");
 }
 
 /* ---- DMA staging ------------------------------------------------------------ */
@@ -186,7 +356,7 @@ void copy_to_device(int dev, uint64_t dst_va, const void *src, size_t bytes)
 
 		std::memcpy(d.staging_cpu, p, n);
 		job.add(maia_cmd_copy(job.cmdbuf(), dst_va, maia_bo_va(d.staging), n), "maia_cmd_copy");
-		job.run();
+		job.run_sync();		/* the staging buffer is reused next */
 		p += n;
 		dst_va += n;
 		bytes -= n;
@@ -203,7 +373,7 @@ void copy_from_device(int dev, void *dst, uint64_t src_va, size_t bytes)
 		DeviceState &d = devices[dev];
 
 		job.add(maia_cmd_copy(job.cmdbuf(), maia_bo_va(d.staging), src_va, n), "maia_cmd_copy");
-		job.run();
+		job.run_sync();		/* the host reads the result */
 		std::memcpy(p, d.staging_cpu, n);
 		p += n;
 		src_va += n;

@@ -36,10 +36,16 @@ void check(int err, const char *what);
 
 /*
  * One job on one device: commands appended with the libmaia builders on
- * cmdbuf(), then run() submits and waits. Jobs run one at a time (the
- * backend is synchronous, like a single in-order stream per device); a Job
- * holds the job lock for its whole life. Job(t): on the device of tensor t
- * (every operand of the job must be on that device).
+ * cmdbuf(), then run() submits it to the device's queue (the user queue
+ * where the driver has one) and returns: the device's stream. Jobs of a
+ * device run in submission order, so the next op, a later read or a reuse
+ * of freed memory comes after them. run_sync() also waits for it (reads
+ * of device memory by the host). Each device has a ring of command
+ * buffers; a slot is reused once its job is done, and a job that failed
+ * raises there or at synchronize() ("an earlier job failed"). A Job holds
+ * the job lock for its whole life. Job(t): on the device of tensor t
+ * (every operand of the job must be on that device). MAIA_TORCH_SYNC=1
+ * makes every run() wait.
  */
 class Job {
 public:
@@ -52,12 +58,34 @@ public:
 	/* Append with a libmaia builder's return value checked. */
 	void add(int err, const char *what);
 	void run();
+	void run_sync();
 	int dev() const { return dev_; }
 private:
 	void start();
 	int dev_;
+	int slot_ = -1;
 	bool ran_ = false;
 };
+
+/* Wait for every job submitted to device dev (-1: every device); raises if one failed. */
+void synchronize(int dev);
+/* The last job submitted to device dev (0: none yet), and whether a job is done. */
+uint64_t last_seqno(int dev);
+bool job_done(int dev, uint64_t seqno);
+void wait_job(int dev, uint64_t seqno);
+/*
+ * Batching (torch.compile's backend, maia.torch.batched()): between
+ * batch_begin and batch_end, the jobs of device dev append to one command
+ * buffer, submitted as one job at batch_end, before a host read, at
+ * synchronize, when an event is recorded, or when it holds 128 KiB.
+ */
+void batch_begin(int dev);
+void batch_end(int dev);
+void flush(int dev);
+/* Jobs submitted to the devices since the start. */
+int64_t jobs_submitted();
+/* Jobs the host has waited for (a read, a synchronize, a full ring), since the start. */
+int64_t host_waits();
 
 /* Caching sub-allocator statistics, bytes and counts. */
 struct MemoryStats {

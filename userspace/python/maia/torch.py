@@ -53,12 +53,14 @@ def _index(device):
 
 class _DeviceModule:
     """torch.maia: what torch 2 calls on a PrivateUse1 backend's module
-    (lazy init, seeding, device counts, the current device). Devices
-    maia:0 .. device_count()-1; the current device is per thread (the c10
-    device guard's). The backend is synchronous: every op has finished on
-    the device when it returns, so synchronize() has nothing to wait for.
-    Random numbers come from the CPU generator (random ops take the CPU
-    fallback)."""
+    (lazy init, seeding, device counts, the current device, streams and
+    events). Devices maia:0 .. device_count()-1; the current device is per
+    thread (the c10 device guard's). Ops are asynchronous: each enqueues a
+    job on its device's stream and returns; reading a value (.cpu(),
+    .item(), print) or synchronize() waits. One in-order stream per device;
+    torch.maia.Event is torch.Event on "maia" (record, query, synchronize,
+    wait). Random numbers come from the CPU generator (random ops take the
+    CPU fallback)."""
 
     device = _Device
 
@@ -96,7 +98,18 @@ class _DeviceModule:
 
     @staticmethod
     def synchronize(device=None):
-        _index(device)                          # checks the device exists
+        """Wait for every op enqueued on the device (the current one by default)."""
+        ops.synchronize(-1 if device is None else _index(device))
+
+    @staticmethod
+    def Event(enable_timing=False, blocking=False, interprocess=False):
+        return torch.Event(device=BACKEND, enable_timing=enable_timing, blocking=blocking,
+                           interprocess=interprocess)
+
+    @staticmethod
+    def current_stream(device=None):
+        """The device's one stream (torch.Stream)."""
+        return torch.Stream(device=torch.device(BACKEND, _index(device)))
 
 
 def _register():
@@ -149,6 +162,51 @@ def strict(on=True):
         yield
     finally:
         ops.set_strict(before)
+
+
+@contextlib.contextmanager
+def batched(device=None):
+    """Within the block, the device's ops append to one command buffer that
+    is submitted as one job when the block ends (or before a host read, a
+    synchronize, an event, or at 128 KiB): fewer, larger jobs."""
+    idx = _index(device)
+    ops.batch_begin(idx)
+    try:
+        yield
+    finally:
+        ops.batch_end(idx)
+
+
+def jobs_submitted():
+    """Jobs the backend has submitted to the devices since the start."""
+    return ops.jobs_submitted()
+
+
+def host_waits():
+    """Times the host has waited for a device job (reads, synchronize, a full ring)."""
+    return ops.host_waits()
+
+
+def compile_backend(gm, example_inputs):
+    """A torch.compile backend: torch.compile(model, backend=maia.torch.compile_backend).
+
+    Dynamo hands over the FX graph of the model's aten-level torch ops; it
+    runs eagerly, op by op, on the maia devices of its inputs, inside
+    batched(): every device op of the graph appends to one command buffer
+    per device, submitted as one job when the graph returns. Ops without a
+    Maia kernel take the CPU fallback as in eager mode (their operands are
+    read, which submits the batch so far); the rest of the graph goes on
+    batching after them. No code generation (Inductor's Triton path for
+    maia is not done)."""
+    devs = sorted({t.device.index for t in example_inputs
+                   if isinstance(t, torch.Tensor) and t.device.type == BACKEND})
+
+    def run(*args):
+        with contextlib.ExitStack() as stack:
+            for d in devs or [None]:
+                stack.enter_context(batched(d))
+            return gm(*args)
+    return run
 
 
 def memory_stats():
