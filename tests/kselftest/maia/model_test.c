@@ -6,8 +6,7 @@
  * model/ sysfs directory against GET_PARAM and the telemetry block, WAIT's
  * host_time_ns and device_time_ns, fdinfo's modeled and host engine time,
  * and determinism: the same GEMM job has the same modeled duration run
- * after run, with the guest idle and with it loaded (to the power
- * controller's 1 ns rounding, see gemm_modeled_time_repeatable).
+ * after run, with the guest idle and with it loaded, to the ns.
  *
  * On a device before hardware 1.8 the model parameters must read 0 and the
  * model/ directory must be absent; the tests that need modeled time skip.
@@ -409,22 +408,16 @@ TEST_F(model, gemm_modeled_time_repeatable)
 		kill(burners[i], SIGKILL);
 		waitpid(burners[i], NULL, 0);
 	}
-	/*
-	 * Identical but for the power controller's rounding where a command
-	 * spans two of its control periods (firmware-sim's fw_pm_run() splits
-	 * the command there in floating point): at most 1 ns a command, and
-	 * where a job starts relative to the periods depends on all the work
-	 * before it. The spread is printed; 0 is the goal.
-	 */
+	/* Identical to the ns, wherever each job fell between the control periods. */
 	for (int i = 1; i < 10; i++) {
 		long long dd = (long long)(dev_ns[i] - dev_ns[0]);
 		long long dt = (long long)(ts_ns[i] - ts_ns[0]);
 
 		spread = dd < 0 ? (-dd > spread ? -dd : spread) : (dd > spread ? dd : spread);
-		EXPECT_GE(GEMMS + 2, llabs(dd)) TH_LOG("run %d: %llu ns, run 0: %llu ns", i,
+		EXPECT_EQ(0, dd) TH_LOG("run %d: %llu ns, run 0: %llu ns", i,
 						       (unsigned long long)dev_ns[i],
 						       (unsigned long long)dev_ns[0]);
-		EXPECT_GE(GEMMS + 2, llabs(dt)) TH_LOG("run %d: TIMESTAMPs %llu ns apart, run 0: %llu",
+		EXPECT_EQ(0, dt) TH_LOG("run %d: TIMESTAMPs %llu ns apart, run 0: %llu",
 						       i, (unsigned long long)ts_ns[i],
 						       (unsigned long long)ts_ns[0]);
 	}
