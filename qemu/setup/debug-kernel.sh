@@ -110,7 +110,7 @@ build_kernel() {
 	local t0 t1
 	[ -f "$DK_BUILD/.ready" ] && return
 	t0=$(date +%s)
-	log "building the debug kernel in $DK_BUILD (cold: about half an hour on 2 cores; log: $DK_BUILD/build.log)"
+	log "building the debug kernel in $DK_BUILD (cold: about a quarter of an hour on 2 cores; log: $DK_BUILD/build.log)"
 	# vmlinux for the PVH boot, `modules` for Module.symvers (no module of
 	# its own) so that external modules link against it.
 	nice make -C "$SRC" O="$DK_BUILD" ARCH=x86_64 -j"$JOBS" vmlinux modules \
