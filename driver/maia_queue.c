@@ -21,6 +21,13 @@
 #include "maia_hwq.h"
 #include "maia_queue.h"
 
+/*
+ * The kernel queue's lock is held across a device reset, which runs the job
+ * queues again and takes their locks inside it: its own lockdep class, so
+ * that this one nesting order is not reported as recursive locking.
+ */
+static struct lock_class_key maia_kq_lock_key;
+
 static unsigned int maia_ping_timeout_ms = 1000;
 module_param_named(ping_timeout_ms, maia_ping_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(ping_timeout_ms, "Time a PING may take before it fails, in ms (default 1000)");
@@ -44,6 +51,8 @@ int maia_queue_init(struct maia_device *mdev, struct maia_queue *q,
 	ret = drmm_mutex_init(&mdev->drm, &q->lock);
 	if (ret)
 		return ret;
+	if (index == MAIA_KQ_INDEX)
+		lockdep_set_class(&q->lock, &maia_kq_lock_key);
 
 	q->sq = dmam_alloc_coherent(dev, entries * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dmam_alloc_coherent(dev, entries * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
