@@ -85,6 +85,14 @@ def bench(M, K, N):
                 torch.maia.synchronize()
                 runs.append((time.perf_counter_ns() - t0) / 1000.0 / ITERS)
             t_enq = statistics.median(runs)
+            # Where the time goes: the same GEMM as one aten::addmm from Python,
+            # F.linear (adds aten::linear's t() and its composite), and the
+            # cost of any torch.ops call (an op that does no device work).
+            wt, bias = dlin.weight.t(), dlin.bias
+            t_addmm = median_us(lambda: torch.addmm(bias, dx, wt))
+            t_flin = median_us(lambda: torch.nn.functional.linear(dx, dlin.weight, bias))
+            t_floor = median_us(mt.ops.current_device)
+            torch.maia.synchronize()
         t_cpu = median_us(lambda: lin(x))
     shape = "%dx%dx%d" % (M, K, N)
     c_lines.append(c_baseline(M, K, N))
@@ -93,6 +101,9 @@ def bench(M, K, N):
     print(json.dumps(c_line), flush=True)
     emit("linear_fp32_%s_maia_torch" % shape, t_dev, c_line["name"], c_us)
     emit("linear_fp32_%s_maia_torch_enqueued" % shape, t_enq, c_line["name"], c_us)
+    emit("linear_fp32_%s_maia_addmm_enqueued" % shape, t_addmm, c_line["name"], c_us)
+    emit("linear_fp32_%s_maia_f_linear_enqueued" % shape, t_flin, c_line["name"], c_us)
+    emit("torch_op_call_floor_%s" % shape, t_floor)
     emit("linear_fp32_%s_cpu_torch_guest" % shape, t_cpu,
          "linear_fp32_%s_maia_torch" % shape, t_dev)
     return 0
