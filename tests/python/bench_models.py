@@ -23,6 +23,10 @@ import torch
 import maia.torch as mt
 from models import Block, ResNet18, ViT
 
+# NNPACK cannot run on the guest's emulated CPU and says so on every CPU
+# convolution (38 lines of stderr per run): CPU torch takes its other paths.
+torch.backends.nnpack.set_flags(False)
+
 IMAGE = int(os.environ.get("MODEL_IMAGE", "32"))
 RUNS = int(os.environ.get("MODEL_RUNS", "5"))
 CPU_RUNS = int(os.environ.get("MODEL_CPU_RUNS", "2"))
