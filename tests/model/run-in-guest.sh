@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The chip models and the device time model through the driver
 # (Documentation/hw/time-model.rst), in guests:
-#  - a Maia 200 by its model alone (216 GiB of HBM, 32 x 4 tiles) boots,
+#  - a Maia 200 (216 GiB of HBM, 32 x 4 tiles by its model) boots,
 #    maia-smi shows its HBM, and the GEMM demo passes against the CPU;
 #  - on a Maia 100, the same GEMM job five times, twice, the second time
 #    with two busy loops on the host: the modeled time of the job is the
@@ -38,8 +38,8 @@ guest() {
 	"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --timeout 600 "$@"
 }
 
-# A Maia 200 by its model alone.
-guest --device-opts model=maia200 -- sh -c \
+# A Maia 200 with its whole (sparse) HBM.
+guest --device-opts model=maia200,hbm-size=216G -- sh -c \
 	'maia-smi | grep -E "HBM|topology"; maia-gemm 256 256 512' >"$out/m200" 2>&1
 st=$?
 build=(--no-build)
