@@ -45,7 +45,7 @@ struct maia_op_stats {
 	uint64_t flops;
 	uint64_t bytes_read;
 	uint64_t bytes_written;
-	uint64_t busy_ns;		/* summed over tiles */
+	uint64_t busy_ns;		/* host time, summed over tiles (not modeled time) */
 	/*
 	 * The matrix multiply the command did, for the device time model
 	 * (batch 0: none): batch x (m x k) * (k x n) with these operand types.
@@ -79,7 +79,11 @@ struct fw_tensor_config {
 struct fw_tensor_engine *fw_tensor_create(const struct fw_tensor_config *cfg);
 void fw_tensor_destroy(struct fw_tensor_engine *te);
 
-/* Nanoseconds tile (cluster * tiles_per_cluster + index) has been busy since creation; 0 past the last. */
+/*
+ * Host nanoseconds tile (cluster * tiles_per_cluster + index) has been busy
+ * since creation; 0 past the last. The device's telemetry reports modeled
+ * time instead (fw_timeline.c); this is the engine's own measure.
+ */
 uint64_t fw_tensor_tile_busy_ns(struct fw_tensor_engine *te, unsigned int tile);
 
 /* True if opcode is a tensor operation this engine runs. */

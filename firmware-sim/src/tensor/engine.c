@@ -5,7 +5,9 @@
  * them in order); each is split into tasks, a task being the work of one
  * tile on one block of the output. Per-command counters go to
  * struct maia_op_stats, per-tile busy time accumulates in tile_busy_ns
- * (read by the telemetry block's per-tile window). This file creates the
+ * (host time: what the host spent per modeled tile, for the engine's tests;
+ * the telemetry block's per-tile window is modeled time, fw_timeline.c).
+ * This file creates the
  * engine and dispatches commands to the ops (gemm.c, eltwise.c, ...); what
  * the ops call back, running their tasks, scratch and activations, is in
  * run.c, a leaf, so that the ops and the dispatcher form no loop.

@@ -49,43 +49,12 @@ FIXTURE(tm) {
 	struct kcmd cb;
 };
 
-static long long read_ll(const char *dir, const char *attr)
-{
-	char path[PATH_MAX * 2], buf[64];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, attr);
-	if (maia_read_file(path, buf, sizeof(buf)) < 0)
-		return -1;
-	return strtoll(buf, NULL, 0);
-}
-
 static int write_attr(const char *dir, const char *attr, const char *val)
 {
 	char path[PATH_MAX * 2];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, attr);
 	return maia_write_file(path, val);
-}
-
-static bool find_hwmon(const char *dev, char *out, size_t size)
-{
-	char dir[PATH_MAX + 16];
-	struct dirent *de;
-	bool found = false;
-	DIR *dp;
-
-	snprintf(dir, sizeof(dir), "%s/hwmon", dev);
-	dp = opendir(dir);
-	if (!dp)
-		return false;
-	while ((de = readdir(dp)) && !found) {
-		if (strncmp(de->d_name, "hwmon", 5) == 0) {
-			snprintf(out, size, "%s/%s", dir, de->d_name);
-			found = true;
-		}
-	}
-	closedir(dp);
-	return found;
 }
 
 FIXTURE_SETUP(tm)
@@ -95,9 +64,9 @@ FIXTURE_SETUP(tm)
 	if (maia_find_nodes(&self->node, 1) < 1)
 		SKIP(return, "no maia accel node");
 	snprintf(self->dev, sizeof(self->dev), "/sys/bus/pci/devices/%s", self->node.bdf);
-	ASSERT_TRUE(find_hwmon(self->dev, self->hwmon, sizeof(self->hwmon)))
+	ASSERT_TRUE(khwmon_dir(self->dev, self->hwmon, sizeof(self->hwmon)))
 		TH_LOG("no hwmon directory under %s", self->dev);
-	self->cap_uw = read_ll(self->hwmon, "power1_cap");
+	self->cap_uw = kread_attr(self->hwmon, "power1_cap");
 	self->fd = maia_open_node(&self->node);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, kbo_create(self->fd, KSFT_MIB, DRM_MAIA_BO_HOST, VA_CMD, &self->cmd));
@@ -105,7 +74,7 @@ FIXTURE_SETUP(tm)
 	ASSERT_EQ(0, kbo_create(self->fd, 4 * KSFT_MIB, DRM_MAIA_BO_HOST, VA_HOST, &self->host));
 	ASSERT_EQ(0, kbo_create(self->fd, 2 * KSFT_MIB, DRM_MAIA_BO_HBM, VA_GEMM, &self->gemm));
 	self->cb.bo = &self->cmd;
-	self->modeled = read_ll(self->dev, "modeled_time_ns") >= 0;
+	self->modeled = kread_attr(self->dev, "modeled_time_ns") >= 0;
 	/* Earlier work may have left the clock throttled: modeled time stood still since. */
 	if (self->modeled)
 		ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
@@ -224,16 +193,16 @@ TEST_F(tm, hwmon_and_sysfs)
 		for (int i = 0; i < 4096; i++)
 			kcmd_nop(&self->cb);
 		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
-		EXPECT_LE(400000, read_ll(self->dev, "modeled_time_ns"));
+		EXPECT_LE(400000, kread_attr(self->dev, "modeled_time_ns"));
 	}
 	snprintf(path, sizeof(path), "%s/name", self->hwmon);
 	ASSERT_LE(0, maia_read_file(path, name, sizeof(name)));
 	EXPECT_STREQ("maia", name);
-	t = read_ll(self->hwmon, "temp1_input");
-	EXPECT_TRUE(t >= 20000 && t <= read_ll(self->hwmon, "temp1_crit")) TH_LOG("temp %lld", t);
-	EXPECT_EQ(95000, read_ll(self->hwmon, "temp1_max"));
-	cap_max = read_ll(self->hwmon, "power1_cap_max");
-	cap_min = read_ll(self->hwmon, "power1_cap_min");
+	t = kread_attr(self->hwmon, "temp1_input");
+	EXPECT_TRUE(t >= 20000 && t <= kread_attr(self->hwmon, "temp1_crit")) TH_LOG("temp %lld", t);
+	EXPECT_EQ(95000, kread_attr(self->hwmon, "temp1_max"));
+	cap_max = kread_attr(self->hwmon, "power1_cap_max");
+	cap_min = kread_attr(self->hwmon, "power1_cap_min");
 	if (self->modeled) {
 		__u64 design = 0;
 
@@ -245,16 +214,16 @@ TEST_F(tm, hwmon_and_sysfs)
 	}
 	EXPECT_EQ(100000000, cap_min);
 	EXPECT_TRUE(self->cap_uw >= cap_min && self->cap_uw <= cap_max);
-	EXPECT_EQ(1500000000ll, read_ll(self->hwmon, "freq1_input"));
-	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_average"));
-	EXPECT_LE(50000000, read_ll(self->hwmon, "power1_input"));
+	EXPECT_EQ(1500000000ll, kread_attr(self->hwmon, "freq1_input"));
+	EXPECT_LE(50000000, kread_attr(self->hwmon, "power1_average"));
+	EXPECT_LE(50000000, kread_attr(self->hwmon, "power1_input"));
 	/* the window: 1 s of host time, or 10 ms of modeled time (telemetry 1.2) */
-	EXPECT_EQ(self->modeled ? 10 : 1000, read_ll(self->hwmon, "power1_average_interval"));
-	EXPECT_LT(0, read_ll(self->hwmon, "energy1_input"));
+	EXPECT_EQ(self->modeled ? 10 : 1000, kread_attr(self->hwmon, "power1_average_interval"));
+	EXPECT_LT(0, kread_attr(self->hwmon, "energy1_input"));
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
 		const char *attr = counters[i];
 
-		EXPECT_LE(0, read_ll(self->dev, attr)) TH_LOG("%s", attr);
+		EXPECT_LE(0, kread_attr(self->dev, attr)) TH_LOG("%s", attr);
 	}
 	if (self->modeled) {
 		static const char * const modeled[] = {
@@ -264,12 +233,12 @@ TEST_F(tm, hwmon_and_sysfs)
 		for (size_t i = 0; i < ARRAY_SIZE(modeled); i++) {
 			const char *attr = modeled[i];
 
-			EXPECT_LE(0, read_ll(self->dev, attr)) TH_LOG("%s", attr);
+			EXPECT_LE(0, kread_attr(self->dev, attr)) TH_LOG("%s", attr);
 		}
-		EXPECT_GE(100, read_ll(self->dev, "hbm_utilization"));
-		EXPECT_GE(100, read_ll(self->dev, "mfu"));
-		EXPECT_GE(read_ll(self->dev, "modeled_time_ns") / 1000,
-			  read_ll(self->dev, "busy_time_us"));
+		EXPECT_GE(100, kread_attr(self->dev, "hbm_utilization"));
+		EXPECT_GE(100, kread_attr(self->dev, "mfu"));
+		EXPECT_GE(kread_attr(self->dev, "modeled_time_ns") / 1000,
+			  kread_attr(self->dev, "busy_time_us"));
 	}
 	/* hwmon files are read-only except power1_cap. */
 	EXPECT_GT(0, write_attr(self->hwmon, "energy1_input", "0"));
@@ -284,16 +253,16 @@ TEST_F(tm, counters_move_under_load)
 	for (unsigned int i = 0; i < 2 * GEMM_N * GEMM_N; i++)
 		a[i] = (float)(i % 7) - 3.0f;
 	memset(self->host.cpu, 0x5a, self->host.size);
-	busy0 = read_ll(self->dev, "busy_time_us");
-	tensor0 = read_ll(self->dev, "tensor_busy_time_us");
-	dma0 = read_ll(self->dev, "dma_busy_time_us");
-	hbmw0 = read_ll(self->dev, "hbm_bytes_written");
-	hbmr0 = read_ll(self->dev, "hbm_bytes_read");
-	bytes0 = read_ll(self->dev, "dma_bytes");
-	flops0 = read_ll(self->dev, "flops");
-	cmds0 = read_ll(self->dev, "commands");
-	e0 = read_ll(self->hwmon, "energy1_input");
-	m0 = read_ll(self->dev, "modeled_time_ns") / 1000;	/* us */
+	busy0 = kread_attr(self->dev, "busy_time_us");
+	tensor0 = kread_attr(self->dev, "tensor_busy_time_us");
+	dma0 = kread_attr(self->dev, "dma_busy_time_us");
+	hbmw0 = kread_attr(self->dev, "hbm_bytes_written");
+	hbmr0 = kread_attr(self->dev, "hbm_bytes_read");
+	bytes0 = kread_attr(self->dev, "dma_bytes");
+	flops0 = kread_attr(self->dev, "flops");
+	cmds0 = kread_attr(self->dev, "commands");
+	e0 = kread_attr(self->hwmon, "energy1_input");
+	m0 = kread_attr(self->dev, "modeled_time_ns") / 1000;	/* us */
 	t0 = kmono_ns();
 
 	add_copies(self, 32);
@@ -301,30 +270,30 @@ TEST_F(tm, counters_move_under_load)
 	ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, &ns));
 
 	EXPECT_EQ(0x5a5a5a5a, ((__u32 *)self->hbm.cpu)[12345]);
-	EXPECT_LE(32 * 4 * KSFT_MIB, read_ll(self->dev, "hbm_bytes_written") - hbmw0);
-	EXPECT_LE(32 * 4 * KSFT_MIB, read_ll(self->dev, "dma_bytes") - bytes0);
+	EXPECT_LE(32 * 4 * KSFT_MIB, kread_attr(self->dev, "hbm_bytes_written") - hbmw0);
+	EXPECT_LE(32 * 4 * KSFT_MIB, kread_attr(self->dev, "dma_bytes") - bytes0);
 	/* Each GEMM reads A and B (at least 2 x 256 KiB) from HBM. */
-	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * 4, read_ll(self->dev, "hbm_bytes_read") - hbmr0);
-	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * GEMM_N, read_ll(self->dev, "flops") - flops0);
-	EXPECT_LE(48, read_ll(self->dev, "commands") - cmds0);
-	EXPECT_LT(0, read_ll(self->dev, "tensor_busy_time_us") - tensor0);
-	EXPECT_LT(0, read_ll(self->dev, "dma_busy_time_us") - dma0);
+	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * 4, kread_attr(self->dev, "hbm_bytes_read") - hbmr0);
+	EXPECT_LE(16ll * 2 * GEMM_N * GEMM_N * GEMM_N, kread_attr(self->dev, "flops") - flops0);
+	EXPECT_LE(48, kread_attr(self->dev, "commands") - cmds0);
+	EXPECT_LT(0, kread_attr(self->dev, "tensor_busy_time_us") - tensor0);
+	EXPECT_LT(0, kread_attr(self->dev, "dma_busy_time_us") - dma0);
 	/* each counter is shown truncated to us: each difference is within 1 us */
-	EXPECT_LE(read_ll(self->dev, "dma_busy_time_us") - dma0 +
-		  read_ll(self->dev, "tensor_busy_time_us") - tensor0,
-		  read_ll(self->dev, "busy_time_us") - busy0 + 2);
-	EXPECT_LT(0, read_ll(self->dev, "utilization"));
+	EXPECT_LE(kread_attr(self->dev, "dma_busy_time_us") - dma0 +
+		  kread_attr(self->dev, "tensor_busy_time_us") - tensor0,
+		  kread_attr(self->dev, "busy_time_us") - busy0 + 2);
+	EXPECT_LT(0, kread_attr(self->dev, "utilization"));
 	if (!self->modeled) {
 		/* The busy time is device time inside this job's wall time. */
-		EXPECT_GE(ns / 1000 + 1000, read_ll(self->dev, "busy_time_us") - busy0);
+		EXPECT_GE(ns / 1000 + 1000, kread_attr(self->dev, "busy_time_us") - busy0);
 		maia_sleep_ms(100);
-		e1 = read_ll(self->hwmon, "energy1_input");
+		e1 = kread_attr(self->hwmon, "energy1_input");
 		t1 = kmono_ns();
 		/* At least the idle power (60 W) over the time, less a 10 ms period. */
 		EXPECT_LE((long long)(60.0 * ((double)(t1 - t0) / 1e9 - 0.02) * 1e6), e1 - e0)
 			TH_LOG("energy %lld uJ over %lld ms", e1 - e0, (t1 - t0) / 1000000);
 		TH_LOG("job %lld ms, busy %lld us, energy %lld mJ", ns / 1000000,
-		       read_ll(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
+		       kread_attr(self->dev, "busy_time_us") - busy0, (e1 - e0) / 1000);
 		return;
 	}
 	/*
@@ -343,9 +312,9 @@ TEST_F(tm, counters_move_under_load)
 		ASSERT_EQ(0, maia_get_param(self->fd, DRM_MAIA_PARAM_DESIGN_POWER_MW, &design_mw));
 		ASSERT_LT(0, host_mbps);
 		floor_us = (long long)(32 * 4 * KSFT_MIB * 1000 / host_mbps / 1000);
-		busy = read_ll(self->dev, "busy_time_us") - busy0;
-		m1 = read_ll(self->dev, "modeled_time_ns") / 1000;
-		e1 = read_ll(self->hwmon, "energy1_input");
+		busy = kread_attr(self->dev, "busy_time_us") - busy0;
+		m1 = kread_attr(self->dev, "modeled_time_ns") / 1000;
+		e1 = kread_attr(self->hwmon, "energy1_input");
 		EXPECT_LE(floor_us - 1, busy) TH_LOG("busy %lld us, the copies take %lld us",
 						     busy, floor_us);
 		EXPECT_LE(busy, m1 - m0);
@@ -420,7 +389,7 @@ TEST_F(tm, invalid_power_cap)
 	int ret;
 
 	/* One uW above the largest cap (the design power). */
-	snprintf(above, sizeof(above), "%lld", read_ll(self->hwmon, "power1_cap_max") + 1);
+	snprintf(above, sizeof(above), "%lld", kread_attr(self->hwmon, "power1_cap_max") + 1);
 	ret = write_attr(self->hwmon, "power1_cap", above);
 	EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", above, ret);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -429,10 +398,10 @@ TEST_F(tm, invalid_power_cap)
 
 		EXPECT_EQ(-EINVAL, ret) TH_LOG("power1_cap <- '%s': %d", val, ret);
 	}
-	EXPECT_EQ(self->cap_uw, read_ll(self->hwmon, "power1_cap"));
+	EXPECT_EQ(self->cap_uw, kread_attr(self->hwmon, "power1_cap"));
 	/* A valid value is taken and rounded to the device's mW. */
 	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", "400000400"));
-	EXPECT_EQ(400000000, read_ll(self->hwmon, "power1_cap"));
+	EXPECT_EQ(400000000, kread_attr(self->hwmon, "power1_cap"));
 }
 
 /* Kernel log lines of this device saying its clock was throttled for the cap. */
@@ -452,8 +421,8 @@ static void count_throttle_line(int level, const char *text, void *arg)
 
 TEST_F(tm, low_cap_throttles)
 {
-	long long nominal = read_ll(self->hwmon, "freq1_input"), freq = nominal;
-	long long ev0 = read_ll(self->dev, "throttle_count"), d0, d1;
+	long long nominal = kread_attr(self->hwmon, "freq1_input"), freq = nominal;
+	long long ev0 = kread_attr(self->dev, "throttle_count"), d0, d1;
 	long long deadline, avg;
 	struct throttle_log tl = { .bdf = strrchr(self->dev, '/') + 1 };
 	int kmsg = maia_kmsg_open();
@@ -478,19 +447,19 @@ TEST_F(tm, low_cap_throttles)
 	d0 = timed_copies(self, 16);
 	ASSERT_LT(0, d0);
 	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", low));
-	EXPECT_EQ(low_uw, read_ll(self->hwmon, "power1_cap"));
+	EXPECT_EQ(low_uw, kread_attr(self->hwmon, "power1_cap"));
 
 	/* Keep the device busy until the clock has dropped a few steps. */
 	deadline = kmono_ns() + 20 * SEC;
 	while (kmono_ns() < deadline && freq > nominal * 6 / 10) {
 		add_copies(self, 16);
 		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
-		freq = read_ll(self->hwmon, "freq1_input");
+		freq = kread_attr(self->hwmon, "freq1_input");
 	}
 	EXPECT_GE(nominal * 6 / 10, freq) TH_LOG("clock %lld Hz after 20 s of load", freq);
-	EXPECT_LE(ev0 + 4, read_ll(self->dev, "throttle_count"));
-	EXPECT_EQ(1, read_ll(self->dev, "throttle_reasons") & 1);
-	EXPECT_LT(0, read_ll(self->dev, "throttled_time_us"));
+	EXPECT_LE(ev0 + 4, kread_attr(self->dev, "throttle_count"));
+	EXPECT_EQ(1, kread_attr(self->dev, "throttle_reasons") & 1);
+	EXPECT_LT(0, kread_attr(self->dev, "throttled_time_us"));
 	/* the THERMAL interrupt: the driver logged the start of throttling */
 	ASSERT_LE(0, kmsg);
 	maia_sleep_ms(100);
@@ -512,11 +481,11 @@ TEST_F(tm, low_cap_throttles)
 		add_copies(self, 16);
 		ASSERT_EQ(DRM_MAIA_JOB_OK, run(self->fd, &self->cb, NULL));
 	}
-	avg = read_ll(self->hwmon, "power1_average");
+	avg = kread_attr(self->hwmon, "power1_average");
 	EXPECT_GE(low_uw, avg) TH_LOG("power1_average %lld uW over a %lld W cap", avg,
 				      low_uw / 1000000);
 	TH_LOG("throttled to %lld MHz, %lld W average, jobs %lld -> %lld us",
-	       read_ll(self->hwmon, "freq1_input") / 1000000, avg / 1000000, d0 / 1000, d1 / 1000);
+	       kread_attr(self->hwmon, "freq1_input") / 1000000, avg / 1000000, d0 / 1000, d1 / 1000);
 
 	/*
 	 * Cap lifted: the clock climbs back to nominal once idle (on hardware
@@ -533,11 +502,11 @@ TEST_F(tm, low_cap_throttles)
 		EXPECT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
 	} else {
 		deadline = kmono_ns() + 5 * SEC;
-		while (kmono_ns() < deadline && read_ll(self->hwmon, "freq1_input") != nominal)
+		while (kmono_ns() < deadline && kread_attr(self->hwmon, "freq1_input") != nominal)
 			maia_sleep_ms(50);
 	}
-	EXPECT_EQ(nominal, read_ll(self->hwmon, "freq1_input"));
-	EXPECT_EQ(0, read_ll(self->dev, "throttle_reasons"));
+	EXPECT_EQ(nominal, kread_attr(self->hwmon, "freq1_input"));
+	EXPECT_EQ(0, kread_attr(self->dev, "throttle_reasons"));
 }
 
 /* The throttle job: TIMESTAMP, n FP32 GEMMs of GEMM_N^3, TIMESTAMP; its modeled time. */
@@ -567,7 +536,7 @@ static long long timed_gemms(FIXTURE_DATA(tm) *self, int n)
  */
 TEST_F(tm, gemm_throttles_at_default_cap_not_at_design_power)
 {
-	long long ev0, thr0, def, def2, design, cap_max = read_ll(self->hwmon, "power1_cap_max");
+	long long ev0, thr0, def, def2, design, cap_max = kread_attr(self->hwmon, "power1_cap_max");
 	char v[32];
 
 	if (!self->modeled)
@@ -575,36 +544,36 @@ TEST_F(tm, gemm_throttles_at_default_cap_not_at_design_power)
 	ASSERT_LT(0, self->cap_uw);
 
 	/* The default cap. */
-	ev0 = read_ll(self->dev, "throttle_count");
-	thr0 = read_ll(self->dev, "throttled_time_us");
+	ev0 = kread_attr(self->dev, "throttle_count");
+	thr0 = kread_attr(self->dev, "throttled_time_us");
 	def = timed_gemms(self, THROTTLE_GEMMS);
 	ASSERT_LT(0, def);
-	EXPECT_LT(ev0, read_ll(self->dev, "throttle_count"))
+	EXPECT_LT(ev0, kread_attr(self->dev, "throttle_count"))
 		TH_LOG("no step-down in %lld us of FP32 GEMMs at a %lld W cap", def / 1000,
 		       self->cap_uw / 1000000);
-	EXPECT_LT(thr0, read_ll(self->dev, "throttled_time_us"));
-	EXPECT_EQ(1, read_ll(self->dev, "throttle_reasons") & 1);
+	EXPECT_LT(thr0, kread_attr(self->dev, "throttled_time_us"));
+	EXPECT_EQ(1, kread_attr(self->dev, "throttle_reasons") & 1);
 	TH_LOG("at %lld W: %lld us modeled, %lld step-downs, %lld W average, %lld%% MFU",
-	       self->cap_uw / 1000000, def / 1000, read_ll(self->dev, "throttle_count") - ev0,
-	       read_ll(self->hwmon, "power1_average") / 1000000, read_ll(self->dev, "mfu"));
+	       self->cap_uw / 1000000, def / 1000, kread_attr(self->dev, "throttle_count") - ev0,
+	       kread_attr(self->hwmon, "power1_average") / 1000000, kread_attr(self->dev, "mfu"));
 
 	/* Again from a settled clock: it throttles again. */
 	ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
-	ev0 = read_ll(self->dev, "throttle_count");
+	ev0 = kread_attr(self->dev, "throttle_count");
 	def2 = timed_gemms(self, THROTTLE_GEMMS);
-	EXPECT_LT(ev0, read_ll(self->dev, "throttle_count"));
+	EXPECT_LT(ev0, kread_attr(self->dev, "throttle_count"));
 
 	/* The design power: no step-down, shorter. */
 	ASSERT_EQ(0, ksettle_clock(self->fd, &self->cb, self->dev));
 	snprintf(v, sizeof(v), "%lld", cap_max);
 	ASSERT_EQ(0, write_attr(self->hwmon, "power1_cap", v));
-	ev0 = read_ll(self->dev, "throttle_count");
-	thr0 = read_ll(self->dev, "throttled_time_us");
+	ev0 = kread_attr(self->dev, "throttle_count");
+	thr0 = kread_attr(self->dev, "throttled_time_us");
 	design = timed_gemms(self, THROTTLE_GEMMS);
 	ASSERT_LT(0, design);
-	EXPECT_EQ(ev0, read_ll(self->dev, "throttle_count"));
-	EXPECT_EQ(thr0, read_ll(self->dev, "throttled_time_us"));
-	EXPECT_EQ(0, read_ll(self->dev, "throttle_reasons"));
+	EXPECT_EQ(ev0, kread_attr(self->dev, "throttle_count"));
+	EXPECT_EQ(thr0, kread_attr(self->dev, "throttled_time_us"));
+	EXPECT_EQ(0, kread_attr(self->dev, "throttle_reasons"));
 	/*
 	 * A lower clock lengthens only the compute part of a command; these
 	 * GEMMs are bound by HBM and their fixed cost (arithmetic intensity 43
@@ -615,7 +584,7 @@ TEST_F(tm, gemm_throttles_at_default_cap_not_at_design_power)
 	EXPECT_LE(design, def2);
 	TH_LOG("at %lld W: %lld us modeled, no step-down, %lld W average; at the default cap "
 	       "%lld and %lld us", cap_max / 1000000, design / 1000,
-	       read_ll(self->hwmon, "power1_average") / 1000000, def / 1000, def2 / 1000);
+	       kread_attr(self->hwmon, "power1_average") / 1000000, def / 1000, def2 / 1000);
 }
 
 /* ---- the exporter ---- */
