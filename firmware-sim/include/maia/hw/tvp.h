@@ -76,7 +76,8 @@ struct maia_tvp_insn {
 #define MAIA_TVP_FMT_SHAPE	18u	/* [op rows, cols]              imm = rows << 16 | cols */
 #define MAIA_TVP_FMT_S_AXIS	19u	/* [op sd, axis]                imm = 0, 1 or 2 */
 #define MAIA_TVP_FMT_SEM	20u	/* [op sa, index]               imm = semaphore index */
-#define MAIA_TVP_FMT_COUNT	21u
+#define MAIA_TVP_FMT_V_V_V_K	21u	/* [op vd, va, vb, K]           imm = K, 1 .. VLEN */
+#define MAIA_TVP_FMT_COUNT	22u
 
 /*
  * Instruction classes: what the telemetry counts (MAIA_TELEM_TVP_*) and the
@@ -235,7 +236,7 @@ struct maia_tvp_insn {
 	X(VBROW,   0x74, "vbrow",   MAIA_TVP_FMT_V_V,     MAIA_TVP_CLASS_VPERM) \
 	X(VBCOL,   0x75, "vbcol",   MAIA_TVP_FMT_V_V,     MAIA_TVP_CLASS_VPERM) \
 	X(VTRANS,  0x76, "vtrans",  MAIA_TVP_FMT_V_V,     MAIA_TVP_CLASS_VPERM) \
-	X(VDOT,    0x78, "vdot",    MAIA_TVP_FMT_V_V_I,   MAIA_TVP_CLASS_MATRIX)
+	X(VDOT,    0x78, "vdot",    MAIA_TVP_FMT_V_V_V_K,   MAIA_TVP_CLASS_MATRIX)
 
 /*
  * Semantics the table cannot say (rows, cols: the current shape; vl = rows * cols):
@@ -268,8 +269,8 @@ struct maia_tvp_insn {
  * VBROW vd, va        vd[r][c] = va[c]
  * VBCOL vd, va        vd[r][c] = va[r]
  * VTRANS vd, va       vd (cols x rows) = transpose of va (rows x cols)
- * VDOT vd, va, K      vd[M x N] += va[M x K] * vb[K x N], with M = rows, N = cols,
- *                     vb = register rb; FP32 products, FP32 accumulation in k order
+ * VDOT vd, va, vb, K  vd[M x N] += va[M x K] * vb[K x N], with M = rows, N = cols;
+ *                     FP32 products, FP32 accumulation in k order
  * vd may equal any source register; the result is as if sources were read first.
  */
 
