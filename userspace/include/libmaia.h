@@ -16,13 +16,14 @@
 
 #include "maia/hw/model.h"	/* MAIA_MODEL_*: chip models */
 #include "maia/hw/tensor.h"	/* device command and tensor descriptor formats */
+#include "maia/hw/tvp.h"	/* the Tile Vector Processor's ISA and KERNEL command */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define LIBMAIA_VERSION_MAJOR 1
-#define LIBMAIA_VERSION_MINOR 8
+#define LIBMAIA_VERSION_MINOR 9
 
 struct maia_device;
 
@@ -341,6 +342,43 @@ int maia_cmd_timestamp(struct maia_cmdbuf *cb, uint64_t addr);
 int maia_cmd_sem_signal(struct maia_cmdbuf *cb, uint32_t index, uint32_t value);
 int maia_cmd_sem_wait(struct maia_cmdbuf *cb, uint32_t index, uint32_t value,
 		      uint32_t timeout_us);
+
+/* ---- TVP programs (since 1.9; Documentation/tvp-asm.rst) ------------- */
+
+/*
+ * Assemble source text (Documentation/tvp-asm.rst) into instruction words
+ * (maia/hw/tvp.h), malloc'd: free() them. 0, or -EINVAL with "line N:
+ * message" in maia_last_error(); what it emits passes the device's
+ * validation.
+ */
+int maia_tvp_assemble(const char *source, struct maia_tvp_insn **insns, uint32_t *count);
+/*
+ * Disassemble into malloc'd text (free() it), one instruction per line,
+ * that assembles back to the same words; branch targets as labels
+ * "L<index>:". 0, or -EINVAL for a word the device would refuse (the
+ * message names its index).
+ */
+int maia_tvp_disassemble(const struct maia_tvp_insn *insns, uint32_t count, char **text);
+
+/* A TVP program in device memory, mapped in the device's context. */
+struct maia_kernel;
+
+/* Copy count instruction words (1 .. MAIA_TVP_MAX_INSNS) to the device. */
+int maia_kernel_create(struct maia_device *dev, const struct maia_tvp_insn *insns,
+		       uint32_t count, struct maia_kernel **out);
+/* Free it (the kernel keeps the memory while queued jobs use it). */
+void maia_kernel_destroy(struct maia_kernel *k);
+uint64_t maia_kernel_va(const struct maia_kernel *k);
+uint32_t maia_kernel_count(const struct maia_kernel *k);
+/*
+ * Append a MAIA_OP_KERNEL command: one program instance per point of
+ * grid[0] x grid[1] x grid[2] (each >= 1), args (device VAs, integers, or
+ * binary32 bits zero-extended) in s1 .. s<nargs> (nargs <=
+ * MAIA_TVP_MAX_ARGS), budget instructions per instance (0 = default).
+ */
+int maia_cmd_kernel(struct maia_cmdbuf *cb, const struct maia_kernel *k,
+		    const uint32_t grid[3], const uint64_t *args, uint32_t nargs,
+		    uint32_t budget);
 
 /* Tensor descriptor for a contiguous tensor (row-major, innermost last). */
 int maia_tensor_init(struct maia_tensor_desc *desc, uint64_t va, unsigned int dtype,
