@@ -234,6 +234,13 @@ void fw_boot_run(struct maia_sim *sim)
 		sim->boot.fw_abi = ((uint32_t)hdr.abi_major << 16) | hdr.abi_minor;
 		sim->boot.status = MAIA_BOOT_STATUS_READY;
 		sim->boot.ready_ns = fw_now_ns(sim);
+		/*
+		 * The fabric ports come up with the firmware (fw_fabric_port.c).
+		 * The fabric thread may have seen a kick while parked: wake it
+		 * whatever fab->kicked says.
+		 */
+		fw_fabric_kick_locked(sim);
+		pthread_cond_broadcast(&sim->fab_cond);
 	} else {
 		sim->boot.status = MAIA_BOOT_STATUS_FAILED;
 	}

@@ -28,6 +28,12 @@
  * (the peer would declare this device dead), and fabric work is not work
  * for maia_sim_drain(). Reset waits for both threads to park (fab->busy
  * clear, as sim->worker_busy).
+ *   - The links run only while the firmware does (fw_links_run_locked()):
+ *     before the first boot and from a reset until the next boot the
+ *     fabric thread stays parked and received frames are dropped uncounted,
+ *     as by a port that is dark; fw_boot_run() kicks the thread when the
+ *     firmware comes up. So a link is UP only while both ends run firmware,
+ *     and a driver's probe (reset, boot) takes no link down.
  *   - Every link UP or DOWN a round saw is counted in fab->link_events
  *     when the round publishes, and asserts MAIA_INT_FABRIC_LINK; the
  *     fabric thread raises the event vector before it clears fab->busy,
@@ -116,6 +122,16 @@ struct fw_fabric {
 	bool link_changed;		/* link events since the last round */
 	struct fw_fabric_port port[];
 };
+
+/*
+ * Whether the ports run: the firmware booted and did not crash. Under
+ * sim->lock (boot.status changes under it).
+ */
+static bool fw_links_run_locked(const struct maia_sim *sim)
+{
+	return sim->boot.status == MAIA_BOOT_STATUS_READY &&
+	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
+}
 
 /* Links run on the host clock: device time restarts at every reset. */
 static uint64_t fab_now(struct maia_sim *sim)
@@ -562,9 +578,12 @@ static void *fabric_main(void *arg)
 	while (!sim->stop) {
 		uint64_t now;
 
-		/* Parked for a reset; crashed firmware runs no links: its peers see it die. */
+		/*
+		 * Parked for a reset; no firmware (not booted yet, or crashed)
+		 * runs no links: its peers never see it, or see it die.
+		 */
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+		    !fw_links_run_locked(sim)) {
 			pthread_cond_broadcast(&sim->idle_cond);
 			pthread_cond_wait(&sim->fab_cond, &sim->lock);
 			continue;
@@ -588,6 +607,12 @@ static void rx_enqueue(struct maia_sim *sim, unsigned int port, struct rx_frame 
 	struct fw_fabric_port *p = &sim->fab->port[port];
 
 	pthread_mutex_lock(&sim->lock);
+	/* A port without firmware behind it is dark: it takes nothing, counts nothing. */
+	if (f.data && sim->boot.status != MAIA_BOOT_STATUS_READY) {
+		pthread_mutex_unlock(&sim->lock);
+		rx_frame_free(&f);
+		return;
+	}
 	/*
 	 * DATA frames fill the queue up to MAIA_SIM_FABRIC_RXQ; the rest is for
 	 * frames without payload (ACK, KEEPALIVE, HELLO), so that a flood of

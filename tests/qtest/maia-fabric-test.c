@@ -2,16 +2,21 @@
  * QTest testcase for the maia device's fabric ports (qemu/hw/maia-fabric.c):
  * ports as NICs on QEMU netdevs, seen through the BAR0 fabric registers.
  *
- * - Two devices in one QEMU cabled as a ring by hubport pairs: every port
- *   UP with the other device's serial and port; `set_link off` takes a
- *   cable's ports DOWN (dead peer), `set_link on` brings them back; a
- *   filter-dump on a cable writes a pcap of EtherType 0x88b5 frames. A third
- *   device without fabric properties has no fabric.
- * - Two QEMU processes cabled over a `-netdev stream` unix socket: UP.
+ * - Two devices in one QEMU cabled as a ring by hubport pairs, each reset
+ *   and booted as a driver's probe does, one after the other: no link is up
+ *   before both firmwares run, so after the boots every port counts one UP
+ *   and no DOWN; then every port UP with the other device's serial and port;
+ *   `set_link off` takes a cable's ports DOWN (dead peer), `set_link on`
+ *   brings them back: exactly one DOWN on each end of that cable, none on
+ *   the other; a filter-dump on a cable writes a pcap of EtherType 0x88b5
+ *   frames. A third device without fabric properties has no fabric.
+ * - Two QEMU processes cabled over a `-netdev stream` unix socket: UP once
+ *   both are booted, not before.
  * - A `-netdev dgram` port fed by this test: what the device sends is a
  *   fabric frame, and malformed frames of any size are counted in RX_DROPS,
  *   one each, with QEMU still running.
- * - Hot-plug and unplug of a device cabled to a running one (twice), with
+ * - Hot-plug and unplug of a device cabled to a running one (twice, each
+ *   plugged device booted), with
  *   injected drops; bad fabric properties refused.
  *
  * - Remote write and remote read over a hubport cable: device 1 opens a
@@ -206,6 +211,29 @@ static void boot_fw(QOSState *qs, Dev *d)
     guest_free(&qs->alloc, addr);
 }
 
+/*
+ * What a driver's probe does to d: a reset (back to WAIT_FW, whatever ran
+ * before), then the boot. The links of d run only while its firmware does.
+ */
+static void probe(QOSState *qs, Dev *d)
+{
+    wr(d, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    g_assert(WAIT_UNTIL(rd(d, MAIA_REG_BOOT_STATUS) ==
+                        MAIA_BOOT_STATUS_WAIT_FW));
+    boot_fw(qs, d);
+}
+
+/* Port p's LINK_UPS, LINK_DOWNS and DEAD_PEER are ups, downs and dead. */
+static void assert_link_counts(Dev *d, unsigned p, uint32_t ups,
+                               uint32_t downs, uint32_t dead)
+{
+    g_assert_cmpuint(rd(d, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_UPS)), ==, ups);
+    g_assert_cmpuint(rd(d, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_DOWNS)), ==,
+                     downs);
+    g_assert_cmpuint(rd(d, MAIA_REG_FPORT(p, MAIA_FPORT_DEAD_PEER)), ==,
+                     dead);
+}
+
 /* One mailbox command; returns its result, *resp0 its first output. */
 static uint32_t mbox(Dev *d, uint32_t cmd, const uint32_t arg[4],
                      uint32_t *resp0)
@@ -326,7 +354,7 @@ static void test_hubport_ring(void)
     g_autofree char *pcap = g_strdup_printf("%s/cable0.pcap", dir);
     QOSState *qs;
     Dev *d;
-    unsigned frames, fabric;
+    unsigned frames, fabric, i;
     uint32_t events;
 
     /* Ring of two: 0.port0 - 1.port1 on hub 0, 1.port0 - 0.port1 on hub 1. */
@@ -351,10 +379,22 @@ static void test_hubport_ring(void)
     g_assert_false(rd(&d[2], MAIA_REG_CAPS) & MAIA_CAP_FABRIC);
     g_assert_cmpuint(rd(&d[2], MAIA_REG_FABRIC_PORTS), ==, 0);
 
+    /*
+     * A clean boot, as the guest's driver probes the devices one after the
+     * other: device 1's reset comes after device 0 runs, yet no link was
+     * up before both firmwares ran, so nothing went down.
+     */
+    g_assert_false(port_up(&d[0], 0) || port_up(&d[0], 1));
+    probe(qs, &d[0]);
+    probe(qs, &d[1]);
     assert_cabled(&d[0], 0, &d[1], 1);
     assert_cabled(&d[1], 0, &d[0], 1);
     g_assert(rd(&d[0], MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK);
-    g_assert_cmpuint(rd(&d[0], MAIA_REG_FABRIC_LINK_EVENTS), >=, 2);
+    for (i = 0; i < 2; i++) {
+        assert_link_counts(&d[i], 0, 1, 0, 0);
+        assert_link_counts(&d[i], 1, 1, 0, 0);
+        g_assert_cmpuint(rd(&d[i], MAIA_REG_FABRIC_LINK_EVENTS), ==, 2);
+    }
     g_assert_cmpuint(rd64(&d[0], MAIA_REG_FPORT(0, MAIA_FPORT_TX_FRAMES)),
                      >, 0);
     g_assert_cmpuint(rd64(&d[1], MAIA_REG_FPORT(1, MAIA_FPORT_RX_BYTES)),
@@ -364,13 +404,18 @@ static void test_hubport_ring(void)
     events = rd(&d[1], MAIA_REG_FABRIC_LINK_EVENTS);
     set_link(qs->qts, "c0a", false);
     g_assert(WAIT_UNTIL(!port_up(&d[0], 0) && !port_up(&d[1], 1)));
-    g_assert_cmpuint(rd(&d[1], MAIA_REG_FPORT(1, MAIA_FPORT_DEAD_PEER)), >=,
+    g_assert_cmpuint(rd(&d[1], MAIA_REG_FPORT(1, MAIA_FPORT_DEAD_PEER)), ==,
                      1);
     g_assert_cmpuint(rd(&d[1], MAIA_REG_FABRIC_LINK_EVENTS), >, events);
     g_assert(WAIT_UNTIL(port_up(&d[0], 1) && port_up(&d[1], 0)));
 
+    /* Carrier back: one DOWN (a dead peer) and a second UP at each end. */
     set_link(qs->qts, "c0a", true);
     assert_cabled(&d[0], 0, &d[1], 1);
+    assert_link_counts(&d[0], 0, 2, 1, 1);
+    assert_link_counts(&d[1], 1, 2, 1, 1);
+    assert_link_counts(&d[0], 1, 1, 0, 0);
+    assert_link_counts(&d[1], 0, 1, 0, 0);
 
     free_devs(d, 3);
     qtest_shutdown(qs);
@@ -404,7 +449,13 @@ static void test_stream_two_qemus(void)
                        sock);
     a = find_devs(qa, &sa, 1);
     b = find_devs(qb, &sb, 1);
+    /* a's HELLOs go unanswered while b's firmware does not run. */
+    probe(qa, a);
+    g_assert_false(port_up(a, 0));
+    probe(qb, b);
     assert_cabled(a, 0, b, 0);
+    assert_link_counts(a, 0, 1, 0, 0);
+    assert_link_counts(b, 0, 1, 0, 0);
 
     free_devs(a, 1);
     free_devs(b, 1);
@@ -466,6 +517,10 @@ static void test_hotplug(void)
                              "'fabric-drop-ppm': 200000, "
                              "'fabric-drop-seed': 7}");
         d = find_devs(qs, serials, 2);
+        if (!round) {
+            probe(qs, &d[0]);
+        }
+        probe(qs, &d[1]);
         g_assert_cmpuint(rd(&d[1], MAIA_REG_FABRIC_PORTS), ==, 3);
         assert_cabled(&d[0], 0, &d[1], 0);
         g_assert(WAIT_UNTIL(rd64(&d[1], MAIA_REG_FPORT(0,
@@ -533,6 +588,7 @@ static void test_dgram_malformed(void)
                        "-device maia," DEV_OPTS ",serial=0xd9d9,fabric0=g0",
                        qsock, tsock);
     d = find_devs(qs, &serial, 1);
+    probe(qs, d);
 
     /* The device's HELLO, as sent: a fabric frame from this serial. */
     n = recv(fd, buf, MAIA_FABRIC_BACKEND_MAX_FRAME, 0);

@@ -6,8 +6,10 @@
  * MAIA_CAP_FABRIC and the device registers, each port UP with the peer's
  * serial and port, 64-bit counters read HI/LO/HI that move with traffic
  * and agree with maia_sim_fabric_port_info(), MAIA_INT_FABRIC_LINK and
- * LINK_EVENTS on every link change (masked: status without a vector), a
- * reset keeping the counters and raising nothing, injected drops, and that
+ * LINK_EVENTS on every link change (masked: status without a vector), no
+ * link before both firmwares run and so no DOWN after a clean boot (one UP
+ * per port), a reset keeping the counters and raising nothing, a reset
+ * device's links DOWN until its next boot, injected drops, and that
  * unmapped offsets read 0 with a guest error. The reference is the link
  * engine's own snapshot and the cabling the test chose. Waits are polls
  * for an event with a generous bound (20 s), never a timing assertion.
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fw_image.h"
 #include "maia/hw/fabric.h"
 #include "maia/hw/regs.h"
 #include "maia/sim.h"
@@ -49,12 +52,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static int no_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
-{
-	(void)opaque, (void)addr, (void)buf, (void)len;
-	return -1;
 }
 
 static int no_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
@@ -95,7 +92,7 @@ static int wire_tx(void *opaque, unsigned int port, const void *frame, size_t le
 }
 
 static const struct maia_sim_ops ops = {
-	.dma_read = no_dma_read,
+	.dma_read = fw_image_dma_read,
 	.dma_write = no_dma_write,
 	.raise_irq = count_irq,
 	.guest_error = count_guest_error,
@@ -291,8 +288,20 @@ static void test_registers(void)
 	/* Ring cabling of two devices: A.0 -> B.1 and B.0 -> A.1. */
 	plug(&a, 0, &b, 1);
 	plug(&b, 0, &a, 1);
+	/* Cabled, no firmware on either end: nothing runs the links yet. */
+	tap_ok(port_reg64(&a, 0, MAIA_FPORT_TX_FRAMES) == 0 &&
+	       port_reg64(&b, 0, MAIA_FPORT_TX_FRAMES) == 0,
+	       "no firmware: the ports send nothing");
+	tap_ok(fw_image_boot(a.sim) && fw_image_boot(b.sim), "both devices booted");
 	ok = wait_up(&a, 0) && wait_up(&a, 1) && wait_up(&b, 0) && wait_up(&b, 1);
 	tap_ok(ok, "all four ports UP");
+	ok = true;
+	for (unsigned int p = 0; p < NPORTS; p++)
+		ok = ok && rd(&a, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_UPS)) == 1 &&
+		     rd(&a, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_DOWNS)) == 0 &&
+		     rd(&b, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_UPS)) == 1 &&
+		     rd(&b, MAIA_REG_FPORT(p, MAIA_FPORT_LINK_DOWNS)) == 0;
+	tap_ok(ok, "clean boot: every port LINK_UPS 1, LINK_DOWNS 0");
 	tap_ok(rd(&a, MAIA_REG_FPORT(0, MAIA_FPORT_PEER_SERIAL_LO)) == (uint32_t)sb &&
 	       rd(&a, MAIA_REG_FPORT(0, MAIA_FPORT_PEER_SERIAL_HI)) == (uint32_t)(sb >> 32) &&
 	       rd(&a, MAIA_REG_FPORT(0, MAIA_FPORT_PEER_PORT)) == 1,
@@ -375,6 +384,8 @@ static void test_registers(void)
 	link_events_consistent(&a, &ev0, &sum);
 	irqs = __atomic_load_n(&a.event_irqs, __ATOMIC_RELAXED);
 	maia_sim_reset(b.sim);
+	tap_ok(!port_up(&b, 0) && !port_up(&b, 1), "B's reset: its ports DOWN until it boots");
+	tap_ok(fw_image_boot(b.sim), "B booted again");
 	ev = wait_events(&a, ev0 + 1);
 	tap_ok(ev > ev0, "B's reset: A's LINK_EVENTS %u -> %u", ev0, ev);
 	tap_ok(rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK,
@@ -390,7 +401,8 @@ static void test_registers(void)
 	tap_ok(port_reg64(&a, 0, MAIA_FPORT_TX_FRAMES) >= tx &&
 	       rd(&a, MAIA_REG_FABRIC_LINK_EVENTS) > ev0,
 	       "A's reset keeps the counters; its DOWNs count as link events");
-	tap_ok(wait_up(&a, 0) && wait_up(&a, 1), "A's ports UP after its reset");
+	tap_ok(fw_image_boot(a.sim), "A booted again");
+	tap_ok(wait_up(&a, 0) && wait_up(&a, 1), "A's ports UP after its reset and boot");
 
 	/*
 	 * Masked: the cause is latched; unmasking it raises the vector at once
@@ -425,6 +437,7 @@ static void test_injected_drops(void)
 	tap_ok(node_create(&a, NPORTS, 0xa, 1000000) == 0 && node_create(&b, NPORTS, 0xb, 0) == 0,
 	       "A drops every frame it sends (drop_ppm 1000000)");
 	plug(&a, 0, &b, 1);
+	tap_ok(fw_image_boot(a.sim) && fw_image_boot(b.sim), "both booted");
 	start = now_ms();
 	while (port_reg64(&a, 0, MAIA_FPORT_INJECTED_DROPS) < 3 && now_ms() - start <= WAIT_MS)
 		usleep(2000);
