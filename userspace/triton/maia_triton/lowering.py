@@ -1,0 +1,777 @@
+"""TTIR -> Tile Vector Processor assembly (Documentation/triton.rst).
+
+One program instance of a Triton kernel is one TVP program instance. Its
+values live in registers:
+- an integer or pointer scalar in a scalar register (64-bit, sign-extended);
+- a float scalar in lane 0 of a vector register (shape 1 x 1);
+- a tensor of at most 1024 elements in one vector register, row-major
+  (a 1-D tensor of n elements has the shape 1 x n, a 2-D one M x N);
+- a tensor of pointers as a scalar base register (a byte address) plus an
+  int32 vector of offsets in elements of the pointee type.
+The kernel's arguments arrive in s1..sN in the order of the TTIR signature.
+"""
+
+import struct
+
+from . import ttir
+from .regalloc import LoweringError, Program, S0
+
+# Part of the compiled kernels' cache key: bump when the generated code changes.
+VERSION = "1"
+
+MAX_LANES = 1024
+MAX_ARGS = 16
+
+_MEM_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i8": "i8",
+              "f8E4M3FN": "fp8e4m3", "f8E5M2": "fp8e5m2"}
+_ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i8": 1, "i16": 2, "i64": 8, "f64": 8, "i1": 1,
+               "f8E4M3FN": 1, "f8E5M2": 1}
+_ICMP = {"eq": "eq", "ne": "ne", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge",
+         "ult": "ult", "ule": "ule", "ugt": "ugt", "uge": "uge"}
+# Ordered predicates map onto VFCMP; unordered ones are the negation of the
+# opposite ordered one (une is VFCMP's NE).
+_FCMP = {"oeq": ("eq", False), "ogt": ("gt", False), "oge": ("ge", False), "olt": ("lt", False),
+         "ole": ("le", False), "une": ("ne", False), "one": None, "ueq": None,
+         "ult": ("ge", True), "ule": ("gt", True), "ugt": ("le", True), "uge": ("lt", True)}
+_FBIN = {"arith.addf": "vfadd", "arith.subf": "vfsub", "arith.mulf": "vfmul", "arith.divf": "vfdiv",
+         "tt.precise_divf": "vfdiv", "arith.maxnumf": "vfmax", "arith.maximumf": "vfmax",
+         "arith.minnumf": "vfmin", "arith.minimumf": "vfmin"}
+_IBIN_V = {"arith.addi": "viadd", "arith.subi": "visub", "arith.muli": "vimul", "arith.divsi": "vidiv",
+           "arith.remsi": "virem", "arith.andi": "vand", "arith.ori": "vor", "arith.xori": "vxor",
+           "arith.shli": "vshl", "arith.shrsi": "vsra", "arith.shrui": "vshr", "arith.maxsi": "vimax",
+           "arith.minsi": "vimin"}
+_IBIN_S = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "div",
+           "arith.remsi": "rem", "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor",
+           "arith.shli": "shl", "arith.shrsi": "sra", "arith.shrui": "shr", "arith.maxsi": "max",
+           "arith.minsi": "min"}
+_FUNARY = {"math.exp": "vexp", "math.exp2": "vexp2", "math.log": "vlog", "math.log2": "vlog2",
+           "math.sqrt": "vsqrt", "tt.precise_sqrt": "vsqrt", "math.rsqrt": "vrsqrt", "math.sin": "vsin",
+           "math.cos": "vcos", "math.tanh": "vtanh", "math.erf": "verf", "math.absf": "vfabs",
+           "arith.negf": "vfneg", "math.floor": "vfloor", "math.ceil": "vfceil"}
+_REDUCE = {"arith.addf": "vredsum", "arith.maxnumf": "vredmax", "arith.maximumf": "vredmax",
+           "arith.minnumf": "vredmin", "arith.minimumf": "vredmin"}
+# Ops that change nothing in the registers (integer widths are 64-bit in
+# scalar registers and int32 in lanes; f16/bf16 values are held as binary32).
+_ALIAS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
+          "arith.extf", "tt.int_to_ptr", "tt.ptr_to_int"}
+_IGNORED = {"llvm.intr.assume", "tt.assert"}
+# Ops lowered even when their results are unused.
+_EFFECTS = {"scf.for", "scf.if", "tt.store", "tt.reduce.return", "scf.yield"}
+
+
+class Val:
+    """A TTIR value in registers. kind: "int" (reg: scalar register),
+    "float" (reg: vector register, lane 0), "tensor" (reg: vector register,
+    shape), "ptrs" (reg: scalar base, off: offsets vector or None = 0),
+    "const" (a constant not yet in a register: value, type)."""
+
+    def __init__(self, kind, type, reg=None, off=None, shape=(1, 1), value=None):
+        self.kind = kind
+        self.type = type
+        self.reg = reg
+        self.off = off
+        self.shape = shape
+        self.value = value
+
+
+def lanes_shape(t, loc):
+    """The (rows, cols) a tensor type occupies."""
+    if not t.is_tensor or not t.shape:
+        return (1, 1)
+    if len(t.shape) > 2:
+        raise LoweringError("%s: tensor %s has rank %d; the maia backend supports rank 1 and 2" %
+                            (loc or "?", t.text, len(t.shape)))
+    if t.numel > MAX_LANES:
+        raise LoweringError("%s: tensor %s has %d elements, more than the %d lanes of a TVP vector register; "
+                            "use a smaller BLOCK_SIZE" % (loc or "?", t.text, t.numel, MAX_LANES))
+    return (1, t.shape[0]) if len(t.shape) == 1 else (t.shape[0], t.shape[1])
+
+
+def _float_bits(text, elem):
+    text = text.strip()
+    if text.startswith("0x"):
+        bits = int(text, 16)
+        if elem == "f32":
+            return bits
+        if elem == "bf16":
+            return bits << 16
+        if elem == "f16":
+            return struct.unpack("<I", struct.pack("<f", struct.unpack("<e", struct.pack("<H", bits))[0]))[0]
+        raise LoweringError("float constant of type %s" % elem)
+    return struct.unpack("<I", struct.pack("<f", float(text)))[0]
+
+
+class KernelInfo:
+    def __init__(self, name, num_args, num_insns):
+        self.name = name
+        self.num_args = num_args
+        self.num_insns = num_insns
+
+
+class Lowering:
+    def __init__(self, func):
+        self.f = func
+        self.p = Program()
+        self.vals = {}
+        self.loc = None
+        self.shape = None        # the SHAPE in force at this point of the program, None: unknown
+
+    # ---- emission helpers ----
+    def err(self, msg, op=None):
+        loc = (op.loc if op is not None else self.loc) or "an unknown line"
+        raise LoweringError("%s: %s" % (loc, msg))
+
+    def emit(self, mnem, *ops, comment=None):
+        self.p.emit(mnem, ops, self.loc, comment)
+
+    def vemit(self, shape, mnem, *ops):
+        if self.shape != shape:
+            self.p.emit("shape", [str(shape[0]), str(shape[1])], self.loc)
+            self.shape = shape
+        self.p.emit(mnem, ops, self.loc)
+
+    def place(self, label):
+        self.p.place(label)
+        self.shape = None
+
+    def newv(self, hint=""):
+        r = self.p.new("v")
+        r.hint = hint
+        return r
+
+    def news(self, hint=""):
+        r = self.p.new("s")
+        r.hint = hint
+        return r
+
+    # ---- values ----
+    def val(self, name, op):
+        v = self.vals.get(name)
+        if v is None:
+            self.err("value %s is not defined before its use (unsupported construct)" % name, op)
+        return v
+
+    def sreg(self, name, op):
+        """The scalar register of an integer or pointer scalar."""
+        v = self.val(name, op)
+        if v.kind == "const":
+            if v.value == 0:
+                return S0
+            r = self.news(name)
+            self.load_int(r, v.value)
+            return r
+        if v.kind != "int":
+            self.err("%s is not an integer scalar" % name, op)
+        return v.reg
+
+    def load_int(self, r, value):
+        lo = value & 0xffffffff
+        lo_signed = lo - (1 << 32) if lo & 0x80000000 else lo
+        self.emit("li", r, str(lo_signed))
+        if not -(1 << 31) <= value < (1 << 31):
+            hi = (value >> 32) & 0xffffffff
+            self.emit("lih", r, str(hi - (1 << 32) if hi & 0x80000000 else hi))
+
+    def vreg(self, name, op, shape=None):
+        """The vector register of a float scalar or a tensor (constants are
+        materialized at each use, which keeps them out of the registers
+        between uses)."""
+        v = self.val(name, op)
+        if v.kind == "const":
+            shape = shape or lanes_shape(v.type, op.loc)
+            r = self.newv(name)
+            self.vemit(shape, "vsplati", r, self.const_bits(v))
+            return r
+        if v.kind == "int":
+            self.err("%s is an integer scalar where a vector was expected" % name, op)
+        if v.kind == "ptrs":
+            self.err("%s is a tensor of pointers where data was expected" % name, op)
+        return v.reg
+
+    def const_bits(self, v):
+        if v.type.is_float:
+            return "0x%08x" % v.value
+        return str(v.value)
+
+    def offsets(self, v, shape):
+        """The offsets vector of a pointer tensor (zeros made when implicit)."""
+        if v.off is None:
+            r = self.newv("zero offsets")
+            self.vemit(shape, "vsplati", r, "0")
+            return r
+        return v.off
+
+    def define(self, op, val, i=0):
+        self.vals[op.results[i]] = val
+
+    # ---- the kernel ----
+    def run(self):
+        f = self.f
+        if len(f.args) > MAX_ARGS:
+            raise LoweringError("kernel %s has %d arguments; a KERNEL command carries at most %d" %
+                                (f.name, len(f.args), MAX_ARGS))
+        pinned = {}
+        for i, (name, t) in enumerate(f.args):
+            r = self.news(name)
+            pinned[r] = i + 1
+            if t.ptr or not t.is_float:
+                self.vals[name] = Val("int", t, r)
+            else:
+                if t.elem != "f32":
+                    raise LoweringError("kernel %s: argument %s of type %s (float arguments must be fp32)" %
+                                        (f.name, name, t.text))
+                v = self.newv(name)
+                self.vemit((1, 1), "vsplat", v, r)
+                self.vals[name] = Val("float", t, v)
+        self.used = set()
+        self._uses(f.body)
+        self.block(f.body)
+        self.emit("halt")
+        self.p.allocate(pinned)
+        return self.p
+
+    def block(self, ops):
+        for op in ops:
+            self.loc = op.loc
+            if op.results and op.name not in _EFFECTS and not any(r in self.used for r in op.results):
+                continue        # dead (e.g. the compare of an assumption)
+            self.lower(op)
+
+    def _uses(self, ops):
+        for op in ops:
+            if op.name not in _IGNORED:
+                self.used.update(op.operands)
+                self.used.update(init for _, init in op.iter_args)
+            for region in op.regions:
+                self._uses(region)
+
+    def lower(self, op):
+        name = op.name
+        if name in _IGNORED:
+            return
+        if name in ("tt.return", "scf.yield", "tt.reduce.return"):
+            if name == "tt.return" and op.operands:
+                self.err("tt.return with values", op)
+            return
+        if name in _ALIAS:
+            return self.alias(op)
+        m = getattr(self, "op_" + name.replace(".", "_"), None)
+        if m is not None:
+            return m(op)
+        if name in _FBIN:
+            return self.fbin(op, _FBIN[name])
+        if name in _IBIN_V:
+            return self.ibin(op)
+        if name in _FUNARY:
+            return self.funary(op, _FUNARY[name])
+        self.err("%s is not supported by the maia backend" % name, op)
+
+    # ---- constants and aliases ----
+    def op_arith_constant(self, op):
+        t = op.result_types[0]
+        text = op.attrs.strip()
+        if t.is_tensor:
+            if not text.startswith("dense<") or text.startswith("dense<["):
+                self.err("non-uniform tensor constants are not supported", op)
+            text = text[len("dense<"):-1]
+            lanes_shape(t, op.loc)
+        if t.is_float:
+            value = _float_bits(text, t.elem)
+        elif text in ("true", "false"):
+            value = 1 if text == "true" else 0
+        else:
+            try:
+                value = int(text, 0)
+            except ValueError:
+                self.err("constant %s is not supported" % text, op)
+            if t.is_tensor and not -(1 << 31) <= value < (1 << 32):
+                self.err("tensor constant %d does not fit 32 bits" % value, op)
+        self.define(op, Val("const", t, value=value))
+
+    def alias(self, op):
+        v = self.val(op.operands[0], op)
+        t = op.result_types[0] if op.result_types else v.type
+        self.define(op, Val(v.kind, t, v.reg, v.off, v.shape, v.value))
+
+    # ---- program ids, ranges, splats, shapes ----
+    def op_tt_get_program_id(self, op):
+        axis = "xyz".index(op.attrs.strip()[0])
+        r = self.news(op.results[0])
+        self.emit("pid", r, str(axis))
+        self.define(op, Val("int", op.result_types[0], r))
+
+    def op_tt_get_num_programs(self, op):
+        axis = "xyz".index(op.attrs.strip()[0])
+        r = self.news(op.results[0])
+        self.emit("nprog", r, str(axis))
+        self.define(op, Val("int", op.result_types[0], r))
+
+    def op_tt_make_range(self, op):
+        import re
+        t = op.result_types[0]
+        shape = lanes_shape(t, op.loc)
+        start = int(re.search(r"start = (-?\d+)", op.attrs).group(1))
+        r = self.newv(op.results[0])
+        self.vemit(shape, "viota", r, str(start))
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def op_tt_splat(self, op):
+        t = op.result_types[0]
+        shape = lanes_shape(t, op.loc)
+        v = self.val(op.operands[0], op)
+        if v.kind == "const":
+            return self.define(op, Val("const", t, value=v.value))
+        if t.ptr:
+            return self.define(op, Val("ptrs", t, self.sreg(op.operands[0], op), None, shape))
+        r = self.newv(op.results[0])
+        if v.kind == "int":
+            self.vemit(shape, "vsplat", r, v.reg)
+        else:
+            self.vemit(shape, "vbcast", r, v.reg)
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def _bcast(self, src_reg, src_t, dst_t, dst_shape, hint):
+        sshape = lanes_shape(src_t, None)
+        r = self.newv(hint)
+        if sshape == (1, 1):
+            self.vemit(dst_shape, "vbcast", r, src_reg)
+        elif sshape[0] == 1 and len(src_t.shape) == 2 and src_t.shape[0] == 1:
+            self.vemit(dst_shape, "vbrow", r, src_reg)
+        elif sshape[1] == 1:
+            self.vemit(dst_shape, "vbcol", r, src_reg)
+        else:
+            raise LoweringError("%s: cannot broadcast %s to %s" % (self.loc, src_t.text, dst_t.text))
+        return r
+
+    def op_tt_broadcast(self, op):
+        t = op.result_types[0]
+        shape = lanes_shape(t, op.loc)
+        v = self.val(op.operands[0], op)
+        if v.kind == "const":
+            return self.define(op, Val("const", t, value=v.value))
+        if v.kind == "ptrs":
+            off = None if v.off is None else self._bcast(v.off, v.type, t, shape, op.results[0])
+            return self.define(op, Val("ptrs", t, v.reg, off, shape))
+        r = self._bcast(v.reg, v.type, t, shape, op.results[0])
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def op_tt_expand_dims(self, op):
+        self.reshape(op)
+
+    def op_tt_reshape(self, op):
+        self.reshape(op)
+
+    def reshape(self, op):
+        # Row-major lanes: adding a dimension of 1 or reshaping keeps the lane order.
+        t = op.result_types[0]
+        shape = lanes_shape(t, op.loc)
+        v = self.val(op.operands[0], op)
+        if v.kind == "const":
+            return self.define(op, Val("const", t, value=v.value))
+        self.define(op, Val(v.kind, t, v.reg, v.off, shape))
+
+    def op_tt_trans(self, op):
+        t = op.result_types[0]
+        v = self.val(op.operands[0], op)
+        if v.kind == "const":
+            return self.define(op, Val("const", t, value=v.value))
+        if v.kind != "tensor":
+            self.err("tt.trans of %s values is not supported" % v.kind, op)
+        r = self.newv(op.results[0])
+        self.vemit(v.shape, "vtrans", r, v.reg)
+        self.define(op, Val("tensor", t, r, shape=lanes_shape(t, op.loc)))
+
+    # ---- pointers and memory ----
+    def op_tt_addptr(self, op):
+        t = op.result_types[0]
+        size = _ELEM_BYTES.get(t.elem)
+        if size is None:
+            self.err("pointers to %s are not supported" % t.elem, op)
+        p = self.val(op.operands[0], op)
+        if not t.is_tensor:
+            base = self.sreg(op.operands[0], op)
+            off = self.sreg(op.operands[1], op)
+            r = self.news(op.results[0])
+            if off is S0:
+                self.emit("add", r, base, S0)
+            else:
+                self.emit("muli", r, off, str(size))
+                self.emit("add", r, base, r)
+            return self.define(op, Val("int", t, r))
+        shape = lanes_shape(t, op.loc)
+        o = self.val(op.operands[1], op)
+        if o.kind == "const" and o.value == 0:
+            return self.define(op, Val("ptrs", t, p.reg, p.off, shape))
+        oreg = self.vreg(op.operands[1], op, shape)
+        if p.off is None:
+            return self.define(op, Val("ptrs", t, p.reg, oreg, shape))
+        r = self.newv(op.results[0])
+        self.vemit(shape, "viadd", r, p.off, oreg)
+        self.define(op, Val("ptrs", t, p.reg, r, shape))
+
+    def _mask(self, name, op, shape):
+        v = self.val(name, op)
+        if v.kind == "const":
+            return None if v.value else "never"
+        if v.kind == "int":
+            r = self.newv(name)
+            self.vemit(shape, "vsplat", r, v.reg)
+            return r
+        return v.reg
+
+    def op_tt_load(self, op):
+        t = op.result_types[0]
+        p = self.val(op.operands[0], op)
+        dtype = _MEM_DTYPE.get(t.elem)
+        if dtype is None:
+            self.err("loads of %s are not supported" % t.elem, op)
+        if p.kind == "int":
+            if len(op.operands) > 1:
+                self.err("masked scalar loads are not supported", op)
+            if t.is_float:
+                r = self.newv(op.results[0])
+                self.vemit((1, 1), "vld", r, p.reg, "unit", dtype)
+                return self.define(op, Val("float", t, r))
+            r = self.news(op.results[0])
+            self.emit("sld", r, p.reg, dtype)
+            return self.define(op, Val("int", t, r))
+        shape = p.shape
+        r = self.newv(op.results[0])
+        mask = self._mask(op.operands[1], op, shape) if len(op.operands) > 1 else None
+        off = p.off if p.off is not None else "unit"
+        if mask == "never":
+            self.vemit(shape, "vsplati", r, "0")
+        elif mask is None:
+            self.vemit(shape, "vld", r, p.reg, off, dtype)
+        else:
+            self.vemit(shape, "vld", r, p.reg, off, dtype, mask)
+        if mask is not None and len(op.operands) > 2:
+            other = self.val(op.operands[2], op)
+            if not (other.kind == "const" and other.value == 0):
+                oreg = self.vreg(op.operands[2], op, shape)
+                if mask == "never":
+                    self.vemit(shape, "vmov", r, oreg)
+                else:
+                    self.vemit(shape, "vsel", r, r, oreg, mask)
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def op_tt_store(self, op):
+        p = self.val(op.operands[0], op)
+        elem = p.type.elem
+        dtype = _MEM_DTYPE.get(elem)
+        if dtype is None:
+            self.err("stores of %s are not supported" % elem, op)
+        if p.kind == "int":
+            if len(op.operands) > 2:
+                self.err("masked scalar stores are not supported", op)
+            v = self.val(op.operands[1], op)
+            if v.kind == "int" or (v.kind == "const" and not v.type.is_float):
+                self.emit("sst", self.sreg(op.operands[1], op), p.reg, dtype)
+            else:
+                self.vemit((1, 1), "vst", self.vreg(op.operands[1], op, (1, 1)), p.reg, "unit", dtype)
+            return
+        shape = p.shape
+        data = self.vreg(op.operands[1], op, shape)
+        mask = self._mask(op.operands[2], op, shape) if len(op.operands) > 2 else None
+        off = p.off if p.off is not None else "unit"
+        if mask == "never":
+            return
+        if mask is None:
+            self.vemit(shape, "vst", data, p.reg, off, dtype)
+        else:
+            self.vemit(shape, "vst", data, p.reg, off, dtype, mask)
+
+    # ---- arithmetic ----
+    def _shape_of(self, op):
+        t = op.result_types[0]
+        return lanes_shape(t, op.loc) if t.is_tensor else (1, 1)
+
+    def fbin(self, op, mnem):
+        shape = self._shape_of(op)
+        a = self.vreg(op.operands[0], op, shape)
+        b = self.vreg(op.operands[1], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, mnem, r, a, b)
+        t = op.result_types[0]
+        self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def ibin(self, op):
+        t = op.result_types[0]
+        if not t.is_tensor:
+            a = self.sreg(op.operands[0], op)
+            b = self.sreg(op.operands[1], op)
+            r = self.news(op.results[0])
+            self.emit(_IBIN_S[op.name], r, a, b)
+            return self.define(op, Val("int", t, r))
+        shape = lanes_shape(t, op.loc)
+        a = self.vreg(op.operands[0], op, shape)
+        b = self.vreg(op.operands[1], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, _IBIN_V[op.name], r, a, b)
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def funary(self, op, mnem):
+        shape = self._shape_of(op)
+        a = self.vreg(op.operands[0], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, mnem, r, a)
+        t = op.result_types[0]
+        self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def op_math_fma(self, op):
+        shape = self._shape_of(op)
+        a, b, c = (self.vreg(x, op, shape) for x in op.operands)
+        r = self.newv(op.results[0])
+        self.vemit(shape, "vfma", r, a, b, c)
+        t = op.result_types[0]
+        self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def op_arith_cmpi(self, op):
+        pred = op.attrs.strip().split(",")[0].strip()
+        cond = _ICMP.get(pred)
+        if cond is None:
+            self.err("arith.cmpi %s is not supported" % pred, op)
+        t = op.result_types[0]
+        if not t.is_tensor:
+            a = self.sreg(op.operands[0], op)
+            b = self.sreg(op.operands[1], op)
+            r = self.news(op.results[0])
+            self.emit("scmp", r, a, b, cond)
+            return self.define(op, Val("int", t, r))
+        shape = lanes_shape(t, op.loc)
+        a = self.vreg(op.operands[0], op, shape)
+        b = self.vreg(op.operands[1], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, "vicmp", r, a, b, cond)
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def op_arith_cmpf(self, op):
+        pred = op.attrs.strip().split(",")[0].strip()
+        m = _FCMP.get(pred)
+        if m is None:
+            self.err("arith.cmpf %s is not supported" % pred, op)
+        cond, negate = m
+        t = op.result_types[0]
+        shape = self._shape_of(op)
+        a = self.vreg(op.operands[0], op, shape)
+        b = self.vreg(op.operands[1], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, "vfcmp", r, a, b, cond)
+        if negate:
+            one = self.newv("1")
+            self.vemit(shape, "vsplati", one, "1")
+            self.vemit(shape, "vxor", r, r, one)
+        if not t.is_tensor:
+            s = self.news(op.results[0])
+            self.emit("vext", s, r, "0")
+            return self.define(op, Val("int", t, s))
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    def op_arith_select(self, op):
+        t = op.result_types[0]
+        c = self.val(op.operands[0], op)
+        if not t.is_tensor and not t.is_float:
+            cs = self.sreg(op.operands[0], op)
+            a = self.sreg(op.operands[1], op)
+            b = self.sreg(op.operands[2], op)
+            r = self.news(op.results[0])
+            # r = b + c * (a - b), c being 0 or 1
+            self.emit("sub", r, a, b)
+            self.emit("mul", r, r, cs)
+            self.emit("add", r, r, b)
+            return self.define(op, Val("int", t, r))
+        shape = self._shape_of(op)
+        if c.kind == "const":
+            v = self.val(op.operands[1 if c.value else 2], op)
+            return self.define(op, v)
+        cv = self._mask(op.operands[0], op, shape)
+        a = self.vreg(op.operands[1], op, shape)
+        b = self.vreg(op.operands[2], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, "vsel", r, a, b, cv)
+        self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def _cvt(self, op, how):
+        t = op.result_types[0]
+        src = self.val(op.operands[0], op)
+        shape = self._shape_of(op)
+        r = self.newv(op.results[0])
+        if src.kind == "int":
+            self.vemit(shape, "vsplat", r, src.reg)
+            self.vemit(shape, "vcvt", r, r, how)
+        else:
+            self.vemit(shape, "vcvt", r, self.vreg(op.operands[0], op, shape), how)
+        if not t.is_tensor and not t.is_float:
+            s = self.news(op.results[0])
+            self.emit("vext", s, r, "0")
+            return self.define(op, Val("int", t, s))
+        self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def op_arith_sitofp(self, op):
+        self._cvt(op, "i2f")
+
+    def op_arith_uitofp(self, op):
+        self._cvt(op, "u2f")
+
+    def op_arith_fptosi(self, op):
+        self._cvt(op, "f2i")
+
+    def op_arith_truncf(self, op):
+        elem = op.result_types[0].elem
+        how = {"f16": "fp16", "bf16": "bf16", "f8E4M3FN": "fp8e4m3", "f8E5M2": "fp8e5m2"}.get(elem)
+        if how is None:
+            self.err("arith.truncf to %s is not supported" % elem, op)
+        self._cvt(op, how)
+
+    def op_tt_fp_to_fp(self, op):
+        t = op.result_types[0]
+        if t.elem == "f32":
+            return self.alias(op)
+        self.op_arith_truncf(op)
+
+    # ---- reductions and matrix multiply ----
+    def op_tt_reduce(self, op):
+        if len(op.operands) != 1 or len(op.result_types) != 1:
+            self.err("tt.reduce over %d tensors is not supported (argmin/argmax)" % len(op.operands), op)
+        body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
+        if len(body) != 1 or body[0].name not in _REDUCE or sorted(body[0].operands) != sorted(op.block_args):
+            names = ", ".join(o.name for o in body)
+            self.err("tt.reduce with the combine function (%s) is not supported: use tl.sum, tl.max or "
+                     "tl.min on floats" % names, op)
+        v = self.val(op.operands[0], op)
+        if v.type.elem != "f32" and not v.type.is_float:
+            self.err("reductions of %s are not supported (floats only)" % v.type.elem, op)
+        src = self.vreg(op.operands[0], op)
+        t = op.result_types[0]
+        rank = len(v.type.shape)
+        # A 1-D tensor is one row: reducing it is a reduction along lanes' axis 1.
+        axis = 1 if rank == 1 else op.axis
+        r = self.newv(op.results[0])
+        self.vemit(v.shape, _REDUCE[body[0].name], r, src, str(axis))
+        if t.is_tensor:
+            shape = lanes_shape(t, op.loc)
+            self.define(op, Val("tensor", t, r, shape=shape))
+        else:
+            self.define(op, Val("float", t, r))
+
+    def op_tt_dot(self, op):
+        t = op.result_types[0]
+        shape = lanes_shape(t, op.loc)
+        a = self.val(op.operands[0], op)
+        k = a.type.shape[1]
+        if not a.type.is_float:
+            self.err("tt.dot of %s is not supported (floats only)" % a.type.elem, op)
+        ra = self.vreg(op.operands[0], op)
+        rb = self.vreg(op.operands[1], op)
+        rc = self.vreg(op.operands[2], op, shape)
+        r = self.newv(op.results[0])
+        self.vemit(shape, "vmov", r, rc)
+        self.vemit(shape, "vdot", r, ra, rb, str(k))
+        self.define(op, Val("tensor", t, r, shape=shape))
+
+    # ---- control flow ----
+    def _fresh_like(self, v, t, hint):
+        """Registers for a loop-carried or if-result value of type t."""
+        if t.ptr and t.is_tensor:
+            return Val("ptrs", t, self.news(hint), self.newv(hint), lanes_shape(t, self.loc))
+        if t.ptr or not t.is_float and not t.is_tensor:
+            return Val("int", t, self.news(hint))
+        if t.is_tensor:
+            return Val("tensor", t, self.newv(hint), shape=lanes_shape(t, self.loc))
+        return Val("float", t, self.newv(hint))
+
+    def _parallel_copy(self, dsts, names, op):
+        """dsts (loop-carried or if-result registers) = the values named:
+        component moves, identities dropped, a source that another move
+        overwrites read through a temporary first."""
+        moves = []      # (kind "s" | "v", shape, dst reg, src reg or None, constant Val or None)
+        for d, n in zip(dsts, names):
+            s = self.val(n, op)
+            if s.kind == "const":
+                moves.append((d, None, s))
+            elif d.kind == "ptrs":
+                moves.append((Val("int", d.type, d.reg), s.reg, None))
+                moves.append((Val("tensor", d.type, d.off, shape=d.shape), s.off, "zero" if s.off is None else None))
+            else:
+                moves.append((d, s.reg, None))
+        moves = [m for m in moves if m[1] is None or m[1] is not m[0].reg]
+        written = {id(m[0].reg) for m in moves}
+        staged = []
+        for d, src, c in moves:
+            if src is not None and id(src) in written:
+                tmp = self.news(d.reg.hint) if d.kind == "int" else self.newv(d.reg.hint)
+                self._move(d, tmp, src, None)
+                src = tmp
+            staged.append((d, src, c))
+        for d, src, c in staged:
+            self._move(d, d.reg, src, c)
+
+    def _move(self, d, dst, src, c):
+        if d.kind == "int":
+            if c is not None:
+                self.load_int(dst, c.value)
+            else:
+                self.emit("add", dst, src, S0)
+        elif c is not None:
+            self.vemit(d.shape, "vsplati", dst, "0" if c == "zero" else self.const_bits(c))
+        else:
+            self.vemit(d.shape, "vmov", dst, src)
+
+    def op_scf_for(self, op):
+        lb, ub, step = op.operands
+        iv = self.news(op.iv)
+        ivt = ttir.Type("i32")
+        # ub and step are read at every iteration: registers, not constants.
+        ubr = self.sreg(ub, op)
+        str_ = self.sreg(step, op)
+        self._parallel_copy([Val("int", ivt, iv)], [lb], op)
+        carried = [self._fresh_like(None, t, arg) for (arg, _), t in zip(op.iter_args, op.result_types)]
+        self._parallel_copy(carried, [init for _, init in op.iter_args], op)
+        for (arg, _), d in zip(op.iter_args, carried):
+            self.vals[arg] = d
+        self.vals[op.iv] = Val("int", ivt, iv)
+        head, end = self.p.label("for"), self.p.label("endfor")
+        self.place(head)
+        head_pos = len(self.p.items)
+        self.emit("bge", iv, ubr, end)
+        self.block(op.regions[0])
+        self.loc = op.loc
+        y = [o for o in op.regions[0] if o.name == "scf.yield"]
+        if carried:
+            self._parallel_copy(carried, y[-1].operands, y[-1])
+        self.emit("add", iv, iv, str_)
+        self.emit("jmp", head)
+        self.p.loops.append((head_pos, len(self.p.items) - 1))
+        self.place(end)
+        for i, d in enumerate(carried):
+            self.define(op, d, i)
+
+    def op_scf_if(self, op):
+        c = self.sreg(op.operands[0], op)
+        results = [self._fresh_like(None, t, op.results[i]) for i, t in enumerate(op.result_types)]
+        els, end = self.p.label("else"), self.p.label("endif")
+        self.emit("beqz", c, els)
+        for region, last in ((op.regions[0], False), (op.regions[1], True)):
+            self.block(region)
+            self.loc = op.loc
+            y = [o for o in region if o.name == "scf.yield"]
+            if results:
+                self._parallel_copy(results, y[-1].operands, y[-1])
+            if not last:
+                self.emit("jmp", end)
+                self.place(els)
+        self.place(end)
+        for i, d in enumerate(results):
+            self.define(op, d, i)
+
+
+def lower_module(text, func_name=None):
+    """TTIR text (with locations) -> (assembly text, KernelInfo)."""
+    try:
+        func = ttir.parse(text, func_name)
+    except ttir.TTIRError as e:
+        raise LoweringError(str(e)) from None
+    low = Lowering(func)
+    prog = low.run()
+    header = "# %s: Triton kernel compiled by the maia backend (lowering %s)\n" % (func.name, VERSION)
+    return header + prog.text(), KernelInfo(func.name, len(func.args), prog.num_insns())
