@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Collectives between devices of one guest, against the CPU. One boot of 9
 # devices cabled as three separate rings (qemu/run-guest --fabric
-# rings:2,3,4: devices 0-1, 2-4 and 5-8); on the three rings at once
+# rings:2,3,4: devices 0-1, 2-4 and 5-8); first, once every port is up,
+# every port's link_downs must be 0 (the driver's probes take no link down:
+# Documentation/hw/fabric.rst, "What the link counters mean"); then on the three rings at once
 # (maia-coll-perf --first-dev F --ndev N), maia-coll-perf runs every collective in FP32 and
 # BF16, every reduction, over sizes from 0 bytes through odd element counts
 # to 1 MiB per rank in system memory (the devices reach it by DMA; the other
@@ -130,7 +132,19 @@ ring_work() {
 	) >/tmp/$r.log 2>&1 &"
 }
 
-script=
+# A clean boot: every port comes up (bound 60 s, for a loaded host) and
+# none went down on the way.
+PORTS=/sys/bus/pci/drivers/maia/*/fabric/port*
+BOOT="
+	i=0
+	while [ \$i -lt 600 ] && grep -qx down $PORTS/state; do sleep 0.1; i=\$((i + 1)); done
+	grep -H . $PORTS/link_downs | sed 's|^/sys/bus/pci/drivers/maia/||'
+	if grep -qx down $PORTS/state || grep -qvx 0 $PORTS/link_downs; then
+		echo 'RESULT boot link_downs failed'
+	fi
+	echo 'RESULT boot done'"
+
+script=$BOOT
 devices=0 sizes="" logs=""
 for ring in $RINGS; do
 	script="$script$(ring_work "${ring%:*}" "${ring#*:}")"
@@ -150,6 +164,8 @@ log=$(mktemp)
 	--timeout 900 -- sh -c "$script" >"$log" 2>&1
 rc=$?
 sed 's/^/# /' "$log" | grep -v 'is not connected to host network'
+grep -q "^RESULT boot done" "$log" && ! grep -q "^RESULT boot link_downs failed" "$log"
+tap $? "a clean boot of $devices devices: every fabric port up, link_downs 0 on every one (guest status $rc)"
 for ring in $RINGS; do
 	first=${ring%:*} size=${ring#*:} r=ring${ring#*:}
 	what="ring of $size devices (devices $first-$((first + size - 1)))"
