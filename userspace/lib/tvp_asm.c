@@ -171,11 +171,13 @@ static int parse_int(struct assembler *as, const struct operand *o, const char *
 	}
 	if (!digits || p != end)
 		return asm_error(as, "%s: '%.*s' is not an integer", what, o->len, o->p);
-	if (v > (1ull << 40) || (neg ? -(int64_t)v < lo : (int64_t)v > hi))
-		return asm_error(as, "%s: %.*s is out of range %" PRId64 "..%" PRId64, what,
-				 o->len, o->p, lo, hi);
-	*out = neg ? -(int64_t)v : (int64_t)v;
-	return 0;
+	if (v <= (1ull << 40)) {
+		*out = neg ? -(int64_t)v : (int64_t)v;
+		if (*out >= lo && *out <= hi)
+			return 0;
+	}
+	return asm_error(as, "%s: %.*s is out of range %" PRId64 "..%" PRId64, what, o->len,
+			 o->p, lo, hi);
 }
 
 /* A register of kind 's' or 'v': 0 .. 31. */

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: MIT
+/* libmaia's tvp_asm.c, built into the host tests (no device, no libdrm needed). */
+#include "../../../userspace/lib/tvp_asm.c"
