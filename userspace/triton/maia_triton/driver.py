@@ -1,9 +1,178 @@
+"""The Maia backend's driver (Documentation/triton.rst): active when the
+maia PyTorch backend sees a device; the target, the current device and its
+stream, and the launcher that hands a compiled kernel, its grid and its
+packed arguments to torch.ops.maia.triton_launch (userspace/torch/
+kernel_launch.cpp), which appends one KERNEL command to the device's stream."""
+
+import struct
+import time
+
+from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
+
+from .compiler import TARGET_ARCH, TARGET_BACKEND
+
+
+def _maia_torch():
+    """maia.torch when it imports and sees a device, else None."""
+    try:
+        import maia.torch  # noqa: F401 (loads the backend into torch)
+        import torch
+    except (ImportError, OSError):
+        return None
+    return torch if torch.maia.is_available() else None
+
+
+def _pack(ty, arg, name):
+    """One argument as the 64-bit word the kernel finds in its s register."""
+    if ty.startswith("*"):
+        if arg is None:
+            return 0
+        if not hasattr(arg, "data_ptr"):
+            raise TypeError("maia: argument %s must be a tensor (%s), not %s" % (name, ty, type(arg).__name__))
+        dev = getattr(arg, "device", None)
+        if dev is not None and dev.type != TARGET_BACKEND:
+            raise ValueError("maia: argument %s is on %s; Triton kernels on Maia take maia tensors" % (name, dev))
+        # A maia tensor's data pointer is its device virtual address.
+        return arg.data_ptr()
+    if ty == "fp32":
+        return struct.unpack("<I", struct.pack("<f", float(arg)))[0]
+    if ty in ("fp16", "bf16", "fp64"):
+        raise TypeError("maia: scalar argument %s of type %s (fp32 only)" % (name, ty))
+    # Integers: two's complement in 64 bits, as the scalar registers hold them.
+    return int(arg) & 0xffffffffffffffff
+
+
+def _signed(word):
+    return word - (1 << 64) if word >> 63 else word
+
+
+class MaiaLauncher:
+    """kernel.run(gridX, gridY, gridZ, stream, function, packed_metadata,
+    launch_metadata, enter_hook, exit_hook, *args) of Triton's runtime."""
+
+    def __init__(self, src, metadata):
+        sig = src.signature
+        self.names = list(sig.keys())
+        self.types = [sig[n] for n in self.names]
+        # Constexprs (and ints Triton specialized to 1) are not in the TTIR signature.
+        constants = getattr(src, "constants", {})
+        self.keep = []
+        for i, (n, t) in enumerate(zip(self.names, self.types)):
+            if t == "constexpr" or (i, ) in constants:
+                continue
+            if isinstance(t, tuple) or str(t).startswith("tensordesc"):
+                raise TypeError("maia: argument %s of type %s is not supported" % (n, t))
+            self.keep.append(i)
+        self.num_args = metadata.num_args
+        if len(self.keep) != self.num_args:
+            raise RuntimeError("maia: kernel %s takes %d arguments but its signature keeps %d" %
+                               (metadata.name, self.num_args, len(self.keep)))
+        self.key = metadata.hash
+        self.budget = metadata.budget
+        self.binary = None
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, packed_metadata, launch_metadata, enter_hook,
+                 exit_hook, *args):
+        import torch
+        if self.binary is None:
+            self.binary = torch.frombuffer(bytearray(function.binary), dtype=torch.uint8)
+        words = [_signed(_pack(self.types[i], args[i], self.names[i])) for i in self.keep]
+        if enter_hook is not None:
+            enter_hook(launch_metadata)
+        torch.ops.maia.triton_launch(self.binary, self.key, function.device, [gridX, gridY, gridZ], words,
+                                     self.budget)
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+
+class MaiaFunction:
+    """What load_binary returns as the "function": the binary and its device."""
+
+    def __init__(self, binary, device):
+        self.binary = binary
+        self.device = device
+
+
+class MaiaUtils:
+
+    @staticmethod
+    def load_binary(name, kernel, shared, device):
+        # The kernel object is made on the device at its first launch (kernel_launch.cpp).
+        # (module, function, n_regs, n_spills, n_max_threads)
+        return None, MaiaFunction(bytes(kernel), device), 0, 0, 1
+
+    @staticmethod
+    def unload_module(module):
+        pass
+
+    @staticmethod
+    def get_device_properties(device):
+        return {"max_shared_mem": 0, "multiprocessor_count": 1, "max_num_regs": 0, "warpSize": 1,
+                "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
+
+
+def _benchmarker(kernel_call, quantiles=None, warmup=2, rep=10, **kwargs):
+    """Wall-clock time of kernel_call (synchronized), in ms."""
+    import torch
+    for _ in range(warmup):
+        kernel_call()
+    torch.maia.synchronize()
+    times = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        kernel_call()
+        torch.maia.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    if quantiles:
+        return [times[min(len(times) - 1, int(q * len(times)))] for q in quantiles]
+    return sum(times) / len(times)
+
+
 class MaiaDriver(DriverBase):
-    @classmethod
-    def is_active(cls):
-        return False
-    def map_python_to_cpp_type(self, ty): return ty
-    def get_current_target(self): pass
-    def get_active_torch_device(self): pass
-    def get_benchmarker(self): pass
+
+    def __init__(self):
+        super().__init__()
+        self.utils = MaiaUtils()
+        self.launcher_cls = MaiaLauncher
+
+    @staticmethod
+    def is_active():
+        return _maia_torch() is not None
+
+    def map_python_to_cpp_type(self, ty):
+        return "uint64_t"
+
+    def get_current_target(self):
+        return GPUTarget(TARGET_BACKEND, TARGET_ARCH, 1)
+
+    def get_current_device(self):
+        import torch
+        return torch.maia.current_device()
+
+    def set_current_device(self, device):
+        import torch
+        torch.maia.set_device(device)
+
+    def get_current_stream(self, device=None):
+        # One in-order stream per device (the backend's job queue).
+        return 0
+
+    def get_active_torch_device(self):
+        import torch
+        return torch.device(TARGET_BACKEND, self.get_current_device())
+
+    def get_device_interface(self):
+        import torch
+        return torch.maia
+
+    def get_benchmarker(self):
+        return _benchmarker
+
+    def get_empty_cache_for_benchmark(self):
+        import torch
+        return torch.empty(1 << 20, dtype=torch.int32, device=self.get_active_torch_device())
+
+    def clear_cache(self, cache):
+        cache.zero_()

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/*
+ * torch.ops.maia.triton_launch: the launch of a Triton kernel compiled by
+ * the maia backend (userspace/triton/maia_triton/, Documentation/triton.rst).
+ * The binary (TVP instruction words) becomes a maia_kernel once per device
+ * and kernel key, cached for the process's life; each launch appends one
+ * KERNEL command to a job on the device's stream, like any op of the
+ * backend, so it runs in order with the ops around it and batches with them.
+ */
+#include <torch/library.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "runtime.h"
+
+namespace maia_torch {
+
+/* Kernels made so far, by (device, key): key names one binary (the compiled kernel's hash). */
+static std::mutex kernels_lock;		/* protects kernels */
+static std::map<std::pair<int, std::string>, struct maia_kernel *> kernels;
+
+static struct maia_kernel *kernel_for(int dev, const std::string &key, const at::Tensor &binary)
+{
+	std::lock_guard<std::mutex> guard(kernels_lock);
+	auto it = kernels.find({ dev, key });
+
+	if (it != kernels.end())
+		return it->second;
+	TORCH_CHECK(binary.device().is_cpu() && binary.scalar_type() == at::kByte &&
+			    binary.is_contiguous() && binary.dim() == 1,
+		    "maia::triton_launch: binary must be a contiguous 1-D uint8 CPU tensor");
+	TORCH_CHECK(binary.numel() > 0 && binary.numel() % sizeof(struct maia_tvp_insn) == 0,
+		    "maia::triton_launch: binary of ", binary.numel(),
+		    " bytes is not a whole number of TVP instructions");
+	uint32_t count = (uint32_t)(binary.numel() / sizeof(struct maia_tvp_insn));
+	/* Copied out: the tensor's bytes need not be 8-byte aligned. */
+	std::vector<struct maia_tvp_insn> insns(count);
+	std::memcpy(insns.data(), binary.data_ptr(), (size_t)binary.numel());
+	struct maia_kernel *k = nullptr;
+
+	check(maia_kernel_create(device(dev), insns.data(), count, &k), "maia_kernel_create");
+	kernels[{ dev, key }] = k;
+	return k;
+}
+
+static void triton_launch(const at::Tensor &binary, c10::string_view key, int64_t dev_index,
+			  at::IntArrayRef grid, at::IntArrayRef args, int64_t budget)
+{
+	int dev = dev_index < 0 ? current_device() : (int)dev_index;
+	uint32_t g[3];
+	uint64_t a[MAIA_TVP_MAX_ARGS];
+
+	TORCH_CHECK(dev < device_count(), "maia::triton_launch: no device maia:", dev);
+	TORCH_CHECK(grid.size() == 3, "maia::triton_launch: grid must have 3 dimensions");
+	for (int i = 0; i < 3; i++) {
+		TORCH_CHECK(grid[i] >= 0 && grid[i] <= (int64_t)MAIA_TVP_MAX_GRID,
+			    "maia::triton_launch: grid[", i, "] = ", grid[i], " is not in 0..",
+			    MAIA_TVP_MAX_GRID);
+		g[i] = (uint32_t)grid[i];
+	}
+	TORCH_CHECK(args.size() <= MAIA_TVP_MAX_ARGS, "maia::triton_launch: ", args.size(),
+		    " arguments, at most ", MAIA_TVP_MAX_ARGS);
+	TORCH_CHECK(budget >= 0 && budget <= UINT32_MAX, "maia::triton_launch: bad budget ", budget);
+	/* Triton launches nothing for an empty grid. */
+	if (!g[0] || !g[1] || !g[2])
+		return;
+	for (size_t i = 0; i < args.size(); i++)
+		a[i] = (uint64_t)args[i];
+	struct maia_kernel *k = kernel_for(dev, std::string(key), binary);
+	Job job(dev);
+
+	job.add(maia_cmd_kernel(job.cmdbuf(), k, g, a, (uint32_t)args.size(), (uint32_t)budget),
+		"maia_cmd_kernel");
+	job.run();
+	count_device_op("maia::triton_launch");
+}
+
+TORCH_LIBRARY_FRAGMENT(maia, m)
+{
+	m.def("triton_launch(Tensor binary, str key, int device, int[] grid, int[] args, "
+	      "int budget=0) -> ()",
+	      triton_launch);
+}
+
+} // namespace maia_torch
