@@ -16,7 +16,8 @@
 	 (1ull << MAIA_OP_FILL) | (1ull << MAIA_OP_FENCE_WRITE) |	\
 	 (1ull << MAIA_OP_TIMESTAMP) | (1ull << MAIA_OP_SEM_SIGNAL) |	\
 	 (1ull << MAIA_OP_SEM_WAIT) | (1ull << MAIA_OP_FABRIC_WRITE) |	\
-	 (1ull << MAIA_OP_FABRIC_READ) | (1ull << MAIA_OP_COLLECTIVE))
+	 (1ull << MAIA_OP_FABRIC_READ) | (1ull << MAIA_OP_COLLECTIVE) |	\
+	 (1ull << MAIA_OP_KERNEL))
 
 /* Without an OPCODES record every command the device knows is enabled. */
 void fw_image_params_defaults(struct fw_image_params *fw)

@@ -332,6 +332,46 @@ static int cmd_tensor(struct maia_sim *sim, struct fw_as *as, const uint8_t *raw
 	return rc;
 }
 
+/* A KERNEL asks this between instructions: reset, firmware crash or queue disable. */
+struct kernel_job {
+	struct maia_sim *sim;
+	unsigned int qi;
+	const struct fw_job *job;
+};
+
+static bool kernel_should_stop(void *opaque)
+{
+	const struct kernel_job *kj = opaque;
+
+	return fw_job_should_stop(kj->sim, kj->qi, kj->job);
+}
+
+/* KERNEL (maia/hw/tvp.h): a TVP program over a grid, on the tiles (src/tvp/). */
+static int cmd_kernel(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+		      struct fw_as *as, const uint8_t *raw)
+{
+	const struct maia_cmd_header *h = (const struct maia_cmd_header *)raw;
+	struct kernel_job kj = { .sim = sim, .qi = qi, .job = job };
+	struct maia_cmd_kernel c;
+	struct maia_job_mem mem;
+	struct fw_tvp_env env = {
+		.mem = &mem, .sems = job_sems(sim, job), .stop = kernel_should_stop,
+		.stop_opaque = &kj, .te = sim->te,
+	};
+	int rc;
+
+	if (h->size != sizeof(c))
+		return MAIA_STATUS_BAD_CMD;
+	memcpy(&c, raw, sizeof(c));
+	fw_as_job_mem(as, &mem);
+	rc = fw_tvp_kernel(&env, &c, &sim->work.tvp);
+	/* its signals in modeled time: at the command's start (a waiter follows it) */
+	for (unsigned int i = 0; i < MAIA_NUM_SEMAPHORES; i++)
+		if (sim->work.tvp.sems_signaled >> i & 1)
+			fw_tl_sem_signal(sim, qi, job->sqe.asid, i);
+	return rc == FW_TVP_STOPPED ? CMD_STOP : rc;
+}
+
 static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 		    struct fw_as *as, const uint8_t *raw, uint16_t opcode)
 {
@@ -360,6 +400,8 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 		return cmd_fabric_read(sim, job, raw);
 	case MAIA_OP_COLLECTIVE:
 		return cmd_collective(sim, qi, job, as, raw);
+	case MAIA_OP_KERNEL:
+		return cmd_kernel(sim, qi, job, as, raw);
 	default:
 		if (fw_tensor_handles(opcode))
 			return cmd_tensor(sim, as, raw);

@@ -49,6 +49,7 @@
 #include "fw_host.h"
 #include "fw_model.h"
 #include "fw_telemetry.h"
+#include "tvp/tvp.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "firmware-sim copies little-endian device structures directly"
@@ -129,6 +130,7 @@ struct fw_cmd_work {
 	uint64_t fabric_bytes;		/* sent over the fabric */
 	unsigned int fabric_hops;	/* links waited through */
 	uint64_t fabric_end_ns;		/* modeled end the operation reported; 0: none */
+	struct fw_tvp_stats tvp;	/* a KERNEL command's */
 };
 
 /* The modeled clock (fw_timeline.c): worker-owned, monotonic, not reset. */

@@ -291,6 +291,48 @@ void fw_model_vector(const struct fw_chip *chip, uint64_t flops, uint64_t bytes,
 	c->tiles = chip_tiles(chip);
 }
 
+/*
+ * Cycles a tile spends per work unit of each TVP class (an assumption,
+ * Documentation/hw/time-model.rst): a 256-lane group per cycle through the
+ * vector ALU (the vector peak spread over the tiles: 24.6 TFLOP/s / 64 tiles
+ * / 1.5 GHz = 256), four for the special-function unit, two for the load
+ * and store path and the permute network, 1024 multiply-adds per cycle in
+ * the tensor unit (about the FP32 peak), one per scalar or branch
+ * instruction, four per semaphore operation.
+ */
+const uint32_t fw_tvp_unit_cycles[MAIA_TVP_NUM_CLASSES] = {
+	[MAIA_TVP_CLASS_SCALAR] = 1,
+	[MAIA_TVP_CLASS_BRANCH] = 1,
+	[MAIA_TVP_CLASS_VALU] = 1,
+	[MAIA_TVP_CLASS_VSFU] = 4,
+	[MAIA_TVP_CLASS_VMEM] = 2,
+	[MAIA_TVP_CLASS_VPERM] = 2,
+	[MAIA_TVP_CLASS_MATRIX] = 1,
+	[MAIA_TVP_CLASS_SYNC] = 4,
+};
+
+void fw_model_kernel(const struct fw_chip *chip, const struct fw_kernel_work *w,
+		     struct fw_cost *c)
+{
+	uint64_t tiles = chip_tiles(chip), cycles = 0, per_instance, waves;
+
+	memset(c, 0, sizeof(*c));
+	c->cls = FW_PM_VECTOR;
+	c->fixed_ns = chip->cmd_ns;
+	if (!w->instances)
+		return;
+	for (unsigned int k = 0; k < MAIA_TVP_NUM_CLASSES; k++)
+		cycles += w->units[k] * fw_tvp_unit_cycles[k];
+	per_instance = div_up(cycles, w->instances);
+	waves = div_up(w->instances, tiles);
+	c->compute_ns = chip->clock_mhz ? div_up(waves * per_instance * 1000u, chip->clock_mhz) : 0;
+	c->hbm_bytes = w->bytes;
+	c->hbm_ns = bytes_ns(w->bytes, chip->hbm_mbps);
+	c->flops = w->flops;
+	c->peak_ns = flops_ns(w->flops, chip->vector_gflops);
+	c->tiles = (unsigned int)(w->instances < tiles ? w->instances : tiles);
+}
+
 void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_bytes,
 		  struct fw_cost *c)
 {

@@ -13,6 +13,7 @@
 
 #include "maia/hw/dtype.h"
 #include "maia/hw/model.h"
+#include "maia/hw/tvp.h"
 
 /* What a command keeps busy; each class has its own dynamic power. */
 enum fw_pm_class {
@@ -99,6 +100,21 @@ void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_
 		  struct fw_cost *c);
 /* A fabric transfer of bytes over hops links, and its HBM side. */
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
+		     struct fw_cost *c);
+/*
+ * A KERNEL: its instances' work units per instruction class (lane groups
+ * of FW_TVP_LANE_GROUP lanes for vector classes, MAC groups for VDOT, one
+ * per scalar, branch or semaphore instruction), each at fw_tvp_unit_cycles
+ * of its class, instances spread over the tiles in waves.
+ */
+struct fw_kernel_work {
+	uint64_t instances;
+	uint64_t units[MAIA_TVP_NUM_CLASSES];
+	uint64_t flops;
+	uint64_t bytes;			/* loads and stores, the program fetch */
+};
+extern const uint32_t fw_tvp_unit_cycles[MAIA_TVP_NUM_CLASSES];
+void fw_model_kernel(const struct fw_chip *chip, const struct fw_kernel_work *w,
 		     struct fw_cost *c);
 /* A control command (NOP, fences, timestamps, semaphores). */
 void fw_model_light(const struct fw_chip *chip, struct fw_cost *c);

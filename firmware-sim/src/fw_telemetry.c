@@ -468,6 +468,7 @@ bool fw_telem_cap_valid_locked(struct maia_sim *sim, uint32_t cap_mw)
 bool fw_telem_is_reg(uint32_t offset)
 {
 	return (offset >= MAIA_REG_TELEMETRY_BASE && offset < MAIA_REG_TELEM_END) ||
+	       (offset >= MAIA_REG_TELEM_TVP_BASE && offset < MAIA_REG_TELEM_TVP_END) ||
 	       (offset >= MAIA_REG_TELEM_TILE_NS_BASE && offset < MAIA_REG_TELEM_TILE_NS_END);
 }
 
@@ -532,7 +533,7 @@ static bool reg32(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	const struct fw_pm *pm = &sim->telem.pm;
 
 	switch (offset) {
-	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_2; break;
+	case MAIA_REG_TELEM_VERSION:		*val = MAIA_TELEM_VERSION_1_3; break;
 	case MAIA_REG_TELEM_PERIOD_US:		*val = (uint32_t)(pm->p.period_ns / 1000u); break;
 	case MAIA_REG_TELEM_WINDOW_US:
 		*val = (uint32_t)(pm->p.period_ns * pm->p.window_periods / 1000u);
@@ -571,6 +572,18 @@ bool fw_telem_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 	*val = 0;
 	if (offset >= MAIA_REG_TELEM_TILE_NS_BASE) {
 		*val = tile_read_locked(sim, offset);
+		return true;
+	}
+	if (offset >= MAIA_REG_TELEM_TVP_BASE && offset < MAIA_REG_TELEM_TVP_END) {
+		unsigned int i = (offset - MAIA_REG_TELEM_TVP_BASE) / 8u;
+
+		v = i < MAIA_TVP_NUM_CLASSES ? t->tvp_insns[i] : t->tvp_kernels;
+		if (offset % 8u == 0) {		/* LO latches HI */
+			t->tvp_latch_hi[i] = (uint32_t)(v >> 32);
+			*val = (uint32_t)v;
+		} else {
+			*val = t->tvp_latch_hi[i];
+		}
 		return true;
 	}
 	sync_fw_locked(sim);
@@ -616,4 +629,15 @@ uint64_t fw_telem_run_locked(struct maia_sim *sim, uint64_t start, const struct 
 		t->tile_ns[i] += end - start;
 	t->tile_busy_ns += (end - start) * n;
 	return end;
+}
+
+void fw_telem_tvp_locked(struct maia_sim *sim, const uint64_t insns[MAIA_TVP_NUM_CLASSES],
+			 bool validated)
+{
+	struct fw_telem *t = &sim->telem;
+
+	for (unsigned int c = 0; c < MAIA_TVP_NUM_CLASSES; c++)
+		t->tvp_insns[c] += insns[c];
+	if (validated)
+		t->tvp_kernels++;
 }

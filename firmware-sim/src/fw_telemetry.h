@@ -19,6 +19,7 @@
 #include "fw_model.h"
 #include "maia/hw/regs.h"
 #include "maia/hw/telemetry.h"
+#include "maia/hw/tvp.h"
 
 /* The smallest cap the mailbox accepts; the largest is the chip's design power. */
 #define FW_PM_CAP_MIN_MW	100000u		/* 100 W */
@@ -116,6 +117,9 @@ struct fw_telem {
 	uint32_t tile_latch, tile_latch_hi;
 	uint64_t *tile_ns;		/* modeled busy time per tile */
 	unsigned int tiles;
+	/* TVP counters (MAIA_REG_TELEM_TVP_*) and their HI latches */
+	uint64_t tvp_insns[MAIA_TVP_NUM_CLASSES], tvp_kernels;
+	uint32_t tvp_latch_hi[MAIA_TVP_NUM_CLASSES + 1];
 };
 
 /*
@@ -142,5 +146,8 @@ bool fw_telem_cap_valid_locked(struct maia_sim *sim, uint32_t cap_mw);
  */
 uint64_t fw_telem_run_locked(struct maia_sim *sim, uint64_t start, const struct fw_cost *c,
 			     uint64_t hbm_write, uint64_t dma_bytes);
+/* A KERNEL command's instructions per class; validated: its program passed. */
+void fw_telem_tvp_locked(struct maia_sim *sim, const uint64_t insns[MAIA_TVP_NUM_CLASSES],
+			 bool validated);
 
 #endif /* FWSIM_TELEMETRY_H */

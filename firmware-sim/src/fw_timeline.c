@@ -147,6 +147,15 @@ static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t
 		/* a collective ends when its ranks' messages say, if that is later */
 		if (w->fabric_end_ns > start + c->fixed_ns + c->link_ns)
 			c->link_ns = w->fabric_end_ns - start - c->fixed_ns;
+	} else if (opcode == MAIA_OP_KERNEL) {
+		struct fw_kernel_work kw = {
+			.instances = w->tvp.instances, .flops = w->tvp.flops,
+			.bytes = w->tvp.bytes_read + w->tvp.bytes_written,
+		};
+
+		memcpy(kw.units, w->tvp.units, sizeof(kw.units));
+		fw_model_kernel(chip, &kw, c);
+		*hbm_write = w->tvp.bytes_written;
 	} else if (w->mm.batch) {
 		struct fw_mm_shape s = {
 			.batch = w->mm.batch, .m = w->mm.m, .n = w->mm.n, .k = w->mm.k,
@@ -172,6 +181,8 @@ uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, i
 	cmd_cost(sim, opcode, status, start, &c, &hbm_write);
 	pthread_mutex_lock(&sim->lock);
 	end = fw_telem_run_locked(sim, start, &c, hbm_write, sim->work.dma_bytes);
+	if (opcode == MAIA_OP_KERNEL)
+		fw_telem_tvp_locked(sim, sim->work.tvp.insns, sim->work.tvp.validated);
 	fw_telem_unlock_and_raise(sim);
 	sim->tl.queue_ns[qi] = end;
 	sim->tl.device_ns = end;

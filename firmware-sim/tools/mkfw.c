@@ -15,6 +15,7 @@
 #include "maia/engine.h"
 #include "maia/hw/boot.h"
 #include "maia/hw/cmd.h"
+#include "maia/hw/tvp.h"
 
 #define PAYLOAD_MAX	4096u
 
@@ -52,6 +53,7 @@ static uint64_t opcode_bitmap(void)
 	/* Through the fabric commands (1.3); a device without ports fails them with LINK. */
 	for (unsigned int op = MAIA_OP_NOP; op <= MAIA_OP_COLLECTIVE; op++)
 		ops |= 1ull << op;
+	ops |= 1ull << MAIA_OP_KERNEL;		/* the Tile Vector Processor (1.9) */
 	for (unsigned int op = 0; op < 64; op++)
 		if (fw_tensor_handles((uint16_t)op))
 			ops |= 1ull << op;

@@ -256,7 +256,7 @@ static void test_device_registers(void)
 	uint32_t resp[4], errs;
 
 	tap_ok(rd(&env, MAIA_REG_CAPS) & MAIA_CAP_TELEMETRY, "CAPS advertises telemetry");
-	tap_ok(rd(&env, MAIA_REG_TELEM_VERSION) == MAIA_TELEM_VERSION_1_2, "telemetry version 1.2");
+	tap_ok(rd(&env, MAIA_REG_TELEM_VERSION) == MAIA_TELEM_VERSION_1_3, "telemetry version 1.3");
 	tap_ok(rd(&env, MAIA_REG_TELEM_CLOCK_NOMINAL_MHZ) == 1500 &&
 	       rd(&env, MAIA_REG_TELEM_CLOCK_MHZ) == 1500 &&
 	       rd(&env, MAIA_REG_TELEM_TDP_MW) == 500000 &&

@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.8. Minor versions add registers a driver may use once it
+ * major.minor = 1.9. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -49,9 +49,11 @@
  * MAIA_Q_IRQ, the BAR1 doorbell pages MAIA_UDB_*, MAIA_STATUS_ASID_DENIED);
  * 1.4 added MAIA_Q_FABRIC_WAITS; 1.5 added MAIA_STATUS_FABRIC_COMM_BUSY;
  * 1.6 the link NAK counters; 1.7 the fault queue; 1.8 the chip model block
- * (maia/hw/model.h): completion times, TIMESTAMP and telemetry in modeled time.
+ * (maia/hw/model.h): completion times, TIMESTAMP and telemetry in modeled time;
+ * 1.9 the Tile Vector Processor (maia/hw/tvp.h): MAIA_OP_KERNEL,
+ * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters.
  */
-#define MAIA_HW_REVISION		0x0108u
+#define MAIA_HW_REVISION		0x0109u
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -63,6 +65,8 @@
 #define MAIA_HW_REVISION_FAULTQ		0x0107u	/* MAIA_REG_FAULTQ_*: the fault queue */
 /* 1.8: the chip model block and modeled time (maia/hw/model.h) */
 #define MAIA_HW_REVISION_MODEL		0x0108u
+/* 1.9: the Tile Vector Processor (maia/hw/tvp.h): MAIA_OP_KERNEL, its statuses and counters */
+#define MAIA_HW_REVISION_TVP		0x0109u
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -226,6 +230,7 @@
 #define MAIA_REG_TELEMETRY_BASE		0x0100u
 
 /* 0x0200 - 0x02ff: chip model block (maia/hw/model.h, revision 1.8) */
+/* 0x0300 - 0x0347: TVP telemetry counters (maia/hw/telemetry.h, revision 1.9) */
 
 /* 0x0800 - 0x0eff: fabric block (maia/hw/fabric.h, revision 1.3) */
 #define MAIA_REG_FABRIC_BASE		0x0800u

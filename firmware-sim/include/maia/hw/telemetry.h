@@ -30,9 +30,11 @@
 #define MAIA_TELEM_VERSION_1_1		0x00010001u	/* adds the per-tile window */
 /* 1.2: modeled time (maia/hw/model.h), HBM_UTIL, MFU, PEAK_NS */
 #define MAIA_TELEM_VERSION_1_2		0x00010002u
+/* 1.3 (hardware 1.9): the Tile Vector Processor's counters, MAIA_REG_TELEM_TVP_* */
+#define MAIA_TELEM_VERSION_1_3		0x00010003u
 
 /* 32-bit registers */
-#define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1_1 */
+#define MAIA_REG_TELEM_VERSION		0x0100u	/* MAIA_TELEM_VERSION_1_3 */
 #define MAIA_REG_TELEM_PERIOD_US	0x0104u	/* power-management control period */
 #define MAIA_REG_TELEM_WINDOW_US	0x0108u	/* averaging window of POWER_MW and *_UTIL */
 #define MAIA_REG_TELEM_CLOCK_MHZ	0x010cu	/* tensor/vector clock now */
@@ -88,6 +90,18 @@
 #define MAIA_TELEM_MAX_TILES		1024u
 #define MAIA_REG_TELEM_TILE_NS_LO(t)	(MAIA_REG_TELEM_TILE_NS_BASE + 8u * (t))
 #define MAIA_REG_TELEM_TILE_NS_END	MAIA_REG_TELEM_TILE_NS_LO(MAIA_TELEM_MAX_TILES)
+
+/*
+ * Tile Vector Processor counters (version 1.3): BAR0 0x0300 - 0x0347, 64-bit
+ * LO/HI pairs as above, from power-on. INSNS(c): instructions the KERNEL
+ * commands' instances executed in class c (MAIA_TVP_CLASS_*, maia/hw/tvp.h),
+ * failed instances included; KERNELS: KERNEL commands whose program passed
+ * validation.
+ */
+#define MAIA_REG_TELEM_TVP_BASE		0x0300u
+#define MAIA_REG_TELEM_TVP_INSNS_LO(c)	(MAIA_REG_TELEM_TVP_BASE + 8u * (c))	/* c < 8 */
+#define MAIA_REG_TELEM_TVP_KERNELS_LO	0x0340u
+#define MAIA_REG_TELEM_TVP_END		0x0348u
 
 /* MAIA_REG_TELEM_THROTTLE_REASONS */
 #define MAIA_THROTTLE_POWER		(1u << 0)	/* power over 90 % of the cap */

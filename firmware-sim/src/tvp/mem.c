@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/*
+ * VLD, VST, SLD, SST: every element goes through the job's address space
+ * (struct maia_job_mem), so an access outside the mappings fails the
+ * command with MAIA_STATUS_MMU_FAULT and its address lands in the fault
+ * record and queue like any command's. A small per-instance cache of page
+ * translations (map()/map_write(): HBM in place) saves walking the tables
+ * per element; where a page cannot be used in place (host memory, an ECC
+ * page, no mapping) the element goes through read()/write(), which reports
+ * the error. Contiguous lanes are copied a page piece at a time. Lanes a
+ * mask turns off are never touched.
+ */
+#include <string.h>
+
+#include "maia/hw/dtype.h"
+#include "tvp.h"
+
+void fw_tvp_mem_reset(struct fw_tvp_state *st)
+{
+	for (unsigned int i = 0; i < FW_TVP_PAGES; i++) {
+		st->rpages[i].va = UINT64_MAX;
+		st->wpages[i].va = UINT64_MAX;
+	}
+	st->rnext = st->wnext = 0;
+}
+
+/*
+ * Host pointer to len bytes at va, all within one cached page, or NULL:
+ * the caller then goes through read()/write().
+ */
+static uint8_t *page_ptr(struct fw_tvp_state *st, uint64_t va, size_t len, bool write)
+{
+	const struct maia_job_mem *mem = st->k->env->mem;
+	struct fw_tvp_page *pages = write ? st->wpages : st->rpages;
+	uint64_t base = va & ~(uint64_t)(FW_TVP_PAGE_SIZE - 1), off = va - base;
+	struct fw_tvp_page *e = NULL;
+	size_t avail = 0;
+	void *p = NULL;
+	int rc;
+
+	for (unsigned int i = 0; i < FW_TVP_PAGES; i++) {
+		if (pages[i].va == base) {
+			e = &pages[i];
+			break;
+		}
+	}
+	if (!e) {
+		if (write)
+			rc = mem->map_write ? mem->map_write(mem->opaque, base, FW_TVP_PAGE_SIZE,
+							     &p, &avail) : -1;
+		else
+			rc = mem->map ? mem->map(mem->opaque, base, FW_TVP_PAGE_SIZE,
+						 (const void **)&p, &avail) : -1;
+		if (rc != MAIA_STATUS_OK || !p)
+			return NULL;
+		unsigned int *next = write ? &st->wnext : &st->rnext;
+
+		e = &pages[*next];
+		*next = (*next + 1) % FW_TVP_PAGES;
+		e->va = base;
+		e->p = p;
+		e->avail = avail;
+	}
+	if (off + len > e->avail)
+		return NULL;
+	return e->p + off;
+}
+
+static int load_one(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, uint32_t *out)
+{
+	unsigned int es = maia_dtype_size(dtype);
+	const uint8_t *p = page_ptr(st, va, es, false);
+	uint8_t buf[4];
+
+	if (!p) {
+		const struct maia_job_mem *mem = st->k->env->mem;
+		int rc = mem->read(mem->opaque, va, buf, es);
+
+		if (rc != MAIA_STATUS_OK)
+			return rc;
+		p = buf;
+	}
+	*out = fw_tvp_load_elem(dtype, p);
+	st->st.bytes_read += es;
+	return MAIA_STATUS_OK;
+}
+
+static int store_one(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, uint32_t v)
+{
+	unsigned int es = maia_dtype_size(dtype);
+	uint8_t *p = page_ptr(st, va, es, true);
+	uint8_t buf[4];
+
+	if (!p) {
+		const struct maia_job_mem *mem = st->k->env->mem;
+		int rc;
+
+		fw_tvp_store_elem(dtype, v, buf);
+		rc = mem->write(mem->opaque, va, buf, es);
+		if (rc != MAIA_STATUS_OK)
+			return rc;
+	} else {
+		fw_tvp_store_elem(dtype, v, p);
+	}
+	st->st.bytes_written += es;
+	return MAIA_STATUS_OK;
+}
+
+/*
+ * The lanes are one run of consecutive elements (unit stride, or offsets
+ * off0, off0 + 1, ...) with every lane active: *off0 gets the first.
+ */
+static bool contiguous(const struct fw_tvp_state *st, const struct fw_tvp_dinsn *d,
+		       int32_t *off0)
+{
+	const int32_t *off = st->v[d->rb].i;
+	uint32_t vl = st->vl;
+
+	if (d->mflags & FW_TVP_MF_MASKED) {
+		const uint32_t *m = st->v[d->mreg].u;
+
+		for (uint32_t i = 0; i < vl; i++)
+			if (!m[i])
+				return false;
+	}
+	if (d->mflags & FW_TVP_MF_UNIT) {
+		*off0 = 0;
+		return true;
+	}
+	for (uint32_t i = 1; i < vl; i++)
+		if ((uint32_t)off[i] != (uint32_t)off[0] + i)
+			return false;
+	*off0 = off[0];
+	return off[0] <= INT32_MAX - (int32_t)vl;	/* no int32 wrap inside the run */
+}
+
+/* Lane i's address: sa + off_i * size, wrapping like the hardware's adder. */
+static uint64_t lane_va(uint64_t sa, int32_t off, unsigned int es)
+{
+	return sa + (uint64_t)((int64_t)off * (int64_t)es);
+}
+
+/* Loads vl consecutive elements from va into o, a page piece at a time. */
+static int load_run(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, uint32_t vl,
+		    uint32_t *o)
+{
+	unsigned int es = maia_dtype_size(dtype);
+	uint32_t i = 0;
+
+	while (i < vl) {
+		uint64_t a = va + (uint64_t)i * es;
+		uint64_t room = FW_TVP_PAGE_SIZE - (a & (FW_TVP_PAGE_SIZE - 1));
+		uint32_t n = (uint32_t)(room / es);
+		const uint8_t *p;
+		int rc;
+
+		if (n > vl - i)
+			n = vl - i;
+		p = n ? page_ptr(st, a, (size_t)n * es, false) : NULL;
+		if (!p) {	/* host memory, a fault, or an element across pages */
+			rc = load_one(st, dtype, a, &o[i]);
+			if (rc != MAIA_STATUS_OK)
+				return rc;
+			i++;
+			continue;
+		}
+		if (es == 4) {
+			memcpy(&o[i], p, (size_t)n * 4);
+		} else {
+			for (uint32_t j = 0; j < n; j++)
+				o[i + j] = fw_tvp_load_elem(dtype, p + (size_t)j * es);
+		}
+		st->st.bytes_read += (uint64_t)n * es;
+		i += n;
+	}
+	return MAIA_STATUS_OK;
+}
+
+static int store_run(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, uint32_t vl,
+		     const uint32_t *v)
+{
+	unsigned int es = maia_dtype_size(dtype);
+	uint32_t i = 0;
+
+	while (i < vl) {
+		uint64_t a = va + (uint64_t)i * es;
+		uint64_t room = FW_TVP_PAGE_SIZE - (a & (FW_TVP_PAGE_SIZE - 1));
+		uint32_t n = (uint32_t)(room / es);
+		uint8_t *p;
+		int rc;
+
+		if (n > vl - i)
+			n = vl - i;
+		p = n ? page_ptr(st, a, (size_t)n * es, true) : NULL;
+		if (!p) {
+			rc = store_one(st, dtype, a, v[i]);
+			if (rc != MAIA_STATUS_OK)
+				return rc;
+			i++;
+			continue;
+		}
+		if (es == 4) {
+			memcpy(p, &v[i], (size_t)n * 4);
+		} else {
+			for (uint32_t j = 0; j < n; j++)
+				fw_tvp_store_elem(dtype, v[i + j], p + (size_t)j * es);
+		}
+		st->st.bytes_written += (uint64_t)n * es;
+		i += n;
+	}
+	return MAIA_STATUS_OK;
+}
+
+int fw_tvp_vld(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	unsigned int es = maia_dtype_size(d->dtype);
+	uint32_t *o = st->tmp[0].u, vl = st->vl;
+	const int32_t *off = st->v[d->rb].i;
+	const uint32_t *m = st->v[d->mreg].u;
+	bool masked = d->mflags & FW_TVP_MF_MASKED;
+	uint64_t sa = st->s[d->ra];
+	int32_t off0;
+	int rc;
+
+	if (contiguous(st, d, &off0)) {
+		rc = load_run(st, d->dtype, lane_va(sa, off0, es), vl, o);
+	} else {
+		rc = MAIA_STATUS_OK;
+		for (uint32_t i = 0; i < vl && rc == MAIA_STATUS_OK; i++) {
+			if (masked && !m[i]) {
+				o[i] = 0;
+				continue;
+			}
+			rc = load_one(st, d->dtype,
+				      lane_va(sa, d->mflags & FW_TVP_MF_UNIT ? (int32_t)i : off[i],
+					      es), &o[i]);
+		}
+	}
+	if (rc != MAIA_STATUS_OK)
+		return rc;
+	memcpy(st->v[d->rd].u, o, (size_t)vl * 4);
+	return MAIA_STATUS_OK;
+}
+
+int fw_tvp_vst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	unsigned int es = maia_dtype_size(d->dtype);
+	const uint32_t *v = st->v[d->rd].u, *m = st->v[d->mreg].u;
+	const int32_t *off = st->v[d->rb].i;
+	bool masked = d->mflags & FW_TVP_MF_MASKED;
+	uint64_t sa = st->s[d->ra];
+	uint32_t vl = st->vl;
+	int32_t off0;
+	int rc = MAIA_STATUS_OK;
+
+	if (contiguous(st, d, &off0))
+		return store_run(st, d->dtype, lane_va(sa, off0, es), vl, v);
+	for (uint32_t i = 0; i < vl && rc == MAIA_STATUS_OK; i++) {
+		if (masked && !m[i])
+			continue;
+		rc = store_one(st, d->dtype,
+			       lane_va(sa, d->mflags & FW_TVP_MF_UNIT ? (int32_t)i : off[i], es),
+			       v[i]);
+	}
+	return rc;
+}
+
+int fw_tvp_sld(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	uint32_t v;
+	int rc = load_one(st, d->dtype, st->s[d->ra], &v);
+
+	if (rc != MAIA_STATUS_OK)
+		return rc;
+	if (d->dtype == MAIA_DTYPE_INT32 || d->dtype == MAIA_DTYPE_INT8)
+		st->s[d->rd] = (uint64_t)(int64_t)(int32_t)v;	/* sign-extended */
+	else
+		st->s[d->rd] = v;				/* binary32 bits */
+	return MAIA_STATUS_OK;
+}
+
+int fw_tvp_sst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	return store_one(st, d->dtype, st->s[d->ra], (uint32_t)st->s[d->rd]);
+}
