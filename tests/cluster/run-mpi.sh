@@ -8,11 +8,15 @@
 # from rank k, is entry k mod its length), so one run covers several
 # transports: one boot of each QEMU fewer than a run per transport.
 #
-#   1. -np 2 on two hosts made on this machine (--hostfile, and an rsh
-#      agent, namespace-rsh, that starts each host's Open MPI daemon in its
-#      own mount and UTS namespaces: its own hostname, /etc/hosts and /tmp),
-#      as the multi-host recipe runs them (--host-addr auto: node1 resolves
-#      to 127.0.0.2, node2 to 127.0.0.3), one TCP cable (rank 0 to 1) and
+#   1. -np 2 on two hosts made on this machine, each its own network
+#      namespace (netns-hosts: eth0 with 10.77.0.K, a veth pair to a bridge
+#      in a third namespace, nothing outside them; removed at the end, also
+#      on failure), its own hostname, /etc/hosts and /tmp (mount and UTS
+#      namespaces); mpirun runs on node1 and starts node2's Open MPI daemon
+#      through an rsh agent, namespace-rsh, that enters node2's namespaces
+#      (ip netns exec), with --hostfile, as the multi-host recipe runs them
+#      (--host-addr auto: node1 resolves to 10.77.0.1, node2 to 10.77.0.2;
+#      Open MPI's own traffic on eth0 too), one TCP cable (rank 0 to 1) and
 #      one UDP cable (rank 1 to 0) (--link tcp,udp; a dgram netdev keeps no order or delivery
 #      promise, and its socket buffer drops what it cannot hold, so both
 #      ranks, each with a UDP end, get fabric-window=2 from the launcher),
@@ -81,31 +85,50 @@ COLL='maia-fabric-links wait && maia-cluster-sync && maia-fabric-links wait && M
 # socket non-blocking (every cable has a server end).
 BIG='maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 4M --iters 2 --warmup 0'
 
-# 1: two hosts, a TCP cable and a UDP cable, both lossy. Open MPI's own
-# traffic (its daemons, MPI between the hosts) stays on the loopback
-# interface too.
+# 1: two hosts, each its own network namespace, a TCP cable and a UDP
+# cable between them over the veth pairs, both lossy. Open MPI's own traffic
+# (its daemons, MPI between the hosts) goes over eth0 too.
 log=$OUT/np2-hosts-tcp-udp-loss.log
 HOSTS=$OUT/hosts
+NETNS=maia-cluster$$-
 mkdir -p "$HOSTS"
-printf '127.0.0.1\tlocalhost\n127.0.0.2\tnode1\n127.0.0.3\tnode2\n' >"$HOSTS/hosts"
-printf 'node1 slots=1\nnode2 slots=1\n' >"$HOSTS/hostfile"
+# shellcheck disable=SC2317 # called by the traps
+netns_down() { "$TOP/tests/cluster/netns-hosts" down "$NETNS"; }
+trap netns_down EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 rm -f "$OUT"/np2-r*.pcap
 LOSSY='MAIA_COMM_TIMEOUT_MS=120000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --min-bytes 4M --max-bytes 4M --iters 16 --warmup 0'
-MAIA_FAKE_HOSTS=$HOSTS MAIA_FAKE_HOSTS_KEEP="$TOP:${MAIA_CACHE:-$HOME/.cache/maia-stack}" \
-	"${MPIRUN[@]}" -np 2 --hostfile "$HOSTS/hostfile" \
-	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh" \
-	--mca oob_tcp_if_include lo --mca btl_tcp_if_include lo \
-	"$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --host-addr auto \
-	--device-opts fabric-drop-ppm=10000 \
-	--qemu-arg -object --qemu-arg "filter-dump,id=d0,netdev=fab0,file=$OUT/np2-r{rank}.pcap,maxlen=160" -- \
-	sh -c "$COLL && $BIG && $LOSSY && maia-fabric-links counters --expect-retransmits" \
-	>"$log" 2>&1
-rc=$?
+NP2=(mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1
+	-np 2 --hostfile "$HOSTS/hostfile"
+	--mca plm_rsh_agent "$TOP/tests/cluster/namespace-rsh"
+	--mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0
+	"$LAUNCHER" "${LAUNCH_OPTS[@]}" --link tcp,udp --host-addr auto
+	--device-opts fabric-drop-ppm=10000
+	--qemu-arg -object --qemu-arg "filter-dump,id=d0,netdev=fab0,file=$OUT/np2-r{rank}.pcap,maxlen=160" --
+	sh -c "$COLL && $BIG && $LOSSY && maia-fabric-links counters --expect-retransmits")
+if "$TOP/tests/cluster/netns-hosts" up "$NETNS" 2 "$HOSTS" >"$log" 2>&1; then
+	# mpirun runs on node1, as after logging in there; the agent takes the
+	# command as ssh would, one string for the remote shell. In the
+	# background, so that a signal runs the traps at once (bash runs them
+	# only between commands, and wait is one).
+	MAIA_FAKE_HOSTS=$HOSTS MAIA_FAKE_HOSTS_NETNS=$NETNS \
+		MAIA_FAKE_HOSTS_KEEP="$TOP:${MAIA_CACHE:-$HOME/.cache/maia-stack}" \
+		timeout -k 10 "$MPIRUN_TIMEOUT" "$TOP/tests/cluster/namespace-rsh" node1 \
+		"$(printf '%q ' "${NP2[@]}")" >>"$log" 2>&1 &
+	wait $!
+	rc=$?
+else
+	rc=1
+	echo "# netns-hosts could not make the hosts (root, ip and veth/bridge support needed)"
+	sed 's/^/# /' "$log"
+fi
+netns_down
 grep -E '^maia-cluster: [0-9]+ ranks|^maia-cluster: rank [0-9] on|^\[rank [0-9]\] port [01]:' "$log" |
 	sed 's/^/# /'
-if grep -qx 'maia-cluster: rank 0 on host node1, address 127.0.0.2' "$log" &&
-	grep -qx 'maia-cluster: rank 1 on host node2, address 127.0.0.3' "$log"; then
-	tap ok "np2-hosts: rank 0 on host node1 (127.0.0.2), rank 1 on node2 (127.0.0.3), each its own hostname and /tmp, started through an rsh agent"
+if grep -qx 'maia-cluster: rank 0 on host node1, address 10.77.0.1' "$log" &&
+	grep -qx 'maia-cluster: rank 1 on host node2, address 10.77.0.2' "$log"; then
+	tap ok "np2-hosts: rank 0 on host node1 (10.77.0.1), rank 1 on node2 (10.77.0.2), each its own network namespace, hostname and /tmp, mpirun on node1, node2 started through an rsh agent (ip netns exec)"
 else
 	tap not-ok "np2-hosts: the ranks did not run on node1 and node2 with their own addresses (status $rc, log $log)"
 fi
