@@ -115,7 +115,9 @@ class MaiaBackend(BaseBackend):
     @staticmethod
     def make_tvpbin(src, metadata, options):
         import maia
-        return maia.tvp_assemble(src)
+        if not hasattr(maia, "tvp_assemble"):
+            raise RuntimeError("maia: this maia module has no tvp_assemble (libmaia 1.9's assembler binding)")
+        return bytes(maia.tvp_assemble(src))
 
     def add_stages(self, stages, options, language):
         if language != Language.TRITON:

@@ -55,8 +55,14 @@ _REDUCE = {"arith.addf": "vredsum", "arith.maxnumf": "vredmax", "arith.maximumf"
 _ALIAS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
           "arith.extf", "tt.int_to_ptr", "tt.ptr_to_int"}
 _IGNORED = {"llvm.intr.assume", "tt.assert"}
-# Ops lowered even when their results are unused.
-_EFFECTS = {"scf.for", "scf.if", "tt.store", "tt.reduce.return", "scf.yield"}
+# Ops without side effects: skipped when their results are unused.
+_PURE_TT = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.make_range", "tt.addptr",
+            "tt.load", "tt.reduce", "tt.dot", "tt.trans", "tt.get_program_id", "tt.get_num_programs",
+            "tt.fp_to_fp", "tt.precise_sqrt", "tt.precise_divf", "tt.int_to_ptr", "tt.ptr_to_int"}
+
+
+def _pure(name):
+    return name.startswith("arith.") or name.startswith("math.") or name in _PURE_TT
 
 
 class Val:
@@ -233,7 +239,7 @@ class Lowering:
     def block(self, ops):
         for op in ops:
             self.loc = op.loc
-            if op.results and op.name not in _EFFECTS and not any(r in self.used for r in op.results):
+            if op.results and _pure(op.name) and not any(r in self.used for r in op.results):
                 continue        # dead (e.g. the compare of an assumption)
             self.lower(op)
 

@@ -137,6 +137,8 @@ class Function:
 def _result_types(op):
     """The result types from the printed type text of one op."""
     t = op.types
+    if op.name == "arith.constant" and t is None and op.attrs.strip() in ("true", "false"):
+        return [Type("i1")]
     if not op.results or t is None:
         return []
     n = len(op.results)

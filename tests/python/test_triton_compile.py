@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: MIT
+"""The Triton backend on the host (no device needed): Triton finds it
+through its entry point, compiles Triton's tutorial kernels to TVP assembly
+that libmaia's assembler accepts, and refuses what it cannot compile with
+the op and the kernel's source line (Documentation/triton.rst)."""
+import inspect
+import os
+import sys
+import tempfile
+import time
+
+# A cache of its own: the first compile of each kernel is a cold one.
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="maia-triton-cache-")
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+import maia  # noqa: E402
+import tap  # noqa: E402
+import triton_kernels as K  # noqa: E402
+from maia_triton.regalloc import LoweringError  # noqa: E402
+from tap import raises, test  # noqa: E402
+
+TARGET = GPUTarget("maia", "tvp1.9", 1)
+HAVE_ASSEMBLER = hasattr(maia, "tvp_assemble")
+
+
+def compile_kernel(fn, signature, constexprs=None):
+    return triton.compile(ASTSource(fn, signature, constexprs), target=TARGET)
+
+
+def line_of(fn, text):
+    """file:line of the first source line of fn that contains text."""
+    lines, first = inspect.getsourcelines(fn.fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return "%s:%d:" % (inspect.getsourcefile(fn.fn), first + i)
+    raise AssertionError("%r not in %s" % (text, fn.fn.__name__))
+
+
+@test
+def backend_found_through_entry_point():
+    from triton.backends import backends
+    assert "maia" in backends, sorted(backends)
+    assert backends["maia"].compiler.__name__ == "MaiaBackend"
+
+
+def check_tutorial(name, needed):
+    sig, cx = K.SIGNATURES[name]
+    t0 = time.perf_counter()
+    k = compile_kernel(getattr(K, name), sig, cx)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compile_kernel(getattr(K, name), sig, cx)
+    cached = time.perf_counter() - t0
+    print("# %s: compiled cold in %.0f ms, cached in %.1f ms, %d instructions" %
+          (name, cold * 1e3, cached * 1e3, k.metadata.num_insns))
+    asm = k.asm["tvpasm"]
+    for mnem in needed:
+        assert ("    %s " % mnem) in asm, "%s: no %s in\n%s" % (name, mnem, asm)
+    assert k.metadata.num_args == sum(1 for t in sig.values() if t != "constexpr")
+    # The assembler (libmaia's validator, the device's rules) accepts every word.
+    assert len(k.asm["tvpbin"]) == 8 * k.metadata.num_insns
+
+
+@test
+def tutorial_01_vector_add():
+    check_tutorial("add_kernel", ["pid", "viota", "vicmp", "vld", "vfadd", "vst"])
+
+
+@test
+def tutorial_02_fused_softmax():
+    check_tutorial("softmax_kernel", ["nprog", "bge", "vredmax", "vexp", "vredsum", "vfdiv", "vsel"])
+
+
+@test
+def tutorial_05_layer_norm_forward():
+    check_tutorial("_layer_norm_fwd_fused", ["vredsum", "vsqrt", "vcvt", "jmp"])
+
+
+@test
+def tutorial_03_matmul():
+    check_tutorial("matmul_kernel", ["vdot", "vbrow", "vbcol", "virem", "vfcmp"])
+
+
+@triton.jit
+def too_wide(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+
+@test
+def tensor_over_1024_elements_names_the_line():
+    e = raises(LoweringError, compile_kernel, too_wide, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 2048})
+    assert "2048 elements" in str(e) and "1024 lanes" in str(e), e
+    # The first op of that size is the constant 2.0 splat to 2048 lanes.
+    assert str(e).startswith(line_of(too_wide, "* 2.0")), e
+
+
+@triton.jit
+def atomic(x_ptr):
+    tl.atomic_add(x_ptr, 1.0)
+
+
+@test
+def unsupported_op_names_op_and_line():
+    e = raises(LoweringError, compile_kernel, atomic, {"x_ptr": "*fp32"})
+    assert "tt.atomic_rmw is not supported" in str(e), e
+    assert str(e).startswith(line_of(atomic, "tl.atomic_add")), e
+
+
+@triton.jit
+def many_live(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # 34 tensors loaded before any is used: more than the TVP's 32 vector registers.
+    offs = tl.arange(0, BLOCK)
+    a0 = tl.load(x_ptr + 0 * BLOCK + offs)
+    a1 = tl.load(x_ptr + 1 * BLOCK + offs)
+    a2 = tl.load(x_ptr + 2 * BLOCK + offs)
+    a3 = tl.load(x_ptr + 3 * BLOCK + offs)
+    a4 = tl.load(x_ptr + 4 * BLOCK + offs)
+    a5 = tl.load(x_ptr + 5 * BLOCK + offs)
+    a6 = tl.load(x_ptr + 6 * BLOCK + offs)
+    a7 = tl.load(x_ptr + 7 * BLOCK + offs)
+    a8 = tl.load(x_ptr + 8 * BLOCK + offs)
+    a9 = tl.load(x_ptr + 9 * BLOCK + offs)
+    a10 = tl.load(x_ptr + 10 * BLOCK + offs)
+    a11 = tl.load(x_ptr + 11 * BLOCK + offs)
+    a12 = tl.load(x_ptr + 12 * BLOCK + offs)
+    a13 = tl.load(x_ptr + 13 * BLOCK + offs)
+    a14 = tl.load(x_ptr + 14 * BLOCK + offs)
+    a15 = tl.load(x_ptr + 15 * BLOCK + offs)
+    a16 = tl.load(x_ptr + 16 * BLOCK + offs)
+    a17 = tl.load(x_ptr + 17 * BLOCK + offs)
+    a18 = tl.load(x_ptr + 18 * BLOCK + offs)
+    a19 = tl.load(x_ptr + 19 * BLOCK + offs)
+    a20 = tl.load(x_ptr + 20 * BLOCK + offs)
+    a21 = tl.load(x_ptr + 21 * BLOCK + offs)
+    a22 = tl.load(x_ptr + 22 * BLOCK + offs)
+    a23 = tl.load(x_ptr + 23 * BLOCK + offs)
+    a24 = tl.load(x_ptr + 24 * BLOCK + offs)
+    a25 = tl.load(x_ptr + 25 * BLOCK + offs)
+    a26 = tl.load(x_ptr + 26 * BLOCK + offs)
+    a27 = tl.load(x_ptr + 27 * BLOCK + offs)
+    a28 = tl.load(x_ptr + 28 * BLOCK + offs)
+    a29 = tl.load(x_ptr + 29 * BLOCK + offs)
+    a30 = tl.load(x_ptr + 30 * BLOCK + offs)
+    a31 = tl.load(x_ptr + 31 * BLOCK + offs)
+    a32 = tl.load(x_ptr + 32 * BLOCK + offs)
+    a33 = tl.load(x_ptr + 33 * BLOCK + offs)
+    acc = a33
+    acc = acc * a32 + 1.0
+    acc = acc * a31 + 1.0
+    acc = acc * a30 + 1.0
+    acc = acc * a29 + 1.0
+    acc = acc * a28 + 1.0
+    acc = acc * a27 + 1.0
+    acc = acc * a26 + 1.0
+    acc = acc * a25 + 1.0
+    acc = acc * a24 + 1.0
+    acc = acc * a23 + 1.0
+    acc = acc * a22 + 1.0
+    acc = acc * a21 + 1.0
+    acc = acc * a20 + 1.0
+    acc = acc * a19 + 1.0
+    acc = acc * a18 + 1.0
+    acc = acc * a17 + 1.0
+    acc = acc * a16 + 1.0
+    acc = acc * a15 + 1.0
+    acc = acc * a14 + 1.0
+    acc = acc * a13 + 1.0
+    acc = acc * a12 + 1.0
+    acc = acc * a11 + 1.0
+    acc = acc * a10 + 1.0
+    acc = acc * a9 + 1.0
+    acc = acc * a8 + 1.0
+    acc = acc * a7 + 1.0
+    acc = acc * a6 + 1.0
+    acc = acc * a5 + 1.0
+    acc = acc * a4 + 1.0
+    acc = acc * a3 + 1.0
+    acc = acc * a2 + 1.0
+    acc = acc * a1 + 1.0
+    acc = acc * a0 + 1.0
+    tl.store(y_ptr + offs, acc)
+
+
+@test
+def register_pressure_is_a_clear_error():
+    e = raises(LoweringError, compile_kernel, many_live, {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"},
+               {"BLOCK": 64})
+    assert "kernel too large: more than 32 vector registers" in str(e), e
+
+
+if __name__ == "__main__":
+    if not HAVE_ASSEMBLER:
+        # Until the maia module binds libmaia's assembler: the TVP assembly only.
+        from maia_triton import compiler
+        compiler.MaiaBackend.make_tvpbin = staticmethod(lambda src, metadata, options: b"\0" * 8 *
+                                                       metadata["num_insns"])
+        print("# maia.tvp_assemble missing: the binaries are not checked")
+    tap.run("triton-compile")
