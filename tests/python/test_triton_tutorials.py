@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""Triton's tutorials on Maia (in the guest): the kernels of
+triton_kernels.py launched as the tutorials launch them, with only the
+device changed to maia, against torch on the CPU (Documentation/triton.rst)."""
+import time
+
+t0 = time.perf_counter()
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+import maia.torch  # noqa: E402,F401
+import tap  # noqa: E402
+import triton_kernels as K  # noqa: E402
+from tap import raises, test  # noqa: E402
+
+print("# import torch, triton, maia.torch: %.1f s" % (time.perf_counter() - t0), flush=True)
+DEV = torch.device("maia", 0)
+torch.manual_seed(0)
+
+
+def add(x, y):
+    output = torch.empty_like(x)
+    n_elements = output.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731
+    K.add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=256)
+    return output
+
+
+def softmax(x, programs):
+    n_rows, n_cols = x.shape
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    y = torch.empty_like(x)
+    # The tutorial runs min(n_rows, SMs * occupancy) programs, each striding over rows.
+    K.softmax_kernel[(programs, 1, 1)](y, x, x.stride(0), y.stride(0), n_rows, n_cols, BLOCK_SIZE=BLOCK_SIZE,
+                                       num_stages=1)
+    return y
+
+
+def layer_norm(x, weight, bias, eps, block):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    mean = torch.empty((M, ), dtype=torch.float32, device=x.device)
+    rstd = torch.empty((M, ), dtype=torch.float32, device=x.device)
+    K._layer_norm_fwd_fused[(M, )](x, y, weight, bias, mean, rstd, x.stride(0), N, eps, BLOCK_SIZE=block)
+    return y, mean, rstd
+
+
+def matmul(a, b, activation=""):
+    M, Kd = a.shape
+    Kd, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = lambda META: (triton.cdiv(M, META['BLOCK_SIZE_M']) * triton.cdiv(N, META['BLOCK_SIZE_N']), )  # noqa: E731
+    K.matmul_kernel[grid](a, b, c, M, N, Kd, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                          c.stride(1), BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=8,
+                          ACTIVATION=activation)
+    return c
+
+
+@test
+def maia_driver_is_active():
+    from triton.runtime import driver
+    assert type(driver.active).__name__ == "MaiaDriver", driver.active
+    assert driver.active.get_current_target().backend == "maia"
+
+
+@test
+def tutorial_01_vector_add():
+    x, y = torch.rand(98432), torch.rand(98432)
+    t0 = time.perf_counter()
+    out = add(x.to(DEV), y.to(DEV))
+    torch.maia.synchronize()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = add(x.to(DEV), y.to(DEV))
+    torch.maia.synchronize()
+    print("# vector add of 98432: first call (compile + launch) %.2f s, second %.3f s" %
+          (first, time.perf_counter() - t0))
+    assert torch.equal(out.cpu(), x + y)
+    # A length that is not a multiple of the block: the masked tail.
+    x, y = torch.rand(1000), torch.rand(1000)
+    assert torch.equal(add(x.to(DEV), y.to(DEV)).cpu(), x + y)
+
+
+@test
+def tutorial_02_fused_softmax():
+    x = torch.randn(37, 100)
+    y = softmax(x.to(DEV), programs=8).cpu()
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-6, atol=1e-6)
+
+
+@test
+def tutorial_05_layer_norm_forward():
+    M, N = 12, 300
+    x = -2.3 + 0.5 * torch.randn(M, N)
+    w, b = torch.rand(N), torch.rand(N)
+    y, mean, rstd = layer_norm(x.to(DEV), w.to(DEV), b.to(DEV), 1e-5, block=128)
+    ref = torch.nn.functional.layer_norm(x, (N, ), w, b, 1e-5)
+    torch.testing.assert_close(y.cpu(), ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(mean.cpu(), x.mean(1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(rstd.cpu(), 1 / torch.sqrt(x.var(1, unbiased=False) + 1e-5), rtol=1e-5, atol=1e-5)
+
+
+@test
+def tutorial_03_matmul():
+    a = torch.randn(64, 96, dtype=torch.float16)
+    b = torch.randn(96, 80, dtype=torch.float16)
+    ref = a.float() @ b.float()
+    c = matmul(a.to(DEV), b.to(DEV)).cpu()
+    torch.testing.assert_close(c, ref.half(), rtol=1e-2, atol=1e-2)
+    c = matmul(a.to(DEV), b.to(DEV), activation="leaky_relu").cpu()
+    torch.testing.assert_close(c, torch.nn.functional.leaky_relu(ref, 0.01).half(), rtol=1e-2, atol=1e-2)
+
+
+@test
+def cpu_tensor_is_refused():
+    x = torch.rand(16)
+    raises(ValueError, add, x, x, match="maia tensors")
+
+
+if __name__ == "__main__":
+    tap.run("triton")
