@@ -735,6 +735,13 @@ int maia_comm_set_algorithm(struct maia_comm *comm, unsigned int algo);
 /* Name of a DRM_MAIA_JOB_* status. */
 const char *maia_job_status_name(uint32_t status);
 
+/*
+ * What a MAIA_STATUS_* (maia_job_status.device_status) means, e.g.
+ * "kernel-invalid: the TVP program failed the device's validation"
+ * (since 1.9); "unknown status" for a value it does not know.
+ */
+const char *maia_device_status_name(uint32_t device_status);
+
 /* Name of a MAIA_DTYPE_* ("bf16", "mxfp8_e4m3", ...), or NULL. */
 const char *maia_dtype_name(unsigned int dtype);
 

@@ -164,9 +164,10 @@ MAIA_EXPORT int maia_run(struct maia_device *dev, struct maia_cmdbuf *cb, int64_
 		err = -EIO;
 		break;
 	}
-	return maia_error(err, "maia_run: job %llu: %s, device status %u at command offset %u",
-			  (unsigned long long)seqno, maia_job_status_name(st.status),
-			  st.device_status, st.error_offset);
+	return maia_error(err, "maia_run: job %llu: %s, device status %u (%s) at command "
+			  "offset %u", (unsigned long long)seqno, maia_job_status_name(st.status),
+			  st.device_status, maia_device_status_name(st.device_status),
+			  st.error_offset);
 }
 
 MAIA_EXPORT int maia_context_status(struct maia_device *dev, struct maia_context_status *st)
@@ -204,5 +205,49 @@ MAIA_EXPORT const char *maia_job_status_name(uint32_t status)
 		return "aborted";
 	default:
 		return "unknown";
+	}
+}
+
+MAIA_EXPORT const char *maia_device_status_name(uint32_t device_status)
+{
+	switch (device_status) {
+	case MAIA_STATUS_OK:
+		return "ok";
+	case MAIA_STATUS_BAD_OPCODE:
+		return "bad-opcode: the device does not know the command";
+	case MAIA_STATUS_BAD_CMD:
+		return "bad-cmd: a malformed command (size, flags or fields)";
+	case MAIA_STATUS_MMU_FAULT:
+		return "mmu-fault: an access outside the context's mappings";
+	case MAIA_STATUS_DMA_ERROR:
+		return "dma-error: a host memory access failed";
+	case MAIA_STATUS_BAD_DESC:
+		return "bad-desc: a malformed tensor descriptor";
+	case MAIA_STATUS_BAD_CONTEXT:
+		return "bad-context: the address space is not set up";
+	case MAIA_STATUS_ABORTED:
+		return "aborted: stopped by a reset, or never ran";
+	case MAIA_STATUS_SEM_TIMEOUT:
+		return "sem-timeout: a semaphore wait gave up";
+	case MAIA_STATUS_HBM_ECC:
+		return "hbm-ecc: a read of HBM with an uncorrectable error";
+	case MAIA_STATUS_FABRIC_LINK:
+		return "fabric-link: no such port, or its link is down";
+	case MAIA_STATUS_FABRIC_KEY:
+		return "fabric-key: the peer refused the window key or range";
+	case MAIA_STATUS_FABRIC_REMOTE:
+		return "fabric-remote: the peer's memory access failed";
+	case MAIA_STATUS_FABRIC_TIMEOUT:
+		return "fabric-timeout: a collective's peer did not answer in time";
+	case MAIA_STATUS_ASID_DENIED:
+		return "asid-denied: the entry's address space is not the queue's";
+	case MAIA_STATUS_FABRIC_COMM_BUSY:
+		return "fabric-comm-busy: another communicator's collective runs";
+	case MAIA_STATUS_KERNEL_INVALID:
+		return "kernel-invalid: the TVP program failed the device's validation";
+	case MAIA_STATUS_KERNEL_WATCHDOG:
+		return "kernel-watchdog: a TVP program instance ran past its instruction budget";
+	default:
+		return "unknown status";
 	}
 }
