@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small decoder-only transformer LM that runs on Maia devices through
+ * libmaia (Documentation/serving.rst): byte-level tokens, token embedding,
+ * N layers of RMSNorm, grouped-query attention with rotary positions over
+ * a block-based KV cache in HBM, SiLU-gated MLP, final norm, logits.
+ * Weights are deterministic from a seed, stored BF16 or MX per run.
+ *
+ * One concern per file:
+ *   llm_weights.c   weights from the seed, converted on the device
+ *   llm_forward.c   the forward pass as device commands (prefill, decode)
+ *   llm_kvcache.c   the KV-cache block manager (host bookkeeping)
+ *   llm_sampler.c   greedy and seeded top-k / top-p sampling
+ *   llm_ref.c       the CPU double reference
+ *   llm_disagg.c    prefill on one device, K/V pushed layer by layer to another
+ *   llm_engine.c    requests, admission and continuous batching of decode steps
+ *   llm_json.c      the completion request's JSON and the escaping of replies
+ */
+#ifndef MAIA_LLM_H
+#define MAIA_LLM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drm/maia_accel.h"
+#include "libmaia.h"
+
+#define LLM_VOCAB		256u	/* byte-level */
+#define LLM_MAX_BATCH		16u	/* decode rows in one step */
+#define LLM_MAX_LAYERS		16u
+
+struct llm_config {
+	uint32_t layers, d_model, heads, kv_heads, head_dim, ffn;
+	uint32_t max_seq;		/* prompt + generated tokens of one request */
+	uint32_t block_tokens;		/* tokens per KV-cache block */
+	uint32_t kv_blocks;		/* blocks in the decode device's pool */
+	uint32_t max_batch;		/* requests decoded together */
+	unsigned int wdtype;		/* MAIA_DTYPE_BF16 or an MX format */
+	uint64_t seed;
+	float eps, rope_theta;
+};
+
+/* The defaults: 4 layers, d_model 256, 8 query heads over 2 KV heads. */
+void llm_config_default(struct llm_config *c);
+/* 0, or -EINVAL with a message in *why. */
+int llm_config_check(const struct llm_config *c, const char **why);
+static inline uint32_t llm_qdim(const struct llm_config *c) { return c->heads * c->head_dim; }
+static inline uint32_t llm_kvdim(const struct llm_config *c) { return c->kv_heads * c->head_dim; }
+/* Bytes of one layer's K (or V) in one block: BF16. */
+static inline uint64_t llm_block_bytes(const struct llm_config *c)
+{
+	return (uint64_t)c->block_tokens * llm_kvdim(c) * 2;
+}
+
+/* ---- weights (llm_weights.c) ---- */
+
+/* Where one weight matrix lives in the device's weight BO. */
+struct llm_wt {
+	uint64_t off, scale_off;	/* data and MX block scales (0 without) in the BO */
+	uint64_t ref_off;		/* first element in llm_weights.ref */
+	uint32_t rows, cols;		/* [out, in], row-major, in innermost */
+};
+
+struct llm_layer_w {
+	struct llm_wt attn_norm, wqkv, wo, mlp_norm, w1, w3, w2;
+};
+
+struct llm_weights {
+	struct llm_config cfg;
+	struct llm_layer_w layer[LLM_MAX_LAYERS];
+	struct llm_wt emb, final_norm, lm_head;
+	uint64_t bytes;			/* the weight BO's size */
+	uint64_t nref;			/* elements of ref */
+	float *ref;			/* the weights as the device decodes them, FP32 */
+};
+
+/* Lay out and generate the weights; host side only (ref filled later). */
+int llm_weights_init(struct llm_weights *w, const struct llm_config *c);
+void llm_weights_fini(struct llm_weights *w);
+/* Host FP32 pointer of a tensor in w->ref (same layout, FP32 elements). */
+float *llm_wref(const struct llm_weights *w, const struct llm_wt *t);
+/*
+ * A descriptor of a weight in the BO at va: matrices [rows, cols] in the
+ * weight dtype, norm vectors (rows == 1) [cols] in FP32.
+ */
+int llm_wdesc(const struct llm_weights *w, const struct llm_wt *t, uint64_t va,
+	      struct maia_tensor_desc *d);
+/* Convert the FP32 weights on the device into the BO and read them back decoded. */
+int llm_weights_load(struct llm_weights *w, struct maia_device *dev, struct maia_bo *wbo);
+
+/* ---- a device and its buffers (llm_forward.c) ---- */
+
+struct llm_buf {
+	struct maia_bo *bo;
+	uint64_t va;
+	void *cpu;		/* HOST buffers only */
+};
+
+struct llm_dev {
+	struct maia_device *dev;
+	const struct llm_weights *w;
+	struct llm_buf wbo;		/* weights in HBM */
+	struct llm_buf rope;		/* [max_seq][2][head_dim]: C = [cos, cos], S = [-sin, sin] */
+	struct llm_buf x, h, qkv, qr, att, t, g, u, krow;	/* activations, max_seq rows */
+	struct llm_buf rope_step;	/* [max_batch][2][head_dim] */
+	struct llm_buf logits;		/* HOST: [max(max_seq, max_batch)][vocab] FP32 */
+	struct llm_buf gather;		/* [max_batch][2][max_seq][kvdim] BF16 */
+	struct llm_buf staging;		/* prefill K/V: [layers][2][max_seq][kvdim] BF16 */
+	struct llm_buf pool;		/* KV blocks: [layers][2][kv_blocks][block] BF16 */
+	struct maia_cmdbuf *cb;
+	uint64_t pool_bytes;
+	/* Counters (host time in ns, device time from maia_wait_times). */
+	uint64_t jobs, job_host_ns, job_device_ns;
+};
+
+/* Open buffers for the model on dev and load the weights there. */
+int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights *w,
+		 bool with_pool);
+void llm_dev_fini(struct llm_dev *d);
+/* Submit d->cb, wait, account its times; *times may be NULL. */
+int llm_dev_run(struct llm_dev *d, struct maia_job_times *times);
+
+/* Pool offset of (layer, K=0 / V=1, block) in the KV pool. */
+static inline uint64_t llm_pool_off(const struct llm_config *c, uint32_t layer, uint32_t kv,
+				    uint32_t block)
+{
+	return (((uint64_t)layer * 2 + kv) * c->kv_blocks + block) * llm_block_bytes(c);
+}
+
+/* Where a prefill puts each layer's K/V once computed. */
+enum llm_kv_dest {
+	LLM_KV_LOCAL_POOL,	/* copy into this device's pool blocks */
+	LLM_KV_SIGNAL,		/* leave in staging, signal semaphore sem_base + layer */
+};
+
+/*
+ * Append a prefill of tokens[0..n) to d->cb: staging gets every layer's K/V,
+ * logits row 0 gets the last position's logits. With LOCAL_POOL, blocks[]
+ * names the request's pool blocks.
+ */
+int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,
+		      enum llm_kv_dest dest, const uint32_t *blocks, uint32_t sem_base);
+
+/* One request's row in a decode step. */
+struct llm_step_row {
+	uint8_t token;			/* the token at position pos */
+	uint32_t pos;			/* 0-based */
+	const uint32_t *blocks;		/* its pool blocks, pos / block_tokens + 1 used */
+};
+
+/* Append one decode step for n rows to d->cb; logits row i for row i. */
+int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_t n);
+/* The logits of row i after the job ran. */
+const float *llm_logits(const struct llm_dev *d, uint32_t row);
+
+/* ---- KV-cache block manager (llm_kvcache.c) ---- */
+
+/*
+ * Fixed-size blocks handed out from a free list: any free block serves any
+ * request, so the pool never fragments; a request gets all the blocks its
+ * prompt plus max_tokens need at admission, or none.
+ */
+struct llm_kv {
+	uint32_t nblocks, nfree;
+	uint32_t *free;			/* stack of free block numbers */
+	uint8_t *used;			/* per block: 1 while a request holds it */
+	uint64_t allocs, refusals;
+};
+
+int llm_kv_init(struct llm_kv *kv, uint32_t nblocks);
+void llm_kv_fini(struct llm_kv *kv);
+/* Blocks for tokens tokens of a request with block_tokens per block. */
+uint32_t llm_kv_blocks_for(uint32_t tokens, uint32_t block_tokens);
+/* Take n blocks into out[] (ascending where possible); -ENOSPC if fewer are free. */
+int llm_kv_alloc(struct llm_kv *kv, uint32_t n, uint32_t *out);
+void llm_kv_free(struct llm_kv *kv, const uint32_t *blocks, uint32_t n);
+
+/* ---- sampling (llm_sampler.c) ---- */
+
+struct llm_sampling {
+	float temperature;		/* 0: greedy */
+	uint32_t top_k;			/* 0: all */
+	float top_p;			/* 1: all */
+	uint64_t seed;
+};
+
+/* The next token from logits[vocab]; *rng is the request's generator state. */
+int llm_sample(const float *logits, uint32_t vocab, const struct llm_sampling *s,
+	       uint64_t *rng);
+uint64_t llm_rng_seed(uint64_t seed);
+
+/* ---- CPU double reference (llm_ref.c) ---- */
+
+struct llm_ref;
+int llm_ref_create(const struct llm_weights *w, struct llm_ref **out);
+void llm_ref_destroy(struct llm_ref *r);
+/* Feed token at the next position; logits[vocab] of that position. */
+int llm_ref_step(struct llm_ref *r, uint8_t token, double *logits);
+void llm_ref_reset(struct llm_ref *r);
+
+/* ---- disaggregation (llm_disagg.c) ---- */
+
+struct llm_disagg {
+	struct llm_dev *pre, *dec;	/* prefill device A, decode device B */
+	uint32_t key;			/* B's window over its pool */
+	uint32_t port;			/* A's port cabled to B */
+	struct maia_cmdbuf *xcb;	/* A's transfer job (HIGH priority queue) */
+	struct llm_buf ts;		/* HOST on A: modeled timestamps */
+	uint64_t bytes_moved, writes;
+	/* The prefill in flight between begin and end (one at a time). */
+	bool pending, overlap;
+	uint64_t seq_c, seq_x, t0, xfer_bytes;
+};
+
+int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec);
+void llm_disagg_fini(struct llm_disagg *x);
+
+/* What one disaggregated prefill took. */
+struct llm_xfer_times {
+	uint64_t bytes;			/* K/V bytes pushed to B */
+	uint64_t prefill_host_ns, prefill_dev_ns;	/* the compute job */
+	uint64_t xfer_host_ns, xfer_dev_ns;		/* the transfer job */
+	uint64_t e2e_host_ns;		/* compute submit to the last layer landed */
+	uint64_t e2e_dev_ns;		/* the same on A's modeled timeline */
+	uint64_t compute_done_ns;	/* host CLOCK_MONOTONIC: A's logits ready */
+};
+
+/*
+ * Prefill tokens on A; every layer's K/V goes to B's pool blocks by remote
+ * writes from a second job on A's HIGH-priority hardware queue as soon as
+ * that layer is done (a semaphore per layer), so the transfer of layer l
+ * overlaps the compute of layer l + 1. begin submits, end waits for both
+ * jobs (the caller may run B meanwhile); then A's logits row 0 holds the
+ * last position's logits and B's pool the request's K/V. overlap false:
+ * the same transfer submitted after the whole prefill finished (the
+ * baseline the overlap is measured against).
+ */
+int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
+		     const uint32_t *blocks, bool overlap);
+int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
+/* One remote write of bytes from A to B's window (the raw link figure). */
+int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,
+			 uint64_t *dev_ns);
+
+/* ---- the engine: requests and continuous batching (llm_engine.c) ---- */
+
+enum llm_mode { LLM_MODE_SINGLE, LLM_MODE_DISAGG };
+
+enum llm_req_state { LLM_REQ_WAITING, LLM_REQ_RUNNING, LLM_REQ_DONE, LLM_REQ_FAILED };
+
+struct llm_request {
+	/* Set by the submitter. */
+	uint8_t *prompt;
+	uint32_t prompt_len, max_tokens;
+	struct llm_sampling sampling;
+	bool keep_logits;		/* tests: keep every step's logits */
+	/* Filled by the engine; the fields below are under the engine's lock. */
+	enum llm_req_state state;
+	int error;			/* negative errno when FAILED */
+	uint8_t *out;			/* generated tokens (max_tokens) */
+	uint32_t n_out;
+	float *logits;			/* keep_logits: (max_tokens) x vocab */
+	uint64_t t_submit, t_first, t_done;	/* host CLOCK_MONOTONIC ns */
+	uint64_t dev_ttft_ns, dev_decode_ns;	/* modeled time */
+	uint32_t decode_steps;
+	struct llm_xfer_times xfer;
+	uint32_t blocks[1024];
+	uint32_t nblocks;
+	uint32_t pos;			/* next position to feed */
+	uint64_t rng;
+	struct llm_request *next;	/* engine lists */
+	int refs;			/* submitter + engine */
+};
+
+struct llm_engine_stats {
+	uint64_t requests, completed, refused, failed;
+	uint64_t prompt_tokens, generated_tokens, steps, step_rows;
+	uint64_t kv_bytes_moved, ttft_sum_ns;
+	uint32_t queue_depth, running, kv_used, kv_total;
+};
+
+struct llm_engine {
+	enum llm_mode mode;
+	struct llm_config cfg;
+	struct llm_weights w;
+	struct llm_dev devs[2];
+	struct llm_disagg x;
+	struct llm_dev *pre, *dec;
+	struct llm_kv kv;
+	uint32_t max_queue;
+	pthread_mutex_t lock;		/* protects the lists, stats, kv and request states */
+	pthread_cond_t wake;		/* engine: work arrived / stop */
+	pthread_cond_t progress;	/* submitters: a request advanced */
+	struct llm_request *waiting, *running;
+	bool stop;
+	pthread_t thread;
+	bool started;
+	struct llm_engine_stats stats;
+};
+
+/*
+ * Open the devices (single: dev_index; disagg: dev_index and the next,
+ * which its port 0 must reach) and load the model.
+ */
+int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_mode mode,
+		    int dev_index, uint32_t max_queue);
+int llm_engine_start(struct llm_engine *e);
+void llm_engine_fini(struct llm_engine *e);
+/*
+ * Queue a request (copies nothing: r stays the caller's until released).
+ * -E2BIG: it can never fit (prompt + max_tokens > max_seq, or more blocks
+ * than the pool has); -EBUSY: the queue is full (refused, try later).
+ */
+int llm_engine_submit(struct llm_engine *e, struct llm_request *r);
+/*
+ * Wait until r has more than n_seen tokens or is finished (n_seen =
+ * max_tokens: until finished); returns r->n_out and its state then.
+ */
+uint32_t llm_engine_wait(struct llm_engine *e, struct llm_request *r, uint32_t n_seen,
+			 enum llm_req_state *state);
+void llm_engine_release(struct llm_engine *e, struct llm_request *r);
+struct llm_request *llm_request_new(const uint8_t *prompt, uint32_t len, uint32_t max_tokens,
+				    const struct llm_sampling *s);
+void llm_engine_get_stats(struct llm_engine *e, struct llm_engine_stats *s);
+const char *llm_mode_name(enum llm_mode m);
+uint64_t llm_now_ns(void);
+
+/* ---- the completion request (llm_json.c) ---- */
+
+struct llm_completion_req {
+	uint8_t *prompt;		/* bytes (malloc'd) */
+	uint32_t prompt_len;
+	uint32_t max_tokens;
+	struct llm_sampling sampling;
+	bool stream;
+};
+
+/*
+ * Parse an OpenAI-style completion body. 0, or -EINVAL with a message in
+ * err (bad JSON, wrong types, unknown parameters, out-of-range values).
+ */
+int llm_parse_completion(const char *body, size_t len, struct llm_completion_req *req,
+			 char *err, size_t errlen);
+/* Append bytes as the contents of a JSON string (\u00XX for non-ASCII). */
+size_t llm_json_escape(char *dst, size_t cap, const uint8_t *src, size_t n);
+
+/* ---- a minimal HTTP/1.1 client for the tools and tests (llm_client.c) ---- */
+
+/*
+ * Send raw (a whole request, sent as is) to host:port over TCP and read the
+ * reply until the server closes; *status is the reply's status code (0 if
+ * none came), *reply its malloc'd bytes (NUL-terminated) for the caller to
+ * free. timeout_ms bounds each send and receive.
+ */
+int llm_http_raw(const char *host, int port, const char *raw, size_t len, int timeout_ms,
+		 int *status, char **reply, size_t *reply_len);
+/* POST body to path; the same results. */
+int llm_http_post(const char *host, int port, const char *path, const char *body,
+		  int timeout_ms, int *status, char **reply, size_t *reply_len);
+/* The JSON string member `name` of a reply, unescaped (\u00XX to bytes); malloc'd. */
+char *llm_json_get_string(const char *json, const char *name, size_t *len);
+/* The JSON number member `name`; NAN when absent. */
+double llm_json_get_number(const char *json, const char *name);
+
+#endif /* MAIA_LLM_H */

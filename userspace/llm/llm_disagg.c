@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Disaggregated serving: prefill on device A, decode on device B. B opens a
+ * fabric window over its KV pool; A computes the prompt's K/V layer by
+ * layer into its staging buffer and, after each layer, signals semaphore
+ * `layer` (llm_build_prefill with LLM_KV_SIGNAL). A second job on A, at
+ * HIGH priority so that it runs on its own hardware queue, waits for each
+ * semaphore in turn and pushes that layer's K and V into the request's
+ * blocks on B with fabric remote writes (one per run of consecutive block
+ * numbers), while the compute job goes on with the next layer: the device
+ * parks a job on its remote write and runs the other queue meanwhile. Both
+ * jobs share A's address space, hence its semaphores.
+ *
+ * Timestamps (modeled time, on A's timeline): the compute job's first
+ * command and the transfer job's last give the modeled end-to-end time.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm.h"
+
+#define SEM_TIMEOUT_US	(30u * 1000000u)
+
+int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec)
+{
+	unsigned int ports = 0;
+	uint64_t serial;
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	x->pre = pre;
+	x->dec = dec;
+	x->port = 0;	/* the ring cabling: device i's port 0 reaches device i + 1 */
+	err = maia_fabric_ports(pre->dev, &ports, &serial);
+	if (!err && !ports)
+		err = -ENODEV;
+	err = err ?: maia_fabric_window_open(dec->pool.bo, 0, maia_bo_size(dec->pool.bo),
+					     MAIA_FABRIC_REMOTE_WRITE, &x->key);
+	err = err ?: maia_cmdbuf_create(pre->dev, 256 * 1024, &x->xcb);
+	if (!err) {
+		err = maia_bo_create(pre->dev, 4096, MAIA_BO_HOST, &x->ts.bo);
+		err = err ?: maia_bo_map(x->ts.bo, &x->ts.cpu);
+		if (!err)
+			x->ts.va = maia_bo_va(x->ts.bo);
+	}
+	if (err)
+		llm_disagg_fini(x);
+	return err;
+}
+
+void llm_disagg_fini(struct llm_disagg *x)
+{
+	if (x->key)
+		maia_fabric_window_close(x->dec->dev, x->key);
+	maia_cmdbuf_destroy(x->xcb);
+	if (x->ts.bo)
+		maia_bo_destroy(x->ts.bo);
+	memset(x, 0, sizeof(*x));
+}
+
+/* The transfer job: per layer, wait for its semaphore, write K and V to B. */
+static int build_transfer(struct llm_disagg *x, uint32_t n, const uint32_t *blocks)
+{
+	const struct llm_config *c = &x->pre->w->cfg;
+	uint64_t row = llm_kvdim(c) * 2ull;
+	uint32_t nb = llm_kv_blocks_for(n, c->block_tokens), l, kv, b, e;
+	int err = 0;
+
+	maia_cmdbuf_reset(x->xcb);
+	x->xfer_bytes = 0;
+	for (l = 0; l < c->layers && !err; l++) {
+		err = maia_cmd_sem_wait(x->xcb, l, 1, SEM_TIMEOUT_US);
+		for (kv = 0; kv < 2 && !err; kv++) {
+			uint64_t src = x->pre->staging.va +
+				       ((uint64_t)l * 2 + kv) * c->max_seq * row;
+
+			for (b = 0; b < nb && !err; b = e) {
+				uint32_t last;
+				uint64_t bytes;
+
+				for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
+					;
+				last = e * c->block_tokens < n ? e * c->block_tokens : n;
+				bytes = (uint64_t)(last - b * c->block_tokens) * row;
+				err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
+							    llm_pool_off(c, l, kv, blocks[b]),
+							    src + (uint64_t)b * c->block_tokens * row,
+							    bytes);
+				x->xfer_bytes += bytes;
+				x->writes++;
+			}
+		}
+	}
+	return err ?: maia_cmd_timestamp(x->xcb, x->ts.va + 8);
+}
+
+static int submit_transfer(struct llm_disagg *x)
+{
+	struct maia_submit_opts o = { .priority = DRM_MAIA_PRIO_HIGH };
+
+	return maia_submit(x->pre->dev, x->xcb, &o, &x->seq_x);
+}
+
+int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
+		     const uint32_t *blocks, bool overlap)
+{
+	struct llm_dev *a = x->pre;
+	int err;
+
+	if (x->pending)
+		return -EBUSY;
+	maia_cmdbuf_reset(a->cb);
+	err = maia_cmd_timestamp(a->cb, x->ts.va);
+	err = err ?: llm_build_prefill(a, tokens, n, LLM_KV_SIGNAL, blocks, 0);
+	err = err ?: build_transfer(x, n, blocks);
+	if (err)
+		return err;
+	x->overlap = overlap;
+	x->t0 = llm_now_ns();
+	err = maia_submit(a->dev, a->cb, NULL, &x->seq_c);
+	if (!err && overlap)
+		err = submit_transfer(x);
+	if (err)
+		return err;
+	x->pending = true;
+	return 0;
+}
+
+static int wait_job(struct maia_device *dev, uint64_t seq, struct maia_job_times *t)
+{
+	struct maia_job_status st;
+	int err = maia_wait_times(dev, seq, 60ll * 1000000000, &st, t);
+
+	if (!err && st.status != DRM_MAIA_JOB_OK)
+		err = -EIO;
+	return err;
+}
+
+int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
+{
+	struct maia_job_times tc = { 0 }, tx = { 0 };
+	const uint64_t *ts = x->ts.cpu;
+	uint64_t done;
+	int err, err2;
+
+	if (!x->pending)
+		return -EINVAL;
+	x->pending = false;
+	err = wait_job(x->pre->dev, x->seq_c, &tc);
+	done = llm_now_ns();
+	if (!x->overlap) {
+		if (err)
+			return err;
+		err = submit_transfer(x);
+	}
+	/* Wait for the transfer even after a failed prefill: it times out. */
+	err2 = wait_job(x->pre->dev, x->seq_x, &tx);
+	err = err ?: err2;
+	if (err)
+		return err;
+	memset(t, 0, sizeof(*t));
+	t->bytes = x->xfer_bytes;
+	t->e2e_host_ns = llm_now_ns() - x->t0;
+	t->compute_done_ns = done;
+	t->prefill_host_ns = tc.host_ns;
+	t->prefill_dev_ns = tc.device_ns;
+	t->xfer_host_ns = tx.host_ns;
+	t->xfer_dev_ns = tx.device_ns;
+	t->e2e_dev_ns = ts[1] > ts[0] ? ts[1] - ts[0] : 0;
+	x->bytes_moved += x->xfer_bytes;
+	x->pre->jobs++;
+	x->pre->job_host_ns += tc.host_ns;
+	x->pre->job_device_ns += tc.device_ns + tx.device_ns;
+	return 0;
+}
+
+int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,
+			 uint64_t *dev_ns)
+{
+	struct maia_job_times t = { 0 };
+	uint64_t seq;
+	int err;
+
+	/* It overwrites B's pool: only while no request holds blocks there. */
+	if (!bytes || bytes > maia_bo_size(x->pre->staging.bo) ||
+	    bytes > maia_bo_size(x->dec->pool.bo))
+		return -EINVAL;
+	maia_cmdbuf_reset(x->xcb);
+	err = maia_cmd_fabric_write(x->xcb, x->port, x->key, 0, x->pre->staging.va, bytes);
+	err = err ?: maia_submit(x->pre->dev, x->xcb, NULL, &seq);
+	err = err ?: wait_job(x->pre->dev, seq, &t);
+	if (!err) {
+		*host_ns = t.host_ns;
+		*dev_ns = t.device_ns;
+	}
+	return err;
+}

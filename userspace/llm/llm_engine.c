@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The serving engine: one thread owns the devices. Requests wait in a FIFO
+ * until the KV-cache manager can give them every block they will need and a
+ * decode row is free; then the engine prefills them (one at a time) and they
+ * join the running set. Every iteration decodes one token of every running
+ * request in one job (continuous batching: a request joins the batch at the
+ * next step after its prefill and leaves it at the step that ends it, the
+ * others carry on). In disaggregated mode a prefill runs on device A while
+ * the engine runs the next decode step on device B, and the request joins
+ * B's batch once its K/V landed there.
+ *
+ * Submitters (HTTP threads, the load generator) only touch the waiting
+ * queue and read request state, all under the engine's lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm.h"
+
+uint64_t llm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *llm_mode_name(enum llm_mode m)
+{
+	return m == LLM_MODE_DISAGG ? "disagg" : "single";
+}
+
+struct llm_request *llm_request_new(const uint8_t *prompt, uint32_t len, uint32_t max_tokens,
+				    const struct llm_sampling *s)
+{
+	struct llm_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->prompt = malloc(len ? len : 1);
+	r->out = malloc(max_tokens ? max_tokens : 1);
+	if (!r->prompt || !r->out) {
+		free(r->prompt);
+		free(r->out);
+		free(r);
+		return NULL;
+	}
+	if (len)
+		memcpy(r->prompt, prompt, len);
+	r->prompt_len = len;
+	r->max_tokens = max_tokens;
+	r->sampling = *s;
+	r->refs = 1;
+	return r;
+}
+
+static void request_put(struct llm_request *r)
+{
+	if (--r->refs)
+		return;
+	free(r->prompt);
+	free(r->out);
+	free(r->logits);
+	free(r);
+}
+
+void llm_engine_release(struct llm_engine *e, struct llm_request *r)
+{
+	pthread_mutex_lock(&e->lock);
+	request_put(r);
+	pthread_mutex_unlock(&e->lock);
+}
+
+int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_mode mode,
+		    int dev_index, uint32_t max_queue)
+{
+	struct maia_device *d0 = NULL, *d1 = NULL;
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	e->mode = mode;
+	e->cfg = *c;
+	e->max_queue = max_queue;
+	err = llm_weights_init(&e->w, c);
+	err = err ?: llm_kv_init(&e->kv, c->kv_blocks);
+	err = err ?: maia_device_open(dev_index, &d0);
+	if (!err && mode == LLM_MODE_DISAGG)
+		err = maia_device_open(dev_index + 1, &d1);
+	if (err)
+		goto fail;
+	if (mode == LLM_MODE_SINGLE) {
+		err = llm_dev_init(&e->devs[0], d0, &e->w, true);
+		e->pre = e->dec = &e->devs[0];
+	} else {
+		err = llm_dev_init(&e->devs[0], d0, &e->w, false);
+		err = err ?: llm_dev_init(&e->devs[1], d1, &e->w, true);
+		err = err ?: llm_disagg_init(&e->x, &e->devs[0], &e->devs[1]);
+		e->pre = &e->devs[0];
+		e->dec = &e->devs[1];
+	}
+	if (err)
+		goto fail;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->wake, NULL);
+	pthread_cond_init(&e->progress, NULL);
+	e->stats.kv_total = e->kv.nblocks;
+	return 0;
+fail:
+	if (e->devs[1].cb)
+		llm_dev_fini(&e->devs[1]);
+	if (e->devs[0].cb)
+		llm_dev_fini(&e->devs[0]);
+	if (d1)
+		maia_device_close(d1);
+	if (d0)
+		maia_device_close(d0);
+	llm_kv_fini(&e->kv);
+	llm_weights_fini(&e->w);
+	return err;
+}
+
+/* Under the lock: the request has made progress or ended. */
+static void finish(struct llm_engine *e, struct llm_request *r, int error)
+{
+	struct llm_request **p;
+
+	for (p = &e->running; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	r->state = error ? LLM_REQ_FAILED : LLM_REQ_DONE;
+	r->error = error;
+	r->t_done = llm_now_ns();
+	llm_kv_free(&e->kv, r->blocks, r->nblocks);
+	r->nblocks = 0;
+	e->stats.running--;
+	if (error)
+		e->stats.failed++;
+	else
+		e->stats.completed++;
+	request_put(r);
+}
+
+/* Under the lock: one more token for r from logits. */
+static void add_token(struct llm_engine *e, struct llm_request *r, const float *logits)
+{
+	int tok = llm_sample(logits, LLM_VOCAB, &r->sampling, &r->rng);
+
+	if (r->logits)
+		memcpy(r->logits + (size_t)r->n_out * LLM_VOCAB, logits, LLM_VOCAB * 4);
+	r->out[r->n_out++] = (uint8_t)(tok < 0 ? 0 : tok);
+	e->stats.generated_tokens++;
+	if (r->n_out == r->max_tokens)
+		finish(e, r, 0);
+}
+
+static int decode_step(struct llm_engine *e)
+{
+	struct llm_step_row rows[LLM_MAX_BATCH];
+	struct llm_request *batch[LLM_MAX_BATCH], *r, *next;
+	struct maia_job_times t = { 0 };
+	uint32_t n = 0, i;
+	int err;
+
+	for (r = e->running; r && n < e->cfg.max_batch; r = r->next) {
+		batch[n] = r;
+		rows[n] = (struct llm_step_row){ .token = r->out[r->n_out - 1], .pos = r->pos,
+						 .blocks = r->blocks };
+		n++;
+	}
+	if (!n)
+		return 0;
+	maia_cmdbuf_reset(e->dec->cb);
+	err = llm_build_decode(e->dec, rows, n);
+	err = err ?: llm_dev_run(e->dec, &t);
+	pthread_mutex_lock(&e->lock);
+	e->stats.steps++;
+	e->stats.step_rows += n;
+	for (i = 0; i < n; i++) {
+		r = batch[i];
+		next = r->next;
+		(void)next;
+		if (err) {
+			finish(e, r, err);
+			continue;
+		}
+		r->pos++;
+		r->decode_steps++;
+		r->dev_decode_ns += t.device_ns;
+		add_token(e, r, llm_logits(e->dec, i));
+	}
+	pthread_cond_broadcast(&e->progress);
+	pthread_mutex_unlock(&e->lock);
+	return err;
+}
+
+/* Prefill r (blocks already taken); its first token, then it decodes. */
+static void prefill(struct llm_engine *e, struct llm_request *r)
+{
+	struct maia_job_times t = { 0 };
+	uint64_t done;
+	int err;
+
+	if (e->mode == LLM_MODE_SINGLE) {
+		maia_cmdbuf_reset(e->pre->cb);
+		err = llm_build_prefill(e->pre, r->prompt, r->prompt_len, LLM_KV_LOCAL_POOL,
+					r->blocks, 0);
+		err = err ?: llm_dev_run(e->pre, &t);
+		done = llm_now_ns();
+		r->dev_ttft_ns = t.device_ns;
+	} else {
+		err = llm_disagg_begin(&e->x, r->prompt, r->prompt_len, r->blocks, true);
+		/* B decodes the others while A prefills this one. */
+		if (!err && e->running)
+			decode_step(e);
+		err = err ?: llm_disagg_end(&e->x, &r->xfer);
+		done = r->xfer.compute_done_ns;
+		r->dev_ttft_ns = r->xfer.prefill_dev_ns;
+	}
+	pthread_mutex_lock(&e->lock);
+	r->state = LLM_REQ_RUNNING;
+	r->next = e->running;
+	e->running = r;
+	e->stats.running++;
+	if (err) {
+		finish(e, r, err);
+	} else {
+		r->t_first = done;
+		r->pos = r->prompt_len;
+		e->stats.ttft_sum_ns += done - r->t_submit;
+		e->stats.kv_bytes_moved += r->xfer.bytes;
+		add_token(e, r, llm_logits(e->pre, 0));
+	}
+	pthread_cond_broadcast(&e->progress);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void *engine_main(void *arg)
+{
+	struct llm_engine *e = arg;
+
+	pthread_mutex_lock(&e->lock);
+	while (!e->stop) {
+		struct llm_request *r = e->waiting;
+
+		if (!r && !e->running) {
+			pthread_cond_wait(&e->wake, &e->lock);
+			continue;
+		}
+		/* Admission: FIFO, all blocks up front, a free decode row. */
+		if (r && e->stats.running < e->cfg.max_batch &&
+		    !llm_kv_alloc(&e->kv, llm_kv_blocks_for(r->prompt_len + r->max_tokens,
+							    e->cfg.block_tokens), r->blocks)) {
+			r->nblocks = llm_kv_blocks_for(r->prompt_len + r->max_tokens,
+						       e->cfg.block_tokens);
+			e->waiting = r->next;
+			r->next = NULL;
+			e->stats.queue_depth--;
+			e->stats.kv_used = e->kv.nblocks - e->kv.nfree;
+			pthread_mutex_unlock(&e->lock);
+			prefill(e, r);
+		} else if (e->running) {
+			pthread_mutex_unlock(&e->lock);
+			decode_step(e);
+		} else {
+			/* Nothing runs yet the head does not fit: cannot happen (submit checks). */
+			pthread_cond_wait(&e->wake, &e->lock);
+			continue;
+		}
+		pthread_mutex_lock(&e->lock);
+		e->stats.kv_used = e->kv.nblocks - e->kv.nfree;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+int llm_engine_start(struct llm_engine *e)
+{
+	int err = pthread_create(&e->thread, NULL, engine_main, e);
+
+	if (err)
+		return -err;
+	e->started = true;
+	return 0;
+}
+
+void llm_engine_fini(struct llm_engine *e)
+{
+	struct llm_request *r;
+
+	if (e->started) {
+		pthread_mutex_lock(&e->lock);
+		e->stop = true;
+		pthread_cond_broadcast(&e->wake);
+		pthread_mutex_unlock(&e->lock);
+		pthread_join(e->thread, NULL);
+	}
+	/* Whatever is left fails, so that no waiter sleeps for ever. */
+	pthread_mutex_lock(&e->lock);
+	while ((r = e->running))
+		finish(e, r, -ECANCELED);
+	while ((r = e->waiting)) {
+		e->waiting = r->next;
+		r->state = LLM_REQ_FAILED;
+		r->error = -ECANCELED;
+		request_put(r);
+	}
+	pthread_cond_broadcast(&e->progress);
+	pthread_mutex_unlock(&e->lock);
+	if (e->mode == LLM_MODE_DISAGG)
+		llm_disagg_fini(&e->x);
+	llm_dev_fini(&e->devs[0]);
+	maia_device_close(e->devs[0].dev);
+	if (e->mode == LLM_MODE_DISAGG) {
+		llm_dev_fini(&e->devs[1]);
+		maia_device_close(e->devs[1].dev);
+	}
+	llm_kv_fini(&e->kv);
+	llm_weights_fini(&e->w);
+}
+
+int llm_engine_submit(struct llm_engine *e, struct llm_request *r)
+{
+	uint32_t need;
+	struct llm_request **p;
+
+	if (!r->prompt_len || !r->max_tokens ||
+	    (uint64_t)r->prompt_len + r->max_tokens > e->cfg.max_seq)
+		return -E2BIG;
+	need = llm_kv_blocks_for(r->prompt_len + r->max_tokens, e->cfg.block_tokens);
+	if (need > e->kv.nblocks)
+		return -E2BIG;
+	pthread_mutex_lock(&e->lock);
+	e->stats.requests++;
+	if (e->stats.queue_depth >= e->max_queue) {
+		e->stats.refused++;
+		pthread_mutex_unlock(&e->lock);
+		return -EBUSY;
+	}
+	if (r->keep_logits && !r->logits) {
+		r->logits = malloc((size_t)r->max_tokens * LLM_VOCAB * 4);
+		if (!r->logits) {
+			pthread_mutex_unlock(&e->lock);
+			return -ENOMEM;
+		}
+	}
+	r->state = LLM_REQ_WAITING;
+	r->rng = llm_rng_seed(r->sampling.seed);
+	r->t_submit = llm_now_ns();
+	r->refs++;
+	r->next = NULL;
+	for (p = &e->waiting; *p; p = &(*p)->next)
+		;
+	*p = r;
+	e->stats.queue_depth++;
+	e->stats.prompt_tokens += r->prompt_len;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+uint32_t llm_engine_wait(struct llm_engine *e, struct llm_request *r, uint32_t n_seen,
+			 enum llm_req_state *state)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&e->lock);
+	while (r->n_out <= n_seen && r->state != LLM_REQ_DONE && r->state != LLM_REQ_FAILED)
+		pthread_cond_wait(&e->progress, &e->lock);
+	n = r->n_out;
+	if (state)
+		*state = r->state;
+	pthread_mutex_unlock(&e->lock);
+	return n;
+}
+
+void llm_engine_get_stats(struct llm_engine *e, struct llm_engine_stats *s)
+{
+	pthread_mutex_lock(&e->lock);
+	*s = e->stats;
+	s->kv_used = e->kv.nblocks - e->kv.nfree;
+	pthread_mutex_unlock(&e->lock);
+}
