@@ -564,6 +564,9 @@ static PyMethodDef cb_methods[] = {
 	{ "tensor_copy", cb_tensor_copy, METH_VARARGS, "tensor_copy(x, out): strided, converting." },
 	{ "reduce", cb_reduce, METH_VARARGS, "reduce(x, out, REDUCE_*, axes_bitmask)" },
 	{ "transpose", cb_transpose, METH_VARARGS, "transpose(x, out, perm)" },
+	{ "kernel", KW(maia_py_cb_kernel), METH_VARARGS | METH_KEYWORDS,
+	  "kernel(kernel, grid, args=(), budget=0): run a maia.Kernel over grid (1 to 3 "
+	  "sizes), args into s1.. (VAs, integers, float bits)." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The maia Python extension (_maia): what its three files share. The
+ * The maia Python extension (_maia): what its files share. The
  * extension is compiled against libmaia.h and the maia/hw/ headers, so the structures
- * it fills (tensor descriptors, device info, telemetry) come from the one
+ * it fills (tensor descriptors, device info, telemetry, TVP words) come from the one
  * hardware ABI header set and are never restated by hand.
  */
 #ifndef MAIA_PY_H
@@ -43,10 +43,22 @@ typedef struct {
 	PyObject *device;
 } MaiaCmdBuf;
 
+typedef struct {
+	PyObject_HEAD
+	struct maia_kernel *k;		/* NULL once closed */
+	PyObject *device;
+} MaiaKernel;
+
 extern PyTypeObject MaiaDeviceType;
 extern PyTypeObject MaiaBoType;
 extern PyTypeObject MaiaTensorType;
 extern PyTypeObject MaiaCmdBufType;
+extern PyTypeObject MaiaKernelType;
+
+/* tvp.c: maia.tvp_assemble, maia.tvp_disassemble, CmdBuf.kernel */
+PyObject *maia_py_tvp_assemble(PyObject *mod, PyObject *args);
+PyObject *maia_py_tvp_disassemble(PyObject *mod, PyObject *args);
+PyObject *maia_py_cb_kernel(PyObject *self, PyObject *args, PyObject *kw);
 
 /* A Device argument still open, or NULL with maia.Error set. */
 struct maia_device *maia_py_device(PyObject *obj);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "drm/maia_accel.h"
+#include "maia/hw/queue.h"	/* MAIA_STATUS_* */
 
 PyObject *maia_py_error;
 
@@ -105,6 +106,11 @@ static PyMethodDef module_methods[] = {
 	{ "dtype_bytes", py_dtype_bytes, METH_VARARGS,
 	  "dtype_bytes(dtype, elems) -> (data_bytes, scale_bytes)" },
 	{ "dtype_name", py_dtype_name, METH_VARARGS, "dtype_name(dtype) -> 'bf16', ..." },
+	{ "tvp_assemble", maia_py_tvp_assemble, METH_VARARGS,
+	  "tvp_assemble(text) -> bytes: TVP assembly to instruction words (maia.Error with "
+	  "'line N: ...')." },
+	{ "tvp_disassemble", maia_py_tvp_disassemble, METH_VARARGS,
+	  "tvp_disassemble(binary) -> str: instruction words back to assembly." },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -138,6 +144,10 @@ static int add_constants(PyObject *m)
 		K(DRM_MAIA_, PARAM_FW_VERSION), K(DRM_MAIA_, PARAM_HBM_SIZE),
 		K(DRM_MAIA_, PARAM_NUM_CLUSTERS), K(DRM_MAIA_, PARAM_DTYPES),
 		K(DRM_MAIA_, PARAM_NUM_QUEUES),
+		K(MAIA_, TVP_VLEN), K(MAIA_, TVP_MAX_INSNS), K(MAIA_, TVP_MAX_ARGS),
+		K(MAIA_, TVP_MAX_GRID), K(MAIA_, TVP_DEFAULT_BUDGET),
+		K(MAIA_, STATUS_MMU_FAULT), K(MAIA_, STATUS_KERNEL_INVALID),
+		K(MAIA_, STATUS_KERNEL_WATCHDOG),
 		{ "VERSION_MAJOR", LIBMAIA_VERSION_MAJOR }, { "VERSION_MINOR", LIBMAIA_VERSION_MINOR },
 #undef K
 	};
@@ -152,12 +162,13 @@ static int add_constants(PyObject *m)
 PyMODINIT_FUNC PyInit__maia(void);
 PyMODINIT_FUNC PyInit__maia(void)
 {
-	PyTypeObject *types[] = { &MaiaDeviceType, &MaiaBoType, &MaiaTensorType, &MaiaCmdBufType };
-	const char *names[] = { "Device", "Bo", "Tensor", "CmdBuf" };
+	PyTypeObject *types[] = { &MaiaDeviceType, &MaiaBoType, &MaiaTensorType, &MaiaCmdBufType,
+				  &MaiaKernelType };
+	const char *names[] = { "Device", "Bo", "Tensor", "CmdBuf", "Kernel" };
 	PyObject *m;
 	size_t i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (PyType_Ready(types[i]) < 0)
 			return NULL;
 	m = PyModule_Create(&module_def);
@@ -169,7 +180,7 @@ PyMODINIT_FUNC PyInit__maia(void)
 	if (!maia_py_error || PyModule_AddObject(m, "Error", maia_py_error) < 0)
 		goto fail;
 	Py_INCREF(maia_py_error);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		Py_INCREF(types[i]);
 		if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0)
 			goto fail;
