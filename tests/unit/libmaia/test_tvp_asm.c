@@ -7,7 +7,8 @@
  * lines assemble to hand-written words (so a field swapped the same way in
  * both directions is caught); every error the assembler reports names its
  * line; every word the device refuses is refused by the disassembler with
- * its index.
+ * its index; and libmaia's validation agrees with the device's
+ * (firmware-sim's fw_tvp_insn_valid) on every word here and on random ones.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +19,8 @@
 #include "maia/hw/cmd.h"
 #include "maia/hw/dtype.h"
 #include "tap.h"
+#include "../../../firmware-sim/src/tvp/tvp.h"
+#include "../../../userspace/lib/tvp_syntax.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -187,7 +190,7 @@ static void test_round_trip(void)
 	struct maia_tvp_insn *back = NULL;
 	uint32_t count = 0;
 	char *text = NULL;
-	int err;
+	int err = 0;
 
 	for (size_t i = 0; i < N(table); i++) {
 		first_of[table[i].op] = nwords;
@@ -195,6 +198,14 @@ static void test_round_trip(void)
 		count_of[table[i].op] = nwords - first_of[table[i].op];
 	}
 	fix_targets();
+	for (unsigned int i = 0; i < nwords; i++)
+		if (!fw_tvp_insn_valid(&words[i], nwords)) {
+			err = (int)i + 1;
+			break;
+		}
+	if (!tap_ok(!err, "the device's validator accepts all %u generated words", nwords))
+		printf("# word %d: %02x %u %u %u %08x\n", err - 1, words[err - 1].op,
+		       words[err - 1].rd, words[err - 1].ra, words[err - 1].rb, words[err - 1].imm);
 	err = maia_tvp_disassemble(words, nwords, &text);
 	tap_ok(!err, "disassemble %u words of all %zu opcodes (%s)", nwords, N(table),
 	       err ? maia_last_error() : "ok");
@@ -533,6 +544,7 @@ static void test_bad_words(void)
 		char *text = (void *)1;
 		int err = maia_tvp_disassemble(prog, 3, &text);
 
+		tap_ok(!fw_tvp_insn_valid(&prog[1], 3), "the device refuses it too");
 		if (!tap_ok(err == -EINVAL && strstr(maia_last_error(), "word 1: ") &&
 			    strstr(maia_last_error(), bad_words[i].msg) && text == (void *)1,
 			    "disassembler refuses %02x %u %u %u %08x: word 1: ...%s",
@@ -540,6 +552,48 @@ static void test_bad_words(void)
 			    bad_words[i].w.rb, bad_words[i].w.imm, bad_words[i].msg))
 			printf("# got %d: %s\n", err, maia_last_error());
 	}
+}
+
+/*
+ * Random words, fields biased toward the edges of their ranges: libmaia's
+ * check and the device's must agree on every one.
+ */
+static void test_agrees_with_device(void)
+{
+	static const uint32_t imms[] = { 0, 1, 2, 3, 6, 7, 9, 10, 31, 32, 63, 64, 1023, 1024, 1025,
+					 0x100, 0x1f00, 0x10000, 0x20000, 0x30000, 0x3ffff,
+					 0x40000, 1u << 16 | 1, 2u << 16 | 512, 2u << 16 | 513,
+					 0xffffffff };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned int agree = 0, valid = 0, n = 400000, first_bad = n;
+	char why[160];
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct maia_tvp_insn in;
+		int lib, dev;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		in.op = (x & 7) ? table[(x >> 3) % N(table)].op : (uint8_t)(x >> 3);
+		in.rd = (x >> 12) & 1 ? 0 : (uint8_t)((x >> 13) % 34);
+		in.ra = (x >> 20) & 1 ? 0 : (uint8_t)((x >> 21) % 34);
+		in.rb = (x >> 28) & 1 ? 0 : (uint8_t)((x >> 29) % 34);
+		in.imm = (x >> 36) & 3 ? imms[(x >> 38) % N(imms)] : (uint32_t)(x >> 32);
+		if ((x >> 44) % 3 == 0)	/* a memory op's dtype, mask register and flags */
+			in.imm = (uint32_t)((x >> 46) % 17) | (uint32_t)((x >> 51) % 33) << 8 |
+				 (uint32_t)((x >> 57) & 3) << 16;
+		lib = !tvp_check(&in, 16, why, sizeof(why));
+		dev = fw_tvp_insn_valid(&in, 16);
+		agree += lib == dev;
+		valid += dev;
+		if (lib != dev && first_bad == n) {
+			first_bad = i;
+			printf("# %02x %u %u %u %08x: device %d, libmaia %d (%s)\n", in.op, in.rd,
+			       in.ra, in.rb, in.imm, dev, lib, lib ? "valid" : why);
+		}
+	}
+	tap_ok(agree == n && valid > n / 50 && valid < n - n / 50,
+	       "libmaia's validation agrees with the device's on %u of %u random words "
+	       "(%u valid)", agree, n, valid);
 }
 
 int main(void)
@@ -551,5 +605,6 @@ int main(void)
 	test_errors();
 	test_program_errors();
 	test_bad_words();
+	test_agrees_with_device();
 	return tap_done();
 }
