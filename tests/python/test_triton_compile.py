@@ -85,6 +85,66 @@ def tutorial_03_matmul():
     check_tutorial("matmul_kernel", ["vdot", "vbrow", "vbcol", "virem", "vfcmp"])
 
 
+@test
+def other_ops():
+    check_tutorial("misc_kernel", ["vexp2", "vlog", "vsqrt", "vcvt", "virem", "vidiv", "vshl", "beqz", "vfmin"])
+    check_tutorial("trans_reduce_kernel", ["vtrans", "vredmax", "vredsum"])
+
+
+class FakeTensor:
+    """What the launcher reads of a maia tensor: its device and data_ptr()."""
+
+    class device:
+        type = "maia"
+
+    def __init__(self, va):
+        self.va = va
+
+    def data_ptr(self):
+        return self.va
+
+
+@test
+def launcher_packs_arguments():
+    """Specialization as the JIT does it (ints equal to 1 become constexprs),
+    then the words the launcher hands to torch.ops.maia.triton_launch."""
+    import torch
+    from triton.runtime import driver
+    from maia_triton import driver as maia_driver
+
+    class HostDriver(maia_driver.MaiaDriver):
+        def get_current_device(self):
+            return 0
+
+    # No device on the host: a driver made active by hand (reset_active() would look for one).
+    previous = driver._active
+    driver.set_active(HostDriver())
+    try:
+        a = torch.zeros(64, 96, dtype=torch.float16)
+        b = torch.zeros(96, 80, dtype=torch.float16)
+        k = K.matmul_kernel.warmup(a, b, a, 64, 80, 96, 96, 1, 80, 1, 80, 1, BLOCK_SIZE_M=32, BLOCK_SIZE_N=32,
+                                   BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION="", grid=(1, ))
+        assert k.metadata.num_args == 9, k.metadata.num_args    # the three strides of 1 are constants
+        calls = []
+        saved, maia_driver._launch = maia_driver._launch, lambda *a: calls.append(a)
+        try:
+            launcher = maia_driver.MaiaLauncher(k.src, k.metadata)
+            fn = maia_driver.MaiaFunction(k.kernel, 0)
+            args = [FakeTensor(0x1000), FakeTensor(0x2000), FakeTensor(0x3000), 64, 80, 96, 96, 1, 80, 1, 80, 1,
+                    32, 32, 32, 8, ""]
+            launcher(6, 1, 1, 0, fn, None, None, None, None, *args)
+            raises(ValueError, launcher, 6, 1, 1, 0, fn, None, None, None, None, a, *args[1:],
+                   match="maia tensors")
+        finally:
+            maia_driver._launch = saved
+        binary, key, dev, grid, words, budget = calls[0]
+        assert bytes(binary.numpy()) == k.kernel and key == k.metadata.hash and dev == 0
+        assert grid == [6, 1, 1] and budget == 0
+        assert words == [0x1000, 0x2000, 0x3000, 64, 80, 96, 96, 80, 80], words
+    finally:
+        driver._active = previous
+
+
 @triton.jit
 def too_wide(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

@@ -112,6 +112,33 @@ def tutorial_03_matmul():
 
 
 @test
+def other_ops():
+    n = 300
+    x, y = 2 * torch.randn(n), torch.randn(n)
+    out = torch.empty(n, device=DEV)
+    idx = torch.empty(n, dtype=torch.int32, device=DEV)
+    K.misc_kernel[(triton.cdiv(n, 64), )](x.to(DEV), y.to(DEV), out, idx, n, 0.75, BLOCK=64)
+    z = torch.exp2(x) * torch.log(x.abs() + 1.0) + torch.sqrt(y.abs()) * 0.75
+    z = torch.where(x > y, z, -z)
+    z = torch.maximum(z, torch.minimum(x, y))
+    i = (x * 10.0).to(torch.int32)
+    j = (torch.fmod(i, 7) + torch.div(i, 3, rounding_mode="trunc")) & 0xff ^ (i << 1)
+    z = z + j.float()
+    even = (torch.arange(n) // 64) % 2 == 0
+    z = torch.where(even, z * 2.0, z - 1.0)
+    assert torch.equal(idx.cpu(), j)
+    torch.testing.assert_close(out.cpu(), z, rtol=1e-5, atol=1e-5)
+
+    x = torch.randn(16, 32)
+    t = torch.empty(32, 16, device=DEV)
+    red = torch.empty(48, device=DEV)
+    K.trans_reduce_kernel[(1, )](x.to(DEV), t, red, M=16, N=32)
+    assert torch.equal(t.cpu(), x.t())
+    assert torch.equal(red.cpu()[:32], x.max(0).values)
+    torch.testing.assert_close(red.cpu()[32:], x.sum(1), rtol=1e-6, atol=1e-5)
+
+
+@test
 def cpu_tensor_is_refused():
     x = torch.rand(16)
     raises(ValueError, add, x, x, match="maia tensors")

@@ -136,4 +136,40 @@ SIGNATURES = {
                        "ACTIVATION": "constexpr"},
                       {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
                        "ACTIVATION": "leaky_relu"}),
+    "misc_kernel": ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "idx_ptr": "*i32", "n": "i32",
+                     "scale": "fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+    "trans_reduce_kernel": ({"x_ptr": "*fp32", "t_ptr": "*fp32", "red_ptr": "*fp32", "M": "constexpr",
+                             "N": "constexpr"}, {"M": 16, "N": 32}),
 }
+
+
+# Beyond the tutorials: the other ops the backend lowers.
+@triton.jit
+def misc_kernel(x_ptr, y_ptr, out_ptr, idx_ptr, n, scale, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=0.0)
+    z = tl.exp2(x) * tl.log(tl.abs(x) + 1.0) + tl.sqrt(tl.abs(y)) * scale
+    z = tl.where(x > y, z, -z)
+    z = tl.maximum(z, tl.minimum(x, y))
+    i = (x * 10.0).to(tl.int32)
+    j = (i % 7 + (i // 3)) & 0xff ^ (i << 1)
+    z = z + j.to(tl.float32)
+    if pid % 2 == 0:
+        z = z * 2.0
+    else:
+        z = z - 1.0
+    tl.store(out_ptr + offs, z, mask=m)
+    tl.store(idx_ptr + offs, j, mask=m)
+
+
+@triton.jit
+def trans_reduce_kernel(x_ptr, t_ptr, red_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(t_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
+    tl.store(red_ptr + rn, tl.max(x, axis=0))
+    tl.store(red_ptr + N + rm, tl.sum(x, axis=1))

@@ -47,6 +47,11 @@ def _signed(word):
     return word - (1 << 64) if word >> 63 else word
 
 
+def _launch(binary, key, device, grid, words, budget):
+    import torch
+    torch.ops.maia.triton_launch(binary, key, device, grid, words, budget)
+
+
 class MaiaLauncher:
     """kernel.run(gridX, gridY, gridZ, stream, function, packed_metadata,
     launch_metadata, enter_hook, exit_hook, *args) of Triton's runtime."""
@@ -80,8 +85,7 @@ class MaiaLauncher:
         words = [_signed(_pack(self.types[i], args[i], self.names[i])) for i in self.keep]
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        torch.ops.maia.triton_launch(self.binary, self.key, function.device, [gridX, gridY, gridZ], words,
-                                     self.budget)
+        _launch(self.binary, self.key, function.device, [gridX, gridY, gridZ], words, self.budget)
         if exit_hook is not None:
             exit_hook(launch_metadata)
 
