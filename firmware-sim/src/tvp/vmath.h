@@ -203,7 +203,8 @@ static inline float vm_trigf(float x, unsigned int cos_shift)
 	double s = vm_sin_poly(r), c = vm_cos_poly(r);
 	double v = (q & 1u) ? c : s;
 
-	return (float)((q & 2u) ? -v : v);
+	v = (q & 2u) ? -v : v;
+	return x == 0.0f ? (cos_shift ? 1.0f : x) : (float)v;	/* sin(-0) = -0 */
 }
 
 /* tanh: (e^2x - 1) / (e^2x + 1), x - x^3/3 where that cancels, 1 past 10. */
