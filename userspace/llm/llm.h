@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "drm/maia_accel.h"
 #include "libmaia.h"
 
 #define LLM_VOCAB		256u	/* byte-level */

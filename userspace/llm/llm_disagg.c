@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "drm/maia_accel.h"
 #include "llm.h"
 
 #define SEM_TIMEOUT_US	(30u * 1000000u)

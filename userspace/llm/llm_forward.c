@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drm/maia_accel.h"
 #include "llm.h"
 
 #define CB_BYTES	(1024 * 1024 - 4096)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make check's "serve" suite: the LLM serving stack (Documentation/serving.rst)
+# in one guest boot with 2 devices ring-cabled (device 0's port 0 reaches
+# device 1):
+#  - serve_test model: device logits against the CPU double reference at every
+#    generated position (BF16 and MXFP8 weights, three requests batched), and
+#    the same requests disaggregated (prefill on device 0, K/V pushed layer by
+#    layer with fabric remote writes, decode on device 1) give the same tokens;
+#  - serve_test kv: the KV-cache block manager and admission (a full queue
+#    refuses, a full pool queues, every block comes back);
+#  - serve_test http: maia-serve (disaggregated) on the guest's loopback, a
+#    small fuzz of its API: malformed requests get 4xx and it keeps serving;
+#    a completion and a streamed completion succeed; /metrics.
+# TAP from serve_test, numbered across its three runs; exit status nonzero
+# on any failure.
+#
+#   tests/serve/run-in-guest.sh [--no-build]
+set -uo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=()
+[ "${1:-}" = --no-build ] && build=(--no-build)
+if [ ${#build[@]} -eq 0 ]; then
+	make -C "$TOP" --no-print-directory userspace >&2 || exit 1
+fi
+make -C "$TOP/tests/serve" --no-print-directory -s OUTPUT="$TOP/build/serve-test" >&2 || exit 1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# In the guest (busybox sh): the three parts; the server's log on failure.
+# shellcheck disable=SC2016 # expanded by the guest's shell
+script='
+st=0
+/root/serve/serve_test model || st=1
+/root/serve/serve_test kv || st=1
+ip link set lo up
+maia-serve --mode disagg --port 8077 --ready-file /tmp/ready >/tmp/serve.log 2>&1 &
+pid=$!
+i=0
+while [ ! -e /tmp/ready ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+/root/serve/serve_test http 8077 || st=1
+kill -TERM $pid
+wait $pid || { echo "# maia-serve exited with status $?"; st=1; }
+[ $st = 0 ] || sed "s/^/# maia-serve: /" /tmp/serve.log
+exit $st
+'
+"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 2 --fabric ring --timeout 600 \
+	--file "$TOP/build/serve-test:/root/serve" -- sh -c "$script" >"$out" 2>&1
+st=$?
+# Renumber the three TAP streams into one.
+awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
+     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }' "$out"
+if [ $st -ne 0 ] && ! grep -q '^not ok' "$out"; then
+	echo "not ok - the guest run failed (status $st)"
+fi
+exit $st

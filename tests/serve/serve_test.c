@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The serving stack's checks in the guest (tests/serve/run-in-guest.sh),
+ * TAP on stdout:
+ *
+ *   serve_test model      device logits against the CPU double reference at
+ *                         every generated position, BF16 and MXFP8 weights,
+ *                         three requests batched together; then the same
+ *                         requests disaggregated (prefill on device 0, decode
+ *                         on device 1): the same tokens
+ *   serve_test kv         the block manager (churn, no fragmentation, refusal)
+ *                         and admission: a full queue refuses, a full KV pool
+ *                         queues, every request completes with the tokens it
+ *                         gets alone, every block comes back
+ *   serve_test http PORT  a small fuzz of maia-serve's API on 127.0.0.1:PORT:
+ *                         every malformed request gets a 4xx naming the
+ *                         problem and the server keeps serving; a completion
+ *                         and a streamed completion succeed
+ *
+ * Nothing here depends on timing: batches may form in any way, and the
+ * checks hold for all of them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm.h"
+
+static int ntest, nfail;
+
+static void tap(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", ok ? "" : "not ", ++ntest);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	nfail += !ok;
+}
+
+#define NREQ		3
+#define PROMPT_LEN	40
+#define GEN		24
+/*
+ * Logits bound (absolute). The device computes in FP32 what the reference
+ * computes in double, on the same decoded weights and with K/V rounded to
+ * BF16 in both. Per Documentation/tensor-engine.rst each GEMM adds at most
+ * about 1.25 (K + 4) 2^-24 relative (K <= 512: 4e-5), the SiLU epilogue
+ * 1e-5 relative, RMS norm half an FP32 ulp, attention 64 2^-24; four layers
+ * of a handful of those on activations of magnitude ~1-10 give logits
+ * (magnitude ~8) errors of ~1e-3. A K/V element whose FP32 and double
+ * values round to different BF16 neighbours moves one attention input by
+ * 2^-8 of itself: rare, and below ~1e-2 in the logits. The bound is 2e-2;
+ * the observed maximum is printed (1.4e-3 BF16, 3.0e-3 MXFP8 on this tree).
+ */
+#define LOGIT_BOUND	2e-2
+
+static void prompt_of(uint32_t i, uint8_t *p)
+{
+	static const char *const text[NREQ] = {
+		"Maia runs a small language model on its ",
+		"The KV cache lives in HBM, block by bloc",
+		"Prefill on one device, decode on anothe",
+	};
+
+	memset(p, ' ', PROMPT_LEN);
+	memcpy(p, text[i], strlen(text[i]));
+}
+
+static void sampling_of(uint32_t i, struct llm_sampling *s)
+{
+	*s = (struct llm_sampling){ .top_p = 1.0f };
+	if (i == 1) {
+		s->temperature = 0.7f;
+		s->top_k = 20;
+		s->top_p = 0.9f;
+		s->seed = 42;
+	}
+}
+
+/* Run NREQ requests in an engine; tokens (and logits) out. */
+static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
+	       float *logits[NREQ], struct llm_weights *w_out)
+{
+	struct llm_request *r[NREQ] = { 0 };
+	struct llm_engine e;
+	struct llm_config c;
+	uint32_t i;
+	int err;
+
+	llm_config_default(&c);
+	c.wdtype = wdtype;
+	err = llm_engine_init(&e, &c, mode, 0, 16);
+	if (err) {
+		printf("# engine (%s, %s): %s (%s)\n", llm_mode_name(mode), maia_dtype_name(wdtype),
+		       maia_strerror(err), maia_last_error());
+		return err;
+	}
+	err = llm_engine_start(&e);
+	for (i = 0; i < NREQ && !err; i++) {
+		uint8_t p[PROMPT_LEN];
+		struct llm_sampling s;
+
+		prompt_of(i, p);
+		sampling_of(i, &s);
+		r[i] = llm_request_new(p, PROMPT_LEN, GEN, &s);
+		if (!r[i]) {
+			err = -ENOMEM;
+			break;
+		}
+		r[i]->keep_logits = logits != NULL;
+		err = llm_engine_submit(&e, r[i]);
+	}
+	for (i = 0; i < NREQ && r[i]; i++) {
+		enum llm_req_state st = LLM_REQ_FAILED;
+
+		if (!err)
+			llm_engine_wait(&e, r[i], GEN, &st);
+		if (st != LLM_REQ_DONE && !err)
+			err = r[i]->error ? r[i]->error : -EIO;
+		if (!err) {
+			memcpy(tok[i], r[i]->out, GEN);
+			if (logits) {
+				logits[i] = r[i]->logits;
+				r[i]->logits = NULL;
+			}
+		}
+		llm_engine_release(&e, r[i]);
+	}
+	if (w_out && !err) {
+		*w_out = e.w;
+		w_out->ref = malloc(e.w.nref * 4);
+		if (w_out->ref)
+			memcpy(w_out->ref, e.w.ref, e.w.nref * 4);
+		else
+			err = -ENOMEM;
+	}
+	llm_engine_fini(&e);
+	return err;
+}
+
+static void test_model(unsigned int wdtype, uint8_t single_tok[NREQ][GEN])
+{
+	uint8_t tok[NREQ][GEN];
+	float *logits[NREQ] = { 0 };
+	struct llm_weights w = { 0 };
+	struct llm_ref *ref = NULL;
+	double *rl = malloc(LLM_VOCAB * sizeof(double)), max_err = 0, max_abs = 0;
+	uint32_t i, j, k, argmax_same = 0, steps = 0;
+	int err = run(LLM_MODE_SINGLE, wdtype, tok, logits, &w);
+
+	tap(!err, "%s: three requests (greedy, top-k/top-p, greedy) batched on one device",
+	    maia_dtype_name(wdtype));
+	if (err || !rl || llm_ref_create(&w, &ref)) {
+		tap(false, "%s: logits against the CPU double reference (no run)",
+		    maia_dtype_name(wdtype));
+		goto out;
+	}
+	for (i = 0; i < NREQ; i++) {
+		uint8_t p[PROMPT_LEN];
+
+		prompt_of(i, p);
+		llm_ref_reset(ref);
+		for (j = 0; j < PROMPT_LEN - 1; j++)
+			llm_ref_step(ref, p[j], rl);
+		for (j = 0; j < GEN; j++) {
+			const float *dl = logits[i] + (size_t)j * LLM_VOCAB;
+			uint32_t a = 0, b = 0;
+
+			/* Position PROMPT_LEN - 1 + j gives generated token j. */
+			llm_ref_step(ref, j ? tok[i][j - 1] : p[PROMPT_LEN - 1], rl);
+			for (k = 0; k < LLM_VOCAB; k++) {
+				double e = fabs(dl[k] - rl[k]);
+
+				max_err = e > max_err ? e : max_err;
+				max_abs = fabs(rl[k]) > max_abs ? fabs(rl[k]) : max_abs;
+				a = dl[k] > dl[a] ? k : a;
+				b = rl[k] > rl[b] ? k : b;
+			}
+			argmax_same += a == b;
+			steps++;
+		}
+	}
+	tap(max_err <= LOGIT_BOUND, "%s: logits of %u positions against the CPU double reference: "
+	    "max |err| %.3g (bound %.0e, max |logit| %.3g); the reference's argmax agrees at %u",
+	    maia_dtype_name(wdtype), steps, max_err, LOGIT_BOUND, max_abs, argmax_same);
+	if (single_tok)
+		memcpy(single_tok, tok, sizeof(tok));
+out:
+	llm_ref_destroy(ref);
+	llm_weights_fini(&w);
+	for (i = 0; i < NREQ; i++)
+		free(logits[i]);
+	free(rl);
+}
+
+static int cmd_model(void)
+{
+	uint8_t single[NREQ][GEN], dis[NREQ][GEN];
+	int err;
+
+	test_model(MAIA_DTYPE_BF16, single);
+	test_model(MAIA_DTYPE_MXFP8_E4M3, NULL);
+	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, dis, NULL, NULL);
+	tap(!err, "disaggregated: prefill on device 0, K/V pushed layer by layer, decode on "
+	    "device 1");
+	tap(!err && !memcmp(single, dis, sizeof(single)),
+	    "disaggregated and single-device runs give identical tokens (%d requests x %d)", NREQ,
+	    GEN);
+	return 0;
+}
+
+/* The block manager alone, then admission through an engine. */
+static int cmd_kv(void)
+{
+	struct llm_kv kv;
+	uint32_t held[64][8], nheld[64] = { 0 }, i, all[64];
+	uint64_t s = 1;
+	bool ok = true;
+	int err;
+
+	err = llm_kv_init(&kv, 64);
+	for (i = 0; i < 2000 && !err; i++) {
+		uint32_t slot, n;
+
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		slot = (uint32_t)(s >> 40) % 64;
+		n = 1 + (uint32_t)(s >> 20) % 8;
+		if (nheld[slot]) {
+			llm_kv_free(&kv, held[slot], nheld[slot]);
+			nheld[slot] = 0;
+		} else if (!llm_kv_alloc(&kv, n, held[slot])) {
+			nheld[slot] = n;
+		}
+	}
+	for (i = 0; i < 64; i++)
+		if (nheld[i])
+			llm_kv_free(&kv, held[i], nheld[i]);
+	ok = !err && kv.nfree == 64;
+	tap(ok, "KV blocks: 2000 random allocations and frees, every block back (%u of 64 free)",
+	    kv.nfree);
+	ok = !llm_kv_alloc(&kv, 64, all);
+	tap(ok, "KV blocks: after the churn one request still gets the whole pool (no fragmentation)");
+	tap(llm_kv_alloc(&kv, 1, all + 63) == -ENOSPC && kv.refusals >= 1,
+	    "KV blocks: an allocation beyond the pool is refused with -ENOSPC");
+	llm_kv_free(&kv, all, 64);
+	llm_kv_fini(&kv);
+
+	/* Admission: 8 blocks of 16 tokens; each request needs 40 + 24 = 64 tokens = 4 blocks. */
+	{
+		struct llm_engine e;
+		struct llm_config c;
+		struct llm_request *r[5] = { 0 }, *big;
+		uint8_t alone[NREQ][GEN];
+		struct llm_sampling sp;
+		struct llm_engine_stats st;
+		int rc[5];
+		bool same = true, done = true;
+
+		err = run(LLM_MODE_SINGLE, MAIA_DTYPE_BF16, alone, NULL, NULL);
+		llm_config_default(&c);
+		c.kv_blocks = 8;
+		err = err ?: llm_engine_init(&e, &c, LLM_MODE_SINGLE, 0, 3);
+		if (err) {
+			tap(false, "engine with 8 KV blocks: %s", maia_strerror(err));
+			return 0;
+		}
+		/* Before the engine runs, the queue fills deterministically. */
+		for (i = 0; i < 4; i++) {
+			uint8_t p[PROMPT_LEN];
+
+			prompt_of(i % NREQ, p);
+			sampling_of(i % NREQ, &sp);
+			r[i] = llm_request_new(p, PROMPT_LEN, GEN, &sp);
+			rc[i] = r[i] ? llm_engine_submit(&e, r[i]) : -ENOMEM;
+		}
+		tap(!rc[0] && !rc[1] && !rc[2] && rc[3] == -EBUSY,
+		    "a fourth request beyond a queue of 3 is refused (-EBUSY, HTTP 503): %d %d %d %d",
+		    rc[0], rc[1], rc[2], rc[3]);
+		big = llm_request_new((const uint8_t *)"x", 1, 140, &sp);
+		tap(big && llm_engine_submit(&e, big) == -E2BIG,
+		    "a request needing 9 blocks of an 8-block pool is refused outright (-E2BIG)");
+		if (big)
+			llm_engine_release(&e, big);
+		llm_engine_start(&e);
+		for (i = 0; i < 3; i++) {
+			enum llm_req_state stt = LLM_REQ_FAILED;
+
+			llm_engine_wait(&e, r[i], GEN, &stt);
+			done &= stt == LLM_REQ_DONE;
+			same &= stt == LLM_REQ_DONE && !memcmp(r[i]->out, alone[i], GEN);
+		}
+		llm_engine_get_stats(&e, &st);
+		tap(done && same, "with room for two at a time, the third waits for blocks; all three "
+		    "complete with the tokens they get with room to spare");
+		tap(st.kv_used == 0 && st.kv_total == 8 && st.completed == 3 && st.refused == 1,
+		    "afterwards every block is free (%u used of %u), 3 completed, 1 refused",
+		    st.kv_used, st.kv_total);
+		for (i = 0; i < 4; i++)
+			if (r[i])
+				llm_engine_release(&e, r[i]);
+		llm_engine_fini(&e);
+	}
+	return 0;
+}
+
+/* One raw request; the status, and whether the server still answers /health. */
+static int raw(int port, const char *req, size_t len, char **reply)
+{
+	int status = 0;
+
+	llm_http_raw("127.0.0.1", port, req, len, 30000, &status, reply, NULL);
+	return status;
+}
+
+static int raws(int port, const char *req, char **reply)
+{
+	return raw(port, req, strlen(req), reply);
+}
+
+static bool healthy(int port)
+{
+	static const char h[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	char *reply = NULL;
+	bool ok = raw(port, h, sizeof(h) - 1, &reply) == 200 && reply &&
+		  strstr(reply, "\"status\": \"ok\"");
+
+	free(reply);
+	return ok;
+}
+
+static int post(int port, const char *body, char **reply)
+{
+	int status = 0;
+
+	llm_http_post("127.0.0.1", port, "/v1/completions", body, 60000, &status, reply, NULL);
+	return status;
+}
+
+static int cmd_http(int port)
+{
+	static const struct { const char *body; const char *why; } bad[] = {
+		{ "", "an empty body" },
+		{ "{", "truncated JSON" },
+		{ "[1, 2]", "an array instead of an object" },
+		{ "{\"prompt\": \"\"}", "an empty prompt" },
+		{ "{\"max_tokens\": 4}", "no prompt" },
+		{ "{\"prompt\": 7}", "a prompt that is not a string" },
+		{ "{\"prompt\": \"hi\", \"frobnicate\": 1}", "an unknown parameter" },
+		{ "{\"prompt\": \"hi\", \"max_tokens\": 0}", "max_tokens 0" },
+		{ "{\"prompt\": \"hi\", \"max_tokens\": 1.5}", "a fractional max_tokens" },
+		{ "{\"prompt\": \"hi\", \"max_tokens\": 1000}", "a prompt + max_tokens over the context" },
+		{ "{\"prompt\": \"hi\", \"top_p\": 0}", "top_p 0" },
+		{ "{\"prompt\": \"hi\", \"temperature\": -1}", "a negative temperature" },
+		{ "{\"prompt\": \"hi\", \"stream\": \"yes\"}", "a stream that is not a boolean" },
+		{ "{\"prompt\": \"hi\", \"prompt\": \"again\"}", "a duplicate member" },
+		{ "{\"prompt\": \"hi\"} trailing", "bytes after the object" },
+		{ "{\"prompt\": \"\\ud800\"}", "a lone surrogate" },
+		{ "{\"prompt\": \"a\x01b\"}", "a raw control character" },
+		{ "{\"prompt\": \"hi\", \"top_k\": {\"a\": 1}}", "an object where a number goes" },
+	};
+	char *reply = NULL, *long_body, *text;
+	uint64_t s = 7;
+	size_t i, tlen = 0;
+	int status, st_ok = 0, healthy_after = 0, n4xx = 0, garbage_ok = 0;
+
+	tap(healthy(port), "GET /health answers 200 {\"status\": \"ok\", ...}");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		status = post(port, bad[i].body, &reply);
+		if (status == 400 && reply && strstr(reply, "\"message\""))
+			n4xx++;
+		else
+			printf("# %s: HTTP %d %s\n", bad[i].why, status, reply ? reply : "");
+		free(reply);
+		reply = NULL;
+		healthy_after += healthy(port);
+	}
+	tap(n4xx == (int)(sizeof(bad) / sizeof(bad[0])),
+	    "%d malformed completion bodies (bad JSON, empty or over-long prompt, unknown or "
+	    "out-of-range parameters) each get 400 with a message: %d did", (int)i, n4xx);
+	/* Over-long prompt by itself: 300 bytes in a 256-token context. */
+	long_body = malloc(400);
+	if (long_body) {
+		memcpy(long_body, "{\"prompt\": \"", 12);
+		memset(long_body + 12, 'a', 300);
+		strcpy(long_body + 312, "\"}");
+		status = post(port, long_body, &reply);
+		tap(status == 400 && reply && strstr(reply, "exceed the context"),
+		    "a 300-byte prompt gets 400 (exceeds the 256-token context): HTTP %d", status);
+		free(reply);
+		reply = NULL;
+		free(long_body);
+	}
+	status = raws(port, "GET /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		      &reply);
+	st_ok += status == 405;
+	free(reply);
+	status = raws(port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &reply);
+	st_ok += status == 404;
+	free(reply);
+	status = raws(port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n"
+		     "Connection: close\r\n\r\n{}", &reply);
+	st_ok += status == 413 || status == 400 || (status == 0 && healthy(port));
+	free(reply);
+	tap(st_ok == 3, "wrong method 405, unknown path 404, an oversized body refused");
+	/* Seeded garbage: never a crash; a reply, if any, is a 4xx. */
+	for (i = 0; i < 40; i++) {
+		char g[256];
+		size_t n = 1 + (size_t)(s >> 58) * 4, k;
+
+		for (k = 0; k < n && k < sizeof(g); k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			g[k] = (char)(s >> 56);
+		}
+		if (i % 2)	/* half of them start like a real request */
+			memcpy(g, "POST /v1/completions HTTP/1.1\r\n", 31 < n ? 31 : n);
+		status = raw(port, g, n < sizeof(g) ? n : sizeof(g), &reply);
+		free(reply);
+		reply = NULL;
+		garbage_ok += (status == 0 || (status >= 400 && status < 500));
+		healthy_after += healthy(port);
+	}
+	tap(garbage_ok == 40, "40 seeded garbage requests: each closed or answered 4xx (%d)",
+	    garbage_ok);
+	tap(healthy_after == (int)(sizeof(bad) / sizeof(bad[0])) + 40,
+	    "the server answered /health after every bad request (%d of %d)", healthy_after,
+	    (int)(sizeof(bad) / sizeof(bad[0])) + 40);
+	status = post(port, "{\"prompt\": \"Hello, Maia\", \"max_tokens\": 8, \"temperature\": 0.5, "
+		      "\"top_k\": 10, \"top_p\": 0.95, \"seed\": 3, \"model\": \"x\"}", &reply);
+	text = reply ? llm_json_get_string(reply, "text", &tlen) : NULL;
+	tap(status == 200 && text && tlen == 8 && llm_json_get_number(reply, "completion_tokens") == 8,
+	    "a valid completion: 200, 8 tokens (HTTP %d)", status);
+	free(text);
+	free(reply);
+	reply = NULL;
+	status = post(port, "{\"prompt\": \"Hello, Maia\", \"max_tokens\": 5, \"stream\": true}",
+		      &reply);
+	{
+		int events = 0;
+		const char *p = reply;
+
+		while (p && (p = strstr(p, "data: {")))
+			events++, p++;
+		tap(status == 200 && reply && strstr(reply, "text/event-stream") &&
+		    strstr(reply, "data: [DONE]") && events == 6,
+		    "a streamed completion: server-sent events, 5 tokens + the final one, [DONE] "
+		    "(%d events)", events);
+	}
+	free(reply);
+	reply = NULL;
+	status = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		      &reply);
+	tap(status == 200 && reply && strstr(reply, "maia_serve_requests_completed_total 2") &&
+	    strstr(reply, "maia_serve_kv_blocks_used 0"),
+	    "GET /metrics: Prometheus text, 2 completed, no KV block held");
+	free(reply);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	printf("TAP version 13\n");
+	if (argc == 2 && !strcmp(argv[1], "model"))
+		cmd_model();
+	else if (argc == 2 && !strcmp(argv[1], "kv"))
+		cmd_kv();
+	else if (argc == 3 && !strcmp(argv[1], "http"))
+		cmd_http(atoi(argv[2]));
+	else {
+		fprintf(stderr, "usage: serve_test model | kv | http PORT\n");
+		return 2;
+	}
+	printf("1..%d\n", ntest);
+	return nfail ? 1 : 0;
+}
