@@ -204,6 +204,41 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 	return rc < 0 ? -EAGAIN : 1;
 }
 
+/*
+ * Failover of a ring of two: both of a rank's ports lead to its one peer,
+ * so when one of the two cables is DOWN and the other is UP to the same
+ * device, the collective runs over the live cable both ways: the ring the
+ * other way round. Each rank decides from its own links; a dead cable is
+ * DOWN at both ends (a dead peer), so both take the other one. A port that
+ * never came up, or whose last peer is not the live port's, is no evidence
+ * of a second cable to the same device: then the DOWN port fails the
+ * collective (FABRIC_LINK), as on a ring of three or more, where no second
+ * path to a neighbour exists. A cable that goes DOWN during the collective
+ * still fails it.
+ */
+static void op_route(struct maia_sim *sim, struct fw_fop *op)
+{
+	struct coll_op *c = (struct coll_op *)op;
+	struct maia_cmd_collective *k = &c->cmd;
+	unsigned int live, dead;
+	uint64_t peer;
+
+	if (k->nranks != 2 || k->send_port == k->recv_port ||
+	    fw_coll_check(k, fw_fabric_ports(sim)) != MAIA_STATUS_OK ||
+	    fw_xport_port_up(sim, k->send_port) == fw_xport_port_up(sim, k->recv_port))
+		return;
+	live = fw_xport_port_up(sim, k->send_port) ? k->send_port : k->recv_port;
+	dead = live == k->send_port ? k->recv_port : k->send_port;
+	peer = fw_xport_peer_serial(sim, live);
+	if (!peer || fw_xport_peer_serial(sim, dead) != peer)
+		return;
+	fw_trace(sim, "collective comm %#x seq %u rank %u/%u: port %u down, routed over port %u "
+		 "both ways", k->comm_id, k->seq, k->rank, k->nranks, dead, live);
+	k->send_port = (uint8_t)live;
+	k->recv_port = (uint8_t)live;
+	op->ports = 1u << live;
+}
+
 static void op_destroy(struct fw_fop *op)
 {
 	fw_coll_destroy(&((struct coll_op *)op)->eng);
@@ -214,6 +249,7 @@ static const struct fw_fop_ops coll_fop_ops = {
 	.rx = op_rx,
 	.destroy = op_destroy,
 	.finished = op_finished,
+	.route = op_route,
 };
 
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,

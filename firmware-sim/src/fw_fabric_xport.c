@@ -152,6 +152,11 @@ bool fw_xport_port_up(struct maia_sim *sim, unsigned int port)
 	return port < sim->xport->nports && xport_link(sim, port)->state == FW_LINK_UP;
 }
 
+uint64_t fw_xport_peer_serial(struct maia_sim *sim, unsigned int port)
+{
+	return port < sim->xport->nports ? xport_link(sim, port)->peer_serial : 0;
+}
+
 /* ---- operations: worker side ---- */
 
 void fw_fop_init(struct fw_fop *op, const struct fw_fop_ops *ops, struct maia_sim *sim,
@@ -746,6 +751,8 @@ static void start_op(struct maia_sim *sim, struct fw_fop *op)
 		;
 	op->next = NULL;
 	*pp = op;
+	if (op->ops->route)
+		op->ops->route(sim, op);
 	for (unsigned int i = 0; i < x->nports; i++) {
 		if (!(op->ports & (1u << i)))
 			continue;

@@ -64,6 +64,11 @@ struct fw_fop_ops {
 	 * or by the transport: a port down, the deadline), on the fabric thread.
 	 */
 	void (*finished)(struct fw_fop *op);
+	/*
+	 * Optional: op starts, on the fabric thread, before its ports are
+	 * checked: it may choose other ports (op->ports) from the links' state.
+	 */
+	void (*route)(struct maia_sim *sim, struct fw_fop *op);
 };
 
 struct fw_fop {
@@ -172,6 +177,8 @@ void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 
 /* For the operation kinds: whether port is UP, and the links' clock. */
 bool fw_xport_port_up(struct maia_sim *sim, unsigned int port);
+/* The serial of the device behind port: the current peer, or the last one while DOWN; 0: none yet. */
+uint64_t fw_xport_peer_serial(struct maia_sim *sim, unsigned int port);
 uint64_t fw_xport_now(struct maia_sim *sim);
 
 #endif /* FWSIM_FABRIC_XPORT_H */

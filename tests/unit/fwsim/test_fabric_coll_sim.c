@@ -745,6 +745,43 @@ static void test_cable_pulled(void)
 	ring_down();
 }
 
+/*
+ * Failover on a ring of two: the cable from rank 0's send port pulled, both
+ * of its ends DOWN. The other cable joins the same two devices, so each
+ * runs its collectives over that one both ways (the ring the other way
+ * round, fw_fabric_coll_op.c): an all-reduce by the ring and one by
+ * gather-reduce, in FP32 and BF16, and an all-gather, each against the CPU.
+ * Plugged again, the ring runs as cabled.
+ */
+static void test_failover_two(void)
+{
+	struct outcome o;
+	bool ok;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices cabled in a ring: every port UP"))
+		return;
+	plug_off(0, SEND_PORT);
+	plug_off(1, RECV_PORT);
+	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false) &&
+	     wait_port(0, RECV_PORT, true) && wait_port(1, SEND_PORT, true);
+	tap_ok(ok, "ring of 2, cable 0-1 pulled: both its ends DOWN, the other cable UP");
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0,
+	       "failover: FP32 ring all-reduce over the other cable both ways: every job OK, #wrong = %ld",
+	       o.wrong);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 1001, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0,
+	       "failover: BF16 gather-reduce all-reduce: every job OK, #wrong = %ld", o.wrong);
+	o = run(MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 5003, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0, "failover: all-gather: every job OK, #wrong = %ld",
+	       o.wrong);
+	replug_and_run();
+	ring_down();
+}
+
 /* Transport messages other than identities that port took from its peer. */
 static uint64_t data_msgs(unsigned int dev, unsigned int port)
 {
@@ -1191,6 +1228,7 @@ int main(void)
 	test_fabric_wait_status();
 	test_failure(3);
 	test_cable_pulled();
+	test_failover_two();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
 	test_failed_leftovers();
