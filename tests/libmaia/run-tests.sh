@@ -6,7 +6,7 @@
 # runs twice: as libmaia chooses (user queues when the driver has them) and
 # with MAIA_USERQ=0 (every job through the SUBMIT ioctl).
 DIR=$(cd "$(dirname "$0")" && pwd)
-set -- libmaia_test libmaia_test@kernel-submit libmaia_telemetry libmaia_unplug
+set -- libmaia_test libmaia_test@kernel-submit libmaia_tvp libmaia_telemetry libmaia_unplug
 echo "TAP version 13"
 echo "1..$#"
 n=0
