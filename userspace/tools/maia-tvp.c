@@ -6,6 +6,7 @@
  *   maia-tvp as FILE [-o OUT]        source to instruction words
  *   maia-tvp dis FILE                instruction words to source
  *   maia-tvp run FILE --grid X[,Y,Z] [--arg ARG]... [--budget N] [--device N]
+ *   maia-tvp bench [--quick] [--device N]   make bench's TVP figures (JSON lines)
  *
  * FILE "-" is standard input. run takes source or words (a file with a NUL
  * byte is words). An ARG is an integer (42, -1, 0x10), a float (f:1.5, as
@@ -18,10 +19,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench-util.h"
 #include "drm/maia_accel.h"
 #include "libmaia.h"
 
@@ -33,6 +36,7 @@ static void usage(FILE *f)
 		   "       " PROG " dis FILE\n"
 		   "       " PROG " run FILE --grid X[,Y,Z] [--arg ARG]... [--budget N] "
 		   "[--device N]\n"
+		   "       " PROG " bench [--quick] [--device N]\n"
 		   "ARG: INT | f:FLOAT | in:TYPE:V1,V2,... | iota:TYPE:N | out:TYPE:N | "
 		   "inout:TYPE:V1,...   (TYPE f32 or i32)\n");
 }
@@ -376,6 +380,167 @@ out:
 	return rc;
 }
 
+
+/* ---- bench ------------------------------------------------------------ */
+
+/*
+ * make bench's figures (Documentation/benchmarks.rst), each beside what the
+ * device's built-in commands do with the same data in the same run: wall
+ * time of a job submitted and waited for, median of the repeats.
+ */
+
+/* out[i] = a[i] + b[i]: s1 = a, s2 = b, s3 = out, one instance per 1024 elements. */
+static const char bench_vector_add[] =
+	"	pid s5, 0\n"
+	"	muli s6, s5, 4096\n"
+	"	add s1, s1, s6\n"
+	"	add s2, s2, s6\n"
+	"	add s3, s3, s6\n"
+	"	vld v1, s1, unit, f32\n"
+	"	vld v2, s2, unit, f32\n"
+	"	vfadd v3, v1, v2\n"
+	"	vst v3, s3, unit, f32\n"
+	"	halt\n";
+
+/* Softmax of 1024-element rows, one instance per row: s1 = x, s2 = out. */
+static const char bench_softmax[] =
+	"	pid s5, 0\n"
+	"	muli s6, s5, 4096\n"
+	"	add s1, s1, s6\n"
+	"	add s2, s2, s6\n"
+	"	vld v1, s1, unit, f32\n"
+	"	vredmax v2, v1, 1\n"
+	"	vbcast v2, v2\n"
+	"	vfsub v3, v1, v2\n"
+	"	vexp v3, v3\n"
+	"	vredsum v4, v3, 1\n"
+	"	vbcast v4, v4\n"
+	"	vfdiv v5, v3, v4\n"
+	"	vst v5, s2, unit, f32\n"
+	"	halt\n";
+
+static int bench_kernel(struct maia_device *dev, const char *src, struct maia_kernel **k)
+{
+	struct maia_tvp_insn *insns;
+	uint32_t count;
+	int err = maia_tvp_assemble(src, &insns, &count);
+
+	if (!err) {
+		err = maia_kernel_create(dev, insns, count, k);
+		free(insns);
+	}
+	return err;
+}
+
+/* Median wall time of repeat runs of cb (after one warm-up), ns. */
+static int time_job(struct maia_device *dev, struct maia_cmdbuf *cb, unsigned int repeat,
+		    double *ns)
+{
+	struct bench_samples t = { 0 };
+	int err = maia_run(dev, cb, 120 * 1000000000ll, NULL);
+
+	for (unsigned int i = 0; i < repeat && !err; i++) {
+		uint64_t t0 = bench_now_ns();
+
+		err = maia_run(dev, cb, 120 * 1000000000ll, NULL);
+		bench_add(&t, (double)(bench_now_ns() - t0));
+	}
+	*ns = bench_median(&t);
+	bench_free(&t);
+	return err;
+}
+
+static int cmd_bench(int quick, int device)
+{
+	const uint32_t rows = quick ? 256 : 2048, n = rows * 1024, repeat = quick ? 3 : 7;
+	const uint64_t bytes = (uint64_t)n * 4;
+	struct maia_kernel *add = NULL, *smax = NULL;
+	struct maia_bo *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	struct maia_tensor_desc x, y;
+	struct maia_cmdbuf *cb = NULL;
+	struct maia_device *dev = NULL;
+	double t_kernel, t_dma, t_cmd, diff = 0;
+	float *pa, *pc, *pd;
+	int err;
+
+	err = maia_device_open(device, &dev);
+	err = err ?: maia_bo_create(dev, bytes, MAIA_BO_HBM, &a);
+	err = err ?: maia_bo_create(dev, bytes, MAIA_BO_HBM, &b);
+	err = err ?: maia_bo_create(dev, bytes, MAIA_BO_HBM, &c);
+	err = err ?: maia_bo_create(dev, bytes, MAIA_BO_HBM, &d);
+	err = err ?: maia_bo_map(a, (void **)&pa);
+	err = err ?: maia_bo_map(c, (void **)&pc);
+	err = err ?: maia_bo_map(d, (void **)&pd);
+	err = err ?: maia_cmdbuf_create(dev, 4096, &cb);
+	err = err ?: bench_kernel(dev, bench_vector_add, &add);
+	err = err ?: bench_kernel(dev, bench_softmax, &smax);
+	if (err)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		pa[i] = (float)((int)((i * 7919u) % 200u) - 100) / 25.0f;
+
+	/* Vector add: 2 reads and 1 write per element, beside a DMA copy (1 and 1). */
+	{
+		const uint32_t grid[3] = { rows, 1, 1 };
+		const uint64_t args[] = { maia_bo_va(a), maia_bo_va(a), maia_bo_va(c) };
+
+		err = maia_cmd_kernel(cb, add, grid, args, 3, 0);
+		err = err ?: time_job(dev, cb, repeat, &t_kernel);
+		maia_cmdbuf_reset(cb);
+		err = err ?: maia_cmd_copy(cb, maia_bo_va(b), maia_bo_va(a), bytes);
+		err = err ?: time_job(dev, cb, repeat, &t_dma);
+		maia_cmdbuf_reset(cb);
+		if (err)
+			goto out;
+		for (uint32_t i = 0; i < n && !err; i++)
+			err = pc[i] != pa[i] + pa[i] ? -EIO : 0;
+		if (err) {
+			fprintf(stderr, PROG ": bench: the vector add kernel computed a wrong sum\n");
+			goto out;
+		}
+		bench_emit("kernel_vector_add_gbps", 3.0 * bytes / t_kernel, "GB/s", true,
+			   "maia-dma-copy", 2.0 * bytes / t_dma);
+	}
+
+	/* Row softmax: the TVP kernel beside the built-in SOFTMAX command. */
+	{
+		const uint32_t grid[3] = { rows, 1, 1 }, shape[2] = { rows, 1024 };
+		const uint64_t args[] = { maia_bo_va(a), maia_bo_va(c) };
+
+		err = maia_cmd_kernel(cb, smax, grid, args, 2, 0);
+		err = err ?: time_job(dev, cb, repeat, &t_kernel);
+		maia_cmdbuf_reset(cb);
+		err = err ?: maia_tensor_init(&x, maia_bo_va(a), MAIA_DTYPE_FP32, 2, shape);
+		err = err ?: maia_tensor_init(&y, maia_bo_va(d), MAIA_DTYPE_FP32, 2, shape);
+		err = err ?: maia_cmd_softmax(cb, &x, &y, 1.0f, 0, 0);
+		err = err ?: time_job(dev, cb, repeat, &t_cmd);
+		if (err)
+			goto out;
+		for (uint32_t i = 0; i < n; i++)
+			diff = fmax(diff, fabs((double)pc[i] - pd[i]));
+		if (!(diff < 1e-6)) {
+			fprintf(stderr, PROG ": bench: the softmax kernel and the SOFTMAX command "
+				"differ by %g\n", diff);
+			err = -EIO;
+			goto out;
+		}
+		bench_emit("kernel_softmax_fused", t_kernel / 1e6, "ms", false, "softmax-command",
+			   t_cmd / 1e6);
+	}
+out:
+	if (err && err != -EIO)
+		fprintf(stderr, PROG ": bench: %s (%s)\n", maia_last_error(), maia_strerror(err));
+	maia_kernel_destroy(smax);
+	maia_kernel_destroy(add);
+	maia_cmdbuf_destroy(cb);
+	maia_bo_destroy(d);
+	maia_bo_destroy(c);
+	maia_bo_destroy(b);
+	maia_bo_destroy(a);
+	maia_device_close(dev);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -383,13 +548,14 @@ int main(int argc, char **argv)
 		{ "arg", required_argument, NULL, 'a' },
 		{ "budget", required_argument, NULL, 'b' },
 		{ "device", required_argument, NULL, 'd' },
+		{ "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct arg args[MAIA_TVP_MAX_ARGS];
 	uint32_t grid[3] = { 0 }, nargs = 0, budget = 0;
 	const char *out = "-", *cmd;
-	int device = 0, c, rc;
+	int device = 0, quick = 0, c, rc;
 	uint64_t v;
 
 	if (argc < 2) {
@@ -434,6 +600,9 @@ int main(int argc, char **argv)
 			else
 				device = (int)v;
 			break;
+		case 'q':
+			quick = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -442,6 +611,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!strcmp(cmd, "bench") && optind == argc)
+		return cmd_bench(quick, device);
 	if (optind != argc - 1) {
 		usage(stderr);
 		return 2;
