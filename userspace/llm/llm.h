@@ -132,6 +132,7 @@ static inline uint64_t llm_pool_off(const struct llm_config *c, uint32_t layer, 
 enum llm_kv_dest {
 	LLM_KV_LOCAL_POOL,	/* copy into this device's pool blocks */
 	LLM_KV_SIGNAL,		/* leave in staging, signal semaphore sem_base + layer */
+	LLM_KV_SIGNAL_AT_END,	/* the same, every layer's signal after the last layer */
 };
 
 /*
@@ -201,6 +202,13 @@ void llm_ref_reset(struct llm_ref *r);
 
 /* ---- disaggregation (llm_disagg.c) ---- */
 
+/* When the transfer job may push a layer's K/V. */
+enum llm_xfer_sched {
+	LLM_XFER_LAYERWISE,	/* as soon as the layer is done (serving) */
+	LLM_XFER_AFTER_PREFILL,	/* both jobs submitted, the transfer after the last layer */
+	LLM_XFER_ALONE,		/* submitted once the prefill job completed: its own time */
+};
+
 struct llm_disagg {
 	struct llm_dev *pre, *dec;	/* prefill device A, decode device B */
 	uint32_t key;			/* B's window over its pool */
@@ -209,7 +217,8 @@ struct llm_disagg {
 	struct llm_buf ts;		/* HOST on A: modeled timestamps */
 	uint64_t bytes_moved, writes;
 	/* The prefill in flight between begin and end (one at a time). */
-	bool pending, overlap;
+	bool pending;
+	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
 };
 
@@ -232,12 +241,11 @@ struct llm_xfer_times {
  * that layer is done (a semaphore per layer), so the transfer of layer l
  * overlaps the compute of layer l + 1. begin submits, end waits for both
  * jobs (the caller may run B meanwhile); then A's logits row 0 holds the
- * last position's logits and B's pool the request's K/V. overlap false:
- * the same transfer submitted after the whole prefill finished (the
- * baseline the overlap is measured against).
+ * last position's logits and B's pool the request's K/V. The other
+ * schedules are the baselines the overlap is measured against.
  */
 int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
-		     const uint32_t *blocks, bool overlap);
+		     const uint32_t *blocks, enum llm_xfer_sched sched);
 int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
 /* One remote write of bytes from A to B's window (the raw link figure). */
 int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,

@@ -104,7 +104,7 @@ static int submit_transfer(struct llm_disagg *x)
 }
 
 int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
-		     const uint32_t *blocks, bool overlap)
+		     const uint32_t *blocks, enum llm_xfer_sched sched)
 {
 	struct llm_dev *a = x->pre;
 	int err;
@@ -113,14 +113,15 @@ int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
 		return -EBUSY;
 	maia_cmdbuf_reset(a->cb);
 	err = maia_cmd_timestamp(a->cb, x->ts.va);
-	err = err ?: llm_build_prefill(a, tokens, n, LLM_KV_SIGNAL, blocks, 0);
+	err = err ?: llm_build_prefill(a, tokens, n, sched == LLM_XFER_LAYERWISE ? LLM_KV_SIGNAL :
+				       LLM_KV_SIGNAL_AT_END, blocks, 0);
 	err = err ?: build_transfer(x, n, blocks);
 	if (err)
 		return err;
-	x->overlap = overlap;
+	x->sched = sched;
 	x->t0 = llm_now_ns();
 	err = maia_submit(a->dev, a->cb, NULL, &x->seq_c);
-	if (!err && overlap)
+	if (!err && sched != LLM_XFER_ALONE)
 		err = submit_transfer(x);
 	if (err)
 		return err;
@@ -150,7 +151,7 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	x->pending = false;
 	err = wait_job(x->pre->dev, x->seq_c, &tc);
 	done = llm_now_ns();
-	if (!x->overlap) {
+	if (x->sched == LLM_XFER_ALONE) {
 		if (err)
 			return err;
 		err = submit_transfer(x);

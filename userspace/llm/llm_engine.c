@@ -213,7 +213,8 @@ static void prefill(struct llm_engine *e, struct llm_request *r)
 		done = llm_now_ns();
 		r->dev_ttft_ns = t.device_ns;
 	} else {
-		err = llm_disagg_begin(&e->x, r->prompt, r->prompt_len, r->blocks, true);
+		err = llm_disagg_begin(&e->x, r->prompt, r->prompt_len, r->blocks,
+				       LLM_XFER_LAYERWISE);
 		/* B decodes the others while A prefills this one. */
 		if (!err && e->running)
 			decode_step(e);

@@ -411,12 +411,14 @@ int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,
 		if (!err && dest == LLM_KV_LOCAL_POOL) {
 			err = blocks_copy(d, ks, l, 0, blocks, n, true);
 			err = err ?: blocks_copy(d, vs, l, 1, blocks, n, true);
-		} else if (!err) {
+		} else if (!err && dest == LLM_KV_SIGNAL) {
 			/* K/V of this layer are final: the transfer job may take them. */
 			err = maia_cmd_sem_signal(d->cb, sem_base + l, 1);
 		}
 		err = err ?: layer_tail(d, lw, n);
 	}
+	for (l = 0; l < c->layers && !err && dest == LLM_KV_SIGNAL_AT_END; l++)
+		err = maia_cmd_sem_signal(d->cb, sem_base + l, 1);
 	return err ?: head(d, n - 1, 1);
 }
 
