@@ -16,6 +16,10 @@ void fw_tvp_decode(const struct maia_tvp_insn *insns, uint32_t n, struct fw_tvp_
 			.op = in->op, .rd = in->rd, .ra = in->ra, .rb = in->rb, .imm = in->imm,
 			.cls = (uint8_t)fw_tvp_class(in->op),
 		};
+		/* every vector-class op but VST writes vd; VEXT writes a scalar */
+		o->wv = (o->cls == MAIA_TVP_CLASS_VALU || o->cls == MAIA_TVP_CLASS_VSFU ||
+			 o->cls == MAIA_TVP_CLASS_VPERM || o->cls == MAIA_TVP_CLASS_MATRIX ||
+			 in->op == MAIA_TVP_OP_VLD) && in->op != MAIA_TVP_OP_VEXT;
 		switch (in->op) {
 		case MAIA_TVP_OP_VLD:
 		case MAIA_TVP_OP_VST:

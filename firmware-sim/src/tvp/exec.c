@@ -184,7 +184,10 @@ int fw_tvp_run_instance(struct fw_tvp_state *st, uint64_t idx)
 	uint32_t pc = 0;
 	int rc = MAIA_STATUS_OK;
 
-	memset(st->v, 0, sizeof(st->v));
+	/* registers start at 0: clear what the last instance wrote (not 128 KiB each time) */
+	for (uint32_t m = st->vdirty; m; m &= m - 1)
+		memset(&st->v[__builtin_ctz(m)], 0, sizeof(st->v[0]));
+	st->vdirty = 0;
 	memset(s, 0, sizeof(st->s));
 	for (uint32_t i = 0; i < k->nargs; i++)
 		s[1 + i] = k->args[i];
@@ -207,6 +210,7 @@ int fw_tvp_run_instance(struct fw_tvp_state *st, uint64_t idx)
 			return FW_TVP_STOPPED;
 		st->st.insns[d->cls]++;
 		st->st.units[d->cls]++;
+		st->vdirty |= (uint32_t)d->wv << d->rd;
 		switch (d->op) {
 		case MAIA_TVP_OP_NOP:
 			break;

@@ -81,6 +81,7 @@ struct fw_tvp_dinsn {
 	uint8_t dtype;		/* VLD/VST/SLD/SST */
 	uint8_t mreg;		/* VLD/VST mask register (masked) */
 	uint8_t mflags;		/* 1: masked, 2: unit stride */
+	bool wv;		/* writes vector register rd */
 	uint16_t rows, cols;	/* SHAPE */
 };
 
@@ -120,6 +121,7 @@ struct fw_tvp_state {
 	union fw_tvp_vreg tmp[3];	/* results before they land in vd */
 	uint64_t s[MAIA_TVP_NUM_SREGS];
 	uint32_t rows, cols, vl;
+	uint32_t vdirty;	/* vector registers written since they were last zeroed */
 	uint32_t pid[3];
 	const struct fw_tvp_kernel *k;
 	struct fw_tvp_page rpages[FW_TVP_PAGES], wpages[FW_TVP_PAGES];
