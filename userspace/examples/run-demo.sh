@@ -7,6 +7,24 @@
 set -u
 
 failed=0
+serve_demo() {
+	ip link set lo up || return 1
+	rm -f /tmp/maia-serve.ready
+	maia-serve --mode disagg --port 8000 --ready-file /tmp/maia-serve.ready \
+		2>/tmp/maia-serve.log &
+	pid=$!
+	i=0
+	while [ ! -e /tmp/maia-serve.ready ] && [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	maia-serve-bench --url 127.0.0.1:8000 --prompt "The Maia accelerator" --max-tokens 24
+	st=$?
+	kill -TERM $pid
+	wait $pid || st=1
+	[ $st = 0 ] || cat /tmp/maia-serve.log
+	return $st
+}
 step() {
 	echo "==> $*"
 	if ! "$@"; then
@@ -35,6 +53,10 @@ if [ "$ndev" -ge 2 ] && [ -e /sys/class/accel/accel0/device/fabric_serial ]; the
 	step maia-smi topo
 	step maia-coll-perf --op all_reduce --dtype all --min-bytes 1M --max-bytes 16M \
 		--step-factor 4 --iters 3
+	# LLM serving (Documentation/serving.rst): maia-serve disaggregated
+	# (prefill on device 0, K/V pushed layer by layer over the fabric,
+	# decode on device 1) on the loopback, one completion through its API.
+	step serve_demo
 fi
 if [ "$failed" -ne 0 ]; then
 	echo "run-demo: $failed step(s) failed" >&2
