@@ -3,12 +3,13 @@
 # make check's "python" suite: one guest boot with the host's root shared
 # read-only (run-guest --host-root) runs the maia module tests, then the
 # PyTorch backend tests, then the model tests (convolution, batch norm,
-# pooling, a CNN, a ViT, a training step), each file one process, so
-# `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
+# pooling, a CNN, a ViT, a training step) with Triton's tutorials on the
+# device, each file one process (A.py+B.py: one process for both, through
+# run_group.py), so `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
 # 125 guest died). Runs the venv's python (torch 2, numpy: made by
 # qemu/setup/python-env.sh, part of make setup).
 #
-#   tests/python/run-in-guest.sh [--no-build] [TEST.py ...]
+#   tests/python/run-in-guest.sh [--no-build] [TEST.py[+TEST.py...] ...]
 #
 # With no TEST.py: every suite file below, in that order.
 set -euo pipefail
@@ -20,12 +21,15 @@ if [ "${1:-}" = --no-build ]; then
 	shift
 fi
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(test_maia_module.py test_torch_backend.py test_torch_models.py)
+[ ${#tests[@]} -gt 0 ] ||
+	tests=(test_maia_module.py test_torch_backend.py test_torch_models.py+test_triton_tutorials.py)
 for t in "${tests[@]}"; do
-	case $t in
-	test_*.py) [ -f "$TOP/tests/python/$t" ] || { echo "run-in-guest: no tests/python/$t" >&2; exit 2; } ;;
-	*) echo "usage: $0 [--no-build] [test_*.py ...]" >&2; exit 2 ;;
-	esac
+	for f in ${t//+/ }; do
+		case $f in
+		test_*.py) [ -f "$TOP/tests/python/$f" ] || { echo "run-in-guest: no tests/python/$f" >&2; exit 2; } ;;
+		*) echo "usage: $0 [--no-build] [test_*.py[+test_*.py...] ...]" >&2; exit 2 ;;
+		esac
+	done
 done
 if [ ${#build[@]} -eq 0 ]; then
 	make -C "$TOP" --no-print-directory userspace >&2
@@ -63,6 +67,9 @@ exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --host-root --fail-on-taint
 		cd "$top/tests/python" || exit 1
 		export PYTHONPATH="$top/build/userspace/python"
 		for t in "$@"; do
-			"$py" "$t" || rc=1
+			case $t in
+			*+*) "$py" run_group.py $(echo "$t" | tr + " ") || rc=1 ;;
+			*) "$py" "$t" || rc=1 ;;
+			esac
 		done
 		exit $rc' sh "$TOP" "$PY" "${tests[@]}"
