@@ -18,7 +18,8 @@ serve_demo() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	maia-serve-bench --url 127.0.0.1:8000 --prompt "The Maia accelerator" --max-tokens 24
+	maia-serve-bench --url 127.0.0.1:8000 --prompt "The Maia accelerator" --max-tokens 32 \
+		--temperature 0.8 --top-k 40 --seed 7
 	st=$?
 	kill -TERM $pid
 	wait $pid || st=1

@@ -69,7 +69,7 @@ struct llm_layer_w {
 struct llm_weights {
 	struct llm_config cfg;
 	struct llm_layer_w layer[LLM_MAX_LAYERS];
-	struct llm_wt emb, final_norm, lm_head;
+	struct llm_wt emb, final_norm, lm_head, lm_bias;
 	uint64_t bytes;			/* the weight BO's size */
 	uint64_t nref;			/* elements of ref */
 	float *ref;			/* the weights as the device decodes them, FP32 */
@@ -220,6 +220,7 @@ struct llm_disagg {
 	bool pending;
 	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
+	uint32_t xfer_writes;
 };
 
 int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec);
@@ -233,6 +234,9 @@ struct llm_xfer_times {
 	uint64_t e2e_host_ns;		/* compute submit to the last layer landed */
 	uint64_t e2e_dev_ns;		/* the same on A's modeled timeline */
 	uint64_t compute_done_ns;	/* host CLOCK_MONOTONIC: A's logits ready */
+	uint64_t exposed_host_ns;	/* the last layer landed this long after that */
+	uint64_t exposed_dev_ns;	/* the same in modeled time on A */
+	uint32_t writes;		/* remote writes it took */
 };
 
 /*

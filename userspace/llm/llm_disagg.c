@@ -11,8 +11,9 @@
  * parks a job on its remote write and runs the other queue meanwhile. Both
  * jobs share A's address space, hence its semaphores.
  *
- * Timestamps (modeled time, on A's timeline): the compute job's first
- * command and the transfer job's last give the modeled end-to-end time.
+ * Timestamps (modeled time, on A's timeline): the compute job's first and
+ * last command and the transfer job's last give the modeled end-to-end
+ * time and how long after the prefill the last layer landed.
  */
 #include <errno.h>
 #include <string.h>
@@ -70,6 +71,7 @@ static int build_transfer(struct llm_disagg *x, uint32_t n, const uint32_t *bloc
 
 	maia_cmdbuf_reset(x->xcb);
 	x->xfer_bytes = 0;
+	x->xfer_writes = 0;
 	for (l = 0; l < c->layers && !err; l++) {
 		err = maia_cmd_sem_wait(x->xcb, l, 1, SEM_TIMEOUT_US);
 		for (kv = 0; kv < 2 && !err; kv++) {
@@ -89,6 +91,7 @@ static int build_transfer(struct llm_disagg *x, uint32_t n, const uint32_t *bloc
 							    src + (uint64_t)b * c->block_tokens * row,
 							    bytes);
 				x->xfer_bytes += bytes;
+				x->xfer_writes++;
 				x->writes++;
 			}
 		}
@@ -115,6 +118,7 @@ int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
 	err = maia_cmd_timestamp(a->cb, x->ts.va);
 	err = err ?: llm_build_prefill(a, tokens, n, sched == LLM_XFER_LAYERWISE ? LLM_KV_SIGNAL :
 				       LLM_KV_SIGNAL_AT_END, blocks, 0);
+	err = err ?: maia_cmd_timestamp(a->cb, x->ts.va + 16);
 	err = err ?: build_transfer(x, n, blocks);
 	if (err)
 		return err;
@@ -165,6 +169,9 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	t->bytes = x->xfer_bytes;
 	t->e2e_host_ns = llm_now_ns() - x->t0;
 	t->compute_done_ns = done;
+	t->exposed_host_ns = llm_now_ns() - done;
+	t->exposed_dev_ns = ts[1] > ts[2] ? ts[1] - ts[2] : 0;
+	t->writes = x->xfer_writes;
 	t->prefill_host_ns = tc.host_ns;
 	t->prefill_dev_ns = tc.device_ns;
 	t->xfer_host_ns = tx.host_ns;

@@ -9,6 +9,8 @@
  *   K/V of the new positions into the cache; o = attention(q, K, V)
  *   x += o Wo^T; h = RMSNorm(x); x += (SiLU(h W1^T) * (h W3^T)) W2^T
  *
+ * and at the end logits = RMSNorm(x) Wout^T + b (b: llm_weights.c).
+ *
  * Grouped-query attention needs no copy of K/V per query head: Q is viewed
  * as [kv_heads, group, L, head_dim] and K/V as [kv_heads, group (stride 0),
  * L, head_dim]. A prefill keeps its K/V contiguous in the staging buffer; a
@@ -164,11 +166,11 @@ static int mat(struct maia_tensor_desc *t, uint64_t va, unsigned int dtype, uint
 	return err;
 }
 
-/* C[n, N] = act(A[n, K] W^T) for a weight W [N, K]. */
-static int linear(struct llm_dev *d, uint64_t a_va, uint32_t n, const struct llm_wt *wt,
-		  uint64_t c_va, uint32_t act)
+/* C[n, N] = act(A[n, K] W^T + bias) for a weight W [N, K]; bias may be NULL. */
+static int linear_bias(struct llm_dev *d, uint64_t a_va, uint32_t n, const struct llm_wt *wt,
+		       const struct llm_wt *bias, uint64_t c_va, uint32_t act)
 {
-	struct maia_tensor_desc a, b, c;
+	struct maia_tensor_desc a, b, c, bd;
 	struct maia_gemm_args g;
 	int err;
 
@@ -179,7 +181,19 @@ static int linear(struct llm_dev *d, uint64_t a_va, uint32_t n, const struct llm
 		return err;
 	g = (struct maia_gemm_args){ .a = &a, .b = &b, .c = &c, .alpha = 1.0f,
 				     .activation = act, .flags = MAIA_GEMM_F_TRANS_B };
+	if (bias) {
+		err = llm_wdesc(d->w, bias, d->wbo.va, &bd);
+		if (err)
+			return err;
+		g.bias = &bd;
+	}
 	return maia_cmd_gemm_ex(d->cb, &g);
+}
+
+static int linear(struct llm_dev *d, uint64_t a_va, uint32_t n, const struct llm_wt *wt,
+		  uint64_t c_va, uint32_t act)
+{
+	return linear_bias(d, a_va, n, wt, NULL, c_va, act);
 }
 
 static int rmsnorm(struct llm_dev *d, uint64_t x_va, uint32_t n, const struct llm_wt *gw,
@@ -381,7 +395,8 @@ static int head(struct llm_dev *d, uint32_t x_row, uint32_t n)
 	int err;
 
 	err = rmsnorm(d, d->x.va + (uint64_t)x_row * c->d_model * 4, n, &d->w->final_norm, d->h.va);
-	return err ?: linear(d, d->h.va, n, &d->w->lm_head, d->logits.va, MAIA_ACT_NONE);
+	return err ?: linear_bias(d, d->h.va, n, &d->w->lm_head, &d->w->lm_bias, d->logits.va,
+				  MAIA_ACT_NONE);
 }
 
 int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,

@@ -195,6 +195,8 @@ int llm_ref_step(struct llm_ref *r, uint8_t token, double *logits)
 	}
 	rmsnorm(r->x, llm_wref(w, &w->final_norm), r->h, d, c->eps);
 	linear(r->h, llm_wref(w, &w->lm_head), logits, LLM_VOCAB, d);
+	for (i = 0; i < LLM_VOCAB; i++)
+		logits[i] += llm_wref(w, &w->lm_bias)[i];
 	r->pos++;
 	return 0;
 }

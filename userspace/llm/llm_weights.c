@@ -115,6 +115,7 @@ int llm_weights_init(struct llm_weights *w, const struct llm_config *c)
 	}
 	err = err ?: place(w, &w->final_norm, 1, d);
 	err = err ?: place(w, &w->lm_head, LLM_VOCAB, d);
+	err = err ?: place(w, &w->lm_bias, 1, LLM_VOCAB);
 	if (err)
 		return err;
 	w->bytes = align_up(w->bytes, 4096);
@@ -180,7 +181,36 @@ static int for_each(const struct llm_weights *w, int (*fn)(const struct llm_weig
 		err = err ?: fn(w, &lw->w2, arg);
 	}
 	err = err ?: fn(w, &w->final_norm, arg);
-	return err ?: fn(w, &w->lm_head, arg);
+	err = err ?: fn(w, &w->lm_head, arg);
+	return err ?: fn(w, &w->lm_bias, arg);
+}
+
+/*
+ * The output bias: the log of each byte's frequency in English text (space,
+ * then letters), -6 for bytes that are not printable, so that a model with
+ * random weights still writes letters and spaces. Not random: a fixed table.
+ */
+static void fill_bias(float *p)
+{
+	static const float letter[26] = {	/* a..z, percent of letters */
+		8.2f, 1.5f, 2.8f, 4.3f, 12.7f, 2.2f, 2.0f, 6.1f, 7.0f, 0.15f, 0.8f, 4.0f, 2.4f,
+		6.7f, 7.5f, 1.9f, 0.1f, 6.0f, 6.3f, 9.1f, 2.8f, 1.0f, 2.4f, 0.15f, 2.0f, 0.07f,
+	};
+	unsigned int b;
+
+	for (b = 0; b < LLM_VOCAB; b++) {
+		float f = 0;
+
+		if (b >= 'a' && b <= 'z')
+			f = letter[b - 'a'] * 0.8f;
+		else if (b >= 'A' && b <= 'Z')
+			f = letter[b - 'A'] * 0.04f;
+		else if (b == ' ')
+			f = 18.0f;
+		else if (b == ',' || b == '.')
+			f = 1.0f;
+		p[b] = f > 0 ? logf(f / 100.0f) + 2.0f : -6.0f;
+	}
 }
 
 struct conv {
@@ -248,6 +278,7 @@ int llm_weights_load(struct llm_weights *w, struct maia_device *dev, struct maia
 	}
 	fill(s, &w->final_norm, 0.1f, 1.0f, &seed);
 	fill(s, &w->lm_head, 2.0f * sqrtf(3.0f / c->d_model), 0.0f, &seed);
+	fill_bias(s + w->lm_bias.ref_off);
 	cv.wva = maia_bo_va(wbo);
 	cv.src_va = maia_bo_va(src);
 	cv.dst_va = maia_bo_va(dst);

@@ -24,6 +24,7 @@
  * bench's JSON lines.
  *
  *   maia-serve-bench --url HOST:PORT --prompt TEXT [--max-tokens T]
+ *                    [--temperature T] [--top-k K] [--top-p P] [--seed S]
  *
  * sends one completion to a running maia-serve and prints the prompt, the
  * generated text and the figures the server reports.
@@ -50,8 +51,11 @@ static struct {
 	bool json, have_single, have_disagg;
 	unsigned int wdtype;
 	const char *url, *prompt;
+	double temperature, top_p;
+	uint32_t top_k;
+	uint64_t seed;
 } opt = { .requests = 16, .prompt_len = 64, .max_tokens = 32, .kv_blocks = 0, .max_batch = 8,
-	  .rate = 4.0, .device = 0, .wdtype = MAIA_DTYPE_BF16 };
+	  .rate = 4.0, .device = 0, .wdtype = MAIA_DTYPE_BF16, .top_p = 1.0 };
 
 struct mode_result {
 	bool ran;
@@ -399,7 +403,9 @@ static int one_request(void)
 	*colon = 0;
 	port = atoi(colon + 1);
 	llm_json_escape(esc, sizeof(esc), (const uint8_t *)opt.prompt, strlen(opt.prompt));
-	if (asprintf(&body, "{\"prompt\": \"%s\", \"max_tokens\": %u}", esc, opt.max_tokens) < 0)
+	if (asprintf(&body, "{\"prompt\": \"%s\", \"max_tokens\": %u, \"temperature\": %g, "
+		     "\"top_k\": %u, \"top_p\": %g, \"seed\": %llu}", esc, opt.max_tokens,
+		     opt.temperature, opt.top_k, opt.top_p, (unsigned long long)opt.seed) < 0)
 		return 1;
 	err = llm_http_post(host, port, "/v1/completions", body, 120000, &status, &reply, NULL);
 	free(body);
@@ -429,10 +435,14 @@ static int one_request(void)
 	       llm_json_get_number(reply, "time_per_output_token_ms"),
 	       llm_json_get_number(reply, "device_ttft_us"),
 	       llm_json_get_number(reply, "device_time_per_output_token_us"));
-	printf("KV transfer: %.0f bytes prefill device -> decode device, %.3f GB/s host time, "
-	       "%.1f GB/s device time\n", llm_json_get_number(reply, "kv_bytes"),
-	       llm_json_get_number(reply, "kv_transfer_gbps"),
-	       llm_json_get_number(reply, "kv_transfer_device_gbps"));
+	if (llm_json_get_number(reply, "kv_bytes") > 0)
+		printf("KV transfer: %.0f bytes, prefill device -> decode device in %.0f fabric remote "
+		       "writes pushed layer by layer; the last landed %.3f ms after the prefill's "
+		       "logits (host time), %.2f us (device time)\n",
+		       llm_json_get_number(reply, "kv_bytes"),
+		       llm_json_get_number(reply, "kv_remote_writes"),
+		       llm_json_get_number(reply, "kv_exposed_ms"),
+		       llm_json_get_number(reply, "kv_exposed_device_us"));
 	free(text);
 	free(reply);
 	return 0;
@@ -443,7 +453,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: maia-serve-bench [--modes single,disagg] [--requests N] [--rate R]\n"
 		"                        [--prompt-len P] [--max-tokens T] [--weights bf16|mxfp8]\n"
 		"                        [--kv-blocks N] [--max-batch N] [--device N] [--json]\n"
-		"       maia-serve-bench --url HOST:PORT --prompt TEXT [--max-tokens T]\n");
+		"       maia-serve-bench --url HOST:PORT --prompt TEXT [--max-tokens T]\n"
+		"                        [--temperature T] [--top-k K] [--top-p P] [--seed S]\n");
 }
 
 int main(int argc, char **argv)
@@ -457,6 +468,9 @@ int main(int argc, char **argv)
 		{ "max-batch", required_argument, NULL, 'B' }, { "device", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' }, { "url", required_argument, NULL, 'u' },
 		{ "prompt", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+		{ "temperature", required_argument, NULL, 't' },
+		{ "top-k", required_argument, NULL, 'K' }, { "top-p", required_argument, NULL, 'o' },
+		{ "seed", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mode_result res[2] = { 0 };
@@ -488,6 +502,10 @@ int main(int argc, char **argv)
 		case 'j': opt.json = true; break;
 		case 'u': opt.url = optarg; break;
 		case 'p': opt.prompt = optarg; break;
+		case 't': opt.temperature = atof(optarg); break;
+		case 'K': opt.top_k = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'o': opt.top_p = atof(optarg); break;
+		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}

@@ -102,16 +102,16 @@ static char *maia_stats(const struct llm_request *r)
 	double dec = r->t_done > r->t_first ? (r->t_done - r->t_first) / 1e9 : 0;
 	double tps = dec > 0 && r->n_out > 1 ? (r->n_out - 1) / dec : 0;
 	double tpot = r->n_out > 1 ? dec / (r->n_out - 1) : 0;
-	double gbps = r->xfer.xfer_host_ns ? (double)r->xfer.bytes / r->xfer.xfer_host_ns : 0;
-	double dgbps = r->xfer.xfer_dev_ns ? (double)r->xfer.bytes / r->xfer.xfer_dev_ns : 0;
 
 	return fmt("{\"mode\": \"%s\", \"ttft_ms\": %.3f, \"time_per_output_token_ms\": %.3f, "
 		   "\"tokens_per_s\": %.2f, \"device_ttft_us\": %.3f, "
 		   "\"device_time_per_output_token_us\": %.3f, \"kv_bytes\": %llu, "
-		   "\"kv_transfer_gbps\": %.4f, \"kv_transfer_device_gbps\": %.3f}",
+		   "\"kv_remote_writes\": %u, \"kv_exposed_ms\": %.3f, "
+		   "\"kv_exposed_device_us\": %.3f}",
 		   llm_mode_name(engine.mode), ttft * 1e3, tpot * 1e3, tps,
 		   r->dev_ttft_ns / 1e3, r->decode_steps ? r->dev_decode_ns / 1e3 / r->decode_steps : 0.0,
-		   (unsigned long long)r->xfer.bytes, gbps, dgbps);
+		   (unsigned long long)r->xfer.bytes, r->xfer.writes, r->xfer.exposed_host_ns / 1e6,
+		   r->xfer.exposed_dev_ns / 1e3);
 }
 
 static char *text_of(const struct llm_request *r, uint32_t from, uint32_t to)
