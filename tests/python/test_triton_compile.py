@@ -172,6 +172,28 @@ def unsupported_op_names_op_and_line():
 
 
 @triton.jit
+def scan(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))
+
+
+@triton.jit
+def while_loop(x_ptr, n):
+    i = 0
+    while i < n:
+        i += 3
+    tl.store(x_ptr, i)
+
+
+@test
+def unsupported_region_ops_name_op_and_line():
+    e = raises(LoweringError, compile_kernel, scan, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 16})
+    assert str(e).startswith(line_of(scan, "tl.cumsum")) and "tt.scan is not supported" in str(e), e
+    e = raises(LoweringError, compile_kernel, while_loop, {"x_ptr": "*i32", "n": "i32"})
+    assert str(e).startswith(line_of(while_loop, "while i < n")) and "scf.while is not supported" in str(e), e
+
+
+@triton.jit
 def many_live(x_ptr, y_ptr, BLOCK: tl.constexpr):
     # 34 tensors loaded before any is used: more than the TVP's 32 vector registers.
     offs = tl.arange(0, BLOCK)

@@ -104,26 +104,32 @@ class Locations:
             if m:
                 self.defs[m.group(1)] = m.group(2)
 
-    def resolve(self, ref, depth=0):
+    def frames(self, ref, depth=0):
+        """The "file:line" frames of a location, the kernel's first."""
         if ref is None or depth > 50:
-            return None
+            return []
         text = self.defs.get(ref, ref) if ref.startswith("#loc") else ref
         m = re.fullmatch(r"\"([^\"]*)\":(\d+):(\d+)", text)
         if m:
-            return "%s:%s" % (m.group(1), m.group(2))
+            return ["%s:%s" % (m.group(1), m.group(2))]
         m = re.fullmatch(r"\"[^\"]*\"\((#loc\d*)\)", text)
         if m:
-            return self.resolve(m.group(1), depth + 1)
+            return self.frames(m.group(1), depth + 1)
         m = re.fullmatch(r"callsite\((#loc\d*) at (#loc\d*)\)", text)
         if m:
-            callee = self.resolve(m.group(1), depth + 1)
-            caller = self.resolve(m.group(2), depth + 1)
-            if callee and caller and callee != caller:
-                return "%s (inlined from %s)" % (caller, callee)
-            return caller or callee
+            return self.frames(m.group(2), depth + 1) + self.frames(m.group(1), depth + 1)
         if text.startswith("#loc"):
-            return self.resolve(text, depth + 1)
-        return None
+            return self.frames(text, depth + 1)
+        return []
+
+    def resolve(self, ref):
+        """The kernel's source line, and the lines of the user's @triton.jit
+        functions inlined into it (Triton's own library frames left out)."""
+        frames = self.frames(ref)
+        if not frames:
+            return None
+        inner = [f for f in frames[1:] if "/triton/language/" not in f and f != frames[0]]
+        return frames[0] + "".join(" (inlined from %s)" % f for f in inner)
 
 
 class Function:
@@ -283,12 +289,17 @@ class Parser:
                 op.regions.append([])
                 self._fix_loc(op, closing)
             return op
-        # Any other op with a region: skip it, keep its name for the error.
+        # Any other op with a region: skip it, keep its name and location
+        # (printed after the region) for the error.
         depth = 1
+        s = ""
         while self.pos < len(self.lines) and depth:
             s = self.lines[self.pos].strip()
             depth += s.count("{") - s.count("}")
             self.pos += 1
+        m = _LOC_TAIL.search(s)
+        if m and loc is None:
+            loc = self.locs.resolve(m.group(1))
         return Op(name, results, [], "", None, loc, line)
 
     def _close(self):
