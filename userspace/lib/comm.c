@@ -153,11 +153,16 @@ static const char *coll_name(unsigned int coll)
 	}
 }
 
-/* Both ring ports up (for more than one rank); the peers' serials if asked. */
+/*
+ * Both ring ports up (for more than one rank); the peers' serials if asked.
+ * A ring of two has two cables between the same two devices, and the
+ * device runs a collective over one of them both ways when the other is
+ * down (Documentation/hw/fabric.rst, "Failover"): one port up is enough.
+ */
 static int comm_check_ports(struct maia_device *dev, int nranks, uint64_t *next_serial,
 			    uint64_t *prev_serial)
 {
-	struct maia_fabric_port p;
+	struct maia_fabric_port p, q;
 	unsigned int ports;
 	int err;
 
@@ -173,6 +178,13 @@ static int comm_check_ports(struct maia_device *dev, int nranks, uint64_t *next_
 	err = maia_fabric_port(dev, COMM_SEND_PORT, &p);
 	if (err)
 		return err;
+	if (nranks == 2 && !maia_fabric_port(dev, COMM_RECV_PORT, &q) && p.up != q.up) {
+		if (next_serial)
+			*next_serial = p.up ? p.peer_serial : q.peer_serial;
+		if (prev_serial)
+			*prev_serial = p.up ? p.peer_serial : q.peer_serial;
+		return 0;
+	}
 	if (!p.up)
 		return maia_error(-ENOLINK, "maia_comm: fabric port %u (to the next rank) is down",
 				  COMM_SEND_PORT);
