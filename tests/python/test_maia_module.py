@@ -223,4 +223,75 @@ def errors_failed_job():
     assert d.context_status()["faulted"]
 
 
+VECTOR_ADD = """
+# out[i] = a[i] + b[i] for i < n: s1 = a, s2 = b, s3 = out, s4 = n
+        pid s5, 0
+        muli s6, s5, 1024
+        muli s7, s6, 4
+        add s1, s1, s7
+        add s2, s2, s7
+        add s3, s3, s7
+        sub s8, s4, s6
+        vsplat v10, s8
+        viota v11, 0
+        vicmp v12, v11, v10, lt
+        vld v1, s1, unit, f32, v12
+        vld v2, s2, unit, f32, v12
+        vfadd v3, v1, v2
+        vst v3, s3, unit, f32, v12
+        halt
+"""
+
+
+@test
+def tvp_assemble_disassemble():
+    words = maia.tvp_assemble(VECTOR_ADD)
+    assert isinstance(words, bytes) and len(words) == 15 * 8, len(words)
+    # The first word as the header lays it out: op, rd, ra, rb, imm (little-endian).
+    assert words[:8] == bytes([0x07, 5, 0, 0, 0, 0, 0, 0]), words[:8].hex()
+    text = maia.tvp_disassemble(words)
+    assert text.splitlines()[0] == "\tpid s5, 0", text
+    assert maia.tvp_assemble(text) == words
+    e = raises(maia.Error, maia.tvp_assemble, "nop\nvfadd v1, v2\n", match="line 2: vfadd takes 3")
+    assert e.errno == errno.EINVAL, e
+    raises(maia.Error, maia.tvp_assemble, "jmp nowhere", match="line 1: undefined label")
+    raises(maia.Error, maia.tvp_disassemble, words + bytes([0xff] + [0] * 7),
+           match="word 15: unknown opcode 0xff")
+    raises(ValueError, maia.tvp_disassemble, words[:-1], match="instruction words")
+    raises(TypeError, maia.tvp_assemble, words)
+
+
+@test
+def tvp_kernel_vector_add():
+    n = 2500
+    rng = np.random.default_rng(9)
+    a, b, out = dev.bo(4 * n, maia.BO_HOST), dev.bo(4 * n, maia.BO_HOST), dev.bo(4 * n, maia.BO_HOST)
+    va, vb, vo = (maia.view(x, maia.DTYPE_FP32, (n,)) for x in (a, b, out))
+    va[:] = rng.standard_normal(n, dtype=np.float32)
+    vb[:] = rng.standard_normal(n, dtype=np.float32)
+    k = maia.Kernel(dev, maia.tvp_assemble(VECTOR_ADD))
+    assert k.count == 15 and k.va != 0
+    cb = dev.cmdbuf()
+    cb.kernel(k, (3,), (a.va, b.va, out.va, n))
+    st = dev.run(cb)
+    assert st["status"] == maia.JOB_OK, st
+    assert np.array_equal(vo, va + vb)     # one float rounding, as numpy's
+    raises(ValueError, cb.kernel, k, (0, 1, 1, 1), match="grid")
+    raises(maia.Error, cb.kernel, k, (0,), match="grid[0] is 0")
+    raises(ValueError, cb.kernel, k, (1,), tuple(range(17)), match="at most 16")
+    raises(maia.Error, maia.Kernel, dev, bytes([0xff] + [0] * 7), match="word 0: unknown opcode")
+    k.close()
+    raises(maia.Error, lambda: k.va, match="closed")
+
+
+@test
+def tvp_kernel_watchdog():
+    d = maia.Device(0)
+    k = maia.Kernel(d, maia.tvp_assemble("loop: jmp loop"))
+    cb = d.cmdbuf()
+    cb.kernel(k, (1,), budget=100)
+    e = raises(maia.Error, d.run, cb, match="kernel-watchdog")
+    assert e.errno == errno.EIO, e
+
+
 run("maia module")
