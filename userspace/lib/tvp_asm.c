@@ -146,7 +146,7 @@ static int parse_int(struct assembler *as, const struct operand *o, const char *
 {
 	const char *p = o->p, *end = o->p + o->len;
 	unsigned long long v = 0;
-	int neg = 0, base = 10, digits = 0;
+	int neg = 0, base = 10, digits = 0, big = 0;
 
 	if (p < end && *p == '-') {
 		neg = 1;
@@ -165,13 +165,13 @@ static int parse_int(struct assembler *as, const struct operand *o, const char *
 			d = tolower((unsigned char)*p) - 'a' + 10;
 		else
 			break;
-		if (v > (1ull << 40))
-			break;		/* out of any field's range; reported below */
-		v = v * base + d;
+		big |= v > (1ull << 40);	/* out of any field's range; reported below */
+		if (!big)
+			v = v * base + d;
 	}
 	if (!digits || p != end)
 		return asm_error(as, "%s: '%.*s' is not an integer", what, o->len, o->p);
-	if (v <= (1ull << 40)) {
+	if (!big) {
 		*out = neg ? -(int64_t)v : (int64_t)v;
 		if (*out >= lo && *out <= hi)
 			return 0;

@@ -35,7 +35,7 @@ static void put(struct text *t, const char *fmt, ...)
 			t->len += n;
 			return;
 		}
-		char *b = realloc(t->buf, 2 * t->cap + n + 1);
+		char *b = n < 0 ? NULL : realloc(t->buf, 2 * t->cap + n + 1);
 
 		if (!b) {
 			t->oom = 1;

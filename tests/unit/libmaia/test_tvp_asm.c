@@ -406,6 +406,7 @@ static const struct err_case errors[] = {
 	{ "add s1, s2, x", "got 'x'" },
 	{ "li s1, 0x80000000", "imm: 0x80000000 is out of range -2147483648..2147483647" },
 	{ "li s1, -2147483649", "out of range" },
+	{ "li s1, 99999999999999999999999", "imm: 99999999999999999999999 is out of range" },
 	{ "lih s1, 0x100000000", "out of range" },
 	{ "addi s1, s2, 12z", "imm: '12z' is not an integer" },
 	{ "addi s1, s2, 1.5", "imm: '1.5' is not an integer" },
