@@ -597,6 +597,76 @@ static void test_agrees_with_device(void)
 	       "(%u valid)", agree, n, valid);
 }
 
+/*
+ * Mutated sources: the disassembly of the generated words with one to
+ * three bytes replaced, inserted or removed at random. Each must either assemble into
+ * words the device accepts or fail with "line N: " for a line it has; none
+ * may crash (the ASan build, make SAN=1, checks the memory).
+ */
+static void test_mutations(void)
+{
+	static const char alphabet[] = "sv0123456789,: \n#;.-xeLabcdfiklmnoprtuw_\t";
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	unsigned int ok = 0, refused = 0, bad = 0, n = 2000;
+	char *text = NULL;
+	size_t len;
+
+	if (maia_tvp_disassemble(words, nwords, &text)) {
+		tap_ok(0, "mutations: no text to mutate (%s)", maia_last_error());
+		return;
+	}
+	len = strlen(text);
+	for (unsigned int i = 0; i < n; i++) {
+		char *src = malloc(len + 9);
+		size_t l = len, nlines = 1;
+		struct maia_tvp_insn *in = NULL;
+		uint32_t count = 0;
+		unsigned int line = 0;
+		int err;
+
+		memcpy(src, text, len + 1);
+		for (int m = 0; m < 1 + (int)(i % 3); m++) {
+			size_t at;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			at = (x >> 8) % l;
+			if ((x & 3) == 0 && l > 1) {		/* remove */
+				memmove(src + at, src + at + 1, l - at);
+				l--;
+			} else if ((x & 3) == 1) {		/* insert */
+				memmove(src + at + 1, src + at, l - at + 1);
+				src[at] = alphabet[(x >> 40) % (sizeof(alphabet) - 1)];
+				l++;
+			} else {				/* replace */
+				src[at] = alphabet[(x >> 40) % (sizeof(alphabet) - 1)];
+			}
+		}
+		for (size_t c = 0; c < l; c++)
+			nlines += src[c] == '\n';
+		err = maia_tvp_assemble(src, &in, &count);
+		if (!err) {
+			int valid = count > 0;
+
+			for (uint32_t w = 0; w < count; w++)
+				valid &= fw_tvp_insn_valid(&in[w], count);
+			ok += valid;
+			bad += !valid;
+		} else if (sscanf(maia_last_error(), "line %u: ", &line) == 1 && line >= 1 &&
+			   line <= nlines && err == -EINVAL) {
+			refused++;
+		} else {
+			if (!bad++)
+				printf("# %d: %s\n", err, maia_last_error());
+		}
+		free(in);
+		free(src);
+	}
+	free(text);
+	tap_ok(!bad && ok + refused == n && ok && refused,
+	       "%u mutated programs: %u assemble into words the device accepts, %u refused "
+	       "with their line", n, ok, refused);
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -607,5 +677,6 @@ int main(void)
 	test_program_errors();
 	test_bad_words();
 	test_agrees_with_device();
+	test_mutations();
 	return tap_done();
 }
