@@ -315,7 +315,8 @@ static char *metrics(void)
 		   "the decode device.\n# TYPE maia_serve_kv_transfer_bytes_total counter\n"
 		   "maia_serve_kv_transfer_bytes_total %llu\n"
 		   "# HELP maia_serve_ttft_seconds Time to first token (host time).\n"
-		   "# TYPE maia_serve_ttft_seconds summary\nmaia_serve_ttft_seconds_sum %.6f\n"
+		   "# TYPE maia_serve_ttft_seconds summary\n"
+		   "maia_serve_ttft_seconds_sum %.6f\n"
 		   "maia_serve_ttft_seconds_count %llu\n",
 		   (unsigned long long)s.requests, (unsigned long long)s.completed,
 		   (unsigned long long)s.refused, (unsigned long long)s.failed,
