@@ -9,7 +9,8 @@
  * kernel; the grid spread over worker threads gives the sequential
  * results; and a seeded random-program fuzzer: the device never crashes
  * or hangs, broken programs are refused, valid ones end OK, WATCHDOG or
- * MMU_FAULT (TVP_FUZZ_PROGRAMS sets how many, 3000 by default).
+ * MMU_FAULT (TVP_FUZZ_PROGRAMS sets how many, 3000 by default, TVP_FUZZ_SEED
+ * the seed; make fuzz runs many more).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -532,11 +533,11 @@ static void break_word(struct maia_tvp_insn *w, uint64_t *s, uint32_t n)
 
 static void test_fuzz(struct fw_tensor_engine *te)
 {
-	const char *env = getenv("TVP_FUZZ_PROGRAMS");
+	const char *env = getenv("TVP_FUZZ_PROGRAMS"), *seed = getenv("TVP_FUZZ_SEED");
 	unsigned int programs = env ? (unsigned int)strtoul(env, NULL, 0) : 3000;
 	unsigned int counts[4] = { 0 }, wrong = 0, invalid_seen = 0;
 	uint64_t sems[MAIA_NUM_SEMAPHORES];
-	uint64_t s = 0x9e3779b97f4a7c15ull;
+	uint64_t s = seed ? strtoull(seed, NULL, 0) | 1 : 0x9e3779b97f4a7c15ull;
 	const uint64_t args[4] = { OUT, OUT + 65536, OUT + 262144 - 64, TVP_BASE + M.size - 4096 };
 
 	fuzz_init();
@@ -567,8 +568,10 @@ static void test_fuzz(struct fw_tensor_engine *te)
 			counts[rc == MAIA_STATUS_OK ? 0 : rc == MAIA_STATUS_KERNEL_WATCHDOG ? 1 : 2]++;
 		}
 	}
-	tap_ok(!wrong, "%u random programs (seeded): %u broken ones refused, valid ones ended OK %u, "
-	       "WATCHDOG %u, MMU_FAULT %u times; %u other outcomes", programs, invalid_seen,
+	tap_ok(!wrong, "%u random programs (seed 0x%llx): %u broken ones refused, valid ones ended OK %u, "
+	       "WATCHDOG %u, MMU_FAULT %u times; %u other outcomes", programs,
+	       (unsigned long long)(seed ? strtoull(seed, NULL, 0) | 1 : 0x9e3779b97f4a7c15ull),
+	       invalid_seen,
 	       counts[0], counts[1], counts[2], wrong);
 }
 
