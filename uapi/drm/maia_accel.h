@@ -43,8 +43,9 @@ extern "C" {
  *  7: the chip model: DRM_MAIA_PARAM_MODEL ... DRM_MAIA_PARAM_PEAK_GFLOPS,
  *     DRM_MAIA_MODEL_*; drm_maia_wait.host_time_ns (device_time_ns is
  *     modeled time on hardware 1.8).
+ *  8: DRM_MAIA_DEVICE_KERNEL_INVALID, DRM_MAIA_DEVICE_KERNEL_WATCHDOG (hardware 1.9).
  */
-#define MAIA_DRIVER_MINOR		7
+#define MAIA_DRIVER_MINOR		8
 
 #define DRM_MAIA_GET_PARAM		0x00
 #define DRM_MAIA_PING			0x01
@@ -326,6 +327,9 @@ struct drm_maia_submit {
 #define DRM_MAIA_DEVICE_ASID_DENIED	14
 /* (minor 5) a collective of the same communicator id runs on another queue of the device */
 #define DRM_MAIA_DEVICE_FABRIC_COMM_BUSY	15
+/* (minor 8) a KERNEL command's TVP program failed validation; an instance ran past its budget */
+#define DRM_MAIA_DEVICE_KERNEL_INVALID	16
+#define DRM_MAIA_DEVICE_KERNEL_WATCHDOG	17
 #define DRM_MAIA_DEVICE_UNKNOWN		255	/* a status this driver does not know */
 
 /**

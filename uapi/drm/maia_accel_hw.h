@@ -16,6 +16,7 @@
 #include <maia/hw/model.h>
 #include <maia/hw/queue.h>
 #include <maia/hw/regs.h>
+#include <maia/hw/tvp.h>
 
 #include "maia_accel.h"
 
@@ -73,6 +74,8 @@ static const struct maia_accel_hw_pair maia_accel_hw_statuses[] = {
 	{ MAIA_STATUS_FABRIC_TIMEOUT, DRM_MAIA_DEVICE_FABRIC_TIMEOUT },
 	{ MAIA_STATUS_ASID_DENIED, DRM_MAIA_DEVICE_ASID_DENIED },
 	{ MAIA_STATUS_FABRIC_COMM_BUSY, DRM_MAIA_DEVICE_FABRIC_COMM_BUSY },
+	{ MAIA_STATUS_KERNEL_INVALID, DRM_MAIA_DEVICE_KERNEL_INVALID },
+	{ MAIA_STATUS_KERNEL_WATCHDOG, DRM_MAIA_DEVICE_KERNEL_WATCHDOG },
 };
 
 /* Chip models: MAIA_REG_MODEL_ID, DRM_MAIA_PARAM_MODEL. */
