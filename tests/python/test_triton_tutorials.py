@@ -162,5 +162,16 @@ def cpu_tensor_is_refused():
     raises(ValueError, add, x, x, match="maia tensors")
 
 
+@test
+def budget_stops_a_kernel():
+    """The budget option (instructions per program instance): the device ends the
+    command with KERNEL_WATCHDOG, which raises at the next wait. Last: the job fails."""
+    x = torch.rand(1000, device=DEV)
+    out = torch.empty_like(x)
+    K.add_kernel[(4, )](x, x, out, 1000, BLOCK_SIZE=256, budget=3)
+    e = raises(RuntimeError, torch.maia.synchronize, match="failed")
+    print("# %s" % str(e).splitlines()[0])
+
+
 if __name__ == "__main__":
     tap.run("triton")

@@ -17,7 +17,7 @@ from . import ttir
 from .regalloc import LoweringError, Program, S0
 
 # Part of the compiled kernels' cache key: bump when the generated code changes.
-VERSION = "1"
+VERSION = "2"
 
 MAX_LANES = 1024
 MAX_ARGS = 16
@@ -396,8 +396,12 @@ class Lowering:
         p = self.val(op.operands[0], op)
         if not t.is_tensor:
             base = self.sreg(op.operands[0], op)
-            off = self.sreg(op.operands[1], op)
+            o = self.val(op.operands[1], op)
             r = self.news(op.results[0])
+            if o.kind == "const" and -(1 << 31) <= o.value * size < (1 << 31):
+                self.emit("addi", r, base, str(o.value * size))
+                return self.define(op, Val("int", t, r))
+            off = self.sreg(op.operands[1], op)
             if off is S0:
                 self.emit("add", r, base, S0)
             else:
@@ -504,6 +508,12 @@ class Lowering:
     def ibin(self, op):
         t = op.result_types[0]
         if not t.is_tensor:
+            imm = self._imm_form(op)
+            if imm is not None:
+                mnem, x, value = imm
+                r = self.news(op.results[0])
+                self.emit(mnem, r, self.sreg(x, op), str(value))
+                return self.define(op, Val("int", t, r))
             a = self.sreg(op.operands[0], op)
             b = self.sreg(op.operands[1], op)
             r = self.news(op.results[0])
@@ -515,6 +525,25 @@ class Lowering:
         r = self.newv(op.results[0])
         self.vemit(shape, _IBIN_V[op.name], r, a, b)
         self.define(op, Val("tensor", t, r, shape=shape))
+
+    def _imm_form(self, op):
+        """(ADDI or MULI, the register operand, the immediate) for a scalar
+        add, subtract or multiply by a constant that fits 32 bits."""
+        if op.name not in ("arith.addi", "arith.subi", "arith.muli"):
+            return None
+        a, b = (self.val(x, op) for x in op.operands)
+        x, c = None, None
+        if b.kind == "const":
+            x, c = op.operands[0], b.value
+        elif a.kind == "const" and op.name != "arith.subi":
+            x, c = op.operands[1], a.value
+        if x is None:
+            return None
+        if op.name == "arith.subi":
+            c = -c
+        if not -(1 << 31) <= c < (1 << 31):
+            return None
+        return ("muli" if op.name == "arith.muli" else "addi"), x, c
 
     def funary(self, op, mnem):
         shape = self._shape_of(op)
