@@ -3,10 +3,10 @@
 # In the guest: run the libmaia tests as one TAP stream (each program's own
 # TAP indented with "# ", as the kernel's kselftest runner does). The unplug
 # test runs last because it removes and rescans the device. libmaia_test
-# runs twice: as libmaia chooses (user queues when the driver has them) and
+# and libmaia_tvp run twice: as libmaia chooses (user queues when the driver has them) and
 # with MAIA_USERQ=0 (every job through the SUBMIT ioctl).
 DIR=$(cd "$(dirname "$0")" && pwd)
-set -- libmaia_test libmaia_test@kernel-submit libmaia_tvp libmaia_telemetry libmaia_unplug
+set -- libmaia_test libmaia_test@kernel-submit libmaia_tvp libmaia_tvp@kernel-submit libmaia_telemetry libmaia_unplug
 echo "TAP version 13"
 echo "1..$#"
 n=0
