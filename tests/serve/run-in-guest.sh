@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make check's "serve" suite: the LLM serving stack (Documentation/serving.rst)
-# in one guest boot with 2 devices ring-cabled (device 0's port 0 reaches
-# device 1):
+# make check's "serve" suite: the LLM serving stack (Documentation/serving.rst).
+# First host_test on the host, under ASan and UBSan: the request parser
+# (malformed and 20000 mutated bodies), reply escaping, the sampler, the KV
+# block manager. Then one guest boot with 2 devices ring-cabled (device 0's
+# port 0 reaches device 1):
 #  - serve_test model: device logits against the CPU double reference at every
 #    generated position (BF16 and MXFP8 weights, three requests batched), and
 #    the same requests disaggregated (prefill on device 0, K/V pushed layer by
@@ -26,7 +28,10 @@ if [ ${#build[@]} -eq 0 ]; then
 fi
 make -C "$TOP/tests/serve" --no-print-directory -s OUTPUT="$TOP/build/serve-test" >&2 || exit 1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+host=$(mktemp)
+trap 'rm -f "$out" "$host"' EXIT
+"$TOP/build/serve-host-test/host_test" >"$host" 2>&1
+host_st=$?
 
 # In the guest (busybox sh): the three parts; the server's log on failure.
 # shellcheck disable=SC2016 # expanded by the guest's shell
@@ -48,10 +53,14 @@ exit $st
 "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 2 --fabric ring --timeout 600 \
 	--file "$TOP/build/serve-test:/root/serve" -- sh -c "$script" >"$out" 2>&1
 st=$?
-# Renumber the three TAP streams into one.
-awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
-     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }' "$out"
+# Renumber the four TAP streams into one.
+cat "$host" "$out" |
+	awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
+	     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }'
+if [ $host_st -ne 0 ] && ! grep -q '^not ok' "$host"; then
+	echo "not ok - host_test failed (status $host_st)"
+fi
 if [ $st -ne 0 ] && ! grep -q '^not ok' "$out"; then
 	echo "not ok - the guest run failed (status $st)"
 fi
-exit $st
+[ $st = 0 ] && [ $host_st = 0 ]

@@ -218,6 +218,7 @@ struct llm_disagg {
 	uint64_t bytes_moved, writes;
 	/* The prefill in flight between begin and end (one at a time). */
 	bool pending;
+	bool broken;			/* a job failed: semaphore counts are unknown */
 	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
 	uint32_t xfer_writes;

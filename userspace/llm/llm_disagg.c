@@ -99,6 +99,8 @@ static int build_transfer(struct llm_disagg *x, uint32_t n, const uint32_t *bloc
 	return err ?: maia_cmd_timestamp(x->xcb, x->ts.va + 8);
 }
 
+static int wait_job(struct maia_device *dev, uint64_t seq, struct maia_job_times *t);
+
 static int submit_transfer(struct llm_disagg *x)
 {
 	struct maia_submit_opts o = { .priority = DRM_MAIA_PRIO_HIGH };
@@ -114,6 +116,8 @@ int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
 
 	if (x->pending)
 		return -EBUSY;
+	if (x->broken)
+		return -EIO;
 	maia_cmdbuf_reset(a->cb);
 	err = maia_cmd_timestamp(a->cb, x->ts.va);
 	err = err ?: llm_build_prefill(a, tokens, n, sched == LLM_XFER_LAYERWISE ? LLM_KV_SIGNAL :
@@ -125,8 +129,14 @@ int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
 	x->sched = sched;
 	x->t0 = llm_now_ns();
 	err = maia_submit(a->dev, a->cb, NULL, &x->seq_c);
-	if (!err && sched != LLM_XFER_ALONE)
+	if (!err && sched != LLM_XFER_ALONE) {
 		err = submit_transfer(x);
+		if (err) {
+			/* The prefill's signals would be left for the next transfer. */
+			x->broken = true;
+			wait_job(a->dev, x->seq_c, NULL);
+		}
+	}
 	if (err)
 		return err;
 	x->pending = true;
@@ -159,12 +169,21 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 		if (err)
 			return err;
 		err = submit_transfer(x);
+		if (err)
+			return err;
 	}
 	/* Wait for the transfer even after a failed prefill: it times out. */
 	err2 = wait_job(x->pre->dev, x->seq_x, &tx);
 	err = err ?: err2;
-	if (err)
+	if (err) {
+		/*
+		 * One job failed part-way: semaphores may hold signals no
+		 * transfer took, which would let the next one start early.
+		 * Refuse further prefills rather than push stale K/V.
+		 */
+		x->broken = true;
 		return err;
+	}
 	memset(t, 0, sizeof(*t));
 	t->bytes = x->xfer_bytes;
 	t->e2e_host_ns = llm_now_ns() - x->t0;
