@@ -159,11 +159,17 @@ static uint64_t vexec(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d, fw_
 			    st->v[d->rd].u);
 		put(st, d->rd, t, vl);
 		return 2ull * vl * d->imm;
-	default:
-		vop(d->op, d->imm, vl, t->u, st->v[d->ra].u, st->v[d->rb].u,
-		    st->v[d->op == MAIA_TVP_OP_VFMA || d->op == MAIA_TVP_OP_VSEL ? d->imm : 0].u);
-		put(st, d->rd, t, vl);
+	default: {
+		unsigned int rc = d->op == MAIA_TVP_OP_VFMA || d->op == MAIA_TVP_OP_VSEL ? d->imm : 0;
+		/* straight into vd unless vd is a source (the ops are out of place) */
+		bool direct = d->rd != d->ra && d->rd != d->rb && d->rd != rc;
+
+		vop(d->op, d->imm, vl, direct ? st->v[d->rd].u : t->u, st->v[d->ra].u,
+		    st->v[d->rb].u, st->v[rc].u);
+		if (!direct)
+			put(st, d->rd, t, vl);
 		return d->op >= MAIA_TVP_OP_VFADD && d->op <= MAIA_TVP_OP_VERF ? vl : 0;
+	}
 	}
 }
 

@@ -12,7 +12,13 @@
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off", "no-math-errno")
+/*
+ * no-trapping-math lets the loops with selects be if-converted; it changes
+ * no value (the FP exception flags are nobody's). -fno-math-errno cannot be
+ * set this way (libm builtins take it from the command line), so sqrt goes
+ * through VOP_SQRT (the variant file's intrinsics) instead of sqrtf().
+ */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off", "no-trapping-math")
 #endif
 
 #include <limits.h>
@@ -20,6 +26,17 @@
 
 #include "tvp.h"
 #include "vmath.h"
+
+#ifndef VOP_SQRT
+#define VOP_SQRT	sqrt_portable
+/* sqrt (or 1 / sqrt in double) lane by lane: the portable variant's */
+static void sqrt_portable(unsigned int n, fw_tvp_f32 *restrict o, const fw_tvp_f32 *restrict a,
+		     bool rsqrt)
+{
+	for (unsigned int i = 0; i < n; i++)
+		o[i] = rsqrt ? (float)(1.0 / sqrt((double)a[i])) : sqrtf(a[i]);
+}
+#endif
 
 #define LOOP(expr)	do { for (unsigned int i = 0; i < n; i++) expr; } while (0)
 
@@ -108,9 +125,9 @@ void VOP_NAME(unsigned int op, unsigned int imm, unsigned int n, fw_tvp_u32 *res
 	case MAIA_TVP_OP_VEXP2:	LOOP(fo[i] = vm_exp2f(fa[i])); break;
 	case MAIA_TVP_OP_VLOG:	LOOP(fo[i] = vm_logf(fa[i])); break;
 	case MAIA_TVP_OP_VLOG2:	LOOP(fo[i] = vm_log2f(fa[i])); break;
-	case MAIA_TVP_OP_VSQRT:	LOOP(fo[i] = sqrtf(fa[i])); break;
+	case MAIA_TVP_OP_VSQRT:	VOP_SQRT(n, fo, fa, false); break;
 	/* in double: one rounding that matters, within 1 ULP */
-	case MAIA_TVP_OP_VRSQRT: LOOP(fo[i] = (float)(1.0 / sqrt((double)fa[i]))); break;
+	case MAIA_TVP_OP_VRSQRT: VOP_SQRT(n, fo, fa, true); break;
 	case MAIA_TVP_OP_VRCP:	LOOP(fo[i] = 1.0f / fa[i]); break;
 	case MAIA_TVP_OP_VSIN:
 		LOOP(fo[i] = vm_trigf(fa[i], 0));

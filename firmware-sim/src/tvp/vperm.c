@@ -8,7 +8,7 @@
  * do not depend on the host.
  */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off", "no-trapping-math")
 #elif defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
