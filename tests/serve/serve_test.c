@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llm.h"
 
@@ -307,6 +308,42 @@ static int cmd_kv(void)
 		for (i = 0; i < 4; i++)
 			if (r[i])
 				llm_engine_release(&e, r[i]);
+		/*
+		 * Clients that go away: one after its first token, one queued
+		 * behind it (each needs the whole 8-block pool). Whether each is
+		 * cancelled or finished first depends on timing; either way
+		 * both end and nothing stays held.
+		 */
+		{
+			struct llm_request *a, *b;
+			uint64_t ended = st.completed + st.cancelled;
+			uint8_t p[PROMPT_LEN];
+			int k;
+
+			prompt_of(0, p);
+			sampling_of(0, &sp);
+			a = llm_request_new(p, PROMPT_LEN, 128 - PROMPT_LEN, &sp);
+			b = llm_request_new(p, PROMPT_LEN, 128 - PROMPT_LEN, &sp);
+			rc[0] = a ? llm_engine_submit(&e, a) : -ENOMEM;
+			rc[1] = b ? llm_engine_submit(&e, b) : -ENOMEM;
+			if (!rc[0])
+				llm_engine_wait(&e, a, 0, NULL);
+			if (a)
+				llm_engine_release(&e, a);
+			if (b)
+				llm_engine_release(&e, b);
+			for (k = 0; k < 6000; k++) {	/* bounded: 60 s */
+				llm_engine_get_stats(&e, &st);
+				if (st.completed + st.cancelled == ended + 2)
+					break;
+				usleep(10000);
+			}
+			tap(!rc[0] && !rc[1] && st.completed + st.cancelled == ended + 2 &&
+			    st.kv_used == 0 && st.running == 0 && st.queue_depth == 0,
+			    "two requests whose client lets go (after its first token, and queued) "
+			    "end and hold nothing (%llu cancelled, %u blocks used)",
+			    (unsigned long long)st.cancelled, st.kv_used);
+		}
 		llm_engine_fini(&e);
 	}
 	return 0;

@@ -284,10 +284,11 @@ struct llm_request {
 	uint64_t rng;
 	struct llm_request *next;	/* engine lists */
 	int refs;			/* submitter + engine */
+	bool cancelled;			/* the submitter let go before it ended */
 };
 
 struct llm_engine_stats {
-	uint64_t requests, completed, refused, failed;
+	uint64_t requests, completed, refused, failed, cancelled;
 	uint64_t prompt_tokens, generated_tokens, steps, step_rows;
 	uint64_t kv_bytes_moved, ttft_sum_ns;
 	uint32_t queue_depth, running, kv_used, kv_total;
@@ -332,6 +333,11 @@ int llm_engine_submit(struct llm_engine *e, struct llm_request *r);
  */
 uint32_t llm_engine_wait(struct llm_engine *e, struct llm_request *r, uint32_t n_seen,
 			 enum llm_req_state *state);
+/*
+ * The submitter is done with r. A request still waiting or running is then
+ * cancelled: it leaves the queue, or the batch at the next step, and gives
+ * back its blocks (a client that went away holds nothing).
+ */
 void llm_engine_release(struct llm_engine *e, struct llm_request *r);
 struct llm_request *llm_request_new(const uint8_t *prompt, uint32_t len, uint32_t max_tokens,
 				    const struct llm_sampling *s);

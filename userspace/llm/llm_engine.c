@@ -70,6 +70,8 @@ static void request_put(struct llm_request *r)
 void llm_engine_release(struct llm_engine *e, struct llm_request *r)
 {
 	pthread_mutex_lock(&e->lock);
+	if (r->state == LLM_REQ_WAITING || r->state == LLM_REQ_RUNNING)
+		r->cancelled = true;
 	request_put(r);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -138,7 +140,9 @@ static void finish(struct llm_engine *e, struct llm_request *r, int error)
 	llm_kv_free(&e->kv, r->blocks, r->nblocks);
 	r->nblocks = 0;
 	e->stats.running--;
-	if (error)
+	if (error == -ECANCELED)
+		e->stats.cancelled++;
+	else if (error)
 		e->stats.failed++;
 	else
 		e->stats.completed++;
@@ -191,7 +195,10 @@ static int decode_step(struct llm_engine *e)
 		r->pos++;
 		r->decode_steps++;
 		r->dev_decode_ns += t.device_ns;
-		add_token(e, r, llm_logits(e->dec, i));
+		if (r->cancelled)
+			finish(e, r, -ECANCELED);
+		else
+			add_token(e, r, llm_logits(e->dec, i));
 	}
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
@@ -219,7 +226,8 @@ static void prefill(struct llm_engine *e, struct llm_request *r)
 		if (!err && e->running)
 			decode_step(e);
 		err = err ?: llm_disagg_end(&e->x, &r->xfer);
-		done = r->xfer.compute_done_ns;
+		/* The first token goes out once its K/V is on B: that is its TTFT. */
+		done = llm_now_ns();
 		r->dev_ttft_ns = r->xfer.prefill_dev_ns;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -250,6 +258,16 @@ static void *engine_main(void *arg)
 
 		if (!r && !e->running) {
 			pthread_cond_wait(&e->wake, &e->lock);
+			continue;
+		}
+		if (r && r->cancelled) {
+			/* Its client went away while it waited. */
+			e->waiting = r->next;
+			e->stats.queue_depth--;
+			e->stats.cancelled++;
+			r->state = LLM_REQ_FAILED;
+			r->error = -ECANCELED;
+			request_put(r);
 			continue;
 		}
 		/* Admission: FIFO, all blocks up front, a free decode row. */

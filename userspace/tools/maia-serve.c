@@ -290,6 +290,9 @@ static char *metrics(void)
 		   "# HELP maia_serve_requests_failed_total Requests a device job failed.\n"
 		   "# TYPE maia_serve_requests_failed_total counter\n"
 		   "maia_serve_requests_failed_total %llu\n"
+		   "# HELP maia_serve_requests_cancelled_total Requests whose client went away.\n"
+		   "# TYPE maia_serve_requests_cancelled_total counter\n"
+		   "maia_serve_requests_cancelled_total %llu\n"
 		   "# HELP maia_serve_http_errors_total Replies with an error status, by class.\n"
 		   "# TYPE maia_serve_http_errors_total counter\n"
 		   "maia_serve_http_errors_total{class=\"4xx\"} %lu\n"
@@ -320,6 +323,7 @@ static char *metrics(void)
 		   "maia_serve_ttft_seconds_count %llu\n",
 		   (unsigned long long)s.requests, (unsigned long long)s.completed,
 		   (unsigned long long)s.refused, (unsigned long long)s.failed,
+		   (unsigned long long)s.cancelled,
 		   (unsigned long)http_4xx, (unsigned long)http_5xx,
 		   (unsigned long long)s.prompt_tokens, (unsigned long long)s.generated_tokens,
 		   (unsigned long long)s.steps, (unsigned long long)s.step_rows, s.queue_depth,
