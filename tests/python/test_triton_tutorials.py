@@ -157,6 +157,23 @@ def other_ops():
 
 
 @test
+def conversions():
+    n = 200
+    x = 4 * torch.randn(n)
+    h = torch.empty(n, dtype=torch.float16, device=DEV)
+    bf = torch.empty(n, dtype=torch.bfloat16, device=DEV)
+    f8 = torch.empty(n, dtype=torch.float8_e4m3fn, device=DEV)
+    y = torch.empty(n, device=DEV)
+    K.convert_kernel[(triton.cdiv(n, 128), )](x.to(DEV), h, bf, f8, y, n, BLOCK=128)
+    assert torch.equal(h.cpu(), x.half())
+    assert torch.equal(bf.cpu(), x.bfloat16())
+    ref8 = x.to(torch.float8_e4m3fn)
+    assert torch.equal(f8.cpu().view(torch.uint8), ref8.view(torch.uint8))
+    u = ((x * 1000.0).to(torch.int32).to(torch.int64) & 0xffffffff) >> 28
+    assert torch.equal(y.cpu(), ref8.float() + u.float())
+
+
+@test
 def cpu_tensor_is_refused():
     x = torch.rand(16)
     raises(ValueError, add, x, x, match="maia tensors")

@@ -140,6 +140,8 @@ SIGNATURES = {
                      "scale": "fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
     "trans_reduce_kernel": ({"x_ptr": "*fp32", "t_ptr": "*fp32", "red_ptr": "*fp32", "M": "constexpr",
                              "N": "constexpr"}, {"M": 16, "N": 32}),
+    "convert_kernel": ({"x_ptr": "*fp32", "h_ptr": "*fp16", "b_ptr": "*bf16", "f8_ptr": "*fp8e4nv",
+                        "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128}),
 }
 
 
@@ -173,3 +175,16 @@ def trans_reduce_kernel(x_ptr, t_ptr, red_ptr, M: tl.constexpr, N: tl.constexpr)
     tl.store(t_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
     tl.store(red_ptr + rn, tl.max(x, axis=0))
     tl.store(red_ptr + N + rm, tl.sum(x, axis=1))
+
+
+@triton.jit
+def convert_kernel(x_ptr, h_ptr, b_ptr, f8_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(h_ptr + offs, x.to(tl.float16), mask=m)
+    tl.store(b_ptr + offs, x.to(tl.bfloat16), mask=m)
+    tl.store(f8_ptr + offs, x.to(tl.float8e4nv), mask=m)
+    f8 = tl.load(f8_ptr + offs, mask=m).to(tl.float32)
+    u = (x * 1000.0).to(tl.int32).to(tl.uint32)
+    tl.store(y_ptr + offs, f8 + (u >> 28).to(tl.float32), mask=m)

@@ -4,6 +4,7 @@ passes, then the lowering of TTIR to Tile Vector Processor assembly
 
 import functools
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 from types import ModuleType
@@ -18,6 +19,19 @@ TARGET_BACKEND = "maia"
 TARGET_ARCH = "tvp1.9"
 
 
+@functools.lru_cache()
+def _sources_hash():
+    """A hash of this package's sources: part of every compiled kernel's
+    cache key, so that a changed backend never reuses an old binary."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class MaiaOptions:
     # The fields Triton's front end reads from every backend's options.
@@ -28,7 +42,8 @@ class MaiaOptions:
     enable_fp_fusion: bool = False
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
-    supported_fp8_dtypes: Tuple[str, ...] = ()
+    # VLD/VST and VCVT know FP8 E4M3 and E5M2 (maia/hw/tvp.h).
+    supported_fp8_dtypes: Tuple[str, ...] = ("fp8e4nv", "fp8e5")
     deprecated_fp8_dot_operand_dtypes: Tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: Tuple[str, ...] = ("ieee", "tf32")
@@ -61,7 +76,7 @@ class MaiaBackend(BaseBackend):
         self.binary_ext = "tvpbin"
 
     def hash(self) -> str:
-        return f"maia-{self.target.arch}-{lowering.VERSION}"
+        return f"maia-{self.target.arch}-{_sources_hash()}"
 
     def parse_options(self, opts) -> Any:
         args = {k: opts[k] for k in MaiaOptions.__dataclass_fields__ if k in opts and opts[k] is not None}

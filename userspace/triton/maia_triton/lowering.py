@@ -16,7 +16,7 @@ import struct
 from . import ttir
 from .regalloc import LoweringError, Program, S0
 
-# Part of the compiled kernels' cache key: bump when the generated code changes.
+# Printed in the assembly's first line (the cache key hashes the sources).
 VERSION = "2"
 
 MAX_LANES = 1024
@@ -517,6 +517,13 @@ class Lowering:
             a = self.sreg(op.operands[0], op)
             b = self.sreg(op.operands[1], op)
             r = self.news(op.results[0])
+            if op.name == "arith.shrui" and t.elem == "i32":
+                # An i32 is held sign-extended: zero-extend it before a logical shift.
+                k = self.news("32")
+                self.emit("li", k, "32")
+                self.emit("shl", r, a, k)
+                self.emit("shr", r, r, k)
+                a = r
             self.emit(_IBIN_S[op.name], r, a, b)
             return self.define(op, Val("int", t, r))
         shape = lanes_shape(t, op.loc)
