@@ -40,7 +40,8 @@ static void add_kernel(struct cmdbuf *cb, uint32_t gx, uint32_t gy, const uint64
 	prog_off = hbm_alloc(&env, P.n * 8u, 4096);
 	memcpy(env.hbm + prog_off, P.w, P.n * 8u);
 	c.program = HBM(prog_off);
-	memcpy(c.args, args, nargs * 8u);
+	if (nargs)
+		memcpy(c.args, args, nargs * 8u);
 	cb_add(cb, &c, sizeof(c));
 }
 
