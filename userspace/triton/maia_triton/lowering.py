@@ -11,6 +11,7 @@ values live in registers:
 The kernel's arguments arrive in s1..sN in the order of the TTIR signature.
 """
 
+import re
 import struct
 
 from . import ttir
@@ -313,7 +314,6 @@ class Lowering:
         self.define(op, Val("int", op.result_types[0], r))
 
     def op_tt_make_range(self, op):
-        import re
         t = op.result_types[0]
         shape = lanes_shape(t, op.loc)
         start = int(re.search(r"start = (-?\d+)", op.attrs).group(1))
