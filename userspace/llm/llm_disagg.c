@@ -37,6 +37,13 @@ int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *d
 	err = maia_fabric_ports(pre->dev, &ports, &serial);
 	if (!err && !ports)
 		err = -ENODEV;
+	if (!err) {
+		struct maia_fabric_port p;
+
+		err = maia_fabric_port(pre->dev, x->port, &p);
+		if (!err && !p.up)
+			err = -ENOLINK;
+	}
 	err = err ?: maia_fabric_window_open(dec->pool.bo, 0, maia_bo_size(dec->pool.bo),
 					     MAIA_FABRIC_REMOTE_WRITE, &x->key);
 	err = err ?: maia_cmdbuf_create(pre->dev, 256 * 1024, &x->xcb);
@@ -45,6 +52,13 @@ int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *d
 		err = err ?: maia_bo_map(x->ts.bo, &x->ts.cpu);
 		if (!err)
 			x->ts.va = maia_bo_va(x->ts.bo);
+	}
+	if (!err) {
+		/* The port must reach B: a window key B does not have fails here. */
+		uint64_t h, d;
+
+		if (llm_disagg_raw_write(x, 4096, &h, &d))
+			err = -ENOLINK;
 	}
 	if (err)
 		llm_disagg_fini(x);

@@ -495,6 +495,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maia-serve: cannot load the model on device %d%s: %s (%s)\n", dev,
 			mode == LLM_MODE_DISAGG ? " and the next" : "", maia_strerror(err),
 			maia_last_error());
+		if (mode == LLM_MODE_DISAGG && (err == -ENOLINK || err == -ENODEV))
+			fprintf(stderr, "maia-serve: --mode disagg needs device %d's fabric port 0 "
+				"cabled to device %d (qemu/run-guest --fabric ring)\n", dev, dev + 1);
 		return 1;
 	}
 	err = llm_engine_start(&engine);
