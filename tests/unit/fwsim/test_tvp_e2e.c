@@ -7,7 +7,8 @@
  * (KERNEL_INVALID, BAD_CMD, KERNEL_WATCHDOG, MMU_FAULT with FAULT_ADDR at
  * the lane's address), the firmware advertising the opcode, the TVP
  * telemetry counters (exact per class) and the modeled duration of a
- * kernel written out from Documentation/hw/time-model.rst by hand.
+ * kernel written out from Documentation/hw/time-model.rst by hand; a queue
+ * disable and a device reset stopping a kernel that would run for days.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -255,6 +256,59 @@ static void test_statuses(void)
 	       "a lane past HBM: MMU_FAULT, FAULT_ADDR 0x%llx is that lane's", (unsigned long long)fa);
 }
 
+/*
+ * Submits an endless kernel (2^20 instances, the largest budget) whose
+ * instances first load a word from host memory, held at the harness's gate
+ * until the kernel surely runs, then loop.
+ */
+static uint32_t start_endless(void)
+{
+	uint64_t word = host_alloc(&env, 8, 8);
+	const uint64_t args[1] = { word };
+	struct cmdbuf cb;
+	uint32_t slot;
+
+	P.n = 0;
+	E(SLD, 2, 1, 0, MAIA_DTYPE_INT32);
+	E(JMP, 0, 0, 0, 1);
+	cb_init(&cb);
+	add_kernel(&cb, 1024, 1024, args, 1, UINT32_MAX);
+	gate_close(&env, word);
+	slot = queue_push(&env, &q0, cb_to_host(&env, &cb), cb.len, 0, 0, 0x7e5, true);
+	gate_wait_hit(&env);
+	gate_open(&env);
+	return slot;
+}
+
+/*
+ * A kernel that would run for days stops when its queue is disabled (the
+ * CTRL write returns once the job is off the device) and at a reset (an
+ * ABORTED completion): the test would hang otherwise. No timing involved.
+ */
+static void test_stop(void)
+{
+	struct maia_cq_entry cqe;
+	struct cmdbuf cb;
+	uint32_t slot;
+
+	slot = start_endless();
+	wr(&env, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+	tap_ok(!(cqe_at(&env, &q0, slot)->flags & MAIA_CQE_VALID),
+	       "disabling the queue stops a running endless kernel, no completion");
+	queue_setup(&env, &q0, 0, 64, 0);
+	P.n = 0;
+	E(HALT, 0, 0, 0, 0);
+	cb_init(&cb);
+	add_kernel(&cb, 3, 1, NULL, 0, 0);
+	cqe = run_cb(&env, &q0, &cb);
+	tap_ok(cqe.status == MAIA_STATUS_OK, "... and the next kernel on the queue runs");
+	slot = start_endless();
+	wr(&env, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	tap_ok((cqe_at(&env, &q0, slot)->flags & MAIA_CQE_VALID) &&
+	       cqe_at(&env, &q0, slot)->status == MAIA_STATUS_ABORTED,
+	       "a device reset stops a running endless kernel: ABORTED");
+}
+
 int main(void)
 {
 	if (env_init(&env, 2, 64u << 20, 16u << 20))
@@ -265,6 +319,7 @@ int main(void)
 	test_vector_add();
 	test_softmax();
 	test_matmul();
+	test_stop();
 	env_fini(&env);
 	return tap_done();
 }
