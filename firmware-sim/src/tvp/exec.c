@@ -173,12 +173,13 @@ static uint64_t vexec(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d, fw_
 	}
 }
 
+/* The job must stop, or another instance already failed the command. */
 static bool must_stop(const struct fw_tvp_state *st)
 {
 	const struct fw_tvp_env *env = st->k->env;
 
 	return (env->stop && env->stop(env->stop_opaque)) ||
-	       __atomic_load_n(&st->k->status, __ATOMIC_RELAXED) == FW_TVP_STOPPED;
+	       __atomic_load_n(&st->k->status, __ATOMIC_RELAXED) != MAIA_STATUS_OK;
 }
 
 int fw_tvp_run_instance(struct fw_tvp_state *st, uint64_t idx)
