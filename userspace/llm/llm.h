@@ -374,6 +374,12 @@ size_t llm_json_escape(char *dst, size_t cap, const uint8_t *src, size_t n);
  */
 int llm_http_raw(const char *host, int port, const char *raw, size_t len, int timeout_ms,
 		 int *status, char **reply, size_t *reply_len);
+/*
+ * The same, handing each piece of the reply to fn as it arrives (for
+ * server-sent events); *status as above. The reply is not kept.
+ */
+int llm_http_stream(const char *host, int port, const char *raw, size_t len, int timeout_ms,
+		    void (*fn)(void *arg, const char *data, size_t n), void *arg, int *status);
 /* POST body to path; the same results. */
 int llm_http_post(const char *host, int port, const char *path, const char *body,
 		  int timeout_ms, int *status, char **reply, size_t *reply_len);

@@ -20,19 +20,14 @@
 
 #include "llm.h"
 
-int llm_http_raw(const char *host, int port, const char *raw, size_t len, int timeout_ms,
-		 int *status, char **reply, size_t *reply_len)
+/* Connect, send raw, shut the write side; the socket or a negative errno. */
+static int http_open(const char *host, int port, const char *raw, size_t len, int timeout_ms)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-	size_t cap = 4096, n = 0, off = 0;
-	char *buf;
-	int fd, err = 0;
+	size_t off = 0;
+	int fd, err;
 
-	*status = 0;
-	*reply = NULL;
-	if (reply_len)
-		*reply_len = 0;
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return -EINVAL;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -53,42 +48,124 @@ int llm_http_raw(const char *host, int port, const char *raw, size_t len, int ti
 		off += (size_t)w;
 	}
 	shutdown(fd, SHUT_WR);
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
+	return fd;
+}
+
+/* recv() until the peer closes; 0, or a negative errno (a reset after data is an end). */
+static int http_read(int fd, void (*fn)(void *arg, const char *data, size_t n), void *arg)
+{
+	char chunk[4096];
+
 	for (;;) {
-		ssize_t r;
+		ssize_t r = recv(fd, chunk, sizeof(chunk), 0);
 
-		if (n + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = recv(fd, buf + n, cap - n - 1, 0);
-		if (r < 0) {
-			err = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-			if (errno == ECONNRESET && n)
-				err = 0;
-			break;
-		}
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		if (!r)
-			break;
-		n += (size_t)r;
+			return 0;
+		fn(arg, chunk, (size_t)r);
 	}
-	close(fd);
-	buf[n] = 0;
-	if (n > 12 && !strncmp(buf, "HTTP/1.", 7))
-		*status = atoi(buf + 9);
-	*reply = buf;
+}
+
+struct sink {
+	char *buf;
+	size_t n, cap;
+	bool oom;
+};
+
+static void keep(void *arg, const char *data, size_t n)
+{
+	struct sink *k = arg;
+
+	if (k->oom)
+		return;
+	if (k->n + n + 1 > k->cap) {
+		size_t cap = (k->n + n + 1) * 2;
+		char *nb = realloc(k->buf, cap);
+
+		if (!nb) {
+			k->oom = true;
+			return;
+		}
+		k->buf = nb;
+		k->cap = cap;
+	}
+	memcpy(k->buf + k->n, data, n);
+	k->n += n;
+	k->buf[k->n] = 0;
+}
+
+static int status_of(const char *head, size_t n)
+{
+	return n > 12 && !strncmp(head, "HTTP/1.", 7) ? atoi(head + 9) : 0;
+}
+
+int llm_http_raw(const char *host, int port, const char *raw, size_t len, int timeout_ms,
+		 int *status, char **reply, size_t *reply_len)
+{
+	struct sink k = { 0 };
+	int fd, err;
+
+	*status = 0;
+	*reply = NULL;
 	if (reply_len)
-		*reply_len = n;
+		*reply_len = 0;
+	fd = http_open(host, port, raw, len, timeout_ms);
+	if (fd < 0)
+		return fd;
+	err = http_read(fd, keep, &k);
+	close(fd);
+	if (err == -ECONNRESET && k.n)
+		err = 0;
+	if (k.oom || !k.buf) {
+		free(k.buf);
+		k.buf = calloc(1, 1);
+		k.n = 0;
+		if (!k.buf)
+			return -ENOMEM;
+	}
+	*status = status_of(k.buf, k.n);
+	*reply = k.buf;
+	if (reply_len)
+		*reply_len = k.n;
+	return err;
+}
+
+struct tee {
+	void (*fn)(void *arg, const char *data, size_t n);
+	void *arg;
+	char head[16];
+	size_t nhead;
+};
+
+static void tee_fn(void *arg, const char *data, size_t n)
+{
+	struct tee *t = arg;
+	size_t take = sizeof(t->head) - 1 - t->nhead;
+
+	if (take > n)
+		take = n;
+	memcpy(t->head + t->nhead, data, take);
+	t->nhead += take;
+	t->head[t->nhead] = 0;
+	t->fn(t->arg, data, n);
+}
+
+int llm_http_stream(const char *host, int port, const char *raw, size_t len, int timeout_ms,
+		    void (*fn)(void *arg, const char *data, size_t n), void *arg, int *status)
+{
+	struct tee t = { .fn = fn, .arg = arg };
+	int fd, err;
+
+	*status = 0;
+	fd = http_open(host, port, raw, len, timeout_ms);
+	if (fd < 0)
+		return fd;
+	err = http_read(fd, tee_fn, &t);
+	close(fd);
+	if (err == -ECONNRESET && t.nhead)
+		err = 0;
+	*status = status_of(t.head, t.nhead);
 	return err;
 }
 

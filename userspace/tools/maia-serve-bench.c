@@ -23,6 +23,14 @@
  * the prefill's submission to the last layer landed, over the transfer
  * alone. --json prints make bench's JSON lines.
  *
+ *   maia-serve-bench --url HOST:PORT [--requests N] [--rate R] [--prompt-len P]
+ *                    [--max-tokens T]
+ *
+ * sends the same load to a running maia-serve over HTTP, each request a
+ * streamed completion in its own thread, and prints what its clients saw:
+ * completed and refused (503) requests, TTFT (to the first token's event)
+ * and time per output token p50/p99, tokens/s.
+ *
  *   maia-serve-bench --url HOST:PORT --prompt TEXT [--max-tokens T]
  *                    [--temperature T] [--top-k K] [--top-p P] [--seed S]
  *
@@ -33,6 +41,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -466,11 +475,143 @@ static int one_request(void)
 	return 0;
 }
 
+/* One request of the HTTP load: its times and what came back. */
+struct hreq {
+	uint32_t i;
+	uint64_t t_send, t_first, t_done, start;
+	int status, err;
+	uint32_t tokens;
+	char tail[64];		/* the end of the last piece: a pattern may straddle two */
+	size_t ntail;
+	const char *host;
+	int port;
+};
+
+static void on_event(void *arg, const char *data, size_t n)
+{
+	static const char pat[] = "\"finish_reason\": null";
+	struct hreq *h = arg;
+	char buf[sizeof(h->tail) + 4096];
+	size_t len = h->ntail + n, keep;
+	const char *p = buf;
+
+	if (n > 4096) {		/* the client hands at most 4096 bytes */
+		data += n - 4096;
+		n = 4096;
+		len = h->ntail + n;
+	}
+	memcpy(buf, h->tail, h->ntail);
+	memcpy(buf + h->ntail, data, n);
+	/* Each token's event carries one pat; the tail keeps a partial one. */
+	while ((p = memmem(p, len - (size_t)(p - buf), pat, sizeof(pat) - 1))) {
+		if (!h->tokens++)
+			h->t_first = llm_now_ns();
+		p += sizeof(pat) - 1;
+	}
+	keep = len < sizeof(pat) - 1 ? len : sizeof(pat) - 1;
+	memcpy(h->tail, buf + len - keep, keep);
+	h->ntail = keep;
+}
+
+static void *http_one(void *arg)
+{
+	struct hreq *h = arg;
+	uint8_t prompt[256];
+	char esc[256 * 6 + 1], *req = NULL, *body = NULL;
+	struct llm_sampling sp;
+	int n;
+
+	make_prompt(prompt, opt.prompt_len, h->i);
+	sampling_of(h->i, &sp);
+	llm_json_escape(esc, sizeof(esc), prompt, opt.prompt_len);
+	if (asprintf(&body, "{\"prompt\": \"%s\", \"max_tokens\": %u, \"temperature\": %g, "
+		     "\"top_k\": %u, \"top_p\": %g, \"seed\": %llu, \"stream\": true}", esc,
+		     opt.max_tokens, sp.temperature, sp.top_k, sp.top_p,
+		     (unsigned long long)sp.seed) < 0) {
+		h->err = -ENOMEM;
+		return NULL;
+	}
+	n = asprintf(&req, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: "
+		     "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     h->host, strlen(body), body);
+	free(body);
+	if (n < 0) {
+		h->err = -ENOMEM;
+		return NULL;
+	}
+	sleep_until(h->start);
+	h->t_send = llm_now_ns();
+	h->err = llm_http_stream(h->host, h->port, req, (size_t)n, 300000, on_event, h, &h->status);
+	h->t_done = llm_now_ns();
+	free(req);
+	return NULL;
+}
+
+/* The load against a running maia-serve: streamed completions, timed by the client. */
+static int http_load(const char *host, int port)
+{
+	struct hreq *h = calloc(opt.requests, sizeof(*h));
+	pthread_t *th = calloc(opt.requests, sizeof(*th));
+	double *ttft = calloc(opt.requests, 8), *tpot = calloc(opt.requests, 8);
+	uint64_t t = llm_now_ns() + 100000000ull, s = 0x6172726976616cull;
+	uint64_t first = UINT64_MAX, last = 0, tokens = 0;
+	uint32_t i, n = 0, ok = 0, busy = 0, other = 0;
+
+	if (!h || !th || !ttft || !tpot)
+		return 1;
+	for (i = 0; i < opt.requests; i++) {
+		h[i] = (struct hreq){ .i = i, .start = t, .host = host, .port = port };
+		if (pthread_create(&th[i], NULL, http_one, &h[i])) {
+			fprintf(stderr, "maia-serve-bench: cannot start thread %u\n", i);
+			opt.requests = i;
+			break;
+		}
+		if (opt.rate > 0) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			t += (uint64_t)(-log(1.0 - (double)(s >> 11) / (double)(1ull << 53)) /
+					opt.rate * 1e9);
+		}
+	}
+	for (i = 0; i < opt.requests; i++) {
+		pthread_join(th[i], NULL);
+		if (h[i].status == 200 && !h[i].err && h[i].tokens == opt.max_tokens) {
+			ok++;
+			ttft[n] = (h[i].t_first - h[i].t_send) / 1e9;
+			tpot[n] = h[i].tokens > 1 ?
+				  (h[i].t_done - h[i].t_first) / 1e9 / (h[i].tokens - 1) : 0;
+			n++;
+			tokens += h[i].tokens;
+			first = h[i].t_send < first ? h[i].t_send : first;
+			last = h[i].t_done > last ? h[i].t_done : last;
+		} else if (h[i].status == 503) {
+			busy++;
+		} else {
+			other++;
+		}
+	}
+	qsort(ttft, n, 8, cmp_double);
+	qsort(tpot, n, 8, cmp_double);
+	printf("http %s:%d: %u requests at %.1f/s, prompt %u bytes, %u tokens each, streamed\n",
+	       host, port, opt.requests, opt.rate, opt.prompt_len, opt.max_tokens);
+	printf("  %u completed, %u refused (503), %u failed\n", ok, busy, other);
+	printf("  client time: TTFT p50 %.2f ms p99 %.2f ms, time per output token p50 %.2f ms "
+	       "p99 %.2f ms, %.1f tokens/s\n", pct(ttft, n, 0.5) * 1e3, pct(ttft, n, 0.99) * 1e3,
+	       pct(tpot, n, 0.5) * 1e3, pct(tpot, n, 0.99) * 1e3,
+	       last > first ? tokens / ((last - first) / 1e9) : 0.0);
+	free(h);
+	free(th);
+	free(ttft);
+	free(tpot);
+	return other ? 1 : 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: maia-serve-bench [--modes single,disagg] [--requests N] [--rate R]\n"
 		"                        [--prompt-len P] [--max-tokens T] [--weights bf16|mxfp8]\n"
 		"                        [--kv-blocks N] [--max-batch N] [--device N] [--json]\n"
+		"       maia-serve-bench --url HOST:PORT [--requests N] [--rate R] [--prompt-len P]\n"
+		"                        [--max-tokens T]\n"
 		"       maia-serve-bench --url HOST:PORT --prompt TEXT [--max-tokens T]\n"
 		"                        [--temperature T] [--top-k K] [--top-p P] [--seed S]\n");
 }
@@ -530,6 +671,17 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad;
+	if (opt.url && !opt.prompt) {
+		char host[64], *colon;
+
+		snprintf(host, sizeof(host), "%s", opt.url);
+		colon = strrchr(host, ':');
+		if (!colon || !opt.requests || opt.requests > 1024 || !opt.prompt_len ||
+		    opt.prompt_len > 256 || !opt.max_tokens)
+			goto bad;
+		*colon = 0;
+		return http_load(host, atoi(colon + 1));
+	}
 	if (opt.url || opt.prompt) {
 		if (!opt.url || !opt.prompt || !opt.max_tokens)
 			goto bad;
