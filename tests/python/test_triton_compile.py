@@ -86,6 +86,11 @@ def tutorial_03_matmul():
 
 
 @test
+def tutorial_04_low_memory_dropout():
+    check_tutorial("_seeded_dropout", ["vimul", "vshr", "vxor", "vcvt", "vsel"])
+
+
+@test
 def other_ops():
     check_tutorial("misc_kernel", ["vexp2", "vlog", "vsqrt", "vcvt", "virem", "vidiv", "vshl", "beqz", "vfmin"])
     check_tutorial("trans_reduce_kernel", ["vtrans", "vredmax", "vredsum"])

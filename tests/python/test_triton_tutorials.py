@@ -118,6 +118,42 @@ def tutorial_05_layer_norm_forward():
     torch.testing.assert_close(rstd.cpu(), 1 / torch.sqrt(x.var(1, unbiased=False) + 1e-5), rtol=1e-5, atol=1e-5)
 
 
+def philox_rand(seed, offsets):
+    """tl.rand(seed, offsets) in numpy: Philox-4x32-10 (triton/language/random.py)."""
+    import numpy as np
+    M = np.uint64(0xffffffff)
+    A, B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+    c0 = offsets.astype(np.uint64) & M
+    c1 = np.zeros_like(c0)
+    c2 = np.zeros_like(c0)
+    c3 = np.zeros_like(c0)
+    k0, k1 = np.uint64(seed & 0xffffffff), np.uint64((seed >> 32) & 0xffffffff)
+    for _ in range(10):
+        _c0, _c2 = c0, c2
+        c0 = ((B * _c2) >> np.uint64(32)) ^ c1 ^ k0
+        c2 = ((A * _c0) >> np.uint64(32)) ^ c3 ^ k1
+        c1 = (B * _c2) & M
+        c3 = (A * _c0) & M
+        k0 = (k0 + np.uint64(0x9E3779B9)) & M
+        k1 = (k1 + np.uint64(0xBB67AE85)) & M
+    x = c0.astype(np.uint32).view(np.int32)
+    x = np.where(x < 0, ~x, x)
+    return torch.from_numpy(x.astype(np.float32) * np.float32(4.6566127342e-10))
+
+
+@test
+def tutorial_04_low_memory_dropout():
+    n, p, seed = 1000, 0.5, 512
+    x = torch.randn(n)
+    out = torch.empty(n, device=DEV)
+    grid = lambda meta: (triton.cdiv(n, meta['BLOCK_SIZE']), )  # noqa: E731
+    K._seeded_dropout[grid](x.to(DEV), out, n, p, seed, BLOCK_SIZE=256)
+    keep = philox_rand(seed, torch.arange(n).numpy()) > p
+    ref = torch.where(keep, x / (torch.tensor(1.0) - torch.tensor(p)), 0.0)
+    assert torch.equal(out.cpu(), ref)
+    assert 400 < int(keep.sum()) < 600, int(keep.sum())
+
+
 @test
 def tutorial_03_matmul():
     a = torch.randn(64, 96, dtype=torch.float16)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Triton's tutorial kernels (python/tutorials/ of Triton 3.x): 01 vector
-add, 02 fused softmax, 03 matrix multiplication, 05 layer norm (forward),
+add, 02 fused softmax, 03 matrix multiplication, 04 low-memory dropout, 05
+layer norm (forward),
 as the tutorials write them, for test_triton_compile.py (the host: compile
 to TVP assembly) and test_triton_tutorials.py (the guest: run on Maia)."""
 import triton
@@ -142,6 +143,8 @@ SIGNATURES = {
                              "N": "constexpr"}, {"M": 16, "N": 32}),
     "convert_kernel": ({"x_ptr": "*fp32", "h_ptr": "*fp16", "b_ptr": "*bf16", "f8_ptr": "*fp8e4nv",
                         "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128}),
+    "_seeded_dropout": ({"x_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32", "p": "fp32", "seed": "i32",
+                         "BLOCK_SIZE": "constexpr"}, {"BLOCK_SIZE": 256}),
 }
 
 
@@ -188,3 +191,21 @@ def convert_kernel(x_ptr, h_ptr, b_ptr, f8_ptr, y_ptr, n, BLOCK: tl.constexpr):
     f8 = tl.load(f8_ptr + offs, mask=m).to(tl.float32)
     u = (x * 1000.0).to(tl.int32).to(tl.uint32)
     tl.store(y_ptr + offs, f8 + (u >> 28).to(tl.float32), mask=m)
+
+
+# Tutorial 04, low-memory dropout: tl.rand is Philox (tt.mulhiui).
+@triton.jit
+def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
+    # compute memory offsets of elements handled by this instance
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    # load data from x
+    x = tl.load(x_ptr + offsets, mask=mask)
+    # randomly prune it
+    random = tl.rand(seed, offsets)
+    x_keep = random > p
+    # write-back
+    output = tl.where(x_keep, x / (1 - p), 0.0)
+    tl.store(output_ptr + offsets, output, mask=mask)

@@ -552,6 +552,58 @@ class Lowering:
             return None
         return ("muli" if op.name == "arith.muli" else "addi"), x, c
 
+    def op_tt_mulhiui(self, op):
+        """The high 32 bits of the unsigned 64-bit product (Philox in tl.rand)."""
+        t = op.result_types[0]
+        if t.elem != "i32":
+            self.err("tt.mulhiui of %s is not supported" % t.elem, op)
+        if not t.is_tensor:
+            a = self.sreg(op.operands[0], op)
+            b = self.sreg(op.operands[1], op)
+            k = self.news("32")
+            x = self.news(op.results[0])
+            y = self.news(op.results[0])
+            self.emit("li", k, "32")
+            for reg, src in ((x, a), (y, b)):          # zero-extend
+                self.emit("shl", reg, src, k)
+                self.emit("shr", reg, reg, k)
+            self.emit("mul", x, x, y)
+            self.emit("shr", x, x, k)
+            self.emit("shl", x, x, k)                 # back to a sign-extended i32
+            self.emit("sra", x, x, k)
+            return self.define(op, Val("int", t, x))
+        # Lanes are 32 bits: the product from 16-bit halves, each partial
+        # product exact in 32 bits, summed modulo 2^32 (the result fits).
+        shape = lanes_shape(t, op.loc)
+        a = self.vreg(op.operands[0], op, shape)
+        b = self.vreg(op.operands[1], op, shape)
+        sixteen, low = self.newv("16"), self.newv("0xffff")
+        self.vemit(shape, "vsplati", sixteen, "16")
+        self.vemit(shape, "vsplati", low, "0xffff")
+        ah, al, bh, bl = (self.newv(op.results[0]) for _ in range(4))
+        self.vemit(shape, "vshr", ah, a, sixteen)
+        self.vemit(shape, "vand", al, a, low)
+        self.vemit(shape, "vshr", bh, b, sixteen)
+        self.vemit(shape, "vand", bl, b, low)
+        hi, m1, m2, lo = (self.newv(op.results[0]) for _ in range(4))
+        self.vemit(shape, "vimul", hi, ah, bh)
+        self.vemit(shape, "vimul", m1, ah, bl)
+        self.vemit(shape, "vimul", m2, al, bh)
+        self.vemit(shape, "vimul", lo, al, bl)
+        carry = self.newv(op.results[0])
+        self.vemit(shape, "vshr", lo, lo, sixteen)            # (al bl) >> 16
+        self.vemit(shape, "vand", carry, m1, low)
+        self.vemit(shape, "viadd", lo, lo, carry)
+        self.vemit(shape, "vand", carry, m2, low)
+        self.vemit(shape, "viadd", lo, lo, carry)
+        self.vemit(shape, "vshr", lo, lo, sixteen)            # the carry into bit 32
+        self.vemit(shape, "vshr", m1, m1, sixteen)
+        self.vemit(shape, "vshr", m2, m2, sixteen)
+        self.vemit(shape, "viadd", hi, hi, m1)
+        self.vemit(shape, "viadd", hi, hi, m2)
+        self.vemit(shape, "viadd", hi, hi, lo)
+        self.define(op, Val("tensor", t, hi, shape=shape))
+
     def funary(self, op, mnem):
         shape = self._shape_of(op)
         a = self.vreg(op.operands[0], op, shape)
