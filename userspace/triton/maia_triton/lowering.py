@@ -200,14 +200,6 @@ class Lowering:
             return "0x%08x" % v.value
         return str(v.value)
 
-    def offsets(self, v, shape):
-        """The offsets vector of a pointer tensor (zeros made when implicit)."""
-        if v.off is None:
-            r = self.newv("zero offsets")
-            self.vemit(shape, "vsplati", r, "0")
-            return r
-        return v.off
-
     def define(self, op, val, i=0):
         self.vals[op.results[i]] = val
 
@@ -764,7 +756,7 @@ class Lowering:
         self.define(op, Val("tensor", t, r, shape=shape))
 
     # ---- control flow ----
-    def _fresh_like(self, v, t, hint):
+    def _fresh_like(self, t, hint):
         """Registers for a loop-carried or if-result value of type t."""
         if t.ptr and t.is_tensor:
             return Val("ptrs", t, self.news(hint), self.newv(hint), lanes_shape(t, self.loc))
@@ -819,7 +811,7 @@ class Lowering:
         ubr = self.sreg(ub, op)
         str_ = self.sreg(step, op)
         self._parallel_copy([Val("int", ivt, iv)], [lb], op)
-        carried = [self._fresh_like(None, t, arg) for (arg, _), t in zip(op.iter_args, op.result_types)]
+        carried = [self._fresh_like(t, arg) for (arg, _), t in zip(op.iter_args, op.result_types)]
         self._parallel_copy(carried, [init for _, init in op.iter_args], op)
         for (arg, _), d in zip(op.iter_args, carried):
             self.vals[arg] = d
@@ -842,7 +834,7 @@ class Lowering:
 
     def op_scf_if(self, op):
         c = self.sreg(op.operands[0], op)
-        results = [self._fresh_like(None, t, op.results[i]) for i, t in enumerate(op.result_types)]
+        results = [self._fresh_like(t, op.results[i]) for i, t in enumerate(op.result_types)]
         els, end = self.p.label("else"), self.p.label("endif")
         self.emit("beqz", c, els)
         for region, last in ((op.regions[0], False), (op.regions[1], True)):

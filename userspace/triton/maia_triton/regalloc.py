@@ -30,12 +30,8 @@ class VReg:
         return "%s%d" % (self.kind, self.phys)
 
 
+# s0 reads as 0: the register of the constant 0.
 S0 = VReg("s", -1, 0)
-
-# Mnemonics whose register operands are all read (no destination).
-_NO_DEF = {"vst", "sst", "beqz", "bnez", "blt", "bge", "semsig", "semwait", "jmp", "shape", "halt", "nop"}
-# Mnemonics whose destination is also read.
-_DEF_AND_USE = {"vdot", "lih"}
 
 
 class Insn:
