@@ -210,6 +210,17 @@ def conversions():
 
 
 @test
+def autotune():
+    n = 5000
+    x, y = torch.rand(n), torch.rand(n)
+    out = torch.empty(n, device=DEV)
+    grid = lambda meta: (triton.cdiv(n, meta['BLOCK_SIZE']), )  # noqa: E731
+    K.add_kernel_autotuned[grid](x.to(DEV), y.to(DEV), out, n)
+    print("# autotune chose %s" % K.add_kernel_autotuned.best_config)
+    assert torch.equal(out.cpu(), x + y)
+
+
+@test
 def cpu_tensor_is_refused():
     x = torch.rand(16)
     raises(ValueError, add, x, x, match="maia tensors")
