@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../../firmware-sim/src/fw_model.h"
 #include "tap.h"
 #include "tvp_util.h"
 
@@ -575,6 +576,34 @@ static void test_fuzz(struct fw_tensor_engine *te)
 	       counts[0], counts[1], counts[2], wrong);
 }
 
+/*
+ * The kernel cost of Documentation/hw/time-model.rst on Maia 200, written
+ * out by hand: 1000 instances of 3 scalar, 4 VALU and 2 VSFU units are 3 +
+ * 4 + 2 x 4 = 15 cycles each; 128 tiles: 8 waves of 15 cycles at 1500 MHz
+ * = 80 ns. 7 MB at 7 TB/s = 1000 ns. Plus the fixed 1000 ns.
+ */
+static void test_model(void)
+{
+	const struct fw_chip *chip = fw_chip_by_id(MAIA_MODEL_MAIA200);
+	struct fw_kernel_work w = { .instances = 1000, .bytes = 7000000, .flops = 123 };
+	struct fw_cost c;
+
+	w.units[MAIA_TVP_CLASS_SCALAR] = 3000;
+	w.units[MAIA_TVP_CLASS_VALU] = 4000;
+	w.units[MAIA_TVP_CLASS_VSFU] = 2000;
+	fw_model_kernel(chip, &w, &c);
+	tap_ok(c.compute_ns == 80 && c.hbm_ns == 1000 && fw_cost_ns(&c, 1.0) == 2000 &&
+	       c.tiles == 128 && c.flops == 123 && c.cls == FW_PM_VECTOR,
+	       "maia200: 1000 instances of 15 cycles: 80 ns compute, 1000 ns HBM, 2000 ns in all");
+	w.bytes = 0;
+	w.instances = 100;
+	fw_model_kernel(chip, &w, &c);
+	/* 150 cycles each, one wave: 100 ns */
+	tap_ok(c.compute_ns == 100 && fw_cost_ns(&c, 1.0) == 1100 && c.tiles == 100,
+	       "100 instances of 150 cycles in one wave: 1100 ns");
+	tap_ok(fw_cost_ns(&c, 0.5) == 1200, "at half the clock the compute takes twice as long");
+}
+
 int main(void)
 {
 	struct fw_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4, .sram_kib = 8192,
@@ -584,6 +613,7 @@ int main(void)
 	tvp_mem_init(&M, 8u << 20);
 	te = fw_tensor_create(&cfg);
 	tap_ok(te != NULL, "a tensor engine with 2 worker threads");
+	test_model();
 	test_validation();
 	test_bad_cmd();
 	test_watchdog();
