@@ -7,7 +7,8 @@
  *                         every generated position, BF16 and MXFP8 weights,
  *                         three requests batched together; then the same
  *                         requests disaggregated (prefill on device 0, decode
- *                         on device 1): the same tokens
+ *                         on device 1): the same tokens, also with the KV
+ *                         pool's blocks scattered
  *   serve_test kv         the block manager (churn, no fragmentation, refusal)
  *                         and admission: a full queue refuses, a full KV pool
  *                         queues, every request completes with the tokens it
@@ -87,9 +88,28 @@ static void sampling_of(uint32_t i, struct llm_sampling *s)
 	}
 }
 
+/*
+ * Leave only every other block of the pool free (before the engine runs),
+ * so that requests get scattered blocks: the decode step then gathers them
+ * and the disaggregated transfer writes each block on its own, where
+ * consecutive blocks are read in place and written in one piece.
+ */
+static void fragment(struct llm_engine *e)
+{
+	uint32_t n = e->kv.nblocks, *all = malloc(n * sizeof(*all)), i;
+
+	if (!all || llm_kv_alloc(&e->kv, n, all)) {
+		free(all);
+		return;
+	}
+	for (i = 0; i < n; i += 2)
+		llm_kv_free(&e->kv, all + i, 1);
+	free(all);
+}
+
 /* Run NREQ requests in an engine; tokens (and logits) out. */
 static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
-	       float *logits[NREQ], struct llm_weights *w_out)
+	       float *logits[NREQ], struct llm_weights *w_out, bool scatter)
 {
 	struct llm_request *r[NREQ] = { 0 };
 	struct llm_engine e;
@@ -105,6 +125,8 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 		       maia_strerror(err), maia_last_error());
 		return err;
 	}
+	if (scatter)
+		fragment(&e);
 	err = llm_engine_start(&e);
 	for (i = 0; i < NREQ && !err; i++) {
 		uint8_t p[PROMPT_LEN];
@@ -156,7 +178,7 @@ static void test_model(unsigned int wdtype, uint8_t single_tok[NREQ][GEN])
 	struct llm_ref *ref = NULL;
 	double *rl = malloc(LLM_VOCAB * sizeof(double)), max_err = 0, max_abs = 0;
 	uint32_t i, j, k, argmax_same = 0, steps = 0;
-	int err = run(LLM_MODE_SINGLE, wdtype, tok, logits, &w);
+	int err = run(LLM_MODE_SINGLE, wdtype, tok, logits, &w, false);
 
 	tap(!err, "%s: three requests (greedy, top-k/top-p, greedy) batched on one device",
 	    maia_dtype_name(wdtype));
@@ -205,17 +227,23 @@ out:
 
 static int cmd_model(void)
 {
-	uint8_t single[NREQ][GEN], dis[NREQ][GEN];
+	uint8_t single[NREQ][GEN], dis[NREQ][GEN], scat[NREQ][GEN];
 	int err;
 
 	test_model(MAIA_DTYPE_BF16, single);
 	test_model(MAIA_DTYPE_MXFP8_E4M3, NULL);
-	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, dis, NULL, NULL);
+	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, dis, NULL, NULL, false);
 	tap(!err, "disaggregated: prefill on device 0, K/V pushed layer by layer, decode on "
 	    "device 1");
 	tap(!err && !memcmp(single, dis, sizeof(single)),
 	    "disaggregated and single-device runs give identical tokens (%d requests x %d)", NREQ,
 	    GEN);
+	err = run(LLM_MODE_SINGLE, MAIA_DTYPE_BF16, scat, NULL, NULL, true);
+	tap(!err && !memcmp(single, scat, sizeof(single)),
+	    "scattered KV blocks (gathered every step) give the same tokens as consecutive ones");
+	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, scat, NULL, NULL, true);
+	tap(!err && !memcmp(single, scat, sizeof(single)),
+	    "disaggregated into scattered blocks (a remote write per block): the same tokens");
 	return 0;
 }
 
@@ -266,7 +294,7 @@ static int cmd_kv(void)
 		int rc[5];
 		bool same = true, done = true;
 
-		err = run(LLM_MODE_SINGLE, MAIA_DTYPE_BF16, alone, NULL, NULL);
+		err = run(LLM_MODE_SINGLE, MAIA_DTYPE_BF16, alone, NULL, NULL, false);
 		llm_config_default(&c);
 		c.kv_blocks = 8;
 		err = err ?: llm_engine_init(&e, &c, LLM_MODE_SINGLE, 0, 3);

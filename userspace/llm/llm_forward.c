@@ -16,7 +16,8 @@
  * L, head_dim]. A prefill keeps its K/V contiguous in the staging buffer; a
  * decode step appends each row's K/V to its block in the pool and gathers
  * the request's blocks into a contiguous buffer for the attention command
- * (the device's attention takes one strided K and V).
+ * (the device's attention takes one strided K and V), unless they are
+ * consecutive blocks, which are one strided tensor in the pool already.
  */
 #include <errno.h>
 #include <math.h>
@@ -437,6 +438,17 @@ int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,
 	return err ?: head(d, n - 1, 1);
 }
 
+/* Whether blocks[0..n) are consecutive block numbers. */
+static bool one_run(const uint32_t *blocks, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 1; i < n; i++)
+		if (blocks[i] != blocks[0] + i)
+			return false;
+	return true;
+}
+
 int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_t n)
 {
 	const struct llm_config *c = &d->w->cfg;
@@ -466,12 +478,18 @@ int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_
 			uint64_t slot = (uint64_t)(r->pos % c->block_tokens) * kvrow;
 			uint64_t gk = d->gather.va + i * gslot, gv = gk + gslot / 2;
 
-			/* Append this position's K and V to its block, then gather. */
+			/* Append this position's K and V to its block. */
 			err = maia_cmd_copy(d->cb, d->pool.va + llm_pool_off(c, l, 0, blk) + slot,
 					    d->krow.va + i * kvrow, kvrow);
 			err = err ?: v_out(d, i, 1, d->pool.va + llm_pool_off(c, l, 1, blk) + slot);
-			err = err ?: blocks_copy(d, gk, l, 0, r->blocks, r->pos + 1, false);
-			err = err ?: blocks_copy(d, gv, l, 1, r->blocks, r->pos + 1, false);
+			if (one_run(r->blocks, r->pos / c->block_tokens + 1)) {
+				/* Consecutive blocks are one strided tensor already. */
+				gk = d->pool.va + llm_pool_off(c, l, 0, r->blocks[0]);
+				gv = d->pool.va + llm_pool_off(c, l, 1, r->blocks[0]);
+			} else {
+				err = err ?: blocks_copy(d, gk, l, 0, r->blocks, r->pos + 1, false);
+				err = err ?: blocks_copy(d, gv, l, 1, r->blocks, r->pos + 1, false);
+			}
 			q_view(c, &q, d->qr.va + (uint64_t)i * llm_qdim(c) * 4, 1);
 			kv_view(c, &k, gk, r->pos + 1);
 			kv_view(c, &v, gv, r->pos + 1);
