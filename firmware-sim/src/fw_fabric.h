@@ -104,6 +104,13 @@ struct fw_link_ops {
 	/* Optional: the link went UP (peer discovered) or DOWN. */
 	void (*state_changed)(void *opaque, unsigned int port, bool up,
 			      uint64_t peer_serial, unsigned int peer_port);
+	/*
+	 * Optional: the link is going DOWN from UP; called once for every
+	 * message it still had to send or to see acknowledged, oldest first,
+	 * before it drops them and before state_changed(). msg is valid only
+	 * during the call (failover sends a copy another way).
+	 */
+	void (*unsent)(void *opaque, unsigned int port, const void *msg, size_t len);
 };
 
 struct fw_link_config {

@@ -631,8 +631,11 @@ static bool chunk_expected(const struct fw_coll *c, const struct maia_fabric_col
 {
 	unsigned int s = h->step;
 
+	/* A relayed chunk (hops 0 once here) is the predecessor's all the same. */
 	if (h->src_rank != ring(c, -1) || !rx_step_expected(c, s) || !h->len ||
-	    h->len % wire_es(c, s) || h->flags != (c->gather ? MAIA_FABRIC_COLL_GATHER_REDUCE : 0))
+	    h->len % wire_es(c, s) ||
+	    (h->flags & ~MAIA_FABRIC_COLL_RELAY) != (c->gather ? MAIA_FABRIC_COLL_GATHER_REDUCE : 0) ||
+	    ((h->flags & MAIA_FABRIC_COLL_RELAY) && h->relay_hops))
 		return false;
 	return h->offset == c->rx_off[s - c->rx_first] &&
 	       h->len <= rx_step_bytes(c, s) - h->offset;
@@ -1092,6 +1095,19 @@ void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
 		}
 	}
 	fail(c, status, step, port != c->cmd.recv_port);
+}
+
+void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int recv_port)
+{
+	unsigned int old = c->cmd.recv_port;
+
+	for (struct fw_coll_early *e = c->early_head; e; e = e->next)
+		if (e->port == old)
+			e->port = recv_port;
+	c->cmd.send_port = (uint8_t)send_port;
+	c->cmd.recv_port = (uint8_t)recv_port;
+	/* The new way's queue is another: its room is measured afresh. */
+	c->room_max = 0;
 }
 
 void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns)

@@ -186,6 +186,13 @@ void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns);
  */
 void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
 		       uint32_t status, unsigned int port);
+/*
+ * The running collective goes on over other ports (failover): what it
+ * sends leaves by send_port, what it takes from its predecessor arrives on
+ * recv_port, held messages of the old receive port included. Streams go on
+ * where they were: the caller brings what the old port had not delivered.
+ */
+void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int recv_port);
 /* Forget held messages and the last collective (device reset). */
 void fw_coll_reset(struct fw_coll *c);
 

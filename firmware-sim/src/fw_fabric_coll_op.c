@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fw_fabric_coll.h"
 #include "fw_fabric_coll_op.h"
@@ -25,7 +26,9 @@
 struct coll_op {
 	struct fw_fop op;		/* first: fw_fop_free() frees the whole */
 	struct maia_sim *sim;
-	struct maia_cmd_collective cmd;
+	struct maia_cmd_collective cmd;	/* its ports: the way it runs now */
+	uint8_t cable_send, cable_recv;	/* the command's ports: the ring as cabled */
+	uint32_t relay_hops;		/* > 0: what it sends is relayed (failover) */
 	bool started;
 	struct fw_coll eng;
 };
@@ -41,8 +44,15 @@ static int op_tx(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct coll_op *c = opaque;
 	const uint8_t *m = msg;
+	struct maia_fabric_coll_msg h;
 
-	return fw_xport_send(c->sim, port, (void *)m, m + MAIA_FABRIC_MSG_HDR_LEN,
+	memcpy(&h, m, sizeof(h));
+	if (c->relay_hops) {
+		/* The successor's cable is cut: round the ring the other way. */
+		h.flags |= MAIA_FABRIC_COLL_RELAY;
+		h.relay_hops = c->relay_hops;
+	}
+	return fw_xport_send(c->sim, port, &h, m + MAIA_FABRIC_MSG_HDR_LEN,
 			     (uint32_t)(len - MAIA_FABRIC_MSG_HDR_LEN));
 }
 
@@ -199,44 +209,103 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 	start_once(c);
 	if (c->op.finished || !fw_coll_wants(&c->eng, port, msg, len))
 		return 0;
+	if (len >= MAIA_FABRIC_MSG_HDR_LEN) {
+		struct maia_fabric_coll_msg h;
+
+		/* Passing through to another device: the transport's, never taken here. */
+		memcpy(&h, msg, sizeof(h));
+		if ((h.flags & MAIA_FABRIC_COLL_RELAY) && h.relay_hops)
+			return 0;
+	}
 	rc = fw_coll_rx(&c->eng, port, msg, len, fw_xport_now(sim));
 	sync_end(c);
 	return rc < 0 ? -EAGAIN : 1;
 }
 
 /*
- * Failover of a ring of two: both of a rank's ports lead to its one peer,
- * so when one of the two cables is DOWN and the other is UP to the same
- * device, the collective runs over the live cable both ways: the ring the
- * other way round. Each rank decides from its own links; a dead cable is
- * DOWN at both ends (a dead peer), so both take the other one. A port that
- * never came up, or whose last peer is not the live port's, is no evidence
- * of a second cable to the same device: then the DOWN port fails the
- * collective (FABRIC_LINK), as on a ring of three or more, where no second
- * path to a neighbour exists. A cable that goes DOWN during the collective
- * still fails it.
+ * Failover (Documentation/hw/fabric.rst, "Failover"). With both of the
+ * command's ring ports UP it runs as cabled. With one DOWN, each rank at the
+ * cut decides from its own links, and every rank keeps its place in the
+ * ring, so the reduction order and the result's bits are the ring's:
+ * - the rank whose send port is DOWN sends over its receive port, the ring
+ *   the other way round: on a ring of two straight to its successor, on a
+ *   ring of n >= 3 as MAIA_FABRIC_COLL_RELAY chunks that the n - 2 ranks
+ *   between pass on (fw_xport_coll_ring());
+ * - the rank whose receive port is DOWN takes its predecessor's chunks on
+ *   its send port, where they arrive.
+ * On a ring of two both ports lead to the one peer; a DOWN port whose last
+ * peer is not the live port's is no evidence of that, and fails the
+ * collective. Both ports DOWN: no way (FABRIC_LINK).
  */
+struct way {
+	unsigned int port;		/* the live port: sends and receives */
+	unsigned int dead;
+	uint32_t relay_hops;
+};
+
+static bool way_now(struct maia_sim *sim, const struct coll_op *c, struct way *w)
+{
+	unsigned int s = c->cable_send, r = c->cable_recv;
+	bool su = fw_xport_port_up(sim, s), ru = fw_xport_port_up(sim, r);
+	uint64_t peer;
+
+	if (su == ru || s == r)
+		return false;
+	w->port = su ? s : r;
+	w->dead = su ? r : s;
+	w->relay_hops = !su && c->cmd.nranks > 2 ? c->cmd.nranks - 2u : 0;
+	if (c->cmd.nranks > 2)
+		return true;
+	peer = fw_xport_peer_serial(sim, w->port);
+	return peer && fw_xport_peer_serial(sim, w->dead) == peer;
+}
+
+static void take_way(struct maia_sim *sim, struct coll_op *c, const struct way *w,
+		     const char *when)
+{
+	struct maia_cmd_collective *k = &c->cmd;
+
+	fw_trace(sim, "collective comm %#x seq %u rank %u/%u: port %u down %s, over port %u "
+		 "both ways (%u relays)", k->comm_id, k->seq, k->rank, k->nranks, w->dead, when,
+		 w->port, w->relay_hops);
+	k->send_port = (uint8_t)w->port;
+	k->recv_port = (uint8_t)w->port;
+	c->relay_hops = w->relay_hops;
+	c->op.ports = 1u << w->port;
+	fw_xport_count_failover(sim, w->dead);
+}
+
 static void op_route(struct maia_sim *sim, struct fw_fop *op)
 {
 	struct coll_op *c = (struct coll_op *)op;
-	struct maia_cmd_collective *k = &c->cmd;
-	unsigned int live, dead;
-	uint64_t peer;
+	struct way w;
 
-	if (k->nranks != 2 || k->send_port == k->recv_port ||
-	    fw_coll_check(k, fw_fabric_ports(sim)) != MAIA_STATUS_OK ||
-	    fw_xport_port_up(sim, k->send_port) == fw_xport_port_up(sim, k->recv_port))
+	if (c->cmd.nranks < 2 || fw_coll_check(&c->cmd, fw_fabric_ports(sim)) != MAIA_STATUS_OK)
 		return;
-	live = fw_xport_port_up(sim, k->send_port) ? k->send_port : k->recv_port;
-	dead = live == k->send_port ? k->recv_port : k->send_port;
-	peer = fw_xport_peer_serial(sim, live);
-	if (!peer || fw_xport_peer_serial(sim, dead) != peer)
-		return;
-	fw_trace(sim, "collective comm %#x seq %u rank %u/%u: port %u down, routed over port %u "
-		 "both ways", k->comm_id, k->seq, k->rank, k->nranks, dead, live);
-	k->send_port = (uint8_t)live;
-	k->recv_port = (uint8_t)live;
-	op->ports = 1u << live;
+	fw_xport_coll_ring(sim, c->cmd.comm_id, c->cmd.nranks, c->cable_send, c->cable_recv);
+	if (way_now(sim, c, &w))
+		take_way(sim, c, &w, "at the start");
+}
+
+/*
+ * A port went DOWN while the collective runs: it goes on over the live one
+ * from where it was. What the dead link had not seen acknowledged comes
+ * the other way round (fw_xport_link_unsent()); duplicates are dropped by
+ * their offsets. Nothing is sent twice from the job's memory, so the input
+ * may be the output (in place): the collective is never restarted.
+ */
+static bool op_reroute(struct maia_sim *sim, struct fw_fop *op, unsigned int port)
+{
+	struct coll_op *c = (struct coll_op *)op;
+	struct way w;
+
+	(void)port;
+	if (c->cmd.nranks < 2 || c->cmd.send_port == c->cmd.recv_port || !way_now(sim, c, &w))
+		return false;
+	take_way(sim, c, &w, "mid-collective");
+	if (c->started)
+		fw_coll_set_ports(&c->eng, w.port, w.port);
+	return true;
 }
 
 static void op_destroy(struct fw_fop *op)
@@ -250,6 +319,7 @@ static const struct fw_fop_ops coll_fop_ops = {
 	.destroy = op_destroy,
 	.finished = op_finished,
 	.route = op_route,
+	.reroute = op_reroute,
 };
 
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
@@ -266,6 +336,8 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 	fw_fop_init(&c->op, &coll_fop_ops, sim, asid, ports);
 	c->sim = sim;
 	c->cmd = *cmd;
+	c->cable_send = cmd->send_port;
+	c->cable_recv = cmd->recv_port;
 	fw_coll_config_defaults(&cfg);
 	cfg.nports = fw_fabric_ports(sim);
 	cfg.early_msgs = COLL_OP_HOLD_MSGS;

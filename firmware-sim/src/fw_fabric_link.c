@@ -194,6 +194,10 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 	bool was_up = l->state == FW_LINK_UP;
 
 	for (uint32_t s = l->snd_una; s != l->snd_tail; s++) {
+		struct fw_link_msg *m = &l->q[s & (l->cfg.txq - 1)];
+
+		if (was_up && l->ops.unsent && m->data)
+			l->ops.unsent(l->opaque, l->cfg.port, m->data, m->len);
 		free_msg(l, s);
 		l->stats.discarded++;
 	}

@@ -212,10 +212,18 @@ static void link_state_changed(void *opaque, unsigned int port, bool up,
 		fw_xport_link_down(p->sim, port);
 }
 
+static void link_unsent(void *opaque, unsigned int port, const void *msg, size_t len)
+{
+	struct fw_fabric_port *p = opaque;
+
+	fw_xport_link_unsent(p->sim, port, msg, len);
+}
+
 static const struct fw_link_ops link_ops = {
 	.tx = link_tx,
 	.deliver = link_deliver,
 	.state_changed = link_state_changed,
+	.unsent = link_unsent,
 };
 
 static void announce(struct fw_fabric *fab, struct fw_fabric_port *p, uint64_t now)
@@ -238,6 +246,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 {
 	const struct fw_link *l = &p->link;
 	struct maia_sim_fabric_port_info *i = &p->info;
+	struct fw_xport_failover fo;
 	uint64_t msg_drops = 0;
 	uint64_t events = l->stats.link_ups + l->stats.link_downs;
 
@@ -276,6 +285,11 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->ident_rx = p->ident_rx;
 	i->ident_serial = p->ident_serial;
 	i->ident_port = p->ident_port;
+	fw_xport_failover_counters(p->sim, p->index, &fo);
+	i->failovers = fo.failovers;
+	i->relayed = fo.relayed;
+	i->resent = fo.resent;
+	i->relay_drops = fo.relay_drops;
 }
 
 static uint64_t auto_serial(void)

@@ -20,6 +20,9 @@
 
 #define FAILED_TAGS	16u	/* write tags refused per port whose rest is ignored */
 #define FAILED_COLLS	8u	/* collectives failed per port whose chunks are dropped */
+#define RING_COMMS	16u	/* communicators whose ring ports this device keeps */
+/* Relayed messages waiting for room on their way out, per port; then refused. */
+#define RELAY_BACKLOG_MAX	256u
 
 /*
  * A message kept for later: an answer waiting for link room, or an early
@@ -52,6 +55,19 @@ struct xport_port {
 	struct failed_coll failed_coll[FAILED_COLLS];
 	unsigned int failed_coll_next;
 	uint64_t drops, nak_tx, nak_rx;
+	struct fw_xport_failover fo;	/* failover counters of this port */
+};
+
+/*
+ * A communicator's ring ports as cabled on this device (its last
+ * collective here): where a relayed chunk goes on, and where a cut cable's
+ * leftovers go.
+ */
+struct comm_ring {
+	bool used;
+	uint32_t comm_id;
+	uint16_t nranks;
+	uint8_t send_port, recv_port;
 };
 
 struct fw_xport {
@@ -62,6 +78,8 @@ struct fw_xport {
 	struct fw_fop *submitted;	/* under sim->lock: not started yet */
 	struct fw_fop *starting;	/* taken from submitted, started next pump */
 	struct fw_fop *active;		/* running (and finished, until sync) */
+	struct comm_ring rings[RING_COMMS];
+	unsigned int rings_next;
 	struct xport_port port[];
 };
 
@@ -327,6 +345,18 @@ void fw_xport_counters(struct maia_sim *sim, unsigned int port, uint64_t *drops,
 	*drops = p->drops;
 	*nak_tx = p->nak_tx;
 	*nak_rx = p->nak_rx;
+}
+
+void fw_xport_failover_counters(struct maia_sim *sim, unsigned int port,
+				struct fw_xport_failover *fo)
+{
+	*fo = sim->xport->port[port].fo;
+}
+
+void fw_xport_count_failover(struct maia_sim *sim, unsigned int port)
+{
+	if (port < sim->xport->nports)
+		sim->xport->port[port].fo.failovers++;
 }
 
 /* ---- sending ---- */
@@ -621,6 +651,185 @@ static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, 
 	return true;
 }
 
+/* ---- failover: rings, relays, a cut cable's leftovers ---- */
+
+static const struct comm_ring *ring_of(const struct fw_xport *x, uint32_t comm_id)
+{
+	for (unsigned int i = 0; i < RING_COMMS; i++)
+		if (x->rings[i].used && x->rings[i].comm_id == comm_id)
+			return &x->rings[i];
+	return NULL;
+}
+
+/* A copy of msg (len bytes, a COLL header first) with flags and relay_hops set. */
+static struct held_msg *coll_copy(const void *msg, size_t len, uint8_t flags, uint32_t hops)
+{
+	struct held_msg *m = malloc(sizeof(*m));
+	struct maia_fabric_coll_msg c;
+
+	if (!m || !(m->data = fw_link_msg_alloc(len))) {
+		free(m);
+		return NULL;
+	}
+	m->len = len;
+	m->held_ns = 0;
+	memcpy(m->data, msg, len);
+	memcpy(&c, m->data, sizeof(c));
+	c.flags = flags;
+	c.relay_hops = hops;
+	memcpy(m->data, &c, sizeof(c));
+	return m;
+}
+
+/*
+ * A relayed chunk passing through (relay_hops > 0): on over the
+ * communicator's other ring port, in arrival order (the port's backlog).
+ * 0: sent on, or dropped (no way on: counted); 1: the communicator is not
+ * known here yet (the caller holds it); -EAGAIN: no room on the way out.
+ */
+static int relay(struct maia_sim *sim, unsigned int port, const struct maia_fabric_coll_msg *c,
+		 const void *msg, size_t len)
+{
+	struct fw_xport *x = sim->xport;
+	const struct comm_ring *r = ring_of(x, c->comm_id);
+	struct held_msg *m;
+	unsigned int out;
+
+	if (!r)
+		return 1;
+	if (port == r->send_port)
+		out = r->recv_port;
+	else if (port == r->recv_port)
+		out = r->send_port;
+	else
+		out = x->nports;
+	if (out >= x->nports || !fw_xport_port_up(sim, out)) {
+		/* A second cut: the chunk cannot reach its destination. */
+		x->port[port].fo.relay_drops++;
+		return 0;
+	}
+	if (x->port[out].backlog.n >= RELAY_BACKLOG_MAX)
+		return -EAGAIN;
+	m = coll_copy(msg, len, c->flags, c->relay_hops - 1);
+	if (!m)
+		return -EAGAIN;
+	list_push(&x->port[out].backlog, m);
+	x->port[out].fo.relayed++;
+	flush_backlog(sim, out);
+	return 0;
+}
+
+/* Relays what port holds of comm_id, now that its ring is known. */
+static void relay_held(struct maia_sim *sim, unsigned int port, uint32_t comm_id)
+{
+	struct xport_port *p = &sim->xport->port[port];
+
+	for (struct held_msg **hp = &p->held.head; *hp;) {
+		struct maia_fabric_coll_msg c;
+
+		memcpy(&c, (*hp)->data, sizeof(c));
+		if (c.comm_id != comm_id || !(c.flags & MAIA_FABRIC_COLL_RELAY) || !c.relay_hops) {
+			hp = &(*hp)->next;
+			continue;
+		}
+		if (relay(sim, port, &c, (*hp)->data, (*hp)->len) < 0)
+			return;		/* no room: the rest waits for the next start */
+		list_remove(&p->held, hp);
+	}
+}
+
+void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nranks,
+			unsigned int send_port, unsigned int recv_port)
+{
+	struct fw_xport *x = sim->xport;
+	struct comm_ring *r = (struct comm_ring *)ring_of(x, comm_id);
+
+	if (nranks < 2 || send_port >= x->nports || recv_port >= x->nports)
+		return;
+	if (!r)
+		r = &x->rings[x->rings_next++ % RING_COMMS];
+	r->used = true;
+	r->comm_id = comm_id;
+	r->nranks = (uint16_t)nranks;
+	r->send_port = (uint8_t)send_port;
+	r->recv_port = (uint8_t)recv_port;
+	relay_held(sim, send_port, comm_id);
+	relay_held(sim, recv_port, comm_id);
+}
+
+/*
+ * The link of port going DOWN hands back what it had not seen acknowledged:
+ * a chunk this device sent its ring successor over port goes to it the
+ * other way round the ring (relayed by every rank between, none for a ring
+ * of two), behind nothing of the collective that the successor may lack.
+ * The successor drops what it already had (its offset is behind).
+ */
+void fw_xport_link_unsent(struct maia_sim *sim, unsigned int port, const void *msg, size_t len)
+{
+	struct fw_xport *x = sim->xport;
+	const struct comm_ring *r;
+	struct maia_fabric_coll_msg c;
+	struct held_msg *m;
+
+	if (len < MAIA_FABRIC_MSG_HDR_LEN)
+		return;
+	memcpy(&c, msg, sizeof(c));
+	if (c.type != MAIA_FMSG_COLL || (c.flags & MAIA_FABRIC_COLL_RELAY))
+		return;
+	r = ring_of(x, c.comm_id);
+	if (!r || r->send_port != port || r->recv_port == port ||
+	    !fw_xport_port_up(sim, r->recv_port))
+		return;
+	m = r->nranks > 2 ? coll_copy(msg, len, c.flags | MAIA_FABRIC_COLL_RELAY,
+				      r->nranks - 2u) :
+			    coll_copy(msg, len, c.flags, 0);
+	if (!m)
+		return;
+	list_push(&x->port[r->recv_port].backlog, m);
+	x->port[port].fo.resent++;
+}
+
+/*
+ * port went DOWN: the COLL messages it held for collectives not started
+ * yet were acknowledged to the peer, which will not send them again; they
+ * go in front of what the communicator's other ring port holds, where its
+ * collectives now take their predecessor's chunks.
+ */
+static void keep_held(struct maia_sim *sim, unsigned int port)
+{
+	struct fw_xport *x = sim->xport;
+	struct xport_port *p = &x->port[port];
+	struct msg_list keep[MAIA_FABRIC_MAX_PORTS];
+	struct held_msg *m;
+
+	for (unsigned int i = 0; i < x->nports; i++)
+		list_init(&keep[i]);
+	while ((m = list_take(&p->held))) {
+		struct maia_fabric_coll_msg c;
+		const struct comm_ring *r;
+
+		memcpy(&c, m->data, sizeof(c));
+		r = ring_of(x, c.comm_id);
+		if (r && r->recv_port == port && r->send_port != port &&
+		    fw_xport_port_up(sim, r->send_port) && !coll_failed_here(p, c.comm_id, c.seq)) {
+			list_push(&keep[r->send_port], m);
+			continue;
+		}
+		held_msg_free(m);
+	}
+	for (unsigned int i = 0; i < x->nports; i++) {
+		struct msg_list *to = &x->port[i].held;
+
+		if (!keep[i].head)
+			continue;
+		*keep[i].tail = to->head;
+		if (to->head)
+			keep[i].tail = to->tail;
+		keep[i].n += to->n;
+		list_move(to, &keep[i]);
+	}
+}
+
 /*
  * One message from port's peer, in order, exactly once. Malformed ones
  * (short, unknown type, a length field that disagrees with the message)
@@ -670,6 +879,13 @@ int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, s
 		memcpy(&c, msg, sizeof(c));
 		if (dlen != c.len)
 			break;
+		if ((c.flags & MAIA_FABRIC_COLL_RELAY) && c.relay_hops) {
+			rc = relay(sim, port, &c, msg, len);
+			if (rc <= 0)
+				return rc;
+			/* Its communicator unknown here yet: held, relayed once it is. */
+			return hold_coll(sim, port, msg, len) ? 0 : -EAGAIN;
+		}
 		if (coll_failed_here(p, c.comm_id, c.seq)) {
 			p->drops++;	/* a leftover of a collective that failed here */
 			return 0;
@@ -692,14 +908,29 @@ void fw_xport_link_up(struct maia_sim *sim, unsigned int port)
 	(void)port;
 }
 
-/* A DOWN ends every operation on the port, and what the peer was owed. */
+static void offer_held(struct maia_sim *sim, struct fw_fop *op, unsigned int port);
+
+/*
+ * A DOWN ends every operation on the port that cannot go another way
+ * (fw_fop_ops.reroute), and what the peer was owed. One that goes on is
+ * offered what its new ports hold.
+ */
 void fw_xport_link_down(struct maia_sim *sim, unsigned int port)
 {
 	struct fw_xport *x = sim->xport;
 
-	for (struct fw_fop *op = x->active; op; op = op->next)
-		if (op->ports & (1u << port))
-			fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
+	keep_held(sim, port);
+	for (struct fw_fop *op = x->active; op; op = op->next) {
+		if (op->finished || !(op->ports & (1u << port)))
+			continue;
+		if (op->ops->reroute && op->ops->reroute(sim, op, port)) {
+			for (unsigned int i = 0; i < x->nports && op->ops->rx; i++)
+				if (op->ports & (1u << i))
+					offer_held(sim, op, i);
+			continue;
+		}
+		fw_fop_finish(op, MAIA_STATUS_FABRIC_LINK);
+	}
 	port_forget(&x->port[port]);
 }
 

@@ -69,6 +69,12 @@ struct fw_fop_ops {
 	 * checked: it may choose other ports (op->ports) from the links' state.
 	 */
 	void (*route)(struct maia_sim *sim, struct fw_fop *op);
+	/*
+	 * Optional: port, one of op's, just went DOWN while op runs. true: op
+	 * goes on over other ports (op->ports changed; the transport offers it
+	 * what they hold); false: op fails with MAIA_STATUS_FABRIC_LINK.
+	 */
+	bool (*reroute)(struct maia_sim *sim, struct fw_fop *op, unsigned int port);
 };
 
 struct fw_fop {
@@ -132,6 +138,30 @@ void fw_xport_coll_failed(struct maia_sim *sim, unsigned int port, uint32_t comm
 			  uint32_t seq);
 void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
 			    uint32_t seq);
+
+/*
+ * Failover (Documentation/hw/fabric.rst, "Failover"). A collective records
+ * its communicator's ring ports as cabled here (nranks >= 2), so that this
+ * device relays the communicator's MAIA_FABRIC_COLL_RELAY chunks from one
+ * of those ports to the other, and so that, when the send port's link goes
+ * DOWN, the chunks it had not seen acknowledged go to the successor the
+ * other way round the ring (fw_xport_link_unsent(), from the link).
+ */
+void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nranks,
+			unsigned int send_port, unsigned int recv_port);
+void fw_xport_link_unsent(struct maia_sim *sim, unsigned int port, const void *msg, size_t len);
+
+/* Per port, since the device booted. */
+struct fw_xport_failover {
+	uint64_t failovers;	/* collectives this device routed around this port, DOWN */
+	uint64_t relayed;	/* relayed chunks this device sent on out of this port */
+	uint64_t resent;	/* chunks re-sent the other way round as this port went DOWN */
+	uint64_t relay_drops;	/* relayed chunks in on this port with no way on (a second cut) */
+};
+void fw_xport_failover_counters(struct maia_sim *sim, unsigned int port,
+				struct fw_xport_failover *fo);
+/* A collective routed around port (DOWN): counted. */
+void fw_xport_count_failover(struct maia_sim *sim, unsigned int port);
 
 /*
  * Remote write and read commands (fw_fabric_xfer.c): the operation to park

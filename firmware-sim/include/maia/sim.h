@@ -298,6 +298,11 @@ struct maia_sim_fabric_port_info {
 	unsigned int ident_port;
 	uint64_t nak_tx;		/* remote requests this device refused (bad key, access) */
 	uint64_t nak_rx;		/* refusals this device received */
+	/* Failover (Documentation/hw/fabric.rst, "Failover"). */
+	uint64_t failovers;		/* collectives routed around this port, DOWN */
+	uint64_t relayed;		/* relayed chunks sent on out of this port */
+	uint64_t resent;		/* chunks re-sent the other way as this port went DOWN */
+	uint64_t relay_drops;		/* relayed chunks in on this port with no way on */
 };
 /* 0, or -EINVAL if port >= fabric_ports. May be called from any thread. */
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

@@ -12,10 +12,11 @@
  * CPU reference of coll_ref.c (FP32 bitwise), back to back on one
  * communicator. Then a rank whose send buffer is not there: it fails with
  * its own memory error, the others with FABRIC_TIMEOUT (never a hang), and
- * the next collective on the same devices works without a reset. A cable
- * pulled before a collective, and one pulled while it runs: the ranks at
- * its ends fail with FABRIC_LINK and reports that name the step, the port
- * and the peer rank.
+ * the next collective on the same devices works without a reset. Failover:
+ * a cable of a ring of 2, 3 or 4 pulled before collectives, and one pulled
+ * while an in-place all-reduce runs: every collective ends OK with the
+ * reference's bits, over the other cable (2) or relayed round the ring
+ * the other way (3, 4), and the failover counters say so.
  *
  * Decisions are by events (a queue's interrupt after its completion entry,
  * port state); the only clock use is a hang guard of 60 s per wait.
@@ -716,32 +717,72 @@ static void replug_and_run(void)
 	       "cable plugged again: links UP, the next all-reduce OK, #wrong = %ld", o.wrong);
 }
 
-/*
- * The cable between ranks 0 and 1 pulled: once both ends see the link DOWN
- * (dead peer), a collective fails on them at once with FABRIC_LINK, naming
- * the port and the rank behind it; rank 2 times out. Plugged again, it works.
- */
-static void test_cable_pulled(void)
+static struct maia_sim_fabric_port_info port_info(unsigned int dev, unsigned int port)
 {
-	struct outcome o;
+	struct maia_sim_fabric_port_info info;
+
+	memset(&info, 0, sizeof(info));
+	maia_sim_fabric_port_info(nodes[dev].e.sim, port, &info);
+	return info;
+}
+
+/*
+ * Failover on a ring of n >= 3: the cable from rank 0 to rank 1 pulled,
+ * both of its ends DOWN. Rank 0 sends over its receive port, relayed round
+ * the ring the other way by ranks n-1 .. 2; rank 1 takes those chunks on
+ * its send port. Every rank keeps its place in the ring, so every
+ * collective, in both data types, in place or not, must equal the CPU
+ * reference of the uncut ring bit for bit. Each collective is counted as a
+ * failover at both ends of the cut, and the ranks between relayed.
+ * Plugged again, the ring runs as cabled (no relay).
+ */
+static void test_failover_ring(unsigned int n)
+{
+	static const struct {
+		unsigned int coll, dtype;
+		uint64_t count;
+		bool in_place;
+	} t[] = {
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, 50021, false },	/* the ring */
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, 1001, false },	/* gather-reduce */
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, 30011, true },
+		{ MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, 5003, false },
+		{ MAIA_COLL_REDUCE_SCATTER, MAIA_DTYPE_BF16, 3001, false },
+		{ MAIA_COLL_BROADCAST, MAIA_DTYPE_FP32, 7001, true },
+		{ MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, 2003, false },
+	};
+	const unsigned int nt = sizeof(t) / sizeof(t[0]);
+	uint64_t relayed = 0, relayed0;
 	bool ok;
 
-	if (!tap_ok(ring_up(3, 0), "3 devices cabled in a ring: every port UP"))
+	if (!tap_ok(ring_up(n, 0), "%u devices cabled in a ring: every port UP", n))
 		return;
 	plug_off(0, SEND_PORT);
 	plug_off(1, RECV_PORT);
 	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false);
-	tap_ok(ok, "cable 0-1 pulled: both ends DOWN");
-	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 10007, 0, false, -2, 300);
-	ok = !o.hung && o.status[0] == MAIA_STATUS_FABRIC_LINK &&
-	     o.status[1] == MAIA_STATUS_FABRIC_LINK && o.status[2] == MAIA_STATUS_FABRIC_TIMEOUT &&
-	     o.report[0].port == SEND_PORT && o.report[0].peer_rank == 1 &&
-	     o.report[1].port == RECV_PORT && o.report[1].peer_rank == 0 &&
-	     o.report[0].status == MAIA_STATUS_FABRIC_LINK;
-	tap_ok(ok, "all-reduce: ranks 0 and 1 FABRIC_LINK (%u, %u) naming port %u/rank %u and port %u/rank %u; rank 2 FABRIC_TIMEOUT (%u)",
-	       o.status[0], o.status[1], o.report[0].port, o.report[0].peer_rank,
-	       o.report[1].port, o.report[1].peer_rank, o.status[2]);
+	tap_ok(ok, "%u devices, cable 0-1 pulled: both ends DOWN", n);
+	for (unsigned int i = 0; i < nt; i++) {
+		struct outcome o = run(t[i].coll, t[i].dtype, MAIA_REDOP_SUM, t[i].count, 0,
+				       t[i].in_place, -1, LONG_TIMEOUT_MS);
+
+		tap_ok(all_ok(&o) && o.wrong == 0,
+		       "%u devices, cable 0-1 pulled: %s %s%s of %llu relayed round the other way: every job OK, #wrong = %ld",
+		       n, coll_name[t[i].coll], t[i].dtype == MAIA_DTYPE_FP32 ? "FP32" : "BF16",
+		       t[i].in_place ? " in place" : "", (unsigned long long)t[i].count, o.wrong);
+	}
+	for (unsigned int r = 2; r < n; r++)
+		relayed += port_info(r, RECV_PORT).relayed;
+	tap_ok(port_info(0, SEND_PORT).failovers == nt && port_info(1, RECV_PORT).failovers == nt &&
+	       port_info(2, SEND_PORT).failovers == 0 && relayed > 0,
+	       "failovers counted at the cut's ends: rank 0 send port %llu, rank 1 receive port %llu (want %u each), rank 2 none; ranks 2..%u relayed %llu chunks",
+	       (unsigned long long)port_info(0, SEND_PORT).failovers,
+	       (unsigned long long)port_info(1, RECV_PORT).failovers, nt, n - 1,
+	       (unsigned long long)relayed);
+	relayed0 = port_info(n - 1, RECV_PORT).relayed;
 	replug_and_run();
+	tap_ok(port_info(n - 1, RECV_PORT).relayed == relayed0,
+	       "plugged again: nothing relayed any more (rank %u: %llu)", n - 1,
+	       (unsigned long long)port_info(n - 1, RECV_PORT).relayed);
 	ring_down();
 }
 
@@ -806,69 +847,61 @@ static bool wait_data_msgs(unsigned int dev, unsigned int port, uint64_t base, u
 }
 
 /*
- * The cable between ranks 0 and 1 pulled while a 3-rank all-reduce runs on
- * them: rank 2 has not submitted it yet, so ranks 0 and 1 are parked
- * mid-ring, and the link going DOWN (dead peer) ends both. Each block is
- * one chunk (8 KiB: a count the ring runs, past gather-reduce's): rank 0 has sent its step 0 and waits for step 0 from
- * rank 2; rank 1 has used rank 0's step 0, sent steps 0 and 1 to rank 2
- * (the event this waits for) and waits for step 1 from rank 0. Their
- * reports name that step, the port that went down and the rank behind it,
- * with the bytes moved. Rank 2 then runs its part alone and times out
- * waiting for step 2 from rank 1. Plugged again, the ring works.
+ * The cable between ranks 0 and 1 pulled while a 3-rank all-reduce runs:
+ * rank 2 has not submitted it yet, so rank 1's chunks pile up at rank 2 (its
+ * transport holds FW_XPORT_HELD_MAX, the event this waits for, then the
+ * link refuses), rank 1 stops taking rank 0's, and rank 0's link queue to
+ * rank 1 fills with chunks not acknowledged. The link going DOWN (dead
+ * peer) hands those back: they go to rank 1 round the ring the other way
+ * (through rank 2), the rest of rank 0's stream after them; rank 1 takes
+ * its predecessor's chunks on its send port from then on and drops what it
+ * already had. Then rank 2 runs its part: every rank ends OK with the
+ * reference's bits, in place (nothing is sent twice from memory). The
+ * next all-reduce runs on the backup route too.
  */
 static void test_cable_pulled_mid_collective(void)
 {
-	const uint64_t count = 3 * 2048;	/* 3 blocks of 2048 FP32 */
-	const uint64_t block = 2048 * 4;
-	struct maia_coll_report *r0, *r1, *r2;
-	struct maia_cmd_collective *k2;
+	const uint64_t count = 3 * 1048576;	/* 3 blocks of 4 MiB FP32 */
 	struct outcome o = { .wrong = 0 };
+	struct maia_sim_fabric_port_info i0, i1;
 	struct trial t;
-	uint64_t base;
+	uint64_t base, base1;
 	bool ok;
 
 	if (!tap_ok(ring_up(3, 0), "3 devices cabled in a ring: every port UP"))
 		return;
-	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 4096, true, -1,
 		LONG_TIMEOUT_MS);
-	/* Rank 2's part, run last, only has to time out. */
-	k2 = host_ptr(&nodes[2].e, t.cb_bus[2]);
-	k2->timeout_ms = 300;
 	base = data_msgs(2, RECV_PORT);
+	base1 = data_msgs(1, RECV_PORT);
 	submit(&t, 0);
 	submit(&t, 1);
-	ok = wait_data_msgs(2, RECV_PORT, base, 2);
-	tap_ok(ok, "all-reduce on ranks 0 and 1 only: rank 1 sent steps 0 and 1 to rank 2 (%llu messages)",
-	       (unsigned long long)(data_msgs(2, RECV_PORT) - base));
+	/* Rank 1 then holds what it can of rank 0's 1024 chunks: less than them all. */
+	ok = wait_data_msgs(2, RECV_PORT, base, 256) && wait_data_msgs(1, RECV_PORT, base1, 256);
+	tap_ok(ok, "in-place all-reduce (4 KiB chunks) on ranks 0 and 1 only: rank 2 holds %llu of rank 1's chunks, rank 1 took %llu of rank 0's 1024",
+	       (unsigned long long)(data_msgs(2, RECV_PORT) - base),
+	       (unsigned long long)(data_msgs(1, RECV_PORT) - base1));
 	plug_off(0, SEND_PORT);
 	plug_off(1, RECV_PORT);
 	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false);
 	tap_ok(ok, "cable 0-1 pulled mid-collective: both ends DOWN");
-	collect(&t, 0, &o);
-	collect(&t, 1, &o);
-	r0 = &o.report[0];
-	r1 = &o.report[1];
-	tap_ok(!o.hung && o.status[0] == MAIA_STATUS_FABRIC_LINK &&
-	       r0->status == MAIA_STATUS_FABRIC_LINK && r0->step == 0 && r0->port == SEND_PORT &&
-	       r0->peer_rank == 1 && r0->bytes_sent == block && r0->bytes_received == 0,
-	       "rank 0: status %u, report: status %u, step %u, port %u, peer rank %u, sent %llu, received %llu",
-	       o.status[0], r0->status, r0->step, r0->port, r0->peer_rank,
-	       (unsigned long long)r0->bytes_sent, (unsigned long long)r0->bytes_received);
-	tap_ok(!o.hung && o.status[1] == MAIA_STATUS_FABRIC_LINK &&
-	       r1->status == MAIA_STATUS_FABRIC_LINK && r1->step == 1 && r1->port == RECV_PORT &&
-	       r1->peer_rank == 0 && r1->bytes_sent == 2 * block && r1->bytes_received == block,
-	       "rank 1: status %u, report: status %u, step %u, port %u, peer rank %u, sent %llu, received %llu",
-	       o.status[1], r1->status, r1->step, r1->port, r1->peer_rank,
-	       (unsigned long long)r1->bytes_sent, (unsigned long long)r1->bytes_received);
 	submit(&t, 2);
-	collect(&t, 2, &o);
-	r2 = &o.report[2];
-	tap_ok(!o.hung && o.status[2] == MAIA_STATUS_FABRIC_TIMEOUT &&
-	       r2->status == MAIA_STATUS_FABRIC_TIMEOUT && r2->step == 2 &&
-	       r2->port == RECV_PORT && r2->peer_rank == 1,
-	       "rank 2 alone: status %u, report: status %u, step %u, port %u, peer rank %u",
-	       o.status[2], r2->status, r2->step, r2->port, r2->peer_rank);
-	finish_trial(&t, &o, false);
+	for (unsigned int r = 0; r < 3; r++)
+		collect(&t, r, &o);
+	finish_trial(&t, &o, true);
+	i0 = port_info(0, SEND_PORT);
+	i1 = port_info(1, RECV_PORT);
+	tap_ok(all_ok(&o) && o.wrong == 0 && o.report[0].status == MAIA_STATUS_OK,
+	       "the all-reduce went on round the other way: statuses %u %u %u, #wrong = %ld",
+	       o.status[0], o.status[1], o.status[2], o.wrong);
+	tap_ok(i0.failovers == 1 && i1.failovers == 1 && i0.resent > 0,
+	       "counted: a failover at each end (%llu, %llu); rank 0 re-sent %llu chunks its link had not seen acknowledged",
+	       (unsigned long long)i0.failovers, (unsigned long long)i1.failovers,
+	       (unsigned long long)i0.resent);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0 && port_info(0, SEND_PORT).failovers == 2,
+	       "the next all-reduce on the backup route: every job OK, #wrong = %ld", o.wrong);
 	replug_and_run();
 	ring_down();
 }
@@ -1227,7 +1260,8 @@ int main(void)
 	test_rounds_cut();
 	test_fabric_wait_status();
 	test_failure(3);
-	test_cable_pulled();
+	test_failover_ring(3);
+	test_failover_ring(4);
 	test_failover_two();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();

@@ -203,6 +203,14 @@ struct maia_fabric_msg {
  * of them) time out instead of reading each other's chunks.
  */
 #define MAIA_FABRIC_COLL_GATHER_REDUCE	(1u << 0)	/* a gather-reduce's chunk */
+/*
+ * (1.10) Relayed the other way round the ring past a cut cable: every device
+ * it reaches with relay_hops > 0 sends it on over the communicator's other
+ * ring port with relay_hops - 1; with 0 it is the destination's (the rank
+ * after src_rank), taken as if it had come from src_rank directly.
+ * Documentation/hw/fabric.rst, "Failover".
+ */
+#define MAIA_FABRIC_COLL_RELAY		(1u << 1)
 
 struct maia_fabric_coll_msg {
 	__u8 type;		/* MAIA_FMSG_COLL */
@@ -213,7 +221,7 @@ struct maia_fabric_coll_msg {
 	__u32 len;		/* data bytes after the header */
 	__u64 offset;		/* the data's byte offset in the step's block */
 	__u32 src_rank;
-	__u32 reserved;
+	__u32 relay_hops;	/* (1.10) RELAY: devices still to pass; else 0 */
 	__u64 model_ns;		/* (1.8) sender's modeled time the chunk left; 0: none */
 	__u32 reserved2[2];
 };
