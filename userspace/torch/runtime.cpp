@@ -252,6 +252,30 @@ void Job::run_sync()
 	retire(dev_, d.ring[slot_], false);
 }
 
+int Job::run_status(struct maia_job_status *st)
+{
+	DeviceState &d = devices[dev_];
+	int err;
+
+	*st = {};
+	ran_ = true;
+	if (slot_ == d.open_slot)
+		d.open_slot = -1;	/* the batch goes now, this job last */
+	if (maia_cmdbuf_size(cmdbuf()) == 0)
+		return 0;
+	Slot &slot = d.ring[slot_];
+	/* Not submit(): in sync mode it would raise the failure this returns. */
+	check(maia_submit(d.dev, slot.cb, nullptr, &slot.seqno), "maia_submit");
+	d.last = slot.seqno;
+	submits++;
+	waits++;
+	err = maia_wait(d.dev, slot.seqno, job_timeout_ns, st);
+	slot.pending = err == -ETIME;	/* still running: the slot waits for it again */
+	if (err == 0 && st->status != 0)	/* DRM_MAIA_JOB_OK */
+		err = -EIO;
+	return err;
+}
+
 void batch_begin(int dev)
 {
 	std::lock_guard<std::recursive_mutex> lock(job_mu);

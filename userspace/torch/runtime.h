@@ -59,6 +59,12 @@ public:
 	void add(int err, const char *what);
 	void run();
 	void run_sync();
+	/*
+	 * Submit and wait like run_sync(), but a failed job is returned, not
+	 * raised: 0, or a negative errno with *st saying how it ended (the
+	 * TVP kernels' fall back on a device error, tvp_kernels.cpp).
+	 */
+	int run_status(struct maia_job_status *st);
 	int dev() const { return dev_; }
 private:
 	void start();
