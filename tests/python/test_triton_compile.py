@@ -154,6 +154,47 @@ def launcher_packs_arguments():
         driver._active = previous
 
 
+@test
+def jit_launches_load_once():
+    """Three launches through the JIT: three device calls, one launcher and
+    one binary made (CompiledKernel loads a kernel whose module is None again
+    at every launch)."""
+    import torch
+    from triton.runtime import driver
+    from maia_triton import driver as maia_driver
+
+    class HostDriver(maia_driver.MaiaDriver):
+        def get_current_device(self):
+            return 0
+
+    made, calls = [], []
+
+    class CountingLauncher(maia_driver.MaiaLauncher):
+        def __init__(self, *a):
+            made.append(1)
+            super().__init__(*a)
+
+    def pack(ty, arg, name):        # CPU tensors stand in for maia ones here
+        return arg.data_ptr() if ty.startswith("*") else saved_pack(ty, arg, name)
+
+    previous = driver._active
+    d = HostDriver()
+    d.launcher_cls = CountingLauncher
+    driver.set_active(d)
+    saved_launch, saved_pack = maia_driver._launch, maia_driver._pack
+    maia_driver._launch, maia_driver._pack = (lambda *a: calls.append(a)), pack
+    try:
+        x = torch.rand(300)
+        for _ in range(3):
+            K.add_kernel[(2, )](x, x, x, 300, BLOCK_SIZE=256)
+    finally:
+        maia_driver._launch, maia_driver._pack = saved_launch, saved_pack
+        driver._active = previous
+    assert len(calls) == 3 and len(made) == 1, (len(calls), len(made))
+    assert calls[0][0] is calls[2][0]          # the same binary tensor
+    assert calls[0][3] == [2, 1, 1] and calls[0][4] == [x.data_ptr()] * 3 + [300]
+
+
 @triton.jit
 def too_wide(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

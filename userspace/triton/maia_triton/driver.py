@@ -103,8 +103,10 @@ class MaiaUtils:
     @staticmethod
     def load_binary(name, kernel, shared, device):
         # The kernel object is made on the device at its first launch (kernel_launch.cpp).
-        # (module, function, n_regs, n_spills, n_max_threads)
-        return None, MaiaFunction(bytes(kernel), device), 0, 0, 1
+        # (module, function, n_regs, n_spills, n_max_threads); a module that is not None
+        # tells CompiledKernel that it is loaded (it would load it again at every launch).
+        function = MaiaFunction(bytes(kernel), device)
+        return function, function, 0, 0, 1
 
     @staticmethod
     def unload_module(module):
