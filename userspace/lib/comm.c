@@ -154,10 +154,11 @@ static const char *coll_name(unsigned int coll)
 }
 
 /*
- * Both ring ports up (for more than one rank); the peers' serials if asked.
- * A ring of two has two cables between the same two devices, and the
- * device runs a collective over one of them both ways when the other is
- * down (Documentation/hw/fabric.rst, "Failover"): one port up is enough.
+ * A ring port up (for more than one rank); the peers' serials if asked (0:
+ * not known, the port to that peer is down). With one of the two ports
+ * down the device fails over (Documentation/hw/fabric.rst, "Failover"): a
+ * ring of two runs over its other cable both ways, a longer ring sends
+ * round the other way, relayed by the ranks between. Both down: no way.
  */
 static int comm_check_ports(struct maia_device *dev, int nranks, uint64_t *next_serial,
 			    uint64_t *prev_serial)
@@ -178,11 +179,11 @@ static int comm_check_ports(struct maia_device *dev, int nranks, uint64_t *next_
 	err = maia_fabric_port(dev, COMM_SEND_PORT, &p);
 	if (err)
 		return err;
-	if (nranks == 2 && !maia_fabric_port(dev, COMM_RECV_PORT, &q) && p.up != q.up) {
+	if (!maia_fabric_port(dev, COMM_RECV_PORT, &q) && p.up != q.up) {
 		if (next_serial)
-			*next_serial = p.up ? p.peer_serial : q.peer_serial;
+			*next_serial = p.up ? p.peer_serial : nranks == 2 ? q.peer_serial : 0;
 		if (prev_serial)
-			*prev_serial = p.up ? p.peer_serial : q.peer_serial;
+			*prev_serial = q.up ? q.peer_serial : nranks == 2 ? p.peer_serial : 0;
 		return 0;
 	}
 	if (!p.up)
@@ -376,7 +377,8 @@ MAIA_EXPORT int maia_comm_init_all(struct maia_comm **comms, struct maia_device 
 		err = comm_check_ports(devs[i], ndev, &next, NULL);
 		if (err)
 			goto out;
-		if (next != serial[(i + 1) % ndev]) {
+		/* 0: its port 0 is down (failover), the order cannot be checked there. */
+		if (next && next != serial[(i + 1) % ndev]) {
 			err = maia_error(-ENOLINK, "maia_comm_init_all: device %d's port %u leads to "
 					 "serial %#" PRIx64 ", not to device %d (%#" PRIx64 "): "
 					 "the devices are not cabled as a ring in this order",
