@@ -176,7 +176,7 @@ fw_tvp_vop_fn fw_tvp_vop_best(void);
 const char *fw_tvp_vop_best_name(void);
 
 /* The erfc(x) exp(x^2) fit VERF uses on [1, 4] (vops.h), set up by fw_tvp_vop_best(). */
-#define FW_TVP_ERFCX_TERMS	28u
+#define FW_TVP_ERFCX_TERMS	20u
 extern double fw_tvp_erfcx_cheb[FW_TVP_ERFCX_TERMS];
 void fw_tvp_math_init(void);
 
