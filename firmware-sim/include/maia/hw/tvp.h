@@ -11,6 +11,7 @@
  * Machine model, per program instance:
  * - 32 vector registers v0..v31 of MAIA_TVP_VLEN 32-bit lanes. A lane holds
  *   an IEEE binary32 or a two's-complement int32; the instruction says which.
+ *   Every lane is 0 when the instance starts.
  * - 32 scalar registers s0..s31 of 64 bits; s0 reads as 0, writes to it are
  *   dropped. At start s1..s<num_args> hold the command's args[], the others 0.
  * - A shape (rows, cols), rows * cols <= MAIA_TVP_VLEN, set by SHAPE. Vector
@@ -128,7 +129,7 @@ struct maia_tvp_insn {
 #define MAIA_TVP_CVT_BF16	2u	/* round binary32 to BF16 precision (stays binary32) */
 #define MAIA_TVP_CVT_FP16	3u	/* likewise FP16 */
 #define MAIA_TVP_CVT_FP8_E4M3	4u	/* likewise, saturating */
-#define MAIA_TVP_CVT_FP8_E5M2	5u
+#define MAIA_TVP_CVT_FP8_E5M2	5u	/* likewise, saturating (Inf too) */
 #define MAIA_TVP_CVT_U2F	6u	/* uint32 -> binary32 */
 #define MAIA_TVP_CVT_COUNT	7u
 
