@@ -587,6 +587,9 @@ static int http_load(const char *host, int port)
 			busy++;
 		} else {
 			other++;
+			fprintf(stderr, "maia-serve-bench: request %u: HTTP %d, %s, %u of %u tokens\n",
+				i, h[i].status, h[i].err ? strerror(-h[i].err) : "no error",
+				h[i].tokens, opt.max_tokens);
 		}
 	}
 	qsort(ttft, n, 8, cmp_double);
