@@ -7,7 +7,9 @@
  * (KERNEL_INVALID, BAD_CMD, KERNEL_WATCHDOG, MMU_FAULT with FAULT_ADDR at
  * the lane's address), the firmware advertising the opcode, the TVP
  * telemetry counters (exact per class) and the modeled duration of a
- * kernel written out from Documentation/hw/time-model.rst by hand; a queue
+ * kernel written out from Documentation/hw/time-model.rst by hand; a kernel
+ * in a context with page tables (scattered HBM pages, host memory, a
+ * read-only page); a queue
  * disable and a device reset stopping a kernel that would run for days.
  */
 #include <math.h>
@@ -257,6 +259,93 @@ static void test_statuses(void)
 }
 
 /*
+ * In a context with page tables: the program in HBM, A in HBM pages mapped
+ * in reverse order (VA-contiguous, PA-scattered), B in host memory (lanes
+ * through DMA), the output across a page boundary; then a store to a
+ * read-only page faults with the context's FAULT_INFO and that address.
+ */
+#define VA_CMD	0x0000100000000000ull
+#define VA_PROG	0x0000000020000000ull
+#define VA_A	0x0000000030000000ull
+#define VA_B	0x0000000040000000ull
+#define VA_O	0x0000000050000000ull
+#define VA_RO	0x0000000060000000ull
+
+static void test_asid(void)
+{
+	const uint64_t rw = MAIA_PTE_READ | MAIA_PTE_WRITE;
+	uint64_t root = pt_new_root(&env), cmd = host_alloc(&env, 4 * MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+	uint64_t prog = hbm_alloc(&env, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE), a_pa[2], o_pa[2];
+	uint64_t b_bus = host_alloc(&env, 2 * MAIA_PAGE_SIZE, MAIA_PAGE_SIZE), fa;
+	const uint64_t args[4] = { VA_A + 2048, VA_B + 1024, VA_O + 2052, VA_RO + 8 };
+	struct maia_cmd_kernel k = {
+		.hdr = { .opcode = MAIA_OP_KERNEL, .size = sizeof(k) }, .program = VA_PROG,
+		.num_args = 4, .grid = { 1, 1, 1 },
+	};
+	float *b = host_ptr(&env, b_bus);
+	struct maia_cq_entry *c;
+	struct cmdbuf cb;
+	uint32_t slot;
+	bool ok = true;
+
+	for (int i = 0; i < 2; i++) {
+		a_pa[i] = hbm_alloc(&env, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+		o_pa[i] = hbm_alloc(&env, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+	}
+	for (unsigned int i = 0; i < 4; i++)
+		pt_map(&env, root, VA_CMD + i * MAIA_PAGE_SIZE, cmd + i * MAIA_PAGE_SIZE,
+		       MAIA_PTE_READ | MAIA_PTE_SYSMEM, false);
+	pt_map(&env, root, VA_PROG, prog, MAIA_PTE_READ, false);
+	for (int i = 0; i < 2; i++) {
+		pt_map(&env, root, VA_A + i * MAIA_PAGE_SIZE, a_pa[1 - i], rw, false);
+		pt_map(&env, root, VA_B + i * MAIA_PAGE_SIZE, b_bus + i * MAIA_PAGE_SIZE,
+		       rw | MAIA_PTE_SYSMEM, false);
+		pt_map(&env, root, VA_O + i * MAIA_PAGE_SIZE, o_pa[i], rw, false);
+	}
+	pt_map(&env, root, VA_RO, hbm_alloc(&env, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE), MAIA_PTE_READ,
+	       false);
+	tap_ok(mbox(&env, MAIA_MBOX_SET_CONTEXT, 3, (uint32_t)root, (uint32_t)(root >> 32), NULL) ==
+	       MAIA_MBOX_OK, "SET_CONTEXT asid 3");
+	/* A[i] at VA_A + 2048 + 4i: page 0 of VA is a_pa[1] */
+	for (uint32_t i = 0; i < 1024; i++) {
+		uint64_t off = 2048 + 4ull * i;
+		float v = (float)i * 0.5f;
+
+		memcpy(env.hbm + a_pa[1 - off / 4096] + off % 4096, &v, 4);
+		b[256 + i] = 1000.0f - (float)i;
+	}
+	P.n = 0;
+	E(VLD, 1, 1, 0, UNIT32);
+	E(VLD, 2, 2, 0, UNIT32);
+	E(VFADD, 3, 1, 2, 0);
+	E(VST, 3, 3, 0, UNIT32);
+	E(SST, 0, 4, 0, MAIA_DTYPE_INT32);	/* read-only: faults */
+	memcpy(env.hbm + prog, P.w, P.n * 8u);
+	k.num_insns = P.n;
+	memcpy(k.args, args, sizeof(args));
+	cb_init(&cb);
+	cb_add(&cb, &k, sizeof(k));
+	memcpy(host_ptr(&env, cmd), cb.buf, cb.len);
+	wr(&env, MAIA_REG_INT_STATUS, 0xffffffffu);	/* a fresh fault record */
+	slot = queue_push(&env, &q0, VA_CMD, cb.len, 3, 0, 0x3a5, true);
+	maia_sim_drain(env.sim);
+	c = cqe_at(&env, &q0, slot);
+	for (uint32_t i = 0; i < 1024; i++) {
+		uint64_t off = 2052 + 4ull * i;
+		float v;
+
+		memcpy(&v, env.hbm + o_pa[off / 4096] + off % 4096, 4);
+		ok &= v == (float)i * 0.5f + (1000.0f - (float)i);
+	}
+	fa = rd(&env, MAIA_REG_FAULT_ADDR_LO) | (uint64_t)rd(&env, MAIA_REG_FAULT_ADDR_HI) << 32;
+	tap_ok(ok, "asid 3: A across PA-scattered HBM pages plus B in host memory, stored across "
+	       "a page boundary: exact");
+	tap_ok(c->status == MAIA_STATUS_MMU_FAULT && fa == VA_RO + 8 &&
+	       (rd(&env, MAIA_REG_FAULT_INFO) & 0xffffu) == 3,
+	       "a store to a read-only page: MMU_FAULT at 0x%llx in asid 3", (unsigned long long)fa);
+}
+
+/*
  * Submits an endless kernel (2^20 instances, the largest budget) whose
  * instances first load a word from host memory, held at the harness's gate
  * until the kernel surely runs, then loop.
@@ -319,6 +408,7 @@ int main(void)
 	test_vector_add();
 	test_softmax();
 	test_matmul();
+	test_asid();
 	test_stop();
 	env_fini(&env);
 	return tap_done();
