@@ -9,7 +9,7 @@
  * telemetry counters (exact per class) and the modeled duration of a
  * kernel written out from Documentation/hw/time-model.rst by hand; a kernel
  * in a context with page tables (scattered HBM pages, host memory, a
- * read-only page); a queue
+ * read-only page, its fault in the fault queue); a queue
  * disable and a device reset stopping a kernel that would run for days.
  */
 #include <math.h>
@@ -283,9 +283,11 @@ static void test_asid(void)
 		.num_args = 4, .grid = { 1, 1, 1 },
 	};
 	float *b = host_ptr(&env, b_bus);
+	struct maia_fault_entry fe;
 	struct maia_cq_entry *c;
 	struct cmdbuf cb;
 	uint32_t slot;
+	uint64_t fq;
 	bool ok = true;
 
 	for (int i = 0; i < 2; i++) {
@@ -327,6 +329,10 @@ static void test_asid(void)
 	cb_add(&cb, &k, sizeof(k));
 	memcpy(host_ptr(&env, cmd), cb.buf, cb.len);
 	wr(&env, MAIA_REG_INT_STATUS, 0xffffffffu);	/* a fresh fault record */
+	fq = host_alloc(&env, 4 * sizeof(struct maia_fault_entry), MAIA_FAULTQ_ALIGN);
+	wr(&env, MAIA_REG_FAULTQ_BASE_LO, (uint32_t)fq);
+	wr(&env, MAIA_REG_FAULTQ_BASE_HI, (uint32_t)(fq >> 32));
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 4);
 	slot = queue_push(&env, &q0, VA_CMD, cb.len, 3, 0, 0x3a5, true);
 	maia_sim_drain(env.sim);
 	c = cqe_at(&env, &q0, slot);
@@ -340,9 +346,14 @@ static void test_asid(void)
 	fa = rd(&env, MAIA_REG_FAULT_ADDR_LO) | (uint64_t)rd(&env, MAIA_REG_FAULT_ADDR_HI) << 32;
 	tap_ok(ok, "asid 3: A across PA-scattered HBM pages plus B in host memory, stored across "
 	       "a page boundary: exact");
+	memcpy(&fe, host_ptr(&env, fq), sizeof(fe));
 	tap_ok(c->status == MAIA_STATUS_MMU_FAULT && fa == VA_RO + 8 &&
 	       (rd(&env, MAIA_REG_FAULT_INFO) & 0xffffu) == 3,
 	       "a store to a read-only page: MMU_FAULT at 0x%llx in asid 3", (unsigned long long)fa);
+	tap_ok(rd(&env, MAIA_REG_FAULTQ_PROD) == 1 && fe.addr == VA_RO + 8 && fe.job_id == 0x3a5 &&
+	       fe.info == rd(&env, MAIA_REG_FAULT_INFO),
+	       "... and the fault queue has it: address, job, info");
+	wr(&env, MAIA_REG_FAULTQ_SIZE, 0);
 }
 
 /*
