@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.9. Minor versions add registers a driver may use once it
+ * major.minor = 1.10. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -51,9 +51,11 @@
  * 1.6 the link NAK counters; 1.7 the fault queue; 1.8 the chip model block
  * (maia/hw/model.h): completion times, TIMESTAMP and telemetry in modeled time;
  * 1.9 the Tile Vector Processor (maia/hw/tvp.h): MAIA_OP_KERNEL,
- * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters.
+ * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters;
+ * 1.10 fabric failover (maia/hw/fabric.h): relayed collective chunks, the
+ * MAIA_REG_FABRIC_FO_* thresholds and the per-port failover blocks.
  */
-#define MAIA_HW_REVISION		0x0109u
+#define MAIA_HW_REVISION		0x010au
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -67,6 +69,8 @@
 #define MAIA_HW_REVISION_MODEL		0x0108u
 /* 1.9: the Tile Vector Processor (maia/hw/tvp.h): MAIA_OP_KERNEL, its statuses and counters */
 #define MAIA_HW_REVISION_TVP		0x0109u
+/* 1.10: fabric failover: MAIA_REG_FABRIC_FO_*, MAIA_REG_FPORT_FO/_Q blocks, COLL relays */
+#define MAIA_HW_REVISION_FAILOVER	0x010au
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
@@ -232,7 +236,7 @@
 /* 0x0200 - 0x02ff: chip model block (maia/hw/model.h, revision 1.8) */
 /* 0x0300 - 0x0347: TVP telemetry counters (maia/hw/telemetry.h, revision 1.9) */
 
-/* 0x0800 - 0x0eff: fabric block (maia/hw/fabric.h, revision 1.3) */
+/* 0x0800 - 0x0fff: fabric block (maia/hw/fabric.h, revision 1.3; 1.10 up to 0x0fff) */
 #define MAIA_REG_FABRIC_BASE		0x0800u
 
 /* Queue register blocks (see maia/hw/queue.h) */
