@@ -222,6 +222,18 @@ def unsupported_op_names_op_and_line():
 
 
 @triton.jit
+def seventeen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16):
+    tl.store(a0, a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15 + a16)
+
+
+@test
+def more_than_16_arguments():
+    sig = {"a0": "*i32"}
+    sig.update({"a%d" % i: "i32" for i in range(1, 17)})
+    raises(LoweringError, compile_kernel, seventeen, sig, match="17 arguments; a KERNEL command carries at most 16")
+
+
+@triton.jit
 def scan(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))

@@ -210,6 +210,14 @@ def conversions():
 
 
 @test
+def grid_3d():
+    out = torch.empty(4, 3, 5, dtype=torch.int32, device=DEV)
+    K.grid3d_kernel[(5, 3, 4)](out)
+    z, y, x = torch.meshgrid(torch.arange(4), torch.arange(3), torch.arange(5), indexing="ij")
+    assert torch.equal(out.cpu(), (x + 100 * y + 10000 * z + 4000000).int())
+
+
+@test
 def autotune():
     n = 5000
     x, y = torch.rand(n), torch.rand(n)

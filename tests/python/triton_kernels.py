@@ -214,3 +214,12 @@ def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.const
 # The vector add tuned over two block sizes (triton.autotune, timed by the maia driver's benchmarker).
 add_kernel_autotuned = triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128}), triton.Config({"BLOCK_SIZE": 512})],
                                        key=["n_elements"])(add_kernel)
+
+
+@triton.jit
+def grid3d_kernel(out_ptr):
+    # out[z][y][x] = x + 100 y + 10000 z + 1000000 (number of programs along z)
+    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    nx, ny = tl.num_programs(0), tl.num_programs(1)
+    v = x + 100 * y + 10000 * z + 1000000 * tl.num_programs(2)
+    tl.store(out_ptr + (z * ny + y) * nx + x, v)
