@@ -200,6 +200,9 @@ static void op_pump(struct maia_sim *sim, struct fw_fop *op)
 	sync_end(c);
 }
 
+static void follow(struct maia_sim *sim, struct coll_op *c, unsigned int port, const void *msg,
+		   size_t len);
+
 static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, const void *msg,
 		 size_t len)
 {
@@ -207,6 +210,8 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 	int rc;
 
 	start_once(c);
+	if (!c->op.finished && fw_coll_running(&c->eng))
+		follow(sim, c, port, msg, len);
 	if (c->op.finished || !fw_coll_wants(&c->eng, port, msg, len))
 		return 0;
 	if (len >= MAIA_FABRIC_MSG_HDR_LEN) {
@@ -233,9 +238,12 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
  *   between pass on (fw_xport_coll_ring());
  * - the rank whose receive port is DOWN takes its predecessor's chunks on
  *   its send port, where they arrive.
- * On a ring of two both ports lead to the one peer; a DOWN port whose last
- * peer is not the live port's is no evidence of that, and fails the
- * collective. Both ports DOWN: no way (FABRIC_LINK).
+ * A send port that crossed a failover threshold (latency, loss) while the
+ * receive port did not is avoided the same way; its successor sees chunks
+ * arrive on its send port and follows (follow()). On a ring of two both
+ * ports lead to the one peer; a DOWN port whose last peer is not the live
+ * port's is no evidence of that, and fails the collective. Both ports
+ * DOWN: no way (FABRIC_LINK).
  */
 struct way {
 	unsigned int port;		/* the live port: sends and receives */
@@ -248,6 +256,10 @@ static bool way_now(struct maia_sim *sim, const struct coll_op *c, struct way *w
 	unsigned int s = c->cable_send, r = c->cable_recv;
 	bool su = fw_xport_port_up(sim, s), ru = fw_xport_port_up(sim, r);
 	uint64_t peer;
+
+	/* Degraded: avoided for sending, if the other way is not. */
+	if (su && ru && s != r && fw_xport_degraded(sim, s) && !fw_xport_degraded(sim, r))
+		su = false;
 
 	if (su == ru || s == r)
 		return false;
@@ -294,6 +306,35 @@ static void op_route(struct maia_sim *sim, struct fw_fop *op)
  * their offsets. Nothing is sent twice from the job's memory, so the input
  * may be the output (in place): the collective is never restarted.
  */
+/*
+ * The predecessor avoids its send port (DOWN at its end only, or over a
+ * threshold): its chunks for this collective arrive on this rank's send
+ * port, relayed (hops 0 by now) on a ring of n >= 3, straight on a ring of
+ * two. From the first of them on, this rank takes its predecessor's chunks
+ * there. The predecessor switched before sending any of them, or at its
+ * link's DOWN, which hands what this rank may lack to that way too.
+ */
+static void follow(struct maia_sim *sim, struct coll_op *c, unsigned int port, const void *msg,
+		   size_t len)
+{
+	const struct maia_cmd_collective *k = &c->cmd;
+	struct maia_fabric_coll_msg h;
+
+	if (port != c->cable_send || port == c->cable_recv || k->recv_port != c->cable_recv ||
+	    k->nranks < 2 || len < MAIA_FABRIC_MSG_HDR_LEN)
+		return;
+	memcpy(&h, msg, sizeof(h));
+	if (h.type != MAIA_FMSG_COLL || h.comm_id != k->comm_id || h.seq != k->seq ||
+	    h.src_rank != (k->rank + k->nranks - 1u) % k->nranks ||
+	    (k->nranks > 2 && (!(h.flags & MAIA_FABRIC_COLL_RELAY) || h.relay_hops)))
+		return;
+	fw_trace(sim, "collective comm %#x seq %u rank %u/%u: the predecessor's chunks arrive on "
+		 "port %u, taken there", k->comm_id, k->seq, k->rank, k->nranks, port);
+	c->cmd.recv_port = (uint8_t)port;
+	fw_coll_set_ports(&c->eng, k->send_port, port);
+	fw_xport_count_failover(sim, c->cable_recv);
+}
+
 static bool op_reroute(struct maia_sim *sim, struct fw_fop *op, unsigned int port)
 {
 	struct coll_op *c = (struct coll_op *)op;

@@ -106,6 +106,9 @@ struct fw_fabric_port {
 	unsigned int nbatch;		/* batch[0..nbatch) */
 	unsigned int bnext;		/* batch[bnext..nbatch) not fed to the link yet */
 	uint64_t rx_cut;		/* rounds cut at this port's frames (feed_rx()) */
+	/* Under sim->lock: the loss window's start, and its last measure. */
+	uint64_t loss_tx0, loss_nak0;
+	uint32_t loss_ppm;
 };
 
 struct fw_fabric {
@@ -119,6 +122,7 @@ struct fw_fabric {
 	bool busy;			/* the fabric thread is in a round, lock dropped */
 	uint64_t next_ns;		/* host clock: earliest link or operation deadline */
 	uint32_t link_events;		/* MAIA_REG_FABRIC_LINK_EVENTS */
+	uint32_t fo_lat_ns, fo_loss_ppm;	/* MAIA_REG_FABRIC_FO_*: thresholds */
 	bool link_changed;		/* link events since the last round */
 	struct fw_fabric_port port[];
 };
@@ -242,6 +246,34 @@ static void announce(struct fw_fabric *fab, struct fw_fabric_port *p, uint64_t n
 		fw_link_send(&p->link, &id, sizeof(id), now);
 }
 
+/*
+ * Whether collectives should avoid the port (Documentation/hw/fabric.rst,
+ * "Failover"): DOWN, its modeled latency over the threshold, or its loss at
+ * or over it. Loss is measured per MAIA_FABRIC_FO_LOSS_WINDOW frames sent:
+ * the gaps the peer named (NAKs) per frame; it stays until the next window.
+ */
+static void failover_state_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
+{
+	const struct fw_link *l = &p->link;
+	struct maia_sim_fabric_port_info *i = &p->info;
+	uint64_t sent = l->stats.tx_frames - p->loss_tx0;
+	uint32_t state = i->up ? 0 : MAIA_FPORT_FO_DOWN;
+
+	if (sent >= MAIA_FABRIC_FO_LOSS_WINDOW) {
+		p->loss_ppm = (uint32_t)((l->stats.rx_nak - p->loss_nak0) * 1000000u / sent);
+		p->loss_tx0 = l->stats.tx_frames;
+		p->loss_nak0 = l->stats.rx_nak;
+	}
+	i->lat_ns = p->sim->chip.link_lat_ns + p->sim->cfg.fabric_lat_ns[p->index];
+	i->loss_ppm = p->loss_ppm;
+	if (fab->fo_lat_ns && i->lat_ns > fab->fo_lat_ns)
+		state |= MAIA_FPORT_FO_LATENCY;
+	if (fab->fo_loss_ppm && p->loss_ppm >= fab->fo_loss_ppm)
+		state |= MAIA_FPORT_FO_LOSS;
+	i->fo_state = state;
+	fw_xport_set_degraded(p->sim, p->index, state & (MAIA_FPORT_FO_LATENCY | MAIA_FPORT_FO_LOSS));
+}
+
 static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 {
 	const struct fw_link *l = &p->link;
@@ -290,6 +322,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->relayed = fo.relayed;
 	i->resent = fo.resent;
 	i->relay_drops = fo.relay_drops;
+	failover_state_locked(fab, p);
 }
 
 static uint64_t auto_serial(void)
@@ -342,6 +375,8 @@ int fw_fabric_create(struct maia_sim *sim)
 	if (!fab)
 		return -ENOMEM;
 	fab->nports = n;
+	fab->fo_lat_ns = MAIA_FABRIC_FO_LAT_NS_DEFAULT;
+	fab->fo_loss_ppm = MAIA_FABRIC_FO_LOSS_PPM_DEFAULT;
 	fab->serial = sim->cfg.serial ? sim->cfg.serial : auto_serial();
 	fab->xport = fw_xport_create(sim, n, &xport_port_ops);
 	if (!fab->xport) {
@@ -693,6 +728,17 @@ uint64_t fw_fabric_serial(const struct maia_sim *sim)
 uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim)
 {
 	return sim->fab ? sim->fab->link_events : 0;
+}
+
+uint32_t *fw_fabric_fo_threshold_locked(struct maia_sim *sim, uint32_t offset)
+{
+	if (!sim->fab)
+		return NULL;
+	if (offset == MAIA_REG_FABRIC_FO_LAT_NS)
+		return &sim->fab->fo_lat_ns;
+	if (offset == MAIA_REG_FABRIC_FO_LOSS_PPM)
+		return &sim->fab->fo_loss_ppm;
+	return NULL;
 }
 
 const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,

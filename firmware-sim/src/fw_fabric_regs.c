@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The BAR0 fabric register block (maia/hw/fabric.h, revision 1.3): device
- * registers and one block per port, all read-only, decoded from the
- * snapshot the worker publishes after each fabric round
- * (fw_fabric_port.c). Called by fw_regs.c with sim->lock held.
+ * registers and one block per port, decoded from the snapshot the worker
+ * publishes after each fabric round (fw_fabric_port.c), and (1.10) the
+ * failover thresholds, the only ones written, and two failover blocks per
+ * port. Called by fw_regs.c with sim->lock held.
  *
  * A device without fabric ports reads 0 in the device registers; the
  * port blocks of ports it does not have, and holes in a port's block, are
@@ -12,7 +13,7 @@
 #include "fw_internal.h"
 #include "maia/hw/fabric.h"
 
-#define FW_FABRIC_REG_END	0x0f00u		/* the block is 0x0800 - 0x0eff */
+#define FW_FABRIC_REG_END	0x1000u		/* the block is 0x0800 - 0x0fff */
 #define FW_FPORT_REG_END	(MAIA_FPORT_RX_HELD + 8u)
 
 bool fw_fabric_is_reg(uint32_t offset)
@@ -86,8 +87,42 @@ static bool port_reg_read(const struct maia_sim_fabric_port_info *i, uint32_t re
 	return false;
 }
 
+/* A port's failover registers (1.10): the FO block and the Q block. */
+static bool fo_reg_read(const struct maia_sim_fabric_port_info *i, uint32_t reg, bool q,
+			uint32_t *val)
+{
+	if (!q && reg == MAIA_FPORT_FO_FAILOVERS)
+		*val = (uint32_t)i->failovers;	/* an event counter: wraps */
+	else if (!q && reg == MAIA_FPORT_FO_STATE)
+		*val = i->fo_state;
+	else if (!q)
+		return counter(reg, MAIA_FPORT_FO_RELAYED, i->relayed, val);
+	else if (reg == MAIA_FPORT_Q_LAT_NS)
+		*val = i->lat_ns;
+	else if (reg == MAIA_FPORT_Q_LOSS_PPM)
+		*val = i->loss_ppm;
+	else if (reg == MAIA_FPORT_Q_RESENT)
+		*val = (uint32_t)i->resent;
+	else if (reg == MAIA_FPORT_Q_RELAY_DROPS)
+		*val = (uint32_t)i->relay_drops;
+	else
+		return false;
+	return true;
+}
+
+bool fw_fabric_reg_write_locked(struct maia_sim *sim, uint32_t offset, uint32_t value)
+{
+	uint32_t *t = fw_fabric_fo_threshold_locked(sim, offset);
+
+	if (!t)
+		return false;
+	*t = value;
+	return true;
+}
+
 bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val)
 {
+	const uint32_t *t = fw_fabric_fo_threshold_locked(sim, offset);
 	const struct maia_sim_fabric_port_info *info;
 	uint64_t serial = fw_fabric_serial(sim);
 	unsigned int port;
@@ -109,6 +144,22 @@ bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *
 		/* Every device with ports has the window table. */
 		*val = fw_fabric_ports(sim) ? MAIA_FABRIC_MAX_WINDOWS : 0;
 		return true;
+	}
+	if (t) {
+		*val = *t;
+		return true;
+	}
+	if (offset >= MAIA_REG_FPORT_FO_BASE && offset < MAIA_REG_FPORT_BASE) {
+		info = fw_fabric_info_locked(sim, (offset - MAIA_REG_FPORT_FO_BASE) /
+						  MAIA_REG_FPORT_FO_STRIDE);
+		return info && fo_reg_read(info, (offset - MAIA_REG_FPORT_FO_BASE) %
+					   MAIA_REG_FPORT_FO_STRIDE, false, val);
+	}
+	if (offset >= MAIA_REG_FPORT_Q_BASE) {
+		info = fw_fabric_info_locked(sim, (offset - MAIA_REG_FPORT_Q_BASE) /
+						  MAIA_REG_FPORT_Q_STRIDE);
+		return info && fo_reg_read(info, (offset - MAIA_REG_FPORT_Q_BASE) %
+					   MAIA_REG_FPORT_Q_STRIDE, true, val);
 	}
 	if (offset < MAIA_REG_FPORT_BASE)
 		return false;

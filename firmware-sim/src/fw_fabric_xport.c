@@ -56,6 +56,7 @@ struct xport_port {
 	unsigned int failed_coll_next;
 	uint64_t drops, nak_tx, nak_rx;
 	struct fw_xport_failover fo;	/* failover counters of this port */
+	uint32_t degraded;		/* MAIA_FPORT_FO_LATENCY | _LOSS: avoid sending on it */
 };
 
 /*
@@ -351,6 +352,17 @@ void fw_xport_failover_counters(struct maia_sim *sim, unsigned int port,
 				struct fw_xport_failover *fo)
 {
 	*fo = sim->xport->port[port].fo;
+}
+
+void fw_xport_set_degraded(struct maia_sim *sim, unsigned int port, uint32_t why)
+{
+	if (sim->xport && port < sim->xport->nports)
+		sim->xport->port[port].degraded = why;
+}
+
+uint32_t fw_xport_degraded(struct maia_sim *sim, unsigned int port)
+{
+	return port < sim->xport->nports ? sim->xport->port[port].degraded : 0;
 }
 
 void fw_xport_count_failover(struct maia_sim *sim, unsigned int port)

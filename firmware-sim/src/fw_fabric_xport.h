@@ -160,8 +160,14 @@ struct fw_xport_failover {
 };
 void fw_xport_failover_counters(struct maia_sim *sim, unsigned int port,
 				struct fw_xport_failover *fo);
-/* A collective routed around port (DOWN): counted. */
+/* A collective routed around port: counted. */
 void fw_xport_count_failover(struct maia_sim *sim, unsigned int port);
+/*
+ * Whether port crossed a failover threshold (MAIA_FPORT_FO_LATENCY |
+ * MAIA_FPORT_FO_LOSS; 0: no): set by fw_fabric_port.c each round.
+ */
+void fw_xport_set_degraded(struct maia_sim *sim, unsigned int port, uint32_t why);
+uint32_t fw_xport_degraded(struct maia_sim *sim, unsigned int port);
 
 /*
  * Remote write and read commands (fw_fabric_xfer.c): the operation to park

@@ -375,9 +375,16 @@ uint32_t fw_fabric_link_events_locked(const struct maia_sim *sim);
 const struct maia_sim_fabric_port_info *fw_fabric_info_locked(const struct maia_sim *sim,
 							      unsigned int port);
 
-/* fw_fabric_regs.c: the BAR0 fabric block (read-only), under sim->lock. */
+/* The failover threshold register at offset (MAIA_REG_FABRIC_FO_*); NULL: none. */
+uint32_t *fw_fabric_fo_threshold_locked(struct maia_sim *sim, uint32_t offset);
+
+/*
+ * fw_fabric_regs.c: the BAR0 fabric block, under sim->lock. Read-only but
+ * for the failover thresholds: a write returns whether it was one.
+ */
 bool fw_fabric_is_reg(uint32_t offset);
 bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *val);
+bool fw_fabric_reg_write_locked(struct maia_sim *sim, uint32_t offset, uint32_t value);
 
 /* fw_boot.c: runs on the worker. */
 void fw_boot_run(struct maia_sim *sim);

@@ -625,6 +625,8 @@ void maia_sim_mmio_write(struct maia_sim *sim, uint32_t offset, uint32_t value)
 	} else if (fw_telem_is_reg(offset) ||
 		   (fw_model_is_reg(offset) && fw_model_reg_read(&sim->chip, offset, &(uint32_t){ 0 }))) {
 		read_only(sim, offset, value);
+	} else if (fw_fabric_is_reg(offset) && fw_fabric_reg_write_locked(sim, offset, value)) {
+		/* a failover threshold */
 	} else if (fw_fabric_is_reg(offset) &&
 		   fw_fabric_reg_read_locked(sim, offset, &(uint32_t){ 0 })) {
 		read_only(sim, offset, value);

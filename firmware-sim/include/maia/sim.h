@@ -119,6 +119,12 @@ struct maia_sim_config {
 	uint32_t fabric_drop_ppm[MAIA_FABRIC_MAX_PORTS];
 	uint64_t fabric_drop_seed[MAIA_FABRIC_MAX_PORTS];
 	/*
+	 * Fault injection per fabric port: modeled latency its cable adds to
+	 * the chip's link latency (a longer or degraded cable), ns. Only
+	 * failover looks at it (MAIA_REG_FABRIC_FO_LAT_NS). 0: none.
+	 */
+	uint32_t fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
+	/*
 	 * DATA frames a peer may have in flight to each port (the credit this
 	 * device grants) and this device sends ahead on each: a power of two
 	 * up to MAIA_FABRIC_WINDOW; 0 = MAIA_FABRIC_WINDOW. A cable that drops
@@ -303,6 +309,9 @@ struct maia_sim_fabric_port_info {
 	uint64_t relayed;		/* relayed chunks sent on out of this port */
 	uint64_t resent;		/* chunks re-sent the other way as this port went DOWN */
 	uint64_t relay_drops;		/* relayed chunks in on this port with no way on */
+	uint32_t lat_ns;		/* modeled latency: the chip's link + fabric_lat_ns */
+	uint32_t loss_ppm;		/* gaps the peer named per frame sent, last window */
+	uint32_t fo_state;		/* MAIA_FPORT_FO_DOWN | _LATENCY | _LOSS */
 };
 /* 0, or -EINVAL if port >= fabric_ports. May be called from any thread. */
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

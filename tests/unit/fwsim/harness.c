@@ -152,6 +152,7 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 }
 
 unsigned int env_fabric_window;
+uint32_t env_fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
 int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 
 int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
@@ -186,6 +187,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	cfg.fabric_ports = ports;
 	cfg.serial = serial;
 	cfg.fabric_window = env_fabric_window;
+	memcpy(cfg.fabric_lat_ns, env_fabric_lat_ns, sizeof(cfg.fabric_lat_ns));
 	ops = env_ops;
 	if (e->fabric_tx_lend)
 		ops.fabric_tx_lend = env_tx_lend;

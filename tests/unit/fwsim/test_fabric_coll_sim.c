@@ -70,6 +70,7 @@ static unsigned int ndev;
 static uint64_t rng = 0xc011ec7;
 static uint32_t next_seq = 1;
 static uint32_t trial_comm = 0xfab;	/* the comm_id prepare() gives */
+static uint32_t dev0_send_lat_ns;	/* ring_up(): device 0's send port's extra latency */
 
 static uint64_t now_ms(void)
 {
@@ -202,10 +203,12 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
 		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
+		env_fabric_lat_ns[SEND_PORT] = i == 0 ? dev0_send_lat_ns : 0;
 		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
 			return false;
 		env_fabric_tx_lend = NULL;
+		env_fabric_lat_ns[SEND_PORT] = 0;
 		boot_or_die(&nodes[i].e);
 		queue_setup(&nodes[i].e, &nodes[i].q[0], 0, 64, 0);
 		queue_setup(&nodes[i].e, &nodes[i].q[1], 1, 64, 0);
@@ -823,6 +826,96 @@ static void test_failover_two(void)
 	ring_down();
 }
 
+/* Waits until dev's port's failover state has bits (a snapshot each fabric round). */
+static bool wait_fo_state(unsigned int dev, unsigned int port, uint32_t bits)
+{
+	uint64_t t0 = now_ms();
+
+	while ((port_info(dev, port).fo_state & bits) != bits) {
+		if (now_ms() - t0 >= HANG_GUARD_MS)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
+ * The failover thresholds, on a ring of 3 whose cables are all UP. Latency:
+ * device 0's send port models a cable 10 us longer (fabric_lat_ns), over
+ * the 5 us default: rank 0 sends round the other way from the first
+ * collective on, and rank 1 follows when the relayed chunks reach its send
+ * port; exact. With the threshold register at 0 (off) the ring runs as
+ * cabled again. Loss: 5% of the frames from rank 0 to rank 1 lost (seeded);
+ * once a window of MAIA_FABRIC_FO_LOSS_WINDOW frames measured it (0.01 %
+ * default), the next collectives avoid that direction; exact.
+ */
+static void test_failover_threshold(void)
+{
+	struct maia_sim_fabric_port_info i0, i1;
+	uint64_t relayed;
+	struct outcome o;
+	bool ok;
+
+	dev0_send_lat_ns = 10000;
+	ok = ring_up(3, 0);
+	dev0_send_lat_ns = 0;
+	if (!tap_ok(ok, "3 devices cabled in a ring, device 0's send port 10 us longer: every port UP"))
+		return;
+	ok = wait_fo_state(0, SEND_PORT, MAIA_FPORT_FO_LATENCY);
+	i0 = port_info(0, SEND_PORT);
+	tap_ok(ok && i0.lat_ns == 11000 && rd(&nodes[0].e, MAIA_REG_FABRIC_FO_LAT_NS) == 5000 &&
+	       (rd(&nodes[0].e, MAIA_REG_FPORT_FO(SEND_PORT, MAIA_FPORT_FO_STATE)) &
+		MAIA_FPORT_FO_LATENCY) &&
+	       rd(&nodes[0].e, MAIA_REG_FPORT_Q(SEND_PORT, MAIA_FPORT_Q_LAT_NS)) == 11000 &&
+	       !(port_info(0, RECV_PORT).fo_state & MAIA_FPORT_FO_LATENCY),
+	       "rank 0's send port: modeled latency %u ns over the %u ns threshold (state %#x), its receive port not",
+	       i0.lat_ns, rd(&nodes[0].e, MAIA_REG_FABRIC_FO_LAT_NS), i0.fo_state);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0, "latency over the threshold: all-reduce relayed round the other way, every job OK, #wrong = %ld",
+	       o.wrong);
+	o = run(MAIA_COLL_ALL_GATHER, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 5003, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	i0 = port_info(0, SEND_PORT);
+	i1 = port_info(1, RECV_PORT);
+	relayed = port_info(2, RECV_PORT).relayed;
+	tap_ok(all_ok(&o) && o.wrong == 0 && i0.failovers == 2 && i1.failovers == 2 && relayed > 0 &&
+	       rd(&nodes[0].e, MAIA_REG_FPORT_FO(SEND_PORT, MAIA_FPORT_FO_FAILOVERS)) == 2,
+	       "all-gather too (#wrong = %ld); failovers: rank 0's send port %llu (register %u), rank 1's receive port %llu (it followed); rank 2 relayed %llu",
+	       o.wrong, (unsigned long long)i0.failovers,
+	       rd(&nodes[0].e, MAIA_REG_FPORT_FO(SEND_PORT, MAIA_FPORT_FO_FAILOVERS)),
+	       (unsigned long long)i1.failovers, (unsigned long long)relayed);
+	wr(&nodes[0].e, MAIA_REG_FABRIC_FO_LAT_NS, 0);
+	ok = rd(&nodes[0].e, MAIA_REG_FABRIC_FO_LAT_NS) == 0;
+	while (ok && (port_info(0, SEND_PORT).fo_state & MAIA_FPORT_FO_LATENCY))
+		usleep(1000);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(ok && all_ok(&o) && o.wrong == 0 && port_info(0, SEND_PORT).failovers == 2 &&
+	       port_info(2, RECV_PORT).relayed == relayed,
+	       "threshold register written 0 (off): the all-reduce runs as cabled, #wrong = %ld, nothing more relayed",
+	       o.wrong);
+	ring_down();
+
+	if (!tap_ok(ring_up(3, 50000), "3 devices cabled in a ring, 5%% of the frames 0 -> 1 lost"))
+		return;
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 3u << 21, 4096, false, -1,
+		LONG_TIMEOUT_MS);
+	ok = all_ok(&o) && o.wrong == 0 && wait_fo_state(0, SEND_PORT, MAIA_FPORT_FO_LOSS);
+	i0 = port_info(0, SEND_PORT);
+	tap_ok(ok && i0.loss_ppm >= 100 && !(port_info(0, RECV_PORT).fo_state & MAIA_FPORT_FO_LOSS),
+	       "a 24 MiB all-reduce in 4 KiB chunks (#wrong = %ld): rank 0's send port measured %u ppm lost, over the 100 ppm threshold; its receive port not",
+	       o.wrong, i0.loss_ppm);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(all_ok(&o) && o.wrong == 0 && port_info(0, SEND_PORT).failovers >= 1 &&
+	       port_info(1, RECV_PORT).failovers >= 1 && port_info(2, RECV_PORT).relayed > 0,
+	       "loss over the threshold: the next all-reduce avoids it (failovers %llu, %llu), every job OK, #wrong = %ld",
+	       (unsigned long long)port_info(0, SEND_PORT).failovers,
+	       (unsigned long long)port_info(1, RECV_PORT).failovers, o.wrong);
+	ring_down();
+}
+
 /* Transport messages other than identities that port took from its peer. */
 static uint64_t data_msgs(unsigned int dev, unsigned int port)
 {
@@ -1263,6 +1356,7 @@ int main(void)
 	test_failover_ring(3);
 	test_failover_ring(4);
 	test_failover_two();
+	test_failover_threshold();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
 	test_failed_leftovers();

@@ -369,14 +369,33 @@ static void test_registers(void)
 	tap_ok(rd(&a, MAIA_REG_FPORT(NPORTS, MAIA_FPORT_STATE)) == 0, "port %u's block reads 0",
 	       NPORTS);
 	tap_ok(rd(&a, MAIA_REG_FPORT(NPORTS, MAIA_FPORT_RX_HELD)) == 0 &&
-	       rd(&a, MAIA_REG_FPORT(11, 0x7cu)) == 0 && rd(&a, 0x0814u) == 0 &&
-	       rd(&a, 0x0efcu) == 0, "holes in the block read 0");
+	       rd(&a, MAIA_REG_FPORT(11, 0x7cu)) == 0 && rd(&a, 0x081cu) == 0 &&
+	       rd(&a, 0x0ffcu) == 0, "holes in the block read 0");
 	tap_ok(a.guest_errors == errs + 5, "each unmapped read is a guest error (%u)",
 	       a.guest_errors - errs);
 	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_PORTS, 7);
 	maia_sim_mmio_write(a.sim, MAIA_REG_FPORT(0, MAIA_FPORT_STATE), 0);
 	tap_ok(rd(&a, MAIA_REG_FABRIC_PORTS) == NPORTS && port_up(&a, 0) &&
 	       a.guest_errors == errs + 7, "writes to the read-only block ignored, with a guest error");
+
+	/* 1.10: the failover thresholds, the block's only writable registers. */
+	errs = a.guest_errors;
+	ok = rd(&a, MAIA_REG_FABRIC_FO_LAT_NS) == MAIA_FABRIC_FO_LAT_NS_DEFAULT &&
+	     rd(&a, MAIA_REG_FABRIC_FO_LOSS_PPM) == MAIA_FABRIC_FO_LOSS_PPM_DEFAULT;
+	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_FO_LAT_NS, 7000);
+	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_FO_LOSS_PPM, 0);
+	ok &= rd(&a, MAIA_REG_FABRIC_FO_LAT_NS) == 7000 && rd(&a, MAIA_REG_FABRIC_FO_LOSS_PPM) == 0;
+	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_FO_LAT_NS, MAIA_FABRIC_FO_LAT_NS_DEFAULT);
+	maia_sim_mmio_write(a.sim, MAIA_REG_FABRIC_FO_LOSS_PPM, MAIA_FABRIC_FO_LOSS_PPM_DEFAULT);
+	ok &= rd(&a, MAIA_REG_FPORT_FO(0, MAIA_FPORT_FO_STATE)) == 0 &&
+	      rd(&a, MAIA_REG_FPORT_FO(0, MAIA_FPORT_FO_FAILOVERS)) == 0 &&
+	      rd(&a, MAIA_REG_FPORT_Q(0, MAIA_FPORT_Q_LAT_NS)) != 0;
+	tap_ok(ok && a.guest_errors == errs,
+	       "failover thresholds 5000 ns / 100 ppm by default, written and read back; port 0 not avoided, latency %u ns",
+	       rd(&a, MAIA_REG_FPORT_Q(0, MAIA_FPORT_Q_LAT_NS)));
+	rd(&a, MAIA_REG_FPORT_FO(NPORTS, MAIA_FPORT_FO_STATE));
+	tap_ok(a.guest_errors == errs + 1, "port %u's failover block is unmapped (a guest error)",
+	       NPORTS);
 
 	/* B resets: A's links see a new session, counted and interrupted. */
 	maia_sim_mmio_write(a.sim, MAIA_REG_INT_STATUS, MAIA_INT_FABRIC_LINK);

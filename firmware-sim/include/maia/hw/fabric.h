@@ -150,6 +150,36 @@ enum maia_fabric_drop {
 #define   MAIA_FPORT_RX_HELD		0x78u	/* DATA frames held after a gap */
 
 /*
+ * Failover (revision 1.10, MAIA_HW_REVISION_FAILOVER; Documentation/hw/
+ * fabric.rst, "Failover"). A collective avoids its send port while the port
+ * is DOWN, or its modeled latency exceeds FO_LAT_NS, or its measured loss
+ * reaches FO_LOSS_PPM, if its receive port is UP and neither. The two
+ * thresholds are read-write (0: that trigger off); the rest is read-only.
+ */
+#define MAIA_REG_FABRIC_FO_LAT_NS	0x0814u	/* ns; default 5000 (5 us) */
+#define MAIA_REG_FABRIC_FO_LOSS_PPM	0x0818u	/* per 10^6 frames; default 100 (0.01 %) */
+#define MAIA_FABRIC_FO_LAT_NS_DEFAULT	5000u
+#define MAIA_FABRIC_FO_LOSS_PPM_DEFAULT	100u
+/* Frames a port sends per loss measurement (MAIA_FPORT_Q_LOSS_PPM). */
+#define MAIA_FABRIC_FO_LOSS_WINDOW	8192u
+#define MAIA_REG_FPORT_FO_BASE		0x0840u
+#define MAIA_REG_FPORT_FO_STRIDE	0x10u
+#define MAIA_REG_FPORT_FO(p, reg)	(MAIA_REG_FPORT_FO_BASE + MAIA_REG_FPORT_FO_STRIDE * (p) + (reg))
+#define   MAIA_FPORT_FO_FAILOVERS	0x00u	/* collectives routed around this port */
+#define   MAIA_FPORT_FO_STATE		0x04u	/* MAIA_FPORT_FO_*: its state now */
+#define     MAIA_FPORT_FO_DOWN		(1u << 0)	/* link DOWN */
+#define     MAIA_FPORT_FO_LATENCY	(1u << 1)	/* modeled latency > FO_LAT_NS */
+#define     MAIA_FPORT_FO_LOSS		(1u << 2)	/* loss >= FO_LOSS_PPM */
+#define   MAIA_FPORT_FO_RELAYED		0x08u	/* 64-bit: relayed chunks sent on out of it */
+#define MAIA_REG_FPORT_Q_BASE		0x0f00u
+#define MAIA_REG_FPORT_Q_STRIDE		0x10u
+#define MAIA_REG_FPORT_Q(p, reg)	(MAIA_REG_FPORT_Q_BASE + MAIA_REG_FPORT_Q_STRIDE * (p) + (reg))
+#define   MAIA_FPORT_Q_LAT_NS		0x00u	/* modeled latency of its cable */
+#define   MAIA_FPORT_Q_LOSS_PPM		0x04u	/* gaps the peer named per frame sent, last window */
+#define   MAIA_FPORT_Q_RESENT		0x08u	/* chunks re-sent the other way as it went DOWN */
+#define   MAIA_FPORT_Q_RELAY_DROPS	0x0cu	/* relayed chunks in on it with no way on */
+
+/*
  * Windows. A context makes part of its address space reachable from the
  * fabric with MAIA_MBOX_FABRIC_WINDOW_OPEN: (asid, VA, pages, access). The
  * key names slot and generation; a closed slot's next window gets a new
