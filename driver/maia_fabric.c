@@ -7,6 +7,10 @@
  *   DRM_IOCTL_MAIA_FABRIC_PORT and sysfs (fabric/portN/<counter> under the
  *   PCI device). A link going up or down raises MAIA_INT_FABRIC_LINK; the
  *   event thread logs it and sends a change uevent.
+ * - Failover (1.10): per port, sysfs only, what collectives routed around
+ *   it and why (failovers, failover_state, relayed, ...), and the two
+ *   thresholds, fabric/failover_latency_ns and failover_loss_ppm (writable
+ *   by root).
  * - Windows: DRM_IOCTL_MAIA_FABRIC_WINDOW opens and closes them with the
  *   mailbox. The driver keeps a context's windows so that they close with
  *   the mapping under them (before its pages go) and with the file.
@@ -22,6 +26,7 @@
 #include <linux/kobject.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include <maia/hw/fabric.h>
@@ -32,6 +37,7 @@
 #include "maia_fabric.h"
 #include "maia_hw.h"
 #include "maia_reset.h"
+#include "maia_sysfs.h"
 #include "maia_vm.h"
 
 struct maia_fabric_port {
@@ -83,10 +89,21 @@ static u64 maia_fabric_peer_serial(struct maia_device *mdev, unsigned int port)
 
 struct maia_fabric_attr {
 	struct kobj_attribute kattr;
-	u32 reg;			/* MAIA_FPORT_* */
+	u32 base, stride;		/* the per-port block: MAIA_REG_FPORT_*, _FO_*, _Q_* */
+	u32 reg;			/* MAIA_FPORT_* in it */
 	bool wide;			/* a 64-bit counter */
 	u32 revision;			/* the first MAIA_HW_REVISION_* with it */
 };
+
+/* MAIA_FPORT_FO_STATE as words: why collectives avoid the port now. */
+static ssize_t maia_fabric_fo_state_show(char *buf, u32 state)
+{
+	if (!state)
+		return sysfs_emit(buf, "ok\n");
+	return sysfs_emit(buf, "%s%s%s\n", state & MAIA_FPORT_FO_DOWN ? "down " : "",
+			  state & MAIA_FPORT_FO_LATENCY ? "latency " : "",
+			  state & MAIA_FPORT_FO_LOSS ? "loss " : "");
+}
 
 static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute *kattr,
 				     char *buf)
@@ -94,16 +111,18 @@ static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute
 	struct maia_fabric_port *p = container_of(kobj, struct maia_fabric_port, kobj);
 	struct maia_fabric_attr *a = container_of(kattr, struct maia_fabric_attr, kattr);
 	struct maia_device *mdev = p->mdev;
-	u32 reg = MAIA_REG_FPORT(p->index, a->reg);
+	u32 reg = a->base + a->stride * p->index + a->reg;
 	ssize_t ret;
 	int idx;
 
 	if (!drm_dev_enter(&mdev->drm, &idx))
 		return -ENODEV;
-	if (a->reg == MAIA_FPORT_STATE)
+	if (a->base == MAIA_REG_FPORT_BASE && a->reg == MAIA_FPORT_STATE)
 		ret = sysfs_emit(buf, "%s\n", maia_rd(mdev, reg) & MAIA_FPORT_STATE_UP ?
 				 "up" : "down");
-	else if (a->reg == MAIA_FPORT_PEER_SERIAL_LO)
+	else if (a->base == MAIA_REG_FPORT_FO_BASE && a->reg == MAIA_FPORT_FO_STATE)
+		ret = maia_fabric_fo_state_show(buf, maia_rd(mdev, reg));
+	else if (a->base == MAIA_REG_FPORT_BASE && a->reg == MAIA_FPORT_PEER_SERIAL_LO)
 		ret = sysfs_emit(buf, "0x%016llx\n", maia_fabric_peer_serial(mdev, p->index));
 	else if (a->wide)
 		ret = sysfs_emit(buf, "%llu\n", maia_fabric_rd64(mdev, reg));
@@ -113,13 +132,22 @@ static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute
 	return ret;
 }
 
-#define MAIA_FABRIC_ATTR_REV(_name, _reg, _wide, _rev) \
+#define MAIA_FABRIC_ATTR_BLOCK(_name, _base, _stride, _reg, _wide, _rev) \
 	static struct maia_fabric_attr maia_fabric_attr_##_name = { \
 		.kattr = __ATTR(_name, 0444, maia_fabric_attr_show, NULL), \
-		.reg = (_reg), .wide = (_wide), .revision = (_rev), \
+		.base = (_base), .stride = (_stride), .reg = (_reg), .wide = (_wide), \
+		.revision = (_rev), \
 	}
+#define MAIA_FABRIC_ATTR_REV(_name, _reg, _wide, _rev) \
+	MAIA_FABRIC_ATTR_BLOCK(_name, MAIA_REG_FPORT_BASE, MAIA_REG_FPORT_STRIDE, _reg, _wide, _rev)
 #define MAIA_FABRIC_ATTR(_name, _reg, _wide) \
 	MAIA_FABRIC_ATTR_REV(_name, _reg, _wide, MAIA_HW_REVISION_FABRIC)
+#define MAIA_FABRIC_ATTR_FO(_name, _reg, _wide) \
+	MAIA_FABRIC_ATTR_BLOCK(_name, MAIA_REG_FPORT_FO_BASE, MAIA_REG_FPORT_FO_STRIDE, _reg, \
+			       _wide, MAIA_HW_REVISION_FAILOVER)
+#define MAIA_FABRIC_ATTR_Q(_name, _reg) \
+	MAIA_FABRIC_ATTR_BLOCK(_name, MAIA_REG_FPORT_Q_BASE, MAIA_REG_FPORT_Q_STRIDE, _reg, \
+			       false, MAIA_HW_REVISION_FAILOVER)
 
 MAIA_FABRIC_ATTR(state, MAIA_FPORT_STATE, false);
 MAIA_FABRIC_ATTR(peer_serial, MAIA_FPORT_PEER_SERIAL_LO, false);
@@ -140,6 +168,13 @@ MAIA_FABRIC_ATTR(tx_errors, MAIA_FPORT_TX_ERRORS, true);
 MAIA_FABRIC_ATTR(injected_drops, MAIA_FPORT_INJECTED_DROPS, true);
 MAIA_FABRIC_ATTR_REV(link_nak_tx, MAIA_FPORT_LINK_NAK_TX, true, MAIA_HW_REVISION_LINK_NAKS);
 MAIA_FABRIC_ATTR_REV(rx_held, MAIA_FPORT_RX_HELD, true, MAIA_HW_REVISION_LINK_NAKS);
+MAIA_FABRIC_ATTR_FO(failovers, MAIA_FPORT_FO_FAILOVERS, false);
+MAIA_FABRIC_ATTR_FO(failover_state, MAIA_FPORT_FO_STATE, false);
+MAIA_FABRIC_ATTR_FO(relayed, MAIA_FPORT_FO_RELAYED, true);
+MAIA_FABRIC_ATTR_Q(latency_ns, MAIA_FPORT_Q_LAT_NS);
+MAIA_FABRIC_ATTR_Q(loss_ppm, MAIA_FPORT_Q_LOSS_PPM);
+MAIA_FABRIC_ATTR_Q(resent, MAIA_FPORT_Q_RESENT);
+MAIA_FABRIC_ATTR_Q(relay_drops, MAIA_FPORT_Q_RELAY_DROPS);
 
 static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_state.kattr.attr,
@@ -161,6 +196,13 @@ static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_injected_drops.kattr.attr,
 	&maia_fabric_attr_link_nak_tx.kattr.attr,
 	&maia_fabric_attr_rx_held.kattr.attr,
+	&maia_fabric_attr_failovers.kattr.attr,
+	&maia_fabric_attr_failover_state.kattr.attr,
+	&maia_fabric_attr_relayed.kattr.attr,
+	&maia_fabric_attr_latency_ns.kattr.attr,
+	&maia_fabric_attr_loss_ppm.kattr.attr,
+	&maia_fabric_attr_resent.kattr.attr,
+	&maia_fabric_attr_relay_drops.kattr.attr,
 	NULL,
 };
 
@@ -179,6 +221,67 @@ static const struct attribute_group maia_fabric_port_group = {
 	.is_visible = maia_fabric_port_attr_visible,
 };
 __ATTRIBUTE_GROUPS(maia_fabric_port);
+
+/* --- sysfs: fabric/failover_latency_ns, failover_loss_ppm (1.10) -------- */
+
+static u32 maia_fabric_threshold_reg(struct kobj_attribute *kattr)
+{
+	return strcmp(kattr->attr.name, "failover_latency_ns") ? MAIA_REG_FABRIC_FO_LOSS_PPM :
+								  MAIA_REG_FABRIC_FO_LAT_NS;
+}
+
+/* fabric/ is a child of the PCI device's kobject. */
+static struct maia_device *maia_fabric_dir_mdev(struct kobject *kobj)
+{
+	return maia_from_dev(kobj_to_dev(kobj->parent));
+}
+
+static ssize_t maia_fabric_threshold_show(struct kobject *kobj, struct kobj_attribute *kattr,
+					  char *buf)
+{
+	struct maia_device *mdev = maia_fabric_dir_mdev(kobj);
+	ssize_t ret;
+	int idx;
+
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return -ENODEV;
+	ret = sysfs_emit(buf, "%u\n", maia_rd(mdev, maia_fabric_threshold_reg(kattr)));
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/* 0 turns that trigger off; the device reads the register at each collective's start. */
+static ssize_t maia_fabric_threshold_store(struct kobject *kobj, struct kobj_attribute *kattr,
+					   const char *buf, size_t count)
+{
+	struct maia_device *mdev = maia_fabric_dir_mdev(kobj);
+	u32 val;
+	int idx, ret;
+
+	ret = kstrtou32(buf, 0, &val);
+	if (ret)
+		return ret;
+	if (!drm_dev_enter(&mdev->drm, &idx))
+		return -ENODEV;
+	maia_wr(mdev, maia_fabric_threshold_reg(kattr), val);
+	drm_dev_exit(idx);
+	return count;
+}
+
+static struct kobj_attribute maia_fabric_attr_failover_latency_ns =
+	__ATTR(failover_latency_ns, 0644, maia_fabric_threshold_show, maia_fabric_threshold_store);
+static struct kobj_attribute maia_fabric_attr_failover_loss_ppm =
+	__ATTR(failover_loss_ppm, 0644, maia_fabric_threshold_show, maia_fabric_threshold_store);
+
+static struct attribute *maia_fabric_dir_attrs[] = {
+	&maia_fabric_attr_failover_latency_ns.attr,
+	&maia_fabric_attr_failover_loss_ppm.attr,
+	NULL,
+};
+
+static const struct attribute_group maia_fabric_dir_group = {
+	.attrs = maia_fabric_dir_attrs,
+};
 
 static void maia_fabric_port_release(struct kobject *kobj)
 {
@@ -233,6 +336,13 @@ int maia_fabric_init(struct maia_device *mdev)
 	fabric->dir = kobject_create_and_add("fabric", &dev->kobj);
 	if (!fabric->dir)
 		return -ENOMEM;
+	if (maia_hw_has(mdev, MAIA_HW_REVISION_FAILOVER)) {
+		ret = sysfs_create_group(fabric->dir, &maia_fabric_dir_group);
+		if (ret) {
+			kobject_put(fabric->dir);
+			return ret;
+		}
+	}
 	for (i = 0; i < nports; i++) {
 		struct maia_fabric_port *p = kzalloc(sizeof(*p), GFP_KERNEL);
 
