@@ -7,8 +7,9 @@
  * translations (map()/map_write(): HBM in place) saves walking the tables
  * per element; where a page cannot be used in place (host memory, an ECC
  * page, no mapping) the element goes through read()/write(), which reports
- * the error. Contiguous lanes are copied a page piece at a time. Lanes a
- * mask turns off are never touched.
+ * the error. Runs of lanes with consecutive offsets (a unit-stride vector,
+ * each row of a 2D tile) are copied a page piece at a time. Lanes a mask
+ * turns off are never touched.
  */
 #include <string.h>
 
@@ -106,34 +107,6 @@ static int store_one(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, u
 	return MAIA_STATUS_OK;
 }
 
-/*
- * The lanes are one run of consecutive elements (unit stride, or offsets
- * off0, off0 + 1, ...) with every lane active: *off0 gets the first.
- */
-static bool contiguous(const struct fw_tvp_state *st, const struct fw_tvp_dinsn *d,
-		       int32_t *off0)
-{
-	const int32_t *off = st->v[d->rb].i;
-	uint32_t vl = st->vl;
-
-	if (d->mflags & FW_TVP_MF_MASKED) {
-		const uint32_t *m = st->v[d->mreg].u;
-
-		for (uint32_t i = 0; i < vl; i++)
-			if (!m[i])
-				return false;
-	}
-	if (d->mflags & FW_TVP_MF_UNIT) {
-		*off0 = 0;
-		return true;
-	}
-	for (uint32_t i = 1; i < vl; i++)
-		if ((uint32_t)off[i] != (uint32_t)off[0] + i)
-			return false;
-	*off0 = off[0];
-	return off[0] <= INT32_MAX - (int32_t)vl;	/* no int32 wrap inside the run */
-}
-
 /* Lane i's address: sa + off_i * size, wrapping like the hardware's adder. */
 static uint64_t lane_va(uint64_t sa, int32_t off, unsigned int es)
 {
@@ -211,30 +184,48 @@ static int store_run(struct fw_tvp_state *st, unsigned int dtype, uint64_t va, u
 	return MAIA_STATUS_OK;
 }
 
+/* Lane i's element offset: i with UNIT, else lane i of vb. */
+static int32_t lane_off(const struct fw_tvp_state *st, const struct fw_tvp_dinsn *d, uint32_t i)
+{
+	return d->mflags & FW_TVP_MF_UNIT ? (int32_t)i : st->v[d->rb].i[i];
+}
+
+static bool lane_on(const struct fw_tvp_state *st, const struct fw_tvp_dinsn *d, uint32_t i)
+{
+	return !(d->mflags & FW_TVP_MF_MASKED) || st->v[d->mreg].u[i];
+}
+
+/*
+ * The run of active lanes from i whose offsets go up by one (a unit-stride
+ * vector, a row of a 2D tile): its end (exclusive).
+ */
+static uint32_t run_end(const struct fw_tvp_state *st, const struct fw_tvp_dinsn *d, uint32_t i)
+{
+	uint32_t j = i + 1;
+
+	while (j < st->vl && lane_on(st, d, j) && lane_off(st, d, j - 1) != INT32_MAX &&
+	       lane_off(st, d, j) == lane_off(st, d, j - 1) + 1)
+		j++;
+	return j;
+}
+
 int fw_tvp_vld(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 {
 	unsigned int es = maia_dtype_size(d->dtype);
-	uint32_t *o = st->tmp[0].u, vl = st->vl;
-	const int32_t *off = st->v[d->rb].i;
-	const uint32_t *m = st->v[d->mreg].u;
-	bool masked = d->mflags & FW_TVP_MF_MASKED;
+	uint32_t *o = st->tmp[0].u, vl = st->vl, i = 0;
 	uint64_t sa = st->s[d->ra];
-	int32_t off0;
-	int rc;
+	int rc = MAIA_STATUS_OK;
 
-	if (contiguous(st, d, &off0)) {
-		rc = load_run(st, d->dtype, lane_va(sa, off0, es), vl, o);
-	} else {
-		rc = MAIA_STATUS_OK;
-		for (uint32_t i = 0; i < vl && rc == MAIA_STATUS_OK; i++) {
-			if (masked && !m[i]) {
-				o[i] = 0;
-				continue;
-			}
-			rc = load_one(st, d->dtype,
-				      lane_va(sa, d->mflags & FW_TVP_MF_UNIT ? (int32_t)i : off[i],
-					      es), &o[i]);
+	while (i < vl && rc == MAIA_STATUS_OK) {
+		uint32_t j;
+
+		if (!lane_on(st, d, i)) {
+			o[i++] = 0;	/* not accessed */
+			continue;
 		}
+		j = run_end(st, d, i);
+		rc = load_run(st, d->dtype, lane_va(sa, lane_off(st, d, i), es), j - i, o + i);
+		i = j;
 	}
 	if (rc != MAIA_STATUS_OK)
 		return rc;
@@ -242,25 +233,25 @@ int fw_tvp_vld(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 	return MAIA_STATUS_OK;
 }
 
+/* In lane order: of two lanes with one address, the higher one's value stays. */
 int fw_tvp_vst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 {
 	unsigned int es = maia_dtype_size(d->dtype);
-	const uint32_t *v = st->v[d->rd].u, *m = st->v[d->mreg].u;
-	const int32_t *off = st->v[d->rb].i;
-	bool masked = d->mflags & FW_TVP_MF_MASKED;
+	const uint32_t *v = st->v[d->rd].u;
 	uint64_t sa = st->s[d->ra];
-	uint32_t vl = st->vl;
-	int32_t off0;
+	uint32_t vl = st->vl, i = 0;
 	int rc = MAIA_STATUS_OK;
 
-	if (contiguous(st, d, &off0))
-		return store_run(st, d->dtype, lane_va(sa, off0, es), vl, v);
-	for (uint32_t i = 0; i < vl && rc == MAIA_STATUS_OK; i++) {
-		if (masked && !m[i])
+	while (i < vl && rc == MAIA_STATUS_OK) {
+		uint32_t j;
+
+		if (!lane_on(st, d, i)) {
+			i++;
 			continue;
-		rc = store_one(st, d->dtype,
-			       lane_va(sa, d->mflags & FW_TVP_MF_UNIT ? (int32_t)i : off[i], es),
-			       v[i]);
+		}
+		j = run_end(st, d, i);
+		rc = store_run(st, d->dtype, lane_va(sa, lane_off(st, d, i), es), j - i, v + i);
+		i = j;
 	}
 	return rc;
 }

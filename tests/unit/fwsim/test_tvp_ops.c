@@ -775,6 +775,68 @@ static void test_mem_gather(void)
 	M.no_map = false;
 }
 
+/* A 32 x 32 tile of a matrix with rows 100 elements apart, in and out (rows as runs). */
+static void test_mem_tile(void)
+{
+	float *mat = (float *)arr(A_VA), *out = (float *)arr(O_VA);
+	const uint64_t args[3] = { A_VA, O_VA, 0 };
+	bool ok = true;
+	int rc;
+
+	for (uint32_t i = 0; i < 100 * 40; i++)
+		mat[i] = (float)i;
+	memset(out, 0, 100 * 40 * 4);
+	P.n = 0;
+	E(SHAPE, 0, 0, 0, 32u << 16 | 32);
+	E(VIOTA, 1, 0, 0, 0);
+	E(LI, 5, 0, 0, 32);
+	E(VSPLAT, 2, 5, 0, 0);
+	E(VIDIV, 3, 1, 2, 0);		/* row */
+	E(VIREM, 4, 1, 2, 0);		/* col */
+	E(LI, 5, 0, 0, 100);
+	E(VSPLAT, 2, 5, 0, 0);
+	E(VIMUL, 3, 3, 2, 0);
+	E(VIADD, 3, 3, 4, 0);		/* row * 100 + col */
+	E(VLD, 6, 1, 3, tvp_memimm(MAIA_DTYPE_FP32, false, -1));
+	E(VTRANS, 7, 6, 0, 0);
+	E(VST, 7, 2, 3, tvp_memimm(MAIA_DTYPE_FP32, false, -1));
+	rc = run1(args, 3);
+	for (uint32_t r = 0; r < 40; r++)
+		for (uint32_t c = 0; c < 100; c++)
+			ok &= out[r * 100 + c] == (r < 32 && c < 32 ? mat[c * 100 + r] : 0.0f);
+	tap_ok(rc == MAIA_STATUS_OK && ok, "a 32 x 32 tile of a 100-wide matrix loaded, "
+	       "transposed and stored back by row offsets");
+}
+
+/* Offsets are int32: past INT32_MAX comes INT32_MIN, not the next element. */
+static void test_mem_offset_wrap(void)
+{
+	uint8_t *a8 = (uint8_t *)arr(A_VA);
+	const uint64_t sa = A_VA - ((uint64_t)INT32_MAX - 1);
+	const uint64_t args[1] = { sa };
+	int rc;
+
+	a8[0] = 11;
+	a8[1] = 22;
+	P.n = 0;
+	E(SHAPE, 0, 0, 0, 1u << 16 | 3);
+	E(VSPLATI, 1, 0, 0, (uint32_t)INT32_MAX - 1);
+	E(VIOTA, 2, 0, 0, 0);
+	E(VIADD, 1, 1, 2, 0);		/* INT32_MAX - 1, INT32_MAX, INT32_MIN */
+	E(SHAPE, 0, 0, 0, 1u << 16 | 2);
+	E(VLD, 3, 1, 1, tvp_memimm(MAIA_DTYPE_INT8, false, -1));
+	E(VEXT, 3, 3, 0, 0);
+	E(VEXT, 4, 3, 0, 1);
+	E(SHAPE, 0, 0, 0, 1u << 16 | 3);
+	E(VLD, 3, 1, 1, tvp_memimm(MAIA_DTYPE_INT8, false, -1));
+	M.faults = 0;
+	rc = run1(args, 1);
+	tap_ok(rc == MAIA_STATUS_MMU_FAULT && M.faults == 1 &&
+	       M.fault_va == sa + (uint64_t)(int64_t)INT32_MIN,
+	       "lane offsets INT32_MAX - 1, INT32_MAX load in place; INT32_MIN next faults at "
+	       "sa - 2^31");
+}
+
 static void test_sld_sst(void)
 {
 	uint8_t *a8 = (uint8_t *)arr(A_VA);
@@ -1034,6 +1096,8 @@ int main(void)
 	test_vdot();
 	test_mem_dtypes();
 	test_mem_gather();
+	test_mem_tile();
+	test_mem_offset_wrap();
 	test_sld_sst();
 	test_scalar();
 	test_branches_pid();
