@@ -255,86 +255,95 @@ def unsupported_region_ops_name_op_and_line():
     assert str(e).startswith(line_of(while_loop, "while i < n")) and "scf.while is not supported" in str(e), e
 
 
+@test
+def vector_pressure_spills():
+    k = compile_kernel(K.many_live, {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64})
+    assert k.metadata.scratch > 0 and k.metadata.scratch % 4096 == 0, k.metadata.scratch
+    asm = k.asm["tvpasm"]
+    assert "vst v29, s30, unit, i32" in asm and "vld v30, s30, unit, i32" in asm, asm
+    # The spill area's address is the argument after the kernel's own two.
+    assert "add s31, s31, s3" in asm, asm
+
+
 @triton.jit
-def many_live(x_ptr, y_ptr, BLOCK: tl.constexpr):
-    # 34 tensors loaded before any is used: more than the TVP's 32 vector registers.
-    offs = tl.arange(0, BLOCK)
-    a0 = tl.load(x_ptr + 0 * BLOCK + offs)
-    a1 = tl.load(x_ptr + 1 * BLOCK + offs)
-    a2 = tl.load(x_ptr + 2 * BLOCK + offs)
-    a3 = tl.load(x_ptr + 3 * BLOCK + offs)
-    a4 = tl.load(x_ptr + 4 * BLOCK + offs)
-    a5 = tl.load(x_ptr + 5 * BLOCK + offs)
-    a6 = tl.load(x_ptr + 6 * BLOCK + offs)
-    a7 = tl.load(x_ptr + 7 * BLOCK + offs)
-    a8 = tl.load(x_ptr + 8 * BLOCK + offs)
-    a9 = tl.load(x_ptr + 9 * BLOCK + offs)
-    a10 = tl.load(x_ptr + 10 * BLOCK + offs)
-    a11 = tl.load(x_ptr + 11 * BLOCK + offs)
-    a12 = tl.load(x_ptr + 12 * BLOCK + offs)
-    a13 = tl.load(x_ptr + 13 * BLOCK + offs)
-    a14 = tl.load(x_ptr + 14 * BLOCK + offs)
-    a15 = tl.load(x_ptr + 15 * BLOCK + offs)
-    a16 = tl.load(x_ptr + 16 * BLOCK + offs)
-    a17 = tl.load(x_ptr + 17 * BLOCK + offs)
-    a18 = tl.load(x_ptr + 18 * BLOCK + offs)
-    a19 = tl.load(x_ptr + 19 * BLOCK + offs)
-    a20 = tl.load(x_ptr + 20 * BLOCK + offs)
-    a21 = tl.load(x_ptr + 21 * BLOCK + offs)
-    a22 = tl.load(x_ptr + 22 * BLOCK + offs)
-    a23 = tl.load(x_ptr + 23 * BLOCK + offs)
-    a24 = tl.load(x_ptr + 24 * BLOCK + offs)
-    a25 = tl.load(x_ptr + 25 * BLOCK + offs)
-    a26 = tl.load(x_ptr + 26 * BLOCK + offs)
-    a27 = tl.load(x_ptr + 27 * BLOCK + offs)
-    a28 = tl.load(x_ptr + 28 * BLOCK + offs)
-    a29 = tl.load(x_ptr + 29 * BLOCK + offs)
-    a30 = tl.load(x_ptr + 30 * BLOCK + offs)
-    a31 = tl.load(x_ptr + 31 * BLOCK + offs)
-    a32 = tl.load(x_ptr + 32 * BLOCK + offs)
-    a33 = tl.load(x_ptr + 33 * BLOCK + offs)
-    acc = a33
-    acc = acc * a32 + 1.0
-    acc = acc * a31 + 1.0
-    acc = acc * a30 + 1.0
-    acc = acc * a29 + 1.0
-    acc = acc * a28 + 1.0
-    acc = acc * a27 + 1.0
-    acc = acc * a26 + 1.0
-    acc = acc * a25 + 1.0
-    acc = acc * a24 + 1.0
-    acc = acc * a23 + 1.0
-    acc = acc * a22 + 1.0
-    acc = acc * a21 + 1.0
-    acc = acc * a20 + 1.0
-    acc = acc * a19 + 1.0
-    acc = acc * a18 + 1.0
-    acc = acc * a17 + 1.0
-    acc = acc * a16 + 1.0
-    acc = acc * a15 + 1.0
-    acc = acc * a14 + 1.0
-    acc = acc * a13 + 1.0
-    acc = acc * a12 + 1.0
-    acc = acc * a11 + 1.0
-    acc = acc * a10 + 1.0
-    acc = acc * a9 + 1.0
-    acc = acc * a8 + 1.0
-    acc = acc * a7 + 1.0
-    acc = acc * a6 + 1.0
-    acc = acc * a5 + 1.0
-    acc = acc * a4 + 1.0
-    acc = acc * a3 + 1.0
-    acc = acc * a2 + 1.0
-    acc = acc * a1 + 1.0
-    acc = acc * a0 + 1.0
-    tl.store(y_ptr + offs, acc)
+def many_scalars(x_ptr, y_ptr):
+    # 34 integers loaded before any is used: more than the TVP's 31 scalar registers.
+    b0 = tl.load(x_ptr + 0)
+    b1 = tl.load(x_ptr + 1)
+    b2 = tl.load(x_ptr + 2)
+    b3 = tl.load(x_ptr + 3)
+    b4 = tl.load(x_ptr + 4)
+    b5 = tl.load(x_ptr + 5)
+    b6 = tl.load(x_ptr + 6)
+    b7 = tl.load(x_ptr + 7)
+    b8 = tl.load(x_ptr + 8)
+    b9 = tl.load(x_ptr + 9)
+    b10 = tl.load(x_ptr + 10)
+    b11 = tl.load(x_ptr + 11)
+    b12 = tl.load(x_ptr + 12)
+    b13 = tl.load(x_ptr + 13)
+    b14 = tl.load(x_ptr + 14)
+    b15 = tl.load(x_ptr + 15)
+    b16 = tl.load(x_ptr + 16)
+    b17 = tl.load(x_ptr + 17)
+    b18 = tl.load(x_ptr + 18)
+    b19 = tl.load(x_ptr + 19)
+    b20 = tl.load(x_ptr + 20)
+    b21 = tl.load(x_ptr + 21)
+    b22 = tl.load(x_ptr + 22)
+    b23 = tl.load(x_ptr + 23)
+    b24 = tl.load(x_ptr + 24)
+    b25 = tl.load(x_ptr + 25)
+    b26 = tl.load(x_ptr + 26)
+    b27 = tl.load(x_ptr + 27)
+    b28 = tl.load(x_ptr + 28)
+    b29 = tl.load(x_ptr + 29)
+    b30 = tl.load(x_ptr + 30)
+    b31 = tl.load(x_ptr + 31)
+    b32 = tl.load(x_ptr + 32)
+    b33 = tl.load(x_ptr + 33)
+    acc = b33
+    acc = acc * b32 + 1
+    acc = acc * b31 + 1
+    acc = acc * b30 + 1
+    acc = acc * b29 + 1
+    acc = acc * b28 + 1
+    acc = acc * b27 + 1
+    acc = acc * b26 + 1
+    acc = acc * b25 + 1
+    acc = acc * b24 + 1
+    acc = acc * b23 + 1
+    acc = acc * b22 + 1
+    acc = acc * b21 + 1
+    acc = acc * b20 + 1
+    acc = acc * b19 + 1
+    acc = acc * b18 + 1
+    acc = acc * b17 + 1
+    acc = acc * b16 + 1
+    acc = acc * b15 + 1
+    acc = acc * b14 + 1
+    acc = acc * b13 + 1
+    acc = acc * b12 + 1
+    acc = acc * b11 + 1
+    acc = acc * b10 + 1
+    acc = acc * b9 + 1
+    acc = acc * b8 + 1
+    acc = acc * b7 + 1
+    acc = acc * b6 + 1
+    acc = acc * b5 + 1
+    acc = acc * b4 + 1
+    acc = acc * b3 + 1
+    acc = acc * b2 + 1
+    acc = acc * b1 + 1
+    acc = acc * b0 + 1
+    tl.store(y_ptr, acc)
 
 
 @test
-def register_pressure_is_a_clear_error():
-    e = raises(LoweringError, compile_kernel, many_live, {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"},
-               {"BLOCK": 64})
-    assert "kernel too large: more than 32 vector registers" in str(e), e
+def scalar_pressure_is_a_clear_error():
+    e = raises(LoweringError, compile_kernel, many_scalars, {"x_ptr": "*i32", "y_ptr": "*i32"})
+    assert "kernel too large: more than 31 scalar registers live at %s" % inspect.getsourcefile(many_scalars.fn) \
+        in str(e), e
 
 
 if __name__ == "__main__":

@@ -218,6 +218,20 @@ def grid_3d():
 
 
 @test
+def spilled_registers():
+    """34 tensors live at once: 7 of them in the scratch area, each program instance its own."""
+    B = 64
+    x = torch.rand(34 * B) + 0.5
+    y = torch.empty(B, device=DEV)
+    K.many_live[(3, )](x.to(DEV), y, BLOCK=B)
+    a = x.view(34, B)
+    acc = a[33].clone()
+    for i in range(32, -1, -1):
+        acc = acc * a[i] + 1.0
+    assert torch.equal(y.cpu(), acc)
+
+
+@test
 def autotune():
     n = 5000
     x, y = torch.rand(n), torch.rand(n)

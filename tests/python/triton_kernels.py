@@ -223,3 +223,78 @@ def grid3d_kernel(out_ptr):
     nx, ny = tl.num_programs(0), tl.num_programs(1)
     v = x + 100 * y + 10000 * z + 1000000 * tl.num_programs(2)
     tl.store(out_ptr + (z * ny + y) * nx + x, v)
+
+
+@triton.jit
+def many_live(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # 34 tensors loaded before any is used: more than the TVP's 32 vector registers (spilled).
+    offs = tl.arange(0, BLOCK)
+    a0 = tl.load(x_ptr + 0 * BLOCK + offs)
+    a1 = tl.load(x_ptr + 1 * BLOCK + offs)
+    a2 = tl.load(x_ptr + 2 * BLOCK + offs)
+    a3 = tl.load(x_ptr + 3 * BLOCK + offs)
+    a4 = tl.load(x_ptr + 4 * BLOCK + offs)
+    a5 = tl.load(x_ptr + 5 * BLOCK + offs)
+    a6 = tl.load(x_ptr + 6 * BLOCK + offs)
+    a7 = tl.load(x_ptr + 7 * BLOCK + offs)
+    a8 = tl.load(x_ptr + 8 * BLOCK + offs)
+    a9 = tl.load(x_ptr + 9 * BLOCK + offs)
+    a10 = tl.load(x_ptr + 10 * BLOCK + offs)
+    a11 = tl.load(x_ptr + 11 * BLOCK + offs)
+    a12 = tl.load(x_ptr + 12 * BLOCK + offs)
+    a13 = tl.load(x_ptr + 13 * BLOCK + offs)
+    a14 = tl.load(x_ptr + 14 * BLOCK + offs)
+    a15 = tl.load(x_ptr + 15 * BLOCK + offs)
+    a16 = tl.load(x_ptr + 16 * BLOCK + offs)
+    a17 = tl.load(x_ptr + 17 * BLOCK + offs)
+    a18 = tl.load(x_ptr + 18 * BLOCK + offs)
+    a19 = tl.load(x_ptr + 19 * BLOCK + offs)
+    a20 = tl.load(x_ptr + 20 * BLOCK + offs)
+    a21 = tl.load(x_ptr + 21 * BLOCK + offs)
+    a22 = tl.load(x_ptr + 22 * BLOCK + offs)
+    a23 = tl.load(x_ptr + 23 * BLOCK + offs)
+    a24 = tl.load(x_ptr + 24 * BLOCK + offs)
+    a25 = tl.load(x_ptr + 25 * BLOCK + offs)
+    a26 = tl.load(x_ptr + 26 * BLOCK + offs)
+    a27 = tl.load(x_ptr + 27 * BLOCK + offs)
+    a28 = tl.load(x_ptr + 28 * BLOCK + offs)
+    a29 = tl.load(x_ptr + 29 * BLOCK + offs)
+    a30 = tl.load(x_ptr + 30 * BLOCK + offs)
+    a31 = tl.load(x_ptr + 31 * BLOCK + offs)
+    a32 = tl.load(x_ptr + 32 * BLOCK + offs)
+    a33 = tl.load(x_ptr + 33 * BLOCK + offs)
+    acc = a33
+    acc = acc * a32 + 1.0
+    acc = acc * a31 + 1.0
+    acc = acc * a30 + 1.0
+    acc = acc * a29 + 1.0
+    acc = acc * a28 + 1.0
+    acc = acc * a27 + 1.0
+    acc = acc * a26 + 1.0
+    acc = acc * a25 + 1.0
+    acc = acc * a24 + 1.0
+    acc = acc * a23 + 1.0
+    acc = acc * a22 + 1.0
+    acc = acc * a21 + 1.0
+    acc = acc * a20 + 1.0
+    acc = acc * a19 + 1.0
+    acc = acc * a18 + 1.0
+    acc = acc * a17 + 1.0
+    acc = acc * a16 + 1.0
+    acc = acc * a15 + 1.0
+    acc = acc * a14 + 1.0
+    acc = acc * a13 + 1.0
+    acc = acc * a12 + 1.0
+    acc = acc * a11 + 1.0
+    acc = acc * a10 + 1.0
+    acc = acc * a9 + 1.0
+    acc = acc * a8 + 1.0
+    acc = acc * a7 + 1.0
+    acc = acc * a6 + 1.0
+    acc = acc * a5 + 1.0
+    acc = acc * a4 + 1.0
+    acc = acc * a3 + 1.0
+    acc = acc * a2 + 1.0
+    acc = acc * a1 + 1.0
+    acc = acc * a0 + 1.0
+    tl.store(y_ptr + offs, acc)

@@ -125,6 +125,7 @@ class MaiaBackend(BaseBackend):
         metadata["shared"] = 0
         metadata["num_args"] = info.num_args
         metadata["num_insns"] = info.num_insns
+        metadata["scratch"] = info.scratch
         return asm
 
     @staticmethod

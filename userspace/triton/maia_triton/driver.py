@@ -75,6 +75,7 @@ class MaiaLauncher:
                                (metadata.name, self.num_args, len(self.keep)))
         self.key = metadata.hash
         self.budget = metadata.budget
+        self.scratch = metadata.scratch
         self.binary = None
 
     def __call__(self, gridX, gridY, gridZ, stream, function, packed_metadata, launch_metadata, enter_hook,
@@ -83,6 +84,12 @@ class MaiaLauncher:
         if self.binary is None:
             self.binary = torch.frombuffer(bytearray(function.binary), dtype=torch.uint8)
         words = [_signed(_pack(self.types[i], args[i], self.names[i])) for i in self.keep]
+        if self.scratch:
+            # The spill area: a slot per program instance, freed to the caching allocator
+            # after the launch (ops that reuse it run after the kernel on the stream).
+            area = torch.empty(self.scratch * gridX * gridY * gridZ, dtype=torch.uint8,
+                               device=torch.device("maia", function.device))
+            words.append(area.data_ptr())
         if enter_hook is not None:
             enter_hook(launch_metadata)
         _launch(self.binary, self.key, function.device, [gridX, gridY, gridZ], words, self.budget)

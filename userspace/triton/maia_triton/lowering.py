@@ -109,10 +109,12 @@ def _float_bits(text, elem):
 
 
 class KernelInfo:
-    def __init__(self, name, num_args, num_insns):
+    def __init__(self, name, num_args, num_insns, scratch):
         self.name = name
         self.num_args = num_args
         self.num_insns = num_insns
+        # Bytes of spill area per program instance; its address is argument num_args + 1.
+        self.scratch = scratch
 
 
 class Lowering:
@@ -226,7 +228,7 @@ class Lowering:
         self._uses(f.body)
         self.block(f.body)
         self.emit("halt")
-        self.p.allocate(pinned)
+        self.scratch = self.p.allocate(pinned, len(f.args) + 1)
         return self.p
 
     def block(self, ops):
@@ -860,4 +862,7 @@ def lower_module(text, func_name=None):
     low = Lowering(func)
     prog = low.run()
     header = "# %s: Triton kernel compiled by the maia backend (lowering %s)\n" % (func.name, VERSION)
-    return header + prog.text(), KernelInfo(func.name, len(func.args), prog.num_insns())
+    if low.scratch:
+        header += "# spills to %d bytes per program instance at the address in s%d\n" % (low.scratch,
+                                                                                       len(func.args) + 1)
+    return header + prog.text(), KernelInfo(func.name, len(func.args), prog.num_insns(), low.scratch)

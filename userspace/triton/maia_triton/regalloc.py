@@ -1,8 +1,9 @@
 """TVP assembly over virtual registers, and the linear-scan allocator that
 maps them onto v0..v31 and s1..s31 (s0 reads as 0). A value live across a
-loop is kept live to the loop's back edge. There is no spilling: a kernel
-that needs more registers than the TVP has fails with a message naming the
-source line where the pressure peaks."""
+loop is kept live to the loop's back edge. Vector values that do not fit go
+to a scratch area in device memory (one slot of 4 KiB each per program
+instance, whose address comes as an extra argument); scalar values that do
+not fit fail the compile with a message naming the source line."""
 
 
 class LoweringError(Exception):
@@ -11,6 +12,13 @@ class LoweringError(Exception):
 
 NUM_VREGS = 32
 NUM_SREGS = 32
+MAX_LANES = 1024
+SPILL_TEMPS = 3
+SPILL_SLOT = MAX_LANES * 4     # bytes: a whole vector register
+
+
+class _VectorPressure(Exception):
+    pass
 
 
 class VReg:
@@ -89,8 +97,33 @@ class Program:
     def num_insns(self):
         return sum(1 for i in self.items if isinstance(i, Insn))
 
-    def allocate(self, pinned):
-        """pinned: {VReg: physical number} (the kernel's arguments)."""
+    def allocate(self, pinned, scratch_arg):
+        """pinned: {VReg: physical number} (the kernel's arguments);
+        scratch_arg: the argument register that carries the spill area's
+        address when the kernel needs one. Returns the spill frame's size
+        in bytes per program instance (0: no spill)."""
+        regs = self._intervals(pinned)
+        try:
+            self._scan(regs, pinned, NUM_VREGS, spill=False)
+            return 0
+        except _VectorPressure:
+            pass
+        for r in regs:
+            if r not in pinned:
+                r.phys = None
+        # Spill everywhere: a spilled value lives in the instance's slot of
+        # the scratch area, loaded into a reserved register before each use
+        # and stored after each definition. v29-v31 carry them (an
+        # instruction reads at most 3 vectors), s30 the slot's address, s31
+        # the instance's frame.
+        if scratch_arg >= NUM_SREGS - 2:
+            raise LoweringError("kernel too large: it needs to spill vector registers, and its %d arguments "
+                                "leave no argument register for the spill area" % (scratch_arg - 1))
+        spilled = self._scan(regs, pinned, NUM_VREGS - SPILL_TEMPS, spill=True)
+        self._rewrite_spills(spilled, scratch_arg)
+        return len(spilled) * SPILL_SLOT
+
+    def _intervals(self, pinned):
         regs = {}
         for pos, item in enumerate(self.items):
             if not isinstance(item, Insn):
@@ -114,9 +147,15 @@ class Program:
                     if r.start < head <= r.end < back:
                         r.end = back
                         changed = True
-        order = sorted(regs.values(), key=lambda r: (r.start, r.kind, r.num))
-        free = {"v": list(range(NUM_VREGS)), "s": list(range(1, NUM_SREGS))}
+        return list(regs.values())
+
+    def _scan(self, regs, pinned, num_vregs, spill):
+        """Linear scan; returns the spilled vector values (spill=True) or
+        raises for a vector register too many (spill=False)."""
+        order = sorted(regs, key=lambda r: (r.start, r.kind, r.num))
+        free = {"v": list(range(num_vregs)), "s": list(range(1, NUM_SREGS - (2 if spill else 0)))}
         active = []
+        spilled = []
         for r in order:
             still = []
             for a in active:
@@ -130,12 +169,79 @@ class Program:
             if want is not None:
                 pool.remove(want)
                 r.phys = want
-            else:
-                if not pool:
-                    self._too_large(r, active)
+            elif pool:
                 pool.sort()
                 r.phys = pool.pop(0)
+            elif r.kind == "s":
+                self._too_large(r, active)
+            elif not spill:
+                raise _VectorPressure()
+            else:
+                # The live value used furthest ahead goes to memory.
+                victim = max([a for a in active if a.kind == "v"] + [r], key=lambda a: a.end)
+                if victim is not r:
+                    r.phys, victim.phys = victim.phys, None
+                    active.remove(victim)
+                    active.append(r)
+                spilled.append(victim)
+                continue
             active.append(r)
+        return spilled
+
+    def _rewrite_spills(self, spilled, scratch_arg):
+        slot = {id(r): i for i, r in enumerate(spilled)}
+        frame = len(spilled) * SPILL_SLOT
+        temps = [VReg("v", -2 - i, NUM_VREGS - SPILL_TEMPS + i) for i in range(SPILL_TEMPS)]
+        addr, base = VReg("s", -10, NUM_SREGS - 2), VReg("s", -11, NUM_SREGS - 1)
+        t1, t2 = VReg("s", -12, NUM_SREGS - 4), VReg("s", -13, NUM_SREGS - 3)
+        loc = self.items[0].loc if self.items else None
+        # Prologue (nothing but the arguments is live yet): base = scratch +
+        # frame * the instance's linear index x + nx (y + ny z).
+        out = [Insn("pid", [base, "2"], loc), Insn("nprog", [t1, "1"], loc), Insn("mul", [base, base, t1], loc),
+               Insn("pid", [t2, "1"], loc), Insn("add", [base, base, t2], loc), Insn("nprog", [t1, "0"], loc),
+               Insn("mul", [base, base, t1], loc), Insn("pid", [t2, "0"], loc), Insn("add", [base, base, t2], loc),
+               Insn("muli", [base, base, str(frame)], loc),
+               Insn("add", [base, base, VReg("s", -14, scratch_arg)], loc)]
+        shape = None
+        full = ["1", str(MAX_LANES)]
+
+        def slot_io(mnem, reg, r, loc):
+            seq = [Insn("shape", full, loc), Insn("addi", [addr, base, str(slot[id(r)] * SPILL_SLOT)], loc),
+                   Insn(mnem, [reg, addr, "unit", "i32"], loc)]
+            if shape is not None:
+                seq.append(Insn("shape", list(shape), loc))
+            return seq
+
+        for item in self.items:
+            if isinstance(item, Label):
+                shape = None
+                out.append(item)
+                continue
+            if item.mnem == "shape":
+                shape = item.ops
+            hit = [o for o in item.ops if isinstance(o, VReg) and id(o) in slot]
+            if not hit:
+                out.append(item)
+                continue
+            dest_first = item.mnem not in ("vst", )
+            given = {}
+            after = []
+            ops = list(item.ops)
+            for i, o in enumerate(ops):
+                if not (isinstance(o, VReg) and id(o) in slot):
+                    continue
+                if id(o) not in given:
+                    given[id(o)] = temps[len(given)]
+                    is_def = i == 0 and dest_first
+                    if not is_def or item.mnem == "vdot" or o in ops[1:]:
+                        out.extend(slot_io("vld", given[id(o)], o, item.loc))
+                    if i == 0 and dest_first:
+                        after = slot_io("vst", given[id(o)], o, item.loc)
+                ops[i] = given[id(o)]
+            out.append(Insn(item.mnem, ops, item.loc, item.comment))
+            out.extend(after)
+        # Loops' positions are not needed any more: the allocation is done.
+        self.items = out
 
     def _too_large(self, r, active):
         item = self.items[r.start]
@@ -144,7 +250,7 @@ class Program:
         total = NUM_VREGS if r.kind == "v" else NUM_SREGS - 1
         names = sorted({a.hint for a in live if a.hint})
         raise LoweringError("kernel too large: more than %d %s registers live at %s (values: %s); "
-                            "use smaller blocks or fewer live tensors" %
+                            "use fewer values live at once" %
                             (total, what, item.loc or "an unknown line", ", ".join(names[:12]) or "?"))
 
     def text(self):
