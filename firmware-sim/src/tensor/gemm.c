@@ -10,9 +10,11 @@
  * each mb-row sub-block of its rows, decodes the mb x kc slice of op(A)
  * row-major into SRAM and runs the micro-kernel over it. The FP32 C block
  * stays in SRAM across the K slices until the epilogue (alpha, beta, bias,
- * activation, conversion) writes it out. Block sizes are chosen so that the
- * buffers fit the tile's SRAM share; the B slice and A sub-block are also
- * the host's L2 cache blocks.
+ * activation, conversion) writes it out; a plain FP32 result that maps is
+ * instead accumulated in place, so a task's rows are not bounded by the C
+ * block's SRAM and B is packed fewer times. Block sizes are chosen so that
+ * the buffers fit the tile's SRAM share; the B slice and A sub-block are
+ * also the host's L2 cache blocks.
  *
  * A BF16 kernel (both operands exact in BF16: BF16 and the MX formats)
  * takes B, and A, as BF16 pairs converted from the FP32 panels once per
@@ -42,7 +44,9 @@ struct gemm_op {
 	uint64_t mb;			/* rows of A packed at once */
 	uint64_t mrange;		/* rows of C per task, a multiple of mb */
 	uint64_t nb, kc, mblocks, nblocks;
+	uint64_t crows;			/* rows of the SRAM C block, a multiple of mb */
 	bool stage_a, stage_b;		/* column-major operand: read by columns */
+	bool direct;			/* the kernel may write C in place (direct_c()) */
 };
 
 static uint64_t round_up(uint64_t x, uint64_t g)
@@ -222,47 +226,76 @@ static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 	return MAIA_STATUS_OK;
 }
 
-static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
+/*
+ * A C tile cut by the block's edge (rows x cols of mr x nr valid), copied
+ * between C (ld apart) and the kernel's tile t (nr apart): into t before the
+ * kernel (when it accumulates; the rest of t is scratch), back after it.
+ */
+static void edge_tile(float *c, uint64_t ld, float *t, const struct fw_gemm_kernel *kn,
+		      uint64_t rows, uint64_t cols, bool copy, bool back)
 {
-	struct gemm_op *g = job->op;
+	if (rows > kn->mr)
+		rows = kn->mr;
+	if (cols > kn->nr)
+		cols = kn->nr;
+	for (uint64_t r = 0; copy && r < rows; r++)
+		memcpy(back ? c + r * ld : t + r * kn->nr, back ? t + r * kn->nr : c + r * ld,
+		       cols * sizeof(float));
+}
+
+/*
+ * The C block (mbb x nbb at element offset off) as a pointer the kernel can
+ * write FP32 tiles to, or NULL: then the block is accumulated in SRAM and
+ * written out by the epilogue. In place saves that copy (64 MiB of C for
+ * 4096x4096x256) and keeps the C block out of the host's L2, which the
+ * packed slices need; it takes a plain result (g->direct) and a block that
+ * maps as one 64-byte aligned range.
+ */
+static float *direct_c(const struct gemm_op *g, struct fw_io *io, const struct fw_tview *c,
+		       uint64_t off, uint64_t mbb, uint64_t nbb)
+{
+	size_t span = ((mbb - 1) * g->c_rs + nbb) * sizeof(float), got = 0;
+	void *p = NULL;
+
+	if (!g->direct || !io->mem->map_write ||
+	    io->mem->map_write(io->mem->opaque, c->addr + off * sizeof(float), span, &p, &got) ||
+	    !p || got < span || (uintptr_t)p % 64)
+		return NULL;
+	return p;
+}
+
+/*
+ * Rows m0..m0+mbb-1, columns n0..n0+nbb-1 of C: K in kc slices, each B
+ * slice packed once for all the rows. C goes to cdst (in place, ldc floats
+ * apart) or, when NULL, to the SRAM C block and out through the epilogue.
+ */
+static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct fw_tview *a,
+		      const struct fw_tview *b, const struct fw_tview *c, uint64_t a_off,
+		      uint64_t b_off, uint64_t c_off, uint64_t m0, uint64_t mbb, uint64_t n0,
+		      uint64_t nbb, float *cdst)
+{
 	const struct fw_gemm_kernel *kn = g->kern;
-	uint64_t bi = task / (g->mblocks * g->nblocks);
-	uint64_t rem = task % (g->mblocks * g->nblocks);
-	uint64_t m0 = rem / g->nblocks * g->mrange, n0 = rem % g->nblocks * g->nb;
-	uint64_t mbb = g->m - m0 < g->mrange ? g->m - m0 : g->mrange;
-	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
 	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
 	uint64_t sub = round_up(g->mb, kn->mr);
 	uint64_t kq = kn->kpair ? round_up(g->kc, kn->kpair) : g->kc, kqb;	/* k padded */
-	uint64_t a_off, b_off, c_off, k0, i, j, ms, ldc = np, ldb, big;
+	uint64_t k0, i, j, ms, ldc = cdst ? g->c_rs : np, ldb, big, cblock = cdst ? 0 : mp * np;
 	float *ap, *bp, *cacc, *tmp, *bias;
 	uint16_t *ap2 = NULL, *bp2 = NULL;	/* BF16 kernels: A and B in their format */
-	struct fw_tview a = g->a, b = g->b, c = g->c;
 	bool panels;
 	size_t need;
 	int st;
 
-	if (g->ptrs) {
-		a.addr = g->ptrs[3 * bi];
-		b.addr = g->ptrs[3 * bi + 1];
-		c.addr = g->ptrs[3 * bi + 2];
-		a_off = b_off = c_off = 0;
-	} else {
-		a_off = bi * g->a_bs;
-		b_off = bi * g->b_bs;
-		c_off = bi * g->c_bs;
-	}
 	/*
 	 * SRAM: the A sub-block, the B slice (rows padded by 16 floats so that
 	 * the kernel's walk down a column does not hit a handful of cache
-	 * sets), the C block, and a column buffer.
+	 * sets), the C block (unless in place), and a column buffer.
 	 */
 	panels = !g->stage_b && mbb > 2 * g->mb;
 	ldb = panels ? kn->nr : np + 16;
 	big = np > sub ? np : sub;
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
-	need = sub * g->kc + g->kc * (np + 16) + mp * np + big + np + 4 * 16;
+	need = sub * g->kc + g->kc * (np + 16) + cblock + big + np + 4 * 16;
 	if (kn->kpair)
 		need += (sub * kq + np * kq) / 2 + 2 * 16;
 	ap = fw_worker_scratch(w, need);
@@ -270,18 +303,20 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		return MAIA_STATUS_DMA_ERROR;
 	bp = ap + round_up(sub * g->kc, 16);
 	cacc = bp + round_up(g->kc * (np + 16), 16);
-	tmp = cacc + round_up(mp * np, 16);
+	tmp = cacc + round_up(cblock, 16);
 	bias = tmp + round_up(big, 16);
 	if (kn->kpair) {
 		ap2 = (uint16_t *)(bias + round_up(np, 16));
 		bp2 = ap2 + round_up(sub * kq, 32);
 	}
+	if (cdst)
+		cacc = cdst;
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
 
 		/* the B slice is packed once and reused by every A sub-block */
-		st = pack_b_slice(&w->io, g, &b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
+		st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
 		if (st)
 			return st;
 		kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb;
@@ -291,7 +326,7 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 			uint64_t mmp = round_up(mm, kn->mr);
 
-			st = pack_a_slice(&w->io, g, &a, a_off, m0 + ms, mm, k0, kcb,
+			st = pack_a_slice(&w->io, g, a, a_off, m0 + ms, mm, k0, kcb,
 					  kn->a_rows ? (float *)ap2 : ap, tmp);
 			if (st)
 				return st;
@@ -300,20 +335,36 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 			for (j = 0; j < np; j += kn->nr)
 				for (i = 0; i < mmp; i += kn->mr) {
 					float *ct = cacc + (ms + i) * ldc + j;
+					size_t ldt = ldc;
+					/* in place, a tile past the block's edge goes through tmp */
+					bool edge = cdst && (ms + i + kn->mr > mbb || j + kn->nr > nbb);
 
 					/* the next C tile is in L2 or L3: start fetching it */
 					if (k0 > 0 && i + kn->mr < mmp)
 						for (unsigned int r = 0; r < kn->mr; r++)
 							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
+					if (edge) {
+						edge_tile(ct, ldc, tmp, kn, mbb - ms - i, nbb - j,
+							  k0 > 0, false);
+						ct = tmp;
+						ldt = kn->nr;
+					}
 					if (kn->kpair)
 						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb, 2 * kn->nr,
-						       ct, ldc, k0 > 0);
+						       ct, ldt, k0 > 0);
 					else
 						kn->fn(kcb, ap + i * kcb,
-						       panels ? bp + j * kcb : bp + j, ldb, ct, ldc,
+						       panels ? bp + j * kcb : bp + j, ldb, ct, ldt,
 						       k0 > 0);
+					if (edge)
+						edge_tile(cacc + (ms + i) * ldc + j, ldc, tmp, kn,
+							  mbb - ms - i, nbb - j, true, true);
 				}
 		}
+	}
+	if (cdst) {	/* written in place: nothing to do but count */
+		w->io.bytes_written += mbb * nbb * sizeof(float);
+		return MAIA_STATUS_OK;
 	}
 
 	/* epilogue, one C row at a time */
@@ -328,7 +379,7 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		uint64_t off = c_off + (m0 + i) * g->c_rs + n0 * g->c_cs;
 
 		if (g->beta != 0.0f) {
-			st = fw_io_load(&w->io, &c, off, nbb, g->c_cs, tmp);
+			st = fw_io_load(&w->io, c, off, nbb, g->c_cs, tmp);
 			if (st)
 				return st;
 			for (j = 0; j < nbb; j++)
@@ -343,11 +394,50 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 		if (g->act != MAIA_ACT_NONE)
 			for (j = 0; j < nbb; j++)
 				row[j] = fw_act(row[j], g->act);
-		st = fw_io_store(&w->io, &c, off, nbb, g->c_cs, row, g->saturate);
+		st = fw_io_store(&w->io, c, off, nbb, g->c_cs, row, g->saturate);
 		if (st)
 			return st;
 	}
 	return MAIA_STATUS_OK;
+}
+
+/*
+ * One task: a block of mrange rows and nb columns of one batch, in place if
+ * C maps, else in pieces of at most g->crows rows (as many as the SRAM C
+ * block holds).
+ */
+static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
+{
+	struct gemm_op *g = job->op;
+	uint64_t bi = task / (g->mblocks * g->nblocks);
+	uint64_t rem = task % (g->mblocks * g->nblocks);
+	uint64_t m0 = rem / g->nblocks * g->mrange, n0 = rem % g->nblocks * g->nb;
+	uint64_t mbb = g->m - m0 < g->mrange ? g->m - m0 : g->mrange;
+	uint64_t nbb = g->n - n0 < g->nb ? g->n - n0 : g->nb;
+	uint64_t a_off, b_off, c_off, r, rows;
+	struct fw_tview a = g->a, b = g->b, c = g->c;
+	float *cdst;
+	int st = MAIA_STATUS_OK;
+
+	if (g->ptrs) {
+		a.addr = g->ptrs[3 * bi];
+		b.addr = g->ptrs[3 * bi + 1];
+		c.addr = g->ptrs[3 * bi + 2];
+		a_off = b_off = c_off = 0;
+	} else {
+		a_off = bi * g->a_bs;
+		b_off = bi * g->b_bs;
+		c_off = bi * g->c_bs;
+	}
+	cdst = direct_c(g, &w->io, &c, c_off + m0 * g->c_rs + n0, mbb, nbb);
+	if (cdst)
+		return gemm_block(g, w, &a, &b, &c, a_off, b_off, c_off, m0, mbb, n0, nbb, cdst);
+	for (r = 0; r < mbb && !st; r += rows) {
+		rows = mbb - r < g->crows ? mbb - r : g->crows;
+		st = gemm_block(g, w, &a, &b, &c, a_off, b_off, c_off, m0 + r, rows, n0, nbb,
+				NULL);
+	}
+	return st;
 }
 
 /*
@@ -472,12 +562,14 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	nblocks = div_up(g->n, nb);
 	/*
 	 * Rows per task: as many as the C block budget allows (every row of a
-	 * task reuses its packed B slice), but enough tasks for every worker.
+	 * task reuses its packed B slice), all of them when C is written in
+	 * place, but enough tasks for every worker.
 	 */
 	want = 2 * (uint64_t)te->nworkers;
-	mrange = fixed < budget ? (budget - fixed) / nb / mb * mb : mb;
-	if (mrange < mb)
-		mrange = mb;
+	g->crows = fixed < budget ? (budget - fixed) / nb / mb * mb : mb;
+	if (g->crows < mb)
+		g->crows = mb;
+	mrange = g->direct ? round_up(g->m, mg) : g->crows;
 	if (g->batch * nblocks < want) {
 		uint64_t per = div_up(want, g->batch * nblocks);
 
@@ -536,6 +628,48 @@ static int gemm_common(const struct maia_tensor_desc *ad,
 	return MAIA_STATUS_OK;
 }
 
+/* The bytes a view can touch: [*lo, *hi), its block scales included. */
+static void view_span(const struct fw_tview *t, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t last = 0, end;
+
+	for (int d = 0; d < 4; d++)
+		last += (t->shape[d] - 1) * t->strides[d];
+	if (t->block > 1)
+		end = (last / t->block + 1) * maia_dtype_block_bytes(t->dtype);
+	else
+		end = (last + 1) * maia_dtype_size(t->dtype);
+	*lo = t->addr;
+	*hi = t->addr + end;
+	if (t->block > 1 && t->scale_addr < *lo)
+		*lo = t->scale_addr;
+	if (t->block > 1 && t->scale_addr + last / t->block + 1 > *hi)
+		*hi = t->scale_addr + last / t->block + 1;
+}
+
+static bool views_overlap(const struct fw_tview *x, const struct fw_tview *y)
+{
+	uint64_t xl, xh, yl, yh;
+
+	view_span(x, &xl, &xh);
+	view_span(y, &yl, &yh);
+	return xl < yh && yl < xh;
+}
+
+/*
+ * Whether the FP32 kernels may write C in place (direct_c()): a plain FP32
+ * result (no alpha, beta, bias or activation to apply), rows 64-byte
+ * aligned, not overlapping A or B (a block written early must not change
+ * what another task still reads).
+ */
+static bool direct_ok(const struct gemm_op *g)
+{
+	return !g->kern->kpair && !g->ptrs && g->c.dtype == MAIA_DTYPE_FP32 && g->c_cs == 1 &&
+	       g->c_rs * sizeof(float) % 64 == 0 && g->c_bs * sizeof(float) % 64 == 0 &&
+	       g->alpha == 1.0f && g->beta == 0.0f && !g->has_bias && g->act == MAIA_ACT_NONE &&
+	       !views_overlap(&g->c, &g->a) && !views_overlap(&g->c, &g->b);
+}
+
 static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 		    const struct maia_job_mem *mem, struct maia_op_stats *stats)
 {
@@ -546,6 +680,7 @@ static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 	/* a kernel taking A as rows (AMX) leaves a column-major A to the FP32 ones */
 	if (g->kern->a_rows && g->a_cs != 1 && g->a_rs == 1)
 		g->kern = fw_gemm_kernel_for(te->gemm_kernel, false);
+	g->direct = direct_ok(g);
 	gemm_blocking(g, te);
 	job.ntasks = g->batch * g->mblocks * g->nblocks;
 	stats->flops += 2 * g->batch * g->m * g->n * g->k;

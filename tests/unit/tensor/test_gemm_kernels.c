@@ -11,6 +11,12 @@
  *     |C - ref| <= 1.25 (K + 4) 2^-24 sum_k |a b| + K 2^-126
  *   (Documentation/tensor-engine.rst), and within twice that of the
  *   portable kernel of the same operand format.
+ * Then each FP32 kernel through the engine (MAIA_OP_GEMM): a plain FP32
+ * result is written in place when C maps as one aligned range, else through
+ * the tile's SRAM C block; both must be exact on integers, edges of the
+ * blocks and K slices included, and leave everything outside C alone; a C
+ * that overlaps A must not be written in place (A would change under the
+ * later K slices).
  * Kernels the CPU lacks are reported as skipped.
  */
 #include <math.h>
@@ -219,6 +225,140 @@ static void test_bound(const struct fw_gemm_kernel *k)
 	}
 }
 
+/* A mapping of the whole buffer (tmem's stops at every 4 KiB: no in-place C). */
+static int whole_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
+{
+	struct tmem *m = opaque;
+
+	if (va < m->base || va - m->base >= m->size)
+		return MAIA_STATUS_MMU_FAULT;
+	*ptr = m->buf + (va - m->base);
+	*avail = len < m->size - (va - m->base) ? len : m->size - (va - m->base);
+	return MAIA_STATUS_OK;
+}
+
+static int whole_map_write(void *opaque, uint64_t va, size_t len, void **ptr, size_t *avail)
+{
+	return whole_map(opaque, va, len, (const void **)ptr, avail);
+}
+
+#define SENTINEL	12345.0f
+
+/*
+ * C[b] = A[b] B[b] through the engine with kernel k on small integers:
+ * A batch x m x k (row stride lda), B batch x k x n, C batch x m x n with
+ * row stride ldc at c_va (A's memory when c_in_a: C is then columns
+ * c_in_a.. of A's rows, ldc = lda). Every float of the memory that is not
+ * part of C must keep its value. Returns the number of wrong floats.
+ */
+static long engine_case(const struct fw_gemm_kernel *k, unsigned int threads, bool whole,
+			unsigned int sram_kib,
+			uint32_t batch, uint32_t m, uint32_t n, uint32_t kd, uint32_t lda,
+			uint32_t ldc, uint32_t c_in_a)
+{
+	uint64_t na = (uint64_t)batch * m * lda, nb = (uint64_t)batch * kd * n;
+	uint64_t nc = c_in_a ? 0 : (uint64_t)batch * m * ldc, size = 4 * (na + nb + nc) + 8192;
+	struct fw_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4,
+					  .sram_kib = sram_kib, .threads = threads };
+	struct fw_tensor_engine *te = sram_kib ? fw_tensor_create(&cfg) : tengine(threads);
+	struct maia_cmd_gemm cmd;
+	struct tmem mem;
+	uint64_t va, vb, vc;
+	float *a, *b, *c, *a0;
+	long bad = 0;
+
+	tmem_init(&mem, size);
+	free(mem.buf);	/* 4 KiB aligned, as device memory is: in place needs 64 bytes */
+	mem.buf = zalloc(size);
+	if (whole) {
+		mem.mem.map = whole_map;
+		mem.mem.map_write = whole_map_write;
+	}
+	va = tmem_alloc(&mem, 4 * na);
+	vb = tmem_alloc(&mem, 4 * nb);
+	vc = c_in_a ? va + 4 * c_in_a : tmem_alloc(&mem, 4 * nc);
+	a = tmem_ptr(&mem, va);
+	b = tmem_ptr(&mem, vb);
+	c = tmem_ptr(&mem, vc);
+	for (uint64_t i = 0; i < size / 4; i++)
+		((float *)mem.buf)[i] = SENTINEL;
+	for (uint64_t i = 0; i < na; i++)
+		a[i] = (float)((int)trand_uniform(0, 9) - 4);
+	for (uint64_t i = 0; i < nb; i++)
+		b[i] = (float)((int)trand_uniform(0, 9) - 4);
+	a0 = zalloc(4 * na);
+	memcpy(a0, a, 4 * na);
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = MAIA_OP_GEMM;
+	cmd.hdr.size = sizeof(cmd);
+	cmd.a = tdesc(MAIA_DTYPE_FP32, va, 3, (uint32_t[]){ batch, m, kd });
+	cmd.a.strides[1] = lda;
+	cmd.a.strides[0] = (uint64_t)m * lda;
+	cmd.b = tdesc(MAIA_DTYPE_FP32, vb, 3, (uint32_t[]){ batch, kd, n });
+	cmd.c = tdesc(MAIA_DTYPE_FP32, vc, 3, (uint32_t[]){ batch, m, n });
+	cmd.c.strides[1] = ldc;
+	cmd.c.strides[0] = (uint64_t)m * ldc;
+	if (te)
+		te->gemm_kernel = k;
+	if (!te || trun(te, &mem, &cmd, NULL) != MAIA_STATUS_OK)
+		bad = -1;
+	for (uint32_t bi = 0; bi < batch && bad >= 0; bi++)
+		for (uint32_t i = 0; i < m; i++)
+			for (uint32_t j = 0; j < n; j++) {
+				const float *ar = a0 + ((uint64_t)bi * m + i) * lda;
+				long want = 0;
+
+				for (uint32_t kk = 0; kk < kd; kk++)
+					want += (long)ar[kk] * (long)b[((uint64_t)bi * kd + kk) * n + j];
+				bad += c[((uint64_t)bi * m + i) * ldc + j] != (float)want;
+			}
+	/* outside C: A and B as they were, the rest still the sentinel */
+	for (uint64_t i = 0; i < size / 4 && bad >= 0; i++) {
+		uint64_t e = (i * 4 + mem.base - vc) / 4, r = e / ldc;
+		bool in_c = i * 4 + mem.base >= vc && r < (uint64_t)batch * m && e % ldc < n;
+		float *f = (float *)mem.buf + i;
+
+		if (in_c)
+			continue;
+		if (f >= a && f < a + na)
+			bad += *f != a0[f - a];
+		else if (f < b || f >= b + nb)
+			bad += *f != SENTINEL;
+	}
+	free(a0);
+	tmem_free(&mem);
+	fw_tensor_destroy(te);
+	return bad;
+}
+
+static void test_engine(const struct fw_gemm_kernel *k)
+{
+	long bad;
+
+	if (k->kpair)	/* the engine gives BF16 pair kernels BF16-exact operands only */
+		return;
+	for (int whole = 1; whole >= 0; whole--) {
+		const char *how = whole ? "C in place" : "C through SRAM";
+
+		/* rows and columns past the tiles, three K slices, two batches, a gap after each row */
+		bad = engine_case(k, 2, whole, 0, 2, 157, 208, 600, 600, 224, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 2x157x208x600, C rows 224 apart: exact "
+		       "(%ld wrong)", k->name, how, bad);
+		bad = engine_case(k, 1, whole, 0, 1, 40, 64, 37, 37, 64, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 40x64x37, one thread: exact (%ld wrong)",
+		       k->name, how, bad);
+		/* 256 KiB tiles: a task's rows are more than the SRAM C block holds */
+		bad = engine_case(k, 1, whole, 1024, 1, 300, 256, 300, 300, 256, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 300x256x300, 256 KiB tile SRAM: exact "
+		       "(%ld wrong)", k->name, how, bad);
+	}
+	/* C is columns 304..559 of A's rows: A's later K slices must be read as they were */
+	bad = engine_case(k, 1, true, 0, 1, 14, 256, 608, 608, 608, 304);
+	tap_ok(!bad, "kernel %s, engine: C overlapping A is not written in place: exact "
+	       "(%ld wrong)", k->name, bad);
+}
+
 int main(void)
 {
 	size_t n;
@@ -232,6 +372,7 @@ int main(void)
 		}
 		test_exact(&k[i]);
 		test_bound(&k[i]);
+		test_engine(&k[i]);
 	}
 	return tap_done();
 }
