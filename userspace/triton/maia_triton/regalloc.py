@@ -223,21 +223,24 @@ class Program:
             if not hit:
                 out.append(item)
                 continue
-            dest_first = item.mnem not in ("vst", )
+            # Operand 0 is written (VDOT also reads it), except VST's data.
+            writes = item.mnem != "vst"
+            reads0 = not writes or item.mnem == "vdot"
             given = {}
-            after = []
             ops = list(item.ops)
+            # Sources first, each spilled value once into its own temporary (at most 3).
             for i, o in enumerate(ops):
-                if not (isinstance(o, VReg) and id(o) in slot):
-                    continue
-                if id(o) not in given:
+                if isinstance(o, VReg) and id(o) in slot and (i > 0 or reads0) and id(o) not in given:
                     given[id(o)] = temps[len(given)]
-                    is_def = i == 0 and dest_first
-                    if not is_def or item.mnem == "vdot" or o in ops[1:]:
-                        out.extend(slot_io("vld", given[id(o)], o, item.loc))
-                    if i == 0 and dest_first:
-                        after = slot_io("vst", given[id(o)], o, item.loc)
-                ops[i] = given[id(o)]
+                    out.extend(slot_io("vld", given[id(o)], o, item.loc))
+            after = []
+            dest = ops[0] if ops else None
+            if writes and isinstance(dest, VReg) and id(dest) in slot:
+                # Sources are read before the result is written: any temporary will do.
+                reg = given.get(id(dest), temps[0])
+                given[id(dest)] = reg
+                after = slot_io("vst", reg, dest, item.loc)
+            ops = [given.get(id(o), o) if isinstance(o, VReg) else o for o in ops]
             out.append(Insn(item.mnem, ops, item.loc, item.comment))
             out.extend(after)
         # Loops' positions are not needed any more: the allocation is done.
