@@ -260,7 +260,7 @@ def vector_pressure_spills():
     k = compile_kernel(K.many_live, {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64})
     assert k.metadata.scratch > 0 and k.metadata.scratch % 4096 == 0, k.metadata.scratch
     asm = k.asm["tvpasm"]
-    assert "vst v29, s30, unit, i32" in asm and "vld v30, s30, unit, i32" in asm, asm
+    assert "vst v29, s30, unit, i32" in asm and "vld v29, s30, unit, i32" in asm, asm
     # The spill area's address is the argument after the kernel's own two.
     assert "add s31, s31, s3" in asm, asm
 
