@@ -619,6 +619,30 @@ int maia_fabric_port_gaps(struct maia_device *dev, unsigned int port,
 int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
 			  struct maia_fabric_port_gaps *gaps);
 
+/*
+ * Failover of one port (hardware 1.10; Documentation/hw/fabric.rst,
+ * "Failover"): what collectives routed around it and why, from sysfs as
+ * maia_fabric_read(). -EOPNOTSUPP when the driver or the device is older.
+ */
+#define MAIA_FABRIC_FO_DOWN		(1u << 0)	/* link down */
+#define MAIA_FABRIC_FO_LATENCY		(1u << 1)	/* modeled latency over the threshold */
+#define MAIA_FABRIC_FO_LOSS		(1u << 2)	/* loss at or over the threshold */
+
+struct maia_fabric_failover {
+	uint32_t failovers;		/* collectives routed around this port (wraps) */
+	uint32_t state;			/* MAIA_FABRIC_FO_*: why it is avoided now; 0: not */
+	uint64_t relayed;		/* relayed chunks sent on out of it */
+	uint32_t resent;		/* chunks re-sent the other way as it went down */
+	uint32_t relay_drops;		/* relayed chunks in on it with no way on (a 2nd cut) */
+	uint32_t latency_ns;		/* modeled latency of its cable */
+	uint32_t loss_ppm;		/* gaps the peer named per 10^6 frames sent, last window */
+	uint32_t threshold_latency_ns;	/* the device's thresholds (0: that trigger off) */
+	uint32_t threshold_loss_ppm;
+};
+
+int maia_fabric_read_failover(const char *pci_address, unsigned int port,
+			      struct maia_fabric_failover *fo);
+
 /* What peers may do in a window (combine with |). */
 #define MAIA_FABRIC_REMOTE_READ		(1u << 0)
 #define MAIA_FABRIC_REMOTE_WRITE	(1u << 1)

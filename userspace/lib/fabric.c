@@ -315,6 +315,64 @@ MAIA_EXPORT int maia_fabric_read(const char *pci_address, unsigned int port,
 	return 0;
 }
 
+/* fabric/portN/failover_state: "ok", or words among down, latency, loss. */
+static int fabric_sysfs_fo_state(const char *dir, uint32_t *state)
+{
+	char path[512], buf[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/failover_state", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*state = (strstr(buf, "down") ? MAIA_FABRIC_FO_DOWN : 0) |
+		 (strstr(buf, "latency") ? MAIA_FABRIC_FO_LATENCY : 0) |
+		 (strstr(buf, "loss") ? MAIA_FABRIC_FO_LOSS : 0);
+	return 0;
+}
+
+MAIA_EXPORT int maia_fabric_read_failover(const char *pci_address, unsigned int port,
+					  struct maia_fabric_failover *fo)
+{
+	uint64_t v[8];
+	static const char *const names[8] = {
+		"failovers", "relayed", "resent", "relay_drops", "latency_ns", "loss_ppm",
+		"../failover_latency_ns", "../failover_loss_ppm",
+	};
+	char dir[384];
+	int err;
+
+	maia_error_clear();
+	if (!pci_address || !fo)
+		return maia_error(-EINVAL, "maia_fabric_read_failover: NULL argument");
+	err = fabric_port_dir("maia_fabric_read_failover", pci_address, port, dir, sizeof(dir),
+			      &v[0]);
+	if (err)
+		return err;
+	/* The driver shows the files only for a device that has failover. */
+	for (unsigned int i = 0; i < 8; i++)
+		if (fabric_sysfs_u64(dir, names[i], &v[i]))
+			return maia_error(-EOPNOTSUPP, "maia_fabric_read_failover: %s has no %s "
+					  "(hardware 1.10 has)", dir, names[i]);
+	if (fabric_sysfs_fo_state(dir, &fo->state))
+		return maia_error(-EOPNOTSUPP, "maia_fabric_read_failover: %s has no "
+				  "failover_state (hardware 1.10 has)", dir);
+	fo->failovers = (uint32_t)v[0];
+	fo->relayed = v[1];
+	fo->resent = (uint32_t)v[2];
+	fo->relay_drops = (uint32_t)v[3];
+	fo->latency_ns = (uint32_t)v[4];
+	fo->loss_ppm = (uint32_t)v[5];
+	fo->threshold_latency_ns = (uint32_t)v[6];
+	fo->threshold_loss_ppm = (uint32_t)v[7];
+	return 0;
+}
+
 MAIA_EXPORT int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
 				      struct maia_fabric_port_gaps *gaps)
 {

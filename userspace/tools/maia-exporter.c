@@ -605,10 +605,13 @@ static const struct fabric_metric {
 	const char *help;
 	size_t offset;
 	bool wide;
-	bool gaps;		/* in struct maia_fabric_port_gaps (driver minor 6) */
+	enum { SRC_PORT, SRC_GAPS, SRC_FAILOVER } src;
+	/* SRC_GAPS: struct maia_fabric_port_gaps (driver minor 6); SRC_FAILOVER: hardware 1.10 */
 } fabric_metrics[] = {
-#define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w, false }
-#define GM(n, h, f) { n, true, h, offsetof(struct maia_fabric_port_gaps, f), true, true }
+#define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w, SRC_PORT }
+#define GM(n, h, f) { n, true, h, offsetof(struct maia_fabric_port_gaps, f), true, SRC_GAPS }
+#define OM(n, c, h, f, w) \
+	{ n, c, h, offsetof(struct maia_fabric_failover, f), w, SRC_FAILOVER }
 	FM("MAIA_FI_FABRIC_LINK_UP", false, "Fabric port link is up (1) or down (0).", up, false),
 	FM("MAIA_FI_FABRIC_TX_BYTES", true, "Bytes sent on the fabric port.", tx_bytes, true),
 	FM("MAIA_FI_FABRIC_RX_BYTES", true, "Bytes received on the fabric port.", rx_bytes, true),
@@ -628,6 +631,17 @@ static const struct fabric_metric {
 	   "to the peer.", link_nak_tx),
 	GM("MAIA_FI_FABRIC_RX_HELD", "Frames received after a gap and held until it filled.",
 	   rx_held),
+	OM("MAIA_FI_FABRIC_FAILOVERS", true, "Collectives routed around the fabric port (down, "
+	   "or over a failover threshold).", failovers, false),
+	OM("MAIA_FI_FABRIC_FAILOVER_STATE", false, "Why collectives avoid the port now: 0 not, "
+	   "else 1 down + 2 latency + 4 loss.", state, false),
+	OM("MAIA_FI_FABRIC_RELAYED", true, "Relayed collective chunks sent on out of the port "
+	   "for other devices.", relayed, true),
+	OM("MAIA_FI_FABRIC_LATENCY_NS", false, "Modeled latency of the port's cable, ns.",
+	   latency_ns, false),
+	OM("MAIA_FI_FABRIC_LOSS_PPM", false, "Gaps the peer named per million frames sent, "
+	   "last window.", loss_ppm, false),
+#undef OM
 #undef GM
 #undef FM
 };
@@ -636,7 +650,8 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 {
 	static struct maia_fabric_port ports[MAX_DEVICES][16];
 	static struct maia_fabric_port_gaps gaps[MAX_DEVICES][16];
-	static bool has_gaps[MAX_DEVICES][16];
+	static struct maia_fabric_failover fo[MAX_DEVICES][16];
+	static bool has_gaps[MAX_DEVICES][16], has_fo[MAX_DEVICES][16];
 	static unsigned int nports[MAX_DEVICES];
 
 	for (int j = 0; j < n; j++)
@@ -647,6 +662,7 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 				break;
 			/* An older driver or device has no gap counters: no sample. */
 			has_gaps[j][p] = !maia_fabric_read_gaps(devs[j].pci, p, &gaps[j][p]);
+			has_fo[j][p] = !maia_fabric_read_failover(devs[j].pci, p, &fo[j][p]);
 		}
 	for (size_t i = 0; i < sizeof(fabric_metrics) / sizeof(fabric_metrics[0]); i++) {
 		const struct fabric_metric *m = &fabric_metrics[i];
@@ -655,14 +671,18 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 			m->counter ? "counter" : "gauge");
 		for (int j = 0; j < n; j++) {
 			for (unsigned int p = 0; p < nports[j]; p++) {
-				const char *f = m->gaps ? (const char *)&gaps[j][p] + m->offset :
-					(const char *)&ports[j][p] + m->offset;
+				const char *f = m->src == SRC_GAPS ? (const char *)&gaps[j][p] :
+						m->src == SRC_FAILOVER ? (const char *)&fo[j][p] :
+						(const char *)&ports[j][p];
 				char port[16];
 				double v;
 
-				if (m->gaps && !has_gaps[j][p])
+				f += m->offset;
+				if ((m->src == SRC_GAPS && !has_gaps[j][p]) ||
+				    (m->src == SRC_FAILOVER && !has_fo[j][p]))
 					continue;
-				if (!m->gaps && m->offset == offsetof(struct maia_fabric_port, up))
+				if (m->src == SRC_PORT &&
+				    m->offset == offsetof(struct maia_fabric_port, up))
 					v = ports[j][p].up;
 				else if (m->wide)
 					v = (double)*(const uint64_t *)(const void *)f;

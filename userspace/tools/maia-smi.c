@@ -745,9 +745,36 @@ static uint64_t read_serial(const char *pci)
  * machine (Pa-Pb: the row's port a is cabled to the column's port b), then
  * every port with its peer, which may be a device of another machine.
  */
+/* " avoided: down latency loss" for a failover state (hardware 1.10). */
+static const char *fo_words(uint32_t state)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s%s%s", state & MAIA_FABRIC_FO_DOWN ? " down" : "",
+		 state & MAIA_FABRIC_FO_LATENCY ? " latency" : "",
+		 state & MAIA_FABRIC_FO_LOSS ? " loss" : "");
+	return buf;
+}
+
+/* The failover part of a port's line: nothing while it never failed over. */
+static void print_failover(const struct maia_fabric_failover *fo, bool has)
+{
+	if (!has || (!fo->failovers && !fo->state && !fo->relayed && !fo->resent))
+		return;
+	printf("; failovers %u", fo->failovers);
+	if (fo->state)
+		printf(" (avoided now:%s)", fo_words(fo->state));
+	if (fo->relayed)
+		printf(", relayed %llu", (unsigned long long)fo->relayed);
+	if (fo->resent)
+		printf(", re-sent %u as it went down", fo->resent);
+}
+
 static int topo(int json)
 {
 	static struct maia_fabric_port port[TOPO_MAX_DEV][TOPO_MAX_PORTS];
+	static struct maia_fabric_failover fo[TOPO_MAX_DEV][TOPO_MAX_PORTS];
+	static bool has_fo[TOPO_MAX_DEV][TOPO_MAX_PORTS];
 	struct maia_device_entry list[TOPO_MAX_DEV];
 	unsigned int nports[TOPO_MAX_DEV];
 	uint64_t serial[TOPO_MAX_DEV];
@@ -763,6 +790,9 @@ static int topo(int json)
 		for (nports[i] = 0; nports[i] < TOPO_MAX_PORTS; nports[i]++)
 			if (maia_fabric_read(list[i].pci_address, nports[i], &port[i][nports[i]]))
 				break;
+			else
+				has_fo[i][nports[i]] = !maia_fabric_read_failover(
+					list[i].pci_address, nports[i], &fo[i][nports[i]]);
 	}
 	if (json) {
 		printf("{\"devices\": [");
@@ -780,11 +810,18 @@ static int topo(int json)
 				printf("%s{\"port\": %u, \"up\": %s, \"peer_serial\": "
 				       "\"0x%016llx\", \"peer_port\": %u, \"peer_device\": %d, "
 				       "\"tx_bytes\": %llu, \"rx_bytes\": %llu, \"retransmits\": %llu, "
-				       "\"link_downs\": %u}", p ? ", " : "", p, f->up ? "true" : "false",
+				       "\"link_downs\": %u", p ? ", " : "", p, f->up ? "true" : "false",
 				       (unsigned long long)f->peer_serial, f->peer_port, peer,
 				       (unsigned long long)f->tx_bytes,
 				       (unsigned long long)f->rx_bytes,
 				       (unsigned long long)f->retransmits, f->link_downs);
+				if (has_fo[i][p])
+					printf(", \"failovers\": %u, \"failover_state\": %u, "
+					       "\"relayed\": %llu, \"resent\": %u, \"latency_ns\": %u, "
+					       "\"loss_ppm\": %u", fo[i][p].failovers, fo[i][p].state,
+					       (unsigned long long)fo[i][p].relayed, fo[i][p].resent,
+					       fo[i][p].latency_ns, fo[i][p].loss_ppm);
+				printf("}");
 			}
 			printf("]}");
 		}
@@ -826,14 +863,16 @@ static int topo(int json)
 					snprintf(peer, sizeof(peer), "maia%d", list[j].index);
 			if (f->up)
 				printf("maia%d port %u: up   -> %s port %u (serial 0x%016llx), "
-				       "tx %llu B, rx %llu B, retransmits %llu, link downs %u\n",
+				       "tx %llu B, rx %llu B, retransmits %llu, link downs %u",
 				       list[i].index, p, peer, f->peer_port,
 				       (unsigned long long)f->peer_serial,
 				       (unsigned long long)f->tx_bytes, (unsigned long long)f->rx_bytes,
 				       (unsigned long long)f->retransmits, f->link_downs);
 			else
-				printf("maia%d port %u: down (link downs %u)\n", list[i].index, p,
+				printf("maia%d port %u: down (link downs %u)", list[i].index, p,
 				       f->link_downs);
+			print_failover(&fo[i][p], has_fo[i][p]);
+			printf("\n");
 		}
 	}
 	return 0;
