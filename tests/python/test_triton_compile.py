@@ -266,6 +266,19 @@ def vector_pressure_spills():
 
 
 @triton.jit
+def many_live_16_args(x_ptr, y_ptr, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, BLOCK: tl.constexpr):
+    K.many_live(x_ptr, y_ptr, BLOCK)
+
+
+@test
+def no_spill_with_16_arguments():
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"}
+    sig.update({"a%d" % i: "i32" for i in range(2, 16)})
+    raises(LoweringError, compile_kernel, many_live_16_args, sig, {"BLOCK": 64},
+           match="needs to spill vector registers, and its 16 arguments leave no argument register")
+
+
+@triton.jit
 def many_scalars(x_ptr, y_ptr):
     # 34 integers loaded before any is used: more than the TVP's 31 scalar registers.
     b0 = tl.load(x_ptr + 0)

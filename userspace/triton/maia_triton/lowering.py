@@ -15,13 +15,10 @@ import re
 import struct
 
 from . import ttir
-from .regalloc import LoweringError, Program, S0
+from .regalloc import MAX_ARGS, MAX_LANES, LoweringError, Program, S0
 
 # Printed in the assembly's first line (the cache key hashes the sources).
 VERSION = "2"
-
-MAX_LANES = 1024
-MAX_ARGS = 16
 
 _MEM_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i8": "i8",
               "f8E4M3FN": "fp8e4m3", "f8E5M2": "fp8e5m2"}

@@ -13,6 +13,7 @@ class LoweringError(Exception):
 NUM_VREGS = 32
 NUM_SREGS = 32
 MAX_LANES = 1024
+MAX_ARGS = 16                  # s1 .. s16 (MAIA_TVP_MAX_ARGS)
 SPILL_TEMPS = 3
 SPILL_SLOT = MAX_LANES * 4     # bytes: a whole vector register
 
@@ -116,7 +117,7 @@ class Program:
         # and stored after each definition. v29-v31 carry them (an
         # instruction reads at most 3 vectors), s30 the slot's address, s31
         # the instance's frame.
-        if scratch_arg >= NUM_SREGS - 2:
+        if scratch_arg > MAX_ARGS:
             raise LoweringError("kernel too large: it needs to spill vector registers, and its %d arguments "
                                 "leave no argument register for the spill area" % (scratch_arg - 1))
         spilled = self._scan(regs, pinned, NUM_VREGS - SPILL_TEMPS, spill=True)
