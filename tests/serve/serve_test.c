@@ -127,7 +127,7 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 	}
 	if (scatter)
 		fragment(&e);
-	err = llm_engine_start(&e);
+	/* All queued before the engine runs: one prefill of the three. */
 	for (i = 0; i < NREQ && !err; i++) {
 		uint8_t p[PROMPT_LEN];
 		struct llm_sampling s;
@@ -142,6 +142,7 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 		r[i]->keep_logits = logits != NULL;
 		err = llm_engine_submit(&e, r[i]);
 	}
+	err = err ?: llm_engine_start(&e);
 	for (i = 0; i < NREQ && r[i]; i++) {
 		enum llm_req_state st = LLM_REQ_FAILED;
 
@@ -180,7 +181,8 @@ static void test_model(unsigned int wdtype, uint8_t single_tok[NREQ][GEN])
 	uint32_t i, j, k, argmax_same = 0, steps = 0;
 	int err = run(LLM_MODE_SINGLE, wdtype, tok, logits, &w, false);
 
-	tap(!err, "%s: three requests (greedy, top-k/top-p, greedy) batched on one device",
+	tap(!err, "%s: three requests (greedy, top-k/top-p, greedy) prefilled and decoded "
+	    "together on one device",
 	    maia_dtype_name(wdtype));
 	if (err || !rl || llm_ref_create(&w, &ref)) {
 		tap(false, "%s: logits against the CPU double reference (no run)",
@@ -328,8 +330,8 @@ static int cmd_kv(void)
 			same &= stt == LLM_REQ_DONE && !memcmp(r[i]->out, alone[i], GEN);
 		}
 		llm_engine_get_stats(&e, &st);
-		tap(done && same, "with room for two at a time, the third waits for blocks; all three "
-		    "complete with the tokens they get with room to spare");
+		tap(done && same, "with room for two at a time (prefilled together), the third waits "
+		    "for blocks (prefilled alone); all three give the tokens of one prefill of three");
 		tap(st.kv_used == 0 && st.kv_total == 8 && st.completed == 3 && st.refused == 1,
 		    "afterwards every block is free (%u used of %u), 3 completed, 1 refused",
 		    st.kv_used, st.kv_total);

@@ -103,7 +103,7 @@ struct llm_dev {
 	struct llm_buf wbo;		/* weights in HBM */
 	struct llm_buf rope;		/* [max_seq][2][head_dim]: C = [cos, cos], S = [-sin, sin] */
 	struct llm_buf x, h, qkv, qr, att, t, g, u, krow;	/* activations, max_seq rows */
-	struct llm_buf rope_step;	/* [max_batch][2][head_dim] */
+	struct llm_buf rope_step;	/* [max_seq][2][head_dim]: this job's rows */
 	struct llm_buf logits;		/* HOST: [max(max_seq, max_batch)][vocab] FP32 */
 	struct llm_buf gather;		/* [max_batch][2][max_seq][kvdim] BF16 */
 	struct llm_buf staging;		/* prefill K/V: [layers][2][max_seq][kvdim] BF16 */
@@ -135,13 +135,29 @@ enum llm_kv_dest {
 	LLM_KV_SIGNAL_AT_END,	/* the same, every layer's signal after the last layer */
 };
 
+/* One request of a prefill. */
+struct llm_prefill_req {
+	const uint8_t *tokens;
+	uint32_t n;			/* prompt tokens, >= 1 */
+	const uint32_t *blocks;		/* its pool blocks (LLM_KV_LOCAL_POOL, transfers) */
+};
+
 /*
- * Append a prefill of tokens[0..n) to d->cb: staging gets every layer's K/V,
- * logits row 0 gets the last position's logits. With LOCAL_POOL, blocks[]
- * names the request's pool blocks.
+ * Append a prefill of nreq prompts (at most max_batch, max_seq tokens in
+ * all) to d->cb as one batch: their rows one after another, in staging too
+ * (request i from row llm_prefill_row(reqs, i)); logits row i gets request
+ * i's last position. With LOCAL_POOL each request's K/V goes to its blocks.
  */
-int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,
-		      enum llm_kv_dest dest, const uint32_t *blocks, uint32_t sem_base);
+int llm_build_prefill(struct llm_dev *d, const struct llm_prefill_req *reqs, uint32_t nreq,
+		      enum llm_kv_dest dest, uint32_t sem_base);
+static inline uint32_t llm_prefill_row(const struct llm_prefill_req *reqs, uint32_t i)
+{
+	uint32_t r = 0, k;
+
+	for (k = 0; k < i; k++)
+		r += reqs[k].n;
+	return r;
+}
 
 /* One request's row in a decode step. */
 struct llm_step_row {
@@ -222,12 +238,14 @@ struct llm_disagg {
 	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
 	uint32_t xfer_writes;
+	uint32_t req_writes[LLM_MAX_BATCH];	/* per request of the batch */
+	uint64_t req_bytes[LLM_MAX_BATCH];
 };
 
 int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec);
 void llm_disagg_fini(struct llm_disagg *x);
 
-/* What one disaggregated prefill took. */
+/* What one disaggregated prefill (batch) took. */
 struct llm_xfer_times {
 	uint64_t bytes;			/* K/V bytes pushed to B */
 	uint64_t prefill_host_ns, prefill_dev_ns;	/* the compute job */
@@ -249,8 +267,8 @@ struct llm_xfer_times {
  * last position's logits and B's pool the request's K/V. The other
  * schedules are the baselines the overlap is measured against.
  */
-int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
-		     const uint32_t *blocks, enum llm_xfer_sched sched);
+int llm_disagg_begin(struct llm_disagg *x, const struct llm_prefill_req *reqs, uint32_t nreq,
+		     enum llm_xfer_sched sched);
 int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
 /* One remote write of bytes from A to B's window (the raw link figure). */
 int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,
@@ -277,6 +295,7 @@ struct llm_request {
 	uint64_t t_submit, t_first, t_done;	/* host CLOCK_MONOTONIC ns */
 	uint64_t dev_ttft_ns, dev_decode_ns;	/* modeled time */
 	uint32_t decode_steps;
+	uint32_t prefill_batch;		/* requests prefilled in its job */
 	struct llm_xfer_times xfer;
 	uint32_t blocks[1024];
 	uint32_t nblocks;
@@ -289,7 +308,7 @@ struct llm_request {
 
 struct llm_engine_stats {
 	uint64_t requests, completed, refused, failed, cancelled;
-	uint64_t prompt_tokens, generated_tokens, steps, step_rows;
+	uint64_t prompt_tokens, generated_tokens, steps, step_rows, prefills;
 	uint64_t kv_bytes_moved, ttft_sum_ns;
 	uint32_t queue_depth, running, kv_used, kv_total;
 };

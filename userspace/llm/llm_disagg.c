@@ -7,9 +7,10 @@
  * HIGH priority so that it runs on its own hardware queue, waits for each
  * semaphore in turn and pushes that layer's K and V into the request's
  * blocks on B with fabric remote writes (one per run of consecutive block
- * numbers), while the compute job goes on with the next layer: the device
- * parks a job on its remote write and runs the other queue meanwhile. Both
- * jobs share A's address space, hence its semaphores.
+ * numbers, for every request of the prefill batch), while the compute job
+ * goes on with the next layer: the device parks a job on its remote write
+ * and runs the other queue meanwhile. Both jobs share A's address space,
+ * hence its semaphores.
  *
  * Timestamps (modeled time, on A's timeline): the compute job's first and
  * last command and the transfer job's last give the modeled end-to-end
@@ -75,38 +76,53 @@ void llm_disagg_fini(struct llm_disagg *x)
 	memset(x, 0, sizeof(*x));
 }
 
-/* The transfer job: per layer, wait for its semaphore, write K and V to B. */
-static int build_transfer(struct llm_disagg *x, uint32_t n, const uint32_t *blocks)
+/*
+ * The transfer job: per layer, wait for its semaphore, then write every
+ * request's K and V from its staging rows to its blocks on B.
+ */
+static int build_transfer(struct llm_disagg *x, const struct llm_prefill_req *reqs,
+			  uint32_t nreq)
 {
 	const struct llm_config *c = &x->pre->w->cfg;
 	uint64_t row = llm_kvdim(c) * 2ull;
-	uint32_t nb = llm_kv_blocks_for(n, c->block_tokens), l, kv, b, e;
+	uint32_t l, kv, b, e, i, off;
 	int err = 0;
 
 	maia_cmdbuf_reset(x->xcb);
 	x->xfer_bytes = 0;
 	x->xfer_writes = 0;
+	for (i = 0; i < nreq; i++) {
+		x->req_writes[i] = 0;
+		x->req_bytes[i] = 0;
+	}
 	for (l = 0; l < c->layers && !err; l++) {
 		err = maia_cmd_sem_wait(x->xcb, l, 1, SEM_TIMEOUT_US);
-		for (kv = 0; kv < 2 && !err; kv++) {
-			uint64_t src = x->pre->staging.va +
-				       ((uint64_t)l * 2 + kv) * c->max_seq * row;
+		for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
+			uint32_t n = reqs[i].n, nb = llm_kv_blocks_for(n, c->block_tokens);
+			const uint32_t *blocks = reqs[i].blocks;
 
-			for (b = 0; b < nb && !err; b = e) {
-				uint32_t last;
-				uint64_t bytes;
+			for (kv = 0; kv < 2 && !err; kv++) {
+				uint64_t src = x->pre->staging.va +
+					       ((uint64_t)l * 2 + kv) * c->max_seq * row + off * row;
 
-				for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
-					;
-				last = e * c->block_tokens < n ? e * c->block_tokens : n;
-				bytes = (uint64_t)(last - b * c->block_tokens) * row;
-				err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
-							    llm_pool_off(c, l, kv, blocks[b]),
-							    src + (uint64_t)b * c->block_tokens * row,
-							    bytes);
-				x->xfer_bytes += bytes;
-				x->xfer_writes++;
-				x->writes++;
+				for (b = 0; b < nb && !err; b = e) {
+					uint32_t last;
+					uint64_t bytes;
+
+					for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
+						;
+					last = e * c->block_tokens < n ? e * c->block_tokens : n;
+					bytes = (uint64_t)(last - b * c->block_tokens) * row;
+					err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
+								    llm_pool_off(c, l, kv, blocks[b]),
+								    src + (uint64_t)b * c->block_tokens * row,
+								    bytes);
+					x->xfer_bytes += bytes;
+					x->req_bytes[i] += bytes;
+					x->req_writes[i]++;
+					x->xfer_writes++;
+					x->writes++;
+				}
 			}
 		}
 	}
@@ -122,8 +138,8 @@ static int submit_transfer(struct llm_disagg *x)
 	return maia_submit(x->pre->dev, x->xcb, &o, &x->seq_x);
 }
 
-int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
-		     const uint32_t *blocks, enum llm_xfer_sched sched)
+int llm_disagg_begin(struct llm_disagg *x, const struct llm_prefill_req *reqs, uint32_t nreq,
+		     enum llm_xfer_sched sched)
 {
 	struct llm_dev *a = x->pre;
 	int err;
@@ -134,10 +150,10 @@ int llm_disagg_begin(struct llm_disagg *x, const uint8_t *tokens, uint32_t n,
 		return -EIO;
 	maia_cmdbuf_reset(a->cb);
 	err = maia_cmd_timestamp(a->cb, x->ts.va);
-	err = err ?: llm_build_prefill(a, tokens, n, sched == LLM_XFER_LAYERWISE ? LLM_KV_SIGNAL :
-				       LLM_KV_SIGNAL_AT_END, blocks, 0);
+	err = err ?: llm_build_prefill(a, reqs, nreq, sched == LLM_XFER_LAYERWISE ? LLM_KV_SIGNAL :
+				       LLM_KV_SIGNAL_AT_END, 0);
 	err = err ?: maia_cmd_timestamp(a->cb, x->ts.va + 16);
-	err = err ?: build_transfer(x, n, blocks);
+	err = err ?: build_transfer(x, reqs, nreq);
 	if (err)
 		return err;
 	x->sched = sched;

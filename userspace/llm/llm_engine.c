@@ -205,52 +205,72 @@ static int decode_step(struct llm_engine *e)
 	return err;
 }
 
-/* Prefill r (blocks already taken); its first token, then it decodes. */
-static void prefill(struct llm_engine *e, struct llm_request *r)
+/*
+ * Prefill rs[0..n) together (blocks already taken); each gets its first
+ * token and joins the running set.
+ */
+static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 {
+	struct llm_prefill_req pr[LLM_MAX_BATCH];
 	struct maia_job_times t = { 0 };
+	struct llm_xfer_times xt = { 0 };
 	uint64_t done;
+	uint32_t i;
 	int err;
 
+	for (i = 0; i < n; i++)
+		pr[i] = (struct llm_prefill_req){ .tokens = rs[i]->prompt, .n = rs[i]->prompt_len,
+						  .blocks = rs[i]->blocks };
 	if (e->mode == LLM_MODE_SINGLE) {
 		maia_cmdbuf_reset(e->pre->cb);
-		err = llm_build_prefill(e->pre, r->prompt, r->prompt_len, LLM_KV_LOCAL_POOL,
-					r->blocks, 0);
+		err = llm_build_prefill(e->pre, pr, n, LLM_KV_LOCAL_POOL, 0);
 		err = err ?: llm_dev_run(e->pre, &t);
 		done = llm_now_ns();
-		r->dev_ttft_ns = t.device_ns;
+		xt.prefill_dev_ns = t.device_ns;
 	} else {
-		err = llm_disagg_begin(&e->x, r->prompt, r->prompt_len, r->blocks,
-				       LLM_XFER_LAYERWISE);
-		/* B decodes the others while A prefills this one. */
+		err = llm_disagg_begin(&e->x, pr, n, LLM_XFER_LAYERWISE);
+		/* B decodes the others while A prefills these. */
 		if (!err && e->running)
 			decode_step(e);
-		err = err ?: llm_disagg_end(&e->x, &r->xfer);
+		err = err ?: llm_disagg_end(&e->x, &xt);
 		/* The first token goes out once its K/V is on B: that is its TTFT. */
 		done = llm_now_ns();
-		r->dev_ttft_ns = r->xfer.prefill_dev_ns;
 	}
 	pthread_mutex_lock(&e->lock);
-	r->state = LLM_REQ_RUNNING;
-	r->next = e->running;
-	e->running = r;
-	e->stats.running++;
-	if (err) {
-		finish(e, r, err);
-	} else {
+	for (i = 0; i < n; i++) {
+		struct llm_request *r = rs[i];
+
+		r->state = LLM_REQ_RUNNING;
+		r->next = e->running;
+		e->running = r;
+		e->stats.running++;
+		if (err) {
+			finish(e, r, err);
+			continue;
+		}
+		r->xfer = xt;
+		if (e->mode == LLM_MODE_DISAGG) {
+			r->xfer.bytes = e->x.req_bytes[i];
+			r->xfer.writes = e->x.req_writes[i];
+		}
+		r->dev_ttft_ns = xt.prefill_dev_ns;
+		r->prefill_batch = n;
 		r->t_first = done;
 		r->pos = r->prompt_len;
 		e->stats.ttft_sum_ns += done - r->t_submit;
 		e->stats.kv_bytes_moved += r->xfer.bytes;
-		add_token(e, r, llm_logits(e->pre, 0));
+		add_token(e, r, llm_logits(e->pre, i));
 	}
+	e->stats.prefills++;
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
 }
 
 static void *engine_main(void *arg)
 {
+	struct llm_request *batch[LLM_MAX_BATCH];
 	struct llm_engine *e = arg;
+	uint32_t n, rows;
 
 	pthread_mutex_lock(&e->lock);
 	while (!e->stop) {
@@ -270,18 +290,29 @@ static void *engine_main(void *arg)
 			request_put(r);
 			continue;
 		}
-		/* Admission: FIFO, all blocks up front, a free decode row. */
-		if (r && e->stats.running < e->cfg.max_batch &&
-		    !llm_kv_alloc(&e->kv, llm_kv_blocks_for(r->prompt_len + r->max_tokens,
-							    e->cfg.block_tokens), r->blocks)) {
+		/*
+		 * Admission: FIFO, all blocks up front, a free decode row; as
+		 * many as fit go into one prefill (max_seq prompt tokens in all).
+		 */
+		n = 0;
+		rows = 0;
+		while ((r = e->waiting) && !r->cancelled &&
+		       e->stats.running + n < e->cfg.max_batch &&
+		       rows + r->prompt_len <= e->cfg.max_seq &&
+		       !llm_kv_alloc(&e->kv, llm_kv_blocks_for(r->prompt_len + r->max_tokens,
+							       e->cfg.block_tokens), r->blocks)) {
 			r->nblocks = llm_kv_blocks_for(r->prompt_len + r->max_tokens,
 						       e->cfg.block_tokens);
 			e->waiting = r->next;
 			r->next = NULL;
 			e->stats.queue_depth--;
-			e->stats.kv_used = e->kv.nblocks - e->kv.nfree;
+			rows += r->prompt_len;
+			batch[n++] = r;
+		}
+		e->stats.kv_used = e->kv.nblocks - e->kv.nfree;
+		if (n) {
 			pthread_mutex_unlock(&e->lock);
-			prefill(e, r);
+			prefill(e, batch, n);
 		} else if (e->running) {
 			pthread_mutex_unlock(&e->lock);
 			decode_step(e);

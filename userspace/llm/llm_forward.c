@@ -82,7 +82,8 @@ int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights 
 		 bool with_pool)
 {
 	const struct llm_config *c = &w->cfg;
-	uint64_t r = c->max_seq, wide = c->ffn > llm_qdim(c) ? c->ffn : llm_qdim(c);
+	uint64_t r = c->max_seq > c->max_batch ? c->max_seq : c->max_batch;
+	uint64_t wide = c->ffn > llm_qdim(c) ? c->ffn : llm_qdim(c);
 	uint64_t qkvd = llm_qdim(c) + 2 * llm_kvdim(c), kvd = llm_kvdim(c);
 	int err;
 
@@ -101,8 +102,7 @@ int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights 
 	err = err ?: buf_new(dev, r * wide * 4, MAIA_BO_HBM, &d->g);
 	err = err ?: buf_new(dev, r * wide * 4, MAIA_BO_HBM, &d->u);
 	err = err ?: buf_new(dev, r * kvd * 2, MAIA_BO_HBM, &d->krow);
-	err = err ?: buf_new(dev, c->max_batch * 2ull * c->head_dim * 4, MAIA_BO_HBM,
-			     &d->rope_step);
+	err = err ?: buf_new(dev, r * 2 * c->head_dim * 4, MAIA_BO_HBM, &d->rope_step);
 	err = err ?: buf_new(dev, (uint64_t)c->max_batch * LLM_VOCAB * 4, MAIA_BO_HOST,
 			     &d->logits);
 	err = err ?: buf_new(dev, c->max_batch * 2ull * r * kvd * 2, MAIA_BO_HBM, &d->gather);
@@ -389,53 +389,76 @@ static uint64_t staging_va(const struct llm_dev *d, uint32_t layer, uint32_t kv)
 	return d->staging.va + ((uint64_t)layer * 2 + kv) * c->max_seq * llm_kvdim(c) * 2;
 }
 
-/* logits[0..n) = RMSNorm(x rows from x_row) lm_head^T */
-static int head(struct llm_dev *d, uint32_t x_row, uint32_t n)
+/* logits[0..n) = RMSNorm(rows of x_va) lm_head^T + b */
+static int head(struct llm_dev *d, uint64_t x_va, uint32_t n)
 {
-	const struct llm_config *c = &d->w->cfg;
 	int err;
 
-	err = rmsnorm(d, d->x.va + (uint64_t)x_row * c->d_model * 4, n, &d->w->final_norm, d->h.va);
+	err = rmsnorm(d, x_va, n, &d->w->final_norm, d->h.va);
 	return err ?: linear_bias(d, d->h.va, n, &d->w->lm_head, &d->w->lm_bias, d->logits.va,
 				  MAIA_ACT_NONE);
 }
 
-int llm_build_prefill(struct llm_dev *d, const uint8_t *tokens, uint32_t n,
-		      enum llm_kv_dest dest, const uint32_t *blocks, uint32_t sem_base)
+int llm_build_prefill(struct llm_dev *d, const struct llm_prefill_req *reqs, uint32_t nreq,
+		      enum llm_kv_dest dest, uint32_t sem_base)
 {
 	const struct llm_config *c = &d->w->cfg;
+	uint64_t kvrow = llm_kvdim(c) * 2ull, cs_row = 2ull * c->head_dim * 4;
+	uint64_t xrow = c->d_model * 4ull, qrow = llm_qdim(c) * 4ull;
 	struct maia_tensor_desc q, k, v, o;
-	uint32_t i, l;
+	uint32_t i, j, l, rows = 0, off;
 	int err = 0;
 
-	if (!n || n > c->max_seq || (dest == LLM_KV_LOCAL_POOL && !d->pool.bo))
+	if (!nreq || nreq > c->max_batch || (dest == LLM_KV_LOCAL_POOL && !d->pool.bo))
 		return -EINVAL;
-	for (i = 0; i < n && !err; i++)
-		err = embed(d, tokens[i], i);
+	for (i = 0; i < nreq; i++) {
+		if (!reqs[i].n)
+			return -EINVAL;
+		rows += reqs[i].n;
+	}
+	if (rows > c->max_seq)
+		return -EINVAL;
+	/* Embeddings; each request's RoPE rows are the table's rows 0..n-1. */
+	for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
+		for (j = 0; j < reqs[i].n && !err; j++)
+			err = embed(d, reqs[i].tokens[j], off + j);
+		err = err ?: maia_cmd_copy(d->cb, d->rope_step.va + off * cs_row, d->rope.va,
+					   reqs[i].n * cs_row);
+	}
 	for (l = 0; l < c->layers && !err; l++) {
 		const struct llm_layer_w *lw = &d->w->layer[l];
 		uint64_t ks = staging_va(d, l, 0), vs = staging_va(d, l, 1);
 
-		/* Prefill rows are positions 0..n-1: the table's own rows. */
-		err = layer_head(d, lw, n, d->rope.va, ks);
-		err = err ?: v_out(d, 0, n, vs);
-		q_view(c, &q, d->qr.va, n);
-		kv_view(c, &k, ks, n);
-		kv_view(c, &v, vs, n);
-		q_view(c, &o, d->att.va, n);
-		err = err ?: maia_cmd_attention(d->cb, &q, &k, &v, &o, 0.0f, MAIA_ATTN_F_CAUSAL);
-		if (!err && dest == LLM_KV_LOCAL_POOL) {
-			err = blocks_copy(d, ks, l, 0, blocks, n, true);
-			err = err ?: blocks_copy(d, vs, l, 1, blocks, n, true);
-		} else if (!err && dest == LLM_KV_SIGNAL) {
+		err = layer_head(d, lw, rows, d->rope_step.va, ks);
+		err = err ?: v_out(d, 0, rows, vs);
+		for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
+			uint32_t n = reqs[i].n;
+
+			q_view(c, &q, d->qr.va + off * qrow, n);
+			kv_view(c, &k, ks + off * kvrow, n);
+			kv_view(c, &v, vs + off * kvrow, n);
+			q_view(c, &o, d->att.va + off * qrow, n);
+			err = maia_cmd_attention(d->cb, &q, &k, &v, &o, 0.0f, MAIA_ATTN_F_CAUSAL);
+			if (!err && dest == LLM_KV_LOCAL_POOL) {
+				err = blocks_copy(d, ks + off * kvrow, l, 0, reqs[i].blocks, n, true);
+				err = err ?: blocks_copy(d, vs + off * kvrow, l, 1, reqs[i].blocks, n,
+							 true);
+			}
+		}
+		if (!err && dest == LLM_KV_SIGNAL)
 			/* K/V of this layer are final: the transfer job may take them. */
 			err = maia_cmd_sem_signal(d->cb, sem_base + l, 1);
-		}
-		err = err ?: layer_tail(d, lw, n);
+		err = err ?: layer_tail(d, lw, rows);
 	}
 	for (l = 0; l < c->layers && !err && dest == LLM_KV_SIGNAL_AT_END; l++)
 		err = maia_cmd_sem_signal(d->cb, sem_base + l, 1);
-	return err ?: head(d, n - 1, 1);
+	if (nreq == 1)
+		return err ?: head(d, d->x.va + (uint64_t)(rows - 1) * xrow, 1);
+	/* The requests' last rows, side by side in t (free here), then the head. */
+	for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++)
+		err = maia_cmd_copy(d->cb, d->t.va + i * xrow, d->x.va + (off + reqs[i].n - 1) * xrow,
+				    xrow);
+	return err ?: head(d, d->t.va, nreq);
 }
 
 /* Whether blocks[0..n) are consecutive block numbers. */
@@ -498,5 +521,5 @@ int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_
 		}
 		err = err ?: layer_tail(d, lw, n);
 	}
-	return err ?: head(d, 0, n);
+	return err ?: head(d, d->x.va, n);
 }

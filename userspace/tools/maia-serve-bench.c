@@ -155,6 +155,7 @@ static void sleep_until(uint64_t t)
 static int measure_overlap(struct llm_engine *e, struct mode_result *m)
 {
 	struct llm_xfer_times seq[REPS], ovl[REPS], alone[REPS];
+	struct llm_prefill_req pr;
 	uint32_t blocks[1024], nb = llm_kv_blocks_for(opt.prompt_len, e->cfg.block_tokens);
 	uint64_t rh[REPS], rd[REPS];
 	uint8_t *p = malloc(opt.prompt_len);
@@ -166,13 +167,13 @@ static int measure_overlap(struct llm_engine *e, struct mode_result *m)
 		return err;
 	}
 	make_prompt(p, opt.prompt_len, 0);
+	pr = (struct llm_prefill_req){ .tokens = p, .n = opt.prompt_len, .blocks = blocks };
 	for (i = 0; i < REPS && !err; i++) {
-		err = llm_disagg_begin(&e->x, p, opt.prompt_len, blocks, LLM_XFER_ALONE);
+		err = llm_disagg_begin(&e->x, &pr, 1, LLM_XFER_ALONE);
 		err = err ?: llm_disagg_end(&e->x, &alone[i]);
-		err = err ?: llm_disagg_begin(&e->x, p, opt.prompt_len, blocks,
-					      LLM_XFER_AFTER_PREFILL);
+		err = err ?: llm_disagg_begin(&e->x, &pr, 1, LLM_XFER_AFTER_PREFILL);
 		err = err ?: llm_disagg_end(&e->x, &seq[i]);
-		err = err ?: llm_disagg_begin(&e->x, p, opt.prompt_len, blocks, LLM_XFER_LAYERWISE);
+		err = err ?: llm_disagg_begin(&e->x, &pr, 1, LLM_XFER_LAYERWISE);
 		err = err ?: llm_disagg_end(&e->x, &ovl[i]);
 	}
 	for (i = 0; i < REPS && !err; i++)

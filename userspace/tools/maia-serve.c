@@ -107,11 +107,11 @@ static char *maia_stats(const struct llm_request *r)
 		   "\"tokens_per_s\": %.2f, \"device_ttft_us\": %.3f, "
 		   "\"device_time_per_output_token_us\": %.3f, \"kv_bytes\": %llu, "
 		   "\"kv_remote_writes\": %u, \"kv_exposed_ms\": %.3f, "
-		   "\"kv_exposed_device_us\": %.3f}",
+		   "\"kv_exposed_device_us\": %.3f, \"prefill_batch\": %u}",
 		   llm_mode_name(engine.mode), ttft * 1e3, tpot * 1e3, tps,
 		   r->dev_ttft_ns / 1e3, r->decode_steps ? r->dev_decode_ns / 1e3 / r->decode_steps : 0.0,
 		   (unsigned long long)r->xfer.bytes, r->xfer.writes, r->xfer.exposed_host_ns / 1e6,
-		   r->xfer.exposed_dev_ns / 1e3);
+		   r->xfer.exposed_dev_ns / 1e3, r->prefill_batch);
 }
 
 static char *text_of(const struct llm_request *r, uint32_t from, uint32_t to)
