@@ -31,6 +31,7 @@ void maia_sim_config_defaults(struct maia_sim_config *cfg)
 	cfg->serial = 0;
 	memset(cfg->fabric_drop_ppm, 0, sizeof(cfg->fabric_drop_ppm));
 	memset(cfg->fabric_drop_seed, 0, sizeof(cfg->fabric_drop_seed));
+	memset(cfg->fabric_lat_ns, 0, sizeof(cfg->fabric_lat_ns));
 	cfg->fabric_window = 0;
 	cfg->model = MAIA_MODEL_MAIA100;
 }
