@@ -233,12 +233,16 @@ static uint32_t write_report(struct fw_coll *c, uint32_t status)
 		.peer_rank = status == MAIA_STATUS_OK ? 0xffffffffu : r->peer,
 		.bytes_sent = c->sent_bytes,
 		.bytes_received = c->recv_bytes,
+		.unreachable_first = status == MAIA_STATUS_OK ? 0 : c->unreach_first,
+		.unreachable_count = status == MAIA_STATUS_OK ? 0 : c->unreach_count,
 	};
+	/* The 1.10 fields only where the command says there is room for them. */
+	size_t size = c->cmd.hdr.flags & MAIA_COLL_F_REACH ? sizeof(rep) : MAIA_COLL_REPORT_SIZE_1_3;
 	int rc;
 
 	if (!c->cmd.report_addr)
 		return status;
-	rc = c->ops.mem_write(c->opaque, c->cmd.report_addr, &rep, sizeof(rep));
+	rc = c->ops.mem_write(c->opaque, c->cmd.report_addr, &rep, size);
 	if (rc && status == MAIA_STATUS_OK)
 		return rc > 0 ? (uint32_t)rc : MAIA_STATUS_MMU_FAULT;
 	return status;
@@ -801,7 +805,8 @@ static bool cmd_valid(const struct maia_cmd_collective *k, unsigned int nports,
 	bool reduces = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_REDUCE_SCATTER;
 	bool in_place_ok = k->coll == MAIA_COLL_ALL_REDUCE || k->coll == MAIA_COLL_BROADCAST;
 
-	if (k->hdr.flags || k->reserved1 || k->algo > MAIA_COLL_ALGO_GATHER_REDUCE)
+	if ((k->hdr.flags & ~MAIA_COLL_F_REACH) || k->reserved1 ||
+	    k->algo > MAIA_COLL_ALGO_GATHER_REDUCE)
 		return false;
 	/* The report: 8-byte aligned, not wrapping around. */
 	if (k->report_addr % 8 || k->report_addr > UINT64_MAX - sizeof(struct maia_coll_report))
@@ -954,6 +959,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 			NS_PER_MS;
 	c->last_progress_ns = now_ns;
 	c->sent_bytes = c->recv_bytes = 0;
+	c->unreach_first = c->unreach_count = 0;
 	c->model_end_ns = c->model_start_ns;
 	c->model_fwd_ns = 0;
 	set_rx_steps(c);
@@ -1108,6 +1114,12 @@ void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int r
 	c->cmd.recv_port = (uint8_t)recv_port;
 	/* The new way's queue is another: its room is measured afresh. */
 	c->room_max = 0;
+}
+
+void fw_coll_set_unreachable(struct fw_coll *c, uint32_t first, uint32_t count)
+{
+	c->unreach_first = first;
+	c->unreach_count = count;
 }
 
 void fw_coll_abort(struct fw_coll *c, uint32_t status, uint64_t now_ns)

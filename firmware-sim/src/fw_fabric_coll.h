@@ -114,6 +114,8 @@ struct fw_coll {
 	bool gather;			/* ALL_REDUCE by gather-reduce (small counts) */
 	uint64_t last_progress_ns;
 	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */
+	/* Failover: ranks known unreachable (fw_coll_set_unreachable()); count 0: none. */
+	uint32_t unreach_first, unreach_count;
 	/*
 	 * Modeled time (Documentation/hw/time-model.rst): this rank's start,
 	 * set before fw_coll_start(); the latest a message of the collective
@@ -193,6 +195,12 @@ void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
  * where they were: the caller brings what the old port had not delivered.
  */
 void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int recv_port);
+/*
+ * Before a failure (fw_coll_fail_port(), fw_coll_abort()): the report names
+ * count ranks from first on (ring order) as unreachable. Cleared by
+ * fw_coll_start().
+ */
+void fw_coll_set_unreachable(struct fw_coll *c, uint32_t first, uint32_t count);
 /* Forget held messages and the last collective (device reset). */
 void fw_coll_reset(struct fw_coll *c);
 

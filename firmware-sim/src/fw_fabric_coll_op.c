@@ -29,6 +29,7 @@ struct coll_op {
 	struct maia_cmd_collective cmd;	/* its ports: the way it runs now */
 	uint8_t cable_send, cable_recv;	/* the command's ports: the ring as cabled */
 	uint32_t relay_hops;		/* > 0: what it sends is relayed (failover) */
+	uint32_t unreach_first, unreach_count;	/* ranks it cannot reach (count 0: none) */
 	bool started;
 	struct fw_coll eng;
 };
@@ -142,9 +143,11 @@ static void op_finished(struct fw_fop *op)
 	struct coll_op *c = (struct coll_op *)op;
 
 	if (fw_coll_running(&c->eng)) {
+		fw_coll_set_unreachable(&c->eng, c->unreach_first, c->unreach_count);
 		fw_coll_fail_port(&c->eng, NULL, op->status, down_port(c));
 	} else if (!c->started) {
 		c->started = true;
+		fw_coll_set_unreachable(&c->eng, c->unreach_first, c->unreach_count);
 		fw_coll_fail_port(&c->eng, &c->cmd, op->status, down_port(c));
 	} else {
 		return;		/* the engine ended first (sync_end()) */
@@ -203,12 +206,38 @@ static void op_pump(struct maia_sim *sim, struct fw_fop *op)
 static void follow(struct maia_sim *sim, struct coll_op *c, unsigned int port, const void *msg,
 		   size_t len);
 
+/*
+ * A MAIA_FABRIC_COLL_UNREACH notice (fw_fabric_xport.c): the ring is cut
+ * twice. For this collective: it ends with FABRIC_LINK, its report naming
+ * the ranks out of reach. An earlier collective's: dropped. true: taken.
+ */
+static bool unreach_rx(struct maia_sim *sim, struct coll_op *c, const void *msg)
+{
+	struct maia_fabric_coll_msg n;
+
+	memcpy(&n, msg, sizeof(n));
+	if (n.type != MAIA_FMSG_COLL || !(n.flags & MAIA_FABRIC_COLL_UNREACH) ||
+	    n.comm_id != c->cmd.comm_id || (int32_t)(n.seq - c->cmd.seq) > 0)
+		return false;
+	if (n.seq != c->cmd.seq || c->op.finished)
+		return true;
+	c->unreach_first = (uint32_t)n.offset;
+	c->unreach_count = n.step;
+	fw_trace(sim, "collective comm %#x seq %u rank %u/%u: ranks %u.. (%u) unreachable, "
+		 "two cuts", c->cmd.comm_id, c->cmd.seq, c->cmd.rank, c->cmd.nranks,
+		 c->unreach_first, c->unreach_count);
+	fw_fop_finish(&c->op, MAIA_STATUS_FABRIC_LINK);
+	return true;
+}
+
 static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, const void *msg,
 		 size_t len)
 {
 	struct coll_op *c = (struct coll_op *)op;
 	int rc;
 
+	if (len >= MAIA_FABRIC_MSG_HDR_LEN && unreach_rx(sim, c, msg))
+		return 1;
 	start_once(c);
 	if (!c->op.finished && fw_coll_running(&c->eng))
 		follow(sim, c, port, msg, len);
@@ -294,9 +323,15 @@ static void op_route(struct maia_sim *sim, struct fw_fop *op)
 
 	if (c->cmd.nranks < 2 || fw_coll_check(&c->cmd, fw_fabric_ports(sim)) != MAIA_STATUS_OK)
 		return;
-	fw_xport_coll_ring(sim, c->cmd.comm_id, c->cmd.nranks, c->cable_send, c->cable_recv);
-	if (way_now(sim, c, &w))
+	fw_xport_coll_ring(sim, c->cmd.comm_id, c->cmd.nranks, c->cmd.rank, c->cable_send,
+			   c->cable_recv);
+	if (way_now(sim, c, &w)) {
 		take_way(sim, c, &w, "at the start");
+	} else if (!fw_xport_port_up(sim, c->cable_send) && !fw_xport_port_up(sim, c->cable_recv)) {
+		/* Cut off on both sides: every other rank is out of reach. */
+		c->unreach_first = (c->cmd.rank + 1u) % c->cmd.nranks;
+		c->unreach_count = c->cmd.nranks - 1u;
+	}
 }
 
 /*

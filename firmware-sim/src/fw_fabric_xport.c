@@ -67,8 +67,11 @@ struct xport_port {
 struct comm_ring {
 	bool used;
 	uint32_t comm_id;
-	uint16_t nranks;
+	uint16_t nranks, rank;
 	uint8_t send_port, recv_port;
+	/* The last collective a MAIA_FABRIC_COLL_UNREACH notice was sent or passed on for. */
+	bool noticed;
+	uint32_t notice_seq;
 };
 
 struct fw_xport {
@@ -694,6 +697,70 @@ static struct held_msg *coll_copy(const void *msg, size_t len, uint8_t flags, ui
 }
 
 /*
+ * Notice n (MAIA_FABRIC_COLL_UNREACH, from port's side) for this device's
+ * collective: its operation takes it (and fails), or it is held for the
+ * operation that starts later.
+ */
+static void notice_here(struct maia_sim *sim, unsigned int port,
+			const struct maia_fabric_coll_msg *n)
+{
+	if (!offer(sim, port, n, sizeof(*n)))
+		hold_coll(sim, port, n, sizeof(*n));
+}
+
+/*
+ * Passes notice n on forward, to the next rank of this piece of the ring
+ * (none past a DOWN send port: the piece's end), once per collective.
+ */
+static void notice_on(struct maia_sim *sim, struct comm_ring *r,
+		      const struct maia_fabric_coll_msg *n)
+{
+	struct fw_xport *x = sim->xport;
+	struct held_msg *m;
+
+	if (!n->relay_hops || !fw_xport_port_up(sim, r->send_port) ||
+	    x->port[r->send_port].backlog.n >= FW_XPORT_BACKLOG_MAX)
+		return;
+	m = coll_copy(n, sizeof(*n), n->flags, n->relay_hops - 1);
+	if (!m)
+		return;
+	list_push(&x->port[r->send_port].backlog, m);
+	flush_backlog(sim, r->send_port);
+}
+
+/*
+ * A relayed chunk c came in on r's send port and cannot go on: the ring is
+ * cut on both sides of this piece. Its ranks are this one, forward to
+ * c->src_rank (whose send port is cut); the relay_hops ranks past that,
+ * up to this one's predecessor, are unreachable from it. Every rank of the
+ * piece learns so, this one first.
+ */
+static void unreach_notice(struct maia_sim *sim, unsigned int port, struct comm_ring *r,
+			   const struct maia_fabric_coll_msg *c)
+{
+	struct maia_fabric_coll_msg n = {
+		.type = MAIA_FMSG_COLL,
+		.flags = MAIA_FABRIC_COLL_UNREACH,
+		.step = (uint16_t)c->relay_hops,
+		.comm_id = c->comm_id,
+		.seq = c->seq,
+		.offset = (c->src_rank + 1u) % r->nranks,
+		.src_rank = r->rank,
+		.relay_hops = r->nranks,
+	};
+
+	if (r->noticed && r->notice_seq == c->seq)
+		return;
+	r->noticed = true;
+	r->notice_seq = c->seq;
+	fw_trace(sim, "collective comm %#x seq %u: a relayed chunk from rank %u has no way on: "
+		 "ranks %u.. (%u) unreachable", c->comm_id, c->seq, c->src_rank,
+		 (unsigned int)n.offset, c->relay_hops);
+	notice_on(sim, r, &n);
+	notice_here(sim, port, &n);
+}
+
+/*
  * A relayed chunk passing through (relay_hops > 0): on over the
  * communicator's other ring port, in arrival order (the port's backlog).
  * 0: sent on, or dropped (no way on: counted); 1: the communicator is not
@@ -718,6 +785,8 @@ static int relay(struct maia_sim *sim, unsigned int port, const struct maia_fabr
 	if (out >= x->nports || !fw_xport_port_up(sim, out)) {
 		/* A second cut: the chunk cannot reach its destination. */
 		x->port[port].fo.relay_drops++;
+		if (port == r->send_port)
+			unreach_notice(sim, port, (struct comm_ring *)r, c);
 		return 0;
 	}
 	if (x->port[out].backlog.n >= RELAY_BACKLOG_MAX)
@@ -751,7 +820,7 @@ static void relay_held(struct maia_sim *sim, unsigned int port, uint32_t comm_id
 }
 
 void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nranks,
-			unsigned int send_port, unsigned int recv_port)
+			unsigned int rank, unsigned int send_port, unsigned int recv_port)
 {
 	struct fw_xport *x = sim->xport;
 	struct comm_ring *r = (struct comm_ring *)ring_of(x, comm_id);
@@ -763,6 +832,7 @@ void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nra
 	r->used = true;
 	r->comm_id = comm_id;
 	r->nranks = (uint16_t)nranks;
+	r->rank = (uint16_t)rank;
 	r->send_port = (uint8_t)send_port;
 	r->recv_port = (uint8_t)recv_port;
 	relay_held(sim, send_port, comm_id);
@@ -891,6 +961,17 @@ int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, s
 		memcpy(&c, msg, sizeof(c));
 		if (dlen != c.len)
 			break;
+		if (c.flags & MAIA_FABRIC_COLL_UNREACH) {
+			struct comm_ring *r = (struct comm_ring *)ring_of(sim->xport, c.comm_id);
+
+			if (dlen || !r || (r->noticed && r->notice_seq == c.seq))
+				return 0;
+			r->noticed = true;
+			r->notice_seq = c.seq;
+			notice_on(sim, r, &c);
+			notice_here(sim, port, &c);
+			return 0;
+		}
 		if ((c.flags & MAIA_FABRIC_COLL_RELAY) && c.relay_hops) {
 			rc = relay(sim, port, &c, msg, len);
 			if (rc <= 0)

@@ -148,7 +148,7 @@ void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t co
  * other way round the ring (fw_xport_link_unsent(), from the link).
  */
 void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nranks,
-			unsigned int send_port, unsigned int recv_port);
+			unsigned int rank, unsigned int send_port, unsigned int recv_port);
 void fw_xport_link_unsent(struct maia_sim *sim, unsigned int port, const void *msg, size_t len);
 
 /* Per port, since the device booted. */

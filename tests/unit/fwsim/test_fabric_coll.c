@@ -761,7 +761,7 @@ static void test_bad_fields(void)
 	BAD((b.algo = MAIA_COLL_ALGO_GATHER_REDUCE, b.coll = MAIA_COLL_ALL_REDUCE,
 	     b.count = MAIA_COLL_GATHER_REDUCE_BYTES / 16 + 1));	/* 4 ranks: too large */
 	BAD(b.reserved1 = 1);
-	BAD(b.hdr.flags = 1);
+	BAD(b.hdr.flags = 2);	/* MAIA_COLL_F_REACH (1) is valid since 1.10 */
 	BAD(b.report_addr = 4);
 	BAD(b.report_addr = ~0ull - 8);
 #undef BAD

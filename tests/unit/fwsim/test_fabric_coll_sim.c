@@ -286,7 +286,8 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 		size_t s, rv;
 
 		*k = (struct maia_cmd_collective){
-			.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(*k) },
+			.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(*k),
+				 .flags = MAIA_COLL_F_REACH },
 			.coll = (uint8_t)coll, .redop = (uint8_t)redop, .dtype = (uint8_t)dtype,
 			.send_port = SEND_PORT, .recv_port = RECV_PORT,
 			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
@@ -826,6 +827,59 @@ static void test_failover_two(void)
 	ring_down();
 }
 
+/*
+ * Two cables of a ring of 4 pulled, 0-1 and 2-3: the ring falls into two
+ * pieces, {1, 2} and {3, 0}. Each piece's rank whose send port is cut
+ * relays round the other way; the relayed chunk finds no way on at the
+ * piece's other end, which tells every rank of its piece. Every rank ends
+ * the all-reduce with FABRIC_LINK, no timeout, and its report names exactly
+ * the two ranks of the other piece. Plugged again, the ring works.
+ */
+static void test_two_cuts(void)
+{
+	static const uint32_t first[4] = { 1, 3, 3, 1 };
+	struct outcome o;
+	bool ok;
+
+	if (!tap_ok(ring_up(4, 0), "4 devices cabled in a ring: every port UP"))
+		return;
+	plug_off(0, SEND_PORT);
+	plug_off(1, RECV_PORT);
+	plug_off(2, SEND_PORT);
+	plug_off(3, RECV_PORT);
+	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false) &&
+	     wait_port(2, SEND_PORT, false) && wait_port(3, RECV_PORT, false);
+	tap_ok(ok, "cables 0-1 and 2-3 pulled: their ends DOWN");
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -2,
+		LONG_TIMEOUT_MS);
+	ok = !o.hung;
+	for (unsigned int r = 0; r < 4; r++)
+		ok &= o.status[r] == MAIA_STATUS_FABRIC_LINK &&
+		      o.report[r].status == MAIA_STATUS_FABRIC_LINK &&
+		      o.report[r].unreachable_first == first[r] &&
+		      o.report[r].unreachable_count == 2;
+	tap_ok(ok, "all-reduce: every rank FABRIC_LINK (%u %u %u %u), unreachable: rank 0 %u+%u, rank 1 %u+%u, rank 2 %u+%u, rank 3 %u+%u (want 1+2, 3+2, 3+2, 1+2)",
+	       o.status[0], o.status[1], o.status[2], o.status[3],
+	       o.report[0].unreachable_first, o.report[0].unreachable_count,
+	       o.report[1].unreachable_first, o.report[1].unreachable_count,
+	       o.report[2].unreachable_first, o.report[2].unreachable_count,
+	       o.report[3].unreachable_first, o.report[3].unreachable_count);
+	tap_ok(port_info(3, SEND_PORT).relay_drops > 0 && port_info(1, SEND_PORT).relay_drops > 0,
+	       "the pieces' ends could not relay: ranks 3 and 1 dropped %llu and %llu relayed chunks",
+	       (unsigned long long)port_info(3, SEND_PORT).relay_drops,
+	       (unsigned long long)port_info(1, SEND_PORT).relay_drops);
+	plug(2, SEND_PORT, 3, RECV_PORT);
+	plug(3, RECV_PORT, 2, SEND_PORT);
+	ok = wait_port(2, SEND_PORT, true) && wait_port(3, RECV_PORT, true);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	tap_ok(ok && all_ok(&o) && o.wrong == 0,
+	       "cable 2-3 plugged again, 0-1 still cut: the all-reduce relays round the other way, #wrong = %ld",
+	       o.wrong);
+	replug_and_run();
+	ring_down();
+}
+
 /* Waits until dev's port's failover state has bits (a snapshot each fabric round). */
 static bool wait_fo_state(unsigned int dev, unsigned int port, uint32_t bits)
 {
@@ -1357,6 +1411,7 @@ int main(void)
 	test_failover_ring(4);
 	test_failover_two();
 	test_failover_threshold();
+	test_two_cuts();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
 	test_failed_leftovers();

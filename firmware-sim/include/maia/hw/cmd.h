@@ -227,6 +227,19 @@ struct maia_coll_report {
 	__u32 peer_rank;	/* the rank behind that port */
 	__u64 bytes_sent;
 	__u64 bytes_received;
+	/*
+	 * (1.10, only with MAIA_COLL_F_REACH in hdr.flags; before, the report
+	 * ends here: MAIA_COLL_REPORT_SIZE_1_3) FABRIC_LINK because the ring is
+	 * cut in two or more places: the ranks this one cannot reach, count of
+	 * them from first on in ring order (first, first + 1, ... mod nranks).
+	 * count 0: the failure was not that, or they are not known.
+	 */
+	__u32 unreachable_first;
+	__u32 unreachable_count;
 };
+
+#define MAIA_COLL_REPORT_SIZE_1_3	32u
+/* hdr.flags of MAIA_OP_COLLECTIVE (1.10): report_addr holds the whole report. */
+#define MAIA_COLL_F_REACH		(1u << 0)
 
 #endif /* MAIA_HW_CMD_H */

@@ -241,6 +241,15 @@ struct maia_fabric_msg {
  * Documentation/hw/fabric.rst, "Failover".
  */
 #define MAIA_FABRIC_COLL_RELAY		(1u << 1)
+/*
+ * (1.10) A notice, no data (len 0): a relayed chunk of collective comm_id/
+ * seq found no way on at rank src_rank (a second cut). Ranks offset ..
+ * offset + step - 1 (mod nranks) cannot be reached from src_rank's piece of
+ * the ring. Sent on forward (send port) through the piece, relay_hops
+ * bounding it; each rank of the piece ends that collective with
+ * FABRIC_LINK and names them (struct maia_coll_report).
+ */
+#define MAIA_FABRIC_COLL_UNREACH	(1u << 2)
 
 struct maia_fabric_coll_msg {
 	__u8 type;		/* MAIA_FMSG_COLL */
