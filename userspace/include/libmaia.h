@@ -672,7 +672,8 @@ int maia_cmd_fabric_read(struct maia_cmdbuf *cb, uint32_t port, uint32_t key,
 			 uint64_t remote_offset, uint64_t dst_va, uint64_t size);
 /*
  * A collective run by the devices of a ring together (maia/hw/cmd.h,
- * struct maia_cmd_collective: fill everything but hdr).
+ * struct maia_cmd_collective: fill everything but hdr, of which only the
+ * flag MAIA_COLL_F_REACH is kept: set it only for hardware 1.10 or later).
  */
 int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective *c);
 

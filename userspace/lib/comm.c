@@ -37,6 +37,7 @@
 #include "maia/hw/cmd.h"
 #include "maia/hw/dtype.h"
 #include "maia/hw/queue.h"
+#include "maia/hw/regs.h"
 
 #include "internal.h"
 
@@ -71,6 +72,7 @@ struct maia_comm {
 	uint32_t timeout_ms;		/* device's wait for a peer */
 	bool debug;			/* MAIA_COMM_DEBUG */
 	uint8_t algo;			/* MAIA_COLL_ALGO_*: MAIA_COMM_ALGO, or as set */
+	bool reach;			/* hardware 1.10: reports name unreachable ranks */
 	bool aborted;
 	int async_error;		/* first failure, 0 if none */
 	char error[256];		/* what it was */
@@ -290,6 +292,7 @@ static int comm_create(struct maia_comm **out, struct maia_device *dev, int nran
 {
 	struct maia_comm *c;
 	const char *dbg = getenv("MAIA_COMM_DEBUG");
+	struct maia_device_info info;
 	int algo = env_algo();
 	void *cpu;
 	int err;
@@ -306,6 +309,7 @@ static int comm_create(struct maia_comm **out, struct maia_device *dev, int nran
 	c->timeout_ms = env_u32("MAIA_COMM_TIMEOUT_MS", COMM_DEFAULT_TIMEOUT_MS);
 	c->debug = dbg && *dbg && strcmp(dbg, "0");
 	c->algo = (uint8_t)algo;
+	c->reach = !maia_device_info(dev, &info) && info.revision >= MAIA_HW_REVISION_FAILOVER;
 	err = maia_bo_create(dev, COMM_INFLIGHT * REPORTS_PER_SLOT * sizeof(struct maia_coll_report),
 			     MAIA_BO_HOST, &c->reports);
 	if (!err)
@@ -464,6 +468,17 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 					 "%#x is in use on this device by another communicator (an id "
 					 "makes one communicator: was it given to two processes?)",
 					 c->rank, c->nranks, s->name, s->first_seq + k, c->comm_id);
+		if (st.device_status == MAIA_STATUS_FABRIC_LINK && c->reach &&
+		    r.unreachable_count) {
+			unsigned int last = (r.unreachable_first + r.unreachable_count - 1u) %
+					    (unsigned int)c->nranks;
+
+			return comm_fail(c, -ENOLINK,
+					 "maia_comm: rank %d of %d: %s #%u failed: the ring is cut "
+					 "in two places, ranks %u..%u (%u, in ring order) are out of "
+					 "reach", c->rank, c->nranks, s->name, s->first_seq + k,
+					 r.unreachable_first, last, r.unreachable_count);
+		}
 		if (st.device_status == MAIA_STATUS_FABRIC_TIMEOUT ||
 		    st.device_status == MAIA_STATUS_FABRIC_LINK)
 			return comm_fail(c, st.device_status == MAIA_STATUS_FABRIC_LINK ?
@@ -554,6 +569,9 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 		.send_addr = send_va, .recv_addr = recv_va, .count = count,
 	};
 	struct comm_slot *s = c->group;
+
+	if (c->reach)
+		cmd.hdr.flags = MAIA_COLL_F_REACH;
 	int err;
 
 	maia_error_clear();

@@ -220,7 +220,8 @@ MAIA_EXPORT int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cm
 	if (!c)
 		return maia_error(-EINVAL, "maia_cmd_collective: NULL command");
 	cmd = *c;
-	cmd.hdr = (struct maia_cmd_header){ .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(cmd) };
+	cmd.hdr = (struct maia_cmd_header){ .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(cmd),
+					    .flags = c->hdr.flags & MAIA_COLL_F_REACH };
 	if (!cmd.nranks || cmd.nranks > MAIA_COLL_MAX_RANKS || cmd.rank >= cmd.nranks)
 		return maia_error(-EINVAL, "maia_cmd_collective: rank %u of %u ranks (1..%u)",
 				  cmd.rank, cmd.nranks, MAIA_COLL_MAX_RANKS);
