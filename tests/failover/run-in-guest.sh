@@ -19,7 +19,9 @@
 #   - cable 0 cut again while six 16 MiB all-reduces run back to back on
 #     one set of communicators (the host cuts as the guest starts them):
 #     every one ends OK, the last with 0 wrong, then one more in BF16 on
-#     the backup route; no device reset; maia-smi topo shows the failovers.
+#     the backup route; no device reset; maia-smi topo shows the failovers;
+#   - cable 2 cut as well (the ring in two pieces): the all-reduce fails at
+#     once, its message naming the two ranks of the other piece.
 #
 #   tests/failover/run-in-guest.sh [--no-build]
 #
@@ -196,15 +198,22 @@ wait_state down 0 0 1 1
 maia-coll-perf --ndev 4 --op all_reduce --dtype bf16 --sizes 16777216 --iters 1 --warmup 0
 fo mid
 maia-smi topo | grep -i "failovers" | sed "s/^/TOPO /"
+echo CUT-TWO
+echo "# waiting for the host to cut cable 2 as well"
+wait_state down 2 0 3 1
+maia-coll-perf --ndev 4 --op all_reduce --dtype fp32 --sizes 1048580 --iters 1 --warmup 0 \
+	2>&1 | sed "s/^/TWO /"
 echo "RESETS $(cat /sys/class/accel/accel*/device/reset_count | tr "\n" " ")"'
 
-phase="" fo_cut="" fo_restored="" fo_mid="" resets="" wrong0=0 coll_fail=0 topo_lines=0
+phase="" fo_cut="" fo_restored="" fo_mid="" resets="" wrong0=0 coll_fail=0 topo_lines=0 two_msg=
 declare -A done_in=()
 on_line() {
 	case "$1" in
 	CUT-BEFORE) phase=cut; set_link fab0p0 off ;;
 	RESTORE) phase=restored; set_link fab0p0 on ;;
 	CUT-MID) phase=mid; set_link fab0p0 off ;;
+	CUT-TWO) phase=two; set_link fab2p0 off ;;
+	"TWO maia-coll-perf: "*"the ring is cut in two places, ranks "*) echo "# $1"; two_msg=$1 ;;
 	"FO cut "*) echo "# $1"; fo_cut=${1#FO cut } ;;
 	"FO restored "*) echo "# $1"; fo_restored=${1#FO restored } ;;
 	"FO mid "*) echo "# $1"; fo_mid=${1#FO mid } ;;
@@ -241,6 +250,11 @@ if [ $rc -eq 0 ] && [ "${done_in[mid]:-0}" -eq 2 ] && [ $coll_fail = 0 ] && [ $w
 else
 	tap not-ok "cable 0 cut during all-reduces: guest status $rc, done ${done_in[mid]:-0}/2, failed $coll_fail, wrong $wrong0, counters $fo_mid, resets $resets"
 fi
+case "$two_msg" in
+*"ranks 1..2 (2, in ring order) are out of reach"* | *"ranks 3..0 (2, in ring order) are out of reach"*)
+	tap ok "cables 0 and 2 cut: the all-reduce fails at once naming the other piece's ranks: ${two_msg#TWO }" ;;
+*) tap not-ok "cables 0 and 2 cut: no failure naming the unreachable ranks (${two_msg:-none})" ;;
+esac
 if [ $topo_lines -ge 2 ]; then
 	tap ok "maia-smi topo names the failovers ($topo_lines ports)"
 else
