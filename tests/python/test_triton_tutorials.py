@@ -232,6 +232,24 @@ def spilled_registers():
 
 
 @test
+def batched_and_strict_with_backend_ops():
+    """Launches are device ops like the backend's: in strict mode (no CPU fallback), counted,
+    and inside maia.torch.batched() in the same job as the ops around them."""
+    import maia.torch as mt
+    x, y = torch.rand(1000), torch.rand(1000)
+    xd, yd = x.to(DEV), y.to(DEV)
+    torch.maia.synchronize()
+    mt.reset_stats()
+    before = mt.jobs_submitted()
+    with mt.strict(), mt.batched():
+        z = add(xd, yd)
+        v = add(z * 2.0, xd)
+    assert mt.jobs_submitted() - before == 1, mt.jobs_submitted() - before
+    assert torch.equal(v.cpu(), (x + y) * 2.0 + x)
+    assert mt.device_stats().get("maia::triton_launch") == 2, mt.device_stats()
+
+
+@test
 def autotune():
     n = 5000
     x, y = torch.rand(n), torch.rand(n)
