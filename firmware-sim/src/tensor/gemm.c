@@ -173,6 +173,27 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 }
 
 /*
+ * The mr FP32 rows of A from row m0 (rows left of the sub-block), columns
+ * k0..k0+kc-1, as a pointer into device memory when they map as one range
+ * (row stride a_rs), else NULL. Saves copying A into tmp before packing.
+ */
+static const float *map_a_rows(struct fw_io *io, const struct gemm_op *g,
+			       const struct fw_tview *a, uint64_t base, uint64_t m0, uint64_t left,
+			       uint64_t k0, uint64_t kc)
+{
+	unsigned int mr = g->kern->mr;
+	size_t span = ((mr - 1) * g->a_rs + kc) * sizeof(float), got = 0;
+	const void *p = NULL;
+
+	if (a->dtype != MAIA_DTYPE_FP32 || g->a_cs != 1 || g->kern->a_rows || left < mr ||
+	    !io->mem->map ||
+	    io->mem->map(io->mem->opaque, a->addr + AT(base, g->a_rs, 1, m0, k0) * sizeof(float),
+			 span, &p, &got) || !p || got < span)
+		return NULL;
+	return p;
+}
+
+/*
  * Load op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 as the kernels' A panels:
  * for each group of mr rows, kc columns of mr values (ap[k * mr + i]), so
  * the kernel reads one sequential stream; rows past mm are zero. A
@@ -207,7 +228,15 @@ static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 		/* the AMX kernel's A is BF16 rows of kc padded to its kpair */
 		float *panel = g->kern->a_rows ?
 			(float *)((uint16_t *)ap + r * round_up(kc, g->kern->kpair)) : ap + r * kc;
+		const float *rows = map_a_rows(io, g, a, base, m0 + r, mm - r, k0, kc);
 
+		if (rows) {	/* packed straight from device memory */
+			prefetch_rows(io, a, base + k0, g->a_rs, m0 + r + mr, m0 + r + 2 * mr,
+				      m0 + mm, kc);
+			g->kern->pack_a(rows, g->a_rs, kc, mr, panel);
+			io->bytes_read += (uint64_t)mr * kc * sizeof(float);
+			continue;
+		}
 		for (i = 0; i < mr; i++) {
 			if (r + i >= mm) {
 				memset(tmp + i * kc, 0, kc * sizeof(float));
