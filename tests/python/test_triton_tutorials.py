@@ -210,6 +210,14 @@ def conversions():
 
 
 @test
+def splat_pointer_loads_one_element():
+    x = torch.rand(16)
+    out = torch.empty(16, device=DEV)
+    K.splat_pointer_kernel[(1, )](x.to(DEV), out, BLOCK=16)
+    assert torch.equal(out.cpu(), x[0].expand(16))
+
+
+@test
 def grid_3d():
     out = torch.empty(4, 3, 5, dtype=torch.int32, device=DEV)
     K.grid3d_kernel[(5, 3, 4)](out)

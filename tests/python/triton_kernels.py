@@ -298,3 +298,10 @@ def many_live(x_ptr, y_ptr, BLOCK: tl.constexpr):
     acc = acc * a1 + 1.0
     acc = acc * a0 + 1.0
     tl.store(y_ptr + offs, acc)
+
+
+@triton.jit
+def splat_pointer_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # Every lane loads the same element: a pointer splat with no offsets added.
+    v = tl.load(tl.broadcast_to(x_ptr, [BLOCK]))
+    tl.store(out_ptr + tl.arange(0, BLOCK), v)

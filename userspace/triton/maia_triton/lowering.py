@@ -410,6 +410,15 @@ class Lowering:
         self.vemit(shape, "viadd", r, p.off, oreg)
         self.define(op, Val("ptrs", t, p.reg, r, shape))
 
+    def _offsets(self, p, shape):
+        """The offsets of a pointer tensor: none made yet (a splat pointer) means every
+        lane at the base address, offset 0 (not MAIA_TVP_MEM_UNIT's lane i)."""
+        if p.off is not None:
+            return p.off
+        r = self.newv("zero offsets")
+        self.vemit(shape, "vsplati", r, "0")
+        return r
+
     def _mask(self, name, op, shape):
         v = self.val(name, op)
         if v.kind == "const":
@@ -439,7 +448,7 @@ class Lowering:
         shape = p.shape
         r = self.newv(op.results[0])
         mask = self._mask(op.operands[1], op, shape) if len(op.operands) > 1 else None
-        off = p.off if p.off is not None else "unit"
+        off = self._offsets(p, shape)
         if mask == "never":
             self.vemit(shape, "vsplati", r, "0")
         elif mask is None:
@@ -474,7 +483,7 @@ class Lowering:
         shape = p.shape
         data = self.vreg(op.operands[1], op, shape)
         mask = self._mask(op.operands[2], op, shape) if len(op.operands) > 2 else None
-        off = p.off if p.off is not None else "unit"
+        off = self._offsets(p, shape)
         if mask == "never":
             return
         if mask is None:
