@@ -50,7 +50,7 @@ _REDUCE = {"arith.addf": "vredsum", "arith.maxnumf": "vredmax", "arith.maximumf"
            "arith.minnumf": "vredmin", "arith.minimumf": "vredmin"}
 # Ops that change nothing in the registers (integer widths are 64-bit in
 # scalar registers and int32 in lanes; f16/bf16 values are held as binary32).
-_ALIAS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
+_ALIAS = {"arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
           "arith.extf", "tt.int_to_ptr", "tt.ptr_to_int"}
 _IGNORED = {"llvm.intr.assume", "tt.assert"}
 # Ops without side effects: skipped when their results are unused.
@@ -285,6 +285,23 @@ class Lowering:
             if t.is_tensor and not -(1 << 31) <= value < (1 << 32):
                 self.err("tensor constant %d does not fit 32 bits" % value, op)
         self.define(op, Val("const", t, value=value))
+
+    def op_arith_extsi(self, op):
+        v = self.val(op.operands[0], op)
+        t = op.result_types[0]
+        if v.type.elem != "i1":
+            return self.alias(op)
+        # A true i1 sign-extends to -1: 0 - x.
+        if v.kind == "const":
+            return self.define(op, Val("const", t, value=-v.value))
+        if v.kind == "int":
+            r = self.news(op.results[0])
+            self.emit("sub", r, S0, v.reg)
+            return self.define(op, Val("int", t, r))
+        zero, r = self.newv("0"), self.newv(op.results[0])
+        self.vemit(v.shape, "vsplati", zero, "0")
+        self.vemit(v.shape, "visub", r, zero, v.reg)
+        self.define(op, Val("tensor", t, r, shape=v.shape))
 
     def alias(self, op):
         v = self.val(op.operands[0], op)
