@@ -181,13 +181,22 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 					 "request\", \"code\": 500}}\n\ndata: [DONE]\n\n");
 			s->finished = true;
 		} else if (got > s->sent) {
-			text = text_of(s->r, s->sent, got);
-			s->pending = fmt("data: {\"id\": \"cmpl-%lu\", \"object\": \"text_completion\", "
-					 "\"model\": \"%s\", \"choices\": [{\"index\": 0, \"text\": "
-					 "\"%s\", \"finish_reason\": null}]}\n\n", s->id, MODEL_NAME,
-					 text ? text : "");
-			free(text);
-			s->sent = got;
+			/* One event per token, also when several came since the last look. */
+			char *all = strdup(""), *ev, *joined;
+
+			for (; s->sent < got && all; s->sent++) {
+				text = text_of(s->r, s->sent, s->sent + 1);
+				ev = fmt("data: {\"id\": \"cmpl-%lu\", \"object\": "
+					 "\"text_completion\", \"model\": \"%s\", \"choices\": "
+					 "[{\"index\": 0, \"text\": \"%s\", \"finish_reason\": "
+					 "null}]}\n\n", s->id, MODEL_NAME, text ? text : "");
+				joined = fmt("%s%s", all, ev);
+				free(text);
+				free(ev);
+				free(all);
+				all = joined;
+			}
+			s->pending = all ? all : strdup("");
 		} else {
 			stats = maia_stats(s->r);
 			s->pending = fmt("data: {\"id\": \"cmpl-%lu\", \"object\": \"text_completion\", "
