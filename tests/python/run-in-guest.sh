@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # make check's "python" suite: one guest boot with the host's root shared
 # read-only (run-guest --host-root) runs the maia module tests, then the
-# PyTorch backend tests, then the model tests (convolution, batch norm,
+# PyTorch backend tests with its TVP kernels' tests, then the model tests (convolution, batch norm,
 # pooling, a CNN, a ViT, a training step) with Triton's tutorials on the
 # device, each file one process (A.py+B.py: one process for both, through
 # run_group.py), so `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
@@ -22,7 +22,8 @@ if [ "${1:-}" = --no-build ]; then
 fi
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] ||
-	tests=(test_maia_module.py test_torch_backend.py test_torch_models.py+test_triton_tutorials.py)
+	tests=(test_maia_module.py test_torch_backend.py+test_tvp_ops.py
+		test_torch_models.py+test_triton_tutorials.py)
 for t in "${tests[@]}"; do
 	for f in ${t//+/ }; do
 		case $f in

@@ -113,7 +113,7 @@ static std::vector<Kind> elementwise()
 	std::vector<Kind> ks;
 	const std::pair<const char *, const char *> unary[] = {
 		{ "exp", "vexp" }, { "log", "vlog" }, { "sqrt", "vsqrt" }, { "rsqrt", "vrsqrt" },
-		{ "reciprocal", "vrcp" },
+		{ "reciprocal", "vrcp" }, { "neg", "vfneg" }, { "abs", "vfabs" },
 	};
 
 	/* s1 = x, s2 = out, s3 = n */
@@ -395,9 +395,10 @@ size_t run(int dev, const std::vector<Launch> &launches, const char *op)
 	size_t failed = 0;
 	while (failed + 1 < offsets.size() && offsets[failed + 1] <= status.error_offset)
 		failed++;
-	std::fprintf(stderr, "maia: %s: TVP kernel %s failed on maia:%d (%s, device status %u): "
-			     "falling back to the CPU\n", op, launches[failed].program.c_str(), dev,
-		     maia_job_status_name(status.status), status.device_status);
+	std::fprintf(stderr, "maia: aten::%s: TVP kernel %s failed on maia:%d (job %s, device status %u: "
+			     "%s): falling back to the CPU\n", op, launches[failed].program.c_str(), dev,
+		     maia_job_status_name(status.status), status.device_status,
+		     maia_device_status_name(status.device_status));
 	return failed;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * aten ops on the TVP kernel library (tvp_kernels.cpp): exp, log, sqrt,
- * rsqrt, reciprocal, the comparisons, where, clamp, the activations'
+ * rsqrt, reciprocal, neg, abs, the comparisons, where, clamp, the activations'
  * backward (threshold_backward for ReLU, gelu_backward, silu_backward),
  * what clip_grad_norm_ needs (linalg_vector_norm, _foreach_norm, mul_ by a
  * scalar tensor, _foreach_mul_) and AdamW's fused step (_fused_adamw_ and
@@ -134,6 +134,8 @@ UNARY(log)
 UNARY(sqrt)
 UNARY(rsqrt)
 UNARY(reciprocal)
+UNARY(neg)
+UNARY(abs)
 
 /* ---- comparisons and where ------------------------------------------------------ */
 
@@ -233,12 +235,28 @@ COMPARE(le)
 COMPARE(gt)
 COMPARE(ge)
 
-/* A number operand of where, made a device tensor of like's dtype. */
+/*
+ * A 0-dim operand of where beside a tensor of rank >= 1 (a number, or a
+ * 0-dim tensor, which type promotion does not let decide the result's
+ * dtype), as a device tensor of like's dtype.
+ */
 static at::Tensor materialize(const at::Tensor &t, const at::Tensor &like)
 {
-	if (!cpu_scalar(t))
+	if (t.dim() != 0 || like.dim() == 0 || at::isComplexType(t.scalar_type()) ||
+	    !at::isFloatingType(like.scalar_type()))
 		return t;
-	return at::empty({}, like.options()).fill_(t.item());
+	if (cpu_scalar(t))
+		return at::empty({}, like.options()).fill_(t.item());
+	return on_device(t, like) ? t.to(like.scalar_type()) : t;
+}
+
+/* x != x: the NaNs (isinf is a composite of abs and eq). */
+static at::Tensor isnan_k(const at::Tensor &x)
+{
+	if (fits({ x }))
+		return ne_t(x, x);
+	to_cpu("isnan", false);
+	return at::isnan(cpu(x)).to(x.device());
 }
 
 static at::Tensor where(const at::Tensor &cond, const at::Tensor &self, const at::Tensor &other)
@@ -699,6 +717,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	REG_UNARY(sqrt)
 	REG_UNARY(rsqrt)
 	REG_UNARY(reciprocal)
+	REG_UNARY(neg)
+	REG_UNARY(abs)
 #define REG_COMPARE(name)                        \
 	m.impl(#name ".Scalar", name##_s);       \
 	m.impl(#name ".Tensor", name##_t);       \
@@ -710,6 +730,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	REG_COMPARE(le)
 	REG_COMPARE(gt)
 	REG_COMPARE(ge)
+	m.impl("isnan", isnan_k);
 	m.impl("where.self", where);
 	m.impl("where.self_out", where_out);
 	m.impl("threshold_backward", threshold_backward);
