@@ -165,11 +165,12 @@ static void add_token(struct llm_engine *e, struct llm_request *r, const float *
 static int decode_step(struct llm_engine *e)
 {
 	struct llm_step_row rows[LLM_MAX_BATCH];
-	struct llm_request *batch[LLM_MAX_BATCH], *r, *next;
+	struct llm_request *batch[LLM_MAX_BATCH], *r;
 	struct maia_job_times t = { 0 };
 	uint32_t n = 0, i;
 	int err;
 
+	/* Only this thread changes the running list: no lock to walk it. */
 	for (r = e->running; r && n < e->cfg.max_batch; r = r->next) {
 		batch[n] = r;
 		rows[n] = (struct llm_step_row){ .token = r->out[r->n_out - 1], .pos = r->pos,
@@ -186,8 +187,6 @@ static int decode_step(struct llm_engine *e)
 	e->stats.step_rows += n;
 	for (i = 0; i < n; i++) {
 		r = batch[i];
-		next = r->next;
-		(void)next;
 		if (err) {
 			finish(e, r, err);
 			continue;
