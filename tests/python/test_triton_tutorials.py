@@ -210,6 +210,30 @@ def conversions():
 
 
 @test
+def loops():
+    n, B = 300, 64
+    x = torch.randn(n)
+    out = torch.empty(3 + B, device=DEV)
+    K.loops_kernel[(1, )](x.to(DEV), out, n, BLOCK=B)
+    acc, cnt = torch.tensor(0.0), 0
+    mx = torch.full((B, ), float("-inf"))
+    for off in range(0, n, B):
+        blk = torch.zeros(B)
+        blk[:min(B, n - off)] = x[off:off + B]
+        acc = acc + blk.sum()
+        cnt += 1
+        valid = torch.arange(B) + off < n
+        mx = torch.maximum(mx, torch.where(valid, blk, float("-inf")))
+        if cnt % 2 == 0:
+            acc = acc * 0.5
+    tri = sum(i * j + 1 for i in range(cnt) for j in range(i + 1))
+    got = out.cpu()
+    torch.testing.assert_close(got[0], acc, rtol=1e-5, atol=1e-5)
+    assert got[1].item() == cnt and got[2].item() == tri, (got[1], got[2])
+    assert torch.equal(got[3:], mx)
+
+
+@test
 def splat_pointer_loads_one_element():
     x = torch.rand(16)
     out = torch.empty(16, device=DEV)

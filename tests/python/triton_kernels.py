@@ -145,6 +145,7 @@ SIGNATURES = {
                         "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128}),
     "_seeded_dropout": ({"x_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32", "p": "fp32", "seed": "i32",
                          "BLOCK_SIZE": "constexpr"}, {"BLOCK_SIZE": 256}),
+    "loops_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
 }
 
 
@@ -305,3 +306,28 @@ def splat_pointer_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     # Every lane loads the same element: a pointer splat with no offsets added.
     v = tl.load(tl.broadcast_to(x_ptr, [BLOCK]))
     tl.store(out_ptr + tl.arange(0, BLOCK), v)
+
+
+@triton.jit
+def loops_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Loop-carried float and int scalars and a tensor, an if with a result inside the
+    # loop, and a nested loop whose bound is the outer induction variable.
+    acc = 0.0
+    cnt = 0
+    mx = tl.full([BLOCK], float("-inf"), tl.float32)
+    for off in range(0, n, BLOCK):
+        o = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + o, mask=o < n, other=0.0)
+        acc += tl.sum(x, axis=0)
+        cnt += 1
+        mx = tl.maximum(mx, tl.where(o < n, x, float("-inf")))
+        if cnt % 2 == 0:
+            acc = acc * 0.5
+    tri = 0
+    for i in range(0, cnt):
+        for j in range(0, i + 1):
+            tri += i * j + 1
+    tl.store(out_ptr, acc)
+    tl.store(out_ptr + 1, cnt.to(tl.float32))
+    tl.store(out_ptr + 2, tri.to(tl.float32))
+    tl.store(out_ptr + 3 + tl.arange(0, BLOCK), mx)
