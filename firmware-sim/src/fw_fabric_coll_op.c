@@ -314,6 +314,7 @@ static void take_way(struct maia_sim *sim, struct coll_op *c, const struct way *
 	c->relay_hops = w->relay_hops;
 	c->op.ports = 1u << w->port;
 	fw_xport_count_failover(sim, w->dead);
+	fw_xport_relay_probe(sim, w->port, k->comm_id, k->seq, k->rank, w->relay_hops);
 }
 
 static void op_route(struct maia_sim *sim, struct fw_fop *op)

@@ -729,19 +729,19 @@ static void notice_on(struct maia_sim *sim, struct comm_ring *r,
 }
 
 /*
- * A relayed chunk c came in on r's send port and cannot go on: the ring is
- * cut on both sides of this piece. Its ranks are this one, forward to
- * c->src_rank (whose send port is cut); the relay_hops ranks past that,
- * up to this one's predecessor, are unreachable from it. Every rank of the
- * piece learns so, this one first.
+ * A relayed chunk c came in on r's send port with hops still to go and
+ * cannot go on: the ring is cut on both sides of this piece. Its ranks are
+ * this one, forward to c->src_rank (whose send port is cut); the hops ranks
+ * past that, up to this one's predecessor, are unreachable from it. Every
+ * rank of the piece learns so, this one first.
  */
-static void unreach_notice(struct maia_sim *sim, unsigned int port, struct comm_ring *r,
-			   const struct maia_fabric_coll_msg *c)
+static void unreach_notice(struct maia_sim *sim, struct comm_ring *r,
+			   const struct maia_fabric_coll_msg *c, uint32_t hops)
 {
 	struct maia_fabric_coll_msg n = {
 		.type = MAIA_FMSG_COLL,
 		.flags = MAIA_FABRIC_COLL_UNREACH,
-		.step = (uint16_t)c->relay_hops,
+		.step = (uint16_t)hops,
 		.comm_id = c->comm_id,
 		.seq = c->seq,
 		.offset = (c->src_rank + 1u) % r->nranks,
@@ -755,9 +755,31 @@ static void unreach_notice(struct maia_sim *sim, unsigned int port, struct comm_
 	r->notice_seq = c->seq;
 	fw_trace(sim, "collective comm %#x seq %u: a relayed chunk from rank %u has no way on: "
 		 "ranks %u.. (%u) unreachable", c->comm_id, c->seq, c->src_rank,
-		 (unsigned int)n.offset, c->relay_hops);
+		 (unsigned int)n.offset, hops);
 	notice_on(sim, r, &n);
-	notice_here(sim, port, &n);
+	notice_here(sim, r->send_port, &n);
+}
+
+void fw_xport_relay_probe(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			  uint32_t seq, unsigned int src_rank, uint32_t hops)
+{
+	struct fw_xport *x = sim->xport;
+	struct maia_fabric_coll_msg p = {
+		.type = MAIA_FMSG_COLL,
+		.flags = MAIA_FABRIC_COLL_RELAY,
+		.comm_id = comm_id,
+		.seq = seq,
+		.src_rank = src_rank,
+	};
+	struct held_msg *m;
+
+	if (port >= x->nports || !hops || x->port[port].backlog.n >= FW_XPORT_BACKLOG_MAX)
+		return;
+	m = coll_copy(&p, sizeof(p), p.flags, hops);
+	if (!m)
+		return;
+	list_push(&x->port[port].backlog, m);
+	flush_backlog(sim, port);
 }
 
 /*
@@ -786,7 +808,7 @@ static int relay(struct maia_sim *sim, unsigned int port, const struct maia_fabr
 		/* A second cut: the chunk cannot reach its destination. */
 		x->port[port].fo.relay_drops++;
 		if (port == r->send_port)
-			unreach_notice(sim, port, (struct comm_ring *)r, c);
+			unreach_notice(sim, (struct comm_ring *)r, c, c->relay_hops);
 		return 0;
 	}
 	if (x->port[out].backlog.n >= RELAY_BACKLOG_MAX)
@@ -856,10 +878,16 @@ void fw_xport_link_unsent(struct maia_sim *sim, unsigned int port, const void *m
 	if (len < MAIA_FABRIC_MSG_HDR_LEN)
 		return;
 	memcpy(&c, msg, sizeof(c));
-	if (c.type != MAIA_FMSG_COLL || (c.flags & MAIA_FABRIC_COLL_RELAY))
+	if (c.type != MAIA_FMSG_COLL)
 		return;
 	r = ring_of(x, c.comm_id);
-	if (!r || r->send_port != port || r->recv_port == port ||
+	if (r && (c.flags & MAIA_FABRIC_COLL_RELAY) && port == r->recv_port && port != r->send_port) {
+		/* Relayed on, and now no way on: the second cut (it had one hop more here). */
+		x->port[r->send_port].fo.relay_drops++;
+		unreach_notice(sim, (struct comm_ring *)r, &c, c.relay_hops + 1u);
+		return;
+	}
+	if (!r || (c.flags & MAIA_FABRIC_COLL_RELAY) || r->send_port != port || r->recv_port == port ||
 	    !fw_xport_port_up(sim, r->recv_port))
 		return;
 	m = r->nranks > 2 ? coll_copy(msg, len, c.flags | MAIA_FABRIC_COLL_RELAY,
@@ -972,6 +1000,9 @@ int fw_xport_deliver(struct maia_sim *sim, unsigned int port, const void *msg, s
 			notice_here(sim, port, &c);
 			return 0;
 		}
+		/* A probe (no data) at its destination: the way round is whole. */
+		if ((c.flags & MAIA_FABRIC_COLL_RELAY) && !c.relay_hops && !c.len)
+			return 0;
 		if ((c.flags & MAIA_FABRIC_COLL_RELAY) && c.relay_hops) {
 			rc = relay(sim, port, &c, msg, len);
 			if (rc <= 0)

@@ -150,6 +150,13 @@ void fw_xport_coll_starting(struct maia_sim *sim, unsigned int port, uint32_t co
 void fw_xport_coll_ring(struct maia_sim *sim, uint32_t comm_id, unsigned int nranks,
 			unsigned int rank, unsigned int send_port, unsigned int recv_port);
 void fw_xport_link_unsent(struct maia_sim *sim, unsigned int port, const void *msg, size_t len);
+/*
+ * A relayed chunk with no data sent round the other way over port as a
+ * collective takes that way: it finds a second cut (MAIA_FABRIC_COLL_UNREACH)
+ * even if the collective has nothing left to send.
+ */
+void fw_xport_relay_probe(struct maia_sim *sim, unsigned int port, uint32_t comm_id,
+			  uint32_t seq, unsigned int src_rank, uint32_t hops);
 
 /* Per port, since the device booted. */
 struct fw_xport_failover {

@@ -17,7 +17,8 @@
  *     all-reduces of B bytes (default 1 MiB) until one fails; the first
  *     result is checked against the CPU. A survivor prints
  *     "failover: rank R failed: MESSAGE" and checks that the message names
- *     the step, the port and the rank it was waiting on, that the failure
+ *     the step, the port and the rank it was waiting on, or the ranks out
+ *     of reach (the victim's death cuts the ring twice), that the failure
  *     sticks (maia_comm_async_error) and that the device status is a
  *     fabric one (link down: the device's keepalive noticed; timeout: the
  *     device's watchdog), not a hang of the library.
@@ -161,8 +162,16 @@ static int until_failure(struct maia_device *dev, struct maia_bo *send, struct m
 	fflush(stdout);
 	if (err != -ENOLINK && err != -ETIMEDOUT)
 		return rank_fail("not a fabric failure");
-	if (!strstr(maia_last_error(), "waiting on port") || !strstr(maia_last_error(), "for rank"))
-		return rank_fail("the message does not name the port and the rank");
+	/*
+	 * The victim's two cables dead cut the ring twice: the devices name the
+	 * ranks out of reach (Documentation/hw/fabric.rst, "Failover") when a
+	 * relayed chunk meets the second cut, else the wait times out naming
+	 * the port and the rank.
+	 */
+	if ((!strstr(maia_last_error(), "waiting on port") || !strstr(maia_last_error(), "for rank")) &&
+	    !strstr(maia_last_error(), "are out of reach"))
+		return rank_fail("the message names neither the port and the rank nor the ranks "
+				 "out of reach");
 	if (maia_comm_async_error(comm, &msg) == 0 || !msg || !msg[0])
 		return rank_fail("the failure did not stick to the communicator");
 	if (maia_all_reduce(comm, maia_bo_va(send), maia_bo_va(recv), count, MAIA_DTYPE_FP32,

@@ -877,6 +877,41 @@ static void test_two_cuts(void)
 	       "cable 2-3 plugged again, 0-1 still cut: the all-reduce relays round the other way, #wrong = %ld",
 	       o.wrong);
 	replug_and_run();
+
+	/*
+	 * Rank 2 gone (both of its cables pulled, it runs nothing): the same
+	 * two cuts around one rank. Ranks 0, 1 and 3 name rank 2 alone, also
+	 * rank 1, which may have nothing left to send: its relayed probe finds
+	 * the second cut.
+	 */
+	plug_off(1, SEND_PORT);
+	plug_off(2, RECV_PORT);
+	plug_off(2, SEND_PORT);
+	plug_off(3, RECV_PORT);
+	ok = wait_port(1, SEND_PORT, false) && wait_port(3, RECV_PORT, false);
+	{
+		struct trial t;
+
+		o = (struct outcome){ .wrong = 0 };
+		prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false,
+			-2, LONG_TIMEOUT_MS);
+		for (unsigned int r = 0; r < 4; r++)
+			if (r != 2)
+				submit(&t, r);
+		for (unsigned int r = 0; r < 4; r++)
+			if (r != 2)
+				collect(&t, r, &o);
+		finish_trial(&t, &o, false);
+	}
+	for (unsigned int r = 0; r < 4; r++)
+		ok &= r == 2 || (!o.hung && o.status[r] == MAIA_STATUS_FABRIC_LINK &&
+				 o.report[r].unreachable_first == 2 &&
+				 o.report[r].unreachable_count == 1);
+	tap_ok(ok, "rank 2 cut off: ranks 0, 1, 3 end FABRIC_LINK (%u %u %u) naming rank 2 alone out of reach (%u+%u, %u+%u, %u+%u)",
+	       o.status[0], o.status[1], o.status[3], o.report[0].unreachable_first,
+	       o.report[0].unreachable_count, o.report[1].unreachable_first,
+	       o.report[1].unreachable_count, o.report[3].unreachable_first,
+	       o.report[3].unreachable_count);
 	ring_down();
 }
 
