@@ -376,8 +376,14 @@ static bool op_reroute(struct maia_sim *sim, struct fw_fop *op, unsigned int por
 	struct coll_op *c = (struct coll_op *)op;
 	struct way w;
 
-	(void)port;
-	if (c->cmd.nranks < 2 || c->cmd.send_port == c->cmd.recv_port || !way_now(sim, c, &w))
+	if (c->cmd.nranks < 2)
+		return false;
+	/* No longer used (it followed its predecessor off it): nothing to do. */
+	if (port != c->cmd.send_port && port != c->cmd.recv_port) {
+		c->op.ports &= ~(1u << port);
+		return true;
+	}
+	if (c->cmd.send_port == c->cmd.recv_port || !way_now(sim, c, &w))
 		return false;
 	take_way(sim, c, &w, "mid-collective");
 	if (c->started)
