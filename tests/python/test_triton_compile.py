@@ -175,8 +175,8 @@ def jit_launches_load_once():
             made.append(1)
             super().__init__(*a)
 
-    def pack(ty, arg, name):        # CPU tensors stand in for maia ones here
-        return arg.data_ptr() if ty.startswith("*") else saved_pack(ty, arg, name)
+    def pack(ty, arg, name, device):        # CPU tensors stand in for maia ones here
+        return arg.data_ptr() if ty.startswith("*") else saved_pack(ty, arg, name, device)
 
     previous = driver._active
     d = HostDriver()

@@ -293,9 +293,15 @@ def autotune():
 
 
 @test
-def cpu_tensor_is_refused():
+def cpu_tensor_or_other_device_is_refused():
     x = torch.rand(16)
     raises(ValueError, add, x, x, match="maia tensors")
+    # The python suite's guest has two devices: a tensor of maia:1 in a launch on maia:0.
+    if torch.maia.device_count() > 1:
+        y = x.to("maia:1")
+        raises(ValueError, add, y, y, match="is on maia:1 but the kernel runs on maia:0")
+        with torch.maia.device(1):
+            assert torch.equal(add(y, y).cpu(), x + x)
 
 
 @test

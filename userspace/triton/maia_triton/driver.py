@@ -23,8 +23,9 @@ def _maia_torch():
     return torch if torch.maia.is_available() else None
 
 
-def _pack(ty, arg, name):
-    """One argument as the 64-bit word the kernel finds in its s register."""
+def _pack(ty, arg, name, device):
+    """One argument as the 64-bit word the kernel finds in its s register
+    (device: the index of the maia device the kernel runs on)."""
     if ty.startswith("*"):
         if arg is None:
             return 0
@@ -33,6 +34,10 @@ def _pack(ty, arg, name):
         dev = getattr(arg, "device", None)
         if dev is not None and dev.type != TARGET_BACKEND:
             raise ValueError("maia: argument %s is on %s; Triton kernels on Maia take maia tensors" % (name, dev))
+        # Each device has its own address space: a pointer of another device means nothing here.
+        if dev is not None and getattr(dev, "index", None) is not None and dev.index != device:
+            raise ValueError("maia: argument %s is on %s but the kernel runs on maia:%d, the current device "
+                             "(torch.maia.set_device or torch.maia.device(...))" % (name, dev, device))
         # A maia tensor's data pointer is its device virtual address.
         return arg.data_ptr()
     if ty == "fp32":
@@ -83,7 +88,7 @@ class MaiaLauncher:
         import torch
         if self.binary is None:
             self.binary = torch.frombuffer(bytearray(function.binary), dtype=torch.uint8)
-        words = [_signed(_pack(self.types[i], args[i], self.names[i])) for i in self.keep]
+        words = [_signed(_pack(self.types[i], args[i], self.names[i], function.device)) for i in self.keep]
         if self.scratch:
             # The spill area: a slot per program instance, freed to the caching allocator
             # after the launch (ops that reuse it run after the kernel on the stream).
