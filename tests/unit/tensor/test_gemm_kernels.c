@@ -338,10 +338,22 @@ static void test_engine(const struct fw_gemm_kernel *k)
 
 	if (k->kpair)	/* the engine gives BF16 pair kernels BF16-exact operands only */
 		return;
+	/*
+	 * With C mapped whole, the engine writes it in place where that pays
+	 * (one K slice, or more rows than the SRAM C block holds); in 4 KiB
+	 * pieces, it never can.
+	 */
 	for (int whole = 1; whole >= 0; whole--) {
-		const char *how = whole ? "C in place" : "C through SRAM";
+		const char *how = whole ? "C mapped whole" : "C mapped in 4 KiB pages";
 
-		/* rows and columns past the tiles, three K slices, two batches, a gap after each row */
+		/*
+		 * Rows and columns past the tiles, three K slices, two batches,
+		 * a gap after each C row; on 256 KiB tiles the rows are more
+		 * than the C block holds, in place or in pieces.
+		 */
+		bad = engine_case(k, 2, whole, 1024, 2, 300, 208, 600, 600, 224, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 2x300x208x600, C rows 224 apart, 256 KiB "
+		       "tiles: exact (%ld wrong)", k->name, how, bad);
 		bad = engine_case(k, 2, whole, 0, 2, 157, 208, 600, 600, 224, 0);
 		tap_ok(!bad, "kernel %s, engine, %s: 2x157x208x600, C rows 224 apart: exact "
 		       "(%ld wrong)", k->name, how, bad);
@@ -353,8 +365,12 @@ static void test_engine(const struct fw_gemm_kernel *k)
 		tap_ok(!bad, "kernel %s, engine, %s: 300x256x300, 256 KiB tile SRAM: exact "
 		       "(%ld wrong)", k->name, how, bad);
 	}
-	/* C is columns 304..559 of A's rows: A's later K slices must be read as they were */
-	bad = engine_case(k, 1, true, 0, 1, 14, 256, 608, 608, 608, 304);
+	/*
+	 * C is columns 304..367 of A's rows, and has more rows than 256 KiB
+	 * tiles' C block: in place but for the overlap, A's later K slices
+	 * must be read as they were.
+	 */
+	bad = engine_case(k, 1, true, 1024, 1, 300, 64, 608, 608, 608, 304);
 	tap_ok(!bad, "kernel %s, engine: C overlapping A is not written in place: exact "
 	       "(%ld wrong)", k->name, bad);
 }
