@@ -280,7 +280,8 @@ static int cmd_fabric_write(struct maia_sim *sim, unsigned int qi, struct fw_job
 	sim->work.fabric_hops = 1;
 	return park_on_fabric(sim, job,
 			      fw_xport_write_start(sim, job->sqe.asid, &c,
-						   fw_tl_queue_now(sim, qi) + sim->chip.cmd_ns),
+						   fw_tl_cmd_start(sim, qi, MAIA_OP_FABRIC_WRITE) +
+						   sim->chip.cmd_ns),
 			      MAIA_OP_FABRIC_WRITE, sizeof(c));
 }
 
@@ -313,7 +314,8 @@ static int cmd_collective(struct maia_sim *sim, unsigned int qi, struct fw_job *
 		return (int)fw_coll_run_local(as, &c);
 	return park_on_fabric(sim, job,
 			      fw_coll_op_start(sim, job->sqe.asid, &c,
-					       fw_tl_queue_now(sim, qi) + sim->chip.cmd_ns),
+					       fw_tl_cmd_start(sim, qi, MAIA_OP_COLLECTIVE) +
+					       sim->chip.cmd_ns),
 			      MAIA_OP_COLLECTIVE, sizeof(c));
 }
 

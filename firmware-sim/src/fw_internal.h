@@ -135,7 +135,8 @@ struct fw_cmd_work {
 
 /* The modeled clock (fw_timeline.c): worker-owned, monotonic, not reset. */
 struct fw_timeline {
-	uint64_t device_ns;		/* the command processor is busy until */
+	uint64_t fetch_ns;		/* the last job fetch (any queue) done */
+	struct fw_engines eng;		/* each engine is busy until */
 	uint64_t queue_ns[MAIA_MAX_QUEUES];	/* a queue's last command ended */
 	/* last signal; atomics: remote writes signal from the fabric thread */
 	uint64_t sem_ns[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];
@@ -476,6 +477,8 @@ void fw_tl_cmd_begin(struct maia_sim *sim);
 void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
 void fw_tl_collective_work(struct maia_sim *sim, const struct maia_cmd_collective *c);
 /* The command ran with status: lays it out in modeled time, returns its end. */
+/* The modeled time the command would start at: its queue and engine ready. */
+uint64_t fw_tl_cmd_start(struct maia_sim *sim, unsigned int qi, uint16_t opcode);
 uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, int status);
 
 /* fw_sched.c */

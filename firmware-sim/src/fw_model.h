@@ -73,6 +73,34 @@ struct fw_cost {
 /* Duration with the clock at ratio r (0 < r <= 1) of nominal. */
 uint64_t fw_cost_ns(const struct fw_cost *c, double r);
 
+/*
+ * The engines that run side by side on the chip (fw_timeline.c): a command
+ * occupies one of them; control commands only their queue's sequencer.
+ */
+enum fw_engine {
+	FW_ENG_NONE,			/* control commands: NOP, TIMESTAMP, SEM_* */
+	FW_ENG_TENSOR,			/* matrix, vector and kernel commands */
+	FW_ENG_DMA,			/* DMA_COPY, FILL */
+	FW_ENG_FABRIC,			/* remote writes and reads, collectives */
+	FW_ENGINES
+};
+
+/* When each engine's last command ends, in modeled time. */
+struct fw_engines {
+	uint64_t busy_ns[FW_ENGINES];
+};
+
+unsigned int fw_engine_of(uint16_t opcode);
+/* A command whose queue is ready at ready_ns starts when its engine is free too. */
+uint64_t fw_engines_start(const struct fw_engines *e, unsigned int eng, uint64_t ready_ns);
+/*
+ * The HBM is shared by the engines busy at start: the command's HBM time
+ * is scaled by how many are (itself included).
+ */
+void fw_engines_share_hbm(const struct fw_engines *e, unsigned int eng, uint64_t start,
+			  struct fw_cost *c);
+void fw_engines_done(struct fw_engines *e, unsigned int eng, uint64_t end);
+
 /* A matrix multiply, as the tensor engine parsed it. */
 struct fw_mm_shape {
 	uint64_t batch, m, n, k;

@@ -307,8 +307,21 @@ uint64_t fw_pm_run(struct fw_pm *pm, uint64_t start, const struct fw_cost *c)
 	uint64_t t, total = work_ns(c, r), left = total;
 	double done = 0.0;	/* fraction of the work done, for bytes and flops */
 
-	if (start < pm->now_ns)
-		start = pm->now_ns;
+	if (start < pm->now_ns) {
+		/*
+		 * It runs beside a command of another engine the controller
+		 * has walked past its start: at the present clock, its bytes
+		 * and flops counted in the present period.
+		 */
+		t = start + fw_cost_ns(c, r);
+		pm->period_bytes += (double)c->hbm_bytes;
+		pm->period_peak_ns += (double)c->peak_ns;
+		if (t > pm->now_ns) {
+			fw_pm_set_active(pm, pm->now_ns, c->cls);
+			fw_pm_set_active(pm, t, FW_PM_IDLE);
+		}
+		return t;
+	}
 	fw_pm_set_active(pm, start, c->cls);
 	t = start + c->fixed_ns;
 	fw_pm_advance(pm, t);

@@ -86,10 +86,13 @@ void fw_pm_advance(struct fw_pm *pm, uint64_t now_ns);
 /* From now_ns on the engine runs class cls (FW_PM_IDLE: nothing). */
 void fw_pm_set_active(struct fw_pm *pm, uint64_t now_ns, int cls);
 /*
- * Runs one command of cost c from start (>= the model's time): its fixed
- * part, then its work, which takes compute_ns / r at the clock ratio r the
- * controller sets period by period, or its HBM or link time if longer.
- * HBM bytes and flops are spread evenly over the work. Returns the end.
+ * Runs one command of cost c from start: its fixed part, then its work,
+ * which takes compute_ns / r at the clock ratio r the controller sets
+ * period by period, or its HBM or link time if longer. HBM bytes and flops
+ * are spread evenly over the work. A command that starts before the
+ * model's time (another engine's command ran past it) takes its cost at
+ * the present clock, its bytes and flops counted in the present period.
+ * Returns the end.
  */
 uint64_t fw_pm_run(struct fw_pm *pm, uint64_t start, const struct fw_cost *c);
 /* New firmware parameters: clamps them; a new nominal clock ends throttling. */

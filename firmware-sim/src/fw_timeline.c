@@ -3,15 +3,17 @@
  * The device's modeled clock (Documentation/hw/time-model.rst).
  *
  * Every command gets a modeled duration from the chip's cost model
- * (fw_model.c), whatever the host needed to run it. The device's one
- * command processor runs one command at a time, so commands are laid out
- * back to back on one timeline in the order the device ran them; a queue's
- * next command also waits, in modeled time, for what it depends on: the
- * queue's previous command and the semaphore signals it waited for. When
- * the host submitted a job does not enter: a workload has the same modeled
- * timeline on a slow host and a fast one. The power controller runs on
- * this clock (fw_telem_run_locked()), so a throttled clock lengthens the
- * commands run under it.
+ * (fw_model.c), whatever the host needed to run it. The chip's engines
+ * (tensor, DMA, fabric) run side by side: a command starts when its queue's
+ * previous command has ended, the semaphore signals it waited for have
+ * come, and its engine is free; commands of one engine follow one another
+ * in the order the device ran them. A job starts when the command
+ * processor fetches it: not before the queue's previous job ended nor
+ * before the last fetch on any queue was done. When the host submitted a job
+ * does not enter: a workload has the same modeled timeline on a slow host
+ * and a fast one. The power controller runs on this clock
+ * (fw_telem_run_locked()), so a throttled clock lengthens the commands run
+ * under it.
  *
  * All of it is the worker's (or the inline doorbell path's, which runs
  * instead of the worker); the telemetry counters it feeds are under
@@ -24,19 +26,71 @@
 
 uint64_t fw_tl_queue_now(struct maia_sim *sim, unsigned int qi)
 {
-	struct fw_timeline *tl = &sim->tl;
-
-	return tl->queue_ns[qi] > tl->device_ns ? tl->queue_ns[qi] : tl->device_ns;
+	return sim->tl.queue_ns[qi];
 }
 
 uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi)
 {
-	uint64_t t = fw_tl_queue_now(sim, qi);
+	struct fw_timeline *tl = &sim->tl;
+	uint64_t t = tl->queue_ns[qi] > tl->fetch_ns ? tl->queue_ns[qi] : tl->fetch_ns;
 
-	/* fetching the entry and, at the end, writing the completion */
-	sim->tl.queue_ns[qi] = t + sim->chip.job_ns;
-	sim->tl.device_ns = sim->tl.queue_ns[qi];
+	/*
+	 * Fetching the entry and, at the end, writing the completion: the
+	 * one command processor fetches jobs one after another.
+	 */
+	tl->queue_ns[qi] = t + sim->chip.job_ns;
+	tl->fetch_ns = tl->queue_ns[qi];
 	return t;
+}
+
+unsigned int fw_engine_of(uint16_t opcode)
+{
+	switch (opcode) {
+	case MAIA_OP_NOP:
+	case MAIA_OP_FENCE_WRITE:
+	case MAIA_OP_TIMESTAMP:
+	case MAIA_OP_SEM_SIGNAL:
+	case MAIA_OP_SEM_WAIT:
+		return FW_ENG_NONE;
+	case MAIA_OP_DMA_COPY:
+	case MAIA_OP_FILL:
+		return FW_ENG_DMA;
+	case MAIA_OP_FABRIC_WRITE:
+	case MAIA_OP_FABRIC_READ:
+	case MAIA_OP_COLLECTIVE:
+		return FW_ENG_FABRIC;
+	default:
+		return FW_ENG_TENSOR;
+	}
+}
+
+uint64_t fw_engines_start(const struct fw_engines *e, unsigned int eng, uint64_t ready_ns)
+{
+	if (eng == FW_ENG_NONE || eng >= FW_ENGINES)
+		return ready_ns;
+	return e->busy_ns[eng] > ready_ns ? e->busy_ns[eng] : ready_ns;
+}
+
+void fw_engines_share_hbm(const struct fw_engines *e, unsigned int eng, uint64_t start,
+			  struct fw_cost *c)
+{
+	uint64_t n = 1;
+
+	for (unsigned int i = FW_ENG_NONE + 1; i < FW_ENGINES; i++)
+		if (i != eng && e->busy_ns[i] > start)
+			n++;
+	c->hbm_ns *= n;
+}
+
+void fw_engines_done(struct fw_engines *e, unsigned int eng, uint64_t end)
+{
+	if (eng != FW_ENG_NONE && eng < FW_ENGINES && e->busy_ns[eng] < end)
+		e->busy_ns[eng] = end;
+}
+
+uint64_t fw_tl_cmd_start(struct maia_sim *sim, unsigned int qi, uint16_t opcode)
+{
+	return fw_engines_start(&sim->tl.eng, fw_engine_of(opcode), sim->tl.queue_ns[qi]);
 }
 
 void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t)
@@ -175,16 +229,18 @@ static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t
 
 uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, int status)
 {
-	uint64_t start = fw_tl_queue_now(sim, qi), end, hbm_write;
+	unsigned int eng = fw_engine_of(opcode);
+	uint64_t start = fw_tl_cmd_start(sim, qi, opcode), end, hbm_write;
 	struct fw_cost c;
 
 	cmd_cost(sim, opcode, status, start, &c, &hbm_write);
+	fw_engines_share_hbm(&sim->tl.eng, eng, start, &c);
 	pthread_mutex_lock(&sim->lock);
 	end = fw_telem_run_locked(sim, start, &c, hbm_write, sim->work.dma_bytes);
 	if (opcode == MAIA_OP_KERNEL)
 		fw_telem_tvp_locked(sim, sim->work.tvp.insns, sim->work.tvp.validated);
 	fw_telem_unlock_and_raise(sim);
 	sim->tl.queue_ns[qi] = end;
-	sim->tl.device_ns = end;
+	fw_engines_done(&sim->tl.eng, eng, end);
 	return end;
 }

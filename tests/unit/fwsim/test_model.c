@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "maia/hw/tensor.h"
 #include "../../../firmware-sim/src/fw_model.h"
 #include "../../../firmware-sim/src/fw_telemetry.h"
 #include "tap.h"
@@ -202,11 +203,91 @@ static void test_power_in_modeled_time(void)
 	       (unsigned long long)lb, (unsigned long long)tb);
 }
 
+/*
+ * Engines side by side (fw_timeline.c): a GEMM on queue 0 and, on queue 1,
+ * a 50 MB remote write, a DMA and a second write, all ready at time 0.
+ */
+static void test_engines_overlap(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	struct fw_mm_shape s = mm(4096, 4096, 4096, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16,
+				  MAIA_DTYPE_BF16);
+	uint64_t gemm = 1000 + up(2ull * 512 * 512 * 4096 * 64, 800000);
+	uint64_t write = 1000 + 1000000 + 1000;	/* 50 MB at 50 GB/s, one hop */
+	uint64_t t_gemm, t_w1, t_dma, t_w2, s_w1, s_dma, s_w2, ready_sem;
+	struct fw_engines e;
+	struct fw_pm_params p;
+	struct fw_pm pm;
+	struct fw_cost g, w, d;
+
+	tap_ok(fw_engine_of(MAIA_OP_GEMM) == FW_ENG_TENSOR &&
+	       fw_engine_of(MAIA_OP_KERNEL) == FW_ENG_TENSOR &&
+	       fw_engine_of(MAIA_OP_ADD) == FW_ENG_TENSOR &&
+	       fw_engine_of(MAIA_OP_DMA_COPY) == FW_ENG_DMA &&
+	       fw_engine_of(MAIA_OP_FILL) == FW_ENG_DMA &&
+	       fw_engine_of(MAIA_OP_FABRIC_WRITE) == FW_ENG_FABRIC &&
+	       fw_engine_of(MAIA_OP_COLLECTIVE) == FW_ENG_FABRIC &&
+	       fw_engine_of(MAIA_OP_SEM_WAIT) == FW_ENG_NONE &&
+	       fw_engine_of(MAIA_OP_TIMESTAMP) == FW_ENG_NONE,
+	       "engines: tensor, DMA and fabric commands; control commands on none");
+
+	fw_pm_params_of_chip(&p, m100);
+	p.cap_mw = p.cap_max_mw;	/* no throttling: the clock stays nominal */
+	for (int run = 0; run < 2; run++) {
+		memset(&e, 0, sizeof(e));
+		fw_pm_init(&pm, &p, 0);
+		fw_model_mm(m100, &s, &g);
+		fw_engines_share_hbm(&e, FW_ENG_TENSOR, 0, &g);
+		t_gemm = fw_pm_run(&pm, fw_engines_start(&e, FW_ENG_TENSOR, 0), &g);
+		fw_engines_done(&e, FW_ENG_TENSOR, t_gemm);
+
+		/* queue 1: the write runs beside the GEMM, not after it */
+		fw_model_fabric(m100, 50000000, 1, &w);
+		s_w1 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
+		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w1, &w);
+		t_w1 = fw_pm_run(&pm, s_w1, &w);
+		fw_engines_done(&e, FW_ENG_FABRIC, t_w1);
+
+		/* then an 18 MB HBM -> HBM copy (36 MB of HBM traffic) beside both */
+		fw_model_dma(m100, 0, 36000000, &d);
+		s_dma = fw_engines_start(&e, FW_ENG_DMA, 0);
+		fw_engines_share_hbm(&e, FW_ENG_DMA, s_dma, &d);
+		t_dma = fw_pm_run(&pm, s_dma, &d);
+		fw_engines_done(&e, FW_ENG_DMA, t_dma);
+
+		/* a second write, ready at 0 too: after the first on its engine */
+		fw_model_fabric(m100, 50000000, 1, &w);
+		s_w2 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
+		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w2, &w);
+		t_w2 = fw_pm_run(&pm, s_w2, &w);
+		fw_engines_done(&e, FW_ENG_FABRIC, t_w2);
+	}
+	tap_ok(t_gemm == gemm && s_w1 == 0 && t_w1 == write,
+	       "a 50 MB remote write beside a %llu ns GEMM: starts at 0, ends at %llu ns (want %llu)",
+	       (unsigned long long)gemm, (unsigned long long)t_w1, (unsigned long long)write);
+	/* the GEMM and the write are busy at 0: the copy's 20 us of HBM take 3 x */
+	tap_ok(s_dma == 0 && t_dma == 1000 + 3 * 20000,
+	       "a 36 MB HBM copy beside both: HBM shared three ways, %llu ns (want %llu)",
+	       (unsigned long long)t_dma, (unsigned long long)(1000 + 3 * 20000));
+	tap_ok(s_w2 == write && t_w2 == 2 * write,
+	       "a second write on the fabric engine follows the first: %llu..%llu ns",
+	       (unsigned long long)s_w2, (unsigned long long)t_w2);
+	tap_ok(pm.now_ns == 2 * write, "the power controller stands at the last end, %llu ns",
+	       (unsigned long long)pm.now_ns);
+	/* a queue that waited for the GEMM's semaphore is ready at its end */
+	ready_sem = t_gemm;
+	tap_ok(fw_engines_start(&e, FW_ENG_NONE, ready_sem) == gemm &&
+	       fw_engines_start(&e, FW_ENG_FABRIC, ready_sem) == 2 * write &&
+	       fw_engines_start(&e, FW_ENG_TENSOR, 5000000) == 5000000,
+	       "a semaphore's signal orders across queues; an engine's last end orders its commands");
+}
+
 int main(void)
 {
 	test_presets();
 	test_gemm();
 	test_other_commands();
 	test_power_in_modeled_time();
+	test_engines_overlap();
 	return tap_done();
 }
