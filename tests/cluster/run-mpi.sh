@@ -34,6 +34,11 @@
 #      communicator (a new id) works, live links answer, the dead one is
 #      down, no device reset (maia-comm-failover)
 #
+#   3. -np 2 over unix cables: QMP set_link cuts cable 0 of the ring of two
+#      while the ranks run 48 all-reduces of 8 MiB on one communicator: all
+#      OK, 0 wrong, failovers counted at both ends (Documentation/hw/fabric.rst,
+#      "Failover")
+#
 #   tests/cluster/run-mpi.sh [--no-build]
 #
 # Prints TAP; exit status 0 if everything passed. Logs: build/cluster-tests/.
@@ -233,6 +238,47 @@ if [ $rc -eq 0 ] && grep -q "^maia-cluster: rank 2: status 0, killed its QEMU" "
 	tap ok "np4-mixed-kill: rank 2's QEMU was killed mid-collective, every rank ended by itself"
 else
 	tap not-ok "np4-mixed-kill: mpirun status $rc (log $log)"
+fi
+
+# 3: failover between two QEMU processes (Documentation/hw/fabric.rst,
+# "Failover"): a ring of two over unix cables. Once both have joined, each
+# rank prints FO-START and runs 48 all-reduces of 8 MiB on one
+# communicator; the host cuts cable 0 (rank 0's netdev fab0, to rank 1's
+# port 1) with QMP set_link as soon as it sees rank 0's line, so that the
+# cut lands during the run (the devices see it after MAIA_FABRIC_DEAD_MS).
+# Every all-reduce ends OK, the last with 0 wrong, both ends of cable 0
+# count failovers, and the communicator was never made again.
+log=$OUT/np2-failover.log
+FO_QMP=$OUT/np2-fo-qmp
+rm -f "$FO_QMP"-*.sock
+FOCMD='maia-fabric-links wait && maia-cluster-sync && echo FO-START && echo FO-GO && MAIA_COMM_TIMEOUT_MS=60000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 8M --iters 48 --warmup 0; f=/sys/class/accel/accel0/device/fabric; echo "FO failovers $(cat $f/port0/failovers) $(cat $f/port1/failovers) resent $(cat $f/port0/resent) $(cat $f/port1/resent)"'
+"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link unix --timeout 150 --ids 1 \
+	--qemu-arg -qmp --qemu-arg "unix:$FO_QMP-{rank}.sock,server=on,wait=off" -- \
+	sh -c "$FOCMD" >"$log" 2>&1 &
+mpi_pid=$!
+cut="no FO-START from rank 0"
+for _ in $(seq 1 1500); do	# a bound of about 150 s, not a timing claim
+	if grep -aq '^\[rank 0\] FO-START' "$log"; then
+		cut=$("$TOP/tests/failover/qmp-set-link" "$FO_QMP-0.sock" fab0 off 2>&1)
+		break
+	fi
+	kill -0 "$mpi_pid" 2>/dev/null || break
+	sleep 0.1
+done
+wait "$mpi_pid"
+rc=$?
+grep -aE '^\[rank [01]\] (FO |maia-coll-perf: |# done)' "$log" | sed 's/^/# /'
+# "[rank R] FO failovers PORT0 PORT1 resent PORT0 PORT1": cable 0 is rank 0's
+# port 0 and rank 1's port 1.
+fo0=$(grep -a '^\[rank 0\] FO failovers' "$log" | awk '{print $5}')
+fo1=$(grep -a '^\[rank 1\] FO failovers' "$log" | awk '{print $6}')
+re0=$(grep -a '^\[rank 0\] FO failovers' "$log" | awk '{print $8}')
+if [ $rc -eq 0 ] && [ "$(grep -ac '^\[rank [01]\] # done: 0 wrong elements' "$log")" -eq 2 ] &&
+	! grep -aq '^\[rank [01]\] maia-coll-perf: ' "$log" &&
+	[ "${fo0:-0}" -ge 1 ] && [ "${fo1:-0}" -ge 1 ]; then
+	tap ok "np2-failover: cable 0 cut by QMP ($cut) during 48 all-reduces of 8 MiB between two QEMU processes: all OK on one communicator, 0 wrong, failovers at both ends ($fo0, $fo1), rank 0 re-sent ${re0:-?} chunks as the link went down"
+else
+	tap not-ok "np2-failover: mpirun status $rc, set_link: $cut, failovers ${fo0:-?} ${fo1:-?} (log $log)"
 fi
 
 echo "1..$n"
