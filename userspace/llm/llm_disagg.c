@@ -225,7 +225,8 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	t->prefill_dev_ns = tc.device_ns;
 	t->xfer_host_ns = tx.host_ns;
 	t->xfer_dev_ns = tx.device_ns;
-	t->e2e_dev_ns = ts[1] > ts[0] ? ts[1] - ts[0] : 0;
+	/* to the later of the prefill's end and the last layer's transfer */
+	t->e2e_dev_ns = (ts[1] > ts[2] ? ts[1] : ts[2]) - ts[0];
 	x->bytes_moved += x->xfer_bytes;
 	x->pre->jobs++;
 	x->pre->job_host_ns += tc.host_ns;
