@@ -136,6 +136,7 @@ struct fw_cmd_work {
 /* The modeled clock (fw_timeline.c): worker-owned, monotonic, not reset. */
 struct fw_timeline {
 	uint64_t fetch_ns;		/* the last job fetch (any queue) done */
+	uint64_t done_ns;		/* the last end of a job completed so far */
 	struct fw_engines eng;		/* each engine is busy until */
 	uint64_t queue_ns[MAIA_MAX_QUEUES];	/* a queue's last command ended */
 	/* last signal; atomics: remote writes signal from the fabric thread */
@@ -460,6 +461,8 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 uint64_t fw_tl_queue_now(struct maia_sim *sim, unsigned int qi);
 /* A job starts on queue qi: returns its modeled start. */
 uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi);
+/* The job on queue qi completes: its end_ns. */
+uint64_t fw_tl_job_done(struct maia_sim *sim, unsigned int qi);
 /* Queue qi's next command starts no earlier than t. */
 void fw_tl_after(struct maia_sim *sim, unsigned int qi, uint64_t t);
 void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,

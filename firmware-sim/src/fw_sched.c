@@ -163,7 +163,7 @@ static void write_cqe(struct maia_sim *sim, unsigned int qi, const struct fw_job
 		.job_id = job->sqe.job_id,
 		.status = status,
 		.start_ns = job->start_ns,
-		.end_ns = fw_tl_queue_now(sim, qi),
+		.end_ns = fw_tl_job_done(sim, qi),
 		.error_offset = error_offset,
 	};
 	uint64_t addr = job->cq + (uint64_t)job->index * sizeof(cqe);

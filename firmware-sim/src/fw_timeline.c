@@ -8,8 +8,8 @@
  * previous command has ended, the semaphore signals it waited for have
  * come, and its engine is free; commands of one engine follow one another
  * in the order the device ran them. A job starts when the command
- * processor fetches it: not before the queue's previous job ended nor
- * before the last fetch on any queue was done. When the host submitted a job
+ * processor fetches it: not before the queue's previous job ended, the
+ * last fetch on any queue was done, or any job completed by then ended. When the host submitted a job
  * does not enter: a workload has the same modeled timeline on a slow host
  * and a fast one. The power controller runs on this clock
  * (fw_telem_run_locked()), so a throttled clock lengthens the commands run
@@ -35,12 +35,29 @@ uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi)
 	uint64_t t = tl->queue_ns[qi] > tl->fetch_ns ? tl->queue_ns[qi] : tl->fetch_ns;
 
 	/*
+	 * Nor before the jobs completed by now: a host that waited for one
+	 * submits the next after it (a job submitted beside a running one
+	 * may run beside it).
+	 */
+	if (t < tl->done_ns)
+		t = tl->done_ns;
+
+	/*
 	 * Fetching the entry and, at the end, writing the completion: the
 	 * one command processor fetches jobs one after another.
 	 */
 	tl->queue_ns[qi] = t + sim->chip.job_ns;
 	tl->fetch_ns = tl->queue_ns[qi];
 	return t;
+}
+
+uint64_t fw_tl_job_done(struct maia_sim *sim, unsigned int qi)
+{
+	struct fw_timeline *tl = &sim->tl;
+
+	if (tl->done_ns < tl->queue_ns[qi])
+		tl->done_ns = tl->queue_ns[qi];
+	return tl->queue_ns[qi];
 }
 
 unsigned int fw_engine_of(uint16_t opcode)
