@@ -2091,7 +2091,8 @@ static void coll_bogus_field(struct maia_cmd_collective *k)
 				 (uint32_t)rnd_interesting() | (chance(50) ? 1 : 0);
 		break;
 	case 6:
-		k->hdr.flags = 1 + rnd(0xffff);
+		/* Bit 0 is MAIA_COLL_F_REACH, valid since hardware 1.10. */
+		k->hdr.flags = (uint16_t)((1 + rnd(0x7fff)) << 1);
 		break;
 	case 7:
 		k->reserved1 = 1 + rnd(0xffff);

@@ -601,7 +601,8 @@ static const char *coll_invalid(struct cplan *p, unsigned int n)
 			k->recv_port = (uint8_t)(fab.nports[p->node] + rn(200));
 		return "a port the device does not have";
 	case 3:
-		k->hdr.flags = (uint16_t)(1u << rn(16));
+		/* Bit 0 is MAIA_COLL_F_REACH, valid since hardware 1.10. */
+		k->hdr.flags = (uint16_t)(1u << (1 + rn(15)));
 		return "header flags";
 	case 4:
 		k->reserved1 = (uint32_t)rnd() | 1;
