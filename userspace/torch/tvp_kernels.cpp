@@ -343,7 +343,12 @@ void inject_fault(const std::string &kind)
 	faults.insert(kind);
 }
 
-size_t run(int dev, const std::vector<Launch> &launches, const char *op)
+/* Launches per job: their commands (about 170 bytes each) stay well inside a job's buffer. */
+static const size_t max_per_job = 256;
+
+/* Launches [from, to) as one job; how many of them completed (see run()). */
+static size_t run_job(int dev, const std::vector<Launch> &launches, size_t from, size_t to,
+		      const char *op)
 {
 	std::vector<struct maia_kernel *> ks;
 	std::vector<uint32_t> budgets, offsets;
@@ -352,42 +357,43 @@ size_t run(int dev, const std::vector<Launch> &launches, const char *op)
 	{
 		std::lock_guard<std::mutex> guard(mu);
 
-		for (const Launch &l : launches) {
-			auto f = faults.find(l.program.substr(0, l.program.find('.')));
+		for (size_t i = from; i < to; i++) {
+			const std::string &program = launches[i].program;
+			auto f = faults.find(program.substr(0, program.find('.')));
 			bool fault = f != faults.end();
 
 			if (fault)
 				faults.erase(f);
-			ks.push_back(kernel_locked(dev, l.program));
+			ks.push_back(kernel_locked(dev, program));
 			budgets.push_back(fault ? 1 : 0);
-			wait = wait || fault || !proven.count({ dev, l.program });
+			wait = wait || fault || !proven.count({ dev, program });
 		}
 	}
 	/* An earlier job's failure raises here, not blamed on these kernels. */
 	if (wait)
 		synchronize(dev);
 	Job job(dev);
-	for (size_t i = 0; i < launches.size(); i++) {
+	for (size_t i = from; i < to; i++) {
 		const Launch &l = launches[i];
 		const uint32_t grid[3] = { l.grid, 1, 1 };
 
 		offsets.push_back(maia_cmdbuf_size(job.cmdbuf()));
-		job.add(maia_cmd_kernel(job.cmdbuf(), ks[i], grid, l.args.data(), (uint32_t)l.args.size(),
-					budgets[i]),
+		job.add(maia_cmd_kernel(job.cmdbuf(), ks[i - from], grid, l.args.data(),
+					(uint32_t)l.args.size(), budgets[i - from]),
 			"maia_cmd_kernel");
 	}
 	if (!wait) {
 		job.run();
-		return launches.size();
+		return to - from;
 	}
 	struct maia_job_status status;
 	int err = job.run_status(&status);
 	if (err == 0) {
 		std::lock_guard<std::mutex> guard(mu);
 
-		for (const Launch &l : launches)
-			proven.insert({ dev, l.program });
-		return launches.size();
+		for (size_t i = from; i < to; i++)
+			proven.insert({ dev, launches[i].program });
+		return to - from;
 	}
 	if (status.status == 0)
 		check(err, "maia_wait");	/* the host's error, not the device's: raise */
@@ -396,10 +402,22 @@ size_t run(int dev, const std::vector<Launch> &launches, const char *op)
 	while (failed + 1 < offsets.size() && offsets[failed + 1] <= status.error_offset)
 		failed++;
 	std::fprintf(stderr, "maia: aten::%s: TVP kernel %s failed on maia:%d (job %s, device status %u: "
-			     "%s): falling back to the CPU\n", op, launches[failed].program.c_str(), dev,
-		     maia_job_status_name(status.status), status.device_status,
+			     "%s): falling back to the CPU\n", op, launches[from + failed].program.c_str(),
+		     dev, maia_job_status_name(status.status), status.device_status,
 		     maia_device_status_name(status.device_status));
 	return failed;
+}
+
+size_t run(int dev, const std::vector<Launch> &launches, const char *op)
+{
+	for (size_t from = 0; from < launches.size(); from += max_per_job) {
+		size_t to = std::min(launches.size(), from + max_per_job);
+		size_t done = run_job(dev, launches, from, to, op);
+
+		if (done < to - from)
+			return from + done;
+	}
+	return launches.size();
 }
 
 } // namespace tvp

@@ -35,7 +35,8 @@ int64_t max_elements();
 uint64_t f32_bits(double v);
 
 /*
- * Run the launches, in order, as one job on device dev, for aten op `op`.
+ * Run the launches, in order, as one job on device dev (one per 256
+ * launches), for aten op `op`.
  * Returns how many of them completed: all of them (queued on the stream:
  * done before anything submitted later), or fewer when the device ended
  * the job with an error status at launch [return value]: that is logged
