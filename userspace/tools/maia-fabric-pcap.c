@@ -120,9 +120,17 @@ static void print_msg(const uint8_t *payload, uint32_t len, uint32_t cap)
 		return;
 	switch (m.type) {
 	case MAIA_FMSG_COLL:
+		if (c.flags & MAIA_FABRIC_COLL_UNREACH) {
+			/* A failover notice (hardware 1.10): no data. */
+			printf("  COLL(unreachable) comm %#x seq %u from rank %u: ranks %" PRIu64
+			       ".. (%u)", c.comm_id, c.seq, c.src_rank, (uint64_t)c.offset, c.step);
+			break;
+		}
 		printf("  COLL%s comm %#x seq %u step %u from rank %u offset %" PRIu64 " len %u",
 		       c.flags & MAIA_FABRIC_COLL_GATHER_REDUCE ? "(gather-reduce)" : "",
 		       c.comm_id, c.seq, c.step, c.src_rank, (uint64_t)c.offset, c.len);
+		if (c.flags & MAIA_FABRIC_COLL_RELAY)
+			printf(" relayed, %u hops to go", c.relay_hops);
 		break;
 	case MAIA_FMSG_IDENT:
 		printf("  IDENT serial %#" PRIx64 " port %u epoch %" PRIu64, (uint64_t)m.tag, m.key,
