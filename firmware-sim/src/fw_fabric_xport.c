@@ -326,6 +326,8 @@ void fw_xport_reset(struct maia_sim *sim)
 	free_op_list(&x->active);
 	for (unsigned int i = 0; i < x->nports; i++)
 		port_forget(&x->port[i]);
+	/* The rings are learnt again from the collectives after the reset. */
+	memset(x->rings, 0, sizeof(x->rings));
 	x->sem_moved = false;
 }
 
