@@ -48,12 +48,24 @@ while [ ! -e /tmp/ready ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do slee
 kill -TERM $pid
 wait $pid || { echo "# maia-serve exited with status $?"; st=1; }
 [ $st = 0 ] || sed "s/^/# maia-serve: /" /tmp/serve.log
+# A hung decode job costs the job timeout: 1 s instead of 5.
+echo 1000 >/sys/module/maia/parameters/job_timeout_ms
+/root/serve/serve_test fallback || st=1
+maia-serve --mode disagg --spare 2 --inject-decode-hang 4 --port 8078 \
+	--ready-file /tmp/ready2 >/tmp/serve2.log 2>&1 &
+pid=$!
+i=0
+while [ ! -e /tmp/ready2 ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+/root/serve/serve_test http-fallback 8078 || st=1
+kill -TERM $pid
+wait $pid || { echo "# maia-serve --spare exited with status $?"; st=1; }
+[ $st = 0 ] || sed "s/^/# maia-serve --spare: /" /tmp/serve2.log
 exit $st
 '
-"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 2 --fabric ring --timeout 600 \
+"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 3 --fabric ring --timeout 600 \
 	--file "$TOP/build/serve-test:/root/serve" -- sh -c "$script" >"$out" 2>&1
 st=$?
-# Renumber the four TAP streams into one.
+# Renumber the six TAP streams into one.
 cat "$host" "$out" |
 	awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
 	     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }'

@@ -17,6 +17,14 @@
  *                         every malformed request gets a 4xx naming the
  *                         problem and the server keeps serving; a completion
  *                         and a streamed completion succeed
+ *   serve_test fallback   disaggregated with a spare (devices 0, 1, 2): the
+ *                         decode device's job hangs at step 6 until the
+ *                         driver's job timeout resets it; the requests move to
+ *                         device 2 and end with the single-device tokens
+ *   serve_test http-fallback PORT  the same through maia-serve (--spare 2
+ *                         --inject-decode-hang 4): the reply and /metrics say
+ *                         it moved; a second request, on the spare from the
+ *                         start, gives the same text
  *
  * Nothing here depends on timing: batches may form in any way, and the
  * checks hold for all of them.
@@ -107,6 +115,13 @@ static void fragment(struct llm_engine *e)
 	free(all);
 }
 
+/* run() with a spare decode device and a hang injected (fallback tests). */
+static int run_spare = -1;
+static uint64_t run_hang_step;
+static struct llm_engine_stats run_stats;
+static uint32_t run_fallbacks[NREQ], run_replayed[NREQ];
+static int run_to[NREQ];
+
 /* Run NREQ requests in an engine; tokens (and logits) out. */
 static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 	       float *logits[NREQ], struct llm_weights *w_out, bool scatter)
@@ -124,6 +139,16 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 		printf("# engine (%s, %s): %s (%s)\n", llm_mode_name(mode), maia_dtype_name(wdtype),
 		       maia_strerror(err), maia_last_error());
 		return err;
+	}
+	if (run_spare >= 0) {
+		err = llm_engine_add_spare(&e, run_spare);
+		if (err) {
+			printf("# spare device %d: %s (%s)\n", run_spare, maia_strerror(err),
+			       maia_last_error());
+			llm_engine_fini(&e);
+			return err;
+		}
+		e.hang_at_step = run_hang_step;
 	}
 	if (scatter)
 		fragment(&e);
@@ -150,6 +175,9 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 			llm_engine_wait(&e, r[i], GEN, &st);
 		if (st != LLM_REQ_DONE && !err)
 			err = r[i]->error ? r[i]->error : -EIO;
+		run_fallbacks[i] = r[i]->fallbacks;
+		run_replayed[i] = r[i]->replayed_tokens;
+		run_to[i] = r[i]->fallback_to;
 		if (!err) {
 			memcpy(tok[i], r[i]->out, GEN);
 			if (logits) {
@@ -159,6 +187,7 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 		}
 		llm_engine_release(&e, r[i]);
 	}
+	llm_engine_get_stats(&e, &run_stats);
 	if (w_out && !err) {
 		*w_out = e.w;
 		w_out->ref = malloc(e.w.nref * 4);
@@ -246,6 +275,43 @@ static int cmd_model(void)
 	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, scat, NULL, NULL, true);
 	tap(!err && !memcmp(single, scat, sizeof(single)),
 	    "disaggregated into scattered blocks (a remote write per block): the same tokens");
+	return 0;
+}
+
+/*
+ * Spare-device fallback: device 1's decode job at step 6 waits on a
+ * semaphore nobody signals; the driver's job timeout (the script sets 1 s)
+ * fails it and resets device 1. Every request then has its first tokens
+ * (one from the prefill, five from steps 1-5): they move to device 2 and
+ * must end with exactly the tokens of the single-device run.
+ */
+static int cmd_fallback(void)
+{
+	uint8_t single[NREQ][GEN], fb[NREQ][GEN];
+	uint32_t i, moved = 0, replayed = 0;
+	int err = run(LLM_MODE_SINGLE, MAIA_DTYPE_BF16, single, NULL, NULL, false);
+
+	tap(!err, "reference: the three requests on one device");
+	run_spare = 2;
+	run_hang_step = 6;
+	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, fb, NULL, NULL, false);
+	run_spare = -1;
+	run_hang_step = 0;
+	for (i = 0; i < NREQ; i++) {
+		moved += run_fallbacks[i] == 1 && run_to[i] == 2;
+		replayed += run_replayed[i];
+	}
+	tap(!err, "disaggregated on devices 0 -> 1 with spare 2, device 1's job hung at step 6: "
+	    "every request completes (%s)", err ? maia_strerror(err) : "ok");
+	tap(!err && !memcmp(single, fb, sizeof(single)),
+	    "after the move to device 2 the tokens are those of the single-device run "
+	    "(%d requests x %d)", NREQ, GEN);
+	tap(moved == NREQ && run_stats.fallbacks == 1 && run_stats.dec_failures == 1 &&
+	    run_stats.dec_index == 2 && replayed == NREQ * (PROMPT_LEN + 5) &&
+	    run_stats.replayed_tokens == replayed && run_stats.failed == 0,
+	    "each request says it moved to device 2 with %u tokens replayed (prompt + 5); the "
+	    "engine counts 1 failure, 1 fallback, %llu replayed, 0 failed", PROMPT_LEN + 5,
+	    (unsigned long long)run_stats.replayed_tokens);
 	return 0;
 }
 
@@ -532,6 +598,40 @@ static int cmd_http(int port)
 	return 0;
 }
 
+/* maia-serve --spare 2 --inject-decode-hang 4 on PORT (run-in-guest.sh). */
+static int cmd_http_fallback(int port)
+{
+	static const char body[] = "{\"prompt\": \"Failover keeps serving the \", "
+				   "\"max_tokens\": 12, \"temperature\": 0.8, \"seed\": 5}";
+	char *r1 = NULL, *r2 = NULL, *m = NULL, *t1, *t2;
+	int s1 = post(port, body, &r1), s2 = post(port, body, &r2), sm;
+	bool same;
+
+	t1 = r1 ? strstr(r1, "\"text\"") : NULL;
+	t2 = r2 ? strstr(r2, "\"text\"") : NULL;
+	same = t1 && t2 && strstr(t1, "\"finish_reason\"") &&
+	       !strncmp(t1, t2, (size_t)(strstr(t1, "\"finish_reason\"") - t1) + 1);
+	tap(s1 == 200 && r1 && strstr(r1, "\"fallbacks\": 1, \"fallback_from\": 1, "
+					  "\"fallback_to\": 2"),
+	    "a completion whose decode device hung: 200, its reply says it moved from device 1 "
+	    "to 2");
+	tap(s2 == 200 && r2 && strstr(r2, "\"fallbacks\": 0") && same,
+	    "the same request again, on device 2 from the start: the same text");
+	if (!same)
+		printf("# first: %s\n# second: %s\n", r1 ? r1 : "-", r2 ? r2 : "-");
+	sm = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m);
+	tap(sm == 200 && m && strstr(m, "maia_serve_fallbacks_total 1\n") &&
+	    strstr(m, "maia_serve_decode_failures_total 1\n") &&
+	    strstr(m, "maia_serve_decode_device 2\n") &&
+	    strstr(m, "maia_serve_requests_completed_total 2\n") &&
+	    strstr(m, "maia_serve_requests_failed_total 0\n"),
+	    "/metrics: 1 decode failure, 1 fallback, decode device 2, 2 completed, 0 failed");
+	free(r1);
+	free(r2);
+	free(m);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	printf("TAP version 13\n");
@@ -541,8 +641,13 @@ int main(int argc, char **argv)
 		cmd_kv();
 	else if (argc == 3 && !strcmp(argv[1], "http"))
 		cmd_http(atoi(argv[2]));
+	else if (argc == 2 && !strcmp(argv[1], "fallback"))
+		cmd_fallback();
+	else if (argc == 3 && !strcmp(argv[1], "http-fallback"))
+		cmd_http_fallback(atoi(argv[2]));
 	else {
-		fprintf(stderr, "usage: serve_test model | kv | http PORT\n");
+		fprintf(stderr, "usage: serve_test model | kv | http PORT | fallback | "
+			"http-fallback PORT\n");
 		return 2;
 	}
 	printf("1..%d\n", ntest);

@@ -304,22 +304,35 @@ struct llm_request {
 	struct llm_request *next;	/* engine lists */
 	int refs;			/* submitter + engine */
 	bool cancelled;			/* the submitter let go before it ended */
+	/* Spare-device fallback (under the engine's lock). */
+	uint32_t fallbacks;		/* times it moved to a spare decode device */
+	int fallback_from, fallback_to;	/* device indexes of the last move */
+	uint32_t replayed_tokens;	/* prompt and generated tokens recomputed there */
 };
 
 struct llm_engine_stats {
 	uint64_t requests, completed, refused, failed, cancelled;
 	uint64_t prompt_tokens, generated_tokens, steps, step_rows, prefills;
 	uint64_t kv_bytes_moved, ttft_sum_ns;
+	uint64_t dec_failures;		/* decode jobs that failed on the decode device */
+	uint64_t fallbacks;		/* moves to the spare decode device */
+	uint64_t replayed_tokens;	/* tokens recomputed on the spare */
 	uint32_t queue_depth, running, kv_used, kv_total;
+	int dec_index;			/* the decode device's index */
 };
 
 struct llm_engine {
 	enum llm_mode mode;
 	struct llm_config cfg;
 	struct llm_weights w;
-	struct llm_dev devs[2];
+	struct llm_dev devs[3];
+	int dev_index[3];
 	struct llm_disagg x;
 	struct llm_dev *pre, *dec;
+	struct llm_dev *spare;		/* a decode device to move to; NULL: none (left) */
+	bool dec_failed;		/* engine thread: a decode job failed, move */
+	bool local_prefill;		/* after a move no port reached: the spare prefills */
+	uint64_t hang_at_step;		/* tests: decode step (1-based) whose job hangs */
 	struct llm_kv kv;
 	uint32_t max_queue;
 	pthread_mutex_t lock;		/* protects the lists, stats, kv and request states */
@@ -338,6 +351,15 @@ struct llm_engine {
  */
 int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_mode mode,
 		    int dev_index, uint32_t max_queue);
+/*
+ * Before llm_engine_start: device dev_index is the spare. When a decode job
+ * fails (its device hung and was reset, or went away), the running requests
+ * move to the spare: each one's prompt is prefilled there and its tokens so
+ * far are fed through decode steps (their K/V recomputed, nothing sampled),
+ * then decoding goes on; a disaggregated engine's prefill device then
+ * pushes K/V to the spare (through whichever port reaches it).
+ */
+int llm_engine_add_spare(struct llm_engine *e, int dev_index);
 int llm_engine_start(struct llm_engine *e);
 void llm_engine_fini(struct llm_engine *e);
 /*

@@ -27,24 +27,17 @@
 
 int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec)
 {
-	unsigned int ports = 0;
-	uint64_t serial;
+	unsigned int ports = 0, dports = 0, port;
+	uint64_t serial, dserial = 0;
 	int err;
 
 	memset(x, 0, sizeof(*x));
 	x->pre = pre;
 	x->dec = dec;
-	x->port = 0;	/* the ring cabling: device i's port 0 reaches device i + 1 */
 	err = maia_fabric_ports(pre->dev, &ports, &serial);
-	if (!err && !ports)
+	err = err ?: maia_fabric_ports(dec->dev, &dports, &dserial);
+	if (!err && (!ports || !dports))
 		err = -ENODEV;
-	if (!err) {
-		struct maia_fabric_port p;
-
-		err = maia_fabric_port(pre->dev, x->port, &p);
-		if (!err && !p.up)
-			err = -ENOLINK;
-	}
 	err = err ?: maia_fabric_window_open(dec->pool.bo, 0, maia_bo_size(dec->pool.bo),
 					     MAIA_FABRIC_REMOTE_WRITE, &x->key);
 	err = err ?: maia_cmdbuf_create(pre->dev, 256 * 1024, &x->xcb);
@@ -54,12 +47,21 @@ int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *d
 		if (!err)
 			x->ts.va = maia_bo_va(x->ts.bo);
 	}
-	if (!err) {
-		/* The port must reach B: a window key B does not have fails here. */
+	/*
+	 * The first port that is up with B at its other end (the ring
+	 * cabling: device i's port 0 reaches device i + 1, port 1 device
+	 * i - 1); one remote write checks that B has the window. Only B's
+	 * port: a write towards a device that is resetting would hang.
+	 */
+	for (port = 0, err = err ?: -ENOLINK; err == -ENOLINK && port < ports; port++) {
+		struct maia_fabric_port p;
 		uint64_t h, d;
 
-		if (llm_disagg_raw_write(x, 4096, &h, &d))
-			err = -ENOLINK;
+		if (maia_fabric_port(pre->dev, port, &p) || !p.up || p.peer_serial != dserial)
+			continue;
+		x->port = port;
+		if (!llm_disagg_raw_write(x, 4096, &h, &d))
+			err = 0;
 	}
 	if (err)
 		llm_disagg_fini(x);

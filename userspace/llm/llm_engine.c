@@ -105,6 +105,9 @@ int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_m
 	}
 	if (err)
 		goto fail;
+	e->dev_index[0] = dev_index;
+	e->dev_index[1] = dev_index + 1;
+	e->stats.dec_index = mode == LLM_MODE_SINGLE ? dev_index : dev_index + 1;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->wake, NULL);
 	pthread_cond_init(&e->progress, NULL);
@@ -180,9 +183,22 @@ static int decode_step(struct llm_engine *e)
 	if (!n)
 		return 0;
 	maia_cmdbuf_reset(e->dec->cb);
-	err = llm_build_decode(e->dec, rows, n);
+	err = 0;
+	if (e->hang_at_step && e->stats.steps + 1 == e->hang_at_step) {
+		/* tests: a wait nobody signals, until the driver gives up on it; once */
+		e->hang_at_step = 0;
+		err = maia_cmd_sem_wait(e->dec->cb, MAIA_NUM_SEMAPHORES - 1, 1, 600u * 1000000u);
+	}
+	err = err ?: llm_build_decode(e->dec, rows, n);
 	err = err ?: llm_dev_run(e->dec, &t);
 	pthread_mutex_lock(&e->lock);
+	if (err && e->spare) {
+		/* The requests stay as they are: fall_back() moves them. */
+		e->stats.dec_failures++;
+		e->dec_failed = true;
+		pthread_mutex_unlock(&e->lock);
+		return err;
+	}
 	e->stats.steps++;
 	e->stats.step_rows += n;
 	for (i = 0; i < n; i++) {
@@ -220,7 +236,7 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 	for (i = 0; i < n; i++)
 		pr[i] = (struct llm_prefill_req){ .tokens = rs[i]->prompt, .n = rs[i]->prompt_len,
 						  .blocks = rs[i]->blocks };
-	if (e->mode == LLM_MODE_SINGLE) {
+	if (e->mode == LLM_MODE_SINGLE || e->local_prefill) {
 		maia_cmdbuf_reset(e->pre->cb);
 		err = llm_build_prefill(e->pre, pr, n, LLM_KV_LOCAL_POOL, 0);
 		err = err ?: llm_dev_run(e->pre, &t);
@@ -248,7 +264,7 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 			continue;
 		}
 		r->xfer = xt;
-		if (e->mode == LLM_MODE_DISAGG) {
+		if (e->mode == LLM_MODE_DISAGG && !e->local_prefill) {
 			r->xfer.bytes = e->x.req_bytes[i];
 			r->xfer.writes = e->x.req_writes[i];
 		}
@@ -261,6 +277,75 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 		add_token(e, r, llm_logits(e->pre, i));
 	}
 	e->stats.prefills++;
+	pthread_cond_broadcast(&e->progress);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* On the spare: r's prompt prefilled, then its tokens so far fed one step each. */
+static int replay(struct llm_engine *e, struct llm_request *r)
+{
+	struct llm_prefill_req pr = { .tokens = r->prompt, .n = r->prompt_len,
+				      .blocks = r->blocks };
+	uint32_t k;
+	int err;
+
+	maia_cmdbuf_reset(e->dec->cb);
+	err = llm_build_prefill(e->dec, &pr, 1, LLM_KV_LOCAL_POOL, 0);
+	err = err ?: llm_dev_run(e->dec, NULL);
+	/* The last token is the next step's input: its K/V come then. */
+	for (k = 0; k + 1 < r->n_out && !err; k++) {
+		struct llm_step_row row = { .token = r->out[k], .pos = r->prompt_len + k,
+					    .blocks = r->blocks };
+
+		maia_cmdbuf_reset(e->dec->cb);
+		err = llm_build_decode(e->dec, &row, 1);
+		err = err ?: llm_dev_run(e->dec, NULL);
+	}
+	return err;
+}
+
+/*
+ * The decode device failed: the running requests move to the spare, from
+ * their prompt and the tokens they have (the engine thread's only).
+ */
+static void fall_back(struct llm_engine *e)
+{
+	struct llm_request *rs[LLM_MAX_BATCH], *r;
+	int from = e->stats.dec_index, to, err = 0;
+	uint32_t n = 0, i;
+
+	e->dec_failed = false;
+	e->dec = e->spare;
+	e->spare = NULL;
+	to = e->dev_index[e->dec - e->devs];
+	if (e->mode == LLM_MODE_DISAGG) {
+		llm_disagg_fini(&e->x);
+		if (llm_disagg_init(&e->x, e->pre, e->dec)) {
+			/* No port reaches the spare: it prefills too. */
+			e->local_prefill = true;
+			e->pre = e->dec;
+		}
+	}
+	/* Only this thread changes the running list: no lock to walk it. */
+	for (r = e->running; r && n < LLM_MAX_BATCH; r = r->next)
+		rs[n++] = r;
+	for (i = 0; i < n && !err; i++)
+		err = replay(e, rs[i]);
+	pthread_mutex_lock(&e->lock);
+	e->stats.fallbacks++;
+	e->stats.dec_index = to;
+	for (i = 0; i < n; i++) {
+		r = rs[i];
+		if (err) {
+			finish(e, r, err);
+			continue;
+		}
+		r->fallbacks++;
+		r->fallback_from = from;
+		r->fallback_to = to;
+		r->replayed_tokens += r->prompt_len + r->n_out - 1;
+		e->stats.replayed_tokens += r->prompt_len + r->n_out - 1;
+	}
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -320,11 +405,32 @@ static void *engine_main(void *arg)
 			pthread_cond_wait(&e->wake, &e->lock);
 			continue;
 		}
+		if (e->dec_failed)
+			fall_back(e);
 		pthread_mutex_lock(&e->lock);
 		e->stats.kv_used = e->kv.nblocks - e->kv.nfree;
 	}
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
+}
+
+int llm_engine_add_spare(struct llm_engine *e, int dev_index)
+{
+	struct maia_device *d = NULL;
+	int err;
+
+	if (e->started || e->devs[2].cb)
+		return -EBUSY;
+	err = maia_device_open(dev_index, &d);
+	err = err ?: llm_dev_init(&e->devs[2], d, &e->w, true);
+	if (err) {
+		if (d)
+			maia_device_close(d);
+		return err;
+	}
+	e->dev_index[2] = dev_index;
+	e->spare = &e->devs[2];
+	return 0;
 }
 
 int llm_engine_start(struct llm_engine *e)
@@ -360,13 +466,17 @@ void llm_engine_fini(struct llm_engine *e)
 	}
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
-	if (e->mode == LLM_MODE_DISAGG)
+	if (e->mode == LLM_MODE_DISAGG && !e->local_prefill)
 		llm_disagg_fini(&e->x);
 	llm_dev_fini(&e->devs[0]);
 	maia_device_close(e->devs[0].dev);
 	if (e->mode == LLM_MODE_DISAGG) {
 		llm_dev_fini(&e->devs[1]);
 		maia_device_close(e->devs[1].dev);
+	}
+	if (e->devs[2].cb) {
+		llm_dev_fini(&e->devs[2]);
+		maia_device_close(e->devs[2].dev);
 	}
 	llm_kv_fini(&e->kv);
 	llm_weights_fini(&e->w);

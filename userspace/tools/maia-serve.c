@@ -107,11 +107,14 @@ static char *maia_stats(const struct llm_request *r)
 		   "\"tokens_per_s\": %.2f, \"device_ttft_us\": %.3f, "
 		   "\"device_time_per_output_token_us\": %.3f, \"kv_bytes\": %llu, "
 		   "\"kv_remote_writes\": %u, \"kv_exposed_ms\": %.3f, "
-		   "\"kv_exposed_device_us\": %.3f, \"prefill_batch\": %u}",
+		   "\"kv_exposed_device_us\": %.3f, \"prefill_batch\": %u, \"fallbacks\": %u, "
+		   "\"fallback_from\": %d, \"fallback_to\": %d, \"replayed_tokens\": %u}",
 		   llm_mode_name(engine.mode), ttft * 1e3, tpot * 1e3, tps,
 		   r->dev_ttft_ns / 1e3, r->decode_steps ? r->dev_decode_ns / 1e3 / r->decode_steps : 0.0,
 		   (unsigned long long)r->xfer.bytes, r->xfer.writes, r->xfer.exposed_host_ns / 1e6,
-		   r->xfer.exposed_dev_ns / 1e3, r->prefill_batch);
+		   r->xfer.exposed_dev_ns / 1e3, r->prefill_batch, r->fallbacks,
+		   r->fallbacks ? r->fallback_from : -1, r->fallbacks ? r->fallback_to : -1,
+		   r->replayed_tokens);
 }
 
 static char *text_of(const struct llm_request *r, uint32_t from, uint32_t to)
@@ -326,6 +329,17 @@ static char *metrics(void)
 		   "# HELP maia_serve_kv_transfer_bytes_total K/V bytes pushed from the prefill to "
 		   "the decode device.\n# TYPE maia_serve_kv_transfer_bytes_total counter\n"
 		   "maia_serve_kv_transfer_bytes_total %llu\n"
+		   "# HELP maia_serve_decode_failures_total Decode jobs that failed on the decode "
+		   "device.\n# TYPE maia_serve_decode_failures_total counter\n"
+		   "maia_serve_decode_failures_total %llu\n"
+		   "# HELP maia_serve_fallbacks_total Moves of the running requests to the spare "
+		   "decode device.\n# TYPE maia_serve_fallbacks_total counter\n"
+		   "maia_serve_fallbacks_total %llu\n"
+		   "# HELP maia_serve_replayed_tokens_total Prompt and generated tokens recomputed on "
+		   "the spare.\n# TYPE maia_serve_replayed_tokens_total counter\n"
+		   "maia_serve_replayed_tokens_total %llu\n"
+		   "# HELP maia_serve_decode_device The decode device's index.\n"
+		   "# TYPE maia_serve_decode_device gauge\nmaia_serve_decode_device %d\n"
 		   "# HELP maia_serve_ttft_seconds Time to first token (host time).\n"
 		   "# TYPE maia_serve_ttft_seconds summary\n"
 		   "maia_serve_ttft_seconds_sum %.6f\n"
@@ -337,7 +351,8 @@ static char *metrics(void)
 		   (unsigned long long)s.prompt_tokens, (unsigned long long)s.generated_tokens,
 		   (unsigned long long)s.steps, (unsigned long long)s.step_rows, s.queue_depth,
 		   s.running, s.kv_used, s.kv_total, (unsigned long long)s.kv_bytes_moved,
-		   s.ttft_sum_ns / 1e9, (unsigned long long)(s.completed + s.failed));
+		   (unsigned long long)s.dec_failures, (unsigned long long)s.fallbacks,
+		   (unsigned long long)s.replayed_tokens, s.dec_index, s.ttft_sum_ns / 1e9, (unsigned long long)(s.completed + s.failed));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -429,7 +444,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: maia-serve [--mode single|disagg] [--device N] [--bind ADDR] [--port N]\n"
 		"                  [--weights bf16|mxfp8|mxfp8_e5m2|mxfp6|mxfp4|mxint8]\n"
 		"                  [--kv-blocks N] [--max-batch N] [--max-queue N] [--max-seq N]\n"
-		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n");
+		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n"
+		"                  [--spare N] [--inject-decode-hang STEP]\n");
 }
 
 int main(int argc, char **argv)
@@ -444,6 +460,8 @@ int main(int argc, char **argv)
 		{ "max-seq", required_argument, NULL, 'S' }, { "layers", required_argument, NULL, 'L' },
 		{ "d-model", required_argument, NULL, 'D' }, { "seed", required_argument, NULL, 's' },
 		{ "ready-file", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ "spare", required_argument, NULL, 'P' },
+		{ "inject-decode-hang", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *bind_addr = "127.0.0.1", *ready = NULL, *why;
@@ -452,7 +470,8 @@ int main(int argc, char **argv)
 	struct llm_config cfg;
 	struct MHD_Daemon *d;
 	uint32_t max_queue = 64;
-	int port = 8000, dev = 0, o, err, sig;
+	int port = 8000, dev = 0, spare = -1, o, err, sig;
+	uint64_t hang_step = 0;
 	sigset_t stop;
 
 	llm_config_default(&cfg);
@@ -481,6 +500,8 @@ int main(int argc, char **argv)
 		case 'D': cfg.d_model = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 's': cfg.seed = strtoull(optarg, NULL, 0); break;
 		case 'r': ready = optarg; break;
+		case 'P': spare = atoi(optarg); break;
+		case 'H': hang_step = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -508,6 +529,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "maia-serve: --mode disagg needs device %d's fabric port 0 "
 				"cabled to device %d (qemu/run-guest --fabric ring)\n", dev, dev + 1);
 		return 1;
+	}
+	engine.hang_at_step = hang_step;
+	if (spare >= 0) {
+		err = llm_engine_add_spare(&engine, spare);
+		if (err) {
+			fprintf(stderr, "maia-serve: cannot load the model on spare device %d: %s (%s)\n",
+				spare, maia_strerror(err), maia_last_error());
+			llm_engine_fini(&engine);
+			return 1;
+		}
 	}
 	err = llm_engine_start(&engine);
 	d = err ? NULL : MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
