@@ -210,6 +210,19 @@ def conversions():
 
 
 @test
+def integer_reductions():
+    M, N = 4, 8
+    x = torch.randint(-1000, 1000, (M, N), dtype=torch.int32)
+    out = torch.empty(N + M + 2, dtype=torch.int32, device=DEV)
+    K.int_reduce_kernel[(2, )](x.to(DEV), out, M=M, N=N)
+    got = out.cpu()
+    assert torch.equal(got[:N], x.max(0).values)
+    assert torch.equal(got[N:N + M], x.sum(1, dtype=torch.int32))
+    assert got[N + M].item() == int(x.sum(0).min())
+    assert got[N + M + 1].item() == int(torch.prod(torch.fmod(x, 3) + 1, 1).sum())  # % truncates, as fmod
+
+
+@test
 def loops():
     n, B = 300, 64
     x = torch.randn(n)

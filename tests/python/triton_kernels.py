@@ -146,6 +146,8 @@ SIGNATURES = {
     "_seeded_dropout": ({"x_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32", "p": "fp32", "seed": "i32",
                          "BLOCK_SIZE": "constexpr"}, {"BLOCK_SIZE": 256}),
     "loops_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+    "int_reduce_kernel": ({"x_ptr": "*i32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"},
+                          {"M": 4, "N": 8}),
 }
 
 
@@ -331,3 +333,20 @@ def loops_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 1, cnt.to(tl.float32))
     tl.store(out_ptr + 2, tri.to(tl.float32))
     tl.store(out_ptr + 3 + tl.arange(0, BLOCK), mx)
+
+
+@triton.jit
+def int_reduce_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    # Integer reductions (no VRED for them: through the scratch area) and a product.
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rn, tl.max(x, axis=0))
+    tl.store(out_ptr + N + rm, tl.sum(x, axis=1))
+    tl.store(out_ptr + N + M, tl.min(tl.sum(x, axis=0), axis=0))
+    tl.store(out_ptr + N + M + 1, tl.reduce(x % 3 + 1, 1, _multiply).to(tl.int32).sum(0))
+
+
+@triton.jit
+def _multiply(a, b):
+    return a * b

@@ -15,7 +15,7 @@ import re
 import struct
 
 from . import ttir
-from .regalloc import MAX_ARGS, MAX_LANES, LoweringError, Program, S0
+from .regalloc import MAX_ARGS, MAX_LANES, SCRATCH_BASE, LoweringError, Program, S0
 
 # Printed in the assembly's first line (the cache key hashes the sources).
 VERSION = "2"
@@ -222,10 +222,11 @@ class Lowering:
                 self.vemit((1, 1), "vsplat", v, r)
                 self.vals[name] = Val("float", t, v)
         self.used = set()
+        self.fixed_slots = 0      # scratch slots the program uses itself (reductions)
         self._uses(f.body)
         self.block(f.body)
         self.emit("halt")
-        self.scratch = self.p.allocate(pinned, len(f.args) + 1)
+        self.scratch = self.p.allocate(pinned, len(f.args) + 1, self.fixed_slots)
         return self.p
 
     def block(self, ops):
@@ -745,25 +746,73 @@ class Lowering:
         if len(op.operands) != 1 or len(op.result_types) != 1:
             self.err("tt.reduce over %d tensors is not supported (argmin/argmax)" % len(op.operands), op)
         body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
-        if len(body) != 1 or body[0].name not in _REDUCE or sorted(body[0].operands) != sorted(op.block_args):
-            names = ", ".join(o.name for o in body)
-            self.err("tt.reduce with the combine function (%s) is not supported: use tl.sum, tl.max or "
-                     "tl.min on floats" % names, op)
         v = self.val(op.operands[0], op)
-        if v.type.elem != "f32" and not v.type.is_float:
-            self.err("reductions of %s are not supported (floats only)" % v.type.elem, op)
-        src = self.vreg(op.operands[0], op)
-        t = op.result_types[0]
+        combine = body[0].name if len(body) == 1 and sorted(body[0].operands) == sorted(op.block_args) else None
         rank = len(v.type.shape)
         # A 1-D tensor is one row: reducing it is a reduction along lanes' axis 1.
         axis = 1 if rank == 1 else op.axis
-        r = self.newv(op.results[0])
-        self.vemit(v.shape, _REDUCE[body[0].name], r, src, str(axis))
+        if v.type.is_float and combine in _REDUCE:
+            src = self.vreg(op.operands[0], op)
+            r = self.newv(op.results[0])
+            self.vemit(v.shape, _REDUCE[combine], r, src, str(axis))
+            return self._reduced(op, r)
+        mnem = _FBIN.get(combine) if v.type.is_float else _IBIN_V.get(combine)
+        if mnem is None:
+            names = ", ".join(o.name for o in body)
+            self.err("tt.reduce with the combine function (%s) is not supported: one binary op of "
+                     "arith (tl.sum, tl.max, tl.min, tl.reduce with one op)" % names, op)
+        self._tree_reduce(op, mnem, v, axis)
+
+    def _reduced(self, op, r):
+        t = op.result_types[0]
         if t.is_tensor:
-            shape = lanes_shape(t, op.loc)
-            self.define(op, Val("tensor", t, r, shape=shape))
-        else:
-            self.define(op, Val("float", t, r))
+            return self.define(op, Val("tensor", t, r, shape=lanes_shape(t, op.loc)))
+        if t.is_float:
+            return self.define(op, Val("float", t, r))
+        s = self.news(op.results[0])
+        self.emit("vext", s, r, "0")
+        self.define(op, Val("int", t, s))
+
+    def _tree_reduce(self, op, mnem, v, axis):
+        """Reduction through the instance's scratch slot (no VRED for integers or
+        other combine ops): log2(n) steps of store, load shifted by half, combine."""
+        src = self.vreg(op.operands[0], op)
+        rows, cols = v.shape
+        if axis == 0:
+            t = self.newv(op.results[0])
+            self.vemit((rows, cols), "vtrans", t, src)
+            src, rows, cols = t, cols, rows
+        if cols & (cols - 1):
+            self.err("tt.reduce over %d elements (a power of two is needed here)" % cols, op)
+        shape = (rows, cols)
+        self.fixed_slots = 1
+        x = self.newv(op.results[0])
+        self.vemit(shape, "vmov", x, src)
+        col, k = self.newv("column"), self.newv("%d" % (cols - 1))
+        self.vemit(shape, "viota", col, "0")
+        self.vemit(shape, "vsplati", k, str(cols - 1))
+        self.vemit(shape, "vand", col, col, k)
+        half = cols // 2
+        while half >= 1:
+            off, h, m, y, nx = (self.newv(op.results[0]) for _ in range(5))
+            self.vemit(shape, "vst", x, SCRATCH_BASE, "unit", "i32")
+            self.vemit(shape, "viota", off, str(half))
+            self.vemit(shape, "vsplati", h, str(half))
+            self.vemit(shape, "vicmp", m, col, h, "lt")
+            self.vemit(shape, "vld", y, SCRATCH_BASE, off, "i32", m)
+            self.vemit(shape, mnem, nx, x, y)
+            x = nx
+            half //= 2
+        if rows > 1:
+            # Row r's result is in lane r * cols: gather them into lanes 0 .. rows - 1.
+            offs, c, r = self.newv("row starts"), self.newv("%d" % cols), self.newv(op.results[0])
+            self.vemit(shape, "vst", x, SCRATCH_BASE, "unit", "i32")
+            self.vemit((1, rows), "viota", offs, "0")
+            self.vemit((1, rows), "vsplati", c, str(cols))
+            self.vemit((1, rows), "vimul", offs, offs, c)
+            self.vemit((1, rows), "vld", r, SCRATCH_BASE, offs, "i32")
+            x = r
+        self._reduced(op, x)
 
     def op_tt_dot(self, op):
         t = op.result_types[0]
@@ -886,6 +935,6 @@ def lower_module(text, func_name=None):
     prog = low.run()
     header = "# %s: Triton kernel compiled by the maia backend (lowering %s)\n" % (func.name, VERSION)
     if low.scratch:
-        header += "# spills to %d bytes per program instance at the address in s%d\n" % (low.scratch,
+        header += "# scratch: %d bytes per program instance at the address in s%d\n" % (low.scratch,
                                                                                        len(func.args) + 1)
     return header + prog.text(), KernelInfo(func.name, len(func.args), prog.num_insns(), low.scratch)

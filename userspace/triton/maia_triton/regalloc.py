@@ -41,6 +41,8 @@ class VReg:
 
 # s0 reads as 0: the register of the constant 0.
 S0 = VReg("s", -1, 0)
+# The instance's frame in the scratch area (set by the prologue when there is one).
+SCRATCH_BASE = VReg("s", -11, NUM_SREGS - 1)
 
 
 class Insn:
@@ -98,31 +100,36 @@ class Program:
     def num_insns(self):
         return sum(1 for i in self.items if isinstance(i, Insn))
 
-    def allocate(self, pinned, scratch_arg):
+    def allocate(self, pinned, scratch_arg, fixed_slots=0):
         """pinned: {VReg: physical number} (the kernel's arguments);
-        scratch_arg: the argument register that carries the spill area's
-        address when the kernel needs one. Returns the spill frame's size
-        in bytes per program instance (0: no spill)."""
+        scratch_arg: the argument register that carries the scratch area's
+        address when the kernel needs one; fixed_slots: slots the program
+        itself uses (at SCRATCH_BASE + 4 KiB i). Returns the scratch frame's
+        size in bytes per program instance (0: no scratch area)."""
         regs = self._intervals(pinned)
+        if fixed_slots and scratch_arg > MAX_ARGS:
+            raise LoweringError("kernel too large: it needs a scratch area, and its %d arguments leave no "
+                                "argument register for its address" % (scratch_arg - 1))
+        spilled = []
         try:
-            self._scan(regs, pinned, NUM_VREGS, spill=False)
-            return 0
+            self._scan(regs, pinned, NUM_VREGS, spill=False, reserve=fixed_slots > 0)
         except _VectorPressure:
-            pass
-        for r in regs:
-            if r not in pinned:
-                r.phys = None
-        # Spill everywhere: a spilled value lives in the instance's slot of
-        # the scratch area, loaded into a reserved register before each use
-        # and stored after each definition. v29-v31 carry them (an
-        # instruction reads at most 3 vectors), s30 the slot's address, s31
-        # the instance's frame.
-        if scratch_arg > MAX_ARGS:
-            raise LoweringError("kernel too large: it needs to spill vector registers, and its %d arguments "
-                                "leave no argument register for the spill area" % (scratch_arg - 1))
-        spilled = self._scan(regs, pinned, NUM_VREGS - SPILL_TEMPS, spill=True)
-        self._rewrite_spills(spilled, scratch_arg)
-        return len(spilled) * SPILL_SLOT
+            for r in regs:
+                if r not in pinned:
+                    r.phys = None
+            # Spill everywhere: a spilled value lives in the instance's slot of
+            # the scratch area, loaded into a reserved register before each use
+            # and stored after each definition. v29-v31 carry them (an
+            # instruction reads at most 3 vectors), s30 the slot's address, s31
+            # the instance's frame.
+            if scratch_arg > MAX_ARGS:
+                raise LoweringError("kernel too large: it needs to spill vector registers, and its %d arguments "
+                                    "leave no argument register for the spill area" % (scratch_arg - 1))
+            spilled = self._scan(regs, pinned, NUM_VREGS - SPILL_TEMPS, spill=True, reserve=True)
+        if not fixed_slots and not spilled:
+            return 0
+        self._rewrite_spills(spilled, scratch_arg, fixed_slots)
+        return (fixed_slots + len(spilled)) * SPILL_SLOT
 
     def _intervals(self, pinned):
         regs = {}
@@ -130,7 +137,7 @@ class Program:
             if not isinstance(item, Insn):
                 continue
             for r in item.regs():
-                if r is S0:
+                if r.num < 0:       # a fixed register: s0, SCRATCH_BASE
                     continue
                 if r.start is None:
                     r.start = pos
@@ -150,11 +157,12 @@ class Program:
                         changed = True
         return list(regs.values())
 
-    def _scan(self, regs, pinned, num_vregs, spill):
+    def _scan(self, regs, pinned, num_vregs, spill, reserve):
         """Linear scan; returns the spilled vector values (spill=True) or
         raises for a vector register too many (spill=False)."""
         order = sorted(regs, key=lambda r: (r.start, r.kind, r.num))
-        free = {"v": list(range(num_vregs)), "s": list(range(1, NUM_SREGS - (2 if spill else 0)))}
+        # reserve: s30 and s31 kept for the scratch area's addresses.
+        free = {"v": list(range(num_vregs)), "s": list(range(1, NUM_SREGS - (2 if reserve else 0)))}
         active = []
         spilled = []
         for r in order:
@@ -189,11 +197,11 @@ class Program:
             active.append(r)
         return spilled
 
-    def _rewrite_spills(self, spilled, scratch_arg):
-        slot = {id(r): i for i, r in enumerate(spilled)}
-        frame = len(spilled) * SPILL_SLOT
+    def _rewrite_spills(self, spilled, scratch_arg, first_slot):
+        slot = {id(r): first_slot + i for i, r in enumerate(spilled)}
+        frame = (first_slot + len(spilled)) * SPILL_SLOT
         temps = [VReg("v", -2 - i, NUM_VREGS - SPILL_TEMPS + i) for i in range(SPILL_TEMPS)]
-        addr, base = VReg("s", -10, NUM_SREGS - 2), VReg("s", -11, NUM_SREGS - 1)
+        addr, base = VReg("s", -10, NUM_SREGS - 2), SCRATCH_BASE
         t1, t2 = VReg("s", -12, NUM_SREGS - 4), VReg("s", -13, NUM_SREGS - 3)
         loc = self.items[0].loc if self.items else None
         # Prologue (nothing but the arguments is live yet): base = scratch +
