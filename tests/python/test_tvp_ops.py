@@ -252,6 +252,12 @@ def device_error_falls_back_once():
     assert "aten::exp: TVP kernel exp.f32 failed on maia:0" in err and "kernel-watchdog" in err, err
     same(torch.exp(xd), torch.exp(x), 2.0 ** -21, "exp after the fallback")
     assert mt.fallback_stats() == {"aten::exp": 1} and mt.device_stats().get("exp") == 1
+    # in place: the CPU's result lands in the tensor
+    torch.ops.maia.tvp_inject_fault("sqrt")
+    d = x.abs().to(DEV)
+    stderr_of(d.sqrt_)
+    same(d, x.abs().sqrt(), 2.0 ** -21, "sqrt_ after a device error")
+    assert mt.fallback_stats() == {"aten::exp": 1, "aten::sqrt": 1}, mt.fallback_stats()
     # strict mode raises instead
     torch.ops.maia.tvp_inject_fault("exp")
     with mt.strict():

@@ -98,12 +98,15 @@ static at::Tensor unary(const char *kind, const at::Tensor &x, at::Tensor (*ref)
 
 static at::Tensor &unary_(const char *kind, at::Tensor &x, at::Tensor (*ref)(const at::Tensor &))
 {
-	if (fits({ x }) && x.is_contiguous() && unary_into(kind, x, x)) {
-		count_device_op(kind);
-		return x;
+	if (fits({ x }) && x.is_contiguous()) {
+		if (unary_into(kind, x, x)) {
+			count_device_op(kind);
+			return x;
+		}
+		to_cpu(kind, true);
+		return x.copy_(ref(cpu(x)));
 	}
-	x.copy_(unary(kind, x, ref));
-	return x;
+	return x.copy_(unary(kind, x, ref));
 }
 
 /* The out= forms: the functional kernel, copied into out. */
