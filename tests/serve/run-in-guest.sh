@@ -3,8 +3,8 @@
 # make check's "serve" suite: the LLM serving stack (Documentation/serving.rst).
 # First host_test on the host, under ASan and UBSan: the request parser
 # (malformed and 20000 mutated bodies), reply escaping, the sampler, the KV
-# block manager. Then one guest boot with 2 devices ring-cabled (device 0's
-# port 0 reaches device 1):
+# block manager. Then one guest boot with 3 devices ring-cabled (device 0's
+# port 0 reaches device 1, its port 1 device 2):
 #  - serve_test model: device logits against the CPU double reference at every
 #    generated position (BF16 and MXFP8 weights, three requests batched), and
 #    the same requests disaggregated (prefill on device 0, K/V pushed layer by
@@ -14,6 +14,9 @@
 #  - serve_test http: maia-serve (disaggregated) on the guest's loopback, a
 #    small fuzz of its API: malformed requests get 4xx and it keeps serving;
 #    a completion and a streamed completion succeed; /metrics.
+#  - serve_test fallback and http-fallback: with the job timeout at 1 s,
+#    device 1's decode job hangs; the requests move to spare device 2 and end
+#    with the single-device tokens, in-process and through maia-serve --spare.
 # TAP from serve_test, numbered across its three runs; exit status nonzero
 # on any failure.
 #
