@@ -97,6 +97,7 @@ def other_ops():
     check_tutorial("convert_kernel", ["vcvt", "vshr"])
     check_tutorial("loops_kernel", ["bge", "beqz", "vredsum", "vfmax"])
     check_tutorial("int_reduce_kernel", ["vimax", "viadd", "vimin", "vimul", "vtrans"])
+    check_tutorial("argmax_kernel", ["vfcmp", "vsel", "vredmax"])
     asm = compile_kernel(K.convert_kernel, *K.SIGNATURES["convert_kernel"]).asm["tvpasm"]
     for form in ("fp16", "bf16", "fp8e4m3", "u2f", "f2i"):
         assert ", %s\n" % form in asm, form

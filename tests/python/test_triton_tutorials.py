@@ -223,6 +223,18 @@ def integer_reductions():
 
 
 @test
+def argmax_argmin():
+    M, N = 16, 32
+    x = torch.randn(M, N)
+    out = torch.empty(M + N + 1, dtype=torch.int32, device=DEV)
+    K.argmax_kernel[(1, )](x.to(DEV), out, M=M, N=N)
+    got = out.cpu()
+    assert torch.equal(got[:M], x.argmax(1).int()), (got[:M], x.argmax(1))
+    assert torch.equal(got[M:M + N], x.argmin(0).int())
+    assert got[M + N].item() == int(x.max(1).values.argmax())
+
+
+@test
 def loops():
     n, B = 300, 64
     x = torch.randn(n)

@@ -148,6 +148,7 @@ SIGNATURES = {
     "loops_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
     "int_reduce_kernel": ({"x_ptr": "*i32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"},
                           {"M": 4, "N": 8}),
+    "argmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"}, {"M": 16, "N": 32}),
 }
 
 
@@ -350,3 +351,15 @@ def int_reduce_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
 @triton.jit
 def _multiply(a, b):
     return a * b
+
+
+@triton.jit
+def argmax_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    # tl.argmax / tl.argmin: reductions of two tensors (values, indices) by a region of
+    # compares and selects.
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rm, tl.argmax(x, axis=1))
+    tl.store(out_ptr + M + rn, tl.argmin(x, axis=0))
+    tl.store(out_ptr + M + N, tl.argmax(tl.max(x, axis=1), axis=0))

@@ -11,11 +11,12 @@ values live in registers:
 The kernel's arguments arrive in s1..sN in the order of the TTIR signature.
 """
 
+import copy
 import re
 import struct
 
 from . import ttir
-from .regalloc import MAX_ARGS, MAX_LANES, SCRATCH_BASE, LoweringError, Program, S0
+from .regalloc import MAX_ARGS, MAX_LANES, SCRATCH_BASE, SLOT_BYTES, LoweringError, Program, S0
 
 # Printed in the assembly's first line (the cache key hashes the sources).
 VERSION = "2"
@@ -743,14 +744,14 @@ class Lowering:
 
     # ---- reductions and matrix multiply ----
     def op_tt_reduce(self, op):
-        if len(op.operands) != 1 or len(op.result_types) != 1:
-            self.err("tt.reduce over %d tensors is not supported (argmin/argmax)" % len(op.operands), op)
         body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
         v = self.val(op.operands[0], op)
-        combine = body[0].name if len(body) == 1 and sorted(body[0].operands) == sorted(op.block_args) else None
         rank = len(v.type.shape)
         # A 1-D tensor is one row: reducing it is a reduction along lanes' axis 1.
         axis = 1 if rank == 1 else op.axis
+        if len(op.operands) != 1 or len(body) != 1 or sorted(body[0].operands) != sorted(op.block_args):
+            return self._tree_reduce_region(op, axis)
+        combine = body[0].name
         if v.type.is_float and combine in _REDUCE:
             src = self.vreg(op.operands[0], op)
             r = self.newv(op.results[0])
@@ -758,20 +759,94 @@ class Lowering:
             return self._reduced(op, r)
         mnem = _FBIN.get(combine) if v.type.is_float else _IBIN_V.get(combine)
         if mnem is None:
-            names = ", ".join(o.name for o in body)
-            self.err("tt.reduce with the combine function (%s) is not supported: one binary op of "
-                     "arith (tl.sum, tl.max, tl.min, tl.reduce with one op)" % names, op)
+            return self._tree_reduce_region(op, axis)
         self._tree_reduce(op, mnem, v, axis)
 
-    def _reduced(self, op, r):
-        t = op.result_types[0]
+    def _tree_reduce_region(self, op, axis):
+        """Any combine region (argmax's compares and selects, several operands):
+        the tree of _tree_reduce, each step running the region's ops on whole
+        tensors (operand k in scratch slot k)."""
+        n = len(op.operands)
+        vals = [self.val(x, op) for x in op.operands]
+        srcs = [self.vreg(x, op) for x in op.operands]
+        rows, cols = vals[0].shape
+        if axis == 0:
+            t = [self.newv(op.results[0]) for _ in srcs]
+            for d, x in zip(t, srcs):
+                self.vemit((rows, cols), "vtrans", d, x)
+            srcs, rows, cols = t, cols, rows
+        if cols & (cols - 1):
+            self.err("tt.reduce over %d elements (a power of two is needed here)" % cols, op)
+        if len(op.block_args) != 2 * n:
+            self.err("tt.reduce: a combine region of %d arguments for %d operands" % (len(op.block_args), n), op)
+        shape = (rows, cols)
+        ret = [o for o in op.regions[0] if o.name == "tt.reduce.return"]
+        body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
+        if not ret or len(ret[0].operands) != n:
+            self.err("tt.reduce: its region returns %s values for %d operands" %
+                     (len(ret[0].operands) if ret else "no", n), op)
+
+        def whole(t):
+            # A region's scalar type as a tensor of the reduction's shape.
+            return ttir.Type("tensor<%dx%dx%s>" % (rows, cols, t.elem))
+
+        region = []
+        for o in body:
+            c = copy.copy(o)
+            c.result_types = [whole(t) for t in o.result_types]
+            region.append(c)
+        self.fixed_slots = max(self.fixed_slots, n)
+        addrs = [SCRATCH_BASE]
+        for k in range(1, n):
+            a = self.news("slot %d" % k)
+            self.emit("addi", a, SCRATCH_BASE, str(k * SLOT_BYTES))
+            addrs.append(a)
+        col, mask_k = self.newv("column"), self.newv("%d" % (cols - 1))
+        self.vemit(shape, "viota", col, "0")
+        self.vemit(shape, "vsplati", mask_k, str(cols - 1))
+        self.vemit(shape, "vand", col, col, mask_k)
+        xs = srcs
+        half = cols // 2
+        while half >= 1:
+            off, h, m = self.newv("offsets"), self.newv("%d" % half), self.newv("mask")
+            self.vemit(shape, "viota", off, str(half))
+            self.vemit(shape, "vsplati", h, str(half))
+            self.vemit(shape, "vicmp", m, col, h, "lt")
+            ys = []
+            for x, a in zip(xs, addrs):
+                y = self.newv(op.results[0])
+                self.vemit(shape, "vst", x, a, "unit", "i32")
+                self.vemit(shape, "vld", y, a, off, "i32", m)
+                ys.append(y)
+            for k in range(n):
+                t = whole(vals[k].type)
+                self.vals[op.block_args[k]] = Val("tensor", t, xs[k], shape=shape)
+                self.vals[op.block_args[n + k]] = Val("tensor", t, ys[k], shape=shape)
+            for c in region:
+                self.loc = op.loc
+                self.lower(c)
+            xs = [self.vreg(x, ret[0], shape) for x in ret[0].operands]
+            half //= 2
+        for k, (x, a) in enumerate(zip(xs, addrs)):
+            if rows > 1:
+                offs, c, r = self.newv("row starts"), self.newv("%d" % cols), self.newv(op.results[k])
+                self.vemit(shape, "vst", x, a, "unit", "i32")
+                self.vemit((1, rows), "viota", offs, "0")
+                self.vemit((1, rows), "vsplati", c, str(cols))
+                self.vemit((1, rows), "vimul", offs, offs, c)
+                self.vemit((1, rows), "vld", r, a, offs, "i32")
+                x = r
+            self._reduced(op, x, k)
+
+    def _reduced(self, op, r, i=0):
+        t = op.result_types[i]
         if t.is_tensor:
-            return self.define(op, Val("tensor", t, r, shape=lanes_shape(t, op.loc)))
+            return self.define(op, Val("tensor", t, r, shape=lanes_shape(t, op.loc)), i)
         if t.is_float:
-            return self.define(op, Val("float", t, r))
-        s = self.news(op.results[0])
+            return self.define(op, Val("float", t, r), i)
+        s = self.news(op.results[i])
         self.emit("vext", s, r, "0")
-        self.define(op, Val("int", t, s))
+        self.define(op, Val("int", t, s), i)
 
     def _tree_reduce(self, op, mnem, v, axis):
         """Reduction through the instance's scratch slot (no VRED for integers or

@@ -16,6 +16,7 @@ MAX_LANES = 1024
 MAX_ARGS = 16                  # s1 .. s16 (MAIA_TVP_MAX_ARGS)
 SPILL_TEMPS = 3
 SPILL_SLOT = MAX_LANES * 4     # bytes: a whole vector register
+SLOT_BYTES = SPILL_SLOT
 
 
 class _VectorPressure(Exception):
