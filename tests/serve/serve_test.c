@@ -116,7 +116,7 @@ static void fragment(struct llm_engine *e)
 }
 
 /* run() with a spare decode device and a hang injected (fallback tests). */
-static int run_spare = -1;
+static int run_spare = -1, run_dev;
 static uint64_t run_hang_step;
 static struct llm_engine_stats run_stats;
 static uint32_t run_fallbacks[NREQ], run_replayed[NREQ];
@@ -134,7 +134,7 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 
 	llm_config_default(&c);
 	c.wdtype = wdtype;
-	err = llm_engine_init(&e, &c, mode, 0, 16);
+	err = llm_engine_init(&e, &c, mode, run_dev, 16);
 	if (err) {
 		printf("# engine (%s, %s): %s (%s)\n", llm_mode_name(mode), maia_dtype_name(wdtype),
 		       maia_strerror(err), maia_last_error());
@@ -275,6 +275,19 @@ static int cmd_model(void)
 	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, scat, NULL, NULL, true);
 	tap(!err && !memcmp(single, scat, sizeof(single)),
 	    "disaggregated into scattered blocks (a remote write per block): the same tokens");
+	/* Devices 3 and 4: a ring of two (run-in-guest.sh). */
+	run_dev = 3;
+	err = run(LLM_MODE_TP, MAIA_DTYPE_BF16, dis, NULL, NULL, false);
+	run_dev = 0;
+	tap(!err, "tensor parallel on devices 3 and 4: heads and MLP columns split, an all-reduce "
+	    "after each layer's attention output and MLP (%s)", err ? maia_strerror(err) : "ok");
+	if (!err && memcmp(single, dis, sizeof(single)))
+		for (uint32_t i = 0; i < NREQ; i++)
+			printf("# request %u: single %.24s, tp %.24s\n", i, (char *)single[i],
+			       (char *)dis[i]);
+	tap(!err && !memcmp(single, dis, sizeof(single)),
+	    "tensor-parallel and single-device runs give identical tokens (%d requests x %d)",
+	    NREQ, GEN);
 	return 0;
 }
 

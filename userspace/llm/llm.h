@@ -73,6 +73,7 @@ struct llm_weights {
 	uint64_t bytes;			/* the weight BO's size */
 	uint64_t nref;			/* elements of ref */
 	float *ref;			/* the weights as the device decodes them, FP32 */
+	float *init;			/* a shard's FP32 values to load (else the seed's) */
 };
 
 /* Lay out and generate the weights; host side only (ref filled later). */
@@ -88,6 +89,15 @@ int llm_wdesc(const struct llm_weights *w, const struct llm_wt *t, uint64_t va,
 	      struct maia_tensor_desc *d);
 /* Convert the FP32 weights on the device into the BO and read them back decoded. */
 int llm_weights_load(struct llm_weights *w, struct maia_device *dev, struct maia_bo *wbo);
+/*
+ * Tensor-parallel shard `rank` of `n` of loaded weights (full->ref set):
+ * the model with heads, kv_heads and ffn divided by n; its Wqkv rows are
+ * rank's query heads, K heads and V heads, Wo its columns of those heads,
+ * W1 and W3 its rows of the MLP, W2 its columns; norms, embedding and head
+ * whole. -EINVAL if n does not divide kv_heads and ffn into valid shapes.
+ */
+int llm_weights_shard(const struct llm_weights *full, uint32_t rank, uint32_t n,
+		      struct llm_weights *ws);
 
 /* ---- a device and its buffers (llm_forward.c) ---- */
 
@@ -112,6 +122,12 @@ struct llm_dev {
 	uint64_t pool_bytes;
 	/* Counters (host time in ns, device time from maia_wait_times). */
 	uint64_t jobs, job_host_ns, job_device_ns;
+	/*
+	 * Tensor parallel (llm_dev_set_tp): after Wo and W2 the partial
+	 * sums are all-reduced over the ring's tp_n ranks; tp_seq numbers the
+	 * collectives, the same on every rank.
+	 */
+	uint32_t tp_n, tp_rank, tp_comm, tp_seq;
 };
 
 /* Open buffers for the model on dev and load the weights there. */
@@ -120,6 +136,10 @@ int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights 
 void llm_dev_fini(struct llm_dev *d);
 /* Submit d->cb, wait, account its times; *times may be NULL. */
 int llm_dev_run(struct llm_dev *d, struct maia_job_times *times);
+/* Rank `rank` of a ring of n devices cabled port 0 -> next; comm: the same on all. */
+void llm_dev_set_tp(struct llm_dev *d, uint32_t rank, uint32_t n, uint32_t comm);
+/* Submit every ds[i]->cb, then wait for each; rank 0's times in *times. */
+int llm_devs_run(struct llm_dev *const *ds, uint32_t n, struct maia_job_times *times);
 
 /* Pool offset of (layer, K=0 / V=1, block) in the KV pool. */
 static inline uint64_t llm_pool_off(const struct llm_config *c, uint32_t layer, uint32_t kv,
@@ -276,7 +296,9 @@ int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns
 
 /* ---- the engine: requests and continuous batching (llm_engine.c) ---- */
 
-enum llm_mode { LLM_MODE_SINGLE, LLM_MODE_DISAGG };
+enum llm_mode { LLM_MODE_SINGLE, LLM_MODE_DISAGG, LLM_MODE_TP };
+
+#define LLM_MAX_TP	4
 
 enum llm_req_state { LLM_REQ_WAITING, LLM_REQ_RUNNING, LLM_REQ_DONE, LLM_REQ_FAILED };
 
@@ -325,8 +347,11 @@ struct llm_engine {
 	enum llm_mode mode;
 	struct llm_config cfg;
 	struct llm_weights w;
-	struct llm_dev devs[3];
-	int dev_index[3];
+	struct llm_dev devs[LLM_MAX_TP];
+	int dev_index[LLM_MAX_TP];
+	uint32_t ntp;			/* tensor parallel: ranks devs[0..ntp) */
+	struct llm_dev *tp[LLM_MAX_TP];
+	struct llm_weights tpw[LLM_MAX_TP];	/* their shards */
 	struct llm_disagg x;
 	struct llm_dev *pre, *dec;
 	struct llm_dev *spare;		/* a decode device to move to; NULL: none (left) */
@@ -351,6 +376,15 @@ struct llm_engine {
  */
 int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_mode mode,
 		    int dev_index, uint32_t max_queue);
+/*
+ * Tensor parallel over ntp (2 or 4) devices dev_index.. cabled as a ring:
+ * each holds a shard of the weights (llm_weights_shard) and its heads' K/V;
+ * every prefill and decode step is one job per device, with an all-reduce
+ * after each layer's attention output and MLP. LLM_MODE_TP in
+ * llm_engine_init() is this with 2.
+ */
+int llm_engine_init_tp(struct llm_engine *e, const struct llm_config *c, int dev_index,
+		       uint32_t ntp, uint32_t max_queue);
 /*
  * Before llm_engine_start: device dev_index is the spare. When a decode job
  * fails (its device hung and was reset, or went away), the running requests

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "llm.h"
 
@@ -30,7 +31,7 @@ uint64_t llm_now_ns(void)
 
 const char *llm_mode_name(enum llm_mode m)
 {
-	return m == LLM_MODE_DISAGG ? "disagg" : "single";
+	return m == LLM_MODE_DISAGG ? "disagg" : m == LLM_MODE_TP ? "tp" : "single";
 }
 
 struct llm_request *llm_request_new(const uint8_t *prompt, uint32_t len, uint32_t max_tokens,
@@ -76,11 +77,79 @@ void llm_engine_release(struct llm_engine *e, struct llm_request *r)
 	pthread_mutex_unlock(&e->lock);
 }
 
+static void engine_sync_init(struct llm_engine *e)
+{
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->wake, NULL);
+	pthread_cond_init(&e->progress, NULL);
+	e->stats.kv_total = e->kv.nblocks;
+}
+
+int llm_engine_init_tp(struct llm_engine *e, const struct llm_config *c, int dev_index,
+		       uint32_t ntp, uint32_t max_queue)
+{
+	static uint32_t comms;	/* engine threads' creators only: a new id per engine */
+	uint32_t comm = 0x544c0000u | ((uint32_t)getpid() & 0xffu) << 8 | (comms++ & 0xffu);
+	struct maia_device *d = NULL;
+	struct maia_bo *bo = NULL;
+	uint32_t r;
+	int err;
+
+	if (ntp < 2 || ntp > LLM_MAX_TP)
+		return -EINVAL;
+	memset(e, 0, sizeof(*e));
+	e->mode = LLM_MODE_TP;
+	e->cfg = *c;
+	e->max_queue = max_queue;
+	err = llm_weights_init(&e->w, c);
+	err = err ?: llm_kv_init(&e->kv, c->kv_blocks);
+	for (r = 0; r < ntp && !err; r++) {
+		err = maia_device_open(dev_index + (int)r, &d);
+		if (err)
+			break;
+		if (!r) {
+			/* The whole model once, for the values the shards take. */
+			err = maia_bo_create(d, e->w.bytes, MAIA_BO_HBM, &bo);
+			err = err ?: llm_weights_load(&e->w, d, bo);
+			if (bo)
+				maia_bo_destroy(bo);
+		}
+		err = err ?: llm_weights_shard(&e->w, r, ntp, &e->tpw[r]);
+		err = err ?: llm_dev_init(&e->devs[r], d, &e->tpw[r], true);
+		if (err) {
+			maia_device_close(d);
+			break;
+		}
+		llm_dev_set_tp(&e->devs[r], r, ntp, comm);
+		e->dev_index[r] = dev_index + (int)r;
+		e->tp[r] = &e->devs[r];
+	}
+	if (err) {
+		while (r--) {
+			llm_dev_fini(&e->devs[r]);
+			maia_device_close(e->devs[r].dev);
+		}
+		for (r = 0; r < ntp; r++)
+			llm_weights_fini(&e->tpw[r]);
+		llm_kv_fini(&e->kv);
+		llm_weights_fini(&e->w);
+		return err;
+	}
+	e->ntp = ntp;
+	e->pre = e->dec = &e->devs[0];
+	e->stats.dec_index = dev_index;
+	engine_sync_init(e);
+	return 0;
+}
+
 int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_mode mode,
 		    int dev_index, uint32_t max_queue)
 {
 	struct maia_device *d0 = NULL, *d1 = NULL;
 	int err;
+
+	if (mode == LLM_MODE_TP)
+		return llm_engine_init_tp(e, c, dev_index, 2, max_queue);
 
 	memset(e, 0, sizeof(*e));
 	e->mode = mode;
@@ -108,10 +177,7 @@ int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_m
 	e->dev_index[0] = dev_index;
 	e->dev_index[1] = dev_index + 1;
 	e->stats.dec_index = mode == LLM_MODE_SINGLE ? dev_index : dev_index + 1;
-	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->wake, NULL);
-	pthread_cond_init(&e->progress, NULL);
-	e->stats.kv_total = e->kv.nblocks;
+	engine_sync_init(e);
 	return 0;
 fail:
 	if (e->devs[1].cb)
@@ -189,8 +255,17 @@ static int decode_step(struct llm_engine *e)
 		e->hang_at_step = 0;
 		err = maia_cmd_sem_wait(e->dec->cb, MAIA_NUM_SEMAPHORES - 1, 1, 600u * 1000000u);
 	}
-	err = err ?: llm_build_decode(e->dec, rows, n);
-	err = err ?: llm_dev_run(e->dec, &t);
+	if (e->ntp) {
+		for (i = 0; i < e->ntp && !err; i++) {
+			if (i)
+				maia_cmdbuf_reset(e->tp[i]->cb);
+			err = llm_build_decode(e->tp[i], rows, n);
+		}
+		err = err ?: llm_devs_run(e->tp, e->ntp, &t);
+	} else {
+		err = err ?: llm_build_decode(e->dec, rows, n);
+		err = err ?: llm_dev_run(e->dec, &t);
+	}
 	pthread_mutex_lock(&e->lock);
 	if (err && e->spare) {
 		/* The requests stay as they are: fall_back() moves them. */
@@ -236,7 +311,15 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 	for (i = 0; i < n; i++)
 		pr[i] = (struct llm_prefill_req){ .tokens = rs[i]->prompt, .n = rs[i]->prompt_len,
 						  .blocks = rs[i]->blocks };
-	if (e->mode == LLM_MODE_SINGLE || e->local_prefill) {
+	if (e->ntp) {
+		for (i = 0, err = 0; i < e->ntp && !err; i++) {
+			maia_cmdbuf_reset(e->tp[i]->cb);
+			err = llm_build_prefill(e->tp[i], pr, n, LLM_KV_LOCAL_POOL, 0);
+		}
+		err = err ?: llm_devs_run(e->tp, e->ntp, &t);
+		done = llm_now_ns();
+		xt.prefill_dev_ns = t.device_ns;
+	} else if (e->mode == LLM_MODE_SINGLE || e->local_prefill) {
 		maia_cmdbuf_reset(e->pre->cb);
 		err = llm_build_prefill(e->pre, pr, n, LLM_KV_LOCAL_POOL, 0);
 		err = err ?: llm_dev_run(e->pre, &t);
@@ -419,8 +502,8 @@ int llm_engine_add_spare(struct llm_engine *e, int dev_index)
 	struct maia_device *d = NULL;
 	int err;
 
-	if (e->started || e->devs[2].cb)
-		return -EBUSY;
+	if (e->started || e->devs[2].cb || e->ntp)
+		return e->ntp ? -EINVAL : -EBUSY;
 	err = maia_device_open(dev_index, &d);
 	err = err ?: llm_dev_init(&e->devs[2], d, &e->w, true);
 	if (err) {
@@ -446,6 +529,7 @@ int llm_engine_start(struct llm_engine *e)
 void llm_engine_fini(struct llm_engine *e)
 {
 	struct llm_request *r;
+	uint32_t i;
 
 	if (e->started) {
 		pthread_mutex_lock(&e->lock);
@@ -468,16 +552,14 @@ void llm_engine_fini(struct llm_engine *e)
 	pthread_mutex_unlock(&e->lock);
 	if (e->mode == LLM_MODE_DISAGG && !e->local_prefill)
 		llm_disagg_fini(&e->x);
-	llm_dev_fini(&e->devs[0]);
-	maia_device_close(e->devs[0].dev);
-	if (e->mode == LLM_MODE_DISAGG) {
-		llm_dev_fini(&e->devs[1]);
-		maia_device_close(e->devs[1].dev);
+	for (i = 0; i < LLM_MAX_TP; i++) {
+		if (!e->devs[i].cb)
+			continue;
+		llm_dev_fini(&e->devs[i]);
+		maia_device_close(e->devs[i].dev);
 	}
-	if (e->devs[2].cb) {
-		llm_dev_fini(&e->devs[2]);
-		maia_device_close(e->devs[2].dev);
-	}
+	for (i = 0; i < e->ntp; i++)
+		llm_weights_fini(&e->tpw[i]);
 	llm_kv_fini(&e->kv);
 	llm_weights_fini(&e->w);
 }

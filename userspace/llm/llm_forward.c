@@ -152,6 +152,44 @@ int llm_dev_run(struct llm_dev *d, struct maia_job_times *times)
 	return 0;
 }
 
+void llm_dev_set_tp(struct llm_dev *d, uint32_t rank, uint32_t n, uint32_t comm)
+{
+	d->tp_rank = rank;
+	d->tp_n = n;
+	d->tp_comm = comm;
+	d->tp_seq = 0;
+}
+
+int llm_devs_run(struct llm_dev *const *ds, uint32_t n, struct maia_job_times *times)
+{
+	struct maia_job_times t[LLM_MAX_TP] = { 0 };
+	uint64_t seq[LLM_MAX_TP];
+	uint32_t i, sub;
+	int err = 0, e2;
+
+	if (!n || n > LLM_MAX_TP)
+		return -EINVAL;
+	/* All submitted before any wait: their collectives meet. */
+	for (sub = 0; sub < n && !err; sub++)
+		err = maia_submit(ds[sub]->dev, ds[sub]->cb, NULL, &seq[sub]);
+	for (i = 0; i < sub; i++) {
+		struct maia_job_status st;
+
+		e2 = maia_wait_times(ds[i]->dev, seq[i], 60ll * 1000000000, &st, &t[i]);
+		if (!e2 && st.status != DRM_MAIA_JOB_OK)
+			e2 = -EIO;
+		err = err ?: e2;
+		if (!e2) {
+			ds[i]->jobs++;
+			ds[i]->job_host_ns += t[i].host_ns;
+			ds[i]->job_device_ns += t[i].device_ns;
+		}
+	}
+	if (!err && times)
+		*times = t[0];
+	return err;
+}
+
 const float *llm_logits(const struct llm_dev *d, uint32_t row)
 {
 	return (const float *)d->logits.cpu + (size_t)row * LLM_VOCAB;
@@ -301,6 +339,20 @@ static int embed(struct llm_dev *d, uint8_t token, uint32_t row)
 	return maia_cmd_tensor_copy(d->cb, &src, &dst);
 }
 
+/* Tensor parallel: sum the ranks' partial rows [n, d_model] of t, in place. */
+static int tp_sum(struct llm_dev *d, uint32_t n)
+{
+	struct maia_cmd_collective c = {
+		.coll = MAIA_COLL_ALL_REDUCE, .redop = MAIA_REDOP_SUM, .dtype = MAIA_DTYPE_FP32,
+		.send_port = 0, .recv_port = 1, .rank = (uint16_t)d->tp_rank,
+		.nranks = (uint16_t)d->tp_n, .comm_id = d->tp_comm, .seq = d->tp_seq++,
+		.send_addr = d->t.va, .recv_addr = d->t.va,
+		.count = (uint64_t)n * d->w->cfg.d_model,
+	};
+
+	return d->tp_n > 1 ? maia_cmd_collective(d->cb, &c) : 0;
+}
+
 /* Everything of a layer after attention: x += o Wo^T, then the gated MLP. */
 static int layer_tail(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t n)
 {
@@ -309,6 +361,7 @@ static int layer_tail(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t 
 	int err;
 
 	err = linear(d, d->att.va, n, &lw->wo, d->t.va, MAIA_ACT_NONE);
+	err = err ?: tp_sum(d, n);
 	err = err ?: mat(&x, d->x.va, MAIA_DTYPE_FP32, n, c->d_model, c->d_model);
 	err = err ?: mat(&t, d->t.va, MAIA_DTYPE_FP32, n, c->d_model, c->d_model);
 	err = err ?: maia_cmd_add(d->cb, &x, &t, &x, 0);
@@ -319,6 +372,7 @@ static int layer_tail(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t 
 	err = err ?: mat(&u, d->u.va, MAIA_DTYPE_FP32, n, c->ffn, c->ffn);
 	err = err ?: maia_cmd_mul(d->cb, &g, &u, &g, 0);
 	err = err ?: linear(d, d->g.va, n, &lw->w2, d->t.va, MAIA_ACT_NONE);
+	err = err ?: tp_sum(d, n);
 	return err ?: maia_cmd_add(d->cb, &x, &t, &x, 0);
 }
 

@@ -125,7 +125,76 @@ int llm_weights_init(struct llm_weights *w, const struct llm_config *c)
 void llm_weights_fini(struct llm_weights *w)
 {
 	free(w->ref);
+	free(w->init);
 	w->ref = NULL;
+	w->init = NULL;
+}
+
+/*
+ * Rows r0.. and columns [c0, c0 + t->cols) of full tensor f into rows
+ * dst_row0..t->rows of tensor t (FP32 at dst).
+ */
+static void slice(const struct llm_weights *full, const struct llm_wt *f, uint32_t r0,
+		  uint32_t c0, float *dst, const struct llm_wt *t, uint32_t dst_row0)
+{
+	const float *src = full->ref + f->ref_off;
+	uint32_t i;
+
+	for (i = 0; i + dst_row0 < t->rows && r0 + i < f->rows; i++)
+		memcpy(dst + t->ref_off + (size_t)(dst_row0 + i) * t->cols,
+		       src + (size_t)(r0 + i) * f->cols + c0, (size_t)t->cols * 4);
+}
+
+int llm_weights_shard(const struct llm_weights *full, uint32_t rank, uint32_t n,
+		      struct llm_weights *ws)
+{
+	struct llm_config c = full->cfg;
+	uint32_t qd, kvd, qd_l, kvd_l, l;
+	float *p;
+	int err;
+
+	if (!full->ref || !n || rank >= n || c.kv_heads % n || c.heads % n || c.ffn % n)
+		return -EINVAL;
+	qd = llm_qdim(&c);
+	kvd = llm_kvdim(&c);
+	c.heads /= n;
+	c.kv_heads /= n;
+	c.ffn /= n;
+	err = llm_weights_init(ws, &c);
+	if (err)
+		return err;
+	qd_l = llm_qdim(&c);
+	kvd_l = llm_kvdim(&c);
+	p = malloc(ws->nref * 4);
+	if (!p) {
+		llm_weights_fini(ws);
+		return -ENOMEM;
+	}
+	slice(full, &full->emb, 0, 0, p, &ws->emb, 0);
+	for (l = 0; l < c.layers; l++) {
+		const struct llm_layer_w *f = &full->layer[l];
+		const struct llm_layer_w *t = &ws->layer[l];
+		const struct llm_wt q = { .rows = qd_l, .cols = t->wqkv.cols,
+					  .ref_off = t->wqkv.ref_off };
+
+		slice(full, &f->attn_norm, 0, 0, p, &t->attn_norm, 0);
+		/* Wqkv: this rank's query rows, then its K rows, then its V rows */
+		slice(full, &f->wqkv, rank * qd_l, 0, p, &q, 0);
+		slice(full, &f->wqkv, qd + rank * kvd_l, 0, p, &(struct llm_wt){
+			.rows = qd_l + kvd_l, .cols = t->wqkv.cols, .ref_off = t->wqkv.ref_off },
+		      qd_l);
+		slice(full, &f->wqkv, qd + kvd + rank * kvd_l, 0, p, &t->wqkv, qd_l + kvd_l);
+		slice(full, &f->wo, 0, rank * qd_l, p, &t->wo, 0);
+		slice(full, &f->mlp_norm, 0, 0, p, &t->mlp_norm, 0);
+		slice(full, &f->w1, rank * c.ffn, 0, p, &t->w1, 0);
+		slice(full, &f->w3, rank * c.ffn, 0, p, &t->w3, 0);
+		slice(full, &f->w2, 0, rank * c.ffn, p, &t->w2, 0);
+	}
+	slice(full, &full->final_norm, 0, 0, p, &ws->final_norm, 0);
+	slice(full, &full->lm_head, 0, 0, p, &ws->lm_head, 0);
+	slice(full, &full->lm_bias, 0, 0, p, &ws->lm_bias, 0);
+	ws->init = p;
+	return 0;
 }
 
 float *llm_wref(const struct llm_weights *w, const struct llm_wt *t)
@@ -265,7 +334,7 @@ int llm_weights_load(struct llm_weights *w, struct maia_device *dev, struct maia
 		goto out;
 	/* Embedding rows of rms ~0.6; projections keep unit variance. */
 	fill(s, &w->emb, 1.0f, 0.0f, &seed);
-	for (l = 0; l < c->layers; l++) {
+	for (l = 0; l < c->layers && !w->init; l++) {
 		const struct llm_layer_w *lw = &w->layer[l];
 
 		fill(s, &lw->attn_norm, 0.1f, 1.0f, &seed);
@@ -279,6 +348,8 @@ int llm_weights_load(struct llm_weights *w, struct maia_device *dev, struct maia
 	fill(s, &w->final_norm, 0.1f, 1.0f, &seed);
 	fill(s, &w->lm_head, 2.0f * sqrtf(3.0f / c->d_model), 0.0f, &seed);
 	fill_bias(s + w->lm_bias.ref_off);
+	if (w->init)
+		memcpy(s, w->init, bytes);
 	cv.wva = maia_bo_va(wbo);
 	cv.src_va = maia_bo_va(src);
 	cv.dst_va = maia_bo_va(dst);
