@@ -3,12 +3,13 @@
 # make check's "serve" suite: the LLM serving stack (Documentation/serving.rst).
 # First host_test on the host, under ASan and UBSan: the request parser
 # (malformed and 20000 mutated bodies), reply escaping, the sampler, the KV
-# block manager. Then one guest boot with 3 devices ring-cabled (device 0's
-# port 0 reaches device 1, its port 1 device 2):
+# block manager. Then one guest boot with 5 devices: 0-2 ring-cabled (device
+# 0's port 0 reaches device 1, its port 1 device 2), 3-4 a ring of two:
 #  - serve_test model: device logits against the CPU double reference at every
 #    generated position (BF16 and MXFP8 weights, three requests batched), and
 #    the same requests disaggregated (prefill on device 0, K/V pushed layer by
-#    layer with fabric remote writes, decode on device 1) give the same tokens;
+#    layer with fabric remote writes, decode on device 1) give the same tokens,
+#    and so does tensor-parallel decode on devices 3 and 4;
 #  - serve_test kv: the KV-cache block manager and admission (a full queue
 #    refuses, a full pool queues, every block comes back);
 #  - serve_test http: maia-serve (disaggregated) on the guest's loopback, a
@@ -65,7 +66,7 @@ wait $pid || { echo "# maia-serve --spare exited with status $?"; st=1; }
 [ $st = 0 ] || sed "s/^/# maia-serve --spare: /" /tmp/serve2.log
 exit $st
 '
-"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 3 --fabric ring --timeout 600 \
+"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 5 --fabric rings:3,2 --timeout 600 \
 	--file "$TOP/build/serve-test:/root/serve" -- sh -c "$script" >"$out" 2>&1
 st=$?
 # Renumber the six TAP streams into one.
