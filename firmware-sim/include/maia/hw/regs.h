@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.10. Minor versions add registers a driver may use once it
+ * major.minor = 1.11. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -53,9 +53,11 @@
  * 1.9 the Tile Vector Processor (maia/hw/tvp.h): MAIA_OP_KERNEL,
  * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters;
  * 1.10 fabric failover (maia/hw/fabric.h): relayed collective chunks, the
- * MAIA_REG_FABRIC_FO_* thresholds and the per-port failover blocks.
+ * MAIA_REG_FABRIC_FO_* thresholds and the per-port failover blocks;
+ * 1.11 TVP atomics (maia/hw/tvp.h): AMOADD, AMOXCHG, AMOCAS and
+ * MAIA_STATUS_KERNEL_ATOMIC.
  */
-#define MAIA_HW_REVISION		0x010au
+#define MAIA_HW_REVISION		0x010bu
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -71,6 +73,8 @@
 #define MAIA_HW_REVISION_TVP		0x0109u
 /* 1.10: fabric failover: MAIA_REG_FABRIC_FO_*, MAIA_REG_FPORT_FO/_Q blocks, COLL relays */
 #define MAIA_HW_REVISION_FAILOVER	0x010au
+/* 1.11: TVP scalar atomics (MAIA_TVP_OP_AMO*) and MAIA_STATUS_KERNEL_ATOMIC */
+#define MAIA_HW_REVISION_TVP_ATOMICS	0x010bu
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
