@@ -154,6 +154,12 @@ def norms_and_clip():
         same(torch.linalg.vector_norm(xs[1].to(DEV), keepdim=True),
              torch.linalg.vector_norm(xs[1], keepdim=True), 1e-5, "norm keepdim")
         assert torch.isinf(torch.linalg.vector_norm(specials()[1:3].to(DEV))).item()
+        m, row = torch.randn(30, 70), torch.randn(70)
+        md = m.to(DEV)
+        md.mul_(row.to(DEV))                                  # mul_ by a tensor: the engine's mul
+        same(md, m * row, 0, "mul_ broadcast")
+        md.mul_(torch.tensor(0.5).to(DEV))                    # by a device scalar: a TVP kernel
+        same(md, m * row * 0.5, 0, "mul_ by a device scalar")
         for max_norm in (1.0, 1e3):
             grads_c = [x.clone() for x in xs]
             grads_d = [x.to(DEV) for x in xs]

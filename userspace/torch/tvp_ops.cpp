@@ -453,6 +453,13 @@ static at::Tensor &mul_tensor_(at::Tensor &x, const at::Tensor &s)
 			    [&](at::Tensor &c) { c.mul_(cpu(s)); });
 		return x;
 	}
+	/* A tensor of x's shape or broadcast to it: the engine's mul (kernels.cpp), copied in. */
+	if (on_device(x) && on_device(s, x) && s.dim() > 0) {
+		at::Tensor r = at::mul(x, s);
+
+		if (r.sizes() == x.sizes() && r.scalar_type() == x.scalar_type())
+			return x.copy_(r);
+	}
 	to_cpu("mul_.Tensor", false);
 	at::Tensor r = at::mul(cpu(x), cpu(s));
 	return x.copy_(r);
