@@ -292,6 +292,11 @@ int fw_tvp_run_instance(struct fw_tvp_state *st, uint64_t idx)
 		case MAIA_TVP_OP_SST:
 			rc = fw_tvp_sst(st, d);
 			break;
+		case MAIA_TVP_OP_AMOADD:
+		case MAIA_TVP_OP_AMOXCHG:
+		case MAIA_TVP_OP_AMOCAS:
+			rc = fw_tvp_amo(st, d);
+			break;
 		default:
 			if (d->op >= MAIA_TVP_OP_ADD && d->op <= MAIA_TVP_OP_SRA) {
 				s[d->rd] = salu(d->op, s[d->ra], s[d->rb]);

@@ -274,3 +274,52 @@ int fw_tvp_sst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 {
 	return store_one(st, d->dtype, st->s[d->ra], (uint32_t)st->s[d->rd]);
 }
+
+/*
+ * AMOADD, AMOXCHG, AMOCAS: a host atomic on the HBM word in place, since
+ * instances run at the same time on the tensor engine's workers. The word
+ * must be aligned (so it never crosses a page) and mapped writable in place;
+ * an unmapped one goes through read() so the fault record names it, and
+ * anything else (host memory, read-only, misaligned) is a fault too: an
+ * atomic cannot be split into read() and write(). Sequentially consistent
+ * host atomics make each AMO a full barrier for this instance's plain
+ * loads and stores, the acquire and release maia/hw/tvp.h promises.
+ */
+int fw_tvp_amo(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	uint64_t va = st->s[d->ra];
+	uint32_t v = (uint32_t)st->s[d->rb], old;
+	uint32_t *w;
+
+	if (va & 3u)
+		return MAIA_STATUS_MMU_FAULT;
+	w = (uint32_t *)page_ptr(st, va, 4, true);
+	if (!w) {
+		const struct maia_job_mem *mem = st->k->env->mem;
+		uint8_t buf[4];
+		int rc = mem->read(mem->opaque, va, buf, sizeof(buf));
+
+		return rc != MAIA_STATUS_OK ? rc : (int)MAIA_STATUS_MMU_FAULT;
+	}
+	switch (d->op) {
+	case MAIA_TVP_OP_AMOADD:
+		old = __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+		break;
+	case MAIA_TVP_OP_AMOXCHG:
+		old = __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+		break;
+	default:	/* AMOCAS: sd holds the expected value; old lands there either way */
+		old = (uint32_t)st->s[d->rd];
+		if (!__atomic_compare_exchange_n(w, &old, v, false, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST)) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();	/* likely a spin lock: let the holder's core on */
+#endif
+		}
+		break;
+	}
+	st->s[d->rd] = (uint64_t)(int64_t)(int32_t)old;
+	st->st.bytes_read += 4;
+	st->st.bytes_written += 4;
+	return MAIA_STATUS_OK;
+}

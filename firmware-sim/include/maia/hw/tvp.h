@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Maia hardware ABI: the Tile Vector Processor (TVP, revision 1.9) and the
+ * Maia hardware ABI: the Tile Vector Processor (TVP, revision 1.9; atomics 1.11) and the
  * KERNEL command that runs a TVP program over a grid of program instances.
  * See Documentation/hw/tvp.rst for the semantics of every instruction.
  *
@@ -91,7 +91,7 @@ struct maia_tvp_insn {
 #define MAIA_TVP_CLASS_VMEM	4u	/* vector and scalar loads and stores */
 #define MAIA_TVP_CLASS_VPERM	5u	/* reductions, broadcasts, transpose */
 #define MAIA_TVP_CLASS_MATRIX	6u	/* DOT through the tile's tensor unit */
-#define MAIA_TVP_CLASS_SYNC	7u	/* semaphores */
+#define MAIA_TVP_CLASS_SYNC	7u	/* semaphores, atomics (1.11) */
 #define MAIA_TVP_NUM_CLASSES	8u
 
 /* Conditions of SCMP, VFCMP, VICMP (VFCMP: ordered, except NE) */
@@ -182,6 +182,10 @@ struct maia_tvp_insn {
 	X(VST,     0x29, "vst",     MAIA_TVP_FMT_MEM_V,   MAIA_TVP_CLASS_VMEM) \
 	X(SLD,     0x2a, "sld",     MAIA_TVP_FMT_MEM_S,   MAIA_TVP_CLASS_VMEM) \
 	X(SST,     0x2b, "sst",     MAIA_TVP_FMT_MEM_S,   MAIA_TVP_CLASS_VMEM) \
+	/* scalar atomics on an int32 word of device memory (1.11) */ \
+	X(AMOADD,  0x2c, "amoadd",  MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
+	X(AMOXCHG, 0x2d, "amoxchg", MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
+	X(AMOCAS,  0x2e, "amocas",  MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
 	/* vector moves and lane set-up */ \
 	X(VMOV,    0x30, "vmov",    MAIA_TVP_FMT_V_V,     MAIA_TVP_CLASS_VALU) \
 	X(VSPLAT,  0x31, "vsplat",  MAIA_TVP_FMT_V_S,     MAIA_TVP_CLASS_VALU) \
@@ -256,7 +260,23 @@ struct maia_tvp_insn {
  * VLD vd, sa, vb, ..  see MAIA_TVP_MEM_*; SLD sd, sa, dtype loads one element
  *                     at address sa (floats as binary32 bits zero-extended,
  *                     INT32/INT8 sign-extended); SST stores the low bits of sd
- * VSPLAT vd, sa       every lane = low 32 bits of sa
+ * AMOADD sd, sa, sb   atomically: old = int32 word at sa; word = old + low 32
+ *                     bits of sb (wrapping); sd = old sign-extended
+ * AMOXCHG sd, sa, sb  atomically: old = word; word = low 32 bits of sb; sd = old
+ * AMOCAS sd, sa, sb   atomically: old = word; if old == low 32 bits of sd (the
+ *                     expected value) word = low 32 bits of sb; sd = old
+ *                     sign-extended (so sd == expected iff the swap happened)
+ *                     The AMOs are sequentially consistent and order the
+ *                     instance's own accesses both ways (acquire and release):
+ *                     its loads and stores before an AMO are visible to an
+ *                     instance whose AMO reads that AMO's write, and its loads
+ *                     and stores after an AMO see what instances wrote before
+ *                     the AMOs it read from. So a lock taken with AMOCAS (0 ->
+ *                     1) and released with AMOXCHG (-> 0) protects plain VLD,
+ *                     VST, SLD, SST between them. The word must be 4-byte
+ *                     aligned HBM mapped writable: anything else (misaligned,
+ *                     unmapped, read-only, host memory) is MAIA_STATUS_MMU_FAULT
+ *                     (the fault record names the address when it is unmapped).
  * VSPLATI vd, imm     every lane = imm
  * VIOTA vd, imm       lane i = i + imm (int32)
  * VEXT sd, va, lane   sd = sign-extended lane `lane` of va (lane < VLEN)
@@ -294,7 +314,10 @@ enum maia_tvp_opcode {
  * MAIA_STATUS_KERNEL_WATCHDOG; an access outside the context's mappings
  * with MAIA_STATUS_MMU_FAULT. Stores of instances that ran before a failure
  * stay. Writes of one instance are visible to the instances after it only
- * through semaphores.
+ * through semaphores or atomics (AMO*, 1.11). An instance runs to its end
+ * once started (it never waits behind an instance queued after it), so a
+ * spin lock whose holder is another instance is always released, and a
+ * lock never released ends in MAIA_STATUS_KERNEL_WATCHDOG.
  */
 struct maia_cmd_kernel {
 	struct maia_cmd_header hdr;
