@@ -32,6 +32,9 @@ BATCH = 16			# the global batch, split evenly over the ranks
 STEPS = 3
 TMP = tempfile.mkdtemp(prefix="maia-dist-")
 CKPT = os.path.join(TMP, "ckpt.pt")
+# torch 2.13's names for the tensor forms (the older ones warn).
+ALL_GATHER_SINGLE = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
+REDUCE_SCATTER_SINGLE = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
 
 
 def inputs(rank, n, dtype=torch.float32):
@@ -73,7 +76,7 @@ def check_all_gather(rank, world, dev):
     for r in range(world):
         assert torch.equal(outs[r].cpu(), ref[r]), r
     flat = torch.empty(world * n, device=dev)
-    dist.all_gather_into_tensor(flat, inputs(rank, n).to(dev))
+    ALL_GATHER_SINGLE(flat, inputs(rank, n).to(dev))
     assert torch.equal(flat.cpu(), torch.cat(ref))
 
 
@@ -82,7 +85,7 @@ def check_reduce_scatter(rank, world, dev):
     every = [inputs(r, world * n) for r in range(world)]
     ref = sum(every).view(world, n)[rank]
     out = torch.empty(n, device=dev)
-    dist.reduce_scatter_tensor(out, inputs(rank, world * n).to(dev))
+    REDUCE_SCATTER_SINGLE(out, inputs(rank, world * n).to(dev))
     assert torch.equal(out.cpu(), ref)
     out2 = torch.empty(n, device=dev)
     dist.reduce_scatter(out2, list(inputs(rank, world * n).to(dev).view(world, n).unbind(0)))
@@ -131,9 +134,12 @@ def check_ddp(rank, world, dev):
     train(ddp, lx.to(dev), ly.to(dev), STEPS)
     one = model().to(dev)
     train(one, x.to(dev), y.to(dev), STEPS)
+    worst = 0.0
     for (name, p), q in zip(ddp.module.named_parameters(), one.parameters()):
         d = (p.detach().cpu() - q.detach().cpu()).abs().max().item()
         assert d <= WEIGHT_BOUND, (name, d)
+        worst = max(worst, d)
+    return "DDP vs one device: largest weight difference %.3g (bound %g)" % (worst, WEIGHT_BOUND)
 
 
 def next_loss(net, x, y):
@@ -175,14 +181,16 @@ def rank_main(rank, world, first):
     dev = torch.device("maia", first + rank)
     torch.maia.set_device(dev)
     store = dist.FileStore(os.path.join(TMP, "store-%d" % world), world)
-    dist.init_process_group("maia", store=store, rank=rank, world_size=world,
+    dist.init_process_group("maia", store=store, rank=rank, world_size=world, device_id=dev,
                             timeout=datetime.timedelta(seconds=60))
     ok = True
     with open(os.path.join(TMP, "result-%d-%d" % (world, rank)), "w") as out:
         for fn in CHECKS:
             try:
-                fn(rank, world, dev)
+                note = fn(rank, world, dev)
                 out.write("%s ok\n" % fn.__name__)
+                if note and rank == 0:
+                    out.write("# rank 0: %s\n" % note)
             except Exception:  # noqa: BLE001 (a failed check is reported, the rest run)
                 ok = False
                 out.write("%s FAIL\n" % fn.__name__)
