@@ -18,6 +18,8 @@
 #  - serve_test fallback and http-fallback: with the job timeout at 1 s,
 #    device 1's decode job hangs; the requests move to spare device 2 and end
 #    with the single-device tokens, in-process and through maia-serve --spare.
+# Then a second boot with 4 ring-cabled devices: serve_test tp4, tensor
+# parallel over four (kv_heads 4) against one device.
 # TAP from serve_test, numbered across its three runs; exit status nonzero
 # on any failure.
 #
@@ -69,7 +71,10 @@ exit $st
 "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --devices 5 --fabric rings:3,2 --timeout 600 \
 	--file "$TOP/build/serve-test:/root/serve" -- sh -c "$script" >"$out" 2>&1
 st=$?
-# Renumber the six TAP streams into one.
+# Tensor parallel over four: a second boot with a ring of four devices.
+"$TOP/qemu/run-guest" --no-build --devices 4 --fabric ring --timeout 300 \
+	--file "$TOP/build/serve-test:/root/serve" -- /root/serve/serve_test tp4 >>"$out" 2>&1 || st=1
+# Renumber the seven TAP streams into one.
 cat "$host" "$out" |
 	awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
 	     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }'

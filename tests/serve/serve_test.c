@@ -21,6 +21,9 @@
  *                         decode device's job hangs at step 6 until the
  *                         driver's job timeout resets it; the requests move to
  *                         device 2 and end with the single-device tokens
+ *   serve_test tp4        tensor parallel over devices 0-3 (a ring of four,
+ *                         kv_heads 4): the single-device tokens; not in the
+ *                         suite
  *   serve_test http-fallback PORT  the same through maia-serve (--spare 2
  *                         --inject-decode-hang 4): the reply and /metrics say
  *                         it moved; a second request, on the spare from the
@@ -611,6 +614,60 @@ static int cmd_http(int port)
 	return 0;
 }
 
+/*
+ * Tensor parallel over 4 devices (0-3, a ring of four; not in the suite):
+ * with kv_heads 4 so that each device has one K/V head, the same tokens as
+ * one device with that model.
+ */
+static int cmd_tp4(void)
+{
+	struct llm_request *r[NREQ] = { 0 };
+	uint8_t tok[2][NREQ][GEN];
+	struct llm_config c;
+	int err = 0, pass;
+
+	llm_config_default(&c);
+	c.kv_heads = 4;
+	for (pass = 0; pass < 2 && !err; pass++) {
+		struct llm_engine e;
+		uint32_t i;
+
+		err = pass ? llm_engine_init_tp(&e, &c, 0, 4, 16) :
+			     llm_engine_init(&e, &c, LLM_MODE_SINGLE, 0, 16);
+		if (err)
+			break;
+		for (i = 0; i < NREQ && !err; i++) {
+			uint8_t p[PROMPT_LEN];
+			struct llm_sampling s;
+
+			prompt_of(i, p);
+			sampling_of(i, &s);
+			r[i] = llm_request_new(p, PROMPT_LEN, GEN, &s);
+			err = r[i] ? llm_engine_submit(&e, r[i]) : -ENOMEM;
+		}
+		err = err ?: llm_engine_start(&e);
+		for (i = 0; i < NREQ && r[i]; i++) {
+			enum llm_req_state st = LLM_REQ_FAILED;
+
+			if (!err)
+				llm_engine_wait(&e, r[i], GEN, &st);
+			if (!err && st != LLM_REQ_DONE)
+				err = r[i]->error ? r[i]->error : -EIO;
+			if (!err)
+				memcpy(tok[pass][i], r[i]->out, GEN);
+			llm_engine_release(&e, r[i]);
+			r[i] = NULL;
+		}
+		llm_engine_fini(&e);
+	}
+	tap(!err, "kv_heads 4: one device, then tensor parallel over devices 0-3 (%s)",
+	    err ? maia_strerror(err) : "ok");
+	tap(!err && !memcmp(tok[0], tok[1], sizeof(tok[0])),
+	    "tensor parallel over 4 devices gives the single-device tokens (%d requests x %d)",
+	    NREQ, GEN);
+	return 0;
+}
+
 /* maia-serve --spare 2 --inject-decode-hang 4 on PORT (run-in-guest.sh). */
 static int cmd_http_fallback(int port)
 {
@@ -654,13 +711,15 @@ int main(int argc, char **argv)
 		cmd_kv();
 	else if (argc == 3 && !strcmp(argv[1], "http"))
 		cmd_http(atoi(argv[2]));
+	else if (argc == 2 && !strcmp(argv[1], "tp4"))
+		cmd_tp4();
 	else if (argc == 2 && !strcmp(argv[1], "fallback"))
 		cmd_fallback();
 	else if (argc == 3 && !strcmp(argv[1], "http-fallback"))
 		cmd_http_fallback(atoi(argv[2]));
 	else {
 		fprintf(stderr, "usage: serve_test model | kv | http PORT | fallback | "
-			"http-fallback PORT\n");
+			"http-fallback PORT | tp4\n");
 		return 2;
 	}
 	printf("1..%d\n", ntest);
