@@ -441,7 +441,8 @@ static int weights_type(const char *s, unsigned int *t)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: maia-serve [--mode single|disagg] [--device N] [--bind ADDR] [--port N]\n"
+	fprintf(f, "usage: maia-serve [--mode single|disagg|tp] [--tp N] [--device N] [--bind ADDR]\n"
+		"                  [--port N]\n"
 		"                  [--weights bf16|mxfp8|mxfp8_e5m2|mxfp6|mxfp4|mxint8]\n"
 		"                  [--kv-blocks N] [--max-batch N] [--max-queue N] [--max-seq N]\n"
 		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n"
@@ -460,7 +461,7 @@ int main(int argc, char **argv)
 		{ "max-seq", required_argument, NULL, 'S' }, { "layers", required_argument, NULL, 'L' },
 		{ "d-model", required_argument, NULL, 'D' }, { "seed", required_argument, NULL, 's' },
 		{ "ready-file", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
-		{ "spare", required_argument, NULL, 'P' },
+		{ "spare", required_argument, NULL, 'P' }, { "tp", required_argument, NULL, 'T' },
 		{ "inject-decode-hang", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -472,6 +473,7 @@ int main(int argc, char **argv)
 	uint32_t max_queue = 64;
 	int port = 8000, dev = 0, spare = -1, o, err, sig;
 	uint64_t hang_step = 0;
+	uint32_t tp = 2;
 	sigset_t stop;
 
 	llm_config_default(&cfg);
@@ -482,6 +484,8 @@ int main(int argc, char **argv)
 				mode = LLM_MODE_SINGLE;
 			else if (!strcmp(optarg, "disagg"))
 				mode = LLM_MODE_DISAGG;
+			else if (!strcmp(optarg, "tp"))
+				mode = LLM_MODE_TP;
 			else
 				goto bad;
 			break;
@@ -501,6 +505,7 @@ int main(int argc, char **argv)
 		case 's': cfg.seed = strtoull(optarg, NULL, 0); break;
 		case 'r': ready = optarg; break;
 		case 'P': spare = atoi(optarg); break;
+		case 'T': tp = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'H': hang_step = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
@@ -520,14 +525,20 @@ int main(int argc, char **argv)
 	sigaddset(&stop, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	err = llm_engine_init(&engine, &cfg, mode, dev, max_queue);
+	err = mode == LLM_MODE_TP ? llm_engine_init_tp(&engine, &cfg, dev, tp, max_queue) :
+				    llm_engine_init(&engine, &cfg, mode, dev, max_queue);
 	if (err) {
 		fprintf(stderr, "maia-serve: cannot load the model on device %d%s: %s (%s)\n", dev,
-			mode == LLM_MODE_DISAGG ? " and the next" : "", maia_strerror(err),
+			mode == LLM_MODE_DISAGG ? " and the next" : mode == LLM_MODE_TP ?
+			" and the next ones" : "", maia_strerror(err),
 			maia_last_error());
 		if (mode == LLM_MODE_DISAGG && (err == -ENOLINK || err == -ENODEV))
 			fprintf(stderr, "maia-serve: --mode disagg needs device %d's fabric port 0 "
 				"cabled to device %d (qemu/run-guest --fabric ring)\n", dev, dev + 1);
+		if (mode == LLM_MODE_TP && err == -EINVAL)
+			fprintf(stderr, "maia-serve: --tp must be 2 or 4 and divide kv_heads and the "
+				"MLP width; the devices a ring in order (qemu/run-guest --fabric "
+				"ring)\n");
 		return 1;
 	}
 	engine.hang_at_step = hang_step;
