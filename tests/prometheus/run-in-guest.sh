@@ -6,7 +6,7 @@
 # the host's /usr/bin, deps.sh installs it) next to each other, runs a GEMM
 # and an all-reduce, and checks the series, the Grafana dashboard's queries
 # and the alerting rules (promtool, and the server's evaluation) through
-# Prometheus's HTTP API. Prints TAP; non-zero exit if any test failed (124
+# Prometheus's HTTP API; then scrapes maia-serve after one completion. Prints TAP; non-zero exit if any test failed (124
 # timeout, 125 guest died). Costs about 20 s warm (boot, Prometheus start-up
 # under TCG, the work, 25 checks; 19 s measured).
 #

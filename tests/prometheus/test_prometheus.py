@@ -13,7 +13,10 @@ chip model (a Maia 100: BF16 800 TFLOP/s) on hardware 1.8. Last, every PromQL qu
 (userspace/grafana/maia-dashboard.json, parsed, not copied) must return data,
 and the alerting rules (userspace/prometheus/maia-alerts.yml) pass promtool's
 unit tests (tests/prometheus/maia-alerts-test.yml), load into the same
-Prometheus and evaluate against the real series without an error.
+Prometheus and evaluate against the real series without an error. Then
+maia-serve (disaggregated over the two devices) answers one completion and
+Prometheus, which scrapes it as job maia-serve, must show its counters: one
+request completed, its tokens, one TTFT sample, K/V bytes pushed, no block held.
 
 Prints TAP. Every wait is for an event (the exporter answers, Prometheus is
 ready, a scrape newer than the work); the deadlines only stop a hang.
@@ -38,6 +41,8 @@ ALERTS = os.path.join(TOP, "userspace", "prometheus", "maia-alerts.yml")
 ALERTS_TEST = os.path.join(TOP, "tests", "prometheus", "maia-alerts-test.yml")
 
 EXPORTER = ("127.0.0.1", 9400)
+SERVE = ("127.0.0.1", 8077)	# maia-serve --mode disagg, scraped as job maia-serve
+SERVE_TOKENS = 8
 PROM = ("127.0.0.1", 9090)
 SCRAPE_INTERVAL = "2s"
 # Grafana's variables, as Grafana would expand them: "All" devices is the
@@ -165,6 +170,57 @@ def stop(proc, name):
         return False
 
 
+def serve_scrape(env, tmp, prom):
+    """maia-serve's /metrics through the real Prometheus: one completion, then its counters."""
+    ready = os.path.join(tmp, "serve.ready")
+    log = open(os.path.join(tmp, "serve.log"), "w")
+    serve = subprocess.Popen(
+        [os.path.join(BIN, "maia-serve"), "--mode", "disagg", "--bind", SERVE[0], "--port",
+         str(SERVE[1]), "--ready-file", ready], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not tap(wait_for("maia-serve", lambda: os.path.exists(ready) or None, serve),
+                   "maia-serve (disaggregated over maia0 and maia1) listens on %s:%d" % SERVE):
+            return
+        body = json.dumps({"prompt": "Prometheus scrapes maia-serve", "max_tokens": SERVE_TOKENS,
+                           "temperature": 0}).encode()
+        req = urllib.request.Request("http://%s:%d/v1/completions" % SERVE, data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=HANG_GUARD_S) as r:
+                reply = json.loads(r.read().decode())
+        except (urllib.error.URLError, ValueError) as e:
+            reply = {"error": str(e)}
+        done = time.time()
+        tap(reply.get("usage", {}).get("completion_tokens") == SERVE_TOKENS,
+            "a completion of %d tokens from maia-serve" % SERVE_TOKENS, json.dumps(reply))
+        fresh = wait_for("a scrape of maia-serve after the completion", lambda: [
+            s for s in query('timestamp(up{job="maia-serve"})')
+            if float(s["value"][1]) > done and
+            [u for u in query('up{job="maia-serve"}') if u["value"][1] == "1"]], prom)
+        if not tap(bool(fresh), 'prometheus scraped maia-serve after it: up{job="maia-serve"} '
+                   '== 1'):
+            return
+        want = {"maia_serve_requests_completed_total": 1,
+                "maia_serve_generated_tokens_total": SERVE_TOKENS,
+                "maia_serve_ttft_seconds_count": 1, "maia_serve_requests_failed_total": 0,
+                "maia_serve_kv_blocks_used": 0, "maia_serve_fallbacks_total": 0}
+        got = {m: [float(s["value"][1]) for s in query('%s{job="maia-serve"}' % m)]
+               for m in want}
+        moved = [float(s["value"][1]) for s in
+                 query('maia_serve_kv_transfer_bytes_total{job="maia-serve"}')]
+        tap(all(got[m] == [float(v)] for m, v in want.items()) and moved and moved[0] > 0,
+            "maia-serve's series in Prometheus: 1 completed, %d tokens, 1 TTFT sample, "
+            "0 failed, no KV block held, K/V bytes pushed (%s)" % (SERVE_TOKENS, moved),
+            json.dumps(got))
+    finally:
+        tap(stop(serve, "maia-serve"), "maia-serve stopped on SIGTERM")
+        log.close()
+        if not all(results):
+            with open(os.path.join(tmp, "serve.log")) as f:
+                for line in f.read().splitlines()[-20:]:
+                    print("# serve.log: %s" % line)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="prom-test.")
     env = dict(os.environ, LD_LIBRARY_PATH=LIB)
@@ -190,8 +246,10 @@ def main():
                 "rule_files:\n  - %s\n"
                 "scrape_configs:\n  - job_name: maia\n    static_configs:\n"
                 "      - targets: ['%s:%d']\n"
+                "  - job_name: maia-serve\n    static_configs:\n"
+                "      - targets: ['%s:%d']\n"
                 % (SCRAPE_INTERVAL, SCRAPE_INTERVAL, SCRAPE_INTERVAL, ALERTS,
-                   EXPORTER[0], EXPORTER[1]))
+                   EXPORTER[0], EXPORTER[1], SERVE[0], SERVE[1]))
     prom_log = open(os.path.join(tmp, "prometheus.log"), "w")
     prom = subprocess.Popen(
         ["prometheus", "--config.file=" + config,
@@ -333,6 +391,7 @@ def main():
         tap(len(down) == 1 and not down[0].get("alerts"),
             "MaiaFabricLinkDown is neither pending nor firing: every link is up",
             json.dumps(down))
+        serve_scrape(env, tmp, prom)
     finally:
         stopped = stop(prom, "prometheus") & stop(exporter, "maia-exporter")
         tap(stopped, "prometheus and maia-exporter stopped on SIGTERM")
