@@ -73,7 +73,10 @@ def main():
     res = [json.load(open(os.path.join(TMP, "r%d" % r))) for r in range(WORLD)]
     t = max(r["s"] for r in res) / ITERS
     busbw = BYTES / t * 2 * (WORLD - 1) / WORLD / 1e9
-    c = subprocess.run(["maia-coll-perf", "--op", "all_reduce", "--dtype", "fp32", "--json",
+    # The tree's build (the guest's root is the host's here, without its PATH).
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                        "userspace", "bin", "maia-coll-perf")
+    c = subprocess.run([tool, "--op", "all_reduce", "--dtype", "fp32", "--json",
                         "--min-bytes", str(BYTES), "--max-bytes", str(BYTES),
                         "--iters", str(ITERS), "--warmup", str(WARMUP)],
                        capture_output=True, text=True, check=True)
