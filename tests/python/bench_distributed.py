@@ -45,9 +45,9 @@ def rank_main(rank):
     torch.maia.synchronize()
     dist.barrier()
     elapsed = time.perf_counter() - start
-    # Every rank's value after warm-up + timed calls: (sum of 1..WORLD)^calls, times 1.
-    s = WORLD * (WORLD + 1) / 2
-    want = s ** (WARMUP + ITERS)
+    # Rank r starts at r + 1: the first call gives every rank the sum of 1..WORLD,
+    # each later one WORLD times that (exact in FP32: 10 * 2^48 after 25 calls).
+    want = WORLD * (WORLD + 1) / 2 * WORLD ** (WARMUP + ITERS - 1)
     got = t[:1].cpu().item()
     wrong = 0 if abs(got - want) <= want * 1e-5 else 1
     with open(os.path.join(TMP, "r%d" % rank), "w") as f:
