@@ -88,8 +88,9 @@ static void engine_sync_init(struct llm_engine *e)
 int llm_engine_init_tp(struct llm_engine *e, const struct llm_config *c, int dev_index,
 		       uint32_t ntp, uint32_t max_queue)
 {
-	static uint32_t comms;	/* engine threads' creators only: a new id per engine */
-	uint32_t comm = 0x544c0000u | ((uint32_t)getpid() & 0xffu) << 8 | (comms++ & 0xffu);
+	static uint32_t comms;	/* atomic: a new communicator id per engine */
+	uint32_t n = __atomic_fetch_add(&comms, 1, __ATOMIC_RELAXED);
+	uint32_t comm = 0x544c0000u | ((uint32_t)getpid() & 0xffu) << 8 | (n & 0xffu);
 	struct maia_device *d = NULL;
 	struct maia_bo *bo = NULL;
 	uint32_t r;
