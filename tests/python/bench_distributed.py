@@ -3,7 +3,8 @@
 
 In a guest of 4 ring-cabled devices: forks 4 ranks (one per device, torch
 imported once), each times ITERS torch.distributed.all_reduce calls of
-BYTES of float32 (sum) after WARMUP, between barriers; the time is the slowest
+BYTES of float32 (sum, async_op=True, waiting for the last) after WARMUP,
+between barriers; the time is the slowest
 rank's. Then maia-coll-perf runs the C collective of the same size, count
 and iterations on the same devices. Prints one JSON line,
 torch_allreduce_busbw_n4, with nccl-tests' busbw (algbw x 2(n-1)/n) and the C
@@ -39,10 +40,11 @@ def rank_main(rank):
     for _ in range(WARMUP):
         dist.all_reduce(t)
     dist.barrier()
+    # async_op: the calls queue up on the device as nccl-tests' on a stream; wait for the last.
     start = time.perf_counter()
     for _ in range(ITERS):
-        dist.all_reduce(t)
-    torch.maia.synchronize()
+        work = dist.all_reduce(t, async_op=True)
+    work.wait()
     dist.barrier()
     elapsed = time.perf_counter() - start
     # Rank r starts at r + 1: the first call gives every rank the sum of 1..WORLD,

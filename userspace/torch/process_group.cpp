@@ -8,11 +8,14 @@
  * ...), the other ranks read it from there.
  *
  * Ordering: a collective is a job on the same device queue as the backend's
- * own jobs (runtime.h), so it runs after the ops that wrote its inputs once
- * a pending batch is flushed. The call then waits for the collective
- * (maia_comm_sync) before it returns a completed Work: a failure (a peer
- * that never came, a cut ring) raises at the call with libmaia's message
- * naming the rank, and DDP's futures are complete when it asks for them.
+ * own jobs (runtime.h), submitted after a flush of the pending batch, so it
+ * runs after the ops that wrote its input and before every later op, a host
+ * read included: the device's stream, as NCCL's is CUDA's. So a call returns
+ * once its job is submitted, with the Work's future already complete (what
+ * reads the result queues behind the collective; DDP's gradient all-reduces
+ * thus overlap the backward pass). Work::wait() waits for the collective on
+ * the host and raises libmaia's message (the rank, step and port) if it
+ * failed; a failure also raises at the group's next call. barrier() waits.
  */
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -27,25 +30,29 @@
 namespace maia_torch {
 namespace {
 
-/* A Work that is done when it is made: the call waited for its collective. */
-class DoneWork : public c10d::Work {
+class ProcessGroupMaia;
+
+/*
+ * A collective submitted to the device's queue: its future is complete (the
+ * result is read through the same queue); wait() and isCompleted() ask
+ * libmaia about the communicator's calls so far.
+ */
+class CollWork : public c10d::Work {
 public:
-	DoneWork(int rank, c10d::OpType type, std::vector<at::Tensor> out)
-		: c10d::Work(rank, type), out_(std::move(out))
-	{
-		/* No devices: the future records no device events (all done already). */
-		future_ = c10::make_intrusive<c10::ivalue::Future>(
-			c10::ListType::create(c10::TensorType::get()));
-		future_->markCompleted(c10::IValue(out_));
-	}
-	bool isCompleted() override { return true; }
-	bool isSuccess() const override { return true; }
-	bool wait(std::chrono::milliseconds) override { return true; }
+	CollWork(c10::intrusive_ptr<ProcessGroupMaia> pg, int rank, c10d::OpType type,
+		 std::vector<at::Tensor> out);
+	bool isCompleted() override;
+	bool isSuccess() const override { return !exception(); }
+	std::exception_ptr exception() const override { return error_; }
+	bool wait(std::chrono::milliseconds timeout) override;
 	std::vector<at::Tensor> result() override { return out_; }
 	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 private:
+	c10::intrusive_ptr<ProcessGroupMaia> pg_;
 	std::vector<at::Tensor> out_;
 	c10::intrusive_ptr<c10::ivalue::Future> future_;
+	bool done_ = false;
+	std::exception_ptr error_;
 };
 
 class ProcessGroupMaia : public c10d::Backend {
@@ -72,7 +79,6 @@ public:
 		uint64_t count = as_bytes(t, &dtype);
 		check(maia_broadcast(comm_of(t), va_of(t), va_of(t), count, dtype,
 				     static_cast<int>(opts.rootRank)), "maia_broadcast");
-		sync();
 		return done(c10d::OpType::BROADCAST, tensors);
 	}
 
@@ -85,7 +91,6 @@ public:
 		unsigned int redop = redop_of(opts.reduceOp, &avg);
 		check(maia_all_reduce(comm_of(t), va_of(t), va_of(t), t.numel(), dtype_of(t), redop),
 		      "maia_all_reduce");
-		sync();
 		if (avg)
 			t.div_(size_);
 		return done(c10d::OpType::ALLREDUCE, tensors);
@@ -231,7 +236,6 @@ private:
 		uint64_t count = as_bytes(src, &dtype);
 		check(maia_all_gather(comm_of(src), va_of(src), va_of(out), count, dtype),
 		      "maia_all_gather");
-		sync();
 	}
 
 	void scatter_into(at::Tensor &out, at::Tensor &in, const c10d::ReduceOp &op)
@@ -248,7 +252,6 @@ private:
 			dst = at::empty_like(out);
 		check(maia_reduce_scatter(comm_of(in), va_of(in), va_of(dst), out.numel(), dtype_of(in),
 					  redop), "maia_reduce_scatter");
-		sync();
 		if (!dst.is_same(out))
 			out.copy_(dst);
 		if (avg)
@@ -281,6 +284,10 @@ private:
 		}
 		TORCH_CHECK(dev == dev_, "maia: this process group's collectives run on maia:", dev_,
 			    ", not maia:", dev);
+		/* An earlier collective's failure sticks: raise it rather than queue more. */
+		const char *msg = nullptr;
+		if (maia_comm_async_error(comm_, &msg))
+			TORCH_CHECK(false, "maia: an earlier collective failed: ", msg ? msg : "?");
 		flush(dev_);
 		return comm_;
 	}
@@ -299,8 +306,26 @@ private:
 
 	c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> out)
 	{
-		return c10::make_intrusive<DoneWork>(rank_, type, std::move(out));
+		return c10::make_intrusive<CollWork>(
+			c10::intrusive_ptr<ProcessGroupMaia>::reclaim_copy(this), rank_, type,
+			std::move(out));
 	}
+
+public:
+	/* For CollWork: wait for every call so far (raises), or only look (-EAGAIN: running). */
+	void wait_all()
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		if (comm_)
+			sync();
+	}
+	int poll()
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		return comm_ ? maia_comm_sync(comm_, 0) : 0;
+	}
+
+private:
 
 	c10::intrusive_ptr<c10d::Store> store_;
 	std::chrono::milliseconds timeout_;
@@ -308,6 +333,37 @@ private:
 	struct maia_comm *comm_ = nullptr;
 	int dev_ = -1;
 };
+
+CollWork::CollWork(c10::intrusive_ptr<ProcessGroupMaia> pg, int rank, c10d::OpType type,
+		   std::vector<at::Tensor> out)
+	: c10d::Work(rank, type), pg_(std::move(pg)), out_(std::move(out))
+{
+	/* No devices: the future records no device events; the queue orders the reads. */
+	future_ = c10::make_intrusive<c10::ivalue::Future>(
+		c10::ListType::create(c10::TensorType::get()));
+	future_->markCompleted(c10::IValue(out_));
+}
+
+bool CollWork::isCompleted()
+{
+	if (!done_ && pg_->poll() != -EAGAIN)
+		done_ = true;	/* a failure is wait()'s to raise */
+	return done_;
+}
+
+bool CollWork::wait(std::chrono::milliseconds)
+{
+	if (error_)
+		std::rethrow_exception(error_);
+	try {
+		pg_->wait_all();
+	} catch (...) {
+		error_ = std::current_exception();
+		throw;
+	}
+	done_ = true;
+	return true;
+}
 
 } // namespace
 
