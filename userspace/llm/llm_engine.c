@@ -402,7 +402,9 @@ static void fall_back(struct llm_engine *e)
 	e->dec = e->spare;
 	e->spare = NULL;
 	to = e->dev_index[e->dec - e->devs];
-	if (e->mode == LLM_MODE_DISAGG) {
+	if (e->mode == LLM_MODE_SINGLE) {
+		e->pre = e->dec;	/* the failed device prefilled too */
+	} else if (e->mode == LLM_MODE_DISAGG) {
 		llm_disagg_fini(&e->x);
 		if (llm_disagg_init(&e->x, e->pre, e->dec)) {
 			/* No port reaches the spare: it prefills too. */
