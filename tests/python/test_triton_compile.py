@@ -213,14 +213,16 @@ def tensor_over_1024_elements_names_the_line():
 
 
 @triton.jit
-def atomic(x_ptr):
-    tl.atomic_add(x_ptr, 1.0)
+def atomic(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + offs, 1.0)
 
 
 @test
 def unsupported_op_names_op_and_line():
-    e = raises(LoweringError, compile_kernel, atomic, {"x_ptr": "*fp32"})
-    assert "tt.atomic_rmw is not supported" in str(e), e
+    # The TVP's atomics are scalar: an atomic on a tensor of pointers is refused.
+    e = raises(LoweringError, compile_kernel, atomic, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64})
+    assert "tt.atomic_rmw fadd on a tensor of pointers is not supported" in str(e), e
     assert str(e).startswith(line_of(atomic, "tl.atomic_add")), e
 
 
@@ -254,8 +256,29 @@ def while_loop(x_ptr, n):
 def unsupported_region_ops_name_op_and_line():
     e = raises(LoweringError, compile_kernel, scan, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 16})
     assert str(e).startswith(line_of(scan, "tl.cumsum")) and "tt.scan is not supported" in str(e), e
-    e = raises(LoweringError, compile_kernel, while_loop, {"x_ptr": "*i32", "n": "i32"})
-    assert str(e).startswith(line_of(while_loop, "while i < n")) and "scf.while is not supported" in str(e), e
+
+
+@test
+def while_loops():
+    """scf.while: the before region, the exit branch, the after region and the
+    jump back; carried values through it (the tests in the guest run them)."""
+    asm = compile_kernel(while_loop, {"x_ptr": "*i32", "n": "i32"}).asm["tvpasm"]
+    for part in (".Lwhile", "    beqz ", "    jmp .Lwhile", ".Lendwhile", "    sst "):
+        assert part in asm, "%s not in\n%s" % (part, asm)
+    check_tutorial("atomics_kernel", ["amoadd", "amocas", "amoxchg", "max", "or", "vfadd", "beqz", "jmp"])
+
+
+@test
+def tutorial_05_layer_norm_backward():
+    """The spin lock: `while tl.atomic_cas(Lock, 0, 1) == 1` is an AMOCAS in a
+    while loop, the release an AMOXCHG; tl.debug_barrier is nothing (one instance
+    is one thread)."""
+    check_tutorial("_layer_norm_bwd_dx_fused", ["amocas", "amoxchg", "beqz", "vredsum", "vsel"])
+    check_tutorial("_layer_norm_bwd_dwdb", ["vredsum", "vbrow", "vbcol", "bge"])
+    asm = compile_kernel(K._layer_norm_bwd_dx_fused, *K.SIGNATURES["_layer_norm_bwd_dx_fused"]).asm["tvpasm"]
+    # the lock is taken before the partial sums are read and released after they are stored
+    take, release = asm.index("    amocas "), asm.rindex("    amoxchg ")
+    assert take < asm.index("    sld ") and asm.rindex("    vst ") < release, asm
 
 
 @test

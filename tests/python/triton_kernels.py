@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Triton's tutorial kernels (python/tutorials/ of Triton 3.x): 01 vector
 add, 02 fused softmax, 03 matrix multiplication, 04 low-memory dropout, 05
-layer norm (forward),
+layer norm (forward, and backward with its spin locks),
 as the tutorials write them, for test_triton_compile.py (the host: compile
 to TVP assembly) and test_triton_tutorials.py (the guest: run on Maia)."""
 import triton
@@ -73,6 +73,97 @@ def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl
 
 
 @triton.jit
+def _layer_norm_bwd_dx_fused(DX,  # pointer to the input gradient
+                             DY,  # pointer to the output gradient
+                             DW,  # pointer to the partial sum of weights gradient
+                             DB,  # pointer to the partial sum of biases gradient
+                             X,  # pointer to the input
+                             W,  # pointer to the weights
+                             Mean,  # pointer to the mean
+                             Rstd,  # pointer to the 1/std
+                             Lock,  # pointer to the lock
+                             stride,  # how much to increase the pointer when moving by 1 row
+                             N,  # number of columns in X
+                             GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+    # Map the program id to the elements of X, DX, and DY it should compute.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE_N)
+    mask = cols < N
+    X += row * stride
+    DY += row * stride
+    DX += row * stride
+    # Offset locks and weights/biases gradient pointer for parallel reduction
+    lock_id = row % GROUP_SIZE_M
+    Lock += lock_id
+    Count = Lock + GROUP_SIZE_M
+    DW = DW + lock_id * N + cols
+    DB = DB + lock_id * N + cols
+    # Load data to SRAM
+    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(W + cols, mask=mask).to(tl.float32)
+    mean = tl.load(Mean + row)
+    rstd = tl.load(Rstd + row)
+    # Compute dx
+    xhat = (x - mean) * rstd
+    wdy = w * dy
+    xhat = tl.where(mask, xhat, 0.)
+    wdy = tl.where(mask, wdy, 0.)
+    c1 = tl.sum(xhat * wdy, axis=0) / N
+    c2 = tl.sum(wdy, axis=0) / N
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    # Write dx
+    tl.store(DX + cols, dx, mask=mask)
+    # Accumulate partial sums for dw/db
+    partial_dw = (dy * xhat).to(w.dtype)
+    partial_db = (dy).to(w.dtype)
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    # First store doesn't accumulate
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        partial_dw += tl.load(DW, mask=mask)
+        partial_db += tl.load(DB, mask=mask)
+    tl.store(DW, partial_dw, mask=mask)
+    tl.store(DB, partial_db, mask=mask)
+    # need a barrier to ensure all threads finished before
+    # releasing the lock
+    tl.debug_barrier()
+
+    # Release the lock
+    tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def _layer_norm_bwd_dwdb(DW,  # pointer to the partial sum of weights gradient
+                         DB,  # pointer to the partial sum of biases gradient
+                         FINAL_DW,  # pointer to the weights gradient
+                         FINAL_DB,  # pointer to the biases gradient
+                         M,  # GROUP_SIZE_M
+                         N,  # number of columns
+                         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+    # Map the program id to the elements of DW and DB it should compute.
+    pid = tl.program_id(0)
+    cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    # Iterate through the rows of DW and DB to sum the partial sums.
+    for i in range(0, M, BLOCK_SIZE_M):
+        rows = i + tl.arange(0, BLOCK_SIZE_M)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * N + cols[None, :]
+        dw += tl.load(DW + offs, mask=mask, other=0.)
+        db += tl.load(DB + offs, mask=mask, other=0.)
+    # Write the final sum to the output.
+    sum_dw = tl.sum(dw, axis=0)
+    sum_db = tl.sum(db, axis=0)
+    tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
+    tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
+
+
+@triton.jit
 def leaky_relu(x):
     return tl.where(x >= 0, x, 0.01 * x)
 
@@ -130,6 +221,15 @@ SIGNATURES = {
     "_layer_norm_fwd_fused": ({"X": "*fp32", "Y": "*fp32", "W": "*fp32", "B": "*fp32", "Mean": "*fp32",
                                "Rstd": "*fp32", "stride": "i32", "N": "i32", "eps": "fp32",
                                "BLOCK_SIZE": "constexpr"}, {"BLOCK_SIZE": 128}),
+    # The tutorial's tiles (BLOCK_SIZE_M 32 x BLOCK_SIZE_N 128) are 4096 elements: one
+    # TVP register holds 1024, so 8 x 128 here; GROUP_SIZE_M as the tutorial picks for N <= 1024.
+    "_layer_norm_bwd_dx_fused": ({"DX": "*fp32", "DY": "*fp32", "DW": "*fp32", "DB": "*fp32", "X": "*fp32",
+                                  "W": "*fp32", "Mean": "*fp32", "Rstd": "*fp32", "Lock": "*i32",
+                                  "stride": "i32", "N": "i32", "GROUP_SIZE_M": "constexpr",
+                                  "BLOCK_SIZE_N": "constexpr"}, {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 128}),
+    "_layer_norm_bwd_dwdb": ({"DW": "*fp32", "DB": "*fp32", "FINAL_DW": "*fp32", "FINAL_DB": "*fp32",
+                              "M": "i32", "N": "i32", "BLOCK_SIZE_M": "constexpr", "BLOCK_SIZE_N": "constexpr"},
+                             {"BLOCK_SIZE_M": 8, "BLOCK_SIZE_N": 128}),
     "matmul_kernel": ({"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
                        "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
                        "stride_cm": "i32", "stride_cn": "i32", "BLOCK_SIZE_M": "constexpr",
@@ -149,6 +249,8 @@ SIGNATURES = {
     "int_reduce_kernel": ({"x_ptr": "*i32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"},
                           {"M": 4, "N": 8}),
     "argmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"}, {"M": 16, "N": 32}),
+    "atomics_kernel": ({"cnt_ptr": "*i32", "f_ptr": "*fp32", "out_ptr": "*i32", "n": "i32"}, {}),
+    "tensor_atomic_kernel": ({"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
 }
 
 
@@ -363,3 +465,33 @@ def argmax_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
     tl.store(out_ptr + rm, tl.argmax(x, axis=1))
     tl.store(out_ptr + M + rn, tl.argmin(x, axis=0))
     tl.store(out_ptr + M + N, tl.argmax(tl.max(x, axis=1), axis=0))
+
+
+# Scalar atomics and while loops: every instance bumps a counter (its old
+# value stored), takes the max and the OR of its id, adds 0.5 to a float,
+# and counts the Collatz steps of pid + 1 in a while loop with an if inside.
+@triton.jit
+def atomics_kernel(cnt_ptr, f_ptr, out_ptr, n):
+    pid = tl.program_id(0)
+    old = tl.atomic_add(cnt_ptr, 1)
+    tl.atomic_max(cnt_ptr + 1, pid)
+    tl.atomic_or(cnt_ptr + 2, 1 << (pid % 31))
+    tl.atomic_xchg(cnt_ptr + 3, 7)
+    tl.atomic_add(f_ptr, 0.5)
+    x = pid + 1
+    steps = 0
+    while x != 1:
+        if x % 2 == 0:
+            x = x // 2
+        else:
+            x = 3 * x + 1
+        steps += 1
+    tl.store(out_ptr + pid, steps)
+    tl.store(out_ptr + n + pid, old)
+
+
+# A tensor of pointers in an atomic: refused (the TVP's atomics are scalar).
+@triton.jit
+def tensor_atomic_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + offs, 1.0)

@@ -53,7 +53,9 @@ _REDUCE = {"arith.addf": "vredsum", "arith.maxnumf": "vredmax", "arith.maximumf"
 # scalar registers and int32 in lanes; f16/bf16 values are held as binary32).
 _ALIAS = {"arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
           "arith.extf", "tt.int_to_ptr", "tt.ptr_to_int"}
-_IGNORED = {"llvm.intr.assume", "tt.assert"}
+# A barrier orders a CTA's threads; one program instance is one TVP thread
+# whose loads and stores already happen in program order.
+_IGNORED = {"llvm.intr.assume", "tt.assert", "gpu.barrier", "ttg.barrier"}
 # Ops without side effects: skipped when their results are unused.
 _PURE_TT = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.make_range", "tt.addptr",
             "tt.load", "tt.reduce", "tt.dot", "tt.trans", "tt.get_program_id", "tt.get_num_programs",
@@ -249,7 +251,7 @@ class Lowering:
         name = op.name
         if name in _IGNORED:
             return
-        if name in ("tt.return", "scf.yield", "tt.reduce.return"):
+        if name in ("tt.return", "scf.yield", "tt.reduce.return", "scf.condition"):
             if name == "tt.return" and op.operands:
                 self.err("tt.return with values", op)
             return
@@ -980,6 +982,117 @@ class Lowering:
         self.place(end)
         for i, d in enumerate(carried):
             self.define(op, d, i)
+
+    def op_scf_while(self, op):
+        """before region (ends in scf.condition(c) fwd...), then, while c, the after
+        region on the forwarded values, its yield feeding the before region again."""
+        carried = [self._fresh_like(t, arg) for (arg, _), t in zip(op.iter_args, op.arg_types)]
+        self._parallel_copy(carried, [init for _, init in op.iter_args], op)
+        for (arg, _), d in zip(op.iter_args, carried):
+            self.vals[arg] = d
+        fwd = [self._fresh_like(t, "while%d" % i) for i, t in enumerate(op.result_types)]
+        head, end = self.p.label("while"), self.p.label("endwhile")
+        self.place(head)
+        head_pos = len(self.p.items)
+        before, after = op.regions
+        self.block(before)
+        self.loc = op.loc
+        cond = [o for o in before if o.name == "scf.condition"]
+        if not cond:
+            self.err("scf.while without scf.condition", op)
+        c = self.sreg(cond[-1].operands[0], cond[-1])
+        if fwd:
+            self._parallel_copy(fwd, cond[-1].operands[1:], cond[-1])
+        self.emit("beqz", c, end)
+        for a, d in zip(op.after_args, fwd):
+            self.vals[a] = d
+        self.block(after)
+        self.loc = op.loc
+        y = [o for o in after if o.name == "scf.yield"]
+        if carried:
+            self._parallel_copy(carried, y[-1].operands, y[-1])
+        self.emit("jmp", head)
+        self.p.loops.append((head_pos, len(self.p.items) - 1))
+        self.place(end)
+        for i, d in enumerate(fwd):
+            self.define(op, d, i)
+
+    # ---- atomics (int32 words: AMOADD, AMOXCHG, AMOCAS; sequentially consistent,
+    # so every sem/scope Triton asks for holds) ----
+    def _atomic_ptr(self, op, what):
+        p = self.val(op.operands[0], op)
+        if p.kind != "int":
+            self.err("%s on a tensor of pointers is not supported (scalar atomics only)" % what, op)
+        if p.type.elem not in ("i32", "f32"):
+            self.err("%s on %s: the TVP's atomics work on 32-bit words" % (what, p.type.elem), op)
+        return p
+
+    def op_tt_atomic_cas(self, op):
+        p = self._atomic_ptr(op, "tt.atomic_cas")
+        if p.type.elem != "i32":
+            self.err("tt.atomic_cas on f32 is not supported (int32 only)", op)
+        r = self.news(op.results[0])
+        self.emit("add", r, self.sreg(op.operands[1], op), S0)     # the expected value
+        self.emit("amocas", r, p.reg, self.sreg(op.operands[2], op))
+        self.define(op, Val("int", op.result_types[0], r))
+
+    _RMW_S = {"and": "and", "or": "or", "xor": "xor", "max": "max", "min": "min"}
+
+    def op_tt_atomic_rmw(self, op):
+        kind = op.attrs.strip().split(",")[0].strip()
+        p = self._atomic_ptr(op, "tt.atomic_rmw %s" % kind)
+        is_f = p.type.elem == "f32"
+        if is_f and kind not in ("fadd", "exch"):
+            self.err("tt.atomic_rmw %s on f32 is not supported" % kind, op)
+        if not is_f and kind not in ("exch", "add") and kind not in self._RMW_S:
+            self.err("tt.atomic_rmw %s is not supported" % kind, op)
+        skip = None
+        if len(op.operands) > 2:
+            m = self.val(op.operands[2], op)
+            if m.kind == "const" and not m.value:
+                return self.define(op, Val("const", op.result_types[0], value=0))
+            if m.kind != "const":
+                skip = self.p.label("nomask")
+                self.emit("beqz", self.sreg(op.operands[2], op), skip)
+        if is_f:
+            vv = self.vreg(op.operands[1], op, (1, 1))
+            if kind == "exch":
+                val = self.news("bits")
+                self.vemit((1, 1), "vext", val, vv, "0")
+        else:
+            val = self.sreg(op.operands[1], op)
+        old = self.news(op.results[0])
+        if kind == "exch":
+            self.emit("amoxchg", old, p.reg, val)
+        elif kind == "add":
+            self.emit("amoadd", old, p.reg, val)
+        else:
+            # a CAS loop: new = old op v, retried while another instance got in between
+            new, seen = self.news("new"), self.news("seen")
+            retry = self.p.label("rmw")
+            self.emit("sld", old, p.reg, "i32")
+            self.place(retry)
+            pos = len(self.p.items)
+            if is_f:
+                t = self.newv("sum")
+                self.vemit((1, 1), "vsplat", t, old)
+                self.vemit((1, 1), "vfadd", t, t, vv)
+                self.vemit((1, 1), "vext", new, t, "0")
+            else:
+                self.emit(self._RMW_S[kind], new, old, val)
+            self.emit("add", seen, old, S0)
+            self.emit("amocas", seen, p.reg, new)
+            self.emit("scmp", new, seen, old, "ne")
+            self.emit("add", old, seen, S0)
+            self.emit("bnez", new, retry)
+            self.p.loops.append((pos, len(self.p.items) - 1))
+        if skip is not None:
+            self.place(skip)
+        if is_f:
+            r = self.newv(op.results[0])
+            self.vemit((1, 1), "vsplat", r, old)
+            return self.define(op, Val("float", op.result_types[0], r))
+        self.define(op, Val("int", op.result_types[0], old))
 
     def op_scf_if(self, op):
         c = self.sreg(op.operands[0], op)

@@ -67,7 +67,7 @@ class Op:
         self.regions = []
         self.loc = loc
         self.line = line            # the printed line, for messages
-        self.iter_args = []         # scf.for: (block argument, init value)
+        self.iter_args = []         # scf.for, scf.while: (block argument, init value)
         self.block_args = []        # tt.reduce: the combine region's arguments
 
 
@@ -272,6 +272,8 @@ class Parser:
             op.regions.append(self.block())
             self._close()
             return op
+        if name == "scf.while":
+            return self.while_op(results, rest, loc, line)
         if name == "scf.if":
             m = re.match(r"(%[\w.$#-]+)(?: -> \((.*)\))?$", rest.strip())
             if not m:
@@ -301,6 +303,33 @@ class Parser:
         if m and loc is None:
             loc = self.locs.resolve(m.group(1))
         return Op(name, results, [], "", None, loc, line)
+
+    def while_op(self, results, rest, loc, line):
+        """scf.while (%a = %init, ...) : (types) -> (types) { before } do { ^bb0(args): after }:
+        iter_args pairs the before region's arguments with their initial values,
+        after_args names the after region's arguments, result_types the types
+        scf.condition forwards (the after region's arguments and the results)."""
+        m = re.match(r"(?:\((.*)\) )?: \((.*?)\) -> \(?(.*?)\)?$", rest.strip())
+        if not m:
+            raise TTIRError("cannot read scf.while: %s" % line)
+        op = Op("scf.while", results, [], "", None, loc, line)
+        if m.group(1):
+            for pair in _split_top(m.group(1)):
+                a, b = pair.split(" = ")
+                op.iter_args.append((a.strip(), b.strip()))
+        op.arg_types = [Type(x) for x in _split_top(m.group(2))]
+        op.result_types = [Type(x) for x in _split_top(m.group(3))]
+        op.regions.append(self.block())
+        closing = self._close()
+        if not closing.startswith("} do {"):
+            raise TTIRError("scf.while without its do region: %s" % line)
+        op.after_args = []
+        if self.pos < len(self.lines) and self.lines[self.pos].strip().startswith("^bb"):
+            op.after_args = re.findall(r"(%[\w.$-]+): ", self.lines[self.pos])
+            self.pos += 1
+        op.regions.append(self.block())
+        self._fix_loc(op, self._close())
+        return op
 
     def _close(self):
         closing = self.lines[self.pos].strip()
