@@ -79,7 +79,7 @@ def check_async(rank, world, dev):
     for w in works:
         assert w.wait() and w.is_completed() and w.is_success()
     g = torch.empty(world * 5, device=dev)
-    w = dist.all_gather_into_tensor(g, torch.full((5,), float(rank), device=dev), async_op=True)
+    w = ALL_GATHER_SINGLE(g, torch.full((5,), float(rank), device=dev), async_op=True)
     assert torch.equal(w.get_future().value()[0].cpu(),
                        torch.arange(world).float().repeat_interleave(5))
 
@@ -294,7 +294,7 @@ def main():
         traceback.print_exc()
         good = False
     failed |= not good
-    print("%s %d - distributed: checkpoint of %d ranks resumes on %s the CPU" %
+    print("%s %d - distributed: checkpoint of %d ranks resumes on %sthe CPU" %
           ("ok" if good else "not ok", n, WORLDS[0][0],
            "".join("%d ranks and " % w for w, _ in WORLDS[1:])), flush=True)
     print("1..%d" % n, flush=True)
