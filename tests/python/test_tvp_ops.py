@@ -175,7 +175,7 @@ def norms_and_clip():
     assert mt.device_stats().get("_foreach_norm"), mt.device_stats()
 
 
-def adamw_run(steps=4, **kw):
+def adamw_run(steps=4, fused=True, **kw):
     torch.manual_seed(1)
     shapes = [(N,), (33, 65), (1,)]
     init = [torch.randn(s) for s in shapes]
@@ -183,7 +183,7 @@ def adamw_run(steps=4, **kw):
     pc = [t.clone().requires_grad_() for t in init]
     pd = [t.to(DEV).requires_grad_() for t in init]
     oc = torch.optim.AdamW(pc, lr=0.01, **kw)
-    od = torch.optim.AdamW(pd, lr=0.01, fused=True, **kw)
+    od = torch.optim.AdamW(pd, lr=0.01, fused=fused, **kw)
     for step in grads:
         for p, g in zip(pc, step):
             p.grad = g.clone()
@@ -207,6 +207,14 @@ def fused_adamw():
             close(sb["exp_avg_sq"], sa["exp_avg_sq"], 1e-5, "exp_avg_sq")
             assert float(sb["step"]) == float(sa["step"]) == 4.0
     assert mt.device_stats().get("_fused_adamw_"), mt.device_stats()
+    # torch's default AdamW (for maia its per-tensor loop): lerp_, addcmul_, sqrt, add_, addcdiv_
+    for kw in ({}, {"maximize": True, "weight_decay": 0.1}):
+        with mt.strict():
+            pc, pd, _, _ = adamw_run(fused=False, **kw)
+        for a, b in zip(pc, pd):
+            close(b, a, 1e-5, "foreach AdamW %s" % kw)
+    for op in ("lerp_.Scalar", "addcmul_", "addcdiv_", "sqrt", "add_"):
+        assert mt.device_stats().get(op), (op, mt.device_stats())
 
 
 @test

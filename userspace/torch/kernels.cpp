@@ -290,6 +290,12 @@ static at::Tensor &add_(at::Tensor &self, const at::Tensor &other, const at::Sca
 {
 	at::Tensor r;
 
+	/* A number (Adam's denominator's + eps): the scale command, copied in. */
+	if (cpu_scalar(other) && on_device(self) && engine_float(self.scalar_type()) &&
+	    describable(self) && !at::isComplexType(other.scalar_type())) {
+		self.copy_(scale(self, 1.0f, (float)(alpha.toDouble() * other.item<double>()), "add_"));
+		return self;
+	}
 	if (!cpu_scalar(other))
 		r = binary(self, other, alpha.toFloat(), false, self, "add_");
 	if (!r.defined()) {

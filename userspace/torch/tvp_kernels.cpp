@@ -181,6 +181,28 @@ static std::vector<Kind> elementwise()
 	ks.push_back({ "mult", { "T", "T" },
 		       ld(1, 1, "T") + "\tsld s9, s4, f32\n\tvsplat v2, s9\n\tvfmul v1, v1, v2\n" +
 			       st(1, 2, "T") });
+	/* s1 = x, s2 = out, s3 = n, s4 = b: x / b */
+	ks.push_back({ "divs", { "T", "T" },
+		       ld(1, 1, "T") + "\tvsplat v2, s4\n\tvfdiv v1, v1, v2\n" + st(1, 2, "T") });
+	/*
+	 * s1 = x, s2 = end, s3 = out, s4 = n, s5 = a, s6 = 0 or 1: lerp as CPU torch
+	 * computes it, (end - x) a + (s6 ? end : x) in one rounding, with a = weight
+	 * (|weight| < 0.5, from x) or weight - 1 (from end).
+	 */
+	ks.push_back({ "lerps", { "T", "T", "T" },
+		       ld(1, 1, "T") + ld(2, 2, "T") +
+			       "\tvsplat v5, s5\n\tvsplat v6, s6\n\tvsel v7, v2, v1, v6\n"
+			       "\tvfsub v3, v2, v1\n\tvfma v3, v3, v5, v7\n" + st(3, 3, "T") });
+	/* s1 = x, s2 = t1, s3 = t2, s4 = out, s5 = n, s6 = value: x + value t1 t2 */
+	ks.push_back({ "addcmul", { "T", "T", "T", "T" },
+		       ld(1, 1, "T") + ld(2, 2, "T") + ld(3, 3, "T") +
+			       "\tvsplat v5, s6\n\tvfmul v4, v5, v2\n\tvfmul v4, v4, v3\n"
+			       "\tvfadd v4, v1, v4\n" + st(4, 4, "T") });
+	/* s1 = x, s2 = t1, s3 = t2, s4 = out, s5 = n, s6 = value: x + value (t1 / t2) */
+	ks.push_back({ "addcdiv", { "T", "T", "T", "T" },
+		       ld(1, 1, "T") + ld(2, 2, "T") + ld(3, 3, "T") +
+			       "\tvsplat v5, s6\n\tvfdiv v4, v2, v3\n\tvfmul v4, v5, v4\n"
+			       "\tvfadd v4, v1, v4\n" + st(4, 4, "T") });
 	/* s1 = x, s2 = out, s3 = n, s4 = lo, s5 = hi: min(max(x, lo), hi), NaN stays NaN */
 	ks.push_back({ "clamp", { "T", "T" },
 		       ld(1, 1, "T") + "\tvsplat v2, s4\n\tvsplat v3, s5\n"

@@ -489,6 +489,77 @@ static at::Tensor &add_scalar_(at::Tensor &x, const at::Scalar &s, const at::Sca
 	return x.copy_(at::add(cpu(x), s, alpha));
 }
 
+/*
+ * self <- kind(self, others..., scalars) in place, the others broadcast to
+ * self's shape (AdamW's foreach path decomposes into these per tensor),
+ * when usable (the scalars are real); cpu_update does the same on a CPU
+ * copy when the kernel cannot or failed.
+ */
+static at::Tensor &inplace_with(const char *kind, const char *op, at::Tensor &self,
+				const std::vector<at::Tensor> &others, const std::vector<uint64_t> &scalars,
+				bool usable, const std::function<void(at::Tensor &)> &cpu_update)
+{
+	bool ok = usable && inplace_ok({ self }), failed = false;
+
+	for (const at::Tensor &o : others)
+		ok = ok && fits({ self, o }) && at::is_expandable_to(o.sizes(), self.sizes());
+	if (ok) {
+		std::vector<at::Tensor> keep;
+		std::vector<uint64_t> args = { va_of(self) };
+
+		for (const at::Tensor &o : others) {
+			keep.push_back(o.expand(self.sizes()).contiguous());
+			args.push_back(va_of(keep.back()));
+		}
+		args.push_back(va_of(self));
+		args.push_back((uint64_t)self.numel());
+		args.insert(args.end(), scalars.begin(), scalars.end());
+		if (tvp::run(dev_of(self), { { program(kind, self), tvp::blocks(self.numel()), args } }, op) == 1) {
+			count_device_op(op);
+			return self;
+		}
+		failed = true;
+	}
+	to_cpu(op, failed);
+	at::Tensor c = cpu(self);
+	cpu_update(c);
+	return self.copy_(c);
+}
+
+static double real(const at::Scalar &s)
+{
+	return s.isComplex() ? 0.0 : s.toDouble();
+}
+
+static at::Tensor &div_scalar_(at::Tensor &x, const at::Scalar &s)
+{
+	return inplace_with("divs", "div_.Scalar", x, {}, { tvp::f32_bits(real(s)) }, !s.isComplex(),
+			    [&](at::Tensor &c) { c.div_(s); });
+}
+
+static at::Tensor &lerp_scalar_(at::Tensor &x, const at::Tensor &end, const at::Scalar &weight)
+{
+	double w = real(weight);
+	bool low = std::abs(w) < 0.5;
+
+	return inplace_with("lerps", "lerp_.Scalar", x, { end }, { tvp::f32_bits(low ? w : w - 1), low ? 0u : 1u },
+			    !weight.isComplex(), [&](at::Tensor &c) { c.lerp_(cpu(end), weight); });
+}
+
+static at::Tensor &addcmul_(at::Tensor &x, const at::Tensor &t1, const at::Tensor &t2,
+			    const at::Scalar &value)
+{
+	return inplace_with("addcmul", "addcmul_", x, { t1, t2 }, { tvp::f32_bits(real(value)) },
+			    !value.isComplex(), [&](at::Tensor &c) { c.addcmul_(cpu(t1), cpu(t2), value); });
+}
+
+static at::Tensor &addcdiv_(at::Tensor &x, const at::Tensor &t1, const at::Tensor &t2,
+			    const at::Scalar &value)
+{
+	return inplace_with("addcdiv", "addcdiv_", x, { t1, t2 }, { tvp::f32_bits(real(value)) },
+			    !value.isComplex(), [&](at::Tensor &c) { c.addcdiv_(cpu(t1), cpu(t2), value); });
+}
+
 /* ---- foreach ops: one job for the whole list -------------------------------------------- */
 
 static void foreach_add_scalar_(at::TensorList xs, const at::Scalar &s)
@@ -753,6 +824,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("mul_.Tensor", mul_tensor_);
 	m.impl("mul_.Scalar", mul_scalar_);
 	m.impl("add_.Scalar", add_scalar_);
+	m.impl("div_.Scalar", div_scalar_);
+	m.impl("lerp_.Scalar", lerp_scalar_);
+	m.impl("addcmul_", addcmul_);
+	m.impl("addcdiv_", addcdiv_);
 	m.impl("linalg_vector_norm", vector_norm);
 	m.impl("linalg_vector_norm.out", vector_norm_out);
 	m.impl("_foreach_norm.Scalar", foreach_norm);
