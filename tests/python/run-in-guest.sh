@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # make check's "python" suite: one guest boot with the host's root shared
-# read-only (run-guest --host-root) runs the maia module tests, then the
-# PyTorch backend tests with its TVP kernels' tests, then the model tests (convolution, batch norm,
+# read-only (run-guest --host-root) runs the maia module tests, then
+# torch.distributed's maia backend on 2 ranks (forked before that process
+# opens a device), the PyTorch backend tests with its TVP kernels' tests, then the model tests (convolution, batch norm,
 # pooling, a CNN, a ViT, a training step) with Triton's tutorials on the
 # device, each file one process (A.py+B.py: one process for both, through
 # run_group.py), so `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
@@ -22,7 +23,7 @@ if [ "${1:-}" = --no-build ]; then
 fi
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] ||
-	tests=(test_maia_module.py test_torch_backend.py+test_tvp_ops.py
+	tests=(test_maia_module.py test_distributed.py+test_torch_backend.py+test_tvp_ops.py
 		test_torch_models.py+test_triton_tutorials.py)
 for t in "${tests[@]}"; do
 	for f in ${t//+/ }; do
@@ -60,9 +61,10 @@ fi
 cd "$run_dir"
 # shellcheck disable=SC2016 # the script runs in the guest's shell
 # The kernel logs the MMU fault the error-path test provokes: --loglevel 1.
-# Two devices: test_torch_backend.py uses maia:0 and maia:1 from one process.
+# Two devices: test_torch_backend.py uses maia:0 and maia:1 from one process;
+# cabled as a ring for test_distributed.py's two ranks (one process each).
 exec "$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --host-root --fail-on-taint --loglevel 1 \
-	--devices 2 --memory 3G --timeout 1500 -- /bin/sh -c '
+	--devices 2 --fabric ring --memory 3G --timeout 1500 -- /bin/sh -c '
 		top=$1 py=$2 rc=0
 		shift 2
 		cd "$top/tests/python" || exit 1
