@@ -17,6 +17,7 @@ import datetime
 import os
 import sys
 import tempfile
+import time
 import traceback
 
 import torch
@@ -262,7 +263,9 @@ def main():
     failed = False
     print("TAP version 13", flush=True)
     for world, first in WORLDS:
+        start = time.monotonic()
         codes, results, notes = run_world(world, first)
+        notes.append("# %d ranks: %.1f s" % (world, time.monotonic() - start))
         for fn in CHECKS:
             n += 1
             r = results.get(fn.__name__, [])
