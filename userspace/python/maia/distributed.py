@@ -13,8 +13,10 @@ reduce_scatter, broadcast and barrier on the devices through libmaia's
 collective library, and DistributedDataParallel over it. The communicator is
 made at the first collective, on the device of its tensor; its id goes from
 rank 0 to the others through the process group's store. The ranks' devices
-must be cabled as a ring in rank order (Documentation/collectives.rst). Each
-call waits for its collective: the Work it returns is complete.
+must be cabled as a ring in rank order (Documentation/collectives.rst). A
+call returns once its collective is queued on the device, ahead of every
+later op on it (host reads included); Work.wait() waits on the host and
+raises libmaia's message if it failed (Documentation/python.rst).
 """
 import torch
 import torch.distributed as dist
