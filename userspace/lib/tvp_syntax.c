@@ -171,6 +171,10 @@ int tvp_check(const struct maia_tvp_insn *in, uint32_t count, char *why, size_t 
 		if ((imm & MAIA_TVP_MEM_UNIT) && in->rb)
 			FAIL("%s: unit stride with offset register v%u (must be 0)", op->mnem,
 			     in->rb);
+		if (in->op == MAIA_TVP_OP_VAMOADD && MAIA_TVP_MEM_DTYPE(imm) != MAIA_DTYPE_FP32 &&
+		    MAIA_TVP_MEM_DTYPE(imm) != MAIA_DTYPE_INT32)
+			FAIL("vamoadd: dtype %s (atomics add f32 or i32 words only)",
+			     tvp_dtype_name(MAIA_TVP_MEM_DTYPE(imm)));
 		if (MAIA_TVP_MEM_MASK_REG(imm) >= MAIA_TVP_NUM_VREGS)
 			FAIL("%s: mask register %u (there are %u)", op->mnem,
 			     MAIA_TVP_MEM_MASK_REG(imm), MAIA_TVP_NUM_VREGS);

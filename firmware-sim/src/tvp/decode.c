@@ -19,8 +19,10 @@ void fw_tvp_decode(const struct maia_tvp_insn *insns, uint32_t n, struct fw_tvp_
 		/* every vector-class op but VST writes vd; VEXT writes a scalar */
 		o->wv = (o->cls == MAIA_TVP_CLASS_VALU || o->cls == MAIA_TVP_CLASS_VSFU ||
 			 o->cls == MAIA_TVP_CLASS_VPERM || o->cls == MAIA_TVP_CLASS_MATRIX ||
-			 in->op == MAIA_TVP_OP_VLD) && in->op != MAIA_TVP_OP_VEXT;
+			 in->op == MAIA_TVP_OP_VLD || in->op == MAIA_TVP_OP_VAMOADD) &&
+			in->op != MAIA_TVP_OP_VEXT;
 		switch (in->op) {
+		case MAIA_TVP_OP_VAMOADD:
 		case MAIA_TVP_OP_VLD:
 		case MAIA_TVP_OP_VST:
 			o->dtype = (uint8_t)MAIA_TVP_MEM_DTYPE(in->imm);

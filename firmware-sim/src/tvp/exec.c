@@ -297,6 +297,10 @@ int fw_tvp_run_instance(struct fw_tvp_state *st, uint64_t idx)
 		case MAIA_TVP_OP_AMOCAS:
 			rc = fw_tvp_amo(st, d);
 			break;
+		case MAIA_TVP_OP_VAMOADD:
+			st->st.units[d->cls] += lane_units(st->vl) - 1;
+			rc = fw_tvp_vamoadd(st, d);
+			break;
 		default:
 			if (d->op >= MAIA_TVP_OP_ADD && d->op <= MAIA_TVP_OP_SRA) {
 				s[d->rd] = salu(d->op, s[d->ra], s[d->rb]);

@@ -285,22 +285,54 @@ int fw_tvp_sst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
  * host atomics make each AMO a full barrier for this instance's plain
  * loads and stores, the acquire and release maia/hw/tvp.h promises.
  */
+/*
+ * The HBM word an AMO works on, in place: NULL with *rc set when it cannot
+ * be (an unmapped word through read() so the fault record names it; a
+ * misaligned one, host memory or a read-only mapping: an atomic cannot be
+ * split into read() and write()).
+ */
+static uint32_t *amo_word(struct fw_tvp_state *st, uint64_t va, int *rc)
+{
+	const struct maia_job_mem *mem = st->k->env->mem;
+	uint8_t buf[4];
+	uint32_t *w;
+	int r;
+
+	*rc = MAIA_STATUS_MMU_FAULT;
+	if (va & 3u)
+		return NULL;
+	w = (uint32_t *)page_ptr(st, va, 4, true);
+	if (w)
+		return w;
+	r = mem->read(mem->opaque, va, buf, sizeof(buf));
+	if (r != MAIA_STATUS_OK)
+		*rc = r;
+	return NULL;
+}
+
+/* A pause in a likely spin, so the lock's holder gets the core's time. */
+static void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * AMOADD, AMOXCHG, AMOCAS: a host atomic on the HBM word in place, since
+ * instances run at the same time on the tensor engine's workers.
+ * Sequentially consistent host atomics make each AMO a full barrier for
+ * this instance's plain loads and stores, the acquire and release
+ * maia/hw/tvp.h promises.
+ */
 int fw_tvp_amo(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 {
-	uint64_t va = st->s[d->ra];
 	uint32_t v = (uint32_t)st->s[d->rb], old;
-	uint32_t *w;
+	int rc;
+	uint32_t *w = amo_word(st, st->s[d->ra], &rc);
 
-	if (va & 3u)
-		return MAIA_STATUS_MMU_FAULT;
-	w = (uint32_t *)page_ptr(st, va, 4, true);
-	if (!w) {
-		const struct maia_job_mem *mem = st->k->env->mem;
-		uint8_t buf[4];
-		int rc = mem->read(mem->opaque, va, buf, sizeof(buf));
-
-		return rc != MAIA_STATUS_OK ? rc : (int)MAIA_STATUS_MMU_FAULT;
-	}
+	if (!w)
+		return rc;
 	switch (d->op) {
 	case MAIA_TVP_OP_AMOADD:
 		old = __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
@@ -311,15 +343,56 @@ int fw_tvp_amo(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
 	default:	/* AMOCAS: sd holds the expected value; old lands there either way */
 		old = (uint32_t)st->s[d->rd];
 		if (!__atomic_compare_exchange_n(w, &old, v, false, __ATOMIC_SEQ_CST,
-						 __ATOMIC_SEQ_CST)) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();	/* likely a spin lock: let the holder's core on */
-#endif
-		}
+						 __ATOMIC_SEQ_CST))
+			spin_pause();
 		break;
 	}
 	st->s[d->rd] = (uint64_t)(int64_t)(int32_t)old;
 	st->st.bytes_read += 4;
 	st->st.bytes_written += 4;
+	return MAIA_STATUS_OK;
+}
+
+/* word += v atomically, as binary32 (a CAS loop) or int32; the old bits. */
+static uint32_t add_word(uint32_t *w, uint32_t v, bool fp32)
+{
+	uint32_t old, nv;
+	float a, b;
+
+	if (!fp32)
+		return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+	old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+	do {
+		memcpy(&a, &old, 4);
+		memcpy(&b, &v, 4);
+		a += b;
+		memcpy(&nv, &a, 4);
+	} while (!__atomic_compare_exchange_n(w, &old, nv, true, __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
+	return old;
+}
+
+int fw_tvp_vamoadd(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d)
+{
+	bool fp32 = d->dtype == MAIA_DTYPE_FP32;
+	uint32_t *o = st->tmp[0].u, vl = st->vl;
+	uint64_t sa = st->s[d->ra];
+
+	for (uint32_t i = 0; i < vl; i++) {
+		uint32_t *w;
+		int rc;
+
+		if (!lane_on(st, d, i)) {
+			o[i] = 0;	/* not accessed */
+			continue;
+		}
+		w = amo_word(st, lane_va(sa, lane_off(st, d, i), 4), &rc);
+		if (!w)
+			return rc;
+		o[i] = add_word(w, st->v[d->rd].u[i], fp32);
+		st->st.bytes_read += 4;
+		st->st.bytes_written += 4;
+	}
+	memcpy(st->v[d->rd].u, o, (size_t)vl * 4);
 	return MAIA_STATUS_OK;
 }

@@ -202,6 +202,8 @@ int fw_tvp_sld(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d);
 int fw_tvp_sst(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d);
 /* AMOADD, AMOXCHG, AMOCAS on the int32 word at s[ra] (maia/hw/tvp.h). */
 int fw_tvp_amo(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d);
+/* VAMOADD: one atomic add per active lane (maia/hw/tvp.h). */
+int fw_tvp_vamoadd(struct fw_tvp_state *st, const struct fw_tvp_dinsn *d);
 
 /* Storage dtype <-> binary32 bits or int32 lane (mem.c). */
 uint32_t fw_tvp_load_elem(unsigned int dtype, const uint8_t *p);

@@ -104,6 +104,10 @@ static bool imm_valid(const struct maia_tvp_insn *in, unsigned int fmt, uint32_t
 			return false;
 		if ((imm & MAIA_TVP_MEM_UNIT) && in->rb)
 			return false;
+		/* atomics add binary32 or int32 words only */
+		if (in->op == MAIA_TVP_OP_VAMOADD && MAIA_TVP_MEM_DTYPE(imm) != MAIA_DTYPE_FP32 &&
+		    MAIA_TVP_MEM_DTYPE(imm) != MAIA_DTYPE_INT32)
+			return false;
 		/* the mask register field is unused without MASKED: zero then */
 		return (imm & MAIA_TVP_MEM_MASKED) || !MAIA_TVP_MEM_MASK_REG(imm);
 	case MAIA_TVP_FMT_MEM_S:

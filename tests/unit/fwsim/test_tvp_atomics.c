@@ -8,7 +8,8 @@
  * lock released by AMOXCHG protects a non-atomic scalar and vector
  * read-modify-write, which end exact (the AMOs' acquire and release); a
  * lock never released ends in KERNEL_WATCHDOG; misaligned, unmapped and
- * not-in-place words fault.
+ * not-in-place words fault. VAMOADD (f32, i32) against a lane-order
+ * reference, contended by 2000 instances, and faulting part-way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,128 @@ static void test_faults(void)
 	}
 }
 
+/*
+ * VAMOADD against a lane-order reference: 16 lanes, offsets with repeats
+ * (both adds land, each lane sees the sum so far), lane 5 masked off (not
+ * accessed, reads 0), int32 wrapping; then f32.
+ */
+static void test_vamoadd_lanes(void)
+{
+	static const int32_t offs[16] = { 0, 1, 0, 2, 3, 9, 1, 0, 4, 5, 6, 7, 8, 0, 2, 3 };
+	const uint64_t args[2] = { OUT, OUT + 256 };
+	struct tvp_run_opts o = { .args = args, .nargs = 2 };
+	int32_t *word = tvp_ptr(&M, OUT), *old = tvp_ptr(&M, OUT + 256), *src = tvp_ptr(&M, OUT + 512);
+	float *fw = tvp_ptr(&M, OUT), *fold = tvp_ptr(&M, OUT + 256), *fsrc = tvp_ptr(&M, OUT + 512);
+	int32_t ref[10], refold[16];
+	float fref[10], frefold[16];
+	bool ok = true;
+	int rc;
+
+	for (unsigned int dt = 0; dt < 2; dt++) {
+		unsigned int dtype = dt ? MAIA_DTYPE_FP32 : MAIA_DTYPE_INT32;
+
+		for (int i = 0; i < 10; i++) {
+			ref[i] = word[i] = i == 2 ? INT32_MAX : 100 * i;
+			fref[i] = 0.25f * (float)i;
+		}
+		if (dt)
+			for (int i = 0; i < 10; i++)
+				fw[i] = fref[i];
+		for (int i = 0; i < 16; i++) {
+			src[i] = i + 1;
+			if (dt)
+				fsrc[i] = 1.0f / (float)(i + 1);
+			src[16 + i] = offs[i];
+			src[32 + i] = i != 5;
+		}
+		for (int i = 0; i < 16; i++) {
+			if (i == 5) {
+				refold[i] = 0;
+				frefold[i] = 0;
+				continue;
+			}
+			if (dt) {
+				frefold[i] = fref[offs[i]];
+				fref[offs[i]] += fsrc[i];
+			} else {
+				refold[i] = ref[offs[i]];
+				ref[offs[i]] = (int32_t)((uint32_t)ref[offs[i]] + (uint32_t)src[i]);
+			}
+		}
+		P.n = 0;
+		E(SHAPE, 0, 0, 0, 1u << 16 | 16);
+		E(ADDI, 3, 2, 0, 256);
+		E(VLD, 1, 3, 0, tvp_memimm(MAIA_DTYPE_INT32, true, -1));	/* values */
+		E(ADDI, 3, 2, 0, 256 + 64);
+		E(VLD, 2, 3, 0, tvp_memimm(MAIA_DTYPE_INT32, true, -1));	/* offsets */
+		E(ADDI, 3, 2, 0, 256 + 128);
+		E(VLD, 3, 3, 0, tvp_memimm(MAIA_DTYPE_INT32, true, -1));	/* mask */
+		E(VAMOADD, 1, 1, 2, dtype | MAIA_TVP_MEM_MASKED | 3u << 8);
+		E(VST, 1, 2, 0, tvp_memimm(MAIA_DTYPE_INT32, true, -1));
+		rc = tvp_run(&M, &P, &o, NULL);
+		for (int i = 0; i < 10; i++)
+			ok &= dt ? fw[i] == fref[i] : word[i] == ref[i];
+		for (int i = 0; i < 16; i++)
+			ok &= dt ? fold[i] == frefold[i] : old[i] == refold[i];
+		tap_ok(rc == MAIA_STATUS_OK && ok, "vamoadd %s: 16 lanes with repeated offsets and a "
+		       "masked lane match the lane-order reference (words and old values)",
+		       dt ? "f32" : "i32");
+	}
+}
+
+/* n instances add 0.5 to 64 floats and pid to 64 ints with VAMOADD: exact sums. */
+static void test_vamoadd_contended(struct fw_tensor_engine *te, uint32_t n)
+{
+	const uint64_t args[1] = { OUT };
+	struct tvp_run_opts o = { .grid = { n }, .args = args, .nargs = 1, .te = te };
+	float *f = tvp_ptr(&M, OUT);
+	int32_t *iw = tvp_ptr(&M, OUT + 256);
+	bool ok = true;
+	int rc;
+
+	P.n = 0;
+	E(SHAPE, 0, 0, 0, 1u << 16 | 64);
+	E(VSPLATI, 1, 0, 0, tvp_u(0.5f));
+	E(VAMOADD, 1, 1, 0, MAIA_DTYPE_FP32 | MAIA_TVP_MEM_UNIT);
+	E(PID, 2, 0, 0, 0);
+	E(VSPLAT, 2, 2, 0, 0);
+	E(ADDI, 3, 1, 0, 256);
+	E(VAMOADD, 2, 3, 0, MAIA_DTYPE_INT32 | MAIA_TVP_MEM_UNIT);
+	memset(f, 0, 512);
+	rc = tvp_run(&M, &P, &o, NULL);
+	for (int i = 0; i < 64; i++)
+		ok &= f[i] == 0.5f * (float)n && iw[i] == (int32_t)((uint64_t)n * (n - 1) / 2);
+	tap_ok(rc == MAIA_STATUS_OK && ok, "%u instances%s: vamoadd of 0.5 into 64 floats ends at "
+	       "%g each, of pid into 64 ints at %d", n, te ? " on 2 workers" : "", f[0], iw[0]);
+}
+
+/* A lane on an unmapped word: MMU_FAULT with its address; the lanes before it are done. */
+static void test_vamoadd_fault(void)
+{
+	const uint64_t args[1] = { OUT };
+	struct tvp_run_opts o = { .args = args, .nargs = 1 };
+	int32_t *w = tvp_ptr(&M, OUT);
+	int rc;
+
+	P.n = 0;
+	E(SHAPE, 0, 0, 0, 1u << 16 | 8);
+	E(VIOTA, 2, 0, 0, 0);
+	E(LI, 3, 0, 0, 4);
+	E(VSPLAT, 3, 3, 0, 0);
+	E(VICMP, 4, 2, 3, MAIA_TVP_CMP_LT);	/* lanes 0..3 */
+	E(LI, 3, 0, 0, -(int32_t)(OUT - TVP_BASE) / 4 - 1024);
+	E(VSPLAT, 3, 3, 0, 0);
+	E(VSEL, 2, 2, 3, 4);			/* lanes 4..7: below the mapping */
+	E(VSPLATI, 1, 0, 0, 1);
+	E(VAMOADD, 1, 1, 2, MAIA_DTYPE_INT32);
+	memset(w, 0, 32);
+	M.faults = 0;
+	rc = tvp_run(&M, &P, &o, NULL);
+	tap_ok(rc == MAIA_STATUS_MMU_FAULT && M.faults == 1 && M.fault_va == TVP_BASE - 4096 &&
+	       w[0] == 1 && w[3] == 1 && w[4] == 0,
+	       "vamoadd: lane 4 unmapped: MMU_FAULT at its address, lanes 0..3 added");
+}
+
 int main(void)
 {
 	struct fw_tensor_config cfg = { .clusters = 2, .tiles_per_cluster = 4, .sram_kib = 8192,
@@ -239,6 +362,10 @@ int main(void)
 	test_lock(te, 2000);
 	test_lock_never_released();
 	test_faults();
+	test_vamoadd_lanes();
+	test_vamoadd_contended(NULL, 100);
+	test_vamoadd_contended(te, 2000);
+	test_vamoadd_fault();
 	fw_tensor_destroy(te);
 	tvp_mem_fini(&M);
 	return tap_done();

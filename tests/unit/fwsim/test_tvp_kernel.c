@@ -48,6 +48,7 @@ static void test_validation(void)
 		{ "vicmp condition 10", { .op = MAIA_TVP_OP_VICMP, .imm = 10 } },
 		{ "vcvt kind 7", { .op = MAIA_TVP_OP_VCVT, .imm = MAIA_TVP_CVT_COUNT } },
 		{ "vld dtype MXFP8", { .op = MAIA_TVP_OP_VLD, .imm = MAIA_DTYPE_MXFP8_E4M3 } },
+		{ "vamoadd dtype f16", { .op = MAIA_TVP_OP_VAMOADD, .imm = MAIA_DTYPE_FP16 } },
 		{ "sld dtype 16", { .op = MAIA_TVP_OP_SLD, .imm = 16 } },
 		{ "vst flags outside MEM_ALL", { .op = MAIA_TVP_OP_VST, .imm = 1u << 18 } },
 		{ "vld unit with rb", { .op = MAIA_TVP_OP_VLD, .rb = 1, .imm = MAIA_TVP_MEM_UNIT } },
@@ -466,6 +467,8 @@ static struct maia_tvp_insn random_valid(uint64_t *s, uint32_t n)
 		w.rd = (uint8_t)(tvp_rand(s) % 32);
 		w.ra = (uint8_t)(1 + tvp_rand(s) % 4);	/* an address, mostly */
 		w.imm = dts[r % 7];
+		if (op == MAIA_TVP_OP_VAMOADD)	/* atomics add f32 and i32 only */
+			w.imm = r & 1 ? MAIA_DTYPE_FP32 : MAIA_DTYPE_INT32;
 		if (r & 0x100) {
 			w.imm |= MAIA_TVP_MEM_UNIT;
 		} else {

@@ -124,6 +124,9 @@ static void gen(unsigned int op, unsigned int fmt)
 			break;
 		case MAIA_TVP_FMT_MEM_V:
 			for (size_t t = 0; t < N(dtypes); t++) {
+				if (op == MAIA_TVP_OP_VAMOADD && dtypes[t] != MAIA_DTYPE_FP32 &&
+				    dtypes[t] != MAIA_DTYPE_INT32)
+					continue;	/* atomics add f32 and i32 only */
 				add(op, d, a, b, dtypes[t]);
 				add(op, d, a, 0, dtypes[t] | MAIA_TVP_MEM_UNIT);
 				add(op, d, a, b, dtypes[t] | MAIA_TVP_MEM_MASKED | b << 8);
@@ -273,6 +276,9 @@ static const struct line_case lines[] = {
 	{ "amoadd s4, s1, s3", W(AMOADD, 4, 1, 3, 0) },
 	{ "amoxchg s0, s1, s0", W(AMOXCHG, 0, 1, 0, 0) },
 	{ "amocas s2, s31, s3", W(AMOCAS, 2, 31, 3, 0) },
+	{ "vamoadd v1, s2, v3, i32, v4",
+	  W(VAMOADD, 1, 2, 3, MAIA_DTYPE_INT32 | MAIA_TVP_MEM_MASKED | 4u << 8) },
+	{ "vamoadd v1, s2, unit, f32", W(VAMOADD, 1, 2, 0, MAIA_DTYPE_FP32 | MAIA_TVP_MEM_UNIT) },
 	{ "vmov v1, v2", W(VMOV, 1, 2, 0, 0) },
 	{ "vsplat v1, s2", W(VSPLAT, 1, 2, 0, 0) },
 	{ "vsplati v1, 1.0", W(VSPLATI, 1, 0, 0, 0x3f800000) },
@@ -407,6 +413,7 @@ static const struct err_case errors[] = {
 	{ "add s1, s2, v3", "expected a scalar register s0..s31, got 'v3'" },
 	{ "amocas s1, v2, s3", "expected a scalar register s0..s31, got 'v2'" },
 	{ "amoadd s1, s2", "amoadd takes 3 operands" },
+	{ "vamoadd v1, s2, v3, bf16", "vamoadd: dtype bf16 (atomics add f32 or i32 words only)" },
 	{ "add s1, s2, s01", "got 's01'" },
 	{ "add s1, s2, x", "got 'x'" },
 	{ "li s1, 0x80000000", "imm: 0x80000000 is out of range -2147483648..2147483647" },
@@ -513,6 +520,7 @@ static const struct {
 } bad_words[] = {
 	{ { 0x0c, 0, 0, 0, 0 }, "unknown opcode 0x0c" },
 	{ { 0xff, 0, 0, 0, 0 }, "unknown opcode 0xff" },
+	{ W(VAMOADD, 1, 2, 3, MAIA_DTYPE_FP16), "vamoadd: dtype f16 (atomics add f32 or i32" },
 	{ W(VFADD, 32, 0, 0, 0), "register 32 in field rd" },
 	{ W(ADD, 1, 2, 40, 0), "register 40 in field rb" },
 	{ W(HALT, 1, 0, 0, 0), "field rd is 1 but halt does not use it" },

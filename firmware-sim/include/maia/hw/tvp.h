@@ -186,6 +186,7 @@ struct maia_tvp_insn {
 	X(AMOADD,  0x2c, "amoadd",  MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
 	X(AMOXCHG, 0x2d, "amoxchg", MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
 	X(AMOCAS,  0x2e, "amocas",  MAIA_TVP_FMT_S_S_S,   MAIA_TVP_CLASS_SYNC) \
+	X(VAMOADD, 0x2f, "vamoadd", MAIA_TVP_FMT_MEM_V,   MAIA_TVP_CLASS_SYNC) \
 	/* vector moves and lane set-up */ \
 	X(VMOV,    0x30, "vmov",    MAIA_TVP_FMT_V_V,     MAIA_TVP_CLASS_VALU) \
 	X(VSPLAT,  0x31, "vsplat",  MAIA_TVP_FMT_V_S,     MAIA_TVP_CLASS_VALU) \
@@ -277,6 +278,13 @@ struct maia_tvp_insn {
  *                     aligned HBM mapped writable: anything else (misaligned,
  *                     unmapped, read-only, host memory) is MAIA_STATUS_MMU_FAULT
  *                     (the fault record names the address when it is unmapped).
+ * VAMOADD vd, sa, vb, dtype[, vm]  per active lane, in lane order, one AMO each:
+ *                     old = the word at lane i's address (as VLD's); word = old +
+ *                     vd[i]; vd[i] = old. dtype FP32 (binary32 add, nearest even)
+ *                     or INT32 (wrapping) only. Masked-off lanes are not accessed
+ *                     and read 0 in vd, as for VLD. Each lane's AMO is ordered
+ *                     as the scalar AMOs are; a fault stops at that lane (the
+ *                     lanes before it are done).
  * VSPLATI vd, imm     every lane = imm
  * VIOTA vd, imm       lane i = i + imm (int32)
  * VEXT sd, va, lane   sd = sign-extended lane `lane` of va (lane < VLEN)
