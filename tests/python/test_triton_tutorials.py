@@ -329,6 +329,79 @@ def cpu_tensor_or_other_device_is_refused():
             assert torch.equal(add(y, y).cpu(), x + x)
 
 
+def layer_norm_backward(x, w, dy, mean, rstd, group_size_m):
+    """LayerNorm.backward of tutorial 05: dx and per-group partial dw, db under
+    spin locks, then the partial sums reduced. The tutorial's dwdb tile (32 x
+    128) is 4096 elements, the TVP's registers hold 1024: 8 x 128 here. The
+    budget bounds a waiter's spin; the largest one keeps a loaded host from
+    turning a descheduled holder into a watchdog failure."""
+    M, N = x.shape
+    locks = torch.zeros(2 * group_size_m, dtype=torch.int32, device=w.device)
+    _dw = torch.zeros((group_size_m, N), dtype=x.dtype, device=w.device)
+    _db = torch.zeros((group_size_m, N), dtype=x.dtype, device=w.device)
+    dw = torch.empty((N, ), dtype=w.dtype, device=w.device)
+    db = torch.empty((N, ), dtype=w.dtype, device=w.device)
+    dx = torch.empty_like(dy)
+    K._layer_norm_bwd_dx_fused[(M, )](dx, dy, _dw, _db, x, w, mean, rstd, locks, x.stride(0), N,
+                                      BLOCK_SIZE_N=triton.next_power_of_2(N), GROUP_SIZE_M=group_size_m,
+                                      budget=0xffffffff)
+    grid = lambda meta: (triton.cdiv(N, meta['BLOCK_SIZE_N']), )  # noqa: E731
+    K._layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, min(group_size_m, M), N, BLOCK_SIZE_M=8, BLOCK_SIZE_N=128)
+    return dx, dw, db, locks
+
+
+@test
+def tutorial_05_layer_norm_backward():
+    """Against torch's autograd of layer_norm on the CPU: with the tutorial's
+    GROUP_SIZE_M for N <= 1024 (256: no two of the 200 rows share a lock) and
+    with 4 groups (50 rows contending for each lock)."""
+    M, N, eps = 200, 300, 1e-5
+    x = -2.3 + 0.5 * torch.randn(M, N)
+    w, b = torch.rand(N), torch.rand(N)
+    dy = 0.1 * torch.randn(M, N)
+    xr, wr, br = (t.clone().requires_grad_(True) for t in (x, w, b))
+    torch.nn.functional.layer_norm(xr, (N, ), wr, br, eps).backward(dy)
+    _, mean, rstd = layer_norm(x.to(DEV), w.to(DEV), b.to(DEV), eps, block=128)
+    for group in (256, 4):
+        t0 = time.perf_counter()
+        dx, dw, db, locks = layer_norm_backward(x.to(DEV), w.to(DEV), dy.to(DEV), mean, rstd, group)
+        dx, dw, db, locks = dx.cpu(), dw.cpu(), db.cpu(), locks.cpu()
+        print("# layer norm backward %dx%d, GROUP_SIZE_M %d: %.3f s with the copies" %
+              (M, N, group, time.perf_counter() - t0))
+        torch.testing.assert_close(dx, xr.grad, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(dw, wr.grad, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(db, br.grad, rtol=1e-4, atol=1e-4)
+        # every lock free again, every group's count set
+        assert not locks[:group].any() and locks[group:].eq(1).sum() == min(group, M), locks
+
+
+@test
+def atomics_and_while_loops():
+    """64 instances: a counter (the old values each seen once), max, or,
+    xchg, a float add, and a while loop with an if (Collatz steps)."""
+    n = 64
+    cnt = torch.zeros(4, dtype=torch.int32, device=DEV)
+    f = torch.zeros(1, device=DEV)
+    out = torch.full((2 * n, ), -1, dtype=torch.int32, device=DEV)
+    K.atomics_kernel[(n, )](cnt, f, out, n)
+    cnt, f, out = cnt.cpu().tolist(), f.cpu().item(), out.cpu().tolist()
+
+    def collatz(x):
+        steps = 0
+        while x != 1:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            steps += 1
+        return steps
+
+    ored = 0
+    for p in range(n):
+        ored |= 1 << (p % 31)
+    assert cnt == [n, n - 1, ored - (1 << 32) if ored >= 1 << 31 else ored, 7], cnt
+    assert f == 0.5 * n, f
+    assert out[:n] == [collatz(p + 1) for p in range(n)], out[:n]
+    assert sorted(out[n:]) == list(range(n)), out[n:]
+
+
 @test
 def budget_stops_a_kernel():
     """The budget option (instructions per program instance): the device ends the
