@@ -215,15 +215,15 @@ def tensor_over_1024_elements_names_the_line():
 @triton.jit
 def atomic(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.atomic_add(x_ptr + offs, 1.0)
+    tl.atomic_xchg(x_ptr + offs, 1.0)
 
 
 @test
 def unsupported_op_names_op_and_line():
-    # The TVP's atomics are scalar: an atomic on a tensor of pointers is refused.
+    # Of the atomics on blocks only add has an instruction (VAMOADD).
     e = raises(LoweringError, compile_kernel, atomic, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64})
-    assert "tt.atomic_rmw fadd on a tensor of pointers is not supported" in str(e), e
-    assert str(e).startswith(line_of(atomic, "tl.atomic_add")), e
+    assert "tt.atomic_rmw exch on a tensor of pointers is not supported" in str(e), e
+    assert str(e).startswith(line_of(atomic, "tl.atomic_xchg")), e
 
 
 @triton.jit
@@ -266,6 +266,9 @@ def while_loops():
     for part in (".Lwhile", "    beqz ", "    jmp .Lwhile", ".Lendwhile", "    sst "):
         assert part in asm, "%s not in\n%s" % (part, asm)
     check_tutorial("atomics_kernel", ["amoadd", "amocas", "amoxchg", "max", "or", "vfadd", "beqz", "jmp"])
+    check_tutorial("tensor_atomic_kernel", ["vamoadd"])
+    asm = compile_kernel(K.tensor_atomic_kernel, *K.SIGNATURES["tensor_atomic_kernel"]).asm["tvpasm"]
+    assert asm.count("    vamoadd ") == 2 and ", f32, v" in asm and ", i32, v" in asm, asm
 
 
 @test

@@ -250,7 +250,8 @@ SIGNATURES = {
                           {"M": 4, "N": 8}),
     "argmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*i32", "M": "constexpr", "N": "constexpr"}, {"M": 16, "N": 32}),
     "atomics_kernel": ({"cnt_ptr": "*i32", "f_ptr": "*fp32", "out_ptr": "*i32", "n": "i32"}, {}),
-    "tensor_atomic_kernel": ({"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+    "tensor_atomic_kernel": ({"x_ptr": "*fp32", "key_ptr": "*i32", "acc_ptr": "*fp32", "hist_ptr": "*i32",
+                              "old_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
 }
 
 
@@ -490,8 +491,16 @@ def atomics_kernel(cnt_ptr, f_ptr, out_ptr, n):
     tl.store(out_ptr + n + pid, old)
 
 
-# A tensor of pointers in an atomic: refused (the TVP's atomics are scalar).
+# tl.atomic_add on blocks (VAMOADD): every instance adds its row of x into
+# acc (f32) and 1 into the bins of its row's int32 keys (a histogram, lanes
+# colliding), masked to n columns; the old values of acc's first add stored.
 @triton.jit
-def tensor_atomic_kernel(x_ptr, BLOCK: tl.constexpr):
+def tensor_atomic_kernel(x_ptr, key_ptr, acc_ptr, hist_ptr, old_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
-    tl.atomic_add(x_ptr + offs, 1.0)
+    m = offs < n
+    x = tl.load(x_ptr + row * n + offs, mask=m)
+    k = tl.load(key_ptr + row * n + offs, mask=m)
+    old = tl.atomic_add(acc_ptr + offs, x, mask=m)
+    tl.atomic_add(hist_ptr + k, 1, mask=m)
+    tl.store(old_ptr + row * n + offs, old, mask=m)

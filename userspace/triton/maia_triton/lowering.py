@@ -1022,7 +1022,8 @@ class Lowering:
     def _atomic_ptr(self, op, what):
         p = self.val(op.operands[0], op)
         if p.kind != "int":
-            self.err("%s on a tensor of pointers is not supported (scalar atomics only)" % what, op)
+            self.err("%s on a tensor of pointers is not supported (of block atomics only add, "
+                     "f32 and i32)" % what, op)
         if p.type.elem not in ("i32", "f32"):
             self.err("%s on %s: the TVP's atomics work on 32-bit words" % (what, p.type.elem), op)
         return p
@@ -1040,6 +1041,9 @@ class Lowering:
 
     def op_tt_atomic_rmw(self, op):
         kind = op.attrs.strip().split(",")[0].strip()
+        p = self.val(op.operands[0], op)
+        if p.kind == "ptrs" and kind in ("add", "fadd") and p.type.elem in ("i32", "f32"):
+            return self._vamoadd(op, p)
         p = self._atomic_ptr(op, "tt.atomic_rmw %s" % kind)
         is_f = p.type.elem == "f32"
         if is_f and kind not in ("fadd", "exch"):
@@ -1093,6 +1097,25 @@ class Lowering:
             self.vemit((1, 1), "vsplat", r, old)
             return self.define(op, Val("float", op.result_types[0], r))
         self.define(op, Val("int", op.result_types[0], old))
+
+    def _vamoadd(self, op, p):
+        """tl.atomic_add on a block: VAMOADD, one atomic add per active lane, the old
+        values back in the register that held the addends."""
+        shape = p.shape
+        t = op.result_types[0]
+        r = self.newv(op.results[0])
+        mask = self._mask(op.operands[2], op, shape) if len(op.operands) > 2 else None
+        if mask == "never":
+            self.vemit(shape, "vsplati", r, "0")
+            return self.define(op, Val("tensor", t, r, shape=shape))
+        self.vemit(shape, "vmov", r, self.vreg(op.operands[1], op, shape))
+        off = self._offsets(p, shape)
+        dtype = _MEM_DTYPE[p.type.elem]
+        if mask is None:
+            self.vemit(shape, "vamoadd", r, p.reg, off, dtype)
+        else:
+            self.vemit(shape, "vamoadd", r, p.reg, off, dtype, mask)
+        self.define(op, Val("tensor", t, r, shape=shape))
 
     def op_scf_if(self, op):
         c = self.sreg(op.operands[0], op)
