@@ -54,7 +54,7 @@
  * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters;
  * 1.10 fabric failover (maia/hw/fabric.h): relayed collective chunks, the
  * MAIA_REG_FABRIC_FO_* thresholds and the per-port failover blocks;
- * 1.11 TVP atomics (maia/hw/tvp.h): AMOADD, AMOXCHG, AMOCAS.
+ * 1.11 TVP atomics (maia/hw/tvp.h): AMOADD, AMOXCHG, AMOCAS, VAMOADD.
  */
 #define MAIA_HW_REVISION		0x010bu
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
@@ -72,7 +72,7 @@
 #define MAIA_HW_REVISION_TVP		0x0109u
 /* 1.10: fabric failover: MAIA_REG_FABRIC_FO_*, MAIA_REG_FPORT_FO/_Q blocks, COLL relays */
 #define MAIA_HW_REVISION_FAILOVER	0x010au
-/* 1.11: TVP scalar atomics (MAIA_TVP_OP_AMOADD, _AMOXCHG, _AMOCAS) */
+/* 1.11: TVP atomics (MAIA_TVP_OP_AMOADD, _AMOXCHG, _AMOCAS, _VAMOADD) */
 #define MAIA_HW_REVISION_TVP_ATOMICS	0x010bu
 
 #define MAIA_MAX_QUEUES			16u
