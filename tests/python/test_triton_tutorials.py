@@ -403,6 +403,29 @@ def atomics_and_while_loops():
 
 
 @test
+def atomic_add_on_blocks():
+    """tl.atomic_add on blocks (VAMOADD) from 40 instances at once: each row of
+    x added into acc, each row's keys counted into 16 bins (lanes of one add
+    colliding), masked to 50 of 64 columns. x is positive eighths: every order
+    gives the exact sum, and each column's old values, sorted, are the running
+    sums of the rows in the order their adds landed."""
+    rows, n = 40, 50
+    x = torch.randint(1, 64, (rows, n)).float() / 8
+    keys = torch.randint(0, 16, (rows, n), dtype=torch.int32)
+    acc = torch.zeros(64, device=DEV)
+    hist = torch.zeros(16, dtype=torch.int32, device=DEV)
+    old = torch.zeros(rows, n, device=DEV)
+    K.tensor_atomic_kernel[(rows, )](x.to(DEV), keys.to(DEV), acc, hist, old, n, BLOCK=64)
+    acc, hist, old = acc.cpu(), hist.cpu(), old.cpu()
+    assert torch.equal(acc[:n], x.sum(0)) and not acc[n:].any(), acc
+    assert torch.equal(hist, torch.bincount(keys.flatten().long(), minlength=16).int()), hist
+    for c in range(n):
+        order = torch.argsort(old[:, c])
+        running = torch.cat([torch.zeros(1), torch.cumsum(x[order, c], 0)[:-1]])
+        assert torch.equal(old[order, c], running), (c, old[order, c], running)
+
+
+@test
 def budget_stops_a_kernel():
     """The budget option (instructions per program instance): the device ends the
     command with KERNEL_WATCHDOG, which raises at the next wait. Last: the job fails."""
