@@ -298,7 +298,8 @@ void fw_model_vector(const struct fw_chip *chip, uint64_t flops, uint64_t bytes,
  * / 1.5 GHz = 256), four for the special-function unit, two for the load
  * and store path and the permute network, 1024 multiply-adds per cycle in
  * the tensor unit (about the FP32 peak), one per scalar or branch
- * instruction, four per semaphore operation.
+ * instruction, four per semaphore operation or atomic (VAMOADD: per
+ * 256-lane group).
  */
 const uint32_t fw_tvp_unit_cycles[MAIA_TVP_NUM_CLASSES] = {
 	[MAIA_TVP_CLASS_SCALAR] = 1,
