@@ -13,6 +13,9 @@
 #include "harness.h"
 #include "tap.h"
 
+/* Bound on a wait for an interrupt: a hang guard, never a performance limit. */
+#define WAIT_MS	30000u
+
 static void fresh(struct env *e)
 {
 	wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
@@ -47,7 +50,7 @@ static void test_nop_round_trip(struct env *e)
 	t0 |= (uint64_t)rd(e, MAIA_REG_TIME_HI) << 32;
 
 	slot = queue_push(e, &q, 0, 0, 0, MAIA_SQE_NOP, 0xabcdef0123ull, true);
-	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 1, 2000), "a NOP entry raises queue 1's vector");
+	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 1, WAIT_MS), "a NOP entry raises queue 1's vector");
 	maia_sim_drain(e->sim);
 	c = cqe_at(e, &q, slot);
 	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK &&
@@ -673,7 +676,7 @@ static void test_inline_doorbell(struct env *e)
 	cb_add(&cb, &nop, sizeof(nop));
 	cmd_fill(&cb, MAIA_PHYS_HBM | dst, 4096, 0x5a5a5a5au);
 	slot = queue_push(e, &q, cb_to_host(e, &cb), cb.len, 0, 0, 92, true);
-	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 2, 2000), "inline doorbell: a FILL job completes");
+	tap_ok(wait_irq(e, MAIA_VEC_QUEUE(1), qv + 2, WAIT_MS), "inline doorbell: a FILL job completes");
 	maia_sim_drain(e->sim);
 	c = cqe_at(e, &q, slot);
 	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK && c->job_id == 92 &&
