@@ -47,10 +47,18 @@ void llm_config_default(struct llm_config *c);
 int llm_config_check(const struct llm_config *c, const char **why);
 static inline uint32_t llm_qdim(const struct llm_config *c) { return c->heads * c->head_dim; }
 static inline uint32_t llm_kvdim(const struct llm_config *c) { return c->kv_heads * c->head_dim; }
-/* Bytes of one layer's K (or V) in one block: BF16. */
+/*
+ * A cache row: one token's K then its V, BF16 (2 x kvdim elements), so one
+ * layer's K and V of consecutive tokens are one contiguous range.
+ */
+static inline uint64_t llm_kv_row_bytes(const struct llm_config *c)
+{
+	return (uint64_t)llm_kvdim(c) * 2 * 2;
+}
+/* Bytes of one layer's K and V in one block. */
 static inline uint64_t llm_block_bytes(const struct llm_config *c)
 {
-	return (uint64_t)c->block_tokens * llm_kvdim(c) * 2;
+	return (uint64_t)c->block_tokens * llm_kv_row_bytes(c);
 }
 
 /* ---- weights (llm_weights.c) ---- */
@@ -115,9 +123,9 @@ struct llm_dev {
 	struct llm_buf x, h, qkv, qr, att, t, g, u, krow;	/* activations, max_seq rows */
 	struct llm_buf rope_step;	/* [max_seq][2][head_dim]: this job's rows */
 	struct llm_buf logits;		/* HOST: [max(max_seq, max_batch)][vocab] FP32 */
-	struct llm_buf gather;		/* [max_batch][2][max_seq][kvdim] BF16 */
-	struct llm_buf staging;		/* prefill K/V: [layers][2][max_seq][kvdim] BF16 */
-	struct llm_buf pool;		/* KV blocks: [layers][2][kv_blocks][block] BF16 */
+	struct llm_buf gather;		/* [max_batch][max_seq][K|V row] */
+	struct llm_buf staging;		/* prefill K/V: [layers][max_seq][K|V row] */
+	struct llm_buf pool;		/* KV blocks: [layers][kv_blocks][block_tokens][K|V row] */
 	struct maia_cmdbuf *cb;
 	uint64_t pool_bytes;
 	/* Counters (host time in ns, device time from maia_wait_times). */
@@ -141,11 +149,14 @@ void llm_dev_set_tp(struct llm_dev *d, uint32_t rank, uint32_t n, uint32_t comm)
 /* Submit every ds[i]->cb, then wait for each; rank 0's times in *times. */
 int llm_devs_run(struct llm_dev *const *ds, uint32_t n, struct maia_job_times *times);
 
-/* Pool offset of (layer, K=0 / V=1, block) in the KV pool. */
-static inline uint64_t llm_pool_off(const struct llm_config *c, uint32_t layer, uint32_t kv,
-				    uint32_t block)
+/*
+ * Pool offset of (layer, block) in the KV pool: its block_tokens cache rows
+ * (K then V each). A layer's blocks are adjacent, so a run of consecutive
+ * block numbers is one contiguous range of one layer's K and V.
+ */
+static inline uint64_t llm_pool_off(const struct llm_config *c, uint32_t layer, uint32_t block)
 {
-	return (((uint64_t)layer * 2 + kv) * c->kv_blocks + block) * llm_block_bytes(c);
+	return ((uint64_t)layer * c->kv_blocks + block) * llm_block_bytes(c);
 }
 
 /* Where a prefill puts each layer's K/V once computed. */

@@ -7,7 +7,7 @@
  * HIGH priority so that it runs on its own hardware queue, waits for each
  * semaphore in turn and pushes that layer's K and V into the request's
  * blocks on B with fabric remote writes (one per run of consecutive block
- * numbers, for every request of the prefill batch), while the compute job
+ * numbers, K and V together, for every request of the prefill batch), while the compute job
  * goes on with the next layer: the device parks a job on its remote write
  * and runs the other queue meanwhile. Both jobs share A's address space,
  * hence its semaphores.
@@ -80,14 +80,16 @@ void llm_disagg_fini(struct llm_disagg *x)
 
 /*
  * The transfer job: per layer, wait for its semaphore, then write every
- * request's K and V from its staging rows to its blocks on B.
+ * request's K and V from its staging rows to its blocks on B. A cache row
+ * holds a token's K and V, and a layer's blocks are adjacent in the pool,
+ * so each run of consecutive block numbers is one write of both.
  */
 static int build_transfer(struct llm_disagg *x, const struct llm_prefill_req *reqs,
 			  uint32_t nreq)
 {
 	const struct llm_config *c = &x->pre->w->cfg;
-	uint64_t row = llm_kvdim(c) * 2ull;
-	uint32_t l, kv, b, e, i, off;
+	uint64_t row = llm_kv_row_bytes(c);
+	uint32_t l, b, e, i, off;
 	int err = 0;
 
 	maia_cmdbuf_reset(x->xcb);
@@ -102,29 +104,25 @@ static int build_transfer(struct llm_disagg *x, const struct llm_prefill_req *re
 		for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
 			uint32_t n = reqs[i].n, nb = llm_kv_blocks_for(n, c->block_tokens);
 			const uint32_t *blocks = reqs[i].blocks;
+			uint64_t src = x->pre->staging.va + (uint64_t)l * c->max_seq * row + off * row;
 
-			for (kv = 0; kv < 2 && !err; kv++) {
-				uint64_t src = x->pre->staging.va +
-					       ((uint64_t)l * 2 + kv) * c->max_seq * row + off * row;
+			for (b = 0; b < nb && !err; b = e) {
+				uint32_t last;
+				uint64_t bytes;
 
-				for (b = 0; b < nb && !err; b = e) {
-					uint32_t last;
-					uint64_t bytes;
-
-					for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
-						;
-					last = e * c->block_tokens < n ? e * c->block_tokens : n;
-					bytes = (uint64_t)(last - b * c->block_tokens) * row;
-					err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
-								    llm_pool_off(c, l, kv, blocks[b]),
-								    src + (uint64_t)b * c->block_tokens * row,
-								    bytes);
-					x->xfer_bytes += bytes;
-					x->req_bytes[i] += bytes;
-					x->req_writes[i]++;
-					x->xfer_writes++;
-					x->writes++;
-				}
+				for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
+					;
+				last = e * c->block_tokens < n ? e * c->block_tokens : n;
+				bytes = (uint64_t)(last - b * c->block_tokens) * row;
+				err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
+							    llm_pool_off(c, l, blocks[b]),
+							    src + (uint64_t)b * c->block_tokens * row,
+							    bytes);
+				x->xfer_bytes += bytes;
+				x->req_bytes[i] += bytes;
+				x->req_writes[i]++;
+				x->xfer_writes++;
+				x->writes++;
 			}
 		}
 	}

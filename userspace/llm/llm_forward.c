@@ -105,10 +105,10 @@ int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights 
 	err = err ?: buf_new(dev, r * 2 * c->head_dim * 4, MAIA_BO_HBM, &d->rope_step);
 	err = err ?: buf_new(dev, (uint64_t)c->max_batch * LLM_VOCAB * 4, MAIA_BO_HOST,
 			     &d->logits);
-	err = err ?: buf_new(dev, c->max_batch * 2ull * r * kvd * 2, MAIA_BO_HBM, &d->gather);
-	err = err ?: buf_new(dev, c->layers * 2ull * r * kvd * 2, MAIA_BO_HBM, &d->staging);
+	err = err ?: buf_new(dev, c->max_batch * r * llm_kv_row_bytes(c), MAIA_BO_HBM, &d->gather);
+	err = err ?: buf_new(dev, c->layers * r * llm_kv_row_bytes(c), MAIA_BO_HBM, &d->staging);
 	if (!err && with_pool) {
-		d->pool_bytes = llm_pool_off(c, c->layers, 0, 0);
+		d->pool_bytes = llm_pool_off(c, c->layers, 0);
 		err = buf_new(dev, d->pool_bytes, MAIA_BO_HBM, &d->pool);
 	}
 	err = err ?: llm_weights_load(w, dev, d->wbo.bo);
@@ -307,13 +307,16 @@ static void q_view(const struct llm_config *c, struct maia_tensor_desc *t, uint6
 	     (uint64_t[]){ (uint64_t)g * c->head_dim, c->head_dim, llm_qdim(c), 1 });
 }
 
-/* K or V rows [kv_heads, group (stride 0), rows, head_dim], BF16, row stride kvd. */
+/*
+ * K (kv 0) or V (kv 1) of cache rows at va (llm_kv_row_bytes apart) as
+ * [kv_heads, group (stride 0), rows, head_dim], BF16.
+ */
 static void kv_view(const struct llm_config *c, struct maia_tensor_desc *t, uint64_t va,
-		    uint32_t rows)
+		    uint32_t kv, uint32_t rows)
 {
-	view(t, va, MAIA_DTYPE_BF16, 4,
+	view(t, va + kv * llm_kvdim(c) * 2ull, MAIA_DTYPE_BF16, 4,
 	     (uint32_t[]){ c->kv_heads, c->heads / c->kv_heads, rows, c->head_dim },
-	     (uint64_t[]){ c->head_dim, 0, llm_kvdim(c), 1 });
+	     (uint64_t[]){ c->head_dim, 0, 2ull * llm_kvdim(c), 1 });
 }
 
 /* x row `row` = embedding of token. */
@@ -376,9 +379,12 @@ static int layer_tail(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t 
 	return err ?: maia_cmd_add(d->cb, &x, &t, &x, 0);
 }
 
-/* h = RMSNorm(x); qkv = h Wqkv^T; q = RoPE(q) into qr; k = RoPE(k) into k_dst (BF16). */
+/*
+ * h = RMSNorm(x); qkv = h Wqkv^T; q = RoPE(q) into qr; k = RoPE(k) into
+ * k_dst (BF16, row stride k_ld elements).
+ */
 static int layer_head(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t n,
-		      uint64_t cs, uint64_t k_dst)
+		      uint64_t cs, uint64_t k_dst, uint64_t k_ld)
 {
 	const struct llm_config *c = &d->w->cfg;
 	uint64_t qkvd = llm_qdim(c) + 2 * llm_kvdim(c);
@@ -389,10 +395,10 @@ static int layer_head(struct llm_dev *d, const struct llm_layer_w *lw, uint32_t 
 	err = err ?: rope(d, d->qkv.va, qkvd, n, c->heads, d->qr.va, MAIA_DTYPE_FP32,
 			  llm_qdim(c), cs);
 	return err ?: rope(d, d->qkv.va + llm_qdim(c) * 4ull, qkvd, n, c->kv_heads, k_dst,
-			   MAIA_DTYPE_BF16, llm_kvdim(c), cs);
+			   MAIA_DTYPE_BF16, k_ld, cs);
 }
 
-/* V rows [r0, r0 + n) of qkv, converted to BF16 at dst (row stride kvd). */
+/* V rows [r0, r0 + n) of qkv, converted to BF16 at dst (cache rows). */
 static int v_out(struct llm_dev *d, uint32_t r0, uint32_t n, uint64_t dst)
 {
 	const struct llm_config *c = &d->w->cfg;
@@ -402,20 +408,20 @@ static int v_out(struct llm_dev *d, uint32_t r0, uint32_t n, uint64_t dst)
 
 	err = mat(&s, d->qkv.va + (r0 * qkvd + llm_qdim(c) + llm_kvdim(c)) * 4, MAIA_DTYPE_FP32,
 		  n, llm_kvdim(c), qkvd);
-	err = err ?: mat(&o, dst, MAIA_DTYPE_BF16, n, llm_kvdim(c), llm_kvdim(c));
+	err = err ?: mat(&o, dst, MAIA_DTYPE_BF16, n, llm_kvdim(c), 2ull * llm_kvdim(c));
 	return err ?: maia_cmd_tensor_copy(d->cb, &s, &o);
 }
 
 /*
- * Copy tokens [0, ntok) of one layer's K or V between a contiguous buffer
- * (row stride kvd) and the request's pool blocks, one copy per run of
+ * Copy the cache rows (K and V) of tokens [0, ntok) of one layer between a
+ * contiguous buffer and the request's pool blocks, one copy per run of
  * consecutive block numbers. to_pool: contiguous -> pool.
  */
-static int blocks_copy(struct llm_dev *d, uint64_t contig, uint32_t layer, uint32_t kv,
+static int blocks_copy(struct llm_dev *d, uint64_t contig, uint32_t layer,
 		       const uint32_t *blocks, uint32_t ntok, bool to_pool)
 {
 	const struct llm_config *c = &d->w->cfg;
-	uint64_t row = llm_kvdim(c) * 2ull;
+	uint64_t row = llm_kv_row_bytes(c);
 	uint32_t nb = llm_kv_blocks_for(ntok, c->block_tokens), b = 0, e;
 	int err = 0;
 
@@ -427,7 +433,7 @@ static int blocks_copy(struct llm_dev *d, uint64_t contig, uint32_t layer, uint3
 			;
 		last_tok = e * c->block_tokens < ntok ? e * c->block_tokens : ntok;
 		bytes = (uint64_t)(last_tok - b * c->block_tokens) * row;
-		pool = d->pool.va + llm_pool_off(c, layer, kv, blocks[b]);
+		pool = d->pool.va + llm_pool_off(c, layer, blocks[b]);
 		loc = contig + (uint64_t)b * c->block_tokens * row;
 		err = to_pool ? maia_cmd_copy(d->cb, pool, loc, bytes) :
 				maia_cmd_copy(d->cb, loc, pool, bytes);
@@ -436,11 +442,12 @@ static int blocks_copy(struct llm_dev *d, uint64_t contig, uint32_t layer, uint3
 	return err;
 }
 
-static uint64_t staging_va(const struct llm_dev *d, uint32_t layer, uint32_t kv)
+/* Layer `layer`'s cache rows in the staging buffer. */
+static uint64_t staging_va(const struct llm_dev *d, uint32_t layer)
 {
 	const struct llm_config *c = &d->w->cfg;
 
-	return d->staging.va + ((uint64_t)layer * 2 + kv) * c->max_seq * llm_kvdim(c) * 2;
+	return d->staging.va + (uint64_t)layer * c->max_seq * llm_kv_row_bytes(c);
 }
 
 /* logits[0..n) = RMSNorm(rows of x_va) lm_head^T + b */
@@ -457,7 +464,7 @@ int llm_build_prefill(struct llm_dev *d, const struct llm_prefill_req *reqs, uin
 		      enum llm_kv_dest dest, uint32_t sem_base)
 {
 	const struct llm_config *c = &d->w->cfg;
-	uint64_t kvrow = llm_kvdim(c) * 2ull, cs_row = 2ull * c->head_dim * 4;
+	uint64_t kvrow = llm_kv_row_bytes(c), cs_row = 2ull * c->head_dim * 4;
 	uint64_t xrow = c->d_model * 4ull, qrow = llm_qdim(c) * 4ull;
 	struct maia_tensor_desc q, k, v, o;
 	uint32_t i, j, l, rows = 0, off;
@@ -481,22 +488,20 @@ int llm_build_prefill(struct llm_dev *d, const struct llm_prefill_req *reqs, uin
 	}
 	for (l = 0; l < c->layers && !err; l++) {
 		const struct llm_layer_w *lw = &d->w->layer[l];
-		uint64_t ks = staging_va(d, l, 0), vs = staging_va(d, l, 1);
+		uint64_t ks = staging_va(d, l);
 
-		err = layer_head(d, lw, rows, d->rope_step.va, ks);
-		err = err ?: v_out(d, 0, rows, vs);
+		err = layer_head(d, lw, rows, d->rope_step.va, ks, 2ull * llm_kvdim(c));
+		err = err ?: v_out(d, 0, rows, ks + llm_kvdim(c) * 2ull);
 		for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
 			uint32_t n = reqs[i].n;
 
 			q_view(c, &q, d->qr.va + off * qrow, n);
-			kv_view(c, &k, ks + off * kvrow, n);
-			kv_view(c, &v, vs + off * kvrow, n);
+			kv_view(c, &k, ks + off * kvrow, 0, n);
+			kv_view(c, &v, ks + off * kvrow, 1, n);
 			q_view(c, &o, d->att.va + off * qrow, n);
 			err = maia_cmd_attention(d->cb, &q, &k, &v, &o, 0.0f, MAIA_ATTN_F_CAUSAL);
 			if (!err && dest == LLM_KV_LOCAL_POOL) {
-				err = blocks_copy(d, ks + off * kvrow, l, 0, reqs[i].blocks, n, true);
-				err = err ?: blocks_copy(d, vs + off * kvrow, l, 1, reqs[i].blocks, n,
-							 true);
+				err = blocks_copy(d, ks + off * kvrow, l, reqs[i].blocks, n, true);
 			}
 		}
 		if (!err && dest == LLM_KV_SIGNAL)
@@ -529,8 +534,8 @@ static bool one_run(const uint32_t *blocks, uint32_t n)
 int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_t n)
 {
 	const struct llm_config *c = &d->w->cfg;
-	uint64_t kvrow = llm_kvdim(c) * 2ull, cs_row = 2ull * c->head_dim * 4;
-	uint64_t gslot = 2ull * c->max_seq * kvrow;
+	uint64_t kvrow = llm_kv_row_bytes(c), cs_row = 2ull * c->head_dim * 4;
+	uint64_t gslot = c->max_seq * kvrow, kbytes = llm_kvdim(c) * 2ull;
 	struct maia_tensor_desc q, k, v, o;
 	uint32_t i, l;
 	int err = 0;
@@ -548,28 +553,25 @@ int llm_build_decode(struct llm_dev *d, const struct llm_step_row *rows, uint32_
 	for (l = 0; l < c->layers && !err; l++) {
 		const struct llm_layer_w *lw = &d->w->layer[l];
 
-		err = layer_head(d, lw, n, d->rope_step.va, d->krow.va);
+		err = layer_head(d, lw, n, d->rope_step.va, d->krow.va, llm_kvdim(c));
 		for (i = 0; i < n && !err; i++) {
 			const struct llm_step_row *r = &rows[i];
 			uint32_t blk = r->blocks[r->pos / c->block_tokens];
-			uint64_t slot = (uint64_t)(r->pos % c->block_tokens) * kvrow;
-			uint64_t gk = d->gather.va + i * gslot, gv = gk + gslot / 2;
+			uint64_t slot = d->pool.va + llm_pool_off(c, l, blk) +
+					(uint64_t)(r->pos % c->block_tokens) * kvrow;
+			uint64_t g = d->gather.va + i * gslot;
 
 			/* Append this position's K and V to its block. */
-			err = maia_cmd_copy(d->cb, d->pool.va + llm_pool_off(c, l, 0, blk) + slot,
-					    d->krow.va + i * kvrow, kvrow);
-			err = err ?: v_out(d, i, 1, d->pool.va + llm_pool_off(c, l, 1, blk) + slot);
-			if (one_run(r->blocks, r->pos / c->block_tokens + 1)) {
+			err = maia_cmd_copy(d->cb, slot, d->krow.va + i * kbytes, kbytes);
+			err = err ?: v_out(d, i, 1, slot + kbytes);
+			if (one_run(r->blocks, r->pos / c->block_tokens + 1))
 				/* Consecutive blocks are one strided tensor already. */
-				gk = d->pool.va + llm_pool_off(c, l, 0, r->blocks[0]);
-				gv = d->pool.va + llm_pool_off(c, l, 1, r->blocks[0]);
-			} else {
-				err = err ?: blocks_copy(d, gk, l, 0, r->blocks, r->pos + 1, false);
-				err = err ?: blocks_copy(d, gv, l, 1, r->blocks, r->pos + 1, false);
-			}
+				g = d->pool.va + llm_pool_off(c, l, r->blocks[0]);
+			else
+				err = err ?: blocks_copy(d, g, l, r->blocks, r->pos + 1, false);
 			q_view(c, &q, d->qr.va + (uint64_t)i * llm_qdim(c) * 4, 1);
-			kv_view(c, &k, gk, r->pos + 1);
-			kv_view(c, &v, gv, r->pos + 1);
+			kv_view(c, &k, g, 0, r->pos + 1);
+			kv_view(c, &v, g, 1, r->pos + 1);
 			q_view(c, &o, d->att.va + (uint64_t)i * llm_qdim(c) * 4, 1);
 			err = err ?: maia_cmd_attention(d->cb, &q, &k, &v, &o, 0.0f, 0);
 		}
