@@ -111,6 +111,15 @@ class _DeviceModule:
         """The device's one stream (torch.Stream)."""
         return torch.Stream(device=torch.device(BACKEND, _index(device)))
 
+    def __getattr__(self, name):
+        # Inductor asks the PrivateUse1 module for its Scheduling when it
+        # first compiles a graph: maia.inductor registers the device then
+        # (torch._inductor is not imported before torch.compile needs it).
+        if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen"):
+            import maia.inductor
+            return maia.inductor.register_for_inductor(name)
+        raise AttributeError("torch.maia has no attribute %r" % name)
+
 
 def _register():
     name = torch._C._get_privateuse1_backend_name()

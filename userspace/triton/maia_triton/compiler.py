@@ -97,7 +97,9 @@ class MaiaBackend(BaseBackend):
         return {"min_dot_size": lambda lhs, rhs: (1, 1, 1)}
 
     def get_module_map(self) -> Dict[str, ModuleType]:
-        return {}
+        # libdevice's names (Inductor's kernels call them) as maia functions.
+        from . import libdevice
+        return {"triton.language.extra.libdevice": libdevice}
 
     def load_dialects(self, ctx):
         pass

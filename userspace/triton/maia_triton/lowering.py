@@ -47,6 +47,9 @@ _FUNARY = {"math.exp": "vexp", "math.exp2": "vexp2", "math.log": "vlog", "math.l
            "math.sqrt": "vsqrt", "tt.precise_sqrt": "vsqrt", "math.rsqrt": "vrsqrt", "math.sin": "vsin",
            "math.cos": "vcos", "math.tanh": "vtanh", "math.erf": "verf", "math.absf": "vfabs",
            "arith.negf": "vfneg", "math.floor": "vfloor", "math.ceil": "vfceil"}
+# tt.extern_elementwise symbols of the backend's libdevice (libdevice.py): one
+# instruction each, for what Triton's front end has no operation for.
+EXTERN_FUNCS = {"__maia_tanhf": "vtanh"}
 _REDUCE = {"arith.addf": "vredsum", "arith.maxnumf": "vredmax", "arith.maximumf": "vredmax",
            "arith.minnumf": "vredmin", "arith.minimumf": "vredmin"}
 # Ops that change nothing in the registers (integer widths are 64-bit in
@@ -632,6 +635,14 @@ class Lowering:
         self.vemit(shape, mnem, r, a)
         t = op.result_types[0]
         self.define(op, Val("tensor" if t.is_tensor else "float", t, r, shape=shape))
+
+    def op_tt_extern_elementwise(self, op):
+        sym = re.search(r'symbol = "([^"]*)"', op.attrs)
+        mnem = EXTERN_FUNCS.get(sym.group(1)) if sym else None
+        if mnem is None or len(op.operands) != 1:
+            self.err("extern function %s is not supported by the maia backend (only the backend's libdevice)" %
+                     (sym.group(1) if sym else "?"), op)
+        self.funary(op, mnem)
 
     def op_math_fma(self, op):
         shape = self._shape_of(op)

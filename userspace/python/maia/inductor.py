@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: MIT
+"""maia.inductor: torch.compile's default backend (Inductor) for maia tensors
+(Documentation/python.rst, "torch.compile").
+
+register() tells Inductor that "maia" (torch's PrivateUse1 device, named by
+maia.torch) is a Triton device: a DeviceInterface (current device, device
+count, the one stream per device, synchronize, the properties Inductor's
+Triton heuristics read), Inductor's own TritonScheduling and Python wrapper
+codegen, and the few lines of wrapper code that name the device's runtime.
+Inductor then generates Triton kernels for maia tensors; the maia Triton
+backend (userspace/triton/maia_triton) compiles them to TVP programs and its
+driver launches each as a KERNEL command on the device's stream.
+"""
+import copy
+
+import torch
+
+import maia.torch as _mt
+
+BACKEND = _mt.BACKEND
+# What the Triton backend's compiler takes as GPUTarget.arch (maia_triton.compiler.TARGET_ARCH).
+ARCH = "tvp1.9"
+
+
+def get_raw_stream(device_index):
+    """The stream handle Inductor passes to every launch: one in-order stream
+    per device, so 0 (the driver ignores it)."""
+    return 0
+
+
+class _Properties:
+    """What Inductor reads of a device's properties (DeviceProperties.create):
+    a program instance is one TVP thread, hence a warp of 1."""
+
+    def __init__(self, index):
+        self.index = index
+        self.name = "maia"
+        self.type = BACKEND
+        self.multi_processor_count = 1
+        self.warp_size = 1
+        self.max_threads_per_block = 1
+        self.max_threads_per_multi_processor = 1
+        self.regs_per_multiprocessor = 0
+        self.major = 1
+        self.total_memory = 0
+
+
+def _index(device):
+    if device is None:
+        return _mt.ops.current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return _mt.ops.current_device() if device.index is None else device.index
+
+
+def _interface():
+    from torch._dynamo.device_interface import DeviceInterface
+
+    class MaiaInterface(DeviceInterface):
+        """torch._dynamo's device interface for maia (what Inductor's runtime
+        and its wrapper code call)."""
+
+        device = torch.maia.device
+        Event = torch.Event
+        Stream = torch.Stream
+
+        class Worker:
+            @staticmethod
+            def set_device(device):
+                torch.maia.set_device(device)
+
+            @staticmethod
+            def current_device():
+                return torch.maia.current_device()
+
+            @staticmethod
+            def get_device_properties(device=None):
+                return _Properties(_index(device))
+
+        @staticmethod
+        def current_device():
+            return torch.maia.current_device()
+
+        @staticmethod
+        def set_device(device):
+            torch.maia.set_device(device)
+
+        @staticmethod
+        def exchange_device(device):
+            prev = torch.maia.current_device()
+            if device >= 0 and device != prev:
+                torch.maia.set_device(device)
+            return prev
+
+        @staticmethod
+        def maybe_exchange_device(device):
+            return MaiaInterface.exchange_device(device)
+
+        @staticmethod
+        def device_count():
+            return torch.maia.device_count()
+
+        @staticmethod
+        def is_available():
+            return torch.maia.is_available()
+
+        @staticmethod
+        def current_stream():
+            return torch.maia.current_stream()
+
+        @staticmethod
+        def stream(stream):
+            import contextlib
+            return contextlib.nullcontext()
+
+        @staticmethod
+        def set_stream(stream):
+            pass
+
+        @staticmethod
+        def _set_stream_by_id(stream_id, device_index, device_type):
+            pass
+
+        @staticmethod
+        def get_raw_stream(device_idx):
+            return get_raw_stream(device_idx)
+
+        @staticmethod
+        def synchronize(device=None):
+            torch.maia.synchronize(device)
+
+        @classmethod
+        def get_device_properties(cls, device=None):
+            return _Properties(_index(device))
+
+        @staticmethod
+        def get_compute_capability(device=None):
+            return ARCH
+
+        @staticmethod
+        def is_bf16_supported(including_emulation=False):
+            return True
+
+        @staticmethod
+        def memory_allocated(device=None):
+            return _mt.memory_stats()["in_use_bytes"]
+
+        @staticmethod
+        def is_triton_capable(device=None):
+            return True
+
+        @staticmethod
+        def raise_if_triton_unavailable(device=None):
+            import triton.backends
+            if BACKEND not in triton.backends.backends:
+                raise RuntimeError("maia: Triton does not see the maia backend (maia_triton on sys.path?)")
+
+    return MaiaInterface
+
+
+def _op_overrides():
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    class MaiaDeviceOpOverrides(DeviceOpOverrides):
+        """The lines Inductor's Python wrapper writes for the device."""
+
+        def import_get_raw_stream_as(self, name):
+            return "from maia.inductor import get_raw_stream as %s" % name
+
+        def set_device(self, device_idx):
+            return "torch.maia.set_device(%d)" % device_idx
+
+        def synchronize(self):
+            return "torch.maia.synchronize()"
+
+        def device_guard(self, device_idx):
+            return "torch.maia.device(%d)" % device_idx
+
+        def current_stream(self):
+            return "torch.maia.current_stream()"
+
+    return MaiaDeviceOpOverrides()
+
+
+# The lanes of a TVP vector register: a Triton tensor of the maia backend fits in one.
+MAX_BLOCK_ELEMS = 1024
+
+
+def _block_elems(cfg):
+    n = 1
+    for k, v in cfg.kwargs.items():
+        if k.endswith("BLOCK") and isinstance(v, int):
+            n *= v
+    return n
+
+
+def _shrunk(cfg, persistent):
+    """cfg with its blocks halved until they fit a vector register (the
+    x/y blocks first, then a looped reduction's R0_BLOCK, which is only
+    the loop's step); None when that cannot be: a persistent reduction's
+    R0_BLOCK is its whole row."""
+    cfg = copy.deepcopy(cfg)
+    kw = cfg.kwargs
+    order = sorted((k for k in kw if k.endswith("BLOCK") and isinstance(kw[k], int)),
+                   key=lambda k: (k.startswith("R"), -kw[k]))
+    for k in order:
+        if persistent and k.startswith("R"):
+            break
+        while _block_elems(cfg) > MAX_BLOCK_ELEMS and kw[k] > 1:
+            kw[k] //= 2
+    return cfg if _block_elems(cfg) <= MAX_BLOCK_ELEMS else None
+
+
+def _pick_config(autotuner):
+    """Of the configs Inductor's heuristics proposed for a kernel, the one
+    with the largest block that fits a vector register (ties: the first),
+    or the first one shrunk to fit: one compile per kernel and no autotuning
+    by timing. None fitting (a persistent reduction over more than 1024
+    elements) is an error naming the kernel."""
+    configs = autotuner.configs or []
+    if not configs:
+        return
+    fits = [c for c in configs if _block_elems(c) <= MAX_BLOCK_ELEMS]
+    if not fits:
+        persistent = bool(autotuner.inductor_meta.get("persistent_reduction"))
+        fits = [c for c in (_shrunk(c, persistent) for c in configs) if c is not None]
+    if not fits:
+        name = autotuner.inductor_meta.get("kernel_name", autotuner.fn.__name__)
+        raise RuntimeError(
+            "maia: Inductor kernel %s is a persistent reduction whose block (%s) has more than the %d "
+            "elements of a TVP vector register" % (name, ", ".join(
+                "%s=%d" % kv for kv in sorted(configs[0].kwargs.items())), MAX_BLOCK_ELEMS))
+    best = max(_block_elems(c) for c in fits)
+    autotuner.configs = [next(c for c in fits if _block_elems(c) == best)]
+
+
+def _plugins():
+    """Inductor's CachingAutotuner asks get_caching_autotuner_plugins() for
+    its plugins; a maia kernel's gets one that picks its config before the
+    compile (pre_compile)."""
+    from torch._inductor.runtime import triton_heuristics as th
+
+    class MaiaConfigPlugin(th.CachingAutotunerPlugin):
+        def pre_compile(self, autotuner):
+            _pick_config(autotuner)
+            return th.DEFER
+
+    inner = th.get_caching_autotuner_plugins
+
+    def plugins(autotuner):
+        found = inner(autotuner)
+        if autotuner.device_props.type == BACKEND:
+            found.append(MaiaConfigPlugin())
+        return found
+
+    th.get_caching_autotuner_plugins = plugins
+
+
+_registered = False
+
+
+def register():
+    """Make "maia" an Inductor Triton device (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from torch._dynamo.device_interface import register_interface_for_device
+    from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
+    from torch._inductor.codegen.triton import TritonScheduling
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    iface = _interface()
+    register_interface_for_device(BACKEND, iface)
+    for i in range(max(1, torch.maia.device_count())):
+        register_interface_for_device("%s:%d" % (BACKEND, i), iface)
+    register_backend_for_device(BACKEND, TritonScheduling, PythonWrapperCodegen)
+    register_device_op_overrides(BACKEND, _op_overrides())
+    _plugins()
+    # Compile Triton kernels in this process: a worker would import torch
+    # again (40 s and more in a TCG guest) and has no device.
+    torch._inductor.config.compile_threads = 1
+    _registered = True
+
+
+def register_for_inductor(name):
+    """torch.maia's Scheduling, PythonWrapperCodegen and CppWrapperCodegen,
+    which Inductor's init_backend_registration() reads for a PrivateUse1
+    device: register() first; no C++ wrapper (None: Inductor keeps what
+    register() set)."""
+    register()
+    from torch._inductor.codegen.triton import TritonScheduling
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    return {"Scheduling": TritonScheduling, "PythonWrapperCodegen": PythonWrapperCodegen}.get(name)
