@@ -75,6 +75,7 @@ struct mode_result {
 	/* Disaggregated only: the overlap measurement. */
 	double p_host, x_host, e2e_host, seq_host, p_dev, x_dev, e2e_dev, seq_dev;
 	double raw_gbps, raw_dev_gbps, xfer_bytes;
+	uint32_t xfer_writes;		/* remote writes of the one-prompt transfer */
 	double saved_host, saved_dev;		/* median of paired (after - layerwise) */
 	double spread_host;			/* their interquartile range, host */
 };
@@ -211,6 +212,7 @@ static int measure_overlap(struct llm_engine *e, struct mode_result *m)
 		m->saved_dev = dd[REPS / 2];
 	}
 	m->xfer_bytes = (double)alone[0].bytes;
+	m->xfer_writes = alone[0].writes;
 	for (i = 1; i < REPS; i++)
 		rh[0] = rh[i] < rh[0] ? rh[i] : rh[0];
 	m->raw_gbps = m->xfer_bytes / (double)rh[0];
@@ -371,9 +373,10 @@ static void report(enum llm_mode mode, const struct mode_result *m)
 		if (mode == LLM_MODE_DISAGG) {
 			double kv = m->xfer_bytes / m->x_host, dkv = m->xfer_bytes / m->x_dev;
 
-			snprintf(extra, sizeof(extra), ", \"bytes\": %.0f, \"device_time_value\": %.6g, "
-				 "\"device_time_baseline_value\": %.6g", m->xfer_bytes, dkv,
-				 m->raw_dev_gbps);
+			snprintf(extra, sizeof(extra), ", \"bytes\": %.0f, \"writes\": %u, "
+				 "\"device_time_value\": %.6g, \"device_time_baseline_value\": %.6g, "
+				 "\"device_time_ratio\": %.4g", m->xfer_bytes, m->xfer_writes, dkv,
+				 m->raw_dev_gbps, m->raw_dev_gbps ? dkv / m->raw_dev_gbps : 0.0);
 			json_line("serving_kv_transfer_gbps", kv, "GB/s", "fabric_remote_write_gbps",
 				  m->raw_gbps, extra);
 			snprintf(extra, sizeof(extra), ", \"device_time_value\": %.4f, "
@@ -400,10 +403,12 @@ static void report(enum llm_mode mode, const struct mode_result *m)
 	}
 	printf("  KV bytes moved during the load: %llu (%.1f GB/s device time)\n",
 	       (unsigned long long)m->kv_bytes, m->kv_dev_ns ? (double)m->kv_bytes / m->kv_dev_ns : 0);
-	printf("  one %u-byte prompt: %.0f K/V bytes; transfer alone %.3f GB/s host, %.1f GB/s device;"
-	       " one remote write of the same bytes %.3f GB/s host, %.1f GB/s device\n",
-	       opt.prompt_len, m->xfer_bytes, m->xfer_bytes / m->x_host, m->xfer_bytes / m->x_dev,
-	       m->raw_gbps, m->raw_dev_gbps);
+	printf("  one %u-byte prompt: %.0f K/V bytes in %u remote writes; transfer alone %.3f GB/s "
+	       "host, %.1f GB/s device; one remote write of the same bytes %.3f GB/s host, %.1f GB/s "
+	       "device; ratio %.2f host, %.2f device\n",
+	       opt.prompt_len, m->xfer_bytes, m->xfer_writes, m->xfer_bytes / m->x_host,
+	       m->xfer_bytes / m->x_dev, m->raw_gbps, m->raw_dev_gbps,
+	       m->xfer_bytes / m->x_host / m->raw_gbps, m->xfer_bytes / m->x_dev / m->raw_dev_gbps);
 	printf("  layer-wise overlap, host time: prefill %.2f ms, transfer %.2f ms alone; "
 	       "%.2f ms transfer after the prefill, %.2f ms layer by layer (best of %d); saved "
 	       "%.3f ms (median of pairs, interquartile range %.3f ms): %.0f %% of the transfer\n",
