@@ -19,7 +19,9 @@
 #    device 1's decode job hangs; the requests move to spare device 2 and end
 #    with the single-device tokens, in-process and through maia-serve --spare.
 # Then a second boot with 4 ring-cabled devices: serve_test tp4, tensor
-# parallel over four (kv_heads 4) against one device.
+# parallel over four (kv_heads 4) against one device. Last, two-qemu.sh:
+# prefill and a spare in one QEMU, decode in another, which is killed
+# mid-generation; the request ends on the spare with the same text.
 # TAP from serve_test, numbered across its three runs; exit status nonzero
 # on any failure.
 #
@@ -74,9 +76,11 @@ st=$?
 # Tensor parallel over four: a second boot with a ring of four devices.
 "$TOP/qemu/run-guest" --no-build --devices 4 --fabric ring --timeout 300 \
 	--file "$TOP/build/serve-test:/root/serve" -- /root/serve/serve_test tp4 >>"$out" 2>&1 || st=1
-# Renumber the seven TAP streams into one.
+# Across two QEMU processes, the decode one killed (two-qemu.sh).
+"$TOP/tests/serve/two-qemu.sh" >>"$out" 2>&1 || st=1
+# Renumber the eight TAP streams into one.
 cat "$host" "$out" |
-	awk '/^(not )?ok [0-9]+ /{ n++; sub(/ok [0-9]+ /, "ok " n " "); print; next }
+	awk '/^(not )?ok ([0-9]+ )?- /{ n++; sub(/ok ([0-9]+ )?- /, "ok " n " - "); print; next }
 	     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }'
 if [ $host_st -ne 0 ] && ! grep -q '^not ok' "$host"; then
 	echo "not ok - host_test failed (status $host_st)"

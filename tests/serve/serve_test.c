@@ -28,6 +28,13 @@
  *                         --inject-decode-hang 4): the reply and /metrics say
  *                         it moved; a second request, on the spare from the
  *                         start, gives the same text
+ *   serve_test http-remote PORT  maia-serve --remote-decode --spare 1 in the
+ *                         prefill QEMU, its decode worker in another QEMU
+ *                         pausing at its step 6, which the test's host side
+ *                         kills (tests/serve/two-qemu.sh): a completion
+ *                         decoded in the other process, then one that moves
+ *                         to the spare when that process dies, and the same
+ *                         text from the spare alone
  *
  * Nothing here depends on timing: batches may form in any way, and the
  * checks hold for all of them.
@@ -702,6 +709,63 @@ static int cmd_http_fallback(int port)
 	return 0;
 }
 
+/*
+ * maia-serve --mode disagg --remote-decode maia.serve --spare 1 on PORT, its
+ * worker in the other QEMU paused at its step 6 and killed there
+ * (two-qemu.sh). Requests run one after another, so the steps are counted
+ * alike every run: the first request takes the worker's steps 1-3, the
+ * second 4 and 5 and is at its third token when the worker dies.
+ */
+static int cmd_http_remote(int port)
+{
+	static const char b0[] = "{\"prompt\": \"Two QEMU processes \", \"max_tokens\": 4}";
+	static const char body[] = "{\"prompt\": \"Failover keeps serving the \", "
+				   "\"max_tokens\": 12, \"temperature\": 0.8, \"seed\": 5}";
+	char *r0 = NULL, *r1 = NULL, *r2 = NULL, *m0 = NULL, *m = NULL, *t1, *t2;
+	int s0, s1, s2, sm0, sm;
+	bool same;
+
+	s0 = post(port, b0, &r0);
+	sm0 = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m0);
+	tap(s0 == 200 && r0 && strstr(r0, "\"fallbacks\": 0") && strstr(r0, "\"kv_bytes\": ") &&
+	    !strstr(r0, "\"kv_bytes\": 0,") && sm0 == 200 && m0 &&
+	    strstr(m0, "maia_serve_decode_remote 1\n"),
+	    "a completion decoded by the worker in the other QEMU: 200, its K/V pushed over the "
+	    "fabric (kv_bytes > 0), /metrics: decode device remote");
+	if (s0 != 200 || !r0)
+		printf("# first: status %d %s\n", s0, r0 ? r0 : "-");
+	s1 = post(port, body, &r1);
+	s2 = post(port, body, &r2);
+	t1 = r1 ? strstr(r1, "\"text\"") : NULL;
+	t2 = r2 ? strstr(r2, "\"text\"") : NULL;
+	same = t1 && t2 && strstr(t1, "\"finish_reason\"") &&
+	       !strncmp(t1, t2, (size_t)(strstr(t1, "\"finish_reason\"") - t1) + 1);
+	tap(s1 == 200 && r1 && strstr(r1, "\"completion_tokens\": 12") &&
+	    strstr(r1, "\"fallbacks\": 1, \"fallback_from\": 0, \"fallback_to\": 1, "
+		       "\"replayed_tokens\": 29, \"fallback_from_remote\": true"),
+	    "a completion whose decode QEMU was killed at its third token: 200, 12 tokens, its "
+	    "reply says it moved from the remote device to spare device 1 (29 tokens replayed)");
+	tap(s2 == 200 && r2 && strstr(r2, "\"fallbacks\": 0") && same,
+	    "the same request again, on the spare from the start: the same text");
+	if (!same || s1 != 200)
+		printf("# second: %s\n# third: %s\n", r1 ? r1 : "-", r2 ? r2 : "-");
+	sm = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m);
+	tap(sm == 200 && m && strstr(m, "maia_serve_fallbacks_total 1\n") &&
+	    strstr(m, "maia_serve_decode_failures_total 1\n") &&
+	    strstr(m, "maia_serve_decode_device 1\n") &&
+	    strstr(m, "maia_serve_decode_remote 0\n") &&
+	    strstr(m, "maia_serve_requests_completed_total 3\n") &&
+	    strstr(m, "maia_serve_requests_failed_total 0\n"),
+	    "/metrics: 1 decode failure, 1 fallback, decode device 1 (local), 3 completed, "
+	    "0 failed");
+	free(r0);
+	free(r1);
+	free(r2);
+	free(m0);
+	free(m);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	printf("TAP version 13\n");
@@ -717,9 +781,11 @@ int main(int argc, char **argv)
 		cmd_fallback();
 	else if (argc == 3 && !strcmp(argv[1], "http-fallback"))
 		cmd_http_fallback(atoi(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "http-remote"))
+		cmd_http_remote(atoi(argv[2]));
 	else {
 		fprintf(stderr, "usage: serve_test model | kv | http PORT | fallback | "
-			"http-fallback PORT | tp4\n");
+			"http-fallback PORT | http-remote PORT | tp4\n");
 		return 2;
 	}
 	printf("1..%d\n", ntest);

@@ -13,6 +13,7 @@
  *   llm_sampler.c   greedy and seeded top-k / top-p sampling
  *   llm_ref.c       the CPU double reference
  *   llm_disagg.c    prefill on one device, K/V pushed layer by layer to another
+ *   llm_remote.c    decode on a device in another QEMU process (its worker)
  *   llm_engine.c    requests, admission and continuous batching of decode steps
  *   llm_json.c      the completion request's JSON and the escaping of replies
  */
@@ -257,8 +258,9 @@ enum llm_xfer_sched {
 };
 
 struct llm_disagg {
-	struct llm_dev *pre, *dec;	/* prefill device A, decode device B */
+	struct llm_dev *pre, *dec;	/* prefill device A, decode device B (NULL: remote) */
 	uint32_t key;			/* B's window over its pool */
+	uint64_t dec_bytes;		/* the window's size */
 	uint32_t port;			/* A's port cabled to B */
 	struct maia_cmdbuf *xcb;	/* A's transfer job (HIGH priority queue) */
 	struct llm_buf ts;		/* HOST on A: modeled timestamps */
@@ -274,6 +276,9 @@ struct llm_disagg {
 };
 
 int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec);
+/* The same towards a decode device in another process: its serial and window. */
+int llm_disagg_init_remote(struct llm_disagg *x, struct llm_dev *pre, uint64_t dserial,
+			   uint32_t key, uint64_t bytes);
 void llm_disagg_fini(struct llm_disagg *x);
 
 /* What one disaggregated prefill (batch) took. */
@@ -304,6 +309,50 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
 /* One remote write of bytes from A to B's window (the raw link figure). */
 int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,
 			 uint64_t *dev_ns);
+
+/* ---- decode on a device in another QEMU process (llm_remote.c) ---- */
+
+/*
+ * The engine's end of a decode worker (maia-serve --mode decode-worker) in
+ * another guest: a byte stream (a virtio-serial port) carries its hello
+ * (fabric serial, window key over its pool), the decode steps' rows and
+ * their logits; the K/V go over the fabric into the window.
+ */
+struct llm_remote {
+	int fd;				/* the stream; -1 once it failed */
+	uint64_t serial;		/* the worker device's fabric serial */
+	uint32_t key;			/* its window over its KV pool */
+	uint64_t pool_bytes;
+	int index;			/* its device index in its own guest */
+	float *logits;			/* [max_batch][vocab]: the last step's */
+	uint64_t steps;
+};
+
+/*
+ * Open the virtio-serial port `port` (its name, or a /dev path) and wait up
+ * to timeout_ms for the worker's hello; -EINVAL if its model or pool is not
+ * c's, -ETIMEDOUT if none came.
+ */
+int llm_vport_open(const char *port);
+int llm_remote_connect(struct llm_remote *r, const char *port, const struct llm_config *c,
+		       int timeout_ms);
+/*
+ * One decode step of n rows on the worker: its logits in r->logits, its
+ * times in *t. -EPIPE when the worker went away (its QEMU killed), then
+ * the stream is closed.
+ */
+int llm_remote_step(struct llm_remote *r, const struct llm_step_row *rows, uint32_t n,
+		    const struct llm_config *c, struct maia_job_times *t);
+void llm_remote_close(struct llm_remote *r);
+/*
+ * The worker: d (with its pool) serves decode steps to the engine at the
+ * other end of `port` until it says bye or goes away (0). pause_at_step
+ * (tests): that step never runs; the worker prints that it paused and
+ * sleeps timeout_ms (the test kills its QEMU meanwhile). timeout_ms also
+ * bounds the wait for the engine's end at start.
+ */
+int llm_remote_serve(struct llm_dev *d, int index, const char *port, uint64_t pause_at_step,
+		     int timeout_ms);
 
 /* ---- the engine: requests and continuous batching (llm_engine.c) ---- */
 
@@ -341,6 +390,7 @@ struct llm_request {
 	uint32_t fallbacks;		/* times it moved to a spare decode device */
 	int fallback_from, fallback_to;	/* device indexes of the last move */
 	uint32_t replayed_tokens;	/* prompt and generated tokens recomputed there */
+	bool fallback_from_remote;	/* the device it left was in another process */
 };
 
 struct llm_engine_stats {
@@ -351,7 +401,8 @@ struct llm_engine_stats {
 	uint64_t fallbacks;		/* moves to the spare decode device */
 	uint64_t replayed_tokens;	/* tokens recomputed on the spare */
 	uint32_t queue_depth, running, kv_used, kv_total;
-	int dec_index;			/* the decode device's index */
+	int dec_index;			/* the decode device's index (in its own guest) */
+	bool dec_remote;		/* the decode device is in another process */
 };
 
 struct llm_engine {
@@ -366,6 +417,8 @@ struct llm_engine {
 	struct llm_disagg x;
 	struct llm_dev *pre, *dec;
 	struct llm_dev *spare;		/* a decode device to move to; NULL: none (left) */
+	struct llm_remote remote;	/* the decode device in another process ... */
+	bool dec_remote;		/* ... is the decode device (dec NULL) */
 	bool dec_failed;		/* engine thread: a decode job failed, move */
 	bool local_prefill;		/* after a move no port reached: the spare prefills */
 	uint64_t hang_at_step;		/* tests: decode step (1-based) whose job hangs */
@@ -396,6 +449,13 @@ int llm_engine_init(struct llm_engine *e, const struct llm_config *c, enum llm_m
  */
 int llm_engine_init_tp(struct llm_engine *e, const struct llm_config *c, int dev_index,
 		       uint32_t ntp, uint32_t max_queue);
+/*
+ * Disaggregated across processes: prefill on device dev_index, decode on
+ * the worker at the other end of virtio-serial port `port` (waited for up
+ * to timeout_ms), whose device device dev_index's fabric must reach.
+ */
+int llm_engine_init_remote(struct llm_engine *e, const struct llm_config *c, int dev_index,
+			   const char *port, int timeout_ms, uint32_t max_queue);
 /*
  * Before llm_engine_start: device dev_index is the spare. When a decode job
  * fails (its device hung and was reset, or went away), the running requests

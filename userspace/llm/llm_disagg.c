@@ -25,21 +25,23 @@
 
 #define SEM_TIMEOUT_US	(30u * 1000000u)
 
-int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec)
+/*
+ * The transfer job's buffers on A, then the first port that is up with B
+ * (serial dserial) at its other end (the ring cabling: device i's port 0
+ * reaches device i + 1, port 1 device i - 1); one remote write checks that
+ * B has the window. Only B's port: a write towards a device that is
+ * resetting would hang.
+ */
+static int connect_to(struct llm_disagg *x, uint64_t dserial)
 {
-	unsigned int ports = 0, dports = 0, port;
-	uint64_t serial, dserial = 0;
+	struct llm_dev *pre = x->pre;
+	unsigned int ports = 0, port;
+	uint64_t serial;
 	int err;
 
-	memset(x, 0, sizeof(*x));
-	x->pre = pre;
-	x->dec = dec;
 	err = maia_fabric_ports(pre->dev, &ports, &serial);
-	err = err ?: maia_fabric_ports(dec->dev, &dports, &dserial);
-	if (!err && (!ports || !dports))
+	if (!err && !ports)
 		err = -ENODEV;
-	err = err ?: maia_fabric_window_open(dec->pool.bo, 0, maia_bo_size(dec->pool.bo),
-					     MAIA_FABRIC_REMOTE_WRITE, &x->key);
 	err = err ?: maia_cmdbuf_create(pre->dev, 256 * 1024, &x->xcb);
 	if (!err) {
 		err = maia_bo_create(pre->dev, 4096, MAIA_BO_HOST, &x->ts.bo);
@@ -47,12 +49,6 @@ int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *d
 		if (!err)
 			x->ts.va = maia_bo_va(x->ts.bo);
 	}
-	/*
-	 * The first port that is up with B at its other end (the ring
-	 * cabling: device i's port 0 reaches device i + 1, port 1 device
-	 * i - 1); one remote write checks that B has the window. Only B's
-	 * port: a write towards a device that is resetting would hang.
-	 */
 	for (port = 0, err = err ?: -ENOLINK; err == -ENOLINK && port < ports; port++) {
 		struct maia_fabric_port p;
 		uint64_t h, d;
@@ -68,9 +64,41 @@ int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *d
 	return err;
 }
 
+int llm_disagg_init(struct llm_disagg *x, struct llm_dev *pre, struct llm_dev *dec)
+{
+	unsigned int dports = 0;
+	uint64_t dserial = 0;
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	x->pre = pre;
+	x->dec = dec;
+	err = maia_fabric_ports(dec->dev, &dports, &dserial);
+	if (!err && !dports)
+		err = -ENODEV;
+	x->dec_bytes = maia_bo_size(dec->pool.bo);
+	err = err ?: maia_fabric_window_open(dec->pool.bo, 0, x->dec_bytes,
+					     MAIA_FABRIC_REMOTE_WRITE, &x->key);
+	if (err) {
+		llm_disagg_fini(x);
+		return err;
+	}
+	return connect_to(x, dserial);
+}
+
+int llm_disagg_init_remote(struct llm_disagg *x, struct llm_dev *pre, uint64_t dserial,
+			   uint32_t key, uint64_t bytes)
+{
+	memset(x, 0, sizeof(*x));
+	x->pre = pre;
+	x->key = key;		/* the worker's: it closes it */
+	x->dec_bytes = bytes;
+	return connect_to(x, dserial);
+}
+
 void llm_disagg_fini(struct llm_disagg *x)
 {
-	if (x->key)
+	if (x->key && x->dec)
 		maia_fabric_window_close(x->dec->dev, x->key);
 	maia_cmdbuf_destroy(x->xcb);
 	if (x->ts.bo)
@@ -243,7 +271,7 @@ int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns
 
 	/* It overwrites B's pool: only while no request holds blocks there. */
 	if (!bytes || bytes > maia_bo_size(x->pre->staging.bo) ||
-	    bytes > maia_bo_size(x->dec->pool.bo))
+	    bytes > x->dec_bytes)
 		return -EINVAL;
 	maia_cmdbuf_reset(x->xcb);
 	err = maia_cmd_fabric_write(x->xcb, x->port, x->key, 0, x->pre->staging.va, bytes);

@@ -194,6 +194,48 @@ fail:
 	return err;
 }
 
+int llm_engine_init_remote(struct llm_engine *e, const struct llm_config *c, int dev_index,
+			   const char *port, int timeout_ms, uint32_t max_queue)
+{
+	struct maia_device *d0 = NULL;
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	e->remote.fd = -1;
+	e->mode = LLM_MODE_DISAGG;
+	e->cfg = *c;
+	e->max_queue = max_queue;
+	err = llm_weights_init(&e->w, c);
+	err = err ?: llm_kv_init(&e->kv, c->kv_blocks);
+	err = err ?: maia_device_open(dev_index, &d0);
+	err = err ?: llm_dev_init(&e->devs[0], d0, &e->w, false);
+	if (err)
+		goto fail;
+	err = llm_remote_connect(&e->remote, port, c, timeout_ms);
+	err = err ?: llm_disagg_init_remote(&e->x, &e->devs[0], e->remote.serial, e->remote.key,
+					    e->remote.pool_bytes);
+	if (err)
+		goto fail;
+	e->pre = &e->devs[0];
+	e->dec = NULL;
+	e->dec_remote = true;
+	e->dev_index[0] = dev_index;
+	e->stats.dec_index = e->remote.index;
+	e->stats.dec_remote = true;
+	engine_sync_init(e);
+	return 0;
+fail:
+	if (e->remote.logits)
+		llm_remote_close(&e->remote);
+	if (e->devs[0].cb)
+		llm_dev_fini(&e->devs[0]);
+	if (d0)
+		maia_device_close(d0);
+	llm_kv_fini(&e->kv);
+	llm_weights_fini(&e->w);
+	return err;
+}
+
 /* Under the lock: the request has made progress or ended. */
 static void finish(struct llm_engine *e, struct llm_request *r, int error)
 {
@@ -237,6 +279,7 @@ static int decode_step(struct llm_engine *e)
 	struct llm_step_row rows[LLM_MAX_BATCH];
 	struct llm_request *batch[LLM_MAX_BATCH], *r;
 	struct maia_job_times t = { 0 };
+	const float *logits = NULL;
 	uint32_t n = 0, i;
 	int err;
 
@@ -249,8 +292,13 @@ static int decode_step(struct llm_engine *e)
 	}
 	if (!n)
 		return 0;
-	maia_cmdbuf_reset(e->dec->cb);
 	err = 0;
+	if (e->dec_remote) {
+		err = llm_remote_step(&e->remote, rows, n, &e->cfg, &t);
+		logits = e->remote.logits;
+		goto ran;
+	}
+	maia_cmdbuf_reset(e->dec->cb);
 	if (e->hang_at_step && e->stats.steps + 1 == e->hang_at_step) {
 		/* tests: a wait nobody signals, until the driver gives up on it; once */
 		e->hang_at_step = 0;
@@ -267,6 +315,8 @@ static int decode_step(struct llm_engine *e)
 		err = err ?: llm_build_decode(e->dec, rows, n);
 		err = err ?: llm_dev_run(e->dec, &t);
 	}
+	logits = llm_logits(e->dec, 0);
+ran:
 	pthread_mutex_lock(&e->lock);
 	if (err && e->spare) {
 		/* The requests stay as they are: fall_back() moves them. */
@@ -289,7 +339,7 @@ static int decode_step(struct llm_engine *e)
 		if (r->cancelled)
 			finish(e, r, -ECANCELED);
 		else
-			add_token(e, r, llm_logits(e->dec, i));
+			add_token(e, r, logits + (size_t)i * LLM_VOCAB);
 	}
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
@@ -396,9 +446,15 @@ static void fall_back(struct llm_engine *e)
 {
 	struct llm_request *rs[LLM_MAX_BATCH], *r;
 	int from = e->stats.dec_index, to, err = 0;
+	bool from_remote = e->dec_remote;
 	uint32_t n = 0, i;
 
 	e->dec_failed = false;
+	if (from_remote) {
+		/* Its window and the stream went with it. */
+		llm_remote_close(&e->remote);
+		e->dec_remote = false;
+	}
 	e->dec = e->spare;
 	e->spare = NULL;
 	to = e->dev_index[e->dec - e->devs];
@@ -420,6 +476,7 @@ static void fall_back(struct llm_engine *e)
 	pthread_mutex_lock(&e->lock);
 	e->stats.fallbacks++;
 	e->stats.dec_index = to;
+	e->stats.dec_remote = false;
 	for (i = 0; i < n; i++) {
 		r = rs[i];
 		if (err) {
@@ -429,6 +486,7 @@ static void fall_back(struct llm_engine *e)
 		r->fallbacks++;
 		r->fallback_from = from;
 		r->fallback_to = to;
+		r->fallback_from_remote = from_remote;
 		r->replayed_tokens += r->prompt_len + r->n_out - 1;
 		e->stats.replayed_tokens += r->prompt_len + r->n_out - 1;
 	}
@@ -555,6 +613,8 @@ void llm_engine_fini(struct llm_engine *e)
 	pthread_mutex_unlock(&e->lock);
 	if (e->mode == LLM_MODE_DISAGG && !e->local_prefill)
 		llm_disagg_fini(&e->x);
+	if (e->dec_remote)
+		llm_remote_close(&e->remote);
 	for (i = 0; i < LLM_MAX_TP; i++) {
 		if (!e->devs[i].cb)
 			continue;

@@ -108,13 +108,14 @@ static char *maia_stats(const struct llm_request *r)
 		   "\"device_time_per_output_token_us\": %.3f, \"kv_bytes\": %llu, "
 		   "\"kv_remote_writes\": %u, \"kv_exposed_ms\": %.3f, "
 		   "\"kv_exposed_device_us\": %.3f, \"prefill_batch\": %u, \"fallbacks\": %u, "
-		   "\"fallback_from\": %d, \"fallback_to\": %d, \"replayed_tokens\": %u}",
+		   "\"fallback_from\": %d, \"fallback_to\": %d, \"replayed_tokens\": %u, "
+		   "\"fallback_from_remote\": %s}",
 		   llm_mode_name(engine.mode), ttft * 1e3, tpot * 1e3, tps,
 		   r->dev_ttft_ns / 1e3, r->decode_steps ? r->dev_decode_ns / 1e3 / r->decode_steps : 0.0,
 		   (unsigned long long)r->xfer.bytes, r->xfer.writes, r->xfer.exposed_host_ns / 1e6,
 		   r->xfer.exposed_dev_ns / 1e3, r->prefill_batch, r->fallbacks,
 		   r->fallbacks ? r->fallback_from : -1, r->fallbacks ? r->fallback_to : -1,
-		   r->replayed_tokens);
+		   r->replayed_tokens, r->fallback_from_remote ? "true" : "false");
 }
 
 static char *text_of(const struct llm_request *r, uint32_t from, uint32_t to)
@@ -338,8 +339,10 @@ static char *metrics(void)
 		   "# HELP maia_serve_replayed_tokens_total Prompt and generated tokens recomputed on "
 		   "the spare.\n# TYPE maia_serve_replayed_tokens_total counter\n"
 		   "maia_serve_replayed_tokens_total %llu\n"
-		   "# HELP maia_serve_decode_device The decode device's index.\n"
+		   "# HELP maia_serve_decode_device The decode device's index (in its own guest).\n"
 		   "# TYPE maia_serve_decode_device gauge\nmaia_serve_decode_device %d\n"
+		   "# HELP maia_serve_decode_remote 1 while the decode device is in another QEMU "
+		   "process.\n# TYPE maia_serve_decode_remote gauge\nmaia_serve_decode_remote %d\n"
 		   "# HELP maia_serve_ttft_seconds Time to first token (host time).\n"
 		   "# TYPE maia_serve_ttft_seconds summary\n"
 		   "maia_serve_ttft_seconds_sum %.6f\n"
@@ -352,7 +355,8 @@ static char *metrics(void)
 		   (unsigned long long)s.steps, (unsigned long long)s.step_rows, s.queue_depth,
 		   s.running, s.kv_used, s.kv_total, (unsigned long long)s.kv_bytes_moved,
 		   (unsigned long long)s.dec_failures, (unsigned long long)s.fallbacks,
-		   (unsigned long long)s.replayed_tokens, s.dec_index, s.ttft_sum_ns / 1e9, (unsigned long long)(s.completed + s.failed));
+		   (unsigned long long)s.replayed_tokens, s.dec_index, s.dec_remote ? 1 : 0,
+		   s.ttft_sum_ns / 1e9, (unsigned long long)(s.completed + s.failed));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -439,6 +443,43 @@ static int weights_type(const char *s, unsigned int *t)
 	return -EINVAL;
 }
 
+/*
+ * --mode decode-worker: this guest's device decodes for an engine in
+ * another QEMU process, at the other end of virtio-serial port `port`.
+ */
+static int run_worker(const struct llm_config *cfg, int dev, const char *port,
+		      uint64_t pause_step, int timeout_s)
+{
+	struct llm_weights w;
+	struct maia_device *d = NULL;
+	struct llm_dev ld;
+	int err;
+
+	err = llm_weights_init(&w, cfg);
+	if (err) {
+		fprintf(stderr, "maia-serve: decode-worker: %s\n", maia_strerror(err));
+		return 1;
+	}
+	err = maia_device_open(dev, &d);
+	err = err ?: llm_dev_init(&ld, d, &w, true);
+	if (err) {
+		fprintf(stderr, "maia-serve: decode-worker: cannot load the model on device %d: "
+			"%s (%s)\n", dev, maia_strerror(err), maia_last_error());
+		if (d)
+			maia_device_close(d);
+		llm_weights_fini(&w);
+		return 1;
+	}
+	fprintf(stderr, "maia-serve: decode-worker on device %d, engine on port %s\n", dev, port);
+	err = llm_remote_serve(&ld, dev, port, pause_step, timeout_s * 1000);
+	if (err)
+		fprintf(stderr, "maia-serve: decode-worker: %s\n", maia_strerror(err));
+	llm_dev_fini(&ld);
+	maia_device_close(d);
+	llm_weights_fini(&w);
+	return err ? 1 : 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: maia-serve [--mode single|disagg|tp] [--tp N] [--device N] [--bind ADDR]\n"
@@ -446,7 +487,10 @@ static void usage(FILE *f)
 		"                  [--weights bf16|mxfp8|mxfp8_e5m2|mxfp6|mxfp4|mxint8]\n"
 		"                  [--kv-blocks N] [--max-batch N] [--max-queue N] [--max-seq N]\n"
 		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n"
-		"                  [--spare N] [--inject-decode-hang STEP]\n");
+		"                  [--spare N] [--inject-decode-hang STEP]\n"
+		"                  [--remote-decode PORT [--remote-timeout SEC]]\n"
+		"       maia-serve --mode decode-worker --remote-decode PORT [--device N]\n"
+		"                  [--remote-timeout SEC] [--inject-pause STEP] [model options]\n");
 }
 
 int main(int argc, char **argv)
@@ -463,9 +507,15 @@ int main(int argc, char **argv)
 		{ "ready-file", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
 		{ "spare", required_argument, NULL, 'P' }, { "tp", required_argument, NULL, 'T' },
 		{ "inject-decode-hang", required_argument, NULL, 'H' },
+		{ "remote-decode", required_argument, NULL, 'R' },
+		{ "remote-timeout", required_argument, NULL, 'O' },
+		{ "inject-pause", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *bind_addr = "127.0.0.1", *ready = NULL, *why;
+	const char *bind_addr = "127.0.0.1", *ready = NULL, *why, *remote = NULL;
+	bool worker = false;
+	int remote_timeout = 120;
+	uint64_t pause_step = 0;
 	enum llm_mode mode = LLM_MODE_SINGLE;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct llm_config cfg;
@@ -486,6 +536,8 @@ int main(int argc, char **argv)
 				mode = LLM_MODE_DISAGG;
 			else if (!strcmp(optarg, "tp"))
 				mode = LLM_MODE_TP;
+			else if (!strcmp(optarg, "decode-worker"))
+				worker = true;
 			else
 				goto bad;
 			break;
@@ -507,6 +559,9 @@ int main(int argc, char **argv)
 		case 'P': spare = atoi(optarg); break;
 		case 'T': tp = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'H': hang_step = strtoull(optarg, NULL, 0); break;
+		case 'R': remote = optarg; break;
+		case 'O': remote_timeout = atoi(optarg); break;
+		case 'I': pause_step = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -518,6 +573,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maia-serve: %s\n", why);
 		return 2;
 	}
+	if ((worker && !remote) || (remote && !worker && mode != LLM_MODE_DISAGG) ||
+	    remote_timeout <= 0 || remote_timeout > 3600) {
+		fprintf(stderr, "maia-serve: --mode decode-worker needs --remote-decode PORT; "
+			"--remote-decode is for --mode disagg or decode-worker; --remote-timeout "
+			"1..3600\n");
+		return 2;
+	}
+	if (worker)
+		return run_worker(&cfg, dev, remote, pause_step, remote_timeout);
 	sa.sin_port = htons((uint16_t)port);
 	/* Signals to sigwait, blocked before any thread starts. */
 	sigemptyset(&stop);
@@ -525,14 +589,27 @@ int main(int argc, char **argv)
 	sigaddset(&stop, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	err = mode == LLM_MODE_TP ? llm_engine_init_tp(&engine, &cfg, dev, tp, max_queue) :
-				    llm_engine_init(&engine, &cfg, mode, dev, max_queue);
+	if (remote)
+		err = llm_engine_init_remote(&engine, &cfg, dev, remote, remote_timeout * 1000,
+					     max_queue);
+	else
+		err = mode == LLM_MODE_TP ? llm_engine_init_tp(&engine, &cfg, dev, tp, max_queue) :
+					    llm_engine_init(&engine, &cfg, mode, dev, max_queue);
 	if (err) {
 		fprintf(stderr, "maia-serve: cannot load the model on device %d%s: %s (%s)\n", dev,
-			mode == LLM_MODE_DISAGG ? " and the next" : mode == LLM_MODE_TP ?
+			remote ? " and the decode worker" : mode == LLM_MODE_DISAGG ? " and the next" : mode == LLM_MODE_TP ?
 			" and the next ones" : "", maia_strerror(err),
 			maia_last_error());
-		if (mode == LLM_MODE_DISAGG && (err == -ENOLINK || err == -ENODEV))
+		if (remote && err == -EINVAL)
+			fprintf(stderr, "maia-serve: the decode worker runs another model or pool "
+				"(give both the same model options)\n");
+		else if (remote && err == -ETIMEDOUT)
+			fprintf(stderr, "maia-serve: no hello from a decode worker on port %s within "
+				"%d s\n", remote, remote_timeout);
+		else if (remote && (err == -ENOLINK || err == -ENODEV))
+			fprintf(stderr, "maia-serve: no fabric port of device %d reaches the decode "
+				"worker's device\n", dev);
+		else if (mode == LLM_MODE_DISAGG && (err == -ENOLINK || err == -ENODEV))
 			fprintf(stderr, "maia-serve: --mode disagg needs device %d's fabric port 0 "
 				"cabled to device %d (qemu/run-guest --fabric ring)\n", dev, dev + 1);
 		if (mode == LLM_MODE_TP && err == -EINVAL)
@@ -567,7 +644,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "maia-serve: serving http://%s:%d (mode %s, device %d%s, weights %s, "
 		"%u layers, d_model %u, %u KV blocks of %u tokens)\n", bind_addr, port,
-		llm_mode_name(mode), dev, mode == LLM_MODE_DISAGG ? " -> next" : "",
+		llm_mode_name(mode), dev, remote ? " -> decode worker" :
+		mode == LLM_MODE_DISAGG ? " -> next" : "",
 		maia_dtype_name(cfg.wdtype), cfg.layers, cfg.d_model, cfg.kv_blocks,
 		cfg.block_tokens);
 	if (ready) {
