@@ -2,9 +2,9 @@
 /*
  * What libmaia's TVP assembler and disassembler share: the names of the
  * assembly syntax (Documentation/tvp-asm.rst) and the device's validation
- * of instruction words, restated from maia/hw/tvp.h so that nothing the
- * assembler emits is refused by the device and the disassembler prints only
- * what assembles back.
+ * of instruction words (maia/hw/tvp_rules.h, the device's own rule) with a
+ * message, so that nothing the assembler emits is refused by the device and
+ * the disassembler prints only what assembles back.
  */
 #ifndef LIBMAIA_TVP_SYNTAX_H
 #define LIBMAIA_TVP_SYNTAX_H
@@ -34,10 +34,9 @@ const char *tvp_dtype_name(unsigned int dtype);
 int tvp_dtype_by_name(const char *name, size_t len);
 
 /*
- * Whether the device accepts word in of a program of count words: 0, or
- * -1 with why (at most size bytes) saying what it refuses. The disassembler
- * also refuses an unmasked VLD/VST naming a mask register, which the
- * syntax cannot write.
+ * Whether the device accepts word in of a program of count words
+ * (maia_tvp_insn_fault()): 0, or -1 with why (at most size bytes) saying
+ * what it refuses.
  */
 int tvp_check(const struct maia_tvp_insn *in, uint32_t count, char *why, size_t size);
 

@@ -70,8 +70,6 @@ int fw_tvp_validate(const struct maia_tvp_insn *insns, uint32_t n, uint32_t *bad
 bool fw_tvp_insn_valid(const struct maia_tvp_insn *in, uint32_t n);
 /* The class of a valid opcode (MAIA_TVP_CLASS_*). */
 unsigned int fw_tvp_class(uint8_t op);
-/* True if dtype can be loaded and stored (VLD, VST, SLD, SST). */
-bool fw_tvp_mem_dtype(unsigned int dtype);
 
 /* A pre-decoded instruction: the word's fields plus what exec.c needs at hand. */
 struct fw_tvp_dinsn {

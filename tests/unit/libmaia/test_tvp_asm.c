@@ -7,8 +7,8 @@
  * lines assemble to hand-written words (so a field swapped the same way in
  * both directions is caught); every error the assembler reports names its
  * line; every word the device refuses is refused by the disassembler with
- * its index; and libmaia's validation agrees with the device's
- * (firmware-sim's fw_tvp_insn_valid) on every word here and on random ones.
+ * its index; and libmaia refuses, with a message of its own for each fault,
+ * exactly the words the device's rule (maia/hw/tvp_rules.h) refuses.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +18,7 @@
 #include "libmaia.h"
 #include "maia/hw/cmd.h"
 #include "maia/hw/dtype.h"
+#include "maia/hw/tvp_rules.h"
 #include "tap.h"
 #include "../../../firmware-sim/src/tvp/tvp.h"
 #include "../../../userspace/lib/tvp_syntax.h"
@@ -569,22 +570,26 @@ static void test_bad_words(void)
 }
 
 /*
- * Random words, fields biased toward the edges of their ranges: libmaia's
- * check and the device's must agree on every one.
+ * Random words, fields biased toward the edges of their ranges: libmaia
+ * refuses exactly the words the device's rule (maia_tvp_insn_fault) refuses,
+ * every fault occurs, and each fault has its own message (the rule itself is
+ * checked against hand-written words above).
  */
-static void test_agrees_with_device(void)
+static void test_fault_messages(void)
 {
 	static const uint32_t imms[] = { 0, 1, 2, 3, 6, 7, 9, 10, 31, 32, 63, 64, 1023, 1024, 1025,
 					 0x100, 0x1f00, 0x10000, 0x20000, 0x30000, 0x3ffff,
 					 0x40000, 1u << 16 | 1, 2u << 16 | 512, 2u << 16 | 513,
 					 0xffffffff };
+	char first[MAIA_TVP_FAULT_COUNT][160] = { { 0 } };
 	uint64_t x = 0x9e3779b97f4a7c15ull;
-	unsigned int agree = 0, valid = 0, n = 400000, first_bad = n;
+	unsigned int agree = 0, valid = 0, kinds = 0, distinct = 0, n = 400000;
 	char why[160];
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct maia_tvp_insn in;
-		int lib, dev;
+		enum maia_tvp_fault f;
+		int lib;
 
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		in.op = (x & 7) ? table[(x >> 3) % N(table)].op : (uint8_t)(x >> 3);
@@ -595,19 +600,30 @@ static void test_agrees_with_device(void)
 		if ((x >> 44) % 3 == 0)	/* a memory op's dtype, mask register and flags */
 			in.imm = (uint32_t)((x >> 46) % 17) | (uint32_t)((x >> 51) % 33) << 8 |
 				 (uint32_t)((x >> 57) & 3) << 16;
-		lib = !tvp_check(&in, 16, why, sizeof(why));
-		dev = fw_tvp_insn_valid(&in, 16);
-		agree += lib == dev;
-		valid += dev;
-		if (lib != dev && first_bad == n) {
-			first_bad = i;
-			printf("# %02x %u %u %u %08x: device %d, libmaia %d (%s)\n", in.op, in.rd,
-			       in.ra, in.rb, in.imm, dev, lib, lib ? "valid" : why);
-		}
+		why[0] = 0;
+		lib = tvp_check(&in, 16, why, sizeof(why));
+		f = maia_tvp_insn_fault(&in, 16, NULL);
+		agree += (lib == 0) == (f == MAIA_TVP_FAULT_NONE);
+		valid += f == MAIA_TVP_FAULT_NONE;
+		if (f != MAIA_TVP_FAULT_NONE && f < MAIA_TVP_FAULT_COUNT && !first[f][0])
+			snprintf(first[f], sizeof(first[f]), "%s", why[0] ? why : "?");
+	}
+	for (unsigned int f = 1; f < MAIA_TVP_FAULT_COUNT; f++) {
+		unsigned int same = 0;
+
+		kinds += first[f][0] != 0;
+		for (unsigned int g = 1; g < f; g++)
+			same += first[g][0] && !strcmp(first[f], first[g]);
+		distinct += first[f][0] && !same && strcmp(first[f], "?");
+		if (!first[f][0])
+			printf("# fault %u never met\n", f);
 	}
 	tap_ok(agree == n && valid > n / 50 && valid < n - n / 50,
-	       "libmaia's validation agrees with the device's on %u of %u random words "
-	       "(%u valid)", agree, n, valid);
+	       "libmaia refuses exactly the words the device's rule refuses: %u of %u random "
+	       "words (%u valid)", agree, n, valid);
+	tap_ok(kinds == MAIA_TVP_FAULT_COUNT - 1 && distinct == kinds,
+	       "all %u faults met, each with its own message (%u met, %u distinct)",
+	       MAIA_TVP_FAULT_COUNT - 1, kinds, distinct);
 }
 
 /*
@@ -689,7 +705,7 @@ int main(void)
 	test_errors();
 	test_program_errors();
 	test_bad_words();
-	test_agrees_with_device();
+	test_fault_messages();
 	test_mutations();
 	return tap_done();
 }
