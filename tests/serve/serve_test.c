@@ -33,8 +33,9 @@
  *                         pausing at its step 6, which the test's host side
  *                         kills (tests/serve/two-qemu.sh): a completion
  *                         decoded in the other process, then one that moves
- *                         to the spare when that process dies, and the same
- *                         text from the spare alone
+ *                         to the spare when that process dies (its prompt's
+ *                         K/V from the checkpoint), and the same text from
+ *                         the spare alone
  *
  * Nothing here depends on timing: batches may form in any way, and the
  * checks hold for all of them.
@@ -127,9 +128,11 @@ static void fragment(struct llm_engine *e)
 
 /* run() with a spare decode device and a hang injected (fallback tests). */
 static int run_spare = -1, run_dev;
+static bool run_ckpt;			/* with a KV checkpoint on the prefill device */
 static uint64_t run_hang_step;
 static struct llm_engine_stats run_stats;
-static uint32_t run_fallbacks[NREQ], run_replayed[NREQ];
+static uint32_t run_fallbacks[NREQ], run_replayed[NREQ], run_copied[NREQ];
+static uint64_t run_fb_host[NREQ], run_fb_dev[NREQ];
 static int run_to[NREQ];
 
 /* Run NREQ requests in an engine; tokens (and logits) out. */
@@ -159,6 +162,12 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 			return err;
 		}
 		e.hang_at_step = run_hang_step;
+		err = run_ckpt ? llm_engine_set_kv_checkpoint(&e) : 0;
+		if (err) {
+			printf("# KV checkpoint: %s\n", maia_strerror(err));
+			llm_engine_fini(&e);
+			return err;
+		}
 	}
 	if (scatter)
 		fragment(&e);
@@ -188,6 +197,9 @@ static int run(enum llm_mode mode, unsigned int wdtype, uint8_t tok[NREQ][GEN],
 		run_fallbacks[i] = r[i]->fallbacks;
 		run_replayed[i] = r[i]->replayed_tokens;
 		run_to[i] = r[i]->fallback_to;
+		run_copied[i] = r[i]->kv_copied_tokens;
+		run_fb_host[i] = r[i]->fallback_host_ns;
+		run_fb_dev[i] = r[i]->fallback_dev_ns;
 		if (!err) {
 			memcpy(tok[i], r[i]->out, GEN);
 			if (logits) {
@@ -308,6 +320,20 @@ static int cmd_model(void)
  * (one from the prefill, five from steps 1-5): they move to device 2 and
  * must end with exactly the tokens of the single-device run.
  */
+/* The last run's moves: their time in all (a figure, not a check). */
+static void fb_times(const char *how)
+{
+	uint64_t h = 0, d = 0;
+	uint32_t i;
+
+	for (i = 0; i < NREQ; i++) {
+		h += run_fb_host[i];
+		d += run_fb_dev[i];
+	}
+	printf("# move of %d requests to the spare, %s: %.2f ms host, %.1f us device time\n",
+	       NREQ, how, h / 1e6, d / 1e3);
+}
+
 static int cmd_fallback(void)
 {
 	uint8_t single[NREQ][GEN], fb[NREQ][GEN];
@@ -335,6 +361,30 @@ static int cmd_fallback(void)
 	    "each request says it moved to device 2 with %u tokens replayed (prompt + 5); the "
 	    "engine counts 1 failure, 1 fallback, %llu replayed, 0 failed", PROMPT_LEN + 5,
 	    (unsigned long long)run_stats.replayed_tokens);
+	fb_times("prompt prefilled again");
+
+	/* The same, resuming from the prefill device's KV checkpoint. */
+	run_spare = 2;
+	run_hang_step = 6;
+	run_ckpt = true;
+	err = run(LLM_MODE_DISAGG, MAIA_DTYPE_BF16, fb, NULL, NULL, false);
+	run_spare = -1;
+	run_hang_step = 0;
+	run_ckpt = false;
+	for (i = 0, moved = 0, replayed = 0; i < NREQ; i++) {
+		moved += run_fallbacks[i] == 1 && run_to[i] == 2 && run_copied[i] == PROMPT_LEN;
+		replayed += run_replayed[i];
+	}
+	tap(!err && !memcmp(single, fb, sizeof(single)),
+	    "with a KV checkpoint on device 0: after the move to device 2 the tokens are those "
+	    "of the single-device run (%s)", err ? maia_strerror(err) : "ok");
+	tap(moved == NREQ && replayed == NREQ * 5 && run_stats.replayed_tokens == replayed &&
+	    run_stats.kv_copied_tokens == NREQ * PROMPT_LEN && run_stats.failed == 0,
+	    "each request's %u prompt tokens' K/V copied from device 0 over the fabric, only its "
+	    "5 generated tokens replayed; the engine counts %llu copied, %llu replayed",
+	    PROMPT_LEN, (unsigned long long)run_stats.kv_copied_tokens,
+	    (unsigned long long)run_stats.replayed_tokens);
+	fb_times("prompt K/V copied");
 	return 0;
 }
 
@@ -742,9 +792,11 @@ static int cmd_http_remote(int port)
 	       !strncmp(t1, t2, (size_t)(strstr(t1, "\"finish_reason\"") - t1) + 1);
 	tap(s1 == 200 && r1 && strstr(r1, "\"completion_tokens\": 12") &&
 	    strstr(r1, "\"fallbacks\": 1, \"fallback_from\": 0, \"fallback_to\": 1, "
-		       "\"replayed_tokens\": 29, \"fallback_from_remote\": true"),
+		       "\"replayed_tokens\": 2, \"fallback_from_remote\": true, "
+		       "\"kv_copied_tokens\": 27,"),
 	    "a completion whose decode QEMU was killed at its third token: 200, 12 tokens, its "
-	    "reply says it moved from the remote device to spare device 1 (29 tokens replayed)");
+	    "reply says it moved from the remote device to spare device 1, its 27 prompt "
+	    "tokens' K/V copied from the checkpoint and 2 tokens replayed");
 	tap(s2 == 200 && r2 && strstr(r2, "\"fallbacks\": 0") && same,
 	    "the same request again, on the spare from the start: the same text");
 	if (!same || s1 != 200)
@@ -755,9 +807,12 @@ static int cmd_http_remote(int port)
 	    strstr(m, "maia_serve_decode_device 1\n") &&
 	    strstr(m, "maia_serve_decode_remote 0\n") &&
 	    strstr(m, "maia_serve_requests_completed_total 3\n") &&
+	    strstr(m, "maia_serve_kv_copied_tokens_total 27\n") &&
 	    strstr(m, "maia_serve_requests_failed_total 0\n"),
-	    "/metrics: 1 decode failure, 1 fallback, decode device 1 (local), 3 completed, "
-	    "0 failed");
+	    "/metrics: 1 decode failure, 1 fallback, 27 tokens' K/V copied, decode device 1 "
+	    "(local), 3 completed, 0 failed");
+	if (r1 && strstr(r1, "\"fallback_ms\""))
+		printf("# the move: %.64s\n", strstr(r1, "\"fallback_ms\""));
 	free(r0);
 	free(r1);
 	free(r2);

@@ -5,7 +5,8 @@
 # (run-in-guest.sh runs it last). TAP on stdout.
 #
 # QEMU A: device 0 prefills, device 1 is the spare; maia-serve --mode disagg
-# --remote-decode maia.serve --spare 1 and serve_test http-remote. QEMU B:
+# --remote-decode maia.serve --spare 1 --kv-checkpoint and serve_test
+# http-remote. QEMU B:
 # device 0 decodes, maia-serve --mode decode-worker, told to pause at its
 # decode step 6. The fabric is cabled as the cluster launcher cables a ring
 # (Documentation/cluster.rst), over unix stream sockets in a private
@@ -37,7 +38,7 @@ trap 'exit 130' INT TERM
 guest_a='
 ip link set lo up
 maia-serve --mode disagg --device 0 --remote-decode maia.serve --remote-timeout 150 --spare 1 \
-	--port 8079 --ready-file /tmp/ready >/tmp/serve.log 2>&1 &
+	--kv-checkpoint --port 8079 --ready-file /tmp/ready >/tmp/serve.log 2>&1 &
 pid=$!
 i=0
 while [ ! -e /tmp/ready ] && [ $i -lt 1800 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done

@@ -143,6 +143,8 @@ struct llm_dev {
 int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights *w,
 		 bool with_pool);
 void llm_dev_fini(struct llm_dev *d);
+/* Give d a KV pool (llm_dev_init without one); 0 if it has one. */
+int llm_dev_add_pool(struct llm_dev *d);
 /* Submit d->cb, wait, account its times; *times may be NULL. */
 int llm_dev_run(struct llm_dev *d, struct maia_job_times *times);
 /* Rank `rank` of a ring of n devices cabled port 0 -> next; comm: the same on all. */
@@ -268,6 +270,12 @@ struct llm_disagg {
 	/* The prefill in flight between begin and end (one at a time). */
 	bool pending;
 	bool broken;			/* a job failed: semaphore counts are unknown */
+	/*
+	 * KV checkpoint: the transfer job also copies each request's prompt
+	 * K/V into the same blocks of A's own pool (A has one), so that a
+	 * spare can get them from A (llm_disagg_push_blocks) if B fails.
+	 */
+	bool ckpt;
 	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
 	uint32_t xfer_writes;
@@ -306,6 +314,13 @@ struct llm_xfer_times {
 int llm_disagg_begin(struct llm_disagg *x, const struct llm_prefill_req *reqs, uint32_t nreq,
 		     enum llm_xfer_sched sched);
 int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
+/*
+ * Push tokens [0, ntok) of every layer's K/V in blocks from A's pool (the
+ * checkpoint) into the same blocks of B's window: one remote write per
+ * layer and run of consecutive blocks. The job's times in *host_ns, *dev_ns.
+ */
+int llm_disagg_push_blocks(struct llm_disagg *x, const uint32_t *blocks, uint32_t ntok,
+			   uint64_t *host_ns, uint64_t *dev_ns);
 /* One remote write of bytes from A to B's window (the raw link figure). */
 int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,
 			 uint64_t *dev_ns);
@@ -391,6 +406,9 @@ struct llm_request {
 	int fallback_from, fallback_to;	/* device indexes of the last move */
 	uint32_t replayed_tokens;	/* prompt and generated tokens recomputed there */
 	bool fallback_from_remote;	/* the device it left was in another process */
+	uint32_t kv_copied_tokens;	/* ... prompt tokens whose K/V came from the checkpoint */
+	uint64_t fallback_host_ns;	/* its move: the replay (and copy), host time */
+	uint64_t fallback_dev_ns;	/* ... the jobs' device time */
 };
 
 struct llm_engine_stats {
@@ -400,6 +418,7 @@ struct llm_engine_stats {
 	uint64_t dec_failures;		/* decode jobs that failed on the decode device */
 	uint64_t fallbacks;		/* moves to the spare decode device */
 	uint64_t replayed_tokens;	/* tokens recomputed on the spare */
+	uint64_t kv_copied_tokens;	/* tokens whose K/V the spare got from the checkpoint */
 	uint32_t queue_depth, running, kv_used, kv_total;
 	int dec_index;			/* the decode device's index (in its own guest) */
 	bool dec_remote;		/* the decode device is in another process */
@@ -421,6 +440,7 @@ struct llm_engine {
 	bool dec_remote;		/* ... is the decode device (dec NULL) */
 	bool dec_failed;		/* engine thread: a decode job failed, move */
 	bool local_prefill;		/* after a move no port reached: the spare prefills */
+	bool kv_checkpoint;		/* the prefill device keeps the prompts' K/V */
 	uint64_t hang_at_step;		/* tests: decode step (1-based) whose job hangs */
 	struct llm_kv kv;
 	uint32_t max_queue;
@@ -465,6 +485,13 @@ int llm_engine_init_remote(struct llm_engine *e, const struct llm_config *c, int
  * pushes K/V to the spare (through whichever port reaches it).
  */
 int llm_engine_add_spare(struct llm_engine *e, int dev_index);
+/*
+ * Before llm_engine_start, disaggregated with a spare: the prefill device
+ * keeps every prompt's K/V in a pool of its own (the same blocks), and a
+ * move to the spare copies them there over the fabric instead of
+ * prefilling the prompt again; only the generated tokens are replayed.
+ */
+int llm_engine_set_kv_checkpoint(struct llm_engine *e);
 int llm_engine_start(struct llm_engine *e);
 void llm_engine_fini(struct llm_engine *e);
 /*

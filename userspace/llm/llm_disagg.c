@@ -154,7 +154,29 @@ static int build_transfer(struct llm_disagg *x, const struct llm_prefill_req *re
 			}
 		}
 	}
-	return err ?: maia_cmd_timestamp(x->xcb, x->ts.va + 8);
+	err = err ?: maia_cmd_timestamp(x->xcb, x->ts.va + 8);
+	/* The checkpoint: after the last layer landed, so no figure above moves. */
+	for (l = 0; l < c->layers && x->ckpt && !err; l++) {
+		uint64_t lsrc = x->pre->staging.va + (uint64_t)l * c->max_seq * row;
+
+		for (i = 0, off = 0; i < nreq && !err; off += reqs[i].n, i++) {
+			uint32_t n = reqs[i].n, nb = llm_kv_blocks_for(n, c->block_tokens);
+			const uint32_t *blocks = reqs[i].blocks;
+
+			for (b = 0; b < nb && !err; b = e) {
+				uint32_t last;
+
+				for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
+					;
+				last = e * c->block_tokens < n ? e * c->block_tokens : n;
+				err = maia_cmd_copy(x->xcb, x->pre->pool.va +
+						    llm_pool_off(c, l, blocks[b]),
+						    lsrc + (off + (uint64_t)b * c->block_tokens) * row,
+						    (uint64_t)(last - b * c->block_tokens) * row);
+			}
+		}
+	}
+	return err;
 }
 
 static int wait_job(struct maia_device *dev, uint64_t seq, struct maia_job_times *t);
@@ -260,6 +282,37 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	x->pre->job_host_ns += tc.host_ns;
 	x->pre->job_device_ns += tc.device_ns + tx.device_ns;
 	return 0;
+}
+
+int llm_disagg_push_blocks(struct llm_disagg *x, const uint32_t *blocks, uint32_t ntok,
+			   uint64_t *host_ns, uint64_t *dev_ns)
+{
+	const struct llm_config *c = &x->pre->w->cfg;
+	uint32_t nb = llm_kv_blocks_for(ntok, c->block_tokens), l, b, e, last;
+	uint64_t row = llm_kv_row_bytes(c), seq;
+	struct maia_job_times t = { 0 };
+	int err = 0;
+
+	if (!x->pre->pool.bo || x->pending)
+		return -EINVAL;
+	maia_cmdbuf_reset(x->xcb);
+	for (l = 0; l < c->layers && !err; l++)
+		for (b = 0; b < nb && !err; b = e) {
+			for (e = b + 1; e < nb && blocks[e] == blocks[e - 1] + 1; e++)
+				;
+			last = e * c->block_tokens < ntok ? e * c->block_tokens : ntok;
+			err = maia_cmd_fabric_write(x->xcb, x->port, x->key,
+						    llm_pool_off(c, l, blocks[b]),
+						    x->pre->pool.va + llm_pool_off(c, l, blocks[b]),
+						    (uint64_t)(last - b * c->block_tokens) * row);
+		}
+	err = err ?: maia_submit(x->pre->dev, x->xcb, NULL, &seq);
+	err = err ?: wait_job(x->pre->dev, seq, &t);
+	if (!err) {
+		*host_ns = t.host_ns;
+		*dev_ns = t.device_ns;
+	}
+	return err;
 }
 
 int llm_disagg_raw_write(struct llm_disagg *x, uint64_t bytes, uint64_t *host_ns,

@@ -415,17 +415,32 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 	pthread_mutex_unlock(&e->lock);
 }
 
-/* On the spare: r's prompt prefilled, then its tokens so far fed one step each. */
-static int replay(struct llm_engine *e, struct llm_request *r)
+/*
+ * On the spare: r's prompt K/V copied from the prefill device's checkpoint
+ * (kv_checkpoint, when a port reaches the spare) or its prompt prefilled
+ * again; then its tokens so far fed one step each. *copied: whether the
+ * prompt's K/V were copied; *dev_ns: the jobs' device time.
+ */
+static int replay(struct llm_engine *e, struct llm_request *r, bool *copied, uint64_t *dev_ns)
 {
 	struct llm_prefill_req pr = { .tokens = r->prompt, .n = r->prompt_len,
 				      .blocks = r->blocks };
+	struct maia_job_times t = { 0 };
+	uint64_t h, d;
 	uint32_t k;
 	int err;
 
-	maia_cmdbuf_reset(e->dec->cb);
-	err = llm_build_prefill(e->dec, &pr, 1, LLM_KV_LOCAL_POOL, 0);
-	err = err ?: llm_dev_run(e->dec, NULL);
+	*copied = e->kv_checkpoint && e->mode == LLM_MODE_DISAGG && !e->local_prefill;
+	*dev_ns = 0;
+	if (*copied) {
+		err = llm_disagg_push_blocks(&e->x, r->blocks, r->prompt_len, &h, &d);
+		*dev_ns += d;
+	} else {
+		maia_cmdbuf_reset(e->dec->cb);
+		err = llm_build_prefill(e->dec, &pr, 1, LLM_KV_LOCAL_POOL, 0);
+		err = err ?: llm_dev_run(e->dec, &t);
+		*dev_ns += t.device_ns;
+	}
 	/* The last token is the next step's input: its K/V come then. */
 	for (k = 0; k + 1 < r->n_out && !err; k++) {
 		struct llm_step_row row = { .token = r->out[k], .pos = r->prompt_len + k,
@@ -433,7 +448,8 @@ static int replay(struct llm_engine *e, struct llm_request *r)
 
 		maia_cmdbuf_reset(e->dec->cb);
 		err = llm_build_decode(e->dec, &row, 1);
-		err = err ?: llm_dev_run(e->dec, NULL);
+		err = err ?: llm_dev_run(e->dec, &t);
+		*dev_ns += t.device_ns;
 	}
 	return err;
 }
@@ -446,7 +462,8 @@ static void fall_back(struct llm_engine *e)
 {
 	struct llm_request *rs[LLM_MAX_BATCH], *r;
 	int from = e->stats.dec_index, to, err = 0;
-	bool from_remote = e->dec_remote;
+	bool from_remote = e->dec_remote, copied[LLM_MAX_BATCH] = { false };
+	uint64_t host_ns[LLM_MAX_BATCH] = { 0 }, dev_ns[LLM_MAX_BATCH] = { 0 }, t0;
 	uint32_t n = 0, i;
 
 	e->dec_failed = false;
@@ -462,7 +479,9 @@ static void fall_back(struct llm_engine *e)
 		e->pre = e->dec;	/* the failed device prefilled too */
 	} else if (e->mode == LLM_MODE_DISAGG) {
 		llm_disagg_fini(&e->x);
-		if (llm_disagg_init(&e->x, e->pre, e->dec)) {
+		if (!llm_disagg_init(&e->x, e->pre, e->dec)) {
+			e->x.ckpt = false;	/* no second spare to resume on */
+		} else {
 			/* No port reaches the spare: it prefills too. */
 			e->local_prefill = true;
 			e->pre = e->dec;
@@ -471,8 +490,11 @@ static void fall_back(struct llm_engine *e)
 	/* Only this thread changes the running list: no lock to walk it. */
 	for (r = e->running; r && n < LLM_MAX_BATCH; r = r->next)
 		rs[n++] = r;
-	for (i = 0; i < n && !err; i++)
-		err = replay(e, rs[i]);
+	for (i = 0; i < n && !err; i++) {
+		t0 = llm_now_ns();
+		err = replay(e, rs[i], &copied[i], &dev_ns[i]);
+		host_ns[i] = llm_now_ns() - t0;
+	}
 	pthread_mutex_lock(&e->lock);
 	e->stats.fallbacks++;
 	e->stats.dec_index = to;
@@ -487,8 +509,17 @@ static void fall_back(struct llm_engine *e)
 		r->fallback_from = from;
 		r->fallback_to = to;
 		r->fallback_from_remote = from_remote;
-		r->replayed_tokens += r->prompt_len + r->n_out - 1;
-		e->stats.replayed_tokens += r->prompt_len + r->n_out - 1;
+		r->fallback_host_ns = host_ns[i];
+		r->fallback_dev_ns = dev_ns[i];
+		if (copied[i]) {
+			r->kv_copied_tokens += r->prompt_len;
+			r->replayed_tokens += r->n_out - 1;
+			e->stats.kv_copied_tokens += r->prompt_len;
+			e->stats.replayed_tokens += r->n_out - 1;
+		} else {
+			r->replayed_tokens += r->prompt_len + r->n_out - 1;
+			e->stats.replayed_tokens += r->prompt_len + r->n_out - 1;
+		}
 	}
 	pthread_cond_broadcast(&e->progress);
 	pthread_mutex_unlock(&e->lock);
@@ -574,6 +605,20 @@ int llm_engine_add_spare(struct llm_engine *e, int dev_index)
 	}
 	e->dev_index[2] = dev_index;
 	e->spare = &e->devs[2];
+	return 0;
+}
+
+int llm_engine_set_kv_checkpoint(struct llm_engine *e)
+{
+	int err;
+
+	if (e->started || e->mode != LLM_MODE_DISAGG || e->local_prefill || !e->spare)
+		return -EINVAL;
+	err = llm_dev_add_pool(e->pre);
+	if (err)
+		return err;
+	e->kv_checkpoint = true;
+	e->x.ckpt = true;
 	return 0;
 }
 

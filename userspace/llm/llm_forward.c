@@ -107,15 +107,23 @@ int llm_dev_init(struct llm_dev *d, struct maia_device *dev, struct llm_weights 
 			     &d->logits);
 	err = err ?: buf_new(dev, c->max_batch * r * llm_kv_row_bytes(c), MAIA_BO_HBM, &d->gather);
 	err = err ?: buf_new(dev, c->layers * r * llm_kv_row_bytes(c), MAIA_BO_HBM, &d->staging);
-	if (!err && with_pool) {
-		d->pool_bytes = llm_pool_off(c, c->layers, 0);
-		err = buf_new(dev, d->pool_bytes, MAIA_BO_HBM, &d->pool);
-	}
+	if (!err && with_pool)
+		err = llm_dev_add_pool(d);
 	err = err ?: llm_weights_load(w, dev, d->wbo.bo);
 	err = err ?: rope_table(d);
 	if (err)
 		llm_dev_fini(d);
 	return err;
+}
+
+int llm_dev_add_pool(struct llm_dev *d)
+{
+	const struct llm_config *c = &d->w->cfg;
+
+	if (d->pool.bo)
+		return 0;
+	d->pool_bytes = llm_pool_off(c, c->layers, 0);
+	return buf_new(d->dev, d->pool_bytes, MAIA_BO_HBM, &d->pool);
 }
 
 void llm_dev_fini(struct llm_dev *d)

@@ -109,13 +109,15 @@ static char *maia_stats(const struct llm_request *r)
 		   "\"kv_remote_writes\": %u, \"kv_exposed_ms\": %.3f, "
 		   "\"kv_exposed_device_us\": %.3f, \"prefill_batch\": %u, \"fallbacks\": %u, "
 		   "\"fallback_from\": %d, \"fallback_to\": %d, \"replayed_tokens\": %u, "
-		   "\"fallback_from_remote\": %s}",
+		   "\"fallback_from_remote\": %s, \"kv_copied_tokens\": %u, \"fallback_ms\": %.3f, "
+		   "\"fallback_device_us\": %.3f}",
 		   llm_mode_name(engine.mode), ttft * 1e3, tpot * 1e3, tps,
 		   r->dev_ttft_ns / 1e3, r->decode_steps ? r->dev_decode_ns / 1e3 / r->decode_steps : 0.0,
 		   (unsigned long long)r->xfer.bytes, r->xfer.writes, r->xfer.exposed_host_ns / 1e6,
 		   r->xfer.exposed_dev_ns / 1e3, r->prefill_batch, r->fallbacks,
 		   r->fallbacks ? r->fallback_from : -1, r->fallbacks ? r->fallback_to : -1,
-		   r->replayed_tokens, r->fallback_from_remote ? "true" : "false");
+		   r->replayed_tokens, r->fallback_from_remote ? "true" : "false",
+		   r->kv_copied_tokens, r->fallback_host_ns / 1e6, r->fallback_dev_ns / 1e3);
 }
 
 static char *text_of(const struct llm_request *r, uint32_t from, uint32_t to)
@@ -339,6 +341,10 @@ static char *metrics(void)
 		   "# HELP maia_serve_replayed_tokens_total Prompt and generated tokens recomputed on "
 		   "the spare.\n# TYPE maia_serve_replayed_tokens_total counter\n"
 		   "maia_serve_replayed_tokens_total %llu\n"
+		   "# HELP maia_serve_kv_copied_tokens_total Prompt tokens whose K/V the spare got "
+		   "from the prefill device's checkpoint.\n"
+		   "# TYPE maia_serve_kv_copied_tokens_total counter\n"
+		   "maia_serve_kv_copied_tokens_total %llu\n"
 		   "# HELP maia_serve_decode_device The decode device's index (in its own guest).\n"
 		   "# TYPE maia_serve_decode_device gauge\nmaia_serve_decode_device %d\n"
 		   "# HELP maia_serve_decode_remote 1 while the decode device is in another QEMU "
@@ -355,7 +361,8 @@ static char *metrics(void)
 		   (unsigned long long)s.steps, (unsigned long long)s.step_rows, s.queue_depth,
 		   s.running, s.kv_used, s.kv_total, (unsigned long long)s.kv_bytes_moved,
 		   (unsigned long long)s.dec_failures, (unsigned long long)s.fallbacks,
-		   (unsigned long long)s.replayed_tokens, s.dec_index, s.dec_remote ? 1 : 0,
+		   (unsigned long long)s.replayed_tokens, (unsigned long long)s.kv_copied_tokens,
+		   s.dec_index, s.dec_remote ? 1 : 0,
 		   s.ttft_sum_ns / 1e9, (unsigned long long)(s.completed + s.failed));
 }
 
@@ -487,7 +494,7 @@ static void usage(FILE *f)
 		"                  [--weights bf16|mxfp8|mxfp8_e5m2|mxfp6|mxfp4|mxint8]\n"
 		"                  [--kv-blocks N] [--max-batch N] [--max-queue N] [--max-seq N]\n"
 		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n"
-		"                  [--spare N] [--inject-decode-hang STEP]\n"
+		"                  [--spare N [--kv-checkpoint]] [--inject-decode-hang STEP]\n"
 		"                  [--remote-decode PORT [--remote-timeout SEC]]\n"
 		"       maia-serve --mode decode-worker --remote-decode PORT [--device N]\n"
 		"                  [--remote-timeout SEC] [--inject-pause STEP] [model options]\n");
@@ -510,10 +517,11 @@ int main(int argc, char **argv)
 		{ "remote-decode", required_argument, NULL, 'R' },
 		{ "remote-timeout", required_argument, NULL, 'O' },
 		{ "inject-pause", required_argument, NULL, 'I' },
+		{ "kv-checkpoint", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *bind_addr = "127.0.0.1", *ready = NULL, *why, *remote = NULL;
-	bool worker = false;
+	bool worker = false, ckpt = false;
 	int remote_timeout = 120;
 	uint64_t pause_step = 0;
 	enum llm_mode mode = LLM_MODE_SINGLE;
@@ -562,6 +570,7 @@ int main(int argc, char **argv)
 		case 'R': remote = optarg; break;
 		case 'O': remote_timeout = atoi(optarg); break;
 		case 'I': pause_step = strtoull(optarg, NULL, 0); break;
+		case 'C': ckpt = true; break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -624,6 +633,16 @@ int main(int argc, char **argv)
 		if (err) {
 			fprintf(stderr, "maia-serve: cannot load the model on spare device %d: %s (%s)\n",
 				spare, maia_strerror(err), maia_last_error());
+			llm_engine_fini(&engine);
+			return 1;
+		}
+	}
+	if (ckpt) {
+		err = spare >= 0 && mode == LLM_MODE_DISAGG ?
+		      llm_engine_set_kv_checkpoint(&engine) : -EINVAL;
+		if (err) {
+			fprintf(stderr, "maia-serve: --kv-checkpoint needs --mode disagg and --spare: "
+				"%s\n", maia_strerror(err));
 			llm_engine_fini(&engine);
 			return 1;
 		}
