@@ -195,17 +195,20 @@ def _block_elems(cfg):
     return n
 
 
-def _shrunk(cfg, persistent):
+def _shrunk(cfg, kind):
     """cfg with its blocks halved until they fit a vector register (the
-    x/y blocks first, then a looped reduction's R0_BLOCK, which is only
-    the loop's step); None when that cannot be: a persistent reduction's
-    R0_BLOCK is its whole row."""
+    x/y blocks first, then a looped reduction's R0_BLOCK, which is only the
+    loop's step); None when that cannot be: a persistent reduction's
+    R0_BLOCK is its whole row, and other kinds of kernel (templates, user
+    kernels) keep their blocks. kind: Inductor's HeuristicType name."""
+    if kind not in ("POINTWISE", "REDUCTION", "PERSISTENT_REDUCTION"):
+        return None
     cfg = copy.deepcopy(cfg)
     kw = cfg.kwargs
     order = sorted((k for k in kw if k.endswith("BLOCK") and isinstance(kw[k], int)),
                    key=lambda k: (k.startswith("R"), -kw[k]))
     for k in order:
-        if persistent and k.startswith("R"):
+        if kind == "PERSISTENT_REDUCTION" and k.startswith("R"):
             break
         while _block_elems(cfg) > MAX_BLOCK_ELEMS and kw[k] > 1:
             kw[k] //= 2
@@ -213,23 +216,22 @@ def _shrunk(cfg, persistent):
 
 
 def _pick_config(autotuner):
-    """Of the configs Inductor's heuristics proposed for a kernel, the one
-    with the largest block that fits a vector register (ties: the first),
-    or the first one shrunk to fit: one compile per kernel and no autotuning
-    by timing. None fitting (a persistent reduction over more than 1024
-    elements) is an error naming the kernel."""
+    """Of the configs Inductor's heuristics proposed for a kernel, each
+    shrunk to fit a vector register where it does not, the one with the
+    largest block (ties: the first): one compile per kernel and no
+    autotuning by timing. None fitting (a persistent reduction over more
+    than 1024 elements) is an error naming the kernel."""
     configs = autotuner.configs or []
     if not configs:
         return
-    fits = [c for c in configs if _block_elems(c) <= MAX_BLOCK_ELEMS]
-    if not fits:
-        persistent = bool(autotuner.inductor_meta.get("persistent_reduction"))
-        fits = [c for c in (_shrunk(c, persistent) for c in configs) if c is not None]
+    kind = getattr(autotuner.heuristic_type, "name", "")
+    fits = [c if _block_elems(c) <= MAX_BLOCK_ELEMS else _shrunk(c, kind) for c in configs]
+    fits = [c for c in fits if c is not None]
     if not fits:
         name = autotuner.inductor_meta.get("kernel_name", autotuner.fn.__name__)
         raise RuntimeError(
-            "maia: Inductor kernel %s is a persistent reduction whose block (%s) has more than the %d "
-            "elements of a TVP vector register" % (name, ", ".join(
+            "maia: Inductor kernel %s (%s): its block (%s) has more than the %d elements of a TVP vector "
+            "register and cannot be made smaller" % (name, kind.lower(), ", ".join(
                 "%s=%d" % kv for kv in sorted(configs[0].kwargs.items())), MAX_BLOCK_ELEMS))
     best = max(_block_elems(c) for c in fits)
     autotuner.configs = [next(c for c in fits if _block_elems(c) == best)]
@@ -257,7 +259,25 @@ def _plugins():
     th.get_caching_autotuner_plugins = plugins
 
 
+def _scheduling():
+    from torch._inductor.codegen.common import BackendFeature
+    from torch._inductor.codegen.triton import TritonScheduling
+
+    class MaiaScheduling(TritonScheduling):
+        """Inductor's Triton scheduling less what the maia Triton backend
+        cannot lower: scans (tl.associative_scan, tl.cumsum) and sorts, for
+        which Inductor then calls the aten op (the maia backend's kernel or
+        its CPU fallback); and Triton templates (max-autotune's matmul
+        blocks, larger than a vector register)."""
+
+        backend_features = TritonScheduling.backend_features - {
+            BackendFeature.SCAN, BackendFeature.SORT, BackendFeature.TRITON_TEMPLATES}
+
+    return MaiaScheduling
+
+
 _registered = False
+Scheduling = None          # MaiaScheduling, made by register()
 
 
 def register():
@@ -267,14 +287,15 @@ def register():
         return
     from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
-    from torch._inductor.codegen.triton import TritonScheduling
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
+    global Scheduling
+    Scheduling = _scheduling()
     iface = _interface()
     register_interface_for_device(BACKEND, iface)
     for i in range(max(1, torch.maia.device_count())):
         register_interface_for_device("%s:%d" % (BACKEND, i), iface)
-    register_backend_for_device(BACKEND, TritonScheduling, PythonWrapperCodegen)
+    register_backend_for_device(BACKEND, Scheduling, PythonWrapperCodegen)
     register_device_op_overrides(BACKEND, _op_overrides())
     _plugins()
     # Compile Triton kernels in this process: a worker would import torch
@@ -289,6 +310,5 @@ def register_for_inductor(name):
     device: register() first; no C++ wrapper (None: Inductor keeps what
     register() set)."""
     register()
-    from torch._inductor.codegen.triton import TritonScheduling
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
-    return {"Scheduling": TritonScheduling, "PythonWrapperCodegen": PythonWrapperCodegen}.get(name)
+    return {"Scheduling": Scheduling, "PythonWrapperCodegen": PythonWrapperCodegen}.get(name)

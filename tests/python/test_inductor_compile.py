@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: MIT
+"""Inductor's Triton code generation for maia on the host (no device):
+the backend's libdevice compiles, unsupported math is refused with the
+kernel's line, maia.inductor picks one config per kernel that fits a vector
+register, and Inductor's kernels for the brief's graphs, generated from fake
+maia tensors, compile to TVP programs (Documentation/python.rst,
+"torch.compile"; on the device: test_inductor.py)."""
+import os
+import tempfile
+import types
+
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="maia-triton-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="maia-inductor-cache-")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+from triton.language.extra import libdevice  # noqa: E402
+
+import maia  # noqa: E402
+import maia.torch  # noqa: E402
+import maia.inductor  # noqa: E402
+import tap  # noqa: E402
+from maia_triton.regalloc import LoweringError  # noqa: E402
+from tap import raises, test  # noqa: E402
+
+TARGET = GPUTarget("maia", "tvp1.9", 1)
+
+
+def compile_kernel(fn, signature, constexprs=None):
+    return triton.compile(ASTSource(fn, signature, constexprs), target=TARGET)
+
+
+@triton.jit
+def all_math(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o)
+    r = libdevice.exp(x) + libdevice.exp2(x) + libdevice.expm1(x) + libdevice.log(x) + libdevice.log2(x)
+    r += libdevice.log10(x) + libdevice.log1p(x) + libdevice.sqrt(x) + libdevice.rsqrt(x) + libdevice.sin(x)
+    r += libdevice.cos(x) + libdevice.tan(x) + libdevice.tanh(x) + libdevice.sinh(x) + libdevice.cosh(x)
+    r += libdevice.erf(x) + libdevice.erfc(x) + libdevice.abs(x) + libdevice.floor(x) + libdevice.ceil(x)
+    r += libdevice.trunc(x) + libdevice.nearbyint(x) + libdevice.rint(x) + libdevice.round(x)
+    r += libdevice.copysign(x, r) + libdevice.fmod(x, r) + libdevice.hypot(x, r) + libdevice.pow(x, r)
+    r += libdevice.asinh(x) + libdevice.acosh(x) + libdevice.atanh(x) + libdevice.fast_tanhf(x)
+    r += libdevice.ldexp(x, o)
+    r = tl.where(libdevice.isnan(r) | libdevice.isinf(r) | libdevice.signbit(r), 0.0, r)
+    tl.store(y_ptr + o, r)
+
+
+@triton.jit
+def uses_atan(x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(x_ptr + o, libdevice.atan(tl.load(x_ptr + o)))
+
+
+@triton.jit
+def other_extern(x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + o)
+    tl.store(x_ptr + o, tl.extra.cuda.libdevice.sinh(x))
+
+
+@test
+def libdevice_compiles():
+    k = compile_kernel(all_math, {"x_ptr": "*fp32", "y_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 256})
+    asm = k.asm["tvpasm"]
+    print("# all of the maia libdevice in one kernel: %d instructions" % k.metadata.num_insns)
+    for insn in ("vtanh", "vexp", "vlog", "vrsqrt", "verf", "vfloor", "vfceil", "vsin", "vcos"):
+        assert "\n    %s " % insn in asm or "\n%s " % insn in asm or " %s " % insn in asm, insn
+
+
+@test
+def unsupported_libdevice_names_its_line():
+    e = raises(Exception, compile_kernel, uses_atan, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64},
+               match="libdevice.atan is not supported by the maia backend")
+    assert "libdevice.atan(tl.load" in str(e), str(e)
+
+
+@test
+def other_extern_functions_refused():
+    raises(LoweringError, compile_kernel, other_extern, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64},
+           match="extern function __nv_sinhf is not supported by the maia backend")
+
+
+def fake_autotuner(configs, kind="POINTWISE"):
+    from torch._inductor.runtime.hints import HeuristicType
+    return types.SimpleNamespace(configs=[triton.Config(dict(c)) for c in configs],
+                                 heuristic_type=HeuristicType[kind], inductor_meta={"kernel_name": "triton_k"},
+                                 fn=types.SimpleNamespace(__name__="triton_k"))
+
+
+@test
+def one_config_that_fits():
+    a = fake_autotuner([{"XBLOCK": 2048}, {"XBLOCK": 512}, {"XBLOCK": 1024}])
+    maia.inductor._pick_config(a)
+    assert [c.kwargs for c in a.configs] == [{"XBLOCK": 1024}], a.configs
+    # A looped reduction: the x block shrinks first, then the loop's step.
+    a = fake_autotuner([{"XBLOCK": 4, "R0_BLOCK": 2048}], "REDUCTION")
+    maia.inductor._pick_config(a)
+    assert [c.kwargs for c in a.configs] == [{"XBLOCK": 1, "R0_BLOCK": 1024}], a.configs[0].kwargs
+    # A persistent reduction's x block shrinks to fill the register rather than to 1.
+    a = fake_autotuner([{"XBLOCK": 1, "R0_BLOCK": 512}, {"XBLOCK": 8, "R0_BLOCK": 512}], "PERSISTENT_REDUCTION")
+    maia.inductor._pick_config(a)
+    assert [c.kwargs for c in a.configs] == [{"XBLOCK": 2, "R0_BLOCK": 512}], a.configs[0].kwargs
+    # A persistent reduction's block is its whole row.
+    raises(RuntimeError, maia.inductor._pick_config,
+           fake_autotuner([{"XBLOCK": 1, "R0_BLOCK": 2048}], "PERSISTENT_REDUCTION"),
+           match="triton_k (persistent_reduction): its block (R0_BLOCK=2048, XBLOCK=1) has more than the 1024")
+    # Other kernels (templates, user kernels) keep their blocks.
+    a = fake_autotuner([{"XBLOCK": 2048}], "USER_AUTOTUNE")
+    raises(RuntimeError, maia.inductor._pick_config, a, match="cannot be made smaller")
+
+
+def block(x, y, w, b, z):
+    silu = x * torch.sigmoid(x) + y
+    sm = torch.softmax(x, -1)
+    ln = F.layer_norm(x, (x.shape[-1], ), w, b, 1e-5)
+    rms = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    g = F.gelu(y, approximate="tanh") + torch.expm1(x * 0.1) + torch.log1p(y.abs()) + torch.tanh(x)
+    return silu, sm, ln, rms, g, torch.softmax(z, -1), F.layer_norm(z, (z.shape[-1], ))
+
+
+@test
+def inductor_kernels_for_maia_compile():
+    """Inductor on fake maia tensors (no device: Triton's maia driver is
+    made active for the compile): every kernel compiles with one config of
+    at most 1024 elements."""
+    from maia_triton import driver
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    from torch._inductor.utils import fresh_cache
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    driver.MaiaDriver.is_active = staticmethod(lambda: True)
+    mode = FakeTensorMode()
+
+    def fake(*shape):
+        return FakeTensor(mode, torch.empty(*shape, device="meta"), torch.device("maia", 0))
+
+    gm = torch.fx.symbolic_trace(block)
+    with mode:
+        args = [fake(37, 300), fake(37, 300), fake(300), fake(300), fake(4, 3000)]
+    kernels = {}
+
+    # The generated module's Triton kernels (CachingAutotuners) as it loads.
+    from torch._inductor import async_compile
+    triton_orig = async_compile.AsyncCompile.triton
+
+    def keep(self, name, source, *a, **kw):
+        k = triton_orig(self, name, source, *a, **kw)
+        kernels[name] = k
+        return k
+
+    async_compile.AsyncCompile.triton = keep
+    try:
+        with fresh_cache(), config.patch(fx_graph_cache=False):
+            compile_fx(gm, args)
+    finally:
+        async_compile.AsyncCompile.triton = triton_orig
+    assert len(kernels) >= 2, sorted(kernels)
+    for name, k in sorted(kernels.items()):
+        k = k.result() if hasattr(k, "result") and not isinstance(k, CachingAutotuner) else k
+        k.precompile()
+        (res, ) = k.compile_results
+        elems = 1
+        for key, v in res.config.kwargs.items():
+            elems *= v if key.endswith("BLOCK") else 1
+        print("# %s: %s, %d instructions" % (name, res.config.kwargs, res.kernel.metadata.num_insns))
+        assert elems <= 1024, (name, res.config.kwargs)
+        assert res.kernel.asm["tvpbin"], name
+
+
+if __name__ == "__main__":
+    tap.run("inductor-compile")
