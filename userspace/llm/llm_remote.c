@@ -108,7 +108,8 @@ static int xfer(int fd, void *buf, size_t len, bool rd, uint64_t deadline, bool 
 
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		r = poll(&pf, 1, (int)(deadline - now));
+		r = poll(&pf, 1, deadline == UINT64_MAX ? -1 :
+			 (int)(deadline - now < 60000 ? deadline - now : 60000));
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		if (r <= 0)
@@ -116,8 +117,12 @@ static int xfer(int fd, void *buf, size_t len, bool rd, uint64_t deadline, bool 
 		if ((pf.revents & POLLHUP) && !wait_peer && !(rd && (pf.revents & POLLIN)))
 			return -EPIPE;
 		n = rd ? read(fd, p, len) : write(fd, p, len);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			/* A port not yet connected polls ready at once: do not spin. */
+			if (pf.revents & POLLHUP)
+				usleep(50000);
 			continue;
+		}
 		if (n < 0 && !(wait_peer && (errno == ENOTCONN || errno == ENODEV)))
 			return -errno;
 		if (n <= 0) {
@@ -268,7 +273,7 @@ int llm_remote_serve(struct llm_dev *d, int index, const char *port, uint64_t pa
 		     int timeout_ms)
 {
 	const struct llm_config *c = &d->w->cfg;
-	uint32_t *msg = malloc(STEP_MAX), *reply = NULL, type, len, key = 0, n, i, k;
+	uint32_t *msg = malloc(STEP_MAX), *reply = NULL, type, len, key = 0, n, i, k, b;
 	struct llm_step_row rows[LLM_MAX_BATCH];
 	struct hello h = { 0 };
 	unsigned int ports;
@@ -318,7 +323,7 @@ int llm_remote_serve(struct llm_dev *d, int index, const char *port, uint64_t pa
 				break;
 			}
 			rows[i].blocks = &msg[k + 3];
-			for (uint32_t b = 0; b < msg[k + 2]; b++)
+			for (b = 0; b < msg[k + 2]; b++)
 				if (msg[k + 3 + b] >= c->kv_blocks)
 					st = -EPROTO;
 			k += 3 + msg[k + 2];
