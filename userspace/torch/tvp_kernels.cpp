@@ -258,6 +258,21 @@ static std::string norm2(const std::string &t)
 	       "done:\n\tvredsum v3, v1, 1\n\tvsqrt v3, v3\n\tvext s6, v3, 0\n\tsst s6, s2, f32\n\thalt\n";
 }
 
+/* The families of other files, by kind; filled before main, read-only after. */
+static std::map<std::string, Family> &families()
+{
+	static std::map<std::string, Family> f;
+
+	return f;
+}
+
+bool add_family(const std::vector<std::string> &ks, Family gen)
+{
+	for (const std::string &k : ks)
+		families()[k] = gen;
+	return true;
+}
+
 std::vector<std::string> kinds()
 {
 	std::vector<std::string> names;
@@ -265,6 +280,8 @@ std::vector<std::string> kinds()
 	for (const Kind &k : elementwise())
 		names.push_back(k.name);
 	names.push_back("norm2");
+	for (const auto &f : families())
+		names.push_back(f.first);
 	return names;
 }
 
@@ -272,7 +289,14 @@ std::string source(const std::string &program)
 {
 	size_t dot = program.find('.');
 	std::string kind = program.substr(0, dot), t = program.substr(dot + 1);
+	auto fam = families().find(kind);
 
+	if (dot != std::string::npos && fam != families().end()) {
+		std::string s = fam->second(kind, t);
+
+		TORCH_CHECK(!s.empty(), "maia: no TVP program ", program);
+		return s;
+	}
 	TORCH_CHECK(dot != std::string::npos && (t == "f32" || t == "bf16" || t == "f16"),
 		    "maia: no TVP program ", program);
 	if (kind == "norm2")

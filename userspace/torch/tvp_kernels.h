@@ -55,7 +55,14 @@ size_t run(int dev, const std::vector<Launch> &launches, const char *op);
  * anything. Throws for an unknown kind.
  */
 void inject_fault(const std::string &kind);
-/* The assembly text of program "kind.T" (T: f32, bf16, f16). Throws for an unknown one. */
+/*
+ * Program families kept beside the ops that use them (ops_*.cpp): gen(kind,
+ * t) returns program "kind.t"'s text for one of kinds, or "" when there is
+ * no such element type t. Registered by a static initialiser.
+ */
+using Family = std::string (*)(const std::string &kind, const std::string &t);
+bool add_family(const std::vector<std::string> &kinds, Family gen);
+/* The assembly text of program "kind.T" (T: f32, bf16, f16; a family's own). Throws for an unknown one. */
 std::string source(const std::string &program);
 /* The kernel kinds of the library. */
 std::vector<std::string> kinds();

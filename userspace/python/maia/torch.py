@@ -59,8 +59,9 @@ class _DeviceModule:
     job on its device's stream and returns; reading a value (.cpu(),
     .item(), print) or synchronize() waits. One in-order stream per device;
     torch.maia.Event is torch.Event on "maia" (record, query, synchronize,
-    wait). Random numbers come from the CPU generator (random ops take the
-    CPU fallback)."""
+    wait). Dropout draws from the device's own counter-based generator,
+    seeded by torch.manual_seed; other random ops take the CPU fallback and
+    the CPU generator."""
 
     device = _Device
 
@@ -92,9 +93,29 @@ class _DeviceModule:
     def _is_in_bad_fork():
         return False
 
+    # The device generators (userspace/torch/ops_dropout.cpp): a seed and
+    # an offset per device; torch.manual_seed(s) calls manual_seed_all(s).
     @staticmethod
     def manual_seed_all(seed):
-        pass
+        ops.manual_seed(_seed64(seed), -1)
+
+    @staticmethod
+    def manual_seed(seed):
+        ops.manual_seed(_seed64(seed), ops.current_device())
+
+    @staticmethod
+    def initial_seed():
+        return ops.rng_state(ops.current_device())[0] % (1 << 64)
+
+    @staticmethod
+    def get_rng_state(device=None):
+        """The generator's state: seed and offset, 16 bytes (a uint8 tensor)."""
+        return torch.tensor(ops.rng_state(_index(device)), dtype=torch.int64).view(torch.uint8)
+
+    @staticmethod
+    def set_rng_state(state, device=None):
+        seed, offset = state.view(torch.int64).tolist()
+        ops.set_rng_state(_index(device), seed, offset)
 
     @staticmethod
     def synchronize(device=None):
@@ -119,6 +140,12 @@ class _DeviceModule:
             import maia.inductor
             return maia.inductor.register_for_inductor(name)
         raise AttributeError("torch.maia has no attribute %r" % name)
+
+
+def _seed64(seed):
+    """A seed as torch takes it (below 2^64, or negative) as a signed 64-bit int."""
+    seed = int(seed) & ((1 << 64) - 1)
+    return seed - (1 << 64) if seed >= 1 << 63 else seed
 
 
 def _register():
