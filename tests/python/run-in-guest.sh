@@ -4,7 +4,7 @@
 # read-only (run-guest --host-root) runs the maia module tests, then
 # torch.distributed's maia backend on 2 ranks (forked before that process
 # opens a device), the PyTorch backend tests with its TVP kernels' tests, then the model tests (convolution, batch norm,
-# pooling, a CNN, a ViT, a training step) with Triton's tutorials on the
+# pooling, a CNN, a ViT, a training step) with Triton's tutorials and torch.compile's Inductor on the
 # device, each file one process (A.py+B.py: one process for both, through
 # run_group.py), so `import torch` (37-53 s under TCG) is paid twice. Prints TAP; non-zero exit if any failed (124 timeout,
 # 125 guest died). Runs the venv's python (torch 2, numpy: made by
@@ -24,7 +24,7 @@ fi
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] ||
 	tests=(test_maia_module.py test_distributed.py+test_torch_backend.py+test_tvp_ops.py
-		test_torch_models.py+test_triton_tutorials.py)
+		test_torch_models.py+test_triton_tutorials.py+test_inductor.py)
 for t in "${tests[@]}"; do
 	for f in ${t//+/ }; do
 		case $f in
