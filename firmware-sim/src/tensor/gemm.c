@@ -361,17 +361,21 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 				return st;
 			for (i = 0; kn->kpair && !kn->a_rows && i < mmp; i += kn->mr)
 				kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr, ap2 + i * kqb);
-			for (j = 0; j < np; j += kn->nr)
-				for (i = 0; i < mmp; i += kn->mr) {
+			/*
+			 * One A panel (mr x kc, in L1) against every B panel of
+			 * the slice (from L2): consecutive C tiles are then
+			 * neighbours along C's rows, which the kernels fetch at
+			 * their start (gemm_kernels.c) and the host's prefetchers
+			 * follow; down a column they were a C row apart, each a
+			 * miss (2048^3 FP32 3 % faster this way).
+			 */
+			for (i = 0; i < mmp; i += kn->mr)
+				for (j = 0; j < np; j += kn->nr) {
 					float *ct = cacc + (ms + i) * ldc + j;
 					size_t ldt = ldc;
 					/* in place, a tile past the block's edge goes through tmp */
 					bool edge = cdst && (ms + i + kn->mr > mbb || j + kn->nr > nbb);
 
-					/* the next C tile is in L2 or L3: start fetching it */
-					if (k0 > 0 && i + kn->mr < mmp)
-						for (unsigned int r = 0; r < kn->mr; r++)
-							__builtin_prefetch(ct + (kn->mr + r) * ldc, 1);
 					if (edge) {
 						edge_tile(ct, ldc, tmp, kn, mbb - ms - i, nbb - j,
 							  k0 > 0, false);
@@ -537,6 +541,16 @@ static int gemm_shapes(struct gemm_op *g, unsigned int rank)
 	return MAIA_STATUS_OK;
 }
 
+/* SRAM floats for the A sub-block, B slice and buffers (gemm_block()), C block aside. */
+static uint64_t fixed_floats(const struct gemm_op *g, uint64_t mb, uint64_t nb, uint64_t kc)
+{
+	uint64_t fixed = mb * kc + kc * (nb + 16) + g->kern->mr * kc + mb + 2 * nb + 64;
+
+	if (g->kern->kpair)	/* the BF16 copies of A and B */
+		fixed += (mb + nb) * round_up(kc, g->kern->kpair) / 2 + 32;
+	return fixed;
+}
+
 /*
  * Block sizes: the packed A and B slices and the C block must fit the tile's
  * SRAM share; then blocks shrink until every worker has a few tasks.
@@ -574,9 +588,7 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	/* balance: equal column blocks rather than a short tail */
 	nb = round_up(div_up(g->n, div_up(g->n, nb)), ng);
 	for (;;) {
-		fixed = mb * kc + kc * (nb + 16) + mr * kc + mb + 2 * nb + 64;
-		if (g->kern->kpair)	/* the BF16 copies of A and B */
-			fixed += (mb + nb) * round_up(kc, g->kern->kpair) / 2 + 32;
+		fixed = fixed_floats(g, mb, nb, kc);
 		if (fixed + mb * nb <= budget)
 			break;
 		if (nb > ng)
@@ -610,6 +622,28 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	 */
 	if (g->k > kc && round_up(g->m, mg) <= g->crows)
 		g->direct = false;
+	/*
+	 * In place, a 32-column FP32 kernel takes 1024 columns: A is packed
+	 * half as often, and the 1 MiB B slice still fits a 2 MiB L2 (the
+	 * kernel streams its panels from there against one A panel in L1).
+	 * 2048^3 FP32 on one thread: 2 % faster. Not with the C block in
+	 * SRAM, whose rows the wider block would halve.
+	 */
+	if (g->direct && nr >= 32 && !g->kern->kpair && nb < 1024) {
+		uint64_t wide = 1024;
+
+		while (wide > nb && g->batch * div_up(g->n, wide) < 2 * (uint64_t)te->nworkers)
+			wide /= 2;
+		wide = round_up(div_up(g->n, div_up(g->n, wide)), ng);
+		if (wide > nb && fixed_floats(g, mb, wide, kc) + mb * wide <= budget) {
+			nb = wide;
+			fixed = fixed_floats(g, mb, nb, kc);
+			nblocks = div_up(g->n, nb);
+			g->crows = (budget - fixed) / nb / mb * mb;
+			if (g->crows < mb)
+				g->crows = mb;
+		}
+	}
 	mrange = g->direct ? round_up(g->m, mg) : g->crows;
 	if (g->batch * nblocks < want) {
 		uint64_t per = div_up(want, g->batch * nblocks);

