@@ -7,7 +7,8 @@
  * itself (hello, retransmission, keepalive) is firmware-sim's; this file
  * only moves frames (Documentation/hw/fabric.rst, "QEMU glue").
  *
- * Threads: frames arrive on the main loop under the BQL and go straight to
+ * Threads: frames arrive on the main loop under the BQL (on a direct cable,
+ * below, from the sending device's fabric thread) and go straight to
  * maia_sim_fabric_rx(), which copies them and never blocks. The device's
  * fabric thread transmits without the BQL: maia_fabric_tx() copies the
  * frame into the port's bounded queue, maia_fabric_tx_lend() queues the
@@ -17,6 +18,15 @@
  * frame at a time into a backend that pushes back. A frame that finds the
  * queue full is dropped and reported as not sent (the port's TX_ERRORS;
  * the link layer retransmits what matters).
+ *
+ * Direct cables: a hub that joins exactly two maia fabric ports of this
+ * process and nothing else, with no filter on it, is a cable between two
+ * devices of one QEMU. Its frames go from the sending device's fabric
+ * thread straight into the receiving device (maia_sim_fabric_rx() and
+ * _rx_lent(), which never block), not through tx_bh, the hub and the main
+ * loop: the same frames and link protocol, two thread hand-overs fewer per
+ * hop. The NIC path stays for every other backend, for pcap (a filter),
+ * and for fabric-direct=off.
  *
  * Link state: `set_link <netdev> off` (or on the NIC) takes the port's
  * carrier away. While it is off, frames are neither sent nor received (the
@@ -67,6 +77,15 @@ static unsigned int nspare;     /* under spare_lock, as spare */
  * is copied as from any other backend.
  */
 static MaiaFabricFrame *maia_fabric_sending;
+
+/*
+ * direct_lock protects every port's `direct` pointer, and is held while a
+ * frame is handed over it, so that a device being unplugged (detach, under
+ * the BQL) is never called once its ports are unpaired. It is taken with
+ * no device lock held and holds none across calls but the receiving
+ * device's own, inside maia_sim_fabric_rx().
+ */
+static GMutex direct_lock;
 
 /* A frame buffer for len bytes, one reference; a spare one if full-size. */
 static MaiaFabricFrame *maia_fabric_frame_new(size_t len)
@@ -224,6 +243,41 @@ static void maia_fabric_tx_bh(void *opaque)
     }
 }
 
+/* A receiving device is done with a frame lent over a direct cable. */
+static void maia_fabric_direct_release(void *opaque)
+{
+    maia_sim_fabric_frame_put(opaque);
+}
+
+/*
+ * Hands a frame to the other end of port's direct cable, if it has one
+ * and both carriers are on; false: not sent, the caller goes the NIC's
+ * way. A lent frame is lent on to the receiving device, which gives it
+ * back (maia_fabric_direct_release()).
+ */
+static bool maia_fabric_direct_tx(MaiaFabric *f, unsigned int port,
+                                  const void *frame, size_t len, bool lent)
+{
+    MaiaFabricPort *peer;
+    bool sent = false;
+
+    g_mutex_lock(&direct_lock);
+    peer = f->port[port].direct;
+    if (peer && !qatomic_read(&peer->carrier_off)) {
+        trace_maia_fabric_direct(port, peer->index, len, lent);
+        if (lent) {
+            maia_sim_fabric_rx_lent(peer->fab->sim, peer->index, frame, len,
+                                    maia_fabric_direct_release,
+                                    (void *)frame);
+        } else {
+            maia_sim_fabric_rx(peer->fab->sim, peer->index, frame, len);
+        }
+        sent = true;
+    }
+    g_mutex_unlock(&direct_lock);
+    return sent;
+}
+
 static bool maia_fabric_tx_check(MaiaFabric *f, unsigned int port, size_t len)
 {
     if (port >= f->nports || len > MAIA_FABRIC_BACKEND_MAX_FRAME) {
@@ -266,6 +320,9 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     if (!maia_fabric_tx_check(f, port, len)) {
         return -1;
     }
+    if (maia_fabric_direct_tx(f, port, frame, len, false)) {
+        return 0;
+    }
     fr = maia_fabric_frame_new(len);
     memcpy(fr->buf, frame, len);
     return maia_fabric_txq_push(f, port, fr, len);
@@ -279,6 +336,9 @@ int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
     if (!maia_fabric_tx_check(f, port, len)) {
         maia_sim_fabric_frame_put(frame);
         return -1;
+    }
+    if (maia_fabric_direct_tx(f, port, frame, len, true)) {
+        return 0;
     }
     fr = g_malloc(sizeof(*fr));
     fr->cap = 0;
@@ -342,6 +402,55 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
     return true;
 }
 
+/* A maia fabric port's NIC on the other side of nc's hub; BQL. */
+static MaiaFabricPort *maia_fabric_hub_partner(NetClientState *nc)
+{
+    g_autofree NetClientState **ncs = NULL;
+    NetClientState *other = NULL;
+    int hub, id, n, i, ports = 0;
+
+    if (!nc->peer || net_hub_id_for_client(nc->peer, &hub) ||
+        !QTAILQ_EMPTY(&nc->filters) || !QTAILQ_EMPTY(&nc->peer->filters)) {
+        return NULL;
+    }
+    n = qemu_find_net_clients_except(NULL, NULL, NET_CLIENT_DRIVER_NIC, 0);
+    ncs = g_new0(NetClientState *, n);
+    n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER_NIC, n);
+    for (i = 0; i < n; i++) {
+        if (ncs[i]->info->type != NET_CLIENT_DRIVER_HUBPORT ||
+            net_hub_id_for_client(ncs[i], &id) || id != hub) {
+            continue;
+        }
+        ports++;
+        if (ncs[i] != nc->peer) {
+            other = ncs[i];
+        }
+    }
+    /* Exactly two ports, the other one leading to a maia port unfiltered. */
+    if (ports != 2 || !other || !other->peer ||
+        other->peer->info != &maia_fabric_net_info ||
+        !QTAILQ_EMPTY(&other->filters) ||
+        !QTAILQ_EMPTY(&other->peer->filters)) {
+        return NULL;
+    }
+    return qemu_get_nic_opaque(other->peer);
+}
+
+/* Pairs p with the maia port at the other end of its hub, if any; BQL. */
+static void maia_fabric_direct_pair(MaiaFabricPort *p)
+{
+    MaiaFabricPort *q = maia_fabric_hub_partner(qemu_get_queue(p->nic));
+
+    if (!q || !q->fab->direct_prop || !q->fab->sim) {
+        return;
+    }
+    g_mutex_lock(&direct_lock);
+    p->direct = q;
+    q->direct = p;
+    g_mutex_unlock(&direct_lock);
+    trace_maia_fabric_direct_pair(p->index, q->index);
+}
+
 void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim)
 {
     const char *id = f->dev->id;
@@ -362,12 +471,39 @@ void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim)
         qemu_format_nic_info_str(qemu_get_queue(p->nic), p->conf.macaddr.a);
         qatomic_set(&p->carrier_off, qemu_get_queue(p->nic)->link_down);
     }
+    for (i = 0; f->direct_prop && i < f->nports; i++) {
+        maia_fabric_direct_pair(&f->port[i]);
+    }
+}
+
+uint32_t maia_fabric_direct_ports(MaiaFabric *f)
+{
+    uint32_t mask = 0;
+    unsigned int i;
+
+    g_mutex_lock(&direct_lock);
+    for (i = 0; i < f->nports; i++) {
+        if (f->port[i].direct) {
+            mask |= 1u << i;
+        }
+    }
+    g_mutex_unlock(&direct_lock);
+    return mask;
 }
 
 void maia_fabric_detach(MaiaFabric *f)
 {
     unsigned int i;
 
+    /* After this no peer hands us a frame, nor we one to it. */
+    g_mutex_lock(&direct_lock);
+    for (i = 0; i < f->nports; i++) {
+        if (f->port[i].direct) {
+            f->port[i].direct->direct = NULL;
+            f->port[i].direct = NULL;
+        }
+    }
+    g_mutex_unlock(&direct_lock);
     for (i = 0; i < f->nports; i++) {
         NICState *nic = f->port[i].nic;
 

@@ -37,6 +37,11 @@ typedef struct MaiaFabricPort {
     unsigned int txq_len;
     /* BQL: the backend holds a frame of ours; send no more until it is out */
     bool tx_blocked;
+    /*
+     * The other end of a direct cable (maia-fabric.c, "Direct cables"), or
+     * NULL: frames then go through the NIC. Under direct_lock there.
+     */
+    struct MaiaFabricPort *direct;
 } MaiaFabricPort;
 
 struct MaiaFabric {
@@ -58,6 +63,7 @@ struct MaiaFabric {
     uint32_t drop_ppm;          /* fabric-drop-ppm */
     uint64_t drop_seed;         /* fabric-drop-seed */
     uint32_t window;            /* fabric-window; 0: the device's default */
+    bool direct_prop;           /* fabric-direct */
 };
 
 #define DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, _n)                        \
@@ -81,7 +87,8 @@ struct MaiaFabric {
     DEFINE_PROP_UINT64("serial", _s, _f.serial, 0),                     \
     DEFINE_PROP_UINT32("fabric-drop-ppm", _s, _f.drop_ppm, 0),          \
     DEFINE_PROP_UINT64("fabric-drop-seed", _s, _f.drop_seed, 0),       \
-    DEFINE_PROP_UINT32("fabric-window", _s, _f.window, 0)
+    DEFINE_PROP_UINT32("fabric-window", _s, _f.window, 0),             \
+    DEFINE_PROP_BOOL("fabric-direct", _s, _f.direct_prop, true)
 
 /*
  * Realize, in this order: maia_fabric_configure() (checks the properties,
@@ -95,6 +102,9 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
 void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim);
 void maia_fabric_detach(MaiaFabric *f);
 void maia_fabric_cleanup(MaiaFabric *f);
+
+/* Ports on a direct cable (bit N: port N), for the QOM property. */
+uint32_t maia_fabric_direct_ports(MaiaFabric *f);
 
 /* ops.fabric_tx: called from the device's fabric thread without the BQL. */
 int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,

@@ -908,6 +908,14 @@ static const Property maia_properties[] = {
     DEFINE_MAIA_FABRIC_PROPERTIES(MaiaState, fabric),
 };
 
+static void maia_get_direct_ports(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    uint32_t mask = maia_fabric_direct_ports(&MAIA(obj)->fabric);
+
+    visit_type_uint32(v, name, &mask, errp);
+}
+
 static void maia_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -940,6 +948,11 @@ static void maia_class_init(ObjectClass *klass, void *data)
                               (void *)(uintptr_t)MAIA_SIM_INJECT_MMU_FAULT);
     object_class_property_set_description(klass, "inject-fault",
         "Fault injection: the next job on this queue takes an MMU fault");
+    object_class_property_add(klass, "fabric-direct-ports", "uint32",
+                              maia_get_direct_ports, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "fabric-direct-ports",
+        "Fabric ports on a direct cable to a device of this QEMU (bit N: "
+        "port N); the others go through their netdev");
 }
 
 static const TypeInfo maia_info = {

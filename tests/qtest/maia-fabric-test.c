@@ -24,6 +24,10 @@
  *   write into it and read it back; the bytes are checked through BAR2 and
  *   guest memory. A write with a key device 1 never issued completes with
  *   MAIA_STATUS_FABRIC_KEY, nothing lands, and device 1 counts the refusal.
+ *   Three times: over the direct cable a hub of two maia ports makes
+ *   (fabric-direct, the default; fabric-direct-ports reads 1 on both), and
+ *   through the hub and the main loop, with device 0's fabric-direct=off
+ *   or a filter on the cable (fabric-direct-ports 0).
  *
  * The device runs its links in real time: waits poll a register with a
  * generous bound (FABRIC_WAIT_US) for an event, never assert a duration.
@@ -485,6 +489,19 @@ static void expect_add_error(QTestState *qts, const char *prop, int64_t val)
     qobject_unref(rsp);
 }
 
+static uint32_t direct_ports(QTestState *qts, const char *id)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'fabric-direct-ports'}}",
+                           id);
+    uint32_t v;
+
+    g_assert(qdict_haskey(rsp, "return"));
+    v = qdict_get_int(rsp, "return");
+    qobject_unref(rsp);
+    return v;
+}
+
 /*
  * Hot-plug a device cabled to a running one, with 20 % of its frames
  * dropped by injection, then unplug it while its peer keeps sending to
@@ -522,6 +539,9 @@ static void test_hotplug(void)
         }
         probe(qs, &d[1]);
         g_assert_cmpuint(rd(&d[1], MAIA_REG_FABRIC_PORTS), ==, 3);
+        /* The hub of h0 and h1 is a direct cable while both are plugged. */
+        g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, 1);
+        g_assert_cmpuint(direct_ports(qs->qts, "m1"), ==, 1);
         assert_cabled(&d[0], 0, &d[1], 0);
         g_assert(WAIT_UNTIL(rd64(&d[1], MAIA_REG_FPORT(0,
                                  MAIA_FPORT_INJECTED_DROPS)) > 0));
@@ -529,6 +549,7 @@ static void test_hotplug(void)
                               MAIA_FPORT_INJECTED_DROPS)), ==, 0);
 
         qpci_unplug_acpi_device_test(qs->qts, "m1", 0x5);
+        g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, 0);
         g_assert(WAIT_UNTIL(!port_up(&d[0], 0)));
         g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
         free_devs(d, 2);
@@ -691,8 +712,22 @@ static uint32_t remote_read(QOSState *qs, Dev *d, Queue *q, uint32_t key,
     return run_job(qs, d, q, &c, sizeof(c));
 }
 
-static void test_remote_write_read(void)
+/* How the cable of test_remote_write_read() is made, and what it must be. */
+typedef struct CableCase {
+    const char *opts;           /* after the QEMU options of both devices */
+    const char *dev0;           /* more properties of device 0 */
+    uint32_t direct;            /* fabric-direct-ports of both */
+} CableCase;
+
+static const CableCase cable_direct = { "", "", 1 };
+static const CableCase cable_off = { "", ",fabric-direct=off", 0 };
+static const CableCase cable_filter = {
+    " -object filter-dump,id=d0,netdev=c0b,file=/dev/null", "", 0
+};
+
+static void test_remote_write_read(const void *opaque)
 {
+    const CableCase *cc = opaque;
     static const uint64_t serials[2] = { 0x5151, 0x5252 };
     g_autofree uint8_t *pattern = g_malloc(XFER_LEN);
     g_autofree uint8_t *other = g_malloc(XFER_LEN);
@@ -709,8 +744,12 @@ static void test_remote_write_read(void)
     qs = qtest_pc_boot("-nodefaults -machine q35 "
                        "-netdev hubport,id=c0a,hubid=0 "
                        "-netdev hubport,id=c0b,hubid=0 "
-                       "-device maia," DEV_OPTS ",serial=0x5151,fabric0=c0a "
-                       "-device maia," DEV_OPTS ",serial=0x5252,fabric0=c0b");
+                       "-device maia,id=m0," DEV_OPTS ",serial=0x5151,"
+                       "fabric0=c0a%s "
+                       "-device maia,id=m1," DEV_OPTS ",serial=0x5252,"
+                       "fabric0=c0b%s", cc->dev0, cc->opts);
+    g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, cc->direct);
+    g_assert_cmpuint(direct_ports(qs->qts, "m1"), ==, cc->direct);
     d = find_devs(qs, serials, 2);
     boot_fw(qs, &d[0]);
     boot_fw(qs, &d[1]);
@@ -792,7 +831,13 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
-    qtest_add_func("/maia-fabric/remote-write-read", test_remote_write_read);
+    /* The direct cable (default); the hub's way, one end off or filtered. */
+    qtest_add_data_func("/maia-fabric/remote-write-read", &cable_direct,
+                        test_remote_write_read);
+    qtest_add_data_func("/maia-fabric/remote-write-read-nic", &cable_off,
+                        test_remote_write_read);
+    qtest_add_data_func("/maia-fabric/remote-write-read-filter",
+                        &cable_filter, test_remote_write_read);
 
     return g_test_run();
 }
