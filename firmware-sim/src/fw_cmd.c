@@ -449,7 +449,7 @@ static int resume_sem_wait(struct maia_sim *sim, unsigned int qi, struct fw_job 
 
 	if (fw_sem_take(sem, job->sem_value)) {
 		fw_tl_sem_taken(sim, qi, job->sqe.asid, job->sem_index);
-		fw_tl_cmd_begin(sim);
+		fw_tl_cmd_begin(sim, qi, MAIA_OP_SEM_WAIT);
 		fw_tl_cmd_end(sim, qi, MAIA_OP_SEM_WAIT, MAIA_STATUS_OK);
 		job->state = FW_JOB_RUNNING;
 		job->offset += sizeof(struct maia_cmd_sem_wait);
@@ -458,7 +458,7 @@ static int resume_sem_wait(struct maia_sim *sim, unsigned int qi, struct fw_job 
 	if (fw_now_ns(sim) >= job->deadline_ns) {
 		/* the wait lasted its timeout in modeled time too */
 		fw_tl_after(sim, qi, job->sem_model_end);
-		fw_tl_cmd_begin(sim);
+		fw_tl_cmd_begin(sim, qi, MAIA_OP_SEM_WAIT);
 		fw_tl_cmd_end(sim, qi, MAIA_OP_SEM_WAIT, MAIA_STATUS_SEM_TIMEOUT);
 		return MAIA_STATUS_SEM_TIMEOUT;
 	}
@@ -495,7 +495,7 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 		as->ecc_page = op->as.ecc_page;
 	}
 	fw_fop_free(op);
-	fw_tl_cmd_begin(sim);
+	fw_tl_cmd_begin(sim, qi, job->fop_opcode);
 	sim->work.fabric_bytes = job->fop_bytes;
 	sim->work.fabric_hops = job->fop_hops;
 	sim->work.fabric_end_ns = model_end;
@@ -564,7 +564,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 		if (rc == MAIA_STATUS_OK && in_place && !fw_cmd_cheap(hdr.opcode))
 			return FW_RUN_YIELD;	/* the worker fetches it again */
 		if (rc == MAIA_STATUS_OK) {
-			fw_tl_cmd_begin(sim);
+			fw_tl_cmd_begin(sim, qi, hdr.opcode);
 			rc = exec_one(sim, qi, job, as, sim->cmd_buf, hdr.opcode);
 			/* a parked command is laid out when it resumes */
 			if (rc != CMD_PARK && rc != CMD_STOP)

@@ -139,6 +139,7 @@ struct fw_timeline {
 	uint64_t done_ns;		/* the last end of a job completed so far */
 	struct fw_engines eng;		/* each engine is busy until */
 	uint64_t queue_ns[MAIA_MAX_QUEUES];	/* a queue's last command ended */
+	uint64_t acked_ns[MAIA_MAX_QUEUES];	/* its posted remote writes acknowledged */
 	/* last signal; atomics: remote writes signal from the fabric thread */
 	uint64_t sem_ns[MAIA_MAX_ASIDS][MAIA_NUM_SEMAPHORES];
 };
@@ -475,8 +476,11 @@ uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len);
 /* A wait on the semaphore succeeded: after its last signal. */
 void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		     unsigned int index);
-/* Around one command: begin clears sim->work, which the command fills. */
-void fw_tl_cmd_begin(struct maia_sim *sim);
+/*
+ * Around one command: begin clears sim->work, which the command fills, and
+ * holds the queue for its posted writes unless opcode may pass them.
+ */
+void fw_tl_cmd_begin(struct maia_sim *sim, unsigned int qi, uint16_t opcode);
 void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm);
 void fw_tl_collective_work(struct maia_sim *sim, const struct maia_cmd_collective *c);
 /* The command ran with status: lays it out in modeled time, returns its end. */

@@ -356,6 +356,12 @@ void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int ho
 	c->hbm_ns = bytes_ns(bytes, chip->hbm_mbps);
 }
 
+uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint64_t bytes, struct fw_cost *c)
+{
+	fw_model_fabric(chip, bytes, 0, c);
+	return chip->link_lat_ns;
+}
+
 void fw_model_light(const struct fw_chip *chip, struct fw_cost *c)
 {
 	memset(c, 0, sizeof(*c));

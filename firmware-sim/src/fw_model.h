@@ -101,6 +101,20 @@ void fw_engines_share_hbm(const struct fw_engines *e, unsigned int eng, uint64_t
 			  struct fw_cost *c);
 void fw_engines_done(struct fw_engines *e, unsigned int eng, uint64_t end);
 
+/*
+ * Remote writes are posted, as an RDMA NIC posts them: a FABRIC_WRITE holds
+ * the fabric engine for its fixed cost and its bytes at the link rate only;
+ * its hop (the data's flight and the acknowledgement) overlaps whatever the
+ * engine and the queue do next. So back-to-back writes pay the hop once per
+ * burst. A queue's next command may pass its writes in flight if it is a
+ * remote write (posted behind them, in order on the link) or a semaphore
+ * wait (it waits for someone else); any other command, and the job's
+ * completion, waits for their acknowledgements.
+ */
+bool fw_passes_posted(uint16_t opcode);
+/* When a queue's next command is ready: its last end, or its writes' last ack. */
+uint64_t fw_posted_ready(uint64_t queue_ns, uint64_t acked_ns, uint16_t opcode);
+
 /* A matrix multiply, as the tensor engine parsed it. */
 struct fw_mm_shape {
 	uint64_t batch, m, n, k;
@@ -129,6 +143,11 @@ void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_
 /* A fabric transfer of bytes over hops links, and its HBM side. */
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
 		     struct fw_cost *c);
+/*
+ * A posted remote write of bytes (fw_passes_posted()): the cost that holds
+ * the engine, without the hop; returns the hop, after which it is acknowledged.
+ */
+uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint64_t bytes, struct fw_cost *c);
 /*
  * A KERNEL: its instances' work units per instruction class (lane groups
  * of FW_TVP_LANE_GROUP lanes for vector classes, MAC groups for VDOT, one

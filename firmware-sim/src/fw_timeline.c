@@ -32,7 +32,10 @@ uint64_t fw_tl_queue_now(struct maia_sim *sim, unsigned int qi)
 uint64_t fw_tl_job_start(struct maia_sim *sim, unsigned int qi)
 {
 	struct fw_timeline *tl = &sim->tl;
-	uint64_t t = tl->queue_ns[qi] > tl->fetch_ns ? tl->queue_ns[qi] : tl->fetch_ns;
+	uint64_t t = fw_posted_ready(tl->queue_ns[qi], tl->acked_ns[qi], MAIA_OP_NOP);
+
+	if (t < tl->fetch_ns)
+		t = tl->fetch_ns;
 
 	/*
 	 * Nor before the jobs completed by now: a host that waited for one
@@ -55,6 +58,8 @@ uint64_t fw_tl_job_done(struct maia_sim *sim, unsigned int qi)
 {
 	struct fw_timeline *tl = &sim->tl;
 
+	/* the completion is written once the job's remote writes are acknowledged */
+	tl->queue_ns[qi] = fw_posted_ready(tl->queue_ns[qi], tl->acked_ns[qi], MAIA_OP_NOP);
 	if (tl->done_ns < tl->queue_ns[qi])
 		tl->done_ns = tl->queue_ns[qi];
 	return tl->queue_ns[qi];
@@ -79,6 +84,16 @@ unsigned int fw_engine_of(uint16_t opcode)
 	default:
 		return FW_ENG_TENSOR;
 	}
+}
+
+bool fw_passes_posted(uint16_t opcode)
+{
+	return opcode == MAIA_OP_FABRIC_WRITE || opcode == MAIA_OP_SEM_WAIT;
+}
+
+uint64_t fw_posted_ready(uint64_t queue_ns, uint64_t acked_ns, uint16_t opcode)
+{
+	return fw_passes_posted(opcode) || acked_ns <= queue_ns ? queue_ns : acked_ns;
 }
 
 uint64_t fw_engines_start(const struct fw_engines *e, unsigned int eng, uint64_t ready_ns)
@@ -147,9 +162,12 @@ uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len)
 	return t + chip->link_lat_ns + (chip->link_mbps ? len * 1000u / chip->link_mbps : 0);
 }
 
-void fw_tl_cmd_begin(struct maia_sim *sim)
+void fw_tl_cmd_begin(struct maia_sim *sim, unsigned int qi, uint16_t opcode)
 {
+	struct fw_timeline *tl = &sim->tl;
+
 	memset(&sim->work, 0, sizeof(sim->work));
+	tl->queue_ns[qi] = fw_posted_ready(tl->queue_ns[qi], tl->acked_ns[qi], opcode);
 }
 
 void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hbm)
@@ -199,17 +217,23 @@ static bool fabric_opcode(uint16_t opcode)
 	       opcode == MAIA_OP_COLLECTIVE;
 }
 
-/* The cost of the command that just ran, from what it did. */
+/*
+ * The cost of the command that just ran, from what it did; *ack_ns is the
+ * hop a posted remote write is acknowledged after (0: not posted).
+ */
 static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t start,
-		     struct fw_cost *c, uint64_t *hbm_write)
+		     struct fw_cost *c, uint64_t *hbm_write, uint64_t *ack_ns)
 {
 	const struct fw_chip *chip = &sim->chip;
 	const struct fw_cmd_work *w = &sim->work;
 
 	*hbm_write = 0;
+	*ack_ns = 0;
 	if (status != MAIA_STATUS_OK || light_opcode(opcode)) {
 		/* a failed command costs what noticing the failure costs */
 		fw_model_light(chip, c);
+	} else if (opcode == MAIA_OP_FABRIC_WRITE) {
+		*ack_ns = fw_model_fabric_write(chip, w->fabric_bytes, c);
 	} else if (opcode == MAIA_OP_DMA_COPY || opcode == MAIA_OP_FILL) {
 		fw_model_dma(chip, w->host_bytes, w->hbm_read + w->hbm_write, c);
 		*hbm_write = w->hbm_write;
@@ -247,10 +271,10 @@ static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t
 uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, int status)
 {
 	unsigned int eng = fw_engine_of(opcode);
-	uint64_t start = fw_tl_cmd_start(sim, qi, opcode), end, hbm_write;
+	uint64_t start = fw_tl_cmd_start(sim, qi, opcode), end, hbm_write, ack;
 	struct fw_cost c;
 
-	cmd_cost(sim, opcode, status, start, &c, &hbm_write);
+	cmd_cost(sim, opcode, status, start, &c, &hbm_write, &ack);
 	fw_engines_share_hbm(&sim->tl.eng, eng, start, &c);
 	pthread_mutex_lock(&sim->lock);
 	end = fw_telem_run_locked(sim, start, &c, hbm_write, sim->work.dma_bytes);
@@ -258,6 +282,8 @@ uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, i
 		fw_telem_tvp_locked(sim, sim->work.tvp.insns, sim->work.tvp.validated);
 	fw_telem_unlock_and_raise(sim);
 	sim->tl.queue_ns[qi] = end;
+	if (ack && sim->tl.acked_ns[qi] < end + ack)
+		sim->tl.acked_ns[qi] = end + ack;
 	fw_engines_done(&sim->tl.eng, eng, end);
 	return end;
 }

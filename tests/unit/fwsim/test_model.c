@@ -213,8 +213,9 @@ static void test_engines_overlap(void)
 	struct fw_mm_shape s = mm(4096, 4096, 4096, MAIA_DTYPE_BF16, MAIA_DTYPE_BF16,
 				  MAIA_DTYPE_BF16);
 	uint64_t gemm = 1000 + up(2ull * 512 * 512 * 4096 * 64, 800000);
-	uint64_t write = 1000 + 1000000 + 1000;	/* 50 MB at 50 GB/s, one hop */
-	uint64_t t_gemm, t_w1, t_dma, t_w2, s_w1, s_dma, s_w2, ready_sem;
+	/* 50 MB at 50 GB/s hold the fabric engine; the hop (1 us) is the ack's */
+	uint64_t write = 1000 + 1000000, hop = 1000;
+	uint64_t t_gemm, t_w1, t_dma, t_w2, s_w1, s_dma, s_w2, ready_sem, ack1 = 0, ack2 = 0;
 	struct fw_engines e;
 	struct fw_pm_params p;
 	struct fw_pm pm;
@@ -242,11 +243,12 @@ static void test_engines_overlap(void)
 		fw_engines_done(&e, FW_ENG_TENSOR, t_gemm);
 
 		/* queue 1: the write runs beside the GEMM, not after it */
-		fw_model_fabric(m100, 50000000, 1, &w);
+		ack1 = fw_model_fabric_write(m100, 50000000, &w);
 		s_w1 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
 		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w1, &w);
 		t_w1 = fw_pm_run(&pm, s_w1, &w);
 		fw_engines_done(&e, FW_ENG_FABRIC, t_w1);
+		ack1 += t_w1;
 
 		/* then an 18 MB HBM -> HBM copy (36 MB of HBM traffic) beside both */
 		fw_model_dma(m100, 0, 36000000, &d);
@@ -255,23 +257,27 @@ static void test_engines_overlap(void)
 		t_dma = fw_pm_run(&pm, s_dma, &d);
 		fw_engines_done(&e, FW_ENG_DMA, t_dma);
 
-		/* a second write, ready at 0 too: after the first on its engine */
-		fw_model_fabric(m100, 50000000, 1, &w);
+		/* a second write, ready at 0 too: after the first's bytes on its engine */
+		ack2 = fw_model_fabric_write(m100, 50000000, &w);
 		s_w2 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
 		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w2, &w);
 		t_w2 = fw_pm_run(&pm, s_w2, &w);
 		fw_engines_done(&e, FW_ENG_FABRIC, t_w2);
+		ack2 += t_w2;
 	}
-	tap_ok(t_gemm == gemm && s_w1 == 0 && t_w1 == write,
-	       "a 50 MB remote write beside a %llu ns GEMM: starts at 0, ends at %llu ns (want %llu)",
-	       (unsigned long long)gemm, (unsigned long long)t_w1, (unsigned long long)write);
+	tap_ok(t_gemm == gemm && s_w1 == 0 && t_w1 == write && ack1 == write + hop,
+	       "a 50 MB remote write beside a %llu ns GEMM: starts at 0, leaves the engine at "
+	       "%llu ns, acknowledged at %llu (want %llu, %llu)", (unsigned long long)gemm,
+	       (unsigned long long)t_w1, (unsigned long long)ack1, (unsigned long long)write,
+	       (unsigned long long)(write + hop));
 	/* the GEMM and the write are busy at 0: the copy's 20 us of HBM take 3 x */
 	tap_ok(s_dma == 0 && t_dma == 1000 + 3 * 20000,
 	       "a 36 MB HBM copy beside both: HBM shared three ways, %llu ns (want %llu)",
 	       (unsigned long long)t_dma, (unsigned long long)(1000 + 3 * 20000));
-	tap_ok(s_w2 == write && t_w2 == 2 * write,
-	       "a second write on the fabric engine follows the first: %llu..%llu ns",
-	       (unsigned long long)s_w2, (unsigned long long)t_w2);
+	tap_ok(s_w2 == write && t_w2 == 2 * write && ack2 == 2 * write + hop,
+	       "a second write on the fabric engine follows the first's bytes, not its ack: "
+	       "%llu..%llu ns, acknowledged at %llu", (unsigned long long)s_w2,
+	       (unsigned long long)t_w2, (unsigned long long)ack2);
 	tap_ok(pm.now_ns == 2 * write, "the power controller stands at the last end, %llu ns",
 	       (unsigned long long)pm.now_ns);
 	/* a queue that waited for the GEMM's semaphore is ready at its end */
@@ -282,6 +288,105 @@ static void test_engines_overlap(void)
 	       "a semaphore's signal orders across queues; an engine's last end orders its commands");
 }
 
+/*
+ * One queue runs a command list the way fw_timeline.c lays it out: each
+ * command is ready at its queue's last end, or at the last acknowledgement
+ * of its posted writes unless it may pass them (fw_posted_ready()), and
+ * starts when its engine is free too. Returns the queue's end (the job's
+ * completion waits for the acknowledgements).
+ */
+struct step {
+	uint16_t op;
+	uint64_t bytes;			/* FABRIC_WRITE */
+};
+
+static uint64_t run_queue(const struct fw_chip *chip, const struct step *st, int n,
+			  uint64_t *stamp)
+{
+	struct fw_engines e;
+	struct fw_pm_params p;
+	struct fw_pm pm;
+	uint64_t q = 0, acked = 0;
+
+	memset(&e, 0, sizeof(e));
+	fw_pm_params_of_chip(&p, chip);
+	p.cap_mw = p.cap_max_mw;
+	fw_pm_init(&pm, &p, 0);
+	for (int i = 0; i < n; i++) {
+		unsigned int eng = fw_engine_of(st[i].op);
+		uint64_t ready = fw_posted_ready(q, acked, st[i].op), start, ack = 0;
+		struct fw_cost c;
+
+		if (st[i].op == MAIA_OP_FABRIC_WRITE)
+			ack = fw_model_fabric_write(chip, st[i].bytes, &c);
+		else
+			fw_model_light(chip, &c);
+		start = fw_engines_start(&e, eng, ready);
+		if (st[i].op == MAIA_OP_TIMESTAMP)
+			*stamp = start;
+		fw_engines_share_hbm(&e, eng, start, &c);
+		q = fw_pm_run(&pm, start, &c);
+		fw_engines_done(&e, eng, q);
+		if (ack && acked < q + ack)
+			acked = q + ack;
+	}
+	return fw_posted_ready(q, acked, MAIA_OP_NOP);
+}
+
+/*
+ * Posted remote writes: the disaggregated K/V push of a 64-token prompt
+ * (4 layers, 16 KiB each, a semaphore wait before each, a timestamp after)
+ * against one write of the same 64 KiB, on a Maia 100 (50 GB/s, 1 us hop,
+ * 1 us a command, 0.1 us a control command). HBM time (16 KiB at 1.8 TB/s:
+ * 10 ns) stays under the link time throughout.
+ */
+static void test_posted_writes(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	const uint64_t kib16 = 16384, ser16 = up(kib16 * 1000, 50000);	/* 328 ns */
+	struct step push[9], one[2] = {
+		{ MAIA_OP_FABRIC_WRITE, 4 * kib16 }, { MAIA_OP_TIMESTAMP, 0 },
+	};
+	struct step fenced[4] = {
+		{ MAIA_OP_FABRIC_WRITE, kib16 }, { MAIA_OP_TIMESTAMP, 0 },
+		{ MAIA_OP_FABRIC_WRITE, kib16 }, { MAIA_OP_TIMESTAMP, 0 },
+	};
+	uint64_t ts = 0, end, want;
+	int i;
+
+	tap_ok(ser16 == 328 && fw_passes_posted(MAIA_OP_FABRIC_WRITE) &&
+	       fw_passes_posted(MAIA_OP_SEM_WAIT) && !fw_passes_posted(MAIA_OP_TIMESTAMP) &&
+	       !fw_passes_posted(MAIA_OP_SEM_SIGNAL) && !fw_passes_posted(MAIA_OP_FABRIC_READ) &&
+	       !fw_passes_posted(MAIA_OP_COLLECTIVE) && !fw_passes_posted(MAIA_OP_GEMM) &&
+	       fw_posted_ready(5, 9, MAIA_OP_SEM_WAIT) == 5 &&
+	       fw_posted_ready(5, 9, MAIA_OP_TIMESTAMP) == 9 &&
+	       fw_posted_ready(9, 5, MAIA_OP_TIMESTAMP) == 9,
+	       "writes and semaphore waits pass a queue's writes in flight; nothing else does");
+	for (i = 0; i < 4; i++) {
+		push[2 * i] = (struct step){ MAIA_OP_SEM_WAIT, 0 };
+		push[2 * i + 1] = (struct step){ MAIA_OP_FABRIC_WRITE, kib16 };
+	}
+	push[8] = (struct step){ MAIA_OP_TIMESTAMP, 0 };
+	/* 4 x (0.1 us wait + 1 us + 328 ns), then the last write's hop, then the stamp */
+	end = run_queue(m100, push, 9, &ts);
+	want = 4 * (100 + 1000 + ser16) + 1000;
+	tap_ok(ts == want && end == want + 100,
+	       "4 posted 16 KiB writes: the hop once, the timestamp at %llu ns (want %llu; "
+	       "unposted it was %llu)", (unsigned long long)ts, (unsigned long long)want,
+	       (unsigned long long)(4 * (100 + 1000 + ser16 + 1000)));
+	/* one 64 KiB write: 1 us + 1311 ns + the hop */
+	end = run_queue(m100, one, 2, &ts);
+	tap_ok(ts == 1000 + up(4 * kib16 * 1000, 50000) + 1000 && end == ts + 100,
+	       "one 64 KiB write: timestamp at %llu ns (want %llu)", (unsigned long long)ts,
+	       (unsigned long long)(1000 + up(4 * kib16 * 1000, 50000) + 1000));
+	/* a timestamp between two writes waits for the first's ack: no overlap */
+	end = run_queue(m100, fenced, 4, &ts);
+	want = 2 * (1000 + ser16 + 1000 + 100);
+	tap_ok(ts == want - 100 && end == want,
+	       "a timestamp between writes waits for the ack: the second stamp at %llu ns "
+	       "(want %llu)", (unsigned long long)ts, (unsigned long long)(want - 100));
+}
+
 int main(void)
 {
 	test_presets();
@@ -289,5 +394,6 @@ int main(void)
 	test_other_commands();
 	test_power_in_modeled_time();
 	test_engines_overlap();
+	test_posted_writes();
 	return tap_done();
 }
