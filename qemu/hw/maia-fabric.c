@@ -79,13 +79,15 @@ static unsigned int nspare;     /* under spare_lock, as spare */
 static MaiaFabricFrame *maia_fabric_sending;
 
 /*
- * direct_lock protects every port's `direct` pointer, and is held while a
- * frame is handed over it, so that a device being unplugged (detach, under
- * the BQL) is never called once its ports are unpaired. It is taken with
- * no device lock held and holds none across calls but the receiving
- * device's own, inside maia_sim_fabric_rx().
+ * A port's direct_lock protects its `direct` pointer and is held while the
+ * port hands a frame over it (its device's fabric thread), so that a
+ * device being unplugged (detach, under the BQL, which unpairs both ends)
+ * is never handed a frame once its ports are unpaired. Per port, so that
+ * senders do not wait for each other. It is taken with no device lock
+ * held, and the only lock taken under it is the receiving device's own,
+ * inside maia_sim_fabric_rx(); pairing and unpairing (BQL) take one
+ * port's at a time.
  */
-static GMutex direct_lock;
 
 /* A frame buffer for len bytes, one reference; a spare one if full-size. */
 static MaiaFabricFrame *maia_fabric_frame_new(size_t len)
@@ -261,7 +263,7 @@ static bool maia_fabric_direct_tx(MaiaFabric *f, unsigned int port,
     MaiaFabricPort *peer;
     bool sent = false;
 
-    g_mutex_lock(&direct_lock);
+    qemu_mutex_lock(&f->port[port].direct_lock);
     peer = f->port[port].direct;
     if (peer && !qatomic_read(&peer->carrier_off)) {
         trace_maia_fabric_direct(port, peer->index, len, lent);
@@ -274,7 +276,7 @@ static bool maia_fabric_direct_tx(MaiaFabric *f, unsigned int port,
         }
         sent = true;
     }
-    g_mutex_unlock(&direct_lock);
+    qemu_mutex_unlock(&f->port[port].direct_lock);
     return sent;
 }
 
@@ -393,6 +395,8 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
     }
     qemu_mutex_init(&f->txq_lock);
     for (i = 0; i < f->nports; i++) {
+        qemu_mutex_init(&f->port[i].direct_lock);
+        f->port[i].direct = NULL;
         QSIMPLEQ_INIT(&f->port[i].txq);
         f->port[i].txq_len = 0;
         f->port[i].tx_blocked = false;
@@ -444,10 +448,12 @@ static void maia_fabric_direct_pair(MaiaFabricPort *p)
     if (!q || !q->fab->direct_prop || !q->fab->sim) {
         return;
     }
-    g_mutex_lock(&direct_lock);
+    qemu_mutex_lock(&p->direct_lock);
     p->direct = q;
+    qemu_mutex_unlock(&p->direct_lock);
+    qemu_mutex_lock(&q->direct_lock);
     q->direct = p;
-    g_mutex_unlock(&direct_lock);
+    qemu_mutex_unlock(&q->direct_lock);
     trace_maia_fabric_direct_pair(p->index, q->index);
 }
 
@@ -481,13 +487,13 @@ uint32_t maia_fabric_direct_ports(MaiaFabric *f)
     uint32_t mask = 0;
     unsigned int i;
 
-    g_mutex_lock(&direct_lock);
     for (i = 0; i < f->nports; i++) {
+        qemu_mutex_lock(&f->port[i].direct_lock);
         if (f->port[i].direct) {
             mask |= 1u << i;
         }
+        qemu_mutex_unlock(&f->port[i].direct_lock);
     }
-    g_mutex_unlock(&direct_lock);
     return mask;
 }
 
@@ -496,14 +502,22 @@ void maia_fabric_detach(MaiaFabric *f)
     unsigned int i;
 
     /* After this no peer hands us a frame, nor we one to it. */
-    g_mutex_lock(&direct_lock);
     for (i = 0; i < f->nports; i++) {
-        if (f->port[i].direct) {
-            f->port[i].direct->direct = NULL;
-            f->port[i].direct = NULL;
+        MaiaFabricPort *p = &f->port[i], *q;
+
+        qemu_mutex_lock(&p->direct_lock);
+        q = p->direct;
+        p->direct = NULL;
+        qemu_mutex_unlock(&p->direct_lock);
+        if (q) {
+            /* Waits for a frame q's thread is handing us. */
+            qemu_mutex_lock(&q->direct_lock);
+            if (q->direct == p) {
+                q->direct = NULL;
+            }
+            qemu_mutex_unlock(&q->direct_lock);
         }
     }
-    g_mutex_unlock(&direct_lock);
     for (i = 0; i < f->nports; i++) {
         NICState *nic = f->port[i].nic;
 
@@ -529,6 +543,9 @@ void maia_fabric_cleanup(MaiaFabric *f)
         while ((fr = maia_fabric_txq_pop(f, &f->port[i]))) {
             maia_fabric_frame_unref(fr);
         }
+    }
+    for (i = 0; i < f->nports; i++) {
+        qemu_mutex_destroy(&f->port[i].direct_lock);
     }
     qemu_mutex_destroy(&f->txq_lock);
     f->sim = NULL;

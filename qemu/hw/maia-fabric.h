@@ -39,8 +39,10 @@ typedef struct MaiaFabricPort {
     bool tx_blocked;
     /*
      * The other end of a direct cable (maia-fabric.c, "Direct cables"), or
-     * NULL: frames then go through the NIC. Under direct_lock there.
+     * NULL: frames then go through the NIC. direct_lock protects it and is
+     * held while this port hands a frame over it.
      */
+    QemuMutex direct_lock;
     struct MaiaFabricPort *direct;
 } MaiaFabricPort;
 
