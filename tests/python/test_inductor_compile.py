@@ -87,9 +87,9 @@ def other_extern_functions_refused():
            match="extern function __nv_sinhf is not supported by the maia backend")
 
 
-def fake_autotuner(configs, kind="POINTWISE"):
+def fake_autotuner(configs, kind="POINTWISE", size_hints=None):
     from torch._inductor.runtime.hints import HeuristicType
-    return types.SimpleNamespace(configs=[triton.Config(dict(c)) for c in configs],
+    return types.SimpleNamespace(configs=[triton.Config(dict(c)) for c in configs], size_hints=size_hints,
                                  heuristic_type=HeuristicType[kind], inductor_meta={"kernel_name": "triton_k"},
                                  fn=types.SimpleNamespace(__name__="triton_k"))
 
@@ -103,14 +103,15 @@ def one_config_that_fits():
     a = fake_autotuner([{"XBLOCK": 4, "R0_BLOCK": 2048}], "REDUCTION")
     maia.inductor._pick_config(a)
     assert [c.kwargs for c in a.configs] == [{"XBLOCK": 1, "R0_BLOCK": 1024}], a.configs[0].kwargs
-    # A persistent reduction's x block shrinks to fill the register rather than to 1.
-    a = fake_autotuner([{"XBLOCK": 1, "R0_BLOCK": 512}, {"XBLOCK": 8, "R0_BLOCK": 512}], "PERSISTENT_REDUCTION")
+    # A persistent reduction's row (R0_BLOCK, fixed in its body: the size
+    # hint) is whole; its x block shrinks to fill the register rather than to 1.
+    a = fake_autotuner([{"XBLOCK": 1}, {"XBLOCK": 8}, {"XBLOCK": 32}], "PERSISTENT_REDUCTION",
+                       {"x": 32, "r0_": 64})
     maia.inductor._pick_config(a)
-    assert [c.kwargs for c in a.configs] == [{"XBLOCK": 2, "R0_BLOCK": 512}], a.configs[0].kwargs
-    # A persistent reduction's block is its whole row.
+    assert [c.kwargs for c in a.configs] == [{"XBLOCK": 16}], a.configs[0].kwargs
     raises(RuntimeError, maia.inductor._pick_config,
-           fake_autotuner([{"XBLOCK": 1, "R0_BLOCK": 2048}], "PERSISTENT_REDUCTION"),
-           match="triton_k (persistent_reduction): its block (R0_BLOCK=2048, XBLOCK=1) has more than the 1024")
+           fake_autotuner([{"XBLOCK": 1}], "PERSISTENT_REDUCTION", {"x": 4, "r0_": 2048}),
+           match="triton_k (persistent_reduction): its block (XBLOCK=1, a row of 2048) has more than the 1024")
     # Other kernels (templates, user kernels) keep their blocks.
     a = fake_autotuner([{"XBLOCK": 2048}], "USER_AUTOTUNE")
     raises(RuntimeError, maia.inductor._pick_config, a, match="cannot be made smaller")

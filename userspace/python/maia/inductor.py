@@ -187,20 +187,35 @@ def _op_overrides():
 MAX_BLOCK_ELEMS = 1024
 
 
-def _block_elems(cfg):
-    n = 1
+def _block_elems(cfg, fixed=1):
+    """Elements of a kernel's largest tensor under cfg: the product of its
+    *BLOCK values times fixed (the blocks the kernel fixes itself)."""
+    n = fixed
     for k, v in cfg.kwargs.items():
         if k.endswith("BLOCK") and isinstance(v, int):
             n *= v
     return n
 
 
-def _shrunk(cfg, kind):
+def _fixed_elems(autotuner, kind):
+    """A persistent reduction fixes its R0_BLOCK (R1_BLOCK) in its body to
+    its whole row, the power of two in Inductor's size hints; other kernels
+    take every block from the config."""
+    if kind != "PERSISTENT_REDUCTION":
+        return 1
+    n = 1
+    for k, v in (getattr(autotuner, "size_hints", None) or {}).items():
+        if k.startswith("r"):
+            n *= v
+    return n
+
+
+def _shrunk(cfg, kind, fixed):
     """cfg with its blocks halved until they fit a vector register (the
     x/y blocks first, then a looped reduction's R0_BLOCK, which is only the
-    loop's step); None when that cannot be: a persistent reduction's
-    R0_BLOCK is its whole row, and other kinds of kernel (templates, user
-    kernels) keep their blocks. kind: Inductor's HeuristicType name."""
+    loop's step); None when that cannot be: a persistent reduction's row
+    (fixed) is whole, and other kinds of kernel (templates, user kernels)
+    keep their blocks. kind: Inductor's HeuristicType name."""
     if kind not in ("POINTWISE", "REDUCTION", "PERSISTENT_REDUCTION"):
         return None
     cfg = copy.deepcopy(cfg)
@@ -210,9 +225,9 @@ def _shrunk(cfg, kind):
     for k in order:
         if kind == "PERSISTENT_REDUCTION" and k.startswith("R"):
             break
-        while _block_elems(cfg) > MAX_BLOCK_ELEMS and kw[k] > 1:
+        while _block_elems(cfg, fixed) > MAX_BLOCK_ELEMS and kw[k] > 1:
             kw[k] //= 2
-    return cfg if _block_elems(cfg) <= MAX_BLOCK_ELEMS else None
+    return cfg if _block_elems(cfg, fixed) <= MAX_BLOCK_ELEMS else None
 
 
 def _pick_config(autotuner):
@@ -225,16 +240,18 @@ def _pick_config(autotuner):
     if not configs:
         return
     kind = getattr(autotuner.heuristic_type, "name", "")
-    fits = [c if _block_elems(c) <= MAX_BLOCK_ELEMS else _shrunk(c, kind) for c in configs]
+    fixed = _fixed_elems(autotuner, kind)
+    fits = [c if _block_elems(c, fixed) <= MAX_BLOCK_ELEMS else _shrunk(c, kind, fixed) for c in configs]
     fits = [c for c in fits if c is not None]
     if not fits:
         name = autotuner.inductor_meta.get("kernel_name", autotuner.fn.__name__)
         raise RuntimeError(
-            "maia: Inductor kernel %s (%s): its block (%s) has more than the %d elements of a TVP vector "
-            "register and cannot be made smaller" % (name, kind.lower(), ", ".join(
-                "%s=%d" % kv for kv in sorted(configs[0].kwargs.items())), MAX_BLOCK_ELEMS))
-    best = max(_block_elems(c) for c in fits)
-    autotuner.configs = [next(c for c in fits if _block_elems(c) == best)]
+            "maia: Inductor kernel %s (%s): its block (%s%s) has more than the %d elements of a TVP vector "
+            "register and cannot be made smaller" % (
+                name, kind.lower(), ", ".join("%s=%d" % kv for kv in sorted(configs[0].kwargs.items())),
+                ", a row of %d" % fixed if fixed > 1 else "", MAX_BLOCK_ELEMS))
+    best = max(_block_elems(c, fixed) for c in fits)
+    autotuner.configs = [next(c for c in fits if _block_elems(c, fixed) == best)]
 
 
 def _plugins():
