@@ -65,10 +65,11 @@ def check_close(name, got, ref):
     assert err <= BOUND * scale, (name, err, scale)
 
 
-def block(x, y, w, b, z):
+def block(x, y, w, b, z, idx):
     """The pointwise and reduction graphs of the brief in one graph (one
     compile): SiLU-and-add, softmax, layer norm, RMSNorm, GELU with libdevice
-    math, and a softmax and layer norm over rows of 3000 (looped reductions)."""
+    math, a softmax and layer norm over rows of 3000 (looped reductions),
+    argmax (int64 stores) and an embedding lookup (int64 index loads)."""
     silu = x * torch.sigmoid(x) + y
     sm = torch.softmax(x, -1)
     ln = F.layer_norm(x, (x.shape[-1], ), w, b, 1e-5)
@@ -76,13 +77,13 @@ def block(x, y, w, b, z):
     g = F.gelu(y, approximate="tanh") + torch.expm1(x * 0.1) + torch.log1p(y.abs()) + torch.tanh(x)
     big_sm = torch.softmax(z, -1)
     big_ln = F.layer_norm(z, (z.shape[-1], ))
-    return silu, sm, ln, rms, g, big_sm, big_ln
+    return silu, sm, ln, rms, g, big_sm, big_ln, x.argmax(-1), F.embedding(idx, x) * 2.0
 
 
 NAMES = ("silu_add", "softmax", "layer_norm", "rms_norm", "gelu_tanh_expm1_log1p", "softmax_3000",
-         "layer_norm_3000")
+         "layer_norm_3000", "argmax", "embedding")
 INPUTS = [torch.randn(37, 300), torch.randn(37, 300), torch.rand(300) + 0.5, torch.randn(300),
-          torch.randn(4, 3000) * 3]
+          torch.randn(4, 3000) * 3, torch.tensor([36, 0, 5, 5, 17, 2, 30, 1, 8, 21])]
 STATE = {}
 
 
@@ -93,10 +94,14 @@ def pointwise_and_reductions_on_the_device():
     STATE["code"] = code
     print("# compile and first run: %.1f s; %d Triton kernels launched (%d in the generated code)" %
           (secs, ran, coded))
-    ref = block(*[t.double() for t in INPUTS])
+    ref = block(*[t.double() if t.is_floating_point() else t for t in INPUTS])
     for name, o, r in zip(NAMES, out, ref):
         assert o.device == DEV, (name, o.device)
-        check_close(name, o, r)
+        if r.dtype == torch.int64:
+            assert o.dtype == torch.int64 and torch.equal(o.cpu(), r), (name, o.cpu(), r)
+            print("# %s: equal" % name)
+        else:
+            check_close(name, o, r)
     assert coded >= 2, code
     assert ran == coded, (ran, coded)
 
@@ -123,12 +128,13 @@ def compiled_again_strict_no_recompile():
     t = time.perf_counter()
     before = launches()
     with maia.torch.strict():
-        out = fn(*[a * 1.0 for a in args])
+        out = fn(*args)
         torch.maia.synchronize()
     per_call = launches() - before
     print("# second call: %.2f s" % (time.perf_counter() - t))
     assert per_call == len(_LAUNCH.findall(STATE["code"])), per_call
-    check_close("silu_add (again)", out[0], block(*[t.double() for t in INPUTS])[0])
+    check_close("silu_add (again)", out[0], block(*[t.double() if t.is_floating_point() else t
+                                                    for t in INPUTS])[0])
 
 
 # The maia libdevice against torch: (name, Triton expression of x, torch's of

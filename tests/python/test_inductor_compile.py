@@ -117,17 +117,19 @@ def one_config_that_fits():
     raises(RuntimeError, maia.inductor._pick_config, a, match="cannot be made smaller")
 
 
-def block(x, y, w, b, z):
+def block(x, y, w, b, z, idx):
     silu = x * torch.sigmoid(x) + y
     sm = torch.softmax(x, -1)
     ln = F.layer_norm(x, (x.shape[-1], ), w, b, 1e-5)
     rms = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
     g = F.gelu(y, approximate="tanh") + torch.expm1(x * 0.1) + torch.log1p(y.abs()) + torch.tanh(x)
-    return silu, sm, ln, rms, g, torch.softmax(z, -1), F.layer_norm(z, (z.shape[-1], ))
+    return (silu, sm, ln, rms, g, torch.softmax(z, -1), F.layer_norm(z, (z.shape[-1], )), x.argmax(-1),
+            F.embedding(idx, x) * 2.0)
 
 
 def inductor_compile(fn, *shapes):
-    """Inductor on fake maia tensors of these shapes (no device: Triton's
+    """Inductor on fake maia tensors of these shapes, float32 or (shape,
+    dtype) (no device: Triton's
     maia driver is made active for the compile): ({kernel name: its
     CachingAutotuner, compiled}, the wrapper's code)."""
     from maia_triton import driver
@@ -138,7 +140,8 @@ def inductor_compile(fn, *shapes):
 
     driver.MaiaDriver.is_active = staticmethod(lambda: True)
     mode = FakeTensorMode()
-    args = [FakeTensor(mode, torch.empty(*s, device="meta"), torch.device("maia", 0)) for s in shapes]
+    args = [FakeTensor(mode, torch.empty(*s, device="meta") if isinstance(s[0], int) else
+                       torch.empty(*s[0], dtype=s[1], device="meta"), torch.device("maia", 0)) for s in shapes]
     kernels = {}
     triton_orig = async_compile.AsyncCompile.triton
 
@@ -159,7 +162,8 @@ def inductor_compile(fn, *shapes):
 def inductor_kernels_for_maia_compile():
     """Every kernel of the brief's graphs compiles with one config of at
     most 1024 elements."""
-    kernels, code = inductor_compile(block, (37, 300), (37, 300), (300, ), (300, ), (4, 3000))
+    kernels, code = inductor_compile(block, (37, 300), (37, 300), (300, ), (300, ), (4, 3000),
+                                     ((10, ), torch.int64))
     assert len(kernels) >= 2, sorted(kernels)
     assert "from maia.inductor import get_raw_stream" in code, code
     for name, k in sorted(kernels.items()):

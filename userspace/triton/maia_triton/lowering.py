@@ -21,7 +21,8 @@ from .regalloc import MAX_ARGS, MAX_LANES, SCRATCH_BASE, SLOT_BYTES, LoweringErr
 # Printed in the assembly's first line (the cache key hashes the sources).
 VERSION = "2"
 
-_MEM_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i8": "i8",
+# i64 tensors move as two i32 words (_words_of_i64); scalars of i64 have no load or store.
+_MEM_DTYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32", "i8": "i8", "i64": "i64",
               "f8E4M3FN": "fp8e4m3", "f8E5M2": "fp8e5m2"}
 _ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i8": 1, "i16": 2, "i64": 8, "f64": 8, "i1": 1,
                "f8E4M3FN": 1, "f8E5M2": 1}
@@ -443,6 +444,15 @@ class Lowering:
         self.vemit(shape, "vsplati", r, "0")
         return r
 
+    def _words_of_i64(self, off, shape):
+        """Offsets in i32 words of the low and the high words of i64
+        elements at offsets off (little-endian): 2 off and 2 off + 1."""
+        lo, hi = self.newv("low words"), self.newv("high words")
+        self.vemit(shape, "viadd", lo, off, off)
+        self.vemit(shape, "vsplati", hi, "1")
+        self.vemit(shape, "viadd", hi, lo, hi)
+        return lo, hi
+
     def _mask(self, name, op, shape):
         v = self.val(name, op)
         if v.kind == "const":
@@ -460,6 +470,8 @@ class Lowering:
         if dtype is None:
             self.err("loads of %s are not supported" % t.elem, op)
         if p.kind == "int":
+            if t.elem == "i64":
+                self.err("scalar loads of i64 are not supported (tensors of i64 are)", op)
             if len(op.operands) > 1:
                 self.err("masked scalar loads are not supported", op)
             if t.is_float:
@@ -473,6 +485,9 @@ class Lowering:
         r = self.newv(op.results[0])
         mask = self._mask(op.operands[1], op, shape) if len(op.operands) > 1 else None
         off = self._offsets(p, shape)
+        if t.elem == "i64":
+            # Lanes are int32: the low words (an index, as Inductor loads them).
+            off, dtype = self._words_of_i64(off, shape)[0], "i32"
         if mask == "never":
             self.vemit(shape, "vsplati", r, "0")
         elif mask is None:
@@ -496,6 +511,8 @@ class Lowering:
         if dtype is None:
             self.err("stores of %s are not supported" % elem, op)
         if p.kind == "int":
+            if elem == "i64":
+                self.err("scalar stores of i64 are not supported (tensors of i64 are)", op)
             if len(op.operands) > 2:
                 self.err("masked scalar stores are not supported", op)
             v = self.val(op.operands[1], op)
@@ -509,6 +526,15 @@ class Lowering:
         mask = self._mask(op.operands[2], op, shape) if len(op.operands) > 2 else None
         off = self._offsets(p, shape)
         if mask == "never":
+            return
+        if elem == "i64":
+            # The int32 lanes sign-extended: the low words, then the high ones.
+            lo, hi = self._words_of_i64(off, shape)
+            sign = self.newv("31")
+            self.vemit(shape, "vsplati", sign, "31")
+            self.vemit(shape, "vsra", sign, data, sign)
+            for word, o in ((data, lo), (sign, hi)):
+                self.vemit(shape, "vst", word, p.reg, o, "i32", *([mask] if mask is not None else []))
             return
         if mask is None:
             self.vemit(shape, "vst", data, p.reg, off, dtype)
