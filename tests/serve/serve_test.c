@@ -29,13 +29,15 @@
  *                         it moved; a second request, on the spare from the
  *                         start, gives the same text
  *   serve_test http-remote PORT  maia-serve --remote-decode --spare 1 in the
- *                         prefill QEMU, its decode worker in another QEMU
- *                         pausing at its step 6, which the test's host side
- *                         kills (tests/serve/two-qemu.sh): a completion
- *                         decoded in the other process, then one that moves
- *                         to the spare when that process dies (its prompt's
- *                         K/V from the checkpoint), and the same text from
- *                         the spare alone
+ *                         prefill QEMU, its decode worker in another QEMU,
+ *                         which the test's host side kills while a prefill's
+ *                         K/V transfer is held (tests/serve/two-qemu.sh): a
+ *                         completion decoded in the other process, then one
+ *                         decoding there and one in its transfer when that
+ *                         process dies, both moving to the spare (the first
+ *                         with its prompt's K/V from the checkpoint, the
+ *                         other prefilled again), and the same texts from the
+ *                         spare alone
  *
  * Nothing here depends on timing: batches may form in any way, and the
  * checks hold for all of them.
@@ -43,6 +45,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -759,21 +762,69 @@ static int cmd_http_fallback(int port)
 	return 0;
 }
 
+struct post_arg {
+	int port;
+	const char *body;
+	char *reply;
+	int status;
+};
+
+static void *post_thread(void *arg)
+{
+	struct post_arg *a = arg;
+
+	a->status = post(a->port, a->body, &a->reply);
+	return NULL;
+}
+
+/* maia_serve_generated_tokens_total, or -1. */
+static long generated(int port)
+{
+	static const char key[] = "\nmaia_serve_generated_tokens_total ";
+	char *m = NULL, *p;
+	long n = -1;
+
+	if (raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m) == 200 &&
+	    m && (p = strstr(m, key)))
+		n = strtol(p + sizeof(key) - 1, NULL, 10);
+	free(m);
+	return n;
+}
+
+/* The reply's text member up to its finish_reason, the same in both. */
+static bool same_text(const char *a, const char *b)
+{
+	const char *t1 = a ? strstr(a, "\"text\"") : NULL, *t2 = b ? strstr(b, "\"text\"") : NULL;
+	const char *f = t1 ? strstr(t1, "\"finish_reason\"") : NULL;
+
+	return t1 && t2 && f && !strncmp(t1, t2, (size_t)(f - t1) + 1);
+}
+
 /*
- * maia-serve --mode disagg --remote-decode maia.serve --spare 1 on PORT, its
- * worker in the other QEMU paused at its step 6 and killed there
- * (two-qemu.sh). Requests run one after another, so the steps are counted
- * alike every run: the first request takes the worker's steps 1-3, the
- * second 4 and 5 and is at its third token when the worker dies.
+ * maia-serve --mode disagg --remote-decode maia.serve --spare 1
+ * --kv-checkpoint --inject-xfer-hold 3 on PORT, its worker in the other
+ * QEMU (two-qemu.sh). The first completion is decoded by the worker. The
+ * second (48 tokens) is decoding there when a third comes: that one's
+ * prefill (the server's third) pushes its first layer, then its transfer
+ * job is held until the worker's QEMU is killed, and its remote writes
+ * then fail. Both move to the spare: the second with its prompt's K/V from
+ * the checkpoint, the third with its prompt prefilled there. The third is
+ * sent once the second has 3 tokens (generated_tokens_total >= 7): the
+ * second has 45 steps to go and the engine, held, runs none of them, so it
+ * is still running whatever the machine's load.
  */
 static int cmd_http_remote(int port)
 {
 	static const char b0[] = "{\"prompt\": \"Two QEMU processes \", \"max_tokens\": 4}";
 	static const char body[] = "{\"prompt\": \"Failover keeps serving the \", "
-				   "\"max_tokens\": 12, \"temperature\": 0.8, \"seed\": 5}";
-	char *r0 = NULL, *r1 = NULL, *r2 = NULL, *m0 = NULL, *m = NULL, *t1, *t2;
-	int s0, s1, s2, sm0, sm;
-	bool same;
+				   "\"max_tokens\": 48, \"temperature\": 0.8, \"seed\": 5}";
+	static const char p3[] = "Killed in its K/V transfer: ";
+	static const char b3[] = "{\"prompt\": \"Killed in its K/V transfer: \", \"max_tokens\": 8}";
+	struct post_arg a1 = { .port = port, .body = body };
+	char *r0 = NULL, *r3 = NULL, *r1s = NULL, *r3s = NULL, *m0 = NULL, *m = NULL, want[160];
+	int s0, s3, s1s, s3s, sm0, sm, tries;
+	pthread_t th;
+	bool started;
 
 	s0 = post(port, b0, &r0);
 	sm0 = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m0);
@@ -784,38 +835,54 @@ static int cmd_http_remote(int port)
 	    "fabric (kv_bytes > 0), /metrics: decode device remote");
 	if (s0 != 200 || !r0)
 		printf("# first: status %d %s\n", s0, r0 ? r0 : "-");
-	s1 = post(port, body, &r1);
-	s2 = post(port, body, &r2);
-	t1 = r1 ? strstr(r1, "\"text\"") : NULL;
-	t2 = r2 ? strstr(r2, "\"text\"") : NULL;
-	same = t1 && t2 && strstr(t1, "\"finish_reason\"") &&
-	       !strncmp(t1, t2, (size_t)(strstr(t1, "\"finish_reason\"") - t1) + 1);
-	tap(s1 == 200 && r1 && strstr(r1, "\"completion_tokens\": 12") &&
-	    strstr(r1, "\"fallbacks\": 1, \"fallback_from\": 0, \"fallback_to\": 1, "
-		       "\"replayed_tokens\": 2, \"fallback_from_remote\": true, "
-		       "\"kv_copied_tokens\": 27,"),
-	    "a completion whose decode QEMU was killed at its third token: 200, 12 tokens, its "
-	    "reply says it moved from the remote device to spare device 1, its 27 prompt "
-	    "tokens' K/V copied from the checkpoint and 2 tokens replayed");
-	tap(s2 == 200 && r2 && strstr(r2, "\"fallbacks\": 0") && same,
-	    "the same request again, on the spare from the start: the same text");
-	if (!same || s1 != 200)
-		printf("# second: %s\n# third: %s\n", r1 ? r1 : "-", r2 ? r2 : "-");
+	started = !pthread_create(&th, NULL, post_thread, &a1);
+	/* Bounded: 60 s of 20 ms looks (the second request itself gives up after 60 s). */
+	for (tries = 0; started && tries < 3000 && generated(port) < 4 + 3; tries++)
+		usleep(20000);
+	s3 = post(port, b3, &r3);
+	if (started)
+		pthread_join(th, NULL);
+	tap(a1.status == 200 && a1.reply && strstr(a1.reply, "\"completion_tokens\": 48") &&
+	    strstr(a1.reply, "\"fallbacks\": 1, \"fallback_from\": 0, \"fallback_to\": 1, ") &&
+	    strstr(a1.reply, "\"fallback_from_remote\": true, \"kv_copied_tokens\": 27,"),
+	    "a completion decoding in the other QEMU when it was killed: 200, 48 tokens, moved "
+	    "from the remote device to spare device 1, its 27 prompt tokens' K/V copied from the "
+	    "checkpoint");
+	snprintf(want, sizeof(want), "\"fallbacks\": 1, \"fallback_from\": 0, \"fallback_to\": 1, "
+		 "\"replayed_tokens\": %zu, \"fallback_from_remote\": true, \"kv_copied_tokens\": 0,",
+		 sizeof(p3) - 1);
+	tap(s3 == 200 && r3 && strstr(r3, "\"completion_tokens\": 8") && strstr(r3, want),
+	    "a completion whose K/V transfer was in flight when the decode QEMU was killed: 200, "
+	    "8 tokens, moved to spare device 1, its %zu prompt tokens prefilled there",
+	    sizeof(p3) - 1);
+	if (a1.status != 200 || s3 != 200 || !strstr(r3 ? r3 : "", want))
+		printf("# second: %s\n# third: %s\n", a1.reply ? a1.reply : "-", r3 ? r3 : "-");
+	s1s = post(port, body, &r1s);
+	s3s = post(port, b3, &r3s);
+	tap(s1s == 200 && s3s == 200 && r1s && r3s && strstr(r1s, "\"fallbacks\": 0") &&
+	    strstr(r3s, "\"fallbacks\": 0") && same_text(a1.reply, r1s) && same_text(r3, r3s),
+	    "both again, on the spare from the start: the same texts");
+	if (!same_text(a1.reply, r1s) || !same_text(r3, r3s))
+		printf("# again: %s\n# again: %s\n", r1s ? r1s : "-", r3s ? r3s : "-");
 	sm = raws(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &m);
 	tap(sm == 200 && m && strstr(m, "maia_serve_fallbacks_total 1\n") &&
 	    strstr(m, "maia_serve_decode_failures_total 1\n") &&
 	    strstr(m, "maia_serve_decode_device 1\n") &&
 	    strstr(m, "maia_serve_decode_remote 0\n") &&
-	    strstr(m, "maia_serve_requests_completed_total 3\n") &&
+	    strstr(m, "maia_serve_requests_completed_total 5\n") &&
 	    strstr(m, "maia_serve_kv_copied_tokens_total 27\n") &&
 	    strstr(m, "maia_serve_requests_failed_total 0\n"),
 	    "/metrics: 1 decode failure, 1 fallback, 27 tokens' K/V copied, decode device 1 "
-	    "(local), 3 completed, 0 failed");
-	if (r1 && strstr(r1, "\"fallback_ms\""))
-		printf("# the move: %.64s\n", strstr(r1, "\"fallback_ms\""));
+	    "(local), 5 completed, 0 failed");
+	if (a1.reply && strstr(a1.reply, "\"fallback_ms\""))
+		printf("# the second's move: %.64s\n", strstr(a1.reply, "\"fallback_ms\""));
+	if (r3 && strstr(r3, "\"fallback_ms\""))
+		printf("# the third's move: %.64s\n", strstr(r3, "\"fallback_ms\""));
 	free(r0);
-	free(r1);
-	free(r2);
+	free(a1.reply);
+	free(r3);
+	free(r1s);
+	free(r3s);
 	free(m0);
 	free(m);
 	return 0;

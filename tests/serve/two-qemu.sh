@@ -5,18 +5,18 @@
 # (run-in-guest.sh runs it last). TAP on stdout.
 #
 # QEMU A: device 0 prefills, device 1 is the spare; maia-serve --mode disagg
-# --remote-decode maia.serve --spare 1 --kv-checkpoint and serve_test
-# http-remote. QEMU B:
-# device 0 decodes, maia-serve --mode decode-worker, told to pause at its
-# decode step 6. The fabric is cabled as the cluster launcher cables a ring
+# --remote-decode maia.serve --spare 1 --kv-checkpoint --inject-xfer-hold 3
+# and serve_test http-remote. QEMU B: device 0 decodes, maia-serve --mode
+# decode-worker. The fabric is cabled as the cluster launcher cables a ring
 # (Documentation/cluster.rst), over unix stream sockets in a private
 # directory: A0 port 0 -> B0 port 1 (cable 0), B0 port 0 -> A1 port 1
 # (cable 1), A1 port 0 -> A0 port 1 (a hub inside QEMU A). The control
 # stream is a virtio-serial port "maia.serve" in each guest on one unix
-# socket (A's QEMU listens, B's connects). When B's worker prints that it
-# paused, this script kills B's QEMU with SIGKILL; the request then ends on
-# A's spare. Every QEMU runs under run-guest's --timeout, and the worker's
-# pause is bounded too.
+# socket (A's QEMU listens, B's connects). When A's maia-serve says that it
+# holds its third prefill's transfer (after the first layer's writes; a
+# request is decoding in B meanwhile), this script kills B's QEMU with
+# SIGKILL; both requests then end on A's spare. Every QEMU runs under
+# run-guest's --timeout, and the hold is bounded too.
 #
 #   tests/serve/two-qemu.sh    (after run-in-guest.sh built build/serve-test)
 set -uo pipefail
@@ -38,8 +38,15 @@ trap 'exit 130' INT TERM
 guest_a='
 ip link set lo up
 maia-serve --mode disagg --device 0 --remote-decode maia.serve --remote-timeout 150 --spare 1 \
-	--kv-checkpoint --port 8079 --ready-file /tmp/ready >/tmp/serve.log 2>&1 &
+	--kv-checkpoint --inject-xfer-hold 3 --port 8079 --ready-file /tmp/ready \
+	>/tmp/serve.log 2>&1 &
 pid=$!
+# The host side kills B when it sees this line on the console.
+( i=0
+while ! grep -q "held" /tmp/serve.log && [ $i -lt 2400 ] && kill -0 $pid 2>/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
+grep -h "held" /tmp/serve.log ) &
 i=0
 while [ ! -e /tmp/ready ] && [ $i -lt 1800 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 st=0
@@ -82,13 +89,13 @@ done
 	--qemu-arg -device --qemu-arg maia,hbm-size=1G,fabric0=c1,fabric1=c0 \
 	--qemu-arg -chardev --qemu-arg "socket,id=msrv,path=$dir/serve.sock,server=off,reconnect-ms=100" \
 	"${vser[@]}" -- maia-serve --mode decode-worker --remote-decode maia.serve --device 0 \
-	--remote-timeout 150 --inject-pause 6 >"$dir/b.out" 2>&1 &
+	--remote-timeout 150 >"$dir/b.out" 2>&1 &
 bpid=$!
 
-# Kill B's QEMU once its worker paused; bounded by the QEMUs' own timeouts.
+# Kill B's QEMU once A holds the transfer; bounded by the QEMUs' own timeouts.
 killed=0
 while kill -0 "$bpid" 2>/dev/null; do
-	if grep -q "paused at step" "$dir/b.out" && [ -s "$dir/b.pid" ]; then
+	if grep -q "transfer of prefill 3 held" "$dir/a.out" && [ -s "$dir/b.pid" ]; then
 		kill -9 "$(cat "$dir/b.pid")" && killed=1
 		break
 	fi
@@ -106,9 +113,9 @@ tr -d '\r' <"$dir/a.out" | grep -vE '^(not )?ok |^TAP version|^1\.\.[0-9]+$' | s
 tr -d '\r' <"$dir/b.out" | sed 's/^/# B: /'
 if [ $killed = 1 ]; then
 	# run-guest reports a killed QEMU as its timeout (124).
-	echo "ok - the decode worker paused at its step 6 and its QEMU was killed (SIGKILL)"
+	echo "ok - the decode worker's QEMU was killed (SIGKILL) while a prefill's K/V transfer to it was held"
 else
-	echo "not ok - the decode worker's QEMU was not killed at its pause (status $bst)"
+	echo "not ok - the decode worker's QEMU was not killed during the held transfer (status $bst)"
 fi
 if [ $ast = 0 ]; then
 	echo "ok - QEMU A's guest ended by itself with status 0"

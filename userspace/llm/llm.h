@@ -276,6 +276,12 @@ struct llm_disagg {
 	 * spare can get them from A (llm_disagg_push_blocks) if B fails.
 	 */
 	bool ckpt;
+	/*
+	 * Tests: the next transfer job waits on LLM_HOLD_SEM after its first
+	 * layer's writes, until the host signals it (llm_disagg_release()).
+	 */
+	bool hold;
+	bool xfer_failed;		/* the last end: the prefill ran, its transfer failed */
 	enum llm_xfer_sched sched;
 	uint64_t seq_c, seq_x, t0, xfer_bytes;
 	uint32_t xfer_writes;
@@ -314,6 +320,16 @@ struct llm_xfer_times {
 int llm_disagg_begin(struct llm_disagg *x, const struct llm_prefill_req *reqs, uint32_t nreq,
 		     enum llm_xfer_sched sched);
 int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t);
+/* The semaphore a held transfer waits on, and its release (a job on A). */
+#define LLM_HOLD_SEM	(MAIA_NUM_SEMAPHORES - 2)
+int llm_disagg_release(struct llm_disagg *x);
+/*
+ * After a failed transfer (x->broken): take the signals of the prefill's
+ * layers that no transfer took (each layer's semaphore at most once, a
+ * wait of 1 ms that times out when none is left), so that the next transfer
+ * waits for its own prefill; clears broken.
+ */
+int llm_disagg_drain(struct llm_disagg *x);
 /*
  * Push tokens [0, ntok) of every layer's K/V in blocks from A's pool (the
  * checkpoint) into the same blocks of B's window: one remote write per
@@ -359,6 +375,8 @@ int llm_remote_connect(struct llm_remote *r, const char *port, const struct llm_
 int llm_remote_step(struct llm_remote *r, const struct llm_step_row *rows, uint32_t n,
 		    const struct llm_config *c, struct maia_job_times *t);
 void llm_remote_close(struct llm_remote *r);
+/* Tests: wait up to timeout_ms for the worker to go away (0) or -ETIMEDOUT. */
+int llm_remote_wait_gone(struct llm_remote *r, int timeout_ms);
 /*
  * The worker: d (with its pool) serves decode steps to the engine at the
  * other end of `port` until it says bye or goes away (0). pause_at_step
@@ -407,6 +425,7 @@ struct llm_request {
 	uint32_t replayed_tokens;	/* prompt and generated tokens recomputed there */
 	bool fallback_from_remote;	/* the device it left was in another process */
 	uint32_t kv_copied_tokens;	/* ... prompt tokens whose K/V came from the checkpoint */
+	bool kv_lost;			/* its K/V transfer failed: not in the checkpoint */
 	uint64_t fallback_host_ns;	/* its move: the replay (and copy), host time */
 	uint64_t fallback_dev_ns;	/* ... the jobs' device time */
 };
@@ -442,6 +461,11 @@ struct llm_engine {
 	bool local_prefill;		/* after a move no port reached: the spare prefills */
 	bool kv_checkpoint;		/* the prefill device keeps the prompts' K/V */
 	uint64_t hang_at_step;		/* tests: decode step (1-based) whose job hangs */
+	/*
+	 * Tests, remote decode: prefill (1-based) whose transfer is held after
+	 * its first layer until the worker went away (its QEMU killed).
+	 */
+	uint64_t hold_xfer_at;
 	struct llm_kv kv;
 	uint32_t max_queue;
 	pthread_mutex_t lock;		/* protects the lists, stats, kv and request states */

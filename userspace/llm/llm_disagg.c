@@ -153,7 +153,11 @@ static int build_transfer(struct llm_disagg *x, const struct llm_prefill_req *re
 				x->writes++;
 			}
 		}
+		/* tests: the decode device goes away while this job is in flight */
+		if (!l && x->hold && !err)
+			err = maia_cmd_sem_wait(x->xcb, LLM_HOLD_SEM, 1, SEM_TIMEOUT_US);
 	}
+	x->hold = false;
 	err = err ?: maia_cmd_timestamp(x->xcb, x->ts.va + 8);
 	/* The checkpoint: after the last layer landed, so no figure above moves. */
 	for (l = 0; l < c->layers && x->ckpt && !err; l++) {
@@ -243,6 +247,7 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	if (!x->pending)
 		return -EINVAL;
 	x->pending = false;
+	x->xfer_failed = false;
 	err = wait_job(x->pre->dev, x->seq_c, &tc);
 	done = llm_now_ns();
 	if (x->sched == LLM_XFER_ALONE) {
@@ -254,6 +259,7 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	}
 	/* Wait for the transfer even after a failed prefill: it times out. */
 	err2 = wait_job(x->pre->dev, x->seq_x, &tx);
+	x->xfer_failed = !err && err2;
 	err = err ?: err2;
 	if (err) {
 		/*
@@ -281,6 +287,39 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 	x->pre->jobs++;
 	x->pre->job_host_ns += tc.host_ns;
 	x->pre->job_device_ns += tc.device_ns + tx.device_ns;
+	return 0;
+}
+
+/* A job of one control command on A, waited for. */
+static int control_job(struct llm_disagg *x, bool signal, uint32_t sem, uint32_t timeout_us)
+{
+	struct maia_cmdbuf *cb = NULL;
+	uint64_t seq;
+	int err = maia_cmdbuf_create(x->pre->dev, 4096, &cb);
+
+	err = err ?: (signal ? maia_cmd_sem_signal(cb, sem, 1) :
+		      maia_cmd_sem_wait(cb, sem, 1, timeout_us));
+	err = err ?: maia_submit(x->pre->dev, cb, NULL, &seq);
+	err = err ?: wait_job(x->pre->dev, seq, NULL);
+	maia_cmdbuf_destroy(cb);
+	return err;
+}
+
+int llm_disagg_release(struct llm_disagg *x)
+{
+	return control_job(x, true, LLM_HOLD_SEM, 0);
+}
+
+int llm_disagg_drain(struct llm_disagg *x)
+{
+	const struct llm_config *c = &x->pre->w->cfg;
+	uint32_t l;
+
+	/* A wait that times out fails its job (-EIO): that layer had none left. */
+	for (l = 0; l < c->layers; l++)
+		control_job(x, false, l, 1000);
+	control_job(x, false, LLM_HOLD_SEM, 1000);
+	x->broken = false;
 	return 0;
 }
 

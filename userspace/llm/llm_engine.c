@@ -14,6 +14,7 @@
  * queue and read request state, all under the engine's lock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -377,11 +378,37 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 		done = llm_now_ns();
 		xt.prefill_dev_ns = t.device_ns;
 	} else {
+		bool hold = e->dec_remote && e->hold_xfer_at &&
+			    e->stats.prefills + 1 == e->hold_xfer_at;
+
+		e->x.hold = hold;
 		err = llm_disagg_begin(&e->x, pr, n, LLM_XFER_LAYERWISE);
 		/* B decodes the others while A prefills these. */
 		if (!err && e->running)
 			decode_step(e);
+		if (!err && hold) {
+			/* tests: the worker's QEMU is killed while the transfer is held */
+			fprintf(stderr, "maia-serve: transfer of prefill %llu held\n",
+				(unsigned long long)e->hold_xfer_at);
+			llm_remote_wait_gone(&e->remote, 120000);
+			llm_disagg_release(&e->x);
+		}
 		err = err ?: llm_disagg_end(&e->x, &xt);
+		if (err && e->x.xfer_failed && e->spare) {
+			/*
+			 * A's prefill ran but its K/V did not all reach B: B is
+			 * taken as failed, and these requests move with the
+			 * running ones, their prompts prefilled on the spare.
+			 */
+			pthread_mutex_lock(&e->lock);
+			if (!e->dec_failed)
+				e->stats.dec_failures++;
+			e->dec_failed = true;
+			pthread_mutex_unlock(&e->lock);
+			for (i = 0; i < n; i++)
+				rs[i]->kv_lost = true;
+			err = 0;
+		}
 		/* The first token goes out once its K/V is on B: that is its TTFT. */
 		done = llm_now_ns();
 	}
@@ -398,7 +425,7 @@ static void prefill(struct llm_engine *e, struct llm_request **rs, uint32_t n)
 			continue;
 		}
 		r->xfer = xt;
-		if (e->mode == LLM_MODE_DISAGG && !e->local_prefill) {
+		if (e->mode == LLM_MODE_DISAGG && !e->local_prefill && !r->kv_lost) {
 			r->xfer.bytes = e->x.req_bytes[i];
 			r->xfer.writes = e->x.req_writes[i];
 		}
@@ -430,7 +457,8 @@ static int replay(struct llm_engine *e, struct llm_request *r, bool *copied, uin
 	uint32_t k;
 	int err;
 
-	*copied = e->kv_checkpoint && e->mode == LLM_MODE_DISAGG && !e->local_prefill;
+	*copied = e->kv_checkpoint && e->mode == LLM_MODE_DISAGG && !e->local_prefill &&
+		  !r->kv_lost;
 	*dev_ns = 0;
 	if (*copied) {
 		err = llm_disagg_push_blocks(&e->x, r->blocks, r->prompt_len, &h, &d);
@@ -478,6 +506,9 @@ static void fall_back(struct llm_engine *e)
 	if (e->mode == LLM_MODE_SINGLE) {
 		e->pre = e->dec;	/* the failed device prefilled too */
 	} else if (e->mode == LLM_MODE_DISAGG) {
+		/* A failed transfer left signals the next one must not take. */
+		if (e->x.broken)
+			llm_disagg_drain(&e->x);
 		llm_disagg_fini(&e->x);
 		if (!llm_disagg_init(&e->x, e->pre, e->dec)) {
 			e->x.ckpt = false;	/* no second spare to resume on */
@@ -511,6 +542,7 @@ static void fall_back(struct llm_engine *e)
 		r->fallback_from_remote = from_remote;
 		r->fallback_host_ns = host_ns[i];
 		r->fallback_dev_ns = dev_ns[i];
+		r->kv_lost = false;	/* its K/V are on the spare now */
 		if (copied[i]) {
 			r->kv_copied_tokens += r->prompt_len;
 			r->replayed_tokens += r->n_out - 1;

@@ -269,6 +269,36 @@ void llm_remote_close(struct llm_remote *r)
 	r->fd = -1;
 }
 
+int llm_remote_wait_gone(struct llm_remote *r, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint8_t byte;
+
+	while (r->fd >= 0) {
+		struct pollfd pf = { .fd = r->fd, .events = POLLIN };
+		uint64_t now = now_ms();
+		int n;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		n = poll(&pf, 1, (int)(deadline - now < 1000 ? deadline - now : 1000));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		/*
+		 * The worker sends nothing unasked: the port's host side gone,
+		 * its end of file, or a byte out of turn all end the stream.
+		 */
+		if (!(pf.revents & (POLLHUP | POLLERR)) && read(r->fd, &byte, 1) < 0 &&
+		    (errno == EAGAIN || errno == EINTR))
+			continue;
+		close(r->fd);
+		r->fd = -1;
+	}
+	return 0;
+}
+
 int llm_remote_serve(struct llm_dev *d, int index, const char *port, uint64_t pause_at_step,
 		     int timeout_ms)
 {

@@ -495,7 +495,8 @@ static void usage(FILE *f)
 		"                  [--kv-blocks N] [--max-batch N] [--max-queue N] [--max-seq N]\n"
 		"                  [--layers N] [--d-model N] [--seed N] [--ready-file PATH]\n"
 		"                  [--spare N [--kv-checkpoint]] [--inject-decode-hang STEP]\n"
-		"                  [--remote-decode PORT [--remote-timeout SEC]]\n"
+		"                  [--remote-decode PORT [--remote-timeout SEC]\n"
+		"                  [--inject-xfer-hold PREFILL]]\n"
 		"       maia-serve --mode decode-worker --remote-decode PORT [--device N]\n"
 		"                  [--remote-timeout SEC] [--inject-pause STEP] [model options]\n");
 }
@@ -518,6 +519,7 @@ int main(int argc, char **argv)
 		{ "remote-timeout", required_argument, NULL, 'O' },
 		{ "inject-pause", required_argument, NULL, 'I' },
 		{ "kv-checkpoint", no_argument, NULL, 'C' },
+		{ "inject-xfer-hold", required_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *bind_addr = "127.0.0.1", *ready = NULL, *why, *remote = NULL;
@@ -530,7 +532,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d;
 	uint32_t max_queue = 64;
 	int port = 8000, dev = 0, spare = -1, o, err, sig;
-	uint64_t hang_step = 0;
+	uint64_t hang_step = 0, hold_at = 0;
 	uint32_t tp = 2;
 	sigset_t stop;
 
@@ -571,6 +573,7 @@ int main(int argc, char **argv)
 		case 'O': remote_timeout = atoi(optarg); break;
 		case 'I': pause_step = strtoull(optarg, NULL, 0); break;
 		case 'C': ckpt = true; break;
+		case 'X': hold_at = strtoull(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -628,6 +631,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	engine.hang_at_step = hang_step;
+	engine.hold_xfer_at = hold_at;
 	if (spare >= 0) {
 		err = llm_engine_add_spare(&engine, spare);
 		if (err) {
