@@ -18,8 +18,6 @@ import torch
 import maia.torch as _mt
 
 BACKEND = _mt.BACKEND
-# What the Triton backend's compiler takes as GPUTarget.arch (maia_triton.compiler.TARGET_ARCH).
-ARCH = "tvp1.9"
 
 
 def get_raw_stream(device_index):
@@ -136,7 +134,11 @@ def _interface():
 
         @staticmethod
         def get_compute_capability(device=None):
-            return ARCH
+            # Inductor's GPUTarget arch: the Triton backend's own (triton first:
+            # it discovers its backends on import).
+            import triton  # noqa: F401
+            from maia_triton.compiler import TARGET_ARCH
+            return TARGET_ARCH
 
         @staticmethod
         def is_bf16_supported(including_emulation=False):
