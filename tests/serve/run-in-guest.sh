@@ -3,8 +3,11 @@
 # make check's "serve" suite: the LLM serving stack (Documentation/serving.rst).
 # First host_test on the host, under ASan and UBSan: the request parser
 # (malformed and 20000 mutated bodies), reply escaping, the sampler, the KV
-# block manager. Then one guest boot with 5 devices: 0-2 ring-cabled (device
-# 0's port 0 reaches device 1, its port 1 device 2), 3-4 a ring of two:
+# block manager; and remote_test, the decode worker's protocol (llm_remote.c)
+# against a scripted peer on a pty: framing, short reads, a peer gone
+# mid-message, malformed messages. Then one guest boot with 5 devices: 0-2
+# ring-cabled (device 0's port 0 reaches device 1, its port 1 device 2), 3-4
+# a ring of two:
 #  - serve_test model: device logits against the CPU double reference at every
 #    generated position (BF16 and MXFP8 weights, three requests batched), and
 #    the same requests disaggregated (prefill on device 0, K/V pushed layer by
@@ -21,7 +24,8 @@
 # Then a second boot with 4 ring-cabled devices: serve_test tp4, tensor
 # parallel over four (kv_heads 4) against one device. Last, two-qemu.sh:
 # prefill and a spare in one QEMU, decode in another, which is killed
-# mid-generation; the request ends on the spare with the same text.
+# while a prefill's K/V transfer to it is held and a request decodes there;
+# both requests end on the spare with the same texts.
 # TAP from serve_test, numbered across its three runs; exit status nonzero
 # on any failure.
 #
@@ -40,6 +44,7 @@ host=$(mktemp)
 trap 'rm -f "$out" "$host"' EXIT
 "$TOP/build/serve-host-test/host_test" >"$host" 2>&1
 host_st=$?
+"$TOP/build/serve-host-test/remote_test" >>"$host" 2>&1 || host_st=1
 
 # In the guest (busybox sh): the three parts; the server's log on failure.
 # shellcheck disable=SC2016 # expanded by the guest's shell
@@ -83,7 +88,7 @@ cat "$host" "$out" |
 	awk '/^(not )?ok ([0-9]+ )?- /{ n++; sub(/ok ([0-9]+ )?- /, "ok " n " - "); print; next }
 	     /^TAP version|^1\.\.[0-9]+$/ { next } { print "# " $0 } END { print "1.." n }'
 if [ $host_st -ne 0 ] && ! grep -q '^not ok' "$host"; then
-	echo "not ok - host_test failed (status $host_st)"
+	echo "not ok - host_test or remote_test failed (status $host_st)"
 fi
 if [ $st -ne 0 ] && ! grep -q '^not ok' "$out"; then
 	echo "not ok - the guest run failed (status $st)"
