@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 		if (!rank) {
 			algbw = (double)bytes / worst / 1e9;
 			printf("{\"name\": \"mpi-allreduce-fp32-n%d\", \"bytes\": %" PRIu64
-			       ", \"time_us\": %.1f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, "
+			       ", \"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, "
 			       "\"wrong\": %" PRIu64 "}\n", n, bytes, worst * 1e6, algbw,
 			       algbw * 2.0 * (n - 1) / n, all_wrong);
 			fflush(stdout);
