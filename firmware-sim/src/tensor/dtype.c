@@ -419,7 +419,23 @@ void fw_decode_groups(unsigned int dtype, const void *src, size_t ngroups, unsig
 			size_t gstride, float scale, float *dst)
 {
 	size_t bytes = (size_t)g * maia_dtype_size(dtype);
+	const float *f = src;
 
+	/*
+	 * FP32 into the kernels' 16- and 32-column B panels: copies of a
+	 * constant size, inlined, not a fw_decode() and a memcpy() call per
+	 * group (256x4096x1024 FP32: 6 % of the time went to those calls).
+	 */
+	if (dtype == MAIA_DTYPE_FP32 && g == 32) {
+		for (size_t i = 0; i < ngroups; i++)
+			memcpy(dst + i * gstride, f + i * 32, 32 * sizeof(float));
+		return;
+	}
+	if (dtype == MAIA_DTYPE_FP32 && g == 16) {
+		for (size_t i = 0; i < ngroups; i++)
+			memcpy(dst + i * gstride, f + i * 16, 16 * sizeof(float));
+		return;
+	}
 #if HAVE_X86
 	if (dtype == MAIA_DTYPE_BF16 && g % 8 == 0 && __builtin_cpu_supports("avx2")) {
 		decode_bf16_groups_avx2(src, ngroups, g, gstride, dst);
