@@ -55,6 +55,19 @@ template <class F> [[noreturn]] void cpu_error(const char *op, F f)
 	TORCH_CHECK(false, "maia: aten::", op, ": the device found a bad index that CPU torch accepts");
 }
 
+/*
+ * The op's CPU implementation on CPU copies (f), counted as a fallback
+ * (failed: after a device error). f runs first, so operands CPU torch
+ * refuses raise its own error, in strict mode too.
+ */
+template <class F> auto on_cpu(const char *op, bool failed, F f) -> decltype(f())
+{
+	auto r = f();
+
+	to_cpu(op, failed);
+	return r;
+}
+
 /* lo in the low 32 bits, hi in the high ones (a kernel unpacks them; VSPLAT takes the low half). */
 inline uint64_t pack(int64_t lo, int64_t hi)
 {

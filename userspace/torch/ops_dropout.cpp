@@ -177,8 +177,7 @@ static std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor &x, do
 		}
 		failed = true;
 	}
-	to_cpu("native_dropout", failed);
-	auto res = at::native_dropout(cpu(x), p, train);
+	auto res = on_cpu("native_dropout", failed, [&] { return at::native_dropout(cpu(x), p, train); });
 	return { std::get<0>(res).to(x.device()), std::get<1>(res).to(x.device()) };
 }
 
@@ -201,8 +200,9 @@ static at::Tensor native_dropout_backward(const at::Tensor &grad, const at::Tens
 		}
 		failed = true;
 	}
-	to_cpu("native_dropout_backward", failed);
-	return at::native_dropout_backward(cpu(grad), cpu(mask), scale).to(grad.device());
+	return on_cpu("native_dropout_backward", failed,
+		      [&] { return at::native_dropout_backward(cpu(grad), cpu(mask), scale); })
+		.to(grad.device());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)

@@ -252,8 +252,8 @@ static at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Te
 			failed = true;
 		}
 	}
-	to_cpu("index_select", failed);
-	return at::index_select(cpu(self), dim, cpu(index)).to(self.device());
+	return on_cpu("index_select", failed, [&] { return at::index_select(cpu(self), dim, cpu(index)); })
+		.to(self.device());
 }
 
 static at::Tensor &index_select_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, at::Tensor &out)
@@ -282,11 +282,9 @@ static at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &
 {
 	bool failed = false;
 
-	if (indexable(self, index) && elem_exact(self.scalar_type()) && !sparse_grad) {
+	if (indexable(self, index) && elem_exact(self.scalar_type()) && !sparse_grad &&
+	    shapes_ok(self, c10::maybe_wrap_dim(dim, self.dim()), index, nullptr)) {
 		int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-
-		if (!shapes_ok(self, d, index, nullptr))
-			cpu_error("gather", [&] { at::gather(cpu(self), dim, cpu(index)); });
 		at::Tensor out = at::empty(index.sizes(), self.options());
 		if (out.numel() == 0) {
 			count_device_op("gather");
@@ -311,8 +309,8 @@ static at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &
 			cpu_error("gather", [&] { at::gather(cpu(self), dim, cpu(index)); });
 		failed = true;
 	}
-	to_cpu("gather", failed);
-	return at::gather(cpu(self), dim, cpu(index), sparse_grad).to(self.device());
+	return on_cpu("gather", failed, [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); })
+		.to(self.device());
 }
 
 static at::Tensor &gather_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad,
@@ -330,11 +328,10 @@ static at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Ten
 	bool failed = false;
 
 	if (indexable(self, index) && on_device(src, self) && tvp::elem(self.scalar_type()) &&
-	    src.scalar_type() == self.scalar_type() && int32_reach(src)) {
+	    src.scalar_type() == self.scalar_type() && int32_reach(src) &&
+	    shapes_ok(self, c10::maybe_wrap_dim(dim, self.dim()), index, &src)) {
 		int64_t d = c10::maybe_wrap_dim(dim, self.dim());
 
-		if (!shapes_ok(self, d, index, &src))
-			cpu_error("scatter_add", [&] { at::scatter_add(cpu(self), dim, cpu(index), cpu(src)); });
 		/* A float32 copy of self to add into, contiguous; src cut to index's shape. */
 		at::Tensor acc = at::empty(self.sizes(), self.options().dtype(at::kFloat));
 		acc.copy_(self);
@@ -365,8 +362,8 @@ static at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Ten
 			cpu_error("scatter_add", [&] { at::scatter_add(cpu(self), dim, cpu(index), cpu(src)); });
 		failed = true;
 	}
-	to_cpu("scatter_add", failed);
-	return at::scatter_add(cpu(self), dim, cpu(index), cpu(src)).to(self.device());
+	return on_cpu("scatter_add", failed, [&] { return at::scatter_add(cpu(self), dim, cpu(index), cpu(src)); })
+		.to(self.device());
 }
 
 static at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
@@ -423,9 +420,10 @@ static at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Ten
 		}
 		failed = true;
 	}
-	to_cpu("embedding_dense_backward", failed);
-	return at::embedding_dense_backward(cpu(grad), cpu(indices), num_weights, padding_idx, scale_grad_by_freq)
-		.to(grad.device());
+	return on_cpu("embedding_dense_backward", failed, [&] {
+		       return at::embedding_dense_backward(cpu(grad), cpu(indices), num_weights, padding_idx,
+							   scale_grad_by_freq);
+	       }).to(grad.device());
 }
 
 /* grad_input.view(N C, H W)[plane, indices[plane, k]] += grad_output[plane, k]. */
@@ -466,10 +464,10 @@ static at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad_output
 		}
 		failed = true;
 	}
-	to_cpu("max_pool2d_with_indices_backward", failed);
-	return at::max_pool2d_with_indices_backward(cpu(grad_output), cpu(self), kernel_size, stride, padding,
-						    dilation, ceil_mode, cpu(indices))
-		.to(self.device());
+	return on_cpu("max_pool2d_with_indices_backward", failed, [&] {
+		       return at::max_pool2d_with_indices_backward(cpu(grad_output), cpu(self), kernel_size, stride,
+								   padding, dilation, ceil_mode, cpu(indices));
+	       }).to(self.device());
 }
 
 /* ---- masked_fill_ ------------------------------------------------------------------- */
@@ -517,9 +515,7 @@ static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask,
 		}
 		failed = true;
 	}
-	to_cpu("masked_fill_.Scalar", failed);
-	at::Tensor c = cpu(self);
-	c.masked_fill_(cpu(mask), value);
+	at::Tensor c = on_cpu("masked_fill_.Scalar", failed, [&] { return cpu(self).masked_fill_(cpu(mask), value); });
 	return self.copy_(c);
 }
 
@@ -527,9 +523,8 @@ static at::Tensor &masked_fill_tensor_(at::Tensor &self, const at::Tensor &mask,
 {
 	if (value.dim() == 0 && (value.is_cpu() || on_device(value, self)))
 		return masked_fill_scalar_(self, mask, value.item());
-	to_cpu("masked_fill_.Tensor", false);
-	at::Tensor c = cpu(self);
-	c.masked_fill_(cpu(mask), cpu(value));
+	at::Tensor c = on_cpu("masked_fill_.Tensor", false,
+			      [&] { return cpu(self).masked_fill_(cpu(mask), cpu(value)); });
 	return self.copy_(c);
 }
 

@@ -10,7 +10,8 @@
  * torch's, the bound is a float32 sum's). A target out of range is not
  * accessed: it sets a flag word the op reads after its job (a host wait),
  * and a set flag re-runs the op on the CPU for torch's "Target 5 is out of
- * bounds." error. nll_loss2d (images) is not here: it takes the fallback.
+ * bounds." error. nll_loss2d (images, sequences) is nll_loss over the
+ * N H W rows of a permuted copy.
  */
 #include <torch/library.h>
 
@@ -189,8 +190,9 @@ static at::Tensor log_softmax_backward(const at::Tensor &grad, const at::Tensor 
 			failed = true;
 		}
 	}
-	to_cpu("_log_softmax_backward_data", failed);
-	return at::_log_softmax_backward_data(cpu(grad), cpu(output), dim, input_dtype).to(grad.device());
+	return on_cpu("_log_softmax_backward_data", failed, [&] {
+		       return at::_log_softmax_backward_data(cpu(grad), cpu(output), dim, input_dtype);
+	       }).to(grad.device());
 }
 
 /* ---- nll_loss ------------------------------------------------------------------------- */
@@ -237,12 +239,10 @@ static std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor &x, 
 							    int64_t reduction, int64_t ignore_index)
 {
 	at::Tensor weight = weight_opt && weight_opt->defined() ? *weight_opt : at::Tensor();
-	auto on_cpu = [&] { return at::nll_loss_forward(cpu(x), cpu(target), cpu(weight_opt), reduction, ignore_index); };
+	auto host = [&] { return at::nll_loss_forward(cpu(x), cpu(target), cpu(weight_opt), reduction, ignore_index); };
 	bool failed = false;
 
-	if (nll_ok(x, target, weight, reduction)) {
-		if (!nll_shapes(x, target, weight))
-			cpu_error("nll_loss_forward", on_cpu);
+	if (nll_ok(x, target, weight, reduction) && nll_shapes(x, target, weight)) {
 		int64_t n = x.dim() == 2 ? x.size(0) : 1, c = x.size(-1);
 		bool none = reduction == at::Reduction::None;
 		at::Tensor out = at::empty(none && x.dim() == 2 ? at::IntArrayRef{ n } : at::IntArrayRef{}, x.options());
@@ -260,11 +260,10 @@ static std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor &x, 
 			return { out, total };
 		}
 		if (r < 0)
-			cpu_error("nll_loss_forward", on_cpu);
+			cpu_error("nll_loss_forward", host);
 		failed = true;
 	}
-	to_cpu("nll_loss_forward", failed);
-	auto res = on_cpu();
+	auto res = on_cpu("nll_loss_forward", failed, host);
 	return { std::get<0>(res).to(x.device()), std::get<1>(res).to(x.device()) };
 }
 
@@ -273,7 +272,7 @@ static at::Tensor nll_loss_backward(const at::Tensor &grad, const at::Tensor &x,
 				    int64_t ignore_index, const at::Tensor &total_weight)
 {
 	at::Tensor weight = weight_opt && weight_opt->defined() ? *weight_opt : at::Tensor();
-	auto on_cpu = [&] {
+	auto host = [&] {
 		return at::nll_loss_backward(cpu(grad), cpu(x), cpu(target), cpu(weight_opt), reduction, ignore_index,
 					     cpu(total_weight));
 	};
@@ -299,15 +298,62 @@ static at::Tensor nll_loss_backward(const at::Tensor &grad, const at::Tensor &x,
 			return gi;
 		}
 		if (r < 0)
-			cpu_error("nll_loss_backward", on_cpu);
+			cpu_error("nll_loss_backward", host);
 		failed = true;
 	}
-	to_cpu("nll_loss_backward", failed);
-	return on_cpu().to(x.device());
+	return on_cpu("nll_loss_backward", failed, host).to(x.device());
+}
+
+/* nll_loss2d's operands: x [N, C, H, W] and target [N, H, W] on one device. */
+static bool image_shapes(const at::Tensor &x, const at::Tensor &target)
+{
+	return on_device(x) && on_device(target, x) && x.dim() == 4 && target.dim() == 3 &&
+	       target.size(0) == x.size(0) && target.size(1) == x.size(2) && target.size(2) == x.size(3);
+}
+
+/* nll_loss2d (cross-entropy over images and sequences): nll_loss over the N H W rows, x permuted to [N H W, C]. */
+static std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor &x, const at::Tensor &target,
+							      const c10::optional<at::Tensor> &weight,
+							      int64_t reduction, int64_t ignore_index)
+{
+	if (image_shapes(x, target)) {
+		at::Tensor rows = x.permute({ 0, 2, 3, 1 }).reshape({ -1, x.size(1) });
+		auto r = maia_torch::ops::nll_loss_forward(rows, target.reshape({ -1 }), weight, reduction, ignore_index);
+
+		if (reduction == at::Reduction::None)
+			std::get<0>(r) = std::get<0>(r).view(target.sizes());
+		return r;
+	}
+	auto r = on_cpu("nll_loss2d_forward", false, [&] {
+		return at::nll_loss2d_forward(cpu(x), cpu(target), cpu(weight), reduction, ignore_index);
+	});
+	return { std::get<0>(r).to(x.device()), std::get<1>(r).to(x.device()) };
+}
+
+static at::Tensor nll_loss2d_backward(const at::Tensor &grad, const at::Tensor &x, const at::Tensor &target,
+				      const c10::optional<at::Tensor> &weight, int64_t reduction, int64_t ignore_index,
+				      const at::Tensor &total_weight)
+{
+	if (image_shapes(x, target) && on_device(grad, x)) {
+		int64_t c = x.size(1), n = target.numel();
+		/* nll_loss_backward reads only the shape and type of its x: a stride-0 stand-in, no copy */
+		at::Tensor like = at::empty({ 1, 1 }, x.options()).expand({ n, c });
+		at::Tensor g = reduction == at::Reduction::None ? grad.reshape({ -1 }) : grad;
+		at::Tensor gi = maia_torch::ops::nll_loss_backward(g, like, target.reshape({ -1 }), weight, reduction, ignore_index,
+						  total_weight);
+
+		return gi.view({ x.size(0), x.size(2), x.size(3), c }).permute({ 0, 3, 1, 2 }).contiguous();
+	}
+	return on_cpu("nll_loss2d_backward", false, [&] {
+		       return at::nll_loss2d_backward(cpu(grad), cpu(x), cpu(target), cpu(weight), reduction,
+						      ignore_index, cpu(total_weight));
+	       }).to(x.device());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("nll_loss2d_forward", nll_loss2d_forward);
+	m.impl("nll_loss2d_backward", nll_loss2d_backward);
 	m.impl("_log_softmax_backward_data", log_softmax_backward);
 	m.impl("nll_loss_forward", nll_loss_forward);
 	m.impl("nll_loss_backward", nll_loss_backward);

@@ -137,8 +137,9 @@ static std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tens
 			failed = n <= tvp::max_elements();
 		}
 	}
-	to_cpu("max_pool2d_with_indices", failed);
-	auto r = at::max_pool2d_with_indices(cpu(x), kernel_size, stride, padding, dilation, ceil_mode);
+	auto r = on_cpu("max_pool2d_with_indices", failed, [&] {
+		return at::max_pool2d_with_indices(cpu(x), kernel_size, stride, padding, dilation, ceil_mode);
+	});
 	return { std::get<0>(r).to(x.device()), std::get<1>(r).to(x.device()) };
 }
 
