@@ -170,22 +170,6 @@ static at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor 
 	return into(out, maia_torch::bmm(a, b));
 }
 
-/* Inductor's extern calls for matrix products write into its buffers (out=). */
-static at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
-{
-	if (!on_device(out))
-		return out.copy_(at::mm(cpu(a), cpu(b)));
-	return into(out, maia_torch::mm(a, b));
-}
-
-static at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
-			     const at::Scalar &beta, const at::Scalar &alpha, at::Tensor &out)
-{
-	if (!on_device(out))
-		return out.copy_(at::addmm(cpu(self), cpu(a), cpu(b), beta, alpha));
-	return into(out, maia_torch::addmm(self, a, b, beta, alpha));
-}
-
 static at::Tensor &addmm_activation_out(const at::Tensor &self, const at::Tensor &a,
 					const at::Tensor &b, const at::Scalar &beta, const at::Scalar &alpha,
 					bool use_gelu, at::Tensor &out)
@@ -364,7 +348,9 @@ static at::Tensor gelu(const at::Tensor &x, c10::string_view approximate)
 static at::Tensor softmax_common(const at::Tensor &x, int64_t dim, bool half_to_float, bool log)
 {
 	dim = c10::maybe_wrap_dim(dim, x.dim());
-	if (!unary_ok(x) || x.dim() == 0 || dim != x.dim() - 1)
+	if (unary_ok(x) && x.dim() > 1 && dim != x.dim() - 1)	/* the last dimension of a permuted view */
+		return softmax_common(x.movedim(dim, -1), -1, half_to_float, log).movedim(-1, dim).contiguous();
+	if (!unary_ok(x) || x.dim() == 0)
 		return cpu_op(log ? "_log_softmax" : "_softmax", x.device(), [&] {
 			return log ? at::_log_softmax(cpu(x), dim, half_to_float) :
 				     at::_softmax(cpu(x), dim, half_to_float);
@@ -707,8 +693,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("_addmm_activation", addmm_activation);
 	m.impl("_addmm_activation.out", addmm_activation_out);
 	m.impl("bmm.out", bmm_out);
-	m.impl("mm.out", mm_out);
-	m.impl("addmm.out", addmm_out);
 	m.impl("_softmax.out", softmax_out);
 	m.impl("add.Tensor", add);
 	m.impl("add_.Tensor", add_);
