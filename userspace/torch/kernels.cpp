@@ -170,6 +170,22 @@ static at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor 
 	return into(out, maia_torch::bmm(a, b));
 }
 
+/* Inductor's extern calls for matrix products write into its buffers (out=). */
+static at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!on_device(out))
+		return out.copy_(at::mm(cpu(a), cpu(b)));
+	return into(out, maia_torch::mm(a, b));
+}
+
+static at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
+			     const at::Scalar &beta, const at::Scalar &alpha, at::Tensor &out)
+{
+	if (!on_device(out))
+		return out.copy_(at::addmm(cpu(self), cpu(a), cpu(b), beta, alpha));
+	return into(out, maia_torch::addmm(self, a, b, beta, alpha));
+}
+
 static at::Tensor &addmm_activation_out(const at::Tensor &self, const at::Tensor &a,
 					const at::Tensor &b, const at::Scalar &beta, const at::Scalar &alpha,
 					bool use_gelu, at::Tensor &out)
@@ -693,6 +709,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("_addmm_activation", addmm_activation);
 	m.impl("_addmm_activation.out", addmm_activation_out);
 	m.impl("bmm.out", bmm_out);
+	m.impl("mm.out", mm_out);
+	m.impl("addmm.out", addmm_out);
 	m.impl("_softmax.out", softmax_out);
 	m.impl("add.Tensor", add);
 	m.impl("add_.Tensor", add_);
