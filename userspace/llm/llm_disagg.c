@@ -268,6 +268,12 @@ int llm_disagg_end(struct llm_disagg *x, struct llm_xfer_times *t)
 		 * Refuse further prefills rather than push stale K/V.
 		 */
 		x->broken = true;
+		if (x->xfer_failed) {
+			/* the prefill's own figures hold: its requests may move on */
+			memset(t, 0, sizeof(*t));
+			t->prefill_host_ns = tc.host_ns;
+			t->prefill_dev_ns = tc.device_ns;
+		}
 		return err;
 	}
 	memset(t, 0, sizeof(*t));
