@@ -98,15 +98,29 @@ static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::T
 		return cpu_op("addmm", a.device(), [&] {
 			return at::addmm(cpu(self), cpu(a), cpu(b), beta_s, alpha_s);
 		});
-	at::Tensor out = at::empty({ a.size(0), b.size(1) }, a.options());
 	Job job(a);
+	at::Tensor out = empty_on(job.dev(), { a.size(0), b.size(1) }, a.scalar_type());
 
-	if (beta != 0.0f) {
-		struct maia_tensor_desc x = desc(self.expand(out.sizes())), o = desc(out);
+	if (beta == 1.0f && self.dim() == 1 && self.size(0) == b.size(1) &&
+	    self.scalar_type() == a.scalar_type() && describable(self)) {
+		/* nn.Linear's bias: the GEMM's epilogue adds it, one command. */
+		struct maia_tensor_desc da = desc(a), db = desc(b), dc = desc(out), dbias = desc(self);
+		struct maia_gemm_args g = {};
 
-		job.add(maia_cmd_tensor_copy(job.cmdbuf(), &x, &o), "maia_cmd_tensor_copy");
+		g.a = &da;
+		g.b = &db;
+		g.c = &dc;
+		g.bias = &dbias;
+		g.alpha = alpha;
+		job.add(maia_cmd_gemm_ex(job.cmdbuf(), &g), "maia_cmd_gemm_ex");
+	} else {
+		if (beta != 0.0f) {
+			struct maia_tensor_desc x = desc(self.expand(out.sizes())), o = desc(out);
+
+			job.add(maia_cmd_tensor_copy(job.cmdbuf(), &x, &o), "maia_cmd_tensor_copy");
+		}
+		gemm(job, a, b, out, alpha, beta);
 	}
-	gemm(job, a, b, out, alpha, beta);
 	job.run();
 	count_device_op("addmm");
 	return out;

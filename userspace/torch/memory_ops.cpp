@@ -34,6 +34,11 @@ static at::Tensor empty_memory_format(at::IntArrayRef size, c10::optional<at::Sc
 					 c10::dtype_or_default(dtype), memory_format);
 }
 
+at::Tensor empty_on(int dev, at::IntArrayRef size, at::ScalarType dtype)
+{
+	return at::detail::empty_generic(size, allocator(dev), maia_keys, dtype, c10::nullopt);
+}
+
 static at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
 				c10::optional<at::ScalarType> dtype, c10::optional<at::Layout> layout,
 				c10::optional<at::Device> device, c10::optional<bool> pin)

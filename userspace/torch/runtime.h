@@ -110,6 +110,12 @@ void empty_cache();
 c10::Allocator *allocator();
 /* The allocator of device index's memory. */
 c10::Allocator *allocator(int index);
+/*
+ * A new contiguous tensor on device dev, as at::empty would make it but
+ * without the dispatcher's round trip (BackendSelect, then empty): for an
+ * op's outputs, which run per call (memory_ops.cpp).
+ */
+at::Tensor empty_on(int dev, at::IntArrayRef size, at::ScalarType dtype);
 /* Give storage a new block of newsize bytes, the common bytes copied over. */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 
