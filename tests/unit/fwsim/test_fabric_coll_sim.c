@@ -784,9 +784,15 @@ static void test_failover_ring(unsigned int n)
 	       (unsigned long long)relayed);
 	relayed0 = port_info(n - 1, RECV_PORT).relayed;
 	replug_and_run();
-	tap_ok(port_info(n - 1, RECV_PORT).relayed == relayed0,
-	       "plugged again: nothing relayed any more (rank %u: %llu)", n - 1,
-	       (unsigned long long)port_info(n - 1, RECV_PORT).relayed);
+	{
+		struct maia_sim_fabric_port_info s0 = port_info(0, SEND_PORT);
+
+		tap_ok(port_info(n - 1, RECV_PORT).relayed == relayed0,
+		       "plugged again: nothing relayed any more (rank %u: %llu; rank 0's send port: state %#x, loss %u ppm, link downs %llu, rx queue drops at rank 1 %llu)",
+		       n - 1, (unsigned long long)port_info(n - 1, RECV_PORT).relayed,
+		       s0.fo_state, s0.loss_ppm, (unsigned long long)s0.link_downs,
+		       (unsigned long long)port_info(1, RECV_PORT).rx_queue_drops);
+	}
 	ring_down();
 }
 
@@ -1083,7 +1089,9 @@ static void test_cable_pulled_mid_collective(void)
 	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 50021, 0, false, -1,
 		LONG_TIMEOUT_MS);
 	tap_ok(all_ok(&o) && o.wrong == 0 && port_info(0, SEND_PORT).failovers == 2,
-	       "the next all-reduce on the backup route: every job OK, #wrong = %ld", o.wrong);
+	       "the next all-reduce on the backup route: every job OK (%s, statuses %u %u %u), #wrong = %ld, failovers at rank 0's send port %llu (want 2)",
+	       o.hung ? "hung" : "none hung", o.status[0], o.status[1], o.status[2], o.wrong,
+	       (unsigned long long)port_info(0, SEND_PORT).failovers);
 	replug_and_run();
 	ring_down();
 }
