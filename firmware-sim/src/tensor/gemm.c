@@ -619,18 +619,10 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	if (g->crows < mb)
 		g->crows = mb;
 	/*
-	 * C in place (g->direct) whenever the result allows it: no copy out,
-	 * and B packed once for all the rows. It used to be kept for one K
-	 * slice or more rows than the C block holds, as tiles read back at
-	 * every slice missed in place; since the kernels fetch their C tile
-	 * while they compute it pays on every shape (one thread: 512^3 0.89
-	 * -> 0.94 of sgemm, 256x4096x1024 0.87 -> 0.89).
-	 */
-	/*
 	 * In place, a 32-column FP32 kernel takes 1024 columns: A is packed
 	 * half as often, and the 1 MiB B slice still fits a 2 MiB L2 (the
 	 * kernel streams its panels from there against one A panel in L1).
-	 * 2048^3 FP32 on one thread: 2 % faster. Not with the C block in
+	 * 2048^3 FP32 on one thread: 1-2 % faster. Not with the C block in
 	 * SRAM, whose rows the wider block would halve.
 	 */
 	if (g->direct && nr >= 32 && !g->kern->kpair && nb < 1024) {
@@ -739,7 +731,12 @@ static bool views_overlap(const struct fw_tview *x, const struct fw_tview *y)
  * Whether the FP32 kernels may write C in place (direct_c()): a plain FP32
  * result (no alpha, beta, bias or activation to apply), rows 64-byte
  * aligned, not overlapping A or B (a block written early must not change
- * what another task still reads).
+ * what another task still reads). Taken on every such shape: no copy out,
+ * and B packed once for all the rows. It used to be kept for one K slice
+ * or more rows than the C block holds, as tiles read back at every slice
+ * missed in place; since the kernels fetch their C tile while they
+ * compute it pays everywhere (one thread: 512^3 0.89 -> 0.94 of sgemm,
+ * 256x4096x1024 0.87 -> 0.89).
  */
 static bool direct_ok(const struct gemm_op *g)
 {
