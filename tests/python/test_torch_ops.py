@@ -420,6 +420,23 @@ def small_language_model_step():
 
 
 @test
+def device_error_falls_back():
+    """A kernel the device ends with an error (tvp_inject_fault): the op runs on the CPU once,
+    counted under its name, the result still right; strict mode raises instead."""
+    w = torch.randn(20, 3)
+    i = torch.tensor([4, 19, 0])
+    before = mt.fallback_stats().get("aten::index_select", 0)
+    torch.ops.maia.tvp_inject_fault("igather64")
+    exact(w.to(DEV).index_select(0, i.to(DEV)), w.index_select(0, i), "after a device error")
+    assert mt.fallback_stats().get("aten::index_select", 0) == before + 1, mt.fallback_stats()
+    torch.ops.maia.tvp_inject_fault("nll64")
+    with mt.strict():
+        raises(RuntimeError, lambda: F.nll_loss(w.to(DEV), torch.tensor([0, 1, 2] * 6 + [0, 1]).to(DEV)),
+               match="its TVP kernel failed on the device")
+        exact(w.to(DEV).index_select(0, i.to(DEV)), w.index_select(0, i), "the device fine afterwards")
+
+
+@test
 def summary():
     """Print where the ops ran and how long the file took (not a check)."""
     print("# device ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(mt.device_stats().items())))
