@@ -340,6 +340,50 @@ def linear_forward_backward_strict():
 
 
 @test
+def linear_without_autograd():
+    """No gradient to record (no_grad, inference_mode, inputs that need none):
+    nn.Linear is one GEMM with the bias as its epilogue (fastpath.cpp), counted
+    as "linear"; with a gradient to record it is torch's composite (addmm)."""
+    lin = torch.nn.Linear(64, 48)
+    dlin = torch.nn.Linear(64, 48).to(DEV)
+    dlin.load_state_dict(lin.state_dict())
+    w, b = lin.weight.detach(), lin.bias.detach()
+    # 2-D, rank 3 and 4 (flattened), a transposed 2-D input (strides (1, 9))
+    for x in (rand(4, 64), rand(3, 5, 64), rand(2, 3, 2, 64), rand(64, 9).t()):
+        ref = x.double() @ w.double().t() + b.double()
+        bound = gemm_bound(x, w.t()) + 1e-6
+        dx = x.to(DEV)
+        for mode in (torch.no_grad, torch.inference_mode):
+            mt.reset_stats()
+            with mt.strict(), mode():
+                got = dlin(dx)
+            close(got, ref, bound, "linear %s under %s" % (tuple(x.shape), mode.__name__))
+            assert mt.device_stats() == {"linear": 1}, mt.device_stats()
+    f = torch.nn.functional.linear
+    x = rand(6, 64)
+    dx, dw = x.to(DEV), w.to(DEV)
+    mt.reset_stats()
+    with mt.strict(), torch.no_grad():
+        close(f(dx, dw), x.double() @ w.double().t(), gemm_bound(x, w.t()), "linear, no bias")
+    assert mt.device_stats() == {"linear": 1}, mt.device_stats()
+    # a non-contiguous rank-3 input: the composite (its reshape copies on the device)
+    x = rand(5, 64, 3).permute(0, 2, 1)
+    dx, db = x.to(DEV), b.to(DEV)
+    assert not dx.is_contiguous()
+    mt.reset_stats()
+    with mt.strict(), torch.no_grad():
+        close(f(dx, dw, db), x.double() @ w.double().t() + b.double(),
+              gemm_bound(x, w.t()) + 1e-6, "linear, permuted rank 3")
+    assert "linear" not in mt.device_stats(), mt.device_stats()
+    # a gradient to record: autograd's graph through addmm, as before
+    dx = rand(4, 64).to(DEV)
+    mt.reset_stats()
+    y = dlin(dx)
+    assert y.requires_grad and y.grad_fn is not None
+    assert mt.device_stats() == {"addmm": 1}, mt.device_stats()
+
+
+@test
 def model_training_step_with_fallback():
     torch.manual_seed(1)
     cpu_model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
@@ -471,6 +515,46 @@ def memory_caching():
     del big
     big = torch.empty(16 << 20, device=DEV)
     assert mt.memory_stats()["bo_count"] == n
+
+
+@test
+def memory_reuse_and_empty_cache():
+    """Freed blocks go to the next tensors of their size (same addresses, no
+    new buffer object); empty_cache() gives the cached buffer objects back to
+    the driver: the device's HBM in use (telemetry, the driver's count) falls
+    by at least the bytes the allocator says it released."""
+    torch.maia.synchronize()
+    mt.empty_cache()
+    dev = maia.Device(0)
+    try:
+        def hbm_used():
+            return dev.telemetry()["hbm_used_bytes"]
+        before, used0 = mt.memory_stats(), hbm_used()
+        ts = [torch.empty(1 << 18, device=DEV) for _ in range(72)]     # 72 x 1 MiB
+        grown = mt.memory_stats()
+        assert grown["bo_bytes"] - before["bo_bytes"] >= 32 << 20, (before, grown)
+        addrs = sorted(t.data_ptr() for t in ts)
+        del ts
+        ts = [torch.empty(1 << 18, device=DEV) for _ in range(72)]
+        assert sorted(t.data_ptr() for t in ts) == addrs
+        assert mt.memory_stats()["bo_count"] == grown["bo_count"]
+        del ts
+        big = torch.empty(16 << 20, device=DEV)                         # 64 MiB, its own BO
+        del big
+        held, used1 = mt.memory_stats(), hbm_used()
+        assert held["in_use_bytes"] == before["in_use_bytes"], (before, held)
+        assert used1 - used0 >= held["bo_bytes"] - before["bo_bytes"], (used0, used1, held)
+        mt.empty_cache()
+        after, used2 = mt.memory_stats(), hbm_used()
+        released = held["bo_bytes"] - after["bo_bytes"]
+        assert released >= (64 << 20) + (32 << 20), (held, after)
+        assert used1 - used2 >= released, (used1, used2, released)
+        assert after["cached_bytes"] < held["cached_bytes"], (held, after)
+        # what was kept still serves: a value through a fresh block
+        x = rand(300, 7)
+        assert torch.equal(x.to(DEV).cpu(), x)
+    finally:
+        dev.close()
 
 
 @test

@@ -3,9 +3,9 @@
  * maia-linear-bench: the device work of one torch.nn.Linear forward
  * (y = x W^T + b, FP32) through libmaia from C, the baseline for the PyTorch
  * backend's framework overhead (tests/python/bench_linear.py, make bench).
- * Each iteration is one job with the commands the backend's addmm emits:
- * the bias broadcast into y (COPY, stride 0), then GEMM with beta = 1 and
- * W transposed by its strides. Prints one JSON line (bench-util.h).
+ * Each iteration is one job with the command the backend's linear and
+ * addmm emit: one GEMM, W transposed by its strides, the bias added by its
+ * epilogue. Prints one JSON line (bench-util.h).
  *
  *   maia-linear-bench [M K N [ITERS]]     default 64 256 256 200
  */
@@ -60,15 +60,14 @@ int main(int argc, char **argv)
 	maia_tensor_init(&w, maia_bo_va(bw), MAIA_DTYPE_FP32, 2, (uint32_t[]){ k, n });
 	w.strides[0] = 1;
 	w.strides[1] = k;
-	maia_tensor_init(&bb, maia_bo_va(bbias), MAIA_DTYPE_FP32, 2, (uint32_t[]){ m, n });
-	bb.strides[0] = 0;
+	maia_tensor_init(&bb, maia_bo_va(bbias), MAIA_DTYPE_FP32, 1, (uint32_t[]){ n });
 	maia_tensor_init(&y, maia_bo_va(by), MAIA_DTYPE_FP32, 2, (uint32_t[]){ m, n });
 	g.a = &x;
 	g.b = &w;
 	g.c = &y;
+	g.bias = &bb;
 	g.alpha = 1.0f;
-	g.beta = 1.0f;
-	if ((err = maia_cmd_tensor_copy(cb, &bb, &y)) < 0 || (err = maia_cmd_gemm_ex(cb, &g)) < 0)
+	if ((err = maia_cmd_gemm_ex(cb, &g)) < 0)
 		return die("building the job", err);
 	for (i = 0; i < iters + iters / 10; i++) {
 		uint64_t t0 = bench_now_ns();

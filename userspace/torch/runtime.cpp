@@ -423,7 +423,8 @@ void copy_on_device(int dev, uint64_t dst_va, uint64_t src_va, size_t bytes)
  * are rounded to 2 MiB and get a buffer object each. Freed blocks stay in a
  * per-size cache for the next request of their size class: a training step
  * allocates the same sizes each time, so after the first step no ioctl is
- * made. empty_cache() gives the large blocks' buffer objects back.
+ * made. empty_cache() gives back to the driver the large blocks' buffer
+ * objects and every chunk none of whose blocks is in use.
  */
 class CachingAllocator final : public c10::Allocator {
 public:
@@ -448,6 +449,13 @@ private:
 	static const size_t chunk_size = 32u << 20;
 	static size_t size_class(size_t n);
 	uint64_t carve(size_t size) const;
+	/* A 32 MiB buffer object that small blocks are carved from. */
+	struct Chunk {
+		struct maia_bo *bo;
+		size_t in_use;		/* bytes of its blocks handed to tensors */
+	};
+	/* The chunk holding small block va (chunks.end() for a large block); under mu. */
+	std::map<uint64_t, Chunk>::iterator chunk_of(uint64_t va) const;
 	int dev_;
 
 	/* mu protects everything below. */
@@ -455,7 +463,7 @@ private:
 	mutable std::unordered_map<size_t, std::vector<uint64_t>> cache;	/* size -> free VAs */
 	mutable std::unordered_map<uint64_t, size_t> live;			/* VA -> size */
 	mutable std::unordered_map<uint64_t, struct maia_bo *> large_bos;	/* VA -> its BO */
-	mutable std::vector<struct maia_bo *> chunks;
+	mutable std::map<uint64_t, Chunk> chunks;				/* by VA */
 	mutable uint64_t chunk_va = 0;	/* next free byte of the last chunk */
 	mutable size_t chunk_left = 0;
 	mutable MemoryStats st = {};
@@ -489,7 +497,7 @@ uint64_t CachingAllocator::carve(size_t size) const
 		check(maia_bo_create(device(dev_), chunk_size, MAIA_BO_HBM, &bo), "maia_bo_create");
 		st.bo_bytes += chunk_size;
 		st.bo_count++;
-		chunks.push_back(bo);
+		chunks[maia_bo_va(bo)] = Chunk{ bo, 0 };
 		chunk_va = maia_bo_va(bo);
 		chunk_left = chunk_size;
 	}
@@ -497,6 +505,16 @@ uint64_t CachingAllocator::carve(size_t size) const
 	chunk_va += size;
 	chunk_left -= size;
 	return va;
+}
+
+std::map<uint64_t, CachingAllocator::Chunk>::iterator CachingAllocator::chunk_of(uint64_t va) const
+{
+	auto it = chunks.upper_bound(va);
+
+	if (it == chunks.begin())
+		return chunks.end();
+	--it;
+	return va < it->first + chunk_size ? it : chunks.end();
 }
 
 static void delete_block(void *ctx);
@@ -524,6 +542,8 @@ c10::DataPtr CachingAllocator::allocate(size_t n)
 	}
 	live[va] = size;
 	st.in_use_bytes += size;
+	if (size <= small_max)
+		chunk_of(va)->second.in_use += size;
 	void *p = reinterpret_cast<void *>(va);
 	/* The context names the device above the VA (VAs are below 2^47). */
 	void *ctx = reinterpret_cast<void *>(va | ((uint64_t)(dev_ + 1) << 48));
@@ -538,6 +558,8 @@ void CachingAllocator::release(uint64_t va) const
 	if (it == live.end())
 		return;
 	cache[it->second].push_back(va);
+	if (it->second <= small_max)
+		chunk_of(va)->second.in_use -= it->second;
 	st.in_use_bytes -= it->second;
 	st.cached_bytes += it->second;
 	live.erase(it);
@@ -552,24 +574,43 @@ MemoryStats CachingAllocator::stats() const
 
 void CachingAllocator::empty_cache() const
 {
+	/*
+	 * Queued jobs may still use a block freed since (the driver does not
+	 * know what a user-queue job touches): let them end first, before mu
+	 * (a job takes mu under job_mu when it allocates its output).
+	 */
+	synchronize(dev_);
 	std::lock_guard<std::mutex> lock(mu);
 
+	/* A block goes with its BO: a large one's own, or a chunk with nothing in use. */
 	for (auto &entry : cache) {
 		std::vector<uint64_t> keep;
 
 		for (uint64_t va : entry.second) {
 			auto bo = large_bos.find(va);
 
-			if (bo == large_bos.end()) {
+			if (bo != large_bos.end()) {
+				st.bo_bytes -= maia_bo_size(bo->second);
+				maia_bo_destroy(bo->second);
+				large_bos.erase(bo);
+			} else if (chunk_of(va)->second.in_use) {
 				keep.push_back(va);
 				continue;
 			}
-			st.bo_bytes -= maia_bo_size(bo->second);
 			st.cached_bytes -= entry.first;
-			maia_bo_destroy(bo->second);
-			large_bos.erase(bo);
 		}
 		entry.second.swap(keep);
+	}
+	for (auto it = chunks.begin(); it != chunks.end();) {
+		if (it->second.in_use) {
+			++it;
+			continue;
+		}
+		if (chunk_va >= it->first && chunk_va < it->first + chunk_size)
+			chunk_left = 0;		/* carve the next block from a new chunk */
+		st.bo_bytes -= chunk_size;
+		maia_bo_destroy(it->second.bo);
+		it = chunks.erase(it);
 	}
 }
 
