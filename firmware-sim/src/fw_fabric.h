@@ -155,6 +155,7 @@ struct fw_link_stats {
 	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
 	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
 	uint64_t starved;				/* ticks after a gap of ours: peer given time */
+	uint64_t spurious_rto;				/* timeouts undone: the peer had the frame */
 	uint64_t discarded;				/* queued messages lost to a DOWN */
 	uint64_t drops[MAIA_FABRIC_DROP_COUNT];
 };
@@ -201,6 +202,16 @@ struct fw_link {
 	 * ssthresh, by one per window of acked frames above.
 	 */
 	uint32_t cwnd, ssthresh, cwnd_acked;
+	/*
+	 * Sender: the window before the timeout that began this recovery,
+	 * restored if the peer says it had the frame (MAIA_FABRIC_F_DUP).
+	 * It is valid until undo_end_ns once that recovery ended (0: not yet);
+	 * a NAK (a real loss) or the next timeout ends it.
+	 * Receiver: dup_rx, a DATA frame received twice since our last frame.
+	 */
+	bool undo_valid, dup_rx;
+	uint32_t undo_cwnd, undo_ssthresh;
+	uint64_t undo_rto_ns, undo_end_ns;
 	/* Receiver. */
 	uint32_t rcv_nxt;
 	struct fw_link_held *held;	/* cfg.window slots, by seq & (window - 1) */

@@ -96,6 +96,11 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 		lend = false;
 		l->stats.tx_lend_copies++;
 	}
+	/* The ack this frame carries tells the peer its timeout sent a duplicate. */
+	if (l->dup_rx && h->type != MAIA_FABRIC_HELLO) {
+		h->flags |= MAIA_FABRIC_F_DUP;
+		l->dup_rx = false;
+	}
 	/* Only the header is checksummed here: the payload's CRC came with it. */
 	n = fw_fabric_build_crc(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
 				h, payload, len, payload_crc);
@@ -203,6 +208,7 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 	}
 	l->snd_una = l->snd_nxt = l->snd_tail = l->snd_credit = 0;
 	l->recovering = false;
+	l->undo_valid = l->dup_rx = false;
 	l->cwnd = l->ssthresh = l->cfg.window;
 	l->cwnd_acked = 0;
 	free_held(l);
@@ -431,6 +437,9 @@ static void rtt_sample(struct fw_link *l, uint64_t rtt_ns)
 		l->rttvar_ns = (3 * l->rttvar_ns + dev) / 4;
 		l->srtt_ns = (7 * l->srtt_ns + rtt_ns) / 8;
 	}
+	/* A fixed timeout (no rto_max_ns) keeps only the estimate. */
+	if (!l->cfg.rto_max_ns)
+		return;
 	l->rto_cur_ns = l->srtt_ns + 4 * l->rttvar_ns;
 	if (l->rto_cur_ns < l->cfg.rto_ns)
 		l->rto_cur_ns = l->cfg.rto_ns;
@@ -461,6 +470,7 @@ static void enter_recovery(struct fw_link *l, bool timeout)
 		return;
 	l->recovering = true;
 	l->recovery_timeout = timeout;
+	l->undo_valid = false;
 	l->recover = l->snd_nxt;
 	l->ssthresh = (l->snd_nxt - l->snd_una) / 2;
 	if (l->ssthresh < FW_LINK_MIN_CWND)
@@ -489,12 +499,38 @@ static void cwnd_grow(struct fw_link *l, uint32_t acked)
 		l->cwnd = l->cfg.window;
 }
 
+/*
+ * The peer received a DATA frame twice: if a timeout began this recovery and
+ * nothing since said a frame was lost (a NAK ends the undo), what it sent
+ * again was late, not lost (a receiver or host that did not run for a
+ * while, or a refused message held). Back to the window and timeout before
+ * it, as TCP's DSACK undo does.
+ */
+static void undo_spurious(struct fw_link *l, uint64_t now_ns)
+{
+	if (!l->undo_valid || (l->undo_end_ns && now_ns > l->undo_end_ns))
+		return;
+	if (l->recovering && l->recovery_timeout)
+		l->recovering = false;
+	l->undo_valid = false;
+	if (l->cwnd < l->undo_cwnd)
+		l->cwnd = l->undo_cwnd;
+	if (l->ssthresh < l->undo_ssthresh)
+		l->ssthresh = l->undo_ssthresh;
+	l->cwnd_acked = 0;
+	l->rto_cur_ns = l->undo_rto_ns;
+	l->stats.spurious_rto++;
+}
+
 static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
 {
+	if (h->flags & MAIA_FABRIC_F_DUP)
+		undo_spurious(l, now_ns);
 	/* Cumulative; an ack beyond what we sent is ignored, not trusted. */
 	if (seq_lt(l->snd_una, h->ack) && !seq_lt(l->snd_nxt, h->ack)) {
-		uint64_t last_sent_ns = l->q[(h->ack - 1) & (l->cfg.txq - 1)].sent_ns;
-		bool resent = false;
+		const struct fw_link_msg *last = &l->q[(h->ack - 1) & (l->cfg.txq - 1)];
+		uint64_t last_sent_ns = last->sent_ns;
+		bool last_resent = last->resent, resent = false;
 
 		if (!l->recovering)
 			cwnd_grow(l, h->ack - l->snd_una);
@@ -508,7 +544,7 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 		 * round trip, even for the frames after it (the receiver held
 		 * them back), nor does one during a recovery.
 		 */
-		if (l->cfg.rto_max_ns && !l->recovering && !resent && now_ns >= last_sent_ns)
+		if (!l->recovering && !resent && now_ns >= last_sent_ns)
 			rtt_sample(l, now_ns - last_sent_ns);
 		l->rto_start_ns = now_ns;
 		/*
@@ -517,12 +553,26 @@ static void rx_ack(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t 
 		 * (it holds what came after a gap, so it would have acked past
 		 * one it had). After a NAK the receiver names the next gap
 		 * itself, and a frame reordered on the wire, not lost, would
-		 * make every later ack look partial.
+		 * make every later ack look partial. So would the acks of a
+		 * receiver that did not run for a while and now works through
+		 * what it got (the timeout was spurious): an ack whose last
+		 * frame was sent once, or sent again less than half a round
+		 * trip ago (it answers the first copy), shows that receiver
+		 * and sends nothing again; else each of its acks would send
+		 * one more duplicate.
 		 */
 		if (l->recovering && seq_lt(l->snd_una, l->recover)) {
-			if (l->recovery_timeout)
+			if (l->recovery_timeout && last_resent &&
+			    now_ns - last_sent_ns >= l->srtt_ns / 2)
 				fast_resend(l, l->snd_una, now_ns);
 		} else {
+			/*
+			 * The late acks of a stalled receiver end a timeout's
+			 * recovery before it got the frame sent again: its
+			 * F_DUP comes just after them.
+			 */
+			if (l->recovering && l->undo_valid && !l->undo_end_ns)
+				l->undo_end_ns = now_ns + l->rto_cur_ns;
 			l->recovering = false;
 		}
 	}
@@ -655,6 +705,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 	}
 	if (seq_lt(h->seq, l->rcv_nxt) || held_slot(l, h->seq)->msg) {
 		l->stats.drops[MAIA_FABRIC_DROP_DUPLICATE]++;
+		l->dup_rx = true;
 		drain(l, now_ns);	/* the next one may be held, refused earlier */
 		return;
 	}
@@ -765,10 +816,23 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 		 * receiver holds what it got after it, and its acks and NAKs
 		 * then name what else it lacks.
 		 */
+		/* A timeout again in the same recovery keeps the first's state. */
+		bool keep = l->recovering && l->undo_valid;
+		bool undo = !l->recovering || l->undo_valid;
+		uint32_t cwnd = keep ? l->undo_cwnd : l->cwnd;
+		uint32_t ssthresh = keep ? l->undo_ssthresh : l->ssthresh;
+		uint64_t rto = keep ? l->undo_rto_ns : l->rto_cur_ns;
+
 		for (uint32_t s = l->snd_una; s != l->snd_nxt; s++)
 			l->q[s & (l->cfg.txq - 1)].fast_resent = false;
 		l->recovering = false;
 		enter_recovery(l, true);
+		/* What to go back to if the peer turns out to have had it. */
+		l->undo_valid = undo;
+		l->undo_cwnd = cwnd;
+		l->undo_ssthresh = ssthresh;
+		l->undo_rto_ns = rto;
+		l->undo_end_ns = 0;
 		l->q[l->snd_una & (l->cfg.txq - 1)].fast_resent = true;
 		send_data(l, l->snd_una, true, now_ns);
 		l->rto_start_ns = now_ns;

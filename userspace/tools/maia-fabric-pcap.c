@@ -211,6 +211,8 @@ static void frame(const uint8_t *p, uint32_t cap, uint32_t len, double t)
 		printf("  %-9s seq %u ack %u credit %u", frame_names[h.type], h.seq, h.ack, h.credit);
 		if (h.type == MAIA_FABRIC_NAK)
 			printf(" missing %u-%u", h.ack, h.ack + h.gap - 1);
+		if (h.flags & MAIA_FABRIC_F_DUP)
+			printf(" DUP");
 	}
 	if (h.type == MAIA_FABRIC_DATA) {
 		if (resent(&h)) {

@@ -951,7 +951,7 @@ static void selective(const char *name, const uint32_t *seqs, const unsigned int
 	tap_ok(t.got == 200 && t.bad == 0 && t.pending == 0,
 	       "%s: every message delivered once, in order, intact", name);
 	tap_ok(tx->retransmits == want_retx && rx->tx_nak == want_naks &&
-	       rx->drops[MAIA_FABRIC_DROP_OUT_OF_ORDER] == 0 &&
+	       tx->spurious_rto == 0 && rx->drops[MAIA_FABRIC_DROP_OUT_OF_ORDER] == 0 &&
 	       rx->drops[MAIA_FABRIC_DROP_DUPLICATE] == (delay ? want_retx : 0),
 	       "%s: %llu frames sent again, %llu NAKs, nothing after a gap dropped or sent twice",
 	       name, (unsigned long long)want_retx, (unsigned long long)want_naks);
@@ -1008,6 +1008,59 @@ static void test_selective(void)
 }
 
 /*
+ * The receiver stops running for 40 ms (a starved host) with a full window
+ * on its way: the sender times out and sends the oldest frame again (each
+ * timeout doubles the next), and the receiver then gets those twice. Its ack says so
+ * (MAIA_FABRIC_F_DUP) and the sender goes back to the window it had, instead
+ * of growing it again from 2 frames as after a loss. A lost frame found by a
+ * timeout undoes nothing (selective(), "the last frame lost").
+ */
+static void test_spurious_timeout(void)
+{
+	struct endpoint *a;
+	uint32_t cwnd;
+	uint64_t retx;
+	struct totals t;
+
+	net_setup(2, 0, 0, 0, 0x5e1ec9);
+	wire(0, 0, 1, 0, 0);
+	a = &net.nodes[0].ep[0];
+	while (!all_up() && net.now < 3000 * MS)
+		run_until(net.now + MS);
+	a->out.total = 1000;
+	feed();
+	run_until(net.now + 2 * TICK_NS);
+	cwnd = a->link.cwnd;
+	net.nodes[1].frozen = true;
+	run_until(net.now + 40 * MS);
+	retx = a->link.stats.retransmits;
+	tap_ok(retx >= 1 && a->link.cwnd < cwnd && a->link.recovering,
+	       "spurious timeout: %llu frames sent again while the peer did not run, window "
+	       "%u -> %u", (unsigned long long)retx, cwnd, a->link.cwnd);
+	thaw(1);
+	run_until(net.now + 2 * LATENCY_NS);
+	tap_ok(a->link.stats.spurious_rto == 1 && !a->link.recovering && a->link.cwnd >= cwnd &&
+	       a->link.rto_cur_ns == MAIA_FABRIC_RTO_MS * MS &&
+	       net.nodes[1].ep[0].link.stats.drops[MAIA_FABRIC_DROP_DUPLICATE] == retx,
+	       "spurious timeout: the peer had the frame (%llu duplicates): window back to %u, "
+	       "timeout back to %u ms", (unsigned long long)retx, a->link.cwnd,
+	       (unsigned int)(a->link.rto_cur_ns / MS));
+	run_traffic(0, 10000 * MS);
+	t = totals();
+	/*
+	 * The receiver's late acks: the first, for the frame the timeout sent
+	 * again, looks like a lost frame's and sends the next one again; the
+	 * rest answer frames sent once (before this: one more per ack, 67).
+	 */
+	tap_ok(t.got == 1000 && t.bad == 0 && t.pending == 0 &&
+	       a->link.stats.retransmits <= retx + 1,
+	       "spurious timeout: every message delivered once (%llu), %llu sent again after the "
+	       "freeze", (unsigned long long)t.got,
+	       (unsigned long long)(a->link.stats.retransmits - retx));
+	net_free();
+}
+
+/*
  * A receive buffer of 3 frames per port, as a UDP socket's (212,992 bytes:
  * three full frames): a full window sent at once mostly overflows it. The
  * congestion window brings what is in flight down to what gets through.
@@ -1044,6 +1097,7 @@ int main(void)
 	test_refused();
 	test_selective();
 	test_refused_last();
+	test_spurious_timeout();
 	test_shallow();
 	scenario("3 nodes ring, 10% loss + reorder + dup", 3, 0.10, 0.02, 0.10, 0, 1000);
 	scenario("4 nodes mesh, 10% loss + reorder + dup", 4, 0.10, 0.02, 0.10, 0, 500);

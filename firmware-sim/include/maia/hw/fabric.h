@@ -65,6 +65,12 @@ struct maia_fabric_hdr {
 	__u32 gap;		/* NAK: DATA seqs [ack, ack + gap) are missing; else 0 */
 };
 
+/*
+ * maia_fabric_hdr.flags: a DATA frame arrived twice since this side's last
+ * frame, so the other side's last retransmit timeout sent one the receiver
+ * had (it was late, not lost): that side undoes the timeout's window cut.
+ */
+#define MAIA_FABRIC_F_DUP		0x0001u
 #define MAIA_FABRIC_HDR_LEN		48u
 /* What QEMU's net layer carries per frame (NET_BUFSIZE). */
 #define MAIA_FABRIC_BACKEND_MAX_FRAME	69632u
