@@ -50,6 +50,11 @@ def emit(name, value, baseline=None, baseline_value=None):
     print(json.dumps(line), flush=True)
 
 
+class Nop(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+
 def c_baseline(m, k, n):
     """maia-linear-bench's JSON line for the shape."""
     c = subprocess.run([os.path.join(TOP, "build/userspace/bin/maia-linear-bench"),
@@ -102,6 +107,19 @@ def bench(M, K, N):
             t_flin = median_us(lambda: torch.nn.functional.linear(dx, dlin.weight, bias))
             t_floor = median_us(mt.ops.current_device)
             torch.maia.synchronize()
+            # The Python above the op: an nn.Module call that does nothing, and
+            # a synchronize with nothing queued.
+            nop = Nop()
+            t_module = median_us(lambda: nop(dx))
+            t_sync = median_us(torch.maia.synchronize)
+            # What one call does: jobs, host waits, buffer objects made.
+            jobs, waits, bos = mt.jobs_submitted(), mt.host_waits(), mt.memory_stats()["bo_count"]
+            for _ in range(ITERS):
+                dlin(dx)
+            torch.maia.synchronize()
+            per_call = "per call: %.2f jobs, %.2f host waits, %.2f buffer objects made" % (
+                (mt.jobs_submitted() - jobs) / ITERS, (mt.host_waits() - waits) / ITERS,
+                (mt.memory_stats()["bo_count"] - bos) / ITERS)
         t_cpu = median_us(lambda: lin(x))
     shape = "%dx%dx%d" % (M, K, N)
     c_us = statistics.median(line["value"] for line in c_lines)
@@ -115,6 +133,9 @@ def bench(M, K, N):
     emit("linear_fp32_%s_maia_addmm_enqueued" % shape, t_addmm, c_line["name"], c_us)
     emit("linear_fp32_%s_maia_f_linear_enqueued" % shape, t_flin, c_line["name"], c_us)
     emit("torch_op_call_floor_%s" % shape, t_floor)
+    emit("torch_module_call_floor_%s" % shape, t_module)
+    emit("torch_synchronize_idle_%s" % shape, t_sync)
+    print("torch_linear_%s: %s" % (shape, per_call), file=sys.stderr, flush=True)
     emit("linear_fp32_%s_cpu_torch_guest" % shape, t_cpu, "torch_linear_%s_us" % shape, t_dev)
     return 0
 
