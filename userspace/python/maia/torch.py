@@ -123,6 +123,12 @@ class _DeviceModule:
         ops.synchronize(-1 if device is None else _index(device))
 
     @staticmethod
+    def empty_cache():
+        """Give the caching allocator's unused buffer objects back to the driver
+        (every device's; maia.torch.memory_stats() says what it holds)."""
+        empty_cache()
+
+    @staticmethod
     def Event(enable_timing=False, blocking=False, interprocess=False):
         return torch.Event(device=BACKEND, enable_timing=enable_timing, blocking=blocking,
                            interprocess=interprocess)
