@@ -11,6 +11,7 @@
  *   it and why (failovers, failover_state, relayed, ...), and the two
  *   thresholds, fabric/failover_latency_ns and failover_loss_ppm (writable
  *   by root).
+ * - Spurious retransmit timeouts (1.12): per port, sysfs only, spurious_rto.
  * - Windows: DRM_IOCTL_MAIA_FABRIC_WINDOW opens and closes them with the
  *   mailbox. The driver keeps a context's windows so that they close with
  *   the mapping under them (before its pages go) and with the file.
@@ -89,7 +90,7 @@ static u64 maia_fabric_peer_serial(struct maia_device *mdev, unsigned int port)
 
 struct maia_fabric_attr {
 	struct kobj_attribute kattr;
-	u32 base, stride;		/* the per-port block: MAIA_REG_FPORT_*, _FO_*, _Q_* */
+	u32 base, stride;		/* per-port block: MAIA_REG_FPORT_*, _FO_*, _Q_*, _R_* */
 	u32 reg;			/* MAIA_FPORT_* in it */
 	bool wide;			/* a 64-bit counter */
 	u32 revision;			/* the first MAIA_HW_REVISION_* with it */
@@ -148,6 +149,9 @@ static ssize_t maia_fabric_attr_show(struct kobject *kobj, struct kobj_attribute
 #define MAIA_FABRIC_ATTR_Q(_name, _reg) \
 	MAIA_FABRIC_ATTR_BLOCK(_name, MAIA_REG_FPORT_Q_BASE, MAIA_REG_FPORT_Q_STRIDE, _reg, \
 			       false, MAIA_HW_REVISION_FAILOVER)
+#define MAIA_FABRIC_ATTR_R(_name, _reg) \
+	MAIA_FABRIC_ATTR_BLOCK(_name, MAIA_REG_FPORT_R_BASE, MAIA_REG_FPORT_R_STRIDE, _reg, \
+			       false, MAIA_HW_REVISION_SPURIOUS_RTO)
 
 MAIA_FABRIC_ATTR(state, MAIA_FPORT_STATE, false);
 MAIA_FABRIC_ATTR(peer_serial, MAIA_FPORT_PEER_SERIAL_LO, false);
@@ -175,6 +179,7 @@ MAIA_FABRIC_ATTR_Q(latency_ns, MAIA_FPORT_Q_LAT_NS);
 MAIA_FABRIC_ATTR_Q(loss_ppm, MAIA_FPORT_Q_LOSS_PPM);
 MAIA_FABRIC_ATTR_Q(resent, MAIA_FPORT_Q_RESENT);
 MAIA_FABRIC_ATTR_Q(relay_drops, MAIA_FPORT_Q_RELAY_DROPS);
+MAIA_FABRIC_ATTR_R(spurious_rto, MAIA_FPORT_R_SPURIOUS_RTO);
 
 static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_state.kattr.attr,
@@ -203,6 +208,7 @@ static struct attribute *maia_fabric_port_attrs[] = {
 	&maia_fabric_attr_loss_ppm.kattr.attr,
 	&maia_fabric_attr_resent.kattr.attr,
 	&maia_fabric_attr_relay_drops.kattr.attr,
+	&maia_fabric_attr_spurious_rto.kattr.attr,
 	NULL,
 };
 

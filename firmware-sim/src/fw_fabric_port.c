@@ -308,6 +308,7 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->link_nak_tx = l->stats.tx_nak;
 	i->link_nak_rx = l->stats.rx_nak;
 	i->rx_held = l->stats.rx_held;
+	i->spurious_rto = l->stats.spurious_rto;
 	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];

@@ -4,7 +4,8 @@
  * registers and one block per port, decoded from the snapshot the worker
  * publishes after each fabric round (fw_fabric_port.c), and (1.10) the
  * failover thresholds, the only ones written, and two failover blocks per
- * port. Called by fw_regs.c with sim->lock held.
+ * port; (1.12) a register per port after them, the spurious retransmit
+ * timeouts. Called by fw_regs.c with sim->lock held.
  *
  * A device without fabric ports reads 0 in the device registers; the
  * port blocks of ports it does not have, and holes in a port's block, are
@@ -154,6 +155,14 @@ bool fw_fabric_reg_read_locked(struct maia_sim *sim, uint32_t offset, uint32_t *
 						  MAIA_REG_FPORT_FO_STRIDE);
 		return info && fo_reg_read(info, (offset - MAIA_REG_FPORT_FO_BASE) %
 					   MAIA_REG_FPORT_FO_STRIDE, false, val);
+	}
+	if (offset >= MAIA_REG_FPORT_R_BASE) {
+		info = fw_fabric_info_locked(sim, (offset - MAIA_REG_FPORT_R_BASE) /
+						  MAIA_REG_FPORT_R_STRIDE);
+		if (!info)
+			return false;
+		*val = (uint32_t)info->spurious_rto;	/* an event counter: wraps */
+		return true;
 	}
 	if (offset >= MAIA_REG_FPORT_Q_BASE) {
 		info = fw_fabric_info_locked(sim, (offset - MAIA_REG_FPORT_Q_BASE) /

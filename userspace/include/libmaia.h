@@ -643,6 +643,15 @@ struct maia_fabric_failover {
 int maia_fabric_read_failover(const char *pci_address, unsigned int port,
 			      struct maia_fabric_failover *fo);
 
+/*
+ * Retransmit timeouts of one port that were spurious (the peer had the
+ * frame: it was late, not lost) and undone, a count that wraps, from sysfs
+ * (spurious_rto) as maia_fabric_read(). -EOPNOTSUPP when the driver or the
+ * device (hardware 1.12) is older.
+ */
+int maia_fabric_read_spurious_rto(const char *pci_address, unsigned int port,
+				  uint32_t *count);
+
 /* What peers may do in a window (combine with |). */
 #define MAIA_FABRIC_REMOTE_READ		(1u << 0)
 #define MAIA_FABRIC_REMOTE_WRITE	(1u << 1)

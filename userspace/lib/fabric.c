@@ -374,6 +374,28 @@ MAIA_EXPORT int maia_fabric_read_failover(const char *pci_address, unsigned int 
 	return 0;
 }
 
+MAIA_EXPORT int maia_fabric_read_spurious_rto(const char *pci_address, unsigned int port,
+					      uint32_t *count)
+{
+	uint64_t v;
+	char dir[384];
+	int err;
+
+	maia_error_clear();
+	if (!pci_address || !count)
+		return maia_error(-EINVAL, "maia_fabric_read_spurious_rto: NULL argument");
+	err = fabric_port_dir("maia_fabric_read_spurious_rto", pci_address, port, dir,
+			      sizeof(dir), &v);
+	if (err)
+		return err;
+	/* The driver shows the file only for a device that has the register. */
+	if (fabric_sysfs_u64(dir, "spurious_rto", &v))
+		return maia_error(-EOPNOTSUPP, "maia_fabric_read_spurious_rto: %s has no "
+				  "spurious_rto (hardware 1.12 has)", dir);
+	*count = (uint32_t)v;
+	return 0;
+}
+
 MAIA_EXPORT int maia_fabric_read_gaps(const char *pci_address, unsigned int port,
 				      struct maia_fabric_port_gaps *gaps)
 {

@@ -605,8 +605,11 @@ static const struct fabric_metric {
 	const char *help;
 	size_t offset;
 	bool wide;
-	enum { SRC_PORT, SRC_GAPS, SRC_FAILOVER } src;
-	/* SRC_GAPS: struct maia_fabric_port_gaps (driver minor 6); SRC_FAILOVER: hardware 1.10 */
+	enum { SRC_PORT, SRC_GAPS, SRC_FAILOVER, SRC_RTO } src;
+	/*
+	 * SRC_GAPS: struct maia_fabric_port_gaps (driver minor 6); SRC_FAILOVER:
+	 * hardware 1.10; SRC_RTO: maia_fabric_read_spurious_rto()'s count, hardware 1.12.
+	 */
 } fabric_metrics[] = {
 #define FM(n, c, h, f, w) { n, c, h, offsetof(struct maia_fabric_port, f), w, SRC_PORT }
 #define GM(n, h, f) { n, true, h, offsetof(struct maia_fabric_port_gaps, f), true, SRC_GAPS }
@@ -631,6 +634,8 @@ static const struct fabric_metric {
 	   "to the peer.", link_nak_tx),
 	GM("MAIA_FI_FABRIC_RX_HELD", "Frames received after a gap and held until it filled.",
 	   rx_held),
+	{ "MAIA_FI_FABRIC_SPURIOUS_RTO", true, "Retransmit timeouts undone: the peer had the "
+	  "frame (a late ack, not a loss).", 0, false, SRC_RTO },
 	OM("MAIA_FI_FABRIC_FAILOVERS", true, "Collectives routed around the fabric port (down, "
 	   "or over a failover threshold).", failovers, false),
 	OM("MAIA_FI_FABRIC_FAILOVER_STATE", false, "Why collectives avoid the port now: 0 not, "
@@ -651,7 +656,8 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 	static struct maia_fabric_port ports[MAX_DEVICES][16];
 	static struct maia_fabric_port_gaps gaps[MAX_DEVICES][16];
 	static struct maia_fabric_failover fo[MAX_DEVICES][16];
-	static bool has_gaps[MAX_DEVICES][16], has_fo[MAX_DEVICES][16];
+	static uint32_t rto[MAX_DEVICES][16];
+	static bool has_gaps[MAX_DEVICES][16], has_fo[MAX_DEVICES][16], has_rto[MAX_DEVICES][16];
 	static unsigned int nports[MAX_DEVICES];
 
 	for (int j = 0; j < n; j++)
@@ -663,6 +669,7 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 			/* An older driver or device has no gap counters: no sample. */
 			has_gaps[j][p] = !maia_fabric_read_gaps(devs[j].pci, p, &gaps[j][p]);
 			has_fo[j][p] = !maia_fabric_read_failover(devs[j].pci, p, &fo[j][p]);
+			has_rto[j][p] = !maia_fabric_read_spurious_rto(devs[j].pci, p, &rto[j][p]);
 		}
 	for (size_t i = 0; i < sizeof(fabric_metrics) / sizeof(fabric_metrics[0]); i++) {
 		const struct fabric_metric *m = &fabric_metrics[i];
@@ -673,13 +680,15 @@ static void scrape_fabric(FILE *out, const struct dev *devs, int n)
 			for (unsigned int p = 0; p < nports[j]; p++) {
 				const char *f = m->src == SRC_GAPS ? (const char *)&gaps[j][p] :
 						m->src == SRC_FAILOVER ? (const char *)&fo[j][p] :
+						m->src == SRC_RTO ? (const char *)&rto[j][p] :
 						(const char *)&ports[j][p];
 				char port[16];
 				double v;
 
 				f += m->offset;
 				if ((m->src == SRC_GAPS && !has_gaps[j][p]) ||
-				    (m->src == SRC_FAILOVER && !has_fo[j][p]))
+				    (m->src == SRC_FAILOVER && !has_fo[j][p]) ||
+				    (m->src == SRC_RTO && !has_rto[j][p]))
 					continue;
 				if (m->src == SRC_PORT &&
 				    m->offset == offsetof(struct maia_fabric_port, up))

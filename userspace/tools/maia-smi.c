@@ -775,6 +775,9 @@ static int topo(int json)
 	static struct maia_fabric_port port[TOPO_MAX_DEV][TOPO_MAX_PORTS];
 	static struct maia_fabric_failover fo[TOPO_MAX_DEV][TOPO_MAX_PORTS];
 	static bool has_fo[TOPO_MAX_DEV][TOPO_MAX_PORTS];
+	/* Spurious retransmit timeouts (hardware 1.12; has_rto: the device has them). */
+	static uint32_t rto[TOPO_MAX_DEV][TOPO_MAX_PORTS];
+	static bool has_rto[TOPO_MAX_DEV][TOPO_MAX_PORTS];
 	struct maia_device_entry list[TOPO_MAX_DEV];
 	unsigned int nports[TOPO_MAX_DEV];
 	uint64_t serial[TOPO_MAX_DEV];
@@ -790,9 +793,12 @@ static int topo(int json)
 		for (nports[i] = 0; nports[i] < TOPO_MAX_PORTS; nports[i]++)
 			if (maia_fabric_read(list[i].pci_address, nports[i], &port[i][nports[i]]))
 				break;
-			else
+			else {
 				has_fo[i][nports[i]] = !maia_fabric_read_failover(
 					list[i].pci_address, nports[i], &fo[i][nports[i]]);
+				has_rto[i][nports[i]] = !maia_fabric_read_spurious_rto(
+					list[i].pci_address, nports[i], &rto[i][nports[i]]);
+			}
 	}
 	if (json) {
 		printf("{\"devices\": [");
@@ -815,6 +821,8 @@ static int topo(int json)
 				       (unsigned long long)f->tx_bytes,
 				       (unsigned long long)f->rx_bytes,
 				       (unsigned long long)f->retransmits, f->link_downs);
+				if (has_rto[i][p])
+					printf(", \"spurious_rto\": %u", rto[i][p]);
 				if (has_fo[i][p])
 					printf(", \"failovers\": %u, \"failover_state\": %u, "
 					       "\"relayed\": %llu, \"resent\": %u, \"latency_ns\": %u, "
@@ -871,6 +879,9 @@ static int topo(int json)
 			else
 				printf("maia%d port %u: down (link downs %u)", list[i].index, p,
 				       f->link_downs);
+			/* Timeouts that were late acks, not losses: only when there were some. */
+			if (has_rto[i][p] && rto[i][p])
+				printf(", spurious timeouts %u", rto[i][p]);
 			print_failover(&fo[i][p], has_fo[i][p]);
 			printf("\n");
 		}

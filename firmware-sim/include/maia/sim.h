@@ -293,6 +293,7 @@ struct maia_sim_fabric_port_info {
 	uint64_t link_nak_tx;		/* NAK frames sent: gaps named to the peer */
 	uint64_t link_nak_rx;		/* NAK frames received */
 	uint64_t rx_held;		/* DATA frames held after a gap until it filled */
+	uint64_t spurious_rto;		/* retransmit timeouts undone: the peer had the frame */
 	uint64_t rx_cut;		/* fabric rounds that stopped in this port's received
 					 * frames for the time limit and left the rest */
 	uint32_t mtu;			/* data bytes per transport message */

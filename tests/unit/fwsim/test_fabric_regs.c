@@ -397,6 +397,18 @@ static void test_registers(void)
 	tap_ok(a.guest_errors == errs + 1, "port %u's failover block is unmapped (a guest error)",
 	       NPORTS);
 
+	/* 1.12: spurious retransmit timeouts, a 32-bit register per port (the snapshot's). */
+	errs = a.guest_errors;
+	maia_sim_fabric_port_info(a.sim, 0, &ia);
+	ok = rd(&a, MAIA_REG_REVISION) >= MAIA_HW_REVISION_SPURIOUS_RTO &&
+	     rd(&a, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)) >= (uint32_t)ia.spurious_rto;
+	maia_sim_fabric_port_info(a.sim, 1, &ia);
+	ok &= rd(&a, MAIA_REG_FPORT_R(1, MAIA_FPORT_R_SPURIOUS_RTO)) >= (uint32_t)ia.spurious_rto;
+	tap_ok(ok && a.guest_errors == errs, "SPURIOUS_RTO mapped on both ports, as port_info");
+	rd(&a, MAIA_REG_FPORT_R(NPORTS, MAIA_FPORT_R_SPURIOUS_RTO));
+	tap_ok(a.guest_errors == errs + 1, "port %u's SPURIOUS_RTO is unmapped (a guest error)",
+	       NPORTS);
+
 	/* B resets: A's links see a new session, counted and interrupted. */
 	maia_sim_mmio_write(a.sim, MAIA_REG_INT_STATUS, MAIA_INT_FABRIC_LINK);
 	tap_ok(!(rd(&a, MAIA_REG_INT_STATUS) & MAIA_INT_FABRIC_LINK), "FABRIC_LINK cleared (W1C)");

@@ -21,7 +21,7 @@ static void expect_guest_error(struct env *e, const char *what, unsigned int bef
 static void test_id(struct env *e)
 {
 	tap_ok(rd(e, MAIA_REG_ID) == MAIA_ID_MAGIC, "ID reads the MAIA magic");
-	tap_ok(rd(e, MAIA_REG_REVISION) == 0x010bu, "REVISION is 1.11");
+	tap_ok(rd(e, MAIA_REG_REVISION) == 0x010cu, "REVISION is 1.12");
 	tap_ok((rd(e, MAIA_REG_CAPS) & (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR)) ==
 	       (MAIA_CAP_MMU | MAIA_CAP_SEMAPHORES | MAIA_CAP_TENSOR),
 	       "CAPS advertises MMU, semaphores and tensor");

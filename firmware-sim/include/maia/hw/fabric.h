@@ -184,6 +184,16 @@ enum maia_fabric_drop {
 #define   MAIA_FPORT_Q_LOSS_PPM		0x04u	/* gaps the peer named per frame sent, last window */
 #define   MAIA_FPORT_Q_RESENT		0x08u	/* chunks re-sent the other way as it went DOWN */
 #define   MAIA_FPORT_Q_RELAY_DROPS	0x0cu	/* relayed chunks in on it with no way on */
+/*
+ * Revision 1.12 (MAIA_HW_REVISION_SPURIOUS_RTO): one register per port
+ * after the Q blocks. A retransmit timeout is spurious when the peer
+ * already had the frame (its next frame carries MAIA_FABRIC_F_DUP): the
+ * sender undoes the timeout's window cut (Documentation/hw/fabric.rst).
+ */
+#define MAIA_REG_FPORT_R_BASE		0x0fc0u
+#define MAIA_REG_FPORT_R_STRIDE		0x4u
+#define MAIA_REG_FPORT_R(p, reg)	(MAIA_REG_FPORT_R_BASE + MAIA_REG_FPORT_R_STRIDE * (p) + (reg))
+#define   MAIA_FPORT_R_SPURIOUS_RTO	0x00u	/* retransmit timeouts undone (wraps) */
 
 /*
  * Windows. A context makes part of its address space reachable from the

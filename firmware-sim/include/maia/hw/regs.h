@@ -38,7 +38,7 @@
 
 #define MAIA_ID_MAGIC			0x4149414du	/* "MAIA" little-endian */
 /*
- * major.minor = 1.11. Minor versions add registers a driver may use once it
+ * major.minor = 1.12. Minor versions add registers a driver may use once it
  * sees them: 1.1 added MAIA_REG_FW_HEARTBEAT, MAIA_REG_DEBUG_INJECT and
  * MAIA_Q_FETCHED; 1.2 added HBM ECC (MAIA_REG_ECC_*,
  * MAIA_REG_DEBUG_INJECT_ADDR_*, the injection kinds MAIA_INJECT_ECC_*,
@@ -54,9 +54,11 @@
  * MAIA_STATUS_KERNEL_INVALID and _WATCHDOG, the TVP telemetry counters;
  * 1.10 fabric failover (maia/hw/fabric.h): relayed collective chunks, the
  * MAIA_REG_FABRIC_FO_* thresholds and the per-port failover blocks;
- * 1.11 TVP atomics (maia/hw/tvp.h): AMOADD, AMOXCHG, AMOCAS, VAMOADD.
+ * 1.11 TVP atomics (maia/hw/tvp.h): AMOADD, AMOXCHG, AMOCAS, VAMOADD;
+ * 1.12 the per-port spurious retransmit timeout counter (maia/hw/fabric.h,
+ * MAIA_REG_FPORT_R block).
  */
-#define MAIA_HW_REVISION		0x010bu
+#define MAIA_HW_REVISION		0x010cu
 #define MAIA_HW_REVISION_1_1		0x0101u	/* heartbeat, DEBUG_INJECT, Q_FETCHED */
 #define MAIA_HW_REVISION_ECC		0x0102u	/* first revision with HBM ECC */
 #define MAIA_HW_REVISION_FABRIC		0x0103u	/* first revision with the fabric */
@@ -74,6 +76,8 @@
 #define MAIA_HW_REVISION_FAILOVER	0x010au
 /* 1.11: TVP atomics (MAIA_TVP_OP_AMOADD, _AMOXCHG, _AMOCAS, _VAMOADD) */
 #define MAIA_HW_REVISION_TVP_ATOMICS	0x010bu
+/* 1.12: MAIA_REG_FPORT_R block: MAIA_FPORT_R_SPURIOUS_RTO */
+#define MAIA_HW_REVISION_SPURIOUS_RTO	0x010cu
 
 #define MAIA_MAX_QUEUES			16u
 #define MAIA_DEFAULT_QUEUES		8u
