@@ -374,6 +374,20 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
                    f->drop_ppm);
         return false;
     }
+    for (i = 0; i < MAIA_FABRIC_MAX_PORTS; i++) {
+        unsigned int nports = f->ports_prop ? f->ports_prop : highest;
+
+        if (f->port[i].lat_ns > MAIA_FABRIC_LAT_NS_MAX) {
+            error_setg(errp, "fabric%u-lat-ns %u must be 0..%u", i,
+                       f->port[i].lat_ns, MAIA_FABRIC_LAT_NS_MAX);
+            return false;
+        }
+        if (f->port[i].lat_ns && i >= nports) {
+            error_setg(errp, "fabric%u-lat-ns is given but the device has "
+                       "%u fabric ports", i, nports);
+            return false;
+        }
+    }
     if (f->window > MAIA_FABRIC_WINDOW || (f->window & (f->window - 1))) {
         error_setg(errp,
                    "fabric-window %u must be 0 or a power of two up to %u",
@@ -389,6 +403,8 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
         cfg->fabric_drop_ppm[i] = f->drop_ppm;
         /* Each port its own sequence, all from the one seed. */
         cfg->fabric_drop_seed[i] = f->drop_seed + i;
+        /* A longer cable: the port's modeled latency, the failover trigger. */
+        cfg->fabric_lat_ns[i] = f->port[i].lat_ns;
     }
     if (!f->nports) {
         return true;            /* no fabric: nothing more than before */

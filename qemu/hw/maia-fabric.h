@@ -29,6 +29,7 @@ typedef struct MaiaFabricPort {
     MaiaFabric *fab;
     unsigned int index;
     NICConf conf;               /* property fabricN: the netdev */
+    uint32_t lat_ns;            /* property fabricN-lat-ns: cable latency */
     NICState *nic;              /* BQL; NULL when the port is not created */
     /* nc->link_down for the worker, which must not touch the NIC (atomic) */
     bool carrier_off;
@@ -68,8 +69,12 @@ struct MaiaFabric {
     bool direct_prop;           /* fabric-direct */
 };
 
+/* The largest fabricN-lat-ns: one second of cable. */
+#define MAIA_FABRIC_LAT_NS_MAX  1000000000u
+
 #define DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, _n)                        \
-    DEFINE_PROP_NETDEV("fabric" #_n, _s, _f.port[_n].conf.peers)
+    DEFINE_PROP_NETDEV("fabric" #_n, _s, _f.port[_n].conf.peers),      \
+    DEFINE_PROP_UINT32("fabric" #_n "-lat-ns", _s, _f.port[_n].lat_ns, 0)
 
 /* The properties; _f is the MaiaFabric member of state _s. */
 #define DEFINE_MAIA_FABRIC_PROPERTIES(_s, _f)                           \

@@ -18,6 +18,11 @@
  * - Hot-plug and unplug of a device cabled to a running one (twice, each
  *   plugged device booted), with
  *   injected drops; bad fabric properties refused.
+ * - A longer cable (fabric0-lat-ns): the port's modeled latency register
+ *   reads the chip's link latency plus the property, and its failover
+ *   state says "latency" exactly while that is over the threshold the test
+ *   writes (5 us, then 1 ns above the latency, then back); the other port
+ *   keeps the chip's latency and no failover state.
  *
  * - Remote write and remote read over a hubport cable: device 1 opens a
  *   window (mailbox) on HBM pages of its ASID 1; device 0 runs jobs that
@@ -52,6 +57,7 @@
 #include "maia/hw/fabric.h"
 #include "maia/hw/mbox.h"
 #include "maia/hw/mmu.h"
+#include "maia/hw/model.h"
 #include "maia/hw/queue.h"
 #include "maia/hw/regs.h"
 #include "maia-qtest-fw.h"
@@ -524,6 +530,8 @@ static void test_hotplug(void)
     expect_add_error(qs->qts, "fabric-drop-ppm", 1000001);
     expect_add_error(qs->qts, "fabric-window", 3);      /* not a power of two */
     expect_add_error(qs->qts, "fabric-window", 128);    /* above MAIA_FABRIC_WINDOW */
+    expect_add_error(qs->qts, "fabric0-lat-ns", 1000000001);    /* over 1 s */
+    expect_add_error(qs->qts, "fabric5-lat-ns", 100);   /* 2 ports */
 
     for (int round = 0; round < 2; round++) {
         qtest_qmp_device_add(qs->qts, "maia", "m1",
@@ -554,6 +562,72 @@ static void test_hotplug(void)
         g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
         free_devs(d, 2);
     }
+    qtest_shutdown(qs);
+}
+
+/* Port p's failover state, once the device has published it. */
+static bool fo_state_is(Dev *d, unsigned p, uint32_t state)
+{
+    return rd(d, MAIA_REG_FPORT_FO(p, MAIA_FPORT_FO_STATE)) == state;
+}
+
+/*
+ * fabric0-lat-ns models a long cable on device 0's port 0: its latency
+ * register is the chip's hop plus the property, and the latency trigger
+ * of failover follows the threshold register across that value.
+ */
+static void test_cable_latency(void)
+{
+    static const uint64_t serials[2] = { 0x1a1a, 0x2b2b };
+    const uint32_t extra = 6000;
+    QOSState *qs;
+    uint32_t hop, lat;
+    Dev *d;
+
+    qs = qtest_pc_boot("-nodefaults -machine q35 "
+                       "-netdev hubport,id=c0a,hubid=0 "
+                       "-netdev hubport,id=c0b,hubid=0 "
+                       "-netdev hubport,id=c1a,hubid=1 "
+                       "-netdev hubport,id=c1b,hubid=1 "
+                       "-device maia,id=m0," DEV_OPTS ",serial=0x1a1a,"
+                       "fabric0=c0a,fabric1=c1b,fabric0-lat-ns=%u "
+                       "-device maia,id=m1," DEV_OPTS ",serial=0x2b2b,"
+                       "fabric0=c1a,fabric1=c0b", extra);
+    d = find_devs(qs, serials, 2);
+    probe(qs, &d[0]);
+    probe(qs, &d[1]);
+    assert_cabled(&d[0], 0, &d[1], 1);
+    assert_cabled(&d[1], 0, &d[0], 1);
+
+    hop = rd(&d[0], MAIA_REG_MODEL_LINK_LAT_NS);
+    lat = hop + extra;
+    g_test_message("chip hop %u ns, port 0 with fabric0-lat-ns=%u: %u ns",
+                   hop, extra,
+                   rd(&d[0], MAIA_REG_FPORT_Q(0, MAIA_FPORT_Q_LAT_NS)));
+    g_assert_cmpuint(rd(&d[0], MAIA_REG_FPORT_Q(0, MAIA_FPORT_Q_LAT_NS)), ==,
+                     lat);
+    g_assert_cmpuint(rd(&d[0], MAIA_REG_FPORT_Q(1, MAIA_FPORT_Q_LAT_NS)), ==,
+                     hop);
+    g_assert_cmpuint(rd(&d[1], MAIA_REG_FPORT_Q(1, MAIA_FPORT_Q_LAT_NS)), ==,
+                     hop);
+    g_assert_cmpuint(rd(&d[0], MAIA_REG_FABRIC_FO_LAT_NS), ==,
+                     MAIA_FABRIC_FO_LAT_NS_DEFAULT);
+    g_assert_cmpuint(lat, >, MAIA_FABRIC_FO_LAT_NS_DEFAULT);
+    g_assert(WAIT_UNTIL(fo_state_is(&d[0], 0, MAIA_FPORT_FO_LATENCY)));
+    g_assert(fo_state_is(&d[0], 1, 0));
+    g_assert(fo_state_is(&d[1], 1, 0));
+
+    /* At the latency itself the port is not over it; 1 ns lower it is. */
+    wr(&d[0], MAIA_REG_FABRIC_FO_LAT_NS, lat);
+    g_assert(WAIT_UNTIL(fo_state_is(&d[0], 0, 0)));
+    wr(&d[0], MAIA_REG_FABRIC_FO_LAT_NS, lat - 1);
+    g_assert(WAIT_UNTIL(fo_state_is(&d[0], 0, MAIA_FPORT_FO_LATENCY)));
+    g_assert(fo_state_is(&d[0], 1, 0));
+    /* 0 turns the trigger off. */
+    wr(&d[0], MAIA_REG_FABRIC_FO_LAT_NS, 0);
+    g_assert(WAIT_UNTIL(fo_state_is(&d[0], 0, 0)));
+
+    free_devs(d, 2);
     qtest_shutdown(qs);
 }
 
@@ -831,6 +905,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
+    qtest_add_func("/maia-fabric/cable-latency", test_cable_latency);
     /* The direct cable (default); the hub's way, one end off or filtered. */
     qtest_add_data_func("/maia-fabric/remote-write-read", &cable_direct,
                         test_remote_write_read);
