@@ -1444,7 +1444,20 @@ static void coll_round(void)
 
 	cur_op = "collective check";
 	for (i = 0; i < (unsigned int)nodes.n; i++) {
-		resets1 = dev_attr((int)i, "reset_count");
+		bool aborted = false;
+		int64_t end = mono_ns() + 10 * 1000000000ll;
+
+		for (r = 0; r < n; r++)
+			aborted |= pl[r].waited && pl[r].node == (int)i &&
+				   pl[r].w.status == DRM_MAIA_JOB_ABORTED;
+		/*
+		 * The driver retires a reset's jobs (ABORTED) before it counts
+		 * the reset, once the device is back: after an ABORTED job,
+		 * give the count 10 s (under the call watchdog) to move.
+		 */
+		while ((resets1 = dev_attr((int)i, "reset_count")) == resets0[i] && aborted &&
+		       mono_ns() < end)
+			usleep(10000);
 		reset_at[i] = resets1 != resets0[i];
 		reset_any |= reset_at[i];
 	}
