@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""Advanced indexing on the device (userspace/torch/ops_advindex.cpp) in the
+guest, in strict mode (no CPU fallback allowed), against CPU torch:
+x[i], x[i, j] with None/slices around one or two index tensors (adjacent
+or not, broadcast together), boolean masks, x[i] = v and index_put_ with
+accumulate (repeated indices adding up), index_add_ with alpha, the
+gradients of indexing (index_put_ accumulate) and of index_add; negative
+indices, odd sizes (past 1024 lanes), non-contiguous operands, float32 and
+bfloat16, out-of-range indices raising CPU torch's own error.
+
+Bounds: gathers and stores are exact; accumulations (atomic float32 adds
+in any order) are within 1e-5 of the largest value of a float64 reference
+(bfloat16: 1e-2, one rounding of the float32 sum)."""
+import time
+
+import torch
+
+import maia.torch as mt
+from tap import raises, run, test
+
+DEV = mt.device
+G = torch.Generator().manual_seed(7)
+
+
+def close(got, ref, rel, what):
+    got = got.detach().cpu().double()
+    ref = ref.detach().cpu().double()
+    assert got.shape == ref.shape, (what, got.shape, ref.shape)
+    bound = rel * max(1.0, float(ref.abs().max()) if ref.numel() else 1.0)
+    err = float((got - ref).abs().max()) if ref.numel() else 0.0
+    assert err <= bound, "%s: max |err| %.3g > %.3g" % (what, err, bound)
+
+
+def exact(got, ref, what):
+    got = got.detach().cpu()
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (what, got.dtype, ref.dtype, got.shape, ref.shape)
+    assert bool((got == ref).all()), "%s differs at %s" % (what, (got != ref).nonzero()[:5].tolist())
+
+
+def dev_count(name):
+    return mt.device_stats().get(name, 0)
+
+
+def same_error(fn_dev, fn_cpu):
+    """fn_dev raises what fn_cpu raises: the same exception type and first line."""
+    try:
+        fn_cpu()
+    except Exception as e:  # noqa: BLE001 (whatever CPU torch raises)
+        ref = e
+    else:
+        raise AssertionError("CPU torch did not raise")
+    got = raises(type(ref), fn_dev)
+    assert str(got).splitlines()[0] == str(ref).splitlines()[0], (str(got), str(ref))
+
+
+def ri(hi, shape):
+    """Indices in [-hi, hi): negative ones too."""
+    return torch.randint(-hi, hi, shape, generator=G)
+
+
+@test
+def index_get():
+    x3 = torch.randn(5, 6, 7, generator=G)
+    wide = torch.randn(3, 1031, generator=G)
+    xt = torch.randn(9, 4, generator=G).t()                 # non-contiguous, 4 x 9
+    cases = [
+        (wide, lambda x, i, j: x[:, ri(1031, (1500,))]),     # past 1024 lanes, a masked tail
+        (wide, lambda x, i, j: x[i]),
+        (x3, lambda x, i, j: x[i, j]),                       # adjacent, broadcast (4, 1) x (3,)
+        (x3, lambda x, i, j: x[:, i, j]),
+        (x3, lambda x, i, j: x[i, :, j]),                    # not adjacent: B first
+        (x3, lambda x, i, j: x[None, 2, i]),
+        (x3, lambda x, i, j: x[..., i]),
+        (x3.transpose(0, 2), lambda x, i, j: x[j, ::2, i]),  # strided self
+        (xt, lambda x, i, j: x[:, i]),
+        (x3.bfloat16(), lambda x, i, j: x[i, j]),
+    ]
+    i = ri(3, (4, 1))
+    j = ri(5, (3,))
+    before = dev_count("index")
+    with mt.strict():
+        for n, (x, f) in enumerate(cases):
+            state = G.get_state()
+            ref = f(x, i, j)
+            G.set_state(state)
+            exact(f(x.to(DEV), i.to(DEV), j.to(DEV)), ref, "case %d" % n)
+        # CPU index tensors with a device self are moved to it, as torch does for CUDA
+        exact(x3.to(DEV)[i, j], x3[i, j], "CPU indices")
+        exact(x3.to(DEV)[torch.tensor([], dtype=torch.long).to(DEV)], x3[torch.tensor([], dtype=torch.long)],
+              "no indices")
+    assert dev_count("index") >= before + len(cases) + 1, mt.device_stats()
+
+
+@test
+def masks():
+    x = torch.randn(6, 5, 3, generator=G)
+    m = torch.rand(6, 5, generator=G) > 0.5
+    m1 = torch.rand(5, generator=G) > 0.3
+    with mt.strict():
+        exact(x.to(DEV)[m.to(DEV)], x[m], "x[mask]")
+        exact(x.to(DEV)[:, m1.to(DEV)], x[:, m1], "x[:, mask]")
+        xd = x.to(DEV)
+        v = torch.randn(int(m.sum()), 3, generator=G)
+        xd[m.to(DEV)] = v.to(DEV)
+        y = x.clone()
+        y[m] = v
+        exact(xd, y, "x[mask] = v")
+    same_error(lambda: x.to(DEV)[torch.ones(5, 5, dtype=torch.bool).to(DEV)],
+               lambda: x[torch.ones(5, 5, dtype=torch.bool)])
+
+
+@test
+def index_put():
+    for dtype, rel in ((torch.float32, 1e-5), (torch.bfloat16, 1e-2)):
+        x = torch.randn(7, 1030, generator=G).to(dtype)
+        i = torch.tensor([0, -1, 3, 5, -7])
+        j = ri(1030, (5, 1))
+        perm = torch.randperm(1030, generator=G)[:1029]      # unique: the store is defined
+        with mt.strict():
+            xd = x.to(DEV)
+            xd[i] = torch.full((1030,), 2.5, dtype=dtype).to(DEV)  # one row, broadcast
+            y = x.clone()
+            y[i] = 2.5
+            exact(xd, y, "x[i] = row %s" % dtype)
+            xd[:, perm] = x[:, :1029].to(DEV)
+            y[:, perm] = x[:, :1029]
+            exact(xd, y, "x[:, perm] = v %s" % dtype)
+            xd[1, 3] = 4.0                                   # a 0-d CPU value
+            y[1, 3] = 4.0
+            exact(xd, y, "x[1, 3] = 4")
+            # accumulate: repeated indices add up
+            ia = torch.randint(-7, 7, (40, 1), generator=G)
+            v = torch.randn(40, 5, generator=G).to(dtype)
+            jt = ri(1030, (5,))
+            got = x.to(DEV).index_put_((ia.to(DEV), jt.to(DEV)), v.to(DEV), accumulate=True)
+            ref = x.double().index_put_((ia, jt), v.double(), accumulate=True)
+            close(got, ref, rel, "index_put_ accumulate %s" % dtype)
+            got = x.to(DEV).index_put((i.to(DEV), j.to(DEV)), torch.ones(5, 5, dtype=dtype).to(DEV), True)
+            ref = x.double().index_put((i, j), torch.ones(5, 5).double(), True)
+            close(got, ref, rel, "index_put accumulate broadcast %s" % dtype)
+    # a non-contiguous self, updated in place through its strides
+    xt = torch.randn(8, 6, generator=G).t()
+    with mt.strict():
+        xd = torch.randn(8, 6, generator=G).to(DEV).t()
+        xd.copy_(xt.to(DEV))
+        xd.index_put_((torch.tensor([1, 1, -1]).to(DEV),), torch.ones(8).to(DEV), accumulate=True)
+        y = xt.clone().index_put_((torch.tensor([1, 1, -1]),), torch.ones(8), accumulate=True)
+        close(xd, y, 1e-6, "transposed self")
+
+
+@test
+def index_add():
+    for dtype, rel in ((torch.float32, 1e-5), (torch.bfloat16, 1e-2)):
+        x = torch.randn(5, 1100, 3, generator=G).to(dtype)
+        for dim, alpha in ((0, 1), (1, -0.5), (2, 3)):
+            n = x.shape[dim] + 4
+            idx = torch.randint(0, x.shape[dim], (n,), generator=G)
+            shape = list(x.shape)
+            shape[dim] = n
+            src = torch.randn(shape, generator=G).to(dtype)
+            with mt.strict():
+                got = x.to(DEV).index_add_(dim, idx.to(DEV), src.to(DEV), alpha=alpha)
+                ref = x.double().index_add_(dim, idx, src.double(), alpha=alpha)
+                close(got, ref, rel, "index_add_ dim %d %s" % (dim, dtype))
+                got = torch.index_add(x.to(DEV), dim, idx.to(DEV), src.to(DEV))
+                close(got, x.double().index_add(dim, idx, src.double()), rel, "index_add %d" % dim)
+    src = torch.randn(4, 3, generator=G).t()                  # non-contiguous source
+    with mt.strict():
+        got = torch.zeros(3, 6).to(DEV).index_add_(1, torch.tensor([5, 0, 5, 2]).to(DEV), src.to(DEV))
+        close(got, torch.zeros(3, 6).index_add_(1, torch.tensor([5, 0, 5, 2]), src), 1e-6, "strided source")
+
+
+@test
+def gradients():
+    x = torch.randn(6, 1030, generator=G)
+    i = torch.tensor([[0, 5, 0], [-1, 2, 0]])                  # repeated: the gradient adds up
+    j = ri(1030, (3,))
+    g = torch.randn(2, 3, generator=G)
+    with mt.strict():
+        xd = x.to(DEV).requires_grad_()
+        xd[i, j].backward(g.to(DEV))
+    xc = x.double().requires_grad_()
+    xc[i, j].backward(g.double())
+    close(xd.grad, xc.grad, 1e-5, "d x[i, j]")
+    s = torch.randn(4, 1030, generator=G)
+    idx = torch.tensor([1, 1, 4, 0])
+    with mt.strict():
+        xd = x.to(DEV).requires_grad_()
+        sd = s.to(DEV).requires_grad_()
+        (xd.index_add(0, idx.to(DEV), sd, alpha=2.0) * x.to(DEV)).sum().backward()
+    xc = x.double().requires_grad_()
+    sc = s.double().requires_grad_()
+    (xc.index_add(0, idx, sc, alpha=2.0) * x.double()).sum().backward()
+    close(xd.grad, xc.grad, 1e-6, "index_add d self")
+    close(sd.grad, sc.grad, 1e-6, "index_add d source")
+
+
+@test
+def bad_indices():
+    """Out of range (and negative for index_add): CPU torch's own error, from the device's flag."""
+    x = torch.randn(4, 5, generator=G)
+    bad = torch.tensor([1, 4])
+    neg = torch.tensor([0, -5])
+    with mt.strict():
+        same_error(lambda: x.to(DEV)[bad.to(DEV)], lambda: x[bad])
+        same_error(lambda: x.to(DEV)[neg.to(DEV)], lambda: x[neg])
+        same_error(lambda: x.to(DEV)[:, torch.tensor([5]).to(DEV)], lambda: x[:, torch.tensor([5])])
+        same_error(lambda: x.to(DEV).index_put_((bad.to(DEV),), torch.ones(5).to(DEV), accumulate=True),
+                   lambda: x.clone().index_put_((bad,), torch.ones(5), accumulate=True))
+        same_error(lambda: x.to(DEV).index_add_(0, torch.tensor([-1]).to(DEV), torch.ones(1, 5).to(DEV)),
+                   lambda: x.clone().index_add_(0, torch.tensor([-1]), torch.ones(1, 5)))
+        exact(x.to(DEV)[torch.tensor([3, -4]).to(DEV)], x[torch.tensor([3, -4])], "the device fine afterwards")
+
+
+@test
+def summary():
+    """Print where the ops ran and how long the file took (not a check)."""
+    print("# device ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(mt.device_stats().items())
+                                         if kv[0] in ("index", "index_put_", "index_add")))
+    print("# fallback ops: %s" % mt.fallback_stats())
+    print("# test_torch_advindex.py: %.1f s" % (time.monotonic() - START))
+
+
+if __name__ == "__main__":
+    START = time.monotonic()
+    mt.reset_stats()
+    run("torch advindex")
