@@ -10,7 +10,10 @@
  * link before both firmwares run and so no DOWN after a clean boot (one UP
  * per port), a reset keeping the counters and raising nothing, a reset
  * device's links DOWN until its next boot, injected drops, and that
- * unmapped offsets read 0 with a guest error. The reference is the link
+ * unmapped offsets read 0 with a guest error, and SPURIOUS_RTO counting a
+ * retransmit timeout that the test made spurious by holding the peer's
+ * acks until the sender resent (then delivering them late, in order).
+ * The reference is the link
  * engine's own snapshot and the cabling the test chose. Waits are polls
  * for an event with a generous bound (20 s), never a timing assertion.
  */
@@ -32,10 +35,17 @@
 #define NPORTS		2u
 #define WAIT_MS		20000u
 
+#define WIRE_HELD_MAX	64u
+
 struct wire {
-	pthread_mutex_t lock;		/* protects to and to_port */
+	pthread_mutex_t lock;		/* protects to, to_port and the held frames */
 	struct maia_sim *to;		/* NULL: unplugged */
 	unsigned int to_port;
+	/* hold: frames other than HELLO are kept (late, not lost) until released. */
+	bool hold;
+	unsigned int nheld;
+	uint8_t *held[WIRE_HELD_MAX];
+	size_t held_len[WIRE_HELD_MAX];
 };
 
 struct node {
@@ -83,7 +93,15 @@ static int wire_tx(void *opaque, unsigned int port, const void *frame, size_t le
 	int ret = -1;
 
 	pthread_mutex_lock(&w->lock);
-	if (w->to) {
+	if (w->to && w->hold && len > MAIA_ETH_HLEN + 1 &&
+	    ((const uint8_t *)frame)[MAIA_ETH_HLEN + 1] != MAIA_FABRIC_HELLO) {
+		if (w->nheld < WIRE_HELD_MAX) {
+			w->held[w->nheld] = malloc(len);
+			memcpy(w->held[w->nheld], frame, len);
+			w->held_len[w->nheld++] = len;
+		}
+		ret = 0;
+	} else if (w->to) {
 		maia_sim_fabric_rx(w->to, w->to_port, frame, len);
 		ret = 0;
 	}
@@ -135,6 +153,34 @@ static void plug(struct node *a, unsigned int pa, struct node *b, unsigned int p
 	b->out[pb].to = a->sim;
 	b->out[pb].to_port = pa;
 	pthread_mutex_unlock(&b->out[pb].lock);
+}
+
+/* Stop holding: what was held arrives now, in the order it was sent. */
+static unsigned int release(struct wire *w)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->nheld;
+	for (unsigned int i = 0; i < n; i++) {
+		if (w->to)
+			maia_sim_fabric_rx(w->to, w->to_port, w->held[i], w->held_len[i]);
+		free(w->held[i]);
+	}
+	w->nheld = 0;
+	w->hold = false;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+static unsigned int held(struct wire *w)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->nheld;
+	pthread_mutex_unlock(&w->lock);
+	return n;
 }
 
 static void unplug(struct node *n)
@@ -488,10 +534,63 @@ static void test_injected_drops(void)
 	free(a.hbm);
 }
 
+/*
+ * A timeout that was not a loss: B's acks of A's first DATA (the identity
+ * message every link UP sends) are held until A has sent it again and B
+ * has dropped that copy as a duplicate, then delivered late. A undoes the
+ * timeout: SPURIOUS_RTO counts it, as its port_info says. B's own identity
+ * message was held too: if B timed out meanwhile, that was spurious as well,
+ * so B counts at most the timeouts it had (its RETRANSMITS).
+ */
+static void test_spurious_rto(void)
+{
+	struct maia_sim_fabric_port_info ia;
+	struct node a, b;
+	uint64_t start;
+	unsigned int n = 0;
+	bool ok;
+
+	tap_ok(node_create(&a, 1, 0xa, 0) == 0 && node_create(&b, 1, 0xb, 0) == 0,
+	       "two devices, one port each");
+	plug(&a, 0, &b, 0);
+	b.out[0].hold = true;
+	tap_ok(fw_image_boot(a.sim) && fw_image_boot(b.sim), "both booted, B's acks held");
+	start = now_ms();
+	do {
+		ok = port_reg64(&a, 0, MAIA_FPORT_RETRANSMITS) >= 1 &&
+		     port_reg64(&b, 0, MAIA_FPORT_RX_DROPS) >= 1 && held(&b.out[0]) >= 2;
+		if (!ok)
+			usleep(1000);
+	} while (!ok && now_ms() - start <= WAIT_MS);
+	tap_ok(ok && rd(&a, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)) == 0,
+	       "A resent (%llu), B dropped the copy (%llu drops): SPURIOUS_RTO still 0",
+	       (unsigned long long)port_reg64(&a, 0, MAIA_FPORT_RETRANSMITS),
+	       (unsigned long long)port_reg64(&b, 0, MAIA_FPORT_RX_DROPS));
+	n = release(&b.out[0]);
+	start = now_ms();
+	while (rd(&a, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)) == 0 &&
+	       now_ms() - start <= WAIT_MS)
+		usleep(1000);
+	maia_sim_fabric_port_info(a.sim, 0, &ia);
+	tap_ok(rd(&a, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)) >= 1 && ia.spurious_rto >= 1 &&
+	       rd(&b, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)) <=
+	       port_reg64(&b, 0, MAIA_FPORT_RETRANSMITS),
+	       "%u held frames delivered late: A's SPURIOUS_RTO %u (port_info %llu); B's %u, "
+	       "retransmits %llu", n, rd(&a, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)),
+	       (unsigned long long)ia.spurious_rto,
+	       rd(&b, MAIA_REG_FPORT_R(0, MAIA_FPORT_R_SPURIOUS_RTO)),
+	       (unsigned long long)port_reg64(&b, 0, MAIA_FPORT_RETRANSMITS));
+	unplug(&a);
+	unplug(&b);
+	node_destroy(&a);
+	node_destroy(&b);
+}
+
 int main(void)
 {
 	test_no_ports();
 	test_registers();
 	test_injected_drops();
+	test_spurious_rto();
 	return tap_done();
 }
