@@ -21,7 +21,10 @@
 #     every one ends OK, the last with 0 wrong, then one more in BF16 on
 #     the backup route; no device reset; maia-smi topo shows the failovers;
 #   - cable 2 cut as well (the ring in two pieces): the all-reduce fails at
-#     once, its message naming the two ranks of the other piece.
+#     once, its message naming the two ranks of the other piece;
+#   - every port has sysfs spurious_rto (hardware 1.12), at most its
+#     retransmits (an undone timeout resent a frame), and maia-smi topo
+#     --json carries it for every port.
 #
 #   tests/failover/run-in-guest.sh [--no-build]
 #
@@ -198,6 +201,10 @@ wait_state down 0 0 1 1
 maia-coll-perf --ndev 4 --op all_reduce --dtype bf16 --sizes 16777216 --iters 1 --warmup 0
 fo mid
 maia-smi topo | grep -i "failovers" | sed "s/^/TOPO /"
+for p in /sys/class/accel/accel*/device/fabric/port*; do
+	echo "SRTO $(cat $p/spurious_rto) $(cat $p/retransmits)"
+done
+echo "SRTO-JSON $(maia-smi topo --json | grep -o spurious_rto | wc -l)"
 echo CUT-TWO
 echo "# waiting for the host to cut cable 2 as well"
 wait_state down 2 0 3 1
@@ -206,6 +213,7 @@ maia-coll-perf --ndev 4 --op all_reduce --dtype fp32 --sizes 1048580 --iters 1 -
 echo "RESETS $(cat /sys/class/accel/accel*/device/reset_count | tr "\n" " ")"'
 
 phase="" fo_cut="" fo_restored="" fo_mid="" resets="" wrong0=0 coll_fail=0 topo_lines=0 two_msg=
+srto_ports=0 srto_bad=0 srto_sum=0 srto_json=0
 declare -A done_in=()
 on_line() {
 	case "$1" in
@@ -218,6 +226,12 @@ on_line() {
 	"FO restored "*) echo "# $1"; fo_restored=${1#FO restored } ;;
 	"FO mid "*) echo "# $1"; fo_mid=${1#FO mid } ;;
 	TOPO*) echo "# $1"; topo_lines=$((topo_lines + 1)) ;;
+	"SRTO "*)
+		echo "# $1"
+		read -r _ s r <<<"$1"
+		srto_ports=$((srto_ports + 1))
+		if [ "$s" -le "$r" ] 2>/dev/null; then srto_sum=$((srto_sum + s)); else srto_bad=1; fi ;;
+	"SRTO-JSON "*) echo "# $1"; srto_json=${1#SRTO-JSON } ;;
 	RESETS*) echo "# $1"; resets=${1#RESETS } ;;
 	*) echo "# $1" ;;
 	esac
@@ -259,6 +273,11 @@ if [ $topo_lines -ge 2 ]; then
 	tap ok "maia-smi topo names the failovers ($topo_lines ports)"
 else
 	tap not-ok "maia-smi topo shows no failovers ($topo_lines ports)"
+fi
+if [ $srto_ports -eq 8 ] && [ $srto_bad = 0 ] && [ "$srto_json" = 8 ]; then
+	tap ok "spurious_rto on all 8 ports, each at most its retransmits ($srto_sum undone in all), in maia-smi topo --json"
+else
+	tap not-ok "spurious_rto: $srto_ports ports in sysfs (want 8), over retransmits: $srto_bad, $srto_json in topo --json"
 fi
 echo "1..$n"
 [ $failed = 0 ]
