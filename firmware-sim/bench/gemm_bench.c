@@ -10,7 +10,8 @@
  * take the operands (gemm_<type>_<shape>_<kernel>, "default" true for the
  * one the engine picks by itself; the portable ones only up to 512^3), then
  * gemm_<type>_<shape>: the default kernel's figures again, under the name
- * earlier runs used. OpenBLAS runs on its fastest core here (blas_core.c).
+ * earlier runs used. OpenBLAS runs on its fastest core here (blas_core.c:
+ * the widest core the CPU runs unless another is clearly faster).
  *
  * Usage: gemm_bench [--threads N] [--quick] [--max SIZE] [--type NAME] [--no-blas]
  *                   [--cpu-time] [--shape MxNxK] [--rounds N]
@@ -339,8 +340,8 @@ int main(int argc, char **argv)
 	const struct fw_gemm_kernel *list;
 	size_t nlist;
 
-	if (argc == 3 && !strcmp(argv[1], "--probe-blas"))
-		return blas_core_probe(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "--probe-blas"))
+		return blas_core_probe(atoi(argv[2]), !strcmp(argv[3], "cpu"));
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -375,7 +376,7 @@ int main(int argc, char **argv)
 	 */
 	if (!getenv("OPENBLAS_THREAD_TIMEOUT")) {
 		setenv("OPENBLAS_THREAD_TIMEOUT", "17", 1);
-		blas_core_choose(threads);
+		blas_core_choose(threads, cpu_time);
 		execv("/proc/self/exe", argv);
 		perror("gemm_bench: re-exec with OPENBLAS_THREAD_TIMEOUT");
 	}
