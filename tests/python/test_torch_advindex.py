@@ -209,6 +209,10 @@ def bad_indices():
                    lambda: x.clone().index_put_((bad,), torch.ones(5), accumulate=True))
         same_error(lambda: x.to(DEV).index_add_(0, torch.tensor([-1]).to(DEV), torch.ones(1, 5).to(DEV)),
                    lambda: x.clone().index_add_(0, torch.tensor([-1]), torch.ones(1, 5)))
+        def overlapping(y):
+            y[torch.tensor([1, 2]).to(y.device)] = y[:2]      # values overlapping self
+
+        same_error(lambda: overlapping(x.to(DEV)), lambda: overlapping(x.clone()))
         exact(x.to(DEV)[torch.tensor([3, -4]).to(DEV)], x[torch.tensor([3, -4])], "the device fine afterwards")
 
 

@@ -23,7 +23,8 @@
  * per op; an in-place op has stored its good lanes by then, as CPU torch's
  * loop has). Boolean masks become index tensors by nonzero() on the CPU
  * (the mask copied to the host and the indices back: a host wait, not
- * counted as a fallback).
+ * counted as a fallback). A 0-d CPU value tensor (x[i] = 2.0) is copied
+ * to the device.
  */
 #include <torch/library.h>
 
@@ -254,7 +255,10 @@ static bool make_plan(const at::Tensor &self, const c10::List<c10::optional<at::
 	return p.numel() <= tvp::max_elements();
 }
 
-/* 1: done; 0: the device failed the kernel (logged); -1: an index was out of range. */
+/*
+ * 1: done; 0: the device failed the kernel (logged); -1: an index was out
+ * of range. flagclear.i32 is ops_index.cpp's (the flag word = 0).
+ */
 static int run_plan(const Plan &p, const char *kind, const at::Tensor &self, const at::Tensor &other, const char *op)
 {
 	int dev = dev_of(self);
@@ -326,18 +330,20 @@ static int put_on_device(at::Tensor &self, const c10::List<c10::optional<at::Ten
 			 const at::Tensor &values, bool accumulate, bool wrap, const char *op)
 {
 	Plan p;
+	at::Tensor v = values.is_cpu() && values.dim() == 0 && on_device(self) ? values.to(self.device()) : values;
 
 	p.wrap = wrap;
-	if (!on_device(values, self) || values.scalar_type() != self.scalar_type() ||
+	if (!on_device(v, self) || v.scalar_type() != self.scalar_type() ||
 	    (accumulate && !tvp::elem(self.scalar_type())) ||
-	    at::has_internal_overlap(self) != at::MemOverlap::No || !make_plan(self, indices, p) ||
-	    !at::is_expandable_to(values.sizes(), p.shape))
+	    at::has_internal_overlap(self) != at::MemOverlap::No ||
+	    at::get_overlap_status(self, v) != at::MemOverlapStatus::No || !make_plan(self, indices, p) ||
+	    !at::is_expandable_to(v.sizes(), p.shape))
 		return 0;
 	if (p.numel() == 0) {
 		count_device_op(op);
 		return 1;
 	}
-	at::Tensor acc = self, src = values.expand(p.shape);
+	at::Tensor acc = self, src = v.expand(p.shape);
 	if (accumulate && self.scalar_type() != at::kFloat)
 		acc = self.to(at::kFloat);
 	src = accumulate ? src.to(at::kFloat).contiguous() : src.contiguous();
@@ -360,7 +366,10 @@ static at::Tensor &index_put_impl_(at::Tensor &self, const c10::List<c10::option
 		at::_index_put_impl_(c, cpu(indices), cpu(values), accumulate, unsafe);
 		return c;
 	};
-	int r = put_on_device(self, indices, values, accumulate, true, "index_put_");
+	int r;
+
+	at::assert_no_overlap(self, values);	/* CPU torch's error for x[i] = x[j:] */
+	r = put_on_device(self, indices, values, accumulate, true, "index_put_");
 
 	if (r == 1)
 		return self;
@@ -388,6 +397,8 @@ static void index_add_into(at::Tensor &target, int64_t dim, const at::Tensor &in
 {
 	bool failed = false;
 
+	at::assert_no_internal_overlap(target);	/* CPU torch's checks and errors */
+	at::assert_no_overlap(target, source);
 	if (on_device(target) && on_device(source, target) && tvp::elem(target.scalar_type()) && target.dim() >= 1 &&
 	    source.scalar_type() == target.scalar_type() && !alpha.isComplex() &&
 	    add_shapes_ok(target, c10::maybe_wrap_dim(dim, target.dim()), index, source)) {
