@@ -21,6 +21,7 @@
 #define _GNU_SOURCE	/* pipe2() */
 #include <cblas.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,8 @@ void blas_core_choose(int threads, bool cpu_time)
 	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
 		p[n++].core = "SkylakeX";
 	widest = n - 1;
+	/* a child that died must not end us through a write to its pipe */
+	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < n; i++)
 		prober_start(&p[i], threads, cpu_time);
 	for (int r = 0; r < PROBE_ROUNDS; r++)
@@ -193,6 +196,7 @@ void blas_core_choose(int threads, bool cpu_time)
 		}
 	for (size_t i = 0; i < n; i++)
 		prober_stop(&p[i]);
+	signal(SIGPIPE, SIG_DFL);	/* SIG_IGN would outlive the re-exec */
 	pick = widest;
 	for (size_t i = 0; i < n; i++)
 		if (p[i].best > p[pick].best * (pick == widest ? PICK_MARGIN : 1.0))
