@@ -59,7 +59,8 @@ class _DeviceModule:
     job on its device's stream and returns; reading a value (.cpu(),
     .item(), print) or synchronize() waits. One in-order stream per device;
     torch.maia.Event is torch.Event on "maia" (record, query, synchronize,
-    wait). Dropout draws from the device's own counter-based generator,
+    wait; with enable_timing=True, elapsed_time in milliseconds of the
+    device's modeled clock, from a TIMESTAMP command each). Dropout draws from the device's own counter-based generator,
     seeded by torch.manual_seed; other random ops take the CPU fallback and
     the CPU generator."""
 
