@@ -123,6 +123,9 @@ static int xfer(int fd, void *buf, size_t len, bool rd, uint64_t deadline, bool 
 				usleep(50000);
 			continue;
 		}
+		/* A tty (a virtio console, a pty) whose other end hung up says EIO. */
+		if (n < 0 && errno == EIO && !wait_peer)
+			return -EPIPE;
 		if (n < 0 && !(wait_peer && (errno == ENOTCONN || errno == ENODEV)))
 			return -errno;
 		if (n <= 0) {
