@@ -63,17 +63,6 @@ static std::string coords()
 	       "\tvicmp v27, v27, v17, ne\t# wrap\n";
 }
 
-/* vout = c . strides, packed two by two in s<p> (c0, c1) and s<p + 1> (c2, c3). */
-static std::string dot(int vout, int p)
-{
-	std::string o = "v" + std::to_string(vout), a = "s" + std::to_string(p), b = "s" + std::to_string(p + 1);
-
-	return "\tvsplat v9, " + a + "\n\tvimul " + o + ", v0, v9\n"
-	       "\tshr s22, " + a + ", s30\n\tvsplat v9, s22\n\tvimul v10, v1, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tvsplat v9, " + b + "\n\tvimul v10, v2, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tshr s22, " + b + ", s30\n\tvsplat v9, s22\n\tvimul v10, v3, v9\n\tviadd " + o + ", " + o + ", v10\n";
-}
-
 /*
  * Index j (at s<2 + j>, strides at s<11 + 2j>, size in v8, the indexed
  * dimension's stride in s<stride>): v15/v16 = its low/high words; good =
@@ -82,7 +71,7 @@ static std::string dot(int vout, int p)
  */
 static std::string term(bool i64, int j, const std::string &stride)
 {
-	std::string s = dot(12, 11 + 2 * j), base = "s" + std::to_string(2 + j), l = std::to_string(j);
+	std::string s = tvp_asm_stride_dot(12, 11 + 2 * j), base = "s" + std::to_string(2 + j), l = std::to_string(j);
 
 	if (i64)
 		s += "\tviadd v14, v12, v12\n\tvld v15, " + base + ", v14, i32, v29\n"
@@ -103,7 +92,7 @@ static std::string term(bool i64, int j, const std::string &stride)
 
 static std::string program(const std::string &op, bool i64, const std::string &t)
 {
-	std::string s = coords() + dot(11, 9) + "\tshr s22, s8, s30\n\tvsplat v8, s22\t# size0\n" +
+	std::string s = coords() + tvp_asm_stride_dot(11, 9) + "\tshr s22, s8, s30\n\tvsplat v8, s22\t# size0\n" +
 			term(i64, 0, "s15") +
 			"\tbeqz s3, one\n\tvsplat v8, s16\t# size1\n\tshr s23, s15, s30\n" +
 			term(i64, 1, "s23") + "one:\n";

@@ -53,17 +53,6 @@ static std::string lanes_and_coords(int nreg, int sh)
 	       "\tvirem v1, v4, v7\n\tvidiv v0, v4, v7\t# c0..c3\n";
 }
 
-/* vout = c . strides, the strides packed two by two in s<p> (c0, c1) and s<p + 1> (c2, c3). */
-static std::string dot(int vout, int p)
-{
-	std::string o = "v" + std::to_string(vout), a = "s" + std::to_string(p), b = "s" + std::to_string(p + 1);
-
-	return "\tvsplat v9, " + a + "\n\tvimul " + o + ", v0, v9\n"
-	       "\tshr s22, " + a + ", s30\n\tvsplat v9, s22\n\tvimul v10, v1, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tvsplat v9, " + b + "\n\tvimul v10, v2, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tshr s22, " + b + ", s30\n\tvsplat v9, s22\n\tvimul v10, v3, v9\n\tviadd " + o + ", " + o + ", v10\n";
-}
-
 /* v15/v16 = low/high word of the int64 (or sign-extended int32) indices at positions v<pos> of s<base>, masked by v29. */
 static std::string load_index(bool i64, int pos, int base)
 {
@@ -101,7 +90,7 @@ static std::string check_index(int flag)
  */
 static std::string indexed(bool scatter, bool i64, const std::string &t)
 {
-	std::string s = lanes_and_coords(5, 6) + dot(11, 8) + dot(12, 10) + load_index(i64, 12, 2);
+	std::string s = lanes_and_coords(5, 6) + tvp_asm_stride_dot(11, 8) + tvp_asm_stride_dot(12, 10) + load_index(i64, 12, 2);
 
 	s += "\tvsplati v17, 0\n\tvsplat v20, s13\n\tshr s22, s13, s30\n\tvsplat v21, s22\n"
 	     "\tvicmp v22, v15, v20, eq\n\tvicmp v23, v16, v21, eq\n\tvand v22, v22, v23\n"
@@ -123,7 +112,7 @@ static std::string indexed(bool scatter, bool i64, const std::string &t)
  */
 static std::string maskfill(const std::string &t)
 {
-	return lanes_and_coords(3, 4) + dot(12, 6) +
+	return lanes_and_coords(3, 4) + tvp_asm_stride_dot(12, 6) +
 	       "\tvld v15, s2, v12, i8, v29\n\tvsplati v17, 0\n\tvicmp v18, v15, v17, ne\n"
 	       "\tvand v18, v18, v29\n\tvsplat v24, s8\n\tvst v24, s1, v28, " + t + ", v18\n\thalt\n";
 }
