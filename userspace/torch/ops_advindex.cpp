@@ -1,30 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * Advanced indexing as TVP programs: aten::index.Tensor (x[i], x[i, j],
+ * Advanced indexing as TVP programs: aten::index.Tensor (x[i], x[i, j, k],
  * with None/slices around them), _index_put_impl_ (index_put_ and
  * index_put, accumulate or not, and so index's backward) and index_add.
  *
- * One or two index tensors (int64, or both int32), broadcast together to a
- * shape B. The iteration shape is the result's: the self dimensions before
- * the indexed ones, B, the ones after (or B first when the two indexed
- * dimensions are not adjacent, as torch puts it), rank <= 4. Each lane
- * takes one element of it, finds its coordinates by division, each index's
- * position from the index's (broadcast) strides and the data's offset from
- * the data's strides plus index x the indexed dimension's stride. "advget"
- * loads there into a contiguous output; "advput" stores a contiguous source
- * there; "advadd" adds a contiguous float32 source with VAMOADD (binary32
- * atomics: bfloat16/float16 accumulate in a float32 copy), so repeated
- * indices add up, in an unspecified order. self keeps its strides.
- *
- * Negative indices wrap (index, index_put) or are out of range (index_add,
- * as CPU torch). A lane whose index is out of range is not accessed and
- * sets a flag word; the op waits for its job, reads the flag, and a set
- * flag re-runs the op on CPU copies for CPU torch's own error (a host wait
- * per op; an in-place op has stored its good lanes by then, as CPU torch's
- * loop has). Boolean masks become index tensors by nonzero() on the CPU
- * (the mask copied to the host and the indices back: a host wait, not
- * counted as a fallback). A 0-d CPU value tensor (x[i] = 2.0) is copied
- * to the device.
+ * Any number of index tensors (int64 or int32, mixed), broadcast together
+ * to a shape B; boolean masks become their nonzero() columns on the device
+ * (ops_mask.cpp: the count read back, a host wait). The result's shape is
+ * the self dimensions before the indexed ones, B, the ones after (or B
+ * first when the indexed dimensions are not adjacent, as torch puts it),
+ * rank <= 5. First one "advoff" launch per index tensor over B adds index
+ * x the indexed dimension's stride into an int32 offset tensor "off"
+ * (negative indices wrapped, or out of range as for index_add); a bad
+ * index sets a flag word and makes its off -1. Then a lane per element of
+ * the result finds its coordinates by division, the data's offset from the
+ * data's strides plus off at its B position: "advget" loads there into a
+ * contiguous output; "advput" stores a contiguous source there; "advadd"
+ * adds a contiguous float32 source with VAMOADD (binary32 atomics:
+ * bfloat16/float16 accumulate in a float32 copy), so repeated indices add
+ * up, in an unspecified order. self keeps its strides. A lane whose off is
+ * -1 is not accessed. All of it is one job; the op waits for it and reads
+ * the flag (a host wait; none when every index came from a mask), and a
+ * set flag re-runs the op on CPU copies for CPU torch's own error (an
+ * in-place op has stored its good lanes by then, as CPU torch's loop has).
+ * A 0-d CPU value tensor (x[i] = 2.0) is copied to the device.
  */
 #include <torch/library.h>
 
@@ -32,138 +31,146 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 
-#include "ops_common.h"
+#include "ops_mask.h"
 
 namespace maia_torch {
 namespace ops {
 
 using tvp::Launch;
 
-/* ---- the program ---------------------------------------------------------------- */
+/* ---- the programs ---------------------------------------------------------------- */
 
 /*
- * s1 = data, s2 = index 0, s3 = index 1 or 0 (none), s4 = the contiguous
- * output (advget) or source (advput; advadd: f32), s5 = the flag word, s6
- * = n, s7 = S3 | S2 << 32, s8 = S1 | size0 << 32, s9/s10 = the data's
- * strides over the iteration shape (c0 | c1 << 32, c2 | c3 << 32), s11/s12
- * and s13/s14 = index 0's and 1's, s15 = stride0 | stride1 << 32 (the
- * indexed dimensions'), s16 = size1 | wrap << 32 (wrap: negative indices
- * count from the end). Lanes f = 1024 pid + lane; v29 = f < n, then the
- * lanes whose indices are good; v11 = the data's offset.
+ * advoff (x64: int64 indices, x32: int32), over B: s1 = index j (any
+ * strides), s2 = off (int32, contiguous over B), s3 = the flag word, s4 =
+ * n, s5/s6 = B's shape, s7-s9 = the index's strides, s10 = size | stride
+ * << 32 (the indexed dimension's), s11 = wrap | first << 32. off = (first ?
+ * 0 : off) + index x stride, or -1 once an index is bad (out of range, or
+ * negative without wrap), which also sets the flag.
  */
-static std::string coords()
+static std::string advoff(bool i64)
 {
-	return "\tpid s20, 0\n\tmuli s21, s20, 1024\n\tli s30, 32\n"
-	       "\tviota v31, 0\n\tvsplat v30, s21\n\tviadd v28, v31, v30\t# f\n"
-	       "\tvsplat v30, s6\n\tvicmp v29, v28, v30, lt\t# f < n\n"
-	       "\tvsplat v5, s7\n\tshr s22, s7, s30\n\tvsplat v6, s22\n\tvsplat v7, s8\n"
-	       "\tvirem v3, v28, v5\n\tvidiv v4, v28, v5\n\tvirem v2, v4, v6\n\tvidiv v4, v4, v6\n"
-	       "\tvirem v1, v4, v7\n\tvidiv v0, v4, v7\t# c0..c3\n"
-	       "\tvsplati v17, 0\n\tvsplati v13, -1\n\tshr s22, s16, s30\n\tvsplat v27, s22\n"
-	       "\tvicmp v27, v27, v17, ne\t# wrap\n";
-}
-
-/*
- * Index j (at s<2 + j>, strides at s<11 + 2j>, size in v8, the indexed
- * dimension's stride in s<stride>): v15/v16 = its low/high words; good =
- * [0, size) or, with wrap, [-size, 0) moved up by size; a bad active lane
- * sets the flag; v11 += index x stride.
- */
-static std::string term(bool i64, int j, const std::string &stride)
-{
-	std::string s = tvp_asm_stride_dot(12, 11 + 2 * j), base = "s" + std::to_string(2 + j), l = std::to_string(j);
+	std::string s = tvp_asm_coords5(4, 5) + tvp_asm_dot5(12, 7);
 
 	if (i64)
-		s += "\tviadd v14, v12, v12\n\tvld v15, " + base + ", v14, i32, v29\n"
-		     "\tvsplati v9, 1\n\tviadd v14, v14, v9\n\tvld v16, " + base + ", v14, i32, v29\n";
+		s += "\tviadd v14, v12, v12\n\tvld v15, s1, v14, i32, v29\n"
+		     "\tvsplati v9, 1\n\tviadd v14, v14, v9\n\tvld v16, s1, v14, i32, v29\n";
 	else
-		s += "\tvld v15, " + base + ", v12, i32, v29\n\tvsplati v9, 31\n\tvsra v16, v15, v9\n";
-	s += "\tvicmp v18, v16, v17, eq\n\tvicmp v19, v15, v17, ge\n\tvand v18, v18, v19\n"
+		s += "\tvld v15, s1, v12, i32, v29\n\tvsplati v9, 31\n\tvsra v16, v15, v9\n";
+	s += "\tvsplati v17, 0\n\tvsplati v13, -1\n\tvsplat v8, s10\t# size\n"
+	     "\tshr s22, s11, s30\n\tvsplat v27, s22\n\tvicmp v27, v27, v17, eq\n\tvand v27, v27, v29\t# not first\n"
+	     "\tvsplat v26, s11\n\tvicmp v26, v26, v17, ne\t# wrap\n"
+	     "\tvicmp v18, v16, v17, eq\n\tvicmp v19, v15, v17, ge\n\tvand v18, v18, v19\n"
 	     "\tvicmp v19, v15, v8, lt\n\tvand v18, v18, v19\t# in [0, size)\n"
 	     "\tviadd v20, v15, v8\n\tvicmp v21, v16, v13, eq\n\tvicmp v19, v15, v17, lt\n\tvand v21, v21, v19\n"
-	     "\tvicmp v19, v20, v17, ge\n\tvand v21, v21, v19\n\tvand v21, v21, v27\t# in [-size, 0), wrapping\n"
+	     "\tvicmp v19, v20, v17, ge\n\tvand v21, v21, v19\n\tvand v21, v21, v26\t# in [-size, 0), wrapping\n"
 	     "\tvsel v15, v20, v15, v21\n\tvor v18, v18, v21\n"
 	     "\tvicmp v19, v18, v17, eq\n\tvand v19, v19, v29\n"
-	     "\tvsplati v25, 1\n\tvst v25, s5, v17, i32, v19\t# a bad one: flag = 1\n"
-	     "\tvand v29, v29, v18\n"
-	     "\tvsplat v9, " + stride + "\n\tvimul v10, v15, v9\n\tviadd v11, v11, v10\t# index " + l + "\n";
+	     "\tvsplati v25, 1\n\tvst v25, s3, v17, i32, v19\t# a bad one: flag = 1\n"
+	     "\tshr s22, s10, s30\n\tvsplat v9, s22\n\tvimul v10, v15, v9\t# index x stride\n"
+	     "\tvld v11, s2, v28, i32, v27\t# 0 when first\n\tviadd v10, v10, v11\n"
+	     "\tvicmp v19, v11, v17, lt\n\tvicmp v20, v18, v17, eq\n\tvor v19, v19, v20\n"
+	     "\tvsel v10, v13, v10, v19\t# bad now or before: -1\n\tvst v10, s2, v28, i32, v29\n\thalt\n";
 	return s;
 }
 
-static std::string program(const std::string &op, bool i64, const std::string &t)
+/*
+ * advget / advput / advadd over the result's shape: s1 = data, s2 = off,
+ * s3 = the contiguous output (advget) or source (advput; advadd: f32), s4
+ * = n, s5/s6 = the shape, s7-s9 = the data's strides (0 along B), s10-s12
+ * = off's (0 outside B). A lane whose off is -1 is not accessed.
+ */
+static std::string advmain(const std::string &op, const std::string &t)
 {
-	std::string s = coords() + tvp_asm_stride_dot(11, 9) + "\tshr s22, s8, s30\n\tvsplat v8, s22\t# size0\n" +
-			term(i64, 0, "s15") +
-			"\tbeqz s3, one\n\tvsplat v8, s16\t# size1\n\tshr s23, s15, s30\n" +
-			term(i64, 1, "s23") + "one:\n";
+	std::string s = tvp_asm_coords5(4, 5) + tvp_asm_dot5(11, 7) + tvp_asm_dot5(12, 10) +
+			"\tvld v15, s2, v12, i32, v29\n\tvsplati v17, 0\n\tvicmp v18, v15, v17, ge\n"
+			"\tvand v29, v29, v18\n\tviadd v11, v11, v15\t# the data's offset\n";
 
 	if (op == "advget")
-		s += "\tvld v24, s1, v11, " + t + ", v29\n\tvst v24, s4, v28, " + t + ", v29\n";
+		s += "\tvld v24, s1, v11, " + t + ", v29\n\tvst v24, s3, v28, " + t + ", v29\n";
 	else if (op == "advput")
-		s += "\tvld v24, s4, v28, " + t + ", v29\n\tvst v24, s1, v11, " + t + ", v29\n";
+		s += "\tvld v24, s3, v28, " + t + ", v29\n\tvst v24, s1, v11, " + t + ", v29\n";
 	else
-		s += "\tvld v24, s4, v28, f32, v29\n\tvamoadd v24, s1, v11, f32, v29\n";
+		s += "\tvld v24, s3, v28, f32, v29\n\tvamoadd v24, s1, v11, f32, v29\n";
 	return s + "\thalt\n";
 }
 
 static std::string family(const std::string &kind, const std::string &t)
 {
-	std::string op = kind.substr(0, 6);
 	bool exact = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i8";
 
-	if ((op == "advadd" && t != "f32") || !exact)
+	if (kind.rfind("advoff", 0) == 0)
+		return t == "i32" ? advoff(kind.back() == '4') : "";
+	if ((kind == "advadd" && t != "f32") || !exact)
 		return "";
-	return program(op, kind.back() == '4', t);
+	return advmain(kind, t);
 }
 
 [[maybe_unused]] static const bool registered = tvp::add_family(
-	{ "advget32", "advget64", "advput32", "advput64", "advadd32", "advadd64" }, family);
+	{ "advoff32", "advoff64", "advget", "advput", "advadd" }, family);
 
 /* ---- the plan: iteration shape and strides ------------------------------------------ */
 
-struct Plan {
-	std::vector<at::Tensor> idx;	/* 1 or 2, on self's device, expanded to B */
-	std::vector<int64_t> dims;	/* the self dimension each indexes */
-	std::vector<int64_t> shape;	/* the result's */
-	int64_t data[4] = {}, index[2][4] = {};
-	bool wrap = true;
+static std::vector<uint64_t> operator+(std::vector<uint64_t> a, const std::vector<uint64_t> &b)
+{
+	a.insert(a.end(), b.begin(), b.end());
+	return a;
+}
 
-	int64_t numel() const
+struct Plan {
+	std::vector<at::Tensor> idx;	/* on self's device, expanded to B */
+	std::vector<int64_t> dims;	/* the self dimension each indexes */
+	std::vector<int64_t> b;		/* B, the indices' broadcast shape */
+	std::vector<int64_t> shape;	/* the result's, rank <= 5 */
+	std::vector<int64_t> data, offs; /* the data's and off's strides over it */
+	bool wrap = true;
+	bool trusted = false;		/* every index from a mask: none can be bad */
+
+	static int64_t prod(const std::vector<int64_t> &v)
 	{
 		int64_t n = 1;
 
-		for (int64_t s : shape)
+		for (int64_t s : v)
 			n *= s;
 		return n;
 	}
-	Launch launch(const char *op, const at::Tensor &self, const at::Tensor &other, uint64_t flag) const
-	{
-		int64_t sh[4] = { 1, 1, 1, 1 };
-		size_t pad = 4 - shape.size();
-		bool two = idx.size() == 2;
+	int64_t numel() const { return prod(shape); }
 
-		for (size_t k = 0; k < shape.size(); k++)
-			sh[pad + k] = shape[k];
+	/* off over B from each index, then op (advget, advput, advadd) over the result. */
+	std::vector<Launch> launches(const char *op, const at::Tensor &self, const at::Tensor &other,
+				     const at::Tensor &off, uint64_t flag) const
+	{
+		std::vector<Launch> l;
+		int64_t nb = prod(b);
+
+		for (size_t j = 0; j < idx.size(); j++) {
+			std::vector<int64_t> st(idx[j].strides().begin(), idx[j].strides().end());
+
+			l.push_back({ std::string("advoff") + (idx[j].scalar_type() == at::kLong ? "64" : "32") + ".i32",
+				      tvp::blocks(nb),
+				      std::vector<uint64_t>{ va_of(idx[j]), va_of(off), flag, (uint64_t)nb } +
+					      tvp_pack_shape5(b) + tvp_pack_strides5(st) +
+					      std::vector<uint64_t>{ pack(self.size(dims[j]), self.stride(dims[j])),
+								     pack(wrap, j == 0) } });
+		}
 		std::string t = std::string(op) == "advadd" ? "f32" : elem_exact(self.scalar_type());
-		std::string program = std::string(op) + (idx[0].scalar_type() == at::kLong ? "64." : "32.") + t;
-		return { program, tvp::blocks(numel()),
-			 { va_of(self), va_of(idx[0]), two ? va_of(idx[1]) : 0, va_of(other), flag, (uint64_t)numel(),
-			   pack(sh[3], sh[2]), pack(sh[1], self.size(dims[0])), pack(data[0], data[1]),
-			   pack(data[2], data[3]), pack(index[0][0], index[0][1]), pack(index[0][2], index[0][3]),
-			   pack(index[1][0], index[1][1]), pack(index[1][2], index[1][3]),
-			   pack(self.stride(dims[0]), two ? self.stride(dims[1]) : 0),
-			   pack(two ? self.size(dims[1]) : 0, wrap) } };
+		l.push_back({ std::string(op) + "." + t, tvp::blocks(numel()),
+			      std::vector<uint64_t>{ va_of(self), va_of(off), va_of(other), (uint64_t)numel() } +
+				      tvp_pack_shape5(shape) + tvp_pack_strides5(data) + tvp_pack_strides5(offs) });
+		return l;
 	}
 };
 
 /*
  * The index tensors of self[indices] (None: undefined), masks replaced by
- * their nonzero() columns; false when torch would refuse them (CPU torch
- * then raises its error) or a mask's copy cannot be made.
+ * their nonzero() columns (on the device: a host wait for the count; else
+ * on the CPU, and the indices copied back); false when torch would refuse
+ * them (CPU torch then raises its error). trusted: only masks.
  */
 static bool expand_masks(const at::Tensor &self, const c10::List<c10::optional<at::Tensor>> &indices,
-			 std::vector<at::Tensor> &out)
+			 std::vector<at::Tensor> &out, bool &trusted)
 {
+	trusted = true;
 	for (const c10::optional<at::Tensor> &o : indices) {
 		if (!o || !o->defined()) {
 			out.emplace_back();
@@ -172,14 +179,18 @@ static bool expand_masks(const at::Tensor &self, const c10::List<c10::optional<a
 		const at::Tensor &i = *o;
 		if (i.scalar_type() != at::kBool && i.scalar_type() != at::kByte) {
 			out.push_back(i.is_cpu() ? i.to(self.device()) : i);
+			trusted = false;
 			continue;
 		}
 		for (int64_t j = 0; j < i.dim(); j++)
 			if ((int64_t)out.size() + j >= self.dim() || i.size(j) != self.size(out.size() + j))
 				return false;
-		at::Tensor nz = cpu(i).nonzero();
+		at::Tensor m = i.is_cpu() ? i.to(self.device()) : i, nz;
+		int r = nonzero_on_device(m, nz, "index");
+		if (r != 1)
+			nz = cpu(i).nonzero().to(self.device());
 		for (int64_t j = 0; j < i.dim(); j++)
-			out.push_back(nz.select(1, j).contiguous().to(self.device()));
+			out.push_back(nz.select(1, j));
 	}
 	return true;
 }
@@ -189,8 +200,8 @@ static bool make_plan(const at::Tensor &self, const c10::List<c10::optional<at::
 {
 	std::vector<at::Tensor> ix;
 
-	if (!on_device(self) || !elem_exact(self.scalar_type()) || self.dim() < 1 || self.dim() > 4 ||
-	    (int64_t)indices.size() > self.dim() || !int32_reach(self) || !expand_masks(self, indices, ix) ||
+	if (!on_device(self) || !elem_exact(self.scalar_type()) || self.dim() < 1 || self.dim() > 5 ||
+	    (int64_t)indices.size() > self.dim() || !int32_reach(self) || !expand_masks(self, indices, ix, p.trusted) ||
 	    (int64_t)ix.size() > self.dim())
 		return false;
 	for (size_t k = 0; k < ix.size(); k++) {
@@ -201,62 +212,63 @@ static bool make_plan(const at::Tensor &self, const c10::List<c10::optional<at::
 		p.idx.push_back(ix[k]);
 		p.dims.push_back((int64_t)k);
 	}
-	if (p.idx.empty() || p.idx.size() > 2 || p.idx.front().scalar_type() != p.idx.back().scalar_type())
+	if (p.idx.empty())
 		return false;
 	at::DimVector b;
 	try {
-		b = p.idx.size() == 1 ? at::DimVector(p.idx[0].sizes())
-				      : at::infer_size_dimvector(p.idx[0].sizes(), p.idx[1].sizes());
+		std::vector<at::Tensor> e = at::expand_outplace(p.idx);
+
+		for (size_t j = 0; j < e.size(); j++)
+			p.idx[j] = e[j];
 	} catch (const std::exception &) {
 		return false;
 	}
-	for (at::Tensor &i : p.idx) {
-		i = i.expand(b);
-		if (!int32_reach(i))
+	p.b = std::vector<int64_t>(p.idx[0].sizes().begin(), p.idx[0].sizes().end());
+	for (const at::Tensor &i : p.idx)
+		if (!int32_reach(i) || i.dim() > 5)
 			return false;
-	}
 	/* The result's dimensions: self's (k >= 0) or B's (-1 - position in B). */
 	std::vector<int64_t> rdims;
-	bool adjacent = p.idx.size() == 1 || p.dims[1] == p.dims[0] + 1;
+	bool adjacent = p.dims.back() - p.dims.front() == (int64_t)p.dims.size() - 1;
 	int64_t first = adjacent ? p.dims[0] : 0;
 	for (int64_t k = 0; k < self.dim(); k++) {
 		if (k == first)
-			for (size_t j = 0; j < b.size(); j++)
+			for (size_t j = 0; j < p.b.size(); j++)
 				rdims.push_back(-1 - (int64_t)j);
 		if (std::find(p.dims.begin(), p.dims.end(), k) == p.dims.end())
 			rdims.push_back(k);
 	}
-	if (rdims.size() > 4)
+	if (rdims.size() > 5)
 		return false;
-	size_t pad = 4 - rdims.size();
-	for (size_t r = 0; r < rdims.size(); r++) {
-		int64_t k = rdims[r];
-
-		if (k >= 0) {
-			p.shape.push_back(self.size(k));
-			p.data[pad + r] = self.stride(k);
-			continue;
-		}
-		p.shape.push_back(b[-1 - k]);
-		for (size_t j = 0; j < p.idx.size(); j++)
-			p.index[j][pad + r] = p.idx[j].stride(-1 - k);
+	/* off is contiguous over B */
+	std::vector<int64_t> bstride(p.b.size());
+	for (int64_t j = (int64_t)p.b.size() - 1, s = 1; j >= 0; s *= p.b[j], j--)
+		bstride[j] = s;
+	for (int64_t k : rdims) {
+		p.shape.push_back(k >= 0 ? self.size(k) : p.b[-1 - k]);
+		p.data.push_back(k >= 0 ? self.stride(k) : 0);
+		p.offs.push_back(k >= 0 ? 0 : bstride[-1 - k]);
 	}
-	return p.numel() <= tvp::max_elements();
+	return p.numel() <= tvp::max_elements() && Plan::prod(p.b) <= tvp::max_elements();
 }
 
 /*
- * 1: done; 0: the device failed the kernel (logged); -1: an index was out
- * of range. flagclear.i32 is ops_index.cpp's (the flag word = 0).
+ * 1: done; 0: the device failed a kernel (logged); -1: an index was out
+ * of range. flagclear.i32 is ops_index.cpp's (the flag word = 0). Indices
+ * from masks are good: no flag to read (no host wait).
  */
 static int run_plan(const Plan &p, const char *kind, const at::Tensor &self, const at::Tensor &other, const char *op)
 {
 	int dev = dev_of(self);
 	at::Tensor flag = at::empty({ 1 }, self.options().dtype(at::kInt));
-	size_t done = tvp::run(dev, { { "flagclear.i32", 1, { va_of(flag) } }, p.launch(kind, self, other, va_of(flag)) },
-			       op);
+	at::Tensor off = at::empty(p.b, self.options().dtype(at::kInt));
+	std::vector<Launch> l = p.launches(kind, self, other, off, va_of(flag));
 
-	if (done != 2)
+	l.insert(l.begin(), { "flagclear.i32", 1, { va_of(flag) } });
+	if (tvp::run(dev, l, op) != l.size())
 		return 0;
+	if (p.trusted)
+		return 1;
 	int32_t bad = 0;
 	copy_from_device(dev, &bad, va_of(flag), sizeof(bad));
 	return bad ? -1 : 1;
