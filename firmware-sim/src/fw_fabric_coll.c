@@ -320,7 +320,7 @@ static int mem_write(struct fw_coll *c, uint64_t va, const void *buf, size_t len
 /* Modeled nanoseconds len bytes take on the link. */
 static uint64_t link_ns(const struct fw_coll *c, uint64_t len)
 {
-	return c->cfg.model_link_mbps ? len * 1000u / c->cfg.model_link_mbps : 0;
+	return c->cfg.model_chip ? fw_model_coll_link_ns(c->cfg.model_chip, len) : 0;
 }
 
 /*
@@ -352,8 +352,11 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 		.src_rank = c->cmd.rank,
 	};
 
-	if (c->cfg.model_link_mbps)
-		h.model_ns = model_send_ns(c, len);
+	/* modeled: when it arrives, its hop priced here, over this port's cable */
+	if (c->cfg.model_chip)
+		h.model_ns = fw_model_coll_hop(c->cfg.model_chip,
+					       c->cfg.model_cable_ns[c->cmd.send_port],
+					       model_send_ns(c, len), len);
 	memcpy(c->txbuf, &h, sizeof(h));
 	if (c->ops.tx(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) < 0) {
 		fail(c, MAIA_STATUS_FABRIC_LINK, s, true);
@@ -560,10 +563,10 @@ static int use_chunk(struct fw_coll *c, const struct maia_fabric_coll_msg *h, co
 {
 	int rc;
 
-	/* modeled: it arrived a hop and its bytes' time after it left */
+	/* modeled: the sender priced its hop (send_msg()): model_ns is its arrival */
 	c->model_fwd_ns = 0;
-	if (c->cfg.model_link_mbps && h->model_ns) {
-		c->model_fwd_ns = h->model_ns + c->cfg.model_link_lat_ns + link_ns(c, h->len);
+	if (c->cfg.model_chip && h->model_ns) {
+		c->model_fwd_ns = h->model_ns;
 		if (c->model_end_ns < c->model_fwd_ns)
 			c->model_end_ns = c->model_fwd_ns;
 	}

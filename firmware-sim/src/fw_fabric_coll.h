@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fw_model.h"
 #include "maia/hw/cmd.h"
 #include "maia/hw/fabric.h"
 
@@ -51,8 +52,13 @@ struct fw_coll_config {
 	/* Messages held before they can be used (see fw_coll_rx). */
 	unsigned int early_msgs;
 	size_t early_bytes;
-	/* The device time model's link (0: messages carry no modeled time). */
-	uint32_t model_link_mbps, model_link_lat_ns;
+	/*
+	 * The device time model's chip (NULL: messages carry no modeled time)
+	 * and each port's cable latency beyond the chip's hop (fabric_lat_ns):
+	 * a chunk's hop is priced by fw_model_coll_hop() as it is sent.
+	 */
+	const struct fw_chip *model_chip;
+	uint32_t model_cable_ns[MAIA_FABRIC_MAX_PORTS];
 };
 
 #define FW_COLL_DEFAULT_CHUNK		MAIA_FABRIC_MSG_MAX_DATA

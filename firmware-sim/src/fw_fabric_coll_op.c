@@ -425,8 +425,8 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 	cfg.nports = fw_fabric_ports(sim);
 	cfg.early_msgs = COLL_OP_HOLD_MSGS;
 	cfg.early_bytes = (size_t)COLL_OP_HOLD_MSGS * MAIA_FABRIC_MSG_MAX_DATA;
-	cfg.model_link_mbps = sim->chip.link_mbps;
-	cfg.model_link_lat_ns = sim->chip.link_lat_ns;
+	cfg.model_chip = &sim->chip;
+	memcpy(cfg.model_cable_ns, sim->cfg.fabric_lat_ns, sizeof(cfg.model_cable_ns));
 	if (fw_coll_init(&c->eng, &cfg, &coll_ops, c)) {
 		free(c);
 		return NULL;

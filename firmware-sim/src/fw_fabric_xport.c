@@ -818,6 +818,15 @@ static int relay(struct maia_sim *sim, unsigned int port, const struct maia_fabr
 	m = coll_copy(msg, len, c->flags, c->relay_hops - 1);
 	if (!m)
 		return -EAGAIN;
+	if (c->model_ns) {
+		/* modeled: one hop more, over out's cable, from its arrival here */
+		struct maia_fabric_coll_msg h;
+
+		memcpy(&h, m->data, sizeof(h));
+		h.model_ns = fw_model_coll_hop(&sim->chip, sim->cfg.fabric_lat_ns[out], c->model_ns,
+					       c->len);
+		memcpy(m->data, &h, sizeof(h));
+	}
 	list_push(&x->port[out].backlog, m);
 	x->port[out].fo.relayed++;
 	flush_backlog(sim, out);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fw_model.h"
+#include "maia/hw/cmd.h"
 
 #define GIB		(1024ull * 1024ull * 1024ull)
 #define KC		256u	/* K slice a tile stages per step */
@@ -354,6 +355,45 @@ void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int ho
 	c->link_ns = bytes_ns(bytes, chip->link_mbps) + (uint64_t)hops * chip->link_lat_ns;
 	c->hbm_bytes = bytes;
 	c->hbm_ns = bytes_ns(bytes, chip->hbm_mbps);
+}
+
+void fw_model_coll_work(const struct maia_cmd_collective *c, uint64_t *bytes,
+			unsigned int *hops)
+{
+	uint64_t n = c->nranks ? c->nranks : 1, size = c->count * (c->dtype == MAIA_DTYPE_BF16 ? 2 : 4);
+
+	if (maia_coll_gather_reduce(c)) {
+		/* every rank's input passes n - 1 hops, one after another */
+		*bytes = (n - 1) * size;
+		*hops = (unsigned int)(n - 1);
+		return;
+	}
+	switch (c->coll) {
+	case MAIA_COLL_ALL_REDUCE:
+		*bytes = 2 * (n - 1) * size / n;
+		*hops = (unsigned int)(2 * (n - 1));
+		break;
+	case MAIA_COLL_BROADCAST:
+		*bytes = size;
+		*hops = (unsigned int)(n - 1);
+		break;
+	default:	/* all-gather, reduce-scatter, all-to-all: count per rank */
+		*bytes = (n - 1) * size;
+		*hops = (unsigned int)(n - 1);
+		break;
+	}
+}
+
+/* A chunk's bytes at the link rate, truncated (as the figures in time-model.rst). */
+uint64_t fw_model_coll_link_ns(const struct fw_chip *chip, uint64_t len)
+{
+	return chip->link_mbps ? len * 1000u / chip->link_mbps : 0;
+}
+
+uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64_t left_ns,
+			   uint64_t len)
+{
+	return left_ns + chip->link_lat_ns + cable_ns + fw_model_coll_link_ns(chip, len);
 }
 
 uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint64_t bytes, struct fw_cost *c)

@@ -144,6 +144,22 @@ void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
 		     struct fw_cost *c);
 /*
+ * A collective (Documentation/hw/time-model.rst, "Other commands" and
+ * "Several devices"). fw_model_coll_work(): the bytes a rank sends and the
+ * hops its ranks' data waits through, for the closed form (fw_model_fabric()
+ * prices them): a ring's steps, or gather-reduce's n - 1 hops. The chunks
+ * themselves: fw_model_coll_hop() is when a chunk of len bytes that leaves
+ * at left_ns arrives over one hop: the chip's hop latency, cable_ns (the
+ * sending port's longer cable, fabric_lat_ns) and its bytes at the link
+ * rate; its header carries that (model_ns) to the receiver.
+ */
+struct maia_cmd_collective;
+void fw_model_coll_work(const struct maia_cmd_collective *c, uint64_t *bytes,
+			unsigned int *hops);
+uint64_t fw_model_coll_link_ns(const struct fw_chip *chip, uint64_t len);
+uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64_t left_ns,
+			   uint64_t len);
+/*
  * A posted remote write of bytes (fw_passes_posted()): the cost that holds
  * the engine, without the hop; returns the hop, after which it is acknowledged.
  */

@@ -182,26 +182,10 @@ void fw_tl_dma_chunk(struct maia_sim *sim, uint64_t n, bool src_hbm, bool dst_hb
 		w->hbm_write += n;
 }
 
-/* The bytes a rank sends and the hops it waits through in a ring collective. */
+/* The bytes a rank sends and the hops it waits through: fw_model_coll_work(). */
 void fw_tl_collective_work(struct maia_sim *sim, const struct maia_cmd_collective *c)
 {
-	struct fw_cmd_work *w = &sim->work;
-	uint64_t n = c->nranks ? c->nranks : 1, bytes = c->count * (c->dtype == MAIA_DTYPE_BF16 ? 2 : 4);
-
-	switch (c->coll) {
-	case MAIA_COLL_ALL_REDUCE:
-		w->fabric_bytes = 2 * (n - 1) * bytes / n;
-		w->fabric_hops = (unsigned int)(2 * (n - 1));
-		break;
-	case MAIA_COLL_BROADCAST:
-		w->fabric_bytes = bytes;
-		w->fabric_hops = (unsigned int)(n - 1);
-		break;
-	default:	/* all-gather, reduce-scatter, all-to-all: count per rank */
-		w->fabric_bytes = (n - 1) * bytes;
-		w->fabric_hops = (unsigned int)(n - 1);
-		break;
-	}
+	fw_model_coll_work(c, &sim->work.fabric_bytes, &sim->work.fabric_hops);
 }
 
 static bool light_opcode(uint16_t opcode)

@@ -71,6 +71,8 @@ static uint64_t rng = 0xc011ec7;
 static uint32_t next_seq = 1;
 static uint32_t trial_comm = 0xfab;	/* the comm_id prepare() gives */
 static uint32_t dev0_send_lat_ns;	/* ring_up(): device 0's send port's extra latency */
+static uint32_t all_lat_ns;		/* ring_up(): every port's extra latency */
+static uint8_t trial_algo;		/* the algo prepare() gives */
 
 static uint64_t now_ms(void)
 {
@@ -203,12 +205,14 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
 		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
-		env_fabric_lat_ns[SEND_PORT] = i == 0 ? dev0_send_lat_ns : 0;
+		env_fabric_lat_ns[RECV_PORT] = all_lat_ns;
+		env_fabric_lat_ns[SEND_PORT] = all_lat_ns + (i == 0 ? dev0_send_lat_ns : 0);
 		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
 			return false;
 		env_fabric_tx_lend = NULL;
 		env_fabric_lat_ns[SEND_PORT] = 0;
+		env_fabric_lat_ns[RECV_PORT] = 0;
 		boot_or_die(&nodes[i].e);
 		queue_setup(&nodes[i].e, &nodes[i].q[0], 0, 64, 0);
 		queue_setup(&nodes[i].e, &nodes[i].q[1], 1, 64, 0);
@@ -293,6 +297,7 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 			.root = (uint16_t)(seq % ndev), .rank = (uint16_t)r,
 			.nranks = (uint16_t)ndev, .comm_id = trial_comm, .seq = seq,
 			.chunk_bytes = chunk, .timeout_ms = timeout_ms, .count = count,
+			.algo = trial_algo,
 		};
 		ref_buf_sizes(k, &s, &rv);
 		sbus = host_alloc(e, s ? s : 8, 64);
@@ -1474,9 +1479,55 @@ static void test_modeled_time(void)
 	ring_down();
 }
 
+/*
+ * A longer cable in modeled time (time-model.rst, "Several devices"): a
+ * ring of n whose every port has fabric_lat_ns = LAT against the same ring
+ * with none. A 400-byte FP32 all-reduce by gather-reduce passes n - 1 hops,
+ * each waiting for the one before; forced round the ring, 2 (n - 1) steps.
+ * Each hop crosses one cable, whose latency counts once, so every rank's
+ * modeled duration grows by exactly hops x LAT. (400 bytes: every hop's
+ * bytes are a whole number of ns at 50 GB/s, so no rounding enters.)
+ */
+static void test_cable_latency(unsigned int n)
+{
+	const uint32_t lat = 2500;	/* 1 us + 2.5 us: under the 5 us failover threshold */
+	static const uint8_t algos[2] = { MAIA_COLL_ALGO_AUTO, MAIA_COLL_ALGO_RING };
+	const unsigned int hops[2] = { n - 1, 2 * (n - 1) };
+	uint64_t d[2][2][MAX_DEV];	/* [with the cables][algo][rank] */
+	bool ok = true, exact = true;
+
+	for (unsigned int l = 0; l < 2; l++) {
+		all_lat_ns = l ? lat : 0;
+		ok &= ring_up(n, 0);
+		all_lat_ns = 0;
+		for (unsigned int a = 0; a < 2 && ok; a++) {
+			struct outcome o;
+
+			trial_algo = algos[a];
+			o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 100, 0, false,
+				-1, LONG_TIMEOUT_MS);
+			trial_algo = MAIA_COLL_ALGO_AUTO;
+			ok &= all_ok(&o) && !o.wrong;
+			for (unsigned int r = 0; r < n; r++)
+				d[l][a][r] = o.model_end[r] - o.model_start[r];
+		}
+		ring_down();
+	}
+	for (unsigned int a = 0; a < 2 && ok; a++)
+		for (unsigned int r = 0; r < n; r++)
+			exact &= d[1][a][r] - d[0][a][r] == (uint64_t)hops[a] * lat;
+	tap_ok(ok && exact,
+	       "modeled, %u ranks, every cable %u ns longer: gather-reduce %llu -> %llu ns (%u hops), "
+	       "ring %llu -> %llu ns (%u steps) on rank 0; every rank grows by hops x %u ns",
+	       n, lat, (unsigned long long)d[0][0][0], (unsigned long long)d[1][0][0], hops[0],
+	       (unsigned long long)d[0][1][0], (unsigned long long)d[1][1][0], hops[1], lat);
+}
+
 int main(void)
 {
 	test_modeled_time();
+	test_cable_latency(2);
+	test_cable_latency(4);
 	test_ring(2, 0, false, 37);
 	test_ring(3, 50000, true, 0);
 	test_ring(4, 0, true, 0);

@@ -277,7 +277,7 @@ struct maia_fabric_coll_msg {
 	__u64 offset;		/* the data's byte offset in the step's block */
 	__u32 src_rank;
 	__u32 relay_hops;	/* (1.10) RELAY: devices still to pass; else 0 */
-	__u64 model_ns;		/* (1.8) sender's modeled time the chunk left; 0: none */
+	__u64 model_ns;		/* (1.8) modeled arrival (the sender prices the hop); 0: none */
 	__u32 reserved2[2];
 };
 
