@@ -28,10 +28,18 @@
  * hop. The NIC path stays for every other backend, for pcap (a filter),
  * and for fabric-direct=off.
  *
+ * Shared-memory cables: a port whose fabricN-shm names a memory backend
+ * instead of a netdev is cabled to a port of another QEMU process (or of
+ * this one) through two rings of frames in that memory
+ * (maia-fabric-shm.c): sent from the device's fabric thread, received by a
+ * thread of the port, not through the net layer or the main loop.
+ *
  * Link state: `set_link <netdev> off` (or on the NIC) takes the port's
  * carrier away. While it is off, frames are neither sent nor received (the
  * net layer drops them, and so do we), so the device sees a dead peer and
  * takes the link DOWN after its keepalive timeout; `on` brings it back.
+ * A port on a shared-memory cable has a NIC with no netdev for this:
+ * `set_link <id>.fabricN`.
  *
  * Copyright (c) 2026 The Maia accelerator stack authors
  *
@@ -322,6 +330,9 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
     if (!maia_fabric_tx_check(f, port, len)) {
         return -1;
     }
+    if (f->port[port].shm) {
+        return maia_fabric_shm_tx(&f->port[port], frame, len);
+    }
     if (maia_fabric_direct_tx(f, port, frame, len, false)) {
         return 0;
     }
@@ -339,6 +350,13 @@ int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
         maia_sim_fabric_frame_put(frame);
         return -1;
     }
+    if (f->port[port].shm) {
+        /* Copied into the ring: the device has its frame back at once. */
+        int ret = maia_fabric_shm_tx(&f->port[port], frame, len);
+
+        maia_sim_fabric_frame_put(frame);
+        return ret;
+    }
     if (maia_fabric_direct_tx(f, port, frame, len, true)) {
         return 0;
     }
@@ -355,7 +373,13 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
     unsigned int i, highest = 0;
 
     for (i = 0; i < MAIA_FABRIC_MAX_PORTS; i++) {
-        if (f->port[i].conf.peers.ncs[0]) {
+        if (f->port[i].conf.peers.ncs[0] && f->port[i].shm_be) {
+            error_setg(errp, "fabric%u and fabric%u-shm are both given: a "
+                       "port is cabled by a netdev or by shared memory, not "
+                       "both", i, i);
+            return false;
+        }
+        if (f->port[i].conf.peers.ncs[0] || f->port[i].shm_be) {
             highest = i + 1;
         }
     }
@@ -408,6 +432,16 @@ bool maia_fabric_configure(MaiaFabric *f, DeviceState *dev,
     }
     if (!f->nports) {
         return true;            /* no fabric: nothing more than before */
+    }
+    for (i = 0; i < f->nports; i++) {
+        f->port[i].fab = f;
+        f->port[i].index = i;
+        if (f->port[i].shm_be && !maia_fabric_shm_open(&f->port[i], errp)) {
+            while (i--) {
+                maia_fabric_shm_close(&f->port[i]);
+            }
+            return false;
+        }
     }
     qemu_mutex_init(&f->txq_lock);
     for (i = 0; i < f->nports; i++) {
@@ -492,6 +526,9 @@ void maia_fabric_attach(MaiaFabric *f, struct maia_sim *sim)
                               &f->dev->mem_reentrancy_guard, p);
         qemu_format_nic_info_str(qemu_get_queue(p->nic), p->conf.macaddr.a);
         qatomic_set(&p->carrier_off, qemu_get_queue(p->nic)->link_down);
+        if (p->shm) {
+            maia_fabric_shm_start(p);
+        }
     }
     for (i = 0; f->direct_prop && i < f->nports; i++) {
         maia_fabric_direct_pair(&f->port[i]);
@@ -520,6 +557,8 @@ void maia_fabric_detach(MaiaFabric *f)
     /* After this no peer hands us a frame, nor we one to it. */
     for (i = 0; i < f->nports; i++) {
         MaiaFabricPort *p = &f->port[i], *q;
+
+        maia_fabric_shm_stop(p);
 
         qemu_mutex_lock(&p->direct_lock);
         q = p->direct;
@@ -561,6 +600,7 @@ void maia_fabric_cleanup(MaiaFabric *f)
         }
     }
     for (i = 0; i < f->nports; i++) {
+        maia_fabric_shm_close(&f->port[i]);
         qemu_mutex_destroy(&f->port[i].direct_lock);
     }
     qemu_mutex_destroy(&f->txq_lock);

@@ -11,6 +11,7 @@
 #include "qemu/queue.h"
 #include "qemu/thread.h"
 #include "net/net.h"
+#include "system/hostmem.h"
 #include "maia/sim.h"
 
 /* Frames the device worker may have waiting for the main loop, per port. */
@@ -24,11 +25,15 @@
 
 typedef struct MaiaFabric MaiaFabric;
 typedef struct MaiaFabricFrame MaiaFabricFrame;
+typedef struct MaiaFabricShm MaiaFabricShm;
 
 typedef struct MaiaFabricPort {
     MaiaFabric *fab;
     unsigned int index;
     NICConf conf;               /* property fabricN: the netdev */
+    /* property fabricN-shm: a shared-memory cable instead of a netdev */
+    HostMemoryBackend *shm_be;
+    MaiaFabricShm *shm;         /* its state (maia-fabric-shm.c), or NULL */
     uint32_t lat_ns;            /* property fabricN-lat-ns: cable latency */
     NICState *nic;              /* BQL; NULL when the port is not created */
     /* nc->link_down for the worker, which must not touch the NIC (atomic) */
@@ -74,7 +79,9 @@ struct MaiaFabric {
 
 #define DEFINE_MAIA_FABRIC_PORT_PROP(_s, _f, _n)                        \
     DEFINE_PROP_NETDEV("fabric" #_n, _s, _f.port[_n].conf.peers),      \
-    DEFINE_PROP_UINT32("fabric" #_n "-lat-ns", _s, _f.port[_n].lat_ns, 0)
+    DEFINE_PROP_UINT32("fabric" #_n "-lat-ns", _s, _f.port[_n].lat_ns, 0), \
+    DEFINE_PROP_LINK("fabric" #_n "-shm", _s, _f.port[_n].shm_be,       \
+                     TYPE_MEMORY_BACKEND, HostMemoryBackend *)
 
 /* The properties; _f is the MaiaFabric member of state _s. */
 #define DEFINE_MAIA_FABRIC_PROPERTIES(_s, _f)                           \
@@ -119,5 +126,18 @@ int maia_fabric_tx(MaiaFabric *f, unsigned int port, const void *frame,
 /* ops.fabric_tx_lend: the same, frame kept (no copy) until it is sent. */
 int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
                         size_t len);
+
+/*
+ * maia-fabric-shm.c: a port's shared-memory cable (fabricN-shm). open()
+ * takes a side of the backend (configure), start() runs the receive thread
+ * (attach), stop() joins it and sends no more (detach), close() gives the
+ * side back (cleanup; stops first if needed).
+ */
+bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp);
+void maia_fabric_shm_start(MaiaFabricPort *p);
+void maia_fabric_shm_stop(MaiaFabricPort *p);
+void maia_fabric_shm_close(MaiaFabricPort *p);
+/* As maia_fabric_tx(), on the port's fabric thread: 0 sent, -1 dropped. */
+int maia_fabric_shm_tx(MaiaFabricPort *p, const void *frame, size_t len);
 
 #endif /* HW_MISC_MAIA_FABRIC_H */

@@ -12,6 +12,15 @@
  *   frames. A third device without fabric properties has no fabric.
  * - Two QEMU processes cabled over a `-netdev stream` unix socket: UP once
  *   both are booted, not before.
+ * - Two QEMU processes cabled over shared memory (fabric0-shm, one
+ *   memory-backend-file in the test's directory): UP, a remote write and
+ *   read exact; `set_link` on the port's NIC takes it DOWN and back; the
+ *   peer QEMU killed (SIGKILL): DOWN by dead peer; a new QEMU on the same
+ *   file: UP again; garbage the test writes into both rings (slot lengths,
+ *   frames, indices): frames dropped and counted, QEMU running, the link UP.
+ *   In one QEMU: two devices on one memory-backend-memfd are cabled; a
+ *   third end, a small or unshared backend, a netdev beside it: refused;
+ *   one end unplugged and plugged again: UP again.
  * - A `-netdev dgram` port fed by this test: what the device sends is a
  *   fabric frame, and malformed frames of any size are counted in RX_DROPS,
  *   one each, with QEMU still running.
@@ -43,13 +52,17 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/atomic.h"
 #include "qemu/bswap.h"
+#include "qemu/futex.h"
 #include "qemu/units.h"
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/pci.h"
+#include "libqos/pci-pc.h"
 #include "qobject/qdict.h"
 
 #include "maia/hw/boot.h"
@@ -61,6 +74,8 @@
 #include "maia/hw/queue.h"
 #include "maia/hw/regs.h"
 #include "maia-qtest-fw.h"
+/* The shared-memory cable's layout (qemu/hw/, grafted as hw/misc/maia/). */
+#include "../../hw/misc/maia/maia-fabric-shm.h"
 
 /* 20 x the dead-peer timeout: a loaded CI machine, not a bound on speed. */
 #define FABRIC_WAIT_US      (20 * G_USEC_PER_SEC)
@@ -799,10 +814,13 @@ static const CableCase cable_filter = {
     " -object filter-dump,id=d0,netdev=c0b,file=/dev/null", "", 0
 };
 
-static void test_remote_write_read(const void *opaque)
+/*
+ * Device d0 (of qs) writes into a window of d1 (of qs, or of another QEMU)
+ * and reads it back; a key d1 never issued is refused. Both are booted and
+ * cabled port 0 to port 0.
+ */
+static void check_remote_write_read(QOSState *qs, Dev *d0, Dev *d1)
 {
-    const CableCase *cc = opaque;
-    static const uint64_t serials[2] = { 0x5151, 0x5252 };
     g_autofree uint8_t *pattern = g_malloc(XFER_LEN);
     g_autofree uint8_t *other = g_malloc(XFER_LEN);
     g_autofree uint8_t *got = g_malloc(XFER_LEN);
@@ -810,10 +828,82 @@ static void test_remote_write_read(const void *opaque)
     uint32_t arg[4], key, bad_key;
     uint64_t src, dst, naks;
     QPCIBar hbm;
-    QOSState *qs;
     Queue q;
-    Dev *d;
     unsigned i;
+
+    /* Device 1: ASID 1 maps the window's pages; the window is opened. */
+    hbm = qpci_iomap(d1->pci, MAIA_BAR_HBM, NULL);
+    map_window(d1, hbm);
+    zero = g_malloc0(WIN_PAGES * MAIA_PAGE_SIZE);
+    qpci_memwrite(d1->pci, hbm, WIN_HBM, zero, WIN_PAGES * MAIA_PAGE_SIZE);
+    arg[0] = 1;
+    arg[1] = (uint32_t)PT_HBM;
+    arg[2] = PT_HBM >> 32;
+    arg[3] = 0;
+    g_assert_cmpuint(mbox(d1, MAIA_MBOX_SET_CONTEXT, arg, NULL), ==,
+                     MAIA_MBOX_OK);
+    arg[0] = 1 | (MAIA_ACCESS_READ | MAIA_ACCESS_WRITE) << 16;
+    arg[1] = (uint32_t)WIN_VA;
+    arg[2] = WIN_VA >> 32;
+    arg[3] = WIN_PAGES;
+    g_assert_cmpuint(mbox(d1, MAIA_MBOX_FABRIC_WINDOW_OPEN, arg, &key), ==,
+                     MAIA_MBOX_OK);
+    g_assert_cmpuint(MAIA_FABRIC_KEY_GEN(key), !=, 0);
+
+    /* Device 0: jobs in ASID 0 on guest memory. */
+    queue_init(qs, d0, &q);
+    for (i = 0; i < XFER_LEN; i++) {
+        pattern[i] = (uint8_t)(i * 7 + 3);
+        other[i] = (uint8_t)~pattern[i];
+    }
+    src = guest_alloc(&qs->alloc, XFER_LEN);
+    dst = guest_alloc(&qs->alloc, XFER_LEN);
+    qtest_memwrite(qs->qts, src, pattern, XFER_LEN);
+    qtest_memset(qs->qts, dst, 0, XFER_LEN);
+
+    /* Remote write: the bytes land at the offset, nothing around them. */
+    g_assert_cmpuint(remote_write(qs, d0, &q, key, src), ==,
+                     MAIA_STATUS_OK);
+    qpci_memread(d1->pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+    g_assert_cmphex(qpci_io_readb(d1->pci, hbm, WIN_HBM + XFER_OFF - 1), ==,
+                    0);
+    g_assert_cmphex(qpci_io_readb(d1->pci, hbm,
+                                  WIN_HBM + XFER_OFF + XFER_LEN), ==, 0);
+
+    /* Remote read of the same bytes into guest memory. */
+    g_assert_cmpuint(remote_read(qs, d0, &q, key, dst), ==,
+                     MAIA_STATUS_OK);
+    qtest_memread(qs->qts, dst, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+
+    /* A key of the same slot, another generation: refused, nothing lands. */
+    bad_key = key + (1u << 8);
+    naks = rd64(d1, MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX));
+    qtest_memwrite(qs->qts, src, other, XFER_LEN);
+    g_assert_cmpuint(remote_write(qs, d0, &q, bad_key, src), ==,
+                     MAIA_STATUS_FABRIC_KEY);
+    qpci_memread(d1->pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
+    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+    g_assert_cmpuint(remote_read(qs, d0, &q, bad_key, dst), ==,
+                     MAIA_STATUS_FABRIC_KEY);
+    /* The port registers are a snapshot: wait for the refusals to show. */
+    g_assert(WAIT_UNTIL(rd64(d1, MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX)) ==
+                        naks + 2));
+    g_assert_cmphex(rd(d0, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+    g_assert_cmphex(rd(d1, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+
+    guest_free(&qs->alloc, src);
+    guest_free(&qs->alloc, dst);
+    qpci_iounmap(d1->pci, hbm);
+}
+
+static void test_remote_write_read(const void *opaque)
+{
+    const CableCase *cc = opaque;
+    static const uint64_t serials[2] = { 0x5151, 0x5252 };
+    QOSState *qs;
+    Dev *d;
 
     qs = qtest_pc_boot("-nodefaults -machine q35 "
                        "-netdev hubport,id=c0a,hubid=0 "
@@ -828,71 +918,232 @@ static void test_remote_write_read(const void *opaque)
     boot_fw(qs, &d[0]);
     boot_fw(qs, &d[1]);
     assert_cabled(&d[0], 0, &d[1], 0);
+    check_remote_write_read(qs, &d[0], &d[1]);
 
-    /* Device 1: ASID 1 maps the window's pages; the window is opened. */
-    hbm = qpci_iomap(d[1].pci, MAIA_BAR_HBM, NULL);
-    map_window(&d[1], hbm);
-    zero = g_malloc0(WIN_PAGES * MAIA_PAGE_SIZE);
-    qpci_memwrite(d[1].pci, hbm, WIN_HBM, zero, WIN_PAGES * MAIA_PAGE_SIZE);
-    arg[0] = 1;
-    arg[1] = (uint32_t)PT_HBM;
-    arg[2] = PT_HBM >> 32;
-    arg[3] = 0;
-    g_assert_cmpuint(mbox(&d[1], MAIA_MBOX_SET_CONTEXT, arg, NULL), ==,
-                     MAIA_MBOX_OK);
-    arg[0] = 1 | (MAIA_ACCESS_READ | MAIA_ACCESS_WRITE) << 16;
-    arg[1] = (uint32_t)WIN_VA;
-    arg[2] = WIN_VA >> 32;
-    arg[3] = WIN_PAGES;
-    g_assert_cmpuint(mbox(&d[1], MAIA_MBOX_FABRIC_WINDOW_OPEN, arg, &key), ==,
-                     MAIA_MBOX_OK);
-    g_assert_cmpuint(MAIA_FABRIC_KEY_GEN(key), !=, 0);
+    free_devs(d, 2);
+    qtest_shutdown(qs);
+}
 
-    /* Device 0: jobs in ASID 0 on guest memory. */
-    queue_init(qs, &d[0], &q);
-    for (i = 0; i < XFER_LEN; i++) {
-        pattern[i] = (uint8_t)(i * 7 + 3);
-        other[i] = (uint8_t)~pattern[i];
+/* The fabric0-shm cable in a memory-backend-file at path, 16 MiB. */
+#define SHM_OPTS "-object memory-backend-file,id=cable,mem-path=%s," \
+                 "size=16M,share=on "
+
+static QOSState *boot_shm(const char *path, const char *serial)
+{
+    return qtest_pc_boot("-nodefaults -machine q35 " SHM_OPTS
+                         "-device maia,id=m0," DEV_OPTS ",serial=%s,"
+                         "fabric0-shm=cable", path, serial);
+}
+
+/*
+ * SIGKILL, as a crash or the OOM killer: none of QEMU's exit code runs.
+ * libqtest aborts when it reaps a QEMU that died of a signal, so the test
+ * reaps it and leaves the QTestState (two sockets) behind.
+ */
+static void kill_qemu_hard(QOSState *qs)
+{
+    g_assert_cmpint(kill(qtest_pid(qs->qts), SIGKILL), ==, 0);
+    while (qtest_probe_child(qs->qts)) {
+        g_usleep(1000);
     }
-    src = guest_alloc(&qs->alloc, XFER_LEN);
-    dst = guest_alloc(&qs->alloc, XFER_LEN);
-    qtest_memwrite(qs->qts, src, pattern, XFER_LEN);
-    qtest_memset(qs->qts, dst, 0, XFER_LEN);
+    qpci_free_pc(qs->pcibus);
+    alloc_destroy(&qs->alloc);
+    g_free(qs);
+}
 
-    /* Remote write: the bytes land at the offset, nothing around them. */
-    g_assert_cmpuint(remote_write(qs, &d[0], &q, key, src), ==,
-                     MAIA_STATUS_OK);
-    qpci_memread(d[1].pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
-    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
-    g_assert_cmphex(qpci_io_readb(d[1].pci, hbm, WIN_HBM + XFER_OFF - 1), ==,
-                    0);
-    g_assert_cmphex(qpci_io_readb(d[1].pci, hbm,
-                                  WIN_HBM + XFER_OFF + XFER_LEN), ==, 0);
+/* A hostile peer wakes the receiver of ring r (it may be asleep). */
+static void shm_kick(MaiaFabricShmRing *ring)
+{
+    qatomic_inc(&ring->kick);
+    qemu_futex_wake(&ring->kick, INT_MAX);
+}
 
-    /* Remote read of the same bytes into guest memory. */
-    g_assert_cmpuint(remote_read(qs, &d[0], &q, key, dst), ==,
-                     MAIA_STATUS_OK);
-    qtest_memread(qs->qts, dst, got, XFER_LEN);
-    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
+/*
+ * A hostile peer: 16 garbage frames put into each ring of the cable at mem
+ * (slot lengths small, zero or far too large, random bytes).
+ */
+static void shm_garbage(uint8_t *mem)
+{
+    MaiaFabricShmHeader *hdr = (MaiaFabricShmHeader *)mem;
+    unsigned r, k, b;
 
-    /* A key of the same slot, another generation: refused, nothing lands. */
-    bad_key = key + (1u << 8);
-    naks = rd64(&d[1], MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX));
-    qtest_memwrite(qs->qts, src, other, XFER_LEN);
-    g_assert_cmpuint(remote_write(qs, &d[0], &q, bad_key, src), ==,
-                     MAIA_STATUS_FABRIC_KEY);
-    qpci_memread(d[1].pci, hbm, WIN_HBM + XFER_OFF, got, XFER_LEN);
-    g_assert(memcmp(got, pattern, XFER_LEN) == 0);
-    g_assert_cmpuint(remote_read(qs, &d[0], &q, bad_key, dst), ==,
-                     MAIA_STATUS_FABRIC_KEY);
-    /* The port registers are a snapshot: wait for the refusals to show. */
-    g_assert(WAIT_UNTIL(rd64(&d[1], MAIA_REG_FPORT(0, MAIA_FPORT_NAK_TX)) ==
-                        naks + 2));
+    for (r = 0; r < 2; r++) {
+        MaiaFabricShmRing *ring = &hdr->ring[r];
+        uint32_t tail = qatomic_read(&ring->tail);
+
+        for (k = 0; k < 16; k++) {
+            MaiaFabricShmSlot *slot = (MaiaFabricShmSlot *)
+                (mem + maia_fabric_shm_slot_offset(r, tail + k));
+            uint32_t len = k % 4 == 3 ? 0xfffff000u + k :
+                           (uint32_t)g_test_rand_int_range(0, 200);
+
+            for (b = 0; b < 200; b++) {
+                slot->frame[b] = g_test_rand_int();
+            }
+            qatomic_set(&slot->len, len);
+        }
+        qatomic_store_release(&ring->head, tail + 16);
+        shm_kick(ring);
+    }
+}
+
+/* ... and indices that make no sense: a head far ahead, a tail past it. */
+static void shm_bad_indices(uint8_t *mem)
+{
+    MaiaFabricShmHeader *hdr = (MaiaFabricShmHeader *)mem;
+
+    qatomic_set(&hdr->ring[0].head, qatomic_read(&hdr->ring[0].tail) +
+                1000000u);
+    shm_kick(&hdr->ring[0]);
+    qatomic_set(&hdr->ring[1].tail, qatomic_read(&hdr->ring[1].head) + 777u);
+}
+
+static uint64_t rx_drops(Dev *d)
+{
+    return rd64(d, MAIA_REG_FPORT(0, MAIA_FPORT_RX_DROPS));
+}
+
+static void test_shm_two_qemus(void)
+{
+    static const uint64_t sa = 0xa1a1, sb = 0xb1b1;
+    g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/cable", dir);
+    uint64_t da, db;
+    QOSState *qa, *qb;
+    uint8_t *mem;
+    Dev *a, *b;
+    int fd;
+
+    qa = boot_shm(path, "0xa1a1");
+    qb = boot_shm(path, "0xb1b1");
+    a = find_devs(qa, &sa, 1);
+    b = find_devs(qb, &sb, 1);
+    probe(qa, a);
+    probe(qb, b);
+    assert_cabled(a, 0, b, 0);
+    assert_link_counts(a, 0, 1, 0, 0);
+    check_remote_write_read(qa, a, b);
+
+    /* The port's NIC has no netdev, but set_link takes its carrier. */
+    set_link(qa->qts, "m0.fabric0", false);
+    g_assert(WAIT_UNTIL(!port_up(a, 0) && !port_up(b, 0)));
+    set_link(qa->qts, "m0.fabric0", true);
+    assert_cabled(a, 0, b, 0);
+    assert_link_counts(a, 0, 2, 1, 1);
+
+    /* Peer killed: a's keepalive finds it dead, as with a dead socket. */
+    kill_qemu_hard(qb);
+    free_devs(b, 1);
+    g_assert(WAIT_UNTIL(!port_up(a, 0)));
+    assert_link_counts(a, 0, 2, 2, 2);
+
+    /* A new QEMU on the same file takes the dead one's side: UP again. */
+    qb = boot_shm(path, "0xb1b1");
+    b = find_devs(qb, &sb, 1);
+    probe(qb, b);
+    assert_cabled(a, 0, b, 0);
+    assert_link_counts(a, 0, 3, 2, 2);
+
+    /* Garbage in the rings: dropped and counted, nobody falls over. */
+    fd = open(path, O_RDWR);
+    g_assert_cmpint(fd, >=, 0);
+    mem = mmap(NULL, MAIA_FABRIC_SHM_SIZE, PROT_READ | PROT_WRITE,
+               MAP_SHARED, fd, 0);
+    g_assert(mem != MAP_FAILED);
+    da = rx_drops(a);
+    db = rx_drops(b);
+    /* The senders may write their heads over ours: again until it shows. */
+    g_assert(WAIT_UNTIL((shm_garbage(mem), rx_drops(a) > da &&
+                         rx_drops(b) > db)));
+    g_test_message("RX_DROPS after garbage: %" PRIu64 " and %" PRIu64,
+                   rx_drops(a) - da, rx_drops(b) - db);
+    shm_bad_indices(mem);
+    g_assert_cmphex(rd(a, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+    g_assert_cmphex(rd(b, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+    assert_cabled(a, 0, b, 0);
+    munmap(mem, MAIA_FABRIC_SHM_SIZE);
+    close(fd);
+
+    free_devs(a, 1);
+    free_devs(b, 1);
+    qtest_shutdown(qb);
+    qtest_shutdown(qa);
+    unlink(path);
+    rmdir(dir);
+}
+
+/*
+ * device_add of a maia with port `port` on memory backend `be` (and on
+ * netdev `netdev` too, if not NULL) fails with an error saying `what`.
+ */
+static void expect_shm_error(QTestState *qts, unsigned port, const char *be,
+                             const char *netdev, const char *what)
+{
+    g_autofree char *shm = g_strdup_printf("fabric%u-shm", port);
+    g_autofree char *nd = g_strdup_printf("fabric%u", port);
+    QDict *args = qdict_new();
+    QDict *rsp, *err;
+
+    qdict_put_str(args, "driver", "maia");
+    qdict_put_str(args, "id", "bad");
+    qdict_put_int(args, "hbm-size", 16 * MiB);
+    qdict_put_str(args, shm, be);
+    if (netdev) {
+        qdict_put_str(args, nd, netdev);
+    }
+    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments': %p}", args);
+    err = qdict_get_qdict(rsp, "error");
+    g_assert_nonnull(err);
+    g_test_message("%s=%s: %s", shm, be, qdict_get_str(err, "desc"));
+    g_assert_nonnull(strstr(qdict_get_str(err, "desc"), what));
+    qobject_unref(rsp);
+}
+
+/*
+ * Two devices of one QEMU on one memfd backend; what a cable refuses; one
+ * unplugged and plugged again.
+ */
+static void test_shm_one_qemu(void)
+{
+    static const uint64_t serials[2] = { 0xc1c1, 0xc2c2 };
+    QOSState *qs;
+    Dev *d;
+
+    qs = qtest_pc_boot("-nodefaults -machine pc "
+                       "-object memory-backend-memfd,id=mf,size=16M "
+                       "-object memory-backend-memfd,id=small,size=1M "
+                       "-object memory-backend-ram,id=priv,size=16M,"
+                       "share=off "
+                       "-object memory-backend-memfd,id=spare,size=16M "
+                       "-netdev hubport,id=h0,hubid=0 "
+                       "-device maia,id=m0,addr=0x4," DEV_OPTS ","
+                       "serial=0xc1c1,fabric0-shm=mf "
+                       "-device maia,id=m1,addr=0x5," DEV_OPTS ","
+                       "serial=0xc2c2,fabric0-shm=mf");
+    d = find_devs(qs, serials, 2);
+    probe(qs, &d[0]);
+    probe(qs, &d[1]);
+    assert_cabled(&d[0], 0, &d[1], 0);
+    g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, 0);
+
+    expect_shm_error(qs->qts, 0, "mf", NULL, "both ends");
+    expect_shm_error(qs->qts, 0, "small", NULL, "size=16M");
+    expect_shm_error(qs->qts, 0, "priv", NULL, "share=on");
+    expect_shm_error(qs->qts, 1, "spare", "h0", "not both");
     g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
-    g_assert_cmphex(rd(&d[1], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
 
-    guest_free(&qs->alloc, src);
-    guest_free(&qs->alloc, dst);
+    /* Unplugged (its thread joined): its side is free for the next one. */
+    qpci_unplug_acpi_device_test(qs->qts, "m1", 0x5);
+    g_assert(WAIT_UNTIL(!port_up(&d[0], 0)));
+    free_devs(d, 2);
+    qtest_qmp_device_add(qs->qts, "maia", "m1",
+                         "{'addr': '0x5', 'hbm-size': 16777216, "
+                         "'queues': 1, 'worker-threads': 1, "
+                         "'serial': 49858, 'fabric0-shm': 'mf'}");
+    d = find_devs(qs, serials, 2);
+    probe(qs, &d[1]);
+    assert_cabled(&d[0], 0, &d[1], 0);
+
     free_devs(d, 2);
     qtest_shutdown(qs);
 }
@@ -903,6 +1154,8 @@ int main(int argc, char **argv)
 
     qtest_add_func("/maia-fabric/hubport-ring", test_hubport_ring);
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
+    qtest_add_func("/maia-fabric/shm-two-qemus", test_shm_two_qemus);
+    qtest_add_func("/maia-fabric/shm-one-qemu", test_shm_one_qemu);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
     qtest_add_func("/maia-fabric/cable-latency", test_cable_latency);
