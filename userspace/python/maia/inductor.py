@@ -281,6 +281,50 @@ def _plugins():
     th.get_caching_autotuner_plugins = plugins
 
 
+def random_seeds(low, high, size, out):
+    """Inductor's seeds for its Triton random numbers (dropout, rand), one
+    int64 per random op of a graph: aten.randint on a CUDA device's
+    generator. The maia backend has no randint kernel; rather than a CPU
+    fallback (an error in strict mode), they are drawn from the CPU
+    generator (seeded by torch.manual_seed) and uploaded, one copy."""
+    return out.copy_(torch.randint(low, high, size, dtype=out.dtype))
+
+
+def _seeds_from_host():
+    """Inductor's RandomSeeds node calls random_seeds for a maia device."""
+    from torch._inductor import ir
+
+    init = ir.RandomSeeds.__init__
+
+    def __init__(self, count, device):
+        init(self, count, device)
+        if device.type == BACKEND:
+            self.python_kernel_name = "maia_random_seeds"
+
+    ir.RandomSeeds.__init__ = __init__
+
+
+def _wrapper():
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    class MaiaWrapperCodegen(PythonWrapperCodegen):
+        """Inductor's Python wrapper, importing random_seeds (the name
+        RandomSeeds writes for a maia device)."""
+
+        @staticmethod
+        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+            if is_subgraph:
+                return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper,
+                                                   partition_signatures)
+            return MaiaWrapperCodegen()
+
+        def write_header(self):
+            super().write_header()
+            self.imports.writeline("from maia.inductor import random_seeds as maia_random_seeds")
+
+    return MaiaWrapperCodegen
+
+
 def _scheduling():
     from torch._inductor.codegen.common import BackendFeature
     from torch._inductor.codegen.triton import TritonScheduling
@@ -300,6 +344,7 @@ def _scheduling():
 
 _registered = False
 Scheduling = None          # MaiaScheduling, made by register()
+WrapperCodegen = None      # MaiaWrapperCodegen, made by register()
 
 
 def register():
@@ -309,17 +354,18 @@ def register():
         return
     from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-    global Scheduling
+    global Scheduling, WrapperCodegen
     Scheduling = _scheduling()
+    WrapperCodegen = _wrapper()
     iface = _interface()
     register_interface_for_device(BACKEND, iface)
     for i in range(max(1, torch.maia.device_count())):
         register_interface_for_device("%s:%d" % (BACKEND, i), iface)
-    register_backend_for_device(BACKEND, Scheduling, PythonWrapperCodegen)
+    register_backend_for_device(BACKEND, Scheduling, WrapperCodegen)
     register_device_op_overrides(BACKEND, _op_overrides())
     _plugins()
+    _seeds_from_host()
     # Compile Triton kernels in this process: a worker would import torch
     # again (40 s and more in a TCG guest) and has no device.
     torch._inductor.config.compile_threads = 1
@@ -332,5 +378,4 @@ def register_for_inductor(name):
     device: register() first; no C++ wrapper (None: Inductor keeps what
     register() set)."""
     register()
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
-    return {"Scheduling": Scheduling, "PythonWrapperCodegen": PythonWrapperCodegen}.get(name)
+    return {"Scheduling": Scheduling, "PythonWrapperCodegen": WrapperCodegen}.get(name)

@@ -392,6 +392,21 @@ class Lowering:
             return self.define(op, Val("const", t, value=v.value))
         self.define(op, Val(v.kind, t, v.reg, v.off, shape))
 
+    def op_tt_bitcast(self, op):
+        """No code where the registers already hold the bits: a pointer to
+        elements of the same size (Triton stores an i1 tensor through an i8
+        pointer; offsets count elements), a 32-bit integer tensor as f32 or
+        back (lanes are 32 bits). Other bitcasts (f16 lanes hold binary32,
+        a scalar int is in a scalar register) are refused."""
+        t = op.result_types[0]
+        src = ttir.Type(op.types.rsplit("->", 1)[0])
+        v = self.val(op.operands[0], op)
+        if t.ptr and src.ptr and _ELEM_BYTES.get(t.elem) == _ELEM_BYTES.get(src.elem) is not None:
+            return self.define(op, Val(v.kind, t, v.reg, v.off, v.shape, v.value))
+        if (t.is_tensor and v.kind == "tensor" and {t.elem, src.elem} <= {"f32", "i32"}):
+            return self.define(op, Val("tensor", t, v.reg, shape=v.shape))
+        self.err("tt.bitcast of %s to %s is not supported" % (src, t), op)
+
     def op_tt_trans(self, op):
         t = op.result_types[0]
         v = self.val(op.operands[0], op)
@@ -453,6 +468,20 @@ class Lowering:
         self.vemit(shape, "viadd", hi, lo, hi)
         return lo, hi
 
+    def _sld_i64(self, addr, hint):
+        """An i64 scalar at addr (Inductor's random seed, its offsets): SLD
+        moves 32 bits, so the low word zero-extended OR the high word << 32."""
+        r, hi, k, a = self.news(hint), self.news(hint), self.news("32"), self.news("addr + 4")
+        self.emit("sld", r, addr, "i32")
+        self.emit("addi", a, addr, "4")
+        self.emit("sld", hi, a, "i32")
+        self.emit("li", k, "32")
+        self.emit("shl", r, r, k)
+        self.emit("shr", r, r, k)
+        self.emit("shl", hi, hi, k)
+        self.emit("or", r, r, hi)
+        return r
+
     def _mask(self, name, op, shape):
         v = self.val(name, op)
         if v.kind == "const":
@@ -470,10 +499,10 @@ class Lowering:
         if dtype is None:
             self.err("loads of %s are not supported" % t.elem, op)
         if p.kind == "int":
-            if t.elem == "i64":
-                self.err("scalar loads of i64 are not supported (tensors of i64 are)", op)
             if len(op.operands) > 1:
                 self.err("masked scalar loads are not supported", op)
+            if t.elem == "i64":
+                return self.define(op, Val("int", t, self._sld_i64(p.reg, op.results[0])))
             if t.is_float:
                 r = self.newv(op.results[0])
                 self.vemit((1, 1), "vld", r, p.reg, "unit", dtype)
