@@ -38,6 +38,9 @@
  *    its buffer: see Documentation/cluster.rst).
  *    mixed is unix,tcp: the cable an even rank listens for is unix, an odd
  *    rank's TCP, so that one ring runs both stream transports (one machine).
+ *    shm: a shared-memory cable (the device's fabricN-shm on a
+ *    memory-backend-file in /dev/shm named after the job directory; one
+ *    machine), no socket and no net layer.
  *  - Barriers: each QEMU gets a virtio-serial port "maia.cluster" on a
  *    unix socket in the job directory. A guest writes "ready" on it
  *    (maia-cluster-sync) and gets "go" once every rank's guest has asked
@@ -85,9 +88,9 @@
 #define ADDR_LEN	160
 #define ARG_LEN		512
 
-enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP };
+enum link_kind { LINK_UNIX, LINK_TCP, LINK_DGRAM, LINK_UDP, LINK_SHM };
 
-static const char *const link_names[] = { "unix", "tcp", "dgram", "udp" };
+static const char *const link_names[] = { "unix", "tcp", "dgram", "udp", "shm" };
 
 #define MAX_LINKS	16		/* entries of a --link list */
 
@@ -229,17 +232,42 @@ static void dgram_end(char *nd, unsigned int port, enum link_kind kind,
 			 other);
 }
 
-/* The -netdev options of this rank's two cable ends: cable rank, then cable rank-1. */
-static void netdevs(const struct rank_addr *all, char nd[2][ARG_LEN])
+/* The shared file of cable k (shm): in /dev/shm, named after the job directory. */
+static void shm_path(char *path, size_t len, const char *dir, int k)
+{
+	const char *base = strrchr(dir, '/');
+
+	snprintf(path, len, "/dev/shm/%s-cable%d", base ? base + 1 : dir, k);
+}
+
+/* -object options of this rank's port `port` on shared-memory cable k. */
+static void shm_end(char *nd, unsigned int port, const char *dir, int k)
+{
+	char path[ADDR_LEN];
+
+	shm_path(path, sizeof(path), dir, k);
+	snprintf(nd, ARG_LEN, "memory-backend-file,id=fab%u,mem-path=%s,size=16M,share=on",
+		 port, path);
+}
+
+/*
+ * The -netdev options of this rank's two cable ends: cable rank, then cable
+ * rank-1 (-object options of a memory backend for an shm cable).
+ */
+static void netdevs(const struct rank_addr *all, const char *dir, char nd[2][ARG_LEN])
 {
 	int prank = (rank + nranks - 1) % nranks;
 	const struct rank_addr *me = &all[rank];
 
-	if (cable_kind(rank) == LINK_UNIX || cable_kind(rank) == LINK_TCP)
+	if (cable_kind(rank) == LINK_SHM)
+		shm_end(nd[0], 0, dir, rank);
+	else if (cable_kind(rank) == LINK_UNIX || cable_kind(rank) == LINK_TCP)
 		stream_end(nd[0], "fab0", me, rank, true);
 	else
 		dgram_end(nd[0], 0, cable_kind(rank), me, &all[(rank + 1) % nranks]);
-	if (cable_kind(prank) == LINK_UNIX || cable_kind(prank) == LINK_TCP)
+	if (cable_kind(prank) == LINK_SHM)
+		shm_end(nd[1], 1, dir, prank);
+	else if (cable_kind(prank) == LINK_UNIX || cable_kind(prank) == LINK_TCP)
 		stream_end(nd[1], "fab1", &all[prank], prank, false);
 	else
 		dgram_end(nd[1], 1, cable_kind(prank), me, &all[prank]);
@@ -263,7 +291,7 @@ static void parse_links(const char *arg)
 			if (!strcmp(t, link_names[k]))
 				break;
 		if (k == sizeof(link_names) / sizeof(link_names[0]))
-			die("--link %s: '%s' is not unix, tcp, dgram or udp (or the whole of "
+			die("--link %s: '%s' is not unix, tcp, dgram, udp or shm (or the whole of "
 			    "mixed)", opt.link_arg, t);
 		if (opt.nlinks == MAX_LINKS)
 			die("--link %s: at most %d entries", opt.link_arg, MAX_LINKS);
@@ -530,7 +558,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: mpirun -np N maia-cluster [--link KIND[,KIND...]|mixed] "
 		"[--host-addr ADDR|auto]\n"
-		"       (KIND: unix, tcp, dgram or udp; cable k, from rank k, is entry k mod the\n"
+		"       (KIND: unix, tcp, dgram, udp or shm; cable k, from rank k, is entry k mod the\n"
 		"       list's length; mixed is unix,tcp)\n"
 		"       [--ids K] [--timeout SEC] [--memory SIZE] [--device-opts OPTS]\n"
 		"       [--kill-rank R --kill-on TEXT] [--fail-on TEXT] [--run-guest PATH]\n"
@@ -704,10 +732,10 @@ int main(int argc, char **argv)
 	gargv[k++] = "virtserialport,bus=mser.0,chardev=mctl,name=maia.cluster";
 	devopts[0] = '\0';
 	if (nranks > 1) {
-		netdevs(all, nd);
+		netdevs(all, dir, nd);
 		for (i = 0; i < 2; i++) {
 			gargv[k++] = "--qemu-arg";
-			gargv[k++] = "-netdev";
+			gargv[k++] = cable_kind(i ? prank : rank) == LINK_SHM ? "-object" : "-netdev";
 			gargv[k++] = "--qemu-arg";
 			gargv[k++] = nd[i];
 		}
@@ -718,7 +746,9 @@ int main(int argc, char **argv)
 		 * grants and what it sends ahead): a rank with either end of
 		 * a UDP cable takes it, and its other cable runs with it too.
 		 */
-		snprintf(devopts, sizeof(devopts), "fabric0=fab0,fabric1=fab1%s%s%s",
+		snprintf(devopts, sizeof(devopts), "fabric0%s=fab0,fabric1%s=fab1%s%s%s",
+			 cable_kind(rank) == LINK_SHM ? "-shm" : "",
+			 cable_kind(prank) == LINK_SHM ? "-shm" : "",
 			 udp_end && !(opt.device_opts &&
 				      strstr(opt.device_opts, "fabric-window=")) ?
 			 ",fabric-window=2" : "",
@@ -765,6 +795,12 @@ int main(int argc, char **argv)
 	unlink(pidfile);
 	unlink(ctl_path);
 	unlink(me.path);
+	if (cable_kind(rank) == LINK_SHM) {
+		char p[ADDR_LEN];
+
+		shm_path(p, sizeof(p), dir, rank);
+		unlink(p);
+	}
 	if (cable_kind(rank) == LINK_DGRAM || cable_kind(prank) == LINK_DGRAM) {
 		char p[ADDR_LEN + 4];
 
