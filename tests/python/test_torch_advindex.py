@@ -217,10 +217,153 @@ def bad_indices():
 
 
 @test
+def many_indices():
+    """3 and 4 index tensors (int64 and int32 mixed), adjacent or separated by slices, ranks 4 and 5."""
+    x4 = torch.randn(5, 6, 7, 8, generator=G)
+    x5 = torch.randn(3, 4, 5, 6, 7, generator=G)
+    xp = torch.randn(8, 7, 6, 5, generator=G).permute(3, 1, 0, 2)   # non-contiguous 5 x 7 x 8 x 6
+    a = ri(5, (2, 1, 3))
+    b = ri(6, (4, 1)).int()
+    c = ri(7, (3,))
+    d = ri(8, (1, 3))
+    ix = dict(a=a, b=b, c=c, d=d, b4=b % 4, c5=c % 5, c6=c % 6, d7=d % 7, e=torch.tensor([0, -1]))
+    cases = [
+        (x4, lambda x, t: x[t["a"], t["b"], t["c"]]),                # adjacent at the front: B then 8
+        (x4, lambda x, t: x[:, t["b"], t["c"], t["d"]]),             # adjacent after a slice
+        (x4, lambda x, t: x[t["a"], :, t["c"], t["d"]]),             # separated: B first
+        (x4, lambda x, t: x[t["a"], t["b"], t["c"], t["d"]]),        # 4 of them
+        (x4, lambda x, t: x[t["a"], 1:5, t["c"], ::3]),
+        (x5, lambda x, t: x[:, t["b4"], t["c5"], :, t["d7"]]),
+        (x4, lambda x, t: x[None, t["c5"], :, t["c"]]),              # None: self of rank 5
+        (x5, lambda x, t: x[1, ..., t["c6"], t["d7"]]),
+        (x5, lambda x, t: x[:, 1:3, t["e"]]),                        # a rank-5 result
+        (xp, lambda x, t: x[t["a"], :, t["d"], t["b"]]),
+        (x4.bfloat16(), lambda x, t: x[t["a"], t["b"], t["c"]]),
+    ]
+    before = dev_count("index")
+    with mt.strict():
+        for n, (x, f) in enumerate(cases):
+            ref = f(x, ix)
+            exact(f(x.to(DEV), {k: v.to(DEV) for k, v in ix.items()}), ref, "case %d" % n)
+    assert dev_count("index") >= before + len(cases), mt.device_stats()
+    # stores: unique positions (a permutation) and accumulated repeats
+    perm = torch.randperm(5 * 6 * 7, generator=G)[:50]             # unique (i0, i1, i2): the store is defined
+    i0, i1, i2 = perm // 42, perm // 7 % 6, perm % 7
+    v = torch.randn(50, 8, generator=G)
+    with mt.strict():
+        xd = x4.to(DEV)
+        xd[i0.to(DEV), i1.to(DEV), i2.int().to(DEV)] = v.to(DEV)
+        y = x4.clone()
+        y[i0, i1, i2] = v
+        exact(xd, y, "x[i, j, k] = v")
+        xd = xp.to(DEV)
+        xd[:, c, d, b] = 1.5                                    # strided self, separated, broadcast value
+        y = xp.clone()
+        y[:, c, d, b] = 1.5
+        exact(xd, y, "x[:, c, d, b] = 1.5 (permuted self)")
+        ia, ib, ic = ri(5, (30,)), ri(6, (30,)), ri(7, (1,))
+        w = torch.randn(30, 8, generator=G)
+        got = x4.to(DEV).index_put_((ia.to(DEV), ib.to(DEV), ic.to(DEV)), w.to(DEV), accumulate=True)
+        ref = x4.double().index_put_((ia, ib, ic), w.double(), accumulate=True)
+        close(got, ref, 1e-5, "index_put_ accumulate, 3 indices")
+    xg = x4.double().requires_grad_()
+    xg[a, :, c, d].sum().backward()
+    with mt.strict():
+        xd = x4.to(DEV).requires_grad_()
+        xd[a.to(DEV), :, c.to(DEV), d.to(DEV)].sum().backward()
+    close(xd.grad, xg.grad, 1e-6, "d x[a, :, c, d]")
+    same_error(lambda: x4.to(DEV)[a.to(DEV), b.to(DEV), torch.tensor([7]).to(DEV)],
+               lambda: x4[a, b, torch.tensor([7])])
+    same_error(lambda: x4.to(DEV)[a.to(DEV), b.to(DEV), c[:2].to(DEV)], lambda: x4[a, b, c[:2]])  # shapes
+
+
+def ref_nonzero_cases():
+    """Masks: odd shapes, past 1024 blocks (the scan's second chunk), empty, all set, strided, NaN and -0.0."""
+    big = torch.rand(1100 * 1024 + 5, generator=G) > 0.7
+    f = torch.tensor([[0.0, -0.0, float("nan")], [1.5, 0.0, float("-inf")]])
+    return [
+        ("odd", torch.rand(3, 1031, generator=G) > 0.5),
+        ("big", big),
+        ("none set", torch.zeros(7, 5, dtype=torch.bool)),
+        ("all set", torch.ones(2, 3, 4, dtype=torch.bool)),
+        ("rank 5", torch.rand(2, 3, 1, 4, 5, generator=G) > 0.5),
+        ("transposed", (torch.rand(40, 30, generator=G) > 0.5).t()),
+        ("float", f),
+        ("int32", torch.randint(-2, 2, (9, 7), generator=G).int()),
+        ("uint8", torch.randint(0, 3, (6, 6), generator=G).to(torch.uint8)),
+        ("empty", torch.zeros(0, 4, dtype=torch.bool)),
+    ]
+
+
+@test
+def nonzero_where():
+    before = dev_count("nonzero")
+    cases = ref_nonzero_cases()
+    with mt.strict():
+        for name, m in cases:
+            exact(m.to(DEV).nonzero(), m.nonzero(), "nonzero %s" % name)
+        m = cases[0][1]
+        for got, ref in zip(torch.where(m.to(DEV)), torch.where(m)):
+            exact(got, ref, "torch.where(cond)")
+        exact(torch.argwhere(m.to(DEV)), torch.argwhere(m), "argwhere")
+    assert dev_count("nonzero") >= before + len(cases), mt.device_stats()
+
+
+@test
+def masks_more():
+    """x[mask] with a mask over some dimensions, beside an index; masked_select broadcast; masked_scatter_."""
+    x = torch.randn(4, 5, 6, generator=G)
+    m2 = torch.rand(4, 5, generator=G) > 0.4
+    m1 = torch.rand(6, generator=G) > 0.5
+    i = torch.tensor([0, -1, 2])
+    xt = torch.randn(6, 5, 4, generator=G).permute(2, 1, 0)         # non-contiguous self
+    with mt.strict():
+        exact(x.to(DEV)[m2.to(DEV)], x[m2], "x[mask2]")
+        exact(x.to(DEV)[:, :, m1.to(DEV)], x[:, :, m1], "x[:, :, mask]")
+        m3 = torch.tensor([True, False, True, False, False, True])  # 3 set: broadcast with i
+        exact(x.to(DEV)[i.to(DEV), :, m3.to(DEV)], x[i, :, m3], "x[i, :, mask]")
+        exact(xt.to(DEV)[m2.to(DEV)], xt[m2], "strided x[mask]")
+        exact(x.to(DEV)[torch.zeros(4, 5, dtype=torch.bool).to(DEV)], x[torch.zeros(4, 5, dtype=torch.bool)],
+              "empty mask")
+        exact(x.to(DEV)[torch.ones(4, dtype=torch.bool).to(DEV)], x[torch.ones(4, dtype=torch.bool)], "all set")
+        xd = xt.to(DEV)
+        xd[m2.to(DEV)] = 2.0
+        y = xt.clone()
+        y[m2] = 2.0
+        exact(xd, y, "strided x[mask] = 2")
+        for name, s, m in (("same shape", x, x > 0.3), ("broadcast mask", x, m1),
+                           ("broadcast self", x[:, :1], torch.rand(4, 5, 6, generator=G) > 0.5),
+                           ("bfloat16", x.bfloat16(), m1), ("none", x, torch.zeros(6, dtype=torch.bool))):
+            exact(torch.masked_select(s.to(DEV), m.to(DEV)), torch.masked_select(s, m), "masked_select %s" % name)
+        src = torch.randn(200, generator=G)
+        for name, m in (("same shape", x > 0.3), ("broadcast", m1), ("none", torch.zeros(4, 5, 6, dtype=torch.bool))):
+            got = x.to(DEV).masked_scatter_(m.to(DEV), src.to(DEV))
+            exact(got, x.clone().masked_scatter_(m, src), "masked_scatter_ %s" % name)
+        exact(x.to(DEV).masked_scatter(m2[..., None].to(DEV), src.view(10, 20).t().to(DEV)),
+              x.masked_scatter(m2[..., None], src.view(10, 20).t()), "masked_scatter, strided source")
+    same_error(lambda: x.to(DEV).masked_scatter_(torch.ones(6, dtype=torch.bool).to(DEV), src[:5].to(DEV)),
+               lambda: x.clone().masked_scatter_(torch.ones(6, dtype=torch.bool), src[:5]))
+    # gradients: masked_select's is masked_scatter_, x[mask]'s is index_put_ accumulate
+    g = torch.randn(int((x > 0.3).sum()), generator=G)
+    xc = x.double().requires_grad_()
+    torch.masked_select(xc, xc.detach() > 0.3).backward(g.double())
+    xc2 = x.double().requires_grad_()
+    (xc2[m2] * 3).sum().backward()
+    with mt.strict():
+        xd = x.to(DEV).requires_grad_()
+        torch.masked_select(xd, xd.detach() > 0.3).backward(g.to(DEV))
+        xd2 = x.to(DEV).requires_grad_()
+        (xd2[m2.to(DEV)] * 3).sum().backward()
+    close(xd.grad, xc.grad, 1e-6, "d masked_select")
+    close(xd2.grad, xc2.grad, 1e-6, "d x[mask]")
+
+
+@test
 def summary():
     """Print where the ops ran and how long the file took (not a check)."""
     print("# device ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(mt.device_stats().items())
-                                         if kv[0] in ("index", "index_put_", "index_add")))
+                                         if kv[0] in ("index", "index_put_", "index_add", "nonzero",
+                                                                           "masked_select", "masked_scatter_")))
     print("# fallback ops: %s" % mt.fallback_stats())
     print("# test_torch_advindex.py: %.1f s" % (time.monotonic() - START))
 

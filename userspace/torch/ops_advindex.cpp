@@ -337,7 +337,7 @@ static int put_on_device(at::Tensor &self, const c10::List<c10::optional<at::Ten
 	if (!on_device(v, self) || v.scalar_type() != self.scalar_type() ||
 	    (accumulate && !tvp::elem(self.scalar_type())) ||
 	    at::has_internal_overlap(self) != at::MemOverlap::No ||
-	    at::get_overlap_status(self, v) != at::MemOverlapStatus::No || !make_plan(self, indices, p) ||
+	    v.is_alias_of(self) || !make_plan(self, indices, p) ||
 	    !at::is_expandable_to(v.sizes(), p.shape))
 		return 0;
 	if (p.numel() == 0) {
