@@ -288,7 +288,7 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
         hdr->version = MAIA_FABRIC_SHM_VERSION;
         hdr->slots = MAIA_FABRIC_SHM_SLOTS;
         hdr->slot_size = MAIA_FABRIC_SHM_SLOT_SIZE;
-        smp_wmb();
+        smp_wmb();  /* the fields before the magic that vouches for them */
         qatomic_set(&hdr->magic, MAIA_FABRIC_SHM_MAGIC);
     } else if (magic != MAIA_FABRIC_SHM_MAGIC ||
                qatomic_read(&hdr->version) != MAIA_FABRIC_SHM_VERSION ||
@@ -298,7 +298,7 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
             qemu_unlock_fd(fd, side, 1);
         }
         error_setg(errp, "fabric%u-shm: memory backend '%s' holds something "
-                   "else than a maia fabric cable of version %u (magic %#x)",
+                   "else than a maia fabric cable of version %u (magic 0x%x)",
                    p->index, name, MAIA_FABRIC_SHM_VERSION, magic);
         return false;
     }
