@@ -195,10 +195,11 @@ static const float *map_a_rows(struct fw_io *io, const struct gemm_op *g,
 
 /*
  * Load op(A) rows m0..m0+mm-1, columns k0..k0+kc-1 as the kernels' A panels:
- * for each group of mr rows, kc columns of mr values (ap[k * mr + i]), so
- * the kernel reads one sequential stream; rows past mm are zero. A
- * column-major A is read by columns, each split over the panels; otherwise
- * mr rows at a time are decoded into tmp (mr x kc) and interleaved.
+ * for each group of mr rows, the kernel's panel of kc columns (te.h: mr
+ * values per column, or blocks of a_kblock columns), so the kernel reads
+ * one sequential stream; rows past mm are zero. A column-major A is read
+ * by columns, each split over the panels; otherwise mr rows at a time are
+ * decoded into tmp (mr x kc) and packed by the kernel's pack_a.
  */
 static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *a,
 			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
@@ -217,8 +218,11 @@ static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 			if (st)
 				return st;
 			memset(tmp + mm, 0, (mp - mm) * sizeof(float));
-			for (r = 0; r < mp; r += mr)
+			for (r = 0; r < mp && !g->kern->a_kblock; r += mr)
 				memcpy(ap + r * kc + k * mr, tmp + r, mr * sizeof(float));
+			for (r = 0; r < mp && g->kern->a_kblock; r += mr)
+				for (i = 0; i < mr; i++)
+					ap[r * kc + fw_gemm_a_at(g->kern, kc, k, i)] = tmp[r + i];
 		}
 		return MAIA_STATUS_OK;
 	}

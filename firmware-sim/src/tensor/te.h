@@ -187,8 +187,10 @@ struct fw_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
 	/*
-	 * kpair 0: a is kc columns of mr floats (a[k * mr + i]), b kc rows of
-	 * nr floats, ldb floats apart. Else (BF16 dot products) k is padded
+	 * kpair 0: a is kc columns of mr floats (a[k * mr + i]) or, with
+	 * a_kblock, kc in blocks of a_kblock columns, each block mr rows of
+	 * its width (fw_gemm_a_at()); b kc rows of nr floats, ldb floats
+	 * apart. Else (BF16 dot products) k is padded
 	 * with zeros to kq = kc rounded up to a multiple of kpair, and b holds
 	 * BF16 pairs, k even in the low half: b[k/2][j][k%2], ldb BF16s per k
 	 * pair; a holds BF16 pairs a[k/2][i][k%2] (mr pairs per k pair) or,
@@ -198,15 +200,29 @@ struct fw_gemm_kernel {
 	void (*fn)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
 		   int accumulate);
 	/*
-	 * A from mr rows of kc floats, ld apart: the FP32 panel a[k * mr + i]
-	 * = rows[i * ld + k], or with a_rows the kernel's BF16 rows.
+	 * A from mr rows of kc floats, ld apart: the FP32 panel (above) of
+	 * rows[i * ld + k], or with a_rows the kernel's BF16 rows.
 	 */
 	void (*pack_a)(const float *rows, size_t ld, size_t kc, unsigned int mr, float *a);
 	unsigned int kpair;
 	/* kpair: w columns of kc FP32 rows (src[k * ld + i]) to BF16 pairs up to kq (above) */
 	void (*to_pairs)(const float *src, size_t ld, size_t kc, unsigned int w, uint16_t *dst);
 	bool a_rows;
+	unsigned int a_kblock;	/* FP32 kernels: 0, or A's k block (above) */
 };
+
+/* The index of A(i, k) in a kernel's FP32 panel of kc columns (kpair 0). */
+static inline size_t fw_gemm_a_at(const struct fw_gemm_kernel *kn, size_t kc, size_t k,
+				  unsigned int i)
+{
+	size_t k0, w;
+
+	if (!kn->a_kblock)
+		return k * kn->mr + i;
+	k0 = k / kn->a_kblock * kn->a_kblock;
+	w = kc - k0 < kn->a_kblock ? kc - k0 : kn->a_kblock;
+	return k0 * kn->mr + i * w + (k - k0);
+}
 const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n);
 bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k);
 /* By name, else MAIA_TE_ISA from the environment, else the fastest usable FP32 kernel. */

@@ -320,8 +320,15 @@ static void test_kernels(void)
 			struct gcase tall = { MAIA_DTYPE_BF16, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, 1, 650,
 					      50, 300, MAIA_GEMM_F_BIAS, 0, 1.0f, 0.5f, false };
 
+			/* read by columns into the kernel's A panels; K 301: 16-k blocks and a tail */
+			struct gcase cols = { MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, 1,
+					      83, 70, 301, MAIA_GEMM_F_TRANS_A, 0, 1.0f, 0.0f,
+					      false };
+
 			snprintf(what, sizeof(what), "kernel %s, B in panels", k[i].name);
 			check(te, &tall, what);
+			snprintf(what, sizeof(what), "kernel %s, A column-major", k[i].name);
+			check(te, &cols, what);
 		}
 		/* operands exact in BF16, odd K, and MX: the BF16 pair kernels take these */
 		{
