@@ -253,6 +253,11 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
                    p->index, name);
         return false;
     }
+    if (mr->readonly) {
+        error_setg(errp, "fabric%u-shm: memory backend '%s' is read-only",
+                   p->index, name);
+        return false;
+    }
     if (memory_region_size(mr) < MAIA_FABRIC_SHM_SIZE) {
         error_setg(errp, "fabric%u-shm: memory backend '%s' has %" PRIu64
                    " bytes; a cable needs %" PRIu64 " (size=16M)", p->index,

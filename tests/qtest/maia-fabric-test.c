@@ -19,7 +19,8 @@
  *   file: UP again; garbage the test writes into both rings (slot lengths,
  *   frames, indices): frames dropped and counted, QEMU running, the link UP.
  *   In one QEMU: two devices on one memory-backend-memfd are cabled; a
- *   third end, a small or unshared backend, a netdev beside it: refused;
+ *   third end, a small, unshared or read-only backend, a netdev beside
+ *   it: refused;
  *   one end unplugged and plugged again: UP again.
  * - A `-netdev dgram` port fed by this test: what the device sends is a
  *   fabric frame, and malformed frames of any size are counted in RX_DROPS,
@@ -1106,10 +1107,20 @@ static void expect_shm_error(QTestState *qts, unsigned port, const char *be,
 static void test_shm_one_qemu(void)
 {
     static const uint64_t serials[2] = { 0xc1c1, 0xc2c2 };
+    g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
+    g_autofree char *ro = g_strdup_printf("%s/ro", dir);
     QOSState *qs;
     Dev *d;
+    int fd;
 
+    /* A file a read-only backend can map: 16 MiB of zeros. */
+    fd = open(ro, O_RDWR | O_CREAT, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, 16 * MiB), ==, 0);
+    close(fd);
     qs = qtest_pc_boot("-nodefaults -machine pc "
+                       "-object memory-backend-file,id=ro,mem-path=%s,"
+                       "size=16M,share=on,readonly=on "
                        "-object memory-backend-memfd,id=mf,size=16M "
                        "-object memory-backend-memfd,id=small,size=1M "
                        "-object memory-backend-ram,id=priv,size=16M,"
@@ -1119,7 +1130,7 @@ static void test_shm_one_qemu(void)
                        "-device maia,id=m0,addr=0x4," DEV_OPTS ","
                        "serial=0xc1c1,fabric0-shm=mf "
                        "-device maia,id=m1,addr=0x5," DEV_OPTS ","
-                       "serial=0xc2c2,fabric0-shm=mf");
+                       "serial=0xc2c2,fabric0-shm=mf", ro);
     d = find_devs(qs, serials, 2);
     probe(qs, &d[0]);
     probe(qs, &d[1]);
@@ -1129,6 +1140,7 @@ static void test_shm_one_qemu(void)
     expect_shm_error(qs->qts, 0, "mf", NULL, "both ends");
     expect_shm_error(qs->qts, 0, "small", NULL, "size=16M");
     expect_shm_error(qs->qts, 0, "priv", NULL, "share=on");
+    expect_shm_error(qs->qts, 0, "ro", NULL, "read-only");
     expect_shm_error(qs->qts, 1, "spare", "h0", "not both");
     g_assert_cmphex(rd(&d[0], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
 
@@ -1146,6 +1158,8 @@ static void test_shm_one_qemu(void)
 
     free_devs(d, 2);
     qtest_shutdown(qs);
+    unlink(ro);
+    rmdir(dir);
 }
 
 int main(int argc, char **argv)
