@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""Advanced indexing on the device (userspace/torch/ops_advindex.cpp) in the
-guest, in strict mode (no CPU fallback allowed), against CPU torch:
-x[i], x[i, j] with None/slices around one or two index tensors (adjacent
-or not, broadcast together), boolean masks, x[i] = v and index_put_ with
-accumulate (repeated indices adding up), index_add_ with alpha, the
-gradients of indexing (index_put_ accumulate) and of index_add; negative
-indices, odd sizes (past 1024 lanes), non-contiguous operands, float32 and
-bfloat16, out-of-range indices raising CPU torch's own error.
+"""Advanced indexing and boolean masks on the device
+(userspace/torch/ops_advindex.cpp, ops_mask.cpp) in the guest, in strict
+mode (no CPU fallback allowed), against CPU torch: x[i], x[i, j], x[i, j,
+k], x[i, j, k, l] with None/slices around them (adjacent or separated,
+broadcast together, int64 and int32 mixed, ranks 4 and 5), boolean masks
+(x[mask], x[mask] = v, nonzero, torch.where(cond), argwhere,
+masked_select, masked_scatter_; empty and all-true masks, 1.1M-element
+masks, strided ones), x[i] = v and index_put_ with accumulate (repeated
+indices adding up), index_add_ with alpha, the gradients of indexing
+(index_put_ accumulate), of masked_select (masked_scatter_) and of
+index_add; negative indices, odd sizes (past 1024 lanes), non-contiguous
+operands, float32 and bfloat16, out-of-range indices raising CPU torch's
+own error, a device error in the compaction falling back once (counted).
 
 Bounds: gathers and stores are exact; accumulations (atomic float32 adds
 in any order) are within 1e-5 of the largest value of a float64 reference
@@ -356,6 +361,17 @@ def masks_more():
         (xd2[m2.to(DEV)] * 3).sum().backward()
     close(xd.grad, xc.grad, 1e-6, "d masked_select")
     close(xd2.grad, xc2.grad, 1e-6, "d x[mask]")
+    # a device error in the compaction: nonzero once on the CPU, counted; strict mode raises
+    m = x > 0
+    before = mt.fallback_stats().get("aten::nonzero", 0)
+    torch.ops.maia.tvp_inject_fault("mskcnt")
+    exact(m.to(DEV).nonzero(), m.nonzero(), "nonzero after a device error")
+    assert mt.fallback_stats().get("aten::nonzero", 0) == before + 1, mt.fallback_stats()
+    torch.ops.maia.tvp_inject_fault("mskidx")
+    with mt.strict():
+        raises(RuntimeError, lambda: m.to(DEV).nonzero(),
+               match="its TVP kernel failed on the device")
+        exact(x.to(DEV)[m.to(DEV)], x[m], "the device fine afterwards")
 
 
 @test

@@ -187,6 +187,8 @@ static bool expand_masks(const at::Tensor &self, const c10::List<c10::optional<a
 				return false;
 		at::Tensor m = i.is_cpu() ? i.to(self.device()) : i, nz;
 		int r = nonzero_on_device(m, nz, "index");
+		if (r < 0)
+			to_cpu("nonzero", true);	/* a kernel failed: counted, strict mode raises */
 		if (r != 1)
 			nz = cpu(i).nonzero().to(self.device());
 		for (int64_t j = 0; j < i.dim(); j++)

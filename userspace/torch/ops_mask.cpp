@@ -213,8 +213,8 @@ static at::Tensor &nonzero_out(const at::Tensor &self, at::Tensor &out)
 {
 	at::Tensor r = ops::nonzero(self);
 
-	TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type ",
-		    out.scalar_type());
+	TORCH_CHECK(out.scalar_type() == at::kLong,
+		    "nonzero: Expected out tensor to have scalar type Long but got scalar type ", out.scalar_type());
 	out.resize_(r.sizes());
 	return out.copy_(r);
 }
@@ -264,6 +264,8 @@ static at::Tensor masked_select(const at::Tensor &self, const at::Tensor &mask)
 
 static at::Tensor &masked_select_out(const at::Tensor &self, const at::Tensor &mask, at::Tensor &out)
 {
+	TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+		    "masked_select(): self and result must have the same scalar type");
 	at::Tensor r = ops::masked_select(self, mask);
 
 	out.resize_(r.sizes());
