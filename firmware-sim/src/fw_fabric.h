@@ -128,13 +128,6 @@ struct fw_link_config {
 	 */
 	unsigned int ack_every;
 	/*
-	 * 0: fw_link_tick() acks what is pending at once. Otherwise it waits
-	 * this long after the first unacked message (an outgoing DATA frame
-	 * carries the ack sooner), so a lone message (a small collective's
-	 * chunk) does not wake its sender's thread again with an ACK.
-	 */
-	uint64_t ack_delay_ns;
-	/*
 	 * 0: the retransmit timeout is rto_ns, fixed. Otherwise it adapts
 	 * between rto_ns and rto_max_ns: srtt + 4 rttvar of the acks' delays
 	 * (RFC 6298, Karn: no sample from a resent frame), doubled at each
@@ -189,7 +182,6 @@ struct fw_link {
 	uint8_t mac[MAIA_ETH_ALEN], peer_mac[MAIA_ETH_ALEN];
 	enum fw_link_state state;
 	bool confirmed;			/* the peer has our epoch: DATA may flow */
-	uint64_t ack_due_ns;		/* ack_pending: when a tick sends the ACK */
 	uint32_t epoch, peer_epoch;
 	uint64_t peer_serial;
 	unsigned int peer_port;

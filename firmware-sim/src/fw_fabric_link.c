@@ -299,10 +299,8 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 		d = l->last_rx_ns + l->cfg.dead_ns;
 	if (l->state == FW_LINK_DOWN || !l->confirmed)
 		return min_u64(d, l->last_hello_ns + l->cfg.hello_ns);
-	if (l->ack_pending && !l->cfg.ack_delay_ns)
-		return l->last_tx_ns;		/* already due */
 	if (l->ack_pending)
-		d = min_u64(d, l->ack_due_ns);
+		return l->last_tx_ns;		/* already due */
 	/*
 	 * The next message is held, refused by the layer above: offer it again
 	 * soon. Or a gap is: name it again if it is still there after rto_ns.
@@ -620,14 +618,6 @@ static bool hold(struct fw_link *l, uint32_t seq, const void *msg, uint32_t len)
 	return true;
 }
 
-/* An ACK is owed: due cfg.ack_delay_ns after the first message it covers. */
-static void owe_ack(struct fw_link *l)
-{
-	if (!l->ack_pending)
-		l->ack_due_ns = l->last_rx_ns + l->cfg.ack_delay_ns;
-	l->ack_pending = true;
-}
-
 /* Delivers rcv_nxt's message; false when refused (not received after all). */
 static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
 {
@@ -641,7 +631,7 @@ static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
 		return false;
 	}
 	l->stats.rx_msgs++;
-	owe_ack(l);			/* also for one offered again at a tick */
+	l->ack_pending = true;		/* also for one offered again at a tick */
 	return true;
 }
 
@@ -707,7 +697,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 {
 	const struct maia_fabric_hdr *h = &f->hdr;
 
-	owe_ack(l);
+	l->ack_pending = true;
 	l->unacked_rx++;
 	if (!seq_lt(h->seq, l->rcv_nxt + l->cfg.window)) {
 		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_WINDOW]++;
@@ -850,7 +840,7 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 			l->rto_cur_ns = min_u64(2 * l->rto_cur_ns, l->cfg.rto_max_ns);
 	}
 	pump(l, now_ns);
-	if (l->ack_pending && (int64_t)(now_ns - l->ack_due_ns) >= 0)
+	if (l->ack_pending)
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
 	if (now_ns - l->last_tx_ns >= l->cfg.keepalive_ns)
 		send_ctrl(l, MAIA_FABRIC_KEEPALIVE, now_ns);

@@ -48,7 +48,6 @@
 #include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
-#define FW_FABRIC_ACK_DELAY_NS	200000ull	/* 200 us: fw_link_config.ack_delay_ns */
 #define FW_FABRIC_MIN_SLEEP_NS	1000000ull	/* 1 ms: a due deadline that stays due */
 /*
  * A round stops taking received frames after this long and ticks its links:
@@ -401,15 +400,11 @@ int fw_fabric_create(struct maia_sim *sim)
 		if (sim->cfg.fabric_window)
 			lc.window = sim->cfg.fabric_window;
 		/*
-		 * A round ticks every link after its received frames: what it
-		 * took is acked by the next frame back, or by an ACK once
-		 * FW_FABRIC_ACK_DELAY_NS passed (a small collective's lone chunk
-		 * then does not wake its sender's thread again: benchmarks.rst,
-		 * "Small collectives"), and at once every quarter window, so
-		 * that the sender never stalls a whole round for acks.
+		 * A round ticks every link after its received frames: one ACK
+		 * per round, and at least one per quarter window, so that the
+		 * sender never stalls a whole round for acks.
 		 */
 		lc.ack_every = lc.window >= 4 ? lc.window / 4 : 1;
-		lc.ack_delay_ns = FW_FABRIC_ACK_DELAY_NS;
 		/* Our cores are shared: an ack late by a scheduling delay is not a loss. */
 		lc.rto_max_ns = FW_FABRIC_RTO_MAX_NS;
 		/*

@@ -293,18 +293,12 @@ static const struct fw_link_ops link_ops = {
 	.tx = wire_tx, .deliver = deliver, .state_changed = state_changed,
 };
 
-/* ack_every and ack_delay_ns of the links wire() makes next (0: the defaults). */
-static unsigned int link_ack_every;
-static uint64_t link_ack_delay_ns;
-
 static void link_init(unsigned int node, unsigned int port, uint32_t drop_ppm)
 {
 	struct node *nd = &net.nodes[node];
 	struct fw_link_config cfg;
 
 	fw_link_config_defaults(&cfg);
-	cfg.ack_every = link_ack_every;
-	cfg.ack_delay_ns = link_ack_delay_ns;
 	cfg.serial = nd->serial;
 	cfg.port = port;
 	cfg.drop_ppm = drop_ppm;
@@ -1067,48 +1061,6 @@ static void test_spurious_timeout(void)
 }
 
 /*
- * Delayed acks (ack_delay_ns; the device's ports: 200 us): with acks every
- * 16 frames, a lone message is acked by no tick before the delay since it
- * arrived, and by the first tick after it; its sender neither waits longer
- * nor sends it again. Without the delay the first tick after it acks it.
- */
-static void test_delayed_ack(uint64_t delay_ns)
-{
-	struct endpoint *a, *b;
-	uint64_t acks, t_in, t_acked = 0;
-
-	link_ack_every = 16;
-	link_ack_delay_ns = delay_ns;
-	net_setup(2, 0, 0, 0, 0xac4);
-	wire(0, 0, 1, 0, 0);
-	link_ack_every = 0;
-	link_ack_delay_ns = 0;
-	a = &net.nodes[0].ep[0];
-	b = &net.nodes[1].ep[0];
-	while (!all_up() && net.now < 3000 * MS)
-		run_until(net.now + MS);
-	/* Quiet first: whatever the bring-up owed is acked. */
-	run_until(net.now + 20 * MS);
-	acks = b->link.stats.tx_ack;
-	a->out.total = 1;
-	feed();
-	t_in = net.now + LATENCY_NS;
-	while (net.now < t_in + delay_ns + 3 * TICK_NS && !t_acked) {
-		run_until(net.now + TICK_NS);
-		if (a->link.snd_una == a->link.snd_nxt)
-			t_acked = net.now;
-	}
-	tap_ok(a->out.got == 1 && t_acked && t_acked >= t_in + delay_ns &&
-	       t_acked <= t_in + delay_ns + 2 * TICK_NS && b->link.stats.tx_ack == acks + 1 &&
-	       a->link.stats.retransmits == 0,
-	       "ack delay %llu ms: a lone message arrived at %llu us, acked by one ACK at %llu us "
-	       "(ticks every %llu ms), none sent again",
-	       (unsigned long long)(delay_ns / MS), (unsigned long long)(t_in / 1000),
-	       (unsigned long long)(t_acked / 1000), (unsigned long long)(TICK_NS / MS));
-	net_free();
-}
-
-/*
  * A receive buffer of 3 frames per port, as a UDP socket's (212,992 bytes:
  * three full frames): a full window sent at once mostly overflows it. The
  * congestion window brings what is in flight down to what gets through.
@@ -1146,8 +1098,6 @@ int main(void)
 	test_selective();
 	test_refused_last();
 	test_spurious_timeout();
-	test_delayed_ack(0);
-	test_delayed_ack(5 * MS);
 	test_shallow();
 	scenario("3 nodes ring, 10% loss + reorder + dup", 3, 0.10, 0.02, 0.10, 0, 1000);
 	scenario("4 nodes mesh, 10% loss + reorder + dup", 4, 0.10, 0.02, 0.10, 0, 500);
