@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Clusters of QEMU processes under Open MPI (Documentation/cluster.rst): each
 # case is one mpirun of qemu/cluster/maia-cluster, one QEMU with one maia
-# device per rank, ring-cabled over netdev sockets.
+# device per rank, ring-cabled over netdev sockets or shared-memory cables.
 #
 # A ring's cables can be of different kinds (--link takes a list: cable k,
 # from rank k, is entry k mod its length), so one run covers several
@@ -39,6 +39,12 @@
 #      OK, 0 wrong, failovers counted at both ends (Documentation/hw/fabric.rst,
 #      "Failover")
 #
+#   4. -np 4 over shared-memory cables (--link shm: fabricN-shm on
+#      memory-backend-files in /dev/shm, no socket, no net layer): every
+#      collective, then 4 MiB all-reduces, 0 wrong; the launchers unlinked
+#      the cables' files (the script removes what is left of them at the
+#      end, also on failure)
+#
 #   tests/cluster/run-mpi.sh [--no-build]
 #
 # Prints TAP; exit status 0 if everything passed. Logs: build/cluster-tests/.
@@ -51,7 +57,7 @@ MPIRUN_TIMEOUT=300	# a bound for a wedged run, far above a normal one
 case "${1:-}" in
 --no-build) ;;
 "") make -C "$TOP" --no-print-directory userspace cluster >&2 || exit 1 ;;
--h | --help) sed -n '3,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '3,48s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
@@ -100,7 +106,23 @@ NETNS=maia-cluster$$-
 mkdir -p "$HOSTS"
 # shellcheck disable=SC2317 # called by the traps
 netns_down() { "$TOP/tests/cluster/netns-hosts" down "$NETNS"; }
-trap netns_down EXIT
+# The shm case's cable files, named after its job directory (rank 0's first
+# line names it; QEMU makes them only after that line is out).
+SHM_LOG=$OUT/np4-shm.log
+rm -f "$SHM_LOG"
+# shellcheck disable=SC2317 # called by the traps
+shm_files() {
+	local job
+	job=$(sed -n 's|^maia-cluster: .*, job directory /tmp/\(maia-cluster\.[A-Za-z0-9]*\)$|\1|p' \
+		"$SHM_LOG" 2>/dev/null | head -1)
+	[ -n "$job" ] && compgen -G "/dev/shm/$job-cable*"
+}
+# shellcheck disable=SC2317
+cleanup() {
+	netns_down
+	shm_files | xargs -r rm -f --
+}
+trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 rm -f "$OUT"/np2-r*.pcap
@@ -279,6 +301,27 @@ if [ $rc -eq 0 ] && [ "$(grep -ac '^\[rank [01]\] # done: 0 wrong elements' "$lo
 	tap ok "np2-failover: cable 0 cut by QMP ($cut) during 48 all-reduces of 8 MiB between two QEMU processes: all OK on one communicator, 0 wrong, failovers at both ends ($fo0, $fo1), rank 0 re-sent ${re0:-?} chunks as the link went down"
 else
 	tap not-ok "np2-failover: mpirun status $rc, set_link: $cut, failovers ${fo0:-?} ${fo1:-?} (log $log)"
+fi
+
+# 4: a ring of four over shared-memory cables: each cable a memory backend
+# both QEMUs map, no socket and no net layer between them.
+log=$SHM_LOG
+"${MPIRUN[@]}" -np 4 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 -- \
+	sh -c "$COLL && $BIG" >"$log" 2>&1
+rc=$?
+grep -E '^maia-cluster: [0-9]+ ranks|^maia-cluster: rank [0-9]: status' "$log" | sed 's/^/# /'
+if [ $rc -eq 0 ] && grep -q '^maia-cluster: 4 ranks, cables 0->1 shm 1->2 shm 2->3 shm 3->0 shm,' "$log" &&
+	[ "$(grep -c '^\[rank [0-3]\] # done: 0 wrong elements' "$log")" -eq 8 ]; then
+	tap ok "np4-shm: 4 ranks over shared-memory cables, every collective FP32+BF16, then 4 MiB all-reduces, 0 wrong"
+else
+	grep -E 'wrong elements|maia-coll-perf:|maia-cluster|FAILED' "$log" | sed 's/^/# /'
+	tap not-ok "np4-shm: 4 ranks over shared-memory cables (status $rc, log $log)"
+fi
+left=$(shm_files)
+if [ $rc -eq 0 ] && [ -z "$left" ]; then
+	tap ok "np4-shm: every rank's launcher unlinked its cable's file in /dev/shm"
+else
+	tap not-ok "np4-shm: cable files left in /dev/shm after the run (status $rc): $(echo $left)"
 fi
 
 echo "1..$n"
