@@ -6,9 +6,9 @@
  *
  * A compaction in three TVP programs over the mask's elements in row-major
  * order (any strides, rank <= 5), one 1024-lane block per instance:
- * "mskcnt" finds each block's inclusive prefix sum of (element != 0) by a
- * log-step scan through a scratch buffer, keeps it for the block's set
- * lanes and stores the block's count; "mskscan" (one instance) turns the
+ * "mskcnt" finds each block's inclusive prefix sum of (element != 0) by
+ * two 32 x 32 matrix products, keeps it for the block's set lanes in a
+ * scratch buffer and stores the block's count; "mskscan" (one instance) turns the
  * counts into each block's first output row and the total; the host reads
  * the total (the result's size depends on the data: one host wait per op)
  * and allocates the result; "mskidx" writes each set element's coordinates
@@ -46,6 +46,21 @@ static std::string scan(int x, int scr)
 }
 
 /*
+ * v1 = the inclusive prefix sum of v18 (int32 0/1) over the 1024 lanes as
+ * a 32 x 32 matrix X in the tensor unit, exact in binary32: X U (U[k][c] =
+ * k <= c) sums along each row, L T (L[r][k] = k < r, T[k][c] = row k's
+ * total) adds the rows before. Sets the shape to 32 x 32; uses v19-v25.
+ */
+static std::string scan_dot()
+{
+	return "\tshape 32, 32\n\tvsplati v19, 32\n\tvidiv v20, v31, v19\n\tvirem v21, v31, v19\t# r, c\n"
+	       "\tvicmp v22, v20, v21, le\n\tvcvt v22, v22, i2f\t# U\n"
+	       "\tvicmp v23, v21, v20, lt\n\tvcvt v23, v23, i2f\t# L\n"
+	       "\tvcvt v24, v18, i2f\n\tvsplati v1, 0.0\n\tvdot v1, v24, v22, 32\t# X U\n"
+	       "\tvredsum v25, v24, 1\n\tvbcol v25, v25\t# T\n\tvdot v1, v23, v25, 32\n\tvcvt v1, v1, f2i\n";
+}
+
+/*
  * mskcnt: s1 = mask, s2 = counts (int32 per block), s3 = scratch (int32
  * per element, whole blocks), s4 = n, s5/s6 = the shape, s7-s9 = the
  * mask's strides. scratch[f] = f's row + 1 within its block when set, else 0.
@@ -56,7 +71,7 @@ static std::string mskcnt(const std::string &t)
 
 	return tvp_asm_coords5(4, 5) + tvp_asm_dot5(12, 7) + "\tvld v15, s1, v12, " + t + ", v29\n" +
 	       "\tvsplati v17, 0\n\t" + (flt ? "vfcmp" : "vicmp") + " v18, v15, v17, ne\t# a NaN is set too\n" +
-	       "\tvand v18, v18, v29\n\tmuli s23, s20, 4096\n\tadd s3, s3, s23\n\tvmov v1, v18\n" + scan(1, 3) +
+	       "\tvand v18, v18, v29\n\tmuli s23, s20, 4096\n\tadd s3, s3, s23\n" + scan_dot() +
 	       "\tvsel v2, v1, v17, v18\n\tvst v2, s3, unit, i32\n"
 	       "\tvext s24, v1, 1023\n\tmuli s23, s20, 4\n\tadd s23, s2, s23\n\tsst s24, s23, i32\n\thalt\n";
 }
@@ -64,7 +79,8 @@ static std::string mskcnt(const std::string &t)
 /*
  * mskscan (one instance): s1 = the counts of s2 = nb blocks, in a buffer
  * of whole 1024-word chunks past nb; each becomes the block's first row,
- * counts[nb] the total. The scan works in the chunk itself.
+ * counts[nb] the total. The scan works in the chunk itself (log steps in
+ * int32: a total may pass binary32's exact integers).
  */
 static std::string mskscan()
 {
