@@ -17,6 +17,9 @@ os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="maia-triton-c
 t0 = time.perf_counter()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.language.extra import libdevice  # noqa: E402
 
 import maia.torch  # noqa: E402
 import tap  # noqa: E402
@@ -208,6 +211,134 @@ def libdevice_on_the_device():
         worst.append("%s %.1e" % (name, err))
         assert err <= bound, (name, err, bound, y[i][:8], r[:8])
     print("# libdevice vs torch float64 (max error / max(1, |ref|)): " + ", ".join(worst))
+
+
+def scans(a, z, c):
+    return (torch.cumsum(a, -1) * a + 1.0, torch.cumprod(a, -1), torch.cummax(a, -1)[0], torch.cummax(a, -1)[1],
+            torch.logcumsumexp(a, -1), torch.cumsum(z, -1), torch.cumsum(c, 0))
+
+
+@test
+def scans_on_the_device():
+    """cumsum, cumprod, cummax (values and indices), logcumsumexp along
+    rows of 100 (one persistent kernel), cumsum along rows of 3000 (a looped
+    scan carrying its sum from block to block) and along dimension 0, all
+    as Triton kernels (tt.scan), no aten call, against CPU float64."""
+    gen = torch.Generator().manual_seed(3)
+    inputs = [1 + 0.1 * torch.randn(8, 100, generator=gen), torch.randn(4, 3000, generator=gen),
+              torch.randn(100, 8, generator=gen)]
+    out, coded, ran, code, secs = compiled_run(scans, *[t.to(DEV) for t in inputs])
+    print("# scans: compile and first run %.1f s, %d Triton kernels" % (secs, ran))
+    assert ran == coded and coded >= 2, (ran, coded)
+    calls = [ln for ln in code.splitlines() if not ln.strip().startswith("#")]
+    assert not [ln for ln in calls if "aten.cum" in ln or "aten.logcumsumexp" in ln], code
+    ref = scans(*[t.double() for t in inputs])
+    for name, o, r in zip(("cumsum", "cumprod", "cummax", "cummax indices", "logcumsumexp", "cumsum_3000",
+                           "cumsum_dim0"), out, ref):
+        if r.dtype == torch.int64:
+            assert torch.equal(o.cpu(), r), (name, o.cpu(), r)
+            print("# %s: equal" % name)
+        else:
+            check_close(name, o, r)
+
+
+# Inverse trigonometric functions, lgamma, erfinv and the bit-level ones,
+# composed of TVP instructions in maia_triton/libdevice.py (Cephes' atanf,
+# asinf, acosf; Giles' erfinv; lgamma by reflection, shifts, a fit on
+# [1.5, 2.5] and Stirling's series). Bounds in ULP of the float32 reference
+# value (torch in float64 rounded), measured with numpy float32 first
+# (2.1 to 3.2); lgamma's absolute near its zeros at 1 and 2.
+ULP_BOUNDS = {"atan": 4, "asin": 4, "acos": 4, "atan2": 4, "erfinv": 6}
+LGAMMA_BOUND = 2e-6            # of max(1, |lgamma(x)|)
+
+
+@triton.jit
+def inverse_math(u_ptr, w_ptr, v_ptr, g_ptr, n_ptr, s_ptr, y_ptr, i_ptr, N, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    u = tl.load(u_ptr + o)          # [-1, 1] and beyond
+    w = tl.load(w_ptr + o)          # wide, +-0, +-inf, NaN
+    v = tl.load(v_ptr + o)          # atan2's x, nextafter's y
+    g = tl.load(g_ptr + o)          # lgamma's domain
+    n = tl.load(n_ptr + o)          # ldexp's exponents
+    sub = tl.load(s_ptr + o)        # subnormals
+    tl.store(y_ptr + o, libdevice.atan(w))
+    tl.store(y_ptr + N + o, libdevice.asin(u))
+    tl.store(y_ptr + 2 * N + o, libdevice.acos(u))
+    tl.store(y_ptr + 3 * N + o, libdevice.atan2(w, v))
+    tl.store(y_ptr + 4 * N + o, libdevice.erfinv(u))
+    tl.store(y_ptr + 5 * N + o, libdevice.lgamma(g))
+    tl.store(y_ptr + 6 * N + o, libdevice.nextafter(w, v))
+    tl.store(y_ptr + 7 * N + o, libdevice.ldexp(u, n))
+    tl.store(y_ptr + 8 * N + o, libdevice.ldexp(sub, n * 0 + 149))
+    tl.store(i_ptr + o, libdevice.ilogb(w))
+    tl.store(i_ptr + N + o, libdevice.ilogb(sub))
+
+
+def ulp_error(got, ref):
+    """|got - ref| in ULP of ref rounded to float32 (0 where both are the
+    same infinity or both NaN; infinite where only one is NaN)."""
+    r32 = ref.float()
+    ulp = (torch.nextafter(r32.abs(), torch.tensor(float("inf"))) - r32.abs()).double()
+    err = (got - ref).abs() / ulp
+    err[(got == ref) | (torch.isnan(got) & torch.isnan(ref))] = 0.0
+    err[torch.isnan(got) != torch.isnan(ref)] = float("inf")
+    return err
+
+
+@test
+def libdevice_inverse_trig_lgamma_erfinv():
+    """atan, asin, acos, atan2, erfinv within their ULP bounds, lgamma
+    within LGAMMA_BOUND, over 4096 points each (ranges, signed zeros,
+    infinities, NaN, |x| > 1); nextafter, ldexp (to subnormals and back) and
+    ilogb exact."""
+    n, block = 4096, 1024
+    gen = torch.Generator().manual_seed(1)
+    u = torch.linspace(-1, 1, n)
+    u[:8] = torch.tensor([0.0, -0.0, 1.0, -1.0, 1.5, float("nan"), 1 - 2 ** -24, -0.5])
+    u[8:1008] = 1 - torch.rand(1000, generator=gen).pow(8)        # close to 1: erfinv's tail
+    w = torch.randn(n, generator=gen) * torch.exp(torch.rand(n, generator=gen) * 40 - 20)
+    w[:8] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1.0, -1.0, 1e-30])
+    v = torch.roll(w, 5)
+    v[8:16] = torch.tensor([0.0, -0.0, 0.0, -0.0, float("inf"), -float("inf"), -1.0, 2.0])
+    g = torch.linspace(-20, 40, n)
+    g[:10] = torch.tensor([0.0, -0.0, 1.0, 2.0, -1.0, float("inf"), -float("inf"), float("nan"), 1e-30, 3e37])
+    k = torch.arange(n)
+    e = (k % 200 - 100).to(torch.int32)
+    sub = ((k % 1000) + 1).float() * 2.0 ** -149
+    y = torch.empty(9 * n).to(DEV)
+    ints = torch.empty(2 * n, dtype=torch.int32).to(DEV)
+    inverse_math[(n // block, )](u.to(DEV), w.to(DEV), v.to(DEV), g.to(DEV), e.to(DEV), sub.to(DEV),
+                                 y, ints, n, BLOCK=block)
+    y = y.cpu().double().view(9, n)
+    ints = ints.cpu().view(2, n)
+    U, W, V, G = (t.double() for t in (u, w, v, g))
+    worst = []
+    for i, (name, ref) in enumerate((("atan", torch.atan(W)), ("asin", torch.asin(U)), ("acos", torch.acos(U)),
+                                     ("atan2", torch.atan2(W, V)), ("erfinv", torch.erfinv(U)))):
+        errs = ulp_error(y[i], ref)
+        err, at = errs.max().item(), errs.argmax().item()
+        worst.append("%s %.2f ULP" % (name, err))
+        assert err <= ULP_BOUNDS[name], (name, err, "at input", at, y[i][at].item(), ref[at].item())
+    ref = torch.lgamma(G).float().double()          # overflows as binary32 does (3e37)
+    both = (y[5] == ref) | (torch.isnan(y[5]) & torch.isnan(ref))
+    errs = torch.where(both, 0.0, (y[5] - ref).abs() / ref.abs().clamp(min=1.0))
+    err, at = errs.max().item(), errs.argmax().item()
+    worst.append("lgamma %.1e" % err)
+    assert err <= LGAMMA_BOUND, (err, "at", g[at].item(), y[5][at].item(), ref[at].item())
+    print("# libdevice vs torch float64: " + ", ".join(worst))
+    nxt = torch.nextafter(w, v)
+    assert torch.equal(y[6].float().isnan(), nxt.isnan()), "nextafter NaN"
+    ok = ~nxt.isnan()
+    assert torch.equal(y[6].float()[ok], nxt[ok]), "nextafter"
+    assert torch.equal(torch.signbit(y[6].float()[ok]), torch.signbit(nxt[ok])), "nextafter's zeros"
+    want = (U * 2.0 ** e.double()).float().double()
+    assert torch.equal(y[7].isnan(), want.isnan()) and torch.equal(y[7][~want.isnan()], want[~want.isnan()]), "ldexp"
+    assert torch.equal(y[8], (k % 1000 + 1).double()), "ldexp of subnormals"
+    mant, ex = torch.frexp(w)
+    fin = torch.isfinite(w) & (w != 0)
+    want = torch.where(fin, ex - 1, torch.where(torch.isinf(w), 2 ** 31 - 1, -2 ** 31)).to(torch.int32)
+    assert torch.equal(ints[0], want), "ilogb"
+    assert torch.equal(ints[1], (torch.frexp(sub)[1] - 1).to(torch.int32)), "ilogb of subnormals"
 
 
 if __name__ == "__main__":

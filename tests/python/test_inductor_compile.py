@@ -2,8 +2,9 @@
 """Inductor's Triton code generation for maia on the host (no device):
 the backend's libdevice compiles, unsupported math is refused with the
 kernel's line, maia.inductor picks one config per kernel that fits a vector
-register, and Inductor's kernels for the brief's graphs, generated from fake
-maia tensors, compile to TVP programs (Documentation/python.rst,
+register, and Inductor's kernels for the brief's graphs (scans, the inverse
+trigonometric functions, dropout's random numbers among them), generated
+from fake maia tensors, compile to TVP programs (Documentation/python.rst,
 "torch.compile"; on the device: test_inductor.py)."""
 import logging
 import os
@@ -53,9 +54,9 @@ def all_math(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def uses_atan(x_ptr, BLOCK: tl.constexpr):
+def uses_cbrt(x_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
-    tl.store(x_ptr + o, libdevice.atan(tl.load(x_ptr + o)))
+    tl.store(x_ptr + o, libdevice.cbrt(tl.load(x_ptr + o)))
 
 
 @triton.jit
@@ -76,9 +77,9 @@ def libdevice_compiles():
 
 @test
 def unsupported_libdevice_names_its_line():
-    e = raises(Exception, compile_kernel, uses_atan, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64},
-               match="libdevice.atan is not supported by the maia backend")
-    assert "libdevice.atan(tl.load" in str(e), str(e)
+    e = raises(Exception, compile_kernel, uses_cbrt, {"x_ptr": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64},
+               match="libdevice.cbrt is not supported by the maia backend")
+    assert "libdevice.cbrt(tl.load" in str(e), str(e)
 
 
 @test
@@ -177,26 +178,58 @@ def inductor_kernels_for_maia_compile():
 
 
 @test
-def scans_left_to_aten():
-    """No scans in the maia lowering: Inductor calls aten.cumsum and fuses the rest."""
-    kernels, code = inductor_compile(lambda a, b: torch.cumsum(a, -1) * b + 1.0, (8, 100), (8, 100))
-    assert "torch.ops.aten.cumsum.default(" in code, code
-    assert len(kernels) == 1 and "scan" not in next(iter(kernels.values())).fn.src, kernels
+def scans_in_triton():
+    """cumsum, cumprod, cummax and logcumsumexp become tl.associative_scan
+    in Inductor's kernels (tt.scan: Hillis and Steele's steps through the
+    scratch slots), a persistent one along rows of 100, a looped one along
+    rows of 3000 (its carry between blocks), one along dimension 0; no
+    aten call (values on the device: test_inductor.py)."""
+    def f(a, z, c):
+        return (torch.cumsum(a, -1) * a + 1.0, torch.cumprod(a, -1), torch.cummax(a, -1)[0],
+                torch.cummax(a, -1)[1], torch.logcumsumexp(a, -1), torch.cumsum(z, -1), torch.cumsum(c, 0))
+    kernels, code = inductor_compile(f, (8, 100), (4, 3000), (100, 8))
+    calls = [ln for ln in code.splitlines() if not ln.strip().startswith("#")]
+    assert not [ln for ln in calls if "aten.cum" in ln or "aten.logcumsumexp" in ln], code
+    src = "".join(k.fn.src for k in kernels.values())
+    assert src.count("tl.associative_scan(") >= 4, src
+    for name, k in sorted(kernels.items()):
+        print("# %s: %s, %d instructions, %d bytes of scratch" % (
+            name, k.compile_results[0].config.kwargs, k.compile_results[0].kernel.metadata.num_insns,
+            k.compile_results[0].kernel.metadata.scratch))
+        assert k.compile_results[0].kernel.asm["tvpbin"], name
 
 
 @test
-def unsupported_math_through_inductor():
-    """torch.atan in a graph: Inductor's kernel calls libdevice.atan, which
-    the maia backend refuses when the generated module loads."""
-    log = logging.getLogger("torch._inductor.runtime.triton_heuristics")
-    level = log.level
-    log.setLevel(logging.CRITICAL)              # Inductor logs the failed compile with its traceback
-    try:
-        e = raises(Exception, inductor_compile, lambda a: torch.atan(a) + 1.0, (64, ),
-                   match="libdevice.atan is not supported by the maia backend")
-    finally:
-        log.setLevel(level)
-    assert "tmp1 = libdevice.atan(tmp0)" in str(e), str(e)
+def inverse_math_through_inductor():
+    """Every libdevice function Inductor's Triton code calls is in the maia
+    libdevice: atan, asin, acos, atan2, lgamma, erfinv, nextafter and frexp
+    (ilogb, ldexp) in one graph compile (values on the device:
+    test_inductor.py)."""
+    def f(a, b):
+        m, e = torch.frexp(a)
+        return (torch.atan(a) + torch.asin(b) + torch.acos(b) + torch.atan2(a, b) + torch.lgamma(a)
+                + torch.erfinv(b) + torch.nextafter(a, b) + m * e)
+    kernels, code = inductor_compile(f, (64, ), (64, ))
+    src = "".join(k.fn.src for k in kernels.values())
+    for name in ("atan", "asin", "acos", "atan2", "lgamma", "erfinv", "nextafter", "frexp"):
+        assert name + "(" in src, (name, src)
+
+
+@test
+def dropout_seeds_and_masks():
+    """Inductor's dropout: the seed comes from maia.inductor.random_seeds
+    (the CPU generator, uploaded; not aten.randint's CPU fallback), the
+    kernel loads it as an i64 scalar and stores its bool mask through an
+    i8 pointer (tt.bitcast)."""
+    def f(a):
+        o = torch.ops.aten.native_dropout(a, 0.5, True)
+        return o[0], o[1]
+    kernels, code = inductor_compile(f, (300, ))
+    assert "maia_random_seeds(" in code and "aten.randint" not in code, code
+    src = "".join(k.fn.src for k in kernels.values())
+    assert "tl.rand(" in src, src
+    for k in kernels.values():
+        assert k.compile_results[0].kernel.asm["tvpbin"]
 
 
 if __name__ == "__main__":

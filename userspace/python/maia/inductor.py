@@ -331,13 +331,12 @@ def _scheduling():
 
     class MaiaScheduling(TritonScheduling):
         """Inductor's Triton scheduling less what the maia Triton backend
-        cannot lower: scans (tl.associative_scan, tl.cumsum) and sorts, for
-        which Inductor then calls the aten op (the maia backend's kernel or
-        its CPU fallback); and Triton templates (max-autotune's matmul
-        blocks, larger than a vector register)."""
+        cannot lower: sorts, for which Inductor then calls the aten op (the
+        maia backend's kernel or its CPU fallback); and Triton templates
+        (max-autotune's matmul blocks, larger than a vector register)."""
 
         backend_features = TritonScheduling.backend_features - {
-            BackendFeature.SCAN, BackendFeature.SORT, BackendFeature.TRITON_TEMPLATES}
+            BackendFeature.SORT, BackendFeature.TRITON_TEMPLATES}
 
     return MaiaScheduling
 

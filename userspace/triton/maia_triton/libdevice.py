@@ -200,7 +200,10 @@ def hypot(x, y):
 
 @triton.jit
 def ldexp(x, n):
-    return x * tl.exp2(n.to(tl.float32))
+    # In two factors: 2^n alone overflows binary32 from n = 128 on, while
+    # x 2^n need not (frexp scales a subnormal x by 2^149).
+    h = (n >> 1).to(tl.float32)
+    return x * tl.exp2(h) * tl.exp2(n.to(tl.float32) - h)
 
 
 @triton.jit
@@ -237,6 +240,134 @@ def atanh(x):
 @triton.jit
 def fast_tanhf(x):
     return tanh(x)
+
+
+@triton.jit
+def atan(x):
+    # Cephes' atanf: |x| reduced to [0, tan(pi/8)] by pi/2 + atan(-1/|x|)
+    # above tan(3pi/8) and pi/4 + atan((|x| - 1) / (|x| + 1)) above tan(pi/8);
+    # an odd polynomial there.
+    a = tl.abs(x)
+    big = a > 2.414213562373095
+    mid = a > 0.4142135623730950
+    t = tl.where(big, -1.0 / a, tl.where(mid, (a - 1.0) / (a + 1.0), a))
+    z = t * t
+    p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * t + t
+    r = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0)) + p
+    return tl.where(x < 0.0, -r, tl.where(x == 0.0, x, r))
+
+
+@triton.jit
+def asin(x):
+    # Cephes' asinf: an odd polynomial up to |x| = 1/2, above it
+    # pi/2 - 2 asin(sqrt((1 - |x|) / 2)); NaN beyond 1 (the sqrt's).
+    a = tl.abs(x)
+    big = a > 0.5
+    z = tl.where(big, 0.5 * (1.0 - a), a * a)
+    s = tl.where(big, tl.sqrt(z), a)
+    p = ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z
+         + 1.6666752422e-1) * z * s + s
+    r = tl.where(big, 1.5707963267948966 - 2.0 * p, p)
+    return tl.where(x < 0.0, -r, tl.where(x == 0.0, x, r))
+
+
+@triton.jit
+def acos(x):
+    # Cephes' acosf: 2 asin(sqrt((1 - x) / 2)) above 1/2, pi minus that of
+    # -x below -1/2, pi/2 - asin(x) between.
+    s = asin(tl.where(tl.abs(x) > 0.5, tl.sqrt(0.5 * (1.0 - tl.abs(x))), x))
+    return tl.where(x > 0.5, 2.0 * s, tl.where(x < -0.5, 3.141592653589793 - 2.0 * s, 1.5707963267948966 - s))
+
+
+@triton.jit
+def atan2(y, x):
+    # atan of min / max of |x|, |y| (in [0, 1]), then the octant; C's
+    # signed zeros, infinities (inf / inf is 1) and NaN.
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    mx = tl.maximum(ax, ay)
+    mn = tl.minimum(ax, ay)
+    q = tl.where(mx == 0.0, 0.0, tl.where(mn == float("inf"), 1.0, mn / tl.where(mx == 0.0, 1.0, mx)))
+    r = atan(q)
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    r = tl.where(signbit(x), 3.141592653589793 - r, r)
+    r = tl.where((x != x) | (y != y), x + y, r)
+    return tl.where(signbit(y), -r, r)
+
+
+@triton.jit
+def lgamma(x):
+    # Below 1/2 the reflection log(pi / |sin(pi x)|) - lgamma(1 - x), sin's
+    # argument from x - round(x) (exact). y in [0.5, 8): lgamma(y) =
+    # lgamma(2 + t) + log((y - 1) ... (y - n)), t = y - n - 2 in [-0.5, 0.5)
+    # (n = -1: minus log y), lgamma(2 + t) = t g(t), g a degree-8 fit (1e-9);
+    # from 8 on, Stirling's series to 1/z^5.
+    refl = x < 0.5
+    y = tl.where(refl, 1.0 - x, x)
+    n = tl.where(y < 8.0, tl.floor(y - 1.5), 0.0)
+    prod = tl.where(n >= 1.0, y - 1.0, 1.0)
+    for k in tl.static_range(2, 7):
+        prod = tl.where(n >= k, prod * (y - k), prod)
+    t = y - n - 2.0
+    g = (((((((-0.0002538618510183068 * t + 0.0005703469211074789) * t - 0.0011858376955039352) * t
+              + 0.0028788269100860396) * t - 0.007386177637688038) * t + 0.020581630642929866) * t
+          - 0.06735228129862149) * t + 0.32246701788359444) * t + 0.42278433499911067
+    iz = 1.0 / y
+    iz2 = iz * iz
+    st = (y - 0.5) * tl.log(y) - y + 0.9189385332046727 + iz * (
+        0.08333333333333333 - iz2 * (0.002777777777777778 - iz2 * 0.0007936507936507937))
+    lg = tl.where(y < 8.0, t * g + tl.where(n < 0.0, -tl.log(y), tl.log(prod)), st)
+    s = tl.abs(tl.sin(3.141592653589793 * (x - tl.floor(x + 0.5))))
+    r = tl.where(refl, tl.log(3.141592653589793 / s) - lg, lg)
+    return tl.where(tl.abs(x) == float("inf"), float("inf"), r)
+
+
+@triton.jit
+def erfinv(x):
+    # Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011),
+    # single precision: a polynomial in w = -log(1 - x^2) below 5, in
+    # sqrt(w) above; +-inf at +-1, NaN beyond.
+    w = -tl.log((1.0 - x) * (1.0 + x))
+    a = w - 2.5
+    p = (((((((2.81022636e-08 * a + 3.43273939e-07) * a - 3.5233877e-06) * a - 4.39150654e-06) * a
+            + 0.00021858087) * a - 0.00125372503) * a - 0.00417768164) * a + 0.246640727) * a + 1.50140941
+    b = tl.sqrt(w) - 3.0
+    q = (((((((-0.000200214257 * b + 0.000100950558) * b + 0.00134934322) * b - 0.00367342844) * b
+            + 0.00573950773) * b - 0.0076224613) * b + 0.00943887047) * b + 1.00167406) * b + 2.83297682
+    r = tl.where(w < 5.0, p, q) * x
+    return tl.where(tl.abs(x) == 1.0, x * float("inf"), r)
+
+
+@triton.jit
+def ilogb(x):
+    # The exponent field (a subnormal scaled by 2^23 first); 0 and NaN give
+    # INT_MIN, +-inf INT_MAX, as CUDA's and glibc's.
+    a = tl.abs(x)
+    sub = a < 1.1754943508222875e-38
+    e = ((tl.where(sub, a * 8388608.0, a).to(tl.int32, bitcast=True) >> 23) & 0xff) - 127
+    e = tl.where(sub, e - 23, e)
+    e = tl.where(a == float("inf"), 2147483647, e)
+    return tl.where((x == 0.0) | (x != x), -2147483648, e)
+
+
+@triton.jit
+def nextafter(x, y):
+    # One step of the bit pattern (sign and magnitude): +1 away from zero,
+    # -1 towards it; from 0 the smallest subnormal with y's sign.
+    b = x.to(tl.int32, bitcast=True)
+    r = tl.where((x < y) == (x > 0.0), b + 1, b - 1).to(tl.float32, bitcast=True)
+    # (Its bits: Triton makes the literal 1.4e-45 an fp64.)
+    tiny = tl.where(y > 0.0, b * 0 + 1, b * 0 - 0x7fffffff).to(tl.float32, bitcast=True)
+    r = tl.where(x == 0.0, tiny, r)
+    r = tl.where(x == y, y, r)
+    return tl.where((x != x) | (y != y), x + y, r)
+
+
+@triton.jit
+def llrint(x):
+    # Round half to even, to int64 (Inductor's RoundToInt of index
+    # expressions; the lanes hold int32).
+    return nearbyint(x).to(tl.int64)
 
 
 def _unsupported(name):

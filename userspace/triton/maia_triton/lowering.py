@@ -62,7 +62,7 @@ _ALIAS = {"arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui
 _IGNORED = {"llvm.intr.assume", "tt.assert", "gpu.barrier", "ttg.barrier"}
 # Ops without side effects: skipped when their results are unused.
 _PURE_TT = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.make_range", "tt.addptr",
-            "tt.load", "tt.reduce", "tt.dot", "tt.trans", "tt.get_program_id", "tt.get_num_programs",
+            "tt.load", "tt.reduce", "tt.scan", "tt.dot", "tt.trans", "tt.get_program_id", "tt.get_num_programs",
             "tt.fp_to_fp", "tt.precise_sqrt", "tt.precise_divf", "tt.int_to_ptr", "tt.ptr_to_int"}
 
 
@@ -255,7 +255,7 @@ class Lowering:
         name = op.name
         if name in _IGNORED:
             return
-        if name in ("tt.return", "scf.yield", "tt.reduce.return", "scf.condition"):
+        if name in ("tt.return", "scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition"):
             if name == "tt.return" and op.operands:
                 self.err("tt.return with values", op)
             return
@@ -905,6 +905,87 @@ class Lowering:
                 self.vemit((1, rows), "vld", r, a, offs, "i32")
                 x = r
             self._reduced(op, x, k)
+
+    def op_tt_scan(self, op):
+        """tl.associative_scan, tl.cumsum, tl.cumprod (Inductor's cumsum,
+        cumprod, cummax with its indices) along a row or a column of a
+        tensor in one register: Hillis and Steele's log2(n) steps. Step d
+        (1, 2, 4, ...) stores each operand to its scratch slot, loads it back
+        d lanes earlier in its row (masked where the row has no element d
+        before), runs the combine region on whole tensors with the earlier
+        elements as its left arguments, and keeps the old value where the
+        load was masked. Along axis 0 transposed first and back after."""
+        n = len(op.operands)
+        if op.reverse:
+            self.err("tt.scan with reverse=True is not supported by the maia backend", op)
+        vals = [self.val(x, op) for x in op.operands]
+        axis = 1 if len(vals[0].type.shape) == 1 else op.axis
+        xs = [self.vreg(x, op) for x in op.operands]
+        rows, cols = vals[0].shape
+        if axis == 0:
+            t = [self.newv(op.results[0]) for _ in xs]
+            for d, x in zip(t, xs):
+                self.vemit((rows, cols), "vtrans", d, x)
+            xs, rows, cols = t, cols, rows
+        if cols & (cols - 1):
+            self.err("tt.scan over %d elements (a power of two is needed here)" % cols, op)
+        ret = [o for o in op.regions[0] if o.name == "tt.scan.return"]
+        body = [o for o in op.regions[0] if o.name != "tt.scan.return"]
+        if len(op.block_args) != 2 * n or not ret or len(ret[0].operands) != n:
+            self.err("tt.scan: a combine region of %d arguments returning %s values for %d operands" %
+                     (len(op.block_args), len(ret[0].operands) if ret else "no", n), op)
+        shape = (rows, cols)
+
+        def whole(t):
+            return ttir.Type("tensor<%dx%dx%s>" % (rows, cols, t.elem))
+
+        region = []
+        for o in body:
+            c = copy.copy(o)
+            c.result_types = [whole(t) for t in o.result_types]
+            region.append(c)
+        self.fixed_slots = max(self.fixed_slots, n)
+        addrs = [SCRATCH_BASE]
+        for k in range(1, n):
+            a = self.news("slot %d" % k)
+            self.emit("addi", a, SCRATCH_BASE, str(k * SLOT_BYTES))
+            addrs.append(a)
+        col, mask_k = self.newv("column"), self.newv("%d" % (cols - 1))
+        self.vemit(shape, "viota", col, "0")
+        self.vemit(shape, "vsplati", mask_k, str(cols - 1))
+        self.vemit(shape, "vand", col, col, mask_k)
+        d = 1
+        while d < cols:
+            off, dv, m = self.newv("offsets"), self.newv("%d" % d), self.newv("has an element %d before" % d)
+            self.vemit(shape, "viota", off, str(-d))
+            self.vemit(shape, "vsplati", dv, str(d))
+            self.vemit(shape, "vicmp", m, col, dv, "ge")
+            ys = []
+            for x, a in zip(xs, addrs):
+                y = self.newv(op.results[0])
+                self.vemit(shape, "vst", x, a, "unit", "i32")
+                self.vemit(shape, "vld", y, a, off, "i32", m)
+                ys.append(y)
+            for k in range(n):
+                t = whole(vals[k].type)
+                self.vals[op.block_args[k]] = Val("tensor", t, ys[k], shape=shape)
+                self.vals[op.block_args[n + k]] = Val("tensor", t, xs[k], shape=shape)
+            for c in region:
+                self.loc = op.loc
+                self.lower(c)
+            new = []
+            for x, r in zip(xs, ret[0].operands):
+                nx = self.newv(op.results[0])
+                self.vemit(shape, "vsel", nx, self.vreg(r, ret[0], shape), x, m)
+                new.append(nx)
+            xs = new
+            d *= 2
+        for k, x in enumerate(xs):
+            if axis == 0:
+                t = self.newv(op.results[k])
+                self.vemit(shape, "vtrans", t, x)
+                x = t
+            self.define(op, Val("tensor", op.result_types[k], x, shape=lanes_shape(op.result_types[k], op.loc)), k)
 
     def _reduced(self, op, r, i=0):
         t = op.result_types[i]

@@ -227,8 +227,8 @@ class Parser:
         name_m = re.match(r"\"?([\w.]+)\"?", s)
         name = name_m.group(1)
         rest = s[name_m.end():]
-        if name == "tt.reduce":
-            return self.reduce_op(results, rest, loc, line)
+        if name in ("tt.reduce", "tt.scan"):
+            return self.reduce_op(results, rest, loc, line, name)
         if rest.endswith("{"):
             return self.region_op(name, results, rest, loc, line)
         types = None
@@ -341,17 +341,20 @@ class Parser:
         if m and op.loc is None:
             op.loc = self.locs.resolve(m.group(1))
 
-    def reduce_op(self, results, rest, loc, line):
-        # "tt.reduce"(%x) <{axis = 0 : i32}> ({ ^bb0(%a: f32 ..., %b: f32 ...): ... })
+    def reduce_op(self, results, rest, loc, line, name="tt.reduce"):
+        # "tt.reduce"(%x) <{axis = 0 : i32}> ({ ^bb0(%a: f32 ..., %b: f32 ...): ... });
+        # "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({ ... }) the same.
         operands = _VALUE.findall(rest.split("<{")[0])
         axis = re.search(r"axis = (\d+)", rest)
+        reverse = re.search(r"reverse = true", rest) is not None
         bb = self.lines[self.pos].strip()
         self.pos += 1
         block_args = re.findall(r"(%[\w.$-]+): ", bb)
         region = self.block()
         closing = self._close()
-        op = Op("tt.reduce", results, operands, "axis = %s" % (axis.group(1) if axis else "?"), None, loc, line)
+        op = Op(name, results, operands, "axis = %s" % (axis.group(1) if axis else "?"), None, loc, line)
         op.axis = int(axis.group(1)) if axis else None
+        op.reverse = reverse
         op.block_args = block_args
         op.regions.append(region)
         m = _LOC_TAIL.search(closing)
