@@ -6,9 +6,11 @@ register() tells Inductor that "maia" (torch's PrivateUse1 device, named by
 maia.torch) is a Triton device: a DeviceInterface (current device, device
 count, the one stream per device, synchronize, the properties Inductor's
 Triton heuristics read), Inductor's Triton scheduling less what the maia
-backend cannot lower (MaiaScheduling) and its Python wrapper codegen, the
-few lines of wrapper code that name the device's runtime, and a plugin that
-gives each kernel one config whose tensors fit a vector register. Inductor
+backend cannot lower (MaiaScheduling) and its Python wrapper codegen
+(MaiaWrapperCodegen), the few lines of wrapper code that name the device's
+runtime, the seeds of Inductor's random numbers from the host
+(random_seeds), and a plugin that gives each kernel one config whose
+tensors fit a vector register. Inductor
 then generates Triton kernels for maia tensors; the maia Triton backend
 (userspace/triton/maia_triton) compiles them to TVP programs and its driver
 launches each as a KERNEL command on the device's stream. maia.torch calls
