@@ -208,6 +208,11 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
  *
  * A comes in blocks of 16 k (pack_a_k16()): A(i, k) at a[i * 16 + k % 16]
  * within its block, an offset the unrolled loop knows at compile time.
+ * With more k blocks than rows, C's rows are fetched one per block rather
+ * than all 28 lines at the start: those held the L1's fill buffers (16 on
+ * recent Intel cores) for a memory latency while B's panel streams in
+ * from L2 through the same buffers (one thread, C in place, engine /
+ * sgemm: 4096^3 0.97 -> 0.98, 2048^3 0.976 -> 0.995, medians of three).
  */
 #define AVX512_MR	14
 #define AVX512_KB	16
@@ -234,16 +239,24 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
 	size_t k, kk, w;
 	int i;
 
+	/* C's rows fetched one per k block when there are enough blocks (above) */
+	bool spread = accumulate && kc / AVX512_KB > AVX512_MR;
+	size_t blk = 0;
+
 #pragma GCC unroll 14
 	for (i = 0; i < AVX512_MR; i++) {
-		if (accumulate) {
+		if (accumulate && !spread) {
 			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
 			_mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
 		}
 		acc[i][0] = _mm512_setzero_ps();
 		acc[i][1] = _mm512_setzero_ps();
 	}
-	for (k = 0; k + AVX512_KB <= kc; k += AVX512_KB, a += AVX512_KB * AVX512_MR) {
+	for (k = 0; k + AVX512_KB <= kc; k += AVX512_KB, a += AVX512_KB * AVX512_MR, blk++) {
+		if (spread && blk < AVX512_MR) {
+			_mm_prefetch((const char *)(c + blk * ldc), _MM_HINT_T0);
+			_mm_prefetch((const char *)(c + blk * ldc + 16), _MM_HINT_T0);
+		}
 #pragma GCC unroll 16
 		for (kk = 0; kk < AVX512_KB; kk++, b += ldb)
 			AVX512_STEP(a + kk, AVX512_KB, b);
