@@ -231,7 +231,8 @@ def many_indices():
     b = ri(6, (4, 1)).int()
     c = ri(7, (3,))
     d = ri(8, (1, 3))
-    ix = dict(a=a, b=b, c=c, d=d, b4=b % 4, c5=c % 5, c6=c % 6, d7=d % 7, e=torch.tensor([0, -1]))
+    ix = dict(a=a, b=b, c=c, d=d, b4=b % 4, c5=c % 5, c6=c % 6, d7=d % 7, e=torch.tensor([0, -1]),
+              tr=ri(6, (3, 4)).t())                                 # a transposed index tensor
     cases = [
         (x4, lambda x, t: x[t["a"], t["b"], t["c"]]),                # adjacent at the front: B then 8
         (x4, lambda x, t: x[:, t["b"], t["c"], t["d"]]),             # adjacent after a slice
@@ -244,6 +245,7 @@ def many_indices():
         (x5, lambda x, t: x[:, 1:3, t["e"]]),                        # a rank-5 result
         (xp, lambda x, t: x[t["a"], :, t["d"], t["b"]]),
         (x4.bfloat16(), lambda x, t: x[t["a"], t["b"], t["c"]]),
+        (x4, lambda x, t: x[t["a"], t["tr"], t["c"][:1]]),
     ]
     before = dev_count("index")
     with mt.strict():
@@ -284,7 +286,9 @@ def many_indices():
 
 def ref_nonzero_cases():
     """Masks: odd shapes, past 1024 blocks (the scan's second chunk), empty, all set, strided, NaN and -0.0."""
-    big = torch.rand(1100 * 1024 + 5, generator=G) > 0.7
+    big = torch.zeros(1100 * 1024 + 5, dtype=torch.bool)              # 1101 blocks, sparse: cheap to check
+    big[torch.randint(0, big.numel(), (3000,), generator=G)] = True
+    big[-1] = True
     f = torch.tensor([[0.0, -0.0, float("nan")], [1.5, 0.0, float("-inf")]])
     return [
         ("odd", torch.rand(3, 1031, generator=G) > 0.5),
@@ -324,6 +328,7 @@ def masks_more():
     xt = torch.randn(6, 5, 4, generator=G).permute(2, 1, 0)         # non-contiguous self
     with mt.strict():
         exact(x.to(DEV)[m2.to(DEV)], x[m2], "x[mask2]")
+        exact(x.to(DEV)[m2], x[m2], "x[CPU mask]")                   # copied to the device, as for CUDA
         exact(x.to(DEV)[:, :, m1.to(DEV)], x[:, :, m1], "x[:, :, mask]")
         m3 = torch.tensor([True, False, True, False, False, True])  # 3 set: broadcast with i
         exact(x.to(DEV)[i.to(DEV), :, m3.to(DEV)], x[i, :, m3], "x[i, :, mask]")
