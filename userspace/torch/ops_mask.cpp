@@ -8,10 +8,10 @@
  * order (any strides, rank <= 5), one 1024-lane block per instance:
  * "mskcnt" finds each block's inclusive prefix sum of (element != 0) by
  * two 32 x 32 matrix products, keeps it for the block's set lanes in a
- * scratch buffer and stores the block's count; "mskscan" (one instance) turns the
- * counts into each block's first output row and the total; the host reads
- * the total (the result's size depends on the data: one host wait per op)
- * and allocates the result; "mskidx" writes each set element's coordinates
+ * scratch buffer and stores the block's count; "mskscan" (one instance)
+ * turns the counts into each block's first output row and the total; the
+ * host reads the total (the result's size depends on the data: one host
+ * wait per op) and allocates the result; "mskidx" writes each set element's coordinates
  * (int64) at its row, "msksel" its value of x. Counts are int32: masks of
  * up to 2^24 elements (more take the CPU path).
  */
