@@ -212,7 +212,7 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
  * than all 28 lines at the start: those held the L1's fill buffers (16 on
  * recent Intel cores) for a memory latency while B's panel streams in
  * from L2 through the same buffers (one thread, C in place, engine /
- * sgemm: 4096^3 0.97 -> 0.98, 2048^3 0.976 -> 0.995, medians of three).
+ * sgemm: 4096^3 0.966 -> 0.974, 2048^3 0.973 -> 0.990, medians of three).
  */
 #define AVX512_MR	14
 #define AVX512_KB	16
