@@ -242,6 +242,55 @@ def scans_on_the_device():
             check_close(name, o, r)
 
 
+@triton.jit
+def _affine(a1, b1, a2, b2):
+    # x -> a1 x + b1, then x -> a2 x + b2: associative, not commutative.
+    return a1 * a2, b1 * a2 + b2
+
+
+@triton.jit
+def affine_scans(a_ptr, b_ptr, out_ptr, R: tl.constexpr):
+    o = tl.arange(0, 4)[:, None] * R + tl.arange(0, R)[None, :]
+    a = tl.load(a_ptr + o)
+    b = tl.load(b_ptr + o)
+    _, fwd = tl.associative_scan((a, b), 1, _affine)
+    _, rev = tl.associative_scan((a, b), 1, _affine, reverse=True)
+    tl.store(out_ptr + o, fwd)
+    tl.store(out_ptr + 4 * R + o, rev)
+    tl.store(out_ptr + 8 * R + o, tl.cumsum(b, 0, reverse=True))
+
+
+def affine_scan_ref(a, b):
+    """Triton's scan of (a, b) along rows with _affine: the running
+    composition, each step combine(accumulated, next)."""
+    out = torch.empty_like(b)
+    acc_a, acc_b = a[:, 0].clone(), b[:, 0].clone()
+    out[:, 0] = acc_b
+    for i in range(1, a.shape[1]):
+        acc_a, acc_b = acc_a * a[:, i], acc_b * a[:, i] + b[:, i]
+        out[:, i] = acc_b
+    return out
+
+
+@test
+def scans_reversed_and_not_commutative():
+    """tl.associative_scan with a combine that is not commutative (affine
+    maps composed), forward and reverse=True (Triton's: the scan of the
+    flipped row, flipped back), and a reversed cumsum along axis 0, in one
+    Triton kernel on the device, against the same scans in float64."""
+    gen = torch.Generator().manual_seed(4)
+    r = 64
+    a = 0.9 + 0.2 * torch.rand(4, r, generator=gen)
+    b = torch.randn(4, r, generator=gen)
+    out = torch.empty(12 * r).to(DEV)
+    affine_scans[(1, )](a.to(DEV), b.to(DEV), out, R=r)
+    out = out.cpu().double().view(3, 4, r)
+    A, B = a.double(), b.double()
+    refs = (affine_scan_ref(A, B), affine_scan_ref(A.flip(1), B.flip(1)).flip(1), B.flip(0).cumsum(0).flip(0))
+    for name, got, ref in zip(("forward", "reverse", "cumsum reversed along axis 0"), out, refs):
+        check_close("affine scan " + name, got, ref)
+
+
 # Inverse trigonometric functions, lgamma, erfinv and the bit-level ones,
 # composed of TVP instructions in maia_triton/libdevice.py (Cephes' atanf,
 # asinf, acosf; Giles' erfinv; lgamma by reflection, shifts, a fit on

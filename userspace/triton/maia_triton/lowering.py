@@ -914,10 +914,10 @@ class Lowering:
         d lanes earlier in its row (masked where the row has no element d
         before), runs the combine region on whole tensors with the earlier
         elements as its left arguments, and keeps the old value where the
-        load was masked. Along axis 0 transposed first and back after."""
+        load was masked. reverse=True: d lanes later, the later elements
+        left (Triton's: the scan of the flipped row, flipped back). Along
+        axis 0 transposed first and back after."""
         n = len(op.operands)
-        if op.reverse:
-            self.err("tt.scan with reverse=True is not supported by the maia backend", op)
         vals = [self.val(x, op) for x in op.operands]
         axis = 1 if len(vals[0].type.shape) == 1 else op.axis
         xs = [self.vreg(x, op) for x in op.operands]
@@ -956,10 +956,15 @@ class Lowering:
         self.vemit(shape, "vand", col, col, mask_k)
         d = 1
         while d < cols:
-            off, dv, m = self.newv("offsets"), self.newv("%d" % d), self.newv("has an element %d before" % d)
-            self.vemit(shape, "viota", off, str(-d))
-            self.vemit(shape, "vsplati", dv, str(d))
-            self.vemit(shape, "vicmp", m, col, dv, "ge")
+            off, dv, m = self.newv("offsets"), self.newv("limit"), self.newv("has an element %d away" % d)
+            if op.reverse:
+                self.vemit(shape, "viota", off, str(d))
+                self.vemit(shape, "vsplati", dv, str(cols - d))
+                self.vemit(shape, "vicmp", m, col, dv, "lt")
+            else:
+                self.vemit(shape, "viota", off, str(-d))
+                self.vemit(shape, "vsplati", dv, str(d))
+                self.vemit(shape, "vicmp", m, col, dv, "ge")
             ys = []
             for x, a in zip(xs, addrs):
                 y = self.newv(op.results[0])
