@@ -10,6 +10,7 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -134,9 +135,20 @@ struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	{
 		return getStream(s.device());
 	}
+	/*
+	 * At least 1, as the index checks (runtime.cpp) allow maia:0 with no
+	 * device: fake and meta maia tensors (FakeTensorMode, AOTAutograd)
+	 * live there. torch's autograd engine sizes its per-device ready
+	 * queues and the caller streams it syncs leaf streams with
+	 * (GraphTask::stash_current_streams) by this count and indexes them
+	 * with maia:0 unchecked: 0 made backward() of fake maia tensors fail
+	 * an internal assert, or read past the end and crash with
+	 * multithreading off (AOTAutograd). torch.maia.device_count() and
+	 * torch.accelerator.device_count() still say how many devices exist.
+	 */
 	c10::DeviceIndex deviceCount() const noexcept override
 	{
-		return (c10::DeviceIndex)device_count();
+		return (c10::DeviceIndex)std::max(device_count(), 1);
 	}
 	void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
 		    const c10::EventFlag flag) const override
