@@ -835,45 +835,15 @@ class Lowering:
         the tree of _tree_reduce, each step running the region's ops on whole
         tensors (operand k in scratch slot k)."""
         n = len(op.operands)
-        vals = [self.val(x, op) for x in op.operands]
-        srcs = [self.vreg(x, op) for x in op.operands]
-        rows, cols = vals[0].shape
-        if axis == 0:
-            t = [self.newv(op.results[0]) for _ in srcs]
-            for d, x in zip(t, srcs):
-                self.vemit((rows, cols), "vtrans", d, x)
-            srcs, rows, cols = t, cols, rows
-        if cols & (cols - 1):
-            self.err("tt.reduce over %d elements (a power of two is needed here)" % cols, op)
+        vals, xs, shape = self._region_rows(op, "tt.reduce", axis)
+        rows, cols = shape
         if len(op.block_args) != 2 * n:
             self.err("tt.reduce: a combine region of %d arguments for %d operands" % (len(op.block_args), n), op)
-        shape = (rows, cols)
         ret = [o for o in op.regions[0] if o.name == "tt.reduce.return"]
-        body = [o for o in op.regions[0] if o.name != "tt.reduce.return"]
         if not ret or len(ret[0].operands) != n:
             self.err("tt.reduce: its region returns %s values for %d operands" %
                      (len(ret[0].operands) if ret else "no", n), op)
-
-        def whole(t):
-            # A region's scalar type as a tensor of the reduction's shape.
-            return ttir.Type("tensor<%dx%dx%s>" % (rows, cols, t.elem))
-
-        region = []
-        for o in body:
-            c = copy.copy(o)
-            c.result_types = [whole(t) for t in o.result_types]
-            region.append(c)
-        self.fixed_slots = max(self.fixed_slots, n)
-        addrs = [SCRATCH_BASE]
-        for k in range(1, n):
-            a = self.news("slot %d" % k)
-            self.emit("addi", a, SCRATCH_BASE, str(k * SLOT_BYTES))
-            addrs.append(a)
-        col, mask_k = self.newv("column"), self.newv("%d" % (cols - 1))
-        self.vemit(shape, "viota", col, "0")
-        self.vemit(shape, "vsplati", mask_k, str(cols - 1))
-        self.vemit(shape, "vand", col, col, mask_k)
-        xs = srcs
+        region, addrs, col = self._region_setup(op, ret[0], shape)
         half = cols // 2
         while half >= 1:
             off, h, m = self.newv("offsets"), self.newv("%d" % half), self.newv("mask")
@@ -886,13 +856,7 @@ class Lowering:
                 self.vemit(shape, "vst", x, a, "unit", "i32")
                 self.vemit(shape, "vld", y, a, off, "i32", m)
                 ys.append(y)
-            for k in range(n):
-                t = whole(vals[k].type)
-                self.vals[op.block_args[k]] = Val("tensor", t, xs[k], shape=shape)
-                self.vals[op.block_args[n + k]] = Val("tensor", t, ys[k], shape=shape)
-            for c in region:
-                self.loc = op.loc
-                self.lower(c)
+            self._region_run(op, region, vals, shape, xs, ys)
             xs = [self.vreg(x, ret[0], shape) for x in ret[0].operands]
             half //= 2
         for k, (x, a) in enumerate(zip(xs, addrs)):
@@ -918,42 +882,14 @@ class Lowering:
         left (Triton's: the scan of the flipped row, flipped back). Along
         axis 0 transposed first and back after."""
         n = len(op.operands)
-        vals = [self.val(x, op) for x in op.operands]
-        axis = 1 if len(vals[0].type.shape) == 1 else op.axis
-        xs = [self.vreg(x, op) for x in op.operands]
-        rows, cols = vals[0].shape
-        if axis == 0:
-            t = [self.newv(op.results[0]) for _ in xs]
-            for d, x in zip(t, xs):
-                self.vemit((rows, cols), "vtrans", d, x)
-            xs, rows, cols = t, cols, rows
-        if cols & (cols - 1):
-            self.err("tt.scan over %d elements (a power of two is needed here)" % cols, op)
+        axis = 1 if len(self.val(op.operands[0], op).type.shape) == 1 else op.axis
+        vals, xs, shape = self._region_rows(op, "tt.scan", axis)
+        rows, cols = shape
         ret = [o for o in op.regions[0] if o.name == "tt.scan.return"]
-        body = [o for o in op.regions[0] if o.name != "tt.scan.return"]
         if len(op.block_args) != 2 * n or not ret or len(ret[0].operands) != n:
             self.err("tt.scan: a combine region of %d arguments returning %s values for %d operands" %
                      (len(op.block_args), len(ret[0].operands) if ret else "no", n), op)
-        shape = (rows, cols)
-
-        def whole(t):
-            return ttir.Type("tensor<%dx%dx%s>" % (rows, cols, t.elem))
-
-        region = []
-        for o in body:
-            c = copy.copy(o)
-            c.result_types = [whole(t) for t in o.result_types]
-            region.append(c)
-        self.fixed_slots = max(self.fixed_slots, n)
-        addrs = [SCRATCH_BASE]
-        for k in range(1, n):
-            a = self.news("slot %d" % k)
-            self.emit("addi", a, SCRATCH_BASE, str(k * SLOT_BYTES))
-            addrs.append(a)
-        col, mask_k = self.newv("column"), self.newv("%d" % (cols - 1))
-        self.vemit(shape, "viota", col, "0")
-        self.vemit(shape, "vsplati", mask_k, str(cols - 1))
-        self.vemit(shape, "vand", col, col, mask_k)
+        region, addrs, col = self._region_setup(op, ret[0], shape)
         d = 1
         while d < cols:
             off, dv, m = self.newv("offsets"), self.newv("limit"), self.newv("has an element %d away" % d)
@@ -971,13 +907,7 @@ class Lowering:
                 self.vemit(shape, "vst", x, a, "unit", "i32")
                 self.vemit(shape, "vld", y, a, off, "i32", m)
                 ys.append(y)
-            for k in range(n):
-                t = whole(vals[k].type)
-                self.vals[op.block_args[k]] = Val("tensor", t, ys[k], shape=shape)
-                self.vals[op.block_args[n + k]] = Val("tensor", t, xs[k], shape=shape)
-            for c in region:
-                self.loc = op.loc
-                self.lower(c)
+            self._region_run(op, region, vals, shape, ys, xs)
             new = []
             for x, r in zip(xs, ret[0].operands):
                 nx = self.newv(op.results[0])
@@ -991,6 +921,64 @@ class Lowering:
                 self.vemit(shape, "vtrans", t, x)
                 x = t
             self.define(op, Val("tensor", op.result_types[k], x, shape=lanes_shape(op.result_types[k], op.loc)), k)
+
+    def _region_rows(self, op, what, axis):
+        """A reduce's or scan's operands (their values and registers) as rows
+        to combine along: transposed first when axis is 0. Returns the
+        values, the registers and the (rows, cols) shape, cols a power of two."""
+        vals = [self.val(x, op) for x in op.operands]
+        xs = [self.vreg(x, op) for x in op.operands]
+        rows, cols = vals[0].shape
+        if axis == 0:
+            t = [self.newv(op.results[0]) for _ in xs]
+            for d, x in zip(t, xs):
+                self.vemit((rows, cols), "vtrans", d, x)
+            xs, rows, cols = t, cols, rows
+        if cols & (cols - 1):
+            self.err("%s over %d elements (a power of two is needed here)" % (what, cols), op)
+        return vals, xs, (rows, cols)
+
+    def _region_setup(self, op, ret, shape):
+        """For a combine region run on whole tensors of shape: its ops (all
+        but ret) with their scalar types made tensors, one scratch slot
+        address per operand (operand k in slot k), and each lane's column."""
+        rows, cols = shape
+        n = len(op.operands)
+        region = []
+        for o in op.regions[0]:
+            if o is ret:
+                continue
+            c = copy.copy(o)
+            c.result_types = [self._whole(t, shape) for t in o.result_types]
+            region.append(c)
+        self.fixed_slots = max(self.fixed_slots, n)
+        addrs = [SCRATCH_BASE]
+        for k in range(1, n):
+            a = self.news("slot %d" % k)
+            self.emit("addi", a, SCRATCH_BASE, str(k * SLOT_BYTES))
+            addrs.append(a)
+        col, mask_k = self.newv("column"), self.newv("%d" % (cols - 1))
+        self.vemit(shape, "viota", col, "0")
+        self.vemit(shape, "vsplati", mask_k, str(cols - 1))
+        self.vemit(shape, "vand", col, col, mask_k)
+        return region, addrs, col
+
+    @staticmethod
+    def _whole(t, shape):
+        # A region's scalar type as a tensor of the combined shape.
+        return ttir.Type("tensor<%dx%dx%s>" % (shape[0], shape[1], t.elem))
+
+    def _region_run(self, op, region, vals, shape, lefts, rights):
+        """Runs the combine region once on whole tensors: its first n
+        arguments bound to lefts, the next n to rights."""
+        n = len(lefts)
+        for k in range(n):
+            t = self._whole(vals[k].type, shape)
+            self.vals[op.block_args[k]] = Val("tensor", t, lefts[k], shape=shape)
+            self.vals[op.block_args[n + k]] = Val("tensor", t, rights[k], shape=shape)
+        for c in region:
+            self.loc = op.loc
+            self.lower(c)
 
     def _reduced(self, op, r, i=0):
         t = op.result_types[i]
