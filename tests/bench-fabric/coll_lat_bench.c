@@ -23,7 +23,11 @@
  * --wait irq sleeps on the queue's interrupt. Figures: benchmarks.rst,
  * "Small collectives".
  *
- *   coll_lat_bench [--devices N] [--iters K] [--wait poll|irq]
+ * --json: the figures to stderr and one JSON line to stdout for make bench
+ * (tests/run-bench): allreduce_8b_host_nN, the all-reduce's median beside
+ * the empty job's.
+ *
+ *   coll_lat_bench [--devices N] [--iters K] [--wait poll|irq] [--json]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -125,6 +129,7 @@ int main(int argc, char **argv)
 	uint64_t t_hop[8000], t_db[4000];
 	unsigned int nhop = 0, ndb = 0, seq = 1;
 	uint64_t cb_nop, cb_ar[MAX_DEV];
+	bool json = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--devices") && i + 1 < argc)
@@ -133,9 +138,11 @@ int main(int argc, char **argv)
 			iters = (unsigned int)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			poll_mode = strcmp(argv[++i], "irq") != 0;
+		else if (!strcmp(argv[i], "--json"))
+			json = true;
 		else {
 			fprintf(stderr, "usage: coll_lat_bench [--devices 2..4] [--iters 1..1000] "
-				"[--wait poll|irq]\n");
+				"[--wait poll|irq] [--json]\n");
 			return 2;
 		}
 	}
@@ -264,16 +271,27 @@ int main(int argc, char **argv)
 		}
 		pthread_mutex_unlock(&ev_lock);
 	}
-	printf("coll_lat_bench: %u devices, %u iterations, wait %s\n", ndev, iters,
-	       poll_mode ? "poll" : "irq");
-	printf("  empty job (NOP) round trip     %8.1f us\n", median_us(t_empty, iters));
-	printf("  8-byte all-reduce              %8.1f us\n", median_us(t_ar, iters));
-	printf("    submit (first to last doorbell)        %8.1f us\n", median_us(t_sub, iters));
-	printf("    one doorbell (the register write)      %8.1f us\n", median_us(t_db, ndb));
-	printf("    start (last doorbell to its DATA)      %8.1f us\n", median_us(t_start, iters));
-	printf("    hop (DATA to the receiver's next frame) %7.1f us (%u hops)\n",
-	       median_us(t_hop, nhop), nhop);
-	printf("    finish (last DATA to last completion)  %8.1f us\n", median_us(t_fin, iters));
+	/* with --json the JSON line alone goes to stdout (make bench's results) */
+	FILE *txt = json ? stderr : stdout;
+
+	fprintf(txt, "coll_lat_bench: %u devices, %u iterations, wait %s\n", ndev, iters,
+		poll_mode ? "poll" : "irq");
+	fprintf(txt, "  empty job (NOP) round trip     %8.1f us\n", median_us(t_empty, iters));
+	fprintf(txt, "  8-byte all-reduce              %8.1f us\n", median_us(t_ar, iters));
+	fprintf(txt, "    submit (first to last doorbell)        %8.1f us\n", median_us(t_sub, iters));
+	fprintf(txt, "    one doorbell (the register write)      %8.1f us\n", median_us(t_db, ndb));
+	fprintf(txt, "    start (last doorbell to its DATA)      %8.1f us\n", median_us(t_start, iters));
+	fprintf(txt, "    hop (DATA to the receiver's next frame) %7.1f us (%u hops)\n",
+		median_us(t_hop, nhop), nhop);
+	fprintf(txt, "    finish (last DATA to last completion)  %8.1f us\n", median_us(t_fin, iters));
+	if (json) {
+		double ar = median_us(t_ar, iters), nop = median_us(t_empty, iters);
+
+		printf("{\"name\": \"allreduce_8b_host_n%u\", \"value\": %.1f, \"unit\": \"us\", "
+		       "\"higher_is_better\": false, \"baseline\": \"empty job (NOP), host, no QEMU\", "
+		       "\"baseline_value\": %.1f, \"ratio\": %.1f}\n", ndev, ar, nop,
+		       nop > 0 ? ar / nop : 0);
+	}
 	for (unsigned int i = 0; i < ndev; i++)
 		env_fini(&nodes[i].e);
 	return 0;
