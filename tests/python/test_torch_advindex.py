@@ -22,40 +22,10 @@ import torch
 
 import maia.torch as mt
 from tap import raises, run, test
+from torch_checks import close, dev_count, exact, same_error
 
 DEV = mt.device
 G = torch.Generator().manual_seed(7)
-
-
-def close(got, ref, rel, what):
-    got = got.detach().cpu().double()
-    ref = ref.detach().cpu().double()
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    bound = rel * max(1.0, float(ref.abs().max()) if ref.numel() else 1.0)
-    err = float((got - ref).abs().max()) if ref.numel() else 0.0
-    assert err <= bound, "%s: max |err| %.3g > %.3g" % (what, err, bound)
-
-
-def exact(got, ref, what):
-    got = got.detach().cpu()
-    assert got.dtype == ref.dtype and got.shape == ref.shape, (what, got.dtype, ref.dtype, got.shape, ref.shape)
-    assert bool((got == ref).all()), "%s differs at %s" % (what, (got != ref).nonzero()[:5].tolist())
-
-
-def dev_count(name):
-    return mt.device_stats().get(name, 0)
-
-
-def same_error(fn_dev, fn_cpu):
-    """fn_dev raises what fn_cpu raises: the same exception type and first line."""
-    try:
-        fn_cpu()
-    except Exception as e:  # noqa: BLE001 (whatever CPU torch raises)
-        ref = e
-    else:
-        raise AssertionError("CPU torch did not raise")
-    got = raises(type(ref), fn_dev)
-    assert str(got).splitlines()[0] == str(ref).splitlines()[0], (str(got), str(ref))
 
 
 def ri(hi, shape):

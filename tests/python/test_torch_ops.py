@@ -24,44 +24,9 @@ import torch.nn.functional as F
 
 import maia.torch as mt
 from tap import raises, run, test
+from torch_checks import close, dev_count, exact, same_error
 
 DEV = mt.device
-
-
-def close(got, ref, rel, what):
-    """|got - ref| <= rel max(1, max |ref|), against ref computed in float64."""
-    got = got.detach().cpu().double()
-    ref = ref.detach().cpu().double()
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    bound = rel * max(1.0, float(ref.abs().max()) if ref.numel() else 1.0)
-    err = float((got - ref).abs().max()) if ref.numel() else 0.0
-    assert err <= bound or (got.isnan() == ref.isnan()).all() and err != err, \
-        "%s: max |err| %.3g > %.3g" % (what, err, bound)
-
-
-def exact(got, ref, what):
-    got = got.detach().cpu()
-    assert got.dtype == ref.dtype and got.shape == ref.shape, (what, got.dtype, ref.dtype, got.shape, ref.shape)
-    same = got == ref
-    if got.is_floating_point():
-        same |= got.isnan() & ref.isnan()
-    assert bool(same.all()), "%s differs at %s" % (what, (~same).nonzero()[:5].tolist())
-
-
-def dev_count(name):
-    return mt.device_stats().get(name, 0)
-
-
-def same_error(fn_dev, fn_cpu):
-    """fn_dev raises what fn_cpu raises: the same exception type and text."""
-    try:
-        fn_cpu()
-    except Exception as e:  # noqa: BLE001 (whatever CPU torch raises)
-        ref = e
-    else:
-        raise AssertionError("CPU torch did not raise")
-    got = raises(type(ref), fn_dev)
-    assert str(got).splitlines()[0] == str(ref).splitlines()[0], (str(got), str(ref))
 
 
 @test

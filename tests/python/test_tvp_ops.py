@@ -22,6 +22,7 @@ import torch
 
 import maia.torch as mt
 from tap import raises, run, test
+from torch_checks import close
 
 DEV = mt.device
 torch.manual_seed(0)
@@ -51,16 +52,6 @@ def same(got, ref, rel, what):
     bound = rel * ref[fin].abs() + 1e-44
     assert bool((err <= bound).all()), "%s: worst err/bound %.3g" % (
         what, float((err / bound).max()))
-
-
-def close(got, ref, rel, what):
-    """|got - ref| <= rel max |ref| (composite formulas)."""
-    got = got.detach().cpu().double()
-    ref = ref.detach().cpu().double()
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    bound = rel * max(1.0, float(ref.abs().max()))
-    err = float((got - ref).abs().max())
-    assert err <= bound, "%s: max |err| %.3g > %.3g" % (what, err, bound)
 
 
 def fell_back():
