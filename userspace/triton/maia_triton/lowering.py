@@ -850,12 +850,7 @@ class Lowering:
             self.vemit(shape, "viota", off, str(half))
             self.vemit(shape, "vsplati", h, str(half))
             self.vemit(shape, "vicmp", m, col, h, "lt")
-            ys = []
-            for x, a in zip(xs, addrs):
-                y = self.newv(op.results[0])
-                self.vemit(shape, "vst", x, a, "unit", "i32")
-                self.vemit(shape, "vld", y, a, off, "i32", m)
-                ys.append(y)
+            ys = self._region_shifted(op, xs, addrs, shape, off, m)
             self._region_run(op, region, vals, shape, xs, ys)
             xs = [self.vreg(x, ret[0], shape) for x in ret[0].operands]
             half //= 2
@@ -901,12 +896,7 @@ class Lowering:
                 self.vemit(shape, "viota", off, str(-d))
                 self.vemit(shape, "vsplati", dv, str(d))
                 self.vemit(shape, "vicmp", m, col, dv, "ge")
-            ys = []
-            for x, a in zip(xs, addrs):
-                y = self.newv(op.results[0])
-                self.vemit(shape, "vst", x, a, "unit", "i32")
-                self.vemit(shape, "vld", y, a, off, "i32", m)
-                ys.append(y)
+            ys = self._region_shifted(op, xs, addrs, shape, off, m)
             self._region_run(op, region, vals, shape, ys, xs)
             new = []
             for x, r in zip(xs, ret[0].operands):
@@ -962,6 +952,17 @@ class Lowering:
         self.vemit(shape, "vsplati", mask_k, str(cols - 1))
         self.vemit(shape, "vand", col, col, mask_k)
         return region, addrs, col
+
+    def _region_shifted(self, op, xs, addrs, shape, off, m):
+        """Each operand stored to its scratch slot and loaded back at the
+        lane offsets off where the mask m is set: the other side of a step."""
+        ys = []
+        for x, a in zip(xs, addrs):
+            y = self.newv(op.results[0])
+            self.vemit(shape, "vst", x, a, "unit", "i32")
+            self.vemit(shape, "vld", y, a, off, "i32", m)
+            ys.append(y)
+        return ys
 
     @staticmethod
     def _whole(t, shape):
