@@ -507,16 +507,25 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 }
 
 /*
- * Commands the doorbell fast path runs in the doorbell writer's thread
- * (maia_sim_set_inline_doorbell()): a few host microseconds each, no
- * semaphores, no tensor engine, no bulk DMA.
+ * Commands the inline path runs in place of the worker, in the doorbell
+ * writer's thread or the fabric thread (fw_sched_inline_run()): a few host
+ * microseconds each, no semaphores, no tensor engine, no bulk DMA. A
+ * collective of several ranks only builds its operation and parks the job
+ * on the fabric (a one-rank one is a local copy of any size).
  */
 #define FW_INLINE_SLICE_NS	20000u
 
-static bool fw_cmd_cheap(uint16_t opcode)
+static bool fw_cmd_cheap(const uint8_t *raw, uint16_t opcode)
 {
+	const struct maia_cmd_header *h = (const struct maia_cmd_header *)raw;
+	struct maia_cmd_collective c;
+
+	if (opcode == MAIA_OP_COLLECTIVE && h->size == sizeof(c)) {
+		memcpy(&c, raw, sizeof(c));
+		return c.nranks != 1;
+	}
 	return opcode == MAIA_OP_NOP || opcode == MAIA_OP_FENCE_WRITE ||
-	       opcode == MAIA_OP_TIMESTAMP;
+	       opcode == MAIA_OP_TIMESTAMP || opcode == MAIA_OP_COLLECTIVE;
 }
 
 enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
@@ -528,7 +537,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 	uint64_t slice_end;
 	int rc;
 
-	/* In the doorbell writer's thread: a short slice (see fw_cmd_cheap()). */
+	/* In place of the worker: a short slice (see fw_cmd_cheap()). */
 	if (in_place && slice_ns > FW_INLINE_SLICE_NS)
 		slice_ns = FW_INLINE_SLICE_NS;
 	slice_end = fw_now_ns(sim) + slice_ns;
@@ -561,7 +570,7 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 			return FW_RUN_YIELD;
 		*error_offset = job->offset;
 		rc = fetch_cmd(sim, job, as, &hdr);
-		if (rc == MAIA_STATUS_OK && in_place && !fw_cmd_cheap(hdr.opcode))
+		if (rc == MAIA_STATUS_OK && in_place && !fw_cmd_cheap(sim->cmd_buf, hdr.opcode))
 			return FW_RUN_YIELD;	/* the worker fetches it again */
 		if (rc == MAIA_STATUS_OK) {
 			fw_tl_cmd_begin(sim, qi, hdr.opcode);

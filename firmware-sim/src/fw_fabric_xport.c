@@ -287,8 +287,9 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 		}
 	}
 	x->sem_moved = false;
+	/* May run the job on here, with the lock dropped: the lists are whole. */
 	if (kick)
-		fw_kick_worker_locked(sim);
+		fw_sched_fabric_done_locked(sim);
 }
 
 struct fw_xport *fw_xport_create(struct maia_sim *sim, unsigned int nports,

@@ -10,9 +10,12 @@
  * its pump() every round to send what the links take, offers it the
  * messages that answer it (rx()), fails it with MAIA_STATUS_FABRIC_LINK
  * when a port it uses goes down, and with MAIA_STATUS_FABRIC_TIMEOUT at its
- * deadline. fw_fop_finish() ends it; the worker then sees it done, takes
- * the status and releases it. A job that is aborted or dropped releases its
- * operation at once; the fabric thread frees it at its next round.
+ * deadline. fw_fop_finish() ends it; its job then sees it done, takes the
+ * status and releases it: resumed by the fabric thread itself in the
+ * worker's place when the inline path is on and the worker is not busy
+ * (fw_sched_fabric_done_locked()), else by the worker. A job that is
+ * aborted or dropped releases its operation at once; the fabric thread
+ * frees it at its next round.
  *
  * The collective engine (fw_fabric_coll.c) plugs in as one more kind of
  * operation: its fw_fop_ops, MAIA_FMSG_COLL messages offered to rx(), and

@@ -494,6 +494,8 @@ void fw_sched_abort_inflight(struct maia_sim *sim);
 void fw_sched_release_fops(struct maia_sim *sim);
 bool fw_sched_inline_begin_locked(struct maia_sim *sim);
 void fw_sched_inline_run(struct maia_sim *sim);
+/* The fabric thread: an operation ended; its job goes on (fw_sched.c). */
+void fw_sched_fabric_done_locked(struct maia_sim *sim);
 bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi,
 			  const struct fw_job *job);
 

@@ -465,7 +465,11 @@ bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 	return true;
 }
 
-/* Whether the worker has anything to do: runnable, timed or kicked. */
+/*
+ * Whether the worker has anything to do: runnable, timed or kicked. A job
+ * parked on the fabric is not: the fabric thread runs it on when its
+ * operation ends (fw_sched_fabric_done_locked()).
+ */
 static bool work_left_locked(struct maia_sim *sim)
 {
 	uint64_t deadline = UINT64_MAX, now = fw_now_ns(sim);
@@ -478,22 +482,23 @@ static bool work_left_locked(struct maia_sim *sim)
 		if (q->kicked || queue_runnable_locked(sim, q, now, &deadline))
 			return true;
 	}
-	return deadline != UINT64_MAX || fabric_parked_locked(sim);
+	return deadline != UINT64_MAX;
 }
 
 /*
  * Picks the next runnable queue and runs a turn of it (one job or quantum)
- * with the lock dropped, flagged busy so reset and drain wait. Returns false
- * when nothing could run; *deadline then holds the next timed wake-up.
+ * with the lock dropped, flagged busy so reset and drain wait. Returns the
+ * queue, or -1 when nothing could run; *deadline then holds the next timed
+ * wake-up.
  */
-static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
+static int run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 {
 	struct queue_snap snap;
 	int qi;
 
 	qi = pick_queue_locked(sim, fw_now_ns(sim), deadline);
 	if (qi < 0)
-		return false;
+		return -1;
 	snap_queue_locked(sim, (unsigned int)qi, &snap);
 	sim->worker_busy = true;
 	sim->running_queue = qi;
@@ -509,30 +514,69 @@ static bool run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 	sim->worker_busy = false;
 	sim->running_queue = -1;
 	pthread_cond_broadcast(&sim->idle_cond);
-	return true;
+	return qi;
 }
 
 /*
  * Doorbell fast path, part 2, after the doorbell was applied and sim->lock
  * dropped: one scheduling decision and one run_queue() as the worker would
  * make them, with only cheap commands run here (fw_cmd_run() yields at the
- * first other one). Then the worker is woken if anything is left for it;
- * otherwise it sleeps on, idle, as it was.
+ * first other one). Then the worker is woken if anything is left for it.
+ * A job parked on the fabric (a collective this run started) is not: the
+ * fabric thread runs it on when its operation ends, and until then the
+ * device is not idle (maia_sim_drain() waits). Otherwise the worker sleeps
+ * on, idle, as it was.
  */
 void fw_sched_inline_run(struct maia_sim *sim)
 {
 	uint64_t deadline = UINT64_MAX;
+	const struct fw_job *job;
+	int qi;
 
 	pthread_mutex_lock(&sim->lock);
-	run_next_queue_locked(sim, &deadline);
+	qi = run_next_queue_locked(sim, &deadline);
+	/*
+	 * The job parked on the fabric, and the fabric thread ended its
+	 * operation before this run did (it left the job to this thread, busy):
+	 * one more turn takes it on here rather than waking the worker.
+	 */
+	job = qi >= 0 ? &sim->queues[qi].job : NULL;
+	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop))
+		run_next_queue_locked(sim, &deadline);
 	sim->inline_busy = false;
 	if (work_left_locked(sim)) {
 		fw_kick_worker_locked(sim);
+	} else if (fabric_parked_locked(sim)) {
+		sim->worker_idle = false;
 	} else {
 		sim->worker_idle = true;
 		pthread_cond_broadcast(&sim->idle_cond);
 	}
 	pthread_mutex_unlock(&sim->lock);
+}
+
+/*
+ * The fabric thread, with sim->lock held (dropped and taken again here):
+ * a fabric operation ended, or a remote write moved a semaphore. With the
+ * inline path on and the worker asleep, this thread takes the worker's
+ * place as the doorbell writer's does (fw_sched_inline_run()): it resumes
+ * the parked job, runs what cheap commands follow and writes its
+ * completion, so that a collective costs no hand-over to the worker at
+ * either end. Otherwise (the worker busy, a doorbell's inline run under
+ * way, boot, reset) the worker is woken as before.
+ */
+void fw_sched_fabric_done_locked(struct maia_sim *sim)
+{
+	if (!sim->inline_doorbell || sim->stop || sim->worker_busy || sim->inline_busy ||
+	    sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+		fw_kick_worker_locked(sim);
+		return;
+	}
+	sim->inline_busy = true;
+	pthread_mutex_unlock(&sim->lock);
+	fw_sched_inline_run(sim);
+	pthread_mutex_lock(&sim->lock);
 }
 
 /* Runs fn with the lock dropped, flagged busy so reset and drain wait. */
@@ -587,7 +631,7 @@ void *fw_worker_main(void *arg)
 			pthread_cond_broadcast(&sim->idle_cond);
 			continue;
 		}
-		if (run_next_queue_locked(sim, &deadline))
+		if (run_next_queue_locked(sim, &deadline) >= 0)
 			continue;
 		wait_for_work_locked(sim, deadline);
 	}

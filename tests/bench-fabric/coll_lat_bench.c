@@ -51,6 +51,8 @@ struct node {
 
 static struct node nodes[MAX_DEV];
 static unsigned int ndev = 2;
+/* Read-held across a frame's hand-over, so that no device is destroyed under it. */
+static pthread_rwlock_t cable_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 /* Frames sent, in order (protected by ev_lock). */
 struct ev {
@@ -84,9 +86,13 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 		pthread_mutex_unlock(&ev_lock);
 	}
 	/* The ring's later devices are made after the first ones talk. */
-	if (!__atomic_load_n(&nodes[peer].booted, __ATOMIC_ACQUIRE))
+	pthread_rwlock_rdlock(&cable_lock);
+	if (!__atomic_load_n(&nodes[peer].booted, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_unlock(&cable_lock);
 		return -1;
+	}
 	maia_sim_fabric_rx(nodes[peer].e.sim, port ^ 1u, frame, len);
+	pthread_rwlock_unlock(&cable_lock);
 	return 0;
 }
 
@@ -292,6 +298,11 @@ int main(int argc, char **argv)
 		       "\"baseline_value\": %.1f, \"ratio\": %.1f}\n", ndev, ar, nop,
 		       nop > 0 ? ar / nop : 0);
 	}
+	/* Cables cut first: the devices still up send to the ones gone. */
+	pthread_rwlock_wrlock(&cable_lock);
+	for (unsigned int i = 0; i < ndev; i++)
+		__atomic_store_n(&nodes[i].booted, false, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&cable_lock);
 	for (unsigned int i = 0; i < ndev; i++)
 		env_fini(&nodes[i].e);
 	return 0;

@@ -16,7 +16,11 @@
  * a cable of a ring of 2, 3 or 4 pulled before collectives, and one pulled
  * while an in-place all-reduce runs: every collective ends OK with the
  * reference's bits, over the other cable (2) or relayed round the ring
- * the other way (3, 4), and the failover counters say so.
+ * the other way (3, 4), and the failover counters say so. Some of it again
+ * with the inline doorbell path on (QEMU's default), where the doorbell
+ * writer starts a collective and the fabric thread completes its job: a
+ * command after the collective in its job and the next job of its queue see
+ * its result, and drain waits for it.
  *
  * Decisions are by events (a queue's interrupt after its completion entry,
  * port state); the only clock use is a hang guard of 60 s per wait.
@@ -73,6 +77,7 @@ static uint32_t trial_comm = 0xfab;	/* the comm_id prepare() gives */
 static uint32_t dev0_send_lat_ns;	/* ring_up(): device 0's send port's extra latency */
 static uint32_t all_lat_ns;		/* ring_up(): every port's extra latency */
 static uint8_t trial_algo;		/* the algo prepare() gives */
+static bool inline_db;			/* ring_up(): the doorbell fast path on */
 
 static uint64_t now_ms(void)
 {
@@ -214,6 +219,7 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 		env_fabric_lat_ns[SEND_PORT] = 0;
 		env_fabric_lat_ns[RECV_PORT] = 0;
 		boot_or_die(&nodes[i].e);
+		maia_sim_set_inline_doorbell(nodes[i].e.sim, inline_db);
 		queue_setup(&nodes[i].e, &nodes[i].q[0], 0, 64, 0);
 		queue_setup(&nodes[i].e, &nodes[i].q[1], 1, 64, 0);
 	}
@@ -1523,6 +1529,73 @@ static void test_cable_latency(unsigned int n)
 	       (unsigned long long)d[0][1][0], (unsigned long long)d[1][1][0], hops[1], lat);
 }
 
+/*
+ * Inline path: rank 0 submits, in one go, a job of [all-reduce, FENCE_WRITE]
+ * and a job that copies the all-reduce's result; rank 1 joins once rank 0
+ * waits. The fence value and the copy are written after the collective's
+ * result (the fence after, the copy in the next job), and drain returns.
+ */
+static void test_inline_order(void)
+{
+	const uint64_t count = 5003, fence_value = 0xfe11ce;
+	struct outcome o = { .wrong = 0 };
+	struct env *e = &nodes[0].e;
+	struct maia_cmd_fence_write f = {
+		.hdr = { .opcode = MAIA_OP_FENCE_WRITE, .size = sizeof(f) },
+		.value = fence_value,
+	};
+	struct maia_cmd_dma_copy c = {
+		.hdr = { .opcode = MAIA_OP_DMA_COPY, .size = sizeof(c) },
+		.width = count * 4, .height = 1,
+	};
+	uint64_t fence_bus, copy_bus, cb1, cb2;
+	struct cmdbuf cb;
+	uint32_t slot2, irqs, w0;
+	struct trial t;
+	bool fence_ok, copy_ok, waited;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices, inline doorbells: every port UP"))
+		return;
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	fence_bus = host_alloc(e, 8, 64);
+	copy_bus = host_alloc(e, count * 4, 64);
+	memset(host_ptr(e, fence_bus), 0, 8);
+	memset(host_ptr(e, copy_bus), 0x5a, count * 4);
+	f.addr = fence_bus;
+	c.src = t.k[0].recv_addr;
+	c.dst = copy_bus;
+	cb_init(&cb);
+	cb_add(&cb, &t.k[0], sizeof(t.k[0]));
+	cb_add(&cb, &f, sizeof(f));
+	cb1 = cb_to_host(e, &cb);
+	cb_init(&cb);
+	cb_add(&cb, &c, sizeof(c));
+	cb2 = cb_to_host(e, &cb);
+	t.irqs[0] = irqs = irq_count(e, MAIA_VEC_QUEUE(0));
+	w0 = fabric_waits(0);
+	t.slot[0] = queue_push(e, &nodes[0].q[0], cb1, sizeof(t.k[0]) + sizeof(f), 0, 0, 1, true);
+	slot2 = queue_push(e, &nodes[0].q[0], cb2, sizeof(c), 0, 0, 2, true);
+	waited = wait_fabric_waits(w0 + 1);
+	fence_ok = !*(volatile uint64_t *)host_ptr(e, fence_bus);
+	submit(&t, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&t, r, &o);
+	o.hung |= !wait_irq(e, MAIA_VEC_QUEUE(0), irqs + 2, HANG_GUARD_MS) ||
+		  !(cqe_at(e, &nodes[0].q[0], slot2)->flags & MAIA_CQE_VALID) ||
+		  cqe_at(e, &nodes[0].q[0], slot2)->status != MAIA_STATUS_OK;
+	maia_sim_drain(e->sim);
+	maia_sim_drain(nodes[1].e.sim);
+	fence_ok &= *(uint64_t *)host_ptr(e, fence_bus) == fence_value;
+	copy_ok = !memcmp(host_ptr(e, copy_bus), t.recv[0], count * 4);
+	finish_trial(&t, &o, true);
+	tap_ok(waited && all_ok(&o) && !o.wrong && fence_ok && copy_ok,
+	       "inline: rank 0's [all-reduce, fence] waited for rank 1 with the fence unwritten; "
+	       "then OK (#wrong %ld), the fence %s, the next job's copy of the result %s, drained",
+	       o.wrong, fence_ok ? "written" : "WRONG", copy_ok ? "equal" : "DIFFERENT");
+	ring_down();
+}
+
 int main(void)
 {
 	test_modeled_time();
@@ -1544,5 +1617,14 @@ int main(void)
 	test_failed_leftovers();
 	test_comm_busy();
 	test_late_rank_bad_memory();
+	/* The doorbell writer starts collectives, the fabric thread completes them. */
+	inline_db = true;
+	test_inline_order();
+	test_ring(2, 0, false, 0);
+	test_ring(4, 0, true, 0);
+	test_fabric_wait_status();
+	test_failure(3);
+	test_cable_pulled_mid_collective();
+	inline_db = false;
 	return tap_done();
 }
