@@ -57,6 +57,16 @@
  * Everything is bounded: each QEMU runs under run-guest's --timeout, and
  * the launcher only waits for its child. Exit status: the largest of the
  * ranks' guest statuses (a rank that killed its QEMU as asked counts 0).
+ *
+ * Stopping: mpirun stops its ranks with SIGTERM (SIGINT, SIGHUP), and one
+ * second later SIGKILL. Its QEMU is no child of the launcher (run-guest runs
+ * it under timeout(1), in a process group of its own), so neither reaches
+ * it. On SIGTERM, SIGINT or SIGHUP the launcher sends the signal on to its
+ * QEMU and run-guest, reaps them, removes its files and dies of the signal,
+ * with no MPI call. For SIGKILL, a guard process forked beside run-guest
+ * waits on a pipe only the launcher holds open: when that pipe ends without
+ * the launcher's word that everything is over, the guard stops the QEMU
+ * (SIGTERM, SIGKILL if it lingers) and removes the rank's files.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -137,6 +147,24 @@ struct rank_result {
 };
 
 static int rank, nranks;
+
+/* This rank's files (unlinked at the end, by the guard, or on a signal); "": none. */
+static struct {
+	char dir[64];			/* the job directory (removed once empty) */
+	char pidfile[ADDR_LEN];		/* QEMU's -pidfile */
+	char ctl[ADDR_LEN];		/* the barrier port's socket */
+	char sock[ADDR_LEN];		/* fabric0's unix socket */
+	char shm[ADDR_LEN];		/* the shared-memory cable this rank listens for */
+	char dgram[2][ADDR_LEN + 4];	/* the unix datagram sockets of its cable ends */
+} files;
+
+/*
+ * Stopping on a signal (the file's head comment). Written by on_stop() and
+ * by the main flow; pids are ints, so sig_atomic_t holds them.
+ */
+static volatile sig_atomic_t stop_sig;	/* the signal that said stop; 0: none */
+static volatile sig_atomic_t qemu_pid;	/* from its pidfile; 0: not known, or gone */
+static volatile sig_atomic_t guest_pid;	/* run-guest, our child; 0: not running */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -374,6 +402,189 @@ static pid_t read_pidfile(const char *path)
 	return (pid_t)pid;
 }
 
+/*
+ * Whether pid is still one of this rank's processes: run-guest, timeout or
+ * QEMU, each of which has our pidfile's path as an argument (a pid that
+ * ended and was reused has not). Only open/read/close: the guard, a forked
+ * copy of a threaded process, calls it too.
+ */
+static bool ours(pid_t pid)
+{
+	static char buf[65536];		/* the whole command line; QEMU's is long */
+	char path[32] = "/proc/", digits[16];
+	size_t have = 0, i, at;
+	int fd, nd = 0;
+	ssize_t n;
+	pid_t p;
+
+	if (pid <= 0)
+		return false;
+	for (p = pid; p && nd < 15; p /= 10)
+		digits[nd++] = (char)('0' + p % 10);
+	for (at = 6; nd; )
+		path[at++] = digits[--nd];
+	memcpy(path + at, "/cmdline", 9);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (have < sizeof(buf) - 1 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
+		have += (size_t)n;
+	close(fd);
+	buf[have] = '\0';
+	for (i = 0; i < have; i += strlen(buf + i) + 1)	/* NUL-separated arguments */
+		if (!strcmp(buf + i, files.pidfile))
+			return true;
+	return false;	/* a zombie's is empty: gone too */
+}
+
+/* The pid in QEMU's pidfile, if it is one of ours; 0 otherwise. */
+static pid_t qemu_of_pidfile(void)
+{
+	char buf[32];
+	long pid = 0;
+	ssize_t n, i;
+	int fd = open(files.pidfile, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	for (i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+		pid = pid * 10 + (buf[i] - '0');
+	return pid > 0 && pid < INT_MAX && ours((pid_t)pid) ? (pid_t)pid : 0;
+}
+
+static void remove_files(void)
+{
+	const char *all[] = { files.pidfile, files.ctl, files.sock, files.shm, files.dgram[0],
+			      files.dgram[1] };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i][0])
+			unlink(all[i]);
+}
+
+/* SIGTERM, SIGINT, SIGHUP: pass it on; the main flow reaps and cleans up. */
+static void on_stop(int sig)
+{
+	int saved = errno;
+
+	stop_sig = sig;
+	if (qemu_pid > 0)
+		kill((pid_t)qemu_pid, sig);
+	/* its trap ends it once QEMU is gone, and removes its own files */
+	if (guest_pid > 0)
+		kill((pid_t)guest_pid, SIGTERM);
+	errno = saved;
+}
+
+static void catch_stop_signals(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_stop };	/* no SA_RESTART: poll wakes */
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static void nap_100ms(void)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The guard: a forked copy of the launcher, so only async-signal-safe calls.
+ * It reads run-guest's pid from the pipe, then waits: one more byte says the
+ * launcher ended everything itself; the pipe's end without it says the
+ * launcher died. Then it stops QEMU (SIGTERM, SIGKILL after 10 s) and
+ * run-guest (SIGTERM: its trap waits for QEMU), for at most 30 s, and
+ * removes this rank's files.
+ */
+static void __attribute__((noreturn)) guard(int rfd)
+{
+	unsigned char buf[16];
+	size_t have = 0;
+	pid_t guest = 0, qemu = 0;
+	int i, null, qterm = -1;	/* qterm: the round QEMU got SIGTERM */
+	ssize_t n;
+
+	/* Out of mpirun's way: its signals, the rank's output and its sockets. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	setpgid(0, 0);
+	null = open("/dev/null", O_RDWR);
+	for (i = 0; i < 3 && null >= 0; i++)
+		dup2(null, i);
+	if (rfd > 3)
+		close_range(3, (unsigned int)rfd - 1, 0);
+	close_range((unsigned int)rfd + 1, ~0u, 0);
+
+	for (;;) {
+		n = read(rfd, buf + have, sizeof(buf) - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		if (have > sizeof(pid_t))
+			_exit(0);	/* the launcher's word: all is over */
+	}
+	if (have >= sizeof(pid_t))
+		memcpy(&guest, buf, sizeof(guest));
+	for (i = 0; i < 300; i++) {
+		bool left = false;
+
+		if (!qemu)
+			qemu = qemu_of_pidfile();	/* it may start after we came here */
+		if (qemu && ours(qemu)) {
+			left = true;
+			if (qterm < 0) {
+				kill(qemu, SIGTERM);
+				qterm = i;
+			} else if (i - qterm == 100) {
+				kill(qemu, SIGKILL);
+			}
+		}
+		if (guest && ours(guest)) {
+			left = true;
+			if (i == 0)
+				kill(guest, SIGTERM);
+		}
+		if (!left)
+			break;
+		nap_100ms();
+	}
+	remove_files();
+	rmdir(files.dir);	/* once the host's last rank has removed its files */
+	_exit(0);
+}
+
+/* Forks the guard; returns the pipe's write end, which only we hold. */
+static int start_guard(pid_t *pid)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	*pid = fork();
+	if (*pid < 0)
+		die("fork: %s", strerror(errno));
+	if (*pid == 0) {
+		close(fds[1]);
+		guard(fds[0]);
+	}
+	setpgid(*pid, *pid);	/* as the guard does: whichever runs first */
+	close(fds[0]);
+	return fds[1];
+}
+
 /* A connection to the QEMU's control port socket, or -1 while it is not there yet. */
 static int ctl_connect(const char *path)
 {
@@ -441,7 +652,37 @@ static int barrier_round(int ended)
  * guest has ended, keep joining rounds until every guest has: the others
  * then never wait for this one past its QEMU's timeout.
  */
-static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
+/*
+ * Told to stop (on_stop()): say so once, stop QEMU if on_stop() could not
+ * (its pidfile came later), and SIGKILL it if it is still there 10 s on.
+ */
+static void stop_step(pid_t child)
+{
+	static struct timespec since;
+	static bool said, killed;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!qemu_pid) {
+		qemu_pid = qemu_of_pidfile();
+		if (qemu_pid)
+			kill((pid_t)qemu_pid, (int)stop_sig);
+	}
+	if (!said) {
+		said = true;
+		since = now;
+		printf("[rank %d] maia-cluster: signal %d: stopping QEMU (pid %d)\n", rank,
+		       (int)stop_sig, (int)qemu_pid);
+		fflush(stdout);
+		kill(child, SIGTERM);
+	}
+	if (!killed && qemu_pid && now.tv_sec - since.tv_sec >= 10 && ours((pid_t)qemu_pid)) {
+		killed = true;
+		kill((pid_t)qemu_pid, SIGKILL);
+	}
+}
+
+static void run_guest(char **argv, const char *pidfile, const char *ctl_path, int guard_fd,
 		      struct rank_result *res)
 {
 	char out[8192], ctl[256];
@@ -450,17 +691,25 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 	bool out_open = true;
 	pid_t child;
 
+	if (stop_sig)
+		return;		/* told to stop before it started */
 	if (pipe2(fds, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));
 	child = fork();
 	if (child < 0)
 		die("fork: %s", strerror(errno));
 	if (child == 0) {
+		/* Its own group: mpirun's SIGKILL of ours would leave its files. */
+		setpgid(0, 0);
 		dup2(fds[1], STDOUT_FILENO);
 		execv(argv[0], argv);
 		fprintf(stderr, "maia-cluster: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	setpgid(child, child);
+	guest_pid = child;
+	if (write(guard_fd, &child, sizeof(child)) != sizeof(child))
+		die("cannot tell the guard: %s", strerror(errno));
 	close(fds[1]);
 	while (out_open) {
 		struct pollfd pfd[2] = { { .fd = fds[0], .events = POLLIN },
@@ -468,11 +717,15 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 		ssize_t n;
 		char *nl;
 
+		if (!qemu_pid)
+			qemu_pid = qemu_of_pidfile();
+		if (stop_sig)
+			stop_step(child);
 		if (ctl_fd == -1)
 			ctl_fd = ctl_connect(ctl_path);
 		pfd[1].fd = ctl_fd;
-		/* Until QEMU made its socket, look again every 100 ms. */
-		if (poll(pfd, 2, ctl_fd == -1 ? 100 : -1) < 0 && errno != EINTR)
+		/* Until QEMU made its socket, and while it stops, look again every 100 ms. */
+		if (poll(pfd, 2, ctl_fd == -1 || stop_sig ? 100 : -1) < 0 && errno != EINTR)
 			die("poll: %s", strerror(errno));
 		if (pfd[0].revents) {
 			n = read(fds[0], out + out_len, sizeof(out) - 1 - out_len);
@@ -507,7 +760,7 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 			}
 			ctl_len += (size_t)n;
 			ctl[ctl_len] = '\0';
-			while ((req = strstr(ctl, "ready\n"))) {
+			while (!stop_sig && (req = strstr(ctl, "ready\n"))) {
 				barrier_round(0);
 				if (write(ctl_fd, "go\n", 3) != 3)
 					printf("[rank %d] maia-cluster: cannot answer the guest\n", rank);
@@ -522,10 +775,13 @@ static void run_guest(char **argv, const char *pidfile, const char *ctl_path,
 	if (ctl_fd >= 0)
 		close(ctl_fd);
 	close(fds[0]);
-	while (!barrier_round(1))
+	while (!stop_sig && !barrier_round(1))
 		;	/* the others' barriers, until every guest has ended */
-	if (waitpid(child, &wstatus, 0) < 0)
-		die("waitpid: %s", strerror(errno));
+	while (waitpid(child, &wstatus, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid: %s", strerror(errno));
+	guest_pid = 0;
+	qemu_pid = 0;	/* run-guest ends after its QEMU */
 	res->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 	if (res->killed)
 		res->status = 0;	/* its guest never finished: as planned */
@@ -619,6 +875,36 @@ static void parse_args(int argc, char **argv)
 		opt.run_guest = default_run_guest();
 }
 
+/* The guard's word that all is over, and its end. */
+static void guard_done(int guard_fd, pid_t guard_pid)
+{
+	if (write(guard_fd, "d", 1) != 1)
+		fprintf(stderr, "maia-cluster: rank %d: cannot tell the guard: %s\n", rank,
+			strerror(errno));
+	close(guard_fd);
+	while (waitpid(guard_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Stopped by a signal, QEMU and run-guest reaped: no MPI call (the other
+ * ranks are being stopped too); remove the files and die of the signal.
+ */
+static void __attribute__((noreturn)) stopped(int guard_fd, pid_t guard_pid)
+{
+	int sig = (int)stop_sig;
+
+	remove_files();
+	rmdir(files.dir);	/* once the host's last rank has removed its files */
+	guard_done(guard_fd, guard_pid);
+	printf("[rank %d] maia-cluster: signal %d: QEMU and run-guest ended, files removed\n",
+	       rank, sig);
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
 /* Rank 0's summary of the run, from every rank's result. */
 static void report(const struct rank_result *all)
 {
@@ -650,12 +936,14 @@ int main(int argc, char **argv)
 	struct rank_result res = { 0 }, *results = NULL;
 	struct rank_addr me = { 0 }, *all;
 	char **gargv;
-	int i, k, status, prank;
+	int i, k, status, prank, guard_fd;
+	pid_t guard_pid;
 	bool udp_end;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	catch_stop_signals();
 	parse_args(argc, argv);
 
 	/* Rank 0: the ids and the job's directory; everyone gets them. */
@@ -782,7 +1070,19 @@ int main(int argc, char **argv)
 			       all[i].host);
 		fflush(stdout);
 	}
-	run_guest(gargv, pidfile, ctl_path, &res);
+	snprintf(files.dir, sizeof(files.dir), "%s", dir);
+	snprintf(files.pidfile, sizeof(files.pidfile), "%s", pidfile);
+	snprintf(files.ctl, sizeof(files.ctl), "%s", ctl_path);
+	snprintf(files.sock, sizeof(files.sock), "%s", me.path);
+	if (cable_kind(rank) == LINK_SHM)
+		shm_path(files.shm, sizeof(files.shm), dir, rank);
+	if (cable_kind(rank) == LINK_DGRAM || cable_kind(prank) == LINK_DGRAM)
+		for (i = 0; i < 2; i++)
+			snprintf(files.dgram[i], sizeof(files.dgram[i]), "%s.p%d", me.path, i);
+	guard_fd = start_guard(&guard_pid);
+	run_guest(gargv, pidfile, ctl_path, guard_fd, &res);
+	if (stop_sig)
+		stopped(guard_fd, guard_pid);
 
 	/* Results to rank 0; everyone exits with the worst status. */
 	if (rank == 0)
@@ -792,25 +1092,10 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		report(results);
 	MPI_Allreduce(&res.status, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	unlink(pidfile);
-	unlink(ctl_path);
-	unlink(me.path);
-	if (cable_kind(rank) == LINK_SHM) {
-		char p[ADDR_LEN];
-
-		shm_path(p, sizeof(p), dir, rank);
-		unlink(p);
-	}
-	if (cable_kind(rank) == LINK_DGRAM || cable_kind(prank) == LINK_DGRAM) {
-		char p[ADDR_LEN + 4];
-
-		for (i = 0; i < 2; i++) {
-			snprintf(p, sizeof(p), "%s.p%d", me.path, i);
-			unlink(p);
-		}
-	}
+	remove_files();
 	MPI_Barrier(MPI_COMM_WORLD);
 	rmdir(dir);		/* the last rank of each host succeeds */
+	guard_done(guard_fd, guard_pid);
 	free(results);
 	free(all);
 	MPI_Finalize();
