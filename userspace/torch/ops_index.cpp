@@ -26,7 +26,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 
-#include "ops_common.h"
+#include "ops_mask.h"
 
 namespace maia_torch {
 namespace ops {
@@ -460,16 +460,6 @@ static at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad_output
 }
 
 /* ---- masked_fill_ ------------------------------------------------------------------- */
-
-/* value as the kernel's s8 for element type t: binary32 bits for floats, else the integer. */
-static uint64_t fill_bits(const at::Scalar &v, at::ScalarType t)
-{
-	if (at::isFloatingType(t))
-		return tvp::f32_bits(v.toDouble());
-	if (t == at::kBool)
-		return v.toBool() ? 1 : 0;
-	return (uint64_t)(uint32_t)v.toInt();
-}
 
 static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask, const at::Scalar &value)
 {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * What ops_advindex.cpp and ops_mask.cpp share: TVP assembly for a lane's
- * coordinates in an iteration shape of rank <= 5 and for a dot product of
- * them with strides, the packing of such shapes and strides into kernel
+ * What the indexing ops (ops_index.cpp, ops_advindex.cpp, ops_mask.cpp,
+ * ops_scatter.cpp) share: TVP assembly for a lane's coordinates in an
+ * iteration shape of rank <= 5 and for a dot product of them with strides,
+ * the packing of such shapes and strides and of a fill value into kernel
  * arguments, and a boolean mask's nonzero() on the device.
  */
 #pragma once
@@ -77,6 +78,16 @@ inline std::vector<uint64_t> tvp_pack_strides5(const std::vector<int64_t> &strid
 	for (size_t k = 0; k < strides.size(); k++)
 		s[pad + k] = strides[k];
 	return { pack(s[0], s[1]), pack(s[2], s[3]), pack(s[4], 0) };
+}
+
+/* A fill value as a kernel argument for element type t: binary32 bits for floats, else the integer. */
+inline uint64_t fill_bits(const at::Scalar &v, at::ScalarType t)
+{
+	if (at::isFloatingType(t))
+		return tvp::f32_bits(v.toDouble());
+	if (t == at::kBool)
+		return v.toBool() ? 1 : 0;
+	return (uint64_t)(uint32_t)v.toInt();
 }
 
 /*
