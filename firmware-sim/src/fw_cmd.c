@@ -249,6 +249,7 @@ static int park_on_fabric(struct maia_sim *sim, struct fw_job *job, struct fw_fo
 	job->fop_opcode = opcode;
 	job->fop_bytes = sim->work.fabric_bytes;
 	job->fop_hops = sim->work.fabric_hops;
+	job->fop_cable_ns = sim->work.fabric_cable_ns;
 	job->state = FW_JOB_FABRIC_WAIT;
 	return CMD_PARK;
 }
@@ -278,6 +279,7 @@ static int cmd_fabric_write(struct maia_sim *sim, unsigned int qi, struct fw_job
 		return MAIA_STATUS_FABRIC_LINK;
 	sim->work.fabric_bytes = c.size;
 	sim->work.fabric_hops = 1;
+	sim->work.fabric_cable_ns = sim->cfg.fabric_lat_ns[c.port];
 	return park_on_fabric(sim, job,
 			      fw_xport_write_start(sim, job->sqe.asid, &c,
 						   fw_tl_cmd_start(sim, qi, MAIA_OP_FABRIC_WRITE) +
@@ -297,6 +299,7 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 		return MAIA_STATUS_FABRIC_LINK;
 	sim->work.fabric_bytes = c.size;
 	sim->work.fabric_hops = 2;	/* the request out, the data back */
+	sim->work.fabric_cable_ns = sim->cfg.fabric_lat_ns[c.port];
 	return park_on_fabric(sim, job, fw_xport_read_start(sim, job->sqe.asid, &c),
 			      MAIA_OP_FABRIC_READ, sizeof(c));
 }
@@ -498,6 +501,7 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
 	fw_tl_cmd_begin(sim, qi, job->fop_opcode);
 	sim->work.fabric_bytes = job->fop_bytes;
 	sim->work.fabric_hops = job->fop_hops;
+	sim->work.fabric_cable_ns = job->fop_cable_ns;
 	sim->work.fabric_end_ns = model_end;
 	fw_tl_cmd_end(sim, qi, job->fop_opcode, (int)status);
 	job->state = FW_JOB_RUNNING;

@@ -64,15 +64,18 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 
 	while (!w->all_sent && !op->finished) {
 		uint32_t n = chunk(w->size - w->sent);
+		/* modeled: it leaves once the bytes before it are on the link */
+		uint64_t left = w->model_start_ns + fw_model_coll_link_ns(&sim->chip, w->sent);
 		struct maia_fabric_msg m = {
 			.type = MAIA_FMSG_WRITE,
 			.key = w->key,
 			.tag = op->tag,
 			.offset = w->remote + w->sent,
 			.len = n,
-			/* modeled: it leaves once the bytes before it are on the link */
-			.model_ns = w->model_start_ns +
-				    (sim->chip.link_mbps ? w->sent * 1000u / sim->chip.link_mbps : 0),
+			/* its arrival, over this port's cable (0: not modeled) */
+			.model_ns = left ? fw_model_coll_hop(&sim->chip,
+							     sim->cfg.fabric_lat_ns[w->port],
+							     left, n) : 0,
 		};
 		int rc = fw_xport_can_send(sim, w->port);
 		uint8_t *msg;

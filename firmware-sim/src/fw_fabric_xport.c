@@ -517,8 +517,7 @@ static void target_write(struct maia_sim *sim, unsigned int port, const struct m
 	if (tag_failed(p, m->tag))
 		return;
 	rc = fw_win_write(sim, m->key, m->offset, data, m->len, last && (m->flags & MAIA_FMSG_F_SEM),
-			  m->sem_index, m->sem_value, fw_tl_arrival(sim, m->model_ns, m->len),
-			  &sem_done);
+			  m->sem_index, m->sem_value, m->model_ns, &sem_done);
 	if (sem_done)
 		x->sem_moved = true;
 	if (rc != MAIA_FABRIC_RESP_OK) {

@@ -116,6 +116,7 @@ struct fw_job {
 	uint16_t fop_opcode;		/* its command, for its modeled cost */
 	uint64_t fop_bytes;		/* ... the bytes it moves over the fabric */
 	unsigned int fop_hops;
+	uint32_t fop_cable_ns;
 	uint64_t gen;			/* queue generation it was fetched in */
 	uint64_t cq;			/* CQ base, snapshot at fetch */
 };
@@ -129,6 +130,7 @@ struct fw_cmd_work {
 	struct maia_op_mm mm;		/* its matrix multiply, if any */
 	uint64_t fabric_bytes;		/* sent over the fabric */
 	unsigned int fabric_hops;	/* links waited through */
+	uint32_t fabric_cable_ns;	/* remote write, read: its port's fabric_lat_ns */
 	uint64_t fabric_end_ns;		/* modeled end the operation reported; 0: none */
 	struct fw_tvp_stats tvp;	/* a KERNEL command's */
 };
@@ -471,8 +473,6 @@ void fw_tl_sem_signal(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 /* A signal at modeled time t from anywhere (a remote write: the fabric thread). */
 void fw_tl_sem_signal_at(struct maia_sim *sim, unsigned int asid, unsigned int index,
 			 uint64_t t);
-/* The modeled arrival of a message of len bytes that left at t (0: none). */
-uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len);
 /* A wait on the semaphore succeeded: after its last signal. */
 void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 		     unsigned int index);

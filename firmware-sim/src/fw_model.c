@@ -347,12 +347,13 @@ void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_
 }
 
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
-		     struct fw_cost *c)
+		     uint32_t cable_ns, struct fw_cost *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->cls = FW_PM_DMA;
 	c->fixed_ns = chip->cmd_ns;
-	c->link_ns = bytes_ns(bytes, chip->link_mbps) + (uint64_t)hops * chip->link_lat_ns;
+	c->link_ns = bytes_ns(bytes, chip->link_mbps) +
+		     (uint64_t)hops * ((uint64_t)chip->link_lat_ns + cable_ns);
 	c->hbm_bytes = bytes;
 	c->hbm_ns = bytes_ns(bytes, chip->hbm_mbps);
 }
@@ -396,10 +397,11 @@ uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64
 	return left_ns + chip->link_lat_ns + cable_ns + fw_model_coll_link_ns(chip, len);
 }
 
-uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint64_t bytes, struct fw_cost *c)
+uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint32_t cable_ns, uint64_t bytes,
+			       struct fw_cost *c)
 {
-	fw_model_fabric(chip, bytes, 0, c);
-	return chip->link_lat_ns;
+	fw_model_fabric(chip, bytes, 0, 0, c);
+	return (uint64_t)chip->link_lat_ns + cable_ns;
 }
 
 void fw_model_light(const struct fw_chip *chip, struct fw_cost *c)

@@ -140,9 +140,14 @@ void fw_model_vector(const struct fw_chip *chip, uint64_t flops, uint64_t bytes,
 /* A copy or fill: bytes over the host link (host_bytes) and HBM (hbm_bytes). */
 void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_bytes,
 		  struct fw_cost *c);
-/* A fabric transfer of bytes over hops links, and its HBM side. */
+/*
+ * A fabric transfer of bytes over hops links, each the chip's hop latency
+ * plus cable_ns (the port's longer cable, fabric_lat_ns: a remote read's
+ * request and its data cross the same cable; 0 for a collective's closed
+ * form), and its HBM side.
+ */
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
-		     struct fw_cost *c);
+		     uint32_t cable_ns, struct fw_cost *c);
 /*
  * A collective (Documentation/hw/time-model.rst, "Other commands" and
  * "Several devices"). fw_model_coll_work(): the bytes a rank sends and the
@@ -151,7 +156,8 @@ void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int ho
  * themselves: fw_model_coll_hop() is when a chunk of len bytes that leaves
  * at left_ns arrives over one hop: the chip's hop latency, cable_ns (the
  * sending port's longer cable, fabric_lat_ns) and its bytes at the link
- * rate; its header carries that (model_ns) to the receiver.
+ * rate; its header carries that (model_ns) to the receiver. A remote
+ * write's messages are priced by it too.
  */
 struct maia_cmd_collective;
 void fw_model_coll_work(const struct maia_cmd_collective *c, uint64_t *bytes,
@@ -160,10 +166,12 @@ uint64_t fw_model_coll_link_ns(const struct fw_chip *chip, uint64_t len);
 uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64_t left_ns,
 			   uint64_t len);
 /*
- * A posted remote write of bytes (fw_passes_posted()): the cost that holds
- * the engine, without the hop; returns the hop, after which it is acknowledged.
+ * A posted remote write of bytes (fw_passes_posted()) on a port whose cable
+ * is cable_ns longer: the cost that holds the engine, without the hop;
+ * returns the hop (the chip's and the cable's), after which it is acknowledged.
  */
-uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint64_t bytes, struct fw_cost *c);
+uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint32_t cable_ns, uint64_t bytes,
+			       struct fw_cost *c);
 /*
  * A KERNEL: its instances' work units per instruction class (lane groups
  * of FW_TVP_LANE_GROUP lanes for vector classes, MAC groups for VDOT, one

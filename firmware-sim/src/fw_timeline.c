@@ -153,15 +153,6 @@ void fw_tl_sem_taken(struct maia_sim *sim, unsigned int qi, unsigned int asid,
 	fw_tl_after(sim, qi, __atomic_load_n(&sim->tl.sem_ns[asid][index], __ATOMIC_ACQUIRE));
 }
 
-uint64_t fw_tl_arrival(const struct maia_sim *sim, uint64_t t, uint64_t len)
-{
-	const struct fw_chip *chip = &sim->chip;
-
-	if (!t)
-		return 0;
-	return t + chip->link_lat_ns + (chip->link_mbps ? len * 1000u / chip->link_mbps : 0);
-}
-
 void fw_tl_cmd_begin(struct maia_sim *sim, unsigned int qi, uint16_t opcode)
 {
 	struct fw_timeline *tl = &sim->tl;
@@ -217,12 +208,12 @@ static void cmd_cost(struct maia_sim *sim, uint16_t opcode, int status, uint64_t
 		/* a failed command costs what noticing the failure costs */
 		fw_model_light(chip, c);
 	} else if (opcode == MAIA_OP_FABRIC_WRITE) {
-		*ack_ns = fw_model_fabric_write(chip, w->fabric_bytes, c);
+		*ack_ns = fw_model_fabric_write(chip, w->fabric_cable_ns, w->fabric_bytes, c);
 	} else if (opcode == MAIA_OP_DMA_COPY || opcode == MAIA_OP_FILL) {
 		fw_model_dma(chip, w->host_bytes, w->hbm_read + w->hbm_write, c);
 		*hbm_write = w->hbm_write;
 	} else if (fabric_opcode(opcode)) {
-		fw_model_fabric(chip, w->fabric_bytes, w->fabric_hops, c);
+		fw_model_fabric(chip, w->fabric_bytes, w->fabric_hops, w->fabric_cable_ns, c);
 		/* a collective ends when its ranks' messages say, if that is later */
 		if (w->fabric_end_ns > start + c->fixed_ns + c->link_ns)
 			c->link_ns = w->fabric_end_ns - start - c->fixed_ns;

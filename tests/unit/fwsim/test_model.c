@@ -135,7 +135,7 @@ static void test_other_commands(void)
 	fw_model_dma(m100, 32000000, 32000000, &c);
 	tap_ok(fw_cost_ns(&c, 1.0) == 1000 + 1000000 && fw_cost_ns(&c, 0.5) == 1000 + 1000000,
 	       "32 MB host -> HBM copy: 1 ms at 32 GB/s, whatever the clock");
-	fw_model_fabric(m100, 50000000, 2, &c);
+	fw_model_fabric(m100, 50000000, 2, 0, &c);
 	tap_ok(fw_cost_ns(&c, 1.0) == 1000 + 1000000 + 2 * 1000,
 	       "50 MB over a 50 GB/s port, two hops: %llu ns", (unsigned long long)fw_cost_ns(&c, 1.0));
 	fw_model_light(m100, &c);
@@ -243,7 +243,7 @@ static void test_engines_overlap(void)
 		fw_engines_done(&e, FW_ENG_TENSOR, t_gemm);
 
 		/* queue 1: the write runs beside the GEMM, not after it */
-		ack1 = fw_model_fabric_write(m100, 50000000, &w);
+		ack1 = fw_model_fabric_write(m100, 0, 50000000, &w);
 		s_w1 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
 		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w1, &w);
 		t_w1 = fw_pm_run(&pm, s_w1, &w);
@@ -258,7 +258,7 @@ static void test_engines_overlap(void)
 		fw_engines_done(&e, FW_ENG_DMA, t_dma);
 
 		/* a second write, ready at 0 too: after the first's bytes on its engine */
-		ack2 = fw_model_fabric_write(m100, 50000000, &w);
+		ack2 = fw_model_fabric_write(m100, 0, 50000000, &w);
 		s_w2 = fw_engines_start(&e, FW_ENG_FABRIC, 0);
 		fw_engines_share_hbm(&e, FW_ENG_FABRIC, s_w2, &w);
 		t_w2 = fw_pm_run(&pm, s_w2, &w);
@@ -318,7 +318,7 @@ static uint64_t run_queue(const struct fw_chip *chip, const struct step *st, int
 		struct fw_cost c;
 
 		if (st[i].op == MAIA_OP_FABRIC_WRITE)
-			ack = fw_model_fabric_write(chip, st[i].bytes, &c);
+			ack = fw_model_fabric_write(chip, 0, st[i].bytes, &c);
 		else
 			fw_model_light(chip, &c);
 		start = fw_engines_start(&e, eng, ready);

@@ -240,7 +240,7 @@ struct maia_fabric_msg {
 	__u32 sem_index;	/* WRITE with F_SEM */
 	__u32 sem_value;
 	__u32 reserved;
-	__u64 model_ns;		/* (1.8) sender's modeled time the data left; 0: none */
+	__u64 model_ns;		/* (1.8) WRITE: modeled arrival (the sender prices the hop); 0: none */
 };
 
 /*
