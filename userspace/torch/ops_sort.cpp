@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sort (stable; ascending or descending; along any dim; values and int64
+ * indices), so argsort, and topk (largest or smallest, sorted) as TVP
+ * programs: a bitonic sort of each row along dim.
+ *
+ * The rows (self moved so dim is last, contiguous) are padded to P, the
+ * next power of two of the row length L. "skey" makes each element a key
+ * whose unsigned int32 order is torch's order: float bits with the sign
+ * flipped (all bits when negative), -0.0 as 0.0 and every NaN one NaN
+ * above +inf (torch sorts NaN last ascending, first descending), int32
+ * with the sign bit flipped, all bits flipped for descending; padding
+ * keys are all ones. Ties compare by position, so the sort is stable and
+ * the padding ends every row. Compare-exchange steps of partner distance
+ * below 1024 run inside one 1024-lane block ("bsortl", the keys in
+ * registers, exchanged through the key buffers), longer ones as a launch
+ * each over all pairs ("bsortg"); rows of P <= 1024 share blocks. "sgath"
+ * writes the first k of each row: the value at the sorted position and
+ * its index. One job; no host wait.
+ */
+#include <torch/library.h>
+
+#include <ATen/WrapDimUtils.h>
+
+#include "ops_mask.h"
+
+namespace maia_torch {
+namespace ops {
+
+using tvp::Launch;
+
+/* ---- the programs ------------------------------------------------------------ */
+
+/* v28 = f = 1024 pid + lane, v29 = f < s<n>; s30 = 32, s20 = pid. */
+static std::string lanes(int n)
+{
+	return "\tpid s20, 0\n\tmuli s21, s20, 1024\n\tli s30, 32\n\tviota v31, 0\n\tvsplat v30, s21\n"
+	       "\tviadd v28, v31, v30\n\tvsplat v30, s" + std::to_string(n) + "\n\tvicmp v29, v28, v30, lt\n";
+}
+
+/*
+ * skey: s1 = x (rows x L, contiguous), s2 = keys, s3 = positions (int32,
+ * rows x P), s4 = rows P, s5 = P | L << 32, s6 = all ones to descend, else 0.
+ */
+static std::string skey(const std::string &t)
+{
+	std::string s = lanes(4) + "\tvsplat v5, s5\n\tshr s22, s5, s30\n\tvsplat v6, s22\n"
+			"\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, position\n"
+			"\tvicmp v3, v2, v6, lt\n\tvand v3, v3, v29\t# not padding\n"
+			"\tvimul v4, v1, v6\n\tviadd v4, v4, v2\n\tvld v10, s1, v4, " + t + ", v3\n\tvsplati v17, 0\n";
+
+	if (t == "i32")
+		s += "\tvsplati v14, -2147483648\n\tvxor v10, v10, v14\n";
+	else
+		s += "\tvfcmp v11, v10, v10, ne\n\tvsplati v12, 0x7fc00000\n\tvsel v10, v12, v10, v11\t# one NaN\n"
+		     "\tvsplati v12, 0.0\n\tvfcmp v11, v10, v12, eq\n\tvsel v10, v17, v10, v11\t# -0.0 is 0.0\n"
+		     "\tvicmp v11, v10, v17, lt\n\tvsplati v12, -1\n\tvxor v13, v10, v12\n"
+		     "\tvsplati v14, -2147483648\n\tvxor v15, v10, v14\n\tvsel v10, v13, v15, v11\n";
+	return s + "\tvsplat v12, s6\n\tvxor v10, v10, v12\n\tvsplati v12, -1\n\tvsel v10, v10, v12, v3\n"
+		   "\tvst v10, s2, v28, i32, v29\n\tvst v2, s3, v28, i32, v29\n\thalt\n";
+}
+
+/*
+ * v16 = (key, position) (v10, v11) < (v14, v15): keys unsigned, then
+ * positions. Uses v18, v20.
+ */
+static const char less[] = "\tvicmp v16, v10, v14, ult\n\tvicmp v18, v10, v14, eq\n\tvicmp v20, v11, v15, lt\n"
+			   "\tvand v18, v18, v20\n\tvor v16, v16, v18\n";
+
+/*
+ * bsortl: s1 = keys, s2 = positions, s3 = n, s4 / s5 = the first and last
+ * stage (the bitonic sequence lengths k, powers of two), s6 = P. Each
+ * stage's steps of distance min(k / 2, 512) .. 1, ascending where f & k &
+ * (P - 1) is 0.
+ */
+static std::string bsortl()
+{
+	return lanes(3) + "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n"
+			  "\taddi s6, s6, -1\n\tadd s7, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
+			  "stage:\n\tshr s10, s7, s8\n\tmin s10, s10, s9\n\tand s11, s7, s6\n\tvsplat v19, s11\n"
+			  "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
+			  "step:\n\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n"
+			  "\tvsplat v12, s10\n\tvxor v13, v28, v12\t# the partner\n"
+			  "\tvld v14, s1, v13, i32, v29\n\tvld v15, s2, v13, i32, v29\n" +
+	       std::string(less) +
+	       "\tvand v18, v28, v12\n\tvicmp v18, v18, v17, eq\t# the lower one\n"
+	       "\tvicmp v18, v18, v19, eq\t# keeps the smaller\n\tvicmp v16, v16, v18, eq\t# keeps its own\n"
+	       "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n"
+	       "\tshr s10, s10, s8\n\tbnez s10, step\n\tshl s7, s7, s8\n\tbge s5, s7, stage\n"
+	       "\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n\thalt\n";
+}
+
+/*
+ * bsortg: one step of distance j >= 1024 over n / 2 pairs: s1 = keys, s2 =
+ * positions, s3 = the pairs, s4 = j, s5 = k & (P - 1), s6 = log2(j). Pair
+ * g is f = g with a 0 inserted at bit log2(j), and f + j.
+ */
+static std::string bsortg()
+{
+	return lanes(3) + "\tvsplat v1, s6\n\tvshr v2, v28, v1\n\tvsplati v3, 1\n\tviadd v4, v1, v3\n"
+			  "\tvshl v2, v2, v4\n\tvsplat v5, s4\n\tvisub v6, v5, v3\n\tvand v6, v28, v6\n"
+			  "\tvor v2, v2, v6\t# f\n\tviadd v7, v2, v5\t# f + j\n"
+			  "\tvld v10, s1, v2, i32, v29\n\tvld v11, s2, v2, i32, v29\n"
+			  "\tvld v14, s1, v7, i32, v29\n\tvld v15, s2, v7, i32, v29\n" +
+	       std::string(less) +
+	       "\tvsplat v19, s5\n\tvand v19, v2, v19\n\tvsplati v17, 0\n\tvicmp v19, v19, v17, eq\t# ascending\n"
+	       "\tvicmp v18, v16, v19, ne\t# swap\n"
+	       "\tvsel v20, v14, v10, v18\n\tvsel v21, v10, v14, v18\n"
+	       "\tvsel v22, v15, v11, v18\n\tvsel v23, v11, v15, v18\n"
+	       "\tvst v20, s1, v2, i32, v29\n\tvst v22, s2, v2, i32, v29\n"
+	       "\tvst v21, s1, v7, i32, v29\n\tvst v23, s2, v7, i32, v29\n\thalt\n";
+}
+
+/*
+ * sgath: s1 = x (rows x L), s2 = positions (rows x P, sorted), s3 = values
+ * out, s4 = indices out (int64), both rows x k, s5 = rows k, s6 = P | L <<
+ * 32, s7 = k.
+ */
+static std::string sgath(const std::string &t)
+{
+	return lanes(5) + "\tvsplat v5, s7\n\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, rank\n"
+			  "\tvsplat v6, s6\n\tvimul v3, v1, v6\n\tviadd v3, v3, v2\n\tvld v4, s2, v3, i32, v29\n"
+			  "\tshr s22, s6, s30\n\tvsplat v6, s22\n\tvimul v3, v1, v6\n\tviadd v3, v3, v4\n"
+			  "\tvld v10, s1, v3, " + t + ", v29\n\tvst v10, s3, v28, " + t + ", v29\n"
+			  "\tviadd v7, v28, v28\n\tvst v4, s4, v7, i32, v29\n\tvsplati v8, 1\n\tviadd v7, v7, v8\n"
+			  "\tvsplati v8, 0\n\tvst v8, s4, v7, i32, v29\n\thalt\n";
+}
+
+static std::string family(const std::string &kind, const std::string &t)
+{
+	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32";
+
+	if (kind == "skey")
+		return any ? skey(t) : "";
+	if (kind == "sgath")
+		return any ? sgath(t) : "";
+	if (t != "i32")
+		return "";
+	return kind == "bsortl" ? bsortl() : bsortg();
+}
+
+[[maybe_unused]] static const bool registered = tvp::add_family({ "skey", "bsortl", "bsortg", "sgath" }, family);
+
+/* ---- the sort ------------------------------------------------------------------ */
+
+static bool sortable(const at::Tensor &self)
+{
+	at::ScalarType t = self.scalar_type();
+
+	return on_device(self) && self.dim() >= 1 && int32_reach(self) &&
+	       (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kInt);
+}
+
+/*
+ * The first k of self sorted along d (descending or not), on the device:
+ * values and int64 indices of self's shape with k along d. false: not for
+ * the device (types, padded size); failed: the device failed a kernel.
+ */
+static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, int64_t k, at::Tensor &values,
+			   at::Tensor &indices, bool &failed, const char *op)
+{
+	failed = false;
+	if (!sortable(self))
+		return false;
+	int64_t L = self.size(d), rows = L ? self.numel() / L : 0, P = 1;
+
+	while (P < L)
+		P *= 2;
+	if (rows * P > tvp::max_elements())
+		return false;
+	std::vector<int64_t> shape = self.sizes().vec();
+	shape.erase(shape.begin() + d);
+	shape.push_back(k);
+	at::Tensor v = at::empty(shape, self.options()), i = at::empty(shape, self.options().dtype(at::kLong));
+
+	if (v.numel() > 0) {
+		at::Tensor x = self.movedim(d, -1).contiguous();
+		at::TensorOptions i32 = self.options().dtype(at::kInt);
+		at::Tensor keys = at::empty({ rows * P }, i32), pos = at::empty({ rows * P }, i32);
+		int64_t n = rows * P;
+		std::vector<Launch> l = {
+			{ std::string("skey.") + elem_exact(self.scalar_type()), tvp::blocks(n),
+			  { va_of(x), va_of(keys), va_of(pos), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u } },
+		};
+		auto local = [&](int64_t k0, int64_t k1) {
+			l.push_back({ "bsortl.i32", tvp::blocks(n),
+				      { va_of(keys), va_of(pos), (uint64_t)n, (uint64_t)k0, (uint64_t)k1, (uint64_t)P } });
+		};
+		if (P > 1)
+			local(2, std::min<int64_t>(P, 1024));
+		for (int64_t kk = 2048; kk <= P; kk *= 2) {
+			for (int64_t j = kk / 2; j >= 1024; j /= 2)
+				l.push_back({ "bsortg.i32", tvp::blocks(n / 2),
+					      { va_of(keys), va_of(pos), (uint64_t)(n / 2), (uint64_t)j,
+						(uint64_t)(kk & (P - 1)), (uint64_t)__builtin_ctzll(j) } });
+			local(kk, kk);
+		}
+		l.push_back({ std::string("sgath.") + elem_exact(self.scalar_type()), tvp::blocks(rows * k),
+			      { va_of(x), va_of(pos), va_of(v), va_of(i), (uint64_t)(rows * k), pack(P, L), (uint64_t)k } });
+		if (tvp::run(dev_of(self), l, op) != l.size()) {
+			failed = true;
+			return false;
+		}
+	}
+	values = v.movedim(-1, d).contiguous();
+	indices = i.movedim(-1, d).contiguous();
+	return true;
+}
+
+static std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, c10::optional<bool> stable, int64_t dim,
+						      bool descending)
+{
+	at::Tensor v, i;
+	bool failed = false;
+
+	if (self.dim() >= 1) {
+		int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+
+		if (sort_on_device(self, d, descending, self.size(d), v, i, failed, "sort")) {
+			count_device_op("sort");
+			return { v, i };
+		}
+	}
+	auto r = on_cpu("sort.stable", failed, [&] { return at::sort(cpu(self), stable, dim, descending); });
+	return { std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device()) };
+}
+
+static void outs(at::Tensor &values, at::Tensor &indices, const std::tuple<at::Tensor, at::Tensor> &r)
+{
+	for (auto p : { std::make_pair(&values, &std::get<0>(r)), std::make_pair(&indices, &std::get<1>(r)) }) {
+		if (p.first->sizes() != p.second->sizes())
+			p.first->resize_(p.second->sizes());
+		p.first->copy_(*p.second);
+	}
+}
+
+static std::tuple<at::Tensor &, at::Tensor &> sort_values_stable(const at::Tensor &self, c10::optional<bool> stable,
+								  int64_t dim, bool descending, at::Tensor &values,
+								  at::Tensor &indices)
+{
+	outs(values, indices, sort_stable(self, stable, dim, descending));
+	return { values, indices };
+}
+
+static std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, c10::SymInt k_, int64_t dim, bool largest,
+					       bool sorted)
+{
+	int64_t k = k_.expect_int();
+	at::Tensor v, i;
+	bool failed = false;
+
+	if (self.dim() >= 1) {
+		int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+
+		if (k >= 0 && k <= self.size(d) && sort_on_device(self, d, largest, k, v, i, failed, "topk")) {
+			count_device_op("topk");
+			return { v, i };
+		}
+	}
+	auto r = on_cpu("topk", failed, [&] { return at::topk(cpu(self), k, dim, largest, sorted); });
+	return { std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device()) };
+}
+
+static std::tuple<at::Tensor &, at::Tensor &> topk_values(const at::Tensor &self, c10::SymInt k, int64_t dim,
+							   bool largest, bool sorted, at::Tensor &values,
+							   at::Tensor &indices)
+{
+	outs(values, indices, topk(self, k, dim, largest, sorted));
+	return { values, indices };
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("sort.stable", sort_stable);
+	m.impl("sort.values_stable", sort_values_stable);
+	m.impl("topk", topk);
+	m.impl("topk.values", topk_values);
+}
+
+} // namespace ops
+} // namespace maia_torch
