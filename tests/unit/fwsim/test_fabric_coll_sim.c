@@ -1596,11 +1596,152 @@ static void test_inline_order(void)
 	ring_down();
 }
 
+/* One job on node r's queue qi (command buffer in host memory): its completion entry. */
+static struct maia_cq_entry run_job(unsigned int r, unsigned int qi, const struct cmdbuf *cb,
+				    uint64_t id)
+{
+	struct env *e = &nodes[r].e;
+	unsigned int irqs = irq_count(e, MAIA_VEC_QUEUE(qi));
+	uint32_t slot = queue_push(e, &nodes[r].q[qi], cb_to_host(e, cb), cb->len, 0, 0, id, true);
+	struct maia_cq_entry c;
+
+	if (!wait_irq(e, MAIA_VEC_QUEUE(qi), irqs + 1, HANG_GUARD_MS))
+		memset(&c, 0, sizeof(c));
+	else
+		memcpy(&c, cqe_at(e, &nodes[r].q[qi], slot), sizeof(c));
+	return c;
+}
+
+#define RW_VA_WIN	0x40000000ull	/* the target's window (ASID 1) */
+#define RW_VA_CMD	0x20000000ull	/* the target's command buffer (ASID 1, host memory) */
+#define RW_BYTES	100000u		/* two messages of a write (60 KiB each at most) */
+#define RW_SEM		5u
+
+/*
+ * ASID 1 on node r: a read-write window of RW_BYTES of HBM at RW_VA_WIN, a
+ * host page of commands at RW_VA_CMD (*cmd_bus). Returns the window's key
+ * (0: not opened); its HBM offset goes to *win_pa.
+ */
+static uint32_t rw_window(unsigned int r, uint64_t *win_pa, uint64_t *cmd_bus)
+{
+	struct env *e = &nodes[r].e;
+	uint32_t pages = (RW_BYTES + MAIA_PAGE_SIZE - 1) / MAIA_PAGE_SIZE;
+	uint32_t resp[MAIA_MBOX_NARGS] = { 0 };
+	uint64_t root = pt_new_root(e);
+
+	*win_pa = hbm_alloc(e, (uint64_t)pages * MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+	for (uint32_t i = 0; i < pages; i++)
+		pt_map(e, root, RW_VA_WIN + (uint64_t)i * MAIA_PAGE_SIZE,
+		       *win_pa + (uint64_t)i * MAIA_PAGE_SIZE, MAIA_PTE_READ | MAIA_PTE_WRITE, false);
+	*cmd_bus = host_alloc(e, MAIA_PAGE_SIZE, MAIA_PAGE_SIZE);
+	pt_map(e, root, RW_VA_CMD, *cmd_bus, MAIA_PTE_READ | MAIA_PTE_SYSMEM, false);
+	if (mbox(e, MAIA_MBOX_SET_CONTEXT, 1, (uint32_t)root, (uint32_t)(root >> 32), NULL) !=
+	    MAIA_MBOX_OK ||
+	    mbox4(e, MAIA_MBOX_FABRIC_WINDOW_OPEN, 1 | (MAIA_ACCESS_READ | MAIA_ACCESS_WRITE) << 16,
+		  (uint32_t)RW_VA_WIN, (uint32_t)(RW_VA_WIN >> 32), pages, resp) != MAIA_MBOX_OK)
+		return 0;
+	return resp[0];
+}
+
+/* Modeled durations of one remote write and read over device 0's send port. */
+struct rw_times {
+	uint64_t write, read, sem_wait;	/* end_ns - start_ns of each job */
+	bool ok;
+};
+
+/*
+ * A ring of two, device 0's send port's cable cable_ns longer: device 1
+ * waits on a semaphore (ASID 1) that device 0's remote write of RW_BYTES
+ * increments on its last message; then device 0 reads the bytes back.
+ */
+static struct rw_times remote_rw(uint32_t cable_ns)
+{
+	struct rw_times t = { 0 };
+	struct maia_cmd_sem_wait sw = {
+		.hdr = { .opcode = MAIA_OP_SEM_WAIT, .size = sizeof(sw) },
+		.index = RW_SEM, .value = 1, .timeout_us = 60000000u,
+	};
+	struct maia_cmd_fabric_write w = {
+		.hdr = { .opcode = MAIA_OP_FABRIC_WRITE, .size = sizeof(w),
+			 .flags = MAIA_FABRIC_WRITE_SEM },
+		.port = SEND_PORT, .size = RW_BYTES, .sem_index = RW_SEM, .sem_value = 1,
+	};
+	struct maia_cmd_fabric_read rd_cmd = {
+		.hdr = { .opcode = MAIA_OP_FABRIC_READ, .size = sizeof(rd_cmd) },
+		.port = SEND_PORT, .size = RW_BYTES,
+	};
+	struct maia_cq_entry cw, cr, cs;
+	uint64_t win_pa, cmd_bus, src, dst;
+	unsigned int irqs;
+	struct cmdbuf cb;
+	uint32_t slot;
+
+	dev0_send_lat_ns = cable_ns;
+	t.ok = ring_up(2, 0);
+	dev0_send_lat_ns = 0;
+	w.key = rd_cmd.key = t.ok ? rw_window(1, &win_pa, &cmd_bus) : 0;
+	t.ok &= w.key != 0;
+	if (!t.ok) {
+		ring_down();
+		return t;
+	}
+	src = hbm_alloc(&nodes[0].e, RW_BYTES, MAIA_PAGE_SIZE);
+	dst = hbm_alloc(&nodes[0].e, RW_BYTES, MAIA_PAGE_SIZE);
+	fill_random(nodes[0].e.hbm + src, RW_BYTES, 0xcab1e);
+	w.local_addr = MAIA_PHYS_HBM | src;
+	rd_cmd.local_addr = MAIA_PHYS_HBM | dst;
+
+	/* device 1's wait first (queue 1, ASID 1): its job ends after the signal */
+	memcpy(host_ptr(&nodes[1].e, cmd_bus), &sw, sizeof(sw));
+	irqs = irq_count(&nodes[1].e, MAIA_VEC_QUEUE(1));
+	slot = queue_push(&nodes[1].e, &nodes[1].q[1], RW_VA_CMD, sizeof(sw), 1, 0, 0x5e3, true);
+	cb_init(&cb);
+	cb_add(&cb, &w, sizeof(w));
+	cw = run_job(0, 0, &cb, 0x3717e);
+	t.ok &= wait_irq(&nodes[1].e, MAIA_VEC_QUEUE(1), irqs + 1, HANG_GUARD_MS);
+	memcpy(&cs, cqe_at(&nodes[1].e, &nodes[1].q[1], slot), sizeof(cs));
+	cb_init(&cb);
+	cb_add(&cb, &rd_cmd, sizeof(rd_cmd));
+	cr = run_job(0, 0, &cb, 0x4ead);
+	t.ok &= cw.status == MAIA_STATUS_OK && cr.status == MAIA_STATUS_OK &&
+		cs.status == MAIA_STATUS_OK &&
+		!memcmp(nodes[1].e.hbm + win_pa, nodes[0].e.hbm + src, RW_BYTES) &&
+		!memcmp(nodes[0].e.hbm + dst, nodes[0].e.hbm + src, RW_BYTES);
+	t.write = cw.end_ns - cw.start_ns;
+	t.read = cr.end_ns - cr.start_ns;
+	t.sem_wait = cs.end_ns - cs.start_ns;
+	ring_down();
+	return t;
+}
+
+/*
+ * Remote writes and reads count the cable too (time-model.rst, "Several
+ * devices"): device 0's send port LAT longer. The write is acknowledged one
+ * hop later, so it grows by LAT; the waiter on the target continues after
+ * the last message's arrival, LAT later; the read's request and data cross
+ * the cable: 2 x LAT.
+ */
+static void test_remote_cable_latency(void)
+{
+	const uint32_t lat = 2500;
+	struct rw_times a = remote_rw(0), b = remote_rw(lat);
+
+	tap_ok(a.ok && b.ok && b.write - a.write == lat && b.sem_wait - a.sem_wait == lat &&
+	       b.read - a.read == 2ull * lat,
+	       "modeled, 2 ranks, device 0's send cable %u ns longer: a %u-byte remote write "
+	       "%llu -> %llu ns, the target's semaphore wait %llu -> %llu ns (+%u), the read "
+	       "back %llu -> %llu ns (+2 x %u); the bytes landed", lat, RW_BYTES,
+	       (unsigned long long)a.write, (unsigned long long)b.write,
+	       (unsigned long long)a.sem_wait, (unsigned long long)b.sem_wait, lat,
+	       (unsigned long long)a.read, (unsigned long long)b.read, lat);
+}
+
 int main(void)
 {
 	test_modeled_time();
 	test_cable_latency(2);
 	test_cable_latency(4);
+	test_remote_cable_latency();
 	test_ring(2, 0, false, 37);
 	test_ring(3, 50000, true, 0);
 	test_ring(4, 0, true, 0);
