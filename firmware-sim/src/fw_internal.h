@@ -262,8 +262,9 @@ struct maia_sim {
 	/*
 	 * Doorbell fast path (maia_sim_set_inline_doorbell()): inline_doorbell
 	 * enables it; inline_busy is set, under lock, while the doorbell
-	 * writer's thread runs a job in place of the sleeping worker, which
-	 * then must not run (its kicks are deferred to the end of the run).
+	 * writer's thread, or the fabric thread as a fabric operation ends
+	 * (fw_sched_fabric_done_locked()), runs a job in place of the worker,
+	 * which then must not run (its kicks are deferred to the end of the run).
 	 */
 	bool inline_doorbell;
 	bool inline_busy;
