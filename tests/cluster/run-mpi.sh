@@ -45,6 +45,12 @@
 #      the cables' files (the script removes what is left of them at the
 #      end, also on failure)
 #
+#   5. -np 2 over shared-memory cables, the guests asleep once up: rank 1's
+#      launcher is SIGKILLed (its guard stops its QEMU and removes its
+#      cable's file), then rank 0's is SIGTERMed (it stops its QEMU, removes
+#      its file, says so and dies of the signal); mpirun ends with the job.
+#      Each QEMU used to run on to its 150 s timeout
+#
 #   tests/cluster/run-mpi.sh [--no-build]
 #
 # Prints TAP; exit status 0 if everything passed. Logs: build/cluster-tests/.
@@ -57,7 +63,7 @@ MPIRUN_TIMEOUT=300	# a bound for a wedged run, far above a normal one
 case "${1:-}" in
 --no-build) ;;
 "") make -C "$TOP" --no-print-directory userspace cluster >&2 || exit 1 ;;
--h | --help) sed -n '3,48s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '3,54s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
@@ -106,21 +112,40 @@ NETNS=maia-cluster$$-
 mkdir -p "$HOSTS"
 # shellcheck disable=SC2317 # called by the traps
 netns_down() { "$TOP/tests/cluster/netns-hosts" down "$NETNS"; }
-# The shm case's cable files, named after its job directory (rank 0's first
+# The shm cases' cable files, named after their job directory (rank 0's first
 # line names it; QEMU makes them only after that line is out).
 SHM_LOG=$OUT/np4-shm.log
-rm -f "$SHM_LOG"
+STOP_LOG=$OUT/np2-stop.log
+rm -f "$SHM_LOG" "$STOP_LOG"
+job_of() { # job_of LOG: the job directory's name
+	sed -n 's|^maia-cluster: .*, job directory /tmp/\(maia-cluster\.[A-Za-z0-9]*\)$|\1|p' \
+		"$1" 2>/dev/null | head -1
+}
 # shellcheck disable=SC2317 # called by the traps
-shm_files() {
+shm_files() { # shm_files LOG
 	local job
-	job=$(sed -n 's|^maia-cluster: .*, job directory /tmp/\(maia-cluster\.[A-Za-z0-9]*\)$|\1|p' \
-		"$SHM_LOG" 2>/dev/null | head -1)
+	job=$(job_of "$1")
 	[ -n "$job" ] && compgen -G "/dev/shm/$job-cable*"
+}
+# is_ours PID PIDFILE: PID is a process of a job of ours (QEMU, or its
+# timeout or run-guest: each has the job's pidfile among its arguments).
+is_ours() { [ -n "$1" ] && tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -qxF "$2"; }
+# Case 5's QEMUs and their pidfiles, and its mpirun (for the traps).
+declare -a stop_qemu=() stop_pidfile=()
+stop_mpi=
+# shellcheck disable=SC2317
+stop_leftovers() {
+	local r
+	for r in "${!stop_qemu[@]}"; do
+		is_ours "${stop_qemu[r]}" "${stop_pidfile[r]}" && kill -KILL "${stop_qemu[r]}"
+	done
+	if [ -n "$stop_mpi" ]; then kill -TERM "$stop_mpi" 2>/dev/null; fi
 }
 # shellcheck disable=SC2317
 cleanup() {
 	netns_down
-	shm_files | xargs -r rm -f --
+	stop_leftovers
+	{ shm_files "$SHM_LOG"; shm_files "$STOP_LOG"; } | xargs -r rm -f --
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -317,11 +342,96 @@ else
 	grep -E 'wrong elements|maia-coll-perf:|maia-cluster|FAILED' "$log" | sed 's/^/# /'
 	tap not-ok "np4-shm: 4 ranks over shared-memory cables (status $rc, log $log)"
 fi
-left=$(shm_files)
+left=$(shm_files "$log")
 if [ $rc -eq 0 ] && [ -z "$left" ]; then
 	tap ok "np4-shm: every rank's launcher unlinked its cable's file in /dev/shm"
 else
 	tap not-ok "np4-shm: cable files left in /dev/shm after the run (status $rc): $(echo $left)"
 fi
+
+# 5: stopping a job (qemu/cluster/maia-cluster.c, "Stopping"): a ring of two
+# over shared-memory cables whose guests sleep once up. Rank 1's launcher is
+# SIGKILLed: its guard stops its QEMU and removes its cable's file. Then rank
+# 0's is SIGTERMed: it stops its QEMU itself, removes its file, says so and
+# dies of the signal. --enable-recovery keeps mpirun from stopping rank 0
+# when rank 1 dies (that would race our SIGTERM). Before the launcher stopped
+# its QEMU, each QEMU ran on to its 150 s timeout; the bounds below (60 s)
+# are on processes vanishing, not a claim on time. Only the pids of this
+# job are signalled: QEMUs named by its pidfiles, launchers found above them.
+log=$STOP_LOG
+: >"$log"
+"${MPIRUN[@]}" --enable-recovery -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 \
+	--ids 1 -- sh -c 'echo STOP-UP; echo; exec sleep 600' >"$log" 2>&1 &
+stop_mpi=$!
+up() { grep -aq "^\[rank $1\] STOP-UP" "$log"; }
+for _ in $(seq 1 1500); do	# a bound of about 150 s for both guests to boot
+	if up 0 && up 1; then break; fi
+	kill -0 "$stop_mpi" 2>/dev/null || break
+	sleep 0.1
+done
+job=$(job_of "$log")
+# launcher_of PID: the maia-cluster above PID (QEMU <- timeout <- run-guest <- it)
+launcher_of() {
+	local p=$1 i
+	for i in 1 2 3 4 5; do
+		p=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')
+		[ -n "$p" ] || return 1
+		if [ "$(ps -o comm= -p "$p")" = maia-cluster ]; then echo "$p"; return 0; fi
+	done
+	return 1
+}
+# gone_within SECONDS CONDITION...: polls until CONDITION holds (a bound, not a timing claim)
+gone_within() {
+	local i limit=$(($1 * 10))
+	shift
+	for ((i = 0; i < limit; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+declare -a sl
+for r in 0 1; do
+	stop_pidfile[r]=/tmp/$job/qemu-rank$r.pid
+	stop_qemu[r]=$(cat "${stop_pidfile[r]}" 2>/dev/null)
+	sl[r]=$(launcher_of "${stop_qemu[r]:-0}")
+done
+rank_gone() { ! is_ours "${stop_qemu[$1]}" "${stop_pidfile[$1]}" && [ ! -e "/dev/shm/$job-cable$1" ]; }
+echo "# job $job: QEMU ${stop_qemu[0]:-?} ${stop_qemu[1]:-?}, launchers ${sl[0]:-?} ${sl[1]:-?}"
+if [ -n "$job" ] && up 0 && up 1 && is_ours "${stop_qemu[0]}" "${stop_pidfile[0]}" && is_ours "${stop_qemu[1]}" "${stop_pidfile[1]}" &&
+	[ -n "${sl[0]}" ] && [ -n "${sl[1]}" ] && [ -e "/dev/shm/$job-cable0" ] && [ -e "/dev/shm/$job-cable1" ]; then
+	kill -KILL "${sl[1]}"
+	if gone_within 60 rank_gone 1 && is_ours "${stop_qemu[0]}" "${stop_pidfile[0]}"; then
+		tap ok "np2-stop: rank 1's launcher SIGKILLed: its guard stopped its QEMU and removed its cable's file; rank 0's QEMU runs on"
+	else
+		tap not-ok "np2-stop: rank 1's launcher SIGKILLed: its QEMU $(is_ours "${stop_qemu[1]}" "${stop_pidfile[1]}" && echo still runs || echo is gone), $(ls /dev/shm/"$job"-cable* 2>/dev/null | wc -l) cable files left (log $log)"
+	fi
+	kill -TERM "${sl[0]}"
+	if gone_within 60 rank_gone 0 &&
+		grep -aq '^\[rank 0\] maia-cluster: signal 15: QEMU and run-guest ended, files removed' "$log"; then
+		tap ok "np2-stop: rank 0's launcher SIGTERMed: it stopped its QEMU, removed its cable's file and said so"
+	else
+		tap not-ok "np2-stop: rank 0's launcher SIGTERMed: its QEMU $(is_ours "${stop_qemu[0]}" "${stop_pidfile[0]}" && echo still runs || echo is gone), $(ls /dev/shm/"$job"-cable* 2>/dev/null | wc -l) cable files left (log $log)"
+	fi
+	if gone_within 60 eval '! kill -0 "$stop_mpi" 2>/dev/null'; then
+		wait "$stop_mpi"
+		rc=$?
+		stop_mpi=
+		if [ ! -e "/tmp/$job" ]; then
+			tap ok "np2-stop: mpirun ended with the job (status $rc), the job directory removed"
+		else
+			tap not-ok "np2-stop: mpirun ended (status $rc) but left /tmp/$job: $(ls "/tmp/$job")"
+		fi
+	else
+		tap not-ok "np2-stop: mpirun still runs 60 s after its ranks were stopped (log $log)"
+	fi
+else
+	tap not-ok "np2-stop: the job did not come up (job '$job', log $log)"
+	for _ in 1 2; do tap not-ok "np2-stop: not run"; done
+fi
+# Whatever is left of this job's processes, by their pids.
+stop_leftovers
+if [ -n "$stop_mpi" ]; then wait "$stop_mpi" 2>/dev/null; fi
+stop_mpi=
 
 echo "1..$n"
