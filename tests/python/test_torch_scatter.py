@@ -1,0 +1,258 @@
+# SPDX-License-Identifier: MIT
+"""scatter, scatter_reduce, index_copy, index_fill_ (ops_scatter.cpp) and
+sort, argsort, topk (ops_sort.cpp) on the device in the guest, in strict
+mode (no CPU fallback allowed), against CPU torch: every dim (negative
+ones too), odd sizes (past 1024 lanes and sort rows past 1024, which take
+the cross-block steps), non-contiguous operands, empty ones, float32,
+bfloat16 and int32/bool where the op takes them, repeated indices,
+NaN, -0.0 and ties in sorts, out-of-range indices raising CPU torch's own
+error with the operand unchanged, gradients (index_copy, scatter,
+sort and topk values) against CPU autograd.
+
+Bounds: plain scatter, index_copy, index_fill_, amax/amin and sorts are
+exact (sorts are stable, indices equal CPU torch's stable sort); sum,
+prod and mean fold src in index order rounding to self's dtype each step
+as CPU torch does: within 1e-5 (bfloat16 2e-2) of the largest value of a
+float64 reference. Repeated indices in plain scatter and index_copy: the
+last one along dim wins, checked against a reference that applies one
+position along dim at a time (torch leaves it undefined)."""
+import time
+import warnings
+
+import torch
+
+import maia.torch as mt
+from tap import raises, run, test
+from torch_checks import close, dev_count, exact, same_error
+
+DEV = mt.device
+G = torch.Generator().manual_seed(31)
+
+
+def rnd(*shape, dtype=torch.float32):
+    return torch.randn(*shape, generator=G).to(dtype)
+
+
+def last_wins_scatter(x, d, idx, src):
+    """scatter with repeated indices, one position along d at a time: the last one stays."""
+    ref = x.clone()
+    for j in range(idx.shape[d]):
+        ref.scatter_(d, idx.narrow(d, j, 1), src.narrow(d, j, 1))
+    return ref
+
+
+@test
+def scatter_values():
+    x = rnd(5, 7, 1030)
+    before = dev_count("scatter")
+    with mt.strict():
+        for d in (0, 1, 2, -1, -3):
+            shape = [4, 6, 1100 if d % 3 == 2 else 900]
+            shape[d] = 3
+            idx = torch.randint(0, x.shape[d], shape, generator=G)
+            src = rnd(5, 7, 1100)
+            got = x.to(DEV).scatter(d, idx.to(DEV), src.to(DEV))
+            exact(got, last_wins_scatter(x, d, idx, src), "scatter dim %d" % d)
+            got = x.to(DEV).scatter_(d, idx.to(DEV), -1.5)
+            exact(got, x.clone().scatter_(d, idx, -1.5), "scatter_ value dim %d" % d)
+        # non-contiguous self, index and src; int32 and bool; reduce= add / multiply
+        xt, it, st = rnd(9, 6).t(), torch.randint(0, 6, (9, 4), generator=G).t(), rnd(10, 5).t()
+        exact(xt.to(DEV).scatter(1, it.to(DEV), st.to(DEV)), last_wins_scatter(xt, 1, it, st), "transposed")
+        xi = torch.randint(-9, 9, (3, 1200), dtype=torch.int32, generator=G)
+        ii = torch.randint(0, 1200, (3, 700), generator=G)
+        si = torch.randint(-9, 9, (3, 700), dtype=torch.int32, generator=G)
+        exact(xi.to(DEV).scatter(1, ii.to(DEV), si.to(DEV)), last_wins_scatter(xi, 1, ii, si), "int32")
+        xb = torch.zeros(4, 5, dtype=torch.bool)
+        ib = torch.tensor([[0, 2], [4, 4], [1, 3], [0, 0]])
+        exact(xb.to(DEV).scatter(1, ib.to(DEV), True), xb.scatter(1, ib, True), "bool value")
+        for reduce in ("add", "multiply"):
+            idx = torch.randint(0, 7, (5, 20, 3), generator=G)
+            src = rnd(5, 20, 3)
+            with warnings.catch_warnings():   # torch: reduce= with a src tensor is deprecated
+                warnings.simplefilter("ignore", UserWarning)
+                got = x.to(DEV).scatter(1, idx.to(DEV), src.to(DEV), reduce=reduce)
+                ref = x.double().scatter(1, idx, src.double(), reduce=reduce)
+            close(got, ref, 1e-5, "reduce=" + reduce)
+            got = x.to(DEV).scatter(1, idx.to(DEV), 1.25, reduce=reduce)
+            close(got, x.double().scatter(1, idx, 1.25, reduce=reduce), 1e-5, "value reduce=" + reduce)
+        # empty index: self unchanged
+        e = torch.empty(5, 0, 3, dtype=torch.long)
+        exact(x.to(DEV).scatter(1, e.to(DEV), rnd(5, 1, 3).to(DEV)), x, "empty index")
+    assert dev_count("scatter") >= before + 17, mt.device_stats()
+
+
+@test
+def scatter_reduce_values():
+    before = dev_count("scatter_reduce")
+    for dtype, rel in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+        x = rnd(6, 1030, dtype=dtype)
+        for d in (0, -1):
+            shape = [40, 1030] if d == 0 else [6, 2100]
+            idx = torch.randint(0, x.shape[d], shape, generator=G)
+            src = (rnd(*shape) * 0.5 + 1 if d == 0 else rnd(*shape)).to(dtype)   # prod: factors near 1
+            with mt.strict():
+                for red in ("sum", "prod", "mean", "amax", "amin"):
+                    for inc in (True, False):
+                        got = x.to(DEV).scatter_reduce(d, idx.to(DEV), src.to(DEV), red, include_self=inc)
+                        ref = x.double().scatter_reduce(d, idx, src.double(), red, include_self=inc)
+                        what = "%s include_self=%s dim %d %s" % (red, inc, d, dtype)
+                        if red in ("amax", "amin"):
+                            exact(got, x.scatter_reduce(d, idx, src, red, include_self=inc), what)
+                        else:
+                            close(got, ref, rel if red != "prod" else 4 * rel, what)
+    x = rnd(4, 9)
+    src = rnd(4, 12)
+    src[1, 3] = float("nan")
+    idx = torch.randint(0, 9, (4, 12), generator=G)
+    with mt.strict():
+        for red in ("amax", "amin"):      # a NaN wins, as on the CPU
+            got = x.to(DEV).scatter_reduce_(1, idx.to(DEV), src.to(DEV), red)
+            exact(got, x.clone().scatter_reduce_(1, idx, src, red), "NaN " + red)
+    assert dev_count("scatter_reduce") >= before + 42, mt.device_stats()
+
+
+@test
+def index_copy_fill():
+    x = rnd(6, 1030, 3)
+    before = (dev_count("index_copy"), dev_count("index_fill_"))
+    with mt.strict():
+        for d in (0, 1, -1):
+            n = x.shape[d]
+            idx = torch.randperm(n, generator=G)[: max(1, n - 2)]
+            shape = list(x.shape)
+            shape[d] = idx.numel()
+            src = rnd(*shape)
+            exact(x.to(DEV).index_copy(d, idx.to(DEV), src.to(DEV)), x.index_copy(d, idx, src), "index_copy %d" % d)
+            fi = torch.randint(-n, n, (5,), generator=G)           # negative ones count from the end
+            exact(x.to(DEV).index_fill_(d, fi.to(DEV), 2.5), x.clone().index_fill_(d, fi, 2.5), "index_fill_ %d" % d)
+        # repeated indices: the last one wins
+        idx = torch.tensor([2, 0, 2, 5, 0])
+        src = rnd(5, 1030, 3)
+        ref = x.clone()
+        for j, i in enumerate(idx.tolist()):
+            ref[i] = src[j]
+        xd = x.to(DEV)
+        xd.index_copy_(0, idx.to(DEV), src.to(DEV))
+        exact(xd, ref, "index_copy_ repeated")
+        # non-contiguous self and source, a 0-d tensor value, int32 and bool
+        xt, st = rnd(7, 5).t(), rnd(3, 5).t()
+        i3 = torch.tensor([6, 1, 3])
+        exact(xt.to(DEV).index_copy(1, i3.to(DEV), st.to(DEV)), xt.index_copy(1, i3, st), "transposed")
+        exact(xt.to(DEV).index_fill(1, i3.to(DEV), torch.tensor(-4.0)), xt.index_fill(1, i3, -4.0), "0-d value")
+        xi = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+        exact(xi.to(DEV).index_fill(1, torch.tensor([-1, 1]).to(DEV), 7), xi.index_fill(1, torch.tensor([-1, 1]), 7),
+              "int32")
+        xb = torch.zeros(3, 4, dtype=torch.bool)
+        exact(xb.to(DEV).index_fill(0, torch.tensor([1]).to(DEV), True), xb.index_fill(0, torch.tensor([1]), True),
+              "bool")
+        e = torch.empty(0, dtype=torch.long)
+        exact(x.to(DEV).index_copy(1, e.to(DEV), rnd(6, 0, 3).to(DEV)), x, "empty index_copy")
+        exact(x.to(DEV).index_fill(1, e.to(DEV), 1.0), x, "empty index_fill")
+    assert dev_count("index_copy") >= before[0] + 6 and dev_count("index_fill_") >= before[1] + 7, \
+        mt.device_stats()
+
+
+@test
+def bad_indices():
+    """Out of range: CPU torch's exception and first line, self unchanged; nothing crashes."""
+    x = rnd(4, 7)
+    bad = torch.tensor([[0, 7]] * 4)
+    neg = torch.tensor([[0, -1]] * 4)
+    for i in (bad, neg):
+        same_error(lambda: x.to(DEV).scatter(1, i.to(DEV), rnd(4, 2).to(DEV)), lambda: x.scatter(1, i, rnd(4, 2)))
+        same_error(lambda: x.to(DEV).scatter_reduce(1, i.to(DEV), rnd(4, 2).to(DEV), "amax"),
+                   lambda: x.scatter_reduce(1, i, rnd(4, 2), "amax"))
+    same_error(lambda: x.to(DEV).index_copy(1, torch.tensor([1, 9]).to(DEV), rnd(4, 2).to(DEV)),
+               lambda: x.index_copy(1, torch.tensor([1, 9]), rnd(4, 2)))
+    same_error(lambda: x.to(DEV).index_fill_(1, torch.tensor([-8]).to(DEV), 1.0),
+               lambda: x.clone().index_fill_(1, torch.tensor([-8]), 1.0))
+    same_error(lambda: x.to(DEV).scatter(1, bad.int().to(DEV), 1.0), lambda: x.scatter(1, bad.int(), 1.0))
+    same_error(lambda: x.to(DEV).topk(8), lambda: x.topk(8))
+    xd = x.to(DEV)
+    raises(RuntimeError, lambda: xd.scatter_(1, bad.to(DEV), 9.0))
+    exact(xd, x, "self unchanged after a bad index")
+    exact(xd.scatter(1, torch.tensor([[1]] * 4).to(DEV), 9.0), x.scatter(1, torch.tensor([[1]] * 4), 9.0),
+          "the device fine afterwards")
+
+
+@test
+def sorts():
+    cases = [
+        (rnd(5, 7, 9), (0, 1, 2, -1)),
+        (rnd(3, 1500), (1,)),                                  # rows past 1024: the cross-block steps
+        (rnd(2, 5000, dtype=torch.bfloat16), (-1,)),
+        (rnd(2100, 3).round(), (0,)),                          # many ties
+        (torch.randint(-4, 4, (6, 1030), dtype=torch.int32, generator=G), (1,)),
+        (rnd(9, 6).t(), (0, 1)),                               # non-contiguous
+        (rnd(1), (0,)),
+        (rnd(4, 0, 3), (1, 2)),                                # empty
+    ]
+    special = torch.tensor([1.0, -0.0, 0.0, float("nan"), -float("inf"), float("inf"), 1.0, -float("nan"), -2.0,
+                            0.0, 3.0, float("nan")])
+    cases.append((special.reshape(2, 6).repeat(2, 1), (1,)))
+    before = dev_count("sort"), dev_count("topk")
+    with mt.strict():
+        for n, (x, dims) in enumerate(cases):
+            xd = x.to(DEV)
+            for d in dims:
+                for desc in (False, True):
+                    what = "case %d dim %d descending %s" % (n, d, desc)
+                    v, i = torch.sort(xd, dim=d, descending=desc, stable=True)
+                    rv, ri = torch.sort(x, dim=d, descending=desc, stable=True)
+                    exact(v, rv, what)
+                    exact(i, ri, what + " indices")
+                    exact(torch.argsort(xd, dim=d, descending=desc, stable=True),
+                          torch.argsort(x, dim=d, descending=desc, stable=True), what + " argsort")
+                    k = min(3, x.shape[d])
+                    v, i = torch.topk(xd, k, dim=d, largest=desc)
+                    rv, _ = torch.topk(x, k, dim=d, largest=desc)
+                    exact(v, rv, what + " topk")
+                    exact(x.gather(d, i.cpu()), rv, what + " topk indices")   # ties: any of them
+        exact(xd.sort().values, x.sort().values, "sort() default")
+        v, i = torch.topk(rnd(4, 9).to(DEV), 0)
+        assert v.shape == (4, 0) and i.shape == (4, 0), (v.shape, i.shape)
+    assert dev_count("sort") >= before[0] + 57 and dev_count("topk") >= before[1] + 29, mt.device_stats()
+
+
+@test
+def gradients():
+    x = rnd(5, 6)
+    w = rnd(5, 6)
+    idx = torch.tensor([4, 0, 2])
+    src = rnd(3, 6)
+    sidx = torch.randint(0, 6, (5, 4), generator=G)
+    ssrc = rnd(5, 4)
+
+    def run_all(dev):
+        xs = x.to(dev).detach().requires_grad_()
+        ss = src.to(dev).detach().requires_grad_()
+        ts = ssrc.to(dev).detach().requires_grad_()
+        ww = w.to(dev)
+        y = xs.index_copy(0, idx.to(dev), ss) * ww
+        y = y + xs.scatter(1, sidx.to(dev), ts) * ww
+        v, _ = xs.sort(dim=1, descending=True)
+        t, _ = xs.topk(2, dim=0)
+        (y.sum() + (v * ww).sum() + (t * ww[:2]).sum()).backward()
+        return xs.grad, ss.grad, ts.grad
+
+    ref = run_all("cpu")
+    with mt.strict():
+        got = run_all(DEV)
+    for g, r, what in zip(got, ref, ("self", "index_copy source", "scatter src")):
+        close(g, r, 1e-6, "d " + what)
+
+
+@test
+def summary():
+    """Print where the ops ran and how long the file took (not a check)."""
+    print("# device ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(mt.device_stats().items())
+                                         if kv[0] in ("scatter", "scatter_reduce", "index_copy", "index_fill_",
+                                                      "sort", "topk")))
+    print("# fallback ops: %s" % mt.fallback_stats())
+    print("# test_torch_scatter.py: %.1f s" % (time.monotonic() - START))
+
+
+if __name__ == "__main__":
+    START = time.monotonic()
+    mt.reset_stats()
+    run("torch scatter")
