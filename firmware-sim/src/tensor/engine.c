@@ -59,6 +59,10 @@ struct fw_tensor_engine *fw_tensor_create(const struct fw_tensor_config *cfg)
 	te->tiles = cfg->clusters * cfg->tiles_per_cluster;
 	te->tile_sram = (size_t)cfg->sram_kib * 1024 / cfg->tiles_per_cluster;
 	te->gemm_kernel = fw_gemm_kernel_find(NULL);
+#ifdef _SC_LEVEL2_CACHE_SIZE
+	ncpu = sysconf(_SC_LEVEL2_CACHE_SIZE);	/* glibc: from CPUID; 0 or -1 if unknown */
+	te->host_l2 = ncpu > 0 ? (size_t)ncpu : 0;
+#endif
 	threads = cfg->threads;
 	if (!threads) {
 		ncpu = sysconf(_SC_NPROCESSORS_ONLN);

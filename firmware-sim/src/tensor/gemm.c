@@ -378,12 +378,18 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 			 * follow; down a column they were a C row apart, each a
 			 * miss (2048^3 FP32 3 % faster this way).
 			 */
-			for (i = 0; i < mmp; i += kn->mr)
+			for (i = 0; i < mmp; i += kn->mr) {
+				/* the block's last rows, if fewer than mr: fn_rows if there is one */
+				unsigned int rows = mbb - ms - i < kn->mr ? (unsigned int)(mbb - ms - i)
+									   : kn->mr;
+				bool short_rows = rows < kn->mr && kn->fn_rows;
+
 				for (j = 0; j < np; j += kn->nr) {
 					float *ct = cacc + (ms + i) * ldc + j;
 					size_t ldt = ldc;
 					/* in place, a tile past the block's edge goes through tmp */
-					bool edge = cdst && (ms + i + kn->mr > mbb || j + kn->nr > nbb);
+					bool edge = cdst && ((rows < kn->mr && !short_rows) ||
+							     j + kn->nr > nbb);
 
 					if (edge) {
 						edge_tile(ct, ldc, tmp, kn, mbb - ms - i, nbb - j,
@@ -394,6 +400,10 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 					if (kn->kpair)
 						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb, 2 * kn->nr,
 						       ct, ldt, k0 > 0);
+					else if (short_rows)
+						kn->fn_rows(kcb, ap + i * kcb,
+							    panels ? bp + j * kcb : bp + j, ldb, ct,
+							    ldt, k0 > 0, rows);
 					else
 						kn->fn(kcb, ap + i * kcb,
 						       panels ? bp + j * kcb : bp + j, ldb, ct, ldt,
@@ -402,6 +412,7 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 						edge_tile(cacc + (ms + i) * ldc + j, ldc, tmp, kn,
 							  mbb - ms - i, nbb - j, true, true);
 				}
+			}
 		}
 	}
 	if (cdst) {	/* written in place: nothing to do but count */
@@ -623,15 +634,20 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	if (g->crows < mb)
 		g->crows = mb;
 	/*
-	 * In place, a 32-column FP32 kernel takes 1024 columns: A is packed
-	 * half as often, and the 1 MiB B slice still fits a 2 MiB L2 (the
-	 * kernel streams its panels from there against one A panel in L1).
-	 * 2048^3 FP32 on one thread: 1-2 % faster. Not with the C block in
-	 * SRAM, whose rows the wider block would halve.
+	 * In place, an FP32 kernel takes up to 1024 columns, as many as keep
+	 * the B slice within half of a host core's L2 (a 32-column kernel: 1024
+	 * when the L2 size is unknown): A is packed half or a quarter as often,
+	 * and the kernel still streams B's panels from L2 against one A panel
+	 * in L1. One thread, FP32, 2 MiB L2: avx512 2048^3 1-2 % faster with
+	 * 1024 than 512, slower with 2048 (the slice filling L2); avx2 4096^3
+	 * 0.93 -> 0.98 of sgemm with 1024 rather than 256. Not with the C
+	 * block in SRAM, whose rows the wider block would halve.
 	 */
-	if (g->direct && nr >= 32 && !g->kern->kpair && nb < 1024) {
+	if (g->direct && !g->kern->kpair && nb < 1024 && (te->host_l2 || nr >= 32)) {
 		uint64_t wide = 1024;
 
+		while (te->host_l2 && wide > nb && kc * wide * sizeof(float) > te->host_l2 / 2)
+			wide /= 2;
 		while (wide > nb && g->batch * div_up(g->n, wide) < 2 * (uint64_t)te->nworkers)
 			wide /= 2;
 		wide = round_up(div_up(g->n, div_up(g->n, wide)), ng);

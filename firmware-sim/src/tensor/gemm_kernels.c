@@ -3,7 +3,7 @@
  * GEMM micro-kernels: C[mr x nr] (+)= A_panel * B_panel over kc, FP32 with
  * FP32 accumulation. The A panel is one sequential stream (measured 4-8 %
  * faster than mr separate rows): kc columns of mr floats (a[k * mr + i]),
- * or for the AVX-512 kernel blocks of 16 columns (te.h, a_kblock), and
+ * or for the avx512 and avx2 kernels blocks of 16 columns (te.h, a_kblock), and
  * the B panel kc rows of nr floats, ldb floats apart (ldb = nr for packed
  * panels). B rows and C rows (ldc apart) are 64-byte aligned. The BF16
  * pair kernels (gemm_bf16.c) are listed here too.
@@ -128,69 +128,128 @@ static void pack_a_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr
 }
 #endif
 
+/*
+ * The FP32 kernels take A in blocks of GEMM_KB k (pack_a_k16(),
+ * pack_a_k16_avx2()): A(i, k) at a[i * 16 + k % 16] within its block, an
+ * offset their unrolled loops know at compile time, and a packer that
+ * copies row pieces as they are instead of transposing them.
+ */
+#define GEMM_KB		16
+
 #if HAVE_X86
+/*
+ * 6 x 16: 12 ymm accumulators, two B vectors, A broadcast from memory (15
+ * of the 16 registers). As kern_avx512 (below): the accumulators start at
+ * zero, C is added at the end, and C's 6 lines (one per row) are fetched
+ * one per k block when there are more blocks than rows, else at the start.
+ * A in 16-k blocks: the k-major panel this replaced took 8 x 8 transposes
+ * per 8 k at every column block.
+ */
+#define AVX2_MR		6
+
+/* One k of rows (<= 6) rows of the 6 x 16 kernel: A(i, k) at a[i * w], B's row at b. */
+#define AVX2_STEP(a, w, b, rows)						\
+	do {									\
+		__m256 b0_ = _mm256_load_ps(b), b1_ = _mm256_load_ps((b) + 8);	\
+		_Pragma("GCC unroll 6")						\
+		for (int i_ = 0; i_ < (rows); i_++) {				\
+			__m256 ai_ = _mm256_broadcast_ss((a) + i_ * (w));	\
+										\
+			acc[i_][0] = _mm256_fmadd_ps(ai_, b0_, acc[i_][0]);	\
+			acc[i_][1] = _mm256_fmadd_ps(ai_, b1_, acc[i_][1]);	\
+		}								\
+	} while (0)
+
+/* The first rows rows of the tile (rows a constant once inlined; the rest not read or written). */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void avx2_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+			     size_t ldc, int accumulate, const int rows)
+{
+	__m256 acc[AVX2_MR][2];
+	size_t k, kk, w, blk = 0;
+	bool spread = accumulate && kc / GEMM_KB > (size_t)rows;
+	int i;
+
+#pragma GCC unroll 6
+	for (i = 0; i < rows; i++) {
+		if (accumulate && !spread)
+			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+		acc[i][0] = _mm256_setzero_ps();
+		acc[i][1] = _mm256_setzero_ps();
+	}
+	for (k = 0; k + GEMM_KB <= kc; k += GEMM_KB, a += GEMM_KB * AVX2_MR, blk++) {
+		if (spread && blk < (size_t)rows)
+			_mm_prefetch((const char *)(c + blk * ldc), _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (kk = 0; kk < GEMM_KB; kk++, b += ldb)
+			AVX2_STEP(a + kk, GEMM_KB, b, rows);
+	}
+	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
+		AVX2_STEP(a + kk, w, b, rows);
+#pragma GCC unroll 6
+	for (i = 0; i < rows; i++) {
+		if (accumulate) {
+			acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_load_ps(c + i * ldc));
+			acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_load_ps(c + i * ldc + 8));
+		}
+		_mm256_store_ps(c + i * ldc, acc[i][0]);
+		_mm256_store_ps(c + i * ldc + 8, acc[i][1]);
+	}
+}
+
 __attribute__((target("avx2,fma")))
 static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 		      size_t ldc, int accumulate)
 {
-	const float *a = ap, *b = bp;
-	__m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-	size_t k;
+	avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR);
+}
 
-	/* C is added at the end (see kern_avx512): fetch it while computing */
-	for (int i = 0; accumulate && i < 6; i++)
-		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-	c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
-	c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-#pragma GCC unroll 4
-	for (k = 0; k < kc; k++, b += ldb, a += 6) {
-		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), ai;
+/*
+ * A tile cut by the block's last rows: only its rows rows computed (32 x N
+ * in 6-row tiles is 36 rows of work otherwise; 2 rows take 4 of the full
+ * tile's 6 cycles per k, their 4 FMA chains bound by latency).
+ */
+__attribute__((target("avx2,fma")))
+static void kern_avx2_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			   size_t ldc, int accumulate, unsigned int rows)
+{
+	switch (rows) {
+	case 1:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 1);
+		break;
+	case 2:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 2);
+		break;
+	case 3:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 3);
+		break;
+	case 4:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 4);
+		break;
+	case 5:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 5);
+		break;
+	default:
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR);
+		break;
+	}
+}
 
-		ai = _mm256_broadcast_ss(a);
-		c00 = _mm256_fmadd_ps(ai, b0, c00);
-		c01 = _mm256_fmadd_ps(ai, b1, c01);
-		ai = _mm256_broadcast_ss(a + 1);
-		c10 = _mm256_fmadd_ps(ai, b0, c10);
-		c11 = _mm256_fmadd_ps(ai, b1, c11);
-		ai = _mm256_broadcast_ss(a + 2);
-		c20 = _mm256_fmadd_ps(ai, b0, c20);
-		c21 = _mm256_fmadd_ps(ai, b1, c21);
-		ai = _mm256_broadcast_ss(a + 3);
-		c30 = _mm256_fmadd_ps(ai, b0, c30);
-		c31 = _mm256_fmadd_ps(ai, b1, c31);
-		ai = _mm256_broadcast_ss(a + 4);
-		c40 = _mm256_fmadd_ps(ai, b0, c40);
-		c41 = _mm256_fmadd_ps(ai, b1, c41);
-		ai = _mm256_broadcast_ss(a + 5);
-		c50 = _mm256_fmadd_ps(ai, b0, c50);
-		c51 = _mm256_fmadd_ps(ai, b1, c51);
-	}
-	if (accumulate) {
-		c00 = _mm256_add_ps(c00, _mm256_load_ps(c + 0 * ldc));
-		c01 = _mm256_add_ps(c01, _mm256_load_ps(c + 0 * ldc + 8));
-		c10 = _mm256_add_ps(c10, _mm256_load_ps(c + 1 * ldc));
-		c11 = _mm256_add_ps(c11, _mm256_load_ps(c + 1 * ldc + 8));
-		c20 = _mm256_add_ps(c20, _mm256_load_ps(c + 2 * ldc));
-		c21 = _mm256_add_ps(c21, _mm256_load_ps(c + 2 * ldc + 8));
-		c30 = _mm256_add_ps(c30, _mm256_load_ps(c + 3 * ldc));
-		c31 = _mm256_add_ps(c31, _mm256_load_ps(c + 3 * ldc + 8));
-		c40 = _mm256_add_ps(c40, _mm256_load_ps(c + 4 * ldc));
-		c41 = _mm256_add_ps(c41, _mm256_load_ps(c + 4 * ldc + 8));
-		c50 = _mm256_add_ps(c50, _mm256_load_ps(c + 5 * ldc));
-		c51 = _mm256_add_ps(c51, _mm256_load_ps(c + 5 * ldc + 8));
-	}
-	_mm256_store_ps(c + 0 * ldc, c00);
-	_mm256_store_ps(c + 0 * ldc + 8, c01);
-	_mm256_store_ps(c + 1 * ldc, c10);
-	_mm256_store_ps(c + 1 * ldc + 8, c11);
-	_mm256_store_ps(c + 2 * ldc, c20);
-	_mm256_store_ps(c + 2 * ldc + 8, c21);
-	_mm256_store_ps(c + 3 * ldc, c30);
-	_mm256_store_ps(c + 3 * ldc + 8, c31);
-	_mm256_store_ps(c + 4 * ldc, c40);
-	_mm256_store_ps(c + 4 * ldc + 8, c41);
-	_mm256_store_ps(c + 5 * ldc, c50);
-	_mm256_store_ps(c + 5 * ldc + 8, c51);
+/* pack_a_k16() (below) with 32-byte copies, for kern_avx2. */
+__attribute__((target("avx2")))
+static void pack_a_k16_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr,
+			    float *panel)
+{
+	size_t k = 0;
+
+	for (; k + GEMM_KB <= kc; k += GEMM_KB, panel += GEMM_KB * mr)
+		for (unsigned int i = 0; i < mr; i++) {
+			_mm256_storeu_ps(panel + i * GEMM_KB, _mm256_loadu_ps(rows + i * ld + k));
+			_mm256_storeu_ps(panel + i * GEMM_KB + 8,
+					 _mm256_loadu_ps(rows + i * ld + k + 8));
+		}
+	for (unsigned int i = 0; k < kc && i < mr; i++)
+		memcpy(panel + i * (kc - k), rows + i * ld + k, (kc - k) * sizeof(float));
 }
 
 /*
@@ -215,7 +274,7 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
  * sgemm: 4096^3 0.966 -> 0.974, 2048^3 0.973 -> 0.990, medians of three).
  */
 #define AVX512_MR	14
-#define AVX512_KB	16
+#define AVX512_KB	GEMM_KB
 
 /* One k of the 14 x 32 kernel: A(i, k) at a[i * w], B's row at b. */
 #define AVX512_STEP(a, w, b)							\
@@ -297,17 +356,19 @@ static void pack_a_k16(const float *rows, size_t ld, size_t kc, unsigned int mr,
 /* The order only breaks ties in speed; "portable" is the last but one. */
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
-	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB },
-	{ "avx2", 6, 16, kern_avx2, pack_a_avx2, 0, NULL, false, 0 },
+	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB, NULL },
+	{ "avx2", AVX2_MR, 16, kern_avx2, pack_a_k16_avx2, 0, NULL, false, GEMM_KB,
+	  kern_avx2_rows },
 	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
-	  fw_gemm_to_pairs_avx512, false, 0 },
+	  fw_gemm_to_pairs_avx512, false, 0, NULL },
 #endif
 #if HAVE_X86 && defined(__linux__)
-	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true, 0 },
+	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true, 0,
+	  NULL },
 #endif
-	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0 },
+	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0, NULL },
 	{ "portable-bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_portable,
-	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0 },
+	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0, NULL },
 };
 
 #define NKERNELS	(sizeof(kernels) / sizeof(kernels[0]))
@@ -420,6 +481,21 @@ static bool kernel_selftest(const struct fw_gemm_kernel *k)
 					return false;
 			}
 		for (i = 0; i < MAXR * LDC; i++)	/* back to the start for acc = 0 */
+			c[i] = (float)(i % 9);
+	}
+	/* the short tiles: their rows as above, accumulating, the next row untouched */
+	for (unsigned int nrows = 1; k->fn_rows && nrows < k->mr; nrows++) {
+		k->fn_rows(KC, ak, bk, ldb, c, LDC, 1, nrows);
+		for (i = 0; i <= nrows; i++)
+			for (j = 0; j < k->nr; j++) {
+				float want = (float)((i * LDC + j) % 9);
+
+				for (kk = 0; i < nrows && kk < KC; kk++)
+					want += rows[i * KC + kk] * b[kk * LDB + j];
+				if (c[i * LDC + j] != want)
+					return false;
+			}
+		for (i = 0; i < MAXR * LDC; i++)
 			c[i] = (float)(i % 9);
 	}
 	return true;

@@ -158,6 +158,7 @@ struct fw_tensor_engine {
 	const struct fw_gemm_kernel *gemm_kernel;
 	unsigned int tiles;		/* clusters * tiles_per_cluster */
 	size_t tile_sram;		/* bytes of SRAM a tile may stage into */
+	size_t host_l2;			/* a host core's L2 in bytes, 0 if unknown (GEMM blocking) */
 	struct fw_pool *pool;
 	unsigned int nworkers;
 	struct fw_worker *workers;
@@ -209,6 +210,13 @@ struct fw_gemm_kernel {
 	void (*to_pairs)(const float *src, size_t ld, size_t kc, unsigned int w, uint16_t *dst);
 	bool a_rows;
 	unsigned int a_kblock;	/* FP32 kernels: 0, or A's k block (above) */
+	/*
+	 * NULL, or fn for the first rows (1..mr-1) rows of the tile only: the
+	 * same panels, A's other rows not read, C's other rows not touched.
+	 * For the tile at a block's last rows when they are fewer than mr.
+	 */
+	void (*fn_rows)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
+			int accumulate, unsigned int rows);
 };
 
 /* The index of A(i, k) in a kernel's FP32 panel of kc columns (kpair 0). */

@@ -11,6 +11,8 @@
  *     |C - ref| <= 1.25 (K + 4) 2^-24 sum_k |a b| + K 2^-126
  *   (Documentation/tensor-engine.rst), and within twice that of the
  *   portable kernel of the same operand format.
+ * A kernel's fn_rows (the first rows of a tile only) is held to the same
+ * exactness for every row count, the tile's other rows untouched.
  * Then each FP32 kernel through the engine (MAIA_OP_GEMM): a plain FP32
  * result is written in place when C maps as one aligned range, else through
  * the tile's SRAM C block; both must be exact on integers, edges of the
@@ -51,8 +53,12 @@ static void *zalloc(size_t bytes)
 	return p;
 }
 
-/* Run k on the operands (C as it is in o->c), through k's own packers. */
-static void run_kernel(const struct fw_gemm_kernel *k, const struct operands *o, int accumulate)
+/*
+ * Run k on the operands (C as it is in o->c), through k's own packers; with
+ * rows (1..mr-1) its fn_rows for that many rows of the tile.
+ */
+static void run_kernel_rows(const struct fw_gemm_kernel *k, const struct operands *o,
+			    int accumulate, unsigned int rows)
 {
 	size_t kq = k->kpair ? (o->kc + k->kpair - 1) / k->kpair * k->kpair : o->kc;
 	float *a = zalloc(sizeof(float) * k->mr * o->kc + 64);
@@ -69,12 +75,19 @@ static void run_kernel(const struct fw_gemm_kernel *k, const struct operands *o,
 	if (k->kpair) {
 		k->to_pairs(o->b, o->ldb, o->kc, k->nr, b2);
 		k->fn(o->kc, a2, b2, 2 * k->nr, o->c, o->ldc, accumulate);
+	} else if (rows) {
+		k->fn_rows(o->kc, a, o->b, o->ldb, o->c, o->ldc, accumulate, rows);
 	} else {
 		k->fn(o->kc, a, o->b, o->ldb, o->c, o->ldc, accumulate);
 	}
 	free(a);
 	free(a2);
 	free(b2);
+}
+
+static void run_kernel(const struct fw_gemm_kernel *k, const struct operands *o, int accumulate)
+{
+	run_kernel_rows(k, o, accumulate, 0);
 }
 
 static void operands_init(struct operands *o, const struct fw_gemm_kernel *k, size_t kc)
@@ -142,6 +155,44 @@ static void test_exact(const struct fw_gemm_kernel *k)
 			tap_ok(!bad && guard_intact(&o),
 			       "kernel %s: integers, k = %zu, %s: exact (%ld wrong), tile only",
 			       k->name, o.kc, acc ? "accumulating" : "overwriting", bad);
+			operands_free(&o);
+		}
+	}
+}
+
+/*
+ * fn_rows, where a kernel has one (the tile at a block's last rows): for
+ * every row count below mr, exact on integers in those rows, the tile's
+ * other rows and everything around it untouched.
+ */
+static void test_rows(const struct fw_gemm_kernel *k)
+{
+	static const size_t kcs[] = { 5, 37, 256 };
+
+	for (size_t t = 0; k->fn_rows && t < sizeof(kcs) / sizeof(kcs[0]); t++) {
+		for (unsigned int rows = 1; rows < k->mr; rows++) {
+			struct operands o;
+			long bad = 0;
+
+			operands_init(&o, k, kcs[t]);
+			for (size_t i = 0; i < o.mr * o.kc; i++)
+				o.rows[i] = (float)((int)(trand_uniform(0, 17)) - 8);
+			for (size_t i = 0; i < o.kc * o.ldb; i++)
+				o.b[i] = (float)((int)(trand_uniform(0, 17)) - 8);
+			c_init(&o);
+			run_kernel_rows(k, &o, 1, rows);
+			for (size_t i = 0; i < o.mr; i++)
+				for (size_t j = 0; j < o.nr; j++) {
+					long want = (long)((int)((i * 3 + j) % 7) - 3);
+
+					for (size_t kk = 0; i < rows && kk < o.kc; kk++)
+						want += (long)o.rows[i * o.kc + kk] *
+							(long)o.b[kk * o.ldb + j];
+					bad += o.c[i * o.ldc + j] != (float)want;
+				}
+			tap_ok(!bad && guard_intact(&o),
+			       "kernel %s: %u of %u rows, integers, k = %zu: exact (%ld wrong), "
+			       "those rows only", k->name, rows, k->mr, o.kc, bad);
 			operands_free(&o);
 		}
 	}
@@ -360,6 +411,14 @@ static void test_engine(const struct fw_gemm_kernel *k)
 		bad = engine_case(k, 1, whole, 0, 1, 40, 64, 37, 37, 64, 0);
 		tap_ok(!bad, "kernel %s, engine, %s: 40x64x37, one thread: exact (%ld wrong)",
 		       k->name, how, bad);
+		/*
+		 * Few rows, wide: B's slices row-major and fetched ahead, C's
+		 * column blocks as wide as the host's L2 allows, a short last
+		 * row tile (fn_rows) and a cut last column tile.
+		 */
+		bad = engine_case(k, 1, whole, 0, 1, 32, 1100, 600, 600, 1104, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 32x1100x600, one thread: exact (%ld wrong)",
+		       k->name, how, bad);
 		/* 256 KiB tiles: a task's rows are more than the SRAM C block holds */
 		bad = engine_case(k, 1, whole, 1024, 1, 300, 256, 300, 300, 256, 0);
 		tap_ok(!bad, "kernel %s, engine, %s: 300x256x300, 256 KiB tile SRAM: exact "
@@ -387,6 +446,7 @@ int main(void)
 			continue;
 		}
 		test_exact(&k[i]);
+		test_rows(&k[i]);
 		test_bound(&k[i]);
 		test_engine(&k[i]);
 	}
