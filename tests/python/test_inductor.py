@@ -140,6 +140,32 @@ def compiled_again_strict_no_recompile():
                                                     for t in INPUTS])[0])
 
 
+@test
+def launches_batched_into_one_job():
+    """A compiled call's launches go as one job (maia.inductor.batched_call;
+    counted by the backend, not timed): the same outputs bit for bit as
+    with a job per launch, and one job where that took one per launch."""
+    import maia.inductor
+    fn = STATE["fn"]
+    args = [t.to(DEV) for t in INPUTS]
+    outs, jobs = [], []
+    try:
+        for on in (False, True):
+            maia.inductor.batch_launches = on
+            torch.maia.synchronize()
+            before, ran = maia.torch.jobs_submitted(), launches()
+            outs.append(fn(*args))
+            torch.maia.synchronize()
+            jobs.append(maia.torch.jobs_submitted() - before)
+            ran = launches() - ran
+    finally:
+        maia.inductor.batch_launches = True
+    print("# jobs of one call: %d with a job per launch, %d batched (%d launches)" % (jobs[0], jobs[1], ran))
+    assert jobs[0] >= ran >= 2 and jobs[1] == 1, (jobs, ran)
+    for name, a, b in zip(NAMES, *outs):
+        assert torch.equal(a.cpu(), b.cpu()), name
+
+
 # The maia libdevice against torch: (name, Triton expression of x, torch's of
 # x in float64); x in [-3, 3), shifted or scaled where the domain asks.
 LIBDEVICE = [

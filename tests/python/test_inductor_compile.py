@@ -167,6 +167,8 @@ def inductor_kernels_for_maia_compile():
                                      ((10, ), torch.int64))
     assert len(kernels) >= 2, sorted(kernels)
     assert "from maia.inductor import get_raw_stream" in code, code
+    # A call's device work goes as one job (maia.inductor.batched_call).
+    assert "\ncall = maia_batched_call(call, [0])\n" in code, code
     for name, k in sorted(kernels.items()):
         (res, ) = k.compile_results
         elems = 1
@@ -230,6 +232,44 @@ def dropout_seeds_and_masks():
     assert "tl.rand(" in src, src
     for k in kernels.values():
         assert k.compile_results[0].kernel.asm["tvpbin"]
+
+
+class _DevTensor:
+    """A maia tensor as the launcher sees it: data pointer and device."""
+
+    def __init__(self, va, index):
+        self.va, self.device = va, torch.device("maia", index)
+
+    def data_ptr(self):
+        return self.va
+
+    def get_device(self):
+        return self.device.index
+
+
+@test
+def launcher_packer_matches_generic_path():
+    """The packer made once per kernel (maia_triton.driver._packer) gives
+    the words of the generic path (_pack per argument) for pointers on the
+    kernel's device, None, integers of both signs and past 2^63, fp32; a
+    pointer on another device or on the CPU gets the generic path's
+    error."""
+    from maia_triton import driver as d
+    types = ["*fp32", "i32", "fp32", "*i64", "i64", "constexpr", "*fp32"]
+    names = ["x", "n", "s", "y", "m", "BLOCK", "z"]
+    keep = [0, 1, 2, 3, 4, 6]
+    pack = d._packer(types, names, keep)
+    for n, m in ((7, -1), (-(1 << 63), (1 << 63) + 5), ((1 << 64) - 1, 0)):
+        for z in (_DevTensor(0x3000, 1), None):
+            args = [_DevTensor(0x1000, 1), n, -2.5, _DevTensor(0x2000, 1), m, 64, z]
+            want = d._words(types, names, keep, args, 1)
+            assert pack(args, 1) == want, (pack(args, 1), want)
+    assert want == [0x1000, -1, 0xc0200000, 0x2000, 0, 0], want
+    args = [_DevTensor(0x1000, 1), 1, 1.0, _DevTensor(0x2000, 0), 1, 64, None]
+    raises(ValueError, pack, args, 1, match="is on maia:0 but the kernel runs on maia:1")
+    args[3] = torch.zeros(4)
+    raises(ValueError, pack, args, 1, match="Triton kernels on Maia take maia tensors")
+    raises(TypeError, d._packer(["fp64"], ["s"], [0]), [1.0], 0, match="fp32 only")
 
 
 if __name__ == "__main__":

@@ -166,6 +166,35 @@ def _interface():
     return MaiaInterface
 
 
+# Whether a compiled graph's device work goes as one job per device
+# (batched_call); False: a job per kernel launch and per op, as in eager mode.
+batch_launches = True
+
+
+def batched_call(call, devices):
+    """call, the entry of Inductor's generated module for a graph on the
+    maia devices devices, with every kernel launch and op of one call (while
+    batch_launches is on) appended to one command buffer per device and
+    submitted as one job when the call returns (maia.torch.batched():
+    earlier before a host read, a synchronize, an event or at 128 KiB). A
+    job per launch cost the guest more than the launch: submission, the
+    worker's wake-up, a completion interrupt (Documentation/benchmarks.rst,
+    "torch.compile with Inductor")."""
+    begin, end = _mt.ops.batch_begin, _mt.ops.batch_end
+
+    def run(args):
+        if not batch_launches:
+            return call(args)
+        for d in devices:
+            begin(d)
+        try:
+            return call(args)
+        finally:
+            for d in devices:
+                end(d)
+    return run
+
+
 def _op_overrides():
     from torch._inductor.codegen.common import DeviceOpOverrides
 
@@ -311,7 +340,8 @@ def _wrapper():
 
     class MaiaWrapperCodegen(PythonWrapperCodegen):
         """Inductor's Python wrapper, importing random_seeds (the name
-        RandomSeeds writes for a maia device)."""
+        RandomSeeds writes for a maia device), its call batched
+        (batched_call)."""
 
         @staticmethod
         def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
@@ -323,6 +353,16 @@ def _wrapper():
         def write_header(self):
             super().write_header()
             self.imports.writeline("from maia.inductor import random_seeds as maia_random_seeds")
+            self.imports.writeline("from maia.inductor import batched_call as maia_batched_call")
+
+        def generate_after_suffix(self, result):
+            # After it the module's call (a function, or Runner.call with
+            # graph partitions) is defined: wrapped to batch a call's jobs.
+            super().generate_after_suffix(result)
+            from torch._inductor.virtualized import V
+            devices = sorted(i for i in V.graph.device_idxs if i is not None)
+            if BACKEND in V.graph.device_types and devices:
+                result.writeline("call = maia_batched_call(call, %r)" % (devices, ))
 
     return MaiaWrapperCodegen
 

@@ -23,6 +23,10 @@ def _maia_torch():
     return torch if torch.maia.is_available() else None
 
 
+def _f32(arg):
+    return struct.unpack("<I", struct.pack("<f", float(arg)))[0]
+
+
 def _pack(ty, arg, name, device):
     """One argument as the 64-bit word the kernel finds in its s register
     (device: the index of the maia device the kernel runs on)."""
@@ -41,7 +45,7 @@ def _pack(ty, arg, name, device):
         # A maia tensor's data pointer is its device virtual address.
         return arg.data_ptr()
     if ty == "fp32":
-        return struct.unpack("<I", struct.pack("<f", float(arg)))[0]
+        return _f32(arg)
     if ty in ("fp16", "bf16", "fp64"):
         raise TypeError("maia: scalar argument %s of type %s (fp32 only)" % (name, ty))
     # Integers: two's complement in 64 bits, as the scalar registers hold them.
@@ -52,9 +56,53 @@ def _signed(word):
     return word - (1 << 64) if word >> 63 else word
 
 
+def _words(types, names, keep, args, device):
+    """The launch's words, every argument through _pack (and its checks)."""
+    return [_signed(_pack(types[i], args[i], names[i], device)) for i in keep]
+
+
+def _packer(types, names, keep):
+    """pack(args, device) -> the launch's words, written out for one
+    kernel's signature (made once per kernel; a launch under TCG spent
+    about 200 us in the generic loop). Pointers take the fast path when
+    every one is a tensor on the kernel's device (Tensor.get_device(): a
+    CPU-only torch has no other device with an index); anything else (None,
+    another device, not a tensor) goes through _words, whose _pack gives the
+    same words or the error."""
+    ptrs, body = [], []
+    for i in keep:
+        ty = types[i]
+        if ty.startswith("*"):
+            ptrs.append(i)
+            body.append("a%d.data_ptr()" % i)
+        elif ty == "fp32":
+            body.append("_f32(args[%d])" % i)
+        elif ty in ("fp16", "bf16", "fp64"):
+            return lambda args, device: _words(types, names, keep, args, device)
+        else:
+            # Two's complement in 64 bits, as _signed(_pack(...)) gives it.
+            body.append("((int(args[%d]) + 0x8000000000000000) & 0xffffffffffffffff) - 0x8000000000000000" % i)
+    src = ["def pack(args, device):", "    try:"]
+    src += ["        a%d = args[%d]" % (i, i) for i in ptrs]
+    if ptrs:
+        src.append("        if %s:" % " or ".join("a%d.get_device() != device" % i for i in ptrs))
+        src.append("            raise LookupError")
+    src.append("        return [%s]" % ", ".join(body))
+    src.append("    except Exception:")
+    src.append("        return _words(types, names, keep, args, device)")
+    scope = {"_words": _words, "_f32": _f32, "types": types, "names": names, "keep": keep}
+    exec("\n".join(src), scope)
+    return scope["pack"]
+
+
+_op = []    # torch.ops.maia.triton_launch, looked up at the first launch
+
+
 def _launch(binary, key, device, grid, words, budget):
-    import torch
-    torch.ops.maia.triton_launch(binary, key, device, grid, words, budget)
+    if not _op:
+        import torch
+        _op.append(torch.ops.maia.triton_launch)
+    _op[0](binary, key, device, grid, words, budget)
 
 
 class MaiaLauncher:
@@ -82,14 +130,16 @@ class MaiaLauncher:
         self.budget = metadata.budget
         self.scratch = metadata.scratch
         self.binary = None
+        self.pack = _packer(self.types, self.names, self.keep)
 
     def __call__(self, gridX, gridY, gridZ, stream, function, packed_metadata, launch_metadata, enter_hook,
                  exit_hook, *args):
-        import torch
         if self.binary is None:
+            import torch
             self.binary = torch.frombuffer(bytearray(function.binary), dtype=torch.uint8)
-        words = [_signed(_pack(self.types[i], args[i], self.names[i], function.device)) for i in self.keep]
+        words = self.pack(args, function.device)
         if self.scratch:
+            import torch
             # The spill area: a slot per program instance, freed to the caching allocator
             # after the launch (ops that reuse it run after the kernel on the stream).
             area = torch.empty(self.scratch * gridX * gridY * gridZ, dtype=torch.uint8,
