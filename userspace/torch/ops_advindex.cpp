@@ -111,12 +111,6 @@ static std::string family(const std::string &kind, const std::string &t)
 
 /* ---- the plan: iteration shape and strides ------------------------------------------ */
 
-static std::vector<uint64_t> operator+(std::vector<uint64_t> a, const std::vector<uint64_t> &b)
-{
-	a.insert(a.end(), b.begin(), b.end());
-	return a;
-}
-
 struct Plan {
 	std::vector<at::Tensor> idx;	/* on self's device, expanded to B */
 	std::vector<int64_t> dims;	/* the self dimension each indexes */

@@ -116,17 +116,3 @@ inline const char *elem_exact(at::ScalarType s)
 } // namespace ops
 } // namespace maia_torch
 
-/*
- * TVP assembly: vout = c . strides, with the lane coordinates c0..c3 in
- * v0..v3 and the strides packed two by two in s<p> (c0, c1) and s<p + 1>
- * (c2, c3); uses v9, v10, s22 and s30 = 32.
- */
-inline std::string tvp_asm_stride_dot(int vout, int p)
-{
-	std::string o = "v" + std::to_string(vout), a = "s" + std::to_string(p), b = "s" + std::to_string(p + 1);
-
-	return "\tvsplat v9, " + a + "\n\tvimul " + o + ", v0, v9\n"
-	       "\tshr s22, " + a + ", s30\n\tvsplat v9, s22\n\tvimul v10, v1, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tvsplat v9, " + b + "\n\tvimul v10, v2, v9\n\tviadd " + o + ", " + o + ", v10\n"
-	       "\tshr s22, " + b + ", s30\n\tvsplat v9, s22\n\tvimul v10, v3, v9\n\tviadd " + o + ", " + o + ", v10\n";
-}

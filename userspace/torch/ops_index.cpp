@@ -5,8 +5,8 @@
  * masked_fill_ and max_pool2d_with_indices_backward.
  *
  * One program family does the first five: each lane takes one element of
- * an iteration shape (rank <= 4, padded with 1s on the left), finds its
- * coordinates by division, the index's position from the index's strides,
+ * an iteration shape (rank <= 5, padded with 1s on the left), finds its
+ * coordinates by division (tvp_asm_coords5(), ops_mask.h), the index's position from the index's strides,
  * and the data's offset from the data's strides plus index x the indexed
  * dimension's stride. "igather" loads the data there into a contiguous
  * output; "iscatter" adds a contiguous source there with VAMOADD (binary32
@@ -34,24 +34,6 @@ namespace ops {
 using tvp::Launch;
 
 /* ---- the programs ------------------------------------------------------------ */
-
-/*
- * Lanes f = 1024 pid + lane; v29 = f < s<nreg>; v28 = f. Coordinates of f
- * in the shape (S1, S2, S3 from s<sh> = S3 | S2 << 32 and the low half of
- * s<sh + 1>) into v0..v3; v8 = the high half of s<sh + 1>. s30 = 32.
- */
-static std::string lanes_and_coords(int nreg, int sh)
-{
-	std::string n = std::to_string(nreg), a = std::to_string(sh), b = std::to_string(sh + 1);
-
-	return "\tpid s20, 0\n\tmuli s21, s20, 1024\n\tli s30, 32\n"
-	       "\tviota v31, 0\n\tvsplat v30, s21\n\tviadd v28, v31, v30\t# f\n"
-	       "\tvsplat v30, s" + n + "\n\tvicmp v29, v28, v30, lt\t# f < n\n"
-	       "\tvsplat v5, s" + a + "\n\tshr s22, s" + a + ", s30\n\tvsplat v6, s22\n"
-	       "\tvsplat v7, s" + b + "\n\tshr s22, s" + b + ", s30\n\tvsplat v8, s22\n"
-	       "\tvirem v3, v28, v5\n\tvidiv v4, v28, v5\n\tvirem v2, v4, v6\n\tvidiv v4, v4, v6\n"
-	       "\tvirem v1, v4, v7\n\tvidiv v0, v4, v7\t# c0..c3\n";
-}
 
 /* v15/v16 = low/high word of the int64 (or sign-extended int32) indices at positions v<pos> of s<base>, masked by v29. */
 static std::string load_index(bool i64, int pos, int base)
@@ -83,21 +65,22 @@ static std::string check_index(int flag)
 /*
  * igather / iscatter (x64: int64 indices, x32: int32). s1 = data, s2 =
  * index, s3 = out (igather) or src (iscatter, f32), both contiguous over the
- * iteration shape, s4 = the flag word or 0, s5 = n, s6 = S3 | S2 << 32, s7
- * = S1 | size << 32, s8/s9 = the data's strides (0 for the indexed
- * dimension), s10/s11 = the index's strides, s12 = the data's stride along
- * the indexed dimension, s13 = an index to skip (padding_idx) when s14 = 1.
+ * iteration shape, s4 = the flag word or 0, s5 = n, s6/s7 = the shape
+ * (tvp_pack_shape5()), s8-s10 = the data's strides (0 for the indexed
+ * dimension), s11-s13 = the index's (tvp_pack_strides5()), s14 = the
+ * data's stride along the indexed dimension | its size << 32, s15 = an
+ * index to skip (padding_idx, int32) | 1 << 32 to skip it.
  */
 static std::string indexed(bool scatter, bool i64, const std::string &t)
 {
-	std::string s = lanes_and_coords(5, 6) + tvp_asm_stride_dot(11, 8) + tvp_asm_stride_dot(12, 10) + load_index(i64, 12, 2);
+	std::string s = tvp_asm_coords5(5, 6) + tvp_asm_dot5(11, 8) + tvp_asm_dot5(12, 11) + load_index(i64, 12, 2);
 
-	s += "\tvsplati v17, 0\n\tvsplat v20, s13\n\tshr s22, s13, s30\n\tvsplat v21, s22\n"
+	s += "\tvsplati v17, 0\n\tvsplat v20, s15\n\tvsplati v21, 31\n\tvsra v21, v20, v21\n"
 	     "\tvicmp v22, v15, v20, eq\n\tvicmp v23, v16, v21, eq\n\tvand v22, v22, v23\n"
-	     "\tvsplat v23, s14\n\tvand v22, v22, v23\n\tvicmp v22, v22, v17, eq\n"
-	     "\tvand v29, v29, v22\t# padding_idx skipped\n";
+	     "\tshr s22, s15, s30\n\tvsplat v23, s22\n\tvand v22, v22, v23\n\tvicmp v22, v22, v17, eq\n"
+	     "\tvand v29, v29, v22\t# padding_idx skipped\n\tshr s22, s14, s30\n\tvsplat v8, s22\t# size\n";
 	s += check_index(4);
-	s += "\tvsplat v9, s12\n\tvimul v10, v15, v9\n\tviadd v11, v11, v10\t# the data's offset\n";
+	s += "\tvsplat v9, s14\n\tvimul v10, v15, v9\n\tviadd v11, v11, v10\t# the data's offset\n";
 	if (scatter)
 		s += "\tvld v24, s3, v28, f32, v29\n\tvamoadd v24, s1, v11, f32, v29\n";
 	else
@@ -107,14 +90,14 @@ static std::string indexed(bool scatter, bool i64, const std::string &t)
 
 /*
  * maskfill: s1 = x (contiguous, updated in place), s2 = mask (bool bytes,
- * any strides), s3 = n, s4/s5 = the shape as igather's s6/s7, s6/s7 = the
- * mask's strides, s8 = the value (binary32 bits, or the integer).
+ * any strides), s3 = n, s4/s5 = the shape as igather's s6/s7, s6-s8 = the
+ * mask's strides, s9 = the value (binary32 bits, or the integer).
  */
 static std::string maskfill(const std::string &t)
 {
-	return lanes_and_coords(3, 4) + tvp_asm_stride_dot(12, 6) +
+	return tvp_asm_coords5(3, 4) + tvp_asm_dot5(12, 6) +
 	       "\tvld v15, s2, v12, i8, v29\n\tvsplati v17, 0\n\tvicmp v18, v15, v17, ne\n"
-	       "\tvand v18, v18, v29\n\tvsplat v24, s8\n\tvst v24, s1, v28, " + t + ", v18\n\thalt\n";
+	       "\tvand v18, v18, v29\n\tvsplat v24, s9\n\tvst v24, s1, v28, " + t + ", v18\n\thalt\n";
 }
 
 static bool exact_type(const std::string &t)
@@ -140,26 +123,33 @@ static std::string family(const std::string &kind, const std::string &t)
 
 /* ---- launching ------------------------------------------------------------------ */
 
-/* An igather/iscatter launch over an iteration shape of rank <= 4. */
+/* Iteration shapes have rank <= R, padded on the left. */
+static constexpr int64_t R = 5;
+
+/* An igather/iscatter launch over an iteration shape of rank <= R. */
 struct Indexed {
-	int64_t shape[4] = { 1, 1, 1, 1 };
-	int64_t data[4] = {};		/* the data's stride per iteration dimension */
-	int64_t index[4] = {};		/* the index's */
+	std::vector<int64_t> shape = std::vector<int64_t>(R, 1);
+	std::vector<int64_t> data = std::vector<int64_t>(R, 0);	/* the data's stride per iteration dimension */
+	std::vector<int64_t> index = std::vector<int64_t>(R, 0);	/* the index's */
 	int64_t data_d = 0;		/* the data's stride along the indexed dimension */
 	int64_t size_d = 0;		/* indices must be in [0, size_d) */
 	int64_t skip = 0;
 	bool has_skip = false;
 	bool check = true;		/* raise CPU torch's error for a bad index */
 
-	/* dims of an iteration shape of rank r go to positions 4 - r .. 3 */
+	/* dims of an iteration shape of rank r go to positions R - r .. R - 1 */
 	void set_shape(at::IntArrayRef s)
 	{
 		for (size_t k = 0; k < s.size(); k++)
-			shape[4 - s.size() + k] = s[k];
+			shape[R - s.size() + k] = s[k];
 	}
 	int64_t numel() const
 	{
-		return shape[0] * shape[1] * shape[2] * shape[3];
+		int64_t n = 1;
+
+		for (int64_t v : shape)
+			n *= v;
+		return n;
 	}
 	Launch launch(const char *kind, const at::Tensor &data_t, const at::Tensor &index_t,
 		      const at::Tensor &other, uint64_t flag) const
@@ -168,10 +158,9 @@ struct Indexed {
 				      (std::string(kind) == "iscatter" ? "f32" : elem_exact(data_t.scalar_type()));
 
 		return { program, tvp::blocks(numel()),
-			 { va_of(data_t), va_of(index_t), va_of(other), flag, (uint64_t)numel(),
-			   pack(shape[3], shape[2]), pack(shape[1], size_d), pack(data[0], data[1]),
-			   pack(data[2], data[3]), pack(index[0], index[1]), pack(index[2], index[3]),
-			   (uint64_t)data_d, (uint64_t)skip, has_skip ? 1u : 0u } };
+			 std::vector<uint64_t>{ va_of(data_t), va_of(index_t), va_of(other), flag, (uint64_t)numel() } +
+				 tvp_pack_shape5(shape) + tvp_pack_strides5(data) + tvp_pack_strides5(index) +
+				 std::vector<uint64_t>{ pack(data_d, size_d), pack(skip, has_skip) } };
 	}
 };
 
@@ -198,11 +187,11 @@ static bool index_type(const at::Tensor &i)
 	return i.scalar_type() == at::kLong || i.scalar_type() == at::kInt;
 }
 
-/* data and index can go to an igather/iscatter kernel: same device, rank 1..4, int32 offsets. */
+/* data and index can go to an igather/iscatter kernel: same device, rank 1..R, int32 offsets. */
 static bool indexable(const at::Tensor &data, const at::Tensor &index)
 {
 	return on_device(data) && on_device(index, data) && index_type(index) && data.dim() >= 1 &&
-	       data.dim() <= 4 && index.dim() <= 4 && int32_reach(data) && int32_reach(index);
+	       data.dim() <= R && index.dim() <= R && int32_reach(data) && int32_reach(index);
 }
 
 /* ---- index_select (embedding's forward) -------------------------------------------- */
@@ -223,7 +212,7 @@ static at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Te
 		}
 		if (out.numel() > 0) {
 			Indexed g;
-			int64_t pad = 4 - self.dim();
+			int64_t pad = R - self.dim();
 
 			g.set_shape(shape);
 			for (int64_t k = 0; k < self.dim(); k++)
@@ -280,7 +269,7 @@ static at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &
 			return out;
 		}
 		Indexed g;
-		int64_t pad = 4 - self.dim();
+		int64_t pad = R - self.dim();
 
 		g.set_shape(index.sizes());
 		for (int64_t k = 0; k < self.dim(); k++) {
@@ -333,7 +322,7 @@ static at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Ten
 			part = part.narrow(k, 0, index.size(k));
 		part = part.to(at::kFloat).contiguous();
 		Indexed g;
-		int64_t pad = 4 - self.dim();
+		int64_t pad = R - self.dim();
 
 		g.set_shape(index.sizes());
 		for (int64_t k = 0; k < self.dim(); k++) {
@@ -396,8 +385,8 @@ static at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Ten
 		Indexed e;
 
 		e.set_shape({ n, D });
-		e.data[3] = 1;
-		e.index[2] = idx.stride(0);
+		e.data[R - 1] = 1;
+		e.index[R - 2] = idx.stride(0);
 		e.data_d = D;
 		e.size_d = num_weights;
 		e.skip = padding_idx;
@@ -441,9 +430,9 @@ static at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad_output
 		Indexed e;
 
 		e.set_shape({ planes, k });
-		e.data[2] = hw;
-		e.index[2] = idx.stride(0);
-		e.index[3] = idx.stride(1);
+		e.data[R - 2] = hw;
+		e.index[R - 2] = idx.stride(0);
+		e.index[R - 1] = idx.stride(1);
 		e.data_d = 1;
 		e.size_d = hw;
 		e.check = false;
@@ -466,7 +455,7 @@ static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask,
 	bool failed = false;
 
 	if (on_device(self) && on_device(mask, self) && mask.scalar_type() == at::kBool &&
-	    elem_exact(self.scalar_type()) && self.scalar_type() != at::kByte && self.dim() <= 4 &&
+	    elem_exact(self.scalar_type()) && self.scalar_type() != at::kByte && self.dim() <= R &&
 	    at::is_expandable_to(mask.sizes(), self.sizes()) && !value.isComplex() && int32_reach(self) &&
 	    int32_reach(mask)) {
 		if (self.numel() == 0) {
@@ -475,17 +464,12 @@ static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask,
 		}
 		at::Tensor x = self.is_contiguous() ? self : self.contiguous();
 		at::Tensor m = mask.expand(self.sizes());
-		int64_t shape[4] = { 1, 1, 1, 1 }, ms[4] = {}, pad = 4 - self.dim();
+		std::vector<uint64_t> args = std::vector<uint64_t>{ va_of(x), va_of(m), (uint64_t)self.numel() } +
+					     tvp_pack_shape5(self.sizes().vec()) + tvp_pack_strides5(m.strides().vec()) +
+					     std::vector<uint64_t>{ fill_bits(value, self.scalar_type()) };
 
-		for (int64_t k = 0; k < self.dim(); k++) {
-			shape[pad + k] = self.size(k);
-			ms[pad + k] = m.stride(k);
-		}
 		if (tvp::run(dev_of(self), { { std::string("maskfill.") + elem_exact(self.scalar_type()),
-					      tvp::blocks(self.numel()),
-					      { va_of(x), va_of(m), (uint64_t)self.numel(), pack(shape[3], shape[2]),
-						pack(shape[1], 0), pack(ms[0], ms[1]), pack(ms[2], ms[3]),
-						fill_bits(value, self.scalar_type()) } } },
+					      tvp::blocks(self.numel()), args } },
 			     "masked_fill_") == 1) {
 			count_device_op("masked_fill_");
 			if (!x.is_same(self))

@@ -149,12 +149,6 @@ static std::vector<int64_t> vec(at::IntArrayRef a)
 	return std::vector<int64_t>(a.begin(), a.end());
 }
 
-static std::vector<uint64_t> operator+(std::vector<uint64_t> a, const std::vector<uint64_t> &b)
-{
-	a.insert(a.end(), b.begin(), b.end());
-	return a;
-}
-
 struct Compaction {
 	at::Tensor scratch, counts;
 	int64_t total = 0;

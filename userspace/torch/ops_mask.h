@@ -58,6 +58,13 @@ inline std::string tvp_asm_dot5(int vout, int p)
 	return r;
 }
 
+/* a's arguments, then b's */
+inline std::vector<uint64_t> operator+(std::vector<uint64_t> a, const std::vector<uint64_t> &b)
+{
+	a.insert(a.end(), b.begin(), b.end());
+	return a;
+}
+
 /* sizes (rank <= 5, padded with 1s on the left) as two arguments: S4 | S3 << 32, S2 | S1 << 32. */
 inline std::vector<uint64_t> tvp_pack_shape5(const std::vector<int64_t> &sizes)
 {
