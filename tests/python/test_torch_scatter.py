@@ -243,11 +243,63 @@ def gradients():
 
 
 @test
+def rank5():
+    """ops_index.cpp's programs and the scatters on rank-5 tensors (iteration shapes of rank 5)."""
+    x = rnd(2, 3, 4, 5, 6)
+    i = torch.randint(0, 4, (2, 3, 7, 5, 6), generator=G)
+    m = torch.rand(3, 1, 5, 1, generator=G) > 0.5
+    sel = torch.tensor([3, 0, 3])
+    src = rnd(2, 3, 7, 5, 6)
+    before = dev_count("gather"), dev_count("scatter_add"), dev_count("index_select"), dev_count("masked_fill_")
+    with mt.strict():
+        xd = x.to(DEV)
+        exact(xd.gather(2, i.to(DEV)), x.gather(2, i), "gather")
+        exact(xd.index_select(-2, sel.to(DEV)), x.index_select(-2, sel), "index_select")
+        exact(xd.masked_fill(m.to(DEV), -2.0), x.masked_fill(m, -2.0), "masked_fill")
+        close(xd.scatter_add(2, i.to(DEV), src.to(DEV)), x.double().scatter_add(2, i, src.double()), 1e-5,
+              "scatter_add")
+        exact(xd.scatter(2, i.to(DEV), src.to(DEV)), last_wins_scatter(x, 2, i, src), "scatter")
+    after = dev_count("gather"), dev_count("scatter_add"), dev_count("index_select"), dev_count("masked_fill_")
+    assert all(a > b for a, b in zip(after, before)), mt.device_stats()
+
+
+@test
+def timing():
+    """Print device and CPU times of a few larger calls in this guest (not a check)."""
+    def best(f):
+        ts = []
+        for _ in range(2):
+            t = time.perf_counter()
+            f()
+            torch.maia.synchronize()
+            ts.append(time.perf_counter() - t)
+        return min(ts) * 1e3
+
+    x = rnd(64, 4096)
+    xd = x.to(DEV)
+    print("# sort 64 x 4096 float32 along 4096: device %.1f ms, CPU %.1f ms"
+          % (best(lambda: torch.sort(xd, stable=True)), best(lambda: torch.sort(x, stable=True))))
+    print("# topk 8 of 64 x 4096: device %.1f ms, CPU %.1f ms"
+          % (best(lambda: torch.topk(xd, 8)), best(lambda: torch.topk(x, 8))))
+    i = torch.randint(0, 4096, (64, 4096), generator=G)
+    idd = i.to(DEV)
+    print("# scatter_reduce sum 64 x 4096 along 4096: device %.1f ms, CPU %.1f ms"
+          % (best(lambda: xd.scatter_reduce(1, idd, xd, "sum")), best(lambda: x.scatter_reduce(1, i, x, "sum"))))
+    v = rnd(16384)
+    j = torch.randint(0, 1024, (16384,), generator=G)
+    vd, jd, zd = v.to(DEV), j.to(DEV), torch.zeros(1024).to(DEV)
+    print("# scatter_reduce amax of 16384 into 1024 (1-D: one lane walks 16384): device %.1f ms, CPU %.1f ms"
+          % (best(lambda: zd.scatter_reduce(0, jd, vd, "amax")),
+             best(lambda: torch.zeros(1024).scatter_reduce(0, j, v, "amax"))))
+
+
+@test
 def summary():
     """Print where the ops ran and how long the file took (not a check)."""
     print("# device ops: %s" % ", ".join("%s x%d" % kv for kv in sorted(mt.device_stats().items())
                                          if kv[0] in ("scatter", "scatter_reduce", "index_copy", "index_fill_",
-                                                      "sort", "topk")))
+                                                      "sort", "topk", "gather", "scatter_add", "index_select",
+                                                      "masked_fill_")))
     print("# fallback ops: %s" % mt.fallback_stats())
     print("# test_torch_scatter.py: %.1f s" % (time.monotonic() - START))
 
