@@ -9,8 +9,9 @@
  * whose unsigned int32 order is torch's order: float bits with the sign
  * flipped (all bits when negative), -0.0 as 0.0 and every NaN one NaN
  * above +inf (torch sorts NaN last ascending, first descending), int32
- * with the sign bit flipped, all bits flipped for descending; padding
- * keys are all ones. Ties compare by position, so the sort is stable and
+ * with the sign bit flipped, int64 as two words (the high one's sign bit
+ * flipped, compared first), all bits flipped for descending; padding keys
+ * are all ones. Ties compare by position, so the sort is stable and
  * the padding ends every row. Compare-exchange steps of partner distance
  * below 1024 run inside one 1024-lane block ("bsortl", the keys in
  * registers, exchanged through the key buffers), longer ones as a launch
@@ -40,15 +41,23 @@ static std::string lanes(int n)
 
 /*
  * skey: s1 = x (rows x L, contiguous), s2 = keys, s3 = positions (int32,
- * rows x P), s4 = rows P, s5 = P | L << 32, s6 = all ones to descend, else 0.
+ * rows x P), s4 = rows P, s5 = P | L << 32, s6 = all ones to descend, else
+ * 0; i64: s7 = the keys' low words (s2 the high ones).
  */
 static std::string skey(const std::string &t)
 {
 	std::string s = lanes(4) + "\tvsplat v5, s5\n\tshr s22, s5, s30\n\tvsplat v6, s22\n"
 			"\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, position\n"
 			"\tvicmp v3, v2, v6, lt\n\tvand v3, v3, v29\t# not padding\n"
-			"\tvimul v4, v1, v6\n\tviadd v4, v4, v2\n\tvld v10, s1, v4, " + t + ", v3\n\tvsplati v17, 0\n";
+			"\tvimul v4, v1, v6\n\tviadd v4, v4, v2\n\tvsplati v17, 0\n";
 
+	if (t == "i64")
+		return s + "\tviadd v7, v4, v4\n\tvld v9, s1, v7, i32, v3\n\tvsplati v8, 1\n\tviadd v7, v7, v8\n"
+			   "\tvld v10, s1, v7, i32, v3\n\tvsplati v14, -2147483648\n\tvxor v10, v10, v14\n"
+			   "\tvsplat v12, s6\n\tvxor v10, v10, v12\n\tvxor v9, v9, v12\n\tvsplati v12, -1\n"
+			   "\tvsel v10, v10, v12, v3\n\tvsel v9, v9, v12, v3\n\tvst v10, s2, v28, i32, v29\n"
+			   "\tvst v9, s7, v28, i32, v29\n\tvst v2, s3, v28, i32, v29\n\thalt\n";
+	s += "\tvld v10, s1, v4, " + t + ", v3\n";
 	if (t == "i32")
 		s += "\tvsplati v14, -2147483648\n\tvxor v10, v10, v14\n";
 	else
@@ -62,53 +71,69 @@ static std::string skey(const std::string &t)
 
 /*
  * v16 = (key, position) (v10, v11) < (v14, v15): keys unsigned, then
- * positions. Uses v18, v20.
+ * positions; two: the key's low words v24 and v25 between them. Uses
+ * v18, v20-v22.
  */
-static const char less[] = "\tvicmp v16, v10, v14, ult\n\tvicmp v18, v10, v14, eq\n\tvicmp v20, v11, v15, lt\n"
-			   "\tvand v18, v18, v20\n\tvor v16, v16, v18\n";
+static std::string less(bool two)
+{
+	std::string then = "\tvicmp v20, v11, v15, lt\n";
+
+	if (two)
+		then = "\tvicmp v20, v24, v25, ult\n\tvicmp v21, v24, v25, eq\n\tvicmp v22, v11, v15, lt\n"
+		       "\tvand v21, v21, v22\n\tvor v20, v20, v21\n";
+	return "\tvicmp v16, v10, v14, ult\n\tvicmp v18, v10, v14, eq\n" + then +
+	       "\tvand v18, v18, v20\n\tvor v16, v16, v18\n";
+}
 
 /*
  * bsortl: s1 = keys, s2 = positions, s3 = n, s4 / s5 = the first and last
- * stage (the bitonic sequence lengths k, powers of two), s6 = P. Each
- * stage's steps of distance min(k / 2, 512) .. 1, ascending where f & k &
- * (P - 1) is 0.
+ * stage (the bitonic sequence lengths k, powers of two), s6 = P; two: s7 =
+ * the keys' low words. Each stage's steps of distance min(k / 2, 512) ..
+ * 1, ascending where f & k & (P - 1) is 0.
  */
-static std::string bsortl()
+static std::string bsortl(bool two)
 {
-	return lanes(3) + "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n"
-			  "\taddi s6, s6, -1\n\tadd s7, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
-			  "stage:\n\tshr s10, s7, s8\n\tmin s10, s10, s9\n\tand s11, s7, s6\n\tvsplat v19, s11\n"
-			  "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
-			  "step:\n\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n"
-			  "\tvsplat v12, s10\n\tvxor v13, v28, v12\t# the partner\n"
-			  "\tvld v14, s1, v13, i32, v29\n\tvld v15, s2, v13, i32, v29\n" +
-	       std::string(less) +
+	std::string ld2 = two ? "\tvld v24, s7, v28, i32, v29\n" : "";
+	std::string st2 = two ? "\tvst v24, s7, v28, i32, v29\n" : "";
+
+	return lanes(3) + "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n" + ld2 +
+	       "\taddi s6, s6, -1\n\tadd s12, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
+	       "stage:\n\tshr s10, s12, s8\n\tmin s10, s10, s9\n\tand s11, s12, s6\n\tvsplat v19, s11\n"
+	       "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
+	       "step:\n\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n" + st2 +
+	       "\tvsplat v12, s10\n\tvxor v13, v28, v12\t# the partner\n"
+	       "\tvld v14, s1, v13, i32, v29\n\tvld v15, s2, v13, i32, v29\n" +
+	       (two ? "\tvld v25, s7, v13, i32, v29\n" : "") + less(two) +
 	       "\tvand v18, v28, v12\n\tvicmp v18, v18, v17, eq\t# the lower one\n"
 	       "\tvicmp v18, v18, v19, eq\t# keeps the smaller\n\tvicmp v16, v16, v18, eq\t# keeps its own\n"
-	       "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n"
-	       "\tshr s10, s10, s8\n\tbnez s10, step\n\tshl s7, s7, s8\n\tbge s5, s7, stage\n"
-	       "\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n\thalt\n";
+	       "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
+	       (two ? "\tvsel v24, v24, v25, v16\n" : "") +
+	       "\tshr s10, s10, s8\n\tbnez s10, step\n\tshl s12, s12, s8\n\tbge s5, s12, stage\n"
+	       "\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n" + st2 + "\thalt\n";
 }
 
 /*
  * bsortg: one step of distance j >= 1024 over n / 2 pairs: s1 = keys, s2 =
- * positions, s3 = the pairs, s4 = j, s5 = k & (P - 1), s6 = log2(j). Pair
- * g is f = g with a 0 inserted at bit log2(j), and f + j.
+ * positions, s3 = the pairs, s4 = j, s5 = k & (P - 1), s6 = log2(j); two:
+ * s7 = the keys' low words. Pair g is f = g with a 0 inserted at bit
+ * log2(j), and f + j.
  */
-static std::string bsortg()
+static std::string bsortg(bool two)
 {
 	return lanes(3) + "\tvsplat v1, s6\n\tvshr v2, v28, v1\n\tvsplati v3, 1\n\tviadd v4, v1, v3\n"
 			  "\tvshl v2, v2, v4\n\tvsplat v5, s4\n\tvisub v6, v5, v3\n\tvand v6, v28, v6\n"
 			  "\tvor v2, v2, v6\t# f\n\tviadd v7, v2, v5\t# f + j\n"
 			  "\tvld v10, s1, v2, i32, v29\n\tvld v11, s2, v2, i32, v29\n"
 			  "\tvld v14, s1, v7, i32, v29\n\tvld v15, s2, v7, i32, v29\n" +
-	       std::string(less) +
+	       (two ? "\tvld v24, s7, v2, i32, v29\n\tvld v25, s7, v7, i32, v29\n" : "") + less(two) +
 	       "\tvsplat v19, s5\n\tvand v19, v2, v19\n\tvsplati v17, 0\n\tvicmp v19, v19, v17, eq\t# ascending\n"
 	       "\tvicmp v18, v16, v19, ne\t# swap\n"
 	       "\tvsel v20, v14, v10, v18\n\tvsel v21, v10, v14, v18\n"
 	       "\tvsel v22, v15, v11, v18\n\tvsel v23, v11, v15, v18\n"
 	       "\tvst v20, s1, v2, i32, v29\n\tvst v22, s2, v2, i32, v29\n"
-	       "\tvst v21, s1, v7, i32, v29\n\tvst v23, s2, v7, i32, v29\n\thalt\n";
+	       "\tvst v21, s1, v7, i32, v29\n\tvst v23, s2, v7, i32, v29\n" +
+	       (two ? "\tvsel v26, v25, v24, v18\n\tvsel v27, v24, v25, v18\n"
+		      "\tvst v26, s7, v2, i32, v29\n\tvst v27, s7, v7, i32, v29\n" : "") + "\thalt\n";
 }
 
 /*
@@ -120,23 +145,26 @@ static std::string sgath(const std::string &t)
 {
 	return lanes(5) + "\tvsplat v5, s7\n\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, rank\n"
 			  "\tvsplat v6, s6\n\tvimul v3, v1, v6\n\tviadd v3, v3, v2\n\tvld v4, s2, v3, i32, v29\n"
-			  "\tshr s22, s6, s30\n\tvsplat v6, s22\n\tvimul v3, v1, v6\n\tviadd v3, v3, v4\n"
-			  "\tvld v10, s1, v3, " + t + ", v29\n\tvst v10, s3, v28, " + t + ", v29\n"
-			  "\tviadd v7, v28, v28\n\tvst v4, s4, v7, i32, v29\n\tvsplati v8, 1\n\tviadd v7, v7, v8\n"
-			  "\tvsplati v8, 0\n\tvst v8, s4, v7, i32, v29\n\thalt\n";
+			  "\tshr s22, s6, s30\n\tvsplat v6, s22\n\tvimul v3, v1, v6\n\tviadd v3, v3, v4\n" +
+	       (t == "i64" ? "\tviadd v3, v3, v3\n\tvld v10, s1, v3, i32, v29\n\tvsplati v8, 1\n"
+			     "\tviadd v3, v3, v8\n\tvld v11, s1, v3, i32, v29\n\tviadd v7, v28, v28\n"
+			     "\tvst v10, s3, v7, i32, v29\n\tviadd v7, v7, v8\n\tvst v11, s3, v7, i32, v29\n"
+			   : "\tvld v10, s1, v3, " + t + ", v29\n\tvst v10, s3, v28, " + t + ", v29\n") +
+	       "\tviadd v7, v28, v28\n\tvst v4, s4, v7, i32, v29\n\tvsplati v8, 1\n\tviadd v7, v7, v8\n"
+	       "\tvsplati v8, 0\n\tvst v8, s4, v7, i32, v29\n\thalt\n";
 }
 
 static std::string family(const std::string &kind, const std::string &t)
 {
-	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32";
+	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i64";
 
 	if (kind == "skey")
 		return any ? skey(t) : "";
 	if (kind == "sgath")
 		return any ? sgath(t) : "";
-	if (t != "i32")
+	if (t != "i32" && t != "i64")	/* one key word or two */
 		return "";
-	return kind == "bsortl" ? bsortl() : bsortg();
+	return kind == "bsortl" ? bsortl(t == "i64") : bsortg(t == "i64");
 }
 
 [[maybe_unused]] static const bool registered = tvp::add_family({ "skey", "bsortl", "bsortg", "sgath" }, family);
@@ -148,7 +176,7 @@ static bool sortable(const at::Tensor &self)
 	at::ScalarType t = self.scalar_type();
 
 	return on_device(self) && self.dim() >= 1 && int32_reach(self) &&
-	       (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kInt);
+	       (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kInt || t == at::kLong);
 }
 
 /*
@@ -178,24 +206,30 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 		at::TensorOptions i32 = self.options().dtype(at::kInt);
 		at::Tensor keys = at::empty({ rows * P }, i32), pos = at::empty({ rows * P }, i32);
 		int64_t n = rows * P;
+		bool two = self.scalar_type() == at::kLong;
+		/* int64: the keys' low words, after each program's own arguments */
+		at::Tensor low = two ? at::empty({ rows * P }, i32) : keys;
+		std::string t = two ? "i64" : elem_exact(self.scalar_type()), w = two ? ".i64" : ".i32";
 		std::vector<Launch> l = {
-			{ std::string("skey.") + elem_exact(self.scalar_type()), tvp::blocks(n),
-			  { va_of(x), va_of(keys), va_of(pos), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u } },
+			{ "skey." + t, tvp::blocks(n),
+			  { va_of(x), va_of(keys), va_of(pos), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u,
+			    va_of(low) } },
 		};
 		auto local = [&](int64_t k0, int64_t k1) {
-			l.push_back({ "bsortl.i32", tvp::blocks(n),
-				      { va_of(keys), va_of(pos), (uint64_t)n, (uint64_t)k0, (uint64_t)k1, (uint64_t)P } });
+			l.push_back({ "bsortl" + w, tvp::blocks(n),
+				      { va_of(keys), va_of(pos), (uint64_t)n, (uint64_t)k0, (uint64_t)k1, (uint64_t)P,
+					va_of(low) } });
 		};
 		if (P > 1)
 			local(2, std::min<int64_t>(P, 1024));
 		for (int64_t kk = 2048; kk <= P; kk *= 2) {
 			for (int64_t j = kk / 2; j >= 1024; j /= 2)
-				l.push_back({ "bsortg.i32", tvp::blocks(n / 2),
+				l.push_back({ "bsortg" + w, tvp::blocks(n / 2),
 					      { va_of(keys), va_of(pos), (uint64_t)(n / 2), (uint64_t)j,
-						(uint64_t)(kk & (P - 1)), (uint64_t)__builtin_ctzll(j) } });
+						(uint64_t)(kk & (P - 1)), (uint64_t)__builtin_ctzll(j), va_of(low) } });
 			local(kk, kk);
 		}
-		l.push_back({ std::string("sgath.") + elem_exact(self.scalar_type()), tvp::blocks(rows * k),
+		l.push_back({ "sgath." + t, tvp::blocks(rows * k),
 			      { va_of(x), va_of(pos), va_of(v), va_of(i), (uint64_t)(rows * k), pack(P, L), (uint64_t)k } });
 		if (tvp::run(dev_of(self), l, op) != l.size()) {
 			failed = true;
