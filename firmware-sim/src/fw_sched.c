@@ -451,14 +451,16 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 /*
  * Doorbell fast path, part 1, in the doorbell writer's thread with
  * sim->lock held, before the doorbell is applied: if the worker sleeps with
- * nothing to do (no job, no timed wait, no boot, reset or crash), this
- * thread takes its place until fw_sched_inline_run() returns. The worker's
- * kicks meanwhile are deferred (fw_kick_worker_locked()).
+ * nothing to do (no job, no timed wait, no boot, reset or crash) and no
+ * other thread has its place (inline_busy: another doorbell writer, or the
+ * fabric thread, which drops the lock before its run and does not clear
+ * worker_idle), this thread takes it until fw_sched_inline_run() returns.
+ * The worker's kicks meanwhile are deferred (fw_kick_worker_locked()).
  */
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
-	if (!sim->inline_doorbell || sim->stop || !sim->worker_idle || sim->worker_busy ||
-	    sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	if (!sim->inline_doorbell || sim->stop || sim->inline_busy || !sim->worker_idle ||
+	    sim->worker_busy || sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
 		return false;
 	sim->inline_busy = true;

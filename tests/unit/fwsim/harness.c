@@ -81,6 +81,7 @@ static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t le
 
 static void env_raise(void *opaque, unsigned int vector)
 {
+	void (*hook)(struct env *e, unsigned int vector);
 	struct env *e = opaque;
 
 	pthread_mutex_lock(&e->lock);
@@ -88,6 +89,9 @@ static void env_raise(void *opaque, unsigned int vector)
 		e->irqs[vector]++;
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
+	hook = __atomic_load_n(&e->irq_hook, __ATOMIC_ACQUIRE);
+	if (hook)
+		hook(e, vector);
 }
 
 static void env_guest_error(void *opaque, const char *msg)

@@ -49,6 +49,12 @@ struct env {
 	uint64_t gate_addr;
 	bool gate_closed, gate_hit;
 
+	/*
+	 * Called by every raise_irq, in the raising thread, after the count and
+	 * outside lock (NULL: none; set with __atomic_store_n): a test steps in
+	 * where the device calls out.
+	 */
+	void (*irq_hook)(struct env *e, unsigned int vector);
 	/* Fabric ports (env_init_fabric()): frames out of port go to fabric_tx. */
 	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
 	/* Set (env_fabric_tx_lend): DATA frames are lent (maia_sim_ops.fabric_tx_lend). */

@@ -4,7 +4,7 @@
  * configuration and doorbell errors, priority and round-robin order, shadow
  * tails, fault injection, disable and reset with jobs in flight, FETCHED,
  * aging (a busy HIGH queue does not starve a LOW one), and the inline
- * doorbell fast path.
+ * doorbell fast path (one thread at a time in the worker's place).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -699,6 +699,72 @@ static void test_inline_doorbell(struct env *e)
 	maia_sim_set_inline_doorbell(e->sim, false);
 }
 
+/*
+ * One thread at a time in the worker's place. A doorbell writer that took
+ * it (the worker asleep) holds it until its run ends, also while it calls
+ * out with sim->lock dropped before the run (here: the QUEUE_ERROR event of
+ * its own bad doorbell, the window in which the fabric thread, too, may
+ * hold it). A second doorbell written meanwhile from another thread must
+ * not run its job itself: its job is not done when that write returns, and
+ * the first writer's run, or the worker, runs it once.
+ */
+struct second_db {
+	struct tq *q;
+	uint32_t slot;
+	bool done_at_return;
+};
+
+static struct second_db *second_db;
+
+static void *ring_second(void *arg)
+{
+	struct env *e = arg;
+	struct second_db *s = second_db;
+
+	s->slot = queue_push(e, s->q, 0, 0, 0, MAIA_SQE_NOP, 95, true);
+	s->done_at_return = cqe_at(e, s->q, s->slot)->flags != 0;
+	return NULL;
+}
+
+/* In the first doorbell writer's thread, inside its write: ring the second. */
+static void ring_second_on_event(struct env *e, unsigned int vector)
+{
+	pthread_t t;
+
+	if (vector != MAIA_VEC_EVENT)
+		return;
+	__atomic_store_n(&e->irq_hook, NULL, __ATOMIC_RELEASE);
+	if (pthread_create(&t, NULL, ring_second, e) == 0)
+		pthread_join(t, NULL);
+}
+
+static void test_inline_one_runner(struct env *e)
+{
+	struct second_db s = { .done_at_return = true };
+	struct maia_cq_entry *c;
+	struct tq bad, q;
+
+	fresh(e);
+	queue_setup(e, &bad, 0, 4, MAIA_QUEUE_PRIO_NORMAL);
+	queue_setup(e, &q, 1, 8, MAIA_QUEUE_PRIO_NORMAL);
+	maia_sim_set_inline_doorbell(e->sim, true);
+	maia_sim_drain(e->sim);
+
+	s.q = &q;
+	second_db = &s;
+	__atomic_store_n(&e->irq_hook, ring_second_on_event, __ATOMIC_RELEASE);
+	wr(e, MAIA_REG_DOORBELL(0), 4);		/* out of range: QUEUE_ERROR */
+	__atomic_store_n(&e->irq_hook, NULL, __ATOMIC_RELEASE);
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, &q, s.slot);
+	tap_ok(!s.done_at_return,
+	       "inline doorbell: a second writer does not run its job while the first holds the worker's place");
+	tap_ok(c->flags == MAIA_CQE_VALID && c->status == MAIA_STATUS_OK && c->job_id == 95 &&
+	       rd(e, MAIA_REG_Q(1, MAIA_Q_COMPLETED)) == 1 && rd(e, MAIA_REG_Q(1, MAIA_Q_FETCHED)) == 1,
+	       "inline doorbell: its job then completes once");
+	maia_sim_set_inline_doorbell(e->sim, false);
+}
+
 int main(void)
 {
 	struct env e;
@@ -719,6 +785,7 @@ int main(void)
 	test_fw_crash(&e);
 	test_mbox_beside_job(&e);
 	test_inline_doorbell(&e);
+	test_inline_one_runner(&e);
 	env_fini(&e);
 	return tap_done();
 }
