@@ -168,6 +168,9 @@ def bad_indices():
                lambda: x.clone().index_fill_(1, torch.tensor([-8]), 1.0))
     same_error(lambda: x.to(DEV).scatter(1, bad.int().to(DEV), 1.0), lambda: x.scatter(1, bad.int(), 1.0))
     same_error(lambda: x.to(DEV).topk(8), lambda: x.topk(8))
+    one = torch.tensor([[1, 0, 2]])
+    same_error(lambda: torch.zeros(1, 3).to(DEV).expand(4, 3).scatter_(1, one.to(DEV), 1.0),   # overlapping self
+               lambda: torch.zeros(1, 3).expand(4, 3).scatter_(1, one, 1.0))
     xd = x.to(DEV)
     raises(RuntimeError, lambda: xd.scatter_(1, bad.to(DEV), 9.0))
     exact(xd, x, "self unchanged after a bad index")

@@ -30,6 +30,7 @@
  */
 #include <torch/library.h>
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 
 #include "ops_mask.h"
@@ -259,11 +260,17 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
 	return on_cpu(op, failed, ref).to(self.device());
 }
 
-static at::Tensor &into(at::Tensor &out, const at::Tensor &r)
+/*
+ * out (self of an in-place op, or out=) = r; CPU torch's error when out
+ * has overlapping elements (index_fill_ on the CPU writes through them).
+ */
+static at::Tensor &into(at::Tensor &out, const at::Tensor &r, bool overlap_ok = false)
 {
 	if (!out.is_same(r)) {
 		if (out.sizes() != r.sizes())
 			out.resize_(r.sizes());
+		if (!overlap_ok)
+			at::assert_no_internal_overlap(out);
 		out.copy_(r);
 	}
 	return out;
@@ -403,7 +410,7 @@ static at::Tensor &index_fill_scalar_(at::Tensor &self, int64_t dim, const at::T
 	s.index = expanded(index, s.d, sizes);
 	s.value = fill_bits(v, self.scalar_type());
 	s.wrap = true;
-	return into(self, scatter_into_copy(self, s, "index_fill_", ref));
+	return into(self, scatter_into_copy(self, s, "index_fill_", ref), true);
 }
 
 static at::Tensor &index_fill_tensor_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &v)
