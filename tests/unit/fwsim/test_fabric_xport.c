@@ -606,6 +606,25 @@ static void test_two_devices(void)
 		cb_init(&cb);
 		cmd_fwrite(&cb, 0, key, 0, MAIA_PHYS_HBM | src, 8, true, MAIA_NUM_SEMAPHORES, 1);
 		tap_ok(run(&a, &cb) == MAIA_STATUS_BAD_CMD, "write with sem index out of range: BAD_CMD");
+
+		/*
+		 * B's inline path on: the worker parks the SEM_WAIT (not a cheap
+		 * command), and the fabric thread, whose remote write moved the
+		 * semaphore, may resume the job in the worker's place.
+		 */
+		maia_sim_set_inline_doorbell(b.e.sim, true);
+		slot = submit_sem_wait(&b, 6, 1);
+		memset(b.e.hbm + b.win_pa, 0, MIB);
+		cb_init(&cb);
+		cmd_fwrite(&cb, 0, key, 8, MAIA_PHYS_HBM | (src + 77), MIB, true, 6, 1);
+		st = run(&a, &cb);
+		c = wait_cqe(&b, &b.q2, slot);
+		maia_sim_drain(b.e.sim);
+		tap_ok(st == MAIA_STATUS_OK && c.status == MAIA_STATUS_OK &&
+		       !memcmp(b.e.hbm + b.win_pa + 8, a.e.hbm + src + 77, MIB),
+		       "inline path on B: its SEM_WAIT(1) job ends OK (%u) after a 1 MiB write with sem += 1, data landed",
+		       c.status);
+		maia_sim_set_inline_doorbell(b.e.sim, false);
 	}
 
 	/* Remote reads. */
