@@ -5,8 +5,11 @@ and first call, then per call (median of 5, each followed by a synchronize),
 the device ops and fallbacks of one compiled call in strict mode, and the
 output against CPU torch in float64; then one training step (forward, MSE
 loss, backward: AOTAutograd's two graphs through Inductor) the same way,
-its gradients against eager. Run in a guest (not a test; its compile takes
-minutes under TCG):
+its gradients against eager. Compiled calls and steps are timed with a
+graph's launches as one job (maia.inductor.batch_launches, the default)
+and with a job per launch, in alternating rounds (medians of the rounds'
+medians), with the jobs each submitted. Run in a guest (not a test; its
+compile takes minutes under TCG):
 
     PY=$(qemu/setup/python-env.sh --print-python)   # on the host: the guest's $HOME differs
     qemu/run-guest --timeout 1200 --host-root -- /bin/sh -c \
@@ -17,6 +20,7 @@ import time
 
 import torch
 
+import maia.inductor as mi
 import maia.torch as mt
 from models import Block
 
@@ -34,6 +38,35 @@ def timed(fn, reps=5):
         torch.maia.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def jobs_of(fn):
+    """Jobs one call of fn submits (synchronized before and after)."""
+    torch.maia.synchronize()
+    before = mt.jobs_submitted()
+    fn()
+    torch.maia.synchronize()
+    return mt.jobs_submitted() - before
+
+
+def eager_vs_compiled(what, eager, compiled, rounds=5):
+    """eager, compiled with a job per launch, compiled batched: rounds of
+    timed() each in turn; the median of each's round medians and its jobs."""
+    runs = (("eager", eager, None), ("Inductor, a job per launch", compiled, False),
+            ("Inductor, a job per graph", compiled, True))
+    times = {name: [] for name, _, _ in runs}
+    jobs = {}
+    try:
+        for _ in range(rounds):
+            for name, fn, batch in runs:
+                if batch is not None:
+                    mi.batch_launches = batch
+                times[name].append(timed(fn))
+                jobs[name] = jobs_of(fn)
+    finally:
+        mi.batch_launches = True
+    print("%s (medians of %d rounds of 5): %s" % (what, rounds, ", ".join(
+        "%s %.2f ms (%d jobs)" % (name, statistics.median(times[name]), jobs[name]) for name, _, _ in runs)))
 
 
 def main():
@@ -57,7 +90,7 @@ def main():
         scale = cpu_out.abs().max().item()
         print("max |compiled - CPU float64| / max |CPU|: %.2e" % ((out.cpu().double() - cpu_out).abs().max().item()
                                                                  / scale))
-        print("per call: eager %.2f ms, Inductor %.2f ms" % (timed(lambda: blk(x)), timed(lambda: compiled(x))))
+        eager_vs_compiled("per call", lambda: blk(x), lambda: compiled(x))
     train(blk, x)
 
 
@@ -87,7 +120,7 @@ def train(blk, x):
         torch.maia.synchronize()
     print("one compiled training step: device ops %s, fallbacks %s" % (mt.device_stats(), mt.fallback_stats()))
     print("max |grad compiled - grad eager| / max |grad eager|: %.2e" % err)
-    print("training step: eager %.2f ms, Inductor %.2f ms" % (timed(lambda: step(blk)), timed(lambda: step(compiled))))
+    eager_vs_compiled("training step", lambda: step(blk), lambda: step(compiled))
 
 
 if __name__ == "__main__":
