@@ -30,6 +30,7 @@
  */
 #include <torch/library.h>
 
+#include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 
@@ -264,6 +265,24 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
  * out (self of an in-place op, or out=) = r; CPU torch's error when out
  * has overlapping elements (index_fill_ on the CPU writes through them).
  */
+/*
+ * The value form's s3 for self's type t, or false when CPU torch refuses v
+ * for t (its own overflow error then comes from the CPU path). uint8 goes
+ * as the int8 of its bits (stores to i8 saturate).
+ */
+static bool value_arg(const at::Scalar &v, at::ScalarType t, uint64_t &bits)
+{
+	if (v.isComplex())
+		return false;
+	try {
+		AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, t, "scatter", [&] { (void)v.to<scalar_t>(); });
+	} catch (const c10::Error &) {
+		return false;
+	}
+	bits = t == at::kByte ? (uint64_t)(uint32_t)(int32_t)(int8_t)v.to<uint8_t>() : fill_bits(v, t);
+	return true;
+}
+
 static at::Tensor &into(at::Tensor &out, const at::Tensor &r, bool overlap_ok = false)
 {
 	if (!out.is_same(r)) {
@@ -317,10 +336,8 @@ static at::Tensor scatter_value(const at::Tensor &self, int64_t dim, const at::T
 {
 	Scatter s = make(self, dim, index, Red::Set);
 
-	if (v.isComplex())
+	if (!value_arg(v, self.scalar_type(), s.value))
 		s.index = at::Tensor();	/* not for the device */
-	else
-		s.value = fill_bits(v, self.scalar_type());
 	return scatter_into_copy(self, s, "scatter", [&] { return at::scatter(cpu(self), dim, cpu(index), v); });
 }
 
@@ -342,9 +359,8 @@ static at::Tensor scatter_reduce_value(const at::Tensor &self, int64_t dim, cons
 	Scatter s = make(self, dim, index, Red::Set);
 	auto ref = [&] { return at::scatter(cpu(self), dim, cpu(index), v, reduce); };
 
-	if (!red_of(reduce, false, s.red) || v.isComplex())
+	if (!red_of(reduce, false, s.red) || !value_arg(v, self.scalar_type(), s.value))
 		return on_cpu("scatter.value_reduce", false, ref).to(self.device());
-	s.value = fill_bits(v, self.scalar_type());
 	return scatter_into_copy(self, s, "scatter", ref);
 }
 
@@ -403,12 +419,11 @@ static at::Tensor &index_fill_scalar_(at::Tensor &self, int64_t dim, const at::T
 	auto ref = [&] { return cpu(self).index_fill_(dim, cpu(index), v); };
 	Scatter s = make(self, dim, index, Red::Set);
 
-	if (self.dim() < 1 || index.dim() > 1 || v.isComplex())
+	if (self.dim() < 1 || index.dim() > 1 || !value_arg(v, self.scalar_type(), s.value))
 		return self.copy_(on_cpu("index_fill_", false, ref));
 	std::vector<int64_t> sizes = self.sizes().vec();
 	sizes[s.d] = index.numel();
 	s.index = expanded(index, s.d, sizes);
-	s.value = fill_bits(v, self.scalar_type());
 	s.wrap = true;
 	return into(self, scatter_into_copy(self, s, "index_fill_", ref), true);
 }
