@@ -460,7 +460,8 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
 	if (!sim->inline_doorbell || sim->stop || sim->inline_busy || !sim->worker_idle ||
-	    sim->worker_busy || sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
+	    sim->worker_busy || sim->boot.pending ||
+	    __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
 		return false;
 	sim->inline_busy = true;
