@@ -175,6 +175,11 @@ def bad_indices():
     x8 = torch.zeros(2, 3, dtype=torch.int8)
     same_error(lambda: x8.to(DEV).scatter(1, one.to(DEV), 300), lambda: x8.scatter(1, one, 300))   # overflow
     same_error(lambda: x8.to(DEV).index_fill(1, one[0].to(DEV), -129), lambda: x8.index_fill(1, one[0], -129))
+    m8 = torch.tensor([[True, False, True]] * 2)
+    same_error(lambda: x8.to(DEV).masked_fill(m8.to(DEV), 300), lambda: x8.masked_fill(m8, 300))
+    with mt.strict():
+        xu = torch.zeros(2, 3, dtype=torch.uint8)
+        exact(xu.to(DEV).masked_fill(m8.to(DEV), 200), xu.masked_fill(m8, 200), "masked_fill uint8 200")
     same_error(lambda: torch.zeros(1, 3).to(DEV).expand(4, 3).scatter_(1, one.to(DEV), 1.0),   # overlapping self
                lambda: torch.zeros(1, 3).expand(4, 3).scatter_(1, one, 1.0))
     xd = x.to(DEV)

@@ -454,10 +454,11 @@ static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask,
 {
 	bool failed = false;
 
+	uint64_t bits = 0;
+
 	if (on_device(self) && on_device(mask, self) && mask.scalar_type() == at::kBool &&
-	    elem_exact(self.scalar_type()) && self.scalar_type() != at::kByte && self.dim() <= R &&
-	    at::is_expandable_to(mask.sizes(), self.sizes()) && !value.isComplex() && int32_reach(self) &&
-	    int32_reach(mask)) {
+	    elem_exact(self.scalar_type()) && self.dim() <= R && at::is_expandable_to(mask.sizes(), self.sizes()) &&
+	    value_arg(value, self.scalar_type(), bits) && int32_reach(self) && int32_reach(mask)) {
 		if (self.numel() == 0) {
 			count_device_op("masked_fill_");
 			return self;
@@ -466,7 +467,7 @@ static at::Tensor &masked_fill_scalar_(at::Tensor &self, const at::Tensor &mask,
 		at::Tensor m = mask.expand(self.sizes());
 		std::vector<uint64_t> args = std::vector<uint64_t>{ va_of(x), va_of(m), (uint64_t)self.numel() } +
 					     tvp_pack_shape5(self.sizes().vec()) + tvp_pack_strides5(m.strides().vec()) +
-					     std::vector<uint64_t>{ fill_bits(value, self.scalar_type()) };
+					     std::vector<uint64_t>{ bits };
 
 		if (tvp::run(dev_of(self), { { std::string("maskfill.") + elem_exact(self.scalar_type()),
 					      tvp::blocks(self.numel()), args } },

@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <ATen/Dispatch.h>
+
 #include "ops_common.h"
 
 #include <vector>
@@ -95,6 +97,25 @@ inline uint64_t fill_bits(const at::Scalar &v, at::ScalarType t)
 	if (t == at::kBool)
 		return v.toBool() ? 1 : 0;
 	return (uint64_t)(uint32_t)v.toInt();
+}
+
+/*
+ * A fill value's kernel argument for self's type t (fill_bits()), or
+ * false when CPU torch refuses v for t (its overflow error then comes
+ * from the CPU path). uint8 goes as the int8 of its bits: i8 stores
+ * saturate.
+ */
+inline bool value_arg(const at::Scalar &v, at::ScalarType t, uint64_t &bits)
+{
+	if (v.isComplex())
+		return false;
+	try {
+		AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, t, "fill", [&] { (void)v.to<scalar_t>(); });
+	} catch (const c10::Error &) {
+		return false;
+	}
+	bits = t == at::kByte ? (uint64_t)(uint32_t)(int32_t)(int8_t)v.to<uint8_t>() : fill_bits(v, t);
+	return true;
 }
 
 /*

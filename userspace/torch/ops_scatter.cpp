@@ -30,7 +30,6 @@
  */
 #include <torch/library.h>
 
-#include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 
@@ -164,7 +163,7 @@ struct Scatter {
 	int64_t d = 0;
 	at::Tensor index;		/* int64, self's rank, any strides (expanded ones too) */
 	at::Tensor src;			/* undefined: the value form */
-	uint64_t value = 0;		/* fill_bits() */
+	uint64_t value = 0;		/* value_arg() */
 	bool include_self = true;
 	bool wrap = false;
 };
@@ -265,24 +264,6 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
  * out (self of an in-place op, or out=) = r; CPU torch's error when out
  * has overlapping elements (index_fill_ on the CPU writes through them).
  */
-/*
- * The value form's s3 for self's type t, or false when CPU torch refuses v
- * for t (its own overflow error then comes from the CPU path). uint8 goes
- * as the int8 of its bits (stores to i8 saturate).
- */
-static bool value_arg(const at::Scalar &v, at::ScalarType t, uint64_t &bits)
-{
-	if (v.isComplex())
-		return false;
-	try {
-		AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, t, "scatter", [&] { (void)v.to<scalar_t>(); });
-	} catch (const c10::Error &) {
-		return false;
-	}
-	bits = t == at::kByte ? (uint64_t)(uint32_t)(int32_t)(int8_t)v.to<uint8_t>() : fill_bits(v, t);
-	return true;
-}
-
 static at::Tensor &into(at::Tensor &out, const at::Tensor &r, bool overlap_ok = false)
 {
 	if (!out.is_same(r)) {
