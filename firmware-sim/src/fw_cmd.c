@@ -515,9 +515,11 @@ static int resume_fabric_wait(struct maia_sim *sim, unsigned int qi, struct fw_j
  * writer's thread or the fabric thread (fw_sched_inline_run()): a few host
  * microseconds each, no semaphores, no tensor engine, no bulk DMA. A
  * collective of several ranks only builds its operation and parks the job
- * on the fabric (a one-rank one is a local copy of any size).
+ * on the fabric (a one-rank one is a local copy of any size). The slice in
+ * place is a number of commands, not host time: where a job runs then
+ * depends on what it holds, not on how loaded the host is.
  */
-#define FW_INLINE_SLICE_NS	20000u
+#define FW_INLINE_MAX_CMDS	64u
 
 static bool fw_cmd_cheap(const uint8_t *raw, uint16_t opcode)
 {
@@ -537,14 +539,9 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 				  uint32_t *status, uint32_t *error_offset)
 {
 	bool in_place = __atomic_load_n(&sim->inline_busy, __ATOMIC_RELAXED);
-	uint64_t slice_ns = (uint64_t)sim->fw.quantum_us * 1000u;
-	uint64_t slice_end;
+	uint64_t slice_end = fw_now_ns(sim) + (uint64_t)sim->fw.quantum_us * 1000u;
+	unsigned int cmds = 0;
 	int rc;
-
-	/* In place of the worker: a short slice (see fw_cmd_cheap()). */
-	if (in_place && slice_ns > FW_INLINE_SLICE_NS)
-		slice_ns = FW_INLINE_SLICE_NS;
-	slice_end = fw_now_ns(sim) + slice_ns;
 
 	*error_offset = job->offset;
 	if (job->state == FW_JOB_FABRIC_WAIT) {
@@ -570,7 +567,8 @@ enum fw_run_result fw_cmd_run(struct maia_sim *sim, unsigned int qi,
 
 		if (fw_job_should_stop(sim, qi, job))
 			return FW_RUN_STOPPED;
-		if (fw_now_ns(sim) >= slice_end)
+		/* In place of the worker: a short slice (see fw_cmd_cheap()). */
+		if (in_place ? cmds++ == FW_INLINE_MAX_CMDS : fw_now_ns(sim) >= slice_end)
 			return FW_RUN_YIELD;
 		*error_offset = job->offset;
 		rc = fetch_cmd(sim, job, as, &hdr);

@@ -1197,8 +1197,12 @@ static void test_failed_leftovers(void)
 		return;
 	maia_sim_fabric_port_info(nodes[1].e.sim, RECV_PORT, &before);
 	trial_comm = 0xdead;
+	/*
+	 * Rank 0 sends until its timeout: 1 s, so that more than 256 chunks
+	 * leave it on a loaded host too (under ThreadSanitizer 300 ms saw 64).
+	 */
 	prepare(&x, MAIA_COLL_ALL_GATHER, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2u << 20, 4096, false, 1,
-		300);
+		1000);
 	trial_comm = 0xfab;
 	for (unsigned int r = 0; r < 2; r++)
 		submit(&x, r);
