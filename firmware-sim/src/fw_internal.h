@@ -265,6 +265,8 @@ struct maia_sim {
 	 * writer's thread, or the fabric thread as a fabric operation ends
 	 * (fw_sched_fabric_done_locked()), runs a job in place of the worker,
 	 * which then must not run (its kicks are deferred to the end of the run).
+	 * One thread at a time: fw_sched_inline_begin_locked() refuses while it
+	 * is set.
 	 */
 	bool inline_doorbell;
 	bool inline_busy;
