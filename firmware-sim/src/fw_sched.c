@@ -457,12 +457,21 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
  * worker_idle), this thread takes it until fw_sched_inline_run() returns.
  * The worker's kicks meanwhile are deferred (fw_kick_worker_locked()).
  */
+/*
+ * Whether a thread other than the worker may take its place now: the fast
+ * path on, the worker not running, no other thread in its place, no boot,
+ * reset or crash. One list for the doorbell writer and the fabric thread.
+ */
+static bool worker_place_free_locked(struct maia_sim *sim)
+{
+	return sim->inline_doorbell && !sim->stop && !sim->inline_busy && !sim->worker_busy &&
+	       !sim->boot.pending && !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
+}
+
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
-	if (!sim->inline_doorbell || sim->stop || sim->inline_busy || !sim->worker_idle ||
-	    sim->worker_busy || sim->boot.pending ||
-	    __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE))
+	if (!worker_place_free_locked(sim) || !sim->worker_idle)
 		return false;
 	sim->inline_busy = true;
 	return true;
@@ -570,9 +579,7 @@ void fw_sched_inline_run(struct maia_sim *sim)
  */
 void fw_sched_fabric_done_locked(struct maia_sim *sim)
 {
-	if (!sim->inline_doorbell || sim->stop || sim->worker_busy || sim->inline_busy ||
-	    sim->boot.pending || __atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE)) {
+	if (!worker_place_free_locked(sim)) {
 		fw_kick_worker_locked(sim);
 		return;
 	}
