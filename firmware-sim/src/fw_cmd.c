@@ -287,7 +287,8 @@ static int cmd_fabric_write(struct maia_sim *sim, unsigned int qi, struct fw_job
 			      MAIA_OP_FABRIC_WRITE, sizeof(c));
 }
 
-static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8_t *raw)
+static int cmd_fabric_read(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
+			   const uint8_t *raw)
 {
 	struct maia_cmd_fabric_read c;
 
@@ -299,8 +300,12 @@ static int cmd_fabric_read(struct maia_sim *sim, struct fw_job *job, const uint8
 		return MAIA_STATUS_FABRIC_LINK;
 	sim->work.fabric_bytes = c.size;
 	sim->work.fabric_hops = 2;	/* the request out, the data back */
+	/* the request's cable; the data's comes back with its answers */
 	sim->work.fabric_cable_ns = sim->cfg.fabric_lat_ns[c.port];
-	return park_on_fabric(sim, job, fw_xport_read_start(sim, job->sqe.asid, &c),
+	return park_on_fabric(sim, job,
+			      fw_xport_read_start(sim, job->sqe.asid, &c,
+						  fw_tl_cmd_start(sim, qi, MAIA_OP_FABRIC_READ) +
+						  sim->chip.cmd_ns),
 			      MAIA_OP_FABRIC_READ, sizeof(c));
 }
 
@@ -402,7 +407,7 @@ static int exec_one(struct maia_sim *sim, unsigned int qi, struct fw_job *job,
 	case MAIA_OP_FABRIC_WRITE:
 		return cmd_fabric_write(sim, qi, job, raw);
 	case MAIA_OP_FABRIC_READ:
-		return cmd_fabric_read(sim, job, raw);
+		return cmd_fabric_read(sim, qi, job, raw);
 	case MAIA_OP_COLLECTIVE:
 		return cmd_collective(sim, qi, job, as, raw);
 	case MAIA_OP_KERNEL:

@@ -40,7 +40,7 @@ struct xfer {
 	bool all_sent;
 	bool sem;
 	uint32_t sem_index, sem_value;
-	uint64_t model_start_ns;	/* write: modeled time the command started */
+	uint64_t model_start_ns;	/* modeled time the command started sending */
 };
 
 static uint32_t chunk(uint64_t left)
@@ -140,6 +140,11 @@ static void read_pump(struct maia_sim *sim, struct fw_fop *op)
 			.tag = op->tag,
 			.offset = r->remote + r->sent,
 			.len = n,
+			/* when its answer may leave the target (0: not modeled) */
+			.model_ns = r->model_start_ns ?
+				    fw_model_read_answer_left(&sim->chip,
+							      sim->cfg.fabric_lat_ns[r->port],
+							      r->model_start_ns, r->sent + n) : 0,
 		};
 
 		if (send_failed(op, fw_xport_send(sim, r->port, &m, NULL, 0)))
@@ -181,6 +186,9 @@ static int read_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, c
 	}
 	r->landed += n;
 	r->in_flight--;
+	/* the read ends at its last answer's arrival, over the target's cable */
+	if (op->model_end_ns < m.model_ns)
+		op->model_end_ns = m.model_ns;
 	if (r->landed == r->size)
 		fw_fop_finish(op, MAIA_STATUS_OK);
 	return 1;
@@ -228,12 +236,13 @@ struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
 }
 
 struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
-				   const struct maia_cmd_fabric_read *c)
+				   const struct maia_cmd_fabric_read *c, uint64_t model_start_ns)
 {
 	struct xfer *r = xfer_new(sim, &read_ops, asid, c->port);
 
 	if (!r)
 		return NULL;
+	r->model_start_ns = model_start_ns;
 	r->key = c->key;
 	r->remote = c->remote_offset;
 	r->local = c->local_addr;

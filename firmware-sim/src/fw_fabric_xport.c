@@ -541,6 +541,15 @@ static void target_read(struct maia_sim *sim, unsigned int port, const struct ma
 	h = answer(sim, port, MAIA_FMSG_READ_DATA, m, MAIA_FABRIC_RESP_OK, m->len);
 	if (!h)
 		return;
+	if (m->model_ns) {
+		/* its arrival: one hop after it may leave, over the cable it takes */
+		struct maia_fabric_msg a;
+
+		memcpy(&a, h->data, sizeof(a));
+		a.model_ns = fw_model_coll_hop(&sim->chip, sim->cfg.fabric_lat_ns[port],
+					       m->model_ns, 0);
+		memcpy(h->data, &a, sizeof(a));
+	}
 	rc = fw_win_read(sim, m->key, m->offset, h->data + MAIA_FABRIC_MSG_HDR_LEN, m->len);
 	if (rc != MAIA_FABRIC_RESP_OK) {
 		struct maia_fabric_msg a;

@@ -181,12 +181,13 @@ uint32_t fw_xport_degraded(struct maia_sim *sim, unsigned int port);
 
 /*
  * Remote write and read commands (fw_fabric_xfer.c): the operation to park
- * on. A write's messages carry their modeled time from model_start_ns.
+ * on. Their messages carry modeled time from model_start_ns (a read's
+ * requests, when its answers may leave; the answers, their arrival).
  */
 struct fw_fop *fw_xport_write_start(struct maia_sim *sim, unsigned int asid,
 				    const struct maia_cmd_fabric_write *c, uint64_t model_start_ns);
 struct fw_fop *fw_xport_read_start(struct maia_sim *sim, unsigned int asid,
-				   const struct maia_cmd_fabric_read *c);
+				   const struct maia_cmd_fabric_read *c, uint64_t model_start_ns);
 
 /* Between fw_fabric_port.c and fw_fabric_xport.c, on the fabric thread. */
 struct fw_xport;

@@ -352,8 +352,8 @@ void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int ho
 	memset(c, 0, sizeof(*c));
 	c->cls = FW_PM_DMA;
 	c->fixed_ns = chip->cmd_ns;
-	c->link_ns = bytes_ns(bytes, chip->link_mbps) +
-		     (uint64_t)hops * ((uint64_t)chip->link_lat_ns + cable_ns);
+	c->link_ns = bytes_ns(bytes, chip->link_mbps) + (uint64_t)hops * chip->link_lat_ns +
+		     cable_ns;
 	c->hbm_bytes = bytes;
 	c->hbm_ns = bytes_ns(bytes, chip->hbm_mbps);
 }
@@ -395,6 +395,13 @@ uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64
 			   uint64_t len)
 {
 	return left_ns + chip->link_lat_ns + cable_ns + fw_model_coll_link_ns(chip, len);
+}
+
+uint64_t fw_model_read_answer_left(const struct fw_chip *chip, uint32_t cable_ns,
+				   uint64_t start_ns, uint64_t bytes)
+{
+	/* rounded up as fw_model_fabric()'s bytes, so the two forms agree */
+	return start_ns + chip->link_lat_ns + cable_ns + bytes_ns(bytes, chip->link_mbps);
 }
 
 uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint32_t cable_ns, uint64_t bytes,

@@ -141,10 +141,11 @@ void fw_model_vector(const struct fw_chip *chip, uint64_t flops, uint64_t bytes,
 void fw_model_dma(const struct fw_chip *chip, uint64_t host_bytes, uint64_t hbm_bytes,
 		  struct fw_cost *c);
 /*
- * A fabric transfer of bytes over hops links, each the chip's hop latency
- * plus cable_ns (the port's longer cable, fabric_lat_ns: a remote read's
- * request and its data cross the same cable; 0 for a collective's closed
- * form), and its HBM side.
+ * A fabric transfer of bytes over hops links, each the chip's hop latency,
+ * plus cable_ns once (the longer cable of the port it leaves on,
+ * fabric_lat_ns: a remote read's request's; its data's comes back with the
+ * answers, fw_model_read_answer_left(); 0 for a collective's closed form),
+ * and its HBM side.
  */
 void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int hops,
 		     uint32_t cable_ns, struct fw_cost *c);
@@ -165,6 +166,17 @@ void fw_model_coll_work(const struct maia_cmd_collective *c, uint64_t *bytes,
 uint64_t fw_model_coll_link_ns(const struct fw_chip *chip, uint64_t len);
 uint64_t fw_model_coll_hop(const struct fw_chip *chip, uint32_t cable_ns, uint64_t left_ns,
 			   uint64_t len);
+/*
+ * A remote read that starts sending its requests at start_ns over a port
+ * whose cable is cable_ns longer: when the answer whose data end at byte
+ * bytes of the read may leave the target (the request's hop, then the
+ * bytes asked up to there at the link rate), its READ_REQ's model_ns. The
+ * target adds its hop over the cable it answers on (fw_model_coll_hop(),
+ * len 0): the last answer's arrival is the read's end, so the data come
+ * back at the target's cable figure.
+ */
+uint64_t fw_model_read_answer_left(const struct fw_chip *chip, uint32_t cable_ns,
+				   uint64_t start_ns, uint64_t bytes);
 /*
  * A posted remote write of bytes (fw_passes_posted()) on a port whose cable
  * is cable_ns longer: the cost that holds the engine, without the hop;

@@ -75,6 +75,7 @@ static uint64_t rng = 0xc011ec7;
 static uint32_t next_seq = 1;
 static uint32_t trial_comm = 0xfab;	/* the comm_id prepare() gives */
 static uint32_t dev0_send_lat_ns;	/* ring_up(): device 0's send port's extra latency */
+static uint32_t dev1_recv_lat_ns;	/* ring_up(): device 1's receive port's extra latency */
 static uint32_t all_lat_ns;		/* ring_up(): every port's extra latency */
 static uint8_t trial_algo;		/* the algo prepare() gives */
 static bool inline_db;			/* ring_up(): the doorbell fast path on */
@@ -210,7 +211,7 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
 		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
-		env_fabric_lat_ns[RECV_PORT] = all_lat_ns;
+		env_fabric_lat_ns[RECV_PORT] = all_lat_ns + (i == 1 ? dev1_recv_lat_ns : 0);
 		env_fabric_lat_ns[SEND_PORT] = all_lat_ns + (i == 0 ? dev0_send_lat_ns : 0);
 		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
@@ -1654,11 +1655,12 @@ struct rw_times {
 };
 
 /*
- * A ring of two, device 0's send port's cable cable_ns longer: device 1
- * waits on a semaphore (ASID 1) that device 0's remote write of RW_BYTES
+ * A ring of two, device 0's send port's cable cable_ns longer and device
+ * 1's receive port's (the other end of that cable) back_ns: device 1 waits
+ * on a semaphore (ASID 1) that device 0's remote write of RW_BYTES
  * increments on its last message; then device 0 reads the bytes back.
  */
-static struct rw_times remote_rw(uint32_t cable_ns)
+static struct rw_times remote_rw(uint32_t cable_ns, uint32_t back_ns)
 {
 	struct rw_times t = { 0 };
 	struct maia_cmd_sem_wait sw = {
@@ -1681,8 +1683,10 @@ static struct rw_times remote_rw(uint32_t cable_ns)
 	uint32_t slot;
 
 	dev0_send_lat_ns = cable_ns;
+	dev1_recv_lat_ns = back_ns;
 	t.ok = ring_up(2, 0);
 	dev0_send_lat_ns = 0;
+	dev1_recv_lat_ns = 0;
 	w.key = rd_cmd.key = t.ok ? rw_window(1, &win_pa, &cmd_bus) : 0;
 	t.ok &= w.key != 0;
 	if (!t.ok) {
@@ -1722,22 +1726,33 @@ static struct rw_times remote_rw(uint32_t cable_ns)
  * Remote writes and reads count the cable too (time-model.rst, "Several
  * devices"): device 0's send port LAT longer. The write is acknowledged one
  * hop later, so it grows by LAT; the waiter on the target continues after
- * the last message's arrival, LAT later; the read's request and data cross
- * the cable: 2 x LAT.
+ * the last message's arrival, LAT later; the read's request crosses it at
+ * that end's figure, its data come back at the target's end's (0): + LAT.
+ * Then each end of the cable its own figure: the read grows by the request's
+ * end's and the answering end's, whichever is longer.
  */
 static void test_remote_cable_latency(void)
 {
-	const uint32_t lat = 2500;
-	struct rw_times a = remote_rw(0), b = remote_rw(lat);
+	const uint32_t lat = 2500, back = 3000;
+	struct rw_times a = remote_rw(0, 0), b = remote_rw(lat, 0);
+	struct rw_times c = remote_rw(0, back), d = remote_rw(lat, back);
 
 	tap_ok(a.ok && b.ok && b.write - a.write == lat && b.sem_wait - a.sem_wait == lat &&
-	       b.read - a.read == 2ull * lat,
+	       b.read - a.read == lat,
 	       "modeled, 2 ranks, device 0's send cable %u ns longer: a %u-byte remote write "
 	       "%llu -> %llu ns, the target's semaphore wait %llu -> %llu ns (+%u), the read "
-	       "back %llu -> %llu ns (+2 x %u); the bytes landed", lat, RW_BYTES,
+	       "back %llu -> %llu ns (+%u, the request's hop); the bytes landed", lat, RW_BYTES,
 	       (unsigned long long)a.write, (unsigned long long)b.write,
 	       (unsigned long long)a.sem_wait, (unsigned long long)b.sem_wait, lat,
 	       (unsigned long long)a.read, (unsigned long long)b.read, lat);
+	tap_ok(c.ok && d.ok && c.read - a.read == back && d.read - a.read == lat + back &&
+	       c.sem_wait == a.sem_wait && d.sem_wait == b.sem_wait,
+	       "modeled, the read's data come back over the target's end of the cable: "
+	       "its end %u ns longer, the read %llu -> %llu ns (+%u); both ends (%u, %u): "
+	       "%llu ns (+%u); the write's messages at the sender's end only (wait %llu, %llu ns)",
+	       back, (unsigned long long)a.read, (unsigned long long)c.read, back, lat, back,
+	       (unsigned long long)d.read, lat + back, (unsigned long long)c.sem_wait,
+	       (unsigned long long)d.sem_wait);
 }
 
 int main(void)

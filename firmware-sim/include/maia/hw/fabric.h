@@ -240,7 +240,13 @@ struct maia_fabric_msg {
 	__u32 sem_index;	/* WRITE with F_SEM */
 	__u32 sem_value;
 	__u32 reserved;
-	__u64 model_ns;		/* (1.8) WRITE: modeled arrival (the sender prices the hop); 0: none */
+	/*
+	 * (1.8) WRITE, READ_DATA: modeled arrival (the sender prices the hop);
+	 * READ_REQ: when its answer's last byte may leave the target (the
+	 * request's hop and the bytes asked up to its end at the link rate),
+	 * which the target's READ_DATA adds its own hop to; 0: none
+	 */
+	__u64 model_ns;
 };
 
 /*
