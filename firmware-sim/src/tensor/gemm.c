@@ -727,32 +727,38 @@ static int gemm_common(const struct maia_tensor_desc *ad,
 	return MAIA_STATUS_OK;
 }
 
-/* The bytes a view can touch: [*lo, *hi), its block scales included. */
-static void view_span(const struct fw_tview *t, uint64_t *lo, uint64_t *hi)
+/*
+ * The bytes a view can touch as ranges [lo, hi): its elements and, for a
+ * block format, its scales apart (an operand whose scales lie beyond C
+ * does not overlap C for that). Returns how many ranges (1 or 2).
+ */
+static unsigned int view_spans(const struct fw_tview *t, uint64_t lo[2], uint64_t hi[2])
 {
-	uint64_t last = 0, end;
+	uint64_t last = 0;
 
 	for (int d = 0; d < 4; d++)
 		last += (t->shape[d] - 1) * t->strides[d];
-	if (t->block > 1)
-		end = (last / t->block + 1) * maia_dtype_block_bytes(t->dtype);
-	else
-		end = (last + 1) * maia_dtype_size(t->dtype);
-	*lo = t->addr;
-	*hi = t->addr + end;
-	if (t->block > 1 && t->scale_addr < *lo)
-		*lo = t->scale_addr;
-	if (t->block > 1 && t->scale_addr + last / t->block + 1 > *hi)
-		*hi = t->scale_addr + last / t->block + 1;
+	lo[0] = t->addr;
+	if (t->block <= 1) {
+		hi[0] = t->addr + (last + 1) * maia_dtype_size(t->dtype);
+		return 1;
+	}
+	hi[0] = t->addr + (last / t->block + 1) * maia_dtype_block_bytes(t->dtype);
+	lo[1] = t->scale_addr;
+	hi[1] = t->scale_addr + last / t->block + 1;
+	return 2;
 }
 
 static bool views_overlap(const struct fw_tview *x, const struct fw_tview *y)
 {
-	uint64_t xl, xh, yl, yh;
+	uint64_t xl[2], xh[2], yl[2], yh[2];
+	unsigned int nx = view_spans(x, xl, xh), ny = view_spans(y, yl, yh);
 
-	view_span(x, &xl, &xh);
-	view_span(y, &yl, &yh);
-	return xl < yh && yl < xh;
+	for (unsigned int i = 0; i < nx; i++)
+		for (unsigned int j = 0; j < ny; j++)
+			if (xl[i] < yh[j] && yl[j] < xh[i])
+				return true;
+	return false;
 }
 
 /*

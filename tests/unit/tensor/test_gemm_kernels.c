@@ -18,7 +18,8 @@
  * the tile's SRAM C block; both must be exact on integers, edges of the
  * blocks and K slices included, and leave everything outside C alone; a C
  * that overlaps A must not be written in place (A would change under the
- * later K slices).
+ * later K slices), nor one over an MX operand's scales, while one between
+ * its elements and its scales may be.
  * Kernels the CPU lacks are reported as skipped.
  */
 #include <math.h>
@@ -383,6 +384,82 @@ static long engine_case(const struct fw_gemm_kernel *k, unsigned int threads, bo
 	return bad;
 }
 
+/*
+ * An MXFP8 A (40 x 608: three K slices) and B through the engine with
+ * kernel k, on small integers (exact in MXFP8), C an FP32 40 x 64 placed
+ * between A's elements and A's scales or, with on_scales, over A's scales.
+ * An operand's elements and scales are separate ranges: C between them
+ * may be written in place, C over the scales must not be (the later K
+ * slices read them). Returns the number of wrong floats in C plus the
+ * bytes outside C that changed.
+ */
+static long engine_mx_case(const struct fw_gemm_kernel *k, bool on_scales)
+{
+	const uint32_t m = 40, n = 64, kd = 608;
+	const unsigned int dt = MAIA_DTYPE_MXFP8_E4M3;
+	uint64_t na = (uint64_t)m * kd, nb = (uint64_t)kd * n, nc = (uint64_t)m * n;
+	uint64_t size = na + nb + 4 * nc + na / 32 + nb / 32 + 8192, va, vc, sa, vb, sb;
+	struct fw_tensor_engine *te = tengine(1);
+	float *fa = zalloc(4 * na), *fb = zalloc(4 * nb);
+	double *ra = zalloc(8 * na), *rb = zalloc(8 * nb);
+	uint8_t *before = zalloc(size);
+	struct maia_cmd_gemm cmd;
+	struct tmem mem;
+	long bad = 0;
+
+	tmem_init(&mem, size);
+	free(mem.buf);
+	mem.buf = zalloc(size);
+	mem.mem.map = whole_map;
+	mem.mem.map_write = whole_map_write;
+	va = tmem_alloc(&mem, na);
+	vc = tmem_alloc(&mem, 4 * nc);
+	sa = on_scales ? vc + 4 * 8 : tmem_alloc(&mem, na / 32);
+	vb = tmem_alloc(&mem, nb);
+	sb = tmem_alloc(&mem, nb / 32);
+	for (uint64_t i = 0; i < na; i++)
+		fa[i] = (float)((int)trand_uniform(0, 9) - 4);
+	for (uint64_t i = 0; i < nb; i++)
+		fb[i] = (float)((int)trand_uniform(0, 9) - 4);
+	tput(&mem, dt, va, sa, fa, na, 1.0f, ra);
+	tput(&mem, dt, vb, sb, fb, nb, 1.0f, rb);
+	memcpy(before, mem.buf, size);
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = MAIA_OP_GEMM;
+	cmd.hdr.size = sizeof(cmd);
+	cmd.a = tdesc(dt, va, 2, (uint32_t[]){ m, kd });
+	cmd.a.scale_addr = sa;
+	cmd.b = tdesc(dt, vb, 2, (uint32_t[]){ kd, n });
+	cmd.b.scale_addr = sb;
+	cmd.c = tdesc(MAIA_DTYPE_FP32, vc, 2, (uint32_t[]){ m, n });
+	if (te)
+		te->gemm_kernel = k;
+	if (!te || trun(te, &mem, &cmd, NULL) != MAIA_STATUS_OK)
+		bad = -1;
+	for (uint32_t i = 0; i < m && bad >= 0; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double want = 0;
+			float got;
+
+			for (uint32_t kk = 0; kk < kd; kk++)
+				want += ra[(uint64_t)i * kd + kk] * rb[(uint64_t)kk * n + j];
+			memcpy(&got, mem.buf + (vc - mem.base) + 4 * ((uint64_t)i * n + j), 4);
+			bad += got != want;
+		}
+	for (uint64_t i = 0; i < size && bad >= 0; i++)
+		if (i + mem.base < vc || i + mem.base >= vc + 4 * nc)
+			bad += mem.buf[i] != before[i];
+	free(fa);
+	free(fb);
+	free(ra);
+	free(rb);
+	free(before);
+	tmem_free(&mem);
+	fw_tensor_destroy(te);
+	return bad;
+}
+
 static void test_engine(const struct fw_gemm_kernel *k)
 {
 	long bad;
@@ -432,6 +509,12 @@ static void test_engine(const struct fw_gemm_kernel *k)
 	bad = engine_case(k, 1, true, 1024, 1, 300, 64, 608, 608, 608, 304);
 	tap_ok(!bad, "kernel %s, engine: C overlapping A is not written in place: exact "
 	       "(%ld wrong)", k->name, bad);
+	bad = engine_mx_case(k, false);
+	tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C between A's elements and scales: "
+	       "exact (%ld wrong)", k->name, bad);
+	bad = engine_mx_case(k, true);
+	tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C over A's scales is not written in "
+	       "place: exact (%ld wrong)", k->name, bad);
 }
 
 int main(void)
