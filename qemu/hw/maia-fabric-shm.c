@@ -20,10 +20,18 @@
  * queue does (the link layer retransmits). It makes a futex system call
  * only when the receiver said it may sleep (ring->waiting).
  *
- * Receiving: a thread per port drains the other side's ring into
- * maia_sim_fabric_rx(), which copies each frame (so the peer changing a slot
- * while we read it only makes a frame that fails its CRC), and sleeps on
+ * Receiving: a thread per port drains the other side's ring, and sleeps on
  * the ring's futex word (no FUTEX_PRIVATE: the waker is another process).
+ * It copies each frame once, out of the slot into a buffer of its own, frees
+ * the slot at once and lends the buffer to the device
+ * (maia_sim_fabric_rx_lent(), as a direct cable does), which gives it back
+ * when done (maia_fabric_shm_buf_release()). So the device never parses
+ * shared memory: a peer changing a slot while we copy it only makes a
+ * garbage frame in our buffer, which the device parses as it would any
+ * frame from a hostile peer, and nothing it checked can change under it.
+ * The buffers come from a small per-port cache (MaiaFabricShmPool), which
+ * lives while one is lent: the device may give one back after the port
+ * is closed.
  *
  * The other process may write anything anywhere in the file: indices are
  * kept in private copies and only published into the file; every index and
@@ -57,6 +65,28 @@
 
 /* The receive thread's longest sleep: it rereads its indices this often. */
 #define MAIA_FABRIC_SHM_IDLE_NS     (100 * 1000 * 1000)
+/* Receive buffers a port keeps for reuse: a window of DATA, and acks. */
+#define MAIA_FABRIC_SHM_RX_CACHE    (MAIA_FABRIC_WINDOW + 16u)
+
+typedef struct MaiaFabricShmPool MaiaFabricShmPool;
+
+/* A received frame, copied out of its slot and lent to the device. */
+typedef struct MaiaFabricShmBuf {
+    MaiaFabricShmPool *pool;
+    struct MaiaFabricShmBuf *next;  /* in pool->free */
+    uint8_t frame[MAIA_FABRIC_MAX_FRAME];
+} MaiaFabricShmBuf;
+
+/*
+ * A port's receive buffers. refs: the port's, and one per buffer lent to
+ * the device (atomic); the last unref frees it.
+ */
+struct MaiaFabricShmPool {
+    QemuMutex lock;                 /* protects free and nfree */
+    MaiaFabricShmBuf *free;
+    unsigned int nfree;
+    unsigned int refs;
+};
 
 struct MaiaFabricShm {
     MaiaFabricPort *port;
@@ -74,6 +104,7 @@ struct MaiaFabricShm {
     QemuThread thread;
     bool thread_started;            /* BQL */
     bool stop;                      /* atomic: the receive thread ends */
+    MaiaFabricShmPool *pool;        /* the receive thread's buffers */
 };
 
 /*
@@ -164,21 +195,94 @@ int maia_fabric_shm_tx(MaiaFabricPort *p, const void *frame, size_t len)
     return 0;
 }
 
-/* Hands the frame in slot `index` of the peer's ring to the device. */
-static void maia_fabric_shm_rx_one(MaiaFabricShm *s, uint32_t index)
+static MaiaFabricShmPool *maia_fabric_shm_pool_new(void)
+{
+    MaiaFabricShmPool *pool = g_new0(MaiaFabricShmPool, 1);
+
+    qemu_mutex_init(&pool->lock);
+    pool->refs = 1;
+    return pool;
+}
+
+static void maia_fabric_shm_pool_unref(MaiaFabricShmPool *pool)
+{
+    MaiaFabricShmBuf *b;
+
+    if (qatomic_fetch_dec(&pool->refs) != 1) {
+        return;
+    }
+    while ((b = pool->free)) {
+        pool->free = b->next;
+        g_free(b);
+    }
+    qemu_mutex_destroy(&pool->lock);
+    g_free(pool);
+}
+
+/* A buffer to copy a frame into: a cached one, or a new one. */
+static MaiaFabricShmBuf *maia_fabric_shm_buf_get(MaiaFabricShmPool *pool)
+{
+    MaiaFabricShmBuf *b;
+
+    qemu_mutex_lock(&pool->lock);
+    b = pool->free;
+    if (b) {
+        pool->free = b->next;
+        pool->nfree--;
+    }
+    qemu_mutex_unlock(&pool->lock);
+    if (!b) {
+        b = g_malloc(sizeof(*b));
+        b->pool = pool;
+    }
+    qatomic_inc(&pool->refs);
+    return b;
+}
+
+/*
+ * The device is done with a lent buffer: any of its threads, perhaps with
+ * its lock held; calls nothing of the device's.
+ */
+static void maia_fabric_shm_buf_release(void *opaque)
+{
+    MaiaFabricShmBuf *b = opaque;
+    MaiaFabricShmPool *pool = b->pool;
+
+    qemu_mutex_lock(&pool->lock);
+    if (pool->nfree < MAIA_FABRIC_SHM_RX_CACHE) {
+        b->next = pool->free;
+        pool->free = b;
+        pool->nfree++;
+        b = NULL;
+    }
+    qemu_mutex_unlock(&pool->lock);
+    g_free(b);
+    maia_fabric_shm_pool_unref(pool);
+}
+
+/*
+ * Copies the frame in slot `index` of the peer's ring out of shared memory;
+ * NULL if there is none to hand on (counted in a trace). *len: its length.
+ */
+static MaiaFabricShmBuf *maia_fabric_shm_rx_copy(MaiaFabricShm *s,
+                                                 uint32_t index, uint32_t *len)
 {
     MaiaFabricPort *p = s->port;
     MaiaFabricShmSlot *slot = maia_fabric_shm_slot(s, !s->side, index);
-    uint32_t len = qatomic_read(&slot->len);    /* read once, then bounded */
+    MaiaFabricShmBuf *b;
 
-    if (len > MAIA_FABRIC_MAX_FRAME) {
-        trace_maia_fabric_rx_drop(p->index, len, "slot length corrupt");
-    } else if (qatomic_read(&p->carrier_off)) {
-        trace_maia_fabric_rx_drop(p->index, len, "carrier off");
-    } else {
-        trace_maia_fabric_shm_rx(p->index, len);
-        maia_sim_fabric_rx(p->fab->sim, p->index, slot->frame, len);
+    *len = qatomic_read(&slot->len);    /* read once, then bounded */
+    if (*len > MAIA_FABRIC_MAX_FRAME) {
+        trace_maia_fabric_rx_drop(p->index, *len, "slot length corrupt");
+        return NULL;
     }
+    if (qatomic_read(&p->carrier_off)) {
+        trace_maia_fabric_rx_drop(p->index, *len, "carrier off");
+        return NULL;
+    }
+    b = maia_fabric_shm_buf_get(s->pool);
+    memcpy(b->frame, slot->frame, *len);
+    return b;
 }
 
 static void *maia_fabric_shm_thread(void *opaque)
@@ -189,7 +293,7 @@ static void *maia_fabric_shm_thread(void *opaque)
     unsigned int port = s->port->index;
     uint32_t tail = qatomic_read(&r->tail);     /* set by start() */
     uint32_t gen = qatomic_read(&peer->gen);
-    uint32_t head, kick, g;
+    uint32_t head, kick, g, len;
 
     while (!qatomic_read(&s->stop)) {
         g = qatomic_read(&peer->gen);
@@ -206,10 +310,16 @@ static void *maia_fabric_shm_thread(void *opaque)
             tail = head;
         }
         while (tail != head && !qatomic_read(&s->stop)) {
-            maia_fabric_shm_rx_one(s, tail);
+            MaiaFabricShmBuf *b = maia_fabric_shm_rx_copy(s, tail, &len);
+
             tail++;
-            /* The slot is free for the sender once we are done with it. */
+            /* The slot is free for the sender once copied out. */
             qatomic_store_release(&r->tail, tail);
+            if (b) {
+                trace_maia_fabric_shm_rx(port, len);
+                maia_sim_fabric_rx_lent(s->port->fab->sim, port, b->frame,
+                                        len, maia_fabric_shm_buf_release, b);
+            }
         }
         /* Republished each round: the peer may have written over it. */
         qatomic_store_release(&r->tail, tail);
@@ -324,6 +434,7 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
     s->fd = fd;
     s->side = side;
     qemu_mutex_init(&s->lock);
+    s->pool = maia_fabric_shm_pool_new();
     p->shm = s;
     return true;
 }
@@ -396,6 +507,8 @@ void maia_fabric_shm_close(MaiaFabricPort *p)
         g_free(c);
     }
     qemu_mutex_destroy(&s->lock);
+    /* Freed once the device gave back every buffer lent. */
+    maia_fabric_shm_pool_unref(s->pool);
     g_free(s);
     p->shm = NULL;
 }
