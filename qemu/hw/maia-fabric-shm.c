@@ -29,6 +29,8 @@
  * shared memory: a peer changing a slot while we copy it only makes a
  * garbage frame in our buffer, which the device parses as it would any
  * frame from a hostile peer, and nothing it checked can change under it.
+ * The device does not check a lent frame's CRC: memory does not corrupt
+ * frames in transit, and a hostile peer could compute the CRC anyway.
  * The buffers come from a small per-port cache (MaiaFabricShmPool), which
  * lives while one is lent: the device may give one back after the port
  * is closed.
