@@ -66,6 +66,81 @@ def sorts():
 
 
 @test
+def topk_partial():
+    """topk without a whole-row sort (k's power of two at most half the padded row): values and indices
+    equal to the first k of CPU torch's stable sort (ties by position), both ways, every dim."""
+    special = torch.tensor([1.0, -0.0, 0.0, float("nan"), -float("inf"), float("inf"), 1.0, -float("nan"), -2.0,
+                            0.0, 3.0, float("nan")] * 100)
+    cases = [
+        (rnd(3, 1000), (1, 0), (1, 2, 5, 8, 100, 256, 500, 512)),
+        ((rnd(700, 4) * 2).round(), (0, -1), (1, 3, 64, 300)),   # many ties
+        (rnd(2, 5000, dtype=torch.bfloat16), (1,), (16, 1024)),   # K = 1024, more than one merge
+        (rnd(9, 40, 3).transpose(0, 1), (0, 1, 2), (1, 3, 7)),    # non-contiguous
+        (rnd(20000), (0,), (16,)),                                # 1-D, 1024-lane blocks merged across
+        (special.reshape(3, 400), (1,), (1, 7, 100)),
+        (torch.cat([torch.randint(-2**40, 2**40, (2, 300), generator=G),
+                    torch.tensor([[2**63 - 1, -2**63, 2**32, 2**32 - 1, -1, 0] * 4] * 2)], 1), (1,), (1, 9, 64)),
+        (torch.randint(-50, 50, (5, 333), dtype=torch.int32, generator=G), (1,), (4, 100)),
+    ]
+    before = dev_count("topk")
+    calls = 0
+    with mt.strict():
+        for n, (x, dims, ks) in enumerate(cases):
+            xd = x.to(DEV)
+            for d in dims:
+                for k in ks:
+                    if k > x.shape[d]:
+                        continue
+                    for largest in (False, True):
+                        what = "case %d dim %d k %d largest %s" % (n, d, k, largest)
+                        v, i = torch.topk(xd, k, dim=d, largest=largest)
+                        rv, ri = torch.sort(x, dim=d, descending=largest, stable=True)
+                        exact(v, rv.narrow(d, 0, k), what)
+                        exact(i, ri.narrow(d, 0, k), what + " indices")
+                        exact(v, torch.topk(x, k, dim=d, largest=largest).values, what + " CPU topk")
+                        calls += 1
+        x = rnd(4, 100)
+        v, i = torch.topk(x.to(DEV), 0)
+        assert v.shape == (4, 0) and i.shape == (4, 0), (v.shape, i.shape)
+        v, i = torch.topk(x.to(DEV), 100, largest=False)    # k = n: the whole sort
+        rv, ri = torch.sort(x, stable=True)
+        exact(v, rv, "k = n")
+        exact(i, ri, "k = n indices")
+    assert dev_count("topk") >= before + calls + 2, (calls, mt.device_stats())
+
+
+@test
+def small_types():
+    """int8, uint8, bool and int16: sort, argsort and topk on the device, against CPU torch's stable sort."""
+    cases = [
+        torch.randint(-128, 128, (5, 1300), dtype=torch.int8, generator=G),
+        torch.randint(0, 256, (5, 1300), generator=G).to(torch.uint8),
+        torch.randint(0, 2, (7, 300), generator=G).bool(),
+        torch.randint(-2**15, 2**15, (3, 1100), generator=G).to(torch.int16),
+        torch.tensor([[-128, 127, 0, -1, 1, 127, -128] * 3]).to(torch.int8),
+        torch.tensor([[0, 255, 128, 127, 1, 255, 0] * 3]).to(torch.uint8),
+        torch.tensor([[-2**15, 2**15 - 1, 0, -1, 1, 2**15 - 1, -2**15] * 3]).to(torch.int16),
+    ]
+    before = dev_count("sort"), dev_count("topk")
+    with mt.strict():
+        for n, x in enumerate(cases):
+            for xx in (x, x.t()):                                 # every dim, a non-contiguous one too
+                xd = xx.to(DEV)
+                for d in (0, 1):
+                    for desc in (False, True):
+                        what = "case %d %s dim %d descending %s" % (n, x.dtype, d, desc)
+                        v, i = torch.sort(xd, dim=d, descending=desc, stable=True)
+                        rv, ri = torch.sort(xx, dim=d, descending=desc, stable=True)
+                        exact(v, rv, what)
+                        exact(i, ri, what + " indices")
+                        k = min(5, xx.shape[d])
+                        v, i = torch.topk(xd, k, dim=d, largest=desc)
+                        exact(v, rv.narrow(d, 0, k), what + " topk")
+                        exact(i, ri.narrow(d, 0, k), what + " topk indices")
+    assert dev_count("sort") >= before[0] + 56 and dev_count("topk") >= before[1] + 56, mt.device_stats()
+
+
+@test
 def bad_k():
     """topk with k past the row: CPU torch's exception and first line."""
     x = rnd(4, 7)
@@ -76,19 +151,26 @@ def bad_k():
 def gradients():
     x = rnd(5, 6)
     w = rnd(5, 6)
+    y = rnd(2, 3000)
+    wy = rnd(2, 3000)
 
     def run_all(dev):
         xs = x.to(dev).detach().requires_grad_()
         ww = w.to(dev)
         v, _ = xs.sort(dim=1, descending=True)
         t, _ = xs.topk(2, dim=0)
-        ((v * ww).sum() + (t * ww[:2]).sum()).backward()
-        return xs.grad
+        u, _ = xs.reshape(-1).topk(7, largest=False)
+        ((v * ww).sum() + (t * ww[:2]).sum() + (u * ww.reshape(-1)[:7]).sum()).backward()
+        ys = y.to(dev).detach().requires_grad_()
+        z, _ = ys.topk(9, dim=1)
+        (z * wy[:, :9].to(dev)).sum().backward()
+        return xs.grad, ys.grad
 
     ref = run_all("cpu")
     with mt.strict():
         got = run_all(DEV)
-    close(got, ref, 1e-6, "d self")
+    close(got[0], ref[0], 1e-6, "d self")
+    close(got[1], ref[1], 1e-6, "d self of topk 9 of 2 x 3000")
 
 
 @test

@@ -57,8 +57,15 @@ static std::string skey(const std::string &t)
 			   "\tvsplat v12, s6\n\tvxor v10, v10, v12\n\tvxor v9, v9, v12\n\tvsplati v12, -1\n"
 			   "\tvsel v10, v10, v12, v3\n\tvsel v9, v9, v12, v3\n\tvst v10, s2, v28, i32, v29\n"
 			   "\tvst v9, s7, v28, i32, v29\n\tvst v2, s3, v28, i32, v29\n\thalt\n";
-	s += "\tvld v10, s1, v4, " + t + ", v3\n";
-	if (t == "i32")
+	if (t == "i16")	/* the int32 word holding it (s1 aligned down, s8 = elements before x) */
+		s += "\tvsplat v7, s8\n\tviadd v7, v4, v7\n\tvsplati v8, 1\n\tvshr v9, v7, v8\n\tvand v7, v7, v8\n"
+		     "\tvsplati v8, 16\n\tvimul v7, v7, v8\n\tvisub v7, v8, v7\n\tvld v10, s1, v9, i32, v3\n"
+		     "\tvshl v10, v10, v7\n\tvsra v10, v10, v8\t# sign-extended\n";
+	else
+		s += "\tvld v10, s1, v4, " + std::string(t == "u8" ? "i8" : t) + ", v3\n";
+	if (t == "u8")	/* i8 loads sign-extend: the byte's bits as 0 .. 255 */
+		s += "\tvsplati v14, 255\n\tvand v10, v10, v14\n";
+	if (t == "i32" || t == "i16" || t == "i8" || t == "u8")
 		s += "\tvsplati v14, -2147483648\n\tvxor v10, v10, v14\n";
 	else
 		s += "\tvfcmp v11, v10, v10, ne\n\tvsplati v12, 0x7fc00000\n\tvsel v10, v12, v10, v11\t# one NaN\n"
@@ -89,14 +96,30 @@ static std::string less(bool two)
  * bsortl: s1 = keys, s2 = positions, s3 = n, s4 / s5 = the first and last
  * stage (the bitonic sequence lengths k, powers of two), s6 = P; two: s7 =
  * the keys' low words. Each stage's steps of distance min(k / 2, 512) ..
- * 1, ascending where f & k & (P - 1) is 0.
+ * 1, ascending where f & k & (P - 1) is 0. bmerge (topk): the same with
+ * s4 = s5 = K, after a merge of the rows of 2P in s13 .. s15 (below) into
+ * rows of P: each pair of blocks of K, one ascending, the other
+ * descending, gives its K smallest, a bitonic block that the stage sorts.
  */
-static std::string bsortl(bool two)
+static std::string bsortl(bool two, bool merge)
 {
-	std::string ld2 = two ? "\tvld v24, s7, v28, i32, v29\n" : "";
+	std::string ld = "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n" +
+			 std::string(two ? "\tvld v24, s7, v28, i32, v29\n" : "");
 	std::string st2 = two ? "\tvst v24, s7, v28, i32, v29\n" : "";
 
-	return lanes(3) + "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n" + ld2 +
+	/*
+	 * bmerge: lane f takes the smaller of a = 2f - (f & (K - 1)) and a + K
+	 * of the rows of 2P in s13 / s14 / s15 (keys, positions, low words).
+	 */
+	if (merge)
+		ld = "\taddi s16, s4, -1\n\tvsplat v1, s16\n\tvand v2, v28, v1\n\tviadd v3, v28, v28\n"
+		     "\tvisub v3, v3, v2\t# a\n\tvsplat v4, s4\n\tviadd v5, v3, v4\t# a + K\n"
+		     "\tvld v10, s13, v3, i32, v29\n\tvld v11, s14, v3, i32, v29\n"
+		     "\tvld v14, s13, v5, i32, v29\n\tvld v15, s14, v5, i32, v29\n" +
+		     std::string(two ? "\tvld v24, s15, v3, i32, v29\n\tvld v25, s15, v5, i32, v29\n" : "") +
+		     less(two) + "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
+		     (two ? "\tvsel v24, v24, v25, v16\n" : "");
+	return lanes(3) + ld +
 	       "\taddi s6, s6, -1\n\tadd s12, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
 	       "stage:\n\tshr s10, s12, s8\n\tmin s10, s10, s9\n\tand s11, s12, s6\n\tvsplat v19, s11\n"
 	       "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
@@ -154,35 +177,86 @@ static std::string sgath(const std::string &t)
 	       "\tvsplati v8, 0\n\tvst v8, s4, v7, i32, v29\n\thalt\n";
 }
 
-static std::string family(const std::string &kind, const std::string &t)
+/*
+ * sgath.i16 (no 16-bit loads or stores): a lane per int32 word of the
+ * values out, its two elements 2f and 2f + 1 (the second past the end
+ * when rows x k is odd: the buffer has one more). s1 = x aligned down to 4
+ * bytes, s2 = positions, s3 = values out, s4 = indices out, s5 = the
+ * words, s6 = P | L << 32, s7 = k, s8 = the elements before x in its
+ * word, s9 = rows x k.
+ */
+static std::string sgath16()
 {
-	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i64";
+	std::string s = lanes(5) + "\tvsplat v5, s7\n\tvsplat v6, s6\n\tshr s22, s6, s30\n\tvsplat v12, s22\n"
+				   "\tvsplat v13, s8\n\tvsplat v14, s9\n\tvsplati v15, 1\n\tvsplati v16, 16\n"
+				   "\tvsplati v17, 65535\n\tvsplati v18, 0\n";
 
-	if (kind == "skey")
-		return any ? skey(t) : "";
-	if (kind == "sgath")
-		return any ? sgath(t) : "";
-	if (t != "i32" && t != "i64")	/* one key word or two */
-		return "";
-	return kind == "bsortl" ? bsortl(t == "i64") : bsortg(t == "i64");
+	for (int h = 0; h < 2; h++)
+		s += std::string("\tviadd v1, v28, v28\n") + (h ? "\tviadd v1, v1, v15\n" : "") +
+		     "\tvicmp v2, v1, v14, lt\n\tvand v2, v2, v29\n\tvidiv v3, v1, v5\n\tvirem v4, v1, v5\t# row, rank\n"
+		     "\tvimul v7, v3, v6\n\tviadd v7, v7, v4\n\tvld v8, s2, v7, i32, v2\t# position\n"
+		     "\tvimul v7, v3, v12\n\tviadd v7, v7, v8\n\tviadd v7, v7, v13\n\tvshr v9, v7, v15\n"
+		     "\tvand v7, v7, v15\n\tvimul v7, v7, v16\n\tvld v10, s1, v9, i32, v2\n\tvshr v10, v10, v7\n"
+		     "\tvand v10, v10, v17\n" +
+		     (h ? "\tvshl v10, v10, v16\n\tvor v20, v20, v10\n" : "\tvmov v20, v10\n") +
+		     "\tviadd v9, v1, v1\n\tvst v8, s4, v9, i32, v2\n\tviadd v9, v9, v15\n\tvst v18, s4, v9, i32, v2\n";
+	return s + "\tvst v20, s3, v28, i32, v29\n\thalt\n";
 }
 
-[[maybe_unused]] static const bool registered = tvp::add_family({ "skey", "bsortl", "bsortg", "sgath" }, family);
+static std::string family(const std::string &kind, const std::string &t)
+{
+	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i64" || t == "i8" || t == "u8";
+
+	if (kind == "skey")
+		return any || t == "i16" ? skey(t) : "";
+	if (kind == "sgath" && t == "i16")
+		return sgath16();
+	if (kind == "sgath")
+		return any ? sgath(t == "u8" ? "i8" : t) : "";	/* a byte's bits either way */
+	if (t != "i32" && t != "i64")	/* one key word or two */
+		return "";
+	if (kind == "bsortg")
+		return bsortg(t == "i64");
+	return bsortl(t == "i64", kind == "bmerge");
+}
+
+[[maybe_unused]] static const bool registered =
+	tvp::add_family({ "skey", "bsortl", "bsortg", "bmerge", "sgath" }, family);
 
 /* ---- the sort ------------------------------------------------------------------ */
 
+/* The key program's element type for a dtype ("u8": uint8 and bool), or nullptr. */
+static const char *key_type(at::ScalarType s)
+{
+	switch (s) {
+	case at::kFloat: return "f32";
+	case at::kBFloat16: return "bf16";
+	case at::kHalf: return "f16";
+	case at::kInt: return "i32";
+	case at::kLong: return "i64";
+	case at::kShort: return "i16";
+	case at::kChar: return "i8";
+	case at::kByte: case at::kBool: return "u8";
+	default: return nullptr;
+	}
+}
+
 static bool sortable(const at::Tensor &self)
 {
-	at::ScalarType t = self.scalar_type();
-
-	return on_device(self) && self.dim() >= 1 && int32_reach(self) &&
-	       (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kInt || t == at::kLong);
+	return on_device(self) && self.dim() >= 1 && int32_reach(self) && key_type(self.scalar_type());
 }
 
 /*
  * The first k of self sorted along d (descending or not), on the device:
  * values and int64 indices of self's shape with k along d. false: not for
  * the device (types, padded size); failed: the device failed a kernel.
+ *
+ * k at most half the padded row P and K (k's power of two, at least 2)
+ * at most 1024: a bitonic top-k (topk, no whole-row sort). Blocks of K
+ * are sorted, ascending and descending in turn; then each bmerge halves
+ * the rows, keeping the K smallest of each pair of blocks, sorted, until
+ * a row is one block. (key, position) pairs are all different, so those
+ * are exactly the first K of the stable sort.
  */
 static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, int64_t k, at::Tensor &values,
 			   at::Tensor &indices, bool &failed, const char *op)
@@ -190,47 +264,79 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 	failed = false;
 	if (!sortable(self))
 		return false;
-	int64_t L = self.size(d), rows = L ? self.numel() / L : 0, P = 1;
+	int64_t L = self.size(d), rows = L ? self.numel() / L : 0, P = 1, K = 2;
 
 	while (P < L)
 		P *= 2;
+	while (K < k)
+		K *= 2;
 	if (rows * P > tvp::max_elements())
 		return false;
+	bool partial = 2 * K <= P && K <= 1024;
 	std::vector<int64_t> shape = self.sizes().vec();
 	shape.erase(shape.begin() + d);
 	shape.push_back(k);
-	at::Tensor v = at::empty(shape, self.options()), i = at::empty(shape, self.options().dtype(at::kLong));
+	int64_t nk = rows * k;
+	bool i16 = self.scalar_type() == at::kShort;
+	/* int16: sgath.i16 stores whole int32 words, so one element more when rows x k is odd */
+	at::Tensor v = i16 ? at::empty({ nk + 1 }, self.options()).narrow(0, 0, nk).view(shape) :
+			     at::empty(shape, self.options());
+	at::Tensor i = at::empty(shape, self.options().dtype(at::kLong));
 
 	if (v.numel() > 0) {
 		at::Tensor x = self.movedim(d, -1).contiguous();
 		at::TensorOptions i32 = self.options().dtype(at::kInt);
-		at::Tensor keys = at::empty({ rows * P }, i32), pos = at::empty({ rows * P }, i32);
 		int64_t n = rows * P;
 		bool two = self.scalar_type() == at::kLong;
-		/* int64: the keys' low words, after each program's own arguments */
-		at::Tensor low = two ? at::empty({ rows * P }, i32) : keys;
-		std::string t = two ? "i64" : elem_exact(self.scalar_type()), w = two ? ".i64" : ".i32";
+		/* keys, positions and (int64) the keys' low words; topk: a second set of half the size */
+		at::Tensor buf[2][3];
+		for (int b = 0; b < (partial ? 2 : 1); b++)
+			for (int w = 0; w < (two ? 3 : 2); w++)
+				buf[b][w] = at::empty({ b ? n / 2 : n }, i32);
+		for (int b = 0; b < 2; b++)
+			if (!two)
+				buf[b][2] = buf[b][0];
+		std::string t = key_type(self.scalar_type()), w = two ? ".i64" : ".i32";
+		auto va3 = [&](int b, int w3) { return buf[b][w3].defined() ? va_of(buf[b][w3]) : 0; };
+		/* int16: x's int32 words, and which half it starts at */
+		uint64_t xva = va_of(x), xw = i16 ? xva & ~(uint64_t)3 : xva, xo = (xva - xw) / 2;
 		std::vector<Launch> l = {
 			{ "skey." + t, tvp::blocks(n),
-			  { va_of(x), va_of(keys), va_of(pos), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u,
-			    va_of(low) } },
+			  { xw, va3(0, 0), va3(0, 1), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u, va3(0, 2),
+			    xo } },
 		};
-		auto local = [&](int64_t k0, int64_t k1) {
-			l.push_back({ "bsortl" + w, tvp::blocks(n),
-				      { va_of(keys), va_of(pos), (uint64_t)n, (uint64_t)k0, (uint64_t)k1, (uint64_t)P,
-					va_of(low) } });
+		/* bsortl / bmerge over rows of p in set b, stages k0 .. k1 (bmerge: from set 1 - b) */
+		auto local = [&](const char *kind, int b, int64_t rp, int64_t k0, int64_t k1) {
+			l.push_back({ kind + w, tvp::blocks(rows * rp),
+				      { va3(b, 0), va3(b, 1), (uint64_t)(rows * rp), (uint64_t)k0, (uint64_t)k1, (uint64_t)rp,
+					va3(b, 2), 0, 0, 0, 0, 0, va3(1 - b, 0), va3(1 - b, 1), va3(1 - b, 2) } });
 		};
-		if (P > 1)
-			local(2, std::min<int64_t>(P, 1024));
-		for (int64_t kk = 2048; kk <= P; kk *= 2) {
-			for (int64_t j = kk / 2; j >= 1024; j /= 2)
-				l.push_back({ "bsortg" + w, tvp::blocks(n / 2),
-					      { va_of(keys), va_of(pos), (uint64_t)(n / 2), (uint64_t)j,
-						(uint64_t)(kk & (P - 1)), (uint64_t)__builtin_ctzll(j), va_of(low) } });
-			local(kk, kk);
+		int out = 0;	/* the set sgath reads */
+		int64_t rp = P;	/* its row length */
+
+		if (partial) {
+			local("bsortl", 0, P, 2, K);
+			for (rp = P / 2; rp >= K; rp /= 2, out = 1 - out)
+				local("bmerge", 1 - out, rp, K, K);
+			rp = K;
+		} else {
+			if (P > 1)
+				local("bsortl", 0, P, 2, std::min<int64_t>(P, 1024));
+			for (int64_t kk = 2048; kk <= P; kk *= 2) {
+				for (int64_t j = kk / 2; j >= 1024; j /= 2)
+					l.push_back({ "bsortg" + w, tvp::blocks(n / 2),
+						      { va3(0, 0), va3(0, 1), (uint64_t)(n / 2), (uint64_t)j,
+							(uint64_t)(kk & (P - 1)), (uint64_t)__builtin_ctzll(j), va3(0, 2) } });
+				local("bsortl", 0, P, kk, kk);
+			}
 		}
-		l.push_back({ "sgath." + t, tvp::blocks(rows * k),
-			      { va_of(x), va_of(pos), va_of(v), va_of(i), (uint64_t)(rows * k), pack(P, L), (uint64_t)k } });
+		if (i16)
+			l.push_back({ "sgath.i16", tvp::blocks((nk + 1) / 2),
+				      { xw, va3(out, 1), va_of(v), va_of(i), (uint64_t)((nk + 1) / 2), pack(rp, L),
+					(uint64_t)k, xo, (uint64_t)nk } });
+		else
+			l.push_back({ "sgath." + t, tvp::blocks(nk),
+				      { xva, va3(out, 1), va_of(v), va_of(i), (uint64_t)nk, pack(rp, L), (uint64_t)k } });
 		if (tvp::run(dev_of(self), l, op) != l.size()) {
 			failed = true;
 			return false;
