@@ -119,16 +119,28 @@ static std::string bsortl(bool two, bool merge)
 		     std::string(two ? "\tvld v24, s15, v3, i32, v29\n\tvld v25, s15, v5, i32, v29\n" : "") +
 		     less(two) + "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
 		     (two ? "\tvsel v24, v24, v25, v16\n" : "");
+	/*
+	 * The partner f ^ j is f + j for the lower one of a pair, else f - j:
+	 * two unit-stride loads (whole runs, where a gather of f ^ j goes
+	 * lane by lane) from this block's base in s23 / s24 / s25, one
+	 * selected; the buffers have 512 words before and after (read, not
+	 * used).
+	 */
+	auto partner = [](const char *base, const char *to, const char *tmp) {
+		return std::string("\tadd s27, ") + base + ", s26\n\tsub s28, " + base + ", s26\n\tvld " + to +
+		       ", s27, unit, i32, v29\n\tvld " + tmp + ", s28, unit, i32, v29\n\tvsel " + to + ", " + to +
+		       ", " + tmp + ", v13\n";
+	};
 	return lanes(3) + ld +
+	       "\tli s29, 2\n\tshl s26, s21, s29\n\tadd s23, s1, s26\n\tadd s24, s2, s26\n\tadd s25, s7, s26\n"
 	       "\taddi s6, s6, -1\n\tadd s12, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
 	       "stage:\n\tshr s10, s12, s8\n\tmin s10, s10, s9\n\tand s11, s12, s6\n\tvsplat v19, s11\n"
 	       "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
 	       "step:\n\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n" + st2 +
-	       "\tvsplat v12, s10\n\tvxor v13, v28, v12\t# the partner\n"
-	       "\tvld v14, s1, v13, i32, v29\n\tvld v15, s2, v13, i32, v29\n" +
-	       (two ? "\tvld v25, s7, v13, i32, v29\n" : "") + less(two) +
-	       "\tvand v18, v28, v12\n\tvicmp v18, v18, v17, eq\t# the lower one\n"
-	       "\tvicmp v18, v18, v19, eq\t# keeps the smaller\n\tvicmp v16, v16, v18, eq\t# keeps its own\n"
+	       "\tvsplat v12, s10\n\tvand v13, v28, v12\n\tvicmp v13, v13, v17, eq\t# the lower one\n"
+	       "\tshl s26, s10, s29\t# 4 j\n" + partner("s23", "v14", "v26") + partner("s24", "v15", "v27") +
+	       (two ? partner("s25", "v25", "v26") : "") + less(two) +
+	       "\tvicmp v18, v13, v19, eq\t# keeps the smaller\n\tvicmp v16, v16, v18, eq\t# keeps its own\n"
 	       "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
 	       (two ? "\tvsel v24, v24, v25, v16\n" : "") +
 	       "\tshr s10, s10, s8\n\tbnez s10, step\n\tshl s12, s12, s8\n\tbge s5, s12, stage\n"
@@ -292,12 +304,12 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 		at::Tensor buf[2][3];
 		for (int b = 0; b < (partial ? 2 : 1); b++)
 			for (int w = 0; w < (two ? 3 : 2); w++)
-				buf[b][w] = at::empty({ b ? n / 2 : n }, i32);
+				buf[b][w] = at::empty({ (b ? n / 2 : n) + 1024 }, i32);	/* bsortl reads 512 around */
 		for (int b = 0; b < 2; b++)
 			if (!two)
 				buf[b][2] = buf[b][0];
 		std::string t = key_type(self.scalar_type()), w = two ? ".i64" : ".i32";
-		auto va3 = [&](int b, int w3) { return buf[b][w3].defined() ? va_of(buf[b][w3]) : 0; };
+		auto va3 = [&](int b, int w3) { return buf[b][w3].defined() ? va_of(buf[b][w3]) + 512 * 4 : 0; };
 		/* int16: x's int32 words, and which half it starts at */
 		uint64_t xva = va_of(x), xw = i16 ? xva & ~(uint64_t)3 : xva, xo = (xva - xw) / 2;
 		std::vector<Launch> l = {
