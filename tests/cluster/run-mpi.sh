@@ -51,6 +51,11 @@
 #      its file, says so and dies of the signal); mpirun ends with the job.
 #      Each QEMU used to run on to its 150 s timeout
 #
+#   6. -np 2 over shared-memory cables, the guests asleep once up: mpirun
+#      itself is SIGTERMed, as a batch system or a user's Ctrl-C stops a
+#      job (it sends its ranks SIGTERM, then SIGKILL): both QEMUs end, both
+#      cable files and the job directory go, and mpirun ends
+#
 #   tests/cluster/run-mpi.sh [--no-build]
 #
 # Prints TAP; exit status 0 if everything passed. Logs: build/cluster-tests/.
@@ -116,7 +121,8 @@ netns_down() { "$TOP/tests/cluster/netns-hosts" down "$NETNS"; }
 # line names it; QEMU makes them only after that line is out).
 SHM_LOG=$OUT/np4-shm.log
 STOP_LOG=$OUT/np2-stop.log
-rm -f "$SHM_LOG" "$STOP_LOG"
+TERM_LOG=$OUT/np2-mpirun-term.log
+rm -f "$SHM_LOG" "$STOP_LOG" "$TERM_LOG"
 job_of() { # job_of LOG: the job directory's name
 	sed -n 's|^maia-cluster: .*, job directory /tmp/\(maia-cluster\.[A-Za-z0-9]*\)$|\1|p' \
 		"$1" 2>/dev/null | head -1
@@ -130,7 +136,7 @@ shm_files() { # shm_files LOG
 # is_ours PID PIDFILE: PID is a process of a job of ours (QEMU, or its
 # timeout or run-guest: each has the job's pidfile among its arguments).
 is_ours() { [ -n "$1" ] && tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -qxF "$2"; }
-# Case 5's QEMUs and their pidfiles, and its mpirun (for the traps).
+# Case 5's (then 6's) QEMUs and their pidfiles, and its mpirun (for the traps).
 declare -a stop_qemu=() stop_pidfile=()
 stop_mpi=
 # shellcheck disable=SC2317
@@ -145,7 +151,7 @@ stop_leftovers() {
 cleanup() {
 	netns_down
 	stop_leftovers
-	{ shm_files "$SHM_LOG"; shm_files "$STOP_LOG"; } | xargs -r rm -f --
+	{ shm_files "$SHM_LOG"; shm_files "$STOP_LOG"; shm_files "$TERM_LOG"; } | xargs -r rm -f --
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -430,6 +436,53 @@ else
 	for _ in 1 2; do tap not-ok "np2-stop: not run"; done
 fi
 # Whatever is left of this job's processes, by their pids.
+stop_leftovers
+if [ -n "$stop_mpi" ]; then wait "$stop_mpi" 2>/dev/null; fi
+stop_mpi=
+
+# 6: mpirun's own stop: SIGTERM to the mpirun this script started (under
+# timeout(1), whose child it is). mpirun sends each launcher SIGTERM, and
+# SIGKILL a second later: the launcher's own stop or its guard ends its QEMU
+# and removes its files either way. The bound (60 s) is on processes
+# vanishing, not a claim on time.
+log=$TERM_LOG
+: >"$log"
+stop_qemu=() stop_pidfile=()
+"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 \
+	--ids 1 -- sh -c 'echo STOP-UP; echo; exec sleep 600' >"$log" 2>&1 &
+stop_mpi=$!
+for _ in $(seq 1 1500); do	# a bound of about 150 s for both guests to boot
+	if up 0 && up 1; then break; fi
+	kill -0 "$stop_mpi" 2>/dev/null || break
+	sleep 0.1
+done
+job=$(job_of "$log")
+mpi=$(ps -o pid= --ppid "$stop_mpi" 2>/dev/null | tr -d ' ' | head -1)
+[ -n "$mpi" ] && [ "$(ps -o comm= -p "$mpi")" = mpirun ] || mpi=
+for r in 0 1; do
+	stop_pidfile[r]=/tmp/$job/qemu-rank$r.pid
+	stop_qemu[r]=$(cat "${stop_pidfile[r]}" 2>/dev/null)
+done
+echo "# job $job: QEMU ${stop_qemu[0]:-?} ${stop_qemu[1]:-?}, mpirun ${mpi:-?}"
+if [ -n "$job" ] && [ -n "$mpi" ] && up 0 && up 1 &&
+	is_ours "${stop_qemu[0]}" "${stop_pidfile[0]}" && is_ours "${stop_qemu[1]}" "${stop_pidfile[1]}" &&
+	[ -e "/dev/shm/$job-cable0" ] && [ -e "/dev/shm/$job-cable1" ]; then
+	kill -TERM "$mpi"
+	if gone_within 60 eval 'rank_gone 0 && rank_gone 1 && ! kill -0 "$stop_mpi" 2>/dev/null'; then
+		wait "$stop_mpi"
+		rc=$?
+		stop_mpi=
+		if [ ! -e "/tmp/$job" ]; then
+			tap ok "np2-mpirun-term: mpirun SIGTERMed: both QEMUs ended, both cable files and the job directory removed, mpirun ended (status $rc)"
+		else
+			tap not-ok "np2-mpirun-term: mpirun SIGTERMed and ended (status $rc) but left /tmp/$job: $(ls "/tmp/$job")"
+		fi
+	else
+		tap not-ok "np2-mpirun-term: 60 s after mpirun's SIGTERM: QEMU 0 $(rank_gone 0 && echo gone || echo left), QEMU 1 $(rank_gone 1 && echo gone || echo left), mpirun $(kill -0 "$stop_mpi" 2>/dev/null && echo runs || echo ended) (log $log)"
+	fi
+else
+	tap not-ok "np2-mpirun-term: the job did not come up (job '$job', mpirun '${mpi:-}', log $log)"
+fi
 stop_leftovers
 if [ -n "$stop_mpi" ]; then wait "$stop_mpi" 2>/dev/null; fi
 stop_mpi=
