@@ -89,14 +89,18 @@ inline std::vector<uint64_t> tvp_pack_strides5(const std::vector<int64_t> &strid
 	return { pack(s[0], s[1]), pack(s[2], s[3]), pack(s[4], 0) };
 }
 
-/* A fill value as a kernel argument for element type t: binary32 bits for floats, else the integer. */
+/*
+ * A fill value as a kernel argument for element type t: binary32 bits for
+ * floats, else the integer's low 32 bits (an int64 past int32 too: its
+ * users take the value from elsewhere).
+ */
 inline uint64_t fill_bits(const at::Scalar &v, at::ScalarType t)
 {
 	if (at::isFloatingType(t))
 		return tvp::f32_bits(v.toDouble());
 	if (t == at::kBool)
 		return v.toBool() ? 1 : 0;
-	return (uint64_t)(uint32_t)v.toInt();
+	return (uint64_t)(uint32_t)v.toLong();
 }
 
 /*
