@@ -42,76 +42,120 @@ using tvp::Launch;
 
 enum class Red { Set, Add, Mul, Max, Min, Mean };
 
-static const char *const red_kind[] = { "sset", "sadd", "smul", "smax", "smin", "smean" };
-static const char *const red_identity[] = { "0", "0.0", "1.0", "-inf", "inf", "0.0" };
-
 /* ---- the programs ------------------------------------------------------------ */
 
+static bool is_float(const std::string &t)
+{
+	return t == "f32" || t == "bf16" || t == "f16";
+}
+
 /*
- * One walk along dim (label l): j = 0 .. J - 1 (s23), the index at v12
+ * a = red(a, x) in registers, t1/t2 temporaries. Floats: a NaN on either
+ * side wins amax/amin, as CPU torch's; int32: wrapping add and multiply.
+ */
+static std::string red_asm(Red r, bool flt, const std::string &a, const std::string &x, const std::string &t1,
+			   const std::string &t2)
+{
+	switch (r) {
+	case Red::Set:
+		return "\tvmov " + a + ", " + x + "\n";
+	case Red::Add:
+	case Red::Mean:
+		return std::string(flt ? "\tvfadd " : "\tviadd ") + a + ", " + a + ", " + x + "\n";
+	case Red::Mul:
+		return std::string(flt ? "\tvfmul " : "\tvimul ") + a + ", " + a + ", " + x + "\n";
+	default:
+		break;
+	}
+	if (!flt)
+		return std::string(r == Red::Max ? "\tvimax " : "\tvimin ") + a + ", " + a + ", " + x + "\n";
+	return std::string("\t") + (r == Red::Max ? "vfmax " : "vfmin ") + t1 + ", " + a + ", " + x + "\n\tvfcmp " +
+	       t2 + ", " + x + ", " + x + ", ne\n\tvsel " + t1 + ", " + x + ", " + t1 + ", " + t2 + "\n\tvfcmp " + t2 +
+	       ", " + a + ", " + a + ", ne\n\tvsel " + a + ", " + a + ", " + t1 + ", " + t2 + "\n";
+}
+
+static std::string identity(Red r, bool flt)
+{
+	static const char *const f[] = { "0", "0.0", "1.0", "-inf", "inf", "0.0" };
+	static const char *const i[] = { "0", "0", "1", "-2147483648", "2147483647", "0" };
+
+	return (flt ? f : i)[(int)r];
+}
+
+/*
+ * mean's last step: v25 /= max(v26 + v5, 1), v26 the count (int32), v5
+ * include_self (int32), v17 = 0; integers divide rounding down, as CPU
+ * torch's floor division.
+ */
+static std::string mean_div(bool flt)
+{
+	std::string s = "\tviadd v26, v26, v5\n\tvsplati v27, 1\n\tvimax v26, v26, v27\n";
+
+	if (flt)
+		return s + "\tvcvt v26, v26, i2f\n\tvfdiv v25, v25, v26\n";
+	return s + "\tvirem v27, v25, v26\n\tvidiv v25, v25, v26\n\tvicmp v3, v27, v17, lt\n\tvisub v25, v25, v3\n";
+}
+
+/*
+ * One walk along dim (label l): j = 0 .. s23 - 1 (s26), the index at v12
  * (int64 elements), src at v13, both stepping by their dim strides (v20,
  * v21); v15 = the index, wrapped from [-size, 0) where v7 says so; a bad
  * one sets the flag word (s4) and its lane sits the step out; v23 = the
  * target (v11 + index x v22). init: store the identity there; else reduce
- * src (or the value v6 when s18 != 0) into it.
+ * src (or the value v6 when s18 != 0) into it and, with counts, add 1 to
+ * the int32 count at s27 + the target. chunked: the lane is at v10 along
+ * dim (masked from J, v28, on) and steps by C (v30; v20 and v21 are C
+ * strides); with s19 != 0 it counts, or for sset stores its position + 1.
  */
-static std::string walk(const std::string &l, Red r, bool init, const std::string &t)
+static std::string walk(const std::string &l, Red r, bool init, const std::string &t, bool counts, bool chunked)
 {
-	std::string s = "\tli s26, 0\n\tvmov v12, v1\n\tvmov v13, v2\n" + l + ":\n\tbge s26, s23, " + l + "_end\n" +
-			"\tviadd v14, v12, v12\n\tvld v15, s2, v14, i32, v29\n\tvsplati v9, 1\n"
-			"\tviadd v14, v14, v9\n\tvld v16, s2, v14, i32, v29\n"
-			"\tvicmp v18, v16, v17, eq\n\tvicmp v19, v15, v17, ge\n\tvand v18, v18, v19\n"
-			"\tvicmp v19, v15, v8, lt\n\tvand v18, v18, v19\t# in [0, size)\n"
-			"\tvsplati v9, -1\n\tviadd v3, v15, v8\n\tvicmp v4, v16, v9, eq\n\tvicmp v19, v15, v17, lt\n"
-			"\tvand v4, v4, v19\n\tvicmp v19, v3, v17, ge\n\tvand v4, v4, v19\n\tvand v4, v4, v7\n"
-			"\tvsel v15, v3, v15, v4\n\tvor v18, v18, v4\t# in [-size, 0), wrapping\n"
-			"\tvicmp v19, v18, v17, eq\n\tvand v19, v19, v29\n\tvsplati v9, 1\n"
-			"\tvst v9, s4, v17, i32, v19\t# a bad one: flag = 1\n"
-			"\tvand v18, v18, v29\n\tvimul v23, v15, v22\n\tviadd v23, v23, v11\t# the target\n";
+	bool flt = is_float(t);
+	std::string m = chunked ? "v5" : "v29";
+	std::string s = "\tli s26, 0\n\tvmov v12, v1\n\tvmov v13, v2\n" + l + ":\n\tbge s26, s23, " + l + "_end\n";
+
+	if (chunked)
+		s += "\tvicmp v5, v10, v28, lt\n\tvand v5, v5, v29\t# j < J\n";
+	s += "\tviadd v14, v12, v12\n\tvld v15, s2, v14, i32, " + m + "\n\tvsplati v9, 1\n"
+	     "\tviadd v14, v14, v9\n\tvld v16, s2, v14, i32, " + m + "\n"
+	     "\tvicmp v18, v16, v17, eq\n\tvicmp v19, v15, v17, ge\n\tvand v18, v18, v19\n"
+	     "\tvicmp v19, v15, v8, lt\n\tvand v18, v18, v19\t# in [0, size)\n"
+	     "\tvsplati v9, -1\n\tviadd v3, v15, v8\n\tvicmp v4, v16, v9, eq\n\tvicmp v19, v15, v17, lt\n"
+	     "\tvand v4, v4, v19\n\tvicmp v19, v3, v17, ge\n\tvand v4, v4, v19\n\tvand v4, v4, v7\n"
+	     "\tvsel v15, v3, v15, v4\n\tvor v18, v18, v4\t# in [-size, 0), wrapping\n"
+	     "\tvicmp v19, v18, v17, eq\n\tvand v19, v19, " + m + "\n\tvsplati v9, 1\n"
+	     "\tvst v9, s4, v17, i32, v19\t# a bad one: flag = 1\n"
+	     "\tvand v18, v18, " + m + "\n\tvimul v23, v15, v22\n\tviadd v23, v23, v11\t# the target\n";
 
 	if (init) {
-		s += "\tvsplati v24, " + std::string(red_identity[(int)r]) + "\n\tvst v24, s1, v23, " + t + ", v18\n";
+		s += "\tvsplati v24, " + identity(r, flt) + "\n\tvst v24, s1, v23, " + t + ", v18\n";
 	} else {
 		s += "\tbnez s18, " + l + "_v\n\tvld v24, s3, v13, " + t + ", v18\n\tjmp " + l + "_s\n" + l +
 		     "_v:\n\tvmov v24, v6\n" + l + "_s:\n";
 		if (r != Red::Set)
 			s += "\tvld v25, s1, v23, " + t + ", v18\n";
-		switch (r) {
-		case Red::Set:
-			s += "\tvmov v25, v24\n";
-			break;
-		case Red::Add:
-		case Red::Mean:
-			s += "\tvfadd v25, v25, v24\n";
-			break;
-		case Red::Mul:
-			s += "\tvfmul v25, v25, v24\n";
-			break;
-		case Red::Max:
-		case Red::Min:
-			/* a NaN on either side wins, as CPU torch's */
-			s += std::string("\t") + (r == Red::Max ? "vfmax" : "vfmin") + " v26, v25, v24\n"
-			     "\tvfcmp v27, v24, v24, ne\n\tvsel v26, v24, v26, v27\n"
-			     "\tvfcmp v27, v25, v25, ne\n\tvsel v25, v25, v26, v27\n";
-			break;
-		}
-		s += "\tvst v25, s1, v23, " + t + ", v18\n";
-		if (r == Red::Mean)
-			s += "\tvld v26, s27, v23, f32, v18\n\tvsplati v27, 1.0\n\tvfadd v26, v26, v27\n"
-			     "\tvst v26, s27, v23, f32, v18\t# count\n";
+		s += red_asm(r, flt, "v25", "v24", "v26", "v27") + "\tvst v25, s1, v23, " + t + ", v18\n";
+		if (chunked)
+			s += "\tbeqz s19, " + l + "_n\n";
+		if (chunked && r == Red::Set)
+			s += "\tvsplati v27, 1\n\tviadd v26, v10, v27\n\tvst v26, s27, v23, i32, v18\t# j + 1\n";
+		else if (counts)
+			s += "\tvld v26, s27, v23, i32, v18\n\tvsplati v27, 1\n\tviadd v26, v26, v27\n"
+			     "\tvst v26, s27, v23, i32, v18\t# count\n";
+		if (chunked)
+			s += l + "_n:\n\tviadd v10, v10, v30\n";
 	}
 	return s + "\tviadd v12, v12, v20\n\tviadd v13, v13, v21\n\taddi s26, s26, 1\n\tjmp " + l + "\n" + l +
 	       "_end:\n";
 }
 
 /*
- * sset / sadd / smul / smax / smin / smean: s1 = self (updated in place),
- * s2 = index (int64), s3 = src or the value (binary32 bits or the
- * integer), s4 = aux (int32: the flag word, then smean's float32 counts
- * at self's offsets), s5 = the outer element count, s6/s7 = the outer
- * shape, s8-s10 / s11-s13 / s14-s16 = the strides of self / index / src
- * over it (the last, dim's, in the low half of s10 / s13 / s16), and in
- * the high halves of s10 J, of s13 self.size(dim), of s16 the mode: 1
+ * The serial walk, sset / sadd / smul / smax / smin / smean: s1 = self
+ * (updated in place), s2 = index (int64), s3 = src or the value (binary32
+ * bits or the integer), s4 = aux (int32: the flag word, then smean's
+ * counts at self's offsets), s5 = the outer element count, s6/s7 = the
+ * outer shape, s8-s10 / s11-s13 / s14-s16 = the strides of self / index /
+ * src over it (the last, dim's, in the low half of s10 / s13 / s16), and
+ * in the high halves of s10 J, of s13 self.size(dim), of s16 the mode: 1
  * wrap negative indices, 2 include_self, 4 the value form.
  */
 static std::string sloop(Red r, const std::string &t)
@@ -125,37 +169,124 @@ static std::string sloop(Red r, const std::string &t)
 	     "\tli s31, 4\n\tand s18, s25, s31\t# the value form\n"
 	     "\tli s31, 1\n\tshr s19, s25, s31\n\tand s19, s19, s31\t# include_self\n";
 	if (r != Red::Set)
-		s += "\tbnez s19, self_in\n" + walk("ini", r, true, t) + "self_in:\n";
-	s += walk("red", r, false, t);
+		s += "\tbnez s19, self_in\n" + walk("ini", r, true, t, false, false) + "self_in:\n";
+	s += walk("red", r, false, t, r == Red::Mean, false);
 	if (r == Red::Mean)
-		s += "\tvsplat v5, s19\n\tvcvt v5, v5, i2f\n\tvsplati v27, 1.0\n\tvmov v23, v11\n\tli s26, 0\n"
+		s += "\tvsplat v5, s19\n\tvmov v23, v11\n\tli s26, 0\n"
 		     "fin:\n\tbge s26, s24, fin_end\n\tvld v25, s1, v23, " + t + ", v29\n"
-		     "\tvld v26, s27, v23, f32, v29\n\tvfadd v26, v26, v5\n\tvfmax v26, v26, v27\n"
-		     "\tvfdiv v25, v25, v26\n\tvst v25, s1, v23, " + t + ", v29\n"
+		     "\tvld v26, s27, v23, i32, v29\n" + mean_div(is_float(t)) + "\tvst v25, s1, v23, " + t + ", v29\n"
 		     "\tviadd v23, v23, v22\n\taddi s26, s26, 1\n\tjmp fin\nfin_end:\n";
 	return s + "\thalt\n";
 }
 
+/*
+ * The chunked walk, wset / wadd / wmul / wmax / wmin / wmean: a lane per
+ * (outer position o, chunk c) walks positions c, c + C, c + 2C, .. of dim
+ * (L steps; so the C lanes of one o read consecutive index and src
+ * elements) into its own partial row P[c][o][0 .. size): the value of the
+ * last writer (wset), or src folded from the reduction's identity (P is
+ * filled with it) in index order (wmean: the sum). With counts it keeps
+ * M[c][o][..] (int32): wset the last writer's position + 1, the others
+ * the number of updates. s1 = P, s2 = index, s3 = src or the value, s4 =
+ * the flag word, s5 = the lanes (outer count x C), s6/s7 = the outer
+ * shape with C last, s8-s10 / s11-s13 = the strides of index / src over
+ * it (dim's last; J in the high half of s10, self.size(dim) in that of
+ * s13), s14 = M, s15 = L | mode << 32 (1 wrap, 4 the value form, 8
+ * counts), s16 = T (outer count x size, a partial's length).
+ */
+static std::string wloop(Red r, const std::string &t)
+{
+	std::string s = tvp_asm_coords5(5, 6) + tvp_asm_dot5(12, 8) + tvp_asm_dot5(13, 11);
+
+	s += "\tshr s24, s13, s30\t# size\n\tvsplat v8, s24\n"
+	     "\tshr s25, s15, s30\t# mode\n\tshl s23, s15, s30\n\tshr s23, s23, s30\t# L\n"
+	     "\tvsplat v30, s6\t# C\n\tvsplat v20, s10\n\tvimul v20, v20, v30\n"
+	     "\tvsplat v21, s13\n\tvimul v21, v21, v30\n\tvsplati v22, 1\n\tvsplati v17, 0\n\tvsplat v6, s3\n"
+	     "\taddi s27, s14, 0\t# M\n"
+	     "\tli s31, 1\n\tand s17, s25, s31\n\tvsplat v7, s17\t# wrap\n"
+	     "\tli s31, 4\n\tand s18, s25, s31\t# the value form\n"
+	     "\tli s31, 8\n\tand s19, s25, s31\t# counts\n"
+	     "\tvmov v10, v4\n\tvmov v1, v12\n\tvmov v2, v13\t# position c, index and src there\n"
+	     "\tvidiv v9, v28, v30\n\tvimul v11, v9, v8\t# o x size (o = f / C)\n"
+	     "\tvsplat v9, s16\n\tvimul v3, v4, v9\n\tviadd v11, v11, v3\t# P[c][o]\n"
+	     "\tshr s22, s10, s30\n\tvsplat v28, s22\t# J\n";
+	s += walk("red", r == Red::Mean ? Red::Add : r, false, t, true, true);
+	return s + "\thalt\n";
+}
+/*
+ * The combine, cset / cadd / cmul / cmax / cmin / cmean: a lane per
+ * element e of self that the walks reach (outer position, k along dim)
+ * folds the chunks' partials into it in chunk order: cset takes the one
+ * with the last writer (the largest M[c][e]); the others fold those that
+ * updated e (M[c][e] > 0; without counts every one but an add's +0.0,
+ * the identity, which would turn a -0.0 self into +0.0) into self, or
+ * without include_self start from the first one's P (the identity folded
+ * with src already); untouched elements keep self. cmean divides by the
+ * counts' sum + include_self (at least 1). s1 = self, s2 = P, s3 = M, s4
+ * = T (the lanes: outer count x size), s5 = C, s6/s7 = the outer shape
+ * with size(dim) last, s8-s10 = self's strides over it (dim's last), s11
+ * = include_self, s12 = counts (M was kept).
+ */
+static std::string cloop(Red r, const std::string &t)
+{
+	bool flt = is_float(t);
+	std::string s = tvp_asm_coords5(4, 6) + tvp_asm_dot5(11, 8);
+
+	s += "\tvmov v12, v28\t# e: the partials' offset\n\tvsplat v20, s4\n\tvsplati v17, 0\n\tvsplat v5, s11\n"
+	     "\tvicmp v7, v5, v17, eq\t# not include_self\n\tvsplat v31, s12\n\tvicmp v31, v31, v17, eq\t# no counts\n"
+	     "\tvmov v21, v17\t# the counts' sum (cset: the last position + 1)\n"
+	     "\tvld v25, s1, v11, " + t + ", v29\n\tli s26, 0\n"
+	     "comb:\n\tbge s26, s5, comb_end\n\tvld v26, s3, v12, i32, v29\n\tvld v24, s2, v12, " + t + ", v29\n";
+	if (r == Red::Set) {
+		s += "\tvicmp v18, v26, v21, gt\n\tvand v18, v18, v29\n\tvsel v25, v24, v25, v18\n\tvimax v21, v21, v26\n";
+	} else {
+		s += "\tvicmp v18, v26, v17, ne\n";
+		if (flt && (r == Red::Add || r == Red::Mean))
+			s += "\tvicmp v3, v24, v17, ne\n\tvand v3, v3, v31\n\tvor v18, v18, v3\n";
+		else
+			s += "\tvor v18, v18, v31\n";
+		s += "\tvand v18, v18, v29\t# chunk c updated e\n"
+		     "\tvicmp v19, v21, v17, eq\n\tvand v19, v19, v7\n\tvand v19, v19, v18\t# P is all there is\n"
+		     "\tviadd v21, v21, v26\n\tvmov v30, v25\n" +
+		     red_asm(r == Red::Mean ? Red::Add : r, flt, "v30", "v24", "v26", "v27") +
+		     "\tvsel v30, v24, v30, v19\n\tvsel v25, v30, v25, v18\n";
+	}
+	s += "\tviadd v12, v12, v20\n\taddi s26, s26, 1\n\tjmp comb\ncomb_end:\n";
+	if (r == Red::Mean)
+		s += "\tvmov v26, v21\n" + mean_div(flt);
+	return s + "\tvst v25, s1, v11, " + t + ", v29\n\thalt\n";
+}
+
+static const char *const red_names[] = { "set", "add", "mul", "max", "min", "mean" };
+
+/* "s<red>": the serial walk; "w<red>" and "c<red>": the chunked walk and its combine */
 static std::string family(const std::string &kind, const std::string &t)
 {
-	bool flt = t == "f32" || t == "bf16" || t == "f16";
-
-	for (int r = 0; r <= (int)Red::Mean; r++)
-		if (kind == red_kind[r]) {
-			if (r == (int)Red::Set)
-				return flt || t == "i32" || t == "i8" ? sloop(Red::Set, t) : "";
-			return flt ? sloop((Red)r, t) : "";
+	for (int r = 0; r <= (int)Red::Mean; r++) {
+		if (kind.substr(1) != red_names[r])
+			continue;
+		if (!(is_float(t) || t == "i32" || (r == (int)Red::Set && t == "i8")))
+			return "";
+		switch (kind[0]) {
+		case 's': return sloop((Red)r, t);
+		case 'w': return wloop((Red)r, t);
+		case 'c': return cloop((Red)r, t);
+		default: return "";
 		}
+	}
 	return "";
 }
 
 [[maybe_unused]] static const bool registered = tvp::add_family(
-	{ "sset", "sadd", "smul", "smax", "smin", "smean" }, family);
+	{ "sset", "sadd", "smul", "smax", "smin", "smean", "wset", "wadd", "wmul", "wmax", "wmin", "wmean",
+	  "cset", "cadd", "cmul", "cmax", "cmin", "cmean" }, family);
 
 /* ---- launching ------------------------------------------------------------------ */
 
 /* A walk's instructions: the budget (MAIA_TVP_DEFAULT_BUDGET) bounds J and self.size(dim). */
 static constexpr int64_t max_walk = (int64_t)1 << 16;
+/* The chunked walk's partials: at most this many elements (P of self's type and M, int32). */
+static constexpr int64_t max_partials = (int64_t)1 << 22;
 
 /* What one scatter does: self (contiguous, updated) along d from index, src or value. */
 struct Scatter {
@@ -164,23 +295,37 @@ struct Scatter {
 	at::Tensor index;		/* int64, self's rank, any strides (expanded ones too) */
 	at::Tensor src;			/* undefined: the value form */
 	uint64_t value = 0;		/* value_arg() */
+	at::Scalar scalar;		/* the value itself (8-byte types: two words) */
 	bool include_self = true;
 	bool wrap = false;
 };
 
+/* The TVP element type of the reductions for t: the float ones, int32; else nullptr. */
+static const char *red_elem(at::ScalarType t)
+{
+	return t == at::kInt ? "i32" : tvp::elem(t);
+}
+
+/* 8-byte types, which plain scatters copy as two int32 words (word_view()) */
+static bool two_words(at::ScalarType t)
+{
+	return t == at::kLong || t == at::kDouble;
+}
+
 /*
- * Whether s can run on self's device: the types, ranks <= 5, int32
- * offsets, CPU torch's shape rules (index within self on every dimension
- * but d, within src on all), walks within the budget.
+ * Whether s can run on self's device: the types, ranks <= 5 (4 for the
+ * 8-byte types, which take a dimension for their words), int32 offsets,
+ * CPU torch's shape rules (index within self on every dimension but d,
+ * within src on all), walks within the budget.
  */
 static bool scatter_ok(const at::Tensor &self, const Scatter &s)
 {
 	const at::Tensor &i = s.index;
-	bool set = s.red == Red::Set;
+	bool set = s.red == Red::Set, words = set && two_words(self.scalar_type());
 
 	if (!i.defined() || !on_device(self) || !on_device(i, self) || i.scalar_type() != at::kLong || self.dim() < 1 ||
-	    self.dim() > 5 || i.dim() != self.dim() || !int32_reach(self) || !int32_reach(i) ||
-	    !(set ? elem_exact(self.scalar_type()) : tvp::elem(self.scalar_type())) ||
+	    self.dim() > (words ? 4 : 5) || i.dim() != self.dim() || !int32_reach(self) || !int32_reach(i) ||
+	    !(words || (set ? elem_exact(self.scalar_type()) : red_elem(self.scalar_type()))) ||
 	    i.size(s.d) > max_walk || self.size(s.d) > max_walk)
 		return false;
 	if (s.src.defined() && (!on_device(s.src, self) || s.src.scalar_type() != self.scalar_type() ||
@@ -193,47 +338,141 @@ static bool scatter_ok(const at::Tensor &self, const Scatter &s)
 }
 
 /*
+ * How many chunks the walk along dim takes (1: the serial walk), n outer
+ * positions, J steps, T = n x size(dim) elements to combine, counts: M
+ * kept. The cheapest by a model of the simulated device: a vector
+ * instruction (1024 lanes) costs about 2.5 units, a lane's access to a
+ * page its instance has not cached 1 (the walks' accesses to self or P
+ * are such; the serial walk's index and src reads too, the chunked walk's
+ * are runs of C lanes), filling P 1 per 4096 elements. Depends on the
+ * shapes only, so a result does too.
+ */
+static int64_t chunks_for(int64_t n, int64_t J, int64_t T, bool counts)
+{
+	auto blocks = [](int64_t lanes) { return (lanes + 1023) / 1024; };
+	int64_t best = 1, cost = blocks(n) * J * 112 + n * J * 5;
+
+	for (int64_t c = 2; c <= J / 8 && c * T <= max_partials; c *= 2) {
+		int64_t steps = (J + c - 1) / c;
+		int64_t k = blocks(n * c) * steps * 140 + n * J * (counts ? 4 : 2) + n * steps * 3 +
+			    blocks(T) * c * 45 + c * T / 2048;
+
+		if (k < cost) {
+			best = c;
+			cost = k;
+		}
+	}
+	return best;
+}
+
+/* The packed strides of t over the outer shape with dim d last. */
+static std::vector<int64_t> outer_strides(const at::Tensor &t, int64_t d)
+{
+	std::vector<int64_t> st;
+
+	for (int64_t k = 0; k < t.dim(); k++)
+		if (k != d)
+			st.push_back(t.stride(k));
+	st.push_back(t.stride(d));
+	return st;
+}
+
+/*
  * Run s on acc (contiguous, on the device): 1 done, 0 the device failed
  * the kernel (logged), -1 a bad index (the flag read back).
  */
 static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 {
-	std::vector<int64_t> shape, ast, ist, sst;
+	std::vector<int64_t> shape;
 	const at::Tensor &i = s.index;
+	const int64_t J = i.size(s.d), size = acc.size(s.d);
 
-	for (int64_t k = 0; k <= acc.dim(); k++) {
-		int64_t j = k == acc.dim() ? s.d : k;	/* d last */
-
-		if (k == s.d)
-			continue;
-		shape.push_back(k == acc.dim() ? 1 : i.size(j));
-		ast.push_back(acc.stride(j));
-		ist.push_back(i.stride(j));
-		sst.push_back(s.src.defined() ? s.src.stride(j) : 0);
-	}
+	for (int64_t k = 0; k < acc.dim(); k++)
+		if (k != s.d)
+			shape.push_back(i.size(k));
 	int64_t n = 1;
 	for (int64_t v : shape)
 		n *= v;
-	if (n == 0 || i.size(s.d) == 0)
+	if (n == 0 || J == 0)
 		return 1;
-	at::Tensor aux = at::zeros({ 1 + (s.red == Red::Mean ? acc.numel() : 0) }, acc.options().dtype(at::kInt));
-	std::vector<uint64_t> a = { va_of(acc), va_of(i), s.src.defined() ? va_of(s.src) : s.value, va_of(aux),
-				    (uint64_t)n };
-	std::vector<uint64_t> sh = tvp_pack_shape5(shape), as = tvp_pack_strides5(ast), is = tvp_pack_strides5(ist),
-			      ss = tvp_pack_strides5(sst);
-	uint64_t mode = (s.wrap ? 1 : 0) | (s.include_self ? 2 : 0) | (s.src.defined() ? 0 : 4);
+	const std::string t = s.red == Red::Set ? elem_exact(acc.scalar_type()) : red_elem(acc.scalar_type());
+	const std::string red = red_names[(int)s.red];
+	const bool counts = s.red == Red::Set || s.red == Red::Mean || !s.include_self;
+	const int64_t C = chunks_for(n, J, n * size, counts);
+	uint64_t src = s.src.defined() ? va_of(s.src) : s.value;
+	std::vector<uint64_t> is = tvp_pack_strides5(outer_strides(i, s.d));
+	std::vector<uint64_t> ss = tvp_pack_strides5(s.src.defined() ? outer_strides(s.src, s.d) :
+						   std::vector<int64_t>(shape.size() + 1, 0));
+	std::vector<uint64_t> as = tvp_pack_strides5(outer_strides(acc, s.d));
+	std::vector<tvp::Launch> l;
+	at::Tensor aux, P, M;
 
-	as[2] |= (uint64_t)i.size(s.d) << 32;
-	is[2] |= (uint64_t)acc.size(s.d) << 32;
-	ss[2] |= mode << 32;
-	for (const std::vector<uint64_t> *v : { &sh, &as, &is, &ss })
-		a.insert(a.end(), v->begin(), v->end());
-	std::string program = std::string(red_kind[(int)s.red]) + "." + elem_exact(acc.scalar_type());
-	if (tvp::run(dev_of(acc), { { program, tvp::blocks(n), a } }, op) != 1)
+	if (C == 1) {
+		std::vector<int64_t> sh = shape;
+		uint64_t mode = (s.wrap ? 1 : 0) | (s.include_self ? 2 : 0) | (s.src.defined() ? 0 : 4);
+
+		sh.push_back(1);
+		aux = at::zeros({ 1 + (s.red == Red::Mean ? acc.numel() : 0) }, acc.options().dtype(at::kInt));
+		as[2] |= (uint64_t)J << 32;
+		is[2] |= (uint64_t)size << 32;
+		ss[2] |= mode << 32;
+		l.push_back({ "s" + red + "." + t, tvp::blocks(n),
+			      std::vector<uint64_t>{ va_of(acc), va_of(i), src, va_of(aux), (uint64_t)n } +
+				      tvp_pack_shape5(sh) + as + is + ss });
+	} else {
+		/* the chunked walk into partials, then their combine into acc: one job (M zeroed if unused) */
+		const int64_t L = (J + C - 1) / C, T = n * size;
+		std::vector<int64_t> wsh = shape, csh = shape;
+		uint64_t mode = (s.wrap ? 1 : 0) | (s.src.defined() ? 0 : 4) | (counts ? 8 : 0);
+		static const double ident[] = { 0, 0, 1, -INFINITY, INFINITY, 0 };
+		at::Scalar id = acc.scalar_type() == at::kInt ?
+			at::Scalar(s.red == Red::Max ? INT32_MIN : s.red == Red::Min ? INT32_MAX : (int64_t)ident[(int)s.red]) :
+			at::Scalar(ident[(int)s.red]);
+
+		wsh.push_back(C);
+		csh.push_back(size);
+		aux = at::zeros({ 1 }, acc.options().dtype(at::kInt));
+		P = s.red == Red::Set ? at::empty({ C * T }, acc.options()) : at::full({ C * T }, id, acc.options());
+		M = at::zeros({ C * T }, acc.options().dtype(at::kInt));
+		is[2] |= (uint64_t)J << 32;
+		ss[2] |= (uint64_t)size << 32;
+		l.push_back({ "w" + red + "." + t, tvp::blocks(n * C),
+			      std::vector<uint64_t>{ va_of(P), va_of(i), src, va_of(aux), (uint64_t)(n * C) } +
+				      tvp_pack_shape5(wsh) + is + ss +
+				      std::vector<uint64_t>{ va_of(M), pack(L, (int64_t)mode), (uint64_t)T } });
+		l.push_back({ "c" + red + "." + t, tvp::blocks(T),
+			      std::vector<uint64_t>{ va_of(acc), va_of(P), va_of(M), (uint64_t)T, (uint64_t)C } +
+				      tvp_pack_shape5(csh) + as +
+				      std::vector<uint64_t>{ s.include_self ? 1u : 0u, counts ? 1u : 0u } });
+	}
+	if (tvp::run(dev_of(acc), l, op) != l.size())
 		return 0;
 	int32_t bad = 0;
 	copy_from_device(dev_of(acc), &bad, va_of(aux), sizeof(bad));
 	return bad ? -1 : 1;
+}
+
+/*
+ * s on an 8-byte self as a plain scatter of int32 words: self and src with
+ * a last dimension of their two words, the index expanded over it, the
+ * value as a src of its two words.
+ */
+static int run_words(at::Tensor &acc, const Scatter &s, const char *op)
+{
+	Scatter w = s;
+	std::vector<int64_t> sizes = s.index.sizes().vec();
+
+	sizes.push_back(2);
+	at::Tensor a = acc.unsqueeze(-1).view(at::kInt);
+	w.index = s.index.unsqueeze(-1).expand(sizes);
+	if (s.src.defined()) {
+		w.src = s.src.unsqueeze(-1).view(at::kInt);
+	} else {
+		at::Tensor v = at::scalar_tensor(s.scalar, at::TensorOptions().dtype(acc.scalar_type())).reshape({ 1 });
+
+		w.src = v.view(at::kInt).to(acc.device()).expand(sizes);
+	}
+	return run_scatter(a, w, op);
 }
 
 /*
@@ -247,7 +486,7 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
 
 	if (scatter_ok(self, s)) {
 		at::Tensor acc = self.clone(at::MemoryFormat::Contiguous);
-		int r = run_scatter(acc, s, op);
+		int r = two_words(acc.scalar_type()) ? run_words(acc, s, op) : run_scatter(acc, s, op);
 
 		if (r == 1) {
 			count_device_op(op);
@@ -317,6 +556,7 @@ static at::Tensor scatter_value(const at::Tensor &self, int64_t dim, const at::T
 {
 	Scatter s = make(self, dim, index, Red::Set);
 
+	s.scalar = v;
 	if (!value_arg(v, self.scalar_type(), s.value))
 		s.index = at::Tensor();	/* not for the device */
 	return scatter_into_copy(self, s, "scatter", [&] { return at::scatter(cpu(self), dim, cpu(index), v); });
@@ -340,6 +580,7 @@ static at::Tensor scatter_reduce_value(const at::Tensor &self, int64_t dim, cons
 	Scatter s = make(self, dim, index, Red::Set);
 	auto ref = [&] { return at::scatter(cpu(self), dim, cpu(index), v, reduce); };
 
+	s.scalar = v;
 	if (!red_of(reduce, false, s.red) || !value_arg(v, self.scalar_type(), s.value))
 		return on_cpu("scatter.value_reduce", false, ref).to(self.device());
 	return scatter_into_copy(self, s, "scatter", ref);
@@ -400,6 +641,7 @@ static at::Tensor &index_fill_scalar_(at::Tensor &self, int64_t dim, const at::T
 	auto ref = [&] { return cpu(self).index_fill_(dim, cpu(index), v); };
 	Scatter s = make(self, dim, index, Red::Set);
 
+	s.scalar = v;
 	if (self.dim() < 1 || index.dim() > 1 || !value_arg(v, self.scalar_type(), s.value))
 		return self.copy_(on_cpu("index_fill_", false, ref));
 	std::vector<int64_t> sizes = self.sizes().vec();
