@@ -166,6 +166,42 @@ def launches_batched_into_one_job():
         assert torch.equal(a.cpu(), b.cpu()), name
 
 
+@test
+def gemm_out_into_inductor_buffers():
+    """Inductor's extern matrix products (mm, addmm, bmm with out=, on
+    transposed operands as its wrapper passes weights): one GEMM into the
+    buffer, no copy (counted by the backend), values against CPU float64;
+    an out= sharing storage with an operand still gets the product (made
+    aside and copied in)."""
+    torch.manual_seed(3)
+    a, w, bias, c = torch.randn(32, 64), torch.randn(48, 64), torch.randn(48), torch.randn(32, 48)
+    q, k = torch.randn(8, 16, 16), torch.randn(8, 16, 16)
+    ad, wd, bd, cd, qd, kd = (t.to(DEV) for t in (a, w, bias, c, q, k))
+    outs = [torch.empty(32, 48, device=DEV) for _ in range(3)] + [torch.empty(8, 16, 16, device=DEV)]
+    torch.maia.synchronize()
+    maia.torch.reset_stats()
+    with maia.torch.strict():
+        torch.mm(ad, wd.t(), out=outs[0])
+        torch.addmm(bd, ad, wd.t(), out=outs[1])
+        torch.addmm(cd, ad, wd.t(), beta=0.5, alpha=2.0, out=outs[2])
+        torch.bmm(qd, kd.transpose(1, 2), out=outs[3])
+        torch.maia.synchronize()
+    ops = maia.torch.device_stats()
+    print("# device ops: %s" % ops)
+    assert ops == {"mm": 1, "addmm": 2, "bmm": 1}, ops
+    a, w, bias, c, q, k = (t.double() for t in (a, w, bias, c, q, k))
+    refs = [a @ w.t(), bias + a @ w.t(), 0.5 * c + 2.0 * (a @ w.t()), torch.bmm(q, k.transpose(1, 2))]
+    for name, o, r in zip(("mm", "addmm bias", "addmm beta alpha", "bmm"), outs, refs):
+        check_close(name + " out=", o, r)
+    x = torch.randn(32, 32)
+    xd = x.to(DEV)
+    maia.torch.reset_stats()
+    torch.mm(xd, xd, out=xd)
+    torch.maia.synchronize()
+    assert maia.torch.device_stats() == {"mm": 1, "copy_": 1}, maia.torch.device_stats()
+    check_close("mm out= aliasing its operands", xd, x.double() @ x.double())
+
+
 # The maia libdevice against torch: (name, Triton expression of x, torch's of
 # x in float64); x in [-3, 3), shifted or scaled where the domain asks.
 LIBDEVICE = [

@@ -88,19 +88,16 @@ static at::Tensor bmm(const at::Tensor &a, const at::Tensor &b)
 	return out;
 }
 
-static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
-			const at::Scalar &beta_s, const at::Scalar &alpha_s)
+static bool addmm_ok(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b, float alpha)
 {
-	float beta = beta_s.toFloat(), alpha = alpha_s.toFloat();
+	return gemm_ok(a, b, 2) && on_device(self, a) && engine_float(self.scalar_type()) &&
+	       self.dim() <= 2 && alpha != 0.0f;
+}
 
-	if (!gemm_ok(a, b, 2) || !on_device(self, a) || !engine_float(self.scalar_type()) ||
-	    self.dim() > 2 || alpha == 0.0f)
-		return cpu_op("addmm", a.device(), [&] {
-			return at::addmm(cpu(self), cpu(a), cpu(b), beta_s, alpha_s);
-		});
-	Job job(a);
-	at::Tensor out = empty_on(job.dev(), { a.size(0), b.size(1) }, a.scalar_type());
-
+/* out = beta * self + alpha * a @ b in job (addmm_ok; out [a.size(0), b.size(1)], a's type). */
+static void addmm_into(Job &job, const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
+		       float beta, float alpha, const at::Tensor &out)
+{
 	if (beta == 1.0f && self.dim() == 1 && self.size(0) == b.size(1) &&
 	    self.scalar_type() == a.scalar_type() && describable(self)) {
 		/* nn.Linear's bias: the GEMM's epilogue adds it, one command. */
@@ -121,6 +118,21 @@ static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::T
 		}
 		gemm(job, a, b, out, alpha, beta);
 	}
+}
+
+static at::Tensor addmm(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
+			const at::Scalar &beta_s, const at::Scalar &alpha_s)
+{
+	float beta = beta_s.toFloat(), alpha = alpha_s.toFloat();
+
+	if (!addmm_ok(self, a, b, alpha))
+		return cpu_op("addmm", a.device(), [&] {
+			return at::addmm(cpu(self), cpu(a), cpu(b), beta_s, alpha_s);
+		});
+	Job job(a);
+	at::Tensor out = empty_on(job.dev(), { a.size(0), b.size(1) }, a.scalar_type());
+
+	addmm_into(job, self, a, b, beta, alpha, out);
 	job.run();
 	count_device_op("addmm");
 	return out;
@@ -177,19 +189,48 @@ static at::Tensor &into(at::Tensor &out, const at::Tensor &r)
 
 static at::Tensor softmax(const at::Tensor &x, int64_t dim, bool half_to_float);
 
+/*
+ * Whether a GEMM of a and b (and self) can write its product straight into
+ * out (shape, a's type): on a's device, describable, no element written
+ * twice, sharing no storage with an input (the engine reads them while it
+ * writes C). Else the product is made and copied into out.
+ */
+static bool gemm_into_ok(const at::Tensor &out, at::IntArrayRef shape, const at::Tensor &a,
+			 const at::Tensor &b, const at::Tensor &self = at::Tensor())
+{
+	return on_device(out, a) && out.sizes() == shape && out.scalar_type() == a.scalar_type() &&
+	       describable(out) && at::has_internal_overlap(out) == at::MemOverlap::No &&
+	       !out.is_alias_of(a) && !out.is_alias_of(b) && !(self.defined() && out.is_alias_of(self));
+}
+
+/* Inductor's extern calls for matrix products write into its buffers (out=): one GEMM into out. */
 static at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
 	if (!on_device(out))
 		return out.copy_(at::bmm(cpu(a), cpu(b)));
-	return into(out, maia_torch::bmm(a, b));
+	if (!gemm_ok(a, b, 3) || a.size(0) != b.size(0) ||
+	    !gemm_into_ok(out, { a.size(0), a.size(1), b.size(2) }, a, b))
+		return into(out, maia_torch::bmm(a, b));
+	Job job(a);
+
+	gemm(job, a, b, out, 1.0f, 0.0f);
+	job.run();
+	count_device_op("bmm");
+	return out;
 }
 
-/* Inductor's extern calls for matrix products write into its buffers (out=). */
 static at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
 	if (!on_device(out))
 		return out.copy_(at::mm(cpu(a), cpu(b)));
-	return into(out, maia_torch::mm(a, b));
+	if (!gemm_ok(a, b, 2) || !gemm_into_ok(out, { a.size(0), b.size(1) }, a, b))
+		return into(out, maia_torch::mm(a, b));
+	Job job(a);
+
+	gemm(job, a, b, out, 1.0f, 0.0f);
+	job.run();
+	count_device_op("mm");
+	return out;
 }
 
 static at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &a, const at::Tensor &b,
@@ -197,7 +238,15 @@ static at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &a, const 
 {
 	if (!on_device(out))
 		return out.copy_(at::addmm(cpu(self), cpu(a), cpu(b), beta, alpha));
-	return into(out, maia_torch::addmm(self, a, b, beta, alpha));
+	if (!addmm_ok(self, a, b, alpha.toFloat()) ||
+	    !gemm_into_ok(out, { a.size(0), b.size(1) }, a, b, self))
+		return into(out, maia_torch::addmm(self, a, b, beta, alpha));
+	Job job(a);
+
+	addmm_into(job, self, a, b, beta.toFloat(), alpha.toFloat(), out);
+	job.run();
+	count_device_op("addmm");
+	return out;
 }
 
 static at::Tensor &addmm_activation_out(const at::Tensor &self, const at::Tensor &a,
