@@ -234,6 +234,33 @@ def dropout_seeds_and_masks():
         assert k.compile_results[0].kernel.asm["tvpbin"]
 
 
+@test
+def launchers_without_empty_hooks():
+    """Inductor's launcher for a maia kernel is made with no launch hooks
+    while Triton's HookChains are empty (no launch_metadata per launch),
+    with the chain once a hook is in it; the knobs are left as found."""
+    from triton import knobs
+    kernels, _ = inductor_compile(lambda x: torch.relu(x) + 1.0, (64, ))
+    (res, ) = next(iter(kernels.values())).compile_results
+    rt = knobs.runtime
+    enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+    launcher = res.make_launcher()
+    assert launcher.__globals__["launch_enter_hook"] is None, launcher.__globals__["launch_enter_hook"]
+    assert launcher.__globals__["launch_exit_hook"] is None
+    assert rt.launch_enter_hook is enter and rt.launch_exit_hook is leave
+
+    def hook(metadata):
+        pass
+
+    enter.add(hook)
+    try:
+        launcher = res.make_launcher()
+    finally:
+        enter.remove(hook)
+    assert launcher.__globals__["launch_enter_hook"] is enter, launcher.__globals__["launch_enter_hook"]
+    assert rt.launch_enter_hook is enter and rt.launch_exit_hook is leave
+
+
 class _DevTensor:
     """A maia tensor as the launcher sees it: data pointer and device."""
 

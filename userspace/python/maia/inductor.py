@@ -312,6 +312,34 @@ def _plugins():
     th.get_caching_autotuner_plugins = plugins
 
 
+def _launchers_without_hooks():
+    """Inductor writes each kernel's launcher once (TritonCompileResult.
+    make_launcher) and evaluates the kernel's launch_metadata at every
+    launch when Triton's launch_enter_hook is set, "None" burned in when it
+    is not. Triton 3.x's hooks are HookChains, set even when empty: a maia
+    kernel's launcher is made with none while no hook is in them (a LazyDict
+    and two empty chains less per launch); a hook added later applies to
+    launchers made after it, as with Inductor's own None."""
+    from torch._inductor.runtime.triton_heuristics import TritonCompileResult
+    from triton import knobs
+
+    make = TritonCompileResult.make_launcher
+
+    def make_launcher(self):
+        rt = knobs.runtime
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+        if (self.compile_meta.get("device_type") != BACKEND or getattr(enter, "calls", True)
+                or getattr(leave, "calls", True)):
+            return make(self)
+        rt.launch_enter_hook = rt.launch_exit_hook = None
+        try:
+            return make(self)
+        finally:
+            rt.launch_enter_hook, rt.launch_exit_hook = enter, leave
+
+    TritonCompileResult.make_launcher = make_launcher
+
+
 def random_seeds(low, high, size, out):
     """Inductor's seeds for its Triton random numbers (dropout, rand), one
     int64 per random op of a graph: aten.randint on a CUDA device's
@@ -406,6 +434,7 @@ def register():
     register_backend_for_device(BACKEND, Scheduling, WrapperCodegen)
     register_device_op_overrides(BACKEND, _op_overrides())
     _plugins()
+    _launchers_without_hooks()
     _seeds_from_host()
     # Compile Triton kernels in this process: a worker would import torch
     # again (40 s and more in a TCG guest) and has no device.

@@ -105,6 +105,11 @@ def _launch(binary, key, device, grid, words, budget):
     _op[0](binary, key, device, grid, words, budget)
 
 
+def _hooked(hook):
+    """Whether a launch hook calls anything: a HookChain without calls does not."""
+    return bool(getattr(hook, "calls", True))
+
+
 class MaiaLauncher:
     """kernel.run(gridX, gridY, gridZ, stream, function, packed_metadata,
     launch_metadata, enter_hook, exit_hook, *args) of Triton's runtime."""
@@ -145,10 +150,11 @@ class MaiaLauncher:
             area = torch.empty(self.scratch * gridX * gridY * gridZ, dtype=torch.uint8,
                                device=torch.device("maia", function.device))
             words.append(area.data_ptr())
-        if enter_hook is not None:
+        # Triton's hooks are HookChains, empty unless a user added one: not called then.
+        if enter_hook is not None and _hooked(enter_hook):
             enter_hook(launch_metadata)
         _launch(self.binary, self.key, function.device, [gridX, gridY, gridZ], words, self.budget)
-        if exit_hook is not None:
+        if exit_hook is not None and _hooked(exit_hook):
             exit_hook(launch_metadata)
 
 
