@@ -76,6 +76,15 @@ void fw_fabric_crc_max_path(int path);
  * keepalive period, fw_fabric_port.c).
  */
 void fw_fabric_round_rx_limit(uint64_t ns);
+/*
+ * Tests and benchmarks: whether a thread in a fabric round that hands a
+ * frame to a device of this process runs that device's round itself when
+ * no thread is in one (fw_fabric_port.c, rx_enqueue()); default on.
+ */
+void fw_fabric_inline_rx(bool on);
+struct maia_sim;
+/* Rounds of sim's run by a sender's thread rather than its fabric thread. */
+uint64_t fw_fabric_inline_rounds(struct maia_sim *sim);
 
 enum fw_link_state {
 	FW_LINK_DOWN,		/* sending HELLO, no peer */

@@ -7,7 +7,7 @@
  * Threads and locks:
  *   - maia_sim_fabric_rx() (any thread) copies a frame into the port's
  *     bounded receive ring under sim->lock, sets fab->kicked and signals
- *     sim->fab_cond. It never calls out. maia_sim_fabric_rx_lent() queues
+ *     sim->fab_cond. It never calls out, unless it runs the round (below). maia_sim_fabric_rx_lent() queues
  *     the caller's buffer instead; its release callback runs once the
  *     frame is used or dropped (sim->lock held when a reset or a full
  *     queue drops it), and calls nothing of ours.
@@ -21,9 +21,20 @@
  *     and the transport. It then publishes a snapshot of each port
  *     (maia_sim_fabric_port_info()), hands finished operations back and
  *     sets the next deadline under sim->lock.
+ *   - Rounds without a wake-up: a thread already in a round of another
+ *     device of this process (that device's fabric thread, or a thread in
+ *     one of these nested rounds) that queues a frame here runs this
+ *     device's round itself, at once, when no thread is in one (fab->busy
+ *     clear) and the links run (rx_inline_locked()); so does a doorbell
+ *     writer whose job parked on a small operation (fw_fabric_end_deferred()).
+ *     A frame for a device with a thread in its round (a ring's frame that
+ *     comes back to a device of the nest, or a device whose fabric thread
+ *     runs) is queued, and that thread takes it when its round ends. No
+ *     lock is held across devices: a round drops sim->lock as before.
  *   - The links, the transport and struct fw_fabric_port's thread-owned
- *     fields are touched by the fabric thread only, and by reset and
- *     destroy while it is parked or gone.
+ *     fields are touched by the thread in a round (fab->busy set) only, and
+ *     by reset and destroy while none is (reset_req or stop set: no round
+ *     starts, inline or not).
  * The device worker runs jobs only: a long job does not hold up keepalives
  * (the peer would declare this device dead), and fabric work is not work
  * for maia_sim_drain(). Reset waits for both threads to park (fab->busy
@@ -57,12 +68,58 @@
  */
 #define FW_FABRIC_ROUND_RX_NS	(MAIA_FABRIC_KEEPALIVE_MS * 1000000ull / 2)
 
+/*
+ * While senders' threads run this device's rounds (rx_inline_locked()), its
+ * fabric thread sleeps at most this long, and a deadline those rounds set
+ * is met that late at worst (half the least retransmit timeout): they do
+ * not wake it for one (a frame sent, its ack to come).
+ */
+#define FW_FABRIC_NAP_NS	(MAIA_FABRIC_RTO_MS * 1000000ull / 2)
+
 /* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
 #define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
 /* The receive queue: MAIA_SIM_FABRIC_RXQ frames, and room kept for control frames. */
 #define FW_FABRIC_RXQ_CTRL	64u
 #define FW_FABRIC_RING		(MAIA_SIM_FABRIC_RXQ + FW_FABRIC_RXQ_CTRL)
+
+/*
+ * Rounds one thread runs nested: its device's own, and the rounds it runs
+ * inline for devices it sends to (rx_enqueue()). A ring of 4 nests 4 deep
+ * before the frame back to the first device finds it busy and is queued.
+ */
+#define FW_FABRIC_INLINE_DEPTH	4u
+/*
+ * Rounds in a row one inline call runs while frames keep coming for the
+ * device (the answers of the rounds it nested: they found it busy). Then its
+ * fabric thread is woken for the rest.
+ */
+#define FW_FABRIC_INLINE_ROUNDS	8u
+
+/*
+ * Rounds this thread is in (fabric_main()'s, inline ones). Only a thread in
+ * a round runs another device's round inline: it holds no device lock and
+ * is what the receiving device's fabric thread would be; a host thread (a
+ * NIC's main loop under the BQL, a shared-memory port's reader, a vCPU)
+ * only queues, as before.
+ */
+static __thread unsigned int round_depth;
+
+/*
+ * The device whose doorbell this thread writes (fw_fabric_defer_kicks()):
+ * its fabric thread is not woken for the operation the doorbell's job
+ * submits until fw_fabric_end_deferred(), which may run the round here.
+ */
+static __thread struct maia_sim *kicks_deferred;
+static __thread bool kick_pending;
+
+/* Whether rx_enqueue() may run rounds inline (fw_fabric_inline_rx()). */
+static bool inline_rx_on = true;
+
+void fw_fabric_inline_rx(bool on)
+{
+	__atomic_store_n(&inline_rx_on, on, __ATOMIC_RELAXED);
+}
 
 /* FW_FABRIC_ROUND_RX_NS, or what a test set (fw_fabric_round_rx_limit()). */
 static uint64_t round_rx_ns = FW_FABRIC_ROUND_RX_NS;
@@ -119,8 +176,10 @@ struct fw_fabric {
 	unsigned int rx_first;		/* fabric-thread-owned: the port a round feeds first */
 	/* Under sim->lock. */
 	bool kicked;			/* frames or operations queued since the last round */
-	bool busy;			/* the fabric thread is in a round, lock dropped */
+	bool busy;			/* a thread is in a round, lock dropped */
 	uint64_t next_ns;		/* host clock: earliest link or operation deadline */
+	uint64_t sleep_ns;		/* the fabric thread sleeps until then (0: awake) */
+	uint64_t inline_rounds;		/* rounds run by a sender's thread (rx_enqueue()) */
 	uint32_t link_events;		/* MAIA_REG_FABRIC_LINK_EVENTS */
 	uint32_t fo_lat_ns, fo_loss_ppm;	/* MAIA_REG_FABRIC_FO_*: thresholds */
 	bool link_changed;		/* link events since the last round */
@@ -437,13 +496,33 @@ int fw_fabric_create(struct maia_sim *sim)
 	return 0;
 }
 
-/* Destroy: stop is set and fab_cond signalled by the caller. */
+/*
+ * Destroy: stop is set and fab_cond signalled by the caller. A round a
+ * sender's thread runs inline for this device (none starts after stop) is
+ * waited for too.
+ */
 void fw_fabric_stop(struct maia_sim *sim)
 {
 	if (sim->fab && sim->fab->thread_started) {
 		pthread_join(sim->fabric_thread, NULL);
+		pthread_mutex_lock(&sim->lock);
+		while (sim->fab->busy)
+			pthread_cond_wait(&sim->idle_cond, &sim->lock);
 		sim->fab->thread_started = false;
+		pthread_mutex_unlock(&sim->lock);
 	}
+}
+
+uint64_t fw_fabric_inline_rounds(struct maia_sim *sim)
+{
+	uint64_t n;
+
+	if (!sim->fab)
+		return 0;
+	pthread_mutex_lock(&sim->lock);
+	n = sim->fab->inline_rounds;
+	pthread_mutex_unlock(&sim->lock);
+	return n;
 }
 
 /* After fw_fabric_stop() (and the worker's end): nothing runs any more. */
@@ -495,9 +574,20 @@ void fw_fabric_kick_locked(struct maia_sim *sim)
 {
 	if (!sim->fab)
 		return;
+	if (kicks_deferred == sim) {
+		/* fw_fabric_end_deferred() runs the round or wakes the thread. */
+		sim->fab->kicked = true;
+		kick_pending = true;
+		return;
+	}
+	/*
+	 * A thread in a round of ours (busy) looks at kicked when it ends it:
+	 * waking our fabric thread meanwhile would only cost a switch.
+	 */
 	if (!sim->fab->kicked) {
 		sim->fab->kicked = true;
-		pthread_cond_signal(&sim->fab_cond);
+		if (!sim->fab->busy)
+			pthread_cond_signal(&sim->fab_cond);
 	}
 }
 
@@ -623,6 +713,7 @@ static void *fabric_main(void *arg)
 {
 	struct maia_sim *sim = arg;
 	struct fw_fabric *fab = sim->fab;
+	uint64_t seen_inline = 0;
 
 	pthread_mutex_lock(&sim->lock);
 	while (!sim->stop) {
@@ -635,23 +726,89 @@ static void *fabric_main(void *arg)
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 		    !fw_links_run_locked(sim)) {
 			pthread_cond_broadcast(&sim->idle_cond);
+			fab->sleep_ns = UINT64_MAX;
+			pthread_cond_wait(&sim->fab_cond, &sim->lock);
+			continue;
+		}
+		/* A sender's thread runs a round of ours inline: it wakes us after. */
+		if (fab->busy) {
+			fab->sleep_ns = UINT64_MAX;
 			pthread_cond_wait(&sim->fab_cond, &sim->lock);
 			continue;
 		}
 		now = fab_now(sim);
 		if (!fab->kicked && now < fab->next_ns) {
-			struct timespec ts = fw_monotonic_deadline(fab->next_ns - now);
+			uint64_t until = fab->next_ns;
+			struct timespec ts;
 
+			if (fab->inline_rounds != seen_inline && until > now + FW_FABRIC_NAP_NS)
+				until = now + FW_FABRIC_NAP_NS;
+			seen_inline = fab->inline_rounds;
+			ts = fw_monotonic_deadline(until - now);
+			fab->sleep_ns = until;
 			pthread_cond_timedwait(&sim->fab_cond, &sim->lock, &ts);
 			continue;
 		}
+		fab->sleep_ns = 0;
+		round_depth++;
 		fabric_round_locked(sim);
+		round_depth--;
 	}
 	pthread_mutex_unlock(&sim->lock);
 	return NULL;
 }
 
-/* Queues f (ours now) for the fabric thread, or drops and frees it. */
+/*
+ * Whether the thread queueing a frame for sim runs sim's round itself
+ * (rx_inline_locked()): it is in a round of another device (so it holds no
+ * device lock and may block as a fabric thread does), not nested too deep,
+ * and sim's links run with no thread in a round of sim (busy: its fabric
+ * thread, or another sender's thread; a frame of a ring that comes back
+ * to a device in this thread's nest finds it so) and no reset or destroy
+ * under way (reset_req: they wait for busy to clear, and none starts after).
+ */
+static bool inline_ok_locked(struct maia_sim *sim)
+{
+	return round_depth < FW_FABRIC_INLINE_DEPTH &&
+	       __atomic_load_n(&inline_rx_on, __ATOMIC_RELAXED) && !sim->fab->busy &&
+	       sim->fab->thread_started && !sim->stop &&
+	       !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) && fw_links_run_locked(sim);
+}
+
+static bool rx_inline_ok_locked(struct maia_sim *sim)
+{
+	return round_depth && inline_ok_locked(sim);
+}
+
+/*
+ * A frame just queued for sim, taken at once by this thread: a round of
+ * sim's (links, transport, completions: what its fabric thread would have
+ * done after a wake-up), sim->lock held on entry and return and dropped in
+ * between as in any round; more rounds while frames came meanwhile (the
+ * answers of the rounds this one nested found sim busy). The fabric thread,
+ * asleep, is woken only if frames are left, or if the rounds left a
+ * deadline more than FW_FABRIC_NAP_NS before the one it sleeps to: a nearer
+ * one (a retransmit timeout for the frame just sent) is met by its nap.
+ */
+static void rx_inline_locked(struct maia_sim *sim)
+{
+	struct fw_fabric *fab = sim->fab;
+	unsigned int n = 0;
+
+	do {
+		fab->inline_rounds++;
+		round_depth++;
+		fabric_round_locked(sim);
+		round_depth--;
+	} while (fab->kicked && ++n < FW_FABRIC_INLINE_ROUNDS && inline_ok_locked(sim));
+	if (fab->kicked || fab->next_ns + FW_FABRIC_NAP_NS < fab->sleep_ns)
+		pthread_cond_signal(&sim->fab_cond);
+}
+
+/*
+ * Queues f (ours now) for the fabric thread, or drops and frees it; a
+ * sender's round then runs sim's round itself when it may.
+ */
 static void rx_enqueue(struct maia_sim *sim, unsigned int port, struct rx_frame f)
 {
 	struct fw_fabric_port *p = &sim->fab->port[port];
@@ -680,7 +837,10 @@ static void rx_enqueue(struct maia_sim *sim, unsigned int port, struct rx_frame 
 	}
 	p->ring[(p->head + p->count) % FW_FABRIC_RING] = f;
 	p->count++;
-	fw_fabric_kick_locked(sim);
+	if (rx_inline_ok_locked(sim))
+		rx_inline_locked(sim);
+	else
+		fw_fabric_kick_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 }
 
@@ -761,4 +921,30 @@ int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,
 	*info = fab->port[port].info;
 	pthread_mutex_unlock(&sim->lock);
 	return 0;
+}
+
+void fw_fabric_defer_kicks(struct maia_sim *sim)
+{
+	if (sim->fab && !round_depth) {
+		kicks_deferred = sim;
+		kick_pending = false;
+	}
+}
+
+void fw_fabric_end_deferred(struct maia_sim *sim, bool run_here)
+{
+	if (kicks_deferred != sim)
+		return;
+	kicks_deferred = NULL;
+	if (!kick_pending)
+		return;
+	kick_pending = false;
+	pthread_mutex_lock(&sim->lock);
+	if (sim->fab->kicked) {
+		if (run_here && inline_ok_locked(sim))
+			rx_inline_locked(sim);
+		else if (!sim->fab->busy)
+			pthread_cond_signal(&sim->fab_cond);
+	}
+	pthread_mutex_unlock(&sim->lock);
 }

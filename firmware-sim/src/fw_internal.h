@@ -359,6 +359,14 @@ void fw_fabric_destroy(struct maia_sim *sim);
 void fw_fabric_reset(struct maia_sim *sim);		/* worker and fabric parked */
 bool fw_fabric_busy_locked(struct maia_sim *sim);
 void fw_fabric_kick_locked(struct maia_sim *sim);
+/*
+ * The doorbell writer's run (fw_sched_inline_run()): sim's fabric thread
+ * is not woken for what the run submits; at the end, the writer runs sim's
+ * round itself if run_here and it may (no thread in one, links running),
+ * else wakes the thread as the kick would have.
+ */
+void fw_fabric_defer_kicks(struct maia_sim *sim);
+void fw_fabric_end_deferred(struct maia_sim *sim, bool run_here);
 
 /* fw_fabric_win.c: the window table (maia/hw/fabric.h "Windows"). */
 void fw_win_init(struct maia_sim *sim);

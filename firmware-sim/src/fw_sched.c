@@ -22,6 +22,13 @@
 #include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
+/*
+ * A doorbell writer's run that parked its job on a fabric operation moving
+ * at most this much starts it on the fabric itself (fw_sched_inline_run()):
+ * one message's data.
+ */
+#define FW_SCHED_DOORBELL_FABRIC_BYTES	MAIA_FABRIC_MSG_MAX_DATA
+
 /* Queue registers the worker needs, copied under sim->lock. */
 struct queue_snap {
 	uint64_t sq, cq, gen;
@@ -543,8 +550,10 @@ void fw_sched_inline_run(struct maia_sim *sim)
 {
 	uint64_t deadline = UINT64_MAX;
 	const struct fw_job *job;
+	bool small_op;
 	int qi;
 
+	fw_fabric_defer_kicks(sim);
 	pthread_mutex_lock(&sim->lock);
 	qi = run_next_queue_locked(sim, &deadline);
 	/*
@@ -555,6 +564,15 @@ void fw_sched_inline_run(struct maia_sim *sim)
 	job = qi >= 0 ? &sim->queues[qi].job : NULL;
 	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop))
 		run_next_queue_locked(sim, &deadline);
+	/*
+	 * A small operation parked (an 8-byte all-reduce): this thread starts
+	 * it on the fabric itself, its frames delivered by this thread into the
+	 * devices of this process (fw_fabric_end_deferred()). A large one is
+	 * left to the fabric threads, which run it on as many cores as there
+	 * are devices, not on the writer's (a vCPU's) alone.
+	 */
+	small_op = job && job->state == FW_JOB_FABRIC_WAIT &&
+		   job->fop_bytes <= FW_SCHED_DOORBELL_FABRIC_BYTES;
 	sim->inline_busy = false;
 	if (work_left_locked(sim)) {
 		fw_kick_worker_locked(sim);
@@ -565,6 +583,7 @@ void fw_sched_inline_run(struct maia_sim *sim)
 		pthread_cond_broadcast(&sim->idle_cond);
 	}
 	pthread_mutex_unlock(&sim->lock);
+	fw_fabric_end_deferred(sim, small_op);
 }
 
 /*

@@ -27,7 +27,10 @@
  * (tests/run-bench): allreduce_8b_host_nN, the all-reduce's median beside
  * the empty job's.
  *
- *   coll_lat_bench [--devices N] [--iters K] [--wait poll|irq] [--json]
+ * --trace: the last iteration's doorbells, frames and completions, one a
+ * line, in us from its first doorbell (to stderr).
+ *
+ *   coll_lat_bench [--devices N] [--iters K] [--wait poll|irq] [--json] [--trace]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -135,7 +138,7 @@ int main(int argc, char **argv)
 	uint64_t t_hop[8000], t_db[4000];
 	unsigned int nhop = 0, ndb = 0, seq = 1;
 	uint64_t cb_nop, cb_ar[MAX_DEV];
-	bool json = false;
+	bool json = false, trace = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--devices") && i + 1 < argc)
@@ -146,9 +149,11 @@ int main(int argc, char **argv)
 			poll_mode = strcmp(argv[++i], "irq") != 0;
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
+		else if (!strcmp(argv[i], "--trace"))
+			trace = true;
 		else {
 			fprintf(stderr, "usage: coll_lat_bench [--devices 2..4] [--iters 1..1000] "
-				"[--wait poll|irq] [--json]\n");
+				"[--wait poll|irq] [--json] [--trace]\n");
 			return 2;
 		}
 	}
@@ -198,7 +203,7 @@ int main(int argc, char **argv)
 		struct maia_cmd_collective k[MAX_DEV];
 		uint32_t slot[MAX_DEV];
 		unsigned int irqs[MAX_DEV];
-		uint64_t tdb[MAX_DEV], tdone = 0, t0;
+		uint64_t tdb[MAX_DEV], tdb_end[MAX_DEV], tdone[MAX_DEV], t0;
 		bool ok = true;
 
 		/* The empty job first, then the all-reduce: same minutes for both. */
@@ -237,14 +242,15 @@ int main(int argc, char **argv)
 			tdb[r] = now_ns();
 			slot[r] = queue_push(&nodes[r].e, &nodes[r].q, cb_ar[r], sizeof(k[r]), 0, 0,
 					     seq, true);
+			tdb_end[r] = now_ns();
 			if (it >= 10 && ndb < 4000)
-				t_db[ndb++] = now_ns() - tdb[r];
+				t_db[ndb++] = tdb_end[r] - tdb[r];
 		}
 		for (unsigned int r = 0; r < ndev; r++) {
 			ok &= wait_done(r, slot[r], irqs[r]);
 			ok &= cqe_at(&nodes[r].e, &nodes[r].q, slot[r])->status == MAIA_STATUS_OK;
+			tdone[r] = now_ns();
 		}
-		tdone = now_ns();
 		__atomic_store_n(&recording, false, __ATOMIC_RELAXED);
 		if (!ok) {
 			fprintf(stderr, "coll_lat_bench: iteration %u failed\n", it);
@@ -252,7 +258,21 @@ int main(int argc, char **argv)
 		}
 		if (it < 10)
 			continue;
-		t_ar[it - 10] = tdone - tdb[0];
+		t_ar[it - 10] = tdone[ndev - 1] - tdb[0];
+		if (trace && it == iters + 9) {
+			pthread_mutex_lock(&ev_lock);
+			for (unsigned int r = 0; r < ndev; r++)
+				fprintf(stderr, "trace %8.1f %8.1f doorbell rank %u\n",
+					(double)(tdb[r] - tdb[0]) / 1e3,
+					(double)(tdb_end[r] - tdb[0]) / 1e3, r);
+			for (unsigned int i = 0; i < nev; i++)
+				fprintf(stderr, "trace %8.1f          dev %u sends type %u\n",
+					(double)(evs[i].ns - tdb[0]) / 1e3, evs[i].dev, evs[i].type);
+			for (unsigned int r = 0; r < ndev; r++)
+				fprintf(stderr, "trace %8.1f          completion seen, rank %u\n",
+					(double)(tdone[r] - tdb[0]) / 1e3, r);
+			pthread_mutex_unlock(&ev_lock);
+		}
 		t_sub[it - 10] = tdb[ndev - 1] - tdb[0];
 		pthread_mutex_lock(&ev_lock);
 		{
@@ -273,7 +293,8 @@ int main(int argc, char **argv)
 					}
 			}
 			t_start[it - 10] = first_last > tdb[ndev - 1] ? first_last - tdb[ndev - 1] : 0;
-			t_fin[it - 10] = tdone > last_data ? tdone - last_data : 0;
+			t_fin[it - 10] = tdone[ndev - 1] > last_data ?
+					 tdone[ndev - 1] - last_data : 0;
 		}
 		pthread_mutex_unlock(&ev_lock);
 	}

@@ -53,6 +53,9 @@
 /* One direction of a cable. */
 struct dir {
 	pthread_mutex_t lock;		/* protects every field */
+	pthread_cond_t cond;		/* hold and holding changed */
+	bool hold;			/* hold the sender at its next frame ... */
+	bool holding;			/* ... held there, in fabric_tx, until cleared */
 	struct env *to;			/* NULL: unplugged */
 	unsigned int to_port;
 	uint32_t loss_ppm;
@@ -115,6 +118,7 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 			maia_sim_fabric_rx_lent(d->to->sim, d->to_port, frame, len, lent_put,
 						(void *)frame);
 		d->carried += !lost;
+		d->payload_frames += !lost;
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (lost)
@@ -146,6 +150,13 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 	int ret = -1;
 
 	pthread_mutex_lock(&d->lock);
+	if (d->to && d->hold) {
+		d->hold = false;
+		d->holding = true;
+		pthread_cond_broadcast(&d->cond);
+		while (d->holding)
+			pthread_cond_wait(&d->cond, &d->lock);
+	}
 	if (d->to) {
 		ret = 0;
 		d->rng = d->rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -208,6 +219,7 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 		memset(&nodes[i], 0, sizeof(nodes[i]));
 		for (unsigned int p = 0; p < NPORTS; p++) {
 			pthread_mutex_init(&nodes[i].out[p].lock, NULL);
+			pthread_cond_init(&nodes[i].out[p].cond, NULL);
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
 		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
@@ -1601,6 +1613,120 @@ static void test_inline_order(void)
 	ring_down();
 }
 
+/* Rounds of every device's run by another device's thread (fw_fabric_inline_rounds()). */
+static uint64_t inline_rounds(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned int r = 0; r < ndev; r++)
+		n += fw_fabric_inline_rounds(nodes[r].e.sim);
+	return n;
+}
+
+/* Whether the sender on d is held in its fabric_tx (hang guard). */
+static bool wait_holding(struct dir *d)
+{
+	uint64_t t_end = now_ms() + HANG_GUARD_MS;
+	bool held;
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->holding && now_ms() < t_end) {
+		pthread_mutex_unlock(&d->lock);
+		usleep(1000);
+		pthread_mutex_lock(&d->lock);
+	}
+	held = d->holding;
+	pthread_mutex_unlock(&d->lock);
+	return held;
+}
+
+static unsigned long payload_frames(struct dir *d)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&d->lock);
+	n = d->payload_frames;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+/*
+ * Frames taken on the sending device's thread (fw_fabric_port.c,
+ * rx_inline_locked()): a device's fabric thread that hands a frame to a
+ * device of this process with no thread in a round runs that device's round
+ * itself. Rings of 2 (frames copied) and 4 (lent on), inline doorbells
+ * off and on: small and multi-frame all-reduces are the reference's bits,
+ * and rounds ran inline. The frame a nested round sends back to a device
+ * this thread is in a round of is queued, as is every frame for a device
+ * whose own fabric thread is in a round: held there (in its fabric_tx, the
+ * frames of the all-reduce then started come to it while it is busy), the
+ * frames queue, it runs no round inline, and once let go the all-reduce
+ * ends exact.
+ */
+static void test_inline_rx(unsigned int n, bool lend)
+{
+	static const uint64_t counts[] = { 2, 2, 2, 300007 };
+	struct dir *held = &nodes[1].out[SEND_PORT];
+	uint64_t before, during;
+	unsigned long carried0;
+	struct outcome o = { .wrong = 0 };
+	struct trial t;
+	bool holding;
+	long wrong = 0;
+	bool ok = true;
+
+	if (!tap_ok(ring_up_lend(n, 0, lend), "inline rx: %u devices cabled (%s)", n,
+		    lend ? "frames lent" : "frames copied"))
+		return;
+	before = inline_rounds();
+	for (unsigned int i = 0; i < 10; i++) {
+		struct outcome r = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM,
+				       counts[i % 4], 0, false, -1, LONG_TIMEOUT_MS);
+
+		ok &= all_ok(&r);
+		wrong += r.wrong;
+	}
+	tap_ok(ok && !wrong && inline_rounds() > before,
+	       "inline rx, %u devices: 10 all-reduces (8 bytes, 1.2 MB) OK, #wrong %ld, "
+	       "%llu rounds run on a sender's thread", n, wrong,
+	       (unsigned long long)(inline_rounds() - before));
+
+	/* Device 1's own fabric thread held in a round: nobody else may run one of its. */
+	fw_fabric_inline_rx(false);
+	pthread_mutex_lock(&held->lock);
+	held->hold = true;
+	pthread_mutex_unlock(&held->lock);
+	holding = wait_holding(held);
+	fw_fabric_inline_rx(true);
+	before = fw_fabric_inline_rounds(nodes[1].e.sim);
+	carried0 = payload_frames(&nodes[0].out[SEND_PORT]);
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1000, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	for (unsigned int r = 0; r < n; r++)
+		submit(&t, r);
+	/* Rank 0's first chunk reaches device 1 while device 1 is busy. */
+	for (uint64_t t_end = now_ms() + HANG_GUARD_MS;
+	     payload_frames(&nodes[0].out[SEND_PORT]) == carried0 && now_ms() < t_end;)
+		usleep(1000);
+	during = fw_fabric_inline_rounds(nodes[1].e.sim);
+	tap_ok(holding && payload_frames(&nodes[0].out[SEND_PORT]) > carried0 &&
+	       during == before,
+	       "inline rx, %u devices: device 1's fabric thread held in its round; device 0's "
+	       "frames reached it and were queued (%llu rounds of device 1 run inline meanwhile)",
+	       n, (unsigned long long)(during - before));
+	pthread_mutex_lock(&held->lock);
+	held->holding = false;
+	pthread_cond_broadcast(&held->cond);
+	pthread_mutex_unlock(&held->lock);
+	for (unsigned int r = 0; r < n; r++)
+		collect(&t, r, &o);
+	finish_trial(&t, &o, true);
+	tap_ok(all_ok(&o) && !o.wrong,
+	       "inline rx, %u devices: let go, the all-reduce that waited ends OK, #wrong %ld",
+	       n, o.wrong);
+	ring_down();
+}
+
 /* One job on node r's queue qi (command buffer in host memory): its completion entry. */
 static struct maia_cq_entry run_job(unsigned int r, unsigned int qi, const struct cmdbuf *cb,
 				    uint64_t id)
@@ -1777,8 +1903,10 @@ int main(void)
 	test_failed_leftovers();
 	test_comm_busy();
 	test_late_rank_bad_memory();
+	test_inline_rx(2, false);
 	/* The doorbell writer starts collectives, the fabric thread completes them. */
 	inline_db = true;
+	test_inline_rx(4, true);
 	test_inline_order();
 	test_ring(2, 0, false, 0);
 	test_ring(4, 0, true, 0);

@@ -274,8 +274,15 @@ static void faults(struct node *a, unsigned int pa, uint32_t loss, uint32_t dup,
 }
 
 /* Hold the sender at its n-th DATA frame from now. */
+/*
+ * Holds (and cuts) are of the sending device's own fabric thread: no device
+ * runs another's rounds meanwhile (fw_fabric_inline_rx(), back on at
+ * release()), else the thread held could be a peer's, in a round of the
+ * sender it runs inline, and a reset of that peer would wait for it.
+ */
 static void hold_at(struct dir *d, unsigned long n)
 {
+	fw_fabric_inline_rx(false);
 	pthread_mutex_lock(&d->lock);
 	d->hold_after = d->data_frames + n;
 	pthread_mutex_unlock(&d->lock);
@@ -308,11 +315,13 @@ static void release(struct dir *d)
 	d->holding = false;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
+	fw_fabric_inline_rx(true);
 }
 
 /* Unplug d and its reverse direction when d has passed n more DATA frames. */
 static void cut_at(struct dir *d, struct dir *reverse, unsigned long n)
 {
+	fw_fabric_inline_rx(false);	/* on again at unplug() */
 	pthread_mutex_lock(&d->lock);
 	d->cut_after = d->data_frames + n;
 	d->cut_also = reverse;
@@ -402,6 +411,7 @@ static void unplug(struct node *a, struct node *b)
 			b->out[i].to = NULL;
 		pthread_mutex_unlock(&b->out[i].lock);
 	}
+	fw_fabric_inline_rx(true);	/* after a cut_at() */
 }
 
 static uint32_t win_open(struct node *n, unsigned int asid, unsigned int access, uint64_t va,
@@ -954,6 +964,7 @@ static void test_failures(void)
 	 * first frame back (an ack), so the write cannot complete; the reset
 	 * of the requester then aborts the job.
 	 */
+	fw_fabric_inline_rx(false);	/* B's own thread held (hold_at()) */
 	pthread_mutex_lock(&b.out[0].lock);
 	b.out[0].hold_any = true;
 	pthread_mutex_unlock(&b.out[0].lock);
