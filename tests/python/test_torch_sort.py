@@ -111,7 +111,8 @@ def topk_partial():
 
 @test
 def small_types():
-    """int8, uint8, bool and int16: sort, argsort and topk on the device, against CPU torch's stable sort."""
+    """int8, uint8, bool and int16: sort and topk on the device, against CPU torch's stable sort; one word
+    of key and position each for rows up to 65536 (bfloat16 too), two past that."""
     cases = [
         torch.randint(-128, 128, (5, 1300), dtype=torch.int8, generator=G),
         torch.randint(0, 256, (5, 1300), generator=G).to(torch.uint8),
@@ -137,7 +138,17 @@ def small_types():
                         v, i = torch.topk(xd, k, dim=d, largest=desc)
                         exact(v, rv.narrow(d, 0, k), what + " topk")
                         exact(i, ri.narrow(d, 0, k), what + " topk indices")
-    assert dev_count("sort") >= before[0] + 56 and dev_count("topk") >= before[1] + 56, mt.device_stats()
+        for x in (torch.randint(-128, 128, (70000,), dtype=torch.int8, generator=G),):   # past 65536: not packed
+            xd = x.to(DEV)
+            for desc in (False, True):
+                v, i = torch.sort(xd, descending=desc, stable=True)
+                rv, ri = torch.sort(x, descending=desc, stable=True)
+                exact(v, rv, "%s 70000 descending %s" % (x.dtype, desc))
+                exact(i, ri, "%s 70000 descending %s indices" % (x.dtype, desc))
+                v, i = torch.topk(xd, 1500, largest=desc)
+                exact(v, rv[:1500], "%s 70000 topk 1500" % x.dtype)
+                exact(i, ri[:1500], "%s 70000 topk 1500 indices" % x.dtype)
+    assert dev_count("sort") >= before[0] + 58 and dev_count("topk") >= before[1] + 58, mt.device_stats()
 
 
 @test

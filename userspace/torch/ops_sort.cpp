@@ -42,9 +42,11 @@ static std::string lanes(int n)
 /*
  * skey: s1 = x (rows x L, contiguous), s2 = keys, s3 = positions (int32,
  * rows x P), s4 = rows P, s5 = P | L << 32, s6 = all ones to descend, else
- * 0; i64: s7 = the keys' low words (s2 the high ones).
+ * 0; i64: s7 = the keys' low words (s2 the high ones). skeyp (packed: 16-bit
+ * keys, P <= 65536): one word, the key in the high half and the position
+ * in the low one, in s2; integers as value + 32768.
  */
-static std::string skey(const std::string &t)
+static std::string skey(const std::string &t, bool packed)
 {
 	std::string s = lanes(4) + "\tvsplat v5, s5\n\tshr s22, s5, s30\n\tvsplat v6, s22\n"
 			"\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, position\n"
@@ -65,26 +67,34 @@ static std::string skey(const std::string &t)
 		s += "\tvld v10, s1, v4, " + std::string(t == "u8" ? "i8" : t) + ", v3\n";
 	if (t == "u8")	/* i8 loads sign-extend: the byte's bits as 0 .. 255 */
 		s += "\tvsplati v14, 255\n\tvand v10, v10, v14\n";
-	if (t == "i32" || t == "i16" || t == "i8" || t == "u8")
+	if (packed && t != "bf16")
+		s += "\tvsplati v14, 32768\n\tviadd v10, v10, v14\n\tvsplati v14, 16\n\tvshl v10, v10, v14\n";
+	else if (t == "i32" || t == "i16" || t == "i8" || t == "u8")
 		s += "\tvsplati v14, -2147483648\n\tvxor v10, v10, v14\n";
 	else
 		s += "\tvfcmp v11, v10, v10, ne\n\tvsplati v12, 0x7fc00000\n\tvsel v10, v12, v10, v11\t# one NaN\n"
 		     "\tvsplati v12, 0.0\n\tvfcmp v11, v10, v12, eq\n\tvsel v10, v17, v10, v11\t# -0.0 is 0.0\n"
 		     "\tvicmp v11, v10, v17, lt\n\tvsplati v12, -1\n\tvxor v13, v10, v12\n"
 		     "\tvsplati v14, -2147483648\n\tvxor v15, v10, v14\n\tvsel v10, v13, v15, v11\n";
-	return s + "\tvsplat v12, s6\n\tvxor v10, v10, v12\n\tvsplati v12, -1\n\tvsel v10, v10, v12, v3\n"
-		   "\tvst v10, s2, v28, i32, v29\n\tvst v2, s3, v28, i32, v29\n\thalt\n";
+	s += "\tvsplat v12, s6\n\tvxor v10, v10, v12\n\tvsplati v12, -1\n\tvsel v10, v10, v12, v3\n";
+	if (packed)
+		return s + "\tvsplati v12, -65536\n\tvand v10, v10, v12\n\tvor v10, v10, v2\n"
+			   "\tvst v10, s2, v28, i32, v29\n\thalt\n";
+	return s + "\tvst v10, s2, v28, i32, v29\n\tvst v2, s3, v28, i32, v29\n\thalt\n";
 }
 
 /*
  * v16 = (key, position) (v10, v11) < (v14, v15): keys unsigned, then
- * positions; two: the key's low words v24 and v25 between them. Uses
- * v18, v20-v22.
+ * positions; words 3 (int64): the key's low words v24 and v25 between
+ * them; 1 (packed): v10 < v14. Uses v18, v20-v22.
  */
-static std::string less(bool two)
+static std::string less(int words)
 {
 	std::string then = "\tvicmp v20, v11, v15, lt\n";
+	bool two = words == 3;
 
+	if (words == 1)
+		return "\tvicmp v16, v10, v14, ult\n";
 	if (two)
 		then = "\tvicmp v20, v24, v25, ult\n\tvicmp v21, v24, v25, eq\n\tvicmp v22, v11, v15, lt\n"
 		       "\tvand v21, v21, v22\n\tvor v20, v20, v21\n";
@@ -101,11 +111,13 @@ static std::string less(bool two)
  * rows of P: each pair of blocks of K, one ascending, the other
  * descending, gives its K smallest, a bitonic block that the stage sorts.
  */
-static std::string bsortl(bool two, bool merge)
+static std::string bsortl(int words, bool merge)
 {
-	std::string ld = "\tvld v10, s1, v28, i32, v29\n\tvld v11, s2, v28, i32, v29\n" +
-			 std::string(two ? "\tvld v24, s7, v28, i32, v29\n" : "");
-	std::string st2 = two ? "\tvst v24, s7, v28, i32, v29\n" : "";
+	bool two = words == 3, pos = words > 1;
+	std::string ld = "\tvld v10, s1, v28, i32, v29\n" + std::string(pos ? "\tvld v11, s2, v28, i32, v29\n" : "") +
+			 (two ? "\tvld v24, s7, v28, i32, v29\n" : "");
+	std::string st2 = std::string(pos ? "\tvst v11, s2, v28, i32, v29\n" : "") +
+			  (two ? "\tvst v24, s7, v28, i32, v29\n" : "");
 
 	/*
 	 * bmerge: lane f takes the smaller of a = 2f - (f & (K - 1)) and a + K
@@ -114,10 +126,10 @@ static std::string bsortl(bool two, bool merge)
 	if (merge)
 		ld = "\taddi s16, s4, -1\n\tvsplat v1, s16\n\tvand v2, v28, v1\n\tviadd v3, v28, v28\n"
 		     "\tvisub v3, v3, v2\t# a\n\tvsplat v4, s4\n\tviadd v5, v3, v4\t# a + K\n"
-		     "\tvld v10, s13, v3, i32, v29\n\tvld v11, s14, v3, i32, v29\n"
-		     "\tvld v14, s13, v5, i32, v29\n\tvld v15, s14, v5, i32, v29\n" +
-		     std::string(two ? "\tvld v24, s15, v3, i32, v29\n\tvld v25, s15, v5, i32, v29\n" : "") +
-		     less(two) + "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
+		     "\tvld v10, s13, v3, i32, v29\n\tvld v14, s13, v5, i32, v29\n" +
+		     std::string(pos ? "\tvld v11, s14, v3, i32, v29\n\tvld v15, s14, v5, i32, v29\n" : "") +
+		     (two ? "\tvld v24, s15, v3, i32, v29\n\tvld v25, s15, v5, i32, v29\n" : "") +
+		     less(words) + "\tvsel v10, v10, v14, v16\n" + (pos ? "\tvsel v11, v11, v15, v16\n" : "") +
 		     (two ? "\tvsel v24, v24, v25, v16\n" : "");
 	/*
 	 * The partner f ^ j is f + j for the lower one of a pair, else f - j:
@@ -136,15 +148,15 @@ static std::string bsortl(bool two, bool merge)
 	       "\taddi s6, s6, -1\n\tadd s12, s4, s0\n\tli s8, 1\n\tli s9, 512\n\tvsplati v17, 0\n"
 	       "stage:\n\tshr s10, s12, s8\n\tmin s10, s10, s9\n\tand s11, s12, s6\n\tvsplat v19, s11\n"
 	       "\tvand v19, v28, v19\n\tvicmp v19, v19, v17, eq\t# ascending\n"
-	       "step:\n\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n" + st2 +
+	       "step:\n\tvst v10, s1, v28, i32, v29\n" + st2 +
 	       "\tvsplat v12, s10\n\tvand v13, v28, v12\n\tvicmp v13, v13, v17, eq\t# the lower one\n"
-	       "\tshl s26, s10, s29\t# 4 j\n" + partner("s23", "v14", "v26") + partner("s24", "v15", "v27") +
-	       (two ? partner("s25", "v25", "v26") : "") + less(two) +
+	       "\tshl s26, s10, s29\t# 4 j\n" + partner("s23", "v14", "v26") +
+	       (pos ? partner("s24", "v15", "v27") : "") + (two ? partner("s25", "v25", "v26") : "") + less(words) +
 	       "\tvicmp v18, v13, v19, eq\t# keeps the smaller\n\tvicmp v16, v16, v18, eq\t# keeps its own\n"
-	       "\tvsel v10, v10, v14, v16\n\tvsel v11, v11, v15, v16\n" +
+	       "\tvsel v10, v10, v14, v16\n" + (pos ? "\tvsel v11, v11, v15, v16\n" : "") +
 	       (two ? "\tvsel v24, v24, v25, v16\n" : "") +
 	       "\tshr s10, s10, s8\n\tbnez s10, step\n\tshl s12, s12, s8\n\tbge s5, s12, stage\n"
-	       "\tvst v10, s1, v28, i32, v29\n\tvst v11, s2, v28, i32, v29\n" + st2 + "\thalt\n";
+	       "\tvst v10, s1, v28, i32, v29\n" + st2 + "\thalt\n";
 }
 
 /*
@@ -153,20 +165,22 @@ static std::string bsortl(bool two, bool merge)
  * s7 = the keys' low words. Pair g is f = g with a 0 inserted at bit
  * log2(j), and f + j.
  */
-static std::string bsortg(bool two)
+static std::string bsortg(int words)
 {
+	bool two = words == 3, pos = words > 1;
+
 	return lanes(3) + "\tvsplat v1, s6\n\tvshr v2, v28, v1\n\tvsplati v3, 1\n\tviadd v4, v1, v3\n"
 			  "\tvshl v2, v2, v4\n\tvsplat v5, s4\n\tvisub v6, v5, v3\n\tvand v6, v28, v6\n"
 			  "\tvor v2, v2, v6\t# f\n\tviadd v7, v2, v5\t# f + j\n"
-			  "\tvld v10, s1, v2, i32, v29\n\tvld v11, s2, v2, i32, v29\n"
-			  "\tvld v14, s1, v7, i32, v29\n\tvld v15, s2, v7, i32, v29\n" +
-	       (two ? "\tvld v24, s7, v2, i32, v29\n\tvld v25, s7, v7, i32, v29\n" : "") + less(two) +
+			  "\tvld v10, s1, v2, i32, v29\n\tvld v14, s1, v7, i32, v29\n" +
+	       (pos ? "\tvld v11, s2, v2, i32, v29\n\tvld v15, s2, v7, i32, v29\n" : "") +
+	       (two ? "\tvld v24, s7, v2, i32, v29\n\tvld v25, s7, v7, i32, v29\n" : "") + less(words) +
 	       "\tvsplat v19, s5\n\tvand v19, v2, v19\n\tvsplati v17, 0\n\tvicmp v19, v19, v17, eq\t# ascending\n"
 	       "\tvicmp v18, v16, v19, ne\t# swap\n"
 	       "\tvsel v20, v14, v10, v18\n\tvsel v21, v10, v14, v18\n"
-	       "\tvsel v22, v15, v11, v18\n\tvsel v23, v11, v15, v18\n"
-	       "\tvst v20, s1, v2, i32, v29\n\tvst v22, s2, v2, i32, v29\n"
-	       "\tvst v21, s1, v7, i32, v29\n\tvst v23, s2, v7, i32, v29\n" +
+	       "\tvst v20, s1, v2, i32, v29\n\tvst v21, s1, v7, i32, v29\n" +
+	       (pos ? "\tvsel v22, v15, v11, v18\n\tvsel v23, v11, v15, v18\n"
+		      "\tvst v22, s2, v2, i32, v29\n\tvst v23, s2, v7, i32, v29\n" : "") +
 	       (two ? "\tvsel v26, v25, v24, v18\n\tvsel v27, v24, v25, v18\n"
 		      "\tvst v26, s7, v2, i32, v29\n\tvst v27, s7, v7, i32, v29\n" : "") + "\thalt\n";
 }
@@ -174,13 +188,14 @@ static std::string bsortg(bool two)
 /*
  * sgath: s1 = x (rows x L), s2 = positions (rows x P, sorted), s3 = values
  * out, s4 = indices out (int64), both rows x k, s5 = rows k, s6 = P | L <<
- * 32, s7 = k.
+ * 32, s7 = k. sgathp: s2 = the packed keys, positions in their low halves.
  */
-static std::string sgath(const std::string &t)
+static std::string sgath(const std::string &t, bool packed)
 {
 	return lanes(5) + "\tvsplat v5, s7\n\tvidiv v1, v28, v5\n\tvirem v2, v28, v5\t# row, rank\n"
-			  "\tvsplat v6, s6\n\tvimul v3, v1, v6\n\tviadd v3, v3, v2\n\tvld v4, s2, v3, i32, v29\n"
-			  "\tshr s22, s6, s30\n\tvsplat v6, s22\n\tvimul v3, v1, v6\n\tviadd v3, v3, v4\n" +
+			  "\tvsplat v6, s6\n\tvimul v3, v1, v6\n\tviadd v3, v3, v2\n\tvld v4, s2, v3, i32, v29\n" +
+	       std::string(packed ? "\tvsplati v9, 65535\n\tvand v4, v4, v9\n" : "") +
+	       "\tshr s22, s6, s30\n\tvsplat v6, s22\n\tvimul v3, v1, v6\n\tviadd v3, v3, v4\n" +
 	       (t == "i64" ? "\tviadd v3, v3, v3\n\tvld v10, s1, v3, i32, v29\n\tvsplati v8, 1\n"
 			     "\tviadd v3, v3, v8\n\tvld v11, s1, v3, i32, v29\n\tviadd v7, v28, v28\n"
 			     "\tvst v10, s3, v7, i32, v29\n\tviadd v7, v7, v8\n\tvst v11, s3, v7, i32, v29\n"
@@ -197,7 +212,7 @@ static std::string sgath(const std::string &t)
  * words, s6 = P | L << 32, s7 = k, s8 = the elements before x in its
  * word, s9 = rows x k.
  */
-static std::string sgath16()
+static std::string sgath16(bool packed)
 {
 	std::string s = lanes(5) + "\tvsplat v5, s7\n\tvsplat v6, s6\n\tshr s22, s6, s30\n\tvsplat v12, s22\n"
 				   "\tvsplat v13, s8\n\tvsplat v14, s9\n\tvsplati v15, 1\n\tvsplati v16, 16\n"
@@ -206,7 +221,8 @@ static std::string sgath16()
 	for (int h = 0; h < 2; h++)
 		s += std::string("\tviadd v1, v28, v28\n") + (h ? "\tviadd v1, v1, v15\n" : "") +
 		     "\tvicmp v2, v1, v14, lt\n\tvand v2, v2, v29\n\tvidiv v3, v1, v5\n\tvirem v4, v1, v5\t# row, rank\n"
-		     "\tvimul v7, v3, v6\n\tviadd v7, v7, v4\n\tvld v8, s2, v7, i32, v2\t# position\n"
+		     "\tvimul v7, v3, v6\n\tviadd v7, v7, v4\n\tvld v8, s2, v7, i32, v2\t# position\n" +
+		     (packed ? "\tvsplati v19, 65535\n\tvand v8, v8, v19\n" : "") +
 		     "\tvimul v7, v3, v12\n\tviadd v7, v7, v8\n\tviadd v7, v7, v13\n\tvshr v9, v7, v15\n"
 		     "\tvand v7, v7, v15\n\tvimul v7, v7, v16\n\tvld v10, s1, v9, i32, v2\n\tvshr v10, v10, v7\n"
 		     "\tvand v10, v10, v17\n" +
@@ -218,22 +234,28 @@ static std::string sgath16()
 static std::string family(const std::string &kind, const std::string &t)
 {
 	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i64" || t == "i8" || t == "u8";
+	bool packed = kind.back() == 'p', small = t == "bf16" || t == "i16" || t == "i8" || t == "u8";
+	std::string k = packed ? kind.substr(0, kind.size() - 1) : kind;
 
-	if (kind == "skey")
-		return any || t == "i16" ? skey(t) : "";
-	if (kind == "sgath" && t == "i16")
-		return sgath16();
-	if (kind == "sgath")
-		return any ? sgath(t == "u8" ? "i8" : t) : "";	/* a byte's bits either way */
-	if (t != "i32" && t != "i64")	/* one key word or two */
+	if (packed && !small)	/* 16-bit keys only */
+		return "";
+	if (k == "skey")
+		return any || t == "i16" ? skey(t, packed) : "";
+	if (k == "sgath" && t == "i16")
+		return sgath16(packed);
+	if (k == "sgath")
+		return any ? sgath(t == "u8" ? "i8" : t, packed) : "";	/* a byte's bits either way */
+	/* the sort steps: one packed word (p32), a key word and a position (i32), or three (i64) */
+	int words = t == "p32" ? 1 : t == "i32" ? 2 : t == "i64" ? 3 : 0;
+	if (!words)
 		return "";
 	if (kind == "bsortg")
-		return bsortg(t == "i64");
-	return bsortl(t == "i64", kind == "bmerge");
+		return bsortg(words);
+	return bsortl(words, kind == "bmerge");
 }
 
 [[maybe_unused]] static const bool registered =
-	tvp::add_family({ "skey", "bsortl", "bsortg", "bmerge", "sgath" }, family);
+	tvp::add_family({ "skey", "skeyp", "bsortl", "bsortg", "bmerge", "sgath", "sgathp" }, family);
 
 /* ---- the sort ------------------------------------------------------------------ */
 
@@ -300,20 +322,24 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 		at::TensorOptions i32 = self.options().dtype(at::kInt);
 		int64_t n = rows * P;
 		bool two = self.scalar_type() == at::kLong;
+		std::string t = key_type(self.scalar_type());
+		/* 16-bit keys and positions: one word each (skeyp), half the steps' loads and stores */
+		bool packed = (t == "bf16" || t == "i16" || t == "i8" || t == "u8") && P <= 65536;
+		int words = packed ? 1 : two ? 3 : 2;
+		std::string w = packed ? ".p32" : two ? ".i64" : ".i32", p = packed ? "p." : ".";
 		/* keys, positions and (int64) the keys' low words; topk: a second set of half the size */
 		at::Tensor buf[2][3];
 		for (int b = 0; b < (partial ? 2 : 1); b++)
-			for (int w = 0; w < (two ? 3 : 2); w++)
-				buf[b][w] = at::empty({ (b ? n / 2 : n) + 1024 }, i32);	/* bsortl reads 512 around */
+			for (int w3 = 0; w3 < words; w3++)
+				buf[b][w3] = at::empty({ (b ? n / 2 : n) + 1024 }, i32);	/* bsortl reads 512 around */
 		for (int b = 0; b < 2; b++)
-			if (!two)
-				buf[b][2] = buf[b][0];
-		std::string t = key_type(self.scalar_type()), w = two ? ".i64" : ".i32";
+			for (int w3 = words; w3 < 3; w3++)
+				buf[b][w3] = buf[b][0];
 		auto va3 = [&](int b, int w3) { return buf[b][w3].defined() ? va_of(buf[b][w3]) + 512 * 4 : 0; };
 		/* int16: x's int32 words, and which half it starts at */
 		uint64_t xva = va_of(x), xw = i16 ? xva & ~(uint64_t)3 : xva, xo = (xva - xw) / 2;
 		std::vector<Launch> l = {
-			{ "skey." + t, tvp::blocks(n),
+			{ "skey" + p + t, tvp::blocks(n),
 			  { xw, va3(0, 0), va3(0, 1), (uint64_t)n, pack(P, L), descending ? 0xffffffffu : 0u, va3(0, 2),
 			    xo } },
 		};
@@ -343,11 +369,11 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 			}
 		}
 		if (i16)
-			l.push_back({ "sgath.i16", tvp::blocks((nk + 1) / 2),
+			l.push_back({ "sgath" + p + "i16", tvp::blocks((nk + 1) / 2),
 				      { xw, va3(out, 1), va_of(v), va_of(i), (uint64_t)((nk + 1) / 2), pack(rp, L),
 					(uint64_t)k, xo, (uint64_t)nk } });
 		else
-			l.push_back({ "sgath." + t, tvp::blocks(nk),
+			l.push_back({ "sgath" + p + t, tvp::blocks(nk),
 				      { xva, va3(out, 1), va_of(v), va_of(i), (uint64_t)nk, pack(rp, L), (uint64_t)k } });
 		if (tvp::run(dev_of(self), l, op) != l.size()) {
 			failed = true;
