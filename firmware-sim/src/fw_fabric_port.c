@@ -90,11 +90,14 @@
  */
 #define FW_FABRIC_INLINE_DEPTH	4u
 /*
- * Rounds in a row one inline call runs while frames keep coming for the
- * device (the answers of the rounds it nested: they found it busy). Then its
- * fabric thread is woken for the rest.
+ * Rounds one thread runs inline from one round of its own (or one doorbell
+ * write): the round it is in ticks its links only when they return, so
+ * that a slow host (a sanitizer, a large collective) never holds a
+ * device's keepalives and acks for more than a few rounds' time. Past it,
+ * frames are queued and the receivers' fabric threads woken, as before.
+ * Counted, not timed: where a round runs does not depend on the load.
  */
-#define FW_FABRIC_INLINE_ROUNDS	8u
+#define FW_FABRIC_INLINE_ROUNDS	16u
 
 /*
  * Rounds this thread is in (fabric_main()'s, inline ones). Only a thread in
@@ -104,6 +107,8 @@
  * only queues, as before.
  */
 static __thread unsigned int round_depth;
+/* Rounds this thread ran inline since its outermost round began. */
+static __thread unsigned int inline_spent;
 
 /*
  * The device whose doorbell this thread writes (fw_fabric_defer_kicks()):
@@ -750,6 +755,7 @@ static void *fabric_main(void *arg)
 			continue;
 		}
 		fab->sleep_ns = 0;
+		inline_spent = 0;
 		round_depth++;
 		fabric_round_locked(sim);
 		round_depth--;
@@ -769,7 +775,7 @@ static void *fabric_main(void *arg)
  */
 static bool inline_ok_locked(struct maia_sim *sim)
 {
-	return round_depth < FW_FABRIC_INLINE_DEPTH &&
+	return round_depth < FW_FABRIC_INLINE_DEPTH && inline_spent < FW_FABRIC_INLINE_ROUNDS &&
 	       __atomic_load_n(&inline_rx_on, __ATOMIC_RELAXED) && !sim->fab->busy &&
 	       sim->fab->thread_started && !sim->stop &&
 	       !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) && fw_links_run_locked(sim);
@@ -793,14 +799,16 @@ static bool rx_inline_ok_locked(struct maia_sim *sim)
 static void rx_inline_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
-	unsigned int n = 0;
 
+	if (!round_depth)
+		inline_spent = 0;	/* a doorbell writer's, outermost */
 	do {
 		fab->inline_rounds++;
+		inline_spent++;
 		round_depth++;
 		fabric_round_locked(sim);
 		round_depth--;
-	} while (fab->kicked && ++n < FW_FABRIC_INLINE_ROUNDS && inline_ok_locked(sim));
+	} while (fab->kicked && inline_ok_locked(sim));
 	if (fab->kicked || fab->next_ns + FW_FABRIC_NAP_NS < fab->sleep_ns)
 		pthread_cond_signal(&sim->fab_cond);
 }
