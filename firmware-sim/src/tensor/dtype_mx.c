@@ -300,8 +300,29 @@ void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_
 void fw_mx_decode(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 		    size_t nblocks, float *dst)
 {
-	if (!fw_mx_decode_simd(dtype, blocks, scales, nblocks, dst))
+	if (!fw_mx_decode_simd(dtype, blocks, scales, nblocks, MAIA_MX_BLOCK, MAIA_MX_BLOCK, dst))
 		fw_mx_decode_scalar(dtype, blocks, scales, nblocks, dst);
+}
+
+void fw_mx_decode_groups(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			   size_t nblocks, unsigned int g, size_t gstride, float *dst)
+{
+	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
+	float tmp[MAIA_MX_BLOCK];
+
+	if (fw_mx_decode_simd(dtype, blocks, scales, nblocks, g, gstride, dst))
+		return;
+	/* a block at a time, then its runs of consecutive elements to their places */
+	for (size_t b = 0; b < nblocks; b++) {
+		fw_mx_decode_scalar(dtype, blocks + b * bb, scales + b, 1, tmp);
+		for (unsigned int i = 0; i < bs;) {
+			size_t e = b * bs + i;
+			unsigned int run = g - e % g < bs - i ? g - (unsigned int)(e % g) : bs - i;
+
+			memcpy(dst + e / g * gstride + e % g, tmp + i, run * sizeof(float));
+			i += run;
+		}
+	}
 }
 
 void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,

@@ -64,9 +64,19 @@ void fw_mx_encode(unsigned int dtype, const float *src, size_t nblocks,
 /* fw_mx_decode() in plain C only: the reference the SIMD decoders match. */
 void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			   size_t nblocks, float *dst);
-/* fw_mx_decode() with SIMD where this CPU and dtype have it; false: not done. */
+/*
+ * fw_mx_decode() with element e of the run going to dst + e / g * gstride +
+ * e % g (g >= 1): a GEMM's B panels of g columns, or A's 16-k blocks,
+ * decoded in place instead of through a row and a copy.
+ */
+void fw_mx_decode_groups(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			   size_t nblocks, unsigned int g, size_t gstride, float *dst);
+/*
+ * fw_mx_decode_groups() with SIMD where this CPU and dtype have it and g is
+ * a multiple of 16; false: not done.
+ */
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
-			 size_t nblocks, float *dst);
+			 size_t nblocks, unsigned int g, size_t gstride, float *dst);
 
 /* ---- validated tensors and row I/O (tensor_io.c) ---- */
 

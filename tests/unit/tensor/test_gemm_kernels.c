@@ -386,7 +386,9 @@ static long engine_case(const struct fw_gemm_kernel *k, unsigned int threads, bo
 
 /*
  * An MXFP8 A (40 x 608: three K slices) and B through the engine with
- * kernel k, on small integers (exact in MXFP8), C an FP32 40 x 64 placed
+ * kernel k (forced, as MAIA_TE_ISA does: the engine would give MX operands
+ * to the fastest BF16 kernel), on small integers (exact in MXFP8), its A
+ * decoded straight into the kernel's panels, C an FP32 40 x 64 placed
  * between A's elements and A's scales or, with on_scales, over A's scales.
  * An operand's elements and scales are separate ranges: C between them
  * may be written in place, C over the scales must not be (the later K
@@ -403,6 +405,7 @@ static long engine_mx_case(const struct fw_gemm_kernel *k, bool on_scales)
 	float *fa = zalloc(4 * na), *fb = zalloc(4 * nb);
 	double *ra = zalloc(8 * na), *rb = zalloc(8 * nb);
 	uint8_t *before = zalloc(size);
+	char *prev = getenv("MAIA_TE_ISA");
 	struct maia_cmd_gemm cmd;
 	struct tmem mem;
 	long bad = 0;
@@ -435,8 +438,17 @@ static long engine_mx_case(const struct fw_gemm_kernel *k, bool on_scales)
 	cmd.c = tdesc(MAIA_DTYPE_FP32, vc, 2, (uint32_t[]){ m, n });
 	if (te)
 		te->gemm_kernel = k;
+	/* k itself, not the fastest BF16 kernel the engine would trade it for */
+	if (prev)
+		prev = strdup(prev);
+	setenv("MAIA_TE_ISA", k->name, 1);
 	if (!te || trun(te, &mem, &cmd, NULL) != MAIA_STATUS_OK)
 		bad = -1;
+	if (prev)
+		setenv("MAIA_TE_ISA", prev, 1);
+	else
+		unsetenv("MAIA_TE_ISA");
+	free(prev);
 	for (uint32_t i = 0; i < m && bad >= 0; i++)
 		for (uint32_t j = 0; j < n; j++) {
 			double want = 0;
