@@ -2,17 +2,22 @@
 """scatter, scatter_reduce, index_copy, index_fill_ (ops_scatter.cpp) on the
 device in the guest, in strict mode (no CPU fallback allowed), against CPU
 torch: every dim (negative ones too), odd sizes (past 1024 lanes),
-non-contiguous operands, empty ones, float32, bfloat16 and int32/bool
-where the op takes them, repeated indices, out-of-range indices raising
-CPU torch's own error with the operand unchanged, gradients (index_copy,
-scatter) against CPU autograd. The sorts are test_torch_sort.py's.
+non-contiguous operands, empty ones, float32, bfloat16, float16, int32
+(the reductions too), int64/float64 (plain scatters), bool and uint8
+where the op takes them, repeated indices (up to ~700 to one element),
+walks long enough to be chunked (up to 16384 steps), out-of-range indices
+raising CPU torch's own error with the operand unchanged (past the first
+chunk too), gradients (index_copy, scatter, scatter_reduce) against CPU
+autograd. The sorts are test_torch_sort.py's.
 
-Bounds: plain scatter, index_copy, index_fill_ and amax/amin are exact; sum,
-prod and mean fold src in index order rounding to self's dtype each step
-as CPU torch does: within 1e-5 (bfloat16 2e-2) of the largest value of a
-float64 reference. Repeated indices in plain scatter and index_copy: the
-last one along dim wins, checked against a reference that applies one
-position along dim at a time (torch leaves it undefined)."""
+Bounds: plain scatter, index_copy, index_fill_, amax/amin and every int32
+reduction are exact; sum, prod and mean on floats round to self's dtype
+each step, in index order (serial walks, as CPU torch does) or in the
+chunks' order (chunked ones): within 1e-5 (bfloat16 2e-2) of the largest
+value of a float64 reference. Repeated indices in plain scatter and
+index_copy: the last one along dim wins, checked against a reference
+that applies one position along dim at a time or takes CPU torch's amax
+of the positions (torch leaves it undefined)."""
 import time
 import warnings
 
@@ -300,8 +305,9 @@ def long_walks():
 
 @test
 def int_types():
-    """scatter_reduce and reduce= on int32 (serial walks); plain scatters, index_copy and index_fill_ on
-    int64 and float64 (as two int32 words); index_fill_ with a tensor value that is not 0-d: CPU torch's error."""
+    """scatter_reduce and reduce= on int32 and int64 (no mean for int64); plain scatters, index_copy and
+    index_fill_ on int64 and float64 (as two int32 words); index_fill_ with a tensor value that is not 0-d:
+    CPU torch's error."""
     x = torch.randint(-20, 20, (5, 9), dtype=torch.int32, generator=G)
     idx = torch.randint(0, 9, (5, 6), generator=G)
     src = torch.randint(-20, 20, (5, 6), dtype=torch.int32, generator=G)
@@ -321,6 +327,31 @@ def int_types():
                       x.scatter(1, idx, src, reduce=reduce), "int32 reduce=" + reduce)
                 exact(x.to(DEV).scatter(1, idx.to(DEV), -3, reduce=reduce), x.scatter(1, idx, -3, reduce=reduce),
                       "int32 value reduce=" + reduce)
+        # int64 (no mean): values past 32 bits, wrapping products, both dims, transposed, long walks
+        xl = torch.randint(-2**62, 2**62, (5, 9), generator=G)
+        for d in (0, 1):
+            i = idx if d == 1 else idx.t()[:5] % 5
+            for red in ("sum", "prod", "amax", "amin"):
+                hi = 2**31 if red == "prod" else 2**62
+                s = torch.randint(-hi, hi, i.shape, generator=G)
+                for inc in (True, False):
+                    exact(xl.t().contiguous().t().to(DEV).scatter_reduce(d, i.to(DEV), s.to(DEV), red, include_self=inc),
+                          xl.scatter_reduce(d, i, s, red, include_self=inc), "int64 %s %s dim %d" % (red, inc, d))
+        jl = torch.randint(0, 9, (5, 3000), generator=G)
+        sl = torch.randint(-2**40, 2**40, (5, 3000), generator=G)
+        sl[:, ::7] = torch.tensor([2**63 - 1, -2**63, -1, 2**32, 2**32 - 1])[:, None]
+        for red in ("sum", "amax", "amin"):
+            exact(xl.to(DEV).scatter_reduce(1, jl.to(DEV), sl.to(DEV), red, include_self=False),
+                  xl.scatter_reduce(1, jl, sl, red, include_self=False), "int64 long %s" % red)
+        sp = torch.randint(-1, 2, (5, 3000), generator=G) | 1
+        sp[:, ::500] = 3
+        exact(xl.to(DEV).scatter_reduce(1, jl.to(DEV), sp.to(DEV), "prod"), xl.scatter_reduce(1, jl, sp, "prod"),
+              "int64 long prod")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for reduce in ("add", "multiply"):
+                exact(xl.to(DEV).scatter(1, idx.to(DEV), 2**40 + 3, reduce=reduce),
+                      xl.scatter(1, idx, 2**40 + 3, reduce=reduce), "int64 value reduce=" + reduce)
         big = torch.tensor([2**40 + 3, -2**62, 2**63 - 1, -1, 0, 7])
         for xl in (torch.randint(-2**50, 2**50, (4, 6, 5), generator=G), rnd(4, 6, 5).double()):
             il = torch.randint(0, 6, (4, 9, 5), generator=G)
@@ -337,7 +368,7 @@ def int_types():
             exact(xl.to(DEV).transpose(0, 2).index_fill_(0, torch.tensor([3]).to(DEV), torch.tensor(-5)),
                   xl.transpose(0, 2).clone().index_fill_(0, torch.tensor([3]), -5), "%s transposed" % xl.dtype)
     after = dev_count("scatter_reduce"), dev_count("scatter"), dev_count("index_copy"), dev_count("index_fill_")
-    assert after[0] >= before[0] + 20 and after[1] >= before[1] + 8 and after[2] >= before[2] + 2 and \
+    assert after[0] >= before[0] + 40 and after[1] >= before[1] + 10 and after[2] >= before[2] + 2 and \
         after[3] >= before[3] + 4, mt.device_stats()
     xf = rnd(3, 4)
     for v in (torch.tensor([5.0]), torch.tensor([1.0, 2.0]), torch.tensor([[5.0]])):

@@ -5,28 +5,37 @@
  * as one TVP program family, deterministic.
  *
  * index_copy and index_fill_ are scatters along dim of an index expanded
- * over the other dimensions. A lane takes one position of the index's
- * shape with dim left out (its "outer" coordinates, rank <= 5 with dim
- * last and of size 1) and walks j = 0 .. index.size(dim) - 1 in order:
- * it reads index[.., j, ..] and src[.., j, ..] and updates self[.., index,
- * ..] by a load, the reduction, a store. Two lanes never share an element
- * of self (their outer coordinates differ), so there are no atomics and
- * the order is fixed: for plain scatter and index_copy with repeated
- * indices the last one along dim wins (what CPU torch's loop leaves in
- * practice; torch leaves it undefined), and scatter_reduce folds src in
- * index order as CPU torch does, rounding to self's dtype each step (so
- * sum, prod and mean are within float rounding of CPU torch, amax/amin
- * exact, NaN propagating as on the CPU). include_self=False first stores
- * the reduction's identity at every indexed element (CPU torch's
- * scatter_ of it); mean counts each element's updates (float32) and
- * divides by count + include_self (at least 1) in a last walk along dim.
+ * over the other dimensions. Two lanes never update one element of the
+ * same buffer, so there are no atomics and the result depends on the
+ * shapes and values only. A short walk along dim is serial: a lane takes
+ * one position of the index's shape with dim left out (its "outer"
+ * coordinates, rank <= 5 with dim last and of size 1) and walks j = 0 ..
+ * J - 1 in order, reading index and src there and updating self[..,
+ * index, ..] by a load, the reduction, a store. A long one (chunks_for()
+ * decides) is chunked: C lanes per outer position walk positions c, c +
+ * C, c + 2C, .. each into a partial row of its own (P, filled with the
+ * reduction's identity, and M: per element the updates or, for plain
+ * scatters, the last writer's position + 1), and a combine pass, a lane
+ * per element of self, folds the rows into self in chunk order.
+ *
+ * So for plain scatter and index_copy with repeated indices the last one
+ * along dim wins (what CPU torch's loop leaves in practice; torch leaves
+ * it undefined), amax and amin equal CPU torch's (NaN propagating), and
+ * integer reductions too (int32 wrapping; mean rounds down as CPU
+ * torch's floor division). sum, prod and mean on floats round to self's
+ * dtype each step: serially in index order as CPU torch does, chunked in
+ * the partials' order (within float rounding of CPU torch).
+ * include_self=False starts from the identity where src lands (CPU
+ * torch's scatter_ of it); mean divides by the updates + include_self
+ * (at least 1).
  *
  * The result is a contiguous copy of self, so a bad index (out of range;
  * for index_fill_ also below -size) leaves self as it was: the lane sets
  * a flag word, the op waits for its job, reads it and re-runs the op on
  * CPU copies for CPU torch's own error (a host wait per op). Indices are
- * int64, as CPU torch requires for these ops. Set takes any type the
- * gathers keep exactly; the reductions float32, bfloat16, float16.
+ * int64, as CPU torch requires for these ops. Plain scatters take any
+ * type the gathers keep exactly, and int64 and float64 as pairs of int32
+ * words; the reductions float32, bfloat16, float16 and int32.
  */
 #include <torch/library.h>
 
@@ -83,6 +92,71 @@ static std::string identity(Red r, bool flt)
 }
 
 /*
+ * int64 as two int32 words (lo, hi): lo/hi = the element at base + off
+ * (element offsets; tmp a temporary), stored likewise; v9 is taken for 1.
+ */
+static std::string ld64(const std::string &lo, const std::string &hi, const std::string &base, const std::string &off,
+			const std::string &m, const std::string &tmp, bool store = false)
+{
+	std::string op = store ? "\tvst " : "\tvld ";
+
+	return "\tviadd " + tmp + ", " + off + ", " + off + "\n" + op + lo + ", " + base + ", " + tmp + ", i32, " + m +
+	       "\n\tvsplati v9, 1\n\tviadd " + tmp + ", " + tmp + ", v9\n" + op + hi + ", " + base + ", " + tmp +
+	       ", i32, " + m + "\n";
+}
+
+/*
+ * (alo, ahi) = red((alo, ahi), (xlo, xhi)) on int64, wrapping; t: eight
+ * temporaries. Unsigned compares of the low words: the sign bits flipped,
+ * compared signed. mul: the low 64 bits of the product, alo x xlo from
+ * 16-bit halves (the TVP multiplies 32 x 32 bits into 32).
+ */
+static std::string red64(Red r, const std::string &alo, const std::string &ahi, const std::string &xlo,
+			 const std::string &xhi, const std::vector<std::string> &t)
+{
+	auto i = [](const std::string &op, const std::string &d, const std::string &a, const std::string &b) {
+		return "\t" + op + " " + d + ", " + a + ", " + b + "\n";
+	};
+	/* d = a <u b; k, u, v temporaries (d may be u) */
+	auto ult = [&](const std::string &d, const std::string &a, const std::string &b, const std::string &k,
+		       const std::string &u, const std::string &v) {
+		return "\tvsplati " + k + ", -2147483648\n" + i("vxor", u, a, k) + i("vxor", v, b, k) + "\tvicmp " + d +
+		       ", " + u + ", " + v + ", lt\n";
+	};
+
+	switch (r) {
+	case Red::Add:
+		return i("viadd", t[0], alo, xlo) + ult(t[1], t[0], alo, t[3], t[1], t[2]) + i("viadd", ahi, ahi, xhi) +
+		       i("viadd", ahi, ahi, t[1]) + "\tvmov " + alo + ", " + t[0] + "\n";
+	case Red::Max:
+	case Red::Min: {
+		/* x wins: max where a < x, min where x < a */
+		const std::string &p = r == Red::Max ? ahi : xhi, &q = r == Red::Max ? xhi : ahi;
+		const std::string &pl = r == Red::Max ? alo : xlo, &ql = r == Red::Max ? xlo : alo;
+
+		return "\tvicmp " + t[0] + ", " + p + ", " + q + ", lt\n\tvicmp " + t[1] + ", " + p + ", " + q +
+		       ", eq\n" + ult(t[2], pl, ql, t[5], t[3], t[4]) + i("vand", t[1], t[1], t[2]) +
+		       i("vor", t[0], t[0], t[1]) + "\tvsel " + alo + ", " + xlo + ", " + alo + ", " + t[0] + "\n\tvsel " +
+		       ahi + ", " + xhi + ", " + ahi + ", " + t[0] + "\n";
+	}
+	case Red::Mul:
+		return "\tvsplati " + t[7] + ", 65535\n" + i("vand", t[0], alo, t[7]) + i("vand", t[1], xlo, t[7]) +
+		       "\tvsplati " + t[7] + ", 16\n" + i("vshr", t[2], alo, t[7]) + i("vshr", t[3], xlo, t[7]) +
+		       i("vimul", t[4], t[0], t[1]) + i("vimul", t[5], t[0], t[3]) + i("vimul", t[6], t[2], t[1]) +
+		       i("vimul", t[2], t[2], t[3]) +					/* p00 p01 p10 p11 */
+		       i("viadd", t[1], t[5], t[6]) + ult(t[0], t[1], t[5], t[6], t[0], t[3]) +	/* mid, its carry */
+		       i("vshl", t[3], t[1], t[7]) + i("vshr", t[1], t[1], t[7]) +
+		       i("viadd", t[5], t[4], t[3]) + ult(t[6], t[5], t[4], t[6], t[3], t[4]) +	/* low word, carry */
+		       i("viadd", t[2], t[2], t[1]) + i("vshl", t[0], t[0], t[7]) + i("viadd", t[2], t[2], t[0]) +
+		       i("viadd", t[2], t[2], t[6]) +					/* the high word of alo x xlo */
+		       i("vimul", t[0], alo, xhi) + i("vimul", t[1], ahi, xlo) + i("viadd", t[2], t[2], t[0]) +
+		       i("viadd", ahi, t[2], t[1]) + "\tvmov " + alo + ", " + t[5] + "\n";
+	default:
+		return "";
+	}
+}
+
+/*
  * mean's last step: v25 /= max(v26 + v5, 1), v26 the count (int32), v5
  * include_self (int32), v17 = 0; integers divide rounding down, as CPU
  * torch's floor division.
@@ -128,12 +202,21 @@ static std::string walk(const std::string &l, Red r, bool init, const std::strin
 
 	if (init) {
 		s += "\tvsplati v24, " + identity(r, flt) + "\n\tvst v24, s1, v23, " + t + ", v18\n";
+	} else if (t == "i64") {
+		/* src or the value (its high word from s3) in v24/v0, the target in v25/v31 */
+		s += "\tbnez s18, " + l + "_v\n" + ld64("v24", "v0", "s3", "v13", "v18", "v14") + "\tjmp " + l + "_s\n" +
+		     l + "_v:\n\tvmov v24, v6\n\tshr s22, s3, s30\n\tvsplat v0, s22\n" + l + "_s:\n" +
+		     ld64("v25", "v31", "s1", "v23", "v18", "v14") +
+		     red64(r, "v25", "v31", "v24", "v0", { "v3", "v4", "v14", "v15", "v16", "v19", "v26", "v27" }) +
+		     ld64("v25", "v31", "s1", "v23", "v18", "v14", true);
 	} else {
 		s += "\tbnez s18, " + l + "_v\n\tvld v24, s3, v13, " + t + ", v18\n\tjmp " + l + "_s\n" + l +
 		     "_v:\n\tvmov v24, v6\n" + l + "_s:\n";
 		if (r != Red::Set)
 			s += "\tvld v25, s1, v23, " + t + ", v18\n";
 		s += red_asm(r, flt, "v25", "v24", "v26", "v27") + "\tvst v25, s1, v23, " + t + ", v18\n";
+	}
+	if (!init) {
 		if (chunked)
 			s += "\tbeqz s19, " + l + "_n\n";
 		if (chunked && r == Red::Set)
@@ -225,18 +308,36 @@ static std::string wloop(Red r, const std::string &t)
  * counts' sum + include_self (at least 1). s1 = self, s2 = P, s3 = M, s4
  * = T (the lanes: outer count x size), s5 = C, s6/s7 = the outer shape
  * with size(dim) last, s8-s10 = self's strides over it (dim's last), s11
- * = include_self, s12 = counts (M was kept).
+ * = include_self, s12 = counts (M was kept; else M is not read).
  */
 static std::string cloop(Red r, const std::string &t)
 {
 	bool flt = is_float(t);
 	std::string s = tvp_asm_coords5(4, 6) + tvp_asm_dot5(11, 8);
 
+	if (t == "i64") {
+		/* self in v25/v1, P in v24/v0, the fold in v30/v2 */
+		s += "\tvmov v12, v28\n\tvsplat v20, s4\n\tvsplati v17, 0\n\tvsplat v5, s11\n\tvicmp v7, v5, v17, eq\n"
+		     "\tvsplat v31, s12\n\tvicmp v31, v31, v17, eq\n\tvmov v21, v17\n" +
+		     ld64("v25", "v1", "s1", "v11", "v29", "v22") + "\tli s26, 0\n"
+		     "comb:\n\tbge s26, s5, comb_end\n\tvmov v26, v17\n\tbeqz s12, comb_m\n\tvld v26, s3, v12, i32, v29\n"
+		     "comb_m:\n" + ld64("v24", "v0", "s2", "v12", "v29", "v23") +
+		     "\tvicmp v18, v26, v17, ne\n\tvor v18, v18, v31\n\tvand v18, v18, v29\n"
+		     "\tvicmp v19, v21, v17, eq\n\tvand v19, v19, v7\n\tvand v19, v19, v18\n"
+		     "\tviadd v21, v21, v26\n\tvmov v30, v25\n\tvmov v2, v1\n" +
+		     red64(r, "v30", "v2", "v24", "v0", { "v3", "v4", "v6", "v8", "v10", "v13", "v14", "v15" }) +
+		     "\tvsel v30, v24, v30, v19\n\tvsel v2, v0, v2, v19\n\tvsel v25, v30, v25, v18\n\tvsel v1, v2, v1, v18\n"
+		     "\tviadd v12, v12, v20\n\taddi s26, s26, 1\n\tjmp comb\ncomb_end:\n" +
+		     ld64("v25", "v1", "s1", "v11", "v29", "v22", true);
+		return s + "\thalt\n";
+	}
+
 	s += "\tvmov v12, v28\t# e: the partials' offset\n\tvsplat v20, s4\n\tvsplati v17, 0\n\tvsplat v5, s11\n"
 	     "\tvicmp v7, v5, v17, eq\t# not include_self\n\tvsplat v31, s12\n\tvicmp v31, v31, v17, eq\t# no counts\n"
 	     "\tvmov v21, v17\t# the counts' sum (cset: the last position + 1)\n"
 	     "\tvld v25, s1, v11, " + t + ", v29\n\tli s26, 0\n"
-	     "comb:\n\tbge s26, s5, comb_end\n\tvld v26, s3, v12, i32, v29\n\tvld v24, s2, v12, " + t + ", v29\n";
+	     "comb:\n\tbge s26, s5, comb_end\n\tvmov v26, v17\n\tbeqz s12, comb_m\n\tvld v26, s3, v12, i32, v29\n"
+	     "comb_m:\n\tvld v24, s2, v12, " + t + ", v29\n";
 	if (r == Red::Set) {
 		s += "\tvicmp v18, v26, v21, gt\n\tvand v18, v18, v29\n\tvsel v25, v24, v25, v18\n\tvimax v21, v21, v26\n";
 	} else {
@@ -265,7 +366,9 @@ static std::string family(const std::string &kind, const std::string &t)
 	for (int r = 0; r <= (int)Red::Mean; r++) {
 		if (kind.substr(1) != red_names[r])
 			continue;
-		if (!(is_float(t) || t == "i32" || (r == (int)Red::Set && t == "i8")))
+		bool i64 = t == "i64" && kind[0] != 's' && r != (int)Red::Set && r != (int)Red::Mean;
+
+		if (!(is_float(t) || t == "i32" || i64 || (r == (int)Red::Set && t == "i8")))
 			return "";
 		switch (kind[0]) {
 		case 's': return sloop((Red)r, t);
@@ -300,9 +403,14 @@ struct Scatter {
 	bool wrap = false;
 };
 
-/* The TVP element type of the reductions for t: the float ones, int32; else nullptr. */
-static const char *red_elem(at::ScalarType t)
+/*
+ * The element type of the reductions for t: the float ones, int32, int64
+ * (two words, "i64": the chunked programs only, no mean); else nullptr.
+ */
+static const char *red_elem(at::ScalarType t, Red r)
 {
+	if (t == at::kLong)
+		return r == Red::Mean ? nullptr : "i64";
 	return t == at::kInt ? "i32" : tvp::elem(t);
 }
 
@@ -325,7 +433,7 @@ static bool scatter_ok(const at::Tensor &self, const Scatter &s)
 
 	if (!i.defined() || !on_device(self) || !on_device(i, self) || i.scalar_type() != at::kLong || self.dim() < 1 ||
 	    self.dim() > (words ? 4 : 5) || i.dim() != self.dim() || !int32_reach(self) || !int32_reach(i) ||
-	    !(words || (set ? elem_exact(self.scalar_type()) : red_elem(self.scalar_type()))) ||
+	    !(words || (set ? elem_exact(self.scalar_type()) : red_elem(self.scalar_type(), s.red))) ||
 	    i.size(s.d) > max_walk || self.size(s.d) > max_walk)
 		return false;
 	if (s.src.defined() && (!on_device(s.src, self) || s.src.scalar_type() != self.scalar_type() ||
@@ -395,11 +503,11 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 		n *= v;
 	if (n == 0 || J == 0)
 		return 1;
-	const std::string t = s.red == Red::Set ? elem_exact(acc.scalar_type()) : red_elem(acc.scalar_type());
+	const std::string t = s.red == Red::Set ? elem_exact(acc.scalar_type()) : red_elem(acc.scalar_type(), s.red);
 	const std::string red = red_names[(int)s.red];
 	const bool counts = s.red == Red::Set || s.red == Red::Mean || !s.include_self;
 	const int64_t C = chunks_for(n, J, n * size, counts);
-	uint64_t src = s.src.defined() ? va_of(s.src) : s.value;
+	uint64_t src = s.src.defined() ? va_of(s.src) : t == "i64" ? (uint64_t)s.scalar.toLong() : s.value;
 	std::vector<uint64_t> is = tvp_pack_strides5(outer_strides(i, s.d));
 	std::vector<uint64_t> ss = tvp_pack_strides5(s.src.defined() ? outer_strides(s.src, s.d) :
 						   std::vector<int64_t>(shape.size() + 1, 0));
@@ -407,7 +515,7 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 	std::vector<tvp::Launch> l;
 	at::Tensor aux, P, M;
 
-	if (C == 1) {
+	if (C == 1 && t != "i64") {
 		std::vector<int64_t> sh = shape;
 		uint64_t mode = (s.wrap ? 1 : 0) | (s.include_self ? 2 : 0) | (s.src.defined() ? 0 : 4);
 
@@ -420,28 +528,34 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 			      std::vector<uint64_t>{ va_of(acc), va_of(i), src, va_of(aux), (uint64_t)n } +
 				      tvp_pack_shape5(sh) + as + is + ss });
 	} else {
-		/* the chunked walk into partials, then their combine into acc: one job (M zeroed if unused) */
+		/* the chunked walk into partials, then their combine into acc: one job (no M without counts) */
 		const int64_t L = (J + C - 1) / C, T = n * size;
 		std::vector<int64_t> wsh = shape, csh = shape;
 		uint64_t mode = (s.wrap ? 1 : 0) | (s.src.defined() ? 0 : 4) | (counts ? 8 : 0);
 		static const double ident[] = { 0, 0, 1, -INFINITY, INFINITY, 0 };
-		at::Scalar id = acc.scalar_type() == at::kInt ?
-			at::Scalar(s.red == Red::Max ? INT32_MIN : s.red == Red::Min ? INT32_MAX : (int64_t)ident[(int)s.red]) :
-			at::Scalar(ident[(int)s.red]);
+		at::Scalar id = ident[(int)s.red];
+
+		if (acc.scalar_type() == at::kInt || acc.scalar_type() == at::kLong) {
+			bool i32 = acc.scalar_type() == at::kInt;
+
+			id = s.red == Red::Max ? (i32 ? INT32_MIN : INT64_MIN) :
+			     s.red == Red::Min ? (i32 ? INT32_MAX : INT64_MAX) : (int64_t)ident[(int)s.red];
+		}
 
 		wsh.push_back(C);
 		csh.push_back(size);
 		aux = at::zeros({ 1 }, acc.options().dtype(at::kInt));
 		P = s.red == Red::Set ? at::empty({ C * T }, acc.options()) : at::full({ C * T }, id, acc.options());
-		M = at::zeros({ C * T }, acc.options().dtype(at::kInt));
+		if (counts)
+			M = at::zeros({ C * T }, acc.options().dtype(at::kInt));
 		is[2] |= (uint64_t)J << 32;
 		ss[2] |= (uint64_t)size << 32;
 		l.push_back({ "w" + red + "." + t, tvp::blocks(n * C),
 			      std::vector<uint64_t>{ va_of(P), va_of(i), src, va_of(aux), (uint64_t)(n * C) } +
 				      tvp_pack_shape5(wsh) + is + ss +
-				      std::vector<uint64_t>{ va_of(M), pack(L, (int64_t)mode), (uint64_t)T } });
+				      std::vector<uint64_t>{ counts ? va_of(M) : 0, pack(L, (int64_t)mode), (uint64_t)T } });
 		l.push_back({ "c" + red + "." + t, tvp::blocks(T),
-			      std::vector<uint64_t>{ va_of(acc), va_of(P), va_of(M), (uint64_t)T, (uint64_t)C } +
+			      std::vector<uint64_t>{ va_of(acc), va_of(P), counts ? va_of(M) : 0, (uint64_t)T, (uint64_t)C } +
 				      tvp_pack_shape5(csh) + as +
 				      std::vector<uint64_t>{ s.include_self ? 1u : 0u, counts ? 1u : 0u } });
 	}
@@ -486,7 +600,7 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
 
 	if (scatter_ok(self, s)) {
 		at::Tensor acc = self.clone(at::MemoryFormat::Contiguous);
-		int r = two_words(acc.scalar_type()) ? run_words(acc, s, op) : run_scatter(acc, s, op);
+		int r = s.red == Red::Set && two_words(acc.scalar_type()) ? run_words(acc, s, op) : run_scatter(acc, s, op);
 
 		if (r == 1) {
 			count_device_op(op);
