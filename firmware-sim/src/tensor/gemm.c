@@ -469,6 +469,16 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 					bool edge = cdst && ((rows < kn->mr && !short_rows) ||
 							     j + kn->nr > nbb);
 
+					/* few rows: two whole column tiles at once (fn_rows2) */
+					if (short_rows && kn->fn_rows2 &&
+					    j + 2 * kn->nr <= (cdst ? nbb : np)) {
+						kn->fn_rows2(kcb, ap + i * kcb,
+							     panels ? bp + j * kcb : bp + j, ldb,
+							     panels ? kcb * kn->nr : kn->nr, ct, ldc,
+							     k0 > 0, rows);
+						j += kn->nr;
+						continue;
+					}
 					if (edge) {
 						edge_tile(ct, ldc, tmp, kn, mbb - ms - i, nbb - j,
 							  k0 > 0, false);

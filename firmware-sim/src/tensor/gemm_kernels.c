@@ -235,6 +235,94 @@ static void kern_avx2_rows(size_t kc, const void *ap, const void *bp, size_t ldb
 	}
 }
 
+/*
+ * rows (1..3) rows of two 16-column tiles, the second's B at b + bnext and
+ * its C at c + 16: 4 to 12 FMA chains where one tile has 2 to 6, which
+ * with the FMA's 4-cycle latency on two ports ran 1 and 2 rows at a
+ * quarter and half of the full tile's rate per row (a 32-row block is 5
+ * full tiles and 2 rows). Each B vector is loaded and used by all rows
+ * before the next: 12 accumulators, 3 A broadcasts and 1 B vector are
+ * the 16 registers. Per element the same FMAs in the same k order as
+ * avx2_tile(), so the same results.
+ */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void avx2_tile2(size_t kc, const float *a, const float *b, size_t ldb,
+			      size_t bnext, float *c, size_t ldc, int accumulate, const int rows)
+{
+	__m256 acc[3][4];
+	size_t k, kk, w, blk = 0;
+	bool spread = accumulate && kc / GEMM_KB > (size_t)rows;
+	int i, v;
+
+#pragma GCC unroll 3
+	for (i = 0; i < rows; i++) {
+		if (accumulate && !spread) {
+			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+			_mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+		}
+#pragma GCC unroll 4
+		for (v = 0; v < 4; v++)
+			acc[i][v] = _mm256_setzero_ps();
+	}
+#define AVX2_STEP2(a, w, b, rows)							\
+	do {										\
+		__m256 ai_[3];								\
+		_Pragma("GCC unroll 3")							\
+		for (int i_ = 0; i_ < (rows); i_++)					\
+			ai_[i_] = _mm256_broadcast_ss((a) + i_ * (w));			\
+		_Pragma("GCC unroll 4")							\
+		for (int v_ = 0; v_ < 4; v_++) {					\
+			__m256 bv_ = _mm256_load_ps((b) + (v_ / 2) * bnext + (v_ % 2) * 8); \
+			_Pragma("GCC unroll 3")						\
+			for (int i_ = 0; i_ < (rows); i_++)				\
+				acc[i_][v_] = _mm256_fmadd_ps(ai_[i_], bv_, acc[i_][v_]); \
+		}									\
+	} while (0)
+	for (k = 0; k + GEMM_KB <= kc; k += GEMM_KB, a += GEMM_KB * AVX2_MR, blk++) {
+		if (spread && blk < 2 * (size_t)rows)
+			_mm_prefetch((const char *)(c + blk / 2 * ldc + blk % 2 * 16), _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (kk = 0; kk < GEMM_KB; kk++, b += ldb)
+			AVX2_STEP2(a + kk, GEMM_KB, b, rows);
+	}
+	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
+		AVX2_STEP2(a + kk, w, b, rows);
+#undef AVX2_STEP2
+#pragma GCC unroll 3
+	for (i = 0; i < rows; i++) {
+#pragma GCC unroll 4
+		for (v = 0; v < 4; v++) {
+			float *cv = c + i * ldc + v * 8;
+
+			if (accumulate)
+				acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_load_ps(cv));
+			_mm256_store_ps(cv, acc[i][v]);
+		}
+	}
+}
+
+__attribute__((target("avx2,fma")))
+static void kern_avx2_rows2(size_t kc, const void *ap, const void *bp, size_t ldb, size_t bnext,
+			    float *c, size_t ldc, int accumulate, unsigned int rows)
+{
+	switch (rows) {
+	case 1:
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 1);
+		break;
+	case 2:
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 2);
+		break;
+	case 3:
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 3);
+		break;
+	default:	/* 4 and 5 rows keep a tile's FMA ports busy on their own */
+		kern_avx2_rows(kc, ap, bp, ldb, c, ldc, accumulate, rows);
+		kern_avx2_rows(kc, ap, (const float *)bp + bnext, ldb, c + 16, ldc, accumulate,
+			       rows);
+		break;
+	}
+}
+
 /* pack_a_k16() (below) with 32-byte copies, for kern_avx2. */
 __attribute__((target("avx2")))
 static void pack_a_k16_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr,
@@ -356,19 +444,20 @@ static void pack_a_k16(const float *rows, size_t ld, size_t kc, unsigned int mr,
 /* The order only breaks ties in speed; "portable" is the last but one. */
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
-	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB, NULL },
+	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB, NULL,
+	  NULL },
 	{ "avx2", AVX2_MR, 16, kern_avx2, pack_a_k16_avx2, 0, NULL, false, GEMM_KB,
-	  kern_avx2_rows },
+	  kern_avx2_rows, kern_avx2_rows2 },
 	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
-	  fw_gemm_to_pairs_avx512, false, 0, NULL },
+	  fw_gemm_to_pairs_avx512, false, 0, NULL, NULL },
 #endif
 #if HAVE_X86 && defined(__linux__)
 	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true, 0,
-	  NULL },
+	  NULL, NULL },
 #endif
-	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0, NULL },
+	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0, NULL, NULL },
 	{ "portable-bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_portable,
-	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0, NULL },
+	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0, NULL, NULL },
 };
 
 #define NKERNELS	(sizeof(kernels) / sizeof(kernels[0]))
@@ -491,6 +580,21 @@ static bool kernel_selftest(const struct fw_gemm_kernel *k)
 				float want = (float)((i * LDC + j) % 9);
 
 				for (kk = 0; i < nrows && kk < KC; kk++)
+					want += rows[i * KC + kk] * b[kk * LDB + j];
+				if (c[i * LDC + j] != want)
+					return false;
+			}
+		for (i = 0; i < MAXR * LDC; i++)
+			c[i] = (float)(i % 9);
+	}
+	/* and two column tiles at once: B's second tile nr columns on, C's too */
+	for (unsigned int nrows = 1; k->fn_rows2 && nrows < k->mr; nrows++) {
+		k->fn_rows2(KC, ak, bk, ldb, k->nr, c, LDC, 1, nrows);
+		for (i = 0; i <= nrows; i++)
+			for (j = 0; j <= 2 * k->nr && j < LDC; j++) {
+				float want = (float)((i * LDC + j) % 9);
+
+				for (kk = 0; i < nrows && j < 2 * k->nr && kk < KC; kk++)
 					want += rows[i * KC + kk] * b[kk * LDB + j];
 				if (c[i * LDC + j] != want)
 					return false;

@@ -227,6 +227,15 @@ struct fw_gemm_kernel {
 	 */
 	void (*fn_rows)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
 			int accumulate, unsigned int rows);
+	/*
+	 * NULL, or fn_rows for two neighbouring column tiles at once: the
+	 * second's B bnext floats after the first's (nr for rows of B, kc * nr
+	 * for panels), its C nr columns after the first's. A few rows alone
+	 * are too few independent FMA chains to hide the FMA's latency; two
+	 * tiles of them are twice as many.
+	 */
+	void (*fn_rows2)(size_t kc, const void *a, const void *b, size_t ldb, size_t bnext,
+			 float *c, size_t ldc, int accumulate, unsigned int rows);
 };
 
 /* The index of A(i, k) in a kernel's FP32 panel of kc columns (kpair 0). */

@@ -11,8 +11,9 @@
  *     |C - ref| <= 1.25 (K + 4) 2^-24 sum_k |a b| + K 2^-126
  *   (Documentation/tensor-engine.rst), and within twice that of the
  *   portable kernel of the same operand format.
- * A kernel's fn_rows (the first rows of a tile only) is held to the same
- * exactness for every row count, the tile's other rows untouched.
+ * A kernel's fn_rows (the first rows of a tile only) and fn_rows2 (those
+ * rows of two tiles at once) are held to the same exactness for every row
+ * count, the tiles' other rows untouched.
  * Then each FP32 kernel through the engine (MAIA_OP_GEMM): a plain FP32
  * result is written in place when C maps as one aligned range, else through
  * the tile's SRAM C block; both must be exact on integers, edges of the
@@ -195,6 +196,62 @@ static void test_rows(const struct fw_gemm_kernel *k)
 			       "kernel %s: %u of %u rows, integers, k = %zu: exact (%ld wrong), "
 			       "those rows only", k->name, rows, k->mr, o.kc, bad);
 			operands_free(&o);
+		}
+	}
+}
+
+/*
+ * fn_rows2, where a kernel has one (few rows, two column tiles at once):
+ * for every row count below mr and B as rows (the second tile nr columns
+ * on) and as panels (kc * nr floats on), exact on integers in those rows
+ * of both tiles, everything else of C untouched.
+ */
+static void test_rows2(const struct fw_gemm_kernel *k)
+{
+	static const size_t kcs[] = { 5, 37, 256 };
+	const unsigned int nr = k->nr, w = 2 * k->nr;
+
+	for (size_t t = 0; k->fn_rows2 && t < sizeof(kcs) / sizeof(kcs[0]); t++) {
+		for (unsigned int rows = 1; rows < k->mr; rows++) {
+			for (int panels = 0; panels < 2; panels++) {
+				size_t kc = kcs[t], ldb = panels ? nr : w + 16, ldc = w + GUARD;
+				size_t bnext = panels ? kc * nr : nr;
+				float *ra = zalloc(sizeof(float) * k->mr * kc);
+				float *a = zalloc(sizeof(float) * k->mr * kc + 64);
+				float *bf = zalloc(sizeof(float) * kc * w);
+				float *b = zalloc(sizeof(float) * kc * (w + 16));
+				float *c = zalloc(sizeof(float) * (k->mr + GUARD) * ldc);
+				long bad = 0;
+
+				for (size_t i = 0; i < k->mr * kc; i++)
+					ra[i] = (float)((int)(trand_uniform(0, 17)) - 8);
+				for (size_t i = 0; i < kc * w; i++)
+					bf[i] = (float)((int)(trand_uniform(0, 17)) - 8);
+				for (size_t kk = 0; kk < kc; kk++)
+					for (unsigned int j = 0; j < w; j++)
+						b[j / nr * bnext + kk * ldb + j % nr] = bf[kk * w + j];
+				for (size_t i = 0; i < (k->mr + GUARD) * ldc; i++)
+					c[i] = (float)((int)(i % 7) - 3);
+				k->pack_a(ra, kc, kc, k->mr, a);
+				k->fn_rows2(kc, a, b, ldb, bnext, c, ldc, 1, rows);
+				for (size_t i = 0; i < k->mr + GUARD; i++)
+					for (size_t j = 0; j < ldc; j++) {
+						long want = (long)((int)((i * ldc + j) % 7) - 3);
+
+						for (size_t kk = 0; i < rows && j < w && kk < kc; kk++)
+							want += (long)ra[i * kc + kk] *
+								(long)bf[kk * w + j];
+						bad += c[i * ldc + j] != (float)want;
+					}
+				tap_ok(!bad, "kernel %s: %u of %u rows of two tiles, B as %s, "
+				       "integers, k = %zu: exact (%ld wrong), those rows only",
+				       k->name, rows, k->mr, panels ? "panels" : "rows", kc, bad);
+				free(ra);
+				free(a);
+				free(bf);
+				free(b);
+				free(c);
+			}
 		}
 	}
 }
@@ -508,6 +565,10 @@ static void test_engine(const struct fw_gemm_kernel *k)
 		bad = engine_case(k, 1, whole, 0, 1, 32, 1100, 600, 600, 1104, 0);
 		tap_ok(!bad, "kernel %s, engine, %s: 32x1100x600, one thread: exact (%ld wrong)",
 		       k->name, how, bad);
+		/* B in panels and a last row tile of 3 rows (two column tiles at once) */
+		bad = engine_case(k, 1, whole, 0, 1, 195, 100, 300, 300, 112, 0);
+		tap_ok(!bad, "kernel %s, engine, %s: 195x100x300, one thread: exact (%ld wrong)",
+		       k->name, how, bad);
 		/* 256 KiB tiles: a task's rows are more than the SRAM C block holds */
 		bad = engine_case(k, 1, whole, 1024, 1, 300, 256, 300, 300, 256, 0);
 		tap_ok(!bad, "kernel %s, engine, %s: 300x256x300, 256 KiB tile SRAM: exact "
@@ -542,6 +603,7 @@ int main(void)
 		}
 		test_exact(&k[i]);
 		test_rows(&k[i]);
+		test_rows2(&k[i]);
 		test_bound(&k[i]);
 		test_engine(&k[i]);
 	}
