@@ -98,6 +98,13 @@
  * Counted, not timed: where a round runs does not depend on the load.
  */
 #define FW_FABRIC_INLINE_ROUNDS	16u
+/*
+ * And only while the thread has moved (fed to links, sent) less than this
+ * since its outermost round began: small collectives go inline; a large
+ * one's chunks go to the fabric threads, which move them in parallel and
+ * tick their own links meanwhile, as before.
+ */
+#define FW_FABRIC_INLINE_BYTES	(64u * 1024u)
 
 /*
  * Rounds this thread is in (fabric_main()'s, inline ones). Only a thread in
@@ -107,8 +114,9 @@
  * only queues, as before.
  */
 static __thread unsigned int round_depth;
-/* Rounds this thread ran inline since its outermost round began. */
+/* Rounds this thread ran inline, bytes it moved, since its outermost round began. */
 static __thread unsigned int inline_spent;
+static __thread size_t moved_bytes;
 
 /*
  * The device whose doorbell this thread writes (fw_fabric_defer_kicks()):
@@ -219,6 +227,7 @@ static int link_tx(void *opaque, unsigned int port, const void *frame, size_t le
 
 	if (!sim->ops.fabric_tx)
 		return -1;
+	moved_bytes += len;
 	return sim->ops.fabric_tx(sim->opaque, port, frame, len) < 0 ? -1 : 0;
 }
 
@@ -229,6 +238,7 @@ static int link_tx_lend(void *opaque, unsigned int port, void *frame, size_t len
 	struct maia_sim *sim = p->sim;
 
 	fw_buf_get(frame);
+	moved_bytes += len;
 	return sim->ops.fabric_tx_lend(sim->opaque, port, frame, len) < 0 ? -1 : 0;
 }
 
@@ -623,6 +633,7 @@ static bool feed_rx(struct maia_sim *sim)
 				return true;
 			}
 			fed = true;
+			moved_bytes += f->len;
 			/* A lent frame is the sending device's own buffer: no CRC to check. */
 			if (f->release)
 				fw_link_rx_lent(&p->link, f->data, f->len, now);
@@ -755,7 +766,7 @@ static void *fabric_main(void *arg)
 			continue;
 		}
 		fab->sleep_ns = 0;
-		inline_spent = 0;
+		inline_spent = moved_bytes = 0;
 		round_depth++;
 		fabric_round_locked(sim);
 		round_depth--;
@@ -776,6 +787,7 @@ static void *fabric_main(void *arg)
 static bool inline_ok_locked(struct maia_sim *sim)
 {
 	return round_depth < FW_FABRIC_INLINE_DEPTH && inline_spent < FW_FABRIC_INLINE_ROUNDS &&
+	       moved_bytes < FW_FABRIC_INLINE_BYTES &&
 	       __atomic_load_n(&inline_rx_on, __ATOMIC_RELAXED) && !sim->fab->busy &&
 	       sim->fab->thread_started && !sim->stop &&
 	       !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) && fw_links_run_locked(sim);
@@ -801,7 +813,7 @@ static void rx_inline_locked(struct maia_sim *sim)
 	struct fw_fabric *fab = sim->fab;
 
 	if (!round_depth)
-		inline_spent = 0;	/* a doorbell writer's, outermost */
+		inline_spent = moved_bytes = 0;	/* a doorbell writer's, outermost */
 	do {
 		fab->inline_rounds++;
 		inline_spent++;
