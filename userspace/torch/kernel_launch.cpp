@@ -48,6 +48,39 @@ static struct maia_kernel *kernel_for(int dev, const std::string &key, const at:
 	return k;
 }
 
+/*
+ * Early submission of an open batch (maia.inductor.batched_call sets it for
+ * a compiled graph's call): a launch submits its device's open batch once
+ * flush_min launches went since the rule last submitted and the device is
+ * done with what it submitted then, so the device starts on a graph's
+ * kernels while the host still writes the rest. 0: off (the batch goes
+ * when it ends). Setting it starts the count again.
+ */
+static std::mutex flush_lock;		/* protects flush_min, flushed, since */
+static int64_t flush_min;
+static uint64_t flushed[kMaxDevices];	/* seqno of the batch the rule submitted last */
+static int64_t since[kMaxDevices];	/* launches since then */
+
+static void flush_launches(int64_t launches)
+{
+	TORCH_CHECK(launches >= 0, "maia::flush_launches: ", launches, " launches");
+	std::lock_guard<std::mutex> guard(flush_lock);
+
+	flush_min = launches;
+	for (int64_t &n : since)
+		n = 0;
+}
+
+static void maybe_flush(int dev)
+{
+	std::lock_guard<std::mutex> guard(flush_lock);
+
+	if (!flush_min || ++since[dev] < flush_min || !job_done(dev, flushed[dev]))
+		return;
+	flushed[dev] = last_seqno(dev);		/* submits the open batch */
+	since[dev] = 0;
+}
+
 static void triton_launch(const at::Tensor &binary, c10::string_view key, int64_t dev_index,
 			  at::IntArrayRef grid, at::IntArrayRef args, int64_t budget)
 {
@@ -72,12 +105,16 @@ static void triton_launch(const at::Tensor &binary, c10::string_view key, int64_
 	for (size_t i = 0; i < args.size(); i++)
 		a[i] = (uint64_t)args[i];
 	struct maia_kernel *k = kernel_for(dev, std::string(key), binary);
-	Job job(dev);
+	{
+		Job job(dev);
 
-	job.add(maia_cmd_kernel(job.cmdbuf(), k, g, a, (uint32_t)args.size(), (uint32_t)budget),
-		"maia_cmd_kernel");
-	job.run();
+		job.add(maia_cmd_kernel(job.cmdbuf(), k, g, a, (uint32_t)args.size(),
+					(uint32_t)budget),
+			"maia_cmd_kernel");
+		job.run();
+	}
 	count_device_op("maia::triton_launch");
+	maybe_flush(dev);
 }
 
 TORCH_LIBRARY_FRAGMENT(maia, m)
@@ -85,6 +122,7 @@ TORCH_LIBRARY_FRAGMENT(maia, m)
 	m.def("triton_launch(Tensor binary, str key, int device, int[] grid, int[] args, "
 	      "int budget=0) -> ()",
 	      triton_launch);
+	m.def("flush_launches(int launches) -> ()", flush_launches);
 }
 
 } // namespace maia_torch

@@ -169,6 +169,11 @@ def _interface():
 # Whether a compiled graph's device work goes as one job per device
 # (batched_call); False: a job per kernel launch and per op, as in eager mode.
 batch_launches = True
+# Inside a batched call, a Triton launch submits the batch so far once this
+# many launches went since the last such submission and the device is done
+# with that part (torch.ops.maia.flush_launches); 0: the batch goes when the
+# call returns.
+flush_launches = 2
 
 
 def batched_call(call, devices):
@@ -176,20 +181,28 @@ def batched_call(call, devices):
     maia devices devices, with every kernel launch and op of one call (while
     batch_launches is on) appended to one command buffer per device and
     submitted as one job when the call returns (maia.torch.batched():
-    earlier before a host read, a synchronize, an event or at 128 KiB). A
-    job per launch cost the guest more than the launch: submission, the
-    worker's wake-up, a completion interrupt (Documentation/benchmarks.rst,
-    "torch.compile with Inductor")."""
-    begin, end = _mt.ops.batch_begin, _mt.ops.batch_end
+    earlier before a host read, a synchronize, an event or at 128 KiB), or
+    in a few parts: with flush_launches, a launch submits the part so far
+    when the device is idle, which then runs while the host writes the rest.
+    A job per launch cost the guest more than the launch: submission, the
+    worker's wake-up, a completion interrupt; one job for the whole call
+    left the device idle until the call returned
+    (Documentation/benchmarks.rst, "torch.compile with Inductor")."""
+    begin, end, flush = _mt.ops.batch_begin, _mt.ops.batch_end, _mt.ops.flush_launches
 
     def run(args):
         if not batch_launches:
             return call(args)
+        early = flush_launches
         for d in devices:
             begin(d)
+        if early:
+            flush(early)
         try:
             return call(args)
         finally:
+            if early:
+                flush(0)
             for d in devices:
                 end(d)
     return run
