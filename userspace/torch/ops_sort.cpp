@@ -2,22 +2,26 @@
 /*
  * sort (stable; ascending or descending; along any dim; values and int64
  * indices), so argsort, and topk (largest or smallest, sorted) as TVP
- * programs: a bitonic sort of each row along dim.
+ * programs: a bitonic sort of each row along dim, or for topk a bitonic
+ * top-k that sorts no whole row.
  *
  * The rows (self moved so dim is last, contiguous) are padded to P, the
  * next power of two of the row length L. "skey" makes each element a key
  * whose unsigned int32 order is torch's order: float bits with the sign
  * flipped (all bits when negative), -0.0 as 0.0 and every NaN one NaN
- * above +inf (torch sorts NaN last ascending, first descending), int32
- * with the sign bit flipped, int64 as two words (the high one's sign bit
- * flipped, compared first), all bits flipped for descending; padding keys
- * are all ones. Ties compare by position, so the sort is stable and
- * the padding ends every row. Compare-exchange steps of partner distance
- * below 1024 run inside one 1024-lane block ("bsortl", the keys in
- * registers, exchanged through the key buffers), longer ones as a launch
- * each over all pairs ("bsortg"); rows of P <= 1024 share blocks. "sgath"
- * writes the first k of each row: the value at the sorted position and
- * its index. One job; no host wait.
+ * above +inf (torch sorts NaN last ascending, first descending), int32,
+ * int16 and int8 with the sign bit flipped (uint8 and bool as 0 .. 255),
+ * int64 as two words (the high one's sign bit flipped, compared first),
+ * all bits flipped for descending; padding keys are all ones. Ties compare
+ * by position, so the sort is stable and the padding ends every row;
+ * 16-bit keys with P <= 65536 share one word with their position
+ * ("skeyp"). Compare-exchange steps of partner distance below 1024 run
+ * inside one 1024-lane block ("bsortl", the keys in registers, exchanged
+ * through the key buffers), longer ones as a launch each over all pairs
+ * ("bsortg"); rows of P <= 1024 share blocks. topk with a small k sorts
+ * blocks of K and merges them pairwise ("bmerge"; sort_on_device()).
+ * "sgath" writes the first k of each row: the value at the sorted position
+ * and its index. One job; no host wait.
  */
 #include <torch/library.h>
 
