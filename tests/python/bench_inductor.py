@@ -6,8 +6,9 @@ Inductor"). The block of test_torch_models.py (2x16x64, 4 heads, GELU
 MLP): its forward in eval mode under torch.no_grad(), then one training
 step (forward, MSE loss, backward: AOTAutograd's two graphs through
 Inductor; the 12 gradients cloned), each compiled once. Per figure, eager,
-the compiled call with a job per launch and with a graph's launches as one
-job (maia.inductor.batch_launches, the default) in alternating rounds,
+the compiled call with a job per launch and with a graph's launches batched
+(maia.inductor.batch_launches, the default: a few jobs per call with
+maia.inductor.flush_launches) in alternating rounds,
 each the median of REPS calls followed by torch.maia.synchronize(); a
 figure is the median of its rounds' medians, the ratio (compiled / eager)
 the median of the per-round ratios (the machine's load drifts between
