@@ -424,7 +424,8 @@ static bool two_words(at::ScalarType t)
  * Whether s can run on self's device: the types, ranks <= 5 (4 for the
  * 8-byte types, which take a dimension for their words), int32 offsets,
  * CPU torch's shape rules (index within self on every dimension but d,
- * within src on all), walks within the budget.
+ * within src on all), walks within the budget, int64 reductions' partial
+ * rows within max_partials.
  */
 static bool scatter_ok(const at::Tensor &self, const Scatter &s)
 {
@@ -439,10 +440,14 @@ static bool scatter_ok(const at::Tensor &self, const Scatter &s)
 	if (s.src.defined() && (!on_device(s.src, self) || s.src.scalar_type() != self.scalar_type() ||
 				s.src.dim() != self.dim() || !int32_reach(s.src)))
 		return false;
-	for (int64_t k = 0; k < self.dim(); k++)
+	int64_t T = self.size(s.d);	/* the elements a partial row covers */
+	for (int64_t k = 0; k < self.dim(); k++) {
 		if ((k != s.d && i.size(k) > self.size(k)) || (s.src.defined() && i.size(k) > s.src.size(k)))
 			return false;
-	return true;
+		T *= k != s.d ? i.size(k) : 1;
+	}
+	/* int64 reductions always take the chunked programs: one partial row at least */
+	return set || self.scalar_type() != at::kLong || T <= max_partials;
 }
 
 /*
