@@ -70,9 +70,10 @@
 
 /*
  * While senders' threads run this device's rounds (rx_inline_locked()), its
- * fabric thread sleeps at most this long, and a deadline those rounds set
- * is met that late at worst (half the least retransmit timeout): they do
- * not wake it for one (a frame sent, its ack to come).
+ * fabric thread sleeps at most this long (half the least retransmit
+ * timeout), so those rounds need not wake it for a later deadline they set
+ * (a frame sent, its ack to come); one due sooner (a held message offered
+ * again) wakes it.
  */
 #define FW_FABRIC_NAP_NS	(MAIA_FABRIC_RTO_MS * 1000000ull / 2)
 
@@ -805,12 +806,14 @@ static bool rx_inline_ok_locked(struct maia_sim *sim)
  * between as in any round; more rounds while frames came meanwhile (the
  * answers of the rounds this one nested found sim busy). The fabric thread,
  * asleep, is woken only if frames are left, or if the rounds left a
- * deadline more than FW_FABRIC_NAP_NS before the one it sleeps to: a nearer
- * one (a retransmit timeout for the frame just sent) is met by its nap.
+ * deadline before the one it sleeps to that is due within FW_FABRIC_NAP_NS
+ * (a held message offered again) or more than that before it: a later one
+ * (a retransmit timeout for the frame just sent) is met by its nap.
  */
 static void rx_inline_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
+	uint64_t now;
 
 	if (!round_depth)
 		inline_spent = moved_bytes = 0;	/* a doorbell writer's, outermost */
@@ -821,7 +824,9 @@ static void rx_inline_locked(struct maia_sim *sim)
 		fabric_round_locked(sim);
 		round_depth--;
 	} while (fab->kicked && inline_ok_locked(sim));
-	if (fab->kicked || fab->next_ns + FW_FABRIC_NAP_NS < fab->sleep_ns)
+	now = fab_now(sim);
+	if (fab->kicked || (fab->next_ns < fab->sleep_ns && fab->next_ns < now + FW_FABRIC_NAP_NS) ||
+	    fab->next_ns + FW_FABRIC_NAP_NS < fab->sleep_ns)
 		pthread_cond_signal(&sim->fab_cond);
 }
 
