@@ -35,7 +35,8 @@
  * CPU copies for CPU torch's own error (a host wait per op). Indices are
  * int64, as CPU torch requires for these ops. Plain scatters take any
  * type the gathers keep exactly, and int64 and float64 as pairs of int32
- * words; the reductions float32, bfloat16, float16 and int32.
+ * words; the reductions float32, bfloat16, float16, int32 and int64 (as
+ * two words, through the chunked programs only).
  */
 #include <torch/library.h>
 
@@ -297,6 +298,30 @@ static std::string wloop(Red r, const std::string &t)
 	return s + "\thalt\n";
 }
 /*
+ * int64 mean's last step: (v25, v1) = floor((v25, v1) / max(v21 + v5, 1))
+ * (v21 the updates, v5 include_self, v17 = 0): |x| divided by shifting
+ * it left into a 32-bit remainder 64 times, a quotient bit per step
+ * shifted in behind it; a negative x's quotient is -(q + (rem != 0)).
+ */
+static std::string div64()
+{
+	return "\tviadd v26, v21, v5\n\tvsplati v27, 1\n\tvimax v26, v26, v27\t# d\n"
+	       "\tvicmp v30, v1, v17, lt\t# x < 0\n"
+	       "\tvisub v3, v17, v25\n\tvicmp v4, v25, v17, ne\n\tvisub v6, v17, v1\n\tvisub v6, v6, v4\n"
+	       "\tvsel v25, v3, v25, v30\n\tvsel v1, v6, v1, v30\t# |x|\n"
+	       "\tvmov v8, v17\n\tvsplati v10, 31\n\tvsplati v13, 1\n\tli s26, 0\n\tli s31, 64\n"
+	       "mdiv:\n\tbge s26, s31, mdiv_end\n"
+	       "\tvshr v14, v1, v10\n\tvshl v1, v1, v13\n\tvshr v15, v25, v10\n\tvor v1, v1, v15\n\tvshl v25, v25, v13\n"
+	       "\tvshl v8, v8, v13\n\tvor v8, v8, v14\n\tvicmp v16, v8, v26, lt\n\tvxor v16, v16, v13\t# rem >= d\n"
+	       "\tvimul v19, v16, v26\n\tvisub v8, v8, v19\n\tvor v25, v25, v16\n"
+	       "\taddi s26, s26, 1\n\tjmp mdiv\nmdiv_end:\n"
+	       "\tvicmp v14, v8, v17, ne\n\tvand v14, v14, v30\n\tviadd v3, v25, v14\n"
+	       "\tvicmp v15, v3, v17, eq\n\tvand v15, v15, v14\n\tviadd v6, v1, v15\t# q + (rem != 0) if x < 0\n"
+	       "\tvisub v4, v17, v3\n\tvicmp v15, v3, v17, ne\n\tvisub v16, v17, v6\n\tvisub v16, v16, v15\n"
+	       "\tvsel v25, v4, v3, v30\n\tvsel v1, v16, v6, v30\n";
+}
+
+/*
  * The combine, cset / cadd / cmul / cmax / cmin / cmean: a lane per
  * element e of self that the walks reach (outer position, k along dim)
  * folds the chunks' partials into it in chunk order: cset takes the one
@@ -325,10 +350,13 @@ static std::string cloop(Red r, const std::string &t)
 		     "\tvicmp v18, v26, v17, ne\n\tvor v18, v18, v31\n\tvand v18, v18, v29\n"
 		     "\tvicmp v19, v21, v17, eq\n\tvand v19, v19, v7\n\tvand v19, v19, v18\n"
 		     "\tviadd v21, v21, v26\n\tvmov v30, v25\n\tvmov v2, v1\n" +
-		     red64(r, "v30", "v2", "v24", "v0", { "v3", "v4", "v6", "v8", "v10", "v13", "v14", "v15" }) +
+		     red64(r == Red::Mean ? Red::Add : r, "v30", "v2", "v24", "v0",
+			   { "v3", "v4", "v6", "v8", "v10", "v13", "v14", "v15" }) +
 		     "\tvsel v30, v24, v30, v19\n\tvsel v2, v0, v2, v19\n\tvsel v25, v30, v25, v18\n\tvsel v1, v2, v1, v18\n"
-		     "\tviadd v12, v12, v20\n\taddi s26, s26, 1\n\tjmp comb\ncomb_end:\n" +
-		     ld64("v25", "v1", "s1", "v11", "v29", "v22", true);
+		     "\tviadd v12, v12, v20\n\taddi s26, s26, 1\n\tjmp comb\ncomb_end:\n";
+		if (r == Red::Mean)
+			s += div64();
+		s += ld64("v25", "v1", "s1", "v11", "v29", "v22", true);
 		return s + "\thalt\n";
 	}
 
@@ -366,7 +394,7 @@ static std::string family(const std::string &kind, const std::string &t)
 	for (int r = 0; r <= (int)Red::Mean; r++) {
 		if (kind.substr(1) != red_names[r])
 			continue;
-		bool i64 = t == "i64" && kind[0] != 's' && r != (int)Red::Set && r != (int)Red::Mean;
+		bool i64 = t == "i64" && kind[0] != 's' && r != (int)Red::Set;
 
 		if (!(is_float(t) || t == "i32" || i64 || (r == (int)Red::Set && t == "i8")))
 			return "";
@@ -405,12 +433,12 @@ struct Scatter {
 
 /*
  * The element type of the reductions for t: the float ones, int32, int64
- * (two words, "i64": the chunked programs only, no mean); else nullptr.
+ * (two words, "i64": the chunked programs only); else nullptr.
  */
-static const char *red_elem(at::ScalarType t, Red r)
+static const char *red_elem(at::ScalarType t, Red)
 {
 	if (t == at::kLong)
-		return r == Red::Mean ? nullptr : "i64";
+		return "i64";
 	return t == at::kInt ? "i32" : tvp::elem(t);
 }
 
