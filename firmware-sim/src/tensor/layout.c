@@ -230,6 +230,15 @@ int fw_op_layout(struct fw_tensor_engine *te, const struct maia_cmd_header *cmd,
 	r = o.x.rank;
 	if (o.out.rank != r)
 		return MAIA_STATUS_BAD_DESC;
+	/*
+	 * INT32 to INT32 moves bits: staged as FP32, whose load and store copy
+	 * them. As floats, values past 2^24 would lose their low bits.
+	 */
+	if ((cmd->opcode == MAIA_OP_COPY || cmd->opcode == MAIA_OP_TRANSPOSE) &&
+	    o.x.dtype == MAIA_DTYPE_INT32 && o.out.dtype == MAIA_DTYPE_INT32) {
+		o.x.dtype = MAIA_DTYPE_FP32;
+		o.out.dtype = MAIA_DTYPE_FP32;
+	}
 	for (d = 0; d < 4; d++) {
 		if (d < r) {
 			if (perm[d] >= r || seen & (1u << perm[d]))

@@ -425,6 +425,52 @@ static void test_layout(void)
 		free(oo);
 	}
 
+	/*
+	 * INT32 past 2^24 through COPY (x a transposed view, so the grouped
+	 * path) and TRANSPOSE: every bit kept (as floats the low bits go).
+	 */
+	{
+		uint32_t a[2] = { 37, 70 }, b[2] = { 70, 37 };
+		int32_t src[37 * 70], got[37 * 70];
+		struct maia_cmd_convert c;
+		unsigned int bad_copy = 0, bad_tr = 0;
+		int st_copy, st_tr;
+
+		tmem_reset(&mem);
+		for (uint32_t i = 0; i < 37 * 70; i++)	/* odd values, many past 2^24 */
+			src[i] = (int32_t)(i * 1000003u + 1073741825u) * (i & 1 ? -1 : 1);
+		vx = tmem_alloc(&mem, sizeof(src));
+		vo = tmem_alloc(&mem, sizeof(src));
+		memcpy(tmem_ptr(&mem, vx), src, sizeof(src));
+		memset(&c, 0, sizeof(c));
+		c.hdr.opcode = MAIA_OP_COPY;
+		c.hdr.size = sizeof(c);
+		c.x = tdesc(MAIA_DTYPE_INT32, vx, 2, b);	/* x^T as a view: strides 1, 70 */
+		c.x.strides[0] = 1;
+		c.x.strides[1] = 70;
+		c.out = tdesc(MAIA_DTYPE_INT32, vo, 2, b);
+		st_copy = trun(te, &mem, &c, NULL);
+		memcpy(got, tmem_ptr(&mem, vo), sizeof(got));
+		for (uint32_t i = 0; i < 37; i++)
+			for (uint32_t j = 0; j < 70; j++)
+				bad_copy += got[j * 37 + i] != src[i * 70 + j];
+		memset(tmem_ptr(&mem, vo), 0, sizeof(got));
+		memset(&t, 0, sizeof(t));
+		t.hdr.opcode = MAIA_OP_TRANSPOSE;
+		t.hdr.size = sizeof(t);
+		t.x = tdesc(MAIA_DTYPE_INT32, vx, 2, a);
+		t.out = tdesc(MAIA_DTYPE_INT32, vo, 2, b);
+		t.perm[0] = 1;
+		st_tr = trun(te, &mem, &t, NULL);
+		memcpy(got, tmem_ptr(&mem, vo), sizeof(got));
+		for (uint32_t i = 0; i < 37; i++)
+			for (uint32_t j = 0; j < 70; j++)
+				bad_tr += got[j * 37 + i] != src[i * 70 + j];
+		tap_ok(!st_copy && !bad_copy && !st_tr && !bad_tr,
+		       "int32 past 2^24: strided copy (status %d, %u wrong), transpose (status %d, "
+		       "%u wrong)", st_copy, bad_copy, st_tr, bad_tr);
+	}
+
 	/* quantize: dynamic int8 and fp8, MX; dequantize back */
 	{
 		static const unsigned int qt[] = {
