@@ -64,6 +64,12 @@ def to_round_trips():
     assert torch.equal(x.to(DEV).to(torch.bfloat16).cpu(), x.to(torch.bfloat16))
     assert torch.equal(x.to(DEV).to(torch.bfloat16).to(torch.float32).cpu(),
                        x.to(torch.bfloat16).float())
+    big32 = (torch.arange(12, dtype=torch.int32) * 1000003 + 2**30).reshape(3, 4)
+    assert torch.equal(big32.to(DEV).t().cpu(), big32.t())          # int32 past 2^24, bit exact
+    assert torch.equal(big32.to(DEV).t().contiguous().cpu(), big32.t().contiguous())
+    d32 = torch.zeros(4, 3, dtype=torch.int32, device=DEV)
+    d32.t().copy_(big32)
+    assert torch.equal(d32.cpu(), big32.t())
     big = torch.randn(3, 1 << 20)                                   # bigger than staging
     assert torch.equal(big.to(DEV).cpu(), big)
     assert torch.equal(torch.empty(0, 3, device=DEV).cpu(), torch.empty(0, 3))
