@@ -134,13 +134,24 @@ static void copy_device_to_host(const at::Tensor &self, const at::Tensor &dst)
 	dst.copy_(host);
 }
 
+/*
+ * The tensor engine's COPY converts into an integer type as a quantizer
+ * does: rounding to nearest and saturating. CPU torch truncates toward zero
+ * and wraps when narrowing, so a conversion into an integer type from
+ * another type goes by the host, except int8 to int32 (every int8 is exact).
+ */
+static bool exact_convert(at::ScalarType from, at::ScalarType to)
+{
+	return from == to || !at::isIntegralType(to, true) || (from == at::kChar && to == at::kInt);
+}
+
 static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 {
 	if (dst.numel() == 0)
 		return;
 	at::Tensor src = self.expand(dst.sizes());
 
-	if (describable(src) && describable(dst) &&
+	if (describable(src) && describable(dst) && exact_convert(src.scalar_type(), dst.scalar_type()) &&
 	    at::has_internal_overlap(dst) != at::MemOverlap::Yes) {
 		Job job(dst);
 		struct maia_tensor_desc x = desc(src), out = desc(dst);
@@ -156,6 +167,8 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 		return;
 	}
 	/* Types the tensor engine does not convert (int64, bool, double): by the host. */
+	if (!exact_convert(src.scalar_type(), dst.scalar_type()) && describable(src) && describable(dst))
+		count_fallback("aten::_copy_from");
 	copy_host_to_device(self.to(at::kCPU), dst);
 }
 
