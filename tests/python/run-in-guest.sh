@@ -24,7 +24,7 @@ fi
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] ||
 	tests=(test_maia_module.py test_distributed.py+test_torch_backend.py+test_torch_events.py+test_tvp_ops.py
-		test_torch_models.py+test_torch_ops.py+test_torch_advindex.py+test_torch_scatter.py+test_torch_sort.py+test_triton_tutorials.py+test_inductor.py+test_inductor_train.py)
+		test_torch_models.py+test_torch_ops.py+test_torch_advindex.py+test_torch_scatter.py+test_torch_sort.py+test_torch_int.py+test_triton_tutorials.py+test_inductor.py+test_inductor_train.py)
 for t in "${tests[@]}"; do
 	for f in ${t//+/ }; do
 		case $f in

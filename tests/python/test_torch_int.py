@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: MIT
+"""Integer tensors on maia keep every bit: every op the backend registers
+(and the common ones that take the CPU fallback) on int32 values past 2^24,
+int64 past 2^53, int16, int8, uint8 and bool, against CPU torch, equal in
+dtype, shape and every element. The tensor engine computes through float, so
+an integer op on it would lose low bits, saturate where torch wraps or round
+where torch truncates; what the device cannot do exactly must take the CPU
+fallback (counted)."""
+import time
+import warnings
+
+import torch
+
+import maia.torch as mt
+from tap import run, test
+
+DEV = mt.device
+G = torch.Generator().manual_seed(37)
+I32 = (-2**31, 2**31)
+I64 = (-2**62, 2**62)
+
+
+def big(shape, dtype=torch.int32):
+    """Values spread over the whole range of dtype (int32 mostly past 2^24)."""
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=G).bool()
+    lo, hi = {torch.int32: I32, torch.int64: I64, torch.int16: (-2**15, 2**15),
+              torch.int8: (-128, 128), torch.uint8: (0, 256)}[dtype]
+    return torch.randint(lo, hi, shape, generator=G, dtype=torch.int64).to(dtype)
+
+
+SKIPPED = []     # cases CPU torch refuses (bool arithmetic, integer sorts of bool, ...)
+
+
+def dev(x):
+    return x.to(DEV) if isinstance(x, torch.Tensor) else x
+
+
+def compare(cases):
+    """cases: (name, fn, args): fn on CPU args against fn on device copies; returns the mismatches."""
+    bad = []
+    for name, fn, args in cases:
+        try:
+            ref = fn(*args)
+        except (RuntimeError, NotImplementedError):
+            SKIPPED.append(name)
+            continue        # CPU torch refuses it too
+        try:
+            got = fn(*[dev(a) for a in args])
+        except Exception as e:  # noqa: BLE001 (any device error is a finding)
+            bad.append("%s: raised %s" % (name, str(e).splitlines()[0][:120]))
+            continue
+        refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+        gots = got if isinstance(got, (tuple, list)) else (got,)
+        for r, g in zip(refs, gots):
+            g = g.cpu()
+            if g.dtype != r.dtype or g.shape != r.shape:
+                bad.append("%s: %s %s, CPU torch %s %s" % (name, g.dtype, tuple(g.shape), r.dtype, tuple(r.shape)))
+                break
+            same = (g == r) | (g.isnan() & r.isnan()) if g.is_floating_point() else g == r
+            if not bool(same.all()):
+                i = (~same).nonzero()[0].tolist()
+                bad.append("%s: %d wrong, at %s %s (CPU torch %s)" % (name, int((~same).sum()), i,
+                                                                     g[tuple(i)].item(), r[tuple(i)].item()))
+                break
+    return bad
+
+
+def fallbacks(name):
+    return mt.fallback_stats().get(name, 0)
+
+
+def check(cases):
+    bad = compare(cases)
+    assert not bad, "\n  ".join(["%d of %d differ:" % (len(bad), len(cases))] + bad)
+
+
+INTS = (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)
+
+
+@test
+def layout():
+    """Copies, views made contiguous, cat, stack, flips, clones: the bits move."""
+    cases = []
+    for t in INTS + (torch.bool,):
+        x, y = big((37, 70), t), big((37, 5), t)
+        s = str(t)[6:]
+        cases += [
+            ("%s round trip" % s, lambda a: a.clone(), (x,)),
+            ("%s transpose contiguous" % s, lambda a: a.t().contiguous(), (x,)),
+            ("%s permute" % s, lambda a: a.reshape(37, 7, 10).permute(2, 0, 1).contiguous(), (x,)),
+            ("%s slice" % s, lambda a: a[3:30:2, 1::3].contiguous(), (x,)),
+            ("%s cat" % s, lambda a, b: torch.cat([a, b, a[:, :3]], 1), (x, y)),
+            ("%s cat dim0" % s, lambda a: torch.cat([a, a.flip(0)], 0), (x,)),
+            ("%s stack" % s, lambda a: torch.stack([a, a.t().t()], 1), (x,)),
+            ("%s flip" % s, lambda a: a.flip(1), (x,)),
+            ("%s copy_ strided" % s, lambda a, b: a.t().clone().copy_(a.t()), (x, y)),
+            ("%s expand" % s, lambda b: b[:, :1].expand(37, 9).contiguous(), (y,)),
+            ("%s fill_" % s, lambda a: a.clone().fill_(a.flatten()[0].item()), (x,)),
+        ]
+    cases += [("int32 full", lambda a: torch.full((5, 3), 2**31 - 3, dtype=torch.int32, device=a.device), (big((1,)),)),
+              ("int64 full", lambda a: torch.full((5, 3), 2**53 + 1, device=a.device), (big((1,)),))]
+    check(cases)
+
+
+@test
+def conversions():
+    """int <-> float and between integer widths as CPU torch converts (floats truncate toward zero,
+    narrowing wraps)."""
+    f = torch.tensor([0.5, -0.5, 1.5, -1.5, 2.7, -2.7, 100.99, -100.99, 16777217.0, 1e9, -1e9, 0.0, 127.9, -128.9])
+    cases = []
+    for src in INTS + (torch.bool,):
+        x = big((23, 31), src)
+        for dst in INTS + (torch.bool, torch.float32, torch.float16, torch.bfloat16):
+            cases.append(("%s -> %s" % (src, dst), lambda a, d=dst: a.to(d), (x,)))
+            cases.append(("%s -> %s strided" % (src, dst), lambda a, d=dst: a.t().to(d), (x,)))
+    f16 = torch.cat([f[:8], f[11:]]).half()     # within float16's range
+    for dst in (torch.int32, torch.int64, torch.int16):
+        for x in (f, f16, f.bfloat16()):
+            cases.append(("%s -> %s" % (x.dtype, dst), lambda a, d=dst: a.to(d), (x,)))
+            cases.append(("%s -> %s strided" % (x.dtype, dst), lambda a, d=dst: a[::2].to(d), (x,)))
+    small = torch.tensor([0.5, -0.5, 1.5, -1.5, 2.7, -2.7, 100.99, -100.99, 127.9, -127.9, 0.0, 3.0])
+    for dst in (torch.int8, torch.bool):
+        cases.append(("float32 -> %s" % dst, lambda a, d=dst: a.to(d), (small,)))
+    cases.append(("float32 -> uint8", lambda a: a.to(torch.uint8), (small.abs(),)))
+    cases.append(("int32 -> int8 copy_", lambda a: torch.zeros(23, 31, dtype=torch.int8, device=a.device).copy_(a),
+                  (big((23, 31)),)))
+    before = fallbacks("aten::_copy_from")
+    check(cases)
+    # the device's COPY rounds and saturates into integers: those conversions go by the host, counted
+    assert fallbacks("aten::_copy_from") >= before + 9, mt.fallback_stats()
+    # int8 -> int32 and int -> float stay on the device
+    with mt.strict():
+        x = big((9, 10), torch.int8).to(DEV)
+        assert torch.equal(x.t().to(torch.int32).cpu(), x.cpu().t().int())
+        y = big((9, 10)).to(DEV)
+        assert torch.equal(y.t().float().cpu(), y.cpu().t().float())
+
+
+@test
+def elementwise():
+    """Arithmetic wraps as CPU torch's does; division and remainder by its rules; comparisons exact."""
+    cases = []
+    for t in INTS:
+        x, y = big((29, 33), t), big((29, 33), t)
+        nz = torch.where(y == 0, torch.ones_like(y), y)
+        s = str(t)[6:]
+        k = {torch.int32: 2**24 + 1, torch.int64: 2**53 + 1}.get(t, 3)
+        cases += [
+            ("%s add" % s, torch.add, (x, y)), ("%s sub" % s, torch.sub, (x, y)), ("%s mul" % s, torch.mul, (x, y)),
+            ("%s add alpha" % s, lambda a, b: torch.add(a, b, alpha=3), (x, y)),
+            ("%s add scalar" % s, lambda a: a + k, (x,)), ("%s rsub scalar" % s, lambda a: k - a, (x,)),
+            ("%s mul scalar" % s, lambda a: a * 3, (x,)),
+            ("%s add broadcast" % s, lambda a, b: a + b[:1], (x, y)),
+            ("%s add_" % s, lambda a, b: a.clone().add_(b), (x, y)),
+            ("%s add_ scalar" % s, lambda a: a.clone().add_(k), (x,)),
+            ("%s mul_" % s, lambda a, b: a.clone().mul_(b), (x, y)),
+            ("%s mul_ scalar" % s, lambda a: a.clone().mul_(5), (x,)),
+            ("%s neg" % s, torch.neg, (x,)), ("%s abs" % s, torch.abs, (x,)),
+            ("%s div" % s, torch.div, (x, nz)),
+            ("%s div scalar" % s, lambda a: a / 7, (x,)),
+            ("%s div floor" % s, lambda a, b: torch.div(a, b, rounding_mode="floor"), (x, nz)),
+            ("%s div trunc" % s, lambda a, b: torch.div(a, b, rounding_mode="trunc"), (x, nz)),
+            ("%s floor_divide" % s, torch.floor_divide, (x, nz)),
+            ("%s remainder" % s, torch.remainder, (x, nz)), ("%s fmod" % s, torch.fmod, (x, nz)),
+            ("%s remainder scalar" % s, lambda a: a % 7, (x,)),
+            ("%s clamp" % s, lambda a: a.clamp(-k, k), (x,)),
+            ("%s clamp_min" % s, lambda a: a.clamp(min=k), (x,)),
+            ("%s relu" % s, torch.relu, (x,)),
+            ("%s maximum" % s, torch.maximum, (x, y)), ("%s minimum" % s, torch.minimum, (x, y)),
+            ("%s bitwise_and" % s, torch.bitwise_and, (x, y)), ("%s bitwise_xor" % s, torch.bitwise_xor, (x, y)),
+            ("%s square" % s, torch.square, (x,)),
+            ("%s mm" % s, lambda a, b: a[:, :29] @ b, (x, y)),
+            ("%s bmm" % s, lambda a, b: torch.bmm(a[None, :, :29], b[None]), (x, y)),
+            ("%s sign" % s, torch.sign, (x,)),
+        ]
+        for c in ("eq", "ne", "lt", "le", "gt", "ge"):
+            op = getattr(torch, c)
+            cases += [("%s %s" % (s, c), op, (x, y)),
+                      ("%s %s near" % (s, c), op, (x, x + (torch.arange(x.numel()).reshape(x.shape) % 3 - 1).to(t))),
+                      ("%s %s scalar" % (s, c), lambda a, o=op, v=x.flatten()[5].item(): o(a, v), (x,)),
+                      ("%s %s scalar+1" % (s, c), lambda a, o=op, v=x.flatten()[5].item(): o(a, v + 1), (x,))]
+        cases.append(("%s isnan" % s, torch.isnan, (x,)))
+    b, c = big((19, 7), torch.bool), big((19, 7), torch.bool)
+    cases += [("bool and", torch.logical_and, (b, c)), ("bool eq", torch.eq, (b, c)), ("bool add", torch.add, (b, c)),
+              ("bool not", torch.logical_not, (b,)), ("bool mul", torch.mul, (b, c))]
+    check(cases)
+
+
+@test
+def reductions():
+    """sum wraps (int32 sums to int64 in torch), prod wraps, max/min/argmax exact, cumsum."""
+    cases = []
+    for t in INTS + (torch.bool,):
+        x = big((13, 57), t)
+        s = str(t)[6:]
+        cases += [
+            ("%s sum" % s, torch.sum, (x,)), ("%s sum dim" % s, lambda a: a.sum(1), (x,)),
+            ("%s sum dim0 keepdim" % s, lambda a: a.sum(0, keepdim=True), (x,)),
+            ("%s sum dtype" % s, lambda a: a.sum(1, dtype=a.dtype), (x,)),
+            ("%s prod" % s, lambda a: a.prod(1), (x,)),
+            ("%s max" % s, torch.max, (x,)), ("%s min" % s, torch.min, (x,)),
+            ("%s max dim" % s, lambda a: a.max(1), (x,)), ("%s min dim" % s, lambda a: a.min(0), (x,)),
+            ("%s amax" % s, lambda a: a.amax(1), (x,)), ("%s amin" % s, lambda a: a.amin(0), (x,)),
+            ("%s argmax" % s, lambda a: a.argmax(1), (x,)), ("%s argmin" % s, lambda a: a.argmin(), (x,)),
+            ("%s cumsum" % s, lambda a: a.cumsum(1), (x,)),
+            ("%s any" % s, lambda a: a.any(1), (x,)), ("%s all" % s, lambda a: a.all(), (x,)),
+            ("%s count_nonzero" % s, lambda a: a.count_nonzero(1), (x,)),
+            ("%s unique" % s, lambda a: torch.unique(a), (x,)),
+        ]
+    # int32 values whose float sum is off: 2^24 + 1 many times
+    cases.append(("int32 sum 2^24+1", lambda a: a.sum(1, dtype=torch.int32),
+                  (torch.full((4, 1000), 2**24 + 1, dtype=torch.int32),)))
+    check(cases)
+
+
+@test
+def index_and_mask():
+    """where, masks, gathers and scatters, sorts: the values move bit for bit."""
+    cases = []
+    for t in INTS + (torch.bool,):
+        x, y = big((21, 40), t), big((21, 40), t)
+        m = big((21, 40), torch.bool)
+        s = str(t)[6:]
+        v = x.flatten()[3].item()
+        i = torch.randint(0, 21, (15,), generator=G)
+        j = torch.randint(0, 40, (21, 40), generator=G)
+        cases += [
+            ("%s where" % s, torch.where, (m, x, y)),
+            ("%s where scalar" % s, lambda c, a, v=v: torch.where(c, a, v), (m, x)),
+            ("%s masked_fill" % s, lambda a, c, v=v: a.masked_fill(c, v), (x, m)),
+            ("%s masked_fill_" % s, lambda a, c, v=v: a.clone().masked_fill_(c, v), (x, m)),
+            ("%s masked_fill tensor" % s, lambda a, c, b: a.masked_fill(c, b[0, 0]), (x, m, y)),
+            ("%s masked_select" % s, torch.masked_select, (x, m)),
+            ("%s masked_scatter" % s, lambda a, c, b: a.clone().masked_scatter_(c, b), (x, m, y)),
+            ("%s nonzero" % s, torch.nonzero, (x,)),
+            ("%s index_select" % s, lambda a, k: a.index_select(0, k), (x, i)),
+            ("%s index_select dim1" % s, lambda a, k: a.index_select(1, k), (x, i)),
+            ("%s index" % s, lambda a, k: a[k], (x, i)),
+            ("%s index 2" % s, lambda a, k: a[k, k + 1], (x, i)),
+            ("%s index bool" % s, lambda a, c: a[c], (x, m)),
+            ("%s index_put_" % s, lambda a, k, b: a.clone().index_put_((k,), b[:15]), (x, i, y)),
+            ("%s index_put_ acc" % s, lambda a, k, b: a.clone().index_put_((k,), b[:15], accumulate=True), (x, i, y)),
+            ("%s gather" % s, lambda a, k: a.gather(1, k), (x, j)),
+            ("%s scatter" % s, lambda a, k, b: a.scatter(1, k, b), (x, j, y)),
+            ("%s scatter value" % s, lambda a, k, v=v: a.scatter(1, k, v), (x, j)),
+            ("%s scatter_add" % s, lambda a, k, b: a.scatter_add(1, k, b), (x, j, y)),
+            ("%s index_add" % s, lambda a, k, b: a.index_add(0, k, b[:15]), (x, i, y)),
+            ("%s index_add alpha" % s, lambda a, k, b: a.index_add(0, k, b[:15], alpha=3), (x, i, y)),
+            ("%s index_copy" % s, lambda a, b: a.index_copy(0, torch.arange(15, device=a.device), b[:15]), (x, y)),
+            ("%s index_fill" % s, lambda a, k, v=v: a.index_fill(0, k, v), (x, i)),
+            ("%s sort" % s, lambda a: torch.sort(a, dim=1, stable=True), (x,)),
+            ("%s sort desc" % s, lambda a: torch.sort(a, dim=0, descending=True, stable=True), (x,)),
+            ("%s topk" % s, lambda a: torch.topk(a, 5, 1).values, (x,)),
+            ("%s embedding" % s, lambda k, a: torch.nn.functional.embedding(k, a), (i, x)),
+        ]
+        for r in ("sum", "prod", "amax", "amin", "mean"):
+            cases += [("%s scatter_reduce %s" % (s, r),
+                       lambda a, k, b, r=r: a.scatter_reduce(1, k, b, r), (x, j, y)),
+                      ("%s scatter_reduce %s no self" % (s, r),
+                       lambda a, k, b, r=r: a.scatter_reduce(1, k, b, r, include_self=False), (x, j, y))]
+        for r in ("add", "multiply"):
+            cases.append(("%s scatter reduce=%s" % (s, r), lambda a, k, b, r=r: a.scatter(1, k, b, reduce=r), (x, j, y)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)    # scatter's reduce= is deprecated
+        check(cases)
+
+
+@test
+def on_device():
+    """The integer ops above that ran on the device (the rest took the fallback, exact)."""
+    ran = mt.device_stats()
+    print("# device ops: %s" % sorted(ran.items()))
+    print("# fallbacks: %s" % sorted(mt.fallback_stats().items()))
+    print("# %.1f s; CPU torch refused %d cases: %s" % (time.monotonic() - START, len(SKIPPED), SKIPPED))
+    for op in ("copy_", "cat", "fill_", "index_select", "gather", "masked_fill_", "sort", "topk"):
+        assert ran.get(op, 0) > 0, (op, ran)
+
+
+if __name__ == "__main__":
+    START = time.monotonic()
+    mt.reset_stats()
+    run("torch int")
