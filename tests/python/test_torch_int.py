@@ -253,6 +253,12 @@ def index_and_mask():
             ("%s sort desc" % s, lambda a: torch.sort(a, dim=0, descending=True, stable=True), (x,)),
             ("%s topk" % s, lambda a: torch.topk(a, 5, 1).values, (x,)),
             ("%s embedding" % s, lambda k, a: torch.nn.functional.embedding(k, a), (i, x)),
+            # transposed operands: the kernels' .contiguous() is the device's COPY
+            ("%s gather transposed" % s, lambda a, k: a.t().gather(0, k.t()), (x, j)),
+            ("%s masked_fill transposed" % s, lambda a, c, v=v: a.t().masked_fill(c.t(), v), (x, m)),
+            ("%s index_select transposed" % s, lambda a, k: a.t().index_select(1, k), (x, i)),
+            ("%s scatter transposed" % s, lambda a, k, b: a.t().scatter(0, k.t(), b.t()), (x, j, y)),
+            ("%s sort transposed" % s, lambda a: torch.sort(a.t(), dim=1, stable=True), (x,)),
         ]
         for r in ("sum", "prod", "amax", "amin", "mean"):
             cases += [("%s scatter_reduce %s" % (s, r),
