@@ -10,6 +10,7 @@
  * command body (zero-padded to the opcode's size), then initial contents of
  * the 64 KiB device memory at MEM_BASE.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +47,27 @@ static int mem_write(void *opaque, uint64_t va, const void *buf, size_t len)
 /*
  * In-place reads: each mapping is a fresh heap copy of at most the rest of
  * its 4 KiB page, so an engine reading past what map() granted is a heap
- * overflow ASan reports. The last few copies stay valid (the engine holds
- * two mappings at once for a block format: elements and scales); one ring
- * per engine thread.
+ * overflow ASan reports. A mapping stays valid until the command ends (as
+ * struct maia_job_mem says; the engine holds C's while it maps operands):
+ * all are freed after fw_tensor_exec() returns, by maps_free().
  */
-#define MAP_RING	4
-static __thread uint8_t *map_ring[MAP_RING];
-static __thread unsigned int map_next;
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t **maps;		/* under maps_lock: this command's copies */
+static size_t nmaps, maps_cap;	/* under maps_lock */
+
+static void maps_free(void)
+{
+	pthread_mutex_lock(&maps_lock);
+	for (size_t i = 0; i < nmaps; i++)
+		free(maps[i]);
+	nmaps = 0;
+	pthread_mutex_unlock(&maps_lock);
+}
 
 static int mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail)
 {
 	uint64_t off = va - MEM_BASE, n;
+	uint8_t *copy;
 
 	(void)opaque;
 	if (va < MEM_BASE || off >= MEM_SIZE)
@@ -66,14 +77,21 @@ static int mem_map(void *opaque, uint64_t va, size_t len, const void **ptr, size
 		n = len;
 	if (n > MEM_SIZE - off)
 		n = MEM_SIZE - off;
-	free(map_ring[map_next]);
-	map_ring[map_next] = malloc(n ? n : 1);
-	if (!map_ring[map_next])
+	copy = malloc(n ? n : 1);
+	if (!copy)
 		abort();
-	memcpy(map_ring[map_next], device_mem + off, n);
-	*ptr = map_ring[map_next];
+	memcpy(copy, device_mem + off, n);
+	pthread_mutex_lock(&maps_lock);
+	if (nmaps == maps_cap) {
+		maps_cap = maps_cap ? 2 * maps_cap : 64;
+		maps = realloc(maps, maps_cap * sizeof(*maps));
+		if (!maps)
+			abort();
+	}
+	maps[nmaps++] = copy;
+	pthread_mutex_unlock(&maps_lock);
+	*ptr = copy;
 	*avail = n;
-	map_next = (map_next + 1) % MAP_RING;
 	return MAIA_STATUS_OK;
 }
 
@@ -172,6 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	st = fw_tensor_exec(te, &cmd.hdr, mem, &stats);
+	maps_free();
 	switch (st) {
 	case MAIA_STATUS_OK:
 	case MAIA_STATUS_BAD_OPCODE:

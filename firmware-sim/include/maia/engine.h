@@ -33,7 +33,8 @@ struct maia_job_mem {
 	 * its working buffers, saving the staging copy; the bytes count as read
 	 * all the same. Any other status means "not mapped": the engine then
 	 * calls read(), which reports the error. map() must not record a fault
-	 * itself (an engine may map ahead of what it reads, to prefetch).
+	 * itself (an engine may map ahead of what it reads, to prefetch). A
+	 * mapping stays valid until the command's fw_tensor_exec() returns.
 	 */
 	int (*map)(void *opaque, uint64_t va, size_t len, const void **ptr, size_t *avail);
 	/* Optional: the same for writing results in place (the write permission is checked). */
