@@ -10,9 +10,10 @@
  * Threading: the library runs device work on its own worker thread (and a
  * tensor thread pool), created through our thread_create callback with
  * qemu_thread_create(); they call our dma_read/dma_write/raise_irq/
- * guest_error/trace callbacks without the BQL. Every entry point into the library is called with the BQL held
- * (MMIO handlers, ioeventfd handlers, reset, QOM setters), which is the "one
- * host thread at a time" the library requires. The library's reset and drain
+ * guest_error/trace callbacks without the BQL. Every entry point into the
+ * library is called with the BQL held (MMIO handlers, ioeventfd handlers,
+ * reset, QOM setters), which is the "one host thread at a time" the library
+ * requires. The library's reset and drain
  * wait for the worker, so a worker callback must never wait for the BQL:
  * interrupts are bounced through a bottom half, and worker DMA is restricted
  * to guest RAM, which address_space_rw copies under RCU without the BQL.
@@ -86,13 +87,6 @@ struct MaiaState {
     /* Per-queue doorbell eventfds; BQL. */
     MaiaDoorbell doorbell[MAIA_MAX_QUEUES];
 
-    /*
-     * Set (BQL) while a doorbell write is in the library, which may run a
-     * job right there (inline-doorbell): its DMA is held to guest RAM as
-     * the worker's is, so that where a job runs changes nothing it does.
-     */
-    bool in_doorbell;
-
     /* Fabric ports as NICs, and their properties (maia-fabric.c). */
     MaiaFabric fabric;
 
@@ -109,6 +103,17 @@ struct MaiaState {
 
 /* Bit masks of vectors and queues below must fit in 32 bits. */
 QEMU_BUILD_BUG_ON(MAIA_NUM_VECTORS(MAIA_MAX_QUEUES) > 32);
+
+/*
+ * Maia doorbell writes this thread is in, of any device: such a write may
+ * run jobs right there (inline-doorbell), and a collective's fabric rounds
+ * of this and other maia devices of this QEMU (frames delivered on the
+ * sender's thread), on a vCPU holding the BQL. Their DMA is held to guest
+ * RAM as the workers' is, so that where a job or round runs changes nothing
+ * it does: a DMA into MMIO (a reset register) from there would wait for the
+ * round this thread is in.
+ */
+static __thread unsigned int maia_doorbells_on_thread;
 
 static bool maia_guest_error_wanted(void)
 {
@@ -193,9 +198,9 @@ static void maia_regs_write(void *opaque, hwaddr addr, uint64_t val,
     trace_maia_mmio_write(addr, val);
     if (addr >= MAIA_REG_DOORBELL(0) && addr < MAIA_REG_DOORBELL(s->queues)) {
         trace_maia_doorbell((addr - MAIA_REG_DOORBELL(0)) / 4, val);
-        s->in_doorbell = true;
+        maia_doorbells_on_thread++;
         maia_sim_mmio_write(s->sim, addr, val);
-        s->in_doorbell = false;
+        maia_doorbells_on_thread--;
         return;
     }
     maia_sim_mmio_write(s->sim, addr, val);
@@ -255,9 +260,9 @@ static void maia_udb_write(void *opaque, hwaddr addr, uint64_t val,
     }
     trace_maia_doorbell(addr / MAIA_UDB_PAGE_SIZE, val);
     /* Like a BAR0 doorbell, it may run a job here (inline-doorbell). */
-    s->in_doorbell = true;
+    maia_doorbells_on_thread++;
     maia_sim_udb_write(s->sim, addr, val);
-    s->in_doorbell = false;
+    maia_doorbells_on_thread--;
 }
 
 static const MemoryRegionOps maia_udb_ops = {
@@ -409,7 +414,7 @@ static int maia_dma(MaiaState *s, uint64_t addr, void *buf, size_t len,
                              what, addr, len);
         return -1;
     }
-    if ((!bql_locked() || s->in_doorbell) &&
+    if ((!bql_locked() || maia_doorbells_on_thread) &&
         !maia_dma_is_ram(s, addr, len, is_write)) {
         /* A racy look at COMMAND, only to word the message. */
         bool master = pci_get_word(PCI_DEVICE(s)->config + PCI_COMMAND) &
