@@ -8,9 +8,10 @@
  * only moves frames (Documentation/hw/fabric.rst, "QEMU glue").
  *
  * Threads: frames arrive on the main loop under the BQL (on a direct cable,
- * below, from the sending device's fabric thread) and go straight to
- * maia_sim_fabric_rx(), which copies them and never blocks. The device's
- * fabric thread transmits without the BQL: maia_fabric_tx() copies the
+ * below, from the thread in the sending device's fabric round) and go
+ * straight to maia_sim_fabric_rx(), which copies them and never waits for
+ * another thread (on a direct cable it may run the receiver's round).
+ * The device's fabric thread transmits without the BQL: maia_fabric_tx() copies the
  * frame into the port's bounded queue, maia_fabric_tx_lend() queues the
  * device's own DATA frame without a copy (it is given back with
  * maia_sim_fabric_frame_put() once sent, or once the receiving device of a
@@ -92,9 +93,14 @@ static MaiaFabricFrame *maia_fabric_sending;
  * device being unplugged (detach, under the BQL, which unpairs both ends)
  * is never handed a frame once its ports are unpaired. Per port, so that
  * senders do not wait for each other. It is taken with no device lock
- * held, and the only lock taken under it is the receiving device's own,
- * inside maia_sim_fabric_rx(); pairing and unpairing (BQL) take one
- * port's at a time.
+ * held. Under it, maia_sim_fabric_rx() takes the receiving device's lock
+ * and, when no thread is in that device's fabric round, runs the round
+ * right there (Documentation/hw/fabric.rst, "Rounds without a wake-up"),
+ * whose sends take that device's ports' direct_locks in turn, with no
+ * device lock held: the nesting follows the frames and never waits for a
+ * thread in a round, and a round never waits for the BQL, so the order
+ * is BQL, then direct_locks along the frames. Pairing and unpairing (BQL)
+ * take one port's at a time.
  */
 
 /* A frame buffer for len bytes, one reference; a spare one if full-size. */
