@@ -11,9 +11,9 @@
  * below, from the thread in the sending device's fabric round) and go
  * straight to maia_sim_fabric_rx(), which copies them and never waits for
  * another thread (on a direct cable it may run the receiver's round).
- * The device's fabric thread transmits without the BQL: maia_fabric_tx() copies the
- * frame into the port's bounded queue, maia_fabric_tx_lend() queues the
- * device's own DATA frame without a copy (it is given back with
+ * The device's fabric thread transmits without the BQL: maia_fabric_tx()
+ * copies the frame into the port's bounded queue, maia_fabric_tx_lend()
+ * queues the device's own DATA frame without a copy (it is given back with
  * maia_sim_fabric_frame_put() once sent, or once the receiving device of a
  * hub is done with it); both schedule tx_bh, which sends under the BQL, one
  * frame at a time into a backend that pushes back. A frame that finds the
