@@ -364,18 +364,31 @@ fi
 # its QEMU, each QEMU ran on to its 150 s timeout; the bounds below (60 s)
 # are on processes vanishing, not a claim on time. Only the pids of this
 # job are signalled: QEMUs named by its pidfiles, launchers found above them.
-log=$STOP_LOG
-: >"$log"
-"${MPIRUN[@]}" --enable-recovery -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 \
-	--ids 1 -- sh -c 'echo STOP-UP; echo; exec sleep 600' >"$log" 2>&1 &
-stop_mpi=$!
 up() { grep -aq "^\[rank $1\] STOP-UP" "$log"; }
-for _ in $(seq 1 1500); do	# a bound of about 150 s for both guests to boot
-	if up 0 && up 1; then break; fi
-	kill -0 "$stop_mpi" 2>/dev/null || break
-	sleep 0.1
-done
-job=$(job_of "$log")
+# start_idle_job LOG [MPIRUN OPTION...]: cases 5 and 6's job, two ranks cabled
+# over shm whose guests say STOP-UP and then idle; sets log, stop_mpi (the
+# background timeout+mpirun), job, stop_pidfile[] and stop_qemu[] once both
+# guests are up (or the job ended, or about 150 s went by).
+start_idle_job() {
+	log=$1
+	shift
+	: >"$log"
+	stop_qemu=() stop_pidfile=()
+	"${MPIRUN[@]}" "$@" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 \
+		--ids 1 -- sh -c 'echo STOP-UP; echo; exec sleep 600' >"$log" 2>&1 &
+	stop_mpi=$!
+	for _ in $(seq 1 1500); do	# a bound of about 150 s for both guests to boot
+		if up 0 && up 1; then break; fi
+		kill -0 "$stop_mpi" 2>/dev/null || break
+		sleep 0.1
+	done
+	job=$(job_of "$log")
+	for r in 0 1; do
+		stop_pidfile[r]=/tmp/$job/qemu-rank$r.pid
+		stop_qemu[r]=$(cat "${stop_pidfile[r]}" 2>/dev/null)
+	done
+}
+start_idle_job "$STOP_LOG" --enable-recovery
 # launcher_of PID: the maia-cluster above PID (QEMU <- timeout <- run-guest <- it)
 launcher_of() {
 	local p=$1 i
@@ -398,8 +411,6 @@ gone_within() {
 }
 declare -a sl
 for r in 0 1; do
-	stop_pidfile[r]=/tmp/$job/qemu-rank$r.pid
-	stop_qemu[r]=$(cat "${stop_pidfile[r]}" 2>/dev/null)
 	sl[r]=$(launcher_of "${stop_qemu[r]:-0}")
 done
 rank_gone() { ! is_ours "${stop_qemu[$1]}" "${stop_pidfile[$1]}" && [ ! -e "/dev/shm/$job-cable$1" ]; }
@@ -445,24 +456,9 @@ stop_mpi=
 # SIGKILL a second later: the launcher's own stop or its guard ends its QEMU
 # and removes its files either way. The bound (60 s) is on processes
 # vanishing, not a claim on time.
-log=$TERM_LOG
-: >"$log"
-stop_qemu=() stop_pidfile=()
-"${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link shm --timeout 150 \
-	--ids 1 -- sh -c 'echo STOP-UP; echo; exec sleep 600' >"$log" 2>&1 &
-stop_mpi=$!
-for _ in $(seq 1 1500); do	# a bound of about 150 s for both guests to boot
-	if up 0 && up 1; then break; fi
-	kill -0 "$stop_mpi" 2>/dev/null || break
-	sleep 0.1
-done
-job=$(job_of "$log")
+start_idle_job "$TERM_LOG"
 mpi=$(ps -o pid= --ppid "$stop_mpi" 2>/dev/null | tr -d ' ' | head -1)
 [ -n "$mpi" ] && [ "$(ps -o comm= -p "$mpi")" = mpirun ] || mpi=
-for r in 0 1; do
-	stop_pidfile[r]=/tmp/$job/qemu-rank$r.pid
-	stop_qemu[r]=$(cat "${stop_pidfile[r]}" 2>/dev/null)
-done
 echo "# job $job: QEMU ${stop_qemu[0]:-?} ${stop_qemu[1]:-?}, mpirun ${mpi:-?}"
 if [ -n "$job" ] && [ -n "$mpi" ] && up 0 && up 1 &&
 	is_ours "${stop_qemu[0]}" "${stop_pidfile[0]}" && is_ours "${stop_qemu[1]}" "${stop_pidfile[1]}" &&
