@@ -59,11 +59,9 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 	c->cfg = *cfg;
 	c->ops = *ops;
 	c->opaque = opaque;
-	c->txbuf = malloc(HDR + MAIA_FABRIC_MSG_MAX_DATA);
-	c->own = malloc(MAIA_FABRIC_MSG_MAX_DATA);
-	c->acc = malloc(MAIA_FABRIC_MSG_MAX_DATA);
+	/* The work buffers come with the first collective, sized to it (buffers()). */
 	c->rx_off = calloc(2 * MAIA_COLL_MAX_RANKS, sizeof(*c->rx_off));
-	if (!c->txbuf || !c->own || !c->acc || !c->rx_off) {
+	if (!c->rx_off) {
 		fw_coll_destroy(c);
 		return -ENOMEM;
 	}
@@ -94,6 +92,7 @@ void fw_coll_destroy(struct fw_coll *c)
 	c->txbuf = c->own = c->gathered = NULL;
 	c->acc = NULL;
 	c->rx_off = NULL;
+	c->buf_bytes = c->gathered_bytes = 0;
 }
 
 void fw_coll_reset(struct fw_coll *c)
@@ -391,8 +390,8 @@ static int local_copy(struct fw_coll *c, uint64_t src, uint64_t dst, uint64_t le
 {
 	if (src == dst)
 		return 0;
-	for (uint64_t off = 0; off < len; off += MAIA_FABRIC_MSG_MAX_DATA) {
-		size_t n = len - off < MAIA_FABRIC_MSG_MAX_DATA ? len - off : MAIA_FABRIC_MSG_MAX_DATA;
+	for (uint64_t off = 0; off < len; off += c->buf_bytes) {
+		size_t n = len - off < c->buf_bytes ? len - off : c->buf_bytes;
 
 		int rc = mem_read(c, src + off, c->own, n);
 
@@ -930,6 +929,48 @@ uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nport
 	return cmd_valid(cmd, nports, &sbytes, &rbytes) ? MAIA_STATUS_OK : MAIA_STATUS_BAD_CMD;
 }
 
+/*
+ * The work buffers, for the collective in c->cmd (geometry set): as large
+ * as its longest stream, its count in FP32 and its gathered inputs need, at
+ * most a message's data. A small collective's buffers are small: allocating
+ * a message's worth (three of 60 KiB) for each operation cost the 8-byte
+ * all-reduce page faults on every rank (Documentation/hw/fabric.rst,
+ * "Gather-reduce"). false: out of memory.
+ */
+static bool buffers(struct fw_coll *c)
+{
+	uint64_t need = c->cmd.count * 4, gbytes;
+
+	if (need < c->inject_len)
+		need = c->inject_len;
+	for (unsigned int i = 0; i < c->rx_steps; i++)
+		if (need < rx_step_bytes(c, c->rx_first + i))
+			need = rx_step_bytes(c, c->rx_first + i);
+	if (need > MAIA_FABRIC_MSG_MAX_DATA)
+		need = MAIA_FABRIC_MSG_MAX_DATA;
+	need = need ? (need + 63) & ~63ull : 64;
+	if (need > c->buf_bytes) {
+		free(c->txbuf);
+		free(c->own);
+		free(c->acc);
+		c->txbuf = malloc(HDR + need);
+		c->own = malloc(need);
+		c->acc = malloc(need);
+		c->buf_bytes = c->txbuf && c->own && c->acc ? need : 0;
+		if (!c->buf_bytes)
+			return false;
+	}
+	gbytes = c->gather ? c->cmd.count * c->es * nranks(c) : 0;
+	if (gbytes > c->gathered_bytes) {
+		free(c->gathered);
+		c->gathered = malloc(gbytes);
+		c->gathered_bytes = c->gathered ? gbytes : 0;
+		if (!c->gathered)
+			return false;
+	}
+	return true;
+}
+
 int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns)
 {
 	uint64_t sbytes, rbytes;
@@ -947,15 +988,6 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 		return MAIA_STATUS_BAD_CMD;
 	}
 	c->gather = maia_coll_gather_reduce(cmd);
-	if (c->gather && !c->gathered)
-		c->gathered = malloc(MAIA_COLL_GATHER_REDUCE_BYTES);
-	if (c->gather && !c->gathered) {
-		c->state = FW_COLL_DONE;
-		c->result.status = MAIA_STATUS_DMA_ERROR;	/* out of memory */
-		c->stats.failures++;
-		return MAIA_STATUS_DMA_ERROR;
-	}
-	c->state = FW_COLL_RUNNING;
 	c->es = maia_dtype_size(cmd->dtype);
 	c->chunk_bytes = cmd->chunk_bytes ? cmd->chunk_bytes : c->cfg.chunk_bytes;
 	c->timeout_ns = (uint64_t)(cmd->timeout_ms ? cmd->timeout_ms : c->cfg.timeout_ms) *
@@ -969,6 +1001,13 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);
 	c->room_max = 0;
+	if (!buffers(c)) {
+		c->state = FW_COLL_DONE;
+		c->result.status = MAIA_STATUS_DMA_ERROR;	/* out of memory */
+		c->stats.failures++;
+		return MAIA_STATUS_DMA_ERROR;
+	}
+	c->state = FW_COLL_RUNNING;
 	rc = local_part(c);
 	if (rc) {
 		fail(c, (uint32_t)rc, 0, false);

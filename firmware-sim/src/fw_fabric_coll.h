@@ -137,7 +137,8 @@ struct fw_coll {
 	unsigned int early_n;
 	size_t early_bytes;
 
-	/* Work buffers: one chunk each. */
+	/* Work buffers: buf_bytes each (see buffers() in fw_fabric_coll.c). */
+	size_t buf_bytes, gathered_bytes;
 	uint8_t *txbuf;			/* header + data of a message being sent */
 	uint8_t *own;			/* this rank's data of a chunk */
 	float *acc;			/* a chunk in FP32 */
