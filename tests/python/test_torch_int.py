@@ -125,16 +125,56 @@ def conversions():
     cases.append(("float32 -> uint8", lambda a: a.to(torch.uint8), (small.abs(),)))
     cases.append(("int32 -> int8 copy_", lambda a: torch.zeros(23, 31, dtype=torch.int8, device=a.device).copy_(a),
                   (big((23, 31)),)))
-    before = fallbacks("aten::_copy_from")
     check(cases)
-    # the device's COPY rounds and saturates into integers: those conversions go by the host, counted
-    assert fallbacks("aten::_copy_from") >= before + 9, mt.fallback_stats()
     # int8 -> int32 and int -> float stay on the device
     with mt.strict():
         x = big((9, 10), torch.int8).to(DEV)
         assert torch.equal(x.t().to(torch.int32).cpu(), x.cpu().t().int())
         y = big((9, 10)).to(DEV)
         assert torch.equal(y.t().float().cpu(), y.cpu().t().float())
+
+
+def float_values(n):
+    """NaN, +-inf, -0.0, the edges of int32, int16, int8 and uint8 and of CVTTSS2SI's range
+    (+-2^31), fractions, and n random floats of magnitudes 2^-4 .. 2^40 (float32)."""
+    edges = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 0.99, -0.99, 1.5, -1.5, 2.7, -2.7,
+             127.5, 128.0, -128.5, -129.0, 255.9, 256.0, -255.5, 300.5, 32767.9, 32768.0, -32768.9, -32769.0,
+             65535.0, 65536.0, 65541.0, 2.0**24 + 2, 2.0**31 - 128, 2.0**31, -2.0**31, -2.0**31 - 256, 3e9, -3e9,
+             1e10, -1e10, 3.4e38, -3.4e38, 1e-40, 16777217.0, 100.99, -100.99]
+    mag = torch.exp2(torch.rand(n, generator=G) * 44 - 4)
+    sign = torch.randint(0, 2, (n,), generator=G) * 2 - 1
+    return torch.cat([torch.tensor(edges), mag * sign])
+
+
+NARROW = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+
+
+@test
+def conversions_on_device():
+    """float32/bfloat16/float16 -> int32/int16/int8/uint8/bool and int32, int8, uint8, bool -> the
+    narrower ones on the device (TVP programs cvt*), each element as CPU torch gives it (truncating
+    toward zero; NaN, +-inf and values outside [-2^31, 2^31) as INT32_MIN, narrowing its low bits):
+    4099 and 1 elements, 1023 x 3 transposed, strided, into a transposed destination; strict mode
+    and the device op count show none went by the host."""
+    f = float_values(4099 - 43)
+    cases = []
+    for src in (f, f.bfloat16(), f.half(), big((4099,)), big((4099,), torch.int8), big((4099,), torch.uint8),
+                big((4099,), torch.bool)):
+        for dst in NARROW:
+            if src.dtype == dst or (src.dtype, dst) == (torch.int8, torch.int32):     # the COPY's
+                continue
+            name = "%s -> %s" % (src.dtype, dst)
+            cases += [(name, lambda a, d=dst: a.to(d), (src,)),
+                      (name + " one", lambda a, d=dst: a[7:8].to(d), (src,)),
+                      (name + " transposed", lambda a, d=dst: a[:3069].reshape(3, 1023).t().to(d), (src,)),
+                      (name + " strided", lambda a, d=dst: a[1::3].to(d), (src,)),
+                      (name + " into transposed", lambda a, d=dst: torch.zeros(64, 64, dtype=d, device=a.device).t()
+                       .copy_(a[:4096].reshape(64, 64)), (src,))]
+    before = mt.device_stats().get("copy_convert", 0)
+    with mt.strict():
+        check(cases)
+    ran = mt.device_stats().get("copy_convert", 0) - before
+    assert ran == len(cases), (ran, len(cases))
 
 
 @test

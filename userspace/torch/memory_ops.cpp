@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "tensor_desc.h"
+#include "tvp_kernels.h"
 
 namespace maia_torch {
 
@@ -138,11 +139,129 @@ static void copy_device_to_host(const at::Tensor &self, const at::Tensor &dst)
  * The tensor engine's COPY converts into an integer type as a quantizer
  * does: rounding to nearest and saturating. CPU torch truncates toward zero
  * and wraps when narrowing, so a conversion into an integer type from
- * another type goes by the host, except int8 to int32 (every int8 is exact).
+ * another type is not the COPY's, except int8 to int32 (every int8 is exact).
  */
 static bool exact_convert(at::ScalarType from, at::ScalarType to)
 {
 	return from == to || !at::isIntegralType(to, true) || (from == at::kChar && to == at::kInt);
+}
+
+/* ---- conversions into integer types: TVP programs "cvt<to>.<from>" ------------- */
+
+/*
+ * CPU torch on x86 (this host and the guest) converts a float into an
+ * integer type as CVTTSS2SI does: toward zero, and NaN, +-inf and anything
+ * outside [-2^31, 2^31) to INT32_MIN; into int16, int8 and uint8 through
+ * that int32, keeping its low bits (so 300.5 -> int8 is 44, 1e10 is 0); into
+ * bool, x != 0 (NaN is true). Integer narrowing keeps the low bits. VCVT
+ * F2I is toward zero but saturates (NaN -> 0), so the lanes outside
+ * [-2^31, 2^31) (ordered compares: NaN is outside) are set to INT32_MIN
+ * after it; narrowing is a shift left and an arithmetic shift right, so a
+ * saturating i8 store keeps the byte. The TVP has no 16-bit stores: an int16
+ * is stored as its two bytes (two i8 scatters).
+ *
+ * s1 = source, s2 = destination (both contiguous), s3 = n; a lane per
+ * element, 1024 per instance, v29 masking the lanes past n. Sources f32,
+ * bf16, f16 (widened to binary32 exactly by the load), i32, i8, u8 (uint8
+ * and bool); kinds cvti32, cvti16, cvti8 (int8 and uint8: the same byte),
+ * cvtb (bool).
+ */
+static int cvt_size(const std::string &t)
+{
+	return t == "f32" || t == "i32" ? 4 : t == "i8" || t == "u8" ? 1 : 2;
+}
+
+static std::string cvt_program(const std::string &kind, const std::string &t)
+{
+	bool flt = t == "f32" || t == "bf16" || t == "f16";
+	std::string to = kind.substr(3);
+
+	if (!flt && t != "i32" && t != "i8" && t != "u8")
+		return "";
+	if (to != "i32" && to != "i16" && to != "i8" && to != "b")
+		return "";
+	std::string s = "\tpid s20, 0\n\tmuli s21, s20, 1024\t# this instance's first element\n"
+			"\tsub s23, s3, s21\n\tvsplat v30, s23\n\tviota v31, 0\n"
+			"\tvicmp v29, v31, v30, lt\t# the lanes in range\n"
+			"\tmuli s22, s21, " + std::to_string(cvt_size(t)) + "\n\tadd s1, s1, s22\n"
+			"\tmuli s22, s21, " + std::to_string(cvt_size(to == "b" ? "i8" : to)) +
+			"\n\tadd s2, s2, s22\n"
+			"\tvld v1, s1, unit, " + (t == "u8" ? "i8" : t) + ", v29\n";
+
+	if (t == "u8")	/* i8 loads sign-extend */
+		s += "\tvsplati v3, 255\n\tvand v1, v1, v3\n";
+	if (to == "b")
+		return s + "\tvsplati v3, 0\n" + (flt ? "\tvfcmp v2, v1, v3, ne\t# NaN too\n" :
+							"\tvicmp v2, v1, v3, ne\n") +
+		       "\tvst v2, s2, unit, i8, v29\n\thalt\n";
+	if (flt)
+		s += "\tvcvt v2, v1, f2i\n"
+		     "\tvsplati v3, -2.147483648e+09\n\tvfcmp v4, v1, v3, ge\n"
+		     "\tvsplati v3, 2.147483648e+09\n\tvfcmp v5, v1, v3, lt\n"
+		     "\tvand v4, v4, v5\t# in range (not NaN)\n"
+		     "\tvsplati v3, -2147483648\n\tvsel v2, v2, v3, v4\n";
+	else
+		s += "\tvmov v2, v1\n";
+	if (to == "i32")
+		return s + "\tvst v2, s2, unit, i32, v29\n\thalt\n";
+	s += "\tvsplati v6, 24\n";
+	if (to == "i8")
+		return s + "\tvshl v2, v2, v6\n\tvsra v2, v2, v6\t# the low byte, signed\n"
+			   "\tvst v2, s2, unit, i8, v29\n\thalt\n";
+	return s + "\tvshl v7, v2, v6\n\tvsra v7, v7, v6\t# low byte\n"
+		   "\tvsplati v8, 16\n\tvshl v9, v2, v8\n\tvsra v9, v9, v6\t# high byte\n"
+		   "\tviadd v10, v31, v31\n\tvst v7, s2, v10, i8, v29\n"
+		   "\tvsplati v11, 1\n\tviadd v10, v10, v11\n\tvst v9, s2, v10, i8, v29\n\thalt\n";
+}
+
+[[maybe_unused]] static const bool registered =
+	tvp::add_family({ "cvti32", "cvti16", "cvti8", "cvtb" }, cvt_program);
+
+/* The program's source and kind names for a conversion, or false. */
+static bool cvt_names(at::ScalarType from, at::ScalarType to, std::string *kind, std::string *t)
+{
+	switch (from) {
+	case at::kFloat: *t = "f32"; break;
+	case at::kBFloat16: *t = "bf16"; break;
+	case at::kHalf: *t = "f16"; break;
+	case at::kInt: *t = "i32"; break;
+	case at::kChar: *t = "i8"; break;
+	case at::kByte: case at::kBool: *t = "u8"; break;
+	default: return false;
+	}
+	switch (to) {
+	case at::kInt: *kind = "cvti32"; break;
+	case at::kShort: *kind = "cvti16"; break;
+	case at::kChar: case at::kByte: *kind = "cvti8"; break;
+	case at::kBool: *kind = "cvtb"; break;
+	default: return false;
+	}
+	return from != to;
+}
+
+/*
+ * src (dst's shape) converted into dst by a TVP program, as CPU torch
+ * converts; false when no program does this pair (or the device failed it:
+ * logged, the caller goes by the host).
+ */
+static bool convert_on_device(const at::Tensor &src, const at::Tensor &dst)
+{
+	std::string kind, t;
+
+	if (!cvt_names(src.scalar_type(), dst.scalar_type(), &kind, &t) || dst.numel() > tvp::max_elements())
+		return false;
+	at::Tensor x = src.contiguous();
+	bool direct = dst.is_contiguous() && at::get_overlap_status(x, dst) == at::MemOverlapStatus::No;
+	at::Tensor out = direct ? dst : at::empty(dst.sizes(), dst.options());
+	int64_t n = dst.numel();
+	tvp::Launch l = { kind + "." + t, tvp::blocks(n), { va_of(x), va_of(out), (uint64_t)n } };
+
+	if (tvp::run(device_index(dst.device()), { l }, "_copy_from") != 1)
+		return false;
+	count_device_op("copy_convert");
+	if (!direct)
+		copy_device_to_device(out, dst);
+	return true;
 }
 
 static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
@@ -166,7 +285,10 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 		copy_on_device(device_index(dst.device()), va_of(dst), va_of(src), dst.nbytes());
 		return;
 	}
-	/* Types the tensor engine does not convert (int64, bool, double): by the host. */
+	if (!exact_convert(src.scalar_type(), dst.scalar_type()) &&
+	    at::has_internal_overlap(dst) != at::MemOverlap::Yes && convert_on_device(src, dst))
+		return;
+	/* Types no device op converts (int64, bool, double; int16 to int8): by the host. */
 	if (!exact_convert(src.scalar_type(), dst.scalar_type()) && describable(src) && describable(dst))
 		count_fallback("aten::_copy_from");
 	copy_host_to_device(self.to(at::kCPU), dst);
