@@ -68,6 +68,7 @@
 
 #include "maia/hw/boot.h"
 #include "maia/hw/cmd.h"
+#include "maia/hw/dtype.h"
 #include "maia/hw/fabric.h"
 #include "maia/hw/mbox.h"
 #include "maia/hw/mmu.h"
@@ -313,34 +314,57 @@ static bool cqe_valid(QTestState *qts, Queue *q, uint32_t slot)
     return le32_to_cpu(cqe.flags) & MAIA_CQE_VALID;
 }
 
+/* A job put on a queue and not waited for yet. */
+typedef struct Job {
+    uint64_t cb;                /* its command buffer in guest memory */
+    uint32_t slot;
+    uint64_t id;
+} Job;
+
 /*
- * Runs one command (len bytes at cmd) as a job in ASID 0, where addresses
- * are guest bus addresses, and waits for its completion: its status.
+ * Puts one command (len bytes at cmd) on q as a job in ASID 0, where
+ * addresses are guest bus addresses, and rings d's doorbell.
  */
+static void job_submit(QOSState *qs, Dev *d, Queue *q, const void *cmd,
+                       uint32_t len, Job *j)
+{
+    struct maia_sq_entry sqe = { 0 };
+
+    j->cb = guest_alloc(&qs->alloc, len);
+    j->slot = q->tail % QUEUE_ENTRIES;
+    j->id = 0x10b0 + q->tail;
+    sqe.cmdbuf_addr = cpu_to_le64(j->cb);
+    sqe.cmdbuf_size = cpu_to_le32(len);
+    sqe.job_id = cpu_to_le64(j->id);
+    qtest_memwrite(qs->qts, j->cb, cmd, len);
+    qtest_memset(qs->qts, q->cq + j->slot * sizeof(struct maia_cq_entry), 0,
+                 sizeof(struct maia_cq_entry));
+    qtest_memwrite(qs->qts, q->sq + j->slot * sizeof(sqe), &sqe, sizeof(sqe));
+    q->tail = (q->tail + 1) % QUEUE_ENTRIES;
+    wr(d, MAIA_REG_DOORBELL(0), q->tail);
+}
+
+/* Waits for j's completion: its status. */
+static uint32_t job_wait(QOSState *qs, Queue *q, Job *j)
+{
+    struct maia_cq_entry cqe;
+
+    /* The fabric's own timeouts end a job that gets no answer. */
+    g_assert(WAIT_UNTIL(cqe_valid(qs->qts, q, j->slot)));
+    qtest_memread(qs->qts, q->cq + j->slot * sizeof(cqe), &cqe, sizeof(cqe));
+    g_assert_cmphex(le64_to_cpu(cqe.job_id), ==, j->id);
+    guest_free(&qs->alloc, j->cb);
+    return le32_to_cpu(cqe.status);
+}
+
+/* Runs one command as a job (job_submit()) and waits for it: its status. */
 static uint32_t run_job(QOSState *qs, Dev *d, Queue *q, const void *cmd,
                         uint32_t len)
 {
-    uint64_t cb = guest_alloc(&qs->alloc, len);
-    uint32_t slot = q->tail % QUEUE_ENTRIES;
-    uint64_t job_id = 0x10b0 + q->tail;
-    struct maia_sq_entry sqe = {
-        .cmdbuf_addr = cpu_to_le64(cb),
-        .cmdbuf_size = cpu_to_le32(len),
-        .asid = 0,
-        .job_id = cpu_to_le64(job_id),
-    };
-    struct maia_cq_entry cqe;
+    Job j;
 
-    qtest_memwrite(qs->qts, cb, cmd, len);
-    qtest_memwrite(qs->qts, q->sq + slot * sizeof(sqe), &sqe, sizeof(sqe));
-    q->tail = (q->tail + 1) % QUEUE_ENTRIES;
-    wr(d, MAIA_REG_DOORBELL(0), q->tail);
-    /* The fabric's own timeouts end a job that gets no answer. */
-    g_assert(WAIT_UNTIL(cqe_valid(qs->qts, q, slot)));
-    qtest_memread(qs->qts, q->cq + slot * sizeof(cqe), &cqe, sizeof(cqe));
-    g_assert_cmphex(le64_to_cpu(cqe.job_id), ==, job_id);
-    guest_free(&qs->alloc, cb);
-    return le32_to_cpu(cqe.status);
+    job_submit(qs, d, q, cmd, len, &j);
+    return job_wait(qs, q, &j);
 }
 
 /* A pcap file: its header, and how many of its frames are fabric frames. */
@@ -925,6 +949,146 @@ static void test_remote_write_read(const void *opaque)
     qtest_shutdown(qs);
 }
 
+/* ---- A collective whose buffer is a device's own registers ------------ */
+
+#define COLL_COMM       0x7a11u
+#define COLL_COUNT      5u
+
+/* rank's part of a 2-rank collective over port 0 (the one cable). */
+static struct maia_cmd_collective coll_cmd(uint8_t coll, uint16_t rank,
+                                           uint32_t seq, uint64_t send,
+                                           uint64_t recv, uint64_t count,
+                                           uint64_t report)
+{
+    struct maia_cmd_collective c = {
+        .hdr = { .opcode = cpu_to_le16(MAIA_OP_COLLECTIVE),
+                 .size = cpu_to_le32(sizeof(c)) },
+        .coll = coll,
+        .redop = MAIA_REDOP_SUM,
+        .dtype = MAIA_DTYPE_FP32,
+        .root = 0,
+        .rank = cpu_to_le16(rank),
+        .nranks = cpu_to_le16(2),
+        .comm_id = cpu_to_le32(COLL_COMM),
+        .seq = cpu_to_le32(seq),
+        .send_addr = cpu_to_le64(send),
+        .recv_addr = cpu_to_le64(recv),
+        .count = cpu_to_le64(count),
+        .report_addr = cpu_to_le64(report),
+    };
+
+    return c;
+}
+
+/* The status in the struct maia_coll_report at addr. */
+static uint32_t report_status(QTestState *qts, uint64_t addr)
+{
+    struct maia_coll_report rep;
+
+    qtest_memread(qts, addr, &rep, MAIA_COLL_REPORT_SIZE_1_3);
+    return le32_to_cpu(rep.status);
+}
+
+/*
+ * A hostile guest points device B's part of a broadcast at B's own RESET
+ * register (BAR0, MMIO), the word broadcast being RESET's magic. B's job is
+ * queued first and waits for the root's data; the root's, A's, is started
+ * by a doorbell on A. A doorbell write runs its job right there, on the
+ * writer's thread (inline-doorbell; in a qtest the thread of QEMU's main
+ * loop, with the BQL, as a vCPU's), and frames over a direct cable are
+ * delivered on the sender's thread: B's round, which writes B's part, runs
+ * on that thread too. That DMA must be held to guest RAM as a worker's is:
+ * a write into B's RESET would wait for the round the thread is in, and
+ * QEMU would hang (it did while only A's DMA was held, a per-device flag).
+ * B's job ends with DMA_ERROR, in its completion and its report; B is not
+ * reset; a next all-reduce of both is exact.
+ */
+static void test_coll_dma_mmio(void)
+{
+    static const uint64_t serials[2] = { 0x6161, 0x6262 };
+    const uint32_t magic = cpu_to_le32(MAIA_RESET_MAGIC);
+    float a_in[COLL_COUNT], b_in[COLL_COUNT], got[COLL_COUNT];
+    uint64_t src_a, src_b, dst_a, dst_b, rep_a, rep_b;
+    struct maia_cmd_collective ca, cb;
+    uint32_t st_a, st_b;
+    QOSState *qs;
+    Queue qa, qb;
+    Job ja, jb;
+    Dev *d;
+    unsigned i;
+
+    qs = qtest_pc_boot("-nodefaults -machine q35 "
+                       "-netdev hubport,id=c0a,hubid=0 "
+                       "-netdev hubport,id=c0b,hubid=0 "
+                       "-device maia,id=m0," DEV_OPTS ",serial=0x6161,"
+                       "fabric0=c0a "
+                       "-device maia,id=m1," DEV_OPTS ",serial=0x6262,"
+                       "fabric0=c0b");
+    /* A direct cable: frames are delivered on the sender's thread. */
+    g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, 1);
+    g_assert_cmpuint(direct_ports(qs->qts, "m1"), ==, 1);
+    d = find_devs(qs, serials, 2);
+    probe(qs, &d[0]);
+    probe(qs, &d[1]);
+    assert_cabled(&d[0], 0, &d[1], 0);
+    queue_init(qs, &d[0], &qa);
+    queue_init(qs, &d[1], &qb);
+    src_a = guest_alloc(&qs->alloc, sizeof(a_in));
+    src_b = guest_alloc(&qs->alloc, sizeof(b_in));
+    dst_a = guest_alloc(&qs->alloc, sizeof(got));
+    dst_b = guest_alloc(&qs->alloc, sizeof(got));
+    rep_a = guest_alloc(&qs->alloc, sizeof(struct maia_coll_report));
+    rep_b = guest_alloc(&qs->alloc, sizeof(struct maia_coll_report));
+    qtest_memwrite(qs->qts, src_a, &magic, sizeof(magic));
+    qtest_memset(qs->qts, src_b, 0, sizeof(b_in));
+    qtest_memset(qs->qts, rep_b, 0xff, sizeof(struct maia_coll_report));
+
+    /* B first: its job waits in the collective for A's data. */
+    cb = coll_cmd(MAIA_COLL_BROADCAST, 1, 1, src_b,
+                  d[1].regs.addr + MAIA_REG_RESET, 1, rep_b);
+    job_submit(qs, &d[1], &qb, &cb, sizeof(cb), &jb);
+    ca = coll_cmd(MAIA_COLL_BROADCAST, 0, 1, src_a, dst_a, 1, rep_a);
+    job_submit(qs, &d[0], &qa, &ca, sizeof(ca), &ja);
+    st_b = job_wait(qs, &qb, &jb);
+    st_a = job_wait(qs, &qa, &ja);
+    g_test_message("broadcast into B's RESET: B status %u, A status %u",
+                   st_b, st_a);
+    g_assert_cmpuint(st_b, ==, MAIA_STATUS_DMA_ERROR);
+    g_assert_cmpuint(report_status(qs->qts, rep_b), ==,
+                     MAIA_STATUS_DMA_ERROR);
+    /* The root's own part landed; B was not reset, its link stayed UP. */
+    g_assert_cmpuint(st_a, ==, MAIA_STATUS_OK);
+    qtest_memread(qs->qts, dst_a, got, sizeof(magic));
+    g_assert_cmpmem(got, sizeof(magic), &magic, sizeof(magic));
+    g_assert_cmphex(rd(&d[1], MAIA_REG_BOOT_STATUS), ==,
+                    MAIA_BOOT_STATUS_READY);
+    g_assert(port_up(&d[0], 0) && port_up(&d[1], 0));
+
+    /* Both keep working: an all-reduce, exact (small integers in FP32). */
+    for (i = 0; i < COLL_COUNT; i++) {
+        a_in[i] = i + 1;
+        b_in[i] = 10 * (i + 1);
+    }
+    qtest_memwrite(qs->qts, src_a, a_in, sizeof(a_in));
+    qtest_memwrite(qs->qts, src_b, b_in, sizeof(b_in));
+    cb = coll_cmd(MAIA_COLL_ALL_REDUCE, 1, 2, src_b, dst_b, COLL_COUNT, rep_b);
+    job_submit(qs, &d[1], &qb, &cb, sizeof(cb), &jb);
+    ca = coll_cmd(MAIA_COLL_ALL_REDUCE, 0, 2, src_a, dst_a, COLL_COUNT, rep_a);
+    job_submit(qs, &d[0], &qa, &ca, sizeof(ca), &ja);
+    g_assert_cmpuint(job_wait(qs, &qb, &jb), ==, MAIA_STATUS_OK);
+    g_assert_cmpuint(job_wait(qs, &qa, &ja), ==, MAIA_STATUS_OK);
+    g_assert_cmpuint(report_status(qs->qts, rep_b), ==, MAIA_STATUS_OK);
+    for (i = 0; i < 2; i++) {
+        qtest_memread(qs->qts, i ? dst_b : dst_a, got, sizeof(got));
+        for (unsigned k = 0; k < COLL_COUNT; k++) {
+            g_assert_cmpfloat(got[k], ==, 11.0f * (k + 1));
+        }
+    }
+
+    free_devs(d, 2);
+    qtest_shutdown(qs);
+}
+
 /* The fabric0-shm cable in a memory-backend-file at path, 16 MiB. */
 #define SHM_OPTS "-object memory-backend-file,id=cable,mem-path=%s," \
                  "size=16M,share=on "
@@ -1180,6 +1344,7 @@ int main(int argc, char **argv)
                         test_remote_write_read);
     qtest_add_data_func("/maia-fabric/remote-write-read-filter",
                         &cable_filter, test_remote_write_read);
+    qtest_add_func("/maia-fabric/coll-dma-mmio", test_coll_dma_mmio);
 
     return g_test_run();
 }
