@@ -1264,6 +1264,217 @@ static void expect_shm_error(QTestState *qts, unsigned port, const char *be,
     qobject_unref(rsp);
 }
 
+/* ---- The test as the other end of a shared-memory cable --------------- */
+
+#define SHM_STALE_HEAD  0xfffffff8u     /* the batches cross 2^32 */
+
+/* The header of a cable file as a QEMU (killed since) left it on side 0. */
+static void shm_stale_header(MaiaFabricShmHeader *hdr)
+{
+    hdr->magic = MAIA_FABRIC_SHM_MAGIC;
+    hdr->version = MAIA_FABRIC_SHM_VERSION;
+    hdr->slots = MAIA_FABRIC_SHM_SLOTS;
+    hdr->slot_size = MAIA_FABRIC_SHM_SLOT_SIZE;
+    hdr->side[0].gen = 41;
+    hdr->side[0].attached = 1;
+    /* 10 frames it never took: not for the next QEMU on side 0. */
+    hdr->ring[1].tail = SHM_STALE_HEAD - 10;
+    hdr->ring[1].head = SHM_STALE_HEAD;
+    hdr->ring[0].tail = hdr->ring[0].head = 500;
+}
+
+/*
+ * The test, side 1 of the cable at mem, sends n frames into ring 1: slot
+ * lengths lens[k], frames of that many bytes (at most a slot's) that are
+ * no fabric frame (too short, or another EtherType), so that the device
+ * drops and counts each it is handed. Waits until the receiver took them.
+ */
+static void shm_send(uint8_t *mem, const uint32_t *lens, unsigned n)
+{
+    MaiaFabricShmRing *ring = &((MaiaFabricShmHeader *)mem)->ring[1];
+    uint32_t head = qatomic_read(&ring->head);
+    unsigned k;
+
+    g_assert_cmpuint(n, <=, MAIA_FABRIC_SHM_SLOTS);
+    g_assert(WAIT_UNTIL(qatomic_load_acquire(&ring->tail) == head));
+    for (k = 0; k < n; k++) {
+        MaiaFabricShmSlot *slot = (MaiaFabricShmSlot *)
+            (mem + maia_fabric_shm_slot_offset(1, head + k));
+        uint32_t len = MIN(lens[k], MAIA_FABRIC_MAX_FRAME);
+
+        memset(slot->frame, 0x5a ^ k, len);
+        if (len >= MAIA_ETH_HLEN) {
+            stw_be_p(slot->frame + 12, 0x0800);         /* IPv4 */
+        }
+        qatomic_set(&slot->len, lens[k]);
+    }
+    qatomic_store_release(&ring->head, head + n);
+    shm_kick(ring);
+    g_assert(WAIT_UNTIL(qatomic_load_acquire(&ring->tail) == head + n));
+}
+
+/* A file at path of len bytes whose first bytes are hdr's n. */
+static void shm_file(const char *path, const void *hdr, size_t n, off_t len)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, len), ==, 0);
+    g_assert_cmpint(pwrite(fd, hdr, n, 0), ==, n);
+    close(fd);
+}
+
+/*
+ * Bad input from the peer's side of a cable file, the test being that
+ * peer (side 1) of one QEMU's device (side 0):
+ * - the file is one a killed QEMU left: QEMU takes side 0 anew (gen 41 ->
+ *   42) and skips the 10 frames left in its receive ring (none counted);
+ *   the same file cut to its header page is refused as a backend;
+ * - frames of every length a slot holds, 0 to the largest, each copied out
+ *   once, handed over and dropped as malformed: RX_DROPS, RX_FRAMES and
+ *   RX_BYTES count exactly them; slot lengths past a slot (by one, by
+ *   2^32 - 1) are skipped and not handed over, the frames after them are;
+ * - four full rings of the largest frames at once, more than the port's
+ *   receive buffers keep (MAIA_FABRIC_SHM_RX_CACHE) and than the device's
+ *   queue takes: every one is counted, as dropped or malformed;
+ * - files that hold another layout (magic, version, slot size) refused;
+ * - then a real peer, a second QEMU, on side 1: UP, remote write and read
+ *   exact.
+ */
+static void test_shm_hostile_peer(void)
+{
+    static const uint64_t sa = 0xe1e1, sb = 0xe2e2;
+    static const uint32_t lens[] = {
+        0, 1, MAIA_ETH_HLEN - 1, MAIA_ETH_HLEN, MAIA_FABRIC_MIN_FRAME - 1,
+        MAIA_FABRIC_MIN_FRAME, MAIA_FABRIC_MIN_FRAME + 1, 1500,
+        MAIA_FABRIC_MAX_FRAME + 1, 9000, 0xffffffffu,
+        MAIA_FABRIC_MAX_FRAME - 1, MAIA_FABRIC_MAX_FRAME,
+    };
+    g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/cable", dir);
+    g_autofree char *cut = g_strdup_printf("%s/cut", dir);
+    char *bad[3];
+    g_autofree uint32_t *big = g_new(uint32_t, MAIA_FABRIC_SHM_SLOTS);
+    MaiaFabricShmHeader *hdr = g_malloc0(sizeof(*hdr));
+    uint64_t drops, frames, bytes, sum = 0;
+    unsigned n = 0, i;
+    QOSState *qa, *qb;
+    QDict *rsp;
+    uint8_t *mem;
+    Dev *a, *b;
+    int fd;
+
+    /* A killed QEMU's cable file; the same cut to its header page. */
+    shm_stale_header(hdr);
+    shm_file(path, hdr, sizeof(*hdr), 16 * MiB);
+    shm_file(cut, hdr, sizeof(*hdr), MAIA_FABRIC_SHM_HDR_SIZE);
+    /* Files that are no cable of this layout. */
+    for (i = 0; i < 3; i++) {
+        shm_stale_header(hdr);
+        hdr->magic = i == 0 ? 0x464c457fu : hdr->magic;
+        hdr->version = i == 1 ? 2 : hdr->version;
+        hdr->slot_size = i == 2 ? 4096 : hdr->slot_size;
+        bad[i] = g_strdup_printf("%s/bad%u", dir, i);
+        shm_file(bad[i], hdr, sizeof(*hdr), 16 * MiB);
+    }
+    g_free(hdr);
+
+    /* pc: device_add on its bus is a hot-plug (refused ones here). */
+    qa = qtest_pc_boot("-nodefaults -machine pc " SHM_OPTS
+                       "-object memory-backend-file,id=bad0,mem-path=%s,"
+                       "size=16M,share=on "
+                       "-object memory-backend-file,id=bad1,mem-path=%s,"
+                       "size=16M,share=on "
+                       "-object memory-backend-file,id=bad2,mem-path=%s,"
+                       "size=16M,share=on "
+                       "-device maia,id=m0," DEV_OPTS ",serial=0xe1e1,"
+                       "fabric0-shm=cable", path, bad[0], bad[1], bad[2]);
+    for (i = 0; i < 3; i++) {
+        g_autofree char *be = g_strdup_printf("bad%u", i);
+
+        expect_shm_error(qa->qts, 0, be, NULL, "something else");
+    }
+    /* A cable file cut short: no backend of a cable's size is made of it. */
+    rsp = qtest_qmp(qa->qts, "{'execute': 'object-add', 'arguments': "
+                    "{'qom-type': 'memory-backend-file', 'id': 'cut', "
+                    "'mem-path': %s, 'size': 16777216, 'share': true}}",
+                    cut);
+    g_assert_nonnull(qdict_get_qdict(rsp, "error"));
+    g_test_message("a cut cable file: %s", qdict_get_str(
+                   qdict_get_qdict(rsp, "error"), "desc"));
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                          "desc"), "too small"));
+    qobject_unref(rsp);
+    a = find_devs(qa, &sa, 1);
+    probe(qa, a);
+
+    fd = open(path, O_RDWR);
+    g_assert_cmpint(fd, >=, 0);
+    mem = mmap(NULL, MAIA_FABRIC_SHM_SIZE, PROT_READ | PROT_WRITE,
+               MAP_SHARED, fd, 0);
+    g_assert(mem != MAP_FAILED);
+    hdr = (MaiaFabricShmHeader *)mem;
+    g_assert_cmpuint(lseek(fd, 0, SEEK_END), >=, MAIA_FABRIC_SHM_SIZE);
+    g_assert_cmpuint(qatomic_read(&hdr->side[0].gen), ==, 42);
+    g_assert_cmpuint(qatomic_read(&hdr->side[0].attached), ==, 1);
+    g_assert_cmphex(qatomic_read(&hdr->ring[1].tail), ==, SHM_STALE_HEAD);
+    g_assert_cmpuint(rx_drops(a), ==, 0);
+    g_assert_cmpuint(rd64(a, MAIA_REG_FPORT(0, MAIA_FPORT_RX_FRAMES)), ==, 0);
+
+    /* Every length a slot holds, and lengths past it. */
+    shm_send(mem, lens, ARRAY_SIZE(lens));
+    for (i = 0; i < ARRAY_SIZE(lens); i++) {
+        if (lens[i] <= MAIA_FABRIC_MAX_FRAME) {
+            n++;
+            sum += lens[i];
+        }
+    }
+    g_assert(WAIT_UNTIL(rx_drops(a) == n));
+    g_assert_cmpuint(rd64(a, MAIA_REG_FPORT(0, MAIA_FPORT_RX_FRAMES)), ==, n);
+    g_assert_cmpuint(rd64(a, MAIA_REG_FPORT(0, MAIA_FPORT_RX_BYTES)), ==,
+                     sum);
+
+    /* Rings full of the largest frames: lent faster than the device eats. */
+    for (i = 0; i < MAIA_FABRIC_SHM_SLOTS; i++) {
+        big[i] = MAIA_FABRIC_MAX_FRAME;
+    }
+    for (i = 0; i < 4; i++) {
+        shm_send(mem, big, MAIA_FABRIC_SHM_SLOTS);
+    }
+    drops = n + 4 * MAIA_FABRIC_SHM_SLOTS;
+    g_assert(WAIT_UNTIL(rx_drops(a) == drops));
+    frames = rd64(a, MAIA_REG_FPORT(0, MAIA_FPORT_RX_FRAMES));
+    bytes = rd64(a, MAIA_REG_FPORT(0, MAIA_FPORT_RX_BYTES));
+    g_test_message("4 rings of %u-byte frames: %" PRIu64 " reached the link,"
+                   " %" PRIu64 " dropped from the device's full queue",
+                   (unsigned)MAIA_FABRIC_MAX_FRAME, frames - n,
+                   4 * MAIA_FABRIC_SHM_SLOTS - (frames - n));
+    g_assert_cmpuint(bytes - sum, ==, (frames - n) * MAIA_FABRIC_MAX_FRAME);
+    g_assert_cmphex(rd(a, MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+    g_assert_false(port_up(a, 0));
+    munmap(mem, MAIA_FABRIC_SHM_SIZE);
+    close(fd);
+
+    /* A real peer after all that: the link and the data as on any cable. */
+    qb = boot_shm(path, "0xe2e2");
+    b = find_devs(qb, &sb, 1);
+    probe(qb, b);
+    assert_cabled(a, 0, b, 0);
+    check_remote_write_read(qa, a, b);
+
+    free_devs(a, 1);
+    free_devs(b, 1);
+    qtest_shutdown(qb);
+    qtest_shutdown(qa);
+    unlink(path);
+    unlink(cut);
+    for (i = 0; i < 3; i++) {
+        unlink(bad[i]);
+        g_free(bad[i]);
+    }
+    rmdir(dir);
+}
+
 /*
  * Two devices of one QEMU on one memfd backend; what a cable refuses; one
  * unplugged and plugged again.
@@ -1334,6 +1545,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/stream-two-qemus", test_stream_two_qemus);
     qtest_add_func("/maia-fabric/shm-two-qemus", test_shm_two_qemus);
     qtest_add_func("/maia-fabric/shm-one-qemu", test_shm_one_qemu);
+    qtest_add_func("/maia-fabric/shm-hostile-peer", test_shm_hostile_peer);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
     qtest_add_func("/maia-fabric/cable-latency", test_cable_latency);
