@@ -61,7 +61,8 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 	c->opaque = opaque;
 	/* The work buffers come with the first collective, sized to it (buffers()). */
 	c->rx_off = calloc(2 * MAIA_COLL_MAX_RANKS, sizeof(*c->rx_off));
-	if (!c->rx_off) {
+	c->model_in = calloc(MAIA_COLL_MAX_RANKS, sizeof(*c->model_in));
+	if (!c->rx_off || !c->model_in) {
 		fw_coll_destroy(c);
 		return -ENOMEM;
 	}
@@ -88,10 +89,11 @@ void fw_coll_destroy(struct fw_coll *c)
 	free(c->own);
 	free(c->acc);
 	free(c->rx_off);
+	free(c->model_in);
 	free(c->gathered);
 	c->txbuf = c->own = c->gathered = NULL;
 	c->acc = NULL;
-	c->rx_off = NULL;
+	c->rx_off = c->model_in = NULL;
 	c->buf_bytes = c->gathered_bytes = 0;
 }
 
@@ -168,7 +170,7 @@ static uint64_t rx_step_bytes(const struct fw_coll *c, unsigned int s)
 	unsigned int n = nranks(c);
 
 	if (c->gather)
-		return c->cmd.count * c->es;
+		return (uint64_t)(n - 1) * c->cmd.count * c->es;	/* one step: n-1 inputs */
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		if (s < n - 1)
@@ -337,6 +339,41 @@ static uint64_t model_send_ns(struct fw_coll *c, uint32_t len)
 	return t;
 }
 
+/*
+ * Gather-reduce's message holds up to GATHER_PIECES inputs' bytes (pieces):
+ * each is priced as if it were a message of its own (its hop after this
+ * rank's earlier bytes went over the link and after it arrived here:
+ * model_in[]), so that the modeled times do not depend on which inputs
+ * happened to be here together. model_ns is the first piece's arrival,
+ * model_delta_ns[] the others' past it.
+ */
+#define GATHER_PIECES	3u
+
+static void gather_price(struct fw_coll *c, struct maia_fabric_coll_msg *h)
+{
+	uint64_t blk = c->cmd.count * c->es, before = 0;
+
+	for (unsigned int i = 0; before < h->len && i < GATHER_PIECES; i++) {
+		uint64_t o = h->offset + before, j = o / blk;
+		uint64_t l = blk - o % blk < h->len - before ? blk - o % blk : h->len - before;
+		uint64_t t = c->model_start_ns + link_ns(c, c->sent_bytes + before), arr;
+
+		if (j && t < c->model_in[j - 1])
+			t = c->model_in[j - 1];
+		if (c->model_end_ns < t + link_ns(c, l))
+			c->model_end_ns = t + link_ns(c, l);
+		arr = fw_model_coll_hop(c->cfg.model_chip, c->cfg.model_cable_ns[c->cmd.send_port],
+					t, l);
+		if (!i)
+			h->model_ns = arr;
+		else
+			h->model_delta_ns[i - 1] = arr <= h->model_ns ? 0 :
+						   arr - h->model_ns > UINT32_MAX ? UINT32_MAX :
+						   (uint32_t)(arr - h->model_ns);
+		before += l;
+	}
+}
+
 /* Send the len data bytes already in txbuf + HDR as step s at offset. */
 static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
 {
@@ -352,7 +389,9 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 	};
 
 	/* modeled: when it arrives, its hop priced here, over this port's cable */
-	if (c->cfg.model_chip)
+	if (c->cfg.model_chip && c->gather)
+		gather_price(c, &h);
+	else if (c->cfg.model_chip)
 		h.model_ns = fw_model_coll_hop(c->cfg.model_chip,
 					       c->cfg.model_cable_ns[c->cmd.send_port],
 					       model_send_ns(c, len), len);
@@ -411,8 +450,8 @@ static uint64_t inject_len(const struct fw_coll *c)
 
 	if (n == 1)
 		return 0;
-	if (c->gather)
-		return c->cmd.count * c->es;
+	if (c->gather)		/* its own input and n-2 it forwards */
+		return (uint64_t)(n - 1) * c->cmd.count * c->es;
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		return block_len(c, ring(c, -1)) * 4;
@@ -427,6 +466,37 @@ static uint64_t inject_len(const struct fw_coll *c)
 	}
 }
 
+/*
+ * Gather-reduce's stream to rank r+1 (one step, MAIA_FABRIC_COLL_GATHER_REDUCE):
+ * input j (j = 0 .. n-2) is rank r-j's, this rank's own first, then the
+ * first n-2 inputs it receives, as they arrive. Received chunks are always
+ * taken (kept in c->gathered), never held for room, and what goes on is read
+ * back from there: each message carries all of the stream that is there to
+ * send, up to a chunk, so a rank that starts after its predecessor sends
+ * its own input and what it holds in one message
+ * (Documentation/hw/fabric.rst, "Gather-reduce").
+ */
+static uint64_t gather_ready(const struct fw_coll *c)
+{
+	uint64_t blk = c->cmd.count * c->es, fwd = (uint64_t)(nranks(c) - 2) * blk;
+
+	return blk + (c->rx_off[0] < fwd ? c->rx_off[0] : fwd);
+}
+
+/* len bytes of the stream to rank r+1 at off, from the gathered inputs, to out. */
+static void gather_out(struct fw_coll *c, uint64_t off, uint8_t *out, uint64_t len)
+{
+	uint64_t blk = c->cmd.count * c->es;
+
+	for (uint64_t done = 0; done < len;) {
+		uint64_t o = off + done, j = o / blk, in = o % blk;
+		uint64_t n = blk - in < len - done ? blk - in : len - done;
+
+		memcpy(out + done, c->gathered + ring(c, -(int)j) * blk + in, n);
+		done += n;
+	}
+}
+
 /* Send one chunk of this rank's step-0 stream. 0, or -1: the collective failed. */
 static int inject_one(struct fw_coll *c)
 {
@@ -437,7 +507,14 @@ static int inject_one(struct fw_coll *c)
 	/* chunk_bytes is a multiple of 4, so of every wire element size. */
 	if (len > c->chunk_bytes)
 		len = c->chunk_bytes;
-	if (is_reduction(c)) {
+	if (c->gather) {
+		/* Only what is there, at most GATHER_PIECES inputs (gather_price()). */
+		uint64_t blk = c->cmd.count * c->es, end = (off / blk + GATHER_PIECES) * blk;
+
+		len = gather_ready(c) - off < len ? gather_ready(c) - off : len;
+		len = end - off < len ? end - off : len;
+		gather_out(c, off, out, len);
+	} else if (is_reduction(c)) {
 		/* Own values of block rank - 1, as FP32. */
 		uint64_t e0 = off / 4, n = len / 4;
 		unsigned int b = ring(c, -1);
@@ -469,6 +546,7 @@ static int inject_one(struct fw_coll *c)
 	}
 	if (send_msg(c, 0, off, (uint32_t)len))
 		return -1;
+	c->model_fwd_ns = 0;
 	c->inject_off += len;
 	return 0;
 fault:
@@ -483,8 +561,8 @@ static bool forwards(const struct fw_coll *c, unsigned int s, uint64_t off, uint
 {
 	unsigned int n = nranks(c);
 
-	if (c->gather)
-		return s < n - 2;
+	if (c->gather)		/* what goes on is sent from c->gathered (gather_out()) */
+		return false;
 	switch (c->cmd.coll) {
 	case MAIA_COLL_ALL_REDUCE:
 		return s < 2 * n - 3;
@@ -518,6 +596,28 @@ static uint64_t rx_dest(const struct fw_coll *c, unsigned int s, uint64_t e0)
 	default:	/* ALL_TO_ALL: the first block is from rank - 1 - s */
 		b = ring(c, -1 - (int)s);
 		return c->cmd.recv_addr + (b * c->cmd.count + e0) * c->es;
+	}
+}
+
+/* Gather-reduce: a chunk at offset off of the stream from rank r-1 (gather_ready()), kept. */
+static void gather_in(struct fw_coll *c, const struct maia_fabric_coll_msg *h, const uint8_t *data)
+{
+	uint64_t blk = c->cmd.count * c->es;
+
+	for (uint64_t done = 0, i = 0; done < h->len; i++) {
+		uint64_t o = h->offset + done, k = o / blk, in = o % blk;
+		uint64_t n = blk - in < h->len - done ? blk - in : h->len - done;
+		/* modeled: this piece's arrival (gather_price()) */
+		uint64_t arr = !h->model_ns ? 0 :
+			       h->model_ns + (i && i < GATHER_PIECES ? h->model_delta_ns[i - 1] : 0);
+
+		/* input k of the stream from rank r-1 is rank r-1-k's */
+		memcpy(c->gathered + ring(c, -1 - (int)k) * blk + in, data + done, n);
+		if (c->model_in[k] < arr)
+			c->model_in[k] = arr;
+		if (c->model_end_ns < arr)
+			c->model_end_ns = arr;
+		done += n;
 	}
 }
 
@@ -597,15 +697,15 @@ static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *
 			if (send_msg(c, s + 1, foff, (uint32_t)(h->len - skip)))
 				return -1;
 		}
+	} else if (c->gather) {
+		gather_in(c, h, data);
+		return 0;
 	} else if (forwards(c, s, off, h->len)) {
 		memcpy(c->txbuf + HDR, data, h->len);
 		if (send_msg(c, s + 1, off, h->len))
 			return -1;
 	}
-	if (here && c->gather) {
-		/* Step s carries rank r-1-s's input: into its place in the gathered inputs. */
-		memcpy(c->gathered + ring(c, -1 - (int)s) * c->cmd.count * c->es + off, data, here);
-	} else if (here) {
+	if (here) {
 		int rc = mem_write(c, rx_dest(c, s, off / c->es), data, here);
 
 		if (rc) {
@@ -770,10 +870,11 @@ static bool inject_room(struct fw_coll *c)
 
 static void advance(struct fw_coll *c, uint64_t now_ns)
 {
-	if (c->state != FW_COLL_RUNNING)
+	if (c->state != FW_COLL_RUNNING || c->quiet)
 		return;
 	run_held(c, now_ns);
-	while (c->state == FW_COLL_RUNNING && c->inject_off < c->inject_len && inject_room(c)) {
+	while (c->state == FW_COLL_RUNNING && c->inject_off < c->inject_len &&
+	       (c->gather ? c->inject_off < gather_ready(c) && tx_room(c) >= 1 : inject_room(c))) {
 		if (inject_one(c))
 			return;
 		c->last_progress_ns = now_ns;
@@ -783,7 +884,7 @@ static void advance(struct fw_coll *c, uint64_t now_ns)
 		int rc = c->gather ? fold_gathered(c) : 0;
 
 		if (rc) {
-			fail(c, (uint32_t)rc, nranks(c) - 2, false);
+			fail(c, (uint32_t)rc, 0, false);
 			return;
 		}
 		c->stats.collectives++;
@@ -886,7 +987,9 @@ static void set_rx_steps(struct fw_coll *c)
 	c->rx_first = 0;
 	if (n == 1)
 		c->rx_steps = 0;
-	else if (c->cmd.coll == MAIA_COLL_ALL_REDUCE && !c->gather)
+	else if (c->gather)
+		c->rx_steps = 1;	/* one stream of n-1 inputs (gather_ready()) */
+	else if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
 		c->rx_steps = 2 * (n - 1);
 	else if (c->cmd.coll != MAIA_COLL_BROADCAST)
 		c->rx_steps = n - 1;
@@ -998,6 +1101,7 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	c->model_end_ns = c->model_start_ns;
 	c->model_fwd_ns = 0;
 	set_rx_steps(c);
+	memset(c->model_in, 0, nranks(c) * sizeof(*c->model_in));
 	c->inject_off = 0;
 	c->inject_len = inject_len(c);
 	c->room_max = 0;
@@ -1156,6 +1260,12 @@ void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int r
 	c->cmd.recv_port = (uint8_t)recv_port;
 	/* The new way's queue is another: its room is measured afresh. */
 	c->room_max = 0;
+}
+
+void fw_coll_quiet(struct fw_coll *c, bool quiet, uint64_t now_ns)
+{
+	c->quiet = quiet;
+	advance(c, now_ns);
 }
 
 void fw_coll_set_unreachable(struct fw_coll *c, uint32_t first, uint32_t count)

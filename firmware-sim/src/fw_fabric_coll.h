@@ -118,6 +118,7 @@ struct fw_coll {
 	uint64_t inject_off, inject_len;	/* this rank's own step-0 stream, bytes */
 	unsigned int room_max;		/* the most tx_room() said in this collective */
 	bool gather;			/* ALL_REDUCE by gather-reduce (small counts) */
+	bool quiet;			/* fw_coll_quiet() */
 	uint64_t last_progress_ns;
 	uint64_t sent_bytes, recv_bytes;	/* data bytes of this collective */
 	/* Failover: ranks known unreachable (fw_coll_set_unreachable()); count 0: none. */
@@ -129,6 +130,7 @@ struct fw_coll {
 	 * messages it makes cannot leave before.
 	 */
 	uint64_t model_start_ns, model_end_ns, model_fwd_ns;
+	uint64_t *model_in;		/* gather-reduce: input k's arrival (gather_in()) */
 	bool ended_valid;		/* ended_comm/seq: drop their late messages */
 	uint32_t ended_comm, ended_seq;
 
@@ -202,6 +204,14 @@ void fw_coll_fail_port(struct fw_coll *c, const struct maia_cmd_collective *cmd,
  * where they were: the caller brings what the old port had not delivered.
  */
 void fw_coll_set_ports(struct fw_coll *c, unsigned int send_port, unsigned int recv_port);
+/*
+ * Quiet: the engine takes messages (and may start) but sends nothing of
+ * its own (a ring's chunk still goes on as it is used; a gather-reduce
+ * sends nothing) and does not end; fw_coll_quiet(false) goes on at once.
+ * For messages held before the collective started: offered one by one, a
+ * gather-reduce then sends them and its own input in one message.
+ */
+void fw_coll_quiet(struct fw_coll *c, bool quiet, uint64_t now_ns);
 /*
  * Before a failure (fw_coll_fail_port(), fw_coll_abort()): the report names
  * count ranks from first on (ring order) as unreachable. Cleared by

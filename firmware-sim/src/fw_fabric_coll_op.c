@@ -175,11 +175,18 @@ static bool comm_busy(const struct coll_op *c)
 	return false;
 }
 
-static void start_once(struct coll_op *c)
+/*
+ * quiet: started by a held message (offer_held() as the operation starts):
+ * the engine sends nothing until op_pump(), which follows in the same
+ * fw_xport_pump(), so that every held message is in before it sends (a
+ * gather-reduce sends them in one message with its own input).
+ */
+static void start_once(struct coll_op *c, bool quiet)
 {
 	if (c->started)
 		return;
 	c->started = true;
+	fw_coll_quiet(&c->eng, quiet && maia_coll_gather_reduce(&c->cmd), fw_xport_now(c->sim));
 	if (c->cmd.nranks > 1 && fw_coll_check(&c->cmd, fw_fabric_ports(c->sim)) == MAIA_STATUS_OK &&
 	    comm_busy(c)) {
 		fw_coll_fail_port(&c->eng, &c->cmd, MAIA_STATUS_FABRIC_COMM_BUSY, c->cmd.recv_port);
@@ -198,7 +205,9 @@ static void op_pump(struct maia_sim *sim, struct fw_fop *op)
 {
 	struct coll_op *c = (struct coll_op *)op;
 
-	start_once(c);
+	start_once(c, false);
+	if (c->eng.quiet)
+		fw_coll_quiet(&c->eng, false, fw_xport_now(sim));
 	fw_coll_poll(&c->eng, fw_xport_now(sim));
 	sync_end(c);
 }
@@ -238,7 +247,7 @@ static int op_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, con
 
 	if (len >= MAIA_FABRIC_MSG_HDR_LEN && unreach_rx(sim, c, msg))
 		return 1;
-	start_once(c);
+	start_once(c, true);
 	if (!c->op.finished && fw_coll_running(&c->eng))
 		follow(sim, c, port, msg, len);
 	if (c->op.finished || !fw_coll_wants(&c->eng, port, msg, len))

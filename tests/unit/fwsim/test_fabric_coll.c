@@ -384,11 +384,14 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 			       r, k->report.status, k->report.port);
 		}
 		if (coll == MAIA_COLL_ALL_REDUCE && n > 1 && count) {
-			/* Gather-reduce (n-1 steps, every input whole) for small counts, else the ring. */
+			/*
+			 * Gather-reduce (one step: a stream of n-1 whole inputs) for
+			 * small counts, else the ring (2n-2 steps).
+			 */
 			bool gather = cmd_algo == MAIA_COLL_ALGO_GATHER_REDUCE ||
 				      (cmd_algo == MAIA_COLL_ALGO_AUTO &&
 				       count * n * 4 <= MAIA_COLL_GATHER_REDUCE_BYTES);
-			unsigned int last = gather ? n - 2 : 2 * n - 3;
+			unsigned int last = gather ? 0 : 2 * n - 3;
 
 			if (k->report.step != last ||
 			    (gather && k->report.bytes_sent != (n - 1) * count * es)) {

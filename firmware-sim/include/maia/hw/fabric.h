@@ -284,7 +284,8 @@ struct maia_fabric_coll_msg {
 	__u32 src_rank;
 	__u32 relay_hops;	/* (1.10) RELAY: devices still to pass; else 0 */
 	__u64 model_ns;		/* (1.8) modeled arrival (the sender prices the hop); 0: none */
-	__u32 reserved2[2];
+	/* gather-reduce: its 2nd and 3rd input's modeled arrival past model_ns; else 0 */
+	__u32 model_delta_ns[2];
 };
 
 _Static_assert(sizeof(struct maia_fabric_msg) == MAIA_FABRIC_MSG_HDR_LEN, "message header");
