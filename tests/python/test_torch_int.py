@@ -151,15 +151,15 @@ NARROW = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
 
 @test
 def conversions_on_device():
-    """float32/bfloat16/float16 -> int32/int16/int8/uint8/bool and int32, int8, uint8, bool -> the
-    narrower ones on the device (TVP programs cvt*), each element as CPU torch gives it (truncating
+    """float32/bfloat16/float16 -> int32/int16/int8/uint8/bool and int32, int16, int8, uint8, bool ->
+    the other integer types but int64 on the device (TVP programs cvt*), each element as CPU torch gives it (truncating
     toward zero; NaN, +-inf and values outside [-2^31, 2^31) as INT32_MIN, narrowing its low bits):
     4099 and 1 elements, 1023 x 3 transposed, strided, into a transposed destination; strict mode
     and the device op count show none went by the host."""
     f = float_values(4099 - 43)
     cases = []
-    for src in (f, f.bfloat16(), f.half(), big((4099,)), big((4099,), torch.int8), big((4099,), torch.uint8),
-                big((4099,), torch.bool)):
+    for src in (f, f.bfloat16(), f.half(), big((4099,)), big((4099,), torch.int16), big((4099,), torch.int8),
+                big((4099,), torch.uint8), big((4099,), torch.bool)):
         for dst in NARROW:
             if src.dtype == dst or (src.dtype, dst) == (torch.int8, torch.int32):     # the COPY's
                 continue

@@ -4,8 +4,8 @@ device in the guest, in strict mode (no CPU fallback allowed), against CPU
 torch: every dim (negative ones too), odd sizes (past 1024 lanes),
 non-contiguous operands, empty ones, float32, bfloat16, float16, int32
 (the reductions too), int64/float64 (plain scatters), bool and uint8
-where the op takes them, repeated indices (up to ~700 to one element),
-walks long enough to be chunked (up to 16384 steps), out-of-range indices
+where the op takes them, the reductions on int8, uint8 and int16,
+repeated indices (up to ~700 to one element), walks long enough to be chunked (up to 16384 steps), out-of-range indices
 raising CPU torch's own error with the operand unchanged (past the first
 chunk too), gradients (index_copy, scatter, scatter_reduce) against CPU
 autograd. The sorts are test_torch_sort.py's.
@@ -374,6 +374,63 @@ def int_types():
     for v in (torch.tensor([5.0]), torch.tensor([1.0, 2.0]), torch.tensor([[5.0]])):
         same_error(lambda: xf.to(DEV).index_fill_(1, torch.tensor([0, 1]).to(DEV), v.to(DEV)),
                    lambda: xf.clone().index_fill_(1, torch.tensor([0, 1]), v))
+
+
+@test
+def small_int_types():
+    """scatter_reduce and reduce= on int8, uint8 and int16 (int32 lanes, ops_scatter.cpp's widen()): values over the
+    whole range, sums and products wrapping, both dims, a transposed self, odd shapes, value forms at the types'
+    ends, a walk long enough to be chunked, mean up to the most updates per element it takes on the device
+    (CPU torch sums and counts in the type; past that limit: the fallback, exact)."""
+    ranges = {torch.int8: (-128, 128), torch.uint8: (0, 256), torch.int16: (-2**15, 2**15)}
+    before = dev_count("scatter_reduce"), dev_count("scatter")
+    cases = 0
+    with mt.strict():
+        for t, (lo, hi) in ranges.items():
+            x = torch.randint(lo, hi, (7, 11), generator=G).to(t)
+            idx = torch.randint(0, 11, (7, 13), generator=G)
+            src = torch.randint(lo, hi, (7, 13), generator=G).to(t)
+            for d in (0, 1):
+                i = idx if d == 1 else idx.t()[:7] % 7
+                s = src if d == 1 else src.t()[:7]
+                for red in ("sum", "prod", "mean", "amax", "amin"):
+                    for inc in (True, False):
+                        exact(x.t().contiguous().t().to(DEV).scatter_reduce(d, i.to(DEV), s.to(DEV), red,
+                                                                            include_self=inc),
+                              x.scatter_reduce(d, i, s, red, include_self=inc), "%s %s %s dim %d" % (t, red, inc, d))
+                        cases += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                for reduce in ("add", "multiply"):
+                    exact(x.to(DEV).scatter(1, idx.to(DEV), src.to(DEV), reduce=reduce),
+                          x.scatter(1, idx, src, reduce=reduce), "%s reduce=%s" % (t, reduce))
+                    for v in (lo, hi - 1, 3):
+                        exact(x.to(DEV).scatter(1, idx.to(DEV), v, reduce=reduce), x.scatter(1, idx, v, reduce=reduce),
+                              "%s value %d reduce=%s" % (t, v, reduce))
+            # a long walk (chunked), 1-D into 5 elements: ~600 updates each
+            xl = torch.randint(lo, hi, (5,), generator=G).to(t)
+            jl = torch.randint(0, 5, (3001,), generator=G)
+            sl = torch.randint(lo, hi, (3001,), generator=G).to(t)
+            for red in ("sum", "prod", "amax", "amin"):
+                exact(xl.to(DEV).scatter_reduce(0, jl.to(DEV), sl.to(DEV), red), xl.scatter_reduce(0, jl, sl, red),
+                      "%s long %s" % (t, red))
+                cases += 1
+            # mean: every update to one element, as many as it takes on the device
+            most = {torch.int8: 126, torch.uint8: 254, torch.int16: 32766}[t]
+            jm, sm = torch.zeros(most, dtype=torch.long), torch.randint(lo, hi, (most,), generator=G).to(t)
+            for inc in (True, False):
+                exact(xl.to(DEV).scatter_reduce(0, jm.to(DEV), sm.to(DEV), "mean", include_self=inc),
+                      xl.scatter_reduce(0, jm, sm, "mean", include_self=inc), "%s mean of %d" % (t, most))
+                cases += 1
+    after = dev_count("scatter_reduce"), dev_count("scatter")
+    assert after[0] >= before[0] + cases and after[1] >= before[1] + 24, (cases, mt.device_stats())
+    # one update more: CPU torch's count wraps in int8, so the fallback (exact)
+    xs, js = torch.tensor([5], dtype=torch.int8), torch.zeros(200, dtype=torch.long)
+    ss = torch.full((200,), 3, dtype=torch.int8)
+    fb = mt.fallback_stats().get("aten::scatter_reduce", 0)
+    exact(xs.to(DEV).scatter_reduce(0, js.to(DEV), ss.to(DEV), "mean"), xs.scatter_reduce(0, js, ss, "mean"),
+          "int8 mean of 200")
+    assert mt.fallback_stats().get("aten::scatter_reduce", 0) == fb + 1, mt.fallback_stats()
 
 
 @test

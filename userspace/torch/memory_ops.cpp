@@ -162,9 +162,9 @@ static bool exact_convert(at::ScalarType from, at::ScalarType to)
  *
  * s1 = source, s2 = destination (both contiguous), s3 = n; a lane per
  * element, 1024 per instance, v29 masking the lanes past n. Sources f32,
- * bf16, f16 (widened to binary32 exactly by the load), i32, i8, u8 (uint8
- * and bool); kinds cvti32, cvti16, cvti8 (int8 and uint8: the same byte),
- * cvtb (bool).
+ * bf16, f16 (widened to binary32 exactly by the load), i32, i16 (its two
+ * bytes), i8, u8 (uint8 and bool); kinds cvti32, cvti16, cvti8 (int8 and
+ * uint8: the same byte), cvtb (bool).
  */
 static int cvt_size(const std::string &t)
 {
@@ -176,7 +176,7 @@ static std::string cvt_program(const std::string &kind, const std::string &t)
 	bool flt = t == "f32" || t == "bf16" || t == "f16";
 	std::string to = kind.substr(3);
 
-	if (!flt && t != "i32" && t != "i8" && t != "u8")
+	if (!flt && t != "i32" && t != "i16" && t != "i8" && t != "u8")
 		return "";
 	if (to != "i32" && to != "i16" && to != "i8" && to != "b")
 		return "";
@@ -185,9 +185,14 @@ static std::string cvt_program(const std::string &kind, const std::string &t)
 			"\tvicmp v29, v31, v30, lt\t# the lanes in range\n"
 			"\tmuli s22, s21, " + std::to_string(cvt_size(t)) + "\n\tadd s1, s1, s22\n"
 			"\tmuli s22, s21, " + std::to_string(cvt_size(to == "b" ? "i8" : to)) +
-			"\n\tadd s2, s2, s22\n"
-			"\tvld v1, s1, unit, " + (t == "u8" ? "i8" : t) + ", v29\n";
+			"\n\tadd s2, s2, s22\n";
 
+	if (t == "i16")	/* its two bytes: the high one sign-extended, the low one not */
+		s += "\tviadd v10, v31, v31\n\tvld v1, s1, v10, i8, v29\n\tvsplati v11, 1\n"
+		     "\tviadd v10, v10, v11\n\tvld v2, s1, v10, i8, v29\n\tvsplati v3, 255\n\tvand v1, v1, v3\n"
+		     "\tvsplati v3, 8\n\tvshl v2, v2, v3\n\tvor v1, v1, v2\n";
+	else
+		s += "\tvld v1, s1, unit, " + (t == "u8" ? "i8" : t) + ", v29\n";
 	if (t == "u8")	/* i8 loads sign-extend */
 		s += "\tvsplati v3, 255\n\tvand v1, v1, v3\n";
 	if (to == "b")
@@ -225,6 +230,7 @@ static bool cvt_names(at::ScalarType from, at::ScalarType to, std::string *kind,
 	case at::kBFloat16: *t = "bf16"; break;
 	case at::kHalf: *t = "f16"; break;
 	case at::kInt: *t = "i32"; break;
+	case at::kShort: *t = "i16"; break;
 	case at::kChar: *t = "i8"; break;
 	case at::kByte: case at::kBool: *t = "u8"; break;
 	default: return false;
@@ -288,7 +294,7 @@ static void copy_device_to_device(const at::Tensor &self, const at::Tensor &dst)
 	if (!exact_convert(src.scalar_type(), dst.scalar_type()) &&
 	    at::has_internal_overlap(dst) != at::MemOverlap::Yes && convert_on_device(src, dst))
 		return;
-	/* Types no device op converts (int64, bool, double; int16 to int8): by the host. */
+	/* Types no device op converts (int64, double): by the host. */
 	if (!exact_convert(src.scalar_type(), dst.scalar_type()) && describable(src) && describable(dst))
 		count_fallback("aten::_copy_from");
 	copy_host_to_device(self.to(at::kCPU), dst);

@@ -36,7 +36,8 @@
  * int64, as CPU torch requires for these ops. Plain scatters take any
  * type the gathers keep exactly, and int64 and float64 as pairs of int32
  * words; the reductions float32, bfloat16, float16, int32 and int64 (as
- * two words, through the chunked programs only).
+ * two words, through the chunked programs only), and int8, uint8 and
+ * int16 as int32 (widen()).
  */
 #include <torch/library.h>
 
@@ -160,12 +161,20 @@ static std::string red64(Red r, const std::string &alo, const std::string &ahi, 
 /*
  * mean's last step: v25 /= max(v26 + v5, 1), v26 the count (int32), v5
  * include_self (int32), v17 = 0; integers divide rounding down, as CPU
- * torch's floor division.
+ * torch's floor division. narrow ("i8", "u8", "i16"; int32 lanes standing
+ * for that type): the sum first wraps to it, as CPU torch's sum in that
+ * type does (the count does not: the caller keeps it below the type's
+ * limit).
  */
-static std::string mean_div(bool flt)
+static std::string mean_div(bool flt, const std::string &narrow = "")
 {
 	std::string s = "\tviadd v26, v26, v5\n\tvsplati v27, 1\n\tvimax v26, v26, v27\n";
 
+	if (narrow == "u8")
+		s += "\tvsplati v27, 255\n\tvand v25, v25, v27\n";
+	else if (!narrow.empty())
+		s += "\tvsplati v27, " + std::string(narrow == "i8" ? "24" : "16") +
+		     "\n\tvshl v25, v25, v27\n\tvsra v25, v25, v27\n";
 	if (flt)
 		return s + "\tvcvt v26, v26, i2f\n\tvfdiv v25, v25, v26\n";
 	return s + "\tvirem v27, v25, v26\n\tvidiv v25, v25, v26\n\tvicmp v3, v27, v17, lt\n\tvisub v25, v25, v3\n";
@@ -242,7 +251,7 @@ static std::string walk(const std::string &l, Red r, bool init, const std::strin
  * in the high halves of s10 J, of s13 self.size(dim), of s16 the mode: 1
  * wrap negative indices, 2 include_self, 4 the value form.
  */
-static std::string sloop(Red r, const std::string &t)
+static std::string sloop(Red r, const std::string &t, const std::string &narrow)
 {
 	std::string s = tvp_asm_coords5(5, 6) + tvp_asm_dot5(11, 8) + tvp_asm_dot5(12, 11) + tvp_asm_dot5(13, 14);
 
@@ -258,7 +267,7 @@ static std::string sloop(Red r, const std::string &t)
 	if (r == Red::Mean)
 		s += "\tvsplat v5, s19\n\tvmov v23, v11\n\tli s26, 0\n"
 		     "fin:\n\tbge s26, s24, fin_end\n\tvld v25, s1, v23, " + t + ", v29\n"
-		     "\tvld v26, s27, v23, i32, v29\n" + mean_div(is_float(t)) + "\tvst v25, s1, v23, " + t + ", v29\n"
+		     "\tvld v26, s27, v23, i32, v29\n" + mean_div(is_float(t), narrow) + "\tvst v25, s1, v23, " + t + ", v29\n"
 		     "\tviadd v23, v23, v22\n\taddi s26, s26, 1\n\tjmp fin\nfin_end:\n";
 	return s + "\thalt\n";
 }
@@ -335,7 +344,7 @@ static std::string div64()
  * with size(dim) last, s8-s10 = self's strides over it (dim's last), s11
  * = include_self, s12 = counts (M was kept; else M is not read).
  */
-static std::string cloop(Red r, const std::string &t)
+static std::string cloop(Red r, const std::string &t, const std::string &narrow)
 {
 	bool flt = is_float(t);
 	std::string s = tvp_asm_coords5(4, 6) + tvp_asm_dot5(11, 8);
@@ -382,15 +391,25 @@ static std::string cloop(Red r, const std::string &t)
 	}
 	s += "\tviadd v12, v12, v20\n\taddi s26, s26, 1\n\tjmp comb\ncomb_end:\n";
 	if (r == Red::Mean)
-		s += "\tvmov v26, v21\n" + mean_div(flt);
+		s += "\tvmov v26, v21\n" + mean_div(flt, narrow);
 	return s + "\tvst v25, s1, v11, " + t + ", v29\n\thalt\n";
 }
 
 static const char *const red_names[] = { "set", "add", "mul", "max", "min", "mean" };
 
-/* "s<red>": the serial walk; "w<red>" and "c<red>": the chunked walk and its combine */
-static std::string family(const std::string &kind, const std::string &t)
+/*
+ * "s<red>": the serial walk; "w<red>" and "c<red>": the chunked walk and
+ * its combine. smean and cmean also for "i32:i8", "i32:u8", "i32:i16":
+ * int32 lanes standing for that type (mean_div()).
+ */
+static std::string family(const std::string &kind, const std::string &type)
 {
+	size_t colon = type.find(':');
+	std::string t = type.substr(0, colon), narrow = colon == std::string::npos ? "" : type.substr(colon + 1);
+
+	if (!narrow.empty() && (t != "i32" || (kind != "smean" && kind != "cmean") ||
+				(narrow != "i8" && narrow != "u8" && narrow != "i16")))
+		return "";
 	for (int r = 0; r <= (int)Red::Mean; r++) {
 		if (kind.substr(1) != red_names[r])
 			continue;
@@ -399,9 +418,9 @@ static std::string family(const std::string &kind, const std::string &t)
 		if (!(is_float(t) || t == "i32" || i64 || (r == (int)Red::Set && t == "i8")))
 			return "";
 		switch (kind[0]) {
-		case 's': return sloop((Red)r, t);
+		case 's': return sloop((Red)r, t, narrow);
 		case 'w': return wloop((Red)r, t);
-		case 'c': return cloop((Red)r, t);
+		case 'c': return cloop((Red)r, t, narrow);
 		default: return "";
 		}
 	}
@@ -429,6 +448,7 @@ struct Scatter {
 	at::Scalar scalar;		/* the value itself (8-byte types: two words) */
 	bool include_self = true;
 	bool wrap = false;
+	std::string narrow;		/* "i8", "u8", "i16": int32 self and src standing for that type */
 };
 
 /*
@@ -538,6 +558,8 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 		return 1;
 	const std::string t = s.red == Red::Set ? elem_exact(acc.scalar_type()) : red_elem(acc.scalar_type(), s.red);
 	const std::string red = red_names[(int)s.red];
+	/* the programs that divide: for a narrow type's int32 lanes, wrapping the sum first */
+	const std::string tn = s.red == Red::Mean && !s.narrow.empty() ? t + ":" + s.narrow : t;
 	const bool counts = s.red == Red::Set || s.red == Red::Mean || !s.include_self;
 	const int64_t C = chunks_for(n, J, n * size, counts);
 	uint64_t src = s.src.defined() ? va_of(s.src) : t == "i64" ? (uint64_t)s.scalar.toLong() : s.value;
@@ -557,7 +579,7 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 		as[2] |= (uint64_t)J << 32;
 		is[2] |= (uint64_t)size << 32;
 		ss[2] |= mode << 32;
-		l.push_back({ "s" + red + "." + t, tvp::blocks(n),
+		l.push_back({ "s" + red + "." + tn, tvp::blocks(n),
 			      std::vector<uint64_t>{ va_of(acc), va_of(i), src, va_of(aux), (uint64_t)n } +
 				      tvp_pack_shape5(sh) + as + is + ss });
 	} else {
@@ -587,7 +609,7 @@ static int run_scatter(at::Tensor &acc, const Scatter &s, const char *op)
 			      std::vector<uint64_t>{ va_of(P), va_of(i), src, va_of(aux), (uint64_t)(n * C) } +
 				      tvp_pack_shape5(wsh) + is + ss +
 				      std::vector<uint64_t>{ counts ? va_of(M) : 0, pack(L, (int64_t)mode), (uint64_t)T } });
-		l.push_back({ "c" + red + "." + t, tvp::blocks(T),
+		l.push_back({ "c" + red + "." + tn, tvp::blocks(T),
 			      std::vector<uint64_t>{ va_of(acc), va_of(P), counts ? va_of(M) : 0, (uint64_t)T, (uint64_t)C } +
 				      tvp_pack_shape5(csh) + as +
 				      std::vector<uint64_t>{ s.include_self ? 1u : 0u, counts ? 1u : 0u } });
@@ -622,6 +644,50 @@ static int run_words(at::Tensor &acc, const Scatter &s, const char *op)
 	return run_scatter(a, w, op);
 }
 
+/* The narrow integer types whose reductions run on int32 lanes (widen()). */
+static const char *narrow_name(at::ScalarType t)
+{
+	switch (t) {
+	case at::kChar: return "i8";
+	case at::kByte: return "u8";
+	case at::kShort: return "i16";
+	default: return nullptr;
+	}
+}
+
+/*
+ * A reduction s of a narrow-typed self (int8, uint8, int16) as one of
+ * int32 lanes: self and src widened on the device (sign- or
+ * zero-extended, copy_convert), the value likewise. Exact, as the wrapping
+ * sum and product keep their low bits and amax/amin their order; mean's
+ * programs wrap the sum to the type before dividing (CPU torch sums in
+ * it), and take at most 2^(bits - 1) - 2 updates per element (CPU torch
+ * also counts in the type, which would wrap). false: not for the device.
+ */
+static bool widen(const at::Tensor &self, const Scatter &s, at::Tensor &acc, Scatter &w)
+{
+	const char *narrow = narrow_name(self.scalar_type());
+	at::ScalarType t = self.scalar_type();
+
+	if (!narrow || s.red == Red::Set || !on_device(self) || !s.index.defined() || s.index.dim() != self.dim() ||
+	    (s.src.defined() && (!on_device(s.src, self) || s.src.scalar_type() != t)))
+		return false;
+	if (s.red == Red::Mean && s.index.size(s.d) > (t == at::kShort ? 32766 : t == at::kByte ? 254 : 126))
+		return false;
+	w = s;
+	w.narrow = narrow;
+	if (s.src.defined()) {
+		w.src = s.src.to(at::kInt);
+	} else {
+		int32_t v = t == at::kShort ? s.scalar.to<int16_t>() : t == at::kByte ? s.scalar.to<uint8_t>() :
+			    s.scalar.to<int8_t>();
+
+		w.value = (uint64_t)(uint32_t)v;
+	}
+	acc = self.to(at::kInt).contiguous();
+	return scatter_ok(acc, w);
+}
+
 /*
  * self with s applied, on the device, or ref() on CPU copies (counted as
  * op's fallback; ref raises CPU torch's error for bad operands).
@@ -630,8 +696,20 @@ template <class F> static at::Tensor scatter_into_copy(const at::Tensor &self, c
 						       F ref)
 {
 	bool failed = false;
+	at::Tensor wide;
+	Scatter w;
 
-	if (scatter_ok(self, s)) {
+	if (widen(self, s, wide, w)) {
+		int r = run_scatter(wide, w, op);
+
+		if (r == 1) {
+			count_device_op(op);
+			return wide.to(self.scalar_type());
+		}
+		if (r < 0)
+			cpu_error(op, ref);
+		failed = true;
+	} else if (scatter_ok(self, s)) {
 		at::Tensor acc = self.clone(at::MemoryFormat::Contiguous);
 		int r = s.red == Red::Set && two_words(acc.scalar_type()) ? run_words(acc, s, op) : run_scatter(acc, s, op);
 
