@@ -53,6 +53,16 @@ size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 			   const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
 			   const void *payload, uint32_t len, uint32_t payload_crc);
+/*
+ * The same without the CRC (hdr->crc 0, nothing checksummed): a frame lent
+ * to a device of this process, which does not check it, unless the host
+ * seals it for another way (fw_fabric_seal()).
+ */
+size_t fw_fabric_build_unsealed(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+				const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+				const void *payload, uint32_t len);
+/* Fills in the CRC of a frame of len bytes that fw_fabric_build_unsealed() built. */
+void fw_fabric_seal(void *frame, size_t len);
 
 /* The locally administered MAC of (serial, port): 02:xx:xx:xx:xx:port. */
 void fw_fabric_mac(uint8_t mac[MAIA_ETH_ALEN], uint64_t serial, unsigned int port);
@@ -148,6 +158,14 @@ struct fw_link_config {
 	/* Fault injection: drop this many of every 1,000,000 transmitted frames. */
 	uint32_t drop_ppm;
 	uint64_t drop_seed;
+	/*
+	 * With ops.tx_lend: a message sent without its CRC known
+	 * (fw_link_send_owned(), fw_link_send_parts()) is checksummed only when
+	 * a frame of it is sent through ops.tx; lent frames go unsealed
+	 * (fw_buf_unsealed()) and the host seals those it does not lend on to
+	 * a device of this process (maia_sim_fabric_frame_seal()).
+	 */
+	bool lazy_crc;
 };
 
 struct fw_link_stats {
@@ -172,7 +190,8 @@ struct fw_link_stats {
 struct fw_link_msg {
 	uint8_t *data;
 	uint32_t len;
-	uint32_t crc;			/* of data (fw_fabric_crc_copy() from 0) */
+	uint32_t crc;			/* of data (fw_fabric_crc_copy() from 0), if crc_known */
+	bool crc_known;			/* else computed when a frame must carry it */
 	uint64_t sent_ns;		/* last (re)transmission */
 	bool resent;			/* sent more than once: no RTT sample */
 	bool fast_resent;		/* sent again in this recovery */
@@ -257,6 +276,15 @@ void *fw_buf_alloc(size_t len);
 void fw_buf_get(const void *p);
 void fw_buf_free(void *p);
 bool fw_buf_shared(const void *p);
+/*
+ * A frame in a buffer of fw_buf_alloc() whose CRC is not filled in (the
+ * link lends it so over a direct cable, fw_link_config.lazy_crc):
+ * maia_sim_fabric_frame_seal() fills it in if the host sends the frame
+ * another way. Set or cleared only by the buffer's one writer (the link
+ * while it alone holds the buffer, then the host that holds the lent one).
+ */
+void fw_buf_set_unsealed(void *p, bool unsealed);
+bool fw_buf_unsealed(const void *p);
 
 /* A received frame; malformed or unexpected frames are counted and dropped. */
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
@@ -279,9 +307,13 @@ int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns
 void *fw_link_msg_alloc(size_t len);
 void fw_link_msg_free(void *msg);
 int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns);
-/* The same with msg's CRC known (fw_fabric_crc_copy() from 0, e.g. while copying it in). */
-int fw_link_send_owned_crc(struct fw_link *l, void *msg, size_t len, uint32_t crc,
-			   uint64_t now_ns);
+/*
+ * One message of hdr_len + len bytes from two parts, copied into a buffer
+ * of its own: in the same pass as its CRC, or (cfg.lazy_crc) without it.
+ * Same returns as fw_link_send().
+ */
+int fw_link_send_parts(struct fw_link *l, const void *hdr, size_t hdr_len, const void *data,
+		       size_t len, uint64_t now_ns);
 /*
  * The earliest time at which fw_link_tick() has something to do (a HELLO,
  * retransmission, ack, keepalive or dead-peer check), for a caller that

@@ -14,6 +14,12 @@
  * host's transmit path (maia_sim_ops.fabric_tx_lend) at the same time, and
  * whoever drops the last reference frees it. A buffer of any other size is
  * plain malloc()/free().
+ *
+ * A frame lent without its CRC (fw_fabric.h, fw_buf_set_unsealed()) says
+ * so in its header, so that maia_sim_fabric_frame_seal() knows whether to
+ * compute it: the link sets the mark before it lends the frame, the host
+ * clears it while it holds a reference, and the link never writes a
+ * buffer someone else holds, so the two never touch it at once.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,6 +45,7 @@ struct fw_buf {
 		size_t cap;		/* in use: FW_BUF_BIG, or 0 for a plain block */
 	};
 	int refs;			/* in use: references (atomic) */
+	bool unsealed;			/* in use: a frame whose CRC is not filled in */
 	max_align_t align[];		/* the data, aligned for any type */
 };
 
@@ -62,6 +69,7 @@ void *fw_buf_alloc(size_t len)
 			return NULL;
 		b->cap = 0;
 		b->refs = 1;
+		b->unsealed = false;
 		return b->align;
 	}
 	pthread_mutex_lock(&pool_lock);
@@ -77,6 +85,7 @@ void *fw_buf_alloc(size_t len)
 		return NULL;
 	b->cap = FW_BUF_BIG;
 	b->refs = 1;
+	b->unsealed = false;
 	return b->align;
 }
 
@@ -89,6 +98,16 @@ bool fw_buf_shared(const void *p)
 {
 	/* Acquire: the other holders' last reads happen before our next write. */
 	return __atomic_load_n(&buf_of(p)->refs, __ATOMIC_ACQUIRE) > 1;
+}
+
+void fw_buf_set_unsealed(void *p, bool unsealed)
+{
+	buf_of(p)->unsealed = unsealed;
+}
+
+bool fw_buf_unsealed(const void *p)
+{
+	return buf_of(p)->unsealed;
 }
 
 void fw_buf_free(void *p)

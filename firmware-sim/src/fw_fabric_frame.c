@@ -287,9 +287,10 @@ size_t fw_fabric_build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 				   fw_fabric_crc_copy(0, NULL, payload, len));
 }
 
-size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
-			   const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
-			   const void *payload, uint32_t len, uint32_t payload_crc)
+/* The headers (hdr->crc as given), and the payload unless it is in place. */
+static size_t build(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+		    const uint8_t dst_mac[MAIA_ETH_ALEN], const struct maia_fabric_hdr *hdr,
+		    const void *payload, uint32_t len)
 {
 	struct maia_eth_hdr eth;
 	uint8_t *p = buf;
@@ -298,14 +299,43 @@ size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
 	memcpy(eth.src, src_mac, MAIA_ETH_ALEN);
 	eth.ethertype[0] = (uint8_t)(MAIA_FABRIC_ETHERTYPE >> 8);
 	eth.ethertype[1] = (uint8_t)MAIA_FABRIC_ETHERTYPE;
-	hdr->payload_len = len;
-	hdr->crc = crc_known_payload(hdr, payload_crc, len);
 	memcpy(p, &eth, sizeof(eth));
 	memcpy(p + MAIA_ETH_HLEN, hdr, sizeof(*hdr));
 	/* The payload may already be in place (fw_link_send_owned()). */
 	if (len && payload != p + MAIA_FABRIC_MIN_FRAME)
 		memcpy(p + MAIA_FABRIC_MIN_FRAME, payload, len);
 	return MAIA_FABRIC_MIN_FRAME + (size_t)len;
+}
+
+size_t fw_fabric_build_crc(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+			   const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+			   const void *payload, uint32_t len, uint32_t payload_crc)
+{
+	hdr->payload_len = len;
+	hdr->crc = crc_known_payload(hdr, payload_crc, len);
+	return build(buf, src_mac, dst_mac, hdr, payload, len);
+}
+
+size_t fw_fabric_build_unsealed(void *buf, const uint8_t src_mac[MAIA_ETH_ALEN],
+				const uint8_t dst_mac[MAIA_ETH_ALEN], struct maia_fabric_hdr *hdr,
+				const void *payload, uint32_t len)
+{
+	hdr->payload_len = len;
+	hdr->crc = 0;
+	return build(buf, src_mac, dst_mac, hdr, payload, len);
+}
+
+void fw_fabric_seal(void *frame, size_t len)
+{
+	uint8_t *p = frame;
+	struct maia_fabric_hdr h;
+
+	if (len < MAIA_FABRIC_MIN_FRAME)
+		return;
+	memcpy(&h, p + MAIA_ETH_HLEN, sizeof(h));
+	h.crc = fw_fabric_crc(&h, p + MAIA_FABRIC_MIN_FRAME,
+			      (uint32_t)(len - MAIA_FABRIC_MIN_FRAME));
+	memcpy(p + MAIA_ETH_HLEN + offsetof(struct maia_fabric_hdr, crc), &h.crc, sizeof(h.crc));
 }
 
 static int drop(enum maia_fabric_drop *reason, enum maia_fabric_drop why)

@@ -73,15 +73,28 @@ void fw_link_msg_free(void *msg)
 		fw_buf_free((uint8_t *)msg - FW_LINK_HEADROOM);
 }
 
+/* Whether messages go without their CRC until a frame must carry it (cfg.lazy_crc). */
+static bool lazy_crc(const struct fw_link *l)
+{
+	return l->cfg.lazy_crc && l->ops.tx_lend;
+}
+
 /*
- * A queued message (payload != NULL) has the frame's headers' room in front
- * of it: the frame is built in place, without copying the payload.
+ * A queued message (m != NULL) has the frame's headers' room in front of
+ * it: the frame is built in place, without copying the payload. A lent
+ * frame goes without its CRC if the message has none yet (lazy_crc()):
+ * only a device of this process that takes it as it is (maia_sim_fabric_
+ * rx_lent(), no check) sees it so, and the host seals it for any other
+ * way (maia_sim_fabric_frame_seal()). A frame sent through tx carries it.
  */
-static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *payload,
-		 uint32_t len, uint32_t payload_crc, uint64_t now_ns)
+static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_msg *m,
+		 uint64_t now_ns)
 {
 	static const uint8_t bcast[MAIA_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	const uint8_t *payload = m ? m->data : NULL;
+	uint32_t len = m ? m->len : 0;
 	uint8_t *frame = payload ? (uint8_t *)payload - FW_LINK_HEADROOM : l->frame;
+	const uint8_t *dst = l->state == FW_LINK_UP ? l->peer_mac : bcast;
 	bool lend = payload && l->ops.tx_lend;
 	size_t n;
 	int rc;
@@ -101,9 +114,17 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, const void *paylo
 		h->flags |= MAIA_FABRIC_F_DUP;
 		l->dup_rx = false;
 	}
+	if (m && !m->crc_known && !lend) {
+		m->crc = fw_fabric_crc_copy(0, NULL, payload, len);
+		m->crc_known = true;
+	}
 	/* Only the header is checksummed here: the payload's CRC came with it. */
-	n = fw_fabric_build_crc(frame, l->mac, l->state == FW_LINK_UP ? l->peer_mac : bcast,
-				h, payload, len, payload_crc);
+	if (m && !m->crc_known)
+		n = fw_fabric_build_unsealed(frame, l->mac, dst, h, payload, len);
+	else
+		n = fw_fabric_build_crc(frame, l->mac, dst, h, payload, len, m ? m->crc : 0);
+	if (lend)
+		fw_buf_set_unsealed(frame, !m->crc_known);
 	l->stats.tx_frames++;
 	l->stats.tx_bytes += n;
 	l->last_tx_ns = now_ns;
@@ -132,7 +153,7 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 	} else {
 		l->stats.tx_keepalive++;
 	}
-	xmit(l, &h, NULL, 0, 0, now_ns);
+	xmit(l, &h, NULL, now_ns);
 }
 
 static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now_ns)
@@ -147,7 +168,7 @@ static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now
 		l->stats.retransmits++;
 	m->sent_ns = now_ns;
 	l->stats.tx_data++;
-	xmit(l, &h, m->data, m->len, m->crc, now_ns);
+	xmit(l, &h, m, now_ns);
 }
 
 /* Send queued messages as far as the window and the peer's credit allow. */
@@ -330,34 +351,54 @@ static int send_check(const struct fw_link *l, size_t len)
 	return 0;
 }
 
-static void enqueue(struct fw_link *l, void *msg, size_t len, uint32_t crc, uint64_t now_ns)
+/* crc: msg's, or NULL: computed when a frame must carry it (lazy_crc()), else now. */
+static void enqueue(struct fw_link *l, void *msg, size_t len, const uint32_t *crc,
+		    uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[l->snd_tail & (l->cfg.txq - 1)];
 
 	m->data = msg;
 	m->len = (uint32_t)len;
-	m->crc = crc;
+	m->crc_known = crc || !lazy_crc(l);
+	m->crc = crc ? *crc : m->crc_known ? fw_fabric_crc_copy(0, NULL, msg, len) : 0;
 	l->snd_tail++;
 	pump(l, now_ns);
 }
 
 int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns)
 {
-	int err = send_check(l, len);
-	void *copy;
+	return fw_link_send_parts(l, msg, len, NULL, 0, now_ns);
+}
+
+int fw_link_send_parts(struct fw_link *l, const void *hdr, size_t hdr_len, const void *data,
+		       size_t len, uint64_t now_ns)
+{
+	int err = send_check(l, hdr_len + len);
+	uint8_t *copy;
+	uint32_t crc;
 
 	if (err)
 		return err;
-	copy = fw_link_msg_alloc(len);
+	copy = fw_link_msg_alloc(hdr_len + len);
 	if (!copy)
 		return -ENOMEM;
-	enqueue(l, copy, len, fw_fabric_crc_copy(0, copy, msg, len), now_ns);
+	if (lazy_crc(l)) {
+		memcpy(copy, hdr, hdr_len);
+		if (len)
+			memcpy(copy + hdr_len, data, len);
+		enqueue(l, copy, hdr_len + len, NULL, now_ns);
+		return 0;
+	}
+	/* Copied in and checksummed in one pass: a frame then reads only its header. */
+	crc = fw_fabric_crc_copy(0, copy, hdr, hdr_len);
+	if (len)
+		crc = fw_fabric_crc_copy(crc, copy + hdr_len, data, len);
+	enqueue(l, copy, hdr_len + len, &crc, now_ns);
 	return 0;
 }
 
-/* Takes msg (freed on failure); its CRC computed here unless known. */
-static int send_owned(struct fw_link *l, void *msg, size_t len, const uint32_t *crc,
-		      uint64_t now_ns)
+/* Takes msg (freed on failure); its CRC computed in enqueue(), or when a frame needs it. */
+int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
 {
 	int err = send_check(l, len);
 
@@ -365,19 +406,8 @@ static int send_owned(struct fw_link *l, void *msg, size_t len, const uint32_t *
 		fw_link_msg_free(msg);
 		return err;
 	}
-	enqueue(l, msg, len, crc ? *crc : fw_fabric_crc_copy(0, NULL, msg, len), now_ns);
+	enqueue(l, msg, len, NULL, now_ns);
 	return 0;
-}
-
-int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns)
-{
-	return send_owned(l, msg, len, NULL, now_ns);
-}
-
-int fw_link_send_owned_crc(struct fw_link *l, void *msg, size_t len, uint32_t crc,
-			   uint64_t now_ns)
-{
-	return send_owned(l, msg, len, &crc, now_ns);
 }
 
 static void peer_up(struct fw_link *l, const struct maia_fabric_hdr *h, uint64_t now_ns)
@@ -660,7 +690,7 @@ static void send_nak(struct fw_link *l, uint64_t now_ns)
 	l->nak_gap = h.gap;
 	l->nak_ns = now_ns ? now_ns : 1;
 	l->stats.tx_nak++;
-	xmit(l, &h, NULL, 0, 0, now_ns);
+	xmit(l, &h, NULL, now_ns);
 }
 
 /*

@@ -248,6 +248,15 @@ void maia_sim_fabric_frame_put(const void *frame)
 	fw_buf_free((void *)frame);
 }
 
+void maia_sim_fabric_frame_seal(const void *frame, size_t len)
+{
+	/* The host holds the frame: the link does not write it meanwhile. */
+	if (!fw_buf_unsealed(frame))
+		return;
+	fw_fabric_seal((void *)frame, len);
+	fw_buf_set_unsealed((void *)frame, false);
+}
+
 static int link_deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct fw_fabric_port *p = opaque;
@@ -472,6 +481,12 @@ int fw_fabric_create(struct maia_sim *sim)
 		lc.port = i;
 		lc.drop_ppm = sim->cfg.fabric_drop_ppm[i];
 		lc.drop_seed = sim->cfg.fabric_drop_seed[i];
+		/*
+		 * Lent DATA frames go without their CRC (the host seals those it
+		 * does not lend on to a device of this process: maia_sim_fabric_
+		 * frame_seal()); with fault injection on, every frame is whole.
+		 */
+		lc.lazy_crc = sim->ops.fabric_tx_lend && !lc.drop_ppm;
 		if (sim->cfg.fabric_window)
 			lc.window = sim->cfg.fabric_window;
 		/*

@@ -414,31 +414,18 @@ int fw_xport_send_owned(struct maia_sim *sim, unsigned int port, void *msg, size
 	return fw_link_send_owned(xport_link(sim, port), msg, len, fw_xport_now(sim));
 }
 
-static int send_owned_crc(struct maia_sim *sim, unsigned int port, void *msg, size_t len,
-			  uint32_t crc)
-{
-	return fw_link_send_owned_crc(xport_link(sim, port), msg, len, crc,
-				      fw_xport_now(sim));
-}
-
 int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void *data,
 		  uint32_t len)
 {
 	int rc = fw_xport_can_send(sim, port);
-	uint32_t crc;
-	uint8_t *msg;
 
 	if (rc)
 		return rc;
 	if (len > MAIA_FABRIC_MSG_MAX_DATA)
 		return -EINVAL;
-	msg = fw_link_msg_alloc(MAIA_FABRIC_MSG_HDR_LEN + (size_t)len);
-	if (!msg)
-		return -ENOMEM;
-	/* Copied in and checksummed in one pass: the link then reads only the frame header. */
-	crc = fw_fabric_crc_copy(0, msg, hdr, MAIA_FABRIC_MSG_HDR_LEN);
-	crc = fw_fabric_crc_copy(crc, msg + MAIA_FABRIC_MSG_HDR_LEN, data, len);
-	return send_owned_crc(sim, port, msg, MAIA_FABRIC_MSG_HDR_LEN + (size_t)len, crc);
+	/* One copy, with the CRC in the same pass unless the link defers it (lazy_crc). */
+	return fw_link_send_parts(xport_link(sim, port), hdr, MAIA_FABRIC_MSG_HDR_LEN, data, len,
+				  fw_xport_now(sim));
 }
 
 /* Sends the answers owed on port while the link queue takes them. */

@@ -27,7 +27,10 @@
  * _rx_lent(), which never block), not through tx_bh, the hub and the main
  * loop: the same frames and link protocol, two thread hand-overs fewer per
  * hop. The NIC path stays for every other backend, for pcap (a filter),
- * and for fabric-direct=off.
+ * and for fabric-direct=off. A DATA frame the device lends may come
+ * without its CRC (the receiving device of a direct cable does not check
+ * it): maia_fabric_tx_lend() seals it (maia_sim_fabric_frame_seal()) before
+ * it goes any other way, shared memory included.
  *
  * Shared-memory cables: a port whose fabricN-shm names a memory backend
  * instead of a netdev is cabled to a port of another QEMU process (or of
@@ -358,7 +361,10 @@ int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
     }
     if (f->port[port].shm) {
         /* Copied into the ring: the device has its frame back at once. */
-        int ret = maia_fabric_shm_tx(&f->port[port], frame, len);
+        int ret;
+
+        maia_sim_fabric_frame_seal(frame, len);
+        ret = maia_fabric_shm_tx(&f->port[port], frame, len);
 
         maia_sim_fabric_frame_put(frame);
         return ret;
@@ -366,6 +372,8 @@ int maia_fabric_tx_lend(MaiaFabric *f, unsigned int port, const void *frame,
     if (maia_fabric_direct_tx(f, port, frame, len, true)) {
         return 0;
     }
+    /* Into the net layer (a filter, a socket, another NIC): with its CRC. */
+    maia_sim_fabric_frame_seal(frame, len);
     fr = g_malloc(sizeof(*fr));
     fr->cap = 0;
     fr->refs = 1;

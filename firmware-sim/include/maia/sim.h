@@ -84,6 +84,10 @@ struct maia_sim_ops {
 	 * when it returns -1), from any thread, even after this device is
 	 * destroyed. Other frames, and a retransmission while the earlier
 	 * transmission is still lent, go to fabric_tx. NULL: fabric_tx for all.
+	 * A lent frame may come without its CRC: a host that hands it to
+	 * anything but maia_sim_fabric_rx_lent() of a device of this process
+	 * (a socket, a hub, shared memory, a copy) seals it first
+	 * (maia_sim_fabric_frame_seal()).
 	 */
 	int (*fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 };
@@ -271,6 +275,13 @@ void maia_sim_fabric_rx_lent(struct maia_sim *sim, unsigned int port, const void
 			     size_t len, void (*release)(void *opaque), void *opaque);
 /* Gives back a frame maia_sim_ops.fabric_tx_lend lent; any thread. */
 void maia_sim_fabric_frame_put(const void *frame);
+/*
+ * Fills in the CRC of a frame maia_sim_ops.fabric_tx_lend lent without it
+ * (a frame for a device of this process, which does not check it), before
+ * the host sends it any other way; nothing if it has it. Any thread, while
+ * the host holds the frame, before anyone else reads it.
+ */
+void maia_sim_fabric_frame_seal(const void *frame, size_t len);
 
 /*
  * A port's state and counters, for tests and debugging: a snapshot the

@@ -205,8 +205,9 @@ out:
 /*
  * The lending host (maia_sim_ops.fabric_tx_lend): every DATA frame a device
  * lends is kept until the test ends, as by a host whose queue never drains,
- * with zlib's CRC of its bytes when lent; the frame goes on through
- * cable_tx (faults included). Every retransmission then meets a frame still
+ * with zlib's CRC of its bytes when lent (sealed first: a lent frame may
+ * come without its frame CRC); the frame goes on through cable_tx (faults
+ * included). Every retransmission then meets a frame still
  * lent, which the device must send again as a copy through fabric_tx
  * (tx_lend_copies) without writing the lent one.
  */
@@ -227,6 +228,8 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 {
 	bool keep;
 
+	/* It goes on as a copy (cable_tx), which the receiver checks: with its CRC. */
+	maia_sim_fabric_frame_seal(frame, len);
 	pthread_mutex_lock(&kept_lock);
 	for (unsigned int i = 0; i < nkept; i++)
 		lent_again += kept[i].frame == frame;
