@@ -1073,6 +1073,63 @@ static void test_one_cable(void)
 	       w1, w2);
 }
 
+/*
+ * Gather-reduce's stream (Documentation/hw/fabric.rst, "Gather-reduce"):
+ * ranks of 4 start one after the other, each after what its predecessor
+ * sent has arrived (held). Each sends its own input and the inputs it
+ * holds in one message, so rank 0 sends its own, then ranks 3's and 2's
+ * inputs; rank 1 its own with rank 0's, then rank 3's; ranks 2 and 3 one
+ * message of three inputs: 6 messages where one per input and hop made 12.
+ * The results are the reference's, bit for bit (FP32 and BF16, in place).
+ */
+static void test_gather_stream(unsigned int dtype, bool in_place)
+{
+	static const unsigned int want_msgs[4] = { 2, 2, 1, 1 };
+	const unsigned int n = 4, es = maia_dtype_size(dtype);
+	const uint64_t count = 2;
+	uint8_t *in[4];
+	unsigned int msgs[4];
+	long wrong = 0;
+	bool ok = true;
+
+	ring_init(n, 8);
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, dtype, MAIA_REDOP_SUM, n, r, count, 0,
+				     in_place, 1);
+		k->ncmds = 1;
+		k->start_at = 5 * r;	/* iterations: what rank r-1 sent has arrived */
+		k->send_len = k->recv_len = count * es;
+		k->send = malloc(k->send_len);
+		ref_fill(k->send, count, dtype, &rng_state);
+		in[r] = malloc(k->send_len);
+		memcpy(in[r], k->send, k->send_len);
+		k->recv = in_place ? k->send : calloc(1, k->recv_len);
+	}
+	ring_run();
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+		uint8_t exp[16];
+
+		msgs[r] = (unsigned int)k->eng.stats.tx_msgs;
+		ok &= k->ended[0] && k->status[0] == MAIA_STATUS_OK && msgs[r] == want_msgs[r] &&
+		      k->report.step == 0 && k->report.bytes_sent == (n - 1) * count * es &&
+		      k->report.bytes_received == (n - 1) * count * es;
+		ref_expected(in, r, &k->cmd[0], exp);
+		wrong += memcmp(exp, k->recv, count * es) != 0;
+	}
+	for (unsigned int r = 0; r < n; r++)
+		free(in[r]);
+	ok &= !ring_leftover();
+	ring_fini();
+	tap_ok(ok && !wrong,
+	       "gather-reduce, 4 ranks starting in turn (%s%s): messages sent %u %u %u %u (want 2 2 1 1), "
+	       "every rank OK, step 0, %u bytes sent and received, #wrong %ld",
+	       dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", in_place ? ", in place" : "",
+	       msgs[0], msgs[1], msgs[2], msgs[3], (unsigned int)((n - 1) * count * es), wrong);
+}
+
 int main(void)
 {
 	/* Seeded; FABRIC_COLL_SEED=n runs another interleaving. */
@@ -1096,5 +1153,7 @@ int main(void)
 	test_bad_messages();
 	test_abort();
 	test_one_cable();
+	test_gather_stream(MAIA_DTYPE_FP32, false);
+	test_gather_stream(MAIA_DTYPE_BF16, true);
 	return tap_done();
 }
