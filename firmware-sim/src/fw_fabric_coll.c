@@ -53,6 +53,7 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 {
 	memset(c, 0, sizeof(*c));
 	if (!cfg || !ops || !ops->tx_room || !ops->tx || !ops->mem_read || !ops->mem_write ||
+	    !ops->tx_owned != !ops->tx_buf || !ops->tx_owned != !ops->tx_buf_free ||
 	    cfg->nports > MAIA_FABRIC_MAX_PORTS || !chunk_valid(cfg->chunk_bytes) ||
 	    !cfg->timeout_ms)
 		return -EINVAL;
@@ -67,6 +68,20 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The buffer messages are built in: the transport's own when it takes them without a copy. */
+static uint8_t *txbuf_alloc(struct fw_coll *c, size_t len)
+{
+	return c->ops.tx_owned ? c->ops.tx_buf(c->opaque, len) : malloc(len);
+}
+
+static void txbuf_free(struct fw_coll *c, uint8_t *buf)
+{
+	if (c->ops.tx_owned && buf)
+		c->ops.tx_buf_free(c->opaque, buf);
+	else
+		free(buf);
 }
 
 static void early_free_all(struct fw_coll *c)
@@ -85,7 +100,7 @@ static void early_free_all(struct fw_coll *c)
 void fw_coll_destroy(struct fw_coll *c)
 {
 	early_free_all(c);
-	free(c->txbuf);
+	txbuf_free(c, c->txbuf);
 	free(c->own);
 	free(c->acc);
 	free(c->rx_off);
@@ -387,6 +402,7 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 		.offset = offset,
 		.src_rank = c->cmd.rank,
 	};
+	int rc;
 
 	/* modeled: when it arrives, its hop priced here, over this port's cable */
 	if (c->cfg.model_chip && c->gather)
@@ -396,7 +412,17 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 					       c->cfg.model_cable_ns[c->cmd.send_port],
 					       model_send_ns(c, len), len);
 	memcpy(c->txbuf, &h, sizeof(h));
-	if (c->ops.tx(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) < 0) {
+	if (c->ops.tx_owned) {
+		/* txbuf goes as the message; the next one is built in a new buffer. */
+		uint8_t *next = c->ops.tx_buf(c->opaque, HDR + c->buf_bytes);
+
+		rc = next ? c->ops.tx_owned(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) : -1;
+		if (next)
+			c->txbuf = next;
+	} else {
+		rc = c->ops.tx(c->opaque, c->cmd.send_port, c->txbuf, HDR + len);
+	}
+	if (rc < 0) {
 		fail(c, MAIA_STATUS_FABRIC_LINK, s, true);
 		return -1;
 	}
@@ -1053,10 +1079,10 @@ static bool buffers(struct fw_coll *c)
 		need = MAIA_FABRIC_MSG_MAX_DATA;
 	need = need ? (need + 63) & ~63ull : 64;
 	if (need > c->buf_bytes) {
-		free(c->txbuf);
+		txbuf_free(c, c->txbuf);
 		free(c->own);
 		free(c->acc);
-		c->txbuf = malloc(HDR + need);
+		c->txbuf = txbuf_alloc(c, HDR + need);
 		c->own = malloc(need);
 		c->acc = malloc(need);
 		c->buf_bytes = c->txbuf && c->own && c->acc ? need : 0;

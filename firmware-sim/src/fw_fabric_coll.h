@@ -32,6 +32,15 @@ struct fw_coll_ops {
 	/* Queue one message (header and data, copied). 0, or < 0: link gone. */
 	int (*tx)(void *opaque, unsigned int port, const void *msg, size_t len);
 	/*
+	 * Optional, all three or none: messages without the copy. The engine
+	 * builds each message in a buffer of tx_buf() (len bytes, NULL: out of
+	 * memory) and hands it to tx_owned(), which takes it (frees it on
+	 * failure; same returns as tx); tx_buf_free() gives back one it kept.
+	 */
+	void *(*tx_buf)(void *opaque, size_t len);
+	int (*tx_owned)(void *opaque, unsigned int port, void *msg, size_t len);
+	void (*tx_buf_free)(void *opaque, void *buf);
+	/*
 	 * The job's memory, through its MMU: 0, or a MAIA_STATUS_* (> 0) the
 	 * collective ends with, or < 0 for MAIA_STATUS_MMU_FAULT.
 	 */

@@ -57,6 +57,39 @@ static int op_tx(void *opaque, unsigned int port, const void *msg, size_t len)
 			     (uint32_t)(len - MAIA_FABRIC_MSG_HDR_LEN));
 }
 
+/* A message buffer of the link's (headroom for the frame in front): sent without a copy. */
+static void *op_tx_buf(void *opaque, size_t len)
+{
+	(void)opaque;
+	return fw_link_msg_alloc(len);
+}
+
+static void op_tx_buf_free(void *opaque, void *buf)
+{
+	(void)opaque;
+	fw_link_msg_free(buf);
+}
+
+static int op_tx_owned(void *opaque, unsigned int port, void *msg, size_t len)
+{
+	struct coll_op *c = opaque;
+	struct maia_fabric_coll_msg h;
+	int rc = fw_xport_can_send(c->sim, port);
+
+	if (rc) {
+		fw_link_msg_free(msg);
+		return rc;
+	}
+	if (c->relay_hops) {
+		/* The successor's cable is cut: round the ring the other way. */
+		memcpy(&h, msg, sizeof(h));
+		h.flags |= MAIA_FABRIC_COLL_RELAY;
+		h.relay_hops = c->relay_hops;
+		memcpy(msg, &h, sizeof(h));
+	}
+	return fw_xport_send_owned(c->sim, port, msg, len);
+}
+
 static int op_read(void *opaque, uint64_t va, void *buf, size_t len)
 {
 	struct coll_op *c = opaque;
@@ -88,6 +121,9 @@ static const void *op_map(void *opaque, uint64_t va, size_t len)
 static const struct fw_coll_ops coll_ops = {
 	.tx_room = op_tx_room,
 	.tx = op_tx,
+	.tx_buf = op_tx_buf,
+	.tx_owned = op_tx_owned,
+	.tx_buf_free = op_tx_buf_free,
 	.mem_read = op_read,
 	.mem_write = op_write,
 	.mem_map = op_map,
