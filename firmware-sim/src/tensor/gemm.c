@@ -686,8 +686,19 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	 */
 	if (maia_dtype_size(g->a.dtype) <= 2 || maia_dtype_size(g->b.dtype) <= 2 || nr >= 32)
 		nb = 512;
-	/* ... unless the columns must be split anyway to give every worker work */
-	while (nb > 256 && g->batch * div_up(g->n, nb) < 2 * (uint64_t)te->nworkers)
+	/*
+	 * ... unless the columns must be split anyway to give every worker
+	 * work. Tasks wanted: two per worker, so that a worker the host delays
+	 * is made up for, except up to 512^3, where a second B slice packed
+	 * per worker costs more than that buys (2 threads, 256^3 FP32: 4
+	 * tasks 5 % slower than 2 on a loaded host), and with one worker,
+	 * which nothing can make up for: each task packs A once more (one
+	 * thread, FP32, one task instead of two: 512^3 1.01 -> 1.04 of sgemm,
+	 * 1024^3 1.00 -> 1.04, medians of five pairs).
+	 */
+	want = (g->m * g->n * g->k <= 512u * 512 * 512 || te->nworkers == 1 ? 1 : 2) *
+	       (uint64_t)te->nworkers;
+	while (nb > 256 && g->batch * div_up(g->n, nb) < want)
 		nb /= 2;
 	if (kc > g->k)
 		kc = round_up(g->k, 32);
@@ -712,12 +723,8 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	/*
 	 * Rows per task: as many as the C block budget allows (every row of a
 	 * task reuses its packed B slice), all of them when C is written in
-	 * place, but enough tasks for every worker: two each, so that a worker
-	 * the host delays is made up for, except up to 512^3, where a second B
-	 * slice packed per worker costs more than that buys (2 threads, 256^3
-	 * FP32: 4 tasks 5 % slower than 2 on a loaded host).
+	 * place, but enough tasks for every worker (want, above).
 	 */
-	want = (g->m * g->n * g->k <= 512u * 512 * 512 ? 1 : 2) * (uint64_t)te->nworkers;
 	g->crows = fixed < budget ? (budget - fixed) / nb / mb * mb : mb;
 	if (g->crows < mb)
 		g->crows = mb;
@@ -736,7 +743,7 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 
 		while (te->host_l2 && wide > nb && kc * wide * sizeof(float) > te->host_l2 / 2)
 			wide /= 2;
-		while (wide > nb && g->batch * div_up(g->n, wide) < 2 * (uint64_t)te->nworkers)
+		while (wide > nb && g->batch * div_up(g->n, wide) < want)
 			wide /= 2;
 		wide = round_up(div_up(g->n, div_up(g->n, wide)), ng);
 		if (wide > nb && fixed_floats(g, mb, wide, kc) + mb * wide <= budget) {
