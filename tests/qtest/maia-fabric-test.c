@@ -1414,7 +1414,6 @@ static void test_shm_hostile_peer(void)
                MAP_SHARED, fd, 0);
     g_assert(mem != MAP_FAILED);
     hdr = (MaiaFabricShmHeader *)mem;
-    g_assert_cmpuint(lseek(fd, 0, SEEK_END), >=, MAIA_FABRIC_SHM_SIZE);
     g_assert_cmpuint(qatomic_read(&hdr->side[0].gen), ==, 42);
     g_assert_cmpuint(qatomic_read(&hdr->side[0].attached), ==, 1);
     g_assert_cmphex(qatomic_read(&hdr->ring[1].tail), ==, SHM_STALE_HEAD);
