@@ -261,6 +261,64 @@ def launchers_without_empty_hooks():
     assert rt.launch_enter_hook is enter and rt.launch_exit_hook is leave
 
 
+@test
+def launchers_call_the_c_runner():
+    """Inductor's launcher for a maia kernel calls the kernel's C runner
+    (maia._maia_launch) while no hook is in Triton's chains and
+    maia.inductor.fast_launch is on; the Python launcher with a hook or with
+    fast_launch off."""
+    from maia_triton.driver import MaiaLauncher
+    from triton import knobs
+    kernels, _ = inductor_compile(lambda x: torch.relu(x) * 3.0, (64, ))
+    (res, ) = next(iter(kernels.values())).compile_results
+    runner = res.make_launcher().__globals__["runner"]
+    assert getattr(runner, "__name__", "") == "maia_triton_runner", runner
+    maia.inductor.fast_launch = False
+    try:
+        assert isinstance(res.make_launcher().__globals__["runner"], MaiaLauncher)
+    finally:
+        maia.inductor.fast_launch = True
+
+    def hook(metadata):
+        pass
+
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert isinstance(res.make_launcher().__globals__["runner"], MaiaLauncher)
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+
+
+@test
+def c_runner_hands_the_rest_to_python():
+    """The C runner launches only what it takes as is (maia tensors of its
+    device, fp32, 64-bit integers, no hook); everything else goes to the
+    Python launcher it was made from, with the same arguments (here a spy;
+    the launches themselves: test_inductor.py on the device)."""
+    from maia import _maia_launch
+    calls = []
+
+    def spy(*args):
+        calls.append(args)
+        return "python"
+
+    run = _maia_launch.runner(spy, "key", bytes(16), 0, 0, "pfi-")
+    head = (1, 1, 1, 0, None, None, None, None, None)
+    cases = [head + (torch.zeros(2), 1.0, 3, 64),                 # a CPU tensor
+             head + (None, 1.0, 3, 64),                           # None
+             head + (_DevTensor(0x1000, 0), 1.0, 3, 64),          # not a torch tensor
+             head + (torch.zeros(2), 1.0, 1 << 64, 64),           # past 64 bits
+             head + (torch.zeros(2), 1e300, 3, 64),               # out of fp32's range
+             head[:7] + (print, None, torch.zeros(2), 1.0, 3, 64),  # an enter hook
+             head + (torch.zeros(2), 1.0, 3),                     # an argument short
+             (-1, 1, 1, 0, None, None, None, None, None, torch.zeros(2), 1.0, 3, 64)]
+    for args in cases:
+        assert run(*args) == "python", args
+        assert calls[-1] == args, (calls[-1], args)
+    assert len(calls) == len(cases)
+    raises(ValueError, _maia_launch.runner, spy, "key", b"", 0, 0, "pq", match="kind 'q'")
+
+
 class _DevTensor:
     """A maia tensor as the launcher sees it: data pointer and device."""
 

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernel_launch.h"
 #include "runtime.h"
 
 namespace maia_torch {
@@ -24,28 +25,34 @@ namespace maia_torch {
 static std::mutex kernels_lock;		/* protects kernels */
 static std::map<std::pair<int, std::string>, struct maia_kernel *> kernels;
 
-static struct maia_kernel *kernel_for(int dev, const std::string &key, const at::Tensor &binary)
+struct maia_kernel *triton_kernel(int dev, const std::string &key, const void *binary, size_t size)
 {
 	std::lock_guard<std::mutex> guard(kernels_lock);
 	auto it = kernels.find({ dev, key });
 
 	if (it != kernels.end())
 		return it->second;
-	TORCH_CHECK(binary.device().is_cpu() && binary.scalar_type() == at::kByte &&
-			    binary.is_contiguous() && binary.dim() == 1,
-		    "maia::triton_launch: binary must be a contiguous 1-D uint8 CPU tensor");
-	TORCH_CHECK(binary.numel() > 0 && binary.numel() % sizeof(struct maia_tvp_insn) == 0,
-		    "maia::triton_launch: binary of ", binary.numel(),
+	TORCH_CHECK(dev >= 0 && dev < device_count(), "maia::triton_launch: no device maia:", dev);
+	TORCH_CHECK(size > 0 && size % sizeof(struct maia_tvp_insn) == 0,
+		    "maia::triton_launch: binary of ", size,
 		    " bytes is not a whole number of TVP instructions");
-	uint32_t count = (uint32_t)(binary.numel() / sizeof(struct maia_tvp_insn));
-	/* Copied out: the tensor's bytes need not be 8-byte aligned. */
+	uint32_t count = (uint32_t)(size / sizeof(struct maia_tvp_insn));
+	/* Copied out: the binary's bytes need not be 8-byte aligned. */
 	std::vector<struct maia_tvp_insn> insns(count);
-	std::memcpy(insns.data(), binary.data_ptr(), (size_t)binary.numel());
+	std::memcpy(insns.data(), binary, size);
 	struct maia_kernel *k = nullptr;
 
 	check(maia_kernel_create(device(dev), insns.data(), count, &k), "maia_kernel_create");
 	kernels[{ dev, key }] = k;
 	return k;
+}
+
+static struct maia_kernel *kernel_for(int dev, const std::string &key, const at::Tensor &binary)
+{
+	TORCH_CHECK(binary.device().is_cpu() && binary.scalar_type() == at::kByte &&
+			    binary.is_contiguous() && binary.dim() == 1,
+		    "maia::triton_launch: binary must be a contiguous 1-D uint8 CPU tensor");
+	return triton_kernel(dev, key, binary.data_ptr(), (size_t)binary.numel());
 }
 
 /*
@@ -104,12 +111,17 @@ static void triton_launch(const at::Tensor &binary, c10::string_view key, int64_
 		return;
 	for (size_t i = 0; i < args.size(); i++)
 		a[i] = (uint64_t)args[i];
-	struct maia_kernel *k = kernel_for(dev, std::string(key), binary);
+	triton_launch_words(dev, kernel_for(dev, std::string(key), binary), g, a,
+			    (uint32_t)args.size(), (uint32_t)budget);
+}
+
+void triton_launch_words(int dev, struct maia_kernel *k, const uint32_t grid[3], const uint64_t *args,
+			 uint32_t nargs, uint32_t budget)
+{
 	{
 		Job job(dev);
 
-		job.add(maia_cmd_kernel(job.cmdbuf(), k, g, a, (uint32_t)args.size(),
-					(uint32_t)budget),
+		job.add(maia_cmd_kernel(job.cmdbuf(), k, grid, args, nargs, budget),
 			"maia_cmd_kernel");
 		job.run();
 	}

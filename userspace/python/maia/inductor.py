@@ -325,6 +325,12 @@ def _plugins():
     th.get_caching_autotuner_plugins = plugins
 
 
+# Whether Inductor's launchers call a maia kernel through its C runner
+# (maia_triton.driver.MaiaLauncher.runner) instead of the Python launcher
+# and torch.ops.maia.triton_launch; read when a launcher is made.
+fast_launch = True
+
+
 def _launchers_without_hooks():
     """Inductor writes each kernel's launcher once (TritonCompileResult.
     make_launcher) and evaluates the kernel's launch_metadata at every
@@ -332,7 +338,8 @@ def _launchers_without_hooks():
     is not. Triton 3.x's hooks are HookChains, set even when empty: a maia
     kernel's launcher is made with none while no hook is in them (a LazyDict
     and two empty chains less per launch); a hook added later applies to
-    launchers made after it, as with Inductor's own None."""
+    launchers made after it, as with Inductor's own None. Such a launcher
+    calls the kernel's C runner (fast_launch)."""
     from torch._inductor.runtime.triton_heuristics import TritonCompileResult
     from triton import knobs
 
@@ -346,9 +353,14 @@ def _launchers_without_hooks():
             return make(self)
         rt.launch_enter_hook = rt.launch_exit_hook = None
         try:
-            return make(self)
+            launcher = make(self)
         finally:
             rt.launch_enter_hook, rt.launch_exit_hook = enter, leave
+        scope = launcher.__globals__
+        run, function = scope.get("runner"), scope.get("function")
+        if fast_launch and hasattr(run, "runner") and function is not None:
+            scope["runner"] = run.runner(function)
+        return launcher
 
     TritonCompileResult.make_launcher = make_launcher
 

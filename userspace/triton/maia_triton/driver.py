@@ -158,6 +158,34 @@ class MaiaLauncher:
             exit_hook(launch_metadata)
 
 
+    def runner(self, function):
+        """A launch of this kernel on function's device as a C function
+        (maia._maia_launch.runner: no torch dispatcher, no Python per
+        argument) that calls this launcher for whatever it does not take as
+        is; this launcher itself when that cannot be (no extension, a
+        kernel with a spill area, another argument type)."""
+        kinds = []
+        for i, ty in enumerate(self.types):
+            if i not in self.keep:
+                kinds.append("-")
+            elif ty.startswith("*"):
+                kinds.append("p")
+            elif ty == "fp32":
+                kinds.append("f")
+            elif ty in ("fp16", "bf16", "fp64"):
+                return self
+            else:
+                kinds.append("i")
+        if self.scratch:
+            return self
+        try:
+            from maia import _maia_launch
+        except ImportError:
+            return self
+        return _maia_launch.runner(self, self.key, bytes(function.binary), function.device, self.budget,
+                                   "".join(kinds))
+
+
 class MaiaFunction:
     """What load_binary returns as the "function": the binary and its device."""
 
