@@ -953,12 +953,13 @@ static void test_remote_write_read(const void *opaque)
 
 #define COLL_COMM       0x7a11u
 #define COLL_COUNT      5u
+#define COLL_MAX        4u
 
-/* rank's part of a 2-rank collective over port 0 (the one cable). */
+/* rank's part of a collective of a ring: sends on port 0, receives on 1. */
 static struct maia_cmd_collective coll_cmd(uint8_t coll, uint16_t rank,
-                                           uint32_t seq, uint64_t send,
-                                           uint64_t recv, uint64_t count,
-                                           uint64_t report)
+                                           uint16_t nranks, uint32_t seq,
+                                           uint64_t send, uint64_t recv,
+                                           uint64_t count, uint64_t report)
 {
     struct maia_cmd_collective c = {
         .hdr = { .opcode = cpu_to_le16(MAIA_OP_COLLECTIVE),
@@ -966,9 +967,11 @@ static struct maia_cmd_collective coll_cmd(uint8_t coll, uint16_t rank,
         .coll = coll,
         .redop = MAIA_REDOP_SUM,
         .dtype = MAIA_DTYPE_FP32,
+        .send_port = 0,
+        .recv_port = 1,
         .root = 0,
         .rank = cpu_to_le16(rank),
-        .nranks = cpu_to_le16(2),
+        .nranks = cpu_to_le16(nranks),
         .comm_id = cpu_to_le32(COLL_COMM),
         .seq = cpu_to_le32(seq),
         .send_addr = cpu_to_le64(send),
@@ -990,102 +993,121 @@ static uint32_t report_status(QTestState *qts, uint64_t addr)
 }
 
 /*
- * A hostile guest points device B's part of a broadcast at B's own RESET
- * register (BAR0, MMIO), the word broadcast being RESET's magic. B's job is
- * queued first and waits for the root's data; the root's, A's, is started
- * by a doorbell on A. A doorbell write runs its job right there, on the
- * writer's thread (inline-doorbell; in a qtest the thread of QEMU's main
- * loop, with the BQL, as a vCPU's), and frames over a direct cable are
- * delivered on the sender's thread: B's round, which writes B's part, runs
- * on that thread too. That DMA must be held to guest RAM as a worker's is:
- * a write into B's RESET would wait for the round the thread is in, and
- * QEMU would hang (it did while only A's DMA was held, a per-device flag).
- * B's job ends with DMA_ERROR, in its completion and its report; B is not
- * reset; a next all-reduce of both is exact.
+ * A hostile guest points the last rank's part of a broadcast at that
+ * device's own RESET register (BAR0, MMIO), the word broadcast being
+ * RESET's magic, in a ring of n devices of one QEMU cabled directly
+ * (device i's port 0 to device i + 1's port 1). Every other rank's job is
+ * queued first and waits for the data; the root's, device 0's, is started
+ * last by a doorbell on device 0. A doorbell write runs its job right
+ * there, on the writer's thread (inline-doorbell; in a qtest the thread of
+ * QEMU's main loop, with the BQL, as a vCPU's), and frames over a direct
+ * cable are delivered on the sender's thread: the rounds of devices 1 to
+ * n - 1 run nested on that thread, the last one's writing its part. That
+ * DMA must be held to guest RAM as a worker's is: a write into that
+ * device's RESET would wait for the round the thread is in, and QEMU would
+ * hang (it did while only device 0's DMA was held, a per-device flag).
+ * The last rank's job ends with DMA_ERROR, in its completion and its
+ * report; the others' parts land; no device is reset; a next all-reduce of
+ * all is exact.
  */
-static void test_coll_dma_mmio(void)
+static void test_coll_dma_mmio(const void *opaque)
 {
-    static const uint64_t serials[2] = { 0x6161, 0x6262 };
+    const unsigned n = GPOINTER_TO_UINT(opaque), last = n - 1;
     const uint32_t magic = cpu_to_le32(MAIA_RESET_MAGIC);
-    float a_in[COLL_COUNT], b_in[COLL_COUNT], got[COLL_COUNT];
-    uint64_t src_a, src_b, dst_a, dst_b, rep_a, rep_b;
-    struct maia_cmd_collective ca, cb;
-    uint32_t st_a, st_b;
+    uint64_t serials[COLL_MAX] = { 0 }, src[COLL_MAX] = { 0 };
+    uint64_t dst[COLL_MAX] = { 0 }, rep[COLL_MAX] = { 0 };
+    float in[COLL_COUNT], got[COLL_COUNT];
+    g_autoptr(GString) opts = g_string_new("-nodefaults -machine q35");
+    struct maia_cmd_collective c;
+    Queue q[COLL_MAX];
+    Job j[COLL_MAX];
+    uint32_t st;
     QOSState *qs;
-    Queue qa, qb;
-    Job ja, jb;
+    unsigned i, k, r;
     Dev *d;
-    unsigned i;
 
-    qs = qtest_pc_boot("-nodefaults -machine q35 "
-                       "-netdev hubport,id=c0a,hubid=0 "
-                       "-netdev hubport,id=c0b,hubid=0 "
-                       "-device maia,id=m0," DEV_OPTS ",serial=0x6161,"
-                       "fabric0=c0a "
-                       "-device maia,id=m1," DEV_OPTS ",serial=0x6262,"
-                       "fabric0=c0b");
-    /* A direct cable: frames are delivered on the sender's thread. */
-    g_assert_cmpuint(direct_ports(qs->qts, "m0"), ==, 1);
-    g_assert_cmpuint(direct_ports(qs->qts, "m1"), ==, 1);
-    d = find_devs(qs, serials, 2);
-    probe(qs, &d[0]);
-    probe(qs, &d[1]);
-    assert_cabled(&d[0], 0, &d[1], 0);
-    queue_init(qs, &d[0], &qa);
-    queue_init(qs, &d[1], &qb);
-    src_a = guest_alloc(&qs->alloc, sizeof(a_in));
-    src_b = guest_alloc(&qs->alloc, sizeof(b_in));
-    dst_a = guest_alloc(&qs->alloc, sizeof(got));
-    dst_b = guest_alloc(&qs->alloc, sizeof(got));
-    rep_a = guest_alloc(&qs->alloc, sizeof(struct maia_coll_report));
-    rep_b = guest_alloc(&qs->alloc, sizeof(struct maia_coll_report));
-    qtest_memwrite(qs->qts, src_a, &magic, sizeof(magic));
-    qtest_memset(qs->qts, src_b, 0, sizeof(b_in));
-    qtest_memset(qs->qts, rep_b, 0xff, sizeof(struct maia_coll_report));
-
-    /* B first: its job waits in the collective for A's data. */
-    cb = coll_cmd(MAIA_COLL_BROADCAST, 1, 1, src_b,
-                  d[1].regs.addr + MAIA_REG_RESET, 1, rep_b);
-    job_submit(qs, &d[1], &qb, &cb, sizeof(cb), &jb);
-    ca = coll_cmd(MAIA_COLL_BROADCAST, 0, 1, src_a, dst_a, 1, rep_a);
-    job_submit(qs, &d[0], &qa, &ca, sizeof(ca), &ja);
-    st_b = job_wait(qs, &qb, &jb);
-    st_a = job_wait(qs, &qa, &ja);
-    g_test_message("broadcast into B's RESET: B status %u, A status %u",
-                   st_b, st_a);
-    g_assert_cmpuint(st_b, ==, MAIA_STATUS_DMA_ERROR);
-    g_assert_cmpuint(report_status(qs->qts, rep_b), ==,
-                     MAIA_STATUS_DMA_ERROR);
-    /* The root's own part landed; B was not reset, its link stayed UP. */
-    g_assert_cmpuint(st_a, ==, MAIA_STATUS_OK);
-    qtest_memread(qs->qts, dst_a, got, sizeof(magic));
-    g_assert_cmpmem(got, sizeof(magic), &magic, sizeof(magic));
-    g_assert_cmphex(rd(&d[1], MAIA_REG_BOOT_STATUS), ==,
-                    MAIA_BOOT_STATUS_READY);
-    g_assert(port_up(&d[0], 0) && port_up(&d[1], 0));
-
-    /* Both keep working: an all-reduce, exact (small integers in FP32). */
-    for (i = 0; i < COLL_COUNT; i++) {
-        a_in[i] = i + 1;
-        b_in[i] = 10 * (i + 1);
+    g_assert_cmpuint(n, <=, COLL_MAX);
+    for (i = 0; i < n; i++) {
+        g_string_append_printf(opts, " -netdev hubport,id=c%ua,hubid=%u"
+                               " -netdev hubport,id=c%ub,hubid=%u",
+                               i, i, i, i);
     }
-    qtest_memwrite(qs->qts, src_a, a_in, sizeof(a_in));
-    qtest_memwrite(qs->qts, src_b, b_in, sizeof(b_in));
-    cb = coll_cmd(MAIA_COLL_ALL_REDUCE, 1, 2, src_b, dst_b, COLL_COUNT, rep_b);
-    job_submit(qs, &d[1], &qb, &cb, sizeof(cb), &jb);
-    ca = coll_cmd(MAIA_COLL_ALL_REDUCE, 0, 2, src_a, dst_a, COLL_COUNT, rep_a);
-    job_submit(qs, &d[0], &qa, &ca, sizeof(ca), &ja);
-    g_assert_cmpuint(job_wait(qs, &qb, &jb), ==, MAIA_STATUS_OK);
-    g_assert_cmpuint(job_wait(qs, &qa, &ja), ==, MAIA_STATUS_OK);
-    g_assert_cmpuint(report_status(qs->qts, rep_b), ==, MAIA_STATUS_OK);
-    for (i = 0; i < 2; i++) {
-        qtest_memread(qs->qts, i ? dst_b : dst_a, got, sizeof(got));
-        for (unsigned k = 0; k < COLL_COUNT; k++) {
-            g_assert_cmpfloat(got[k], ==, 11.0f * (k + 1));
+    for (i = 0; i < n; i++) {
+        serials[i] = 0x6161 + 0x101 * i;
+        g_string_append_printf(opts, " -device maia,id=m%u," DEV_OPTS
+                               ",serial=0x%" PRIx64 ",fabric0=c%ua,"
+                               "fabric1=c%ub", i, serials[i], i,
+                               (i + n - 1) % n);
+    }
+    qs = qtest_pc_boot("%s", opts->str);
+    d = find_devs(qs, serials, n);
+    for (i = 0; i < n; i++) {
+        g_autofree char *id = g_strdup_printf("m%u", i);
+
+        /* Direct cables: frames are delivered on the sender's thread. */
+        g_assert_cmphex(direct_ports(qs->qts, id), ==, 0x3);  /* ports 0, 1 */
+        probe(qs, &d[i]);
+    }
+    for (i = 0; i < n; i++) {
+        assert_cabled(&d[i], 0, &d[(i + 1) % n], 1);
+        queue_init(qs, &d[i], &q[i]);
+        src[i] = guest_alloc(&qs->alloc, sizeof(in));
+        dst[i] = guest_alloc(&qs->alloc, sizeof(got));
+        rep[i] = guest_alloc(&qs->alloc, sizeof(struct maia_coll_report));
+        qtest_memset(qs->qts, src[i], 0, sizeof(in));
+        qtest_memset(qs->qts, dst[i], 0, sizeof(got));
+        qtest_memset(qs->qts, rep[i], 0xff, sizeof(struct maia_coll_report));
+    }
+    qtest_memwrite(qs->qts, src[0], &magic, sizeof(magic));
+
+    /* Ranks n - 1 down to 1 first, then the root's doorbell. */
+    for (r = n; r-- > 0;) {
+        c = coll_cmd(MAIA_COLL_BROADCAST, r, n, 1, src[r],
+                     r == last ? d[r].regs.addr + MAIA_REG_RESET : dst[r], 1,
+                     rep[r]);
+        job_submit(qs, &d[r], &q[r], &c, sizeof(c), &j[r]);
+    }
+    for (r = n; r-- > 0;) {
+        st = job_wait(qs, &q[r], &j[r]);
+        g_test_message("broadcast of %u into rank %u's RESET: rank %u "
+                       "status %u", n, last, r, st);
+        g_assert_cmpuint(st, ==, r == last ? MAIA_STATUS_DMA_ERROR :
+                         MAIA_STATUS_OK);
+        g_assert_cmpuint(report_status(qs->qts, rep[r]), ==, st);
+        if (r != last) {
+            qtest_memread(qs->qts, dst[r], got, sizeof(magic));
+            g_assert_cmpmem(got, sizeof(magic), &magic, sizeof(magic));
+        }
+    }
+    /* Nobody was reset: every firmware runs, every link stayed UP. */
+    for (i = 0; i < n; i++) {
+        g_assert_cmphex(rd(&d[i], MAIA_REG_BOOT_STATUS), ==,
+                        MAIA_BOOT_STATUS_READY);
+        g_assert(port_up(&d[i], 0) && port_up(&d[i], 1));
+    }
+
+    /* All keep working: an all-reduce, exact (small integers in FP32). */
+    for (r = n; r-- > 0;) {
+        for (k = 0; k < COLL_COUNT; k++) {
+            in[k] = (k + 1) << (4 * r);
+        }
+        qtest_memwrite(qs->qts, src[r], in, sizeof(in));
+        c = coll_cmd(MAIA_COLL_ALL_REDUCE, r, n, 2, src[r], dst[r],
+                     COLL_COUNT, rep[r]);
+        job_submit(qs, &d[r], &q[r], &c, sizeof(c), &j[r]);
+    }
+    for (r = n; r-- > 0;) {
+        g_assert_cmpuint(job_wait(qs, &q[r], &j[r]), ==, MAIA_STATUS_OK);
+        g_assert_cmpuint(report_status(qs->qts, rep[r]), ==, MAIA_STATUS_OK);
+        qtest_memread(qs->qts, dst[r], got, sizeof(got));
+        for (k = 0; k < COLL_COUNT; k++) {
+            /* (k + 1) times 0x1, 0x11, 0x111 or 0x1111. */
+            g_assert_cmpfloat(got[k], ==,
+                              (float)((k + 1) * (0x11111111u >> (32 - 4 * n))));
         }
     }
 
-    free_devs(d, 2);
+    free_devs(d, n);
     qtest_shutdown(qs);
 }
 
@@ -1555,7 +1577,11 @@ int main(int argc, char **argv)
                         test_remote_write_read);
     qtest_add_data_func("/maia-fabric/remote-write-read-filter",
                         &cable_filter, test_remote_write_read);
-    qtest_add_func("/maia-fabric/coll-dma-mmio", test_coll_dma_mmio);
+    /* Rings of 2 and of 4: the rounds of 1 and of 3 devices nested. */
+    qtest_add_data_func("/maia-fabric/coll-dma-mmio-2", GUINT_TO_POINTER(2),
+                        test_coll_dma_mmio);
+    qtest_add_data_func("/maia-fabric/coll-dma-mmio-4", GUINT_TO_POINTER(4),
+                        test_coll_dma_mmio);
 
     return g_test_run();
 }
