@@ -6,7 +6,8 @@
  * (gridX, gridY, gridZ, stream, function, packed_metadata,
  * launch_metadata, enter_hook, exit_hook, *args) that packs the arguments
  * itself (a maia tensor's data pointer, fp32 bits, a 64-bit integer) and
- * appends the KERNEL command (../kernel_launch.cpp). Whatever it does not
+ * appends the KERNEL command (../kernel_launch.cpp), with the kernel's
+ * spill area allocated as the Python launcher does. Whatever it does not
  * take as is (a hook, None, a tensor of another device, an integer past
  * 64 bits, a float out of fp32's range) goes to the Python launcher it was
  * made from (maia_triton.driver.MaiaLauncher), which gives the same words
@@ -33,6 +34,7 @@ struct Runner {
 	struct maia_kernel *kernel;	/* made at the first launch (needs the device) */
 	int dev;
 	uint32_t budget;
+	uint32_t scratch;		/* spill bytes per program instance */
 	std::string kinds;		/* per argument: p pointer, f fp32, i integer, - none */
 };
 
@@ -113,11 +115,25 @@ PyObject *launch(PyObject *capsule, PyObject *const *args, Py_ssize_t nargs)
 	/* Triton launches nothing for an empty grid. */
 	if (!grid[0] || !grid[1] || !grid[2])
 		Py_RETURN_NONE;
+	if (r->scratch && n == MAIA_TVP_MAX_ARGS)
+		goto slow;
 	try {
 		if (!r->kernel) {
 			r->kernel = maia_torch::triton_kernel(r->dev, r->key, r->binary.data(),
 							      r->binary.size());
 			r->binary.clear();
+		}
+		/*
+		 * The spill area, a slot per program instance, as the Python
+		 * launcher makes it: freed to the caching allocator after the
+		 * launch (what reuses it runs after the kernel on the stream).
+		 */
+		at::Tensor area;
+		if (r->scratch) {
+			area = at::empty({ (int64_t)r->scratch * grid[0] * grid[1] * grid[2] },
+					 at::TensorOptions().dtype(at::kByte).device(
+						 c10::Device(c10::DeviceType::PrivateUse1, (c10::DeviceIndex)r->dev)));
+			words[n++] = (uint64_t)(uintptr_t)area.data_ptr();
 		}
 		maia_torch::triton_launch_words(r->dev, r->kernel, grid, words, n, r->budget);
 	} catch (const std::exception &e) {
@@ -139,13 +155,13 @@ PYBIND11_MODULE(_maia_launch, m)
 {
 	m.def("runner",
 	      [](pybind11::object slow, const std::string &key, pybind11::bytes binary, int device,
-		 uint32_t budget, const std::string &kinds) {
+		 uint32_t budget, const std::string &kinds, uint32_t scratch) {
 		      for (char c : kinds)
 			      if (c != 'p' && c != 'f' && c != 'i' && c != '-')
 				      throw pybind11::value_error("maia: argument kind '" + std::string(1, c) +
 								  "' is not p, f, i or -");
 		      auto *r = new Runner{ slow.release().ptr(), key, std::string(binary), nullptr, device,
-					    budget, kinds };
+					    budget, scratch, kinds };
 		      PyObject *capsule = PyCapsule_New(r, kCapsule, drop);
 		      if (!capsule) {
 			      Py_DECREF(r->slow);
@@ -159,7 +175,8 @@ PYBIND11_MODULE(_maia_launch, m)
 		      return pybind11::reinterpret_steal<pybind11::object>(fn);
 	      },
 	      pybind11::arg("slow"), pybind11::arg("key"), pybind11::arg("binary"), pybind11::arg("device"),
-	      pybind11::arg("budget"), pybind11::arg("kinds"),
+	      pybind11::arg("budget"), pybind11::arg("kinds"), pybind11::arg("scratch") = 0,
 	      "Kernel key's launcher on maia:device: a C function called as Triton's launcher is, the "
-	      "arguments by kinds (p pointer, f fp32, i integer, - none), slow for anything else.");
+	      "arguments by kinds (p pointer, f fp32, i integer, - none) and a spill area of scratch bytes "
+	      "per program instance, slow for anything else.");
 }

@@ -176,14 +176,12 @@ class MaiaLauncher:
                 return self
             else:
                 kinds.append("i")
-        if self.scratch:
-            return self
         try:
             from maia import _maia_launch
         except ImportError:
             return self
         return _maia_launch.runner(self, self.key, bytes(function.binary), function.device, self.budget,
-                                   "".join(kinds))
+                                   "".join(kinds), self.scratch)
 
 
 class MaiaFunction:
