@@ -10,8 +10,12 @@ back to back and one synchronize at the end, per call. Medians over ITERS
 calls; the C baseline and the call-and-wait figure are taken in 3
 alternating rounds (the machine's load drifts), each the median of its
 rounds' medians. torch_linear_<shape>_us is the headline: nn.Linear's
-call-and-wait over C's submit-and-wait, the ratio printed. JSON lines as
-bench-util.h."""
+call-and-wait over C's submit-and-wait, the ratio printed. Then the
+breakdown, each part timed alone: the Python above the op (a no-op
+nn.Module call, a parameter lookup), F.linear with its arguments bound
+(the dispatcher and the backend's kernel) enqueued and with a synchronize,
+a no-op torch.ops call and an idle synchronize; their floor (module + op +
+synchronize) beside 1.5x C. JSON lines as bench-util.h."""
 import json
 import os
 import statistics
@@ -102,16 +106,25 @@ def bench(M, K, N):
             # Where the time goes: the same GEMM as one aten::addmm from Python,
             # F.linear (adds aten::linear's t() and its composite), and the
             # cost of any torch.ops call (an op that does no device work).
-            wt, bias = dlin.weight.t(), dlin.bias
+            weight, bias = dlin.weight, dlin.bias
+            wt, flin, sync = weight.t(), torch.nn.functional.linear, torch.maia.synchronize
             t_addmm = median_us(lambda: torch.addmm(bias, dx, wt))
-            t_flin = median_us(lambda: torch.nn.functional.linear(dx, dlin.weight, bias))
+            t_flin = median_us(lambda: flin(dx, weight, bias))
+            sync()
+
+            def flin_and_wait():
+                flin(dx, weight, bias)
+                sync()
+            t_flin_sync = median_us(flin_and_wait)
             t_floor = median_us(mt.ops.current_device)
-            torch.maia.synchronize()
-            # The Python above the op: an nn.Module call that does nothing, and
+            sync()
+            # The Python above the op: an nn.Module call that does nothing, a
+            # parameter's lookup (Module.__getattr__; nn.Linear makes two) and
             # a synchronize with nothing queued.
             nop = Nop()
             t_module = median_us(lambda: nop(dx))
-            t_sync = median_us(torch.maia.synchronize)
+            t_param = median_us(lambda: dlin.weight)
+            t_sync = median_us(sync)
             # What one call does: jobs, host waits, buffer objects made.
             jobs, waits, bos = mt.jobs_submitted(), mt.host_waits(), mt.memory_stats()["bo_count"]
             for _ in range(ITERS):
@@ -132,9 +145,19 @@ def bench(M, K, N):
     emit("linear_fp32_%s_maia_torch_enqueued" % shape, t_enq, c_line["name"], c_us)
     emit("linear_fp32_%s_maia_addmm_enqueued" % shape, t_addmm, c_line["name"], c_us)
     emit("linear_fp32_%s_maia_f_linear_enqueued" % shape, t_flin, c_line["name"], c_us)
+    emit("linear_fp32_%s_maia_f_linear_sync" % shape, t_flin_sync, c_line["name"], c_us)
     emit("torch_op_call_floor_%s" % shape, t_floor)
     emit("torch_module_call_floor_%s" % shape, t_module)
+    emit("torch_param_lookup_%s" % shape, t_param)
     emit("torch_synchronize_idle_%s" % shape, t_sync)
+    # What no backend can remove: a no-op module call, a no-op op and an
+    # idle synchronize, against the goal of 1.5x C.
+    t_py = t_module + t_floor + t_sync
+    emit("torch_python_floor_%s" % shape, t_py, c_line["name"], c_us)
+    print("torch_linear_%s breakdown: module call %.1f + 2 parameter lookups %.1f + F.linear and "
+          "synchronize %.1f (op floor %.1f, idle synchronize %.1f); Python floor %.1f us = %.2fx C "
+          "(goal 1.5x = %.1f us)" % (shape, t_module, 2 * t_param, t_flin_sync, t_floor, t_sync,
+                                     t_py, t_py / c_us, 1.5 * c_us), file=sys.stderr, flush=True)
     print("torch_linear_%s: %s" % (shape, per_call), file=sys.stderr, flush=True)
     emit("linear_fp32_%s_cpu_torch_guest" % shape, t_cpu, "torch_linear_%s_us" % shape, t_dev)
     return 0

@@ -354,8 +354,8 @@ def linear_without_autograd():
     dlin = torch.nn.Linear(64, 48).to(DEV)
     dlin.load_state_dict(lin.state_dict())
     w, b = lin.weight.detach(), lin.bias.detach()
-    # 2-D, rank 3 and 4 (flattened), a transposed 2-D input (strides (1, 9))
-    for x in (rand(4, 64), rand(3, 5, 64), rand(2, 3, 2, 64), rand(64, 9).t()):
+    # 2-D, rank 3, 4 and 5 (flattened), a transposed 2-D input (strides (1, 9))
+    for x in (rand(4, 64), rand(3, 5, 64), rand(2, 3, 2, 64), rand(2, 1, 2, 3, 64), rand(64, 9).t()):
         ref = x.double() @ w.double().t() + b.double()
         bound = gemm_bound(x, w.t()) + 1e-6
         dx = x.to(DEV)
@@ -381,6 +381,30 @@ def linear_without_autograd():
         close(f(dx, dw, db), x.double() @ w.double().t() + b.double(),
               gemm_bound(x, w.t()) + 1e-6, "linear, permuted rank 3")
     assert "linear" not in mt.device_stats(), mt.device_stats()
+    # per call one job and no host wait; synchronize waits once per job
+    dx = rand(4, 64).to(DEV)
+    torch.maia.synchronize()
+    mt.reset_stats()
+    jobs, waits = mt.jobs_submitted(), mt.host_waits()
+    with torch.no_grad():
+        for _ in range(10):
+            dlin(dx)
+        assert (mt.jobs_submitted() - jobs, mt.host_waits() - waits) == (10, 0)
+        torch.maia.synchronize()
+    assert mt.host_waits() - waits == 10
+    assert mt.device_stats() == {"linear": 10}, mt.device_stats()
+    # a forward-mode gradient, even without grad mode: torch's composite carries it
+    import torch.autograd.forward_ad as fwad
+    x, t = rand(4, 64), rand(4, 64)
+    mt.reset_stats()
+    with torch.no_grad(), fwad.dual_level():
+        y = f(fwad.make_dual(x.to(DEV), t.to(DEV)), dw, db)
+        primal, tangent = fwad.unpack_dual(y)
+        assert tangent is not None
+    assert "linear" not in mt.device_stats(), mt.device_stats()
+    close(primal, x.double() @ w.double().t() + b.double(), gemm_bound(x, w.t()) + 1e-6,
+          "linear with a tangent")
+    close(tangent, t.double() @ w.double().t(), gemm_bound(t, w.t()), "linear's tangent")
     # a gradient to record: autograd's graph through addmm, as before
     dx = rand(4, 64).to(DEV)
     mt.reset_stats()

@@ -40,9 +40,40 @@ static bool plain(const at::Tensor &t)
 	return t.defined() && (t.key_set() - above) == c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
 }
 
-static bool same_device_float(const at::Tensor &t, const at::Tensor &ref)
+/*
+ * linear() runs per call of every nn.Linear, and under TCG each call into
+ * c10 costs: its checks read each tensor's sizes, strides and keys once
+ * (no t.size(d)/t.stride(d) per dimension, no second check in desc()).
+ */
+
+/* t is a float tensor of ref's dtype on ref's device, every size in 1..MAX_DIM, no negative stride. */
+static bool usable(const at::Tensor &t, const at::Tensor &ref)
 {
-	return on_device(t, ref) && t.scalar_type() == ref.scalar_type() && engine_float(t.scalar_type());
+	if (t.scalar_type() != ref.scalar_type() || t.device() != ref.device() ||
+	    t.dim() > (int64_t)MAIA_TENSOR_MAX_RANK)
+		return false;
+	c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+
+	for (size_t d = 0; d < sizes.size(); d++)
+		if (sizes[d] <= 0 || sizes[d] > (int64_t)MAIA_TENSOR_MAX_DIM || strides[d] < 0)
+			return false;
+	return true;
+}
+
+/* t's descriptor as the matrix (or vector) it is, t checked by usable(). */
+static struct maia_tensor_desc raw_desc(const at::Tensor &t)
+{
+	struct maia_tensor_desc d = {};
+	c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+
+	d.addr = reinterpret_cast<uint64_t>(t.const_data_ptr());
+	d.dtype = (uint8_t)maia_dtype(t.scalar_type());
+	d.rank = (uint8_t)sizes.size();
+	for (size_t i = 0; i < sizes.size(); i++) {
+		d.shape[i] = (uint32_t)sizes[i];
+		d.strides[i] = (uint64_t)strides[i];
+	}
+	return d;
 }
 
 /* A contiguous tensor as the matrix [rows, cols]. */
@@ -50,7 +81,7 @@ static struct maia_tensor_desc matrix(const at::Tensor &t, int64_t rows, int64_t
 {
 	struct maia_tensor_desc d = {};
 
-	d.addr = va_of(t);
+	d.addr = reinterpret_cast<uint64_t>(t.const_data_ptr());
 	d.dtype = (uint8_t)maia_dtype(t.scalar_type());
 	d.rank = 2;
 	d.shape[0] = (uint32_t)rows;
@@ -60,10 +91,16 @@ static struct maia_tensor_desc matrix(const at::Tensor &t, int64_t rows, int64_t
 	return d;
 }
 
-static bool needs_autograd(const at::Tensor &t)
+/*
+ * A gradient would be recorded through t: grad mode on and t requires one,
+ * or t has a forward-mode gradient. Both live in t's autograd meta, which a
+ * tensor that never had either lacks (the input of an inference call).
+ */
+static bool needs_autograd(const at::Tensor &t, bool grad_mode)
 {
-	return t.defined() && ((at::GradMode::is_enabled() && t.requires_grad()) ||
-			       t._fw_grad(0).defined());
+	if (!t.defined() || !t.unsafeGetTensorImpl()->autograd_meta())
+		return false;
+	return (grad_mode && t.requires_grad()) || t._fw_grad(0).defined();
 }
 
 /*
@@ -76,18 +113,22 @@ static bool linear_ok(const at::Tensor &x, const at::Tensor &w, const at::Tensor
 	/* Always included: BackendSelect, ADInplaceOrView; any other (a mode) takes the composite. */
 	static const c10::DispatchKeySet usual({ c10::DispatchKey::BackendSelect,
 						 c10::DispatchKey::ADInplaceOrView });
+	bool grad_mode = at::GradMode::is_enabled();
 
 	if (!plain(x) || !plain(w) || (b.defined() && !plain(b)) ||
 	    !(c10::impl::tls_local_dispatch_key_set().included_ - usual).empty() ||
-	    needs_autograd(x) || needs_autograd(w) || needs_autograd(b))
+	    needs_autograd(x, grad_mode) || needs_autograd(w, grad_mode) || needs_autograd(b, grad_mode))
 		return false;
-	if (w.dim() != 2 || x.dim() < 2 || x.size(-1) != w.size(1) || !same_device_float(x, w) ||
-	    !describable(w) || (x.dim() > 2 && !x.is_contiguous()) || (x.dim() == 2 && !describable(x)))
+	if (!engine_float(w.scalar_type()) || w.dim() != 2 || x.dim() < 2 || x.size(-1) != w.size(1) ||
+	    !usable(w, w))
+		return false;
+	/* x of rank > 2 is described as the matrix [M, K]: any sizes, but contiguous. */
+	if (x.dim() == 2 ? !usable(x, w) :
+	    x.scalar_type() != w.scalar_type() || x.device() != w.device() || !x.is_contiguous())
 		return false;
 	if (x.numel() == 0 || x.numel() / x.size(-1) > (int64_t)MAIA_TENSOR_MAX_DIM)
 		return false;
-	return !b.defined() || (b.dim() == 1 && b.size(0) == w.size(0) && same_device_float(b, w) &&
-				describable(b));
+	return !b.defined() || (b.dim() == 1 && b.size(0) == w.size(0) && usable(b, w));
 }
 
 static at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const c10::optional<at::Tensor> &bias)
@@ -97,13 +138,13 @@ static at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const c10::op
 	if (!linear_ok(x, w, b))
 		return at::native::linear(x, w, bias);
 	int64_t k = x.size(-1), n = w.size(0), m = x.numel() / k;
-	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+	c10::SmallVector<int64_t, 4> shape(x.sizes().begin(), x.sizes().end());
 	Job job(x);
 
 	shape.back() = n;
 	at::Tensor out = empty_on(job.dev(), shape, x.scalar_type());
-	struct maia_tensor_desc da = x.dim() == 2 ? desc(x) : matrix(x, m, k);
-	struct maia_tensor_desc db = desc(w), dc = matrix(out, m, n), dbias = {};
+	struct maia_tensor_desc da = x.dim() == 2 ? raw_desc(x) : matrix(x, m, k);
+	struct maia_tensor_desc db = raw_desc(w), dc = matrix(out, m, n), dbias = {};
 	struct maia_gemm_args g = {};
 
 	/* op(B) = W^T: [K, N], W's strides swapped. */
@@ -114,7 +155,7 @@ static at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const c10::op
 	g.c = &dc;
 	g.alpha = 1.0f;
 	if (b.defined()) {
-		dbias = desc(b);
+		dbias = raw_desc(b);
 		g.bias = &dbias;
 	}
 	job.add(maia_cmd_gemm_ex(job.cmdbuf(), &g), "maia_cmd_gemm_ex");

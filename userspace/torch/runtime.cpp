@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -701,17 +702,33 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &the_allocator);
 
 /* ---- op accounting ---------------------------------------------------------- */
 
+/* Hashed by the name's characters: a count looks up a string_view, no std::string made. */
+struct NameHash {
+	using is_transparent = void;
+	size_t operator()(std::string_view s) const
+	{
+		return std::hash<std::string_view>{}(s);
+	}
+};
+
 /* count_mu protects both maps. */
 static std::mutex count_mu;
-static std::map<std::string, int64_t> device_ops, fallback_ops;
+static std::unordered_map<std::string, int64_t, NameHash, std::equal_to<>> device_ops;
+static std::map<std::string, int64_t> fallback_ops;
 static std::atomic<bool> strict_mode{ std::getenv("MAIA_TORCH_STRICT") &&
 				      std::strcmp(std::getenv("MAIA_TORCH_STRICT"), "0") };
 
+/* Per device op, so cheap: no std::string, no ordered map's string compares. */
 void count_device_op(const char *name)
 {
+	std::string_view key(name);
 	std::lock_guard<std::mutex> lock(count_mu);
+	auto it = device_ops.find(key);
 
-	device_ops[name]++;
+	if (it != device_ops.end())
+		it->second++;
+	else
+		device_ops.emplace(key, 1);
 }
 
 void count_fallback(const std::string &name)
@@ -729,7 +746,7 @@ std::map<std::string, int64_t> device_op_counts()
 {
 	std::lock_guard<std::mutex> lock(count_mu);
 
-	return device_ops;
+	return std::map<std::string, int64_t>(device_ops.begin(), device_ops.end());
 }
 
 std::map<std::string, int64_t> fallback_counts()
