@@ -498,8 +498,8 @@ static uint64_t inject_len(const struct fw_coll *c)
  * first n-2 inputs it receives, as they arrive. Received chunks are always
  * taken (kept in c->gathered), never held for room, and what goes on is read
  * back from there: each message carries all of the stream that is there to
- * send, up to a chunk, so a rank that starts after its predecessor sends
- * its own input and what it holds in one message
+ * send, up to a chunk and GATHER_PIECES inputs, so a rank that starts after
+ * its predecessor sends its own input and what it holds in one message
  * (Documentation/hw/fabric.rst, "Gather-reduce").
  */
 static uint64_t gather_ready(const struct fw_coll *c)
