@@ -23,7 +23,7 @@ from triton.language.extra import libdevice  # noqa: E402
 
 import maia.torch  # noqa: E402
 import tap  # noqa: E402
-from tap import test  # noqa: E402
+from tap import raises, test  # noqa: E402
 
 print("# import torch, maia.torch: %.1f s" % (time.perf_counter() - t0), flush=True)
 t0 = time.perf_counter()
@@ -169,6 +169,53 @@ def launches_batched_into_one_job():
     for out in outs[1:]:
         for name, a, b in zip(NAMES, outs[0], out):
             assert torch.equal(a.cpu(), b.cpu()), name
+
+
+@triton.jit
+def _axpb(x_ptr, y_ptr, a, b, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = o < n
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=m) * a + b, mask=m)
+
+
+@test
+def c_runner_launches_as_the_python_launcher():
+    """A kernel's C runner (maia_triton.driver.MaiaLauncher.runner, which
+    Inductor's launchers call) writes what the Python launcher writes: one
+    KERNEL command, one job outside a batch (counted by the backend),
+    nothing for an empty grid; a CPU tensor or one of another device gets
+    the Python launcher's error. The compiled graph's launchers call C
+    runners."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    n, block = 300, 128
+    x = torch.randn(n)
+    xd = x.to(DEV)
+    y_py, y_c = torch.zeros(n).to(DEV), torch.zeros(n).to(DEV)
+    ck = _axpb[(3, )](xd, y_py, 2.5, -1.0, n, BLOCK=block)
+    run = ck.run.runner(ck.function)
+    assert getattr(run, "__name__", "") == "maia_triton_runner", run
+    head = (3, 1, 1, 0, ck.function, None, None, None, None)
+    torch.maia.synchronize()
+    jobs, ran = maia.torch.jobs_submitted(), launches()
+    run(*head, xd, y_c, 2.5, -1.0, n, block)
+    torch.maia.synchronize()
+    assert (maia.torch.jobs_submitted() - jobs, launches() - ran) == (1, 1)
+    assert torch.equal(y_c.cpu(), y_py.cpu())
+    check_close("axpb, C runner", y_c, x.double() * 2.5 - 1.0)
+    jobs, ran = maia.torch.jobs_submitted(), launches()
+    run(0, 1, 1, *head[3:], xd, y_c, 2.5, -1.0, n, block)
+    assert (maia.torch.jobs_submitted() - jobs, launches() - ran) == (0, 0)
+    raises(ValueError, run, *head, x, y_c, 2.5, -1.0, n, block, match="Triton kernels on Maia take maia tensors")
+    if torch.maia.device_count() > 1:
+        raises(ValueError, run, *head, torch.zeros(n).to("maia:1"), y_c, 2.5, -1.0, n, block,
+               match="is on maia:1 but the kernel runs on maia:0")
+    autotuners = [v for m in PyCodeCache.modules if hasattr(m, "call") for v in vars(m).values()
+                  if isinstance(v, CachingAutotuner) and v.launchers]
+    assert autotuners
+    for k in autotuners:
+        runner = k.launchers[0].__globals__["runner"]
+        assert getattr(runner, "__name__", "") == "maia_triton_runner", (k.fn.__name__, runner)
 
 
 @test
