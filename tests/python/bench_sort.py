@@ -3,7 +3,8 @@
 (Documentation/benchmarks.rst, "Scatters and sorts on the device"): each
 figure the median of 5 calls, each followed by torch.maia.synchronize(),
 after one warm-up call (the programs' first launch waits for its result);
-then the device's modeled time of one more call (torch.maia.Event timing).
+then the device's modeled time of one more call (torch.maia.Event timing);
+for int8 and int16 also the CPU fallback's path (down, CPU torch's sort, up).
 Run in a guest (not a test):
 
     PY=$(qemu/setup/python-env.sh --print-python)   # on the host: the guest's $HOME differs
@@ -64,6 +65,10 @@ def main():
         cpu = median_ms(lambda: f(x))
         model = modeled_ms(lambda: f(xd))
         print("%-40s device %8.1f ms   CPU %8.1f ms   modeled %8.3f ms" % (what, dev, cpu, model), flush=True)
+        if x.dtype in (torch.int8, torch.int16):
+            # what the CPU fallback does: the tensor down, CPU torch's sort, values and indices up
+            fb = median_ms(lambda: tuple(t.to(DEV) for t in f(xd.cpu())))
+            print("%-40s fallback's path %8.1f ms" % (what, fb), flush=True)
     print("device ops: %s" % mt.device_stats())
     print("fallback ops: %s" % mt.fallback_stats())
 

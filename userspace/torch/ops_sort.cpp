@@ -22,6 +22,10 @@
  * blocks of K and merges them pairwise ("bmerge"; sort_on_device()).
  * "sgath" writes the first k of each row: the value at the sorted position
  * and its index. One job; no host wait.
+ *
+ * A whole sort of int8, uint8 or bool rows of 256 or more is a counting
+ * sort instead (radix_sort()); int16 sorts take the CPU fallback (its topk
+ * stays here).
  */
 #include <torch/library.h>
 
@@ -235,8 +239,89 @@ static std::string sgath16(bool packed)
 	return s + "\tvst v20, s3, v28, i32, v29\n\thalt\n";
 }
 
+/*
+ * The counting sort of 8-bit keys (radix_sort()): stable, by one byte of
+ * int32 lanes (s8 its shift; a radix sort's pass). A row of L is cut into C
+ * chunks of Lc; lane f = (row, c) walks its chunk in order, with its own
+ * 256 counters, H[f][digit]. rhist and rplace run 16 lanes an instance
+ * (SHAPE 1 x 16), so an instance's counters are 16 KiB and its loads stay
+ * within the few pages a TVP instance keeps mapped (1024 lanes' would be 1
+ * MiB of counters, a page walk per lane). Their shared set-up: s1 = the
+ * values in (int32, rows x L), s2 = H (int32, rows x C x 256), s3 = rows x
+ * C, s4 = C, s5 = L, s6 = Lc, s7 = the sign bit to flip (0x80, 0x8000 or
+ * 0), s8 = the digit's shift, s9 = 255 to descend, else 0. v2 = row, v5 =
+ * the position, v7 = row x L, v13 = H[f].
+ */
+static std::string rsetup()
+{
+	return "\tshape 1, 16\n\tpid s20, 0\n\tmuli s21, s20, 16\n\tviota v31, 0\n\tvsplat v30, s21\n"
+	       "\tviadd v28, v31, v30\n\tvsplat v30, s3\n\tvicmp v29, v28, v30, lt\t# f, in range\n"
+	       "\tvsplat v1, s4\n\tvidiv v2, v28, v1\n\tvirem v3, v28, v1\t# row, chunk\n"
+	       "\tvsplat v4, s6\n\tvimul v5, v3, v4\t# its first position\n\tvsplat v6, s5\n"
+	       "\tvimul v7, v2, v6\n\tvsplat v8, s7\n\tvsplat v9, s8\n\tvsplati v10, 255\n\tvsplat v11, s9\n"
+	       "\tvsplati v12, 256\n\tvimul v13, v28, v12\n\tvsplati v14, 1\n\tvsplati v21, 0\n\tli s26, 0\n";
+}
+
+/* v22 = the digit of v17 (the key's byte, reversed to descend); v15 = in the row and a lane; v18 = its H */
+static const char *const rdigit =
+	"\tvicmp v15, v5, v6, lt\n\tvand v15, v15, v29\n\tviadd v16, v7, v5\n\tvld v17, s1, v16, i32, v15\n"
+	"\tvxor v22, v17, v8\n\tvshr v22, v22, v9\n\tvand v22, v22, v10\n\tvxor v22, v22, v11\n"
+	"\tviadd v18, v22, v13\n";
+
+/* rhist: H[f][digit] = how many of chunk f have that digit (H zeroed) */
+static std::string rhist()
+{
+	return rsetup() + "loop:\n\tbge s26, s6, done\n" + rdigit +
+	       "\tvld v19, s2, v18, i32, v15\n\tviadd v19, v19, v14\n\tvst v19, s2, v18, i32, v15\n"
+	       "\tviadd v5, v5, v14\n\taddi s26, s26, 1\n\tjmp loop\ndone:\n\thalt\n";
+}
+
+/*
+ * rscan: a lane per (row, digit): H[row][c][digit] over the chunks made
+ * exclusive sums, their total to T; s1 = H, s2 = T, s3 = rows x 256, s4 = C
+ */
+static std::string rscan()
+{
+	return lanes(3) + "\tvsplati v1, 8\n\tvshr v2, v28, v1\t# row\n\tvsplati v1, 255\n\tvand v5, v28, v1\n"
+			  "\tvsplat v1, s4\n\tvimul v2, v2, v1\n\tvsplati v1, 256\n\tvimul v2, v2, v1\n"
+			  "\tviadd v2, v2, v5\t# H[row][0][digit]\n\tvsplati v3, 0\n\tli s26, 0\n"
+			  "loop:\n\tbge s26, s4, done\n\tvld v4, s1, v2, i32, v29\n\tvst v3, s1, v2, i32, v29\n"
+			  "\tviadd v3, v3, v4\n\tviadd v2, v2, v1\n\taddi s26, s26, 1\n\tjmp loop\n"
+			  "done:\n\tvst v3, s2, v28, i32, v29\n\thalt\n";
+}
+
+/* rbase: a lane per row: T over the digits made exclusive sums (where each digit starts); s1 = T, s2 = rows */
+static std::string rbase()
+{
+	return lanes(2) + "\tvsplati v1, 256\n\tvimul v2, v28, v1\n\tvsplati v3, 0\n\tvsplati v14, 1\n\tli s26, 0\n"
+			  "\tli s27, 256\nloop:\n\tbge s26, s27, done\n\tvld v4, s1, v2, i32, v29\n"
+			  "\tvst v3, s1, v2, i32, v29\n\tviadd v3, v3, v4\n\tviadd v2, v2, v14\n\taddi s26, s26, 1\n"
+			  "\tjmp loop\ndone:\n\thalt\n";
+}
+
+/*
+ * rplace: each element of chunk f to T[row][digit] + H[f][digit] (then H +
+ * 1), in chunk order, so equal digits keep their order (stable). s10 =
+ * the indices in (int32; 0: the positions), s11 = T, s12 = the values out
+ * (int32), s13 = the indices out, s14 = 1: int64 indices (else int32).
+ */
+static std::string rplace()
+{
+	return rsetup() + "loop:\n\tbge s26, s6, done\n" + rdigit +
+	       "\tvld v19, s2, v18, i32, v15\n\tviadd v23, v19, v14\n\tvst v23, s2, v18, i32, v15\n"
+	       "\tvimul v24, v2, v12\n\tviadd v24, v24, v22\n\tvld v25, s11, v24, i32, v15\n"
+	       "\tviadd v19, v19, v25\n\tviadd v19, v19, v7\t# where it goes\n\tvst v17, s12, v19, i32, v15\n"
+	       "\tvmov v26, v5\n\tbeqz s10, have\n\tvld v26, s10, v16, i32, v15\nhave:\n"
+	       "\tbeqz s14, narrow\n\tviadd v27, v19, v19\n\tvst v26, s13, v27, i32, v15\n\tviadd v27, v27, v14\n"
+	       "\tvst v21, s13, v27, i32, v15\n\tjmp next\nnarrow:\n\tvst v26, s13, v19, i32, v15\n"
+	       "next:\n\tviadd v5, v5, v14\n\taddi s26, s26, 1\n\tjmp loop\ndone:\n\thalt\n";
+}
+
 static std::string family(const std::string &kind, const std::string &t)
 {
+	if (kind[0] == 'r')	/* the radix sort's: int32 lanes only */
+		return t != "i32" ? "" : kind == "rhist" ? rhist() : kind == "rscan" ? rscan() :
+					 kind == "rbase" ? rbase() : rplace();
 	bool any = t == "f32" || t == "bf16" || t == "f16" || t == "i32" || t == "i64" || t == "i8" || t == "u8";
 	bool packed = kind.back() == 'p', small = t == "bf16" || t == "i16" || t == "i8" || t == "u8";
 	std::string k = packed ? kind.substr(0, kind.size() - 1) : kind;
@@ -259,7 +344,8 @@ static std::string family(const std::string &kind, const std::string &t)
 }
 
 [[maybe_unused]] static const bool registered =
-	tvp::add_family({ "skey", "skeyp", "bsortl", "bsortg", "bmerge", "sgath", "sgathp" }, family);
+	tvp::add_family({ "skey", "skeyp", "bsortl", "bsortg", "bmerge", "sgath", "sgathp", "rhist", "rscan", "rbase",
+			  "rplace" }, family);
 
 /* ---- the sort ------------------------------------------------------------------ */
 
@@ -389,16 +475,71 @@ static bool sort_on_device(const at::Tensor &self, int64_t d, bool descending, i
 	return true;
 }
 
+/* H's largest size (int32 elements: 16 MiB) */
+static constexpr int64_t max_hist = (int64_t)1 << 22;
+
+/*
+ * The whole sort of an 8-bit type (int8, uint8, bool) along d as a
+ * counting sort (rhist, rscan, rbase, rplace), on int32 lanes widened and
+ * narrowed by the device's conversions. Rows of at least 256 (shorter
+ * ones: the bitonic sort, cheaper than 256 counters a row); false: not for
+ * it, or failed (the device failed a kernel). The programs take any byte
+ * of the key (s8), but int16's two passes took 2.8 times the CPU
+ * fallback's time in the guest (Documentation/benchmarks.rst), so int16
+ * sorts take the fallback.
+ */
+static bool radix_sort(const at::Tensor &self, int64_t d, bool descending, at::Tensor &values, at::Tensor &indices,
+		       bool &failed, const char *op)
+{
+	at::ScalarType st = self.scalar_type();
+	bool byte = st == at::kChar || st == at::kByte || st == at::kBool;
+	/* chunks of about 256: the instructions are the elements' either way, the counters fewer */
+	int64_t L = self.size(d), rows = L ? self.numel() / L : 0, C = std::min<int64_t>(1024, (L + 255) / 256);
+
+	failed = false;
+	if (!byte || !sortable(self) || L < 256 || rows == 0 || 2 * self.numel() >= ((int64_t)1 << 31))
+		return false;
+	while (C > 1 && rows * 256 * C > max_hist)
+		C /= 2;
+	if (rows * 256 * C > max_hist)
+		return false;
+	int64_t Lc = (L + C - 1) / C, n = rows * L;
+	uint32_t grid = (uint32_t)((rows * C + 15) / 16);	/* rhist and rplace: 16 lanes an instance */
+	at::Tensor x = self.movedim(d, -1).contiguous().to(at::kInt);
+	at::TensorOptions i32 = self.options().dtype(at::kInt);
+	at::Tensor H = at::zeros({ rows * C * 256 }, i32), T = at::empty({ rows * 256 }, i32), v = at::empty({ n }, i32);
+	at::Tensor i = at::empty(x.sizes(), self.options().dtype(at::kLong));
+	std::vector<uint64_t> common = { va_of(x), va_of(H), (uint64_t)(rows * C), (uint64_t)C, (uint64_t)L,
+					 (uint64_t)Lc, st == at::kChar ? 0x80u : 0u, 0, descending ? 255u : 0u };
+	std::vector<Launch> l = {
+		{ "rhist.i32", grid, common },
+		{ "rscan.i32", tvp::blocks(rows * 256), { va_of(H), va_of(T), (uint64_t)(rows * 256), (uint64_t)C } },
+		{ "rbase.i32", tvp::blocks(rows), { va_of(T), (uint64_t)rows } },
+	};
+
+	common.insert(common.end(), { 0, va_of(T), va_of(v), va_of(i), 1 });
+	l.push_back({ "rplace.i32", grid, common });
+	if (tvp::run(dev_of(self), l, op) != l.size()) {
+		failed = true;
+		return false;
+	}
+	values = v.view(x.sizes()).to(st).movedim(-1, d).contiguous();
+	indices = i.movedim(-1, d).contiguous();
+	return true;
+}
+
 static std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, c10::optional<bool> stable, int64_t dim,
 						      bool descending)
 {
 	at::Tensor v, i;
 	bool failed = false;
 
-	if (self.dim() >= 1) {
+	/* int16: the CPU is faster than either device sort (radix_sort()) */
+	if (self.dim() >= 1 && self.scalar_type() != at::kShort) {
 		int64_t d = c10::maybe_wrap_dim(dim, self.dim());
 
-		if (sort_on_device(self, d, descending, self.size(d), v, i, failed, "sort")) {
+		if (radix_sort(self, d, descending, v, i, failed, "sort") ||
+		    (!failed && sort_on_device(self, d, descending, self.size(d), v, i, failed, "sort"))) {
 			count_device_op("sort");
 			return { v, i };
 		}
