@@ -1089,7 +1089,10 @@ static bool buffers(struct fw_coll *c)
 		if (!c->buf_bytes)
 			return false;
 	}
+	/* Never none for a gather-reduce: a count of 0 still points into it. */
 	gbytes = c->gather ? c->cmd.count * c->es * nranks(c) : 0;
+	if (c->gather && gbytes < 64)
+		gbytes = 64;
 	if (gbytes > c->gathered_bytes) {
 		free(c->gathered);
 		c->gathered = malloc(gbytes);
