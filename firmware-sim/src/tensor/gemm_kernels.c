@@ -364,12 +364,12 @@ static void pack_a_k16_avx2(const float *rows, size_t ld, size_t kc, unsigned in
 #define AVX512_MR	14
 #define AVX512_KB	GEMM_KB
 
-/* One k of the 14 x 32 kernel: A(i, k) at a[i * w], B's row at b. */
-#define AVX512_STEP(a, w, b)							\
+/* One k of rows (<= 14) rows of the 14 x 32 kernel: A(i, k) at a[i * w], B's row at b. */
+#define AVX512_STEP(a, w, b, rows)						\
 	do {									\
 		__m512 b0_ = _mm512_load_ps(b), b1_ = _mm512_load_ps((b) + 16);\
 		_Pragma("GCC unroll 14")					\
-		for (int i_ = 0; i_ < AVX512_MR; i_++) {			\
+		for (int i_ = 0; i_ < (rows); i_++) {				\
 			__m512 ai_ = _mm512_set1_ps((a)[i_ * (w)]);		\
 										\
 			acc[i_][0] = _mm512_fmadd_ps(ai_, b0_, acc[i_][0]);	\
@@ -377,21 +377,21 @@ static void pack_a_k16_avx2(const float *rows, size_t ld, size_t kc, unsigned in
 		}								\
 	} while (0)
 
-__attribute__((target("avx512f")))
-static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
-			size_t ldc, int accumulate)
+/* The first rows rows of the tile (rows a constant once inlined; the rest not read or written). */
+__attribute__((target("avx512f"), always_inline))
+static inline void avx512_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
+			       size_t ldc, int accumulate, const int rows)
 {
-	const float *a = ap, *b = bp;
 	__m512 acc[AVX512_MR][2];
 	size_t k, kk, w;
 	int i;
 
 	/* C's rows fetched one per k block when there are enough blocks (above) */
-	bool spread = accumulate && kc / AVX512_KB > AVX512_MR;
+	bool spread = accumulate && kc / AVX512_KB > (size_t)rows;
 	size_t blk = 0;
 
 #pragma GCC unroll 14
-	for (i = 0; i < AVX512_MR; i++) {
+	for (i = 0; i < rows; i++) {
 		if (accumulate && !spread) {
 			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
 			_mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
@@ -400,24 +400,56 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
 		acc[i][1] = _mm512_setzero_ps();
 	}
 	for (k = 0; k + AVX512_KB <= kc; k += AVX512_KB, a += AVX512_KB * AVX512_MR, blk++) {
-		if (spread && blk < AVX512_MR) {
+		if (spread && blk < (size_t)rows) {
 			_mm_prefetch((const char *)(c + blk * ldc), _MM_HINT_T0);
 			_mm_prefetch((const char *)(c + blk * ldc + 16), _MM_HINT_T0);
 		}
 #pragma GCC unroll 16
 		for (kk = 0; kk < AVX512_KB; kk++, b += ldb)
-			AVX512_STEP(a + kk, AVX512_KB, b);
+			AVX512_STEP(a + kk, AVX512_KB, b, rows);
 	}
 	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
-		AVX512_STEP(a + kk, w, b);
+		AVX512_STEP(a + kk, w, b, rows);
 #pragma GCC unroll 14
-	for (i = 0; i < AVX512_MR; i++) {
+	for (i = 0; i < rows; i++) {
 		if (accumulate) {
 			acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_load_ps(c + i * ldc));
 			acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_load_ps(c + i * ldc + 16));
 		}
 		_mm512_store_ps(c + i * ldc, acc[i][0]);
 		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
+	}
+}
+
+__attribute__((target("avx512f")))
+static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			size_t ldc, int accumulate)
+{
+	avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR);
+}
+
+/*
+ * A tile cut by the block's last rows: only its rows rows computed, the
+ * same FMAs in the same order for each (a 32-row block in 14-row tiles was
+ * 42 rows of work; r rows take max(r, 4) of the full tile's 14 cycles per
+ * k, 2 r FMA chains against the FMA's 4-cycle latency on two ports).
+ */
+__attribute__((target("avx512f")))
+static void kern_avx512_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			     size_t ldc, int accumulate, unsigned int rows)
+{
+	switch (rows) {
+#define AVX512_ROWS(r_)								\
+	case r_:								\
+		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, r_);		\
+		break
+	AVX512_ROWS(1); AVX512_ROWS(2); AVX512_ROWS(3); AVX512_ROWS(4); AVX512_ROWS(5);
+	AVX512_ROWS(6); AVX512_ROWS(7); AVX512_ROWS(8); AVX512_ROWS(9); AVX512_ROWS(10);
+	AVX512_ROWS(11); AVX512_ROWS(12); AVX512_ROWS(13);
+#undef AVX512_ROWS
+	default:
+		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR);
+		break;
 	}
 }
 
@@ -444,8 +476,8 @@ static void pack_a_k16(const float *rows, size_t ld, size_t kc, unsigned int mr,
 /* The order only breaks ties in speed; "portable" is the last but one. */
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
-	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB, NULL,
-	  NULL },
+	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB,
+	  kern_avx512_rows, NULL },
 	{ "avx2", AVX2_MR, 16, kern_avx2, pack_a_k16_avx2, 0, NULL, false, GEMM_KB,
 	  kern_avx2_rows, kern_avx2_rows2 },
 	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
