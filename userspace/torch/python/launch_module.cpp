@@ -26,7 +26,10 @@
 
 namespace {
 
-/* One kernel's runner: what a launch needs besides its arguments. */
+/*
+ * One kernel's runner: what a launch needs besides its arguments. Its
+ * launches hold the GIL throughout, which serializes them (kernel, binary).
+ */
 struct Runner {
 	PyObject *slow;			/* the Python launcher (a reference) */
 	std::string key;		/* the binary's name (its hash) */
