@@ -21,8 +21,12 @@
 #include <linux/types.h>
 
 #define MAIA_FABRIC_ETHERTYPE		0x88b5u	/* IEEE local experimental 1 */
-/* 4: NAK, selective retransmission; 3: gather-reduce; 2: 60 KiB messages (1: 64 KiB) */
-#define MAIA_FABRIC_VERSION		4u
+/*
+ * 5: a gather-reduce message carries several ranks' inputs (model_delta_ns);
+ * 4: NAK, selective retransmission; 3: gather-reduce; 2: 60 KiB messages
+ * (1: 64 KiB)
+ */
+#define MAIA_FABRIC_VERSION		5u
 #define MAIA_FABRIC_MAX_PORTS		12u	/* 12 x 400 GbE on Maia 100 */
 #define MAIA_FABRIC_PORT_ANY		0xffu	/* dst_port of a HELLO */
 
