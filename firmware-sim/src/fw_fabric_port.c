@@ -26,7 +26,9 @@
  *     one of these nested rounds) that queues a frame here runs this
  *     device's round itself, at once, when no thread is in one (fab->busy
  *     clear) and the links run (rx_inline_locked()); so does a doorbell
- *     writer whose job parked on a small operation (fw_fabric_end_deferred()).
+ *     writer whose job parked on a small operation (fw_fabric_end_deferred()),
+ *     when every port that is UP has a direct cable (a NIC's frames wait
+ *     for the host's main loop: the writer wakes the fabric thread instead).
  *     A frame for a device with a thread in its round (a ring's frame that
  *     comes back to a device of the nest, or a device whose fabric thread
  *     runs) is queued, and that thread takes it when its round ends. No
@@ -971,17 +973,38 @@ void fw_fabric_defer_kicks(struct maia_sim *sim)
 	}
 }
 
+/*
+ * Whether every port whose link is UP is in `direct` (maia_sim_ops.
+ * fabric_direct_ports): a doorbell writer's round then delivers its frames
+ * into their receivers itself. A frame through a NIC would wait for QEMU's
+ * main loop, which needs the lock the writer (a vCPU) holds: the round
+ * would only delay the writer's next doorbell (Documentation/benchmarks.rst,
+ * the net layer's 8-byte all-reduce pairs).
+ */
+static bool up_ports_direct_locked(const struct fw_fabric *fab, uint32_t direct)
+{
+	for (unsigned int i = 0; i < fab->nports; i++)
+		if (fab->port[i].info.up && !(direct & (1u << i)))
+			return false;
+	return true;
+}
+
 void fw_fabric_end_deferred(struct maia_sim *sim, bool run_here)
 {
+	uint32_t direct = UINT32_MAX;
+
 	if (kicks_deferred != sim)
 		return;
 	kicks_deferred = NULL;
 	if (!kick_pending)
 		return;
 	kick_pending = false;
+	/* Asked before sim->lock: the host's answer takes locks of its own. */
+	if (run_here && sim->ops.fabric_direct_ports)
+		direct = sim->ops.fabric_direct_ports(sim->opaque);
 	pthread_mutex_lock(&sim->lock);
 	if (sim->fab->kicked) {
-		if (run_here && inline_ok_locked(sim))
+		if (run_here && up_ports_direct_locked(sim->fab, direct) && inline_ok_locked(sim))
 			rx_inline_locked(sim);
 		else if (!sim->fab->busy)
 			pthread_cond_signal(&sim->fab_cond);

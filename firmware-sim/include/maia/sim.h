@@ -90,6 +90,17 @@ struct maia_sim_ops {
 	 * (maia_sim_fabric_frame_seal()).
 	 */
 	int (*fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
+	/*
+	 * Optional: the ports (bit N: port N) whose frames fabric_tx hands on
+	 * at once on the calling thread (a direct cable into a device of this
+	 * process, a shared-memory ring), rather than queue them for a thread
+	 * that may need a lock the caller holds (QEMU's main loop, which takes
+	 * a NIC's frames, needs the BQL a vCPU writing a doorbell holds). A
+	 * doorbell writer runs its device's first fabric round itself only
+	 * when every port whose link is UP is one of these; otherwise it wakes
+	 * the fabric thread. Called with no library lock held. NULL: all ports.
+	 */
+	uint32_t (*fabric_direct_ports)(void *opaque);
 };
 
 struct maia_sim_config {

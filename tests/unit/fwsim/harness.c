@@ -140,6 +140,14 @@ static int env_tx_lend(void *opaque, unsigned int port, const void *frame, size_
 	return e->fabric_tx_lend(e->fabric_opaque, port, frame, len);
 }
 
+/* Asked by a doorbell writer with no library lock held. */
+static uint32_t env_direct_ports(void *opaque)
+{
+	struct env *e = opaque;
+
+	return e->fabric_direct_ports(e->fabric_opaque);
+}
+
 static const struct maia_sim_ops env_ops = {
 	.dma_read = env_dma_read,
 	.dma_write = env_dma_write,
@@ -158,6 +166,7 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 unsigned int env_fabric_window;
 uint32_t env_fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
 int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
+uint32_t (*env_fabric_direct_ports)(void *opaque);
 
 int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 		    uint64_t host_size, unsigned int ports, uint64_t serial,
@@ -180,6 +189,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	e->shadow_queue = -1;
 	e->fabric_tx = tx;
 	e->fabric_tx_lend = env_fabric_tx_lend;
+	e->fabric_direct_ports = env_fabric_direct_ports;
 	e->fabric_opaque = opaque;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
@@ -195,6 +205,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	ops = env_ops;
 	if (e->fabric_tx_lend)
 		ops.fabric_tx_lend = env_tx_lend;
+	if (e->fabric_direct_ports)
+		ops.fabric_direct_ports = env_direct_ports;
 	e->sim = maia_sim_create(&cfg, &ops, e);	/* it keeps a copy of ops */
 	if (!e->sim) {
 		int err = -errno;

@@ -59,6 +59,8 @@ struct env {
 	int (*fabric_tx)(void *opaque, unsigned int port, const void *frame, size_t len);
 	/* Set (env_fabric_tx_lend): DATA frames are lent (maia_sim_ops.fabric_tx_lend). */
 	int (*fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
+	/* Set (env_fabric_direct_ports): maia_sim_ops.fabric_direct_ports. */
+	uint32_t (*fabric_direct_ports)(void *opaque);
 	void *fabric_opaque;
 };
 
@@ -87,6 +89,8 @@ extern unsigned int env_fabric_window;
 extern uint32_t env_fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
 /* ops.fabric_tx_lend of the devices env_init_fabric() makes next (NULL: none). */
 extern int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
+/* ops.fabric_direct_ports of the devices env_init_fabric() makes next (NULL: none). */
+extern uint32_t (*env_fabric_direct_ports)(void *opaque);
 
 void *host_ptr(struct env *e, uint64_t bus);
 uint64_t host_alloc(struct env *e, uint64_t size, uint64_t align);

@@ -84,6 +84,12 @@ static uint32_t dev1_recv_lat_ns;	/* ring_up(): device 1's receive port's extra 
 static uint32_t all_lat_ns;		/* ring_up(): every port's extra latency */
 static uint8_t trial_algo;		/* the algo prepare() gives */
 static bool inline_db;			/* ring_up(): the doorbell fast path on */
+/* ring_up(): maia_sim_ops.fabric_direct_ports's answer, or all ports if unset. */
+static bool direct_set;
+static uint32_t direct_mask;
+/* Frames sent on a thread while it rang a doorbell (submit()). */
+static __thread bool submitting;
+static unsigned long tx_on_submit;
 
 static uint64_t now_ms(void)
 {
@@ -141,6 +147,8 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 	bool lost = true;
 
 	__atomic_add_fetch(&lent_out, 1, __ATOMIC_RELAXED);
+	if (submitting)
+		__atomic_add_fetch(&tx_on_submit, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->lock);
 	if (d->to) {
 		d->rng = d->rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -181,6 +189,8 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 	struct dir *d = &n->out[port];
 	int ret = -1;
 
+	if (submitting)
+		__atomic_add_fetch(&tx_on_submit, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->lock);
 	if (d->to && d->hold) {
 		d->hold = false;
@@ -238,6 +248,13 @@ static bool all_up(void)
 	return true;
 }
 
+/* Asked by a doorbell writer: the ports the test calls direct. */
+static uint32_t cable_direct_ports(void *opaque)
+{
+	(void)opaque;
+	return __atomic_load_n(&direct_mask, __ATOMIC_RELAXED);
+}
+
 /*
  * n devices in a ring; loss_ppm on the direction device 0 -> device 1;
  * DATA frames lent through the cables if lend.
@@ -255,12 +272,14 @@ static bool ring_up_lend(unsigned int n, uint32_t loss_ppm, bool lend)
 			nodes[i].out[p].rng = 0x10ad + 7 * i + p;
 		}
 		env_fabric_tx_lend = lend ? cable_tx_lend : NULL;
+		env_fabric_direct_ports = direct_set ? cable_direct_ports : NULL;
 		env_fabric_lat_ns[RECV_PORT] = all_lat_ns + (i == 1 ? dev1_recv_lat_ns : 0);
 		env_fabric_lat_ns[SEND_PORT] = all_lat_ns + (i == 0 ? dev0_send_lat_ns : 0);
 		if (env_init_fabric(&nodes[i].e, 2, HBM_SIZE, HOST_SIZE, NPORTS,
 				    0x4d41000000c0ull + i, cable_tx, &nodes[i]))
 			return false;
 		env_fabric_tx_lend = NULL;
+		env_fabric_direct_ports = NULL;
 		env_fabric_lat_ns[SEND_PORT] = 0;
 		env_fabric_lat_ns[RECV_PORT] = 0;
 		boot_or_die(&nodes[i].e);
@@ -373,8 +392,10 @@ static void prepare(struct trial *t, unsigned int coll, unsigned int dtype, unsi
 static void submit(struct trial *t, unsigned int r)
 {
 	t->irqs[r] = irq_count(&nodes[r].e, MAIA_VEC_QUEUE(t->qi));
+	submitting = true;
 	t->slot[r] = queue_push(&nodes[r].e, &nodes[r].q[t->qi], t->cb_bus[r], sizeof(t->k[r]),
 				0, 0, t->k[r].seq, true);
+	submitting = false;
 }
 
 /* Waits for rank r's completion entry; its status and report go to o. */
@@ -1759,6 +1780,46 @@ static void test_inline_rx(unsigned int n, bool lend)
 	ring_down();
 }
 
+/*
+ * A doorbell writer runs its device's first fabric round (frames sent on its
+ * thread) only when every port that is UP is direct (maia_sim_ops.
+ * fabric_direct_ports): otherwise its frames would wait for a host thread
+ * that may need a lock the writer holds, and it wakes the fabric thread. A
+ * ring of n with the doorbell fast path on: with every port direct, frames
+ * leave on the submitting threads; with the receive port not direct, none
+ * does, however the threads run. The all-reduces are exact either way.
+ */
+static void test_doorbell_direct(unsigned int n)
+{
+	static const uint32_t masks[] = { UINT32_MAX, 1u << SEND_PORT };
+
+	direct_set = true;
+	for (unsigned int m = 0; m < 2; m++) {
+		unsigned long before;
+		long wrong = 0;
+		bool ok = true;
+
+		direct_mask = masks[m];
+		if (!tap_ok(ring_up_lend(n, 0, false), "doorbell direct: %u devices cabled", n))
+			break;
+		before = __atomic_load_n(&tx_on_submit, __ATOMIC_RELAXED);
+		for (unsigned int i = 0; i < 10; i++) {
+			struct outcome r = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32,
+					       MAIA_REDOP_SUM, 2, 0, false, -1, LONG_TIMEOUT_MS);
+
+			ok &= all_ok(&r);
+			wrong += r.wrong;
+		}
+		before = __atomic_load_n(&tx_on_submit, __ATOMIC_RELAXED) - before;
+		tap_ok(ok && !wrong && (m ? before == 0 : before > 0),
+		       "doorbell direct, %u devices, %s: 10 8-byte all-reduces OK (#wrong %ld), "
+		       "%lu frames sent on the doorbell writers' threads", n,
+		       m ? "receive port not direct" : "every port direct", wrong, before);
+		ring_down();
+	}
+	direct_set = false;
+}
+
 /* One job on node r's queue qi (command buffer in host memory): its completion entry. */
 static struct maia_cq_entry run_job(unsigned int r, unsigned int qi, const struct cmdbuf *cb,
 				    uint64_t id)
@@ -1940,6 +2001,8 @@ int main(void)
 	inline_db = true;
 	test_inline_rx(4, true);
 	test_inline_order();
+	test_doorbell_direct(2);
+	test_doorbell_direct(4);
 	test_ring(2, 0, false, 0);
 	test_ring(4, 0, true, 0);
 	test_fabric_wait_status();
