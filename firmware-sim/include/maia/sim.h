@@ -40,6 +40,12 @@ struct maia_sim_ops {
 	/* Optional: a device event worth tracing, as one line. */
 	void (*trace)(void *opaque, const char *msg);
 	/*
+	 * Optional, beside trace: whether anyone takes trace messages now (a
+	 * cheap check: it is asked for every message). While it says no the
+	 * library formats none. NULL: trace takes every message.
+	 */
+	bool (*trace_enabled)(void *opaque);
+	/*
 	 * Optional, TEST-ONLY PATH today: queue's shadow tail was set (enabled)
 	 * or cleared. The glue may then route the doorbell through an eventfd
 	 * and call maia_sim_doorbell_kick(). Called from an MMIO write. The

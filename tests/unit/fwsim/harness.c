@@ -106,11 +106,20 @@ static void env_guest_error(void *opaque, const char *msg)
 		printf("# guest error: %s\n", msg);
 }
 
+/* FWSIM_TRACE set: trace messages printed. Read when a device is made. */
+static bool env_tracing;
+
 static void env_trace(void *opaque, const char *msg)
 {
 	(void)opaque;
-	if (getenv("FWSIM_TRACE"))
+	if (env_tracing)
 		printf("# trace: %s\n", msg);
+}
+
+static bool env_trace_enabled(void *opaque)
+{
+	(void)opaque;
+	return env_tracing;
 }
 
 static void env_shadow_changed(void *opaque, unsigned int queue, bool enabled)
@@ -154,6 +163,7 @@ static const struct maia_sim_ops env_ops = {
 	.raise_irq = env_raise,
 	.guest_error = env_guest_error,
 	.trace = env_trace,
+	.trace_enabled = env_trace_enabled,
 	.shadow_changed = env_shadow_changed,
 	.fabric_tx = env_fabric_tx,
 };
@@ -193,6 +203,7 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	e->fabric_opaque = opaque;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
+	env_tracing = getenv("FWSIM_TRACE") != NULL;
 	maia_sim_config_defaults(&cfg);
 	cfg.hbm = e->hbm;
 	cfg.hbm_size = hbm_size;
