@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The collective engine (fw_fabric_coll.c): 1 to 5 engines wired into a ring
+ * The collective engine (fw_fabric_coll.c): 1 to 8 engines wired into a ring
  * by plain function calls. Each link is a bounded in-order queue of messages
  * (capacity 2..8, so back-pressure and refusal happen all the time); the
  * links are served in a seeded random interleaving and the ranks start at
@@ -18,12 +18,14 @@
 #include <string.h>
 
 #include "../../../firmware-sim/src/fw_fabric_coll.h"
+#include "../../../firmware-sim/src/fw_model.h"
 #include "coll_ref.h"
 #include "maia/hw/dtype.h"
 #include "maia/hw/queue.h"
 #include "tap.h"
 
-#define MAX_RANKS	5
+#define MAX_RANKS	8	/* ranks a ring has room for */
+#define MATRIX_RANKS	5	/* the matrix goes up to this many */
 #define MAX_CMDS	4
 #define SEND_VA		0x10000000ull
 #define RECV_VA		0x80000000ull
@@ -35,6 +37,10 @@
 static unsigned int send_port = SEND_PORT, recv_port = RECV_PORT;
 
 static uint64_t rng_state;
+/* ring_init()'s engines price their hops on this chip (NULL: no modeled time). */
+static const struct fw_chip *model_chip;
+/* Each rank's modeled end (fw_coll.model_end_ns) of run_one()'s collective. */
+static uint64_t model_end[MAX_RANKS];
 /* run_one's inputs: ref_fill_special() (NaNs, +-0, ties...) instead of ref_fill(). */
 static bool fill_special;
 
@@ -176,6 +182,7 @@ static void ring_init(unsigned int n, unsigned int early_msgs)
 	fw_coll_config_defaults(&cfg);
 	cfg.nports = 2;
 	cfg.early_msgs = early_msgs;
+	cfg.model_chip = model_chip;
 	for (unsigned int i = 0; i < n; i++) {
 		R.r[i].index = i;
 		R.link[i].cap = 2 + rng_below(7);
@@ -403,6 +410,7 @@ static long run_one(unsigned int n, unsigned int coll, unsigned int dtype, unsig
 		}
 		sent += k->report.bytes_sent;
 		received += k->report.bytes_received;
+		model_end[r] = k->eng.model_end_ns;
 		ref_expected(in, r, &k->cmd[0], exp);
 		for (size_t i = 0; i < k->recv_len / es; i++)
 			if (memcmp(exp + i * es, k->recv + i * es, es)) {
@@ -461,7 +469,7 @@ static void test_matrix(void)
 	static const char *const algo_asked[] = { "", " (ring asked for)",
 						   " (gather-reduce asked for)" };
 
-	for (unsigned int n = 1; n <= MAX_RANKS; n++) {
+	for (unsigned int n = 1; n <= MATRIX_RANKS; n++) {
 		for (unsigned int coll = 1; coll <= 5; coll++) {
 			bool ar = coll == MAIA_COLL_ALL_REDUCE;
 			bool reduces = ar || coll == MAIA_COLL_REDUCE_SCATTER;
@@ -527,7 +535,7 @@ static void test_minmax_special(void)
 	static const uint32_t chunks[] = { 4, 68, 200, 0 };
 
 	fill_special = true;
-	for (unsigned int n = 2; n <= MAX_RANKS; n++) {
+	for (unsigned int n = 2; n <= MATRIX_RANKS; n++) {
 		for (unsigned int coll = MAIA_COLL_ALL_REDUCE; coll <= MAIA_COLL_REDUCE_SCATTER;
 		     coll += MAIA_COLL_REDUCE_SCATTER - MAIA_COLL_ALL_REDUCE) {
 			for (unsigned int dt = 0; dt < 2; dt++) {
@@ -1130,6 +1138,43 @@ static void test_gather_stream(unsigned int dtype, bool in_place)
 	       msgs[0], msgs[1], msgs[2], msgs[3], (unsigned int)((n - 1) * count * es), wrong);
 }
 
+/*
+ * Modeled time does not depend on the order things happen in
+ * (Documentation/hw/time-model.rst): gather-reduce on n ranks, with chunks
+ * smaller than an input, so that how much of the stream a message carries
+ * depends on what had arrived; each rank's modeled end must be the same
+ * over many seeded interleavings and start orders.
+ */
+static void test_gather_model_order(unsigned int n, uint64_t count, uint32_t chunk)
+{
+	uint64_t first[MAX_RANKS] = { 0 }, lo = UINT64_MAX, hi = 0;
+	unsigned int runs = 24, differ = 0;
+	bool ok = true;
+
+	model_chip = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	cmd_algo = MAIA_COLL_ALGO_GATHER_REDUCE;
+	for (unsigned int i = 0; i < runs; i++) {
+		long w = run_one(n, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, count,
+				 chunk, i & 1);
+
+		ok &= w == 0;
+		for (unsigned int r = 0; r < n; r++) {
+			if (!i)
+				first[r] = model_end[r];
+			differ += model_end[r] != first[r];
+			lo = model_end[r] < lo ? model_end[r] : lo;
+			hi = model_end[r] > hi ? model_end[r] : hi;
+		}
+	}
+	cmd_algo = MAIA_COLL_ALGO_AUTO;
+	model_chip = NULL;
+	tap_ok(ok && !differ && first[0],
+	       "gather-reduce n=%u count %llu chunk %u: modeled end the same in %u interleavings "
+	       "(%u rank ends differ from the first run's; %llu..%llu ns)",
+	       n, (unsigned long long)count, chunk, runs, differ, (unsigned long long)lo,
+	       (unsigned long long)hi);
+}
+
 int main(void)
 {
 	/* Seeded; FABRIC_COLL_SEED=n runs another interleaving. */
@@ -1155,5 +1200,10 @@ int main(void)
 	test_one_cable();
 	test_gather_stream(MAIA_DTYPE_FP32, false);
 	test_gather_stream(MAIA_DTYPE_BF16, true);
+	for (unsigned int n = 2; n <= 8; n++) {
+		test_gather_model_order(n, 100, 0);
+		test_gather_model_order(n, 100, 64);
+		test_gather_model_order(n, 97, 12);
+	}
 	return tap_done();
 }
