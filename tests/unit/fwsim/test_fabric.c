@@ -686,11 +686,67 @@ static void test_crc_copy_path(int path)
 	fw_fabric_crc_max_path(2);
 }
 
+/*
+ * Random lengths 0..64 KiB (half of them up to 300 bytes: the slicing-by-8
+ * tables' range and just past it), offsets and starting CRCs, from a fixed
+ * seed: the copy + CRC against zlib's crc32(); frames built from their
+ * payload's known CRC (the cached combine operators, lengths that share a
+ * slot in turn) and sealed frames against zlib over header and payload.
+ */
+static void test_crc_random(void)
+{
+	static uint8_t src[65536 + 8], dst[65536 + 8];
+	static uint8_t b[MAIA_FABRIC_MAX_FRAME];
+	struct maia_fabric_hdr h = { .version = MAIA_FABRIC_VERSION, .type = MAIA_FABRIC_DATA,
+				     .src_port = 0, .dst_port = 1, .src_serial = 9, .epoch = 5 };
+	uint64_t rng = 0x5eed0c2c;
+	unsigned int bad = 0, frames_bad = 0, sealed_bad = 0, n = 3000;
+	uint8_t mac[6];
+
+	msg_fill(src, sizeof(src), 4, 11);
+	fw_fabric_mac(mac, 9, 0);
+	for (unsigned int i = 0; i < n; i++) {
+		size_t len, off;
+		uint32_t crc0, want;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		len = (rng >> 33) % (i & 1 ? 65537u : 301u);
+		off = (rng >> 20) % 8;
+		crc0 = (uint32_t)(rng >> 7);
+		want = (uint32_t)crc32(crc0, src + off, (uInt)len);
+		bad += fw_fabric_crc_copy(crc0, NULL, src + off, len) != want ||
+		       fw_fabric_crc_copy(crc0, dst, src + off, len) != want ||
+		       memcmp(dst, src + off, len);
+		if (len <= MAIA_FABRIC_MAX_PAYLOAD) {
+			struct maia_fabric_hdr z;
+			size_t nb;
+
+			h.seq = i;
+			nb = fw_fabric_build_crc(b, mac, mac, &h, src + off, (uint32_t)len,
+						 fw_fabric_crc_copy(0, NULL, src + off, len));
+			memcpy(&z, b + MAIA_ETH_HLEN, sizeof(z));
+			z.crc = 0;
+			want = (uint32_t)crc32(crc32(0, (const Bytef *)&z, sizeof(z)), src + off,
+					       (uInt)len);
+			frames_bad += h.crc != want;
+			memset(b + MAIA_ETH_HLEN + offsetof(struct maia_fabric_hdr, crc), 0, 4);
+			fw_fabric_seal(b, nb);
+			memcpy(&z, b + MAIA_ETH_HLEN, sizeof(z));
+			sealed_bad += z.crc != want;
+		}
+	}
+	tap_ok(!bad && !frames_bad && !sealed_bad,
+	       "CRC, %u random lengths 0..64 KiB against zlib: copy + CRC %u wrong, frames from "
+	       "a known payload CRC %u wrong, sealed frames %u wrong", n, bad, frames_bad,
+	       sealed_bad);
+}
+
 /* Every CRC path this CPU has (fw_fabric_crc_max_path()), each against zlib. */
 static void test_crc_copy(void)
 {
 	for (int path = 2; path >= 0; path--)
 		test_crc_copy_path(path);
+	test_crc_random();
 }
 
 /* Kill node 1 (not ticked, its frames lost), see node 0 notice, then bring it back. */
