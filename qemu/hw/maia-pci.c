@@ -501,6 +501,12 @@ static void maia_cb_trace(void *opaque, const char *msg)
     trace_maia_sim_event(msg);
 }
 
+/* Cheap: lets the library skip formatting events nobody traces. */
+static bool maia_cb_trace_enabled(void *opaque)
+{
+    return trace_event_get_state_backends(TRACE_MAIA_SIM_EVENT);
+}
+
 /* Test-only path today: the kernel driver never sets a shadow tail. */
 static void maia_cb_shadow_changed(void *opaque, unsigned int queue,
                                    bool enabled)
@@ -587,17 +593,37 @@ static int maia_cb_fabric_tx_lend(void *opaque, unsigned int port,
     return maia_fabric_tx_lend(&s->fabric, port, frame, len);
 }
 
+/*
+ * Ports whose frames leave on the sender's thread: a direct cable or a
+ * shared-memory one. A NIC's frames wait for the main loop (the BQL).
+ */
+static uint32_t maia_cb_fabric_direct_ports(void *opaque)
+{
+    MaiaState *s = opaque;
+    uint32_t mask = maia_fabric_direct_ports(&s->fabric);
+    unsigned int i;
+
+    for (i = 0; i < s->fabric.nports; i++) {
+        if (s->fabric.port[i].shm) {
+            mask |= 1u << i;
+        }
+    }
+    return mask;
+}
+
 static const struct maia_sim_ops maia_sim_ops = {
     .dma_read = maia_cb_dma_read,
     .dma_write = maia_cb_dma_write,
     .raise_irq = maia_cb_raise_irq,
     .guest_error = maia_cb_guest_error,
     .trace = maia_cb_trace,
+    .trace_enabled = maia_cb_trace_enabled,
     .shadow_changed = maia_cb_shadow_changed,
     .now_ns = maia_cb_now_ns,
     .thread_create = maia_cb_thread_create,
     .fabric_tx = maia_cb_fabric_tx,
     .fabric_tx_lend = maia_cb_fabric_tx_lend,
+    .fabric_direct_ports = maia_cb_fabric_direct_ports,
 };
 
 /* ---- Reset -------------------------------------------------------------- */
