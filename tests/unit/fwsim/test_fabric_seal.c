@@ -258,9 +258,65 @@ static void test_eager(void)
 	teardown();
 }
 
+/*
+ * The link lets go of a frame it lent unsealed (a reset: its queue is
+ * freed, then new messages after the link is UP again) while the host
+ * still holds it: the lent bytes stay as lent, no new message is built in
+ * that buffer, and sealing it then gives the wire's CRC.
+ */
+static void test_reset_while_lent(void)
+{
+	static uint8_t hdr[48], data[2000], snap[MAIA_FABRIC_MIN_FRAME + 2048];
+	const uint8_t *fr;
+	struct fw_fabric_frame f;
+	enum maia_fabric_drop why;
+	size_t len;
+	bool reused = false;
+
+	if (!tap_ok(setup(true), "reset while lent: both links UP"))
+		return;
+	fill(hdr, sizeof(hdr), 6);
+	fill(data, sizeof(data), 7);
+	fw_link_send_parts(&a.link, hdr, sizeof(hdr), data, sizeof(data), now);
+	if (!tap_ok(a.nlent == 1 && a.lent_len[0] <= sizeof(snap) && fw_buf_unsealed(a.lent[0]),
+		    "reset while lent: the message lent unsealed"))
+		return;
+	fr = a.lent[0];
+	len = a.lent_len[0];
+	memcpy(snap, fr, len);
+	/* The wire loses what it holds (our reference stays), and A resets. */
+	for (unsigned int i = 0; i < a.nq; i++)
+		if (a.q[i].lent)
+			fw_buf_free(a.q[i].data);
+		else
+			free(a.q[i].data);
+	a.nq = 0;
+	fw_link_reset(&a.link, now);
+	for (int i = 0; i < 100 && !(a.link.state == FW_LINK_UP && a.link.confirmed); i++)
+		step(NS_PER_MS, false);
+	for (unsigned int k = 0; k < 3 && a.link.state == FW_LINK_UP; k++) {
+		fill(data, sizeof(data), 8 + k);
+		fw_link_send_parts(&a.link, hdr, sizeof(hdr), data, sizeof(data), now);
+		step(NS_PER_MS, false);
+	}
+	for (unsigned int i = 1; i < a.nlent; i++)
+		reused |= a.lent[i] == fr;
+	tap_ok(a.link.state == FW_LINK_UP && a.nlent == 4 && !reused && !memcmp(snap, fr, len) &&
+	       fw_buf_unsealed(fr),
+	       "reset while lent: up again, 3 messages more (lent %u), none in the held buffer; "
+	       "its bytes unchanged", a.nlent);
+	maia_sim_fabric_frame_seal(fr, len);
+	tap_ok(!fw_buf_unsealed(fr) && hdr_crc(fr) == ref_frame_crc(fr, len) &&
+	       fw_fabric_parse(fr, len, &f, &why) == 0 &&
+	       f.hdr.payload_len == sizeof(hdr) + sizeof(data),
+	       "reset while lent: sealed afterwards, it carries the wire's CRC and parses");
+	teardown();
+}
+
 int main(void)
 {
 	test_lazy();
 	test_eager();
+	test_reset_while_lent();
 	return tap_done();
 }
