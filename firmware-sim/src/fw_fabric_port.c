@@ -190,6 +190,8 @@ struct fw_fabric {
 	struct fw_xport *xport;		/* fabric-thread-owned (fw_fabric_xport.c) */
 	bool thread_started;
 	unsigned int rx_first;		/* fabric-thread-owned: the port a round feeds first */
+	/* Owned by the thread in a round (busy): the host clock it last read. */
+	uint64_t round_now;
 	/* Under sim->lock. */
 	bool kicked;			/* frames or operations queued since the last round */
 	bool busy;			/* a thread is in a round, lock dropped */
@@ -216,6 +218,24 @@ static bool fw_links_run_locked(const struct maia_sim *sim)
 static uint64_t fab_now(struct maia_sim *sim)
 {
 	return fw_host_now_ns(&sim->host);
+}
+
+/*
+ * The device whose round this thread is in (the innermost, for nested
+ * inline rounds), or NULL.
+ */
+static __thread struct maia_sim *round_sim;
+
+/*
+ * The transport's clock (fw_xport_now()): in a round of sim, the time the
+ * round last read (fab->round_now: before the frame being fed, or at the
+ * ticks) instead of a clock read per message. What the transport times
+ * with it (retransmit and collective timeouts, round-trip samples) is in
+ * milliseconds; a round's frames take microseconds. Elsewhere the clock.
+ */
+static uint64_t xport_now(struct maia_sim *sim)
+{
+	return round_sim == sim ? sim->fab->round_now : fab_now(sim);
 }
 
 static struct fw_link *port_link(struct maia_sim *sim, unsigned int port)
@@ -272,7 +292,7 @@ static void ident_rx(struct maia_sim *sim, unsigned int port, uint64_t serial,
 /* What the transport may ask of the ports. */
 static const struct fw_xport_port_ops xport_port_ops = {
 	.link = port_link,
-	.now = fab_now,
+	.now = xport_now,
 	.ident_rx = ident_rx,
 };
 
@@ -627,12 +647,14 @@ void fw_fabric_kick_locked(struct maia_sim *sim)
 /*
  * Feeds the taken frames to the links, the ports in turn from fab->rx_first,
  * until FW_FABRIC_ROUND_RX_NS have passed. Returns whether frames are left;
- * the next round then starts with the port after the one cut.
+ * the next round then starts with the port after the one cut. The clock is
+ * read before each frame after the first (the limit, the frame's time; the
+ * round read it as it began); fab->round_now keeps the last reading.
  */
 static bool feed_rx(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
-	uint64_t start = fab_now(sim), now = start;
+	uint64_t start = fab->round_now, now = start;
 	uint64_t limit = __atomic_load_n(&round_rx_ns, __ATOMIC_RELAXED);
 	bool fed = false;
 
@@ -643,6 +665,10 @@ static bool feed_rx(struct maia_sim *sim)
 		while (p->bnext < p->nbatch) {
 			struct rx_frame *f = &p->batch[p->bnext++];
 
+			if (fed) {
+				now = fab_now(sim);
+				fab->round_now = now;
+			}
 			/* At least one frame a round: progress, whatever the limit. */
 			if (fed && now - start >= limit) {
 				p->bnext--;
@@ -658,7 +684,6 @@ static bool feed_rx(struct maia_sim *sim)
 			else
 				fw_link_rx(&p->link, f->data, f->len, now);
 			rx_frame_free(f);
-			now = fab_now(sim);
 			announce(fab, p, now);
 		}
 		p->nbatch = p->bnext = 0;
@@ -674,11 +699,14 @@ static bool feed_rx(struct maia_sim *sim)
 static void fabric_round_locked(struct maia_sim *sim)
 {
 	struct fw_fabric *fab = sim->fab;
+	struct maia_sim *outer = round_sim;
 	uint64_t now, next = UINT64_MAX;
 	unsigned int i;
 	bool cut;
 
 	fab->busy = true;
+	round_sim = sim;
+	fab->round_now = fab_now(sim);
 	fab->kicked = false;
 	fw_xport_sync_locked(sim);
 	for (i = 0; i < fab->nports; i++) {
@@ -702,7 +730,12 @@ static void fabric_round_locked(struct maia_sim *sim)
 	pthread_mutex_unlock(&sim->lock);
 
 	cut = feed_rx(sim);
-	now = fab_now(sim);
+	/*
+	 * The ticks, the transport and the next deadline take the time feed_rx()
+	 * read last (before its last frame): deadlines are milliseconds apart. A
+	 * deadline it then finds due is met by the next round, at once.
+	 */
+	now = fab->round_now;
 	for (i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
 
@@ -718,7 +751,6 @@ static void fabric_round_locked(struct maia_sim *sim)
 	}
 	if (fw_xport_next_deadline(sim) < next)
 		next = fw_xport_next_deadline(sim);
-	now = fab_now(sim);
 	if (next < now + FW_FABRIC_MIN_SLEEP_NS)
 		next = now + FW_FABRIC_MIN_SLEEP_NS;
 
@@ -739,6 +771,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 			pthread_mutex_lock(&sim->lock);
 		}
 	}
+	round_sim = outer;
 	fab->busy = false;
 	pthread_cond_broadcast(&sim->idle_cond);
 }
@@ -841,7 +874,8 @@ static void rx_inline_locked(struct maia_sim *sim)
 		fabric_round_locked(sim);
 		round_depth--;
 	} while (fab->kicked && inline_ok_locked(sim));
-	now = fab_now(sim);
+	/* The last round's time: the fabric thread's nap is milliseconds. */
+	now = fab->round_now;
 	if (fab->kicked || (fab->next_ns < fab->sleep_ns && fab->next_ns < now + FW_FABRIC_NAP_NS) ||
 	    fab->next_ns + FW_FABRIC_NAP_NS < fab->sleep_ns)
 		pthread_cond_signal(&sim->fab_cond);
