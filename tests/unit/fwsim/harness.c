@@ -112,14 +112,14 @@ static bool env_tracing;
 static void env_trace(void *opaque, const char *msg)
 {
 	(void)opaque;
-	if (env_tracing)
+	if (__atomic_load_n(&env_tracing, __ATOMIC_RELAXED))
 		printf("# trace: %s\n", msg);
 }
 
 static bool env_trace_enabled(void *opaque)
 {
 	(void)opaque;
-	return env_tracing;
+	return __atomic_load_n(&env_tracing, __ATOMIC_RELAXED);
 }
 
 static void env_shadow_changed(void *opaque, unsigned int queue, bool enabled)
@@ -203,7 +203,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	e->fabric_opaque = opaque;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
-	env_tracing = getenv("FWSIM_TRACE") != NULL;
+	/* Other devices' threads may be reading it. */
+	__atomic_store_n(&env_tracing, getenv("FWSIM_TRACE") != NULL, __ATOMIC_RELAXED);
 	maia_sim_config_defaults(&cfg);
 	cfg.hbm = e->hbm;
 	cfg.hbm_size = hbm_size;
