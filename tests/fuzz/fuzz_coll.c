@@ -12,15 +12,23 @@
  *   op & 3 == 3: start the command again (if the last one ended), with seq + 1,
  *                or abort the running one
  *
+ * The input's length picks the engine's set-up: bit 0 set, messages are
+ * built in buffers of the transport's (fw_coll_ops.tx_buf/tx_owned, each
+ * exactly as large as asked, freed once sent); bit 1, the engine prices
+ * hops on a chip (modeled time, hostile model_ns/model_delta_ns); bit 2,
+ * every command starts quiet (fw_coll_quiet()) until the next poll.
+ *
  * The job's memory is 256 KiB at 0x10000; anything else faults. ASan/UBSan
  * report any out-of-bounds access; a message sent without transmit room
  * traps. The engine's own checks (BAD_CMD, drops) must keep it safe.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../firmware-sim/src/fw_fabric_coll.h"
+#include "maia/hw/model.h"
 
 #define MEM_BASE	0x10000ull
 #define MEM_SIZE	(256u << 10)
@@ -82,9 +90,40 @@ static int f_write(void *opaque, uint64_t va, const void *buf, size_t len)
 	return 0;
 }
 
+static void *f_tx_buf(void *opaque, size_t len)
+{
+	(void)opaque;
+	return malloc(len ? len : 1);
+}
+
+static void f_tx_buf_free(void *opaque, void *buf)
+{
+	(void)opaque;
+	free(buf);
+}
+
+/* Takes msg: sent (as f_tx) and freed, so a later use of it is ASan's. */
+static int f_tx_owned(void *opaque, unsigned int port, void *msg, size_t len)
+{
+	int rc = f_tx(opaque, port, msg, len);
+
+	free(msg);
+	return rc;
+}
+
 static const struct fw_coll_ops ops = {
 	.tx_room = f_room,
 	.tx = f_tx,
+	.mem_read = f_read,
+	.mem_write = f_write,
+};
+
+static const struct fw_coll_ops ops_owned = {
+	.tx_room = f_room,
+	.tx = f_tx,
+	.tx_buf = f_tx_buf,
+	.tx_owned = f_tx_owned,
+	.tx_buf_free = f_tx_buf_free,
 	.mem_read = f_read,
 	.mem_write = f_write,
 };
@@ -98,6 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fw_coll c;
 	uint64_t now = 1000000000ull;
 	size_t pos = sizeof(cmd);
+	bool quiet = size & 4;
 
 	if (size < sizeof(cmd))
 		return 0;
@@ -106,9 +146,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.nports = 2;
 	cfg.early_msgs = 8;
 	cfg.early_bytes = 256u << 10;
-	if (fw_coll_init(&c, &cfg, &ops, NULL))
+	if (size & 2) {
+		cfg.model_chip = fw_chip_by_id(MAIA_MODEL_MAIA100);
+		cfg.model_cable_ns[1] = 2500;
+	}
+	if (fw_coll_init(&c, &cfg, size & 1 ? &ops_owned : &ops, NULL))
 		return 0;
 	room = 4;
+	fw_coll_quiet(&c, quiet, now);
 	fw_coll_start(&c, &cmd, now);
 	while (pos < size) {
 		uint8_t op = data[pos++];
@@ -129,6 +174,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case 1:
 			now += (uint64_t)(op >> 2) * 1000000ull;
+			if (c.quiet)
+				fw_coll_quiet(&c, false, now);
 			fw_coll_poll(&c, now);
 			break;
 		case 2:
@@ -140,6 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fw_coll_abort(&c, 10, now);
 			} else {
 				cmd.seq++;
+				fw_coll_quiet(&c, quiet, now);
 				fw_coll_start(&c, &cmd, now);
 			}
 			break;
