@@ -44,6 +44,8 @@ struct gemm_op {
 	uint64_t mb;			/* rows of A packed at once */
 	uint64_t mrange;		/* rows of C per task, a multiple of mr */
 	uint64_t nb, kc, mblocks, nblocks;
+	uint64_t nsub;			/* columns of a B slice, nb or less (a_whole) */
+	bool a_whole;			/* A packed once per K slice for all of a task's rows */
 	uint64_t crows;			/* rows of the SRAM C block, a multiple of mb */
 	bool stage_a, stage_b;		/* column-major operand: read by columns */
 	bool direct;			/* the kernel may write C in place (direct_c()) */
@@ -380,6 +382,73 @@ static float *direct_c(const struct gemm_op *g, struct fw_io *io, const struct f
 	return p;
 }
 
+/* One K slice's packed B, as the kernels take it (gemm_block()). */
+struct b_slice {
+	const float *bp;		/* FP32: panels of kcb x nr, or rows ldb apart */
+	const uint16_t *bp2;		/* BF16 kernels: the pairs, kqb per nr columns */
+	uint64_t ldb, kcb, kqb;
+	bool panels;
+	bool acc;			/* add to C (not the first K slice) */
+	bool in_place;			/* C is the job's memory: cut tiles go through tmp */
+	float *tmp;			/* a scratch tile */
+};
+
+/*
+ * The C tiles of one A sub-block (mmp rows packed at as, or ap2; rows
+ * valid of them from c on: left) against the slice's nn columns. One A
+ * panel (mr x kc, in L1) against every B panel of the slice (from L2):
+ * consecutive C tiles are then neighbours along C's rows, which the kernels
+ * fetch at their start (gemm_kernels.c) and the host's prefetchers follow;
+ * down a column they were a C row apart, each a miss (2048^3 FP32 3 %
+ * faster this way).
+ */
+static void sub_block_tiles(const struct fw_gemm_kernel *kn, const struct b_slice *s,
+			    const float *as, const uint16_t *ap2, float *c, uint64_t ldc,
+			    uint64_t left, uint64_t mmp, uint64_t nn)
+{
+	uint64_t npp = round_up(nn, kn->nr), kcb = s->kcb;
+
+	for (uint64_t i = 0; i < mmp; i += kn->mr) {
+		/* the block's last rows, if fewer than mr: fn_rows if there is one */
+		unsigned int rows = left - i < kn->mr ? (unsigned int)(left - i) : kn->mr;
+		bool short_rows = rows < kn->mr && kn->fn_rows;
+
+		for (uint64_t j = 0; j < npp; j += kn->nr) {
+			float *ct = c + i * ldc + j;
+			const float *bj = s->panels ? s->bp + j * kcb : s->bp + j;
+			size_t ldt = ldc;
+			/* in place, a tile past the block's edge goes through tmp */
+			bool edge = s->in_place &&
+				    ((rows < kn->mr && !short_rows) || j + kn->nr > nn);
+
+			/* few rows: two whole column tiles at once (fn_rows2) */
+			if (short_rows && kn->fn_rows2 &&
+			    j + 2 * kn->nr <= (s->in_place ? nn : npp)) {
+				kn->fn_rows2(kcb, as + i * kcb, bj, s->ldb,
+					     s->panels ? kcb * kn->nr : kn->nr, ct, ldc, s->acc,
+					     rows);
+				j += kn->nr;
+				continue;
+			}
+			if (edge) {
+				edge_tile(ct, ldc, s->tmp, kn, left - i, nn - j, s->acc, false);
+				ct = s->tmp;
+				ldt = kn->nr;
+			}
+			if (kn->kpair)
+				kn->fn(kcb, ap2 + i * s->kqb, s->bp2 + j * s->kqb, 2 * kn->nr, ct,
+				       ldt, s->acc);
+			else if (short_rows)
+				kn->fn_rows(kcb, as + i * kcb, bj, s->ldb, ct, ldt, s->acc, rows);
+			else
+				kn->fn(kcb, as + i * kcb, bj, s->ldb, ct, ldt, s->acc);
+			if (edge)
+				edge_tile(c + i * ldc + j, ldc, s->tmp, kn, left - i, nn - j, true,
+					  true);
+		}
+	}
+}
+
 /*
  * Rows m0..m0+mbb-1, columns n0..n0+nbb-1 of C: K in kc slices, each B
  * slice packed once for all the rows. C goes to cdst (in place, ldc floats
@@ -391,9 +460,11 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 		      uint64_t nbb, float *cdst)
 {
 	const struct fw_gemm_kernel *kn = g->kern;
-	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nbb, kn->nr);
-	uint64_t sub = round_up(g->mb, kn->mr);
-	uint64_t kq = kn->kpair ? round_up(g->kc, kn->kpair) : g->kc, kqb;	/* k padded */
+	bool whole = g->a_whole && cdst;	/* A packed once for column slices of nsub */
+	uint64_t nsw = whole && g->nsub < nbb ? g->nsub : nbb;	/* columns of one B slice */
+	uint64_t mp = round_up(mbb, kn->mr), np = round_up(nsw, kn->nr);
+	uint64_t sub = round_up(g->mb, kn->mr), asz = whole ? mp : sub, cb, nn;
+	uint64_t kq = kn->kpair ? round_up(g->kc, kn->kpair) : g->kc;	/* k padded */
 	uint64_t k0, i, j, ms, ldc = cdst ? g->c_rs : np, ldb, big, cblock = cdst ? 0 : mp * np;
 	float *ap, *bp, *cacc, *tmp, *bias;
 	uint16_t *ap2 = NULL, *bp2 = NULL;	/* BF16 kernels: A and B in their format */
@@ -402,22 +473,23 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 	int st;
 
 	/*
-	 * SRAM: the A sub-block, the B slice (rows padded by 16 floats so that
-	 * the kernel's walk down a column does not hit a handful of cache
-	 * sets), the C block (unless in place), and a column buffer.
+	 * SRAM: the A sub-block (a_whole: all the rows' A slice), the B slice
+	 * (rows padded by 16 floats so that the kernel's walk down a column
+	 * does not hit a handful of cache sets), the C block (unless in place),
+	 * and a column buffer.
 	 */
 	panels = !g->stage_b && mbb > 2 * g->mb;
 	ldb = panels ? kn->nr : np + 16;
 	big = np > sub ? np : sub;
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
-	need = sub * g->kc + g->kc * (np + 16) + cblock + big + np + 4 * 16;
+	need = asz * g->kc + g->kc * (np + 16) + cblock + big + np + 4 * 16;
 	if (kn->kpair)
 		need += (sub * kq + np * kq) / 2 + 2 * 16;
 	ap = fw_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
-	bp = ap + round_up(sub * g->kc, 16);
+	bp = ap + round_up(asz * g->kc, 16);
 	cacc = bp + round_up(g->kc * (np + 16), 16);
 	tmp = cacc + round_up(cblock, 16);
 	bias = tmp + round_up(big, 16);
@@ -430,78 +502,38 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 
 	for (k0 = 0; k0 < g->k; k0 += g->kc) {
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
+		struct b_slice sl = { .bp = bp, .bp2 = bp2, .ldb = ldb, .kcb = kcb,
+				      .kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb,
+				      .panels = panels, .acc = k0 > 0, .in_place = cdst != NULL,
+				      .tmp = tmp };
 
-		/* the B slice is packed once and reused by every A sub-block */
-		st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0, nbb, bp, ldb, panels, tmp);
-		if (st)
-			return st;
-		kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb;
-		for (j = 0; kn->kpair && j < np; j += kn->nr)
-			kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr, bp2 + j * kqb);
-		for (ms = 0; ms < mbb; ms += g->mb) {
-			uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
-			uint64_t mmp = round_up(mm, kn->mr);
+		/* A packed once for all the column slices (a_whole) */
+		st = whole ? pack_a_slice(&w->io, g, a, a_off, m0, mbb, k0, kcb, ap, tmp) : 0;
+		for (cb = 0; cb < nbb && !st; cb += nsw) {
+			nn = nbb - cb < nsw ? nbb - cb : nsw;
+			/* the B slice is packed once and reused by every A sub-block */
+			st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0 + cb, nn, bp, ldb, panels,
+					  tmp);
+			for (j = 0; kn->kpair && j < np; j += kn->nr)
+				kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr,
+					     bp2 + j * sl.kqb);
+			for (ms = 0; ms < mbb && !st; ms += g->mb) {
+				uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
+				uint64_t mmp = round_up(mm, kn->mr);
 
-			st = pack_a_slice(&w->io, g, a, a_off, m0 + ms, mm, k0, kcb,
-					  kn->a_rows ? (float *)ap2 : ap, tmp);
-			if (st)
-				return st;
-			for (i = 0; kn->kpair && !kn->a_rows && i < mmp; i += kn->mr)
-				kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr, ap2 + i * kqb);
-			/*
-			 * One A panel (mr x kc, in L1) against every B panel of
-			 * the slice (from L2): consecutive C tiles are then
-			 * neighbours along C's rows, which the kernels fetch at
-			 * their start (gemm_kernels.c) and the host's prefetchers
-			 * follow; down a column they were a C row apart, each a
-			 * miss (2048^3 FP32 3 % faster this way).
-			 */
-			for (i = 0; i < mmp; i += kn->mr) {
-				/* the block's last rows, if fewer than mr: fn_rows if there is one */
-				unsigned int rows = mbb - ms - i < kn->mr ? (unsigned int)(mbb - ms - i)
-									   : kn->mr;
-				bool short_rows = rows < kn->mr && kn->fn_rows;
-
-				for (j = 0; j < np; j += kn->nr) {
-					float *ct = cacc + (ms + i) * ldc + j;
-					size_t ldt = ldc;
-					/* in place, a tile past the block's edge goes through tmp */
-					bool edge = cdst && ((rows < kn->mr && !short_rows) ||
-							     j + kn->nr > nbb);
-
-					/* few rows: two whole column tiles at once (fn_rows2) */
-					if (short_rows && kn->fn_rows2 &&
-					    j + 2 * kn->nr <= (cdst ? nbb : np)) {
-						kn->fn_rows2(kcb, ap + i * kcb,
-							     panels ? bp + j * kcb : bp + j, ldb,
-							     panels ? kcb * kn->nr : kn->nr, ct, ldc,
-							     k0 > 0, rows);
-						j += kn->nr;
-						continue;
-					}
-					if (edge) {
-						edge_tile(ct, ldc, tmp, kn, mbb - ms - i, nbb - j,
-							  k0 > 0, false);
-						ct = tmp;
-						ldt = kn->nr;
-					}
-					if (kn->kpair)
-						kn->fn(kcb, ap2 + i * kqb, bp2 + j * kqb, 2 * kn->nr,
-						       ct, ldt, k0 > 0);
-					else if (short_rows)
-						kn->fn_rows(kcb, ap + i * kcb,
-							    panels ? bp + j * kcb : bp + j, ldb, ct,
-							    ldt, k0 > 0, rows);
-					else
-						kn->fn(kcb, ap + i * kcb,
-						       panels ? bp + j * kcb : bp + j, ldb, ct, ldt,
-						       k0 > 0);
-					if (edge)
-						edge_tile(cacc + (ms + i) * ldc + j, ldc, tmp, kn,
-							  mbb - ms - i, nbb - j, true, true);
-				}
+				if (!whole)
+					st = pack_a_slice(&w->io, g, a, a_off, m0 + ms, mm, k0, kcb,
+							  kn->a_rows ? (float *)ap2 : ap, tmp);
+				for (i = 0; kn->kpair && !kn->a_rows && i < mmp; i += kn->mr)
+					kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr,
+						     ap2 + i * sl.kqb);
+				if (!st)
+					sub_block_tiles(kn, &sl, whole ? ap + ms * kcb : ap, ap2,
+							cacc + ms * ldc + cb, ldc, mbb - ms, mmp, nn);
 			}
 		}
+		if (st)
+			return st;
 	}
 	if (cdst) {	/* written in place: nothing to do but count */
 		w->io.bytes_written += mbb * nbb * sizeof(float);
@@ -573,10 +605,15 @@ static int gemm_task(struct fw_te_job *job, size_t task, struct fw_worker *w)
 	cdst = direct_c(g, &w->io, &c, c_off + m0 * g->c_rs + n0, mbb, nbb);
 	if (cdst)
 		return gemm_block(g, w, &a, &b, &c, a_off, b_off, c_off, m0, mbb, n0, nbb, cdst);
-	for (r = 0; r < mbb && !st; r += rows) {
-		rows = mbb - r < g->crows ? mbb - r : g->crows;
-		st = gemm_block(g, w, &a, &b, &c, a_off, b_off, c_off, m0 + r, rows, n0, nbb,
-				NULL);
+	/* through the SRAM C block: columns in B slices of nsub (a_whole's task is wider) */
+	for (uint64_t cb = 0; cb < nbb && !st; cb += g->nsub) {
+		uint64_t nn = nbb - cb < g->nsub ? nbb - cb : g->nsub;
+
+		for (r = 0; r < mbb && !st; r += rows) {
+			rows = mbb - r < g->crows ? mbb - r : g->crows;
+			st = gemm_block(g, w, &a, &b, &c, a_off, b_off, c_off, m0 + r, rows,
+					n0 + cb, nn, NULL);
+		}
 	}
 	return st;
 }
@@ -773,6 +810,22 @@ static void gemm_blocking(struct gemm_op *g, const struct fw_tensor_engine *te)
 	g->kc = kc;
 	g->mblocks = div_up(g->m, mrange);
 	g->nblocks = nblocks;
+	g->nsub = nb;
+	/*
+	 * One worker, C in place, several column blocks: their tasks would run
+	 * one after the other on the tiles of a cluster, each packing the same
+	 * A again. Instead one task takes all the columns and packs each K
+	 * slice of A once, mrange x kc, kept in the cluster's SRAM (where it
+	 * fits beside a tile's own buffers) for every column block's B slice.
+	 * The same FMAs in the same k order for every C element.
+	 */
+	if (te->nworkers == 1 && g->direct && !g->kern->kpair && !g->kern->a_rows &&
+	    !g->stage_a && g->batch == 1 && g->mblocks == 1 && nblocks > 1 &&
+	    fixed + round_up(g->m, mr) * kc <= (uint64_t)te->cfg.sram_kib * 1024 / sizeof(float)) {
+		g->a_whole = true;
+		g->nb = g->n;
+		g->nblocks = 1;
+	}
 }
 
 static int gemm_common(const struct maia_tensor_desc *ad,

@@ -66,6 +66,9 @@ static float rnd(unsigned int dt)
 	return dt == MAIA_DTYPE_INT8 ? trand_uniform(-1.9f, 1.9f) : trand_uniform(-1.0f, 1.0f);
 }
 
+/* When set, run_case() copies C as read back (m x n per batch) here. */
+static double *keep_c;
+
 /* Returns the worst error / bound ratio, or a negative status. */
 static double run_case(struct fw_tensor_engine *te, const struct gcase *g)
 {
@@ -139,6 +142,8 @@ static double run_case(struct fw_tensor_engine *te, const struct gcase *g)
 		goto out;
 	}
 	tget(&mem, g->cdt, vc, 0, nc * g->batch, 1.0f, out);
+	if (keep_c)
+		memcpy(keep_c, out, sizeof(double) * nc * g->batch);
 	for (uint32_t b = 0; b < g->batch; b++) {
 		const double *A = ra + (g->a_bcast ? 0 : b * na), *B = rb + b * nb;
 
@@ -293,6 +298,38 @@ static void test_shapes_and_epilogue(struct fw_tensor_engine *te)
 	}
 }
 
+/*
+ * One worker, plain FP32 C in place over several column blocks: one task
+ * packs each K slice of A once for all of them (gemm_blocking(), a_whole).
+ * A short row tile, a cut last column block, a K tail; and the same bits
+ * as two workers, whose tasks pack A per column block.
+ */
+static void test_a_whole(struct fw_tensor_engine *te1, const struct fw_gemm_kernel *kn)
+{
+	struct gcase g = { MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, MAIA_DTYPE_FP32, 1, 45, 2100, 300,
+			   0, 0, 1.0f, 0.0f, false };
+	size_t nc = (size_t)g.m * g.n;
+	double *c1 = malloc(2 * nc * sizeof(double)), *c2 = c1 + nc, r1, r2;
+	struct fw_tensor_engine *te2 = tengine(2);
+	char what[80];
+
+	te2->gemm_kernel = kn;
+	keep_c = c1;
+	trand_seed(28);
+	r1 = run_case(te1, &g);
+	keep_c = c2;
+	trand_seed(28);
+	r2 = run_case(te2, &g);
+	keep_c = NULL;
+	snprintf(what, sizeof(what), "kernel %s, one worker, A packed once for all columns",
+		 kn->name);
+	tap_ok(r1 >= 0 && r1 <= 1.0, "%s: 45x2100x300 (err/bound %.3g)", what, r1);
+	tap_ok(r2 >= 0 && !memcmp(c1, c2, nc * sizeof(double)),
+	       "kernel %s: one worker's C bit-identical to two workers'", kn->name);
+	free(c1);
+	fw_tensor_destroy(te2);
+}
+
 static void test_kernels(void)
 {
 	size_t n;
@@ -330,6 +367,7 @@ static void test_kernels(void)
 			snprintf(what, sizeof(what), "kernel %s, A column-major", k[i].name);
 			check(te, &cols, what);
 		}
+		test_a_whole(te, &k[i]);
 		/* operands exact in BF16, odd K, and MX: the BF16 pair kernels take these */
 		{
 			struct gcase pair = { MAIA_DTYPE_BF16, MAIA_DTYPE_BF16, MAIA_DTYPE_FP32, 1, 650,
