@@ -304,7 +304,10 @@ fi
 log=$OUT/np2-failover.log
 FO_QMP=$OUT/np2-fo-qmp
 rm -f "$FO_QMP"-*.sock
-FOCMD='maia-fabric-links wait && maia-cluster-sync && echo FO-START && echo FO-GO && MAIA_COMM_TIMEOUT_MS=60000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 8M --iters 48 --warmup 0; f=/sys/class/accel/accel0/device/fabric; echo "FO failovers $(cat $f/port0/failovers) $(cat $f/port1/failovers) resent $(cat $f/port0/resent) $(cat $f/port1/resent)"'
+# When the links do not come up, each rank prints its ports' counters twice,
+# 2 s apart (FO-DIAG lines: frozen counters tell a stopped device from a cable
+# that never carried a frame).
+FOCMD='{ maia-fabric-links wait || { for _ in 1 2; do for p in 0 1; do d=/sys/class/accel/accel0/device/fabric/port$p; echo "FO-DIAG port$p state $(cat $d/state) link_ups $(cat $d/link_ups) tx_frames $(cat $d/tx_frames) rx_frames $(cat $d/rx_frames) rx_drops $(cat $d/rx_drops) tx_errors $(cat $d/tx_errors)"; done; sleep 2; done; false; }; } && maia-cluster-sync && echo FO-START && echo FO-GO && MAIA_COMM_TIMEOUT_MS=60000 maia-coll-perf --rank {rank} --nranks {nranks} --id {id0} --op all_reduce --dtype fp32 --sizes 8M --iters 48 --warmup 0; f=/sys/class/accel/accel0/device/fabric; echo "FO failovers $(cat $f/port0/failovers) $(cat $f/port1/failovers) resent $(cat $f/port0/resent) $(cat $f/port1/resent)"'
 "${MPIRUN[@]}" -np 2 "$LAUNCHER" "${LAUNCH_OPTS[@]}" --link unix --timeout 150 --ids 1 \
 	--qemu-arg -qmp --qemu-arg "unix:$FO_QMP-{rank}.sock,server=on,wait=off" -- \
 	sh -c "$FOCMD" >"$log" 2>&1 &
@@ -320,7 +323,7 @@ for _ in $(seq 1 1500); do	# a bound of about 150 s, not a timing claim
 done
 wait "$mpi_pid"
 rc=$?
-grep -aE '^\[rank [01]\] (FO |maia-coll-perf: |# done)' "$log" | sed 's/^/# /'
+grep -aE '^\[rank [01]\] (FO |FO-DIAG |maia-fabric-links: |maia-coll-perf: |# done)' "$log" | sed 's/^/# /'
 # "[rank R] FO failovers PORT0 PORT1 resent PORT0 PORT1": cable 0 is rank 0's
 # port 0 and rank 1's port 1.
 fo0=$(grep -a '^\[rank 0\] FO failovers' "$log" | awk '{print $5}')
