@@ -214,6 +214,60 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 }
 
 /*
+ * A BF16 kernel's B slice (rows k0..k0+kc-1, columns n0..n0+nn-1 of a B
+ * read by rows) straight into its pair panels (te.h: nr columns, kq k
+ * each), two rows per k pair: BF16 rows interleaved from device memory
+ * where both map, other rows (MX) decoded into two FP32 rows of tmp
+ * (2 round_up(nn, nr) floats, in L1) and truncated. Saves the FP32 slice,
+ * twice the pairs' size in L2, and a pass over it. Returns -1 for a
+ * column-major B (the caller converts FP32 panels).
+ */
+static int pack_b_pairs(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
+			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
+			uint16_t *bp2, uint64_t kq, uint64_t kqp, float *tmp)
+{
+	unsigned int nr = g->kern->nr;
+	uint64_t np = round_up(nn, nr), k;
+	size_t got;
+	int st;
+
+	if (g->stage_b || g->b_cs != 1)
+		return -1;
+	prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
+	for (k = 0; k < kc; k += 2) {
+		const void *r[2] = { NULL, NULL };
+		bool f32 = b->dtype != MAIA_DTYPE_BF16;
+
+		for (unsigned int h = 0; h < 2 && k + h < kc && !f32; h++) {
+			got = 0;
+			if (!io->mem->map ||
+			    io->mem->map(io->mem->opaque,
+					 b->addr + AT(base, g->b_rs, 1, k0 + k + h, n0) * 2, nn * 2,
+					 &r[h], &got) || !r[h] || got < nn * 2)
+				f32 = true;
+		}
+		for (unsigned int h = 0; h < 2 && k + h < kc; h++) {
+			prefetch_rows(io, b, base + n0, g->b_rs, k0 + k + h + 1 + ROWS_AHEAD,
+				      k0 + k + h + 2 + ROWS_AHEAD, k0 + kc, nn);
+			if (!f32) {
+				io->bytes_read += nn * 2;
+				continue;
+			}
+			r[h] = tmp + h * np;
+			st = fw_io_load(io, b, AT(base, g->b_rs, 1, k0 + k + h, n0), nn, 1,
+					tmp + h * np);
+			if (st)
+				return st;
+		}
+		fw_gemm_pair_row(r[0], r[1], f32, nn, np, nr, kqp * nr, bp2 + k * nr);
+	}
+	for (uint64_t j = 0; j < np && kq > round_up(kc, 2); j += nr)	/* k past kc (AMX) */
+		memset(bp2 + j * kqp + round_up(kc, 2) * nr, 0,
+		       (kq - round_up(kc, 2)) * nr * sizeof(uint16_t));
+	return MAIA_STATUS_OK;
+}
+
+/*
  * The mr FP32 rows of A from row m0 (rows left of the sub-block), columns
  * k0..k0+kc-1, as a pointer into device memory when they map as one range
  * (row stride a_rs), else NULL. Saves copying A into tmp before packing.
@@ -385,8 +439,9 @@ static float *direct_c(const struct gemm_op *g, struct fw_io *io, const struct f
 /* One K slice's packed B, as the kernels take it (gemm_block()). */
 struct b_slice {
 	const float *bp;		/* FP32: panels of kcb x nr, or rows ldb apart */
-	const uint16_t *bp2;		/* BF16 kernels: the pairs, kqb per nr columns */
+	const uint16_t *bp2;		/* BF16 kernels: the pairs, kqp per nr columns */
 	uint64_t ldb, kcb, kqb;
+	uint64_t kqp;			/* kqb + 2: B's pair panels 128 bytes off a 4 KiB multiple */
 	bool panels;
 	bool acc;			/* add to C (not the first K slice) */
 	bool in_place;			/* C is the job's memory: cut tiles go through tmp */
@@ -435,8 +490,11 @@ static void sub_block_tiles(const struct fw_gemm_kernel *kn, const struct b_slic
 				ct = s->tmp;
 				ldt = kn->nr;
 			}
-			if (kn->kpair)
-				kn->fn(kcb, ap2 + i * s->kqb, s->bp2 + j * s->kqb, 2 * kn->nr, ct,
+			if (kn->kpair && short_rows)
+				kn->fn_rows(kcb, ap2 + i * s->kqb, s->bp2 + j * s->kqp, 2 * kn->nr,
+					    ct, ldt, s->acc, rows);
+			else if (kn->kpair)
+				kn->fn(kcb, ap2 + i * s->kqb, s->bp2 + j * s->kqp, 2 * kn->nr, ct,
 				       ldt, s->acc);
 			else if (short_rows)
 				kn->fn_rows(kcb, as + i * kcb, bj, s->ldb, ct, ldt, s->acc, rows);
@@ -483,9 +541,11 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 	big = np > sub ? np : sub;
 	if (big < kn->mr * g->kc)
 		big = kn->mr * g->kc;
+	if (big < 2 * np)	/* pack_b_pairs()'s two rows */
+		big = 2 * np;
 	need = asz * g->kc + g->kc * (np + 16) + cblock + big + np + 4 * 16;
 	if (kn->kpair)
-		need += (sub * kq + np * kq) / 2 + 2 * 16;
+		need += (sub * kq + np * (kq + 2)) / 2 + 2 * 16;
 	ap = fw_worker_scratch(w, need);
 	if (!ap)
 		return MAIA_STATUS_DMA_ERROR;
@@ -504,6 +564,7 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 		uint64_t kcb = g->k - k0 < g->kc ? g->k - k0 : g->kc;
 		struct b_slice sl = { .bp = bp, .bp2 = bp2, .ldb = ldb, .kcb = kcb,
 				      .kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb,
+				      .kqp = kn->kpair ? round_up(kcb, kn->kpair) + 2 : kcb,
 				      .panels = panels, .acc = k0 > 0, .in_place = cdst != NULL,
 				      .tmp = tmp };
 
@@ -512,11 +573,15 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 		for (cb = 0; cb < nbb && !st; cb += nsw) {
 			nn = nbb - cb < nsw ? nbb - cb : nsw;
 			/* the B slice is packed once and reused by every A sub-block */
-			st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0 + cb, nn, bp, ldb, panels,
-					  tmp);
-			for (j = 0; kn->kpair && j < np; j += kn->nr)
-				kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb, kn->nr,
-					     bp2 + j * sl.kqb);
+			st = kn->kpair ? pack_b_pairs(&w->io, g, b, b_off, k0, kcb, n0 + cb, nn,
+						      bp2, sl.kqb, sl.kqp, tmp) : -1;
+			if (st < 0) {
+				st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0 + cb, nn, bp,
+						  ldb, panels, tmp);
+				for (j = 0; kn->kpair && j < np; j += kn->nr)
+					kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb,
+						     kn->nr, bp2 + j * sl.kqp);
+			}
 			for (ms = 0; ms < mbb && !st; ms += g->mb) {
 				uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 				uint64_t mmp = round_up(mm, kn->mr);

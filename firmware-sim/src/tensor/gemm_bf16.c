@@ -78,23 +78,50 @@ void fw_gemm_to_pairs_portable(const float *src, size_t ld, size_t kc, unsigned 
 		}
 }
 
+/*
+ * One k pair of B across its panels: columns j < n of rows r0 (k even) and
+ * r1 (k + 1; NULL: past kc, zero), BF16 (f32 false) or FP32 truncated to
+ * BF16 (exact for the operands these kernels take), column j's pair at
+ * dst[j / nr * pstride + j % nr * 2]; columns n..np-1 zero.
+ */
+void fw_gemm_pair_row_portable(const void *r0, const void *r1, bool f32, size_t n, size_t np,
+			       unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	for (size_t j = 0; j < np; j++) {
+		uint16_t *d = dst + j / nr * pstride + j % nr * 2;
+
+		if (j >= n) {
+			d[0] = d[1] = 0;
+		} else if (f32) {
+			d[0] = (uint16_t)(fw_f32_bits(((const float *)r0)[j]) >> 16);
+			d[1] = r1 ? (uint16_t)(fw_f32_bits(((const float *)r1)[j]) >> 16) : 0;
+		} else {
+			d[0] = ((const uint16_t *)r0)[j];
+			d[1] = r1 ? ((const uint16_t *)r1)[j] : 0;
+		}
+	}
+}
+
 #if HAVE_X86
 /*
  * 14 x 32, like the FP32 AVX-512 kernel: 28 accumulators, two B vectors of
  * 16 column pairs, one A pair broadcast per row, 28 VDPBF16PS per k pair.
+ * The first rows rows of the tile (rows a constant once inlined): the
+ * short tiles (fn_rows) run the same instructions for their rows, so give
+ * the same results. On Zen 4 VDPBF16PS issues one zmm per cycle, so 3 rows
+ * (6 chains) already hide most of its latency: a 32-row block in 14-row
+ * tiles is 32 rows of work instead of 42.
  */
-__attribute__((target("avx512f,avx512bf16")))
-void fw_gemm_bf16_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
-			 size_t ldc, int accumulate)
+__attribute__((target("avx512f,avx512bf16"), always_inline))
+static inline void bf16_tile(size_t kc, const uint32_t *a, const uint16_t *b, size_t ldb,
+			     float *c, size_t ldc, int accumulate, const int rows)
 {
-	const uint32_t *a = ap;
-	const uint16_t *b = bp;
 	__m512 acc[MR][2];
 	size_t p;
 	int i;
 
 #pragma GCC unroll 14
-	for (i = 0; i < MR; i++) {
+	for (i = 0; i < rows; i++) {
 		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
 		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
 	}
@@ -103,7 +130,7 @@ void fw_gemm_bf16_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, 
 		__m512bh b1 = (__m512bh)_mm512_load_si512(b + 32);
 
 #pragma GCC unroll 14
-		for (i = 0; i < MR; i++) {
+		for (i = 0; i < rows; i++) {
 			__m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
 
 			acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
@@ -111,9 +138,35 @@ void fw_gemm_bf16_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, 
 		}
 	}
 #pragma GCC unroll 14
-	for (i = 0; i < MR; i++) {
+	for (i = 0; i < rows; i++) {
 		_mm512_store_ps(c + i * ldc, acc[i][0]);
 		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
+	}
+}
+
+__attribute__((target("avx512f,avx512bf16")))
+void fw_gemm_bf16_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			 size_t ldc, int accumulate)
+{
+	bf16_tile(kc, ap, bp, ldb, c, ldc, accumulate, MR);
+}
+
+__attribute__((target("avx512f,avx512bf16")))
+void fw_gemm_bf16_avx512_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			      size_t ldc, int accumulate, unsigned int rows)
+{
+	switch (rows) {
+#define BF16_ROWS(r_)								\
+	case r_:								\
+		bf16_tile(kc, ap, bp, ldb, c, ldc, accumulate, r_);		\
+		break
+	BF16_ROWS(1); BF16_ROWS(2); BF16_ROWS(3); BF16_ROWS(4); BF16_ROWS(5);
+	BF16_ROWS(6); BF16_ROWS(7); BF16_ROWS(8); BF16_ROWS(9); BF16_ROWS(10);
+	BF16_ROWS(11); BF16_ROWS(12); BF16_ROWS(13);
+#undef BF16_ROWS
+	default:
+		bf16_tile(kc, ap, bp, ldb, c, ldc, accumulate, MR);
+		break;
 	}
 }
 
@@ -137,4 +190,57 @@ void fw_gemm_to_pairs_avx512(const float *src, size_t ld, size_t kc, unsigned in
 								 _mm512_srli_epi32(x0, 16)));
 		}
 }
+
+/*
+ * fw_gemm_pair_row_portable(), 16 columns at a time (nr a multiple of 16):
+ * BF16 rows zero-extended and the odd row shifted up, FP32 rows' high
+ * halves; past n the columns masked to zero.
+ */
+__attribute__((target("avx512f")))
+static void pair_row_avx512(const void *r0, const void *r1, bool f32, size_t n, size_t np,
+			    unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+
+	for (size_t j = 0; j < np; j += 16) {
+		__mmask16 m = n - (j < n ? j : n) >= 16 ? 0xffff :
+			      (__mmask16)((1u << (n - (j < n ? j : n))) - 1);
+		__m512i x0, x1 = _mm512_setzero_si512(), v;
+
+		if (f32) {
+			x0 = _mm512_maskz_loadu_epi32(m, (const float *)r0 + j);
+			if (r1)
+				x1 = _mm512_maskz_loadu_epi32(m, (const float *)r1 + j);
+			v = _mm512_or_si512(_mm512_and_si512(x1, hi), _mm512_srli_epi32(x0, 16));
+		} else if (m == 0xffff) {
+			x0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)
+								      ((const uint16_t *)r0 + j)));
+			if (r1)
+				x1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+					(const void *)((const uint16_t *)r1 + j)));
+			v = _mm512_or_si512(_mm512_slli_epi32(x1, 16), x0);
+		} else {	/* a row's last columns: not read past n */
+			uint32_t t[16];
+
+			for (unsigned int q = 0; q < 16; q++)
+				t[q] = j + q >= n ? 0 :
+				       ((const uint16_t *)r0)[j + q] |
+				       (r1 ? (uint32_t)((const uint16_t *)r1)[j + q] << 16 : 0);
+			v = _mm512_loadu_si512(t);
+		}
+		_mm512_storeu_si512(dst + j / nr * pstride + j % nr * 2, v);
+	}
+}
 #endif
+
+void fw_gemm_pair_row(const void *r0, const void *r1, bool f32, size_t n, size_t np,
+		      unsigned int nr, size_t pstride, uint16_t *dst)
+{
+#if HAVE_X86
+	if (nr % 16 == 0 && np % 16 == 0 && __builtin_cpu_supports("avx512f")) {
+		pair_row_avx512(r0, r1, f32, n, np, nr, pstride, dst);
+		return;
+	}
+#endif
+	fw_gemm_pair_row_portable(r0, r1, f32, n, np, nr, pstride, dst);
+}

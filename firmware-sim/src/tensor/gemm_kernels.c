@@ -481,7 +481,7 @@ static const struct fw_gemm_kernel kernels[] = {
 	{ "avx2", AVX2_MR, 16, kern_avx2, pack_a_k16_avx2, 0, NULL, false, GEMM_KB,
 	  kern_avx2_rows, kern_avx2_rows2 },
 	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
-	  fw_gemm_to_pairs_avx512, false, 0, NULL, NULL },
+	  fw_gemm_to_pairs_avx512, false, 0, fw_gemm_bf16_avx512_rows, NULL },
 #endif
 #if HAVE_X86 && defined(__linux__)
 	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true, 0,

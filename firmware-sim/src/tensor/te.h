@@ -269,8 +269,20 @@ void fw_gemm_bf16_portable(size_t kc, const void *a, const void *b, size_t ldb, 
 			   size_t ldc, int accumulate);
 void fw_gemm_bf16_avx512(size_t kc, const void *a, const void *b, size_t ldb, float *c,
 			 size_t ldc, int accumulate);
+void fw_gemm_bf16_avx512_rows(size_t kc, const void *a, const void *b, size_t ldb, float *c,
+			      size_t ldc, int accumulate, unsigned int rows);
 void fw_gemm_to_pairs_portable(const float *src, size_t ld, size_t kc, unsigned int w,
 			       uint16_t *dst);
+/*
+ * One k pair of a B slice into a BF16 kernel's pair panels: columns j < n
+ * of row r0 (k even) and r1 (k + 1, NULL past the slice: zero), BF16 or
+ * (f32) FP32 values exact in BF16, column j's pair at dst[j / nr * pstride
+ * + j % nr * 2]; columns n..np-1 (np a multiple of nr) zero.
+ */
+void fw_gemm_pair_row(const void *r0, const void *r1, bool f32, size_t n, size_t np,
+		      unsigned int nr, size_t pstride, uint16_t *dst);
+void fw_gemm_pair_row_portable(const void *r0, const void *r1, bool f32, size_t n, size_t np,
+			       unsigned int nr, size_t pstride, uint16_t *dst);
 void fw_gemm_to_pairs_avx512(const float *src, size_t ld, size_t kc, unsigned int w,
 			     uint16_t *dst);
 /* BF16 pair kernels' tile */

@@ -43,6 +43,11 @@ struct operands {
 	float *c;	/* (mr + GUARD) x ldc */
 };
 
+static float bf16_round(float x)
+{
+	return fw_bf16_to_f32(fw_f32_to_bf16(x));
+}
+
 static void *zalloc(size_t bytes)
 {
 	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -76,7 +81,10 @@ static void run_kernel_rows(const struct fw_gemm_kernel *k, const struct operand
 	}
 	if (k->kpair) {
 		k->to_pairs(o->b, o->ldb, o->kc, k->nr, b2);
-		k->fn(o->kc, a2, b2, 2 * k->nr, o->c, o->ldc, accumulate);
+		if (rows)
+			k->fn_rows(o->kc, a2, b2, 2 * k->nr, o->c, o->ldc, accumulate, rows);
+		else
+			k->fn(o->kc, a2, b2, 2 * k->nr, o->c, o->ldc, accumulate);
 	} else if (rows) {
 		k->fn_rows(o->kc, a, o->b, o->ldb, o->c, o->ldc, accumulate, rows);
 	} else {
@@ -201,6 +209,52 @@ static void test_rows(const struct fw_gemm_kernel *k)
 }
 
 /*
+ * fn_rows on random values (BF16-exact for the pair kernels): each of its
+ * rows bit-identical to the same row of the full tile, for every row
+ * count ("the same instructions for their rows"), not only within the
+ * bound.
+ */
+static void test_rows_same(const struct fw_gemm_kernel *k)
+{
+	static const size_t kcs[] = { 7, 256, 301 };
+
+	for (size_t t = 0; k->fn_rows && t < sizeof(kcs) / sizeof(kcs[0]); t++) {
+		struct operands o, q;
+		long bad = 0;
+
+		operands_init(&o, k, kcs[t]);
+		operands_init(&q, k, kcs[t]);
+		for (size_t i = 0; i < o.mr * o.kc; i++) {
+			float x = trand_uniform(-1, 1);
+
+			o.rows[i] = q.rows[i] = k->kpair ? bf16_round(x) : x;
+		}
+		for (size_t i = 0; i < o.kc * o.ldb; i++) {
+			float x = trand_uniform(-1, 1);
+
+			o.b[i] = q.b[i] = k->kpair ? bf16_round(x) : x;
+		}
+		c_init(&o);
+		run_kernel(k, &o, 1);
+		for (unsigned int rows = 1; rows < k->mr; rows++) {
+			c_init(&q);
+			run_kernel_rows(k, &q, 1, rows);
+			for (size_t i = 0; i < rows; i++)
+				bad += memcmp(q.c + i * q.ldc, o.c + i * o.ldc,
+					      sizeof(float) * o.nr) != 0;
+			bad += !guard_intact(&q);
+			for (size_t i = rows; i < o.mr; i++)	/* the other rows: as c_init left them */
+				for (size_t j = 0; j < o.nr; j++)
+					bad += q.c[i * q.ldc + j] != (float)((int)((i * 3 + j) % 7) - 3);
+		}
+		tap_ok(!bad, "kernel %s: fn_rows 1..%u of random values, k = %zu: each row "
+		       "bit-identical to the full tile's (%ld differ)", k->name, k->mr - 1, o.kc, bad);
+		operands_free(&o);
+		operands_free(&q);
+	}
+}
+
+/*
  * fn_rows2, where a kernel has one (few rows, two column tiles at once):
  * for every row count below mr and B as rows (the second tile nr columns
  * on) and as panels (kc * nr floats on), exact on integers in those rows
@@ -254,11 +308,6 @@ static void test_rows2(const struct fw_gemm_kernel *k)
 			}
 		}
 	}
-}
-
-static float bf16_round(float x)
-{
-	return fw_bf16_to_f32(fw_f32_to_bf16(x));
 }
 
 /* The portable kernel that takes the same operand format as k. */
@@ -590,6 +639,202 @@ static void test_engine(const struct fw_gemm_kernel *k)
 	       "place: exact (%ld wrong)", k->name, bad);
 }
 
+/*
+ * fw_gemm_pair_row() (B rows straight into a BF16 kernel's pair panels)
+ * against the layout written out here: BF16 and FP32 rows, an odd last k
+ * (no second row), row lengths around the 16-column steps, columns past
+ * the row zero, nothing else of the panels written; the SIMD and the
+ * portable versions alike.
+ */
+static void test_pair_row(void)
+{
+	static const size_t ns[] = { 1, 15, 16, 17, 31, 32, 33, 100, 512 };
+	const unsigned int nr = FW_GEMM_BF16_NR;
+	const size_t pstride = 3 * 2 * nr + 2 * nr;	/* 3 k pairs and a gap per panel */
+
+	for (size_t t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
+		for (int mode = 0; mode < 4; mode++) {
+			bool f32 = mode & 1, lone = mode & 2;
+			size_t n = ns[t], np = (n + nr - 1) / nr * nr, len = np / nr * pstride;
+			float *r32 = zalloc(sizeof(float) * 2 * n);
+			uint16_t *r16 = zalloc(sizeof(uint16_t) * 2 * n);
+			uint16_t *d = zalloc(sizeof(uint16_t) * len);
+			uint16_t *e = zalloc(sizeof(uint16_t) * len);
+			long bad = 0;
+
+			for (size_t i = 0; i < 2 * n; i++) {
+				r32[i] = bf16_round(trand_uniform(-4, 4));
+				r16[i] = fw_f32_to_bf16(r32[i]);
+			}
+			for (int v = 0; v < 2; v++) {
+				const void *r0 = f32 ? (const void *)r32 : (const void *)r16;
+				const void *r1 = lone ? NULL : f32 ? (const void *)(r32 + n) :
+								      (const void *)(r16 + n);
+
+				for (size_t i = 0; i < len; i++)
+					d[i] = e[i] = 0xaaaa;
+				/* the pair of k = 2 (the second of three) of each panel */
+				if (v)
+					fw_gemm_pair_row_portable(r0, r1, f32, n, np, nr, pstride,
+								  d + 2 * nr);
+				else
+					fw_gemm_pair_row(r0, r1, f32, n, np, nr, pstride, d + 2 * nr);
+				for (size_t j = 0; j < np; j++) {
+					uint16_t *x = e + j / nr * pstride + 2 * nr + j % nr * 2;
+
+					x[0] = j < n ? r16[j] : 0;
+					x[1] = j < n && !lone ? r16[n + j] : 0;
+				}
+				bad += memcmp(d, e, sizeof(uint16_t) * len) != 0;
+			}
+			tap_ok(!bad, "pair row: %zu %s columns%s into 32-column pair panels, SIMD "
+			       "and portable: as laid out, nothing else written", n,
+			       f32 ? "FP32" : "BF16", lone ? ", no second row" : "");
+			free(r32);
+			free(r16);
+			free(d);
+			free(e);
+		}
+	}
+}
+
+/*
+ * C = A B through the engine with the BF16 pair kernel k forced (as
+ * MAIA_TE_ISA does), A m x kd and B kd x n (n x kd with trans_b) of dtype
+ * dt, random values; C (FP32, m x n) into out. C mapped whole or in 4 KiB
+ * pages (tmem's: some B rows then straddle a page and are decoded instead).
+ * Returns the status and the worst error / bound against a double
+ * reference of the stored values.
+ */
+static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int dt, uint32_t m,
+			    uint32_t n, uint32_t kd, bool trans_b, bool whole, unsigned int threads,
+			    float *out, double *worst)
+{
+	uint64_t na = (uint64_t)m * kd, nb = (uint64_t)kd * n, nc = (uint64_t)m * n;
+	struct fw_tensor_engine *te = tengine(threads);
+	float *fa = zalloc(4 * na), *fb = zalloc(4 * nb);
+	double *ra = zalloc(8 * na), *rb = zalloc(8 * nb);
+	char *prev = getenv("MAIA_TE_ISA");
+	uint64_t va, vb, vc, sa = 0, sb = 0;
+	struct maia_cmd_gemm cmd;
+	struct tmem mem;
+	int st;
+
+	tmem_init(&mem, tbytes(dt, na) + tbytes(dt, nb) + 4 * nc + na + nb + 8192);
+	if (whole) {
+		mem.mem.map = whole_map;
+		mem.mem.map_write = whole_map_write;
+	}
+	va = tmem_alloc(&mem, tbytes(dt, na));
+	vb = tmem_alloc(&mem, tbytes(dt, nb));
+	vc = tmem_alloc(&mem, 4 * nc);
+	if (maia_dtype_is_block(dt)) {
+		sa = tmem_alloc(&mem, na / 32 + 1);
+		sb = tmem_alloc(&mem, nb / 32 + 1);
+	}
+	for (uint64_t i = 0; i < na; i++)
+		fa[i] = trand_uniform(-1, 1);
+	for (uint64_t i = 0; i < nb; i++)
+		fb[i] = trand_uniform(-1, 1);
+	tput(&mem, dt, va, sa, fa, na, 1.0f, ra);
+	tput(&mem, dt, vb, sb, fb, nb, 1.0f, rb);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = MAIA_OP_GEMM;
+	cmd.hdr.size = sizeof(cmd);
+	cmd.hdr.flags = trans_b ? MAIA_GEMM_F_TRANS_B : 0;
+	cmd.a = tdesc(dt, va, 2, (uint32_t[]){ m, kd });
+	cmd.a.scale_addr = sa;
+	cmd.b = tdesc(dt, vb, 2, trans_b ? (uint32_t[]){ n, kd } : (uint32_t[]){ kd, n });
+	cmd.b.scale_addr = sb;
+	cmd.c = tdesc(MAIA_DTYPE_FP32, vc, 2, (uint32_t[]){ m, n });
+	if (prev)
+		prev = strdup(prev);
+	setenv("MAIA_TE_ISA", k->name, 1);
+	te->gemm_kernel = k;
+	st = trun(te, &mem, &cmd, NULL);
+	if (prev)
+		setenv("MAIA_TE_ISA", prev, 1);
+	else
+		unsetenv("MAIA_TE_ISA");
+	free(prev);
+	memcpy(out, tmem_ptr(&mem, vc), 4 * nc);
+	*worst = 0;
+	for (uint32_t i = 0; i < m && !st; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double ref = 0, sabs = 0, bound, err;
+
+			for (uint32_t kk = 0; kk < kd; kk++) {
+				double p = ra[(uint64_t)i * kd + kk] *
+					   rb[trans_b ? (uint64_t)j * kd + kk : (uint64_t)kk * n + j];
+
+				ref += p;
+				sabs += fabs(p);
+			}
+			bound = 1.25 * (kd + 4) * ldexp(1, -24) * sabs + kd * ldexp(1, -126);
+			err = fabs(out[(uint64_t)i * n + j] - ref) / bound;
+			if (isnan(err) || err > *worst)
+				*worst = isnan(err) ? 1e9 : err;
+		}
+	free(fa);
+	free(fb);
+	free(ra);
+	free(rb);
+	tmem_free(&mem);
+	fw_tensor_destroy(te);
+	return st;
+}
+
+/*
+ * A BF16 pair kernel through the engine on BF16 and MX operands: B read
+ * by rows goes straight into pair panels (BF16 interleaved from memory,
+ * MX decoded two rows at a time), a column-major B through FP32 panels;
+ * short row tiles (fn_rows) at the blocks' last rows, a cut last column
+ * tile, an odd K. Within the bound, and bit-identical to portable-bf16
+ * (the VDPBF16PS sequence in C, full tiles only) on the same operands.
+ */
+static void test_engine_pairs(const struct fw_gemm_kernel *k)
+{
+	static const struct {
+		unsigned int dt;
+		uint32_t m, n, kd;
+		bool trans_b, whole;
+		unsigned int threads;
+	} cs[] = {
+		{ MAIA_DTYPE_BF16, 32, 1100, 600, false, true, 1 },
+		{ MAIA_DTYPE_BF16, 32, 1100, 600, false, false, 1 },
+		{ MAIA_DTYPE_BF16, 195, 100, 301, false, true, 2 },
+		{ MAIA_DTYPE_BF16, 61, 70, 130, true, true, 1 },
+		{ MAIA_DTYPE_MXFP8_E4M3, 40, 64, 608, false, true, 1 },
+		{ MAIA_DTYPE_MXFP4_E2M1, 33, 96, 256, false, false, 2 },
+		{ MAIA_DTYPE_MXINT8, 17, 160, 96, false, true, 1 },
+	};
+	const struct fw_gemm_kernel *p = portable_of(k);
+
+	if (!k->kpair)
+		return;
+	for (size_t t = 0; t < sizeof(cs) / sizeof(cs[0]); t++) {
+		uint64_t nc = (uint64_t)cs[t].m * cs[t].n;
+		float *c = zalloc(4 * nc), *cp = zalloc(4 * nc);
+		double worst, worst_p;
+		int st, st_p;
+
+		trand_seed(2800 + t);
+		st = engine_pair_case(k, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd, cs[t].trans_b,
+				      cs[t].whole, cs[t].threads, c, &worst);
+		trand_seed(2800 + t);
+		st_p = engine_pair_case(p, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd, cs[t].trans_b,
+					cs[t].whole, cs[t].threads, cp, &worst_p);
+		tap_ok(!st && !st_p && worst <= 1.0 && !memcmp(c, cp, 4 * nc),
+		       "kernel %s, engine: dtype %u %ux%ux%u%s, %s, %u thread(s): err/bound "
+		       "%.3g, bit-identical to %s: %s", k->name, cs[t].dt, cs[t].m, cs[t].n,
+		       cs[t].kd, cs[t].trans_b ? " B transposed" : "",
+		       cs[t].whole ? "mapped whole" : "mapped in 4 KiB pages", cs[t].threads,
+		       worst, p->name, memcmp(c, cp, 4 * nc) ? "no" : "yes");
+		free(c);
+		free(cp);
+	}
+}
+
 int main(void)
 {
 	size_t n;
@@ -603,9 +848,12 @@ int main(void)
 		}
 		test_exact(&k[i]);
 		test_rows(&k[i]);
+		test_rows_same(&k[i]);
 		test_rows2(&k[i]);
 		test_bound(&k[i]);
 		test_engine(&k[i]);
+		test_engine_pairs(&k[i]);
 	}
+	test_pair_row();
 	return tap_done();
 }
