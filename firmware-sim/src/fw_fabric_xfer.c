@@ -64,8 +64,6 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 
 	while (!w->all_sent && !op->finished) {
 		uint32_t n = chunk(w->size - w->sent);
-		/* modeled: it leaves once the bytes before it are on the link */
-		uint64_t left = w->model_start_ns + fw_model_coll_link_ns(&sim->chip, w->sent);
 		struct maia_fabric_msg m = {
 			.type = MAIA_FMSG_WRITE,
 			.key = w->key,
@@ -73,9 +71,10 @@ static void write_pump(struct maia_sim *sim, struct fw_fop *op)
 			.offset = w->remote + w->sent,
 			.len = n,
 			/* its arrival, over this port's cable (0: not modeled) */
-			.model_ns = left ? fw_model_coll_hop(&sim->chip,
-							     sim->cfg.fabric_lat_ns[w->port],
-							     left, n) : 0,
+			.model_ns = w->model_start_ns ?
+				    fw_model_write_arrival(&sim->chip,
+							   sim->cfg.fabric_lat_ns[w->port],
+							   w->model_start_ns, w->sent + n) : 0,
 		};
 		int rc = fw_xport_can_send(sim, w->port);
 		uint8_t *msg;
@@ -120,6 +119,8 @@ static int write_rx(struct maia_sim *sim, struct fw_fop *op, unsigned int port, 
 	memcpy(&m, msg, sizeof(m));
 	if (m.type != MAIA_FMSG_WRITE_DONE || m.tag != op->tag || port != w->port)
 		return 0;
+	/* acknowledged at its arrival, over the target's end of the cable (0: not modeled) */
+	op->model_end_ns = m.model_ns;
 	if (m.status == MAIA_FABRIC_RESP_OK && !w->all_sent)
 		fw_fop_finish(op, MAIA_STATUS_FABRIC_REMOTE);	/* done before the last byte? */
 	else

@@ -511,7 +511,16 @@ static void target_write(struct maia_sim *sim, unsigned int port, const struct m
 		p->failed_tags[p->failed_next++ % FAILED_TAGS] = m->tag;
 		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, (uint16_t)rc, 0);
 	} else if (last) {
-		answer(sim, port, MAIA_FMSG_WRITE_DONE, m, MAIA_FABRIC_RESP_OK, 0);
+		struct held_msg *h = answer(sim, port, MAIA_FMSG_WRITE_DONE, m,
+					    MAIA_FABRIC_RESP_OK, 0);
+		struct maia_fabric_msg a;
+
+		if (!h || !m->model_ns)
+			return;
+		/* its arrival back, over the cable it takes (the requester's ack) */
+		memcpy(&a, h->data, sizeof(a));
+		a.model_ns = fw_model_write_ack(sim->cfg.fabric_lat_ns[port], m->model_ns);
+		memcpy(h->data, &a, sizeof(a));
 	}
 }
 

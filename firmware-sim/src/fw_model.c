@@ -411,6 +411,17 @@ uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint32_t cable_ns, ui
 	return (uint64_t)chip->link_lat_ns + cable_ns;
 }
 
+uint64_t fw_model_write_arrival(const struct fw_chip *chip, uint32_t cable_ns,
+				uint64_t start_ns, uint64_t bytes)
+{
+	return start_ns + chip->link_lat_ns + cable_ns + bytes_ns(bytes, chip->link_mbps);
+}
+
+uint64_t fw_model_write_ack(uint32_t cable_ns, uint64_t arrival_ns)
+{
+	return arrival_ns + cable_ns;
+}
+
 void fw_model_light(const struct fw_chip *chip, struct fw_cost *c)
 {
 	memset(c, 0, sizeof(*c));

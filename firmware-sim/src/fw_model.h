@@ -158,7 +158,7 @@ void fw_model_fabric(const struct fw_chip *chip, uint64_t bytes, unsigned int ho
  * at left_ns arrives over one hop: the chip's hop latency, cable_ns (the
  * sending port's longer cable, fabric_lat_ns) and its bytes at the link
  * rate; its header carries that (model_ns) to the receiver. A remote
- * write's messages are priced by it too.
+ * write's messages are priced by fw_model_write_arrival().
  */
 struct maia_cmd_collective;
 void fw_model_coll_work(const struct maia_cmd_collective *c, uint64_t *bytes,
@@ -180,10 +180,29 @@ uint64_t fw_model_read_answer_left(const struct fw_chip *chip, uint32_t cable_ns
 /*
  * A posted remote write of bytes (fw_passes_posted()) on a port whose cable
  * is cable_ns longer: the cost that holds the engine, without the hop;
- * returns the hop (the chip's and the cable's), after which it is acknowledged.
+ * returns the hop (the chip's and the cable's), after which its last byte
+ * is on the target. Its acknowledgement comes back later by the target's
+ * end of the cable (fw_model_write_ack()), when the target says so.
  */
 uint64_t fw_model_fabric_write(const struct fw_chip *chip, uint32_t cable_ns, uint64_t bytes,
 			       struct fw_cost *c);
+/*
+ * A remote write that starts sending at start_ns over a port whose cable is
+ * cable_ns longer: when its message whose data end at byte bytes of the
+ * write arrives on the target (one hop after the bytes up to there at the
+ * link rate, rounded up as fw_model_fabric()'s, so that its last message
+ * arrives when the closed form, fw_model_fabric_write(), says).
+ */
+uint64_t fw_model_write_arrival(const struct fw_chip *chip, uint32_t cable_ns,
+				uint64_t start_ns, uint64_t bytes);
+/*
+ * The target's side of a remote write: when its acknowledgement (WRITE_DONE)
+ * arrives back at the requester, for a last message that arrived at
+ * arrival_ns, sent back over the target's port whose cable is cable_ns
+ * longer. It crosses that cable at its figure and takes no chip hop of its
+ * own (a write is one hop: fw_model_fabric_write()).
+ */
+uint64_t fw_model_write_ack(uint32_t cable_ns, uint64_t arrival_ns);
 /*
  * A KERNEL: its instances' work units per instruction class (lane groups
  * of FW_TVP_LANE_GROUP lanes for vector classes, MAC groups for VDOT, one

@@ -257,6 +257,9 @@ uint64_t fw_tl_cmd_end(struct maia_sim *sim, unsigned int qi, uint16_t opcode, i
 		fw_telem_tvp_locked(sim, sim->work.tvp.insns, sim->work.tvp.validated);
 	fw_telem_unlock_and_raise(sim);
 	sim->tl.queue_ns[qi] = end;
+	/* the acknowledgement's arrival (the target's end of the cable), if later */
+	if (ack && sim->work.fabric_end_ns > end + ack)
+		ack = sim->work.fabric_end_ns - end;
 	if (ack && sim->tl.acked_ns[qi] < end + ack)
 		sim->tl.acked_ns[qi] = end + ack;
 	fw_engines_done(&sim->tl.eng, eng, end);

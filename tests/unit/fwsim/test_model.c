@@ -387,6 +387,46 @@ static void test_posted_writes(void)
 	       "(want %llu)", (unsigned long long)ts, (unsigned long long)(want - 100));
 }
 
+/*
+ * A remote write over a cable whose ends differ: `out` ns longer at the
+ * requester's end, `back` at the target's. Its messages (60 KiB at most,
+ * sizes that do not divide the link rate evenly) arrive one hop and `out`
+ * after the bytes up to their end, rounded up, so the last arrives where
+ * the closed form's hop ends; the acknowledgement comes back `back` later.
+ */
+static void test_write_cable_ends(void)
+{
+	const struct fw_chip *m100 = fw_chip_by_id(MAIA_MODEL_MAIA100);
+	const uint64_t sizes[3] = { 100000, 61441, 12345 }, start = 3000, chunk = 61440;
+	const uint32_t out = 2500, back = 3000;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		uint64_t done = 0, arr = 0, hop, end;
+		struct fw_cost c;
+		bool ok = true;
+
+		while (done < sizes[i]) {
+			uint64_t n = sizes[i] - done < chunk ? sizes[i] - done : chunk;
+			uint64_t a = fw_model_write_arrival(m100, out, start, done + n);
+
+			done += n;
+			/* 50 bytes per ns, rounded up; the chip's hop 1000 ns */
+			ok &= a == start + 1000 + out + up(done, 50) && a >= arr;
+			arr = a;
+		}
+		hop = fw_model_fabric_write(m100, out, sizes[i], &c);
+		end = start - 1000 + fw_cost_ns(&c, 1.0);	/* the command began 1 us earlier */
+		ok &= hop == 1000 + out && arr == end + hop &&
+		      fw_model_write_ack(back, arr) == end + 1000 + out + back;
+		tap_ok(ok, "a %llu-byte remote write, ends of the cable %u and %u ns longer: last "
+		       "message at %llu ns (the closed form's %llu), acknowledged at %llu ns "
+		       "(want %llu)", (unsigned long long)sizes[i], out, back,
+		       (unsigned long long)arr, (unsigned long long)(end + hop),
+		       (unsigned long long)fw_model_write_ack(back, arr),
+		       (unsigned long long)(start + 1000 + out + up(sizes[i], 50) + back));
+	}
+}
+
 int main(void)
 {
 	test_presets();
@@ -395,5 +435,6 @@ int main(void)
 	test_power_in_modeled_time();
 	test_engines_overlap();
 	test_posted_writes();
+	test_write_cable_ends();
 	return tap_done();
 }

@@ -248,7 +248,10 @@ struct maia_fabric_msg {
 	 * (1.8) WRITE, READ_DATA: modeled arrival (the sender prices the hop);
 	 * READ_REQ: when its answer's last byte may leave the target (the
 	 * request's hop and the bytes asked up to its end at the link rate),
-	 * which the target's READ_DATA adds its own hop to; 0: none
+	 * which the target's READ_DATA adds its own hop to; WRITE_DONE of
+	 * the last WRITE: the acknowledgement's arrival back at the
+	 * requester (its cable at the target's end, fw_model_write_ack());
+	 * 0: none
 	 */
 	__u64 model_ns;
 };
