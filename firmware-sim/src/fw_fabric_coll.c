@@ -653,7 +653,8 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 {
 	unsigned int n = nranks(c), b = ring(c, -(int)s - 2);
 	uint64_t e0 = off / 4, cnt = len / 4;
-	uint8_t *out = c->txbuf + HDR;
+	uint8_t *out = c->txbuf + HDR, *dst = NULL;
+	bool sends = c->cmd.coll == MAIA_COLL_ALL_REDUCE;
 	const uint8_t *own;
 	int rc;
 
@@ -661,18 +662,26 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 		      cnt * c->es, &own);
 	if (rc)
 		goto fault;
+	/*
+	 * FP32's last step: the result lands in the job's memory in the same
+	 * pass (reduce-scatter's alone: it sends nothing on).
+	 */
+	if (s == n - 2 && c->es == 4 && cnt && c->ops.mem_map_write)
+		dst = c->ops.mem_map_write(c->opaque, rx_dest(c, s, e0), cnt * 4);
+	if (dst && !sends)
+		out = dst;
 	/* One pass, into the message that goes on (BF16's last step: acc, to round). */
-	fw_coll_reduce(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc, data,
-		     own, cnt);
+	fw_coll_reduce2(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc,
+			sends ? dst : NULL, data, own, cnt, true);
 	if (s < n - 2)
 		return send_msg(c, s + 1, off, len);
 	/* Last reduce step: block rank is final (FP32: out holds it already). */
 	if (c->es != 4)
 		fw_coll_round_bf16(out, c->acc, cnt);
-	rc = mem_write(c, rx_dest(c, s, e0), out, cnt * c->es);
+	rc = dst ? 0 : mem_write(c, rx_dest(c, s, e0), out, cnt * c->es);
 	if (rc)
 		goto fault;
-	if (c->cmd.coll == MAIA_COLL_ALL_REDUCE)
+	if (sends)
 		return send_msg(c, n - 1, e0 * c->es, (uint32_t)(cnt * c->es));
 	return 0;
 fault:

@@ -52,6 +52,11 @@ struct fw_coll_ops {
 	 * fault).
 	 */
 	const void *(*mem_map)(void *opaque, uint64_t va, size_t len);
+	/*
+	 * Optional: the same for writing (the write permission checked), or
+	 * NULL: then mem_write() copies (and reports a fault).
+	 */
+	void *(*mem_map_write)(void *opaque, uint64_t va, size_t len);
 };
 
 struct fw_coll_config {
@@ -249,6 +254,13 @@ bool fw_coll_reduce_simd(unsigned int redop, unsigned int b_es, uint8_t *out,
 /* The one the engine uses: SIMD where the CPU has it, else plain C. */
 void fw_coll_reduce(unsigned int redop, unsigned int b_es, uint8_t *out, const uint8_t *a,
 		    const uint8_t *b, size_t n);
+/*
+ * The same into two places at once, out and out2 (NULL: out alone): the
+ * last reduction step's result lands in the job's memory in the pass that
+ * builds the message carrying it on. simd false: the plain C loop (tests).
+ */
+void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_t *out2,
+		     const uint8_t *a, const uint8_t *b, size_t n, bool simd);
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
 void fw_coll_round_bf16(uint8_t *out, const float *acc, size_t n);
 

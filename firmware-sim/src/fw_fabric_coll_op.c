@@ -118,6 +118,20 @@ static const void *op_map(void *opaque, uint64_t va, size_t len)
 	return p;
 }
 
+/* The same for writing: HBM in place if writable there, else NULL (op_write() copies). */
+static void *op_map_write(void *opaque, uint64_t va, size_t len)
+{
+	struct coll_op *c = opaque;
+	struct maia_job_mem mem;
+	void *p = NULL;
+	size_t avail = 0;
+
+	fw_as_job_mem(&c->op.as, &mem);
+	if (mem.map_write(mem.opaque, va, len, &p, &avail) != MAIA_STATUS_OK || avail < len)
+		return NULL;
+	return p;
+}
+
 static const struct fw_coll_ops coll_ops = {
 	.tx_room = op_tx_room,
 	.tx = op_tx,
@@ -127,6 +141,7 @@ static const struct fw_coll_ops coll_ops = {
 	.mem_read = op_read,
 	.mem_write = op_write,
 	.mem_map = op_map,
+	.mem_map_write = op_map_write,
 };
 
 /* A failure is traced, and what its peers still send for it is not kept. */

@@ -69,14 +69,23 @@ static uint32_t op_bits(unsigned int redop, uint32_t ua, uint32_t ub)
 	return b < a ? ub : ua;	/* MAIA_REDOP_MIN */
 }
 
-void fw_coll_reduce_scalar(unsigned int redop, unsigned int b_es, uint8_t *out,
+/* out2 (NULL: none) gets the same bits as out, element by element. */
+static void reduce2_scalar(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_t *out2,
 			   const uint8_t *a, const uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint32_t r = op_bits(redop, ld_u32(a + 4 * i), ld_b_bits(b, b_es, i));
 
 		memcpy(out + 4 * i, &r, 4);
+		if (out2)
+			memcpy(out2 + 4 * i, &r, 4);
 	}
+}
+
+void fw_coll_reduce_scalar(unsigned int redop, unsigned int b_es, uint8_t *out,
+			   const uint8_t *a, const uint8_t *b, size_t n)
+{
+	reduce2_scalar(redop, b_es, out, NULL, a, b, n);
 }
 
 #if defined(__x86_64__)
@@ -107,44 +116,67 @@ static inline __m256 op8(unsigned int redop, __m256 a, __m256 b)
 	return _mm256_blendv_ps(m, b, only_b_nan);
 }
 
-/* Inlined with constant redop and b_es below: one loop without branches per pair. */
+/*
+ * Inlined with constant redop, b_es and (below) out2 NULL or not: one loop
+ * without branches per case. Each vector is loaded before it is stored, so
+ * out or out2 may be b itself (an all-reduce in place).
+ */
 __attribute__((target("avx2"), always_inline))
 static inline void reduce_avx2(unsigned int redop, unsigned int b_es, uint8_t *out,
-			       const uint8_t *a, const uint8_t *b, size_t n)
+			       uint8_t *out2, const uint8_t *a, const uint8_t *b, size_t n)
 {
 	size_t i = 0;
 
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps((float *)(void *)(out + 4 * i),
-				 op8(redop, _mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
-				     ld8_b(b, b_es, i)));
-	fw_coll_reduce_scalar(redop, b_es, out + 4 * i, a + 4 * i, b + b_es * i, n - i);
+	for (; i + 8 <= n; i += 8) {
+		__m256 r = op8(redop, _mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+			       ld8_b(b, b_es, i));
+
+		_mm256_storeu_ps((float *)(void *)(out + 4 * i), r);
+		if (out2)
+			_mm256_storeu_ps((float *)(void *)(out2 + 4 * i), r);
+	}
+	reduce2_scalar(redop, b_es, out + 4 * i, out2 ? out2 + 4 * i : NULL, a + 4 * i,
+		       b + b_es * i, n - i);
+}
+
+__attribute__((target("avx2"), always_inline))
+static inline void reduce_avx2_case(unsigned int redop, unsigned int b_es, uint8_t *out,
+				    uint8_t *out2, const uint8_t *a, const uint8_t *b, size_t n)
+{
+	switch (redop * 8 + b_es) {
+	case MAIA_REDOP_SUM * 8 + 4:
+		reduce_avx2(MAIA_REDOP_SUM, 4, out, out2, a, b, n);
+		break;
+	case MAIA_REDOP_SUM * 8 + 2:
+		reduce_avx2(MAIA_REDOP_SUM, 2, out, out2, a, b, n);
+		break;
+	case MAIA_REDOP_MAX * 8 + 4:
+		reduce_avx2(MAIA_REDOP_MAX, 4, out, out2, a, b, n);
+		break;
+	case MAIA_REDOP_MAX * 8 + 2:
+		reduce_avx2(MAIA_REDOP_MAX, 2, out, out2, a, b, n);
+		break;
+	case MAIA_REDOP_MIN * 8 + 4:
+		reduce_avx2(MAIA_REDOP_MIN, 4, out, out2, a, b, n);
+		break;
+	default:	/* MAIA_REDOP_MIN, BF16 */
+		reduce_avx2(MAIA_REDOP_MIN, 2, out, out2, a, b, n);
+		break;
+	}
 }
 
 __attribute__((target("avx2")))
 static void reduce_avx2_any(unsigned int redop, unsigned int b_es, uint8_t *out,
 			    const uint8_t *a, const uint8_t *b, size_t n)
 {
-	switch (redop * 8 + b_es) {
-	case MAIA_REDOP_SUM * 8 + 4:
-		reduce_avx2(MAIA_REDOP_SUM, 4, out, a, b, n);
-		break;
-	case MAIA_REDOP_SUM * 8 + 2:
-		reduce_avx2(MAIA_REDOP_SUM, 2, out, a, b, n);
-		break;
-	case MAIA_REDOP_MAX * 8 + 4:
-		reduce_avx2(MAIA_REDOP_MAX, 4, out, a, b, n);
-		break;
-	case MAIA_REDOP_MAX * 8 + 2:
-		reduce_avx2(MAIA_REDOP_MAX, 2, out, a, b, n);
-		break;
-	case MAIA_REDOP_MIN * 8 + 4:
-		reduce_avx2(MAIA_REDOP_MIN, 4, out, a, b, n);
-		break;
-	default:	/* MAIA_REDOP_MIN, BF16 */
-		reduce_avx2(MAIA_REDOP_MIN, 2, out, a, b, n);
-		break;
-	}
+	reduce_avx2_case(redop, b_es, out, NULL, a, b, n);
+}
+
+__attribute__((target("avx2")))
+static void reduce2_avx2_any(unsigned int redop, unsigned int b_es, uint8_t *out,
+			     uint8_t *out2, const uint8_t *a, const uint8_t *b, size_t n)
+{
+	reduce_avx2_case(redop, b_es, out, out2, a, b, n);
 }
 #endif
 
@@ -172,6 +204,25 @@ void fw_coll_reduce(unsigned int redop, unsigned int b_es, uint8_t *out, const u
 {
 	if (!fw_coll_reduce_simd(redop, b_es, out, a, b, n))
 		fw_coll_reduce_scalar(redop, b_es, out, a, b, n);
+}
+
+void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_t *out2,
+		     const uint8_t *a, const uint8_t *b, size_t n, bool simd)
+{
+	if (!out2) {
+		if (simd)
+			fw_coll_reduce(redop, b_es, out, a, b, n);
+		else
+			fw_coll_reduce_scalar(redop, b_es, out, a, b, n);
+		return;
+	}
+#if defined(__x86_64__)
+	if (simd && __builtin_cpu_supports("avx2")) {
+		reduce2_avx2_any(redop, b_es, out, out2, a, b, n);
+		return;
+	}
+#endif
+	reduce2_scalar(redop, b_es, out, out2, a, b, n);
 }
 
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */

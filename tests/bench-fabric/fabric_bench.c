@@ -13,7 +13,19 @@
  * buffer (maia_sim_fabric_rx_lent). --copy copies each frame instead, as a
  * socket backend does (maia_sim_fabric_rx).
  *
+ * --allreduce MiB: instead, an FP32 SUM all-reduce of that size (buffers in
+ * HBM) over --devices N (2..4) devices cabled in a ring (port 0 of device i
+ * to port 1 of device i + 1, DATA frames lent as over QEMU's direct cables,
+ * doorbells inline), --iters K timed rounds after 3 warm-up ones; each round
+ * submits --batch B all-reduces to every rank (queued, as maia-coll-perf's
+ * calls are) and waits for them. Prints the medians per all-reduce: wall
+ * time, CPU time of the whole process (every thread) and busbw
+ * (nccl-tests': S/t x 2(n-1)/n); every rank's result is checked bit for bit
+ * against the reference fold (tests/unit/fwsim/coll_ref.c) after the first
+ * and the last round. Where its time goes: Documentation/benchmarks.rst.
+ *
  *   fabric_bench [--quick] [--size MiB] [--copy]
+ *   fabric_bench --allreduce MiB [--devices N] [--iters K] [--batch B] [--copy]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -23,7 +35,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "coll_ref.h"
 #include "harness.h"
+#include "maia/hw/dtype.h"
 
 #define MIB		(1024ull * 1024ull)
 #define HUGE_PAGE	(2ull * MIB)
@@ -130,6 +144,211 @@ static void wait_up(struct node *n)
 	exit(1);
 }
 
+/* ---- --allreduce: a ring of devices ---- */
+
+#define RING_MAX	4u
+
+static struct node ring_nodes[RING_MAX];
+static unsigned int ring_n;
+/* Read-held across a frame's hand-over, so that no device is destroyed under it. */
+static pthread_rwlock_t ring_lock = PTHREAD_RWLOCK_INITIALIZER;
+static bool ring_open;
+
+/* Port 0 of device i goes to port 1 of device i + 1 (and back). */
+static struct env *ring_peer(const struct node *n, unsigned int port)
+{
+	unsigned int i = (unsigned int)(n - ring_nodes);
+
+	return &ring_nodes[port == 0 ? (i + 1) % ring_n : (i + ring_n - 1) % ring_n].e;
+}
+
+static int ring_tx(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	int ret = -1;
+
+	pthread_rwlock_rdlock(&ring_lock);
+	if (__atomic_load_n(&ring_open, __ATOMIC_ACQUIRE)) {
+		maia_sim_fabric_rx(ring_peer(opaque, port)->sim, port ^ 1u, frame, len);
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&ring_lock);
+	return ret;
+}
+
+static int ring_tx_lend(void *opaque, unsigned int port, const void *frame, size_t len)
+{
+	int ret = -1;
+
+	pthread_rwlock_rdlock(&ring_lock);
+	if (__atomic_load_n(&ring_open, __ATOMIC_ACQUIRE)) {
+		maia_sim_fabric_rx_lent(ring_peer(opaque, port)->sim, port ^ 1u, frame, len,
+					put_frame, (void *)frame);
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&ring_lock);
+	if (ret)
+		maia_sim_fabric_frame_put(frame);
+	return ret;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Every rank's recv buffer against the reference; false on a mismatch. */
+static bool ring_check(const uint64_t *send, const uint64_t *recv,
+		       const struct maia_cmd_collective *k, uint8_t *exp)
+{
+	uint8_t *in[RING_MAX];
+
+	for (unsigned int r = 0; r < ring_n; r++)
+		in[r] = ring_nodes[r].e.hbm + send[r];
+	for (unsigned int r = 0; r < ring_n; r++) {
+		ref_expected(in, r, k, exp);
+		if (memcmp(exp, ring_nodes[r].e.hbm + recv[r], k->count * 4)) {
+			fprintf(stderr, "fabric_bench: rank %u's all-reduce differs from the reference\n",
+				r);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int allreduce_main(uint64_t size, unsigned int iters, unsigned int batch, bool copy)
+{
+	uint64_t send[RING_MAX], recv[RING_MAX], cbs[RING_MAX][32], rng = 0x5eed;
+	double *wall = calloc(iters, sizeof(double)), *cpu = calloc(iters, sizeof(double));
+	uint8_t *exp = malloc(size);
+	struct maia_cmd_collective k = {
+		.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(k) },
+		.coll = MAIA_COLL_ALL_REDUCE, .redop = MAIA_REDOP_SUM, .dtype = MAIA_DTYPE_FP32,
+		.send_port = 0, .recv_port = 1, .nranks = (uint16_t)ring_n, .comm_id = 0xab,
+		.count = size / 4,
+	};
+	uint32_t seq = 1;
+	double w, c;
+
+	if (!wall || !cpu || !exp)
+		return 1;
+	env_fabric_tx_lend = copy ? NULL : ring_tx_lend;
+	for (unsigned int r = 0; r < ring_n; r++) {
+		struct node *n = &ring_nodes[r];
+
+		if (env_init_fabric(&n->e, 1, 2 * size + 8 * MIB, 4 * MIB, 2,
+				    0xab00000000000001ull + r, ring_tx, n)) {
+			fprintf(stderr, "fabric_bench: device creation failed\n");
+			return 1;
+		}
+		boot_or_die(&n->e);
+		maia_sim_set_inline_doorbell(n->e.sim, true);
+		queue_setup(&n->e, &n->q, 0, 64, MAIA_QUEUE_PRIO_NORMAL);
+		send[r] = hbm_alloc(&n->e, size, HUGE_PAGE);
+		recv[r] = hbm_alloc(&n->e, size, HUGE_PAGE);
+		ref_fill(n->e.hbm + send[r], size / 4, MAIA_DTYPE_FP32, &rng);
+	}
+	__atomic_store_n(&ring_open, true, __ATOMIC_RELEASE);
+	for (unsigned int r = 0; r < ring_n; r++)
+		for (unsigned int p = 0; p < 2; p++) {
+			struct maia_sim_fabric_port_info i;
+			int t;
+
+			for (t = 0; t < 60000; t++) {
+				if (!maia_sim_fabric_port_info(ring_nodes[r].e.sim, p, &i) && i.up &&
+				    i.ident_rx)
+					break;
+				usleep(1000);
+			}
+			if (t == 60000) {
+				fprintf(stderr, "fabric_bench: ring not UP\n");
+				return 1;
+			}
+		}
+	for (unsigned int r = 0; r < ring_n; r++) {
+		struct cmdbuf cb;
+
+		k.rank = (uint16_t)r;
+		k.send_addr = MAIA_PHYS_HBM | send[r];
+		k.recv_addr = MAIA_PHYS_HBM | recv[r];
+		cb_init(&cb);
+		cb_add(&cb, &k, sizeof(k));
+		for (unsigned int j = 0; j < batch; j++)
+			cbs[r][j] = cb_to_host(&ring_nodes[r].e, &cb);
+	}
+	for (unsigned int it = 0; it < iters + 3; it++) {
+		uint32_t slot[RING_MAX][64];
+		double t0, c0;
+		bool ok = true;
+
+		for (unsigned int r = 0; r < ring_n; r++)
+			memset(ring_nodes[r].e.hbm + recv[r], 0, it == 0 || it == iters + 2 ? size : 0);
+		t0 = now_s();
+		c0 = cpu_s();
+		for (unsigned int j = 0; j < batch; j++, seq++)
+			for (unsigned int r = 0; r < ring_n; r++) {
+				struct maia_cmd_collective *kc = host_ptr(&ring_nodes[r].e,
+									  cbs[r][j]);
+
+				kc->seq = seq;	/* the call's, the same on every rank */
+				slot[r][j] = queue_push(&ring_nodes[r].e, &ring_nodes[r].q, cbs[r][j],
+							sizeof(k), 0, 0, seq, true);
+			}
+		for (unsigned int r = 0; r < ring_n; r++)
+			for (unsigned int j = 0; j < batch; j++) {
+				struct maia_cq_entry *e = cqe_at(&ring_nodes[r].e, &ring_nodes[r].q,
+								 slot[r][j]);
+
+				/* polled every 20 us: a spinning waiter would count as the devices' CPU */
+				while (!(__atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID))
+					usleep(20);
+				ok &= e->status == MAIA_STATUS_OK;
+			}
+		w = now_s() - t0;
+		c = cpu_s() - c0;
+		if (!ok) {
+			fprintf(stderr, "fabric_bench: all-reduce round %u failed\n", it);
+			return 1;
+		}
+		if ((it == 0 || it == iters + 2) && !ring_check(send, recv, &k, exp))
+			return 1;
+		if (it >= 3) {
+			wall[it - 3] = w / batch;
+			cpu[it - 3] = c / batch;
+		}
+	}
+	w = median(wall, iters);
+	c = median(cpu, iters);
+	/* sorted by median(): [0] is the quickest round, the one the load disturbed least */
+	fprintf(stderr, "fabric_bench: %u devices, %llu KiB FP32 all-reduce, %s, batch %u: median %.3f ms wall (%.3f GB/s busbw), %.3f ms of CPU per all-reduce (quickest rounds %.3f and %.3f ms); results exact\n",
+		ring_n, (unsigned long long)(size >> 10), copy ? "frames copied" : "frames lent",
+		batch, w * 1e3, (double)size / w * 2 * (ring_n - 1) / ring_n * 1e-9, c * 1e3,
+		wall[0] * 1e3, cpu[0] * 1e3);
+	printf("{\"name\": \"host_allreduce_busbw_n%u_%lluKiB\", \"value\": %.3f, \"unit\": \"GB/s\", "
+	       "\"higher_is_better\": true, \"cpu_ms\": %.3f, \"wall_ms\": %.3f, "
+	       "\"min_cpu_ms\": %.3f, \"min_wall_ms\": %.3f}\n",
+	       ring_n, (unsigned long long)(size >> 10),
+	       (double)size / w * 2 * (ring_n - 1) / ring_n * 1e-9, c * 1e3, w * 1e3,
+	       cpu[0] * 1e3, wall[0] * 1e3);
+	fflush(stdout);
+	pthread_rwlock_wrlock(&ring_lock);
+	__atomic_store_n(&ring_open, false, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&ring_lock);
+	for (unsigned int r = 0; r < ring_n; r++)
+		env_fini(&ring_nodes[r].e);
+	free(wall);
+	free(cpu);
+	free(exp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t size = 64 * MIB, src, win_pa, root;
@@ -138,6 +357,8 @@ int main(int argc, char **argv)
 	uint32_t resp[MAIA_MBOX_NARGS], key;
 	int reps = 5;
 	bool copy = false;
+	uint64_t ar_size = 0;
+	unsigned int ar_iters = 30, ar_batch = 1;
 	double best_w = 1e9, best_m = 1e9, best_cpu = 1e9;
 	uint8_t *m1, *m2;
 
@@ -148,10 +369,28 @@ int main(int argc, char **argv)
 			size = strtoull(argv[++i], NULL, 0) * MIB;
 		else if (!strcmp(argv[i], "--copy"))
 			copy = true;
+		else if (!strcmp(argv[i], "--allreduce") && i + 1 < argc)
+			ar_size = (uint64_t)(strtod(argv[++i], NULL) * (double)MIB) & ~1023ull;
+		else if (!strcmp(argv[i], "--devices") && i + 1 < argc)
+			ring_n = (unsigned int)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+			ar_iters = (unsigned int)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			ar_batch = (unsigned int)atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: fabric_bench [--quick] [--size MiB] [--copy]\n");
+			fprintf(stderr, "usage: fabric_bench [--quick] [--size MiB] [--copy]\n"
+				"       fabric_bench --allreduce MiB [--devices 2..4] [--iters K] [--batch 1..32] [--copy]\n");
 			return 2;
 		}
+	}
+	if (ar_size) {
+		if (!ring_n)
+			ring_n = 2;
+		if (ring_n < 2 || ring_n > RING_MAX || !ar_iters || !ar_batch || ar_batch > 32) {
+			fprintf(stderr, "fabric_bench: --devices 2..4, --iters >= 1, --batch 1..32\n");
+			return 2;
+		}
+		return allreduce_main(ar_size, ar_iters, ar_batch, copy);
 	}
 	size = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 	env_fabric_tx_lend = copy ? NULL : cable_tx_lend;

@@ -162,12 +162,18 @@ static const void *cb_map(void *opaque, uint64_t va, size_t len)
 	return R.mappable ? mem_at(opaque, va, len) : NULL;
 }
 
+static void *cb_map_write(void *opaque, uint64_t va, size_t len)
+{
+	return R.mappable ? mem_at(opaque, va, len) : NULL;
+}
+
 static const struct fw_coll_ops ops = {
 	.tx_room = cb_tx_room,
 	.tx = cb_tx,
 	.mem_read = cb_read,
 	.mem_write = cb_write,
 	.mem_map = cb_map,
+	.mem_map_write = cb_map_write,
 };
 
 static void ring_init(unsigned int n, unsigned int early_msgs)

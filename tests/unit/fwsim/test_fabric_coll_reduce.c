@@ -10,7 +10,9 @@
  * Documentation/hw/fabric.rst) and the AVX2 one against the scalar one, bit
  * for bit: MAX/MIN always, NaN payloads included; SUM except which NaN
  * payload a NaN sum carries, which the documentation leaves open. Nothing
- * may be written past out[n - 1].
+ * may be written past out[n - 1]. fw_coll_reduce2() (the result into two
+ * places in one pass), AVX2 and plain C, writes the scalar kernel's bits to
+ * both, also when the second place is b itself (in place).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -149,11 +151,64 @@ static void test_kernels(unsigned int op, unsigned int b_es)
 		       bad_simd);
 }
 
+/* fw_coll_reduce2(): both places get the scalar kernel's bits; out2 may be b (FP32). */
+static void test_reduce2(unsigned int op, unsigned int b_es)
+{
+	static const char *const op_name[] = { "SUM", "MAX", "MIN" };
+	uint8_t abuf[3 + 4 * MAX_LEN], bbuf[3 + 4 * MAX_LEN + GUARD];
+	uint8_t sbuf[3 + 4 * MAX_LEN], obuf[3 + 4 * MAX_LEN + GUARD];
+	uint8_t o2buf[3 + 4 * MAX_LEN + GUARD];
+	unsigned long calls = 0, bad = 0, bad_guard = 0;
+
+	for (unsigned int n = 0; n <= MAX_LEN; n++) {
+		for (unsigned int k = 0; k < 8 * ROUNDS; k++) {
+			uint8_t *a = abuf + k % 4, *b = bbuf + (k + 1 + n) % 4;
+			uint8_t *out_s = sbuf, *out = obuf + (k / 4) % 4, *out2 = o2buf + (k + 2) % 4;
+			bool simd = k % 2, in_place = b_es == 4 && k % 8 >= 6;
+
+			for (unsigned int i = 0; i < n; i++) {
+				uint32_t ua = some_f32(), ub = rng32() % 8 ? some_f32() : ua;
+				uint16_t h = (uint16_t)(ub >> 16);
+
+				memcpy(a + 4 * i, &ua, 4);
+				if (b_es == 4)
+					memcpy(b + 4 * i, &ub, 4);
+				else
+					memcpy(b + 2 * i, &h, 2);
+			}
+			memset(bbuf + (3 + 4 * MAX_LEN), 0xa5, GUARD);
+			memset(obuf, 0xa5, sizeof(obuf));
+			memset(o2buf, 0xa5, sizeof(o2buf));
+			fw_coll_reduce_scalar(op, b_es, out_s, a, b, n);
+			if (in_place)
+				out2 = b;
+			fw_coll_reduce2(op, b_es, out, out2, a, b, n, simd);
+			calls++;
+			bad_guard += !guard_intact(out + 4 * n) ||
+				     (!in_place && !guard_intact(out2 + 4 * n)) ||
+				     !guard_intact(bbuf + (3 + 4 * MAX_LEN));
+			for (unsigned int i = 0; i < n; i++) {
+				uint32_t want, got, got2;
+
+				memcpy(&want, out_s + 4 * i, 4);
+				memcpy(&got, out + 4 * i, 4);
+				memcpy(&got2, out2 + 4 * i, 4);
+				bad += !same(op, want, got) || got2 != got;
+			}
+		}
+	}
+	tap_ok(!bad && !bad_guard,
+	       "%s a fp32, b %s: fw_coll_reduce2() in %lu calls (AVX2 and plain C, a quarter of the fp32 ones in place into b) writes the scalar kernel's result to both places; #wrong = %lu, writes past the end %lu",
+	       op_name[op], b_es == 4 ? "fp32" : "bf16", calls, bad, bad_guard);
+}
+
 int main(void)
 {
 	for (unsigned int op = MAIA_REDOP_SUM; op <= MAIA_REDOP_MIN; op++) {
 		test_kernels(op, 4);
 		test_kernels(op, 2);
+		test_reduce2(op, 4);
+		test_reduce2(op, 2);
 	}
 	return tap_done();
 }
