@@ -40,6 +40,23 @@
  * length read from it is bounded before use; a ring whose indices make no
  * sense is resynchronised (frames dropped, a trace event), never trusted.
  *
+ * A file cut short: a process that shrinks the file (ftruncate) while we
+ * have it mapped takes the pages past its new end from under us, and the
+ * next access to one of them raises SIGBUS, which would kill QEMU. Every
+ * cable's mapping is registered (MaiaFabricShmMap); a SIGBUS handler,
+ * chained to the one QEMU installed before it, replaces a registered
+ * mapping that faults with anonymous zero pages (mmap MAP_FIXED), so that
+ * the access completes, and marks it cut. A thread that may touch a
+ * mapping lets SIGBUS reach it first (maia_fabric_shm_guard(): QEMU's
+ * threads start with every signal blocked, and a fault while SIGBUS is
+ * blocked kills the process whatever the handler). The receive thread
+ * sees the cut (or a header that is no cable's any more) and takes the
+ * cable out of service: nothing is sent or received on it, the device
+ * takes the link DOWN as for a dead peer, a trace event and one error say
+ * why, and property fabricN-shm-cut reads true. The file is not touched
+ * again while the port lives: its mapping is given back to the backend
+ * when the port is closed, and a device plugged anew takes the cable again.
+ *
  * Link state: a shm port still has a NIC, with no netdev, so that
  * `set_link <id>.fabricN off` takes its carrier away as on any port: frames
  * are then neither sent nor received, and the device takes the link DOWN
@@ -53,9 +70,12 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/mman.h>
 #include "qemu/atomic.h"
+#include "qemu/error-report.h"
 #include "qemu/futex.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "qom/object.h"
 #include "system/hostmem.h"
 #include "exec/memory.h"
@@ -70,7 +90,29 @@
 /* Receive buffers a port keeps for reuse: a window of DATA, and acks. */
 #define MAIA_FABRIC_SHM_RX_CACHE    (MAIA_FABRIC_WINDOW + 16u)
 
+/* Cable mappings a process may have at once (12 ports on 5 devices). */
+#define MAIA_FABRIC_SHM_MAPS        64
+
 typedef struct MaiaFabricShmPool MaiaFabricShmPool;
+
+/*
+ * A backend's memory, as the SIGBUS handler sees it. start, len: written
+ * under the BQL (start last, cleared first), read by the handler; cut and
+ * fault: written by the handler or the receive thread (atomic).
+ */
+typedef struct MaiaFabricShmMap {
+    uintptr_t start;                /* 0: a free entry */
+    size_t len;                     /* bytes mapped, whole pages */
+    int fd;                         /* the backend's file, or -1 */
+    uint64_t fd_offset;             /* where in the file the mapping starts */
+    unsigned int users;             /* BQL: ports that opened it */
+    int cut;                        /* 1: anonymous pages, the file let go */
+    uint64_t fault;                 /* the first fault's offset + 1, or 0 */
+} MaiaFabricShmMap;
+
+static MaiaFabricShmMap maia_fabric_shm_maps[MAIA_FABRIC_SHM_MAPS];
+static struct sigaction maia_fabric_shm_oldact;
+static bool maia_fabric_shm_handler_on;     /* BQL */
 
 /* A received frame, copied out of its slot and lent to the device. */
 typedef struct MaiaFabricShmBuf {
@@ -97,6 +139,10 @@ struct MaiaFabricShm {
     MaiaFabricShmHeader *hdr;       /* = base */
     int fd;                         /* the backend's file; -1: no lock */
     unsigned int side;              /* this end: 0 or 1 */
+    MaiaFabricShmMap *map;          /* base's entry for the SIGBUS handler */
+    char *name;                     /* the backend's id, for messages */
+    char *cut_prop;                 /* property fabricN-shm-cut, or NULL */
+    bool cut;                       /* atomic: the cable is out of service */
 
     /* lock protects running and head: the sender against detach. */
     QemuMutex lock;
@@ -134,6 +180,168 @@ static MaiaFabricShmClaim *maia_fabric_shm_claim(HostMemoryBackend *be)
     return NULL;
 }
 
+/*
+ * Replaces the mapping of m with anonymous zero pages: every access to it
+ * completes from now on, and the file is not touched again through it.
+ * Async-signal-safe (a system call and atomics). False if mmap failed.
+ */
+static bool maia_fabric_shm_map_cut(MaiaFabricShmMap *m, uintptr_t start,
+                                    uint64_t fault)
+{
+    void *p = mmap((void *)start, m->len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+    if (p == MAP_FAILED) {
+        return false;
+    }
+    if (fault) {
+        qatomic_cmpxchg(&m->fault, 0, fault);
+    }
+    qatomic_set(&m->cut, 1);
+    return true;
+}
+
+/*
+ * SIGBUS on any thread: an access to a cable whose file was cut short
+ * (BUS_ADRERR inside a registered mapping) is made to complete; anything
+ * else goes to the handler installed before (QEMU's, which re-raises it).
+ */
+static void maia_fabric_shm_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    int saved_errno = errno;
+    unsigned int i;
+
+    if (info->si_code == BUS_ADRERR) {
+        for (i = 0; i < MAIA_FABRIC_SHM_MAPS; i++) {
+            MaiaFabricShmMap *m = &maia_fabric_shm_maps[i];
+            uintptr_t start = qatomic_load_acquire(&m->start);
+
+            if (start && addr - start < m->len &&
+                maia_fabric_shm_map_cut(m, start, addr - start + 1)) {
+                errno = saved_errno;
+                return;
+            }
+        }
+    }
+    errno = saved_errno;
+    if (maia_fabric_shm_oldact.sa_flags & SA_SIGINFO) {
+        maia_fabric_shm_oldact.sa_sigaction(sig, info, ctx);
+    } else if (maia_fabric_shm_oldact.sa_handler != SIG_DFL &&
+               maia_fabric_shm_oldact.sa_handler != SIG_IGN) {
+        maia_fabric_shm_oldact.sa_handler(sig);
+    } else {
+        /* Die of it, as without this handler. */
+        signal(SIGBUS, SIG_DFL);
+        raise(SIGBUS);
+    }
+}
+
+/*
+ * 1: SIGBUS reaches this thread for good; 2: the main loop's thread, which
+ * reads SIGBUS from a signalfd and lets it through only while it touches
+ * a cable (maia_fabric_shm_guard_end()).
+ */
+static __thread int maia_fabric_shm_thread_state;
+
+/*
+ * Before a thread touches a cable's memory: a fault on a blocked SIGBUS
+ * kills the process whatever its handler, and QEMU's threads start with
+ * every signal blocked. Returns true if the caller must call
+ * maia_fabric_shm_guard_end() when done (the main loop's thread).
+ */
+static bool maia_fabric_shm_guard(void)
+{
+    sigset_t set;
+
+    if (likely(maia_fabric_shm_thread_state == 1)) {
+        return false;
+    }
+    if (!maia_fabric_shm_thread_state) {
+        maia_fabric_shm_thread_state =
+            qemu_get_thread_id() == getpid() ? 2 : 1;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    return maia_fabric_shm_thread_state == 2;
+}
+
+static void maia_fabric_shm_guard_end(bool end)
+{
+    sigset_t set;
+
+    if (end) {
+        sigemptyset(&set);
+        sigaddset(&set, SIGBUS);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    }
+}
+
+/* The entry of the mapping at start, len bytes (BQL); NULL: no room. */
+static MaiaFabricShmMap *maia_fabric_shm_map_get(void *start, size_t len,
+                                                 int fd, uint64_t fd_offset)
+{
+    MaiaFabricShmMap *m, *spare = NULL;
+    struct sigaction act;
+    unsigned int i;
+
+    if (!maia_fabric_shm_handler_on) {
+        memset(&act, 0, sizeof(act));
+        act.sa_flags = SA_SIGINFO;
+        act.sa_sigaction = maia_fabric_shm_sigbus;
+        if (sigaction(SIGBUS, &act, &maia_fabric_shm_oldact)) {
+            return NULL;
+        }
+        maia_fabric_shm_handler_on = true;
+    }
+    for (i = 0; i < MAIA_FABRIC_SHM_MAPS; i++) {
+        m = &maia_fabric_shm_maps[i];
+        if (m->start == (uintptr_t)start) {
+            m->users++;
+            return m;
+        }
+        if (!m->start && !spare) {
+            spare = m;
+        }
+    }
+    if (spare) {
+        spare->len = len;
+        spare->fd = fd;
+        spare->fd_offset = fd_offset;
+        spare->users = 1;
+        spare->cut = 0;
+        spare->fault = 0;
+        qatomic_store_release(&spare->start, (uintptr_t)start);
+    }
+    return spare;
+}
+
+/*
+ * A port lets go of m (BQL, no thread of it touches the memory). The last
+ * one gives a cut mapping back to the backend: its file mapped there again,
+ * for whoever takes the cable anew.
+ */
+static void maia_fabric_shm_map_put(MaiaFabricShmMap *m, const char *name)
+{
+    uintptr_t start = m->start;
+    void *p;
+
+    if (--m->users) {
+        return;
+    }
+    qatomic_set(&m->start, 0);
+    if (qatomic_read(&m->cut) && m->fd >= 0) {
+        p = mmap((void *)start, m->len, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, m->fd, m->fd_offset);
+        if (p == MAP_FAILED) {
+            error_report("memory backend '%s': its file could not be mapped "
+                         "again after it was cut short: %s", name,
+                         strerror(errno));
+        }
+    }
+}
+
 static MaiaFabricShmSlot *maia_fabric_shm_slot(MaiaFabricShm *s,
                                                unsigned int ring,
                                                uint32_t index)
@@ -159,11 +367,13 @@ int maia_fabric_shm_tx(MaiaFabricPort *p, const void *frame, size_t len)
     MaiaFabricShmSlot *slot;
     const char *why = NULL;
     uint32_t used;
+    bool guard;
 
     qemu_mutex_lock(&s->lock);
+    guard = maia_fabric_shm_guard();
     r = &s->hdr->ring[s->side];
     if (!s->running) {
-        why = "cable detached";
+        why = qatomic_read(&s->cut) ? "cable cut" : "cable detached";
     } else if (len > MAIA_FABRIC_MAX_FRAME) {
         why = "longer than a ring slot";
     } else if (!qatomic_read(&s->hdr->side[!s->side].attached)) {
@@ -182,6 +392,7 @@ int maia_fabric_shm_tx(MaiaFabricPort *p, const void *frame, size_t len)
         }
     }
     if (why) {
+        maia_fabric_shm_guard_end(guard);
         qemu_mutex_unlock(&s->lock);
         trace_maia_fabric_tx_drop(p->index, len, why);
         return -1;
@@ -192,6 +403,7 @@ int maia_fabric_shm_tx(MaiaFabricPort *p, const void *frame, size_t len)
     s->head++;
     qatomic_store_release(&r->head, s->head);
     maia_fabric_shm_wake(r, false);
+    maia_fabric_shm_guard_end(guard);
     qemu_mutex_unlock(&s->lock);
     trace_maia_fabric_shm_tx(p->index, len);
     return 0;
@@ -287,17 +499,65 @@ static MaiaFabricShmBuf *maia_fabric_shm_rx_copy(MaiaFabricShm *s,
     return b;
 }
 
+/*
+ * The receive thread found the cable's memory cut (by the SIGBUS handler)
+ * or its header no cable's: the cable goes out of service for good (the
+ * file is let go of if not yet), which the device sees as a dead peer.
+ */
+static void maia_fabric_shm_out(MaiaFabricShm *s, uint32_t magic)
+{
+    MaiaFabricShmMap *m = s->map;
+    uint64_t fault;
+
+    if (!qatomic_read(&m->cut) && m->fd >= 0) {
+        /* Not through a fault: let go of the file before it faults. */
+        maia_fabric_shm_map_cut(m, (uintptr_t)s->base, 0);
+    }
+    qemu_mutex_lock(&s->lock);
+    qatomic_set(&s->cut, true);
+    s->running = false;
+    qemu_mutex_unlock(&s->lock);
+    fault = qatomic_read(&m->fault);
+    trace_maia_fabric_shm_cut(s->port->index, s->name, fault != 0,
+                              fault ? fault - 1 : 0, magic);
+    if (fault) {
+        error_report("fabric%u-shm: the file of memory backend '%s' was cut "
+                     "short under this QEMU (SIGBUS at offset 0x%" PRIx64
+                     "): the link is down and the file is not used again "
+                     "until the device is plugged anew", s->port->index,
+                     s->name, fault - 1);
+    } else {
+        error_report("fabric%u-shm: memory backend '%s' holds no cable any "
+                     "more (magic 0x%x): the link is down and the file is "
+                     "not used again until the device is plugged anew",
+                     s->port->index, s->name, magic);
+    }
+}
+
+/* Still a cable: not cut, its header intact; else out of service. */
+static bool maia_fabric_shm_intact(MaiaFabricShm *s)
+{
+    uint32_t magic = qatomic_read(&s->hdr->magic);
+
+    if (qatomic_read(&s->map->cut) || magic != MAIA_FABRIC_SHM_MAGIC) {
+        maia_fabric_shm_out(s, magic);
+        return false;
+    }
+    return true;
+}
+
 static void *maia_fabric_shm_thread(void *opaque)
 {
     MaiaFabricShm *s = opaque;
     MaiaFabricShmRing *r = &s->hdr->ring[!s->side];
     MaiaFabricShmSide *peer = &s->hdr->side[!s->side];
     unsigned int port = s->port->index;
-    uint32_t tail = qatomic_read(&r->tail);     /* set by start() */
-    uint32_t gen = qatomic_read(&peer->gen);
-    uint32_t head, kick, g, len;
+    uint32_t tail, gen, head, kick, g, len;
 
-    while (!qatomic_read(&s->stop)) {
+    maia_fabric_shm_guard();    /* for good: not the main loop's thread */
+    tail = qatomic_read(&r->tail);      /* set by start() */
+    gen = qatomic_read(&peer->gen);
+    while (!qatomic_read(&s->stop) && maia_fabric_shm_intact(s)) {
         g = qatomic_read(&peer->gen);
         if (g != gen) {
             gen = g;
@@ -311,7 +571,8 @@ static void *maia_fabric_shm_thread(void *opaque)
             trace_maia_fabric_shm_corrupt(port, "rx", head, tail);
             tail = head;
         }
-        while (tail != head && !qatomic_read(&s->stop)) {
+        while (tail != head && !qatomic_read(&s->stop) &&
+               !qatomic_read(&s->map->cut)) {
             MaiaFabricShmBuf *b = maia_fabric_shm_rx_copy(s, tail, &len);
 
             tail++;
@@ -330,7 +591,8 @@ static void *maia_fabric_shm_thread(void *opaque)
         }
         qatomic_set(&r->waiting, 1);
         smp_mb();   /* waiting before head: pairs with the sender's */
-        if (qatomic_read(&r->head) == tail && !qatomic_read(&s->stop)) {
+        if (qatomic_read(&r->head) == tail && !qatomic_read(&s->stop) &&
+            !qatomic_read(&s->map->cut)) {
             struct timespec ts = { .tv_nsec = MAIA_FABRIC_SHM_IDLE_NS };
 
             /* Bounded: a peer may write the futex word back under us. */
@@ -341,6 +603,17 @@ static void *maia_fabric_shm_thread(void *opaque)
     return NULL;
 }
 
+/* Property fabricN-shm-cut: the cable went out of service, cut short. */
+static void maia_fabric_shm_get_cut(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    MaiaFabricPort *p = opaque;
+    bool cut = p->shm && qatomic_read(&p->shm->cut);
+
+    visit_type_bool(v, name, &cut, errp);
+}
+
 bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
 {
     HostMemoryBackend *be = p->shm_be;
@@ -348,9 +621,12 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
     MaiaFabricShmClaim *c = maia_fabric_shm_claim(be);
     MemoryRegion *mr;
     MaiaFabricShmHeader *hdr;
+    MaiaFabricShmMap *map;
     MaiaFabricShm *s;
     unsigned int side;
+    uint64_t fd_offset = 0;
     uint32_t magic;
+    bool guard;
     int fd;
 
     if (!host_memory_backend_mr_inited(be)) {
@@ -399,7 +675,34 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
     }
 
     hdr = memory_region_get_ram_ptr(mr);
+    if (fd >= 0 && object_property_find(OBJECT(be), "offset")) {
+        fd_offset = object_property_get_uint(OBJECT(be), "offset", NULL);
+    }
+    map = maia_fabric_shm_map_get(hdr, ROUND_UP(memory_region_size(mr),
+                                      qemu_ram_pagesize(mr->ram_block)),
+                                  fd, fd_offset);
+    if (!map) {
+        if (fd >= 0) {
+            qemu_unlock_fd(fd, side, 1);
+        }
+        error_setg(errp, "fabric%u-shm: memory backend '%s': this QEMU "
+                   "has %u cables already, or no SIGBUS handler",
+                   p->index, name, MAIA_FABRIC_SHM_MAPS);
+        return false;
+    }
+    guard = maia_fabric_shm_guard();
     magic = qatomic_read(&hdr->magic);
+    if (qatomic_read(&map->cut)) {
+        maia_fabric_shm_guard_end(guard);
+        maia_fabric_shm_map_put(map, name);
+        if (fd >= 0) {
+            qemu_unlock_fd(fd, side, 1);
+        }
+        error_setg(errp, "fabric%u-shm: the file of memory backend '%s' is "
+                   "shorter than a cable: another process cut it", p->index,
+                   name);
+        return false;
+    }
     if (!magic) {
         /* A new file; the other end writes the same if it races us. */
         hdr->version = MAIA_FABRIC_SHM_VERSION;
@@ -411,6 +714,8 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
                qatomic_read(&hdr->version) != MAIA_FABRIC_SHM_VERSION ||
                qatomic_read(&hdr->slots) != MAIA_FABRIC_SHM_SLOTS ||
                qatomic_read(&hdr->slot_size) != MAIA_FABRIC_SHM_SLOT_SIZE) {
+        maia_fabric_shm_guard_end(guard);
+        maia_fabric_shm_map_put(map, name);
         if (fd >= 0) {
             qemu_unlock_fd(fd, side, 1);
         }
@@ -419,6 +724,7 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
                    p->index, name, MAIA_FABRIC_SHM_VERSION, magic);
         return false;
     }
+    maia_fabric_shm_guard_end(guard);
 
     if (!c) {
         c = g_new0(MaiaFabricShmClaim, 1);
@@ -435,9 +741,18 @@ bool maia_fabric_shm_open(MaiaFabricPort *p, Error **errp)
     s->hdr = hdr;
     s->fd = fd;
     s->side = side;
+    s->map = map;
+    s->name = g_strdup(name);
     qemu_mutex_init(&s->lock);
     s->pool = maia_fabric_shm_pool_new();
     p->shm = s;
+    s->cut_prop = g_strdup_printf("fabric%u-shm-cut", p->index);
+    if (!object_property_try_add(OBJECT(p->fab->dev), s->cut_prop, "bool",
+                                 maia_fabric_shm_get_cut, NULL, NULL, p,
+                                 NULL)) {
+        g_free(s->cut_prop);
+        s->cut_prop = NULL;
+    }
     return true;
 }
 
@@ -446,6 +761,7 @@ void maia_fabric_shm_start(MaiaFabricPort *p)
     MaiaFabricShm *s = p->shm;
     MaiaFabricShmHeader *hdr = s->hdr;
     MaiaFabricShmRing *rx = &hdr->ring[!s->side];
+    bool guard = maia_fabric_shm_guard();
     uint32_t gen;
 
     /* What the peer sent to a side before us is not for us. */
@@ -462,6 +778,7 @@ void maia_fabric_shm_start(MaiaFabricPort *p)
         object_get_canonical_path_component(OBJECT(s->be)), gen);
     /* Tell the peer's receiver at once (it traces the new generation). */
     maia_fabric_shm_wake(&hdr->ring[s->side], false);
+    maia_fabric_shm_guard_end(guard);
 
     qatomic_set(&s->stop, false);
     qemu_thread_create(&s->thread, "maia-fabric-shm", maia_fabric_shm_thread,
@@ -481,11 +798,16 @@ void maia_fabric_shm_stop(MaiaFabricPort *p)
     s->running = false;
     qemu_mutex_unlock(&s->lock);
     if (s->thread_started) {
+        bool guard = maia_fabric_shm_guard();
+
         qatomic_set(&s->stop, true);
         maia_fabric_shm_wake(&s->hdr->ring[!s->side], true);
+        maia_fabric_shm_guard_end(guard);
         qemu_thread_join(&s->thread);
         s->thread_started = false;
+        guard = maia_fabric_shm_guard();
         qatomic_set(&s->hdr->side[s->side].attached, 0);
+        maia_fabric_shm_guard_end(guard);
     }
 }
 
@@ -498,6 +820,12 @@ void maia_fabric_shm_close(MaiaFabricPort *p)
         return;
     }
     maia_fabric_shm_stop(p);
+    if (s->cut_prop) {
+        object_property_del(OBJECT(p->fab->dev), s->cut_prop);
+        g_free(s->cut_prop);
+    }
+    maia_fabric_shm_map_put(s->map, s->name);
+    g_free(s->name);
     c = maia_fabric_shm_claim(s->be);
     if (s->fd >= 0) {
         qemu_unlock_fd(s->fd, s->side, 1);

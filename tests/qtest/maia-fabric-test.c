@@ -18,6 +18,9 @@
  *   peer QEMU killed (SIGKILL): DOWN by dead peer; a new QEMU on the same
  *   file: UP again; garbage the test writes into both rings (slot lengths,
  *   frames, indices): frames dropped and counted, QEMU running, the link UP.
+ *   A ring of two QEMUs over two such cables, one file cut short
+ *   (ftruncate) under them: both QEMUs run on, that cable's ports DOWN and
+ *   marked cut, the other cable UP, a next all-reduce exact.
  *   In one QEMU: two devices on one memory-backend-memfd are cabled; a
  *   third end, a small, unshared or read-only backend, a netdev beside
  *   it: refused;
@@ -1497,6 +1500,150 @@ static void test_shm_hostile_peer(void)
 }
 
 /*
+ * An all-reduce of the ring of two ranks d[0], d[1] (of qs[0], qs[1], on
+ * their queues q[0], q[1]): exact.
+ */
+static void shm_all_reduce(QOSState **qs, Dev *d, Queue *q, uint32_t seq)
+{
+    float in[COLL_COUNT], got[COLL_COUNT];
+    uint64_t src[2], dst[2], rep[2];
+    struct maia_cmd_collective c;
+    Job j[2];
+    unsigned r, k;
+
+    for (r = 2; r-- > 0;) {
+        src[r] = guest_alloc(&qs[r]->alloc, sizeof(in));
+        dst[r] = guest_alloc(&qs[r]->alloc, sizeof(got));
+        rep[r] = guest_alloc(&qs[r]->alloc, sizeof(struct maia_coll_report));
+        for (k = 0; k < COLL_COUNT; k++) {
+            in[k] = (k + 1) << (4 * r);
+        }
+        qtest_memwrite(qs[r]->qts, src[r], in, sizeof(in));
+        qtest_memset(qs[r]->qts, dst[r], 0, sizeof(got));
+        c = coll_cmd(MAIA_COLL_ALL_REDUCE, r, 2, seq, src[r], dst[r],
+                     COLL_COUNT, rep[r]);
+        job_submit(qs[r], &d[r], &q[r], &c, sizeof(c), &j[r]);
+    }
+    for (r = 2; r-- > 0;) {
+        g_assert_cmpuint(job_wait(qs[r], &q[r], &j[r]), ==, MAIA_STATUS_OK);
+        g_assert_cmpuint(report_status(qs[r]->qts, rep[r]), ==,
+                         MAIA_STATUS_OK);
+        qtest_memread(qs[r]->qts, dst[r], got, sizeof(got));
+        for (k = 0; k < COLL_COUNT; k++) {
+            g_assert_cmpfloat(got[k], ==, (float)((k + 1) * 0x11));
+        }
+        guest_free(&qs[r]->alloc, src[r]);
+        guest_free(&qs[r]->alloc, dst[r]);
+        guest_free(&qs[r]->alloc, rep[r]);
+    }
+}
+
+/* qom-get of a bool property of device id. */
+static bool qom_bool(QTestState *qts, const char *id, const char *prop)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}", id, prop);
+    bool val;
+
+    g_assert(qdict_haskey(rsp, "return"));
+    val = qdict_get_bool(rsp, "return");
+    qobject_unref(rsp);
+    return val;
+}
+
+/* The file at path holds `what` (a trace log QEMU writes), in time. */
+static bool file_has(const char *path, const char *what)
+{
+    g_autofree char *buf = NULL;
+
+    return g_file_get_contents(path, &buf, NULL, NULL) && strstr(buf, what);
+}
+
+/*
+ * A peer cuts the cable file short (ftruncate to its header page) while
+ * two QEMUs have it mapped and frames cross it: two QEMUs in a ring of
+ * two, A's port 0 to B's port 1 over file x, B's port 0 to A's port 1
+ * over file y; an all-reduce over both first. Then x is cut: the next
+ * access to a slot raises SIGBUS in each QEMU (it killed both, exit
+ * status 135, before the guard). Both keep running, the ports on x go
+ * DOWN as for a dead peer (LINK_DOWNS and DEAD_PEER one more),
+ * fabricN-shm-cut reads true there and false on y, the trace event
+ * maia_fabric_shm_cut says why; the ports on y stay UP, and a next
+ * all-reduce, routed around the cut cable, is exact. Both QEMUs quit
+ * normally.
+ */
+static void test_shm_cut(void)
+{
+    static const uint64_t serials[2] = { 0xd1d1, 0xd2d2 };
+    g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
+    g_autofree char *x = g_strdup_printf("%s/x", dir);
+    g_autofree char *y = g_strdup_printf("%s/y", dir);
+    char *log[2];
+    QOSState *qs[2];
+    Queue q[2];
+    Dev d[2];
+    unsigned r;
+
+    for (r = 0; r < 2; r++) {
+        Dev *found;
+
+        log[r] = g_strdup_printf("%s/trace%u", dir, r);
+        qs[r] = qtest_pc_boot("-nodefaults -machine q35 "
+                              "-D %s -trace maia_fabric_shm_cut "
+                              "-object memory-backend-file,id=x,"
+                              "mem-path=%s,size=16M,share=on "
+                              "-object memory-backend-file,id=y,"
+                              "mem-path=%s,size=16M,share=on "
+                              "-device maia,id=m0," DEV_OPTS ",serial=0x%"
+                              PRIx64 ",fabric0-shm=%s,fabric1-shm=%s",
+                              log[r], x, y, serials[r], r ? "y" : "x",
+                              r ? "x" : "y");
+        found = find_devs(qs[r], &serials[r], 1);
+        d[r] = found[0];
+        g_free(found);
+        probe(qs[r], &d[r]);
+        queue_init(qs[r], &d[r], &q[r]);
+    }
+    assert_cabled(&d[0], 0, &d[1], 1);
+    assert_cabled(&d[1], 0, &d[0], 1);
+    shm_all_reduce(qs, d, q, 1);
+    assert_link_counts(&d[0], 0, 1, 0, 0);
+    assert_link_counts(&d[1], 1, 1, 0, 0);
+
+    /* Cut: every slot of both rings is past the end of the file. */
+    g_assert_cmpint(truncate(x, MAIA_FABRIC_SHM_HDR_SIZE), ==, 0);
+    g_assert(WAIT_UNTIL(!port_up(&d[0], 0) && !port_up(&d[1], 1)));
+    for (r = 0; r < 2; r++) {
+        g_assert_cmphex(rd(&d[r], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+        g_assert(WAIT_UNTIL(file_has(log[r], "maia_fabric_shm_cut")));
+        g_assert(qom_bool(qs[r]->qts, "m0", r ? "fabric1-shm-cut" :
+                                                "fabric0-shm-cut"));
+        g_assert_false(qom_bool(qs[r]->qts, "m0", r ? "fabric0-shm-cut" :
+                                                      "fabric1-shm-cut"));
+    }
+    g_assert(file_has(log[0], "port 0: the cable in x"));
+    g_assert(file_has(log[1], "port 1: the cable in x"));
+    assert_link_counts(&d[0], 0, 1, 1, 1);
+    assert_link_counts(&d[1], 1, 1, 1, 1);
+    /* The other cable: UP all along; the next collective goes round. */
+    g_assert(port_up(&d[0], 1) && port_up(&d[1], 0));
+    assert_link_counts(&d[0], 1, 1, 0, 0);
+    assert_link_counts(&d[1], 0, 1, 0, 0);
+    shm_all_reduce(qs, d, q, 2);
+    g_assert_false(port_up(&d[0], 0));
+
+    for (r = 0; r < 2; r++) {
+        g_free(d[r].pci);
+        qtest_shutdown(qs[r]);
+        unlink(log[r]);
+        g_free(log[r]);
+    }
+    unlink(x);
+    unlink(y);
+    rmdir(dir);
+}
+
+/*
  * Two devices of one QEMU on one memfd backend; what a cable refuses; one
  * unplugged and plugged again.
  */
@@ -1567,6 +1714,7 @@ int main(int argc, char **argv)
     qtest_add_func("/maia-fabric/shm-two-qemus", test_shm_two_qemus);
     qtest_add_func("/maia-fabric/shm-one-qemu", test_shm_one_qemu);
     qtest_add_func("/maia-fabric/shm-hostile-peer", test_shm_hostile_peer);
+    qtest_add_func("/maia-fabric/shm-cut", test_shm_cut);
     qtest_add_func("/maia-fabric/dgram-malformed", test_dgram_malformed);
     qtest_add_func("/maia-fabric/hotplug", test_hotplug);
     qtest_add_func("/maia-fabric/cable-latency", test_cable_latency);
