@@ -736,7 +736,12 @@ static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *
 		gather_in(c, h, data);
 		return 0;
 	} else if (forwards(c, s, off, h->len)) {
-		memcpy(c->txbuf + HDR, data, h->len);
+		/* Where it lands, in place if it can be: both copies in one pass. */
+		uint8_t *dst = here && c->ops.mem_map_write ?
+			       c->ops.mem_map_write(c->opaque, rx_dest(c, s, off / c->es), here) : NULL;
+
+		fw_coll_copy2(c->txbuf + HDR, dst, data, h->len);
+		here = dst ? 0 : here;
 		if (send_msg(c, s + 1, off, h->len))
 			return -1;
 	}

@@ -261,6 +261,11 @@ void fw_coll_reduce(unsigned int redop, unsigned int b_es, uint8_t *out, const u
  */
 void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_t *out2,
 		     const uint8_t *a, const uint8_t *b, size_t n, bool simd);
+/*
+ * len bytes of src to out and to out2 (NULL: out alone), read once: a
+ * received chunk that goes on and lands here. None of them may overlap.
+ */
+void fw_coll_copy2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len);
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
 void fw_coll_round_bf16(uint8_t *out, const float *acc, size_t n);
 

@@ -225,6 +225,48 @@ void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_
 	reduce2_scalar(redop, b_es, out, out2, a, b, n);
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx2")))
+static void copy2_avx2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
+{
+	size_t i = 0;
+
+	for (; i + 128 <= len; i += 128) {
+		__m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+		__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 32));
+		__m256i v2 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 64));
+		__m256i v3 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 96));
+
+		_mm256_storeu_si256((__m256i *)(void *)(out + i), v0);
+		_mm256_storeu_si256((__m256i *)(void *)(out + i + 32), v1);
+		_mm256_storeu_si256((__m256i *)(void *)(out + i + 64), v2);
+		_mm256_storeu_si256((__m256i *)(void *)(out + i + 96), v3);
+		_mm256_storeu_si256((__m256i *)(void *)(out2 + i), v0);
+		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 32), v1);
+		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 64), v2);
+		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 96), v3);
+	}
+	memcpy(out + i, src + i, len - i);
+	memcpy(out2 + i, src + i, len - i);
+}
+#endif
+
+void fw_coll_copy2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
+{
+	if (!out2) {
+		memcpy(out, src, len);
+		return;
+	}
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2")) {
+		copy2_avx2(out, out2, src, len);
+		return;
+	}
+#endif
+	memcpy(out, src, len);
+	memcpy(out2, src, len);
+}
+
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
 void fw_coll_round_bf16(uint8_t *out, const float *acc, size_t n)
 {

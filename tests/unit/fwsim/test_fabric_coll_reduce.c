@@ -12,7 +12,8 @@
  * payload a NaN sum carries, which the documentation leaves open. Nothing
  * may be written past out[n - 1]. fw_coll_reduce2() (the result into two
  * places in one pass), AVX2 and plain C, writes the scalar kernel's bits to
- * both, also when the second place is b itself (in place).
+ * both, also when the second place is b itself (in place); fw_coll_copy2()
+ * copies every length 0..300 from misaligned sources to both places.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -202,8 +203,37 @@ static void test_reduce2(unsigned int op, unsigned int b_es)
 	       op_name[op], b_es == 4 ? "fp32" : "bf16", calls, bad, bad_guard);
 }
 
+/* fw_coll_copy2(): every length and misalignment, both places (or one), nothing past the end. */
+static void test_copy2(void)
+{
+	enum { LEN = 300 };
+	uint8_t src[3 + LEN], o[3 + LEN + GUARD], o2[3 + LEN + GUARD];
+	unsigned long calls = 0, bad = 0, bad_guard = 0;
+
+	for (unsigned int len = 0; len <= LEN; len++) {
+		for (unsigned int k = 0; k < 16; k++) {
+			uint8_t *sp = src + k % 4, *op = o + (k / 4) % 4, *op2 = o2 + (k + 1) % 4;
+			bool two = k % 8 != 7;
+
+			for (unsigned int i = 0; i < len; i++)
+				sp[i] = (uint8_t)rng32();
+			memset(o, 0xa5, sizeof(o));
+			memset(o2, 0xa5, sizeof(o2));
+			fw_coll_copy2(op, two ? op2 : NULL, sp, len);
+			calls++;
+			bad += memcmp(op, sp, len) != 0 || (two && memcmp(op2, sp, len) != 0);
+			bad_guard += !guard_intact(op + len) ||
+				     (two ? !guard_intact(op2 + len) : !guard_intact(o2));
+		}
+	}
+	tap_ok(!bad && !bad_guard,
+	       "fw_coll_copy2(): %lu calls, lengths 0..%u from misaligned sources to misaligned places (one in eight to one place): #wrong = %lu, writes past the end or to a place not given %lu",
+	       calls, LEN, bad, bad_guard);
+}
+
 int main(void)
 {
+	test_copy2();
 	for (unsigned int op = MAIA_REDOP_SUM; op <= MAIA_REDOP_MIN; op++) {
 		test_kernels(op, 4);
 		test_kernels(op, 2);
