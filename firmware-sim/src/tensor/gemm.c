@@ -979,7 +979,7 @@ static bool views_overlap(const struct fw_tview *x, const struct fw_tview *y)
  */
 static bool direct_ok(const struct gemm_op *g)
 {
-	return !g->kern->kpair && !g->ptrs && g->c.dtype == MAIA_DTYPE_FP32 && g->c_cs == 1 &&
+	return !g->kern->a_rows && !g->ptrs && g->c.dtype == MAIA_DTYPE_FP32 && g->c_cs == 1 &&
 	       g->c_rs * sizeof(float) % 64 == 0 && g->c_bs * sizeof(float) % 64 == 0 &&
 	       g->alpha == 1.0f && g->beta == 0.0f && !g->has_bias && g->act == MAIA_ACT_NONE &&
 	       !views_overlap(&g->c, &g->a) && !views_overlap(&g->c, &g->b);

@@ -2,7 +2,8 @@
 /*
  * BF16 pair GEMM micro-kernels: C[mr x nr] (+)= A * B over kc with FP32
  * accumulation, two k steps per instruction (AVX512_BF16 VDPBF16PS), and
- * the packer that turns FP32 panels into the BF16 pairs they read. Used
+ * the packers that turn FP32 panels, or B's rows as they come (BF16 from
+ * device memory, decoded MX), into the BF16 pairs they read. Used
  * only when both operands are exact in BF16 (BF16 itself and the MX
  * formats, fw_gemm_kernel_for()), so packing is a plain truncation.
  *
@@ -10,7 +11,10 @@
  * is added to the accumulator, then the even one, each add rounded to
  * nearest even in FP32; products of two BF16 values are exact in FP32.
  * BF16 inputs below 2^-126 read as zero and FP32 results below 2^-126 are
- * flushed to zero. fw_gemm_bf16_portable() does exactly that in C; it is
+ * flushed to zero. The accumulators start at zero and the slice's sum is
+ * added to C at the end with one plain FP32 add (C in place in memory is
+ * fetched while the k loop runs, as in the FP32 kernels).
+ * fw_gemm_bf16_portable() does exactly that in C; it is
  * the reference the SIMD kernel is tested against and the path that runs
  * gemm.c's BF16 pair packing on machines without AVX512_BF16.
  */
@@ -52,7 +56,7 @@ void fw_gemm_bf16_portable(size_t kc, const void *ap, const void *bp, size_t ldb
 
 	for (i = 0; i < MR; i++)
 		for (j = 0; j < NR; j++)
-			acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+			acc[i][j] = 0.0f;
 	for (p = 0; p < (kc + 1) / 2; p++, a += 2 * MR, b += ldb)
 		for (i = 0; i < MR; i++)
 			for (j = 0; j < NR; j++) {
@@ -63,7 +67,7 @@ void fw_gemm_bf16_portable(size_t kc, const void *ap, const void *bp, size_t ldb
 			}
 	for (i = 0; i < MR; i++)
 		for (j = 0; j < NR; j++)
-			c[i * ldc + j] = acc[i][j];
+			c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
 /* dst pair (k/2, i) = high halves of src[k][i] (low) and src[k + 1][i] (high, 0 past kc) */
@@ -122,8 +126,12 @@ static inline void bf16_tile(size_t kc, const uint32_t *a, const uint16_t *b, si
 
 #pragma GCC unroll 14
 	for (i = 0; i < rows; i++) {
-		acc[i][0] = accumulate ? _mm512_load_ps(c + i * ldc) : _mm512_setzero_ps();
-		acc[i][1] = accumulate ? _mm512_load_ps(c + i * ldc + 16) : _mm512_setzero_ps();
+		if (accumulate) {
+			_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+			_mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+		}
+		acc[i][0] = _mm512_setzero_ps();
+		acc[i][1] = _mm512_setzero_ps();
 	}
 	for (p = 0; p < (kc + 1) / 2; p++, b += ldb, a += MR) {
 		__m512bh b0 = (__m512bh)_mm512_load_si512(b);
@@ -139,6 +147,10 @@ static inline void bf16_tile(size_t kc, const uint32_t *a, const uint16_t *b, si
 	}
 #pragma GCC unroll 14
 	for (i = 0; i < rows; i++) {
+		if (accumulate) {
+			acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_load_ps(c + i * ldc));
+			acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_load_ps(c + i * ldc + 16));
+		}
 		_mm512_store_ps(c + i * ldc, acc[i][0]);
 		_mm512_store_ps(c + i * ldc + 16, acc[i][1]);
 	}

@@ -582,8 +582,15 @@ static void test_engine(const struct fw_gemm_kernel *k)
 {
 	long bad;
 
-	if (k->kpair)	/* the engine gives BF16 pair kernels BF16-exact operands only */
+	if (k->kpair) {	/* the engine gives BF16 pair kernels BF16-exact operands only */
+		bad = engine_mx_case(k, false);
+		tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C between A's elements and "
+		       "scales: exact (%ld wrong)", k->name, bad);
+		bad = engine_mx_case(k, true);
+		tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C over A's scales is not "
+		       "written in place: exact (%ld wrong)", k->name, bad);
 		return;
+	}
 	/*
 	 * With C mapped whole, the engine writes it in place where that pays
 	 * (one K slice, or more rows than the SRAM C block holds); in 4 KiB
