@@ -20,7 +20,9 @@
  *   frames, indices): frames dropped and counted, QEMU running, the link UP.
  *   A ring of two QEMUs over two such cables, one file cut short
  *   (ftruncate) under them: both QEMUs run on, that cable's ports DOWN and
- *   marked cut, the other cable UP, a next all-reduce exact.
+ *   marked cut, the other cable UP, a next all-reduce exact; the devices
+ *   plugged anew on the file grown back: UP; the other file's magic
+ *   overwritten: out of service the same way.
  *   In one QEMU: two devices on one memory-backend-memfd are cabled; a
  *   third end, a small, unshared or read-only backend, a netdev beside
  *   it: refused;
@@ -1559,6 +1561,50 @@ static bool file_has(const char *path, const char *what)
     return g_file_get_contents(path, &buf, NULL, NULL) && strstr(buf, what);
 }
 
+/* QEMU r of test_shm_cut(): its device m0, in slot 4, cabled, booted. */
+static void shm_cut_plug(QOSState *qs, unsigned r, const char *x,
+                         const char *y, Dev *d, Queue *q)
+{
+    static const uint64_t serials[2] = { 0xd1d1, 0xd2d2 };
+    Dev *found;
+
+    qtest_qmp_device_add(qs->qts, "maia", "m0",
+                         "{'addr': '0x4', 'hbm-size': 16777216, "
+                         "'queues': 1, 'worker-threads': 1, "
+                         "'serial': %" PRId64 ", 'fabric0-shm': %s, "
+                         "'fabric1-shm': %s}", (int64_t)serials[r],
+                         r ? y : x, r ? x : y);
+    found = find_devs(qs, &serials[r], 1);
+    *d = found[0];
+    g_free(found);
+    probe(qs, d);
+    queue_init(qs, d, q);
+}
+
+/* Both ends of the cable of A's port `pa` (B's 1 - pa) are out of service. */
+static void shm_cut_seen(QOSState **qs, Dev *d, unsigned pa, char **log,
+                         const char *what)
+{
+    unsigned r, p;
+
+    g_assert(WAIT_UNTIL(!port_up(&d[0], pa) && !port_up(&d[1], !pa)));
+    for (r = 0; r < 2; r++) {
+        g_autofree char *cut = NULL;
+        g_autofree char *line = NULL;
+
+        p = r ? !pa : pa;
+        cut = g_strdup_printf("fabric%u-shm-cut", p);
+        line = g_strdup_printf("port %u: the cable in %s", p, what);
+        g_assert_cmphex(rd(&d[r], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
+        g_assert(WAIT_UNTIL(file_has(log[r], line)));
+        g_assert(qom_bool(qs[r]->qts, "m0", cut));
+        assert_link_counts(&d[r], p, 1, 1, 1);
+        /* The other cable: UP all along. */
+        g_assert(port_up(&d[r], !p));
+        assert_link_counts(&d[r], !p, 1, 0, 0);
+    }
+}
+
 /*
  * A peer cuts the cable file short (ftruncate to its header page) while
  * two QEMUs have it mapped and frames cross it: two QEMUs in a ring of
@@ -1569,40 +1615,35 @@ static bool file_has(const char *path, const char *what)
  * DOWN as for a dead peer (LINK_DOWNS and DEAD_PEER one more),
  * fabricN-shm-cut reads true there and false on y, the trace event
  * maia_fabric_shm_cut says why; the ports on y stay UP, and a next
- * all-reduce, routed around the cut cable, is exact. Both QEMUs quit
- * normally.
+ * all-reduce, routed around the cut cable, is exact. x grown back and
+ * both devices plugged anew: both cables UP, an all-reduce exact. Then
+ * the test overwrites y's magic: out of service the same way, no SIGBUS,
+ * the next all-reduce exact over x. Both QEMUs quit normally.
  */
 static void test_shm_cut(void)
 {
-    static const uint64_t serials[2] = { 0xd1d1, 0xd2d2 };
     g_autofree char *dir = g_dir_make_tmp("maia-fabric-XXXXXX", NULL);
     g_autofree char *x = g_strdup_printf("%s/x", dir);
     g_autofree char *y = g_strdup_printf("%s/y", dir);
+    const uint32_t bad_magic = 0x464c457fu;
     char *log[2];
     QOSState *qs[2];
     Queue q[2];
     Dev d[2];
     unsigned r;
+    int fd;
 
     for (r = 0; r < 2; r++) {
-        Dev *found;
-
         log[r] = g_strdup_printf("%s/trace%u", dir, r);
-        qs[r] = qtest_pc_boot("-nodefaults -machine q35 "
+        /* pc: the devices are plugged anew below. */
+        qs[r] = qtest_pc_boot("-nodefaults -machine pc "
                               "-D %s -trace maia_fabric_shm_cut "
                               "-object memory-backend-file,id=x,"
                               "mem-path=%s,size=16M,share=on "
                               "-object memory-backend-file,id=y,"
-                              "mem-path=%s,size=16M,share=on "
-                              "-device maia,id=m0," DEV_OPTS ",serial=0x%"
-                              PRIx64 ",fabric0-shm=%s,fabric1-shm=%s",
-                              log[r], x, y, serials[r], r ? "y" : "x",
-                              r ? "x" : "y");
-        found = find_devs(qs[r], &serials[r], 1);
-        d[r] = found[0];
-        g_free(found);
-        probe(qs[r], &d[r]);
-        queue_init(qs[r], &d[r], &q[r]);
+                              "mem-path=%s,size=16M,share=on",
+                              log[r], x, y);
+        shm_cut_plug(qs[r], r, "x", "y", &d[r], &q[r]);
     }
     assert_cabled(&d[0], 0, &d[1], 1);
     assert_cabled(&d[1], 0, &d[0], 1);
@@ -1612,25 +1653,38 @@ static void test_shm_cut(void)
 
     /* Cut: every slot of both rings is past the end of the file. */
     g_assert_cmpint(truncate(x, MAIA_FABRIC_SHM_HDR_SIZE), ==, 0);
-    g_assert(WAIT_UNTIL(!port_up(&d[0], 0) && !port_up(&d[1], 1)));
+    shm_cut_seen(qs, d, 0, log, "x is out of service (SIGBUS 1");
     for (r = 0; r < 2; r++) {
-        g_assert_cmphex(rd(&d[r], MAIA_REG_ID), ==, MAIA_ID_MAGIC);
-        g_assert(WAIT_UNTIL(file_has(log[r], "maia_fabric_shm_cut")));
-        g_assert(qom_bool(qs[r]->qts, "m0", r ? "fabric1-shm-cut" :
-                                                "fabric0-shm-cut"));
         g_assert_false(qom_bool(qs[r]->qts, "m0", r ? "fabric0-shm-cut" :
                                                       "fabric1-shm-cut"));
     }
-    g_assert(file_has(log[0], "port 0: the cable in x"));
-    g_assert(file_has(log[1], "port 1: the cable in x"));
-    assert_link_counts(&d[0], 0, 1, 1, 1);
-    assert_link_counts(&d[1], 1, 1, 1, 1);
-    /* The other cable: UP all along; the next collective goes round. */
-    g_assert(port_up(&d[0], 1) && port_up(&d[1], 0));
-    assert_link_counts(&d[0], 1, 1, 0, 0);
-    assert_link_counts(&d[1], 0, 1, 0, 0);
+    /* The next collective goes round the cut cable. */
     shm_all_reduce(qs, d, q, 2);
     g_assert_false(port_up(&d[0], 0));
+
+    /* x grown back, the devices plugged anew: x is taken again. */
+    g_assert_cmpint(truncate(x, 16 * MiB), ==, 0);
+    for (r = 0; r < 2; r++) {
+        qpci_unplug_acpi_device_test(qs[r]->qts, "m0", 0x4);
+        g_free(d[r].pci);
+    }
+    for (r = 0; r < 2; r++) {
+        shm_cut_plug(qs[r], r, "x", "y", &d[r], &q[r]);
+        g_assert_false(qom_bool(qs[r]->qts, "m0", "fabric0-shm-cut"));
+        g_assert_false(qom_bool(qs[r]->qts, "m0", "fabric1-shm-cut"));
+    }
+    assert_cabled(&d[0], 0, &d[1], 1);
+    assert_cabled(&d[1], 0, &d[0], 1);
+    shm_all_reduce(qs, d, q, 3);
+
+    /* y's header overwritten: no fault, out of service all the same. */
+    fd = open(y, O_RDWR);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pwrite(fd, &bad_magic, sizeof(bad_magic), 0), ==,
+                    sizeof(bad_magic));
+    close(fd);
+    shm_cut_seen(qs, d, 1, log, "y is out of service (SIGBUS 0");
+    shm_all_reduce(qs, d, q, 4);
 
     for (r = 0; r < 2; r++) {
         g_free(d[r].pci);
