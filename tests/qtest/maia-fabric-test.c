@@ -22,7 +22,8 @@
  *   (ftruncate) under them: both QEMUs run on, that cable's ports DOWN and
  *   marked cut, the other cable UP, a next all-reduce exact; the devices
  *   plugged anew on the file grown back: UP; the other file's magic
- *   overwritten: out of service the same way.
+ *   overwritten: out of service the same way; a file cut to nothing:
+ *   a device plugged on it refused.
  *   In one QEMU: two devices on one memory-backend-memfd are cabled; a
  *   third end, a small, unshared or read-only backend, a netdev beside
  *   it: refused;
@@ -1618,7 +1619,9 @@ static void shm_cut_seen(QOSState **qs, Dev *d, unsigned pa, char **log,
  * all-reduce, routed around the cut cable, is exact. x grown back and
  * both devices plugged anew: both cables UP, an all-reduce exact. Then
  * the test overwrites y's magic: out of service the same way, no SIGBUS,
- * the next all-reduce exact over x. Both QEMUs quit normally.
+ * the next all-reduce exact over x. The devices unplugged and x cut to
+ * nothing: a device plugged on it is refused (SIGBUS in the main loop's
+ * thread as it reads the header). Both QEMUs quit normally.
  */
 static void test_shm_cut(void)
 {
@@ -1686,8 +1689,18 @@ static void test_shm_cut(void)
     shm_cut_seen(qs, d, 1, log, "y is out of service (SIGBUS 0");
     shm_all_reduce(qs, d, q, 4);
 
+    /*
+     * Unplugged, x cut to nothing: a device taking it faults on its header
+     * in the main loop's thread, and is refused.
+     */
     for (r = 0; r < 2; r++) {
+        qpci_unplug_acpi_device_test(qs[r]->qts, "m0", 0x4);
         g_free(d[r].pci);
+    }
+    g_assert_cmpint(truncate(x, 0), ==, 0);
+    expect_shm_error(qs[0]->qts, 0, "x", NULL, "another process cut it");
+
+    for (r = 0; r < 2; r++) {
         qtest_shutdown(qs[r]);
         unlink(log[r]);
         g_free(log[r]);
