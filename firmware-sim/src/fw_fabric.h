@@ -120,6 +120,12 @@ struct fw_link_ops {
 	 * offers it again at the next frame or tick (back-pressure).
 	 */
 	int (*deliver)(void *opaque, unsigned int port, const void *msg, size_t len);
+	/*
+	 * Optional: whether the peer is known to be alive but behind (a
+	 * device of this process whose rounds are late: a slow host). The
+	 * dead-peer verdict is then put off, as for a gap of our own ticks.
+	 */
+	bool (*peer_behind)(void *opaque, unsigned int port);
 	/* Optional: the link went UP (peer discovered) or DOWN. */
 	void (*state_changed)(void *opaque, unsigned int port, bool up,
 			      uint64_t peer_serial, unsigned int peer_port);
@@ -181,7 +187,7 @@ struct fw_link_stats {
 	uint64_t tx_errors;				/* ops.tx returned < 0 */
 	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
 	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
-	uint64_t starved;				/* ticks after a gap of ours: peer given time */
+	uint64_t starved;				/* a gap of ours or the peer behind: time given */
 	uint64_t spurious_rto;				/* timeouts undone: the peer had the frame */
 	uint64_t discarded;				/* queued messages lost to a DOWN */
 	uint64_t drops[MAIA_FABRIC_DROP_COUNT];

@@ -830,6 +830,15 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 	l->last_tick_ns = now_ns;
 	if (l->state == FW_LINK_UP && l->nheld)
 		drain(l, now_ns);
+	/*
+	 * A peer known to be alive but behind (a device of this process whose
+	 * rounds are late) is not silent: the same half dead time again.
+	 */
+	if (l->state == FW_LINK_UP && now_ns - l->last_rx_ns >= l->cfg.dead_ns &&
+	    l->ops.peer_behind && l->ops.peer_behind(l->opaque, l->cfg.port)) {
+		l->last_rx_ns = now_ns - l->cfg.dead_ns / 2;
+		l->stats.starved++;
+	}
 	if (l->state == FW_LINK_UP && now_ns - l->last_rx_ns >= l->cfg.dead_ns) {
 		l->stats.dead_peer++;
 		go_down(l, true, now_ns);

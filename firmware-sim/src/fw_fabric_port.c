@@ -179,6 +179,8 @@ struct fw_fabric_port {
 	unsigned int nbatch;		/* batch[0..nbatch) */
 	unsigned int bnext;		/* batch[bnext..nbatch) not fed to the link yet */
 	uint64_t rx_cut;		/* rounds cut at this port's frames (feed_rx()) */
+	/* Atomic: the device of this process whose rounds send to this port; 0: none known. */
+	uint64_t peer_uid;
 	/* Under sim->lock: the loss window's start, and its last measure. */
 	uint64_t loss_tx0, loss_nak0;
 	uint32_t loss_ppm;
@@ -201,8 +203,85 @@ struct fw_fabric {
 	uint32_t link_events;		/* MAIA_REG_FABRIC_LINK_EVENTS */
 	uint32_t fo_lat_ns, fo_loss_ppm;	/* MAIA_REG_FABRIC_FO_*: thresholds */
 	bool link_changed;		/* link events since the last round */
+	/* This process's devices (peer_behind()): uid set before the thread starts. */
+	uint64_t uid;
+	struct fw_fabric *reg_next;	/* under fabrics_lock */
+	/*
+	 * Atomic: CLOCK_MONOTONIC when a round of this device last began or
+	 * ended; 0 while its links do not run (parked, no firmware, stopped).
+	 */
+	uint64_t alive_ns;
 	struct fw_fabric_port port[];
 };
+
+/*
+ * The devices of this process with a fabric, so that a port whose peer is
+ * one of them can tell a peer whose rounds are late (a slow host: a
+ * sanitizer, a loaded machine) from a silent one (peer_behind()).
+ */
+static pthread_mutex_t fabrics_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fw_fabric *fabrics;
+static uint64_t fabrics_uid;
+
+/*
+ * A device that runs its links begins a round at least every keepalive
+ * interval (its links' deadlines); one whose last round began or ended
+ * longer ago than twice that is behind, not silent.
+ */
+#define FW_FABRIC_BEHIND_NS	(2 * MAIA_FABRIC_KEEPALIVE_MS * 1000000ull)
+
+static void fabric_register(struct fw_fabric *fab)
+{
+	pthread_mutex_lock(&fabrics_lock);
+	fab->uid = ++fabrics_uid;
+	fab->reg_next = fabrics;
+	fabrics = fab;
+	pthread_mutex_unlock(&fabrics_lock);
+}
+
+static void fabric_unregister(struct fw_fabric *fab)
+{
+	pthread_mutex_lock(&fabrics_lock);
+	for (struct fw_fabric **pp = &fabrics; *pp; pp = &(*pp)->reg_next) {
+		if (*pp == fab) {
+			*pp = fab->reg_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fabrics_lock);
+}
+
+/* Now, or 0 (links not running): what peers of this process see of us. */
+static void fabric_alive(struct fw_fabric *fab, bool running)
+{
+	__atomic_store_n(&fab->alive_ns, running ? fw_monotonic_ns() : 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * fw_link_ops.peer_behind: the peer of this port is a device of this
+ * process that still runs its links but has not begun or ended a round for
+ * FW_FABRIC_BEHIND_NS: its silence is the host's slowness, not a pulled
+ * cable or a dead device (those keep their rounds, or stop their links).
+ */
+static bool peer_behind(void *opaque, unsigned int port)
+{
+	struct fw_fabric_port *p = opaque;
+	uint64_t uid = __atomic_load_n(&p->peer_uid, __ATOMIC_RELAXED), now, alive = 0;
+
+	(void)port;
+	if (!uid)
+		return false;
+	pthread_mutex_lock(&fabrics_lock);
+	for (struct fw_fabric *f = fabrics; f; f = f->reg_next) {
+		if (f->uid == uid) {
+			alive = __atomic_load_n(&f->alive_ns, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fabrics_lock);
+	now = fw_monotonic_ns();
+	return alive && now > alive && now - alive > FW_FABRIC_BEHIND_NS;
+}
 
 /*
  * Whether the ports run: the firmware booted and did not crash. Under
@@ -334,6 +413,7 @@ static const struct fw_link_ops link_ops = {
 	.deliver = link_deliver,
 	.state_changed = link_state_changed,
 	.unsent = link_unsent,
+	.peer_behind = peer_behind,
 };
 
 static void announce(struct fw_fabric *fab, struct fw_fabric_port *p, uint64_t now)
@@ -455,6 +535,7 @@ static void drain_ring_locked(struct fw_fabric_port *p)
 
 static void free_fabric(struct fw_fabric *fab, unsigned int links)
 {
+	fabric_unregister(fab);
 	for (unsigned int i = 0; i < fab->nports; i++)
 		drain_ring_locked(&fab->port[i]);
 	for (unsigned int i = 0; i < links; i++)
@@ -537,6 +618,7 @@ int fw_fabric_create(struct maia_sim *sim)
 		publish_locked(fab, p);
 	}
 	fab->next_ns = now;		/* first HELLOs at once */
+	fabric_register(fab);
 	err = -fw_host_thread_create(&sim->host, &sim->fabric_thread, "maia-fabric",
 				     fabric_main, sim);
 	if (err) {
@@ -558,6 +640,7 @@ void fw_fabric_stop(struct maia_sim *sim)
 {
 	if (sim->fab && sim->fab->thread_started) {
 		pthread_join(sim->fabric_thread, NULL);
+		fabric_unregister(sim->fab);
 		pthread_mutex_lock(&sim->lock);
 		while (sim->fab->busy)
 			pthread_cond_wait(&sim->idle_cond, &sim->lock);
@@ -706,6 +789,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 
 	fab->busy = true;
 	round_sim = sim;
+	fabric_alive(fab, true);
 	fab->round_now = fab_now(sim);
 	fab->kicked = false;
 	fw_xport_sync_locked(sim);
@@ -773,6 +857,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 	}
 	round_sim = outer;
 	fab->busy = false;
+	fabric_alive(fab, true);
 	pthread_cond_broadcast(&sim->idle_cond);
 }
 
@@ -792,6 +877,7 @@ static void *fabric_main(void *arg)
 		 */
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 		    !fw_links_run_locked(sim)) {
+			fabric_alive(fab, false);
 			pthread_cond_broadcast(&sim->idle_cond);
 			fab->sleep_ns = UINT64_MAX;
 			pthread_cond_wait(&sim->fab_cond, &sim->lock);
@@ -822,6 +908,7 @@ static void *fabric_main(void *arg)
 		fabric_round_locked(sim);
 		round_depth--;
 	}
+	fabric_alive(fab, false);
 	pthread_mutex_unlock(&sim->lock);
 	return NULL;
 }
@@ -913,6 +1000,10 @@ static void rx_enqueue(struct maia_sim *sim, unsigned int port, struct rx_frame 
 	}
 	p->ring[(p->head + p->count) % FW_FABRIC_RING] = f;
 	p->count++;
+	/* Sent by a round of a device of this process: that device is the peer. */
+	if (round_sim && round_sim != sim && round_sim->fab &&
+	    __atomic_load_n(&p->peer_uid, __ATOMIC_RELAXED) != round_sim->fab->uid)
+		__atomic_store_n(&p->peer_uid, round_sim->fab->uid, __ATOMIC_RELAXED);
 	if (rx_inline_ok_locked(sim))
 		rx_inline_locked(sim);
 	else

@@ -1781,6 +1781,65 @@ static void test_inline_rx(unsigned int n, bool lend)
 }
 
 /*
+ * A device of this process whose round outlasts the dead time (a slow host:
+ * ThreadSanitizer made one 2 s) is behind, not dead (fw_fabric_port.c,
+ * peer_behind()): device 1's fabric thread held in its round (in its
+ * fabric_tx) for 2.5 x MAIA_FABRIC_DEAD_MS while device 0 runs on. Device
+ * 0's ports stay UP (without the rule both went DOWN, DEAD_PEER), and once
+ * device 1 is let go an all-reduce is exact. A pulled cable is still found
+ * (test_failure(), test_failover_*()): its peer keeps its rounds.
+ */
+static void test_peer_behind(void)
+{
+	struct dir *held = &nodes[1].out[SEND_PORT];
+	struct maia_sim_fabric_port_info a[NPORTS], b[NPORTS];
+	uint64_t downs0 = 0, downs1 = 0, dead = 0, t_end;
+	bool holding, up = true;
+	struct outcome o;
+
+	if (!tap_ok(ring_up(2, 0), "peer behind: 2 devices cabled in a ring: every port UP"))
+		return;
+	for (unsigned int p = 0; p < NPORTS; p++)
+		a[p] = port_info(0, p);
+	fw_fabric_inline_rx(false);
+	pthread_mutex_lock(&held->lock);
+	held->hold = true;
+	pthread_mutex_unlock(&held->lock);
+	holding = wait_holding(held);
+	fw_fabric_inline_rx(true);
+	/* device 0 ticks on: its keepalives reach device 1's queue, nothing comes back */
+	for (t_end = now_ms() + MAIA_FABRIC_DEAD_MS * 5 / 2; now_ms() < t_end;)
+		usleep(10000);
+	for (unsigned int p = 0; p < NPORTS; p++) {
+		b[p] = port_info(0, p);
+		up &= b[p].up;
+		downs0 += b[p].link_downs - a[p].link_downs;
+		dead += b[p].dead_peer - a[p].dead_peer;
+	}
+	pthread_mutex_lock(&held->lock);
+	held->holding = false;
+	pthread_cond_broadcast(&held->cond);
+	pthread_mutex_unlock(&held->lock);
+	tap_ok(holding && up && !downs0 && !dead,
+	       "peer behind: device 1's fabric thread held in a round for %u ms, device 0's "
+	       "ports stay UP (%llu link downs, %llu dead-peer verdicts)",
+	       MAIA_FABRIC_DEAD_MS * 5 / 2, (unsigned long long)downs0,
+	       (unsigned long long)dead);
+	o = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 300007, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	for (unsigned int p = 0; p < NPORTS; p++) {
+		struct maia_sim_fabric_port_info c = port_info(1, p);
+
+		downs1 += c.link_downs;
+		up &= c.up && port_info(0, p).up;
+	}
+	tap_ok(all_ok(&o) && !o.wrong && up,
+	       "peer behind: let go, an all-reduce ends OK, #wrong %ld, every port UP "
+	       "(device 1: %llu link downs since cabled)", o.wrong, (unsigned long long)downs1);
+	ring_down();
+}
+
+/*
  * A doorbell writer runs its device's first fabric round (frames sent on its
  * thread) only when every port that is UP is direct (maia_sim_ops.
  * fabric_direct_ports): otherwise its frames would wait for a host thread
@@ -2017,6 +2076,7 @@ int main(void)
 	inline_db = true;
 	test_inline_rx(4, true);
 	test_inline_order();
+	test_peer_behind();
 	test_doorbell_direct(2);
 	test_doorbell_direct(4);
 	test_ring(2, 0, false, 0);
