@@ -152,7 +152,7 @@ NARROW = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
 @test
 def conversions_on_device():
     """float32/bfloat16/float16 -> int32/int16/int8/uint8/bool and int32, int16, int8, uint8, bool ->
-    the other integer types but int64 on the device (TVP programs cvt*), each element as CPU torch gives it (truncating
+    the other integer types but int64 (int64_conversions_on_device) on the device (TVP programs cvt*), each element as CPU torch gives it (truncating
     toward zero; NaN, +-inf and values outside [-2^31, 2^31) as INT32_MIN, narrowing its low bits):
     4099 and 1 elements, 1023 x 3 transposed, strided, into a transposed destination; strict mode
     and the device op count show none went by the host."""
@@ -175,6 +175,60 @@ def conversions_on_device():
         check(cases)
     ran = mt.device_stats().get("copy_convert", 0) - before
     assert ran == len(cases), (ran, len(cases))
+
+
+def wide_floats(n):
+    """float32 values for int64: NaN, +-inf, -0.5, 1e19, the edges of CVTTSS2SI's 64-bit range (+-2^63 and
+    the floats next to them), around 2^31, 2^32 and 2^53, and n random floats of magnitudes 2^-4 .. 2^66."""
+    edges = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 0.99, -1.5, 2.7, -2.7, 1e19, -1e19,
+             9.3e18, -9.3e18, 2.0**63, -2.0**63, 2.0**63 * (1 - 2.0**-24), -2.0**63 * (1 - 2.0**-24), 2.0**62 * 1.5,
+             2.0**31, -2.0**31, 2.0**31 - 128, -2.0**31 - 256, 3e9, -3e9, 2.0**32, -2.0**32 - 512, 2.0**39, -2.0**40,
+             16777217.0, 2.0**53 + 1, -2.0**53, 65504.0, 65520.0, 1e-40, 3.4e38, -3.4e38]
+    mag = torch.exp2(torch.rand(n, generator=G) * 70 - 4)
+    sign = torch.randint(0, 2, (n,), generator=G) * 2 - 1
+    return torch.cat([torch.tensor(edges), mag * sign])
+
+
+def wide_ints(n):
+    """int64 values: 2^24 + 1, 2^53 + 1, -2^63, 2^63 - 1, around 2^31, 2^32 and 2^63, halfway cases of
+    float32's rounding (25 significant bits, and one off), and n random ones of random bit lengths."""
+    edges = [0, 1, -1, 255, 256, -129, 2**24 + 1, -(2**24 + 1), 2**24 + 3, 2**53 + 1, 3 * 2**53 + 1, -2**63,
+             2**63 - 1, -2**63 + 1, 2**31, 2**31 - 1, -2**31, -2**31 - 1, 2**31 + 2**7, 2**32 - 1, 2**32,
+             2**32 + 2**8 + 1, 2**63 - 2**39, 2**63 - 2**39 - 1, 2**63 - 2**39 + 1, 2**63 - 2**40 + 2**39,
+             -(2**63 - 2**39), 2**40 + 2**16, 2**40 + 3 * 2**16, 2**40 + 2**16 + 1, 65519, 65520, -65520]
+    r = torch.randint(-2**63, 2**63 - 1, (n,), generator=G, dtype=torch.int64)
+    return torch.cat([torch.tensor(edges, dtype=torch.int64), r >> torch.randint(0, 64, (n,), generator=G)])
+
+
+@test
+def int64_conversions_on_device():
+    """int64 <-> float32/bfloat16/float16/int32/int16/int8/uint8/bool, both ways, on the device (TVP programs
+    cvti64.*, cvt*.i64), each element as CPU torch gives it: floats truncated toward zero, NaN, +-inf and values
+    outside [-2^63, 2^63) as INT64_MIN; int64 rounded to nearest even into float32 (into bfloat16 and float16
+    through float32, as CPU torch); narrowing keeps the low bits; bool is x != 0. 4099 and 1 elements,
+    1023 x 3 transposed, strided, into a transposed destination; strict mode and the device op count show
+    none went by the host, and the strided int64 copies ran as the COPY."""
+    f, i = wide_floats(4099 - 38), wide_ints(4099 - 33)
+    pairs = [(x, torch.int64) for x in (f, f.bfloat16(), f.half(), i.int(), i.short(), i.char(), i.byte(), i.bool())]
+    pairs += [(i, d) for d in (torch.float32, torch.bfloat16, torch.float16) + NARROW]
+    cases = []
+    for src, dst in pairs:
+        name = "%s -> %s" % (src.dtype, dst)
+        cases += [(name, lambda a, d=dst: a.to(d), (src,)),
+                  (name + " one", lambda a, d=dst: a[7:8].to(d), (src,)),
+                  (name + " transposed", lambda a, d=dst: a[:3069].reshape(3, 1023).t().to(d), (src,)),
+                  (name + " strided", lambda a, d=dst: a[1::3].to(d), (src,)),
+                  (name + " into transposed", lambda a, d=dst: torch.zeros(64, 64, dtype=d, device=a.device).t()
+                   .copy_(a[:4096].reshape(64, 64)), (src,))]
+    stats = mt.device_stats()
+    with mt.strict():
+        check(cases)
+    after = mt.device_stats()
+    ran = after.get("copy_convert", 0) - stats.get("copy_convert", 0)
+    assert ran == len(cases), (ran, len(cases))
+    # each transposed or strided int64 source and each int64 destination written transposed: a COPY of words
+    copies = sum(2 if s.dtype == torch.int64 else 1 if d == torch.int64 else 0 for s, d in pairs)
+    assert after.get("copy_", 0) - stats.get("copy_", 0) >= copies, (after.get("copy_", 0), copies)
 
 
 @test
