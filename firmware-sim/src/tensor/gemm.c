@@ -146,6 +146,79 @@ static bool mx_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t 
 }
 
 /*
+ * When at most L2_HINT_ROWS rows of C reuse a B slice (skinny shapes), the
+ * copies of A and B from memory are a large part of the work, and the FP32
+ * packers fetch device memory into L2 ahead of them (__builtin_prefetch
+ * locality 2: prefetcht1): B's rows B_ROWS_AHEAD_L2 ahead, A's next panel,
+ * and the next B slice during the kernels (next_b_slice()). On AMD Zen 4
+ * (1 MiB L2, one thread, engine / sgemm, medians of three), 32x4096x4096:
+ * B's rows copied with no hints 0.76, T0 hints 0.78, T1 hints 0.92;
+ * 256x4096x1024 +0.02-0.04 with B's panels and A's next panel fetched the
+ * same way. T0 hints, which fill L1, stalled on its fill buffers (below).
+ * With more rows (2048^3, 4096x4096x256) the same hints were within the
+ * noise, perhaps 1 % slower, so they are left out there.
+ */
+#define L2_HINT_ROWS	512
+#define B_ROWS_AHEAD_L2	8
+#define prefetch_l2(p)	__builtin_prefetch((p), 0, 2)
+
+static void prefetch_l2_range(const void *p, size_t len)
+{
+	for (size_t o = 0; o < len; o += 64)
+		prefetch_l2((const char *)p + o);
+}
+
+/*
+ * An FP32 B slice whose rows k0..k0+kc-1 (columns n0..n0+nn-1, unit column
+ * stride) map as one range, copied straight from device memory into the
+ * kernel's layout (rows ldb apart, or nr-column panels), each row fetched
+ * into L2 B_ROWS_AHEAD_L2 rows before it is copied. False (nothing read)
+ * when it does not map; pack_b_slice() then goes through fw_io_load().
+ */
+static bool pack_b_mapped(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
+			  uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
+			  float *bp, uint64_t ldb, bool panels)
+{
+	uint64_t nr = g->kern->nr, np = round_up(nn, nr), rs = g->b_rs;
+	size_t span = ((kc - 1) * rs + nn) * sizeof(float), got = 0;
+	const void *p = NULL;
+	const float *src;
+
+	if (b->dtype != MAIA_DTYPE_FP32 || g->b_cs != 1 || g->stage_b || !io->mem->map ||
+	    io->mem->map(io->mem->opaque, b->addr + AT(base, rs, 1, k0, n0) * sizeof(float),
+			 span, &p, &got) || !p || got < span)
+		return false;
+	src = p;
+	for (uint64_t k = 0; k < B_ROWS_AHEAD_L2 && k < kc; k++)
+		prefetch_l2_range(src + k * rs, nn * sizeof(float));
+	for (uint64_t k = 0; k < kc; k++) {
+		const float *row = src + k * rs;
+		uint64_t q = 0;
+
+		if (k + B_ROWS_AHEAD_L2 < kc)
+			prefetch_l2_range(row + B_ROWS_AHEAD_L2 * rs, nn * sizeof(float));
+		if (!panels) {
+			memcpy(bp + k * ldb, row, nn * sizeof(float));
+			if (np > nn)
+				memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
+			continue;
+		}
+		/* whole panels as inlined 64- or 128-byte copies, then the zero-padded last */
+		if (nr == 32)
+			for (; q + 32 <= nn; q += 32)
+				memcpy(bp + q * kc + k * 32, row + q, 32 * sizeof(float));
+		else if (nr == 16)
+			for (; q + 16 <= nn; q += 16)
+				memcpy(bp + q * kc + k * 16, row + q, 16 * sizeof(float));
+		for (; q < np; q += nr)
+			for (uint64_t c = 0; c < nr; c++)
+				bp[q * kc + k * nr + c] = q + c < nn ? row[q + c] : 0.0f;
+	}
+	io->bytes_read += kc * nn * sizeof(float);
+	return true;
+}
+
+/*
  * Load op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into SRAM, zero-padded to
  * a multiple of nr columns, in one of two layouts the kernels take:
  * - rows (panels = false): row-major with row stride ldb; each row is decoded
@@ -156,16 +229,18 @@ static bool mx_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t 
  */
 static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
 			uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
-			float *bp, uint64_t ldb, bool panels, float *row)
+			float *bp, uint64_t ldb, bool panels, bool l2, float *row)
 {
 	unsigned int nr = g->kern->nr;
 	uint64_t np = round_up(nn, nr), k, p;
 	/*
-	 * Row hints, but not for FP32 rows copied as they are (few rows of C,
+	 * FP32 rows that map go through pack_b_mapped() (L2 hints) when few
+	 * rows of C reuse the slice (l2: L2_HINT_ROWS or fewer). Otherwise
+	 * row hints, but not for FP32 rows copied as they are (few rows of C,
 	 * B read once from memory): there the host's prefetchers follow the
-	 * copy, and the hints stalled on fill buffers (one thread,
-	 * 32x4096x4096 FP32, engine / sgemm, medians of six pairs: avx2
-	 * 0.91 -> 0.92, avx512 1.205 -> 1.227).
+	 * copy, and these hints (T0) stalled on fill buffers (Intel Xeon, one
+	 * thread, 32x4096x4096 FP32, engine / sgemm, medians of six pairs:
+	 * avx2 0.91 -> 0.92, avx512 1.205 -> 1.227).
 	 */
 	bool hints = g->b_cs == 1 && (panels || b->dtype != MAIA_DTYPE_FP32);
 	int st;
@@ -176,6 +251,8 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 			memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
 		return st;
 	}
+	if (l2 && pack_b_mapped(io, g, b, base, k0, kc, n0, nn, bp, ldb, panels))
+		return MAIA_STATUS_OK;
 	if (hints)
 		prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
 	for (k = 0; k < kc; k++) {
@@ -332,7 +409,7 @@ static int pack_a_mx(struct fw_io *io, const struct gemm_op *g, const struct fw_
  */
 static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *a,
 			uint64_t base, uint64_t m0, uint64_t mm, uint64_t k0, uint64_t kc,
-			float *ap, float *tmp)
+			float *ap, bool l2, float *tmp)
 {
 	unsigned int mr = g->kern->mr;
 	uint64_t mp = round_up(mm, mr), r, k, i;
@@ -364,13 +441,19 @@ static int pack_a_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 		const float *rows = map_a_rows(io, g, a, base, m0 + r, mm - r, k0, kc);
 
 		/*
-		 * Packed straight from device memory, without prefetch hints:
-		 * the packer's mr row streams are what the host's prefetchers
-		 * follow, and a hint per row stalled on fill buffers instead
-		 * (one thread, FP32: 512^3 0.947 -> 0.971 of sgemm, 4096^3
-		 * 0.932 -> 0.959, medians of five).
+		 * Packed straight from device memory, without L1 hints: the
+		 * packer's mr row streams are what the host's prefetchers
+		 * follow, and a T0 hint per row stalled on fill buffers instead
+		 * (Intel Xeon, one thread, FP32: 512^3 0.947 -> 0.971 of sgemm,
+		 * 4096^3 0.932 -> 0.959, medians of five). With l2, the next
+		 * panel's rows are fetched into L2 meanwhile (L2_HINT_ROWS).
 		 */
 		if (rows) {
+			const float *next = l2 && r + mr < mp ?
+				map_a_rows(io, g, a, base, m0 + r + mr, mm - r - mr, k0, kc) : NULL;
+
+			for (i = 0; next && i < mr; i++)
+				prefetch_l2_range(next + i * g->a_rs, kc * sizeof(float));
 			g->kern->pack_a(rows, g->a_rs, kc, mr, panel);
 			io->bytes_read += (uint64_t)mr * kc * sizeof(float);
 			continue;
@@ -446,7 +529,70 @@ struct b_slice {
 	bool acc;			/* add to C (not the first K slice) */
 	bool in_place;			/* C is the job's memory: cut tiles go through tmp */
 	float *tmp;			/* a scratch tile */
+	struct next_b *pf;		/* the next B slice's rows to fetch meanwhile, or NULL */
 };
+
+/*
+ * The next B slice's source rows, fetched into L2 a few lines per kernel
+ * call while the kernels run on this slice, when at most L2_HINT_ROWS rows
+ * of C reuse it: then its copy from memory is a large part of the work
+ * (about 8 % of 256x4096x1024 on one thread). AMD Zen 4, one thread, FP32,
+ * engine / sgemm: 32x4096x4096 avx512 0.914 -> 0.943, avx2 0.856 -> 0.900;
+ * 256x4096x1024 avx512 0.956 -> 0.965, avx2 0.953 -> 0.979 (medians of
+ * two or three).
+ */
+struct next_b {
+	const char *p;			/* the slice's first row in device memory */
+	uint64_t rs;			/* bytes between rows */
+	uint64_t lines, rows;		/* 64-byte lines per row, rows */
+	uint64_t row, line;		/* the next line to fetch */
+	uint64_t quota;			/* lines per kernel call */
+};
+
+static void next_b_step(struct next_b *pf)
+{
+	for (uint64_t n = 0; pf && n < pf->quota && pf->row < pf->rows; n++) {
+		prefetch_l2(pf->p + pf->row * pf->rs + pf->line * 64);
+		if (++pf->line == pf->lines) {
+			pf->line = 0;
+			pf->row++;
+		}
+	}
+}
+
+/*
+ * Sets up *pf for the B slice after the one at (k0, cb) of a block of nbb
+ * columns in slices of nsw, spread over calls kernel calls; NULL when
+ * there is none or it does not map as FP32 rows.
+ */
+static struct next_b *next_b_slice(struct fw_io *io, const struct gemm_op *g,
+				   const struct fw_tview *b, uint64_t base, uint64_t k0,
+				   uint64_t cb, uint64_t nsw, uint64_t n0, uint64_t nbb,
+				   uint64_t calls, struct next_b *pf)
+{
+	uint64_t k1 = k0, c1 = cb + nsw, kc, nn;
+	size_t span, got = 0;
+	const void *p = NULL;
+
+	if (c1 >= nbb) {
+		c1 = 0;
+		k1 += g->kc;
+	}
+	if (k1 >= g->k || b->dtype != MAIA_DTYPE_FP32 || g->b_cs != 1 || g->stage_b ||
+	    !io->mem->map || !calls)
+		return NULL;
+	kc = g->k - k1 < g->kc ? g->k - k1 : g->kc;
+	nn = nbb - c1 < nsw ? nbb - c1 : nsw;
+	span = ((kc - 1) * g->b_rs + nn) * sizeof(float);
+	if (io->mem->map(io->mem->opaque,
+			 b->addr + AT(base, g->b_rs, 1, k1, n0 + c1) * sizeof(float), span, &p,
+			 &got) || !p || got < span)
+		return NULL;
+	*pf = (struct next_b){ .p = p, .rs = g->b_rs * sizeof(float), .rows = kc,
+			       .lines = div_up(nn * sizeof(float), 64) };
+	pf->quota = div_up(pf->lines * kc, calls);
+	return pf;
+}
 
 /*
  * The C tiles of one A sub-block (mmp rows packed at as, or ap2; rows
@@ -482,6 +628,8 @@ static void sub_block_tiles(const struct fw_gemm_kernel *kn, const struct b_slic
 				kn->fn_rows2(kcb, as + i * kcb, bj, s->ldb,
 					     s->panels ? kcb * kn->nr : kn->nr, ct, ldc, s->acc,
 					     rows);
+				next_b_step(s->pf);
+				next_b_step(s->pf);
 				j += kn->nr;
 				continue;
 			}
@@ -503,6 +651,7 @@ static void sub_block_tiles(const struct fw_gemm_kernel *kn, const struct b_slic
 			if (edge)
 				edge_tile(c + i * ldc + j, ldc, s->tmp, kn, left - i, nn - j, true,
 					  true);
+			next_b_step(s->pf);
 		}
 	}
 }
@@ -526,6 +675,8 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 	uint64_t k0, i, j, ms, ldc = cdst ? g->c_rs : np, ldb, big, cblock = cdst ? 0 : mp * np;
 	float *ap, *bp, *cacc, *tmp, *bias;
 	uint16_t *ap2 = NULL, *bp2 = NULL;	/* BF16 kernels: A and B in their format */
+	struct next_b npf;
+	bool l2 = mbb <= L2_HINT_ROWS;	/* few rows reuse a B slice: hints into L2 */
 	bool panels;
 	size_t need;
 	int st;
@@ -566,10 +717,10 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 				      .kqb = kn->kpair ? round_up(kcb, kn->kpair) : kcb,
 				      .kqp = kn->kpair ? round_up(kcb, kn->kpair) + 2 : kcb,
 				      .panels = panels, .acc = k0 > 0, .in_place = cdst != NULL,
-				      .tmp = tmp };
+				      .tmp = tmp, .pf = NULL };
 
 		/* A packed once for all the column slices (a_whole) */
-		st = whole ? pack_a_slice(&w->io, g, a, a_off, m0, mbb, k0, kcb, ap, tmp) : 0;
+		st = whole ? pack_a_slice(&w->io, g, a, a_off, m0, mbb, k0, kcb, ap, l2, tmp) : 0;
 		for (cb = 0; cb < nbb && !st; cb += nsw) {
 			nn = nbb - cb < nsw ? nbb - cb : nsw;
 			/* the B slice is packed once and reused by every A sub-block */
@@ -577,18 +728,22 @@ static int gemm_block(const struct gemm_op *g, struct fw_worker *w, const struct
 						      bp2, sl.kqb, sl.kqp, tmp) : -1;
 			if (st < 0) {
 				st = pack_b_slice(&w->io, g, b, b_off, k0, kcb, n0 + cb, nn, bp,
-						  ldb, panels, tmp);
+						  ldb, panels, l2, tmp);
 				for (j = 0; kn->kpair && j < np; j += kn->nr)
 					kn->to_pairs(panels ? bp + j * kcb : bp + j, ldb, kcb,
 						     kn->nr, bp2 + j * sl.kqp);
 			}
+			/* few rows to reuse the slice: the next one into L2 meanwhile */
+			sl.pf = !l2 || kn->kpair ? NULL :
+				next_b_slice(&w->io, g, b, b_off, k0, cb, nsw, n0, nbb,
+					     div_up(mbb, kn->mr) * div_up(nn, kn->nr), &npf);
 			for (ms = 0; ms < mbb && !st; ms += g->mb) {
 				uint64_t mm = mbb - ms < g->mb ? mbb - ms : g->mb;
 				uint64_t mmp = round_up(mm, kn->mr);
 
 				if (!whole)
 					st = pack_a_slice(&w->io, g, a, a_off, m0 + ms, mm, k0, kcb,
-							  kn->a_rows ? (float *)ap2 : ap, tmp);
+							  kn->a_rows ? (float *)ap2 : ap, l2, tmp);
 				for (i = 0; kn->kpair && !kn->a_rows && i < mmp; i += kn->mr)
 					kn->to_pairs(ap + i * kcb, kn->mr, kcb, kn->mr,
 						     ap2 + i * sl.kqb);
