@@ -60,13 +60,13 @@ int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 	c->cfg = *cfg;
 	c->ops = *ops;
 	c->opaque = opaque;
-	/* The work buffers come with the first collective, sized to it (buffers()). */
-	c->rx_off = calloc(2 * MAIA_COLL_MAX_RANKS, sizeof(*c->rx_off));
-	c->model_in = calloc(MAIA_COLL_MAX_RANKS, sizeof(*c->model_in));
-	if (!c->rx_off || !c->model_in) {
-		fw_coll_destroy(c);
-		return -ENOMEM;
-	}
+	/*
+	 * The work buffers come with the first collective, sized to it
+	 * (buffers()); so do rx_off and model_in beyond FW_COLL_INLINE_RANKS
+	 * ranks (rank_arrays()).
+	 */
+	c->rx_off = c->rx_off_inline;
+	c->model_in = c->model_in_inline;
 	return 0;
 }
 
@@ -103,8 +103,10 @@ void fw_coll_destroy(struct fw_coll *c)
 	txbuf_free(c, c->txbuf);
 	free(c->own);
 	free(c->acc);
-	free(c->rx_off);
-	free(c->model_in);
+	if (c->rx_off != c->rx_off_inline)
+		free(c->rx_off);
+	if (c->model_in != c->model_in_inline)
+		free(c->model_in);
 	free(c->gathered);
 	c->txbuf = c->own = c->gathered = NULL;
 	c->acc = NULL;
@@ -1117,6 +1119,30 @@ static bool buffers(struct fw_coll *c)
 	return true;
 }
 
+/*
+ * rx_off (2 entries a rank at most) and model_in (one a rank) for the
+ * collective in c->cmd: the engine's own arrays up to FW_COLL_INLINE_RANKS
+ * ranks, else MAIA_COLL_MAX_RANKS on the heap, kept for the engine's later
+ * collectives. false: out of memory.
+ */
+static bool rank_arrays(struct fw_coll *c)
+{
+	uint64_t *rx_off, *model_in;
+
+	if (nranks(c) <= FW_COLL_INLINE_RANKS || c->rx_off != c->rx_off_inline)
+		return true;
+	rx_off = calloc(2 * MAIA_COLL_MAX_RANKS, sizeof(*rx_off));
+	model_in = calloc(MAIA_COLL_MAX_RANKS, sizeof(*model_in));
+	if (!rx_off || !model_in) {
+		free(rx_off);
+		free(model_in);
+		return false;
+	}
+	c->rx_off = rx_off;
+	c->model_in = model_in;
+	return true;
+}
+
 int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint64_t now_ns)
 {
 	uint64_t sbytes, rbytes;
@@ -1143,6 +1169,12 @@ int fw_coll_start(struct fw_coll *c, const struct maia_cmd_collective *cmd, uint
 	c->unreach_first = c->unreach_count = 0;
 	c->model_end_ns = c->model_start_ns;
 	c->model_fwd_ns = 0;
+	if (!rank_arrays(c)) {
+		c->state = FW_COLL_DONE;
+		c->result.status = MAIA_STATUS_DMA_ERROR;	/* out of memory */
+		c->stats.failures++;
+		return MAIA_STATUS_DMA_ERROR;
+	}
 	set_rx_steps(c);
 	memset(c->model_in, 0, nranks(c) * sizeof(*c->model_in));
 	c->inject_off = 0;

@@ -79,6 +79,7 @@ struct fw_coll_config {
 #define FW_COLL_DEFAULT_TIMEOUT_MS	2000u
 #define FW_COLL_DEFAULT_EARLY_MSGS	64u
 #define FW_COLL_DEFAULT_EARLY_BYTES	(1u << 20)
+#define FW_COLL_INLINE_RANKS		8u
 
 enum fw_coll_state {
 	FW_COLL_IDLE,			/* never started */
@@ -159,6 +160,17 @@ struct fw_coll {
 	uint8_t *own;			/* this rank's data of a chunk */
 	float *acc;			/* a chunk in FP32 */
 	uint8_t *gathered;		/* gather-reduce: every rank's input, rank by rank */
+	/*
+	 * rx_off and model_in of a ring of up to FW_COLL_INLINE_RANKS ranks:
+	 * no allocation per collective (an engine lives for one operation on
+	 * a device; heap arrays of MAIA_COLL_MAX_RANKS entries sent a small
+	 * collective's other allocations down glibc's slow path), and an
+	 * operation with its engine stays within glibc's per-thread cache.
+	 * Larger rings get heap arrays of MAIA_COLL_MAX_RANKS at their first
+	 * start (rank_arrays()).
+	 */
+	uint64_t rx_off_inline[2 * FW_COLL_INLINE_RANKS];
+	uint64_t model_in_inline[FW_COLL_INLINE_RANKS];
 };
 
 void fw_coll_config_defaults(struct fw_coll_config *cfg);

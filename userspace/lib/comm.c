@@ -715,8 +715,13 @@ MAIA_EXPORT int maia_comm_sync(struct maia_comm *comm, int64_t timeout_ns)
 	maia_error_clear();
 	if (!comm)
 		return maia_error(-EINVAL, "maia_comm_sync: NULL communicator");
-	/* Oldest first: next_slot is the oldest slot that may be in use. */
-	for (i = 0; i < COMM_INFLIGHT; i++) {
+	/*
+	 * Oldest first: next_slot is the oldest slot that may be in use. Only
+	 * while some are (busy): a program that waits for each collective has
+	 * one job in flight, and the other slots would each cost a call (a
+	 * small collective's latency, in a guest under TCG; benchmarks.rst).
+	 */
+	for (i = 0; i < COMM_INFLIGHT && comm->busy; i++) {
 		err = comm_slot_wait(comm, &comm->slot[(comm->next_slot + i) % COMM_INFLIGHT],
 				     timeout_ns);
 		if (err)
@@ -732,7 +737,7 @@ MAIA_EXPORT int maia_comm_async_error(struct maia_comm *comm, const char **messa
 	if (!comm)
 		return -EINVAL;
 	/* Collect what finished without blocking. */
-	for (i = 0; i < COMM_INFLIGHT && !comm->async_error; i++)
+	for (i = 0; i < COMM_INFLIGHT && !comm->async_error && comm->busy; i++)
 		comm_slot_wait(comm, &comm->slot[(comm->next_slot + i) % COMM_INFLIGHT], 0);
 	if (message)
 		*message = comm->error;
