@@ -235,6 +235,36 @@ def dropout_seeds_and_masks():
 
 
 @test
+def wrapper_allocates_in_c_without_input_asserts():
+    """A maia graph's wrapper allocates its buffers with
+    maia._maia_launch.empty_strided (not torch.empty_strided's argument
+    parser) and leaves its inputs' sizes and strides to Dynamo's guards;
+    maia.inductor.input_asserts brings Inductor's asserts back. The C
+    allocation refuses anything but (sizes, strides, dtype)."""
+    from maia import _maia_launch
+
+    def f(a, b):
+        return torch.softmax(a @ b, -1) + 1.0
+    _, code = inductor_compile(f, (8, 16), (16, 8))
+    assert "from maia._maia_launch import empty_strided as empty_strided_maia" in code, code
+    assert "empty_strided_maia((8, 8), (8, 1), torch.float32)" in code, code
+    assert " = empty_strided(" not in code, code
+    assert "assert_size_stride(arg" not in code, code
+    maia.inductor.input_asserts = True
+    try:
+        with torch._inductor.config.patch(fx_graph_cache=False):
+            _, code = inductor_compile(f, (8, 16), (16, 8))
+    finally:
+        maia.inductor.input_asserts = False
+    assert "assert_size_stride(arg0_1, (8, 16), (16, 1), 'input')" in code, code
+    assert "assert_size_stride(arg1_1, (16, 8), (8, 1), 'input')" in code, code
+    for args in (((2, ), (1, 1), torch.float32), ((2, ), (1, ), "float32"), ([2], [1], torch.float32),
+                 ((2.0, ), (1, ), torch.float32), ((2, ), (1, ))):
+        raises(TypeError, _maia_launch.empty_strided, *args, match="two tuples of ints of one length")
+    raises(TypeError, _maia_launch.empty_strided, (1 << 70, ), (1, ), torch.float32)
+
+
+@test
 def launchers_without_empty_hooks():
     """Inductor's launcher for a maia kernel is made with no launch hooks
     while Triton's HookChains are empty (no launch_metadata per launch),

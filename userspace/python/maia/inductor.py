@@ -325,6 +325,11 @@ def _plugins():
     th.get_caching_autotuner_plugins = plugins
 
 
+# Whether a maia graph's wrapper asserts its inputs' sizes and strides
+# (Inductor's size_asserts) on every call; off: Dynamo's guards check them
+# before the call (read when a graph is compiled).
+input_asserts = False
+
 # Whether Inductor's launchers call a maia kernel through its C runner
 # (maia_triton.driver.MaiaLauncher.runner) instead of the Python launcher
 # and torch.ops.maia.triton_launch; read when a launcher is made.
@@ -407,6 +412,22 @@ def _wrapper():
             super().write_header()
             self.imports.writeline("from maia.inductor import random_seeds as maia_random_seeds")
             self.imports.writeline("from maia.inductor import batched_call as maia_batched_call")
+            self.imports.writeline("from maia._maia_launch import empty_strided as empty_strided_maia")
+
+        def codegen_input_size_asserts(self):
+            # Dynamo's guards have checked each input's sizes and strides
+            # before the call (input_asserts).
+            if input_asserts:
+                super().codegen_input_size_asserts()
+
+        def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+            # A maia buffer from maia._maia_launch.empty_strided, as CUDA's
+            # from empty_strided_cuda: not torch.empty_strided's argument parser.
+            line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+            head, dev = "%s = empty_strided(" % name, ", device='%s', dtype=" % BACKEND
+            if device.type == BACKEND and line.startswith(head) and dev in line:
+                line = "%s = empty_strided_maia(%s" % (name, line[len(head):].replace(dev, ", ", 1))
+            return line
 
         def generate_after_suffix(self, result):
             # After it the module's call (a function, or Runner.call with

@@ -12,8 +12,10 @@
  * 64 bits, a float out of fp32's range) goes to the Python launcher it was
  * made from (maia_triton.driver.MaiaLauncher), which gives the same words
  * or the error: one behaviour, two speeds. maia.inductor puts it into
- * Inductor's launchers.
+ * Inductor's launchers. empty_strided() is the allocation of Inductor's
+ * wrapper for a maia buffer, without Python's argument parser.
  */
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -149,6 +151,63 @@ slow:
 	return PyObject_Vectorcall(r->slow, args, (size_t)nargs, nullptr);
 }
 
+/* A tuple of n Python ints into v (false: something else). */
+bool int_tuple(PyObject *t, c10::SmallVector<int64_t, 6> &v)
+{
+	if (!PyTuple_Check(t))
+		return false;
+	Py_ssize_t n = PyTuple_GET_SIZE(t);
+
+	v.resize((size_t)n);
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *o = PyTuple_GET_ITEM(t, i);
+		int overflow = 0;
+
+		if (!PyLong_Check(o))
+			return false;
+		v[(size_t)i] = PyLong_AsLongLongAndOverflow(o, &overflow);
+		if (overflow || (v[(size_t)i] == -1 && PyErr_Occurred()))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * empty_strided(size, stride, dtype): torch.empty_strided(size, stride,
+ * device="maia", dtype=dtype) on the current maia device, what Inductor's
+ * wrapper allocates its buffers with, without Python's argument parser
+ * (Inductor's empty_strided_cuda for CUDA). Anything but two tuples of ints
+ * of one length and a dtype is a TypeError.
+ */
+PyObject *empty_strided(PyObject *, PyObject *const *args, Py_ssize_t nargs)
+{
+	c10::SmallVector<int64_t, 6> size, stride;
+
+	if (nargs != 3 || !int_tuple(args[0], size) || !int_tuple(args[1], stride) ||
+	    size.size() != stride.size() || !THPDtype_Check(args[2])) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError,
+					"empty_strided(size, stride, dtype): two tuples of ints of one length and a dtype");
+		return nullptr;
+	}
+	try {
+		return THPVariable_Wrap(at::empty_strided(
+			size, stride,
+			at::TensorOptions()
+				.dtype(reinterpret_cast<THPDtype *>(args[2])->scalar_type)
+				.device(c10::DeviceType::PrivateUse1)));
+	} catch (const std::exception &e) {
+		PyErr_SetString(PyExc_RuntimeError, e.what());
+		return nullptr;
+	}
+}
+
+PyMethodDef empty_strided_def = { "empty_strided",
+				  reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_strided)),
+				  METH_FASTCALL,
+				  "empty_strided(size, stride, dtype): torch.empty_strided on the current maia device "
+				  "(Inductor's buffers)." };
+
 PyMethodDef launch_def = { "maia_triton_runner", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(launch)),
 			   METH_FASTCALL, "A Triton kernel's launch on a maia device (maia._maia_launch.runner)." };
 
@@ -156,6 +215,12 @@ PyMethodDef launch_def = { "maia_triton_runner", reinterpret_cast<PyCFunction>(r
 
 PYBIND11_MODULE(_maia_launch, m)
 {
+	PyObject *alloc = PyCFunction_NewEx(&empty_strided_def, nullptr, m.ptr());
+
+	if (!alloc || PyModule_AddObject(m.ptr(), "empty_strided", alloc) < 0) {
+		Py_XDECREF(alloc);
+		throw pybind11::error_already_set();
+	}
 	m.def("runner",
 	      [](pybind11::object slow, const std::string &key, pybind11::bytes binary, int device,
 		 uint32_t budget, const std::string &kinds, uint32_t scratch) {
