@@ -267,7 +267,7 @@ static std::string cvt_program(const std::string &kind, const std::string &t)
 		return "";
 	if (to != "i64" && to != "i32" && to != "i16" && to != "i8" && to != "b" && !to_flt)
 		return "";
-	if (t == to || (to_flt && t != "i64"))	/* floats from the others: the COPY */
+	if (to_flt && t != "i64")	/* floats from the others: the COPY */
 		return "";
 	std::string s = "\tpid s20, 0\n\tmuli s21, s20, 1024\t# this instance's first element\n"
 			"\tsub s23, s3, s21\n\tvsplat v30, s23\n\tviota v31, 0\n"
