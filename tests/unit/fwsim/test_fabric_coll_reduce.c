@@ -58,6 +58,21 @@ static uint32_t some_f32(void)
 	return special[(r >> 1) % (sizeof(special) / sizeof(special[0]))];
 }
 
+/* n FP32 inputs at a and n at b (FP32, or BF16 when b_es is 2), one in 8 pairs equal. */
+static void fill_inputs(uint8_t *a, uint8_t *b, unsigned int n, unsigned int b_es)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t ua = some_f32(), ub = rng32() % 8 ? some_f32() : ua;
+		uint16_t h = (uint16_t)(ub >> 16);
+
+		memcpy(a + 4 * i, &ua, 4);
+		if (b_es == 4)
+			memcpy(b + 4 * i, &ub, 4);
+		else
+			memcpy(b + 2 * i, &h, 2);
+	}
+}
+
 static uint32_t bits_of(float f)
 {
 	uint32_t u;
@@ -102,16 +117,7 @@ static void test_kernels(unsigned int op, unsigned int b_es)
 			uint8_t *a = abuf + k % 4, *b = bbuf + (k + 1 + n) % 4;
 			uint8_t *out_s = sbuf + (k / 4) % 4, *out_v = vbuf + (k + 3) % 4;
 
-			for (unsigned int i = 0; i < n; i++) {
-				uint32_t ua = some_f32(), ub = rng32() % 8 ? some_f32() : ua;
-				uint16_t h = (uint16_t)(ub >> 16);
-
-				memcpy(a + 4 * i, &ua, 4);
-				if (b_es == 4)
-					memcpy(b + 4 * i, &ub, 4);
-				else
-					memcpy(b + 2 * i, &h, 2);
-			}
+			fill_inputs(a, b, n, b_es);
 			memset(sbuf, 0xa5, sizeof(sbuf));
 			memset(vbuf, 0xa5, sizeof(vbuf));
 			fw_coll_reduce_scalar(op, b_es, out_s, a, b, n);
@@ -167,16 +173,7 @@ static void test_reduce2(unsigned int op, unsigned int b_es)
 			uint8_t *out_s = sbuf, *out = obuf + (k / 4) % 4, *out2 = o2buf + (k + 2) % 4;
 			bool simd = k % 2, in_place = b_es == 4 && k % 8 >= 6;
 
-			for (unsigned int i = 0; i < n; i++) {
-				uint32_t ua = some_f32(), ub = rng32() % 8 ? some_f32() : ua;
-				uint16_t h = (uint16_t)(ub >> 16);
-
-				memcpy(a + 4 * i, &ua, 4);
-				if (b_es == 4)
-					memcpy(b + 4 * i, &ub, 4);
-				else
-					memcpy(b + 2 * i, &h, 2);
-			}
+			fill_inputs(a, b, n, b_es);
 			memset(bbuf + (3 + 4 * MAX_LEN), 0xa5, GUARD);
 			memset(obuf, 0xa5, sizeof(obuf));
 			memset(o2buf, 0xa5, sizeof(o2buf));

@@ -1693,6 +1693,23 @@ static bool wait_holding(struct dir *d)
 	return held;
 }
 
+/*
+ * Hold the device thread that sends on d in its fabric_tx, with no round run
+ * inline meanwhile; whether it is held (hang guard).
+ */
+static bool hold_fabric_thread(struct dir *d)
+{
+	bool holding;
+
+	fw_fabric_inline_rx(false);
+	pthread_mutex_lock(&d->lock);
+	d->hold = true;
+	pthread_mutex_unlock(&d->lock);
+	holding = wait_holding(d);
+	fw_fabric_inline_rx(true);
+	return holding;
+}
+
 static unsigned long payload_frames(struct dir *d)
 {
 	unsigned long n;
@@ -1745,12 +1762,7 @@ static void test_inline_rx(unsigned int n, bool lend)
 	       (unsigned long long)(inline_rounds() - before));
 
 	/* Device 1's own fabric thread held in a round: nobody else may run one of its. */
-	fw_fabric_inline_rx(false);
-	pthread_mutex_lock(&held->lock);
-	held->hold = true;
-	pthread_mutex_unlock(&held->lock);
-	holding = wait_holding(held);
-	fw_fabric_inline_rx(true);
+	holding = hold_fabric_thread(held);
 	before = fw_fabric_inline_rounds(nodes[1].e.sim);
 	carried0 = payload_frames(&nodes[0].out[SEND_PORT]);
 	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1000, 0, false, -1,
@@ -1801,12 +1813,7 @@ static void test_peer_behind(void)
 		return;
 	for (unsigned int p = 0; p < NPORTS; p++)
 		a[p] = port_info(0, p);
-	fw_fabric_inline_rx(false);
-	pthread_mutex_lock(&held->lock);
-	held->hold = true;
-	pthread_mutex_unlock(&held->lock);
-	holding = wait_holding(held);
-	fw_fabric_inline_rx(true);
+	holding = hold_fabric_thread(held);
 	/* device 0 ticks on: its keepalives reach device 1's queue, nothing comes back */
 	for (t_end = now_ms() + MAIA_FABRIC_DEAD_MS * 5 / 2; now_ms() < t_end;)
 		usleep(10000);
