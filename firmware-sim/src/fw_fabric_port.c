@@ -110,6 +110,14 @@
 #define FW_FABRIC_INLINE_BYTES	(64u * 1024u)
 
 /*
+ * Passes of a round: a round kicked while it ran (a frame sent back by a
+ * round it nested, such as the ACK of the DATA frame it sent) takes it in
+ * a second pass, before it publishes and sets its deadline, instead of in
+ * a round of its own.
+ */
+#define FW_FABRIC_ROUND_PASSES	2u
+
+/*
  * Rounds this thread is in (fabric_main()'s, inline ones). Only a thread in
  * a round runs another device's round inline: it holds no device lock and
  * is what the receiving device's fabric thread would be; a host thread (a
@@ -207,10 +215,13 @@ struct fw_fabric {
 	uint64_t uid;
 	struct fw_fabric *reg_next;	/* under fabrics_lock */
 	/*
-	 * Atomic: CLOCK_MONOTONIC when a round of this device last began or
-	 * ended; 0 while its links do not run (parked, no firmware, stopped).
+	 * Atomic: the host clock (host's) when a round of this device last
+	 * began, or last read it (its frames, its passes: a round that ends
+	 * reads no clock for this); 0 while its links do not run (parked, no
+	 * firmware, stopped).
 	 */
 	uint64_t alive_ns;
+	const struct fw_host *host;	/* the device's host clock (fab_now()) */
 	struct fw_fabric_port port[];
 };
 
@@ -225,8 +236,8 @@ static uint64_t fabrics_uid;
 
 /*
  * A device that runs its links begins a round at least every keepalive
- * interval (its links' deadlines); one whose last round began or ended
- * longer ago than twice that is behind, not silent.
+ * interval (its links' deadlines); one whose last round began (or read the
+ * clock) longer ago than twice that is behind, not silent.
  */
 #define FW_FABRIC_BEHIND_NS	(2 * MAIA_FABRIC_KEEPALIVE_MS * 1000000ull)
 
@@ -251,22 +262,26 @@ static void fabric_unregister(struct fw_fabric *fab)
 	pthread_mutex_unlock(&fabrics_lock);
 }
 
-/* Now, or 0 (links not running): what peers of this process see of us. */
-static void fabric_alive(struct fw_fabric *fab, bool running)
+/*
+ * now (the host clock the round read last), or 0 (links not running):
+ * what peers of this process see of us.
+ */
+static void fabric_alive(struct fw_fabric *fab, uint64_t now)
 {
-	__atomic_store_n(&fab->alive_ns, running ? fw_monotonic_ns() : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fab->alive_ns, now, __ATOMIC_RELAXED);
 }
 
 /*
  * fw_link_ops.peer_behind: the peer of this port is a device of this
- * process that still runs its links but has not begun or ended a round for
- * FW_FABRIC_BEHIND_NS: its silence is the host's slowness, not a pulled
- * cable or a dead device (those keep their rounds, or stop their links).
+ * process that still runs its links but has not begun a round (or read
+ * the clock in one) for FW_FABRIC_BEHIND_NS: its silence is the host's
+ * slowness, not a pulled cable or a dead device (those keep their rounds,
+ * or stop their links).
  */
 static bool peer_behind(void *opaque, unsigned int port)
 {
 	struct fw_fabric_port *p = opaque;
-	uint64_t uid = __atomic_load_n(&p->peer_uid, __ATOMIC_RELAXED), now, alive = 0;
+	uint64_t uid = __atomic_load_n(&p->peer_uid, __ATOMIC_RELAXED), now = 0, alive = 0;
 
 	(void)port;
 	if (!uid)
@@ -275,11 +290,13 @@ static bool peer_behind(void *opaque, unsigned int port)
 	for (struct fw_fabric *f = fabrics; f; f = f->reg_next) {
 		if (f->uid == uid) {
 			alive = __atomic_load_n(&f->alive_ns, __ATOMIC_RELAXED);
+			/* On the peer's own clock, as it stamped alive_ns. */
+			if (alive)
+				now = fw_host_now_ns(f->host);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&fabrics_lock);
-	now = fw_monotonic_ns();
 	return alive && now > alive && now - alive > FW_FABRIC_BEHIND_NS;
 }
 
@@ -618,6 +635,7 @@ int fw_fabric_create(struct maia_sim *sim)
 		publish_locked(fab, p);
 	}
 	fab->next_ns = now;		/* first HELLOs at once */
+	fab->host = &sim->host;
 	fabric_register(fab);
 	err = -fw_host_thread_create(&sim->host, &sim->fabric_thread, "maia-fabric",
 				     fabric_main, sim);
@@ -775,31 +793,16 @@ static bool feed_rx(struct maia_sim *sim)
 }
 
 /*
- * One round: received frames to the links, every link's tick, the
- * transport's operations and answers. Called and returns with sim->lock
- * held.
+ * Takes the queued frames into each port's batch, after what a cut round
+ * left (that comes first: a busy wire must not starve the timers).
+ * sim->lock held.
  */
-static void fabric_round_locked(struct maia_sim *sim)
+static void take_frames_locked(struct fw_fabric *fab)
 {
-	struct fw_fabric *fab = sim->fab;
-	struct maia_sim *outer = round_sim;
-	uint64_t now, next = UINT64_MAX;
-	unsigned int i;
-	bool cut;
-
-	fab->busy = true;
-	round_sim = sim;
-	fabric_alive(fab, true);
-	fab->round_now = fab_now(sim);
-	fab->kicked = false;
-	fw_xport_sync_locked(sim);
-	for (i = 0; i < fab->nports; i++) {
+	for (unsigned int i = 0; i < fab->nports; i++) {
 		struct fw_fabric_port *p = &fab->port[i];
 		unsigned int left = p->nbatch - p->bnext;
 
-		/* What a cut round left comes first, then only what is queued now:
-		 * a busy wire must not starve the timers.
-		 */
 		memmove(p->batch, p->batch + p->bnext, left * sizeof(p->batch[0]));
 		p->nbatch = left;
 		p->bnext = 0;
@@ -811,22 +814,65 @@ static void fabric_round_locked(struct maia_sim *sim)
 			p->count--;
 		}
 	}
+}
+
+/*
+ * One round: received frames to the links, every link's tick, the
+ * transport's operations and answers; once more (a pass) when kicked
+ * meanwhile, up to FW_FABRIC_ROUND_PASSES. Called and returns with sim->lock
+ * held.
+ */
+static void fabric_round_locked(struct maia_sim *sim)
+{
+	struct fw_fabric *fab = sim->fab;
+	struct maia_sim *outer = round_sim;
+	uint64_t now, next = UINT64_MAX;
+	unsigned int i, pass;
+	bool cut;
+
+	fab->busy = true;
+	round_sim = sim;
+	fab->round_now = fab_now(sim);
+	fabric_alive(fab, fab->round_now);
+	fab->kicked = false;
+	fw_xport_sync_locked(sim);
+	take_frames_locked(fab);
 	pthread_mutex_unlock(&sim->lock);
 
-	cut = feed_rx(sim);
-	/*
-	 * The ticks, the transport and the next deadline take the time feed_rx()
-	 * read last (before its last frame): deadlines are milliseconds apart. A
-	 * deadline it then finds due is met by the next round, at once.
-	 */
-	now = fab->round_now;
-	for (i = 0; i < fab->nports; i++) {
-		struct fw_fabric_port *p = &fab->port[i];
+	for (pass = 1;; pass++) {
+		cut = feed_rx(sim);
+		/*
+		 * The ticks, the transport and the next deadline take the time
+		 * feed_rx() read last (before its last frame): deadlines are
+		 * milliseconds apart. A deadline it then finds due is met by the
+		 * next round, at once.
+		 */
+		now = fab->round_now;
+		for (i = 0; i < fab->nports; i++) {
+			struct fw_fabric_port *p = &fab->port[i];
 
-		fw_link_tick(&p->link, now);
-		announce(fab, p, now);
+			fw_link_tick(&p->link, now);
+			announce(fab, p, now);
+		}
+		fw_xport_pump(sim, now);
+		/*
+		 * Kicked meanwhile: the rounds this one nested answered what it
+		 * sent (a receiver's ACK), or an operation came. What a new
+		 * round would do first is done here, once more, in this round.
+		 */
+		if (cut || pass == FW_FABRIC_ROUND_PASSES)
+			break;
+		pthread_mutex_lock(&sim->lock);
+		if (!fab->kicked) {
+			pthread_mutex_unlock(&sim->lock);
+			break;
+		}
+		fab->kicked = false;
+		fw_xport_sync_locked(sim);
+		take_frames_locked(fab);
+		pthread_mutex_unlock(&sim->lock);
+		fab->round_now = fab_now(sim);
 	}
-	fw_xport_pump(sim, now);
 	for (i = 0; i < fab->nports; i++) {
 		uint64_t d = fw_link_next_deadline(&fab->port[i].link);
 
@@ -857,7 +903,7 @@ static void fabric_round_locked(struct maia_sim *sim)
 	}
 	round_sim = outer;
 	fab->busy = false;
-	fabric_alive(fab, true);
+	fabric_alive(fab, fab->round_now);
 	pthread_cond_broadcast(&sim->idle_cond);
 }
 
@@ -877,7 +923,7 @@ static void *fabric_main(void *arg)
 		 */
 		if (__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) ||
 		    !fw_links_run_locked(sim)) {
-			fabric_alive(fab, false);
+			fabric_alive(fab, 0);
 			pthread_cond_broadcast(&sim->idle_cond);
 			fab->sleep_ns = UINT64_MAX;
 			pthread_cond_wait(&sim->fab_cond, &sim->lock);
@@ -908,7 +954,7 @@ static void *fabric_main(void *arg)
 		fabric_round_locked(sim);
 		round_depth--;
 	}
-	fabric_alive(fab, false);
+	fabric_alive(fab, 0);
 	pthread_mutex_unlock(&sim->lock);
 	return NULL;
 }
