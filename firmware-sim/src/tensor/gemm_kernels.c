@@ -136,6 +136,31 @@ static void pack_a_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr
  */
 #define GEMM_KB		16
 
+/* The prefetch stream's state in locals (PF_LOAD), one line per PF_STEP, back (PF_SAVE). */
+#define PF_LOAD(pf)								\
+	const char *pp_ = (pf) ? (pf)->p : NULL;				\
+	size_t pn_ = (pf) ? (pf)->n : 0, prs_ = (pf) ? (pf)->rs : 0;		\
+	unsigned int pl_ = (pf) ? (pf)->line : 0, plines_ = (pf) ? (pf)->lines : 0
+#define PF_STEP()								\
+	do {									\
+		if (pn_) {							\
+			__builtin_prefetch(pp_ + (size_t)pl_ * 64, 0, 2);	\
+			pn_--;							\
+			if (++pl_ == plines_) {					\
+				pl_ = 0;					\
+				pp_ += prs_;					\
+			}							\
+		}								\
+	} while (0)
+#define PF_SAVE(pf)								\
+	do {									\
+		if (pf) {							\
+			(pf)->p = pp_;						\
+			(pf)->n = pn_;						\
+			(pf)->line = pl_;					\
+		}								\
+	} while (0)
+
 #if HAVE_X86
 /*
  * 6 x 16: 12 ymm accumulators, two B vectors, A broadcast from memory (15
@@ -163,8 +188,9 @@ static void pack_a_avx2(const float *rows, size_t ld, size_t kc, unsigned int mr
 /* The first rows rows of the tile (rows a constant once inlined; the rest not read or written). */
 __attribute__((target("avx2,fma"), always_inline))
 static inline void avx2_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-			     size_t ldc, int accumulate, const int rows)
+			     size_t ldc, int accumulate, const int rows, struct fw_gemm_pf *pf)
 {
+	PF_LOAD(pf);
 	__m256 acc[AVX2_MR][2];
 	size_t k, kk, w, blk = 0;
 	bool spread = accumulate && kc / GEMM_KB > (size_t)rows;
@@ -181,11 +207,16 @@ static inline void avx2_tile(size_t kc, const float *a, const float *b, size_t l
 		if (spread && blk < (size_t)rows)
 			_mm_prefetch((const char *)(c + blk * ldc), _MM_HINT_T0);
 #pragma GCC unroll 16
-		for (kk = 0; kk < GEMM_KB; kk++, b += ldb)
+		for (kk = 0; kk < GEMM_KB; kk++, b += ldb) {
 			AVX2_STEP(a + kk, GEMM_KB, b, rows);
+			PF_STEP();
+		}
 	}
-	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
+	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb) {	/* the last block, w < 16 */
 		AVX2_STEP(a + kk, w, b, rows);
+		PF_STEP();
+	}
+	PF_SAVE(pf);
 #pragma GCC unroll 6
 	for (i = 0; i < rows; i++) {
 		if (accumulate) {
@@ -201,7 +232,7 @@ __attribute__((target("avx2,fma")))
 static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 		      size_t ldc, int accumulate)
 {
-	avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR);
+	avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR, NULL);
 }
 
 /*
@@ -210,29 +241,36 @@ static void kern_avx2(size_t kc, const void *ap, const void *bp, size_t ldb, flo
  * tile's 6 cycles per k, their 4 FMA chains bound by latency).
  */
 __attribute__((target("avx2,fma")))
-static void kern_avx2_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
-			   size_t ldc, int accumulate, unsigned int rows)
+static void kern_avx2_pf(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			 size_t ldc, int accumulate, unsigned int rows, struct fw_gemm_pf *pf)
 {
 	switch (rows) {
 	case 1:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 1);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 1, pf);
 		break;
 	case 2:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 2);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 2, pf);
 		break;
 	case 3:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 3);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 3, pf);
 		break;
 	case 4:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 4);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 4, pf);
 		break;
 	case 5:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 5);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, 5, pf);
 		break;
 	default:
-		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR);
+		avx2_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX2_MR, pf);
 		break;
 	}
+}
+
+__attribute__((target("avx2,fma")))
+static void kern_avx2_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			   size_t ldc, int accumulate, unsigned int rows)
+{
+	kern_avx2_pf(kc, ap, bp, ldb, c, ldc, accumulate, rows, NULL);
 }
 
 /*
@@ -247,8 +285,10 @@ static void kern_avx2_rows(size_t kc, const void *ap, const void *bp, size_t ldb
  */
 __attribute__((target("avx2,fma"), always_inline))
 static inline void avx2_tile2(size_t kc, const float *a, const float *b, size_t ldb,
-			      size_t bnext, float *c, size_t ldc, int accumulate, const int rows)
+			      size_t bnext, float *c, size_t ldc, int accumulate, const int rows,
+			      struct fw_gemm_pf *pf)
 {
+	PF_LOAD(pf);
 	__m256 acc[3][4];
 	size_t k, kk, w, blk = 0;
 	bool spread = accumulate && kc / GEMM_KB > (size_t)rows;
@@ -282,11 +322,16 @@ static inline void avx2_tile2(size_t kc, const float *a, const float *b, size_t 
 		if (spread && blk < 2 * (size_t)rows)
 			_mm_prefetch((const char *)(c + blk / 2 * ldc + blk % 2 * 16), _MM_HINT_T0);
 #pragma GCC unroll 16
-		for (kk = 0; kk < GEMM_KB; kk++, b += ldb)
+		for (kk = 0; kk < GEMM_KB; kk++, b += ldb) {
 			AVX2_STEP2(a + kk, GEMM_KB, b, rows);
+			PF_STEP();
+		}
 	}
-	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
+	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb) {	/* the last block, w < 16 */
 		AVX2_STEP2(a + kk, w, b, rows);
+		PF_STEP();
+	}
+	PF_SAVE(pf);
 #undef AVX2_STEP2
 #pragma GCC unroll 3
 	for (i = 0; i < rows; i++) {
@@ -303,22 +348,23 @@ static inline void avx2_tile2(size_t kc, const float *a, const float *b, size_t 
 
 __attribute__((target("avx2,fma")))
 static void kern_avx2_rows2(size_t kc, const void *ap, const void *bp, size_t ldb, size_t bnext,
-			    float *c, size_t ldc, int accumulate, unsigned int rows)
+			    float *c, size_t ldc, int accumulate, unsigned int rows,
+			    struct fw_gemm_pf *pf)
 {
 	switch (rows) {
 	case 1:
-		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 1);
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 1, pf);
 		break;
 	case 2:
-		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 2);
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 2, pf);
 		break;
 	case 3:
-		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 3);
+		avx2_tile2(kc, ap, bp, ldb, bnext, c, ldc, accumulate, 3, pf);
 		break;
 	default:	/* 4 and 5 rows keep a tile's FMA ports busy on their own */
-		kern_avx2_rows(kc, ap, bp, ldb, c, ldc, accumulate, rows);
-		kern_avx2_rows(kc, ap, (const float *)bp + bnext, ldb, c + 16, ldc, accumulate,
-			       rows);
+		kern_avx2_pf(kc, ap, bp, ldb, c, ldc, accumulate, rows, pf);
+		kern_avx2_pf(kc, ap, (const float *)bp + bnext, ldb, c + 16, ldc, accumulate, rows,
+			     pf);
 		break;
 	}
 }
@@ -380,8 +426,9 @@ static void pack_a_k16_avx2(const float *rows, size_t ld, size_t kc, unsigned in
 /* The first rows rows of the tile (rows a constant once inlined; the rest not read or written). */
 __attribute__((target("avx512f"), always_inline))
 static inline void avx512_tile(size_t kc, const float *a, const float *b, size_t ldb, float *c,
-			       size_t ldc, int accumulate, const int rows)
+			       size_t ldc, int accumulate, const int rows, struct fw_gemm_pf *pf)
 {
+	PF_LOAD(pf);
 	__m512 acc[AVX512_MR][2];
 	size_t k, kk, w;
 	int i;
@@ -405,11 +452,16 @@ static inline void avx512_tile(size_t kc, const float *a, const float *b, size_t
 			_mm_prefetch((const char *)(c + blk * ldc + 16), _MM_HINT_T0);
 		}
 #pragma GCC unroll 16
-		for (kk = 0; kk < AVX512_KB; kk++, b += ldb)
+		for (kk = 0; kk < AVX512_KB; kk++, b += ldb) {
 			AVX512_STEP(a + kk, AVX512_KB, b, rows);
+			PF_STEP();
+		}
 	}
-	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb)	/* the last block, w < 16 */
+	for (kk = 0, w = kc - k; kk < w; kk++, b += ldb) {	/* the last block, w < 16 */
 		AVX512_STEP(a + kk, w, b, rows);
+		PF_STEP();
+	}
+	PF_SAVE(pf);
 #pragma GCC unroll 14
 	for (i = 0; i < rows; i++) {
 		if (accumulate) {
@@ -425,7 +477,7 @@ __attribute__((target("avx512f")))
 static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
 			size_t ldc, int accumulate)
 {
-	avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR);
+	avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR, NULL);
 }
 
 /*
@@ -435,22 +487,29 @@ static void kern_avx512(size_t kc, const void *ap, const void *bp, size_t ldb, f
  * k, 2 r FMA chains against the FMA's 4-cycle latency on two ports).
  */
 __attribute__((target("avx512f")))
-static void kern_avx512_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
-			     size_t ldc, int accumulate, unsigned int rows)
+static void kern_avx512_pf(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			   size_t ldc, int accumulate, unsigned int rows, struct fw_gemm_pf *pf)
 {
 	switch (rows) {
 #define AVX512_ROWS(r_)								\
 	case r_:								\
-		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, r_);		\
+		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, r_, pf);		\
 		break
 	AVX512_ROWS(1); AVX512_ROWS(2); AVX512_ROWS(3); AVX512_ROWS(4); AVX512_ROWS(5);
 	AVX512_ROWS(6); AVX512_ROWS(7); AVX512_ROWS(8); AVX512_ROWS(9); AVX512_ROWS(10);
 	AVX512_ROWS(11); AVX512_ROWS(12); AVX512_ROWS(13);
 #undef AVX512_ROWS
 	default:
-		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR);
+		avx512_tile(kc, ap, bp, ldb, c, ldc, accumulate, AVX512_MR, pf);
 		break;
 	}
+}
+
+__attribute__((target("avx512f")))
+static void kern_avx512_rows(size_t kc, const void *ap, const void *bp, size_t ldb, float *c,
+			     size_t ldc, int accumulate, unsigned int rows)
+{
+	kern_avx512_pf(kc, ap, bp, ldb, c, ldc, accumulate, rows, NULL);
 }
 
 /*
@@ -477,19 +536,20 @@ static void pack_a_k16(const float *rows, size_t ld, size_t kc, unsigned int mr,
 static const struct fw_gemm_kernel kernels[] = {
 #if HAVE_X86
 	{ "avx512", AVX512_MR, 32, kern_avx512, pack_a_k16, 0, NULL, false, AVX512_KB,
-	  kern_avx512_rows, NULL },
+	  kern_avx512_rows, NULL, kern_avx512_pf },
 	{ "avx2", AVX2_MR, 16, kern_avx2, pack_a_k16_avx2, 0, NULL, false, GEMM_KB,
-	  kern_avx2_rows, kern_avx2_rows2 },
+	  kern_avx2_rows, kern_avx2_rows2, kern_avx2_pf },
 	{ "avx512bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_avx512, pack_a_avx2, 2,
-	  fw_gemm_to_pairs_avx512, false, 0, fw_gemm_bf16_avx512_rows, NULL },
+	  fw_gemm_to_pairs_avx512, false, 0, fw_gemm_bf16_avx512_rows, NULL, NULL },
 #endif
 #if HAVE_X86 && defined(__linux__)
 	{ "amx", 32, 32, fw_gemm_amx, fw_gemm_amx_pack_a, 32, fw_gemm_amx_to_pairs, true, 0,
-	  NULL, NULL },
+	  NULL, NULL, NULL },
 #endif
-	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0, NULL, NULL },
+	{ "portable", 6, 16, kern_portable, pack_a_portable, 0, NULL, false, 0, NULL, NULL,
+	  NULL },
 	{ "portable-bf16", FW_GEMM_BF16_MR, FW_GEMM_BF16_NR, fw_gemm_bf16_portable,
-	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0, NULL, NULL },
+	  pack_a_portable, 2, fw_gemm_to_pairs_portable, false, 0, NULL, NULL, NULL },
 };
 
 #define NKERNELS	(sizeof(kernels) / sizeof(kernels[0]))
@@ -621,7 +681,7 @@ static bool kernel_selftest(const struct fw_gemm_kernel *k)
 	}
 	/* and two column tiles at once: B's second tile nr columns on, C's too */
 	for (unsigned int nrows = 1; k->fn_rows2 && nrows < k->mr; nrows++) {
-		k->fn_rows2(KC, ak, bk, ldb, k->nr, c, LDC, 1, nrows);
+		k->fn_rows2(KC, ak, bk, ldb, k->nr, c, LDC, 1, nrows, NULL);
 		for (i = 0; i <= nrows; i++)
 			for (j = 0; j <= 2 * k->nr && j < LDC; j++) {
 				float want = (float)((i * LDC + j) % 9);

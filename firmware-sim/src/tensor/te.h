@@ -194,6 +194,19 @@ struct fw_te_job {
 int fw_te_job_run(struct fw_te_job *job, struct maia_op_stats *stats);
 
 /* ---- GEMM micro-kernels (gemm_kernels.c, gemm_bf16.c) ---- */
+/*
+ * n 64-byte lines of device memory for a kernel to fetch into L2 during
+ * its k loop (fn_pf, fn_rows2), one per k while n is not 0: from line
+ * `line` of the row at p on, lines lines a row, rows rs bytes apart. The
+ * kernel leaves p, line and n where it stopped (n not 0 if it was more
+ * than kc: the caller fetches the rest).
+ */
+struct fw_gemm_pf {
+	const char *p;
+	size_t rs, n;
+	unsigned int lines, line;
+};
+
 struct fw_gemm_kernel {
 	const char *name;
 	unsigned int mr, nr;	/* C tile rows and columns */
@@ -235,7 +248,14 @@ struct fw_gemm_kernel {
 	 * tiles of them are twice as many.
 	 */
 	void (*fn_rows2)(size_t kc, const void *a, const void *b, size_t ldb, size_t bnext,
-			 float *c, size_t ldc, int accumulate, unsigned int rows);
+			 float *c, size_t ldc, int accumulate, unsigned int rows,
+			 struct fw_gemm_pf *pf);
+	/*
+	 * NULL, or fn_rows for rows 1..mr (mr: the whole tile) that also
+	 * fetches pf's lines (NULL: none) into L2 while it computes.
+	 */
+	void (*fn_pf)(size_t kc, const void *a, const void *b, size_t ldb, float *c, size_t ldc,
+		      int accumulate, unsigned int rows, struct fw_gemm_pf *pf);
 };
 
 /* The index of A(i, k) in a kernel's FP32 panel of kc columns (kpair 0). */

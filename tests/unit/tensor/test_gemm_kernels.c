@@ -13,7 +13,8 @@
  *   portable kernel of the same operand format.
  * A kernel's fn_rows (the first rows of a tile only) and fn_rows2 (those
  * rows of two tiles at once) are held to the same exactness for every row
- * count, the tiles' other rows untouched.
+ * count, the tiles' other rows untouched; fn_pf (the same, fetching
+ * lines into L2 as it goes) bit-identical to them.
  * Then each FP32 kernel through the engine (MAIA_OP_GEMM): a plain FP32
  * result is written in place when C maps as one aligned range, else through
  * the tile's SRAM C block; both must be exact on integers, edges of the
@@ -287,7 +288,7 @@ static void test_rows2(const struct fw_gemm_kernel *k)
 				for (size_t i = 0; i < (k->mr + GUARD) * ldc; i++)
 					c[i] = (float)((int)(i % 7) - 3);
 				k->pack_a(ra, kc, kc, k->mr, a);
-				k->fn_rows2(kc, a, b, ldb, bnext, c, ldc, 1, rows);
+				k->fn_rows2(kc, a, b, ldb, bnext, c, ldc, 1, rows, NULL);
 				for (size_t i = 0; i < k->mr + GUARD; i++)
 					for (size_t j = 0; j < ldc; j++) {
 						long want = (long)((int)((i * ldc + j) % 7) - 3);
@@ -307,6 +308,85 @@ static void test_rows2(const struct fw_gemm_kernel *k)
 				free(c);
 			}
 		}
+	}
+}
+
+/*
+ * Whether pf moved on by the lines it no longer holds (n0 at the call, at
+ * least min(n0, want) of them: one per k), each of them in the stream
+ * that starts at line 0 of base.
+ */
+static bool pf_moved(const struct fw_gemm_pf *pf, const char *base, size_t n0, size_t want)
+{
+	size_t used = n0 - pf->n, at = (size_t)(pf->p - base) / pf->rs * pf->lines + pf->line;
+
+	return pf->n <= n0 && used >= (n0 < want ? n0 : want) && at == used &&
+	       pf->line < pf->lines && (size_t)(pf->p - base) % pf->rs == 0;
+}
+
+/*
+ * fn_pf and fn_rows2 with lines to fetch (struct fw_gemm_pf): on random
+ * values, C bit-identical to the same call without (fn or fn_rows for
+ * fn_pf, fn_rows2 with NULL), for every row count and none, fewer and
+ * more lines than k; the stream left at its first line not fetched.
+ */
+static void test_pf(const struct fw_gemm_kernel *k)
+{
+	static const size_t kcs[] = { 5, 37, 256 };
+	enum { LINES = 3, RS = 256 };
+
+	for (size_t t = 0; k->fn_pf && t < sizeof(kcs) / sizeof(kcs[0]); t++) {
+		size_t kc = kcs[t], nr = k->nr, w = 2 * nr, ldb = w + 16, ldc = w + GUARD;
+		size_t counts[] = { 0, kc / 2 + 1, 2 * kc + 5 }, csz = (k->mr + GUARD) * ldc;
+		char *mem = zalloc((2 * kc + 5) / LINES * RS + 2 * RS);
+		float *ra = zalloc(sizeof(float) * k->mr * kc);
+		float *a = zalloc(sizeof(float) * k->mr * kc + 64);
+		float *b = zalloc(sizeof(float) * kc * ldb);
+		float *c = zalloc(sizeof(float) * csz), *want = zalloc(sizeof(float) * csz);
+		long bad = 0, lost = 0;
+
+		for (size_t i = 0; i < k->mr * kc; i++)
+			ra[i] = trand_uniform(-1, 1);
+		for (size_t i = 0; i < kc * ldb; i++)
+			b[i] = trand_uniform(-1, 1);
+		k->pack_a(ra, kc, kc, k->mr, a);
+		for (unsigned int rows = 1; rows <= k->mr; rows++) {
+			for (int two = 0; two < 2; two++) {
+				if (two && (!k->fn_rows2 || rows == k->mr))
+					continue;
+				for (size_t q = 0; q < csz; q++)
+					want[q] = (float)((int)(q % 7) - 3);
+				if (two)
+					k->fn_rows2(kc, a, b, ldb, nr, want, ldc, 1, rows, NULL);
+				else if (rows < k->mr)
+					k->fn_rows(kc, a, b, ldb, want, ldc, 1, rows);
+				else
+					k->fn(kc, a, b, ldb, want, ldc, 1);
+				for (size_t n = 0; n < 3; n++) {
+					struct fw_gemm_pf pf = { .p = mem, .rs = RS, .n = counts[n],
+								 .lines = LINES };
+
+					for (size_t q = 0; q < csz; q++)
+						c[q] = (float)((int)(q % 7) - 3);
+					if (two)
+						k->fn_rows2(kc, a, b, ldb, nr, c, ldc, 1, rows, &pf);
+					else
+						k->fn_pf(kc, a, b, ldb, c, ldc, 1, rows, &pf);
+					bad += memcmp(c, want, sizeof(float) * csz) != 0;
+					lost += !pf_moved(&pf, mem, counts[n], kc);
+				}
+			}
+		}
+		tap_ok(!bad && !lost, "kernel %s: fn_pf%s with 0, %zu and %zu lines to fetch, "
+		       "k = %zu: C bit-identical to the calls without (%ld differ), the stream "
+		       "left at its next line (%ld not)", k->name, k->fn_rows2 ? " and fn_rows2" : "",
+		       counts[1], counts[2], kc, bad, lost);
+		free(mem);
+		free(ra);
+		free(a);
+		free(b);
+		free(c);
+		free(want);
 	}
 }
 
@@ -857,6 +937,7 @@ int main(void)
 		test_rows(&k[i]);
 		test_rows_same(&k[i]);
 		test_rows2(&k[i]);
+		test_pf(&k[i]);
 		test_bound(&k[i]);
 		test_engine(&k[i]);
 		test_engine_pairs(&k[i]);
