@@ -119,6 +119,29 @@ static int load_2d(struct fw_io *io, const struct fw_tview *t, uint64_t base,
 #define AT(base, rs, cs, r, c)	((base) + (r) * (rs) + (c) * (cs))
 
 /*
+ * The elements (*pe) and scales (*ps) of n contiguous elements (whole
+ * blocks) of a block-format view from element offset off, in place in
+ * device memory; false when they do not map as two ranges.
+ */
+static bool mx_map(struct fw_io *io, const struct fw_tview *t, uint64_t off, uint64_t n,
+		   const uint8_t **pe, const uint8_t **ps)
+{
+	unsigned int bb = maia_dtype_block_bytes(t->dtype);
+	uint64_t first = off / t->block, nb = n / t->block;
+	const void *e = NULL, *s = NULL;
+	size_t ge = 0, gs = 0;
+
+	if (t->block <= 1 || off % t->block || n % t->block || !nb || !io->mem->map ||
+	    io->mem->map(io->mem->opaque, t->addr + first * bb, nb * bb, &e, &ge) || !e ||
+	    ge < nb * bb ||
+	    io->mem->map(io->mem->opaque, t->scale_addr + first, nb, &s, &gs) || !s || gs < nb)
+		return false;
+	*pe = e;
+	*ps = s;
+	return true;
+}
+
+/*
  * n contiguous elements (whole blocks) of a block-format view from element
  * offset off, decoded straight from device memory into groups of g floats,
  * gstride apart (fw_mx_decode_groups(): a kernel's panels), when elements
@@ -130,18 +153,12 @@ static int load_2d(struct fw_io *io, const struct fw_tview *t, uint64_t base,
 static bool mx_load_groups(struct fw_io *io, const struct fw_tview *t, uint64_t off, uint64_t n,
 			   unsigned int g, size_t gstride, float *dst)
 {
-	unsigned int bb = maia_dtype_block_bytes(t->dtype);
-	uint64_t first = off / t->block, nb = n / t->block;
-	const void *pe = NULL, *ps = NULL;
-	size_t ge = 0, gs = 0;
+	const uint8_t *pe, *ps;
 
-	if (t->block <= 1 || off % t->block || n % t->block || !nb || !io->mem->map ||
-	    io->mem->map(io->mem->opaque, t->addr + first * bb, nb * bb, &pe, &ge) || !pe ||
-	    ge < nb * bb ||
-	    io->mem->map(io->mem->opaque, t->scale_addr + first, nb, &ps, &gs) || !ps || gs < nb)
+	if (!mx_map(io, t, off, n, &pe, &ps))
 		return false;
-	fw_mx_decode_groups(t->dtype, pe, ps, nb, g, gstride, dst);
-	io->bytes_read += nb * (bb + 1u);
+	fw_mx_decode_groups(t->dtype, pe, ps, n / t->block, g, gstride, dst);
+	io->bytes_read += n / t->block * (maia_dtype_block_bytes(t->dtype) + 1u);
 	return true;
 }
 
@@ -294,7 +311,8 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
  * A BF16 kernel's B slice (rows k0..k0+kc-1, columns n0..n0+nn-1 of a B
  * read by rows) straight into its pair panels (te.h: nr columns, kq k
  * each), two rows per k pair: BF16 rows interleaved from device memory
- * where both map, other rows (MX) decoded into two FP32 rows of tmp
+ * where both map, MX rows that map decoded straight into the pairs
+ * (fw_gemm_mx_pair_row()), other rows decoded into two FP32 rows of tmp
  * (2 round_up(nn, nr) floats, in L1) and truncated. Saves the FP32 slice,
  * twice the pairs' size in L2, and a pass over it. Returns -1 for a
  * column-major B (the caller converts FP32 panels).
@@ -313,8 +331,20 @@ static int pack_b_pairs(struct fw_io *io, const struct gemm_op *g, const struct 
 	prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
 	for (k = 0; k < kc; k += 2) {
 		const void *r[2] = { NULL, NULL };
-		bool f32 = b->dtype != MAIA_DTYPE_BF16;
+		const uint8_t *e[2] = { NULL, NULL }, *s[2] = { NULL, NULL };
+		bool f32 = b->dtype != MAIA_DTYPE_BF16, mx = b->block > 1;
 
+		for (unsigned int h = 0; h < 2 && k + h < kc && mx; h++)
+			mx = mx_map(io, b, AT(base, g->b_rs, 1, k0 + k + h, n0), nn, &e[h], &s[h]);
+		if (mx && fw_gemm_mx_pair_row(b->dtype, e[0], s[0], e[1], s[1], nn, np, nr,
+					      kqp * nr, bp2 + k * nr)) {
+			for (unsigned int h = 0; h < 2 && k + h < kc; h++)
+				prefetch_rows(io, b, base + n0, g->b_rs, k0 + k + h + 1 + ROWS_AHEAD,
+					      k0 + k + h + 2 + ROWS_AHEAD, k0 + kc, nn);
+			io->bytes_read += (k + 1 < kc ? 2 : 1) * nn / b->block *
+					  (maia_dtype_block_bytes(b->dtype) + 1u);
+			continue;
+		}
 		for (unsigned int h = 0; h < 2 && k + h < kc && !f32; h++) {
 			got = 0;
 			if (!io->mem->map ||

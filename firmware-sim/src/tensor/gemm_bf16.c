@@ -29,6 +29,7 @@
 #define HAVE_X86 0
 #endif
 
+#define E8M0_NAN	0xffu
 #define MR	FW_GEMM_BF16_MR
 #define NR	FW_GEMM_BF16_NR
 
@@ -255,4 +256,258 @@ void fw_gemm_pair_row(const void *r0, const void *r1, bool f32, size_t n, size_t
 	}
 #endif
 	fw_gemm_pair_row_portable(r0, r1, f32, n, np, nr, pstride, dst);
+}
+
+/*
+ * One block of both rows (columns c..c + the block's size) the reference
+ * way: each decoded to FP32 (fw_mx_decode_scalar()) and truncated.
+ */
+static void mx_pair_block_portable(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+				   const uint8_t *e1, const uint8_t *s1, size_t c,
+				   unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	unsigned int bs = maia_dtype_block(dtype);
+	float f[2][MAIA_MX_BLOCK];
+
+	fw_mx_decode_scalar(dtype, e0, s0, 1, f[0]);
+	if (e1)
+		fw_mx_decode_scalar(dtype, e1, s1, 1, f[1]);
+	for (unsigned int i = 0; i < bs; i++) {
+		uint16_t *d = dst + (c + i) / nr * pstride + (c + i) % nr * 2;
+
+		d[0] = (uint16_t)(fw_f32_bits(f[0][i]) >> 16);
+		d[1] = e1 ? (uint16_t)(fw_f32_bits(f[1][i]) >> 16) : 0;
+	}
+}
+
+void fw_gemm_mx_pair_row_portable(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+				  const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+				  unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	unsigned int bs = maia_dtype_block(dtype), bb = maia_dtype_block_bytes(dtype);
+
+	for (size_t b = 0; b < n / bs; b++)
+		mx_pair_block_portable(dtype, e0 + b * bb, s0 + b, e1 ? e1 + b * bb : NULL,
+				       e1 ? s1 + b : NULL, b * bs, nr, pstride, dst);
+	for (size_t j = n; j < np; j++) {
+		uint16_t *d = dst + j / nr * pstride + j % nr * 2;
+
+		d[0] = d[1] = 0;
+	}
+}
+
+#if HAVE_X86
+/*
+ * VPERMB indices that put two rows' codes into pair order: the 64 bytes
+ * hold row 0's codes (FP8: 32 columns, a byte each; FP4: 32 columns, two a
+ * byte) and then row 1's (from byte 32, FP4 from byte 16); word w of the
+ * 16 pairs from column 16 q takes the byte that holds column 16 q + w / 2
+ * of row w % 2, in both its bytes.
+ */
+#define FP8_COL(c)	(c), (c), 32 + (c), 32 + (c)
+#define FP4_COL(c)	(c) / 2, (c) / 2, 16 + (c) / 2, 16 + (c) / 2
+#define COLS4(f, c)	f(c), f((c) + 1), f((c) + 2), f((c) + 3)
+#define COLS16(f, c)	COLS4(f, c), COLS4(f, (c) + 4), COLS4(f, (c) + 8), COLS4(f, (c) + 12)
+static const uint8_t fp8_idx[2][64] = { { COLS16(FP8_COL, 0) }, { COLS16(FP8_COL, 16) } };
+static const uint8_t fp4_idx[2][64] = { { COLS16(FP4_COL, 0) }, { COLS16(FP4_COL, 16) } };
+
+/*
+ * FP8 subnormal codes m (exponent field 0) as BF16, less the normal codes'
+ * bias term (127 - bias) << 7: E4M3 m 2^-9 (m = 1..7), E5M2 m 2^-16 (1..3).
+ */
+static const uint16_t e4m3_sub[32] = { 0, 0xff00, 0xff80, 0xffc0, 0, 0x20, 0x40, 0x60 };
+static const uint16_t e5m2_sub[32] = { 0, 0xff80, 0, 0x40 };
+
+/* Where the 16 pairs of the next 16 columns go: panel pan, at column in of its nr. */
+struct pair_out {
+	uint16_t *pan;
+	size_t pstride;
+	unsigned int in, nr;
+};
+
+static inline uint16_t *pair_next(struct pair_out *o)
+{
+	uint16_t *p = o->pan + 2 * o->in;
+
+	o->in += 16;
+	if (o->in == o->nr) {
+		o->in = 0;
+		o->pan += o->pstride;
+	}
+	return p;
+}
+
+/*
+ * MXFP8 rows into pairs, 32 columns (a block of each row) at a time, in
+ * 16-bit lanes: the code's magnitude shifted into a BF16's exponent and
+ * mantissa fields, its exponent bias and the block's scale added to the
+ * exponent field at once ((s - bias) << 7), subnormal codes looked up
+ * (VPERMW), zero codes left zero, the sign ORed in. Exact (the same bits
+ * as the FP32 decode truncated) when every nonzero element times
+ * 2^(s - 127) is a normal BF16: s in [10, 246] for E4M3, [17, 239] for
+ * E5M2. Blocks outside that, or holding NaN (E4M3 S.1111.111) or Inf/NaN
+ * (E5M2 S.11111.xx) codes, or a NaN scale, are decoded the reference way.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
+static inline void mx_fp8_pairs(bool e4m3, const uint8_t *e0, const uint8_t *s0,
+				const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+				unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	const unsigned int dtype = e4m3 ? MAIA_DTYPE_MXFP8_E4M3 : MAIA_DTYPE_MXFP8_E5M2;
+	const unsigned int bias = e4m3 ? 7 : 15, sh = e4m3 ? 4 : 5;
+	const unsigned int lo = e4m3 ? 10 : 17, hi = e4m3 ? 246 : 239;
+	const __m512i magm = _mm512_set1_epi16(e4m3 ? 0x7f0 : 0xfe0);
+	const __m512i expm = _mm512_set1_epi16(e4m3 ? 0x78 : 0x7c);
+	const __m512i m7f = _mm512_set1_epi16(0x7f), sgn = _mm512_set1_epi16((short)0x8000);
+	const __m512i b7f = _mm512_set1_epi8(0x7f), special = _mm512_set1_epi8(e4m3 ? 0x7f : 0x7c);
+	const __m512i tsub = _mm512_loadu_si512(e4m3 ? e4m3_sub : e5m2_sub);
+	const __m512i idx0 = _mm512_loadu_si512(fp8_idx[0]), idx1 = _mm512_loadu_si512(fp8_idx[1]);
+	struct pair_out o = { dst, pstride, 0, nr };
+
+	for (size_t c = 0, b = 0; c < n; c += 32, b++) {
+		unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+		__m512i x = _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + c)));
+		__m512i d;
+
+		x = _mm512_inserti64x4(x, e1 ? _mm256_loadu_si256((const void *)(e1 + c)) :
+					       _mm256_setzero_si256(), 1);
+		if (sa - lo > hi - lo || sb - lo > hi - lo ||
+		    _mm512_cmpge_epu8_mask(_mm512_and_si512(x, b7f), special)) {
+			mx_pair_block_portable(dtype, e0 + c, s0 + b, e1 ? e1 + c : NULL,
+					       e1 ? s1 + b : NULL, c, nr, pstride, dst);
+			pair_next(&o);
+			pair_next(&o);
+			continue;
+		}
+		/* (s - bias) << 7 in each word, row 0's in the even ones */
+		d = _mm512_set1_epi32((int)(((sa - bias) << 7 & 0xffff) | (sb - bias) << 23));
+#pragma GCC unroll 2
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
+			__m512i v = _mm512_and_si512(_mm512_slli_epi16(w, sh), magm);
+
+			v = _mm512_mask_permutexvar_epi16(v, _mm512_testn_epi16_mask(w, expm), w, tsub);
+			v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(w, m7f), v, d);
+			v = _mm512_ternarylogic_epi32(v, w, sgn, 0xf8);	/* v | (w & sgn) */
+			_mm512_storeu_si512(pair_next(&o), v);
+		}
+	}
+	for (size_t j = n; j < np; j += 16)
+		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+}
+/*
+ * MXFP4 rows into pairs: per block of each row the 16 codes' values times
+ * the scale in FP32 (the reference's multiply), their BF16 halves a
+ * 32-entry table (row 0's, then row 1's), and each word of the pair panels
+ * a VPERMW lookup of its code (the byte's low or high half) plus 16 for
+ * row 1. Exact for every scale; a NaN scale's block the reference way.
+ */
+static const uint16_t fp4_shift[32] = {		/* odd columns: the byte's high half */
+	0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4,
+	0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4 };
+static const uint16_t fp4_row[32] = {		/* row 1's words: its half of the table */
+	0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16,
+	0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16 };
+static const uint16_t fp4_high[32] = {		/* the high halves of 16 + 16 floats */
+	1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+	33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63 };
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void mx_fp4_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			 const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			 uint16_t *dst)
+{
+	const __m512 base = _mm512_loadu_ps(fw_minifloat_table(FW_ELEM_FP4_E2M1));
+	const __m512i shift = _mm512_loadu_si512(fp4_shift), row = _mm512_loadu_si512(fp4_row);
+	const __m512i high = _mm512_loadu_si512(fp4_high), m0f = _mm512_set1_epi16(0x0f);
+	const __m512i idx0 = _mm512_loadu_si512(fp4_idx[0]), idx1 = _mm512_loadu_si512(fp4_idx[1]);
+	struct pair_out o = { dst, pstride, 0, nr };
+
+	for (size_t c = 0, b = 0; c < n; c += 32, b++) {
+		unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+		__m512i x, tab;
+		__m512 t0, t1;
+
+		if (sa == E8M0_NAN || sb == E8M0_NAN) {
+			mx_pair_block_portable(MAIA_DTYPE_MXFP4_E2M1, e0 + c / 2, s0 + b,
+					       e1 ? e1 + c / 2 : NULL, e1 ? s1 + b : NULL, c, nr,
+					       pstride, dst);
+			pair_next(&o);
+			pair_next(&o);
+			continue;
+		}
+		/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+		t0 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sa ? sa << 23 :
+									0x00400000u)));
+		t1 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sb ? sb << 23 :
+									0x00400000u)));
+		tab = _mm512_permutex2var_epi16(_mm512_castps_si512(t0), high,
+						_mm512_castps_si512(t1));
+		x = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(e0 + c / 2)));
+		x = _mm512_inserti32x4(x, e1 ? _mm_loadu_si128((const void *)(e1 + c / 2)) :
+					       _mm_setzero_si128(), 1);
+#pragma GCC unroll 2
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512i w = _mm512_srlv_epi16(_mm512_permutexvar_epi8(q ? idx1 : idx0, x),
+						      shift);
+
+			w = _mm512_ternarylogic_epi32(w, m0f, row, 0xea);	/* (w & 15) | row */
+			_mm512_storeu_si512(pair_next(&o), _mm512_permutexvar_epi16(w, tab));
+		}
+	}
+	for (size_t j = n; j < np; j += 16)
+		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void mx_e4m3_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			  uint16_t *dst)
+{
+	mx_fp8_pairs(true, e0, s0, e1, s1, n, np, nr, pstride, dst);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void mx_e5m2_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			  uint16_t *dst)
+{
+	mx_fp8_pairs(false, e0, s0, e1, s1, n, np, nr, pstride, dst);
+}
+#endif
+
+bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+			 const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+			 unsigned int nr, size_t pstride, uint16_t *dst)
+{
+#if HAVE_X86
+	if (n % 32 || nr % 16 || np % 16 || !__builtin_cpu_supports("avx512bw") ||
+	    !__builtin_cpu_supports("avx512vbmi"))
+		return false;
+	switch (dtype) {
+	case MAIA_DTYPE_MXFP8_E4M3:
+		mx_e4m3_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	case MAIA_DTYPE_MXFP8_E5M2:
+		mx_e5m2_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	case MAIA_DTYPE_MXFP4_E2M1:
+		mx_fp4_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	default:
+		return false;
+	}
+#else
+	(void)dtype;
+	(void)e0;
+	(void)s0;
+	(void)e1;
+	(void)s1;
+	(void)n;
+	(void)np;
+	(void)nr;
+	(void)pstride;
+	(void)dst;
+	return false;
+#endif
 }

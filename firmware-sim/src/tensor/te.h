@@ -305,6 +305,19 @@ void fw_gemm_pair_row_portable(const void *r0, const void *r1, bool f32, size_t 
 			       unsigned int nr, size_t pstride, uint16_t *dst);
 void fw_gemm_to_pairs_avx512(const float *src, size_t ld, size_t kc, unsigned int w,
 			     uint16_t *dst);
+/*
+ * fw_gemm_pair_row() of block-format (OCP MX) rows, decoded on the way:
+ * row k's elements e0 and scales s0 from its column 0, row k + 1's e1, s1
+ * (NULL: zero), n a multiple of the block. The same BF16 values as
+ * fw_mx_decode_scalar() truncated (the _portable version, the reference);
+ * false: no SIMD version for this dtype, n or CPU, nothing written.
+ */
+bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+			 const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+			 unsigned int nr, size_t pstride, uint16_t *dst);
+void fw_gemm_mx_pair_row_portable(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+				  const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+				  unsigned int nr, size_t pstride, uint16_t *dst);
 /* BF16 pair kernels' tile */
 #define FW_GEMM_BF16_MR		14
 #define FW_GEMM_BF16_NR		32

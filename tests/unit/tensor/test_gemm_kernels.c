@@ -786,6 +786,86 @@ static void test_pair_row(void)
 }
 
 /*
+ * fw_gemm_mx_pair_row() (MX rows decoded straight into pair panels) against
+ * fw_gemm_mx_pair_row_portable() (each element decoded to FP32 by the
+ * scalar reference and truncated), bit for bit: every code of the format
+ * in each block of both rows (FP4: each code in both halves of a byte),
+ * every block under each of the 256 scales (0: 2^-127, 254: 2^127, 255:
+ * NaN) across the rounds, row 1 under other scales than row 0's or absent
+ * (an odd last k); the zero columns past n and nothing else of the panels
+ * written. Formats without a SIMD version must say so (false).
+ */
+static void test_mx_pair_row(void)
+{
+	static const unsigned int dts[] = { MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP8_E5M2,
+					    MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MXFP6_E3M2,
+					    MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXINT8 };
+	static const char *const names[] = { "MXFP8 E4M3", "MXFP8 E5M2", "MXFP4", "MXFP6 E3M2",
+					     "MXFP6 E2M3", "MXINT8" };
+	const unsigned int nr = FW_GEMM_BF16_NR;
+	const size_t n = 256, np = n + nr, pstride = 3 * 2 * nr + 2 * nr;
+	const size_t len = np / nr * pstride, nblk = n / 32;
+
+	for (size_t t = 0; t < sizeof(dts) / sizeof(dts[0]); t++) {
+		unsigned int dt = dts[t], bb = maia_dtype_block_bytes(dt);
+		uint8_t *e = zalloc(2 * nblk * bb), s[2][8];
+		uint16_t *d = zalloc(sizeof(uint16_t) * len), *x = zalloc(sizeof(uint16_t) * len);
+		long bad = 0, simd = 0, off = 0;
+
+		for (unsigned int round = 0; round < 512; round++) {
+			bool lone = round % 16 == 5, finite = round >= 256;
+
+			/*
+			 * FP8 and INT8: code c at column c of row 0, 37 c + 11 of row 1;
+			 * FP4: byte i of a block i | (15 - i) << 4 (row 1: 5 more).
+			 * The second 256 rounds with FP8's NaN and Inf codes made the
+			 * largest finite ones: the blocks around them then take the
+			 * SIMD path under every scale too.
+			 */
+			for (size_t r = 0; r < 2; r++)
+				for (size_t i = 0; i < nblk * bb; i++) {
+					uint8_t v = (uint8_t)(bb == 16 ? (i % 16 + r * 5) % 16 |
+									 (15 - i % 16) << 4 :
+								   i * (r ? 37 : 1) + r * 11);
+					unsigned int top = dt == MAIA_DTYPE_MXFP8_E4M3 ? 0x7e : 0x7b;
+
+					if (finite && bb == 32 && (dt == MAIA_DTYPE_MXFP8_E4M3 ||
+								   dt == MAIA_DTYPE_MXFP8_E5M2) &&
+					    (v & 0x7f) > top)
+						v = (uint8_t)((v & 0x80) | top);
+					e[r * nblk * bb + i] = v;
+				}
+			for (size_t b = 0; b < nblk; b++) {
+				s[0][b] = (uint8_t)(round + 32 * b);
+				s[1][b] = (uint8_t)(round * 7 + 13 * b + 100);
+			}
+			for (size_t i = 0; i < len; i++)
+				d[i] = x[i] = 0xaaaa;
+			if (!fw_gemm_mx_pair_row(dt, e, s[0], lone ? NULL : e + nblk * bb, s[1], n,
+						 np, nr, pstride, d + 2 * nr))
+				continue;
+			fw_gemm_mx_pair_row_portable(dt, e, s[0], lone ? NULL : e + nblk * bb, s[1],
+						     n, np, nr, pstride, x + 2 * nr);
+			for (size_t i = 0; i < len; i++) {
+				bad += d[i] != x[i];
+				/* the reference writes exactly the pair words */
+				off += (x[i] == 0xaaaa) != (i % pstride < 2 * nr ||
+							     i % pstride >= 4 * nr);
+			}
+			simd++;
+		}
+		tap_ok(!bad && !off && (simd == 512 || simd == 0),
+		       "mx pair row %s: %s (%ld rounds: every code x 256 scales, two rows or "
+		       "one; %ld words differ from the scalar decode truncated)", names[t],
+		       simd ? "SIMD bit for bit as the reference" : "no SIMD version (false)",
+		       simd, bad);
+		free(e);
+		free(d);
+		free(x);
+	}
+}
+
+/*
  * C = A B through the engine with the BF16 pair kernel k forced (as
  * MAIA_TE_ISA does), A m x kd and B kd x n (n x kd with trans_b) of dtype
  * dt, random values; C (FP32, m x n) into out. C mapped whole or in 4 KiB
@@ -943,5 +1023,6 @@ int main(void)
 		test_engine_pairs(&k[i]);
 	}
 	test_pair_row();
+	test_mx_pair_row();
 	return tap_done();
 }
