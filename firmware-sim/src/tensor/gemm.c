@@ -308,6 +308,52 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 }
 
 /*
+ * Rows ahead of the decode whose scales pack_b_pairs_mx() fetches into L2:
+ * a row's scales are a line of their own (1/32 of its elements, rows a
+ * scale row apart), outside next_b_slice()'s stream, and came from memory
+ * when the decode reached them (the decode's loads waited on them).
+ */
+#define MX_SCALES_AHEAD	32
+
+/*
+ * pack_b_pairs() of an MX slice whose elements and scales each map as one
+ * range: two rows at a time decoded straight into the pairs
+ * (fw_gemm_mx_pair_row()), their elements fetched ROWS_AHEAD rows ahead,
+ * their scales MX_SCALES_AHEAD rows ahead into L2. False, nothing read or
+ * written, when the slice does not map or there is no such decoder.
+ */
+static bool pack_b_pairs_mx(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
+			    uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
+			    uint16_t *bp2, uint64_t kqp)
+{
+	unsigned int nr = g->kern->nr, bb = maia_dtype_block_bytes(b->dtype), bs = b->block;
+	uint64_t np = round_up(nn, nr), ers = g->b_rs / bs * bb, srs = g->b_rs / bs;
+	uint64_t len = nn / bs * bb;	/* a row's element bytes */
+	const uint8_t *e, *s;
+
+	if (bs <= 1 || g->b_rs % bs ||
+	    !mx_map(io, b, AT(base, g->b_rs, 1, k0, n0), (kc - 1) * g->b_rs + nn, &e, &s))
+		return false;
+	for (uint64_t k = 0; k < kc && k < MX_SCALES_AHEAD; k++)
+		prefetch_l2(s + k * srs);
+	for (uint64_t k = 0; k < kc; k += 2) {
+		const uint8_t *e1 = k + 1 < kc ? e + (k + 1) * ers : NULL;
+
+		for (uint64_t r = k + ROWS_AHEAD; r < k + 2 + ROWS_AHEAD && r < kc; r++)
+			for (uint64_t o = 0; o < len; o += 64)
+				__builtin_prefetch(e + r * ers + o);
+		for (uint64_t r = k + MX_SCALES_AHEAD; r < k + 2 + MX_SCALES_AHEAD && r < kc; r++)
+			prefetch_l2(s + r * srs);
+		if (!fw_gemm_mx_pair_row(b->dtype, e + k * ers, s + k * srs, e1,
+					 e1 ? s + (k + 1) * srs : NULL, nn, np, nr, kqp * nr,
+					 bp2 + k * nr))
+			return false;	/* the dtype, n or CPU: at k = 0 */
+	}
+	io->bytes_read += kc * (len + nn / bs);
+	return true;
+}
+
+/*
  * A BF16 kernel's B slice (rows k0..k0+kc-1, columns n0..n0+nn-1 of a B
  * read by rows) straight into its pair panels (te.h: nr columns, kq k
  * each), two rows per k pair: BF16 rows interleaved from device memory
@@ -328,6 +374,8 @@ static int pack_b_pairs(struct fw_io *io, const struct gemm_op *g, const struct 
 
 	if (g->stage_b || g->b_cs != 1)
 		return -1;
+	if (pack_b_pairs_mx(io, g, b, base, k0, kc, n0, nn, bp2, kqp))
+		goto pad;
 	prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
 	for (k = 0; k < kc; k += 2) {
 		const void *r[2] = { NULL, NULL };
@@ -368,6 +416,7 @@ static int pack_b_pairs(struct fw_io *io, const struct gemm_op *g, const struct 
 		}
 		fw_gemm_pair_row(r[0], r[1], f32, nn, np, nr, kqp * nr, bp2 + k * nr);
 	}
+pad:
 	for (uint64_t j = 0; j < np && kq > round_up(kc, 2); j += nr)	/* k past kc (AMX) */
 		memset(bp2 + j * kqp + round_up(kc, 2) * nr, 0,
 		       (kq - round_up(kc, 2)) * nr * sizeof(uint16_t));

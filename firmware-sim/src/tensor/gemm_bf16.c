@@ -318,6 +318,13 @@ static const uint8_t fp4_idx[2][64] = { { COLS16(FP4_COL, 0) }, { COLS16(FP4_COL
 static const uint16_t e4m3_sub[32] = { 0, 0xff00, 0xff80, 0xffc0, 0, 0x20, 0x40, 0x60 };
 static const uint16_t e5m2_sub[32] = { 0, 0xff80, 0, 0x40 };
 
+/*
+ * A constant made opaque to the compiler, so that it stays in its register
+ * instead of being broadcast again from an immediate in every iteration
+ * (GCC 12 did that for each of the loops' constants).
+ */
+#define KEEP(v)		__asm__("" : "+v"(v))
+
 /* Where the 16 pairs of the next 16 columns go: panel pan, at column in of its nr. */
 struct pair_out {
 	uint16_t *pan;
@@ -356,45 +363,68 @@ static inline void mx_fp8_pairs(bool e4m3, const uint8_t *e0, const uint8_t *s0,
 	const unsigned int dtype = e4m3 ? MAIA_DTYPE_MXFP8_E4M3 : MAIA_DTYPE_MXFP8_E5M2;
 	const unsigned int bias = e4m3 ? 7 : 15, sh = e4m3 ? 4 : 5;
 	const unsigned int lo = e4m3 ? 10 : 17, hi = e4m3 ? 246 : 239;
-	const __m512i magm = _mm512_set1_epi16(e4m3 ? 0x7f0 : 0xfe0);
-	const __m512i expm = _mm512_set1_epi16(e4m3 ? 0x78 : 0x7c);
-	const __m512i m7f = _mm512_set1_epi16(0x7f), sgn = _mm512_set1_epi16((short)0x8000);
-	const __m512i b7f = _mm512_set1_epi8(0x7f), special = _mm512_set1_epi8(e4m3 ? 0x7f : 0x7c);
+	__m512i magm = _mm512_set1_epi16(e4m3 ? 0x7f0 : 0xfe0);
+	__m512i expm = _mm512_set1_epi16(e4m3 ? 0x78 : 0x7c);
+	__m512i m7f = _mm512_set1_epi16(0x7f), sgn = _mm512_set1_epi16((short)0x8000);
+	__m512i b7f = _mm512_set1_epi8(0x7f), special = _mm512_set1_epi8(e4m3 ? 0x7f : 0x7c);
 	const __m512i tsub = _mm512_loadu_si512(e4m3 ? e4m3_sub : e5m2_sub);
 	const __m512i idx0 = _mm512_loadu_si512(fp8_idx[0]), idx1 = _mm512_loadu_si512(fp8_idx[1]);
 	struct pair_out o = { dst, pstride, 0, nr };
 
-	for (size_t c = 0, b = 0; c < n; c += 32, b++) {
-		unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-		__m512i x = _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + c)));
-		__m512i d;
+	KEEP(magm);
+	KEEP(expm);
+	KEEP(m7f);
+	KEEP(sgn);
+	KEEP(b7f);
+	KEEP(special);
 
-		x = _mm512_inserti64x4(x, e1 ? _mm256_loadu_si256((const void *)(e1 + c)) :
-					       _mm256_setzero_si256(), 1);
-		if (sa - lo > hi - lo || sb - lo > hi - lo ||
-		    _mm512_cmpge_epu8_mask(_mm512_and_si512(x, b7f), special)) {
+	/*
+	 * 64 blocks at a time, the others' blocks (a call, which would have
+	 * the loop set its constants up again after it) in a second pass
+	 */
+	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {
+		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
+		uint64_t slow = 0;
+
+		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
+			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+			__m512i x = _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + c)));
+			__m512i d;
+
+			x = _mm512_inserti64x4(x, e1 ? _mm256_loadu_si256((const void *)(e1 + c)) :
+						       _mm256_setzero_si256(), 1);
+			if (sa - lo > hi - lo || sb - lo > hi - lo ||
+			    _mm512_cmpge_epu8_mask(_mm512_and_si512(x, b7f), special)) {
+				slow |= 1ull << (b - c0 / 32);
+				pair_next(&o);
+				pair_next(&o);
+				continue;
+			}
+			/* (s - bias) << 7 in each word, row 0's in the even ones */
+			d = _mm512_set1_epi32((int)(((sa - bias) << 7 & 0xffff) | (sb - bias) << 23));
+#pragma GCC unroll 2
+			for (unsigned int q = 0; q < 2; q++) {
+				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
+				__m512i v = _mm512_and_si512(_mm512_slli_epi16(w, sh), magm);
+
+				v = _mm512_mask_permutexvar_epi16(v, _mm512_testn_epi16_mask(w, expm),
+								  w, tsub);
+				v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(w, m7f), v, d);
+				v = _mm512_ternarylogic_epi32(v, w, sgn, 0xf8);	/* v | (w & sgn) */
+				_mm512_storeu_si512(pair_next(&o), v);
+			}
+		}
+		for (; slow; slow &= slow - 1) {
+			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+
 			mx_pair_block_portable(dtype, e0 + c, s0 + b, e1 ? e1 + c : NULL,
 					       e1 ? s1 + b : NULL, c, nr, pstride, dst);
-			pair_next(&o);
-			pair_next(&o);
-			continue;
-		}
-		/* (s - bias) << 7 in each word, row 0's in the even ones */
-		d = _mm512_set1_epi32((int)(((sa - bias) << 7 & 0xffff) | (sb - bias) << 23));
-#pragma GCC unroll 2
-		for (unsigned int q = 0; q < 2; q++) {
-			__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
-			__m512i v = _mm512_and_si512(_mm512_slli_epi16(w, sh), magm);
-
-			v = _mm512_mask_permutexvar_epi16(v, _mm512_testn_epi16_mask(w, expm), w, tsub);
-			v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(w, m7f), v, d);
-			v = _mm512_ternarylogic_epi32(v, w, sgn, 0xf8);	/* v | (w & sgn) */
-			_mm512_storeu_si512(pair_next(&o), v);
 		}
 	}
 	for (size_t j = n; j < np; j += 16)
 		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
 }
+
 /*
  * MXFP4 rows into pairs: per block of each row the 16 codes' values times
  * the scale in FP32 (the reference's multiply), their BF16 halves a
@@ -419,40 +449,53 @@ static void mx_fp4_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1
 {
 	const __m512 base = _mm512_loadu_ps(fw_minifloat_table(FW_ELEM_FP4_E2M1));
 	const __m512i shift = _mm512_loadu_si512(fp4_shift), row = _mm512_loadu_si512(fp4_row);
-	const __m512i high = _mm512_loadu_si512(fp4_high), m0f = _mm512_set1_epi16(0x0f);
+	const __m512i high = _mm512_loadu_si512(fp4_high);
+	__m512i m0f = _mm512_set1_epi16(0x0f);
 	const __m512i idx0 = _mm512_loadu_si512(fp4_idx[0]), idx1 = _mm512_loadu_si512(fp4_idx[1]);
 	struct pair_out o = { dst, pstride, 0, nr };
 
-	for (size_t c = 0, b = 0; c < n; c += 32, b++) {
-		unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-		__m512i x, tab;
-		__m512 t0, t1;
+	KEEP(m0f);
 
-		if (sa == E8M0_NAN || sb == E8M0_NAN) {
+	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
+		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
+		uint64_t slow = 0;
+
+		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
+			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+			__m512i x, tab;
+			__m512 t0, t1;
+
+			if (sa == E8M0_NAN || sb == E8M0_NAN) {
+				slow |= 1ull << (b - c0 / 32);
+				pair_next(&o);
+				pair_next(&o);
+				continue;
+			}
+			/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+			t0 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sa ? sa << 23 :
+										0x00400000u)));
+			t1 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sb ? sb << 23 :
+										0x00400000u)));
+			tab = _mm512_permutex2var_epi16(_mm512_castps_si512(t0), high,
+							_mm512_castps_si512(t1));
+			x = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(e0 + c / 2)));
+			x = _mm512_inserti32x4(x, e1 ? _mm_loadu_si128((const void *)(e1 + c / 2)) :
+						       _mm_setzero_si128(), 1);
+#pragma GCC unroll 2
+			for (unsigned int q = 0; q < 2; q++) {
+				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
+
+				w = _mm512_srlv_epi16(w, shift);
+				w = _mm512_ternarylogic_epi32(w, m0f, row, 0xea); /* (w & 15) | row */
+				_mm512_storeu_si512(pair_next(&o), _mm512_permutexvar_epi16(w, tab));
+			}
+		}
+		for (; slow; slow &= slow - 1) {
+			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+
 			mx_pair_block_portable(MAIA_DTYPE_MXFP4_E2M1, e0 + c / 2, s0 + b,
 					       e1 ? e1 + c / 2 : NULL, e1 ? s1 + b : NULL, c, nr,
 					       pstride, dst);
-			pair_next(&o);
-			pair_next(&o);
-			continue;
-		}
-		/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
-		t0 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sa ? sa << 23 :
-									0x00400000u)));
-		t1 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sb ? sb << 23 :
-									0x00400000u)));
-		tab = _mm512_permutex2var_epi16(_mm512_castps_si512(t0), high,
-						_mm512_castps_si512(t1));
-		x = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(e0 + c / 2)));
-		x = _mm512_inserti32x4(x, e1 ? _mm_loadu_si128((const void *)(e1 + c / 2)) :
-					       _mm_setzero_si128(), 1);
-#pragma GCC unroll 2
-		for (unsigned int q = 0; q < 2; q++) {
-			__m512i w = _mm512_srlv_epi16(_mm512_permutexvar_epi8(q ? idx1 : idx0, x),
-						      shift);
-
-			w = _mm512_ternarylogic_epi32(w, m0f, row, 0xea);	/* (w & 15) | row */
-			_mm512_storeu_si512(pair_next(&o), _mm512_permutexvar_epi16(w, tab));
 		}
 	}
 	for (size_t j = n; j < np; j += 16)
