@@ -56,6 +56,19 @@ MAIA_EXPORT uint32_t maia_cmdbuf_size(const struct maia_cmdbuf *cb)
 	return cb ? cb->used : 0;
 }
 
+/* Appends a command whose header is valid (a size multiple of 8); -ENOSPC if it does not fit. */
+int maia_cmdbuf_put(struct maia_cmdbuf *cb, const void *cmd)
+{
+	const struct maia_cmd_header *hdr = cmd;
+
+	if (hdr->size > cb->capacity - cb->used)
+		return maia_error(-ENOSPC, "command buffer full (%u of %u bytes used, command "
+				  "needs %u)", cb->used, cb->capacity, hdr->size);
+	memcpy(cb->cpu + cb->used, cmd, hdr->size);
+	cb->used += hdr->size;
+	return 0;
+}
+
 MAIA_EXPORT int maia_cmd_raw(struct maia_cmdbuf *cb, const void *cmd)
 {
 	const struct maia_cmd_header *hdr = cmd;
@@ -66,12 +79,7 @@ MAIA_EXPORT int maia_cmd_raw(struct maia_cmdbuf *cb, const void *cmd)
 	if (hdr->size < sizeof(*hdr) || hdr->size % 8)
 		return maia_error(-EINVAL, "maia_cmd_raw: command size %u is not a multiple of 8 "
 				  "of at least %zu", hdr->size, sizeof(*hdr));
-	if (hdr->size > cb->capacity - cb->used)
-		return maia_error(-ENOSPC, "command buffer full (%u of %u bytes used, command "
-				  "needs %u)", cb->used, cb->capacity, hdr->size);
-	memcpy(cb->cpu + cb->used, cmd, hdr->size);
-	cb->used += hdr->size;
-	return 0;
+	return maia_cmdbuf_put(cb, cmd);
 }
 
 #define CMD_INIT(op, type) { .hdr = { .opcode = (op), .size = sizeof(type) } }

@@ -441,7 +441,17 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 
 	if (!s->seqno)
 		return 0;
-	err = maia_wait(c->dev, s->seqno, timeout_ns, &st);
+	/* maia_wait() without its two calls (a collective's latency, under TCG). */
+	if (timeout_ns < 0)
+		return maia_error(-EINVAL, "maia_comm_sync: negative timeout");
+	if (maia_userq_seqno(s->seqno)) {
+		err = maia_userq_wait(c->dev, s->seqno, timeout_ns, &st, NULL);
+		if (err && err != -ETIME)
+			err = maia_error(err, "maia_wait: user-queue job %llu",
+					 (unsigned long long)(s->seqno & ~(1ull << 62)));
+	} else {
+		err = maia_wait(c->dev, s->seqno, timeout_ns, &st);
+	}
 	if (err == -ETIME && !timeout_ns)
 		return -EAGAIN;		/* only looking */
 	if (err == -ETIME)
@@ -519,7 +529,7 @@ static int comm_slot_get(struct maia_comm *c, struct comm_slot **out)
 		if (err)
 			return err;
 	}
-	maia_cmdbuf_reset(s->cb);
+	s->cb->used = 0;		/* maia_cmdbuf_reset() */
 	s->ncoll = 0;
 	s->first_seq = c->seq;
 	s->name = NULL;
@@ -545,7 +555,15 @@ static int comm_slot_submit(struct maia_comm *c, struct comm_slot *s)
 		}
 		opts.out_syncobj = s->syncobj;
 	}
-	err = maia_submit(c->dev, s->cb, &opts, &s->seqno);
+	/*
+	 * maia_submit() without its checks (our buffer, our device, not
+	 * empty): the user queue, else the kernel path.
+	 */
+	err = maia_userq_submit(c->dev, s->cb, &opts, &s->seqno);
+	if (err < 0)
+		maia_error(err, "maia_submit: user queue submission failed");
+	else if (err)
+		err = maia_submit_kernel(c->dev, s->cb, &opts, &s->seqno);
 	if (err) {
 		s->seqno = 0;
 		return comm_fail(c, err, "maia_comm: rank %d: submitting %s #%u failed: %s",
@@ -606,10 +624,11 @@ static int comm_enqueue(struct maia_comm *c, unsigned int coll, uint64_t send_va
 			return err;
 	}
 	cmd.seq = c->seq;
-	cmd.report_addr = maia_bo_va(c->reports) +
+	cmd.report_addr = c->reports->va +
 		((uint64_t)(s - c->slot) * REPORTS_PER_SLOT + s->ncoll) *
 		sizeof(struct maia_coll_report);
-	err = maia_cmd_collective(s->cb, &cmd);
+	/* Ranks and collective valid (comm_create(), the callers): no maia_cmd_collective(). */
+	err = maia_cmd_collective_put(s->cb, &cmd);
 	if (err)
 		return err;
 	if (!s->ncoll)

@@ -212,22 +212,33 @@ MAIA_EXPORT int maia_cmd_fabric_read(struct maia_cmdbuf *cb, uint32_t port, uint
 	return maia_cmd_raw(cb, &c);
 }
 
+/*
+ * Appends *c with its header made (the opcode, the size, MAIA_COLL_F_REACH
+ * of its flags kept): for callers whose rank, ranks and collective are
+ * valid (maia_cmd_collective() checks them; a communicator did at its
+ * creation). cb not NULL.
+ */
+int maia_cmd_collective_put(struct maia_cmdbuf *cb, struct maia_cmd_collective *c)
+{
+	c->hdr = (struct maia_cmd_header){ .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(*c),
+					   .flags = c->hdr.flags & MAIA_COLL_F_REACH };
+	return maia_cmdbuf_put(cb, c);
+}
+
 MAIA_EXPORT int maia_cmd_collective(struct maia_cmdbuf *cb, const struct maia_cmd_collective *c)
 {
 	struct maia_cmd_collective cmd;
 
 	maia_error_clear();
-	if (!c)
-		return maia_error(-EINVAL, "maia_cmd_collective: NULL command");
+	if (!c || !cb)
+		return maia_error(-EINVAL, "maia_cmd_collective: NULL command or command buffer");
 	cmd = *c;
-	cmd.hdr = (struct maia_cmd_header){ .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(cmd),
-					    .flags = c->hdr.flags & MAIA_COLL_F_REACH };
 	if (!cmd.nranks || cmd.nranks > MAIA_COLL_MAX_RANKS || cmd.rank >= cmd.nranks)
 		return maia_error(-EINVAL, "maia_cmd_collective: rank %u of %u ranks (1..%u)",
 				  cmd.rank, cmd.nranks, MAIA_COLL_MAX_RANKS);
 	if (cmd.coll < MAIA_COLL_ALL_REDUCE || cmd.coll > MAIA_COLL_ALL_TO_ALL)
 		return maia_error(-EINVAL, "maia_cmd_collective: unknown collective %u", cmd.coll);
-	return maia_cmd_raw(cb, &cmd);
+	return maia_cmd_collective_put(cb, &cmd);
 }
 
 /* One number from fabric/portN/<name> of a PCI device; -1 if unreadable. */

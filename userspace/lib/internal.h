@@ -98,6 +98,15 @@ uint32_t maia_model_from_uapi(uint64_t model);
 int maia_dtype_to_uapi(unsigned int hw);
 /* "maia100" for MAIA_MODEL_MAIA100 ..., "unknown" otherwise (telemetry.c) */
 const char *maia_model_name_of(uint32_t model);
+/* cmdbuf.c, fabric.c: appending a command already checked (libmaia's own). */
+int maia_cmdbuf_put(struct maia_cmdbuf *cb, const void *cmd);
+struct maia_cmd_collective;
+int maia_cmd_collective_put(struct maia_cmdbuf *cb, struct maia_cmd_collective *c);
+
+/* submit.c: maia_submit() after the user queue declined the job (arguments checked). */
+int maia_submit_kernel(struct maia_device *dev, struct maia_cmdbuf *cb,
+		       const struct maia_submit_opts *opts, uint64_t *seqno);
+
 /* userq.c: maia_userq_submit() returns 1 when the job takes the kernel path. */
 bool maia_userq_seqno(uint64_t seqno);
 int maia_userq_submit(struct maia_device *dev, struct maia_cmdbuf *cb,

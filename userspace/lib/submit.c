@@ -10,8 +10,6 @@
 MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 			    const struct maia_submit_opts *opts, uint64_t *seqno)
 {
-	struct drm_maia_submit s = { .priority = DRM_MAIA_PRIO_NORMAL };
-	uint32_t tmp_syncobj = 0;
 	int err;
 
 	maia_error_clear();
@@ -25,6 +23,16 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 	err = maia_userq_submit(dev, cb, opts, seqno);
 	if (err <= 0)
 		return err ? maia_error(err, "maia_submit: user queue submission failed") : 0;
+	return maia_submit_kernel(dev, cb, opts, seqno);
+}
+
+int maia_submit_kernel(struct maia_device *dev, struct maia_cmdbuf *cb,
+		       const struct maia_submit_opts *opts, uint64_t *seqno)
+{
+	struct drm_maia_submit s = { .priority = DRM_MAIA_PRIO_NORMAL };
+	uint32_t tmp_syncobj = 0;
+	int err;
+
 	/* The kernel path: NORMAL jobs after those on the user queue. */
 	if (!opts || opts->priority == DRM_MAIA_PRIO_NORMAL) {
 		err = maia_userq_drain(dev);
