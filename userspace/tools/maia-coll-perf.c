@@ -600,13 +600,15 @@ static int bench_latency(struct maia_device **devs, struct maia_comm **comms,
 	/* The device's choice (gather-reduce) and the ring, alternately: the same minutes. */
 	for (k = 0; k < 2 * (opt.warmup + reps) && !err; k++) {
 		bool ring = k & 1;
-		double t0 = now_s();
+		double t0;
 
+		/* The results cleared and the algorithm chosen before the clock starts. */
 		for (r = 0; r < n && !err; r++) {
 			memset(b[r].recv_cpu, 0, 8);
 			err = maia_comm_set_algorithm(comms[r], ring ? MAIA_COLL_ALGO_RING :
 						      MAIA_COLL_ALGO_AUTO);
 		}
+		t0 = now_s();
 		maia_group_start();
 		for (r = 0; r < n && !err; r++)
 			err = maia_all_reduce(comms[r], maia_bo_va(b[r].send), maia_bo_va(b[r].recv),
