@@ -748,8 +748,14 @@ static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *
 			return -1;
 	}
 	if (here) {
-		int rc = mem_write(c, rx_dest(c, s, off / c->es), data, here);
+		uint8_t *dst = c->ops.mem_map_write ?
+			       c->ops.mem_map_write(c->opaque, rx_dest(c, s, off / c->es), here) : NULL;
+		int rc = 0;
 
+		if (dst)
+			fw_coll_land(dst, data, here);
+		else
+			rc = mem_write(c, rx_dest(c, s, off / c->es), data, here);
 		if (rc) {
 			fail(c, (uint32_t)rc, s, false);
 			return -1;

@@ -270,14 +270,24 @@ void fw_coll_reduce(unsigned int redop, unsigned int b_es, uint8_t *out, const u
  * The same into two places at once, out and out2 (NULL: out alone): the
  * last reduction step's result lands in the job's memory in the pass that
  * builds the message carrying it on. simd false: the plain C loop (tests).
+ * With AVX2, out2 (4-byte aligned) is written with non-temporal stores from
+ * its first 32-byte line on (what the collective does not read again goes
+ * past the caches: no read of the line first, the chunks in flight stay
+ * cached); the bits are the same.
  */
 void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_t *out2,
 		     const uint8_t *a, const uint8_t *b, size_t n, bool simd);
 /*
  * len bytes of src to out and to out2 (NULL: out alone), read once: a
  * received chunk that goes on and lands here. None of them may overlap.
+ * out2 as fw_coll_reduce2()'s (non-temporal stores with AVX2).
  */
 void fw_coll_copy2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len);
+/*
+ * len bytes of src to dst (the job's memory), as fw_coll_copy2()'s second
+ * place: a received chunk that lands here and goes no further.
+ */
+void fw_coll_land(uint8_t *dst, const uint8_t *src, size_t len);
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */
 void fw_coll_round_bf16(uint8_t *out, const float *acc, size_t n);
 

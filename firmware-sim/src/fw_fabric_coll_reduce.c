@@ -6,6 +6,7 @@
  * that calls them is fw_fabric_coll.c.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -127,6 +128,22 @@ static inline void reduce_avx2(unsigned int redop, unsigned int b_es, uint8_t *o
 {
 	size_t i = 0;
 
+	if (out2 && !((uintptr_t)out2 % 4)) {
+		/* out2 (the job's memory) streamed past the caches, from its first 32-byte line */
+		size_t head = ((32 - (uintptr_t)out2 % 32) % 32) / 4;
+
+		i = head < n ? head : n;
+		reduce2_scalar(redop, b_es, out, out2, a, b, i);
+		for (; i + 8 <= n; i += 8) {
+			__m256 r = op8(redop,
+				       _mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+				       ld8_b(b, b_es, i));
+
+			_mm256_storeu_ps((float *)(void *)(out + 4 * i), r);
+			_mm256_stream_ps((float *)(void *)(out2 + 4 * i), r);
+		}
+		_mm_sfence();
+	}
 	for (; i + 8 <= n; i += 8) {
 		__m256 r = op8(redop, _mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
 			       ld8_b(b, b_es, i));
@@ -226,45 +243,71 @@ void fw_coll_reduce2(unsigned int redop, unsigned int b_es, uint8_t *out, uint8_
 }
 
 #if defined(__x86_64__)
+/*
+ * len bytes of src to out (NULL: none) and to out2, out2 streamed past the
+ * caches (MOVNTDQ from its first 32-byte line; the bytes before it and the
+ * tail stored as usual): out2 is the job's memory, which the collective
+ * does not read again, and a store that misses there then neither reads the
+ * line first nor pushes the chunks in flight out of the caches.
+ */
 __attribute__((target("avx2")))
 static void copy2_avx2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
 {
-	size_t i = 0;
+	size_t i = (32 - (uintptr_t)out2 % 32) % 32;
 
+	i = i < len ? i : len;
+	if (out)
+		memcpy(out, src, i);
+	memcpy(out2, src, i);
 	for (; i + 128 <= len; i += 128) {
 		__m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
 		__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 32));
 		__m256i v2 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 64));
 		__m256i v3 = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 96));
 
-		_mm256_storeu_si256((__m256i *)(void *)(out + i), v0);
-		_mm256_storeu_si256((__m256i *)(void *)(out + i + 32), v1);
-		_mm256_storeu_si256((__m256i *)(void *)(out + i + 64), v2);
-		_mm256_storeu_si256((__m256i *)(void *)(out + i + 96), v3);
-		_mm256_storeu_si256((__m256i *)(void *)(out2 + i), v0);
-		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 32), v1);
-		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 64), v2);
-		_mm256_storeu_si256((__m256i *)(void *)(out2 + i + 96), v3);
+		if (out) {
+			_mm256_storeu_si256((__m256i *)(void *)(out + i), v0);
+			_mm256_storeu_si256((__m256i *)(void *)(out + i + 32), v1);
+			_mm256_storeu_si256((__m256i *)(void *)(out + i + 64), v2);
+			_mm256_storeu_si256((__m256i *)(void *)(out + i + 96), v3);
+		}
+		_mm256_stream_si256((__m256i *)(void *)(out2 + i), v0);
+		_mm256_stream_si256((__m256i *)(void *)(out2 + i + 32), v1);
+		_mm256_stream_si256((__m256i *)(void *)(out2 + i + 64), v2);
+		_mm256_stream_si256((__m256i *)(void *)(out2 + i + 96), v3);
 	}
-	memcpy(out + i, src + i, len - i);
+	_mm_sfence();
+	if (out)
+		memcpy(out + i, src + i, len - i);
 	memcpy(out2 + i, src + i, len - i);
 }
 #endif
 
-void fw_coll_copy2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
+/* len bytes of src to out (NULL: none) and to out2, out2 as copy2_avx2()'s. */
+static void copy_to(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
 {
-	if (!out2) {
-		memcpy(out, src, len);
-		return;
-	}
 #if defined(__x86_64__)
 	if (__builtin_cpu_supports("avx2")) {
 		copy2_avx2(out, out2, src, len);
 		return;
 	}
 #endif
-	memcpy(out, src, len);
+	if (out)
+		memcpy(out, src, len);
 	memcpy(out2, src, len);
+}
+
+void fw_coll_copy2(uint8_t *out, uint8_t *out2, const uint8_t *src, size_t len)
+{
+	if (out2)
+		copy_to(out, out2, src, len);
+	else
+		memcpy(out, src, len);
+}
+
+void fw_coll_land(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	copy_to(NULL, dst, src, len);
 }
 
 /* BF16's one rounding: n final FP32 values into BF16, to nearest even. */

@@ -13,7 +13,10 @@
  * may be written past out[n - 1]. fw_coll_reduce2() (the result into two
  * places in one pass), AVX2 and plain C, writes the scalar kernel's bits to
  * both, also when the second place is b itself (in place); fw_coll_copy2()
- * copies every length 0..300 from misaligned sources to both places.
+ * copies every length 0..300 from misaligned sources to both places, and
+ * fw_coll_land() to one. The second place starts at every offset of a
+ * 32-byte line that a 4-byte element can (the non-temporal stores' line
+ * before it stored as usual) and at offsets no element is aligned to.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -164,13 +167,15 @@ static void test_reduce2(unsigned int op, unsigned int b_es)
 	static const char *const op_name[] = { "SUM", "MAX", "MIN" };
 	uint8_t abuf[3 + 4 * MAX_LEN], bbuf[3 + 4 * MAX_LEN + GUARD];
 	uint8_t sbuf[3 + 4 * MAX_LEN], obuf[3 + 4 * MAX_LEN + GUARD];
-	uint8_t o2buf[3 + 4 * MAX_LEN + GUARD];
+	_Alignas(32) uint8_t o2buf[36 + 4 * MAX_LEN + GUARD];
 	unsigned long calls = 0, bad = 0, bad_guard = 0;
 
 	for (unsigned int n = 0; n <= MAX_LEN; n++) {
 		for (unsigned int k = 0; k < 8 * ROUNDS; k++) {
 			uint8_t *a = abuf + k % 4, *b = bbuf + (k + 1 + n) % 4;
-			uint8_t *out_s = sbuf, *out = obuf + (k / 4) % 4, *out2 = o2buf + (k + 2) % 4;
+			/* k / 2 a multiple of 4: out2 at 0, 20, 4, 24 ... 32 of a line (AVX2 and C) */
+			uint8_t *out_s = sbuf, *out = obuf + (k / 4) % 4;
+			uint8_t *out2 = o2buf + (k / 2 * 5) % 36;
 			bool simd = k % 2, in_place = b_es == 4 && k % 8 >= 6;
 
 			fill_inputs(a, b, n, b_es);
@@ -204,27 +209,32 @@ static void test_reduce2(unsigned int op, unsigned int b_es)
 static void test_copy2(void)
 {
 	enum { LEN = 300 };
-	uint8_t src[3 + LEN], o[3 + LEN + GUARD], o2[3 + LEN + GUARD];
+	uint8_t src[3 + LEN], o[3 + LEN + GUARD];
+	_Alignas(32) uint8_t o2[36 + LEN + GUARD];
 	unsigned long calls = 0, bad = 0, bad_guard = 0;
 
 	for (unsigned int len = 0; len <= LEN; len++) {
 		for (unsigned int k = 0; k < 16; k++) {
-			uint8_t *sp = src + k % 4, *op = o + (k / 4) % 4, *op2 = o2 + (k + 1) % 4;
-			bool two = k % 8 != 7;
+			/* op2 at 0, 5, 10 ... 35: every residue of a line that an element has, and others */
+			uint8_t *sp = src + k % 4, *op = o + (k / 4) % 4, *op2 = o2 + (k * 5) % 36;
+			bool two = k % 8 != 7, land = k % 8 == 6;
 
 			for (unsigned int i = 0; i < len; i++)
 				sp[i] = (uint8_t)rng32();
 			memset(o, 0xa5, sizeof(o));
 			memset(o2, 0xa5, sizeof(o2));
-			fw_coll_copy2(op, two ? op2 : NULL, sp, len);
+			if (land)
+				fw_coll_land(op2, sp, len);
+			else
+				fw_coll_copy2(op, two ? op2 : NULL, sp, len);
 			calls++;
-			bad += memcmp(op, sp, len) != 0 || (two && memcmp(op2, sp, len) != 0);
-			bad_guard += !guard_intact(op + len) ||
+			bad += (!land && memcmp(op, sp, len) != 0) || (two && memcmp(op2, sp, len) != 0);
+			bad_guard += (land ? !guard_intact(o) : !guard_intact(op + len)) ||
 				     (two ? !guard_intact(op2 + len) : !guard_intact(o2));
 		}
 	}
 	tap_ok(!bad && !bad_guard,
-	       "fw_coll_copy2(): %lu calls, lengths 0..%u from misaligned sources to misaligned places (one in eight to one place): #wrong = %lu, writes past the end or to a place not given %lu",
+	       "fw_coll_copy2() and fw_coll_land(): %lu calls, lengths 0..%u from misaligned sources to misaligned places (one in eight to one place, one in eight fw_coll_land()): #wrong = %lu, writes past the end or to a place not given %lu",
 	       calls, LEN, bad, bad_guard);
 }
 
