@@ -38,12 +38,19 @@ guest() {
 	"$TOP/qemu/run-guest" ${build[@]+"${build[@]}"} --timeout 600 "$@"
 }
 
+# show FILE: a failed boot's output as TAP comments (its last 60 lines), so
+# that the log says why; the output directory goes at exit.
+show() {
+	tail -n 60 "$1" | sed 's/^/# /'
+}
+
 # A Maia 200 with its whole (sparse) HBM.
 guest --device-opts model=maia200,hbm-size=216G -- sh -c \
 	'maia-smi | grep -E "HBM|topology"; maia-gemm 256 256 512' >"$out/m200" 2>&1
 st=$?
 build=(--no-build)
 tap $st "maia200 guest boots (status $st)"
+[ "$st" -eq 0 ] || show "$out/m200"
 grep -q '221184.0 MiB' "$out/m200"
 tap $? "maia200 has 216 GiB of HBM: $(grep -m1 HBM "$out/m200" | tr -s ' ')"
 grep -q '32 clusters x 4 tiles' "$out/m200"
@@ -52,11 +59,11 @@ grep -q 'maia-gemm: .*-> PASS' "$out/m200"
 tap $? "maia200 runs the GEMM demo: $(grep -m1 -o 'max |err| [^ ]*' "$out/m200")"
 
 # The same job, idle and with the host loaded.
-guest --device-opts hbm-size=1G -- maia-model-bench --repeat 5 >"$out/idle" 2>&1
+guest --device-opts hbm-size=1G -- maia-model-bench --repeat 5 >"$out/idle" 2>&1 || show "$out/idle"
 idle=$(sed -n 's/.*"modeled_repeatability", "value": \([0-9]*\).*"modeled_ns": \([0-9]*\).*/\1 \2/p' "$out/idle")
 busy=()
 for _ in 1 2; do timeout 600 sh -c 'while :; do :; done' & busy+=($!); done
-guest --device-opts hbm-size=1G -- maia-model-bench --repeat 5 >"$out/loaded" 2>&1
+guest --device-opts hbm-size=1G -- maia-model-bench --repeat 5 >"$out/loaded" 2>&1 || show "$out/loaded"
 kill "${busy[@]}" 2>/dev/null
 wait "${busy[@]}" 2>/dev/null
 loaded=$(sed -n 's/.*"modeled_repeatability", "value": \([0-9]*\).*"modeled_ns": \([0-9]*\).*/\1 \2/p' "$out/loaded")
@@ -69,7 +76,9 @@ tap $? "5 times more with the host loaded: the same modeled time as idle (${load
 guest --device-opts hbm-size=1G -- sh -c \
 	'maia-model-bench --throttle 4; echo ===; maia-model-bench --throttle 4 --cap 700' \
 	>"$out/throttle" 2>&1
-tap $? "the throttle runs complete"
+st=$?
+tap $st "the throttle runs complete (status $st)"
+[ "$st" -eq 0 ] || show "$out/throttle"
 at500=$(sed -n '/===/q; s/.*job 4: .*clock step-downs \([0-9]*\).*/\1/p' "$out/throttle")
 at700=$(sed -n '/===/,$ s/.*job 4: .*clock step-downs \([0-9]*\).*/\1/p' "$out/throttle")
 [ -n "$at500" ] && [ "$at500" -ge 1 ]
