@@ -441,17 +441,10 @@ static int comm_slot_wait(struct maia_comm *c, struct comm_slot *s, int64_t time
 
 	if (!s->seqno)
 		return 0;
-	/* maia_wait() without its two calls (a collective's latency, under TCG). */
+	/* maia_wait() without its checks (a collective's latency, under TCG). */
 	if (timeout_ns < 0)
 		return maia_error(-EINVAL, "maia_comm_sync: negative timeout");
-	if (maia_userq_seqno(s->seqno)) {
-		err = maia_userq_wait(c->dev, s->seqno, timeout_ns, &st, NULL);
-		if (err && err != -ETIME)
-			err = maia_error(err, "maia_wait: user-queue job %llu",
-					 (unsigned long long)(s->seqno & ~(1ull << 62)));
-	} else {
-		err = maia_wait(c->dev, s->seqno, timeout_ns, &st);
-	}
+	err = maia_wait_checked(c->dev, s->seqno, timeout_ns, &st, NULL);
 	if (err == -ETIME && !timeout_ns)
 		return -EAGAIN;		/* only looking */
 	if (err == -ETIME)
@@ -555,15 +548,8 @@ static int comm_slot_submit(struct maia_comm *c, struct comm_slot *s)
 		}
 		opts.out_syncobj = s->syncobj;
 	}
-	/*
-	 * maia_submit() without its checks (our buffer, our device, not
-	 * empty): the user queue, else the kernel path.
-	 */
-	err = maia_userq_submit(c->dev, s->cb, &opts, &s->seqno);
-	if (err < 0)
-		maia_error(err, "maia_submit: user queue submission failed");
-	else if (err)
-		err = maia_submit_kernel(c->dev, s->cb, &opts, &s->seqno);
+	/* maia_submit() without its checks (our buffer, our device, not empty). */
+	err = maia_submit_checked(c->dev, s->cb, &opts, &s->seqno);
 	if (err) {
 		s->seqno = 0;
 		return comm_fail(c, err, "maia_comm: rank %d: submitting %s #%u failed: %s",

@@ -103,6 +103,15 @@ int maia_cmdbuf_put(struct maia_cmdbuf *cb, const void *cmd);
 struct maia_cmd_collective;
 int maia_cmd_collective_put(struct maia_cmdbuf *cb, struct maia_cmd_collective *c);
 
+/*
+ * submit.c: maia_submit() and maia_wait_times() after their argument checks
+ * (the user queue, else the kernel), for libmaia's own callers whose
+ * arguments are valid (a communicator's slots).
+ */
+int maia_submit_checked(struct maia_device *dev, struct maia_cmdbuf *cb,
+			const struct maia_submit_opts *opts, uint64_t *seqno);
+int maia_wait_checked(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
+		      struct maia_job_status *status, struct maia_job_times *times);
 /* submit.c: maia_submit() after the user queue declined the job (arguments checked). */
 int maia_submit_kernel(struct maia_device *dev, struct maia_cmdbuf *cb,
 		       const struct maia_submit_opts *opts, uint64_t *seqno);

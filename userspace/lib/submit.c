@@ -10,8 +10,6 @@
 MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 			    const struct maia_submit_opts *opts, uint64_t *seqno)
 {
-	int err;
-
 	maia_error_clear();
 	if (!dev || !cb || !seqno)
 		return maia_error(-EINVAL, "maia_submit: NULL device, command buffer or seqno");
@@ -20,7 +18,14 @@ MAIA_EXPORT int maia_submit(struct maia_device *dev, struct maia_cmdbuf *cb,
 				  "device");
 	if (!cb->used)
 		return maia_error(-EINVAL, "maia_submit: empty command buffer");
-	err = maia_userq_submit(dev, cb, opts, seqno);
+	return maia_submit_checked(dev, cb, opts, seqno);
+}
+
+int maia_submit_checked(struct maia_device *dev, struct maia_cmdbuf *cb,
+			const struct maia_submit_opts *opts, uint64_t *seqno)
+{
+	int err = maia_userq_submit(dev, cb, opts, seqno);
+
 	if (err <= 0)
 		return err ? maia_error(err, "maia_submit: user queue submission failed") : 0;
 	return maia_submit_kernel(dev, cb, opts, seqno);
@@ -104,13 +109,19 @@ MAIA_EXPORT int maia_wait(struct maia_device *dev, uint64_t seqno, int64_t timeo
 MAIA_EXPORT int maia_wait_times(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 				struct maia_job_status *status, struct maia_job_times *times)
 {
+	maia_error_clear();
+	if (!dev || timeout_ns < 0)
+		return maia_error(-EINVAL, "maia_wait: NULL device or negative timeout");
+	return maia_wait_checked(dev, seqno, timeout_ns, status, times);
+}
+
+int maia_wait_checked(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
+		      struct maia_job_status *status, struct maia_job_times *times)
+{
 	struct drm_maia_wait w = { .seqno = seqno };
 	struct timespec now;
 	int err;
 
-	maia_error_clear();
-	if (!dev || timeout_ns < 0)
-		return maia_error(-EINVAL, "maia_wait: NULL device or negative timeout");
 	if (maia_userq_seqno(seqno)) {
 		err = maia_userq_wait(dev, seqno, timeout_ns, status, times);
 		if (err && err != -ETIME)
