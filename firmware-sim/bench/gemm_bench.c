@@ -170,6 +170,9 @@ static const char *dt_name(unsigned int dt)
 	case MAIA_DTYPE_BF16: return "bf16";
 	case MAIA_DTYPE_MXFP8_E4M3: return "mxfp8";
 	case MAIA_DTYPE_MXFP4_E2M1: return "mxfp4";
+	case MAIA_DTYPE_MXFP6_E3M2: return "mxfp6_e3m2";
+	case MAIA_DTYPE_MXFP6_E2M3: return "mxfp6_e2m3";
+	case MAIA_DTYPE_MXINT8: return "mxint8";
 	default: return "other";
 	}
 }
@@ -325,6 +328,7 @@ int main(int argc, char **argv)
 {
 	static const unsigned int types[] = {
 		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP4_E2M1,
+		MAIA_DTYPE_MXFP6_E3M2, MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXINT8,
 	};
 	static const uint32_t square[] = { 256, 512, 1024, 2048, 4096 };
 	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
