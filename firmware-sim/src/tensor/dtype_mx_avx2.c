@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * AVX2 decoders for the OCP MX formats GEMM reads most (MXFP8 E4M3/E5M2,
- * MXFP4, MXINT8). Same results as the scalar reference in dtype_mx.c, bit
+ * MXFP4, MXINT8), and AVX-512 VBMI ones for MXFP6. Same results as the scalar reference in dtype_mx.c, bit
  * for bit: every element value is exact in FP32 and is multiplied by the
  * block scale once, as there. The table lookups there cost about a
  * quarter of an MXFP8 GEMM's time.
@@ -15,6 +15,8 @@
  * - FP4 E2M1: the 8 magnitudes times the scale, picked by the code's low
  *   3 bits (a permute), the sign bit set separately so -0 stays -0.
  * - INT8: int8 * 2^-6.
+ * - FP6 E3M2/E2M3 (CPUs with AVX512BW and VBMI): the 32 magnitudes times
+ *   the scale, picked by each 6-bit field (run_fp6()).
  *
  * Each block's 32 values go to dst as two halves of 16, each anywhere, so
  * that a GEMM's panels (16 or 32 columns, or 16-k blocks of A) are decoded
@@ -208,6 +210,58 @@ MX_RUN(run_e5m2, "avx2,f16c",
 MX_RUN(run_fp4, "avx2", fp4_block(blocks, sc, d))
 MX_RUN(run_int8, "avx2", int8_block(blocks, sc, d))
 
+/*
+ * FP6 (E3M2, E2M3) with AVX-512 VBMI: per block the 32 magnitudes times
+ * the scale (the reference's multiply, two registers), each 16 elements a
+ * VPERMB that puts the two bytes holding element i's 6-bit field (at bit
+ * 6 i) in its dword, a VPSRLVD down by 6 i % 8, a VPERMT2PS lookup by the
+ * field's low 5 bits (the permute ignores the rest) and its bit 5, the
+ * sign, ORed into bit 31.
+ */
+#define FP6_EL(i)	6 * (i) / 8, 6 * (i) / 8 + 1, 0, 0
+#define FP6_EL4(i)	FP6_EL(i), FP6_EL((i) + 1), FP6_EL((i) + 2), FP6_EL((i) + 3)
+static const uint8_t fp6_bytes[2][64] = {
+	{ FP6_EL4(0), FP6_EL4(4), FP6_EL4(8), FP6_EL4(12) },
+	{ FP6_EL4(16), FP6_EL4(20), FP6_EL4(24), FP6_EL4(28) } };
+static const uint32_t fp6_shift[16] = { 0, 6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2, 0, 6, 4, 2 };
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void run_fp6(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		    size_t nblocks, unsigned int bb, struct mx_walk w)
+{
+	const float *tab = fw_minifloat_table(dtype);
+	const __m512 base0 = _mm512_loadu_ps(tab), base1 = _mm512_loadu_ps(tab + 16);
+	const __m512i idx0 = _mm512_loadu_si512(fp6_bytes[0]), idx1 = _mm512_loadu_si512(fp6_bytes[1]);
+	const __m512i shift = _mm512_loadu_si512(fp6_shift);
+	const __m512i sbit = _mm512_set1_epi32((int)0x80000000u);
+
+	for (size_t b = 0; b < nblocks; b++, blocks += bb) {
+		uint8_t s = scales[b];
+		/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+		__m512 sc = _mm512_set1_ps(fw_f32_from_bits(s ? (uint32_t)s << 23 : 0x00400000u));
+		__m512 t0 = _mm512_mul_ps(base0, sc), t1 = _mm512_mul_ps(base1, sc);
+		__m512i x = _mm512_maskz_loadu_epi8(0xffffff, blocks);
+		float *d[2];
+
+		d[0] = mx_next_half(&w);
+		d[1] = mx_next_half(&w);
+		if (s == E8M0_NAN) {
+			for (unsigned int i = 0; i < MAIA_MX_BLOCK; i++)
+				*MX_AT(d, i) = NAN;
+			continue;
+		}
+#pragma GCC unroll 2
+		for (unsigned int h = 0; h < 2; h++) {
+			__m512i c = _mm512_srlv_epi32(_mm512_permutexvar_epi8(h ? idx1 : idx0, x),
+						      shift);
+			__m512 f = _mm512_permutex2var_ps(t0, c, t1);
+
+			_mm512_storeu_ps(d[h], _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+				_mm512_castps_si512(f), _mm512_slli_epi32(c, 26), sbit, 0xf8)));
+		}
+	}
+}
+
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, unsigned int g, size_t gstride, float *dst)
 {
@@ -229,6 +283,12 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 		return true;
 	case MAIA_DTYPE_MXINT8:
 		run_int8(blocks, scales, nblocks, bb, w);
+		return true;
+	case MAIA_DTYPE_MXFP6_E3M2:
+	case MAIA_DTYPE_MXFP6_E2M3:
+		if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
+			return false;
+		run_fp6(dtype, blocks, scales, nblocks, bb, w);
 		return true;
 	default:
 		return false;

@@ -502,6 +502,165 @@ static void mx_fp4_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1
 		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
 }
 
+/*
+ * MXFP6 rows into pairs, as MXFP4: per block of each row the 32 codes'
+ * magnitudes times the scale in FP32 (the reference's multiply), their
+ * BF16 halves a 64-entry table in two registers (row 0's 32, then row
+ * 1's), each word of the pair panels a VPERMI2W lookup of its code's
+ * magnitude plus 32 for row 1, with the code's sign ORed in. The codes are
+ * 6-bit fields, four in three bytes: VPERMB puts the two bytes that hold
+ * a word's field in that word (both rows' 24 bytes loaded masked, row 1's
+ * from byte 32), VPSRLVW shifts it down. Exact for every scale (the
+ * product's sign is the code's: the reference's -0 codes give 0x8000 too);
+ * a NaN scale's block the reference way.
+ */
+#define FP6_COL(c)	6 * (c) / 8, 6 * (c) / 8 + 1, 32 + 6 * (c) / 8, 33 + 6 * (c) / 8
+static const uint8_t fp6_idx[2][64] = { { COLS16(FP6_COL, 0) }, { COLS16(FP6_COL, 16) } };
+static const uint16_t fp6_shift[32] = {		/* column c's field at bit 6 c % 8 */
+	0, 0, 6, 6, 4, 4, 2, 2, 0, 0, 6, 6, 4, 4, 2, 2,
+	0, 0, 6, 6, 4, 4, 2, 2, 0, 0, 6, 6, 4, 4, 2, 2 };
+static const uint16_t fp6_row[32] = {		/* row 1's words: the second register */
+	0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32,
+	0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32 };
+
+/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+static inline float e8m0_f32(unsigned int s)
+{
+	return fw_f32_from_bits(s ? s << 23 : 0x00400000u);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
+static inline void mx_fp6_pairs(bool e3m2, const uint8_t *e0, const uint8_t *s0,
+				const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+				unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	const unsigned int dtype = e3m2 ? MAIA_DTYPE_MXFP6_E3M2 : MAIA_DTYPE_MXFP6_E2M3;
+	const float *tab = fw_minifloat_table(dtype);
+	const __m512 base0 = _mm512_loadu_ps(tab), base1 = _mm512_loadu_ps(tab + 16);
+	const __m512i shift = _mm512_loadu_si512(fp6_shift), row = _mm512_loadu_si512(fp6_row);
+	const __m512i high = _mm512_loadu_si512(fp4_high);
+	__m512i m1f = _mm512_set1_epi16(0x1f), sgn = _mm512_set1_epi16((short)0x8000);
+	const __m512i idx0 = _mm512_loadu_si512(fp6_idx[0]), idx1 = _mm512_loadu_si512(fp6_idx[1]);
+	struct pair_out o = { dst, pstride, 0, nr };
+
+	KEEP(m1f);
+	KEEP(sgn);
+
+	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
+		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
+		uint64_t slow = 0;
+
+		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
+			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+			__m512 f0, f1;
+			__m512i x, y, tab0, tab1;
+
+			if (sa == E8M0_NAN || sb == E8M0_NAN) {
+				slow |= 1ull << (b - c0 / 32);
+				pair_next(&o);
+				pair_next(&o);
+				continue;
+			}
+			f0 = _mm512_set1_ps(e8m0_f32(sa));
+			f1 = _mm512_set1_ps(e8m0_f32(sb));
+			tab0 = _mm512_permutex2var_epi16(_mm512_castps_si512(_mm512_mul_ps(base0, f0)),
+							 high,
+							 _mm512_castps_si512(_mm512_mul_ps(base1, f0)));
+			tab1 = _mm512_permutex2var_epi16(_mm512_castps_si512(_mm512_mul_ps(base0, f1)),
+							 high,
+							 _mm512_castps_si512(_mm512_mul_ps(base1, f1)));
+			x = _mm512_maskz_loadu_epi8(0xffffff, e0 + c / 4 * 3);
+			y = e1 ? _mm512_maskz_loadu_epi8(0xffffff, e1 + c / 4 * 3) :
+				 _mm512_setzero_si512();
+			x = _mm512_inserti64x4(x, _mm512_castsi512_si256(y), 1);
+#pragma GCC unroll 2
+			for (unsigned int q = 0; q < 2; q++) {
+				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x), v;
+
+				w = _mm512_srlv_epi16(w, shift);
+				v = _mm512_ternarylogic_epi32(w, m1f, row, 0xea); /* (w & 31) | row */
+				v = _mm512_permutex2var_epi16(tab0, v, tab1);
+				v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(w, 10), sgn, 0xf8);
+				_mm512_storeu_si512(pair_next(&o), v);
+			}
+		}
+		for (; slow; slow &= slow - 1) {
+			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+
+			mx_pair_block_portable(dtype, e0 + c / 4 * 3, s0 + b,
+					       e1 ? e1 + c / 4 * 3 : NULL, e1 ? s1 + b : NULL, c, nr,
+					       pstride, dst);
+		}
+	}
+	for (size_t j = n; j < np; j += 16)
+		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+}
+
+/*
+ * MXINT8 rows into pairs: each 16 codes of a row widened to 32 bits
+ * (VPMOVSXBD), converted to FP32 (exact) and multiplied by 2^(s - 133),
+ * the element's 2^-6 and the block's scale in one factor (a subnormal
+ * FP32 for s < 7), and the two rows' high halves put together. The
+ * reference multiplies by 2^-6 (exact) and then by 2^(s - 127): both are
+ * one rounding of the same exact product, so the results are the same
+ * bits for every scale, subnormal and overflowing products included; a
+ * NaN scale's block the reference way.
+ */
+__attribute__((target("avx512f,avx512bw")))
+static void mx_int8_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			  uint16_t *dst)
+{
+	__m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	struct pair_out o = { dst, pstride, 0, nr };
+
+	KEEP(hi);
+
+	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
+		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
+		uint64_t slow = 0;
+
+		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
+			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
+			__m512 f0, f1;
+
+			if (sa == E8M0_NAN || sb == E8M0_NAN) {
+				slow |= 1ull << (b - c0 / 32);
+				pair_next(&o);
+				pair_next(&o);
+				continue;
+			}
+			/* 2^(s - 133) by its bits, FP32 subnormal below s = 7 */
+			f0 = _mm512_set1_ps(fw_f32_from_bits(sa >= 7 ? (sa - 6) << 23 : 1u << (16 + sa)));
+			f1 = _mm512_set1_ps(fw_f32_from_bits(sb >= 7 ? (sb - 6) << 23 : 1u << (16 + sb)));
+#pragma GCC unroll 2
+			for (unsigned int q = 0; q < 2; q++) {
+				__m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+					_mm_loadu_si128((const void *)(e0 + c + 16 * q))));
+				__m512 x1 = e1 ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+					_mm_loadu_si128((const void *)(e1 + c + 16 * q)))) :
+					_mm512_setzero_ps();
+				__m512i v0 = _mm512_castps_si512(_mm512_mul_ps(x0, f0));
+				__m512i v1 = _mm512_castps_si512(_mm512_mul_ps(x1, f1));
+
+				/* (v1 & hi) | v0 >> 16 */
+				_mm512_storeu_si512(pair_next(&o),
+						    _mm512_ternarylogic_epi32(v1, hi,
+									      _mm512_srli_epi32(v0, 16),
+									      0xea));
+			}
+		}
+		for (; slow; slow &= slow - 1) {
+			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+
+			mx_pair_block_portable(MAIA_DTYPE_MXINT8, e0 + c, s0 + b, e1 ? e1 + c : NULL,
+					       e1 ? s1 + b : NULL, c, nr, pstride, dst);
+		}
+	}
+	for (size_t j = n; j < np; j += 16)
+		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 static void mx_e4m3_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
 			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
@@ -516,6 +675,22 @@ static void mx_e5m2_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e
 			  uint16_t *dst)
 {
 	mx_fp8_pairs(false, e0, s0, e1, s1, n, np, nr, pstride, dst);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void mx_e3m2_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			  uint16_t *dst)
+{
+	mx_fp6_pairs(true, e0, s0, e1, s1, n, np, nr, pstride, dst);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void mx_e2m3_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
+			  uint16_t *dst)
+{
+	mx_fp6_pairs(false, e0, s0, e1, s1, n, np, nr, pstride, dst);
 }
 #endif
 
@@ -536,6 +711,15 @@ bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s
 		return true;
 	case MAIA_DTYPE_MXFP4_E2M1:
 		mx_fp4_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	case MAIA_DTYPE_MXFP6_E3M2:
+		mx_e3m2_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	case MAIA_DTYPE_MXFP6_E2M3:
+		mx_e2m3_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
+		return true;
+	case MAIA_DTYPE_MXINT8:
+		mx_int8_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
 		return true;
 	default:
 		return false;

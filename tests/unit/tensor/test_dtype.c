@@ -872,7 +872,7 @@ static void test_mx_edges(unsigned int mx)
 	}
 	tap_ok(!bad_enc && !bad_dec && !bad_simd,
 	       "mx %s: %u edge blocks (top tie %g +-1 ulp, scales 2^-127..2^%d, FP32 subnormals): "
-	       "quantizer and scalar decode match the reference, %u AVX2 decodes equal the scalar "
+	       "quantizer and scalar decode match the reference, %u SIMD decodes equal the scalar "
 	       "bit for bit (%u/%u/%u wrong)", name, nblocks, (top + next) / 2, 126 - emax, nsimd,
 	       bad_enc, bad_dec, bad_simd);
 	tmem_free(&m);
@@ -948,8 +948,9 @@ static void test_msmx(unsigned int dt)
  * The SIMD decoder (fw_mx_decode_simd(), when this CPU has one for the
  * format) against the scalar one, bit for bit: every code in every
  * element slot (FP8, INT8: code c at element c of 8 blocks; FP4: byte i
- * of a block i | (15 - i) << 4, and again with the halves swapped) under
- * each of the 256 scales.
+ * of a block i | (15 - i) << 4, and again with the halves swapped; FP6:
+ * element i of 8 blocks code i % 64 in the first 4, (37 i + 11) % 64 in
+ * the others) under each of the 256 scales.
  */
 static void test_mx_simd_all_scales(unsigned int mx, const char *name)
 {
@@ -961,6 +962,14 @@ static void test_mx_simd_all_scales(unsigned int mx, const char *name)
 	for (unsigned int i = 0; i < nb * bb; i++)
 		raw[i] = (uint8_t)(bb == 16 ? (i < 16 ? (i | (15 - i) << 4) :
 					       ((31 - i) | (i - 16) << 4)) : i);
+	for (unsigned int i = 0; i < nb * 32 && bb == 24; i += 4) {
+		uint32_t w = 0;
+
+		for (unsigned int j = 0; j < 4; j++)
+			w |= ((i + j) * (i < 128 ? 1 : 37) + 11 * (i >= 128)) % 64 << (6 * j);
+		for (unsigned int j = 0; j < 3; j++)
+			raw[i / 4 * 3 + j] = (uint8_t)(w >> (8 * j));
+	}
 	for (unsigned int s = 0; s < 256; s++) {
 		memset(sc, (int)s, sizeof(sc));
 		fw_mx_decode_scalar(mx, raw, sc, nb, ys);
@@ -996,5 +1005,7 @@ int main(void)
 	test_mx_simd_all_scales(MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2");
 	test_mx_simd_all_scales(MAIA_DTYPE_MXFP4_E2M1, "mxfp4");
 	test_mx_simd_all_scales(MAIA_DTYPE_MXINT8, "mxint8");
+	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2");
+	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3");
 	return tap_done();
 }

@@ -817,12 +817,23 @@ static void test_mx_pair_row(void)
 
 			/*
 			 * FP8 and INT8: code c at column c of row 0, 37 c + 11 of row 1;
+			 * FP6 the same modulo 64 (each code in 4 columns of a row);
 			 * FP4: byte i of a block i | (15 - i) << 4 (row 1: 5 more).
 			 * The second 256 rounds with FP8's NaN and Inf codes made the
 			 * largest finite ones: the blocks around them then take the
 			 * SIMD path under every scale too.
 			 */
-			for (size_t r = 0; r < 2; r++)
+			for (size_t r = 0; r < 2 && bb == 24; r++)	/* FP6: 4 codes in 3 bytes */
+				for (size_t i = 0; i < nblk * 32; i += 4) {
+					uint32_t w = 0;
+
+					for (size_t j = 0; j < 4; j++)
+						w |= (uint32_t)((i + j) * (r ? 37 : 1) + r * 11) % 64
+						     << (6 * j);
+					for (size_t j = 0; j < 3; j++)
+						e[r * nblk * bb + i / 4 * 3 + j] = (uint8_t)(w >> (8 * j));
+				}
+			for (size_t r = 0; r < 2 && bb != 24; r++)
 				for (size_t i = 0; i < nblk * bb; i++) {
 					uint8_t v = (uint8_t)(bb == 16 ? (i % 16 + r * 5) % 16 |
 									 (15 - i % 16) << 4 :
@@ -839,8 +850,12 @@ static void test_mx_pair_row(void)
 				s[0][b] = (uint8_t)(round + 32 * b);
 				s[1][b] = (uint8_t)(round * 7 + 13 * b + 100);
 			}
+			/*
+			 * a word no element can decode to: a normal BF16 of 8
+			 * significant bits (INT8 has 7; 0xaaaa is -85 2^-48)
+			 */
 			for (size_t i = 0; i < len; i++)
-				d[i] = x[i] = 0xaaaa;
+				d[i] = x[i] = 0xaaab;
 			if (!fw_gemm_mx_pair_row(dt, e, s[0], lone ? NULL : e + nblk * bb, s[1], n,
 						 np, nr, pstride, d + 2 * nr))
 				continue;
@@ -849,7 +864,7 @@ static void test_mx_pair_row(void)
 			for (size_t i = 0; i < len; i++) {
 				bad += d[i] != x[i];
 				/* the reference writes exactly the pair words */
-				off += (x[i] == 0xaaaa) != (i % pstride < 2 * nr ||
+				off += (x[i] == 0xaaab) != (i % pstride < 2 * nr ||
 							     i % pstride >= 4 * nr);
 			}
 			simd++;
@@ -867,15 +882,15 @@ static void test_mx_pair_row(void)
 
 /*
  * C = A B through the engine with the BF16 pair kernel k forced (as
- * MAIA_TE_ISA does), A m x kd and B kd x n (n x kd with trans_b) of dtype
- * dt, random values; C (FP32, m x n) into out. C mapped whole or in 4 KiB
+ * MAIA_TE_ISA does), A m x kd of dtype adt and B kd x n (n x kd with
+ * trans_b) of dtype dt, random values; C (FP32, m x n) into out. C mapped whole or in 4 KiB
  * pages (tmem's: some B rows then straddle a page and are decoded instead).
  * Returns the status and the worst error / bound against a double
  * reference of the stored values.
  */
-static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int dt, uint32_t m,
-			    uint32_t n, uint32_t kd, bool trans_b, bool whole, unsigned int threads,
-			    float *out, double *worst)
+static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int adt, unsigned int dt,
+			    uint32_t m, uint32_t n, uint32_t kd, bool trans_b, bool whole,
+			    unsigned int threads, float *out, double *worst)
 {
 	uint64_t na = (uint64_t)m * kd, nb = (uint64_t)kd * n, nc = (uint64_t)m * n;
 	struct fw_tensor_engine *te = tengine(threads);
@@ -887,29 +902,29 @@ static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int dt, uin
 	struct tmem mem;
 	int st;
 
-	tmem_init(&mem, tbytes(dt, na) + tbytes(dt, nb) + 4 * nc + na + nb + 8192);
+	tmem_init(&mem, tbytes(adt, na) + tbytes(dt, nb) + 4 * nc + na + nb + 8192);
 	if (whole) {
 		mem.mem.map = whole_map;
 		mem.mem.map_write = whole_map_write;
 	}
-	va = tmem_alloc(&mem, tbytes(dt, na));
+	va = tmem_alloc(&mem, tbytes(adt, na));
 	vb = tmem_alloc(&mem, tbytes(dt, nb));
 	vc = tmem_alloc(&mem, 4 * nc);
-	if (maia_dtype_is_block(dt)) {
+	if (maia_dtype_is_block(adt))
 		sa = tmem_alloc(&mem, na / 32 + 1);
+	if (maia_dtype_is_block(dt))
 		sb = tmem_alloc(&mem, nb / 32 + 1);
-	}
 	for (uint64_t i = 0; i < na; i++)
 		fa[i] = trand_uniform(-1, 1);
 	for (uint64_t i = 0; i < nb; i++)
 		fb[i] = trand_uniform(-1, 1);
-	tput(&mem, dt, va, sa, fa, na, 1.0f, ra);
+	tput(&mem, adt, va, sa, fa, na, 1.0f, ra);
 	tput(&mem, dt, vb, sb, fb, nb, 1.0f, rb);
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.hdr.opcode = MAIA_OP_GEMM;
 	cmd.hdr.size = sizeof(cmd);
 	cmd.hdr.flags = trans_b ? MAIA_GEMM_F_TRANS_B : 0;
-	cmd.a = tdesc(dt, va, 2, (uint32_t[]){ m, kd });
+	cmd.a = tdesc(adt, va, 2, (uint32_t[]){ m, kd });
 	cmd.a.scale_addr = sa;
 	cmd.b = tdesc(dt, vb, 2, trans_b ? (uint32_t[]){ n, kd } : (uint32_t[]){ kd, n });
 	cmd.b.scale_addr = sb;
@@ -956,24 +971,34 @@ static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int dt, uin
  * by rows goes straight into pair panels (BF16 interleaved from memory,
  * MX decoded two rows at a time), a column-major B through FP32 panels;
  * short row tiles (fn_rows) at the blocks' last rows, a cut last column
- * tile, an odd K. Within the bound, and bit-identical to portable-bf16
- * (the VDPBF16PS sequence in C, full tiles only) on the same operands.
+ * tile, an odd K (an MX B under a BF16 A: MX A rows are whole blocks, so
+ * K a multiple of 32; its last k pair then has one row). Within the
+ * bound, and bit-identical to portable-bf16 (the VDPBF16PS sequence in C,
+ * full tiles only) on the same operands.
  */
 static void test_engine_pairs(const struct fw_gemm_kernel *k)
 {
 	static const struct {
-		unsigned int dt;
+		unsigned int adt, dt;	/* adt 0: A of dt too */
 		uint32_t m, n, kd;
 		bool trans_b, whole;
 		unsigned int threads;
 	} cs[] = {
-		{ MAIA_DTYPE_BF16, 32, 1100, 600, false, true, 1 },
-		{ MAIA_DTYPE_BF16, 32, 1100, 600, false, false, 1 },
-		{ MAIA_DTYPE_BF16, 195, 100, 301, false, true, 2 },
-		{ MAIA_DTYPE_BF16, 61, 70, 130, true, true, 1 },
-		{ MAIA_DTYPE_MXFP8_E4M3, 40, 64, 608, false, true, 1 },
-		{ MAIA_DTYPE_MXFP4_E2M1, 33, 96, 256, false, false, 2 },
-		{ MAIA_DTYPE_MXINT8, 17, 160, 96, false, true, 1 },
+		{ 0, MAIA_DTYPE_BF16, 32, 1100, 600, false, true, 1 },
+		{ 0, MAIA_DTYPE_BF16, 32, 1100, 600, false, false, 1 },
+		{ 0, MAIA_DTYPE_BF16, 195, 100, 301, false, true, 2 },
+		{ 0, MAIA_DTYPE_BF16, 61, 70, 130, true, true, 1 },
+		{ 0, MAIA_DTYPE_MXFP8_E4M3, 40, 64, 608, false, true, 1 },
+		{ 0, MAIA_DTYPE_MXFP4_E2M1, 33, 96, 256, false, false, 2 },
+		{ 0, MAIA_DTYPE_MXINT8, 17, 160, 96, false, true, 1 },
+		{ 0, MAIA_DTYPE_MXFP6_E3M2, 45, 96, 320, false, true, 1 },
+		{ 0, MAIA_DTYPE_MXFP6_E2M3, 30, 224, 96, false, false, 2 },
+		{ 0, MAIA_DTYPE_MXFP6_E3M2, 20, 64, 128, true, true, 1 },
+		{ 0, MAIA_DTYPE_MXINT8, 29, 96, 352, false, false, 2 },
+		{ 0, MAIA_DTYPE_MXINT8, 17, 32, 64, true, true, 1 },
+		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP6_E2M3, 33, 64, 257, false, true, 1 },
+		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP6_E3M2, 16, 96, 45, false, false, 1 },
+		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXINT8, 19, 128, 301, false, true, 2 },
 	};
 	const struct fw_gemm_kernel *p = portable_of(k);
 
@@ -981,19 +1006,21 @@ static void test_engine_pairs(const struct fw_gemm_kernel *k)
 		return;
 	for (size_t t = 0; t < sizeof(cs) / sizeof(cs[0]); t++) {
 		uint64_t nc = (uint64_t)cs[t].m * cs[t].n;
+		unsigned int adt = cs[t].adt ? cs[t].adt : cs[t].dt;
 		float *c = zalloc(4 * nc), *cp = zalloc(4 * nc);
 		double worst, worst_p;
 		int st, st_p;
 
 		trand_seed(2800 + t);
-		st = engine_pair_case(k, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd, cs[t].trans_b,
+		st = engine_pair_case(k, adt, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd, cs[t].trans_b,
 				      cs[t].whole, cs[t].threads, c, &worst);
 		trand_seed(2800 + t);
-		st_p = engine_pair_case(p, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd, cs[t].trans_b,
-					cs[t].whole, cs[t].threads, cp, &worst_p);
+		st_p = engine_pair_case(p, adt, cs[t].dt, cs[t].m, cs[t].n, cs[t].kd,
+					cs[t].trans_b, cs[t].whole, cs[t].threads, cp, &worst_p);
 		tap_ok(!st && !st_p && worst <= 1.0 && !memcmp(c, cp, 4 * nc),
-		       "kernel %s, engine: dtype %u %ux%ux%u%s, %s, %u thread(s): err/bound "
-		       "%.3g, bit-identical to %s: %s", k->name, cs[t].dt, cs[t].m, cs[t].n,
+		       "kernel %s, engine: dtype %u (A %u) %ux%ux%u%s, %s, %u thread(s): "
+		       "err/bound %.3g, bit-identical to %s: %s", k->name, cs[t].dt, adt,
+		       cs[t].m, cs[t].n,
 		       cs[t].kd, cs[t].trans_b ? " B transposed" : "",
 		       cs[t].whole ? "mapped whole" : "mapped in 4 KiB pages", cs[t].threads,
 		       worst, p->name, memcmp(c, cp, 4 * nc) ? "no" : "yes");
