@@ -149,9 +149,19 @@ struct fw_link_config {
 	 * 0 or 1: answer every DATA frame with an ACK at once. k > 1: only
 	 * every k-th unacked DATA frame; fw_link_tick() sends the rest, so a
 	 * host that ticks after each batch of received frames acks a batch
-	 * once (fewer frames and wake-ups on the reverse path).
+	 * once (fewer frames and wake-ups on the reverse path). 0 with
+	 * ack_delay_ns: no count, only the delay and the flags below.
 	 */
 	unsigned int ack_every;
+	/*
+	 * 0: fw_link_tick() acks what came since the last frame at once. Else
+	 * (wire version 6) a bare ACK waits up to this long for a DATA frame
+	 * of ours to carry the ack, unless the peer asked for it now
+	 * (MAIA_FABRIC_F_ACK_NOW), or a duplicate came (the peer timed out).
+	 * At most rto_ns / 4. A sender asks for acks itself when they are
+	 * what it waits for (fw_fabric_link.c, send_data()).
+	 */
+	uint64_t ack_delay_ns;
 	/*
 	 * 0: the retransmit timeout is rto_ns, fixed. Otherwise it adapts
 	 * between rto_ns and rto_max_ns: srtt + 4 rttvar of the acks' delays
@@ -181,6 +191,7 @@ struct fw_link_stats {
 	uint64_t rx_refused;				/* deliver() said -EAGAIN */
 	uint64_t retransmits;				/* DATA frames sent again */
 	uint64_t tx_hello, tx_ack, tx_keepalive;
+	uint64_t tx_ack_now;				/* DATA sent with MAIA_FABRIC_F_ACK_NOW */
 	uint64_t tx_nak, rx_nak;			/* NAKs sent and received */
 	uint64_t rx_held;				/* DATA after a gap, held */
 	uint64_t tx_injected_drops;			/* dropped by drop_ppm */
@@ -253,6 +264,8 @@ struct fw_link {
 	uint32_t nak_seq, nak_gap;	/* the gap the last NAK named, and when (0: none) */
 	uint64_t nak_ns;
 	bool ack_pending;
+	bool ack_now;			/* cfg.ack_delay_ns: ack at the next tick */
+	uint64_t ack_since_ns;		/* cfg.ack_delay_ns: the oldest unacked DATA's arrival */
 	unsigned int unacked_rx;	/* DATA frames received since the last frame sent */
 	uint64_t last_tx_ns, last_rx_ns, last_hello_ns, rto_start_ns;
 	uint64_t last_tick_ns;		/* fw_link_tick()'s last call: gaps mean we were starved */

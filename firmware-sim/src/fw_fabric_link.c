@@ -129,6 +129,7 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 	l->stats.tx_bytes += n;
 	l->last_tx_ns = now_ns;
 	l->ack_pending = false;		/* every frame carries the ack */
+	l->ack_now = false;
 	l->unacked_rx = 0;
 	if (l->cfg.drop_ppm && mix64(&l->rng) % 1000000u < l->cfg.drop_ppm) {
 		l->stats.tx_injected_drops++;
@@ -156,6 +157,26 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 	xmit(l, &h, NULL, now_ns);
 }
 
+/*
+ * Whether DATA frame seq asks for its ack at once (MAIA_FABRIC_F_ACK_NOW):
+ * when sent again or in a recovery (the ack says what else is lacking),
+ * and when the frames in flight with it reach half of what the window and
+ * the peer's credit allow, so that the sender never waits for a delayed
+ * ack with messages queued. A lone message (a small collective's chunk)
+ * does not ask: its ack rides on the next frame back, or comes up to the
+ * receiver's ack delay later.
+ */
+static bool ack_now_wanted(const struct fw_link *l, uint32_t seq, bool resend)
+{
+	uint32_t limit = seq_lt(l->snd_una, l->snd_credit) ? l->snd_credit - l->snd_una : 0;
+
+	if (resend || l->recovering)
+		return true;
+	if (l->cwnd < limit)
+		limit = l->cwnd;
+	return seq + 1u - l->snd_una >= (limit + 1u) / 2u;
+}
+
 static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now_ns)
 {
 	struct fw_link_msg *m = &l->q[seq & (l->cfg.txq - 1)];
@@ -163,6 +184,10 @@ static void send_data(struct fw_link *l, uint32_t seq, bool resend, uint64_t now
 
 	fill_hdr(l, &h, MAIA_FABRIC_DATA);
 	h.seq = seq;
+	if (ack_now_wanted(l, seq, resend)) {
+		h.flags |= MAIA_FABRIC_F_ACK_NOW;
+		l->stats.tx_ack_now++;
+	}
 	m->resent |= resend;
 	if (resend)
 		l->stats.retransmits++;
@@ -235,7 +260,7 @@ static void go_down(struct fw_link *l, bool new_epoch, uint64_t now_ns)
 	free_held(l);
 	l->rcv_nxt = 0;
 	l->nak_ns = 0;
-	l->ack_pending = false;
+	l->ack_pending = l->ack_now = false;
 	l->confirmed = false;
 	l->state = FW_LINK_DOWN;
 	l->peer_epoch = 0;
@@ -261,6 +286,7 @@ int fw_link_init(struct fw_link *l, const struct fw_link_config *cfg,
 	    !pow2(cfg->window) || cfg->window > (1u << 16) || !pow2(cfg->txq) ||
 	    cfg->txq < cfg->window || !cfg->hello_ns || !cfg->rto_ns || !cfg->keepalive_ns ||
 	    (cfg->rto_max_ns && cfg->rto_max_ns < cfg->rto_ns) ||
+	    cfg->ack_delay_ns > cfg->rto_ns / 4 ||
 	    cfg->dead_ns <= cfg->keepalive_ns || cfg->drop_ppm > 1000000u)
 		return -EINVAL;
 	l->cfg = *cfg;
@@ -320,8 +346,11 @@ uint64_t fw_link_next_deadline(const struct fw_link *l)
 		d = l->last_rx_ns + l->cfg.dead_ns;
 	if (l->state == FW_LINK_DOWN || !l->confirmed)
 		return min_u64(d, l->last_hello_ns + l->cfg.hello_ns);
-	if (l->ack_pending)
-		return l->last_tx_ns;		/* already due */
+	if (l->ack_pending) {
+		if (!l->cfg.ack_delay_ns || l->ack_now)
+			return l->last_tx_ns;	/* already due */
+		d = min_u64(d, l->ack_since_ns + l->cfg.ack_delay_ns);
+	}
 	/*
 	 * The next message is held, refused by the layer above: offer it again
 	 * soon. Or a gap is: name it again if it is still there after rto_ns.
@@ -661,7 +690,10 @@ static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
 		return false;
 	}
 	l->stats.rx_msgs++;
-	l->ack_pending = true;		/* also for one offered again at a tick */
+	/* One offered again at a tick (refused before): its sender has waited, ack it now. */
+	if (!l->ack_pending)
+		l->ack_now = true;
+	l->ack_pending = true;
 	return true;
 }
 
@@ -727,7 +759,11 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 {
 	const struct maia_fabric_hdr *h = &f->hdr;
 
+	if (!l->ack_pending)
+		l->ack_since_ns = now_ns;
 	l->ack_pending = true;
+	if (h->flags & MAIA_FABRIC_F_ACK_NOW)
+		l->ack_now = true;
 	l->unacked_rx++;
 	if (!seq_lt(h->seq, l->rcv_nxt + l->cfg.window)) {
 		l->stats.drops[MAIA_FABRIC_DROP_OUT_OF_WINDOW]++;
@@ -736,6 +772,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 	if (seq_lt(h->seq, l->rcv_nxt) || held_slot(l, h->seq)->msg) {
 		l->stats.drops[MAIA_FABRIC_DROP_DUPLICATE]++;
 		l->dup_rx = true;
+		l->ack_now = true;	/* the peer timed out: tell it soon */
 		drain(l, now_ns);	/* the next one may be held, refused earlier */
 		return;
 	}
@@ -798,7 +835,9 @@ static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc,
 	if (l->state != FW_LINK_UP)
 		return;
 	pump(l, now_ns);
-	if (l->ack_pending && l->unacked_rx >= l->cfg.ack_every)
+	/* ack_every 0 with an ack delay: no count, the delay and ACK_NOW alone. */
+	if (l->ack_pending && (l->cfg.ack_every ? l->unacked_rx >= l->cfg.ack_every :
+				 !l->cfg.ack_delay_ns))
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
 }
 
@@ -879,7 +918,9 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 			l->rto_cur_ns = min_u64(2 * l->rto_cur_ns, l->cfg.rto_max_ns);
 	}
 	pump(l, now_ns);
-	if (l->ack_pending)
+	/* With an ack delay, a DATA frame of ours may still carry it (wire version 6). */
+	if (l->ack_pending && (!l->cfg.ack_delay_ns || l->ack_now ||
+			       now_ns - l->ack_since_ns >= l->cfg.ack_delay_ns))
 		send_ctrl(l, MAIA_FABRIC_ACK, now_ns);
 	if (now_ns - l->last_tx_ns >= l->cfg.keepalive_ns)
 		send_ctrl(l, MAIA_FABRIC_KEEPALIVE, now_ns);

@@ -512,6 +512,8 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->link_nak_rx = l->stats.rx_nak;
 	i->rx_held = l->stats.rx_held;
 	i->spurious_rto = l->stats.spurious_rto;
+	i->tx_acks = l->stats.tx_ack;
+	i->tx_ack_now = l->stats.tx_ack_now;
 	i->mtu = MAIA_FABRIC_MSG_MAX_DATA;
 	for (unsigned int k = 0; k < MAIA_FABRIC_DROP_COUNT; k++)
 		i->rx_dropped += l->stats.drops[k];
@@ -615,6 +617,12 @@ int fw_fabric_create(struct maia_sim *sim)
 		 * sender never stalls a whole round for acks.
 		 */
 		lc.ack_every = lc.window >= 4 ? lc.window / 4 : 1;
+		/*
+		 * A lone message's ack waits for a frame back to carry it, or
+		 * MAIA_FABRIC_ACK_DELAY_US: a small collective's chunks then
+		 * cost no ACK frame of their own, nor the round that takes it.
+		 */
+		lc.ack_delay_ns = MAIA_FABRIC_ACK_DELAY_US * 1000ull;
 		/* Our cores are shared: an ack late by a scheduling delay is not a loss. */
 		lc.rto_max_ns = FW_FABRIC_RTO_MAX_NS;
 		/*

@@ -213,6 +213,8 @@ static void frame(const uint8_t *p, uint32_t cap, uint32_t len, double t)
 			printf(" missing %u-%u", h.ack, h.ack + h.gap - 1);
 		if (h.flags & MAIA_FABRIC_F_DUP)
 			printf(" DUP");
+		if (h.flags & MAIA_FABRIC_F_ACK_NOW)
+			printf(" ACK_NOW");
 	}
 	if (h.type == MAIA_FABRIC_DATA) {
 		if (resent(&h)) {

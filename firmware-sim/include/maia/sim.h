@@ -324,6 +324,8 @@ struct maia_sim_fabric_port_info {
 	uint64_t spurious_rto;		/* retransmit timeouts undone: the peer had the frame */
 	uint64_t rx_cut;		/* fabric rounds that stopped in this port's received
 					 * frames for the time limit and left the rest */
+	uint64_t tx_acks;		/* bare ACK frames sent (not carried by DATA) */
+	uint64_t tx_ack_now;		/* DATA frames that asked for their ack at once */
 	uint32_t mtu;			/* data bytes per transport message */
 	/* The transport (MAIA_FMSG_IDENT on every link UP, remote writes and reads). */
 	uint64_t tx_msgs_acked;		/* messages the peer acknowledged */

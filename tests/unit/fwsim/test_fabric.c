@@ -293,6 +293,11 @@ static const struct fw_link_ops link_ops = {
 	.tx = wire_tx, .deliver = deliver, .state_changed = state_changed,
 };
 
+/* cfg.ack_delay_ns of the links wire() makes (0: acks at the next tick). */
+static uint64_t ack_delay_ns;
+/* Prefix of the tests' names: "" or "delayed acks: ". */
+static const char *variant = "";
+
 static void link_init(unsigned int node, unsigned int port, uint32_t drop_ppm)
 {
 	struct node *nd = &net.nodes[node];
@@ -303,6 +308,7 @@ static void link_init(unsigned int node, unsigned int port, uint32_t drop_ppm)
 	cfg.port = port;
 	cfg.drop_ppm = drop_ppm;
 	cfg.drop_seed = 1000 + dir_id(node, port);
+	cfg.ack_delay_ns = ack_delay_ns;
 	if (fw_link_init(&nd->ep[port].link, &cfg, &link_ops, nd, net.now))
 		abort();
 }
@@ -956,20 +962,22 @@ static void test_api(void)
 static void test_refused(void)
 {
 	uint64_t refused = 0;
+	char name[96];
 
+	snprintf(name, sizeof(name), "%s2 nodes, 1%% loss, 20%% of deliveries refused", variant);
 	scenario_refuse = 0.20;
-	scenario("2 nodes, 1% loss, 20% of deliveries refused", 2, 0.01, 0, 0, 0, 1000);
+	scenario(name, 2, 0.01, 0, 0, 0, 1000);
 	scenario_refuse = 0;
 	refused = last_refused;
-	tap_ok(refused > 0, "refused deliveries counted (%llu) and delivered later",
+	tap_ok(refused > 0, "%srefused deliveries counted (%llu) and delivered later", variant,
 	       (unsigned long long)refused);
 	/*
 	 * A refused message is held and offered again at the next tick, and
 	 * acked once taken: no timeout, so about one frame sent again per loss.
 	 */
 	tap_ok(last_totals.retx <= 2 * last_wire_lost,
-	       "refusals cost no retransmission: %llu frames sent again for %llu lost",
-	       (unsigned long long)last_totals.retx, (unsigned long long)last_wire_lost);
+	       "%srefusals cost no retransmission: %llu frames sent again for %llu lost",
+	       variant, (unsigned long long)last_totals.retx, (unsigned long long)last_wire_lost);
 }
 
 /*
@@ -1005,12 +1013,12 @@ static void selective(const char *name, const uint32_t *seqs, const unsigned int
 	       (unsigned long long)rx->drops[MAIA_FABRIC_DROP_OUT_OF_ORDER],
 	       (unsigned long long)rx->drops[MAIA_FABRIC_DROP_DUPLICATE]);
 	tap_ok(t.got == 200 && t.bad == 0 && t.pending == 0,
-	       "%s: every message delivered once, in order, intact", name);
+	       "%s%s: every message delivered once, in order, intact", variant, name);
 	tap_ok(tx->retransmits == want_retx && rx->tx_nak == want_naks &&
 	       tx->spurious_rto == 0 && rx->drops[MAIA_FABRIC_DROP_OUT_OF_ORDER] == 0 &&
 	       rx->drops[MAIA_FABRIC_DROP_DUPLICATE] == (delay ? want_retx : 0),
-	       "%s: %llu frames sent again, %llu NAKs, nothing after a gap dropped or sent twice",
-	       name, (unsigned long long)want_retx, (unsigned long long)want_naks);
+	       "%s%s: %llu frames sent again, %llu NAKs, nothing after a gap dropped or sent twice",
+	       variant, name, (unsigned long long)want_retx, (unsigned long long)want_naks);
 	net_free();
 }
 
@@ -1034,8 +1042,8 @@ static void test_refused_last(void)
 	tx = &net.nodes[0].ep[0].link.stats;
 	tap_ok(t.got == 200 && t.bad == 0 && t.pending == 0 && !net.refuse_once &&
 	       t.refused == 1 && tx->retransmits == 0,
-	       "the last message refused once: held, taken at the next tick and acked, "
-	       "nothing sent again (%llu)", (unsigned long long)tx->retransmits);
+	       "%sthe last message refused once: held, taken at the next tick and acked, "
+	       "nothing sent again (%llu)", variant, (unsigned long long)tx->retransmits);
 	net_free();
 }
 
@@ -1091,15 +1099,18 @@ static void test_spurious_timeout(void)
 	run_until(net.now + 40 * MS);
 	retx = a->link.stats.retransmits;
 	tap_ok(retx >= 1 && a->link.cwnd < cwnd && a->link.recovering,
-	       "spurious timeout: %llu frames sent again while the peer did not run, window "
-	       "%u -> %u", (unsigned long long)retx, cwnd, a->link.cwnd);
+	       "%sspurious timeout: %llu frames sent again while the peer did not run, window "
+	       "%u -> %u", variant, (unsigned long long)retx, cwnd, a->link.cwnd);
 	thaw(1);
-	run_until(net.now + 2 * LATENCY_NS);
+	/* Delayed acks: the duplicate's ack goes at the receiver's next tick. */
+	run_until(net.now + 2 * LATENCY_NS + (ack_delay_ns ? TICK_NS : 0));
 	tap_ok(a->link.stats.spurious_rto == 1 && !a->link.recovering && a->link.cwnd >= cwnd &&
 	       a->link.rto_cur_ns == MAIA_FABRIC_RTO_MS * MS &&
-	       net.nodes[1].ep[0].link.stats.drops[MAIA_FABRIC_DROP_DUPLICATE] == retx,
-	       "spurious timeout: the peer had the frame (%llu duplicates): window back to %u, "
-	       "timeout back to %u ms", (unsigned long long)retx, a->link.cwnd,
+	       net.nodes[1].ep[0].link.stats.drops[MAIA_FABRIC_DROP_DUPLICATE] >= retx &&
+	       net.nodes[1].ep[0].link.stats.drops[MAIA_FABRIC_DROP_DUPLICATE] <=
+	       a->link.stats.retransmits,
+	       "%sspurious timeout: the peer had the frame (%llu duplicates): window back to %u, "
+	       "timeout back to %u ms", variant, (unsigned long long)retx, a->link.cwnd,
 	       (unsigned int)(a->link.rto_cur_ns / MS));
 	run_traffic(0, 10000 * MS);
 	t = totals();
@@ -1110,8 +1121,8 @@ static void test_spurious_timeout(void)
 	 */
 	tap_ok(t.got == 1000 && t.bad == 0 && t.pending == 0 &&
 	       a->link.stats.retransmits <= retx + 1,
-	       "spurious timeout: every message delivered once (%llu), %llu sent again after the "
-	       "freeze", (unsigned long long)t.got,
+	       "%sspurious timeout: every message delivered once (%llu), %llu sent again after "
+	       "the freeze", variant, (unsigned long long)t.got,
 	       (unsigned long long)(a->link.stats.retransmits - retx));
 	net_free();
 }
@@ -1140,6 +1151,169 @@ static void test_shallow(void)
 	       (unsigned long long)t.sent);
 }
 
+/* The ACK frames node's port sent. */
+static uint64_t acks_sent(unsigned int node, unsigned int port)
+{
+	return net.nodes[node].ep[port].link.stats.tx_ack;
+}
+
+/*
+ * Two nodes cabled 0:0 - 1:0 with the given ack delay, UP, the clock just
+ * past one of run_until()'s ticks (none falls in what follows at once).
+ */
+static void pair_up(uint64_t delay, uint64_t seed, struct endpoint **a, struct endpoint **b)
+{
+	ack_delay_ns = delay;
+	net_setup(2, 0, 0, 0, seed);
+	wire(0, 0, 1, 0, 0);
+	ack_delay_ns = 0;
+	*a = &net.nodes[0].ep[0];
+	*b = &net.nodes[1].ep[0];
+	while (!all_up() && net.now < 3000 * MS)
+		run_until(net.now + MS);
+	run_until(net.now - net.now % TICK_NS + TICK_NS + 1000);
+}
+
+/*
+ * Lone messages, one every 50 us, the receiver ticked 10 us after each
+ * arrives (a device's round ends with its ticks): without an ack delay every
+ * message costs an ACK frame; with it, the acks of 1 ms go in one, or in
+ * the receiver's own DATA when it answers each message. Virtual time: the
+ * counts are exact.
+ */
+static uint64_t lone_messages(uint64_t delay, bool answer, uint64_t *acks_back,
+			      uint64_t *ack_now)
+{
+	struct endpoint *a, *b;
+	uint64_t before, before_back;
+
+	pair_up(delay, 0xac4, &a, &b);
+	before = acks_sent(1, 0);
+	before_back = acks_sent(0, 0);
+	for (unsigned int i = 0; i < 40; i++) {
+		a->out.total++;
+		if (answer)
+			b->out.total++;
+		feed();
+		run_until(net.now + LATENCY_NS + 10000);
+		fw_link_tick(&b->link, net.now);
+		fw_link_tick(&a->link, net.now);
+		run_until(net.now + 20000);
+	}
+	*acks_back = acks_sent(0, 0) - before_back;
+	*ack_now = a->link.stats.tx_ack_now;
+	before = acks_sent(1, 0) - before;
+	run_traffic(0, 100 * MS);
+	tap_ok(totals().got == (answer ? 80u : 40u) && totals().bad == 0 &&
+	       totals().pending == 0 && totals().retx == 0,
+	       "%s: %s messages delivered and acked, nothing sent again",
+	       delay ? "delayed acks" : "acks at the tick", answer ? "80" : "40");
+	net_free();
+	return before;
+}
+
+static void test_delayed_acks(void)
+{
+	uint64_t delay = MAIA_FABRIC_ACK_DELAY_US * 1000ull, back, ack_now;
+	uint64_t n;
+
+	n = lone_messages(0, false, &back, &ack_now);
+	tap_ok(n == 40, "acks at the tick: 40 lone messages, %llu ACK frames",
+	       (unsigned long long)n);
+	n = lone_messages(delay, false, &back, &ack_now);
+	/*
+	 * 40 x 50 us = 2 ms: one ACK 1 ms after the first message arrived; the
+	 * next is due 1 ms after the one after it, past the last (run_traffic()).
+	 */
+	tap_ok(n == 1 && ack_now == 0,
+	       "delayed acks: 40 lone messages in 2 ms, %llu ACK frames (delay %llu us), "
+	       "%llu asked for at once", (unsigned long long)n,
+	       (unsigned long long)MAIA_FABRIC_ACK_DELAY_US, (unsigned long long)ack_now);
+	n = lone_messages(delay, true, &back, &ack_now);
+	tap_ok(n == 0 && back <= 1,
+	       "delayed acks: each message answered: the answers carry the acks (%llu ACK "
+	       "frames one way, %llu the other)", (unsigned long long)n,
+	       (unsigned long long)back);
+}
+
+/*
+ * MAIA_FABRIC_F_ACK_NOW: 40 messages queued at once on a 64-frame window;
+ * from the one that fills half of it (seq 31) each asks for its ack now, and
+ * the receiver acks at its next tick, well before its delay. A frame sent
+ * again asks too.
+ */
+static void test_ack_now(void)
+{
+	struct endpoint *a, *b;
+	uint64_t acks, t0;
+
+	pair_up(MAIA_FABRIC_ACK_DELAY_US * 1000ull, 0xac5, &a, &b);
+	acks = acks_sent(1, 0);
+	a->out.total = 40;
+	feed();
+	t0 = net.now;
+	run_until(net.now + LATENCY_NS + 10000);
+	fw_link_tick(&b->link, net.now);
+	tap_ok(a->link.stats.tx_ack_now == 9 && acks_sent(1, 0) == acks + 1,
+	       "ack now: %llu of 40 frames asked (seq 31..39 of a 64-frame window), acked "
+	       "at the receiver's tick %llu us after they were sent",
+	       (unsigned long long)a->link.stats.tx_ack_now,
+	       (unsigned long long)((net.now - t0) / 1000));
+	run_until(net.now + LATENCY_NS + 1000);
+	tap_ok(fw_link_pending(&a->link) == 0 && a->out.got == 40,
+	       "ack now: the sender has every ack %llu us after sending, its ack delay %llu us",
+	       (unsigned long long)((net.now - t0) / 1000),
+	       (unsigned long long)MAIA_FABRIC_ACK_DELAY_US);
+	/* A lone frame lost: the timeout's copy asks, and the receiver acks at its tick. */
+	net.drop_seq[0] = 40;
+	net.drop_times[0] = 1;
+	net.ndrop = 1;
+	a->out.total = 41;
+	feed();
+	t0 = net.now;
+	while (a->link.stats.retransmits == 0 && net.now < t0 + 200 * MS)
+		run_until(net.now + 100000);
+	t0 = net.now;
+	acks = acks_sent(1, 0);
+	run_until(net.now + LATENCY_NS + 10000);
+	fw_link_tick(&b->link, net.now);
+	run_until(net.now + LATENCY_NS + 1000);
+	tap_ok(a->link.stats.retransmits == 1 && a->link.stats.tx_ack_now == 10 &&
+	       acks_sent(1, 0) == acks + 1 && fw_link_pending(&a->link) == 0,
+	       "ack now: a frame sent again asks, acked %llu us after its resend",
+	       (unsigned long long)((net.now - t0) / 1000));
+	net_free();
+}
+
+/* A peer of another wire version (5, before delayed acks) is refused at its HELLO. */
+static void test_old_version(void)
+{
+	static uint8_t buf[MAIA_FABRIC_MIN_FRAME];
+	struct maia_fabric_hdr h = { .version = MAIA_FABRIC_VERSION - 1, .type = MAIA_FABRIC_HELLO,
+				     .src_port = 0, .dst_port = MAIA_FABRIC_PORT_ANY,
+				     .src_serial = 77, .epoch = 5 };
+	struct endpoint *b;
+	uint8_t mac[6];
+	size_t n;
+
+	net_setup(2, 0, 0, 0, 0xac6);
+	wire(0, 0, 1, 0, 0);
+	net.nodes[0].dead = true;
+	b = &net.nodes[1].ep[0];
+	fw_fabric_mac(mac, 77, 0);
+	n = fw_fabric_build(buf, mac, mac, &h, NULL, 0);
+	for (unsigned int i = 0; i < 10; i++) {
+		fw_link_rx(&b->link, buf, n, net.now);
+		run_until(net.now + MS);
+	}
+	tap_ok(!b->up && b->link.state == FW_LINK_DOWN && b->link.stats.link_ups == 0 &&
+	       b->link.stats.drops[MAIA_FABRIC_DROP_VERSION] == 10,
+	       "a version %u HELLO is dropped (VERSION, %llu): the link stays DOWN",
+	       (unsigned int)(MAIA_FABRIC_VERSION - 1),
+	       (unsigned long long)b->link.stats.drops[MAIA_FABRIC_DROP_VERSION]);
+	net_free();
+}
+
 int main(void)
 {
 	test_frame_format();
@@ -1161,5 +1335,19 @@ int main(void)
 	test_dead_peer(true);
 	test_starved_side();
 	test_malformed_live();
+	test_delayed_acks();
+	test_ack_now();
+	test_old_version();
+	/* Loss, refusals and timeouts again with acks delayed as a device's ports delay them. */
+	ack_delay_ns = MAIA_FABRIC_ACK_DELAY_US * 1000ull;
+	variant = "delayed acks: ";
+	scenario("delayed acks: 2 nodes, 10% loss + reorder + dup", 2, 0.10, 0.02, 0.10, 0, 2000);
+	scenario("delayed acks: 2 nodes, 10% injected tx drop (drop_ppm)", 2, 0, 0, 0, 100000,
+		 2000);
+	test_refused();
+	test_selective();
+	test_refused_last();
+	test_spurious_timeout();
+	ack_delay_ns = 0;
 	return tap_done();
 }

@@ -1886,6 +1886,64 @@ static void test_doorbell_direct(unsigned int n)
 	direct_set = false;
 }
 
+/*
+ * Delayed acks (wire version 6): 8-byte all-reduces back to back on n
+ * devices, the doorbell fast path on, as QEMU runs them. Each chunk is a lone
+ * message: its ack waits for a frame back (none on a ring), or for
+ * MAIA_FABRIC_ACK_DELAY_US, or for a quarter window of unacked ones; before,
+ * every round that received a chunk sent an ACK frame for it. The bound
+ * counts every ACK frame the delay allows in the time the loop took, so a
+ * slow or loaded host only loosens it.
+ */
+static void test_delayed_acks(unsigned int n)
+{
+	const unsigned int iters = 200;
+	struct maia_sim_fabric_port_info a[MAX_DEV][NPORTS], b;
+	uint64_t acks = 0, data = 0, ack_now = 0, bound;
+	struct timespec t0, t1;
+	double ms;
+	long wrong = 0;
+	bool ok = true;
+
+	if (!tap_ok(ring_up(n, 0), "delayed acks: %u devices cabled", n))
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int p = 0; p < NPORTS; p++)
+			maia_sim_fabric_port_info(nodes[i].e.sim, p, &a[i][p]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned int k = 0; k < iters; k++) {
+		struct outcome r = run(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0,
+				       false, -1, LONG_TIMEOUT_MS);
+
+		ok &= all_ok(&r);
+		wrong += r.wrong;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = secs(&t0, &t1) * 1e3;
+	/* The snapshots are a round old: let every port publish its last one. */
+	usleep(20000);
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int p = 0; p < NPORTS; p++) {
+			maia_sim_fabric_port_info(nodes[i].e.sim, p, &b);
+			acks += b.tx_acks - a[i][p].tx_acks;
+			data += b.rx_msgs - a[i][p].rx_msgs;
+			ack_now += b.tx_ack_now - a[i][p].tx_ack_now;
+		}
+	/*
+	 * Per port that received chunks: one ACK per ack delay of the loop (and
+	 * the 20 ms after it), one per quarter window received, one per ACK_NOW.
+	 */
+	bound = (uint64_t)n * ((uint64_t)((ms + 20.0) * 1000.0 / MAIA_FABRIC_ACK_DELAY_US) + 2) +
+		data / (MAIA_FABRIC_WINDOW / 4) + ack_now;
+	tap_ok(ok && !wrong && acks <= bound && acks < iters,
+	       "delayed acks, %u devices: %u 8-byte all-reduces OK (#wrong %ld) in %.1f ms, "
+	       "%llu messages, %llu ACK frames (%.2f per all-reduce; at most %llu), %llu asked "
+	       "at once", n, iters, wrong, ms, (unsigned long long)data,
+	       (unsigned long long)acks, (double)acks / iters, (unsigned long long)bound,
+	       (unsigned long long)ack_now);
+	ring_down();
+}
+
 /* One job on node r's queue qi (command buffer in host memory): its completion entry. */
 static struct maia_cq_entry run_job(unsigned int r, unsigned int qi, const struct cmdbuf *cb,
 				    uint64_t id)
@@ -2086,6 +2144,8 @@ int main(void)
 	test_peer_behind();
 	test_doorbell_direct(2);
 	test_doorbell_direct(4);
+	test_delayed_acks(2);
+	test_delayed_acks(4);
 	test_ring(2, 0, false, 0);
 	test_ring(4, 0, true, 0);
 	test_fabric_wait_status();

@@ -22,11 +22,12 @@
 
 #define MAIA_FABRIC_ETHERTYPE		0x88b5u	/* IEEE local experimental 1 */
 /*
+ * 6: delayed acks, MAIA_FABRIC_F_ACK_NOW;
  * 5: a gather-reduce message carries several ranks' inputs (model_delta_ns);
  * 4: NAK, selective retransmission; 3: gather-reduce; 2: 60 KiB messages
  * (1: 64 KiB)
  */
-#define MAIA_FABRIC_VERSION		5u
+#define MAIA_FABRIC_VERSION		6u
 #define MAIA_FABRIC_MAX_PORTS		12u	/* 12 x 400 GbE on Maia 100 */
 #define MAIA_FABRIC_PORT_ANY		0xffu	/* dst_port of a HELLO */
 
@@ -75,6 +76,13 @@ struct maia_fabric_hdr {
  * had (it was late, not lost): that side undoes the timeout's window cut.
  */
 #define MAIA_FABRIC_F_DUP		0x0001u
+/*
+ * (6) maia_fabric_hdr.flags of a DATA frame: ack it at once (at the end of
+ * the receiver's round), not up to MAIA_FABRIC_ACK_DELAY_US later. A sender
+ * sets it on a frame sent again, in a recovery, and when the frames in
+ * flight reach half of what its window and credit allow.
+ */
+#define MAIA_FABRIC_F_ACK_NOW		0x0002u
 #define MAIA_FABRIC_HDR_LEN		48u
 /* What QEMU's net layer carries per frame (NET_BUFSIZE). */
 #define MAIA_FABRIC_BACKEND_MAX_FRAME	69632u
@@ -104,6 +112,12 @@ _Static_assert(MAIA_FABRIC_MAX_FRAME <= MAIA_FABRIC_UDP_MAX_FRAME,
 #define MAIA_FABRIC_KEEPALIVE_MS	50u	/* sent after this long without a tx */
 #define MAIA_FABRIC_DEAD_MS		1000u	/* DOWN after this long without a valid rx */
 #define MAIA_FABRIC_WINDOW		64u	/* DATA frames in flight / credit granted */
+/*
+ * (6) A receiver's bare ACK waits up to this long for a frame of its own to
+ * the peer to carry the ack (a device's ports; at most a quarter of the
+ * least retransmit timeout, so that no timeout fires for a delayed ack).
+ */
+#define MAIA_FABRIC_ACK_DELAY_US	1000u
 
 /* Why a received frame was dropped (per-port drop counters, in this order). */
 enum maia_fabric_drop {
