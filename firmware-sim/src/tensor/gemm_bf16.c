@@ -344,6 +344,69 @@ static inline uint16_t *pair_next(struct pair_out *o)
 	return p;
 }
 
+/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
+static inline float e8m0_f32(unsigned int s)
+{
+	return fw_f32_from_bits(s ? s << 23 : 0x00400000u);
+}
+
+/* The columns from n to np zero, 16 at a time. */
+__attribute__((target("avx512f"), always_inline))
+static inline void pair_zero_tail(struct pair_out *o, size_t n, size_t np)
+{
+	for (size_t j = n; j < np; j += 16)
+		_mm512_storeu_si512(pair_next(o), _mm512_setzero_si512());
+}
+
+/*
+ * The blocks the SIMD loops left (bit i of slow: block c0 / 32 + i of both
+ * rows), the reference way: a second pass, so that the loops hold no call
+ * (which would have them set their constants up again after it).
+ */
+static void mx_pair_slow(unsigned int dtype, uint64_t slow, size_t c0, const uint8_t *e0,
+			 const uint8_t *s0, const uint8_t *e1, const uint8_t *s1, unsigned int nr,
+			 size_t pstride, uint16_t *dst)
+{
+	unsigned int bb = maia_dtype_block_bytes(dtype);
+
+	for (; slow; slow &= slow - 1) {
+		size_t b = c0 / 32 + (size_t)__builtin_ctzll(slow);
+
+		mx_pair_block_portable(dtype, e0 + b * bb, s0 + b, e1 ? e1 + b * bb : NULL,
+				       e1 ? s1 + b : NULL, 32 * b, nr, pstride, dst);
+	}
+}
+
+/*
+ * The loop of the MX pair decoders below, over both rows' blocks of 32
+ * columns, 64 blocks at a time: per block, with c its first column, b its
+ * index and sa, sb its scales (127 for an absent row 1), the blocks for
+ * which skip holds are left to a second pass (mx_pair_slow()), the others
+ * written by the body, two groups of 16 pairs through pair_next(&o); then
+ * the columns from n to np zero. Uses the decoders' parameters and o.
+ */
+#define MX_PAIR_BLOCKS(dtype, skip, ...)						\
+	do {										\
+		for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {				\
+			size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;		\
+			uint64_t slow = 0;						\
+											\
+			for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {	\
+				unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;		\
+											\
+				if (skip) {						\
+					slow |= 1ull << (b - c0 / 32);			\
+					pair_next(&o);					\
+					pair_next(&o);					\
+					continue;					\
+				}							\
+				__VA_ARGS__						\
+			}								\
+			mx_pair_slow(dtype, slow, c0, e0, s0, e1, s1, nr, pstride, dst); \
+		}									\
+		pair_zero_tail(&o, n, np);						\
+	} while (0)
+
 /*
  * MXFP8 rows into pairs, 32 columns (a block of each row) at a time, in
  * 16-bit lanes: the code's magnitude shifted into a BF16's exponent and
@@ -370,6 +433,7 @@ static inline void mx_fp8_pairs(bool e4m3, const uint8_t *e0, const uint8_t *s0,
 	const __m512i tsub = _mm512_loadu_si512(e4m3 ? e4m3_sub : e5m2_sub);
 	const __m512i idx0 = _mm512_loadu_si512(fp8_idx[0]), idx1 = _mm512_loadu_si512(fp8_idx[1]);
 	struct pair_out o = { dst, pstride, 0, nr };
+	__m512i x;
 
 	KEEP(magm);
 	KEEP(expm);
@@ -378,51 +442,29 @@ static inline void mx_fp8_pairs(bool e4m3, const uint8_t *e0, const uint8_t *s0,
 	KEEP(b7f);
 	KEEP(special);
 
-	/*
-	 * 64 blocks at a time, the others' blocks (a call, which would have
-	 * the loop set its constants up again after it) in a second pass
-	 */
-	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {
-		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
-		uint64_t slow = 0;
+	/* x: both rows' codes of the block, row 1's (or zeros) from byte 32 */
+	MX_PAIR_BLOCKS(dtype, (x = _mm512_inserti64x4(
+				      _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + c))),
+				      e1 ? _mm256_loadu_si256((const void *)(e1 + c)) :
+					   _mm256_setzero_si256(), 1),
+			       sa - lo > hi - lo || sb - lo > hi - lo ||
+			       _mm512_cmpge_epu8_mask(_mm512_and_si512(x, b7f), special)), {
+		/* (s - bias) << 7 in each word, row 0's in the even ones */
+		__m512i d = _mm512_set1_epi32((int)(((sa - bias) << 7 & 0xffff) |
+						    (sb - bias) << 23));
 
-		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
-			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-			__m512i x = _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + c)));
-			__m512i d;
+		_Pragma("GCC unroll 2")
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
+			__m512i v = _mm512_and_si512(_mm512_slli_epi16(w, sh), magm);
 
-			x = _mm512_inserti64x4(x, e1 ? _mm256_loadu_si256((const void *)(e1 + c)) :
-						       _mm256_setzero_si256(), 1);
-			if (sa - lo > hi - lo || sb - lo > hi - lo ||
-			    _mm512_cmpge_epu8_mask(_mm512_and_si512(x, b7f), special)) {
-				slow |= 1ull << (b - c0 / 32);
-				pair_next(&o);
-				pair_next(&o);
-				continue;
-			}
-			/* (s - bias) << 7 in each word, row 0's in the even ones */
-			d = _mm512_set1_epi32((int)(((sa - bias) << 7 & 0xffff) | (sb - bias) << 23));
-#pragma GCC unroll 2
-			for (unsigned int q = 0; q < 2; q++) {
-				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
-				__m512i v = _mm512_and_si512(_mm512_slli_epi16(w, sh), magm);
-
-				v = _mm512_mask_permutexvar_epi16(v, _mm512_testn_epi16_mask(w, expm),
-								  w, tsub);
-				v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(w, m7f), v, d);
-				v = _mm512_ternarylogic_epi32(v, w, sgn, 0xf8);	/* v | (w & sgn) */
-				_mm512_storeu_si512(pair_next(&o), v);
-			}
+			v = _mm512_mask_permutexvar_epi16(v, _mm512_testn_epi16_mask(w, expm), w,
+							  tsub);
+			v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(w, m7f), v, d);
+			v = _mm512_ternarylogic_epi32(v, w, sgn, 0xf8);	/* v | (w & sgn) */
+			_mm512_storeu_si512(pair_next(&o), v);
 		}
-		for (; slow; slow &= slow - 1) {
-			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
-
-			mx_pair_block_portable(dtype, e0 + c, s0 + b, e1 ? e1 + c : NULL,
-					       e1 ? s1 + b : NULL, c, nr, pstride, dst);
-		}
-	}
-	for (size_t j = n; j < np; j += 16)
-		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+	});
 }
 
 /*
@@ -456,50 +498,24 @@ static void mx_fp4_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1
 
 	KEEP(m0f);
 
-	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
-		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
-		uint64_t slow = 0;
-
-		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
-			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-			__m512i x, tab;
-			__m512 t0, t1;
-
-			if (sa == E8M0_NAN || sb == E8M0_NAN) {
-				slow |= 1ull << (b - c0 / 32);
-				pair_next(&o);
-				pair_next(&o);
-				continue;
-			}
-			/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
-			t0 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sa ? sa << 23 :
-										0x00400000u)));
-			t1 = _mm512_mul_ps(base, _mm512_set1_ps(fw_f32_from_bits(sb ? sb << 23 :
-										0x00400000u)));
-			tab = _mm512_permutex2var_epi16(_mm512_castps_si512(t0), high,
+	MX_PAIR_BLOCKS(MAIA_DTYPE_MXFP4_E2M1, sa == E8M0_NAN || sb == E8M0_NAN, {
+		__m512 t0 = _mm512_mul_ps(base, _mm512_set1_ps(e8m0_f32(sa)));
+		__m512 t1 = _mm512_mul_ps(base, _mm512_set1_ps(e8m0_f32(sb)));
+		__m512i tab = _mm512_permutex2var_epi16(_mm512_castps_si512(t0), high,
 							_mm512_castps_si512(t1));
-			x = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(e0 + c / 2)));
-			x = _mm512_inserti32x4(x, e1 ? _mm_loadu_si128((const void *)(e1 + c / 2)) :
-						       _mm_setzero_si128(), 1);
-#pragma GCC unroll 2
-			for (unsigned int q = 0; q < 2; q++) {
-				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
+		__m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(e0 + c / 2)));
 
-				w = _mm512_srlv_epi16(w, shift);
-				w = _mm512_ternarylogic_epi32(w, m0f, row, 0xea); /* (w & 15) | row */
-				_mm512_storeu_si512(pair_next(&o), _mm512_permutexvar_epi16(w, tab));
-			}
-		}
-		for (; slow; slow &= slow - 1) {
-			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+		x = _mm512_inserti32x4(x, e1 ? _mm_loadu_si128((const void *)(e1 + c / 2)) :
+					       _mm_setzero_si128(), 1);
+		_Pragma("GCC unroll 2")
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x);
 
-			mx_pair_block_portable(MAIA_DTYPE_MXFP4_E2M1, e0 + c / 2, s0 + b,
-					       e1 ? e1 + c / 2 : NULL, e1 ? s1 + b : NULL, c, nr,
-					       pstride, dst);
+			w = _mm512_srlv_epi16(w, shift);
+			w = _mm512_ternarylogic_epi32(w, m0f, row, 0xea); /* (w & 15) | row */
+			_mm512_storeu_si512(pair_next(&o), _mm512_permutexvar_epi16(w, tab));
 		}
-	}
-	for (size_t j = n; j < np; j += 16)
-		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+	});
 }
 
 /*
@@ -523,12 +539,6 @@ static const uint16_t fp6_row[32] = {		/* row 1's words: the second register */
 	0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32,
 	0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32, 0, 32 };
 
-/* 2^(s-127) by its bits: s = 0 is the subnormal 2^-127 */
-static inline float e8m0_f32(unsigned int s)
-{
-	return fw_f32_from_bits(s ? s << 23 : 0x00400000u);
-}
-
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
 static inline void mx_fp6_pairs(bool e3m2, const uint8_t *e0, const uint8_t *s0,
 				const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
@@ -546,54 +556,30 @@ static inline void mx_fp6_pairs(bool e3m2, const uint8_t *e0, const uint8_t *s0,
 	KEEP(m1f);
 	KEEP(sgn);
 
-	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
-		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
-		uint64_t slow = 0;
-
-		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
-			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-			__m512 f0, f1;
-			__m512i x, y, tab0, tab1;
-
-			if (sa == E8M0_NAN || sb == E8M0_NAN) {
-				slow |= 1ull << (b - c0 / 32);
-				pair_next(&o);
-				pair_next(&o);
-				continue;
-			}
-			f0 = _mm512_set1_ps(e8m0_f32(sa));
-			f1 = _mm512_set1_ps(e8m0_f32(sb));
-			tab0 = _mm512_permutex2var_epi16(_mm512_castps_si512(_mm512_mul_ps(base0, f0)),
-							 high,
-							 _mm512_castps_si512(_mm512_mul_ps(base1, f0)));
-			tab1 = _mm512_permutex2var_epi16(_mm512_castps_si512(_mm512_mul_ps(base0, f1)),
-							 high,
-							 _mm512_castps_si512(_mm512_mul_ps(base1, f1)));
-			x = _mm512_maskz_loadu_epi8(0xffffff, e0 + c / 4 * 3);
-			y = e1 ? _mm512_maskz_loadu_epi8(0xffffff, e1 + c / 4 * 3) :
+	MX_PAIR_BLOCKS(dtype, sa == E8M0_NAN || sb == E8M0_NAN, {
+		__m512 f0 = _mm512_set1_ps(e8m0_f32(sa)), f1 = _mm512_set1_ps(e8m0_f32(sb));
+		__m512i tab0 = _mm512_permutex2var_epi16(
+			_mm512_castps_si512(_mm512_mul_ps(base0, f0)), high,
+			_mm512_castps_si512(_mm512_mul_ps(base1, f0)));
+		__m512i tab1 = _mm512_permutex2var_epi16(
+			_mm512_castps_si512(_mm512_mul_ps(base0, f1)), high,
+			_mm512_castps_si512(_mm512_mul_ps(base1, f1)));
+		__m512i x = _mm512_maskz_loadu_epi8(0xffffff, e0 + c / 4 * 3);
+		__m512i y = e1 ? _mm512_maskz_loadu_epi8(0xffffff, e1 + c / 4 * 3) :
 				 _mm512_setzero_si512();
-			x = _mm512_inserti64x4(x, _mm512_castsi512_si256(y), 1);
-#pragma GCC unroll 2
-			for (unsigned int q = 0; q < 2; q++) {
-				__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x), v;
 
-				w = _mm512_srlv_epi16(w, shift);
-				v = _mm512_ternarylogic_epi32(w, m1f, row, 0xea); /* (w & 31) | row */
-				v = _mm512_permutex2var_epi16(tab0, v, tab1);
-				v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(w, 10), sgn, 0xf8);
-				_mm512_storeu_si512(pair_next(&o), v);
-			}
-		}
-		for (; slow; slow &= slow - 1) {
-			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+		x = _mm512_inserti64x4(x, _mm512_castsi512_si256(y), 1);
+		_Pragma("GCC unroll 2")
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512i w = _mm512_permutexvar_epi8(q ? idx1 : idx0, x), v;
 
-			mx_pair_block_portable(dtype, e0 + c / 4 * 3, s0 + b,
-					       e1 ? e1 + c / 4 * 3 : NULL, e1 ? s1 + b : NULL, c, nr,
-					       pstride, dst);
+			w = _mm512_srlv_epi16(w, shift);
+			v = _mm512_ternarylogic_epi32(w, m1f, row, 0xea); /* (w & 31) | row */
+			v = _mm512_permutex2var_epi16(tab0, v, tab1);
+			v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(w, 10), sgn, 0xf8);
+			_mm512_storeu_si512(pair_next(&o), v);
 		}
-	}
-	for (size_t j = n; j < np; j += 16)
-		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
+	});
 }
 
 /*
@@ -616,82 +602,56 @@ static void mx_int8_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e
 
 	KEEP(hi);
 
-	for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {	/* as mx_fp8_pairs() */
-		size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;
-		uint64_t slow = 0;
+	MX_PAIR_BLOCKS(MAIA_DTYPE_MXINT8, sa == E8M0_NAN || sb == E8M0_NAN, {
+		/* 2^(s - 133) by its bits, FP32 subnormal below s = 7 */
+		__m512 f0 = _mm512_set1_ps(fw_f32_from_bits(sa >= 7 ? (sa - 6) << 23 :
+							    1u << (16 + sa)));
+		__m512 f1 = _mm512_set1_ps(fw_f32_from_bits(sb >= 7 ? (sb - 6) << 23 :
+							    1u << (16 + sb)));
 
-		for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {
-			unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;
-			__m512 f0, f1;
+		_Pragma("GCC unroll 2")
+		for (unsigned int q = 0; q < 2; q++) {
+			__m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+				_mm_loadu_si128((const void *)(e0 + c + 16 * q))));
+			__m512 x1 = e1 ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+				_mm_loadu_si128((const void *)(e1 + c + 16 * q)))) :
+				_mm512_setzero_ps();
+			__m512i v0 = _mm512_castps_si512(_mm512_mul_ps(x0, f0));
+			__m512i v1 = _mm512_castps_si512(_mm512_mul_ps(x1, f1));
 
-			if (sa == E8M0_NAN || sb == E8M0_NAN) {
-				slow |= 1ull << (b - c0 / 32);
-				pair_next(&o);
-				pair_next(&o);
-				continue;
-			}
-			/* 2^(s - 133) by its bits, FP32 subnormal below s = 7 */
-			f0 = _mm512_set1_ps(fw_f32_from_bits(sa >= 7 ? (sa - 6) << 23 : 1u << (16 + sa)));
-			f1 = _mm512_set1_ps(fw_f32_from_bits(sb >= 7 ? (sb - 6) << 23 : 1u << (16 + sb)));
-#pragma GCC unroll 2
-			for (unsigned int q = 0; q < 2; q++) {
-				__m512 x0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-					_mm_loadu_si128((const void *)(e0 + c + 16 * q))));
-				__m512 x1 = e1 ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-					_mm_loadu_si128((const void *)(e1 + c + 16 * q)))) :
-					_mm512_setzero_ps();
-				__m512i v0 = _mm512_castps_si512(_mm512_mul_ps(x0, f0));
-				__m512i v1 = _mm512_castps_si512(_mm512_mul_ps(x1, f1));
-
-				/* (v1 & hi) | v0 >> 16 */
-				_mm512_storeu_si512(pair_next(&o),
-						    _mm512_ternarylogic_epi32(v1, hi,
-									      _mm512_srli_epi32(v0, 16),
-									      0xea));
-			}
+			/* (v1 & hi) | v0 >> 16 */
+			_mm512_storeu_si512(pair_next(&o),
+					    _mm512_ternarylogic_epi32(v1, hi, _mm512_srli_epi32(v0, 16),
+								      0xea));
 		}
-		for (; slow; slow &= slow - 1) {
-			size_t c = c0 + 32 * (size_t)__builtin_ctzll(slow), b = c / 32;
+	});
+}
 
-			mx_pair_block_portable(MAIA_DTYPE_MXINT8, e0 + c, s0 + b, e1 ? e1 + c : NULL,
-					       e1 ? s1 + b : NULL, c, nr, pstride, dst);
-		}
+/* The FP8 and FP6 decoders, one function per element format (a constant inside). */
+#define MX_PAIRS_OF(name, decoder, first)						\
+	__attribute__((target("avx512f,avx512bw,avx512vbmi")))				\
+	static void name(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,	\
+			 const uint8_t *s1, size_t n, size_t np, unsigned int nr,	\
+			 size_t pstride, uint16_t *dst)					\
+	{										\
+		decoder(first, e0, s0, e1, s1, n, np, nr, pstride, dst);		\
 	}
-	for (size_t j = n; j < np; j += 16)
-		_mm512_storeu_si512(pair_next(&o), _mm512_setzero_si512());
-}
+MX_PAIRS_OF(mx_e4m3_pairs, mx_fp8_pairs, true)
+MX_PAIRS_OF(mx_e5m2_pairs, mx_fp8_pairs, false)
+MX_PAIRS_OF(mx_e3m2_pairs, mx_fp6_pairs, true)
+MX_PAIRS_OF(mx_e2m3_pairs, mx_fp6_pairs, false)
 
-__attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void mx_e4m3_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
-			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
-			  uint16_t *dst)
-{
-	mx_fp8_pairs(true, e0, s0, e1, s1, n, np, nr, pstride, dst);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void mx_e5m2_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
-			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
-			  uint16_t *dst)
-{
-	mx_fp8_pairs(false, e0, s0, e1, s1, n, np, nr, pstride, dst);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void mx_e3m2_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
-			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
-			  uint16_t *dst)
-{
-	mx_fp6_pairs(true, e0, s0, e1, s1, n, np, nr, pstride, dst);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void mx_e2m3_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
-			  const uint8_t *s1, size_t n, size_t np, unsigned int nr, size_t pstride,
-			  uint16_t *dst)
-{
-	mx_fp6_pairs(false, e0, s0, e1, s1, n, np, nr, pstride, dst);
-}
+/* The decoder of each MX dtype that has one. */
+static void (*const mx_pairs[])(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
+				const uint8_t *s1, size_t n, size_t np, unsigned int nr,
+				size_t pstride, uint16_t *dst) = {
+	[MAIA_DTYPE_MXFP8_E4M3] = mx_e4m3_pairs,
+	[MAIA_DTYPE_MXFP8_E5M2] = mx_e5m2_pairs,
+	[MAIA_DTYPE_MXFP6_E3M2] = mx_e3m2_pairs,
+	[MAIA_DTYPE_MXFP6_E2M3] = mx_e2m3_pairs,
+	[MAIA_DTYPE_MXFP4_E2M1] = mx_fp4_pairs,
+	[MAIA_DTYPE_MXINT8] = mx_int8_pairs,
+};
 #endif
 
 bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
@@ -702,28 +662,10 @@ bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s
 	if (n % 32 || nr % 16 || np % 16 || !__builtin_cpu_supports("avx512bw") ||
 	    !__builtin_cpu_supports("avx512vbmi"))
 		return false;
-	switch (dtype) {
-	case MAIA_DTYPE_MXFP8_E4M3:
-		mx_e4m3_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	case MAIA_DTYPE_MXFP8_E5M2:
-		mx_e5m2_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	case MAIA_DTYPE_MXFP4_E2M1:
-		mx_fp4_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	case MAIA_DTYPE_MXFP6_E3M2:
-		mx_e3m2_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	case MAIA_DTYPE_MXFP6_E2M3:
-		mx_e2m3_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	case MAIA_DTYPE_MXINT8:
-		mx_int8_pairs(e0, s0, e1, s1, n, np, nr, pstride, dst);
-		return true;
-	default:
+	if (dtype >= sizeof(mx_pairs) / sizeof(mx_pairs[0]) || !mx_pairs[dtype])
 		return false;
-	}
+	mx_pairs[dtype](e0, s0, e1, s1, n, np, nr, pstride, dst);
+	return true;
 #else
 	(void)dtype;
 	(void)e0;
