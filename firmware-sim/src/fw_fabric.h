@@ -323,6 +323,12 @@ int fw_link_send(struct fw_link *l, const void *msg, size_t len, uint64_t now_ns
  */
 #define FW_LINK_HEADROOM	MAIA_FABRIC_MIN_FRAME
 #define FW_LINK_MIN_CWND	2u	/* frames in flight after a loss, at least */
+/*
+ * A DATA frame whose message is longer asks for its ack at once
+ * (MAIA_FABRIC_F_ACK_NOW): a bulk transfer's acks come at the end of the
+ * receiver's round, as before delayed acks, and its buffers go back at once.
+ */
+#define FW_LINK_ACK_DELAY_MAX	4096u
 void *fw_link_msg_alloc(size_t len);
 void fw_link_msg_free(void *msg);
 int fw_link_send_owned(struct fw_link *l, void *msg, size_t len, uint64_t now_ns);

@@ -160,17 +160,18 @@ static void send_ctrl(struct fw_link *l, uint8_t type, uint64_t now_ns)
 /*
  * Whether DATA frame seq asks for its ack at once (MAIA_FABRIC_F_ACK_NOW):
  * when sent again or in a recovery (the ack says what else is lacking),
- * and when the frames in flight with it reach half of what the window and
- * the peer's credit allow, so that the sender never waits for a delayed
- * ack with messages queued. A lone message (a small collective's chunk)
- * does not ask: its ack rides on the next frame back, or comes up to the
- * receiver's ack delay later.
+ * when the frames in flight with it reach half of what the window and the
+ * peer's credit allow, so that the sender never waits for a delayed ack
+ * with messages queued, and when its message is long (FW_LINK_ACK_DELAY_MAX:
+ * a bulk transfer's big buffers go back at the end of the receiver's round).
+ * A small lone message (a small collective's chunk) does not ask: its ack
+ * rides on the next frame back, or comes up to the receiver's delay later.
  */
 static bool ack_now_wanted(const struct fw_link *l, uint32_t seq, bool resend)
 {
 	uint32_t limit = seq_lt(l->snd_una, l->snd_credit) ? l->snd_credit - l->snd_una : 0;
 
-	if (resend || l->recovering)
+	if (resend || l->recovering || l->q[seq & (l->cfg.txq - 1)].len > FW_LINK_ACK_DELAY_MAX)
 		return true;
 	if (l->cwnd < limit)
 		limit = l->cwnd;

@@ -88,6 +88,8 @@ static struct net {
 	/* Scripted refusal: node 0 port 0's message refuse_msg is refused once. */
 	bool refuse_once;
 	unsigned int refuse_msg;
+	/* Every message this long (0: the lengths of msg_len()'s mix). */
+	uint32_t len_override;
 	/* A receive buffer of this many frames per port (0: none); more are lost, as UDP's. */
 	unsigned int depth;
 	uint64_t overflows;
@@ -169,6 +171,8 @@ static uint32_t msg_len(unsigned int id, unsigned int k)
 	uint64_t s = (uint64_t)id << 32 | k;
 	uint64_t r = rng_next(&s);
 
+	if (net.len_override)
+		return net.len_override;
 	if (k % 97 == 5)
 		return MAIA_FABRIC_MAX_PAYLOAD;
 	if (k % 13 == 0)
@@ -1172,6 +1176,8 @@ static void pair_up(uint64_t delay, uint64_t seed, struct endpoint **a, struct e
 	while (!all_up() && net.now < 3000 * MS)
 		run_until(net.now + MS);
 	run_until(net.now - net.now % TICK_NS + TICK_NS + 1000);
+	/* Small messages, a small collective's chunks: their acks may wait. */
+	net.len_override = 100;
 }
 
 /*
@@ -1237,10 +1243,11 @@ static void test_delayed_acks(void)
 }
 
 /*
- * MAIA_FABRIC_F_ACK_NOW: 40 messages queued at once on a 64-frame window;
- * from the one that fills half of it (seq 31) each asks for its ack now, and
- * the receiver acks at its next tick, well before its delay. A frame sent
- * again asks too.
+ * MAIA_FABRIC_F_ACK_NOW: 40 small messages queued at once on a 64-frame
+ * window; from the one that fills half of it (seq 31) each asks for its ack
+ * now, and the receiver acks at its next tick, well before its delay. A
+ * frame sent again asks too, and so does a lone message longer than
+ * FW_LINK_ACK_DELAY_MAX (a bulk transfer's).
  */
 static void test_ack_now(void)
 {
@@ -1282,6 +1289,21 @@ static void test_ack_now(void)
 	       acks_sent(1, 0) == acks + 1 && fw_link_pending(&a->link) == 0,
 	       "ack now: a frame sent again asks, acked %llu us after its resend",
 	       (unsigned long long)((net.now - t0) / 1000));
+	/* One message of FW_LINK_ACK_DELAY_MAX + 1 bytes, then a full one: each asks. */
+	for (unsigned int i = 0; i < 2; i++) {
+		net.len_override = i ? MAIA_FABRIC_MAX_PAYLOAD : FW_LINK_ACK_DELAY_MAX + 1;
+		acks = acks_sent(1, 0);
+		a->out.total++;
+		feed();
+		t0 = net.now;
+		run_until(net.now + LATENCY_NS + 10000);
+		fw_link_tick(&b->link, net.now);
+		run_until(net.now + LATENCY_NS + 1000);
+		tap_ok(a->link.stats.tx_ack_now == 11 + i && acks_sent(1, 0) == acks + 1 &&
+		       fw_link_pending(&a->link) == 0,
+		       "ack now: a lone message of %u bytes asks, acked %llu us after it was sent",
+		       net.len_override, (unsigned long long)((net.now - t0) / 1000));
+	}
 	net_free();
 }
 

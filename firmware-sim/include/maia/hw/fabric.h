@@ -79,8 +79,9 @@ struct maia_fabric_hdr {
 /*
  * (6) maia_fabric_hdr.flags of a DATA frame: ack it at once (at the end of
  * the receiver's round), not up to MAIA_FABRIC_ACK_DELAY_US later. A sender
- * sets it on a frame sent again, in a recovery, and when the frames in
- * flight reach half of what its window and credit allow.
+ * sets it on a frame sent again, in a recovery, when the frames in flight
+ * reach half of what its window and credit allow, and on a message longer
+ * than it lets wait (firmware-sim: 4 KiB, a bulk transfer's).
  */
 #define MAIA_FABRIC_F_ACK_NOW		0x0002u
 #define MAIA_FABRIC_HDR_LEN		48u
