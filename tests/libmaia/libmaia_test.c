@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,6 +236,67 @@ TEST_F(dev, wait_timeout)
 	/* maia_run maps a failed job to an errno and says why. */
 	EXPECT_EQ(-EIO, maia_run(self->dev, self->cb, 30 * SEC, &st));
 	EXPECT_NE(NULL, strstr(maia_last_error(), "status"));
+}
+
+/*
+ * On a user queue maia_wait() polls the completion array for
+ * MAIA_WAIT_SPIN_US before it sleeps in USERQ_WAIT (since 1.9): a job that
+ * ends within the poll costs the waiter no sleep (no voluntary context
+ * switch), one that does not is slept on, and the poll ends at the wait's
+ * timeout (else it would see the job end). Jobs that stall on a semaphore
+ * for 100 ms or 1 s, then fail.
+ */
+TEST(wait_polls_before_sleeping)
+{
+	static const struct {
+		const char *spin_us;
+		uint32_t stall_us;
+		int64_t timeout_ns;
+		int ret;
+		bool sleeps;
+	} c[] = {
+		{ "1000000", 100000, 30 * SEC, 0, false },
+		{ "1000000", 100000, SEC / 100, -ETIME, false },	/* 10 ms */
+		{ "0", 1000000, 30 * SEC, 0, true },
+	};
+	struct maia_job_status st;
+	struct maia_device *dev;
+	struct maia_cmdbuf *cb;
+	struct rusage r0, r1;
+	uint64_t seqno;
+	unsigned int i;
+	int err;
+
+	if (getenv("MAIA_USERQ") && !strcmp(getenv("MAIA_USERQ"), "0"))
+		SKIP(return, "no user queue (MAIA_USERQ=0)");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		/* Read once per device, at its first submit. */
+		setenv("MAIA_WAIT_SPIN_US", c[i].spin_us, 1);
+		err = maia_device_open(0, &dev);
+		if (err == -ENODEV)
+			SKIP(return, "no Maia device");
+		ASSERT_EQ(0, err);
+		ASSERT_EQ(0, maia_cmdbuf_create(dev, 4096, &cb));
+		stall_job(cb, c[i].stall_us);
+		ASSERT_EQ(0, maia_submit(dev, cb, NULL, &seqno));
+		if (!(seqno & (1ull << 62)))
+			SKIP(return, "the driver has no user queues");
+		ASSERT_EQ(0, getrusage(RUSAGE_SELF, &r0));
+		EXPECT_EQ(c[i].ret, maia_wait(dev, seqno, c[i].timeout_ns, &st));
+		ASSERT_EQ(0, getrusage(RUSAGE_SELF, &r1));
+		if (!c[i].ret) {
+			EXPECT_EQ(MAIA_STATUS_SEM_TIMEOUT, st.device_status);
+			if (c[i].sleeps) {
+				EXPECT_LT(r0.ru_nvcsw, r1.ru_nvcsw);
+			} else {
+				EXPECT_EQ(r0.ru_nvcsw, r1.ru_nvcsw);
+			}
+		}
+		ASSERT_EQ(0, maia_wait(dev, seqno, 30 * SEC, &st));
+		maia_cmdbuf_destroy(cb);
+		maia_device_close(dev);
+	}
+	unsetenv("MAIA_WAIT_SPIN_US");
 }
 
 /*

@@ -8,6 +8,12 @@
 #include "libmaia.h"
 #include "maia/hw/queue.h"
 
+/*
+ * How long maia_wait() polls a user queue's completion array before it
+ * sleeps in USERQ_WAIT, unless MAIA_WAIT_SPIN_US says otherwise.
+ */
+#define LIBMAIA_WAIT_SPIN_US	100
+
 /* Results kept for maia_wait() of user-queue jobs, as the kernel keeps its own. */
 #define LIBMAIA_USERQ_HISTORY	1024u
 
@@ -24,6 +30,7 @@ struct maia_userq_result {
 struct maia_userq {
 	pthread_mutex_t lock;		/* everything below */
 	enum { MAIA_USERQ_UNKNOWN, MAIA_USERQ_OFF, MAIA_USERQ_ON } mode;
+	int64_t spin_ns;		/* maia_wait() polls this long before it sleeps */
 	bool created;
 	bool gone;			/* the device was removed */
 	uint64_t gen;			/* bumped at each create and destroy */

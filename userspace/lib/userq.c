@@ -4,7 +4,9 @@
  * array and the doorbell page are mapped into the process, so maia_submit()
  * writes a device entry and rings the doorbell with no system call, and
  * maia_wait() reads the completion array, sleeping in DRM_MAIA_USERQ_WAIT
- * only when the job is not done yet.
+ * only when the job is not done after a poll of up to MAIA_WAIT_SPIN_US
+ * (a sleep costs the interrupt, the wake-up and, in a guest, the halted
+ * vCPU's kick: 70-190 us under TCG against a 28 us job).
  *
  * Used by maia_submit() for a job without dependencies, fences or a
  * priority other than NORMAL, when the driver has user queues, unless
@@ -104,6 +106,19 @@ static void *map_page(struct maia_device *dev, uint64_t offset)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* MAIA_WAIT_SPIN_US (0 to 1000000), else LIBMAIA_WAIT_SPIN_US. */
+static int64_t env_spin_us(void)
+{
+	const char *env = getenv("MAIA_WAIT_SPIN_US");
+	char *end;
+	long us;
+
+	if (!env || !*env)
+		return LIBMAIA_WAIT_SPIN_US;
+	us = strtol(env, &end, 10);
+	return *end || us < 0 || us > 1000000 ? LIBMAIA_WAIT_SPIN_US : us;
+}
+
 /* Whether the driver offers user queues; decided once per device. */
 static bool userq_available(struct maia_device *dev)
 {
@@ -117,6 +132,7 @@ static bool userq_available(struct maia_device *dev)
 		if ((!env || strcmp(env, "0")) && dev->driver_minor >= 4 &&
 		    !maia_query(dev, DRM_MAIA_PARAM_USER_QUEUES, &n) && n)
 			uq->mode = MAIA_USERQ_ON;
+		uq->spin_ns = env_spin_us() * 1000;
 	}
 	return uq->mode == MAIA_USERQ_ON && dev->submit_path == MAIA_SUBMIT_AUTO;
 }
@@ -303,6 +319,16 @@ static int64_t deadline_after(int64_t timeout_ns)
 	return timeout_ns > INT64_MAX - (int64_t)now ? INT64_MAX : (int64_t)now + timeout_ns;
 }
 
+/* Unlocks uq->lock for a moment, so that other threads get the queue. */
+static void spin_pause(struct maia_userq *uq)
+{
+	pthread_mutex_unlock(&uq->lock);
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+	pthread_mutex_lock(&uq->lock);
+}
+
 /*
  * A job of this queue hit an MMU fault: the kernel stops the queue and
  * marks the context once its interrupt thread has seen the fault. Wait for
@@ -457,9 +483,11 @@ int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 	uint64_t seq = (seqno & ~USERQ_SEQ_TAG) - 1;	/* from 0 */
 	int64_t deadline = deadline_after(timeout_ns);
 	struct maia_userq_result *r;
+	int64_t spin_end;
 	int err = 0;
 
 	pthread_mutex_lock(&uq->lock);
+	spin_end = deadline_after(timeout_ns < uq->spin_ns ? timeout_ns : uq->spin_ns);
 	if (!(seqno & ~USERQ_SEQ_TAG) || seq >= uq->base + uq->written) {
 		err = -EINVAL;
 		goto out;
@@ -480,7 +508,14 @@ int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 		}
 		if (r->done)
 			continue;
-		/* Not done: sleep until the queue completed it. */
+		/*
+		 * Not done: poll a while (a short job ends without the
+		 * interrupt and the wake-up), then sleep until it is.
+		 */
+		if ((int64_t)now_ns() < spin_end) {
+			spin_pause(uq);
+			continue;
+		}
 		err = sleep_until(dev, seq - uq->base + 1, deadline);
 		if (err)
 			goto out;
