@@ -173,6 +173,9 @@ static const char *dt_name(unsigned int dt)
 	case MAIA_DTYPE_MXFP6_E3M2: return "mxfp6_e3m2";
 	case MAIA_DTYPE_MXFP6_E2M3: return "mxfp6_e2m3";
 	case MAIA_DTYPE_MXINT8: return "mxint8";
+	case MAIA_DTYPE_MX9: return "mx9";
+	case MAIA_DTYPE_MX6: return "mx6";
+	case MAIA_DTYPE_MX4: return "mx4";
 	default: return "other";
 	}
 }
@@ -329,6 +332,7 @@ int main(int argc, char **argv)
 	static const unsigned int types[] = {
 		MAIA_DTYPE_FP32, MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP4_E2M1,
 		MAIA_DTYPE_MXFP6_E3M2, MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXINT8,
+		MAIA_DTYPE_MX9, MAIA_DTYPE_MX6, MAIA_DTYPE_MX4,
 	};
 	static const uint32_t square[] = { 256, 512, 1024, 2048, 4096 };
 	static const uint32_t skinny[][3] = {	/* M, N, K: decode-like and thin-K shapes */
