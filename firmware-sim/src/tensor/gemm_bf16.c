@@ -25,6 +25,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define HAVE_X86 1
+#include "msmx_avx512.h"
 #else
 #define HAVE_X86 0
 #endif
@@ -359,45 +360,49 @@ static inline void pair_zero_tail(struct pair_out *o, size_t n, size_t np)
 }
 
 /*
- * The blocks the SIMD loops left (bit i of slow: block c0 / 32 + i of both
- * rows), the reference way: a second pass, so that the loops hold no call
- * (which would have them set their constants up again after it).
+ * The blocks the SIMD loops left (bit i of slow: block c0 / bs + i of both
+ * rows, bs the dtype's block size), the reference way: a second pass, so
+ * that the loops hold no call (which would have them set their constants
+ * up again after it).
  */
 static void mx_pair_slow(unsigned int dtype, uint64_t slow, size_t c0, const uint8_t *e0,
 			 const uint8_t *s0, const uint8_t *e1, const uint8_t *s1, unsigned int nr,
 			 size_t pstride, uint16_t *dst)
 {
-	unsigned int bb = maia_dtype_block_bytes(dtype);
+	unsigned int bb = maia_dtype_block_bytes(dtype), bs = maia_dtype_block(dtype);
 
 	for (; slow; slow &= slow - 1) {
-		size_t b = c0 / 32 + (size_t)__builtin_ctzll(slow);
+		size_t b = c0 / bs + (size_t)__builtin_ctzll(slow);
 
 		mx_pair_block_portable(dtype, e0 + b * bb, s0 + b, e1 ? e1 + b * bb : NULL,
-				       e1 ? s1 + b : NULL, 32 * b, nr, pstride, dst);
+				       e1 ? s1 + b : NULL, bs * b, nr, pstride, dst);
 	}
 }
 
 /*
- * The loop of the MX pair decoders below, over both rows' blocks of 32
- * columns, 64 blocks at a time: per block, with c its first column, b its
- * index and sa, sb its scales (127 for an absent row 1), the blocks for
- * which skip holds are left to a second pass (mx_pair_slow()), the others
- * written by the body, two groups of 16 pairs through pair_next(&o); then
- * the columns from n to np zero. Uses the decoders' parameters and o.
+ * The loop of the MX pair decoders below, over both rows' blocks of bs
+ * columns (32, or 16 for MX9/6/4), 64 blocks at a time: per block, with c
+ * its first column, b its index and sa, sb its scales (127 for an absent
+ * row 1), the blocks for which skip holds are left to a second pass
+ * (mx_pair_slow()), the others written by the body, bs / 16 groups of 16
+ * pairs through pair_next(&o); then the columns from n to np zero. Uses
+ * the decoders' parameters and o.
  */
 #define MX_PAIR_BLOCKS(dtype, skip, ...)						\
 	do {										\
-		for (size_t c0 = 0; c0 < n; c0 += 64 * 32) {				\
-			size_t c1 = n - c0 < 64 * 32 ? n : c0 + 64 * 32;		\
+		const size_t bs_ = maia_dtype_block(dtype);				\
+											\
+		for (size_t c0 = 0; c0 < n; c0 += 64 * bs_) {				\
+			size_t c1 = n - c0 < 64 * bs_ ? n : c0 + 64 * bs_;		\
 			uint64_t slow = 0;						\
 											\
-			for (size_t c = c0, b = c0 / 32; c < c1; c += 32, b++) {	\
+			for (size_t c = c0, b = c0 / bs_; c < c1; c += bs_, b++) {	\
 				unsigned int sa = s0[b], sb = e1 ? s1[b] : 127;		\
 											\
 				if (skip) {						\
-					slow |= 1ull << (b - c0 / 32);			\
-					pair_next(&o);					\
-					pair_next(&o);					\
+					slow |= 1ull << (b - c0 / bs_);			\
+					for (size_t q_ = 0; q_ < bs_; q_ += 16)		\
+						pair_next(&o);				\
 					continue;					\
 				}							\
 				__VA_ARGS__						\
@@ -627,7 +632,45 @@ static void mx_int8_pairs(const uint8_t *e0, const uint8_t *s0, const uint8_t *e
 	});
 }
 
-/* The FP8 and FP6 decoders, one function per element format (a constant inside). */
+/*
+ * MX9, MX6, MX4 rows into pairs, a block of 16 columns of each row at a
+ * time: both rows' blocks loaded masked (row 1's from byte 32), each
+ * row's 16 values in FP32 by msmx_values() (msmx_avx512.h: the
+ * reference's value, one rounding of the same exact product, for every
+ * scale), the two rows' high halves put together: the FP32 decode
+ * truncated, as the reference. The values are exact in BF16 but for FP32
+ * subnormal ones (scale bytes below 8, 5, 3 for MX9, MX6, MX4), whose
+ * truncation keeps the high bits as the reference's does (and the kernel
+ * reads as zero); a NaN scale's block the reference way.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
+static inline void msmx_pairs(unsigned int dtype, const uint8_t *e0, const uint8_t *s0,
+			      const uint8_t *e1, const uint8_t *s1, size_t n, size_t np,
+			      unsigned int nr, size_t pstride, uint16_t *dst)
+{
+	const struct msmx_simd k = msmx_simd_of(dtype);
+	const unsigned int bb = k.bytes;
+	__m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	const __m512i idx1 = _mm512_add_epi8(k.idx, _mm512_set1_epi8(32));
+	struct pair_out o = { dst, pstride, 0, nr };
+
+	KEEP(hi);
+
+	MX_PAIR_BLOCKS(dtype, sa == E8M0_NAN || sb == E8M0_NAN, {
+		__m512i x = msmx_load(&k, e0 + b * bb);
+
+		if (e1)
+			x = _mm512_inserti64x4(x, _mm512_castsi512_si256(
+						       msmx_load(&k, e1 + b * bb)), 1);
+		/* (v1 & hi) | v0 >> 16 */
+		_mm512_storeu_si512(pair_next(&o), _mm512_ternarylogic_epi32(
+			_mm512_castps_si512(msmx_values(&k, idx1, x, sb)), hi,
+			_mm512_srli_epi32(_mm512_castps_si512(msmx_values(&k, k.idx, x, sa)), 16),
+			0xea));
+	});
+}
+
+/* The FP8, FP6 and MX9/6/4 decoders, one function per element format (a constant inside). */
 #define MX_PAIRS_OF(name, decoder, first)						\
 	__attribute__((target("avx512f,avx512bw,avx512vbmi")))				\
 	static void name(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,	\
@@ -640,6 +683,9 @@ MX_PAIRS_OF(mx_e4m3_pairs, mx_fp8_pairs, true)
 MX_PAIRS_OF(mx_e5m2_pairs, mx_fp8_pairs, false)
 MX_PAIRS_OF(mx_e3m2_pairs, mx_fp6_pairs, true)
 MX_PAIRS_OF(mx_e2m3_pairs, mx_fp6_pairs, false)
+MX_PAIRS_OF(mx9_pairs, msmx_pairs, MAIA_DTYPE_MX9)
+MX_PAIRS_OF(mx6_pairs, msmx_pairs, MAIA_DTYPE_MX6)
+MX_PAIRS_OF(mx4_pairs, msmx_pairs, MAIA_DTYPE_MX4)
 
 /* The decoder of each MX dtype that has one. */
 static void (*const mx_pairs[])(const uint8_t *e0, const uint8_t *s0, const uint8_t *e1,
@@ -651,6 +697,9 @@ static void (*const mx_pairs[])(const uint8_t *e0, const uint8_t *s0, const uint
 	[MAIA_DTYPE_MXFP6_E2M3] = mx_e2m3_pairs,
 	[MAIA_DTYPE_MXFP4_E2M1] = mx_fp4_pairs,
 	[MAIA_DTYPE_MXINT8] = mx_int8_pairs,
+	[MAIA_DTYPE_MX9] = mx9_pairs,
+	[MAIA_DTYPE_MX6] = mx6_pairs,
+	[MAIA_DTYPE_MX4] = mx4_pairs,
 };
 #endif
 
@@ -659,10 +708,10 @@ bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s
 			 unsigned int nr, size_t pstride, uint16_t *dst)
 {
 #if HAVE_X86
-	if (n % 32 || nr % 16 || np % 16 || !__builtin_cpu_supports("avx512bw") ||
-	    !__builtin_cpu_supports("avx512vbmi"))
-		return false;
 	if (dtype >= sizeof(mx_pairs) / sizeof(mx_pairs[0]) || !mx_pairs[dtype])
+		return false;
+	if (n % maia_dtype_block(dtype) || nr % 16 || np % 16 ||
+	    !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
 		return false;
 	mx_pairs[dtype](e0, s0, e1, s1, n, np, nr, pstride, dst);
 	return true;

@@ -792,23 +792,28 @@ static void test_pair_row(void)
  * in each block of both rows (FP4: each code in both halves of a byte),
  * every block under each of the 256 scales (0: 2^-127, 254: 2^127, 255:
  * NaN) across the rounds, row 1 under other scales than row 0's or absent
- * (an odd last k); the zero columns past n and nothing else of the panels
- * written. Formats without a SIMD version must say so (false).
+ * (an odd last k); MX9/6/4: each code under both microexponents (the
+ * second 256 rounds flip every microexponent byte); the zero columns past
+ * n and nothing else of the panels written. Formats without a SIMD
+ * version must say so (false).
  */
 static void test_mx_pair_row(void)
 {
 	static const unsigned int dts[] = { MAIA_DTYPE_MXFP8_E4M3, MAIA_DTYPE_MXFP8_E5M2,
 					    MAIA_DTYPE_MXFP4_E2M1, MAIA_DTYPE_MXFP6_E3M2,
-					    MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXINT8 };
+					    MAIA_DTYPE_MXFP6_E2M3, MAIA_DTYPE_MXINT8,
+					    MAIA_DTYPE_MX9, MAIA_DTYPE_MX6, MAIA_DTYPE_MX4 };
 	static const char *const names[] = { "MXFP8 E4M3", "MXFP8 E5M2", "MXFP4", "MXFP6 E3M2",
-					     "MXFP6 E2M3", "MXINT8" };
+					     "MXFP6 E2M3", "MXINT8", "MX9", "MX6", "MX4" };
 	const unsigned int nr = FW_GEMM_BF16_NR;
 	const size_t n = 256, np = n + nr, pstride = 3 * 2 * nr + 2 * nr;
-	const size_t len = np / nr * pstride, nblk = n / 32;
+	const size_t len = np / nr * pstride;
 
 	for (size_t t = 0; t < sizeof(dts) / sizeof(dts[0]); t++) {
 		unsigned int dt = dts[t], bb = maia_dtype_block_bytes(dt);
-		uint8_t *e = zalloc(2 * nblk * bb), s[2][8];
+		size_t bs = maia_dtype_block(dt), nblk = n / bs;
+		bool msmx = bs == MAIA_MSMX_BLOCK;
+		uint8_t *e = zalloc(2 * nblk * bb), s[2][256 / MAIA_MSMX_BLOCK];
 		uint16_t *d = zalloc(sizeof(uint16_t) * len), *x = zalloc(sizeof(uint16_t) * len);
 		long bad = 0, simd = 0, off = 0;
 
@@ -822,7 +827,27 @@ static void test_mx_pair_row(void)
 			 * The second 256 rounds with FP8's NaN and Inf codes made the
 			 * largest finite ones: the blocks around them then take the
 			 * SIMD path under every scale too.
+			 * MX9/6/4: code (c * (1 or 37) + 11 r) mod 2^w at column c (each
+			 * code in 1, 8 or 32 columns of a row), microexponent byte
+			 * 0x5a + 29 b, flipped in the second 256 rounds.
 			 */
+			for (size_t r = 0; r < 2 && msmx; r++) {
+				unsigned int w = (bb - 1) / 2;	/* 8, 5, 3 */
+				uint8_t *blk = e + r * nblk * bb;
+
+				memset(blk, 0, nblk * bb);
+				for (size_t i = 0; i < n; i++) {
+					unsigned int v = (unsigned int)(i * (r ? 37 : 1) + r * 11) %
+							 (1u << w), pos = (unsigned int)(i % bs) * w;
+					uint8_t *p = blk + i / bs * bb + pos / 8;
+
+					p[0] |= (uint8_t)(v << (pos % 8));
+					p[1] |= (uint8_t)(v << (pos % 8) >> 8);
+				}
+				for (size_t b = 0; b < nblk; b++)
+					blk[b * bb + bb - 1] = (uint8_t)((0x5a + 29 * b) ^
+									 (finite ? 0xff : 0));
+			}
 			for (size_t r = 0; r < 2 && bb == 24; r++)	/* FP6: 4 codes in 3 bytes */
 				for (size_t i = 0; i < nblk * 32; i += 4) {
 					uint32_t w = 0;
@@ -833,7 +858,7 @@ static void test_mx_pair_row(void)
 					for (size_t j = 0; j < 3; j++)
 						e[r * nblk * bb + i / 4 * 3 + j] = (uint8_t)(w >> (8 * j));
 				}
-			for (size_t r = 0; r < 2 && bb != 24; r++)
+			for (size_t r = 0; r < 2 && bb != 24 && !msmx; r++)
 				for (size_t i = 0; i < nblk * bb; i++) {
 					uint8_t v = (uint8_t)(bb == 16 ? (i % 16 + r * 5) % 16 |
 									 (15 - i % 16) << 4 :
@@ -911,9 +936,9 @@ static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int adt, un
 	vb = tmem_alloc(&mem, tbytes(dt, nb));
 	vc = tmem_alloc(&mem, 4 * nc);
 	if (maia_dtype_is_block(adt))
-		sa = tmem_alloc(&mem, na / 32 + 1);
+		sa = tmem_alloc(&mem, na / maia_dtype_block(adt) + 1);
 	if (maia_dtype_is_block(dt))
-		sb = tmem_alloc(&mem, nb / 32 + 1);
+		sb = tmem_alloc(&mem, nb / maia_dtype_block(dt) + 1);
 	for (uint64_t i = 0; i < na; i++)
 		fa[i] = trand_uniform(-1, 1);
 	for (uint64_t i = 0; i < nb; i++)
@@ -972,7 +997,8 @@ static int engine_pair_case(const struct fw_gemm_kernel *k, unsigned int adt, un
  * MX decoded two rows at a time), a column-major B through FP32 panels;
  * short row tiles (fn_rows) at the blocks' last rows, a cut last column
  * tile, an odd K (an MX B under a BF16 A: MX A rows are whole blocks, so
- * K a multiple of 32; its last k pair then has one row). Within the
+ * K a multiple of 32, or 16 for MX9/6/4; its last k pair then has one
+ * row); MX9/6/4 B rows of 16-column blocks, n a multiple of 16 but not 32. Within the
  * bound, and bit-identical to portable-bf16 (the VDPBF16PS sequence in C,
  * full tiles only) on the same operands.
  */
@@ -999,6 +1025,12 @@ static void test_engine_pairs(const struct fw_gemm_kernel *k)
 		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP6_E2M3, 33, 64, 257, false, true, 1 },
 		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXFP6_E3M2, 16, 96, 45, false, false, 1 },
 		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MXINT8, 19, 128, 301, false, true, 2 },
+		{ 0, MAIA_DTYPE_MX9, 23, 80, 208, false, true, 1 },
+		{ 0, MAIA_DTYPE_MX6, 31, 48, 144, false, false, 2 },
+		{ 0, MAIA_DTYPE_MX4, 17, 96, 64, true, true, 1 },
+		{ 0, MAIA_DTYPE_MX4, 45, 112, 400, false, true, 2 },
+		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MX9, 19, 64, 123, false, true, 1 },
+		{ MAIA_DTYPE_BF16, MAIA_DTYPE_MX6, 15, 176, 77, false, false, 2 },
 	};
 	const struct fw_gemm_kernel *p = portable_of(k);
 
