@@ -17,6 +17,8 @@
  * - INT8: int8 * 2^-6.
  * - FP6 E3M2/E2M3 (CPUs with AVX512BW and VBMI): the 32 magnitudes times
  *   the scale, picked by each 6-bit field (run_fp6()).
+ * - MX9/MX6/MX4 (the same CPUs): each 16-element block by msmx_values()
+ *   (msmx_avx512.h, shared with the BF16 pair decoder; run_msmx()).
  *
  * Each block's 32 values go to dst as two halves of 16, each anywhere, so
  * that a GEMM's panels (16 or 32 columns, or 16-k blocks of A) are decoded
@@ -28,6 +30,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "msmx_avx512.h"
 
 #define E8M0_NAN	0xffu
 
@@ -262,6 +266,37 @@ static void run_fp6(unsigned int dtype, const uint8_t *blocks, const uint8_t *sc
 	}
 }
 
+/* MX9/MX6/MX4 blocks, 16 elements each, one half of the walk. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
+static inline void run_msmx(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+			    size_t nblocks, struct mx_walk w)
+{
+	const struct msmx_simd k = msmx_simd_of(dtype);
+
+	for (size_t b = 0; b < nblocks; b++, blocks += k.bytes) {
+		float *d = mx_next_half(&w);
+
+		if (scales[b] == E8M0_NAN) {
+			for (unsigned int i = 0; i < MAIA_MSMX_BLOCK; i++)
+				d[i] = NAN;
+			continue;
+		}
+		_mm512_storeu_ps(d, msmx_values(&k, k.idx, msmx_load(&k, blocks), scales[b]));
+	}
+}
+
+/* run_msmx() per format, its constants known inside. */
+#define RUN_MSMX_OF(name, dtype)							\
+	__attribute__((target("avx512f,avx512bw,avx512vbmi")))				\
+	static void name(const uint8_t *blocks, const uint8_t *scales, size_t nblocks,	\
+			 struct mx_walk w)						\
+	{										\
+		run_msmx(dtype, blocks, scales, nblocks, w);				\
+	}
+RUN_MSMX_OF(run_mx9, MAIA_DTYPE_MX9)
+RUN_MSMX_OF(run_mx6, MAIA_DTYPE_MX6)
+RUN_MSMX_OF(run_mx4, MAIA_DTYPE_MX4)
+
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, unsigned int g, size_t gstride, float *dst)
 {
@@ -289,6 +324,18 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 		if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
 			return false;
 		run_fp6(dtype, blocks, scales, nblocks, bb, w);
+		return true;
+	case MAIA_DTYPE_MX9:
+	case MAIA_DTYPE_MX6:
+	case MAIA_DTYPE_MX4:
+		if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
+			return false;
+		if (dtype == MAIA_DTYPE_MX9)
+			run_mx9(blocks, scales, nblocks, w);
+		else if (dtype == MAIA_DTYPE_MX6)
+			run_mx6(blocks, scales, nblocks, w);
+		else
+			run_mx4(blocks, scales, nblocks, w);
 		return true;
 	default:
 		return false;

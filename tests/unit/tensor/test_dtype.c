@@ -983,6 +983,47 @@ static void test_mx_simd_all_scales(unsigned int mx, const char *name)
 	       "no SIMD decoder here", n, bad);
 }
 
+/*
+ * The same for MX9/MX6/MX4: 16 blocks of 16 elements, element i code
+ * i mod 2^w in the first 8 blocks, (37 i + 11) mod 2^w in the others (w
+ * the element's bits: every code in 1 to 32 slots), microexponent byte
+ * 0x5a + 29 b and then each flipped (every code under both microexponents),
+ * under each of the 256 scales; decoded in groups of 16, 48 floats apart.
+ */
+static void test_msmx_simd_all_scales(unsigned int mx, const char *name)
+{
+	unsigned int bb = maia_dtype_block_bytes(mx), w = (bb - 1) / 2, nb = 16;
+	uint8_t raw[16 * 17], sc[16];
+	float ys[16 * 16], yv[16 * 48];
+	unsigned int bad = 0, n = 0;
+
+	for (unsigned int flip = 0; flip < 2; flip++) {
+		memset(raw, 0, sizeof(raw));
+		for (unsigned int i = 0; i < nb * 16; i++) {
+			unsigned int v = (i * (i < 128 ? 1 : 37) + 11 * (i >= 128)) % (1u << w);
+			unsigned int pos = i % 16 * w;
+			uint8_t *p = raw + i / 16 * bb + pos / 8;
+
+			p[0] |= (uint8_t)(v << (pos % 8));
+			p[1] |= (uint8_t)(v << (pos % 8) >> 8);
+		}
+		for (unsigned int b = 0; b < nb; b++)
+			raw[b * bb + bb - 1] = (uint8_t)((0x5a + 29 * b) ^ (flip ? 0xff : 0));
+		for (unsigned int s = 0; s < 256; s++) {
+			memset(sc, (int)s, sizeof(sc));
+			fw_mx_decode_scalar(mx, raw, sc, nb, ys);
+			if (!fw_mx_decode_simd(mx, raw, sc, nb, 16, 48, yv))
+				break;
+			for (unsigned int b = 0; b < nb; b++)
+				bad += memcmp(ys + 16 * b, yv + 48 * b, sizeof(float) * 16) != 0;
+			n++;
+		}
+	}
+	tap_ok(!bad && (n == 512 || n == 0), "mx %s: %s (every code x both microexponents x "
+	       "%u scales; %u blocks differ)", name, n ? "SIMD decode bit for bit as the "
+	       "scalar one" : "no SIMD decoder here", n / 2, bad);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
@@ -1007,5 +1048,8 @@ int main(void)
 	test_mx_simd_all_scales(MAIA_DTYPE_MXINT8, "mxint8");
 	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2");
 	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3");
+	test_msmx_simd_all_scales(MAIA_DTYPE_MX9, "mx9");
+	test_msmx_simd_all_scales(MAIA_DTYPE_MX6, "mx6");
+	test_msmx_simd_all_scales(MAIA_DTYPE_MX4, "mx4");
 	return tap_done();
 }
