@@ -657,11 +657,18 @@ static inline void msmx_pairs(unsigned int dtype, const uint8_t *e0, const uint8
 	KEEP(hi);
 
 	MX_PAIR_BLOCKS(dtype, sa == E8M0_NAN || sb == E8M0_NAN, {
-		__m512i x = msmx_load(&k, e0 + b * bb);
+		__m512i x;
 
-		if (e1)
-			x = _mm512_inserti64x4(x, _mm512_castsi512_si256(
-						       msmx_load(&k, e1 + b * bb)), 1);
+		if ((n - c) / 16 * bb >= 32) {	/* 32 bytes in the row: plain loads */
+			x = _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(e0 + b * bb)));
+			x = _mm512_inserti64x4(x, e1 ? _mm256_loadu_si256((const void *)(e1 + b * bb)) :
+						       _mm256_setzero_si256(), 1);
+		} else {
+			x = msmx_load(&k, e0 + b * bb);
+			if (e1)
+				x = _mm512_inserti64x4(x, _mm512_castsi512_si256(
+							       msmx_load(&k, e1 + b * bb)), 1);
+		}
 		/* (v1 & hi) | v0 >> 16 */
 		_mm512_storeu_si512(pair_next(&o), _mm512_ternarylogic_epi32(
 			_mm512_castps_si512(msmx_values(&k, idx1, x, sb)), hi,

@@ -11,11 +11,12 @@
  * bytes holding field i (bytes 0 and 1) and the microexponent byte (byte
  * 2); VPSRLVD by w i % 8 brings the field down; VPTESTMD against bit
  * 16 + i / 2 gives the lanes with u = 1. The value is the magnitude
- * converted to FP32 (exact) times 2^(s - 127 - u - (m - 1)), a normal or
- * subnormal FP32 (2^-134 at least): one rounding of the same exact product
- * as the reference's ldexp-like multiply, so the same bits for every s,
- * FP32 subnormal results included; the sign ORed in (a -0 code gives -0,
- * as the reference's negation).
+ * converted to FP32 times 2^(-u - (m - 1)) (both exact: a normal FP32 or
+ * zero), times the scale 2^(s - 127) (2^-127 a subnormal FP32): one
+ * rounding of the same exact product as the reference's ldexp-like
+ * multiply, so the same bits for every s, FP32 subnormal results
+ * included; the sign ORed in (a -0 code gives -0, as the reference's
+ * negation).
  */
 #ifndef FW_TENSOR_MSMX_AVX512_H
 #define FW_TENSOR_MSMX_AVX512_H
@@ -44,15 +45,10 @@ static inline unsigned int msmx_m(unsigned int dtype)
 	return dtype == MAIA_DTYPE_MX9 ? 7 : dtype == MAIA_DTYPE_MX6 ? 4 : 2;
 }
 
-/* 2^n by its bits, n >= -149: FP32 subnormal below -126 */
-static inline float msmx_pow2(int n)
-{
-	return fw_f32_from_bits(n >= -126 ? (uint32_t)(n + 127) << 23 : 1u << (n + 149));
-}
-
-/* A format's constants, set up once per loop. */
+/* A format's constants, set up once per loop: step 2^-(m - 1), half it for u = 1. */
 struct msmx_simd {
 	__m512i idx, shift, ubit, mag, sbit;
+	__m512 step, half;
 	unsigned int m, bytes;
 };
 
@@ -68,6 +64,8 @@ static inline struct msmx_simd msmx_simd_of(unsigned int dtype)
 	k.ubit = _mm512_loadu_si512(msmx_ubit);
 	k.mag = _mm512_set1_epi32((int)((1u << k.m) - 1));
 	k.sbit = _mm512_set1_epi32((int)0x80000000u);
+	k.step = _mm512_set1_ps(fw_f32_from_bits((128 - k.m) << 23));
+	k.half = _mm512_set1_ps(fw_f32_from_bits((127 - k.m) << 23));
 	return k;
 }
 
@@ -86,12 +84,13 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline))
 static inline __m512 msmx_values(const struct msmx_simd *k, __m512i idx, __m512i x,
 				 unsigned int s)
 {
-	int n = (int)s - 127 - (int)(k->m - 1);
 	__m512i d = _mm512_permutexvar_epi8(idx, x);
 	__m512i f = _mm512_srlv_epi32(d, k->shift);
-	__m512 sc = _mm512_mask_blend_ps(_mm512_test_epi32_mask(d, k->ubit),
-					 _mm512_set1_ps(msmx_pow2(n)), _mm512_set1_ps(msmx_pow2(n - 1)));
-	__m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(f, k->mag)), sc);
+	__m512 st = _mm512_mask_blend_ps(_mm512_test_epi32_mask(d, k->ubit), k->step, k->half);
+	__m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(f, k->mag)), st);
+
+	/* 2^(s - 127) by its bits: s = 0 is the subnormal 2^-127 */
+	v = _mm512_mul_ps(v, _mm512_set1_ps(fw_f32_from_bits(s ? s << 23 : 0x00400000u)));
 
 	/* v | (f << (31 - m) & sign) */
 	return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
