@@ -691,9 +691,6 @@ static bool deliver(struct fw_link *l, const void *msg, uint32_t len)
 		return false;
 	}
 	l->stats.rx_msgs++;
-	/* One offered again at a tick (refused before): its sender has waited, ack it now. */
-	if (!l->ack_pending)
-		l->ack_now = true;
 	l->ack_pending = true;
 	return true;
 }
@@ -868,8 +865,14 @@ void fw_link_tick(struct fw_link *l, uint64_t now_ns)
 		l->stats.starved++;
 	}
 	l->last_tick_ns = now_ns;
-	if (l->state == FW_LINK_UP && l->nheld)
+	if (l->state == FW_LINK_UP && l->nheld) {
+		uint32_t taken = l->rcv_nxt;
+
 		drain(l, now_ns);
+		/* Taken now, refused before: its sender has waited, ack it at once. */
+		if (l->rcv_nxt != taken)
+			l->ack_now = true;
+	}
 	/*
 	 * A peer known to be alive but behind (a device of this process whose
 	 * rounds are late) is not silent: the same half dead time again.

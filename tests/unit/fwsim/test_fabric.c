@@ -1307,6 +1307,34 @@ static void test_ack_now(void)
 	net_free();
 }
 
+/*
+ * A lone message refused by the layer above is held and taken at the
+ * receiver's next tick: its sender has waited, so that tick acks it
+ * (before: the ack waited the whole delay, ack_pending being set already).
+ */
+static void test_ack_refused(void)
+{
+	struct endpoint *a, *b;
+	uint64_t acks, t0;
+
+	pair_up(MAIA_FABRIC_ACK_DELAY_US * 1000ull, 0xac7, &a, &b);
+	net.refuse_once = true;
+	net.refuse_msg = 0;
+	acks = acks_sent(1, 0);
+	a->out.total = 1;
+	feed();
+	t0 = net.now;
+	run_until(net.now + LATENCY_NS + 10000);
+	fw_link_tick(&b->link, net.now);
+	run_until(net.now + LATENCY_NS + 1000);
+	tap_ok(!net.refuse_once && b->link.stats.rx_refused == 1 && a->out.got == 1 &&
+	       acks_sent(1, 0) == acks + 1 && fw_link_pending(&a->link) == 0,
+	       "ack now: a message refused, then taken at the receiver's tick, acked %llu us "
+	       "after it was sent (ack delay %llu us)", (unsigned long long)((net.now - t0) / 1000),
+	       (unsigned long long)MAIA_FABRIC_ACK_DELAY_US);
+	net_free();
+}
+
 /* A peer of another wire version (5, before delayed acks) is refused at its HELLO. */
 static void test_old_version(void)
 {
@@ -1359,6 +1387,7 @@ int main(void)
 	test_malformed_live();
 	test_delayed_acks();
 	test_ack_now();
+	test_ack_refused();
 	test_old_version();
 	/* Loss, refusals and timeouts again with acks delayed as a device's ports delay them. */
 	ack_delay_ns = MAIA_FABRIC_ACK_DELAY_US * 1000ull;
