@@ -1893,7 +1893,8 @@ static void test_doorbell_direct(unsigned int n)
  * MAIA_FABRIC_ACK_DELAY_US, or for a quarter window of unacked ones; before,
  * every round that received a chunk sent an ACK frame for it. The bound
  * counts every ACK frame the delay allows in the time the loop took, so a
- * slow or loaded host only loosens it.
+ * slow or loaded host only loosens it (no fixed cap: a loop of 50 ms lets
+ * each port send 50 delayed acks, 200 on 4 devices).
  */
 static void test_delayed_acks(unsigned int n)
 {
@@ -1935,7 +1936,7 @@ static void test_delayed_acks(unsigned int n)
 	 */
 	bound = (uint64_t)n * ((uint64_t)((ms + 20.0) * 1000.0 / MAIA_FABRIC_ACK_DELAY_US) + 2) +
 		data / (MAIA_FABRIC_WINDOW / 4) + ack_now;
-	tap_ok(ok && !wrong && acks <= bound && acks < iters,
+	tap_ok(ok && !wrong && acks <= bound,
 	       "delayed acks, %u devices: %u 8-byte all-reduces OK (#wrong %ld) in %.1f ms, "
 	       "%llu messages, %llu ACK frames (%.2f per all-reduce; at most %llu), %llu asked "
 	       "at once", n, iters, wrong, ms, (unsigned long long)data,

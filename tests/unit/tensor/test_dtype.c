@@ -985,9 +985,10 @@ static void test_mx_simd_all_scales(unsigned int mx, const char *name)
 
 /*
  * The same for MX9/MX6/MX4: 16 blocks of 16 elements, element i code
- * i mod 2^w in the first 8 blocks, (37 i + 11) mod 2^w in the others (w
- * the element's bits: every code in 1 to 32 slots), microexponent byte
- * 0x5a + 29 b and then each flipped (every code under both microexponents),
+ * (37 i + 11) mod 2^w (w the element's bits; 37 is odd, so any 2^w
+ * consecutive elements take every code: each code in 1 to 32 slots),
+ * microexponent byte 0x5a + 29 b and then each flipped (every code under
+ * both microexponents),
  * under each of the 256 scales; decoded in groups of 16, 48 floats apart.
  */
 static void test_msmx_simd_all_scales(unsigned int mx, const char *name)
@@ -1000,7 +1001,7 @@ static void test_msmx_simd_all_scales(unsigned int mx, const char *name)
 	for (unsigned int flip = 0; flip < 2; flip++) {
 		memset(raw, 0, sizeof(raw));
 		for (unsigned int i = 0; i < nb * 16; i++) {
-			unsigned int v = (i * (i < 128 ? 1 : 37) + 11 * (i >= 128)) % (1u << w);
+			unsigned int v = (37 * i + 11) % (1u << w);
 			unsigned int pos = i % 16 * w;
 			uint8_t *p = raw + i / 16 * bb + pos / 8;
 
