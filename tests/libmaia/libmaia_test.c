@@ -244,7 +244,7 @@ TEST_F(dev, wait_timeout)
  * ends within the poll costs the waiter no sleep (no voluntary context
  * switch), one that does not is slept on, and the poll ends at the wait's
  * timeout (else it would see the job end). Jobs that stall on a semaphore
- * for 100 ms or 1 s, then fail.
+ * for 20 ms or 1 s, then fail.
  */
 TEST(wait_polls_before_sleeping)
 {
@@ -255,8 +255,9 @@ TEST(wait_polls_before_sleeping)
 		int ret;
 		bool sleeps;
 	} c[] = {
-		{ "1000000", 100000, 30 * SEC, 0, false },
-		{ "1000000", 100000, SEC / 100, -ETIME, false },	/* 10 ms */
+		/* Stalls far inside the poll, and far past the 10 ms timeout. */
+		{ "1000000", 20000, 30 * SEC, 0, false },
+		{ "1000000", 1000000, SEC / 100, -ETIME, false },	/* 10 ms */
 		{ "0", 1000000, 30 * SEC, 0, true },
 	};
 	struct maia_job_status st;

@@ -319,7 +319,11 @@ static int64_t deadline_after(int64_t timeout_ns)
 	return timeout_ns > INT64_MAX - (int64_t)now ? INT64_MAX : (int64_t)now + timeout_ns;
 }
 
-/* Unlocks uq->lock for a moment, so that other threads get the queue. */
+/*
+ * Unlocks uq->lock between two looks. glibc's mutex is not fair: a thread
+ * that blocked on it usually gets it only once this poll ends (at most
+ * MAIA_WAIT_SPIN_US), not between the looks.
+ */
 static void spin_pause(struct maia_userq *uq)
 {
 	pthread_mutex_unlock(&uq->lock);
@@ -488,6 +492,8 @@ int maia_userq_wait(struct maia_device *dev, uint64_t seqno, int64_t timeout_ns,
 
 	pthread_mutex_lock(&uq->lock);
 	spin_end = deadline_after(timeout_ns < uq->spin_ns ? timeout_ns : uq->spin_ns);
+	if (spin_end > deadline)	/* the lock took a while: not past the timeout */
+		spin_end = deadline;
 	if (!(seqno & ~USERQ_SEQ_TAG) || seq >= uq->base + uq->written) {
 		err = -EINVAL;
 		goto out;
