@@ -1243,6 +1243,20 @@ static void test_delayed_acks(void)
 }
 
 /*
+ * What was queued goes out, arrives, and the receiver b ticks 10 us later
+ * (the end of its round): returns when it was sent.
+ */
+static uint64_t send_and_tick(struct endpoint *b)
+{
+	uint64_t t0 = net.now;
+
+	feed();
+	run_until(net.now + LATENCY_NS + 10000);
+	fw_link_tick(&b->link, net.now);
+	return t0;
+}
+
+/*
  * MAIA_FABRIC_F_ACK_NOW: 40 small messages queued at once on a 64-frame
  * window; from the one that fills half of it (seq 31) each asks for its ack
  * now, and the receiver acks at its next tick, well before its delay. A
@@ -1257,10 +1271,7 @@ static void test_ack_now(void)
 	pair_up(MAIA_FABRIC_ACK_DELAY_US * 1000ull, 0xac5, &a, &b);
 	acks = acks_sent(1, 0);
 	a->out.total = 40;
-	feed();
-	t0 = net.now;
-	run_until(net.now + LATENCY_NS + 10000);
-	fw_link_tick(&b->link, net.now);
+	t0 = send_and_tick(b);
 	tap_ok(a->link.stats.tx_ack_now == 9 && acks_sent(1, 0) == acks + 1,
 	       "ack now: %llu of 40 frames asked (seq 31..39 of a 64-frame window), acked "
 	       "at the receiver's tick %llu us after they were sent",
@@ -1294,10 +1305,7 @@ static void test_ack_now(void)
 		net.len_override = i ? MAIA_FABRIC_MAX_PAYLOAD : FW_LINK_ACK_DELAY_MAX + 1;
 		acks = acks_sent(1, 0);
 		a->out.total++;
-		feed();
-		t0 = net.now;
-		run_until(net.now + LATENCY_NS + 10000);
-		fw_link_tick(&b->link, net.now);
+		t0 = send_and_tick(b);
 		run_until(net.now + LATENCY_NS + 1000);
 		tap_ok(a->link.stats.tx_ack_now == 11 + i && acks_sent(1, 0) == acks + 1 &&
 		       fw_link_pending(&a->link) == 0,
@@ -1322,10 +1330,7 @@ static void test_ack_refused(void)
 	net.refuse_msg = 0;
 	acks = acks_sent(1, 0);
 	a->out.total = 1;
-	feed();
-	t0 = net.now;
-	run_until(net.now + LATENCY_NS + 10000);
-	fw_link_tick(&b->link, net.now);
+	t0 = send_and_tick(b);
 	run_until(net.now + LATENCY_NS + 1000);
 	tap_ok(!net.refuse_once && b->link.stats.rx_refused == 1 && a->out.got == 1 &&
 	       acks_sent(1, 0) == acks + 1 && fw_link_pending(&a->link) == 0,
