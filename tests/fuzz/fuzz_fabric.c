@@ -5,17 +5,22 @@
  * be counted and dropped or handled, never crash, hang or read outside the
  * frame (build with ASan/UBSan; see Makefile).
  *
- * Two links, A and B, are brought UP first. The input is a list of records
+ * Two links, A (acks delayed, as a device's port) and B (acks at once), are
+ * brought UP first. The input is a list of records
  * [op u8][len u16 LE][len bytes]; op & 3:
  *   0  the bytes are a frame received by A, as they are;
  *   1  the bytes are a fabric header and payload: the target adds the
  *      Ethernet header, the right payload_len and CRC (op & 4: keep the
- *      version byte; else version 1) and (op & 8) A's session epochs and
+ *      version byte; else MAIA_FABRIC_VERSION) and (op & 8) A's session epochs and
  *      port, so that the input reaches the link state machine past the CRC;
- *   2  advance time by (first byte) ms and tick both links;
+ *   2  advance time by (first byte) ms, or (op & 8) to A's next deadline
+ *      (fw_link_next_deadline()), and tick both links; op & 4 first turns
+ *      A's deliver() refusing (-EAGAIN: held, offered again) on or off;
  *   3  A sends a message of len bytes (the bytes).
  * Frames A and B send each other are queued and delivered after each record.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,7 @@ struct qframe {
 static struct fw_link la, lb;
 static struct qframe qa[QMAX], qb[QMAX];	/* to A, to B */
 static unsigned int na, nb;
+static bool a_refuses;	/* A's deliver() says -EAGAIN */
 static uint64_t now;
 static uint8_t frame[MAIA_FABRIC_MAX_FRAME];
 
@@ -61,7 +67,7 @@ static int deliver(void *opaque, unsigned int port, const void *msg, size_t len)
 	for (size_t i = 0; i < len; i++)
 		sink ^= ((const uint8_t *)msg)[i];
 	(void)sink;
-	return 0;
+	return opaque == &la && a_refuses ? -EAGAIN : 0;
 }
 
 static const struct fw_link_ops ops = { .tx = tx, .deliver = deliver };
@@ -132,8 +138,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cb = ca;
 	cb.serial = 0x2222;
 	cb.port = 5;
+	/*
+	 * A with the delayed acks of a device's port (fw_fabric_port.c): every
+	 * window / 4 DATA frames or after MAIA_FABRIC_ACK_DELAY_US, sooner
+	 * for MAIA_FABRIC_F_ACK_NOW or a duplicate; B acks each frame at once.
+	 */
+	ca.ack_every = ca.window / 4;
+	ca.ack_delay_ns = MAIA_FABRIC_ACK_DELAY_US * 1000ull;
 	now = 1000 * MS;
 	na = nb = 0;
+	a_refuses = false;
 	if (fw_link_init(&la, &ca, &ops, &la, now) || fw_link_init(&lb, &cb, &ops, &lb, now))
 		abort();
 	tick(MS);
@@ -161,7 +175,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fixed_frame(op, data, len);
 			break;
 		case 2:
-			tick((len ? data[0] : 1) * MS);
+			if (op & 4)
+				a_refuses = !a_refuses;
+			if (op & 8)
+				tick(fw_link_next_deadline(&la) > now ?
+				     fw_link_next_deadline(&la) - now : 0);
+			else
+				tick((len ? data[0] : 1) * MS);
 			break;
 		case 3:
 			fw_link_send(&la, data, len, now);

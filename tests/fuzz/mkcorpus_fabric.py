@@ -9,11 +9,13 @@ import zlib
 
 ETH = bytes.fromhex('ffffffffffff' '020000111103') + b'\x88\xb5'
 HELLO, DATA, ACK, KEEPALIVE, NAK = 1, 2, 3, 4, 5
+VERSION = 6     # MAIA_FABRIC_VERSION
+F_DUP, F_ACK_NOW = 1, 2
 
 
-def hdr(typ, seq=0, ack=0, credit=8, plen=0, epoch=1, peer_epoch=0, version=1,
-        src_port=5, dst_port=3, serial=0x2222, crc=0, gap=0):
-    return struct.pack('<BBBBHHQIIIIIIII', version, typ, src_port, dst_port, 0, 0, serial,
+def hdr(typ, seq=0, ack=0, credit=8, plen=0, epoch=1, peer_epoch=0, version=VERSION,
+        src_port=5, dst_port=3, serial=0x2222, crc=0, gap=0, flags=0):
+    return struct.pack('<BBBBHHQIIIIIIII', version, typ, src_port, dst_port, flags, 0, serial,
                        epoch, peer_epoch, seq, ack, credit, plen, crc, gap)
 
 
@@ -46,6 +48,22 @@ seeds = {
     'send_many': b''.join(rec(3, bytes([i]) * i) for i in range(20)) + rec(2, b'\x05'),
     'dead_peer': rec(2, b'\xff') * 5,
     'truncated': rec(0, frame(DATA, b'abc')[:30]),
+    # Wire version 6's delayed acks: A's ack waits for a frame back or a tick.
+    'raw_hello_v5': rec(0, frame(HELLO, dst_port=0xff, version=5)),
+    'fixed_data_ack_now': b''.join(rec(1 | 8, hdr(DATA, seq=i, flags=F_ACK_NOW if i % 2 else 0) +
+                                       bytes([i]) * 40) for i in range(5)) + rec(2, b'\x00'),
+    'fixed_data_dup': b''.join(rec(1 | 8, hdr(DATA, seq=i, flags=F_DUP) + bytes([i]) * 40)
+                               for i in (0, 1, 1, 0, 2)) + rec(2, b'\x00') + rec(2, b'\x01'),
+    'fixed_data_then_send': rec(1 | 8, hdr(DATA, seq=0) + b'q' * 40) + rec(3, b'r' * 60) +
+    rec(1 | 8, hdr(DATA, seq=1) + b's' * 40) + rec(2, b'\x00') + rec(2, b'\x02'),
+    'send_large_ack_now': rec(3, b'L' * 5000) + rec(3, b'M' * 4097) + rec(2, b'\x00') +
+    rec(2, b'\x0b'),
+    # A refuses the second message (held), then takes it at a tick: acked then.
+    'fixed_data_refused': rec(1 | 8, hdr(DATA, seq=0) + b'a' * 40) + rec(2 | 4, b'\x00') +
+    rec(1 | 8, hdr(DATA, seq=1) + b'b' * 40) + rec(1 | 8, hdr(DATA, seq=2) + b'c' * 40) +
+    rec(2 | 4, b'\x00') + rec(2 | 8, b'') + rec(2 | 8, b''),
+    'fixed_data_window': b''.join(rec(1 | 8, hdr(DATA, seq=i, credit=64) + bytes([i]) * 8)
+                                  for i in range(12)) + rec(2, b'\x00'),
 }
 os.makedirs('corpus_fabric', exist_ok=True)
 for name, data in seeds.items():
