@@ -270,6 +270,8 @@ struct maia_sim {
 	 */
 	bool inline_doorbell;
 	bool inline_busy;
+	/* work_cond signals sent to the worker (fw_kick_worker_locked()); tests read it. */
+	uint64_t worker_kicks;
 	/*
 	 * Queue whose job runs outside the lock (worker or inline path), or
 	 * -1: disabling that queue waits for it (the 1.3 disable guarantee).
@@ -507,6 +509,8 @@ bool fw_sched_inline_begin_locked(struct maia_sim *sim);
 void fw_sched_inline_run(struct maia_sim *sim);
 /* The fabric thread: an operation ended; its job goes on (fw_sched.c). */
 void fw_sched_fabric_done_locked(struct maia_sim *sim);
+bool fw_sched_queue_parked_locked(struct maia_sim *sim, unsigned int qi);
+uint64_t fw_sched_worker_kicks(struct maia_sim *sim);
 bool fw_job_should_stop(struct maia_sim *sim, unsigned int qi,
 			  const struct fw_job *job);
 

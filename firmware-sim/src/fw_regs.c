@@ -401,6 +401,9 @@ static void doorbell_locked(struct maia_sim *sim, unsigned int qi, uint32_t tail
 		return;
 	}
 	q->tail = tail;
+	/* Behind a job parked on the fabric: whoever resumes it runs this one. */
+	if (fw_sched_queue_parked_locked(sim, qi))
+		return;
 	fw_kick_worker_locked(sim);
 }
 

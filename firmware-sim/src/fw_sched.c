@@ -29,6 +29,13 @@
  */
 #define FW_SCHED_DOORBELL_FABRIC_BYTES	MAIA_FABRIC_MSG_MAX_DATA
 
+/*
+ * Jobs rung while a job was parked on the fabric that the thread resuming
+ * it runs on in place of the worker (inline_run()), the resumed job's turn
+ * not counted: a bound on how long a fabric thread serves a queue.
+ */
+#define FW_SCHED_RESUME_TURNS		16u
+
 /* Queue registers the worker needs, copied under sim->lock. */
 struct queue_snap {
 	uint64_t sq, cq, gen;
@@ -476,6 +483,38 @@ static bool worker_place_free_locked(struct maia_sim *sim)
 	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Whether queue qi's head job is parked on a fabric operation that has not
+ * ended, with no thread running it: a doorbell then only records the new
+ * tail (doorbell_locked()). The job cannot run on before the operation
+ * ends, nor the jobs behind it (a queue runs its jobs in order), and the
+ * thread that ends the operation runs the job on under this lock
+ * (fw_sched_fabric_done_locked()), then the next job of the queue, or wakes
+ * the worker for it (work_left_locked() sees the tail). An operation that
+ * has ended, or a job some thread runs (running_queue), gets the doorbell's
+ * kick as before. q->fabric_wait (the job in FW_JOB_FABRIC_WAIT) is
+ * published by the job's owner under the lock after its run and cleared
+ * with the completion; job->fop changes only under the lock or in the
+ * owner's run, which running_queue rules out.
+ */
+bool fw_sched_queue_parked_locked(struct maia_sim *sim, unsigned int qi)
+{
+	const struct fw_queue *q = &sim->queues[qi];
+
+	return q->fabric_wait && q->fabric_wait_gen == q->gen && sim->running_queue != (int)qi &&
+	       q->job.fop && !fw_fop_done_locked(q->job.fop);
+}
+
+uint64_t fw_sched_worker_kicks(struct maia_sim *sim)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&sim->lock);
+	n = sim->worker_kicks;
+	pthread_mutex_unlock(&sim->lock);
+	return n;
+}
+
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
 	if (!worker_place_free_locked(sim) || !sim->worker_idle)
@@ -537,6 +576,21 @@ static int run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
 }
 
 /*
+ * After a turn of queue qi that resumed a parked job: whether the job ended
+ * in it and the queue holds the next one (rung while the job was parked,
+ * fw_sched_queue_parked_locked()), to be run on by the same thread.
+ */
+static bool next_job_queued_locked(struct maia_sim *sim, int qi)
+{
+	const struct fw_queue *q;
+
+	if (qi < 0)
+		return false;
+	q = &sim->queues[qi];
+	return q->job.state == FW_JOB_IDLE && q->enabled && q->head != q->tail;
+}
+
+/*
  * Doorbell fast path, part 2, after the doorbell was applied and sim->lock
  * dropped: one scheduling decision and one run_queue() as the worker would
  * make them, with only cheap commands run here (fw_cmd_run() yields at the
@@ -544,12 +598,14 @@ static int run_next_queue_locked(struct maia_sim *sim, uint64_t *deadline)
  * A job parked on the fabric (a collective this run started) is not: the
  * fabric thread runs it on when its operation ends, and until then the
  * device is not idle (maia_sim_drain() waits). Otherwise the worker sleeps
- * on, idle, as it was.
+ * on, idle, as it was. resumed: the caller is the thread that ended a
+ * parked job's operation (fw_sched_fabric_done_locked()).
  */
-void fw_sched_inline_run(struct maia_sim *sim)
+static void inline_run(struct maia_sim *sim, bool resumed)
 {
 	uint64_t deadline = UINT64_MAX;
 	const struct fw_job *job;
+	unsigned int turns = 0;
 	bool small_op;
 	int qi;
 
@@ -562,8 +618,18 @@ void fw_sched_inline_run(struct maia_sim *sim)
 	 * one more turn takes it on here rather than waking the worker.
 	 */
 	job = qi >= 0 ? &sim->queues[qi].job : NULL;
-	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop))
-		run_next_queue_locked(sim, &deadline);
+	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop)) {
+		qi = run_next_queue_locked(sim, &deadline);
+		resumed = true;
+	}
+	/*
+	 * A resumed job ended: the jobs rung behind it while it was parked
+	 * run on here, as the worker would run them, until one parks or
+	 * yields (a costly command) or the bound; the rest wakes the worker.
+	 */
+	while (resumed && turns++ < FW_SCHED_RESUME_TURNS && next_job_queued_locked(sim, qi))
+		qi = run_next_queue_locked(sim, &deadline);
+	job = qi >= 0 ? &sim->queues[qi].job : NULL;
 	/*
 	 * A small operation parked (an 8-byte all-reduce): this thread starts
 	 * it on the fabric itself, its frames delivered by this thread into the
@@ -586,6 +652,11 @@ void fw_sched_inline_run(struct maia_sim *sim)
 	fw_fabric_end_deferred(sim, small_op);
 }
 
+void fw_sched_inline_run(struct maia_sim *sim)
+{
+	inline_run(sim, false);
+}
+
 /*
  * The fabric thread, with sim->lock held (dropped and taken again here):
  * a fabric operation ended, or a remote write moved a semaphore. With the
@@ -604,7 +675,7 @@ void fw_sched_fabric_done_locked(struct maia_sim *sim)
 	}
 	sim->inline_busy = true;
 	pthread_mutex_unlock(&sim->lock);
-	fw_sched_inline_run(sim);
+	inline_run(sim, true);
 	pthread_mutex_lock(&sim->lock);
 }
 

@@ -64,5 +64,6 @@ void fw_kick_worker_locked(struct maia_sim *sim)
 	/* A doorbell fast path is running: it wakes the worker if work is left. */
 	if (sim->inline_busy)
 		return;
+	sim->worker_kicks++;
 	pthread_cond_signal(&sim->work_cond);
 }

@@ -38,6 +38,7 @@
 #include "maia/hw/fabric.h"
 #include "tap.h"
 #include "../../../firmware-sim/src/fw_fabric.h"
+#include "../../../firmware-sim/src/fw_internal.h"
 
 #define MAX_DEV		4u
 #define NPORTS		2u
@@ -1666,6 +1667,134 @@ static void test_inline_order(void)
 	ring_down();
 }
 
+/*
+ * Doorbells behind a parked job (issue 33): rank 0's all-reduce waits for
+ * rank 1; PARKED_JOBS no-op jobs rung one by one on rank 0's queue behind
+ * it wake rank 0's worker not once (fw_sched_worker_kicks(): the
+ * job cannot run on until the operation ends, nor the jobs behind it) and
+ * none completes while it waits. Rank 1 joins: the all-reduce and then the
+ * no-ops complete, in order (slots, job ids, modeled times). With the
+ * doorbell fast path on, the thread that ends the operation runs them on,
+ * and the worker is never woken at all.
+ */
+#define PARKED_JOBS 8
+
+static void test_parked_doorbells(void)
+{
+	struct env *e = &nodes[0].e;
+	struct tq *q = &nodes[0].q[0];
+	struct outcome o = { .wrong = 0 };
+	uint32_t slot[PARKED_JOBS], w0, irqs;
+	uint64_t k0, k_rung, k_end, prev_end;
+	bool waited, early = false, order = true;
+	struct trial t;
+
+	if (!tap_ok(ring_up(2, 0), "parked doorbells (inline %s): 2 devices, every port UP",
+		    inline_db ? "on" : "off"))
+		return;
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	w0 = fabric_waits(0);
+	submit(&t, 0);
+	waited = wait_fabric_waits(w0 + 1);
+	maia_sim_drain(nodes[1].e.sim);
+	k0 = fw_sched_worker_kicks(e->sim);
+	irqs = t.irqs[0];
+	for (unsigned int i = 0; i < PARKED_JOBS; i++)
+		slot[i] = queue_push(e, q, 0, 0, 0, MAIA_SQE_NOP, 0x9a00 + i, true);
+	k_rung = fw_sched_worker_kicks(e->sim);
+	for (unsigned int i = 0; i < PARKED_JOBS; i++)
+		early |= !!(cqe_at(e, q, slot[i])->flags & MAIA_CQE_VALID);
+	submit(&t, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&t, r, &o);
+	o.hung |= !wait_irq(e, MAIA_VEC_QUEUE(0), irqs + 1 + PARKED_JOBS, HANG_GUARD_MS);
+	maia_sim_drain(e->sim);
+	k_end = fw_sched_worker_kicks(e->sim);
+	finish_trial(&t, &o, true);
+	prev_end = o.model_end[0];
+	for (unsigned int i = 0; i < PARKED_JOBS; i++) {
+		const struct maia_cq_entry *c = cqe_at(e, q, slot[i]);
+
+		order &= (c->flags & MAIA_CQE_VALID) && c->status == MAIA_STATUS_OK &&
+			 c->job_id == 0x9a00 + i && c->start_ns >= prev_end;
+		prev_end = c->end_ns;
+	}
+	tap_ok(waited && k_rung == k0 && !early && all_ok(&o) && !o.wrong && order &&
+	       (!inline_db || k_end == k0),
+	       "inline %s: %u jobs rung behind rank 0's parked all-reduce: worker kicks +%llu "
+	       "(want 0), %s completed early; after rank 1 joined the all-reduce OK (#wrong %ld), "
+	       "the jobs %s, worker kicks +%llu in all",
+	       inline_db ? "on" : "off", PARKED_JOBS, (unsigned long long)(k_rung - k0),
+	       early ? "some" : "none", o.wrong, order ? "OK in order" : "NOT OK IN ORDER",
+	       (unsigned long long)(k_end - k0));
+	ring_down();
+}
+
+/* Rank 1's submission from another thread (test_parked_race()). */
+static void *join_rank1(void *arg)
+{
+	submit(arg, 1);
+	return NULL;
+}
+
+/*
+ * The race edge: a job rung on rank 0 while rank 1's submission resumes
+ * rank 0's parked all-reduce, from another thread, with a varying head
+ * start. Whichever way the doorbell and the resumption meet under sim->lock
+ * (the operation not ended: the tail is left to the resuming thread; ended
+ * or the job being run: the worker or that thread is kicked), the job
+ * completes (the hang guard, not a time limit on the device).
+ */
+static void test_parked_race(void)
+{
+	unsigned int lost = 0, hung = 0, parked = 0;
+	const unsigned int rounds = 60;
+	long wrong = 0;
+
+	if (!tap_ok(ring_up(2, 0), "parked race (inline %s): 2 devices, every port UP",
+		    inline_db ? "on" : "off"))
+		return;
+	for (unsigned int i = 0; i < rounds; i++) {
+		struct env *e = &nodes[0].e;
+		struct tq *q = &nodes[0].q[0];
+		struct outcome o = { .wrong = 0 };
+		struct trial t;
+		pthread_t th;
+		uint32_t slot, w0 = fabric_waits(0), irqs;
+
+		prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
+			LONG_TIMEOUT_MS);
+		submit(&t, 0);
+		parked += wait_fabric_waits(w0 + 1);
+		irqs = t.irqs[0];
+		if (pthread_create(&th, NULL, join_rank1, &t)) {
+			hung++;
+			break;
+		}
+		/* 0 to about 60 us of head start for rank 1's join. */
+		for (volatile unsigned int spin = 0; spin < (i % 12) * 500; spin++)
+			;
+		slot = queue_push(e, q, 0, 0, 0, MAIA_SQE_NOP, 0x9b00 + i, true);
+		pthread_join(th, NULL);
+		for (unsigned int r = 0; r < 2; r++)
+			collect(&t, r, &o);
+		lost += !wait_irq(e, MAIA_VEC_QUEUE(0), irqs + 2, HANG_GUARD_MS) ||
+			!(cqe_at(e, q, slot)->flags & MAIA_CQE_VALID) ||
+			cqe_at(e, q, slot)->status != MAIA_STATUS_OK;
+		hung += !all_ok(&o);
+		finish_trial(&t, &o, true);
+		wrong += o.wrong;
+		if (lost || hung)
+			break;
+	}
+	tap_ok(!lost && !hung && !wrong && parked == rounds,
+	       "inline %s: %u rounds of a job rung on rank 0 as rank 1's join resumes its parked "
+	       "all-reduce: %u parked, %u jobs lost, %u all-reduces not OK, #wrong %ld",
+	       inline_db ? "on" : "off", rounds, parked, lost, hung, wrong);
+	ring_down();
+}
+
 /* Rounds of every device's run by another device's thread (fw_fabric_inline_rounds()). */
 static uint64_t inline_rounds(void)
 {
@@ -2138,10 +2267,14 @@ int main(void)
 	test_comm_busy();
 	test_late_rank_bad_memory();
 	test_inline_rx(2, false);
+	test_parked_doorbells();
+	test_parked_race();
 	/* The doorbell writer starts collectives, the fabric thread completes them. */
 	inline_db = true;
 	test_inline_rx(4, true);
 	test_inline_order();
+	test_parked_doorbells();
+	test_parked_race();
 	test_peer_behind();
 	test_doorbell_direct(2);
 	test_doorbell_direct(4);
