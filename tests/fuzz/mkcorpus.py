@@ -6,7 +6,8 @@ import os
 import struct
 
 BASE = 0x10000
-DT = dict(fp32=0, fp16=1, bf16=2, e4m3=3, int8=5, mxfp8=7, mxfp4=11, mx6=14)
+DT = dict(fp32=0, fp16=1, bf16=2, e4m3=3, int8=5, mxfp8=7, mxfp6_e3m2=9, mxfp6_e2m3=10, mxfp4=11,
+          mxint8=12, mx9=13, mx6=14, mx4=15)
 OPS = ['gemm', 'gemm_batched', 'add', 'mul', 'scale', 'act', 'softmax', 'layernorm',
        'rmsnorm', 'attention', 'quantize', 'dequantize', 'reduce', 'transpose', 'copy']
 
@@ -58,3 +59,19 @@ seed('transpose', 'transpose', desc('fp32', BASE, [4, 6, 8]) + desc('bf16', BASE
      bytes([2, 0, 1, 0]) + bytes(4), mem=mem)
 seed('add_bcast', 'add', desc('fp32', BASE, [4, 8]) + desc('fp32', BASE + 256, [1, 8]) +
      desc('fp32', BASE + 512, [4, 8]), mem=mem)
+
+# The BF16 pair decoders of B (gemm_bf16.c, msmx_avx512.h): B of each MX format
+# that has one, K odd (a lone last row) and even, under scales that include
+# 0 (subnormal factors), 1, 254 and 0xff (NaN) among the bytes of mem, with A
+# BF16 and A of the same format.
+scales = bytes([0, 1, 2, 3, 7, 8, 127, 128, 200, 253, 254, 255]) * 8
+for dt in ('mx9', 'mx6', 'mx4', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxint8'):
+    for k in (5, 33):
+        seed('gemm_%s_b_k%d' % (dt, k), 'gemm', desc('bf16', BASE, [3, k]) +
+             desc(dt, BASE + 4096, [k, 64], scale_addr=BASE + 3072) +
+             desc('fp32', BASE + 12288, [3, 64]) + zero + struct.pack('<IIII', 0, 0, 0, 0),
+             mem=mem[:3072] + scales + mem[3072 + len(scales):])
+    seed('gemm_%s_ab' % dt, 'gemm', desc(dt, BASE, [4, 32], scale_addr=BASE + 3072) +
+         desc(dt, BASE + 4096, [32, 64], scale_addr=BASE + 3200) +
+         desc('fp32', BASE + 12288, [4, 64]) + zero + struct.pack('<IIII', 0, 0, 0, 0),
+         mem=mem[:3072] + scales + scales + mem[3072 + 2 * len(scales):])
