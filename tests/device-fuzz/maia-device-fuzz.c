@@ -2758,7 +2758,8 @@ static void op_frame(void)
 		h.src_port = (uint8_t)rnd(chance(90) ? 3 : 256);
 		h.dst_port = chance(50) ? MAIA_FABRIC_PORT_ANY : chance(50) ? s.fab_port :
 			     (uint8_t)rnd(chance(80) ? 3 : 256);
-		h.flags = chance(90) ? 0 : (uint16_t)rnd64();
+		/* MAIA_FABRIC_F_DUP and F_ACK_NOW (wire version 6's delayed acks), or any */
+		h.flags = chance(60) ? 0 : chance(75) ? (uint16_t)rnd(4) : (uint16_t)rnd64();
 		h.src_serial = serials[rnd(ARRAY_SIZE(serials))];
 		h.epoch = chance(80) ? 1 + rnd(4) : (uint32_t)rnd_interesting();
 		h.peer_epoch = chance(50) ? 0 : (uint32_t)rnd_interesting();
