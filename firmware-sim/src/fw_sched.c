@@ -476,11 +476,22 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
  * path on, the worker not running, no other thread in its place, no boot,
  * reset or crash. One list for the doorbell writer and the fabric thread.
  */
+/*
+ * Whether the firmware may start a job now: no stop, boot, reset or crash
+ * (the worker's loop checks each before every turn). A thread in the
+ * worker's place asks again before every turn after its first.
+ */
+static bool jobs_may_run_locked(struct maia_sim *sim)
+{
+	return !sim->stop && !sim->boot.pending &&
+	       !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
+}
+
 static bool worker_place_free_locked(struct maia_sim *sim)
 {
-	return sim->inline_doorbell && !sim->stop && !sim->inline_busy && !sim->worker_busy &&
-	       !sim->boot.pending && !__atomic_load_n(&sim->reset_req, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
+	return sim->inline_doorbell && !sim->inline_busy && !sim->worker_busy &&
+	       jobs_may_run_locked(sim);
 }
 
 /*
@@ -618,7 +629,8 @@ static void inline_run(struct maia_sim *sim, bool resumed)
 	 * one more turn takes it on here rather than waking the worker.
 	 */
 	job = qi >= 0 ? &sim->queues[qi].job : NULL;
-	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop)) {
+	if (job && job->state == FW_JOB_FABRIC_WAIT && job->fop && fw_fop_done_locked(job->fop) &&
+	    jobs_may_run_locked(sim)) {
 		qi = run_next_queue_locked(sim, &deadline);
 		resumed = true;
 	}
@@ -626,8 +638,11 @@ static void inline_run(struct maia_sim *sim, bool resumed)
 	 * A resumed job ended: the jobs rung behind it while it was parked
 	 * run on here, as the worker would run them, until one parks or
 	 * yields (a costly command) or the bound; the rest wakes the worker.
+	 * A crash, reset or stop meanwhile (a turn's completion interrupt
+	 * may be followed by anything) ends it as it ends the worker's turns.
 	 */
-	while (resumed && turns++ < FW_SCHED_RESUME_TURNS && next_job_queued_locked(sim, qi))
+	while (resumed && turns++ < FW_SCHED_RESUME_TURNS && next_job_queued_locked(sim, qi) &&
+	       jobs_may_run_locked(sim))
 		qi = run_next_queue_locked(sim, &deadline);
 	job = qi >= 0 ? &sim->queues[qi].job : NULL;
 	/*

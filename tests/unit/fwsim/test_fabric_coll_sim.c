@@ -1795,6 +1795,63 @@ static void test_parked_race(void)
 	ring_down();
 }
 
+/* test_parked_crash(): the next queue-0 interrupt crashes the device's firmware. */
+static bool crash_armed;
+
+static void crash_on_queue_irq(struct env *e, unsigned int vector)
+{
+	if (vector == MAIA_VEC_QUEUE(0) && __atomic_exchange_n(&crash_armed, false, __ATOMIC_ACQ_REL))
+		maia_sim_inject(e->sim, MAIA_SIM_INJECT_FW_CRASH, 0);
+}
+
+/*
+ * The firmware crashes as rank 0's parked all-reduce completes, with
+ * PARKED_JOBS no-op jobs rung behind it (the interrupt of the all-reduce's
+ * completion injects the crash, in the thread that resumed it). Crashed
+ * firmware starts no job (maia_sim_inject()): MAIA_Q_FETCHED stays where it
+ * was and none of the no-ops completes, whichever thread resumed the
+ * all-reduce (the worker, or with the fast path on the thread that ended its
+ * operation, which runs the jobs rung behind it on).
+ */
+static void test_parked_crash(void)
+{
+	struct env *e = &nodes[0].e;
+	struct tq *q = &nodes[0].q[0];
+	struct outcome o = { .wrong = 0 };
+	uint32_t slot[PARKED_JOBS], w0, f0, f1;
+	bool waited, done = false;
+	struct trial t;
+
+	if (!tap_ok(ring_up(2, 0), "parked crash (inline %s): 2 devices, every port UP",
+		    inline_db ? "on" : "off"))
+		return;
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	w0 = fabric_waits(0);
+	submit(&t, 0);
+	waited = wait_fabric_waits(w0 + 1);
+	for (unsigned int i = 0; i < PARKED_JOBS; i++)
+		slot[i] = queue_push(e, q, 0, 0, 0, MAIA_SQE_NOP, 0x9c00 + i, true);
+	f0 = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED));
+	__atomic_store_n(&crash_armed, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->irq_hook, crash_on_queue_irq, __ATOMIC_RELEASE);
+	submit(&t, 1);
+	collect(&t, 0, &o);
+	maia_sim_drain(e->sim);
+	f1 = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED));
+	for (unsigned int i = 0; i < PARKED_JOBS; i++)
+		done |= !!(cqe_at(e, q, slot[i])->flags & MAIA_CQE_VALID);
+	__atomic_store_n(&e->irq_hook, NULL, __ATOMIC_RELEASE);
+	finish_trial(&t, &o, false);
+	tap_ok(waited && !o.hung && o.status[0] == MAIA_STATUS_OK &&
+	       !__atomic_load_n(&crash_armed, __ATOMIC_ACQUIRE) && f1 == f0 && !done,
+	       "inline %s: firmware crashed as rank 0's parked all-reduce completed (status %u) "
+	       "with %u jobs rung behind it: jobs fetched after the crash %u (want 0), %s completed",
+	       inline_db ? "on" : "off", o.status[0], PARKED_JOBS, f1 - f0,
+	       done ? "some" : "none");
+	ring_down();
+}
+
 /* Rounds of every device's run by another device's thread (fw_fabric_inline_rounds()). */
 static uint64_t inline_rounds(void)
 {
@@ -2269,12 +2326,14 @@ int main(void)
 	test_inline_rx(2, false);
 	test_parked_doorbells();
 	test_parked_race();
+	test_parked_crash();
 	/* The doorbell writer starts collectives, the fabric thread completes them. */
 	inline_db = true;
 	test_inline_rx(4, true);
 	test_inline_order();
 	test_parked_doorbells();
 	test_parked_race();
+	test_parked_crash();
 	test_peer_behind();
 	test_doorbell_direct(2);
 	test_doorbell_direct(4);
