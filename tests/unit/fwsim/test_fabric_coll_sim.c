@@ -1668,6 +1668,25 @@ static void test_inline_order(void)
 }
 
 /*
+ * Two devices up, rank 0's all-reduce submitted and waiting for rank 1
+ * (*waited: it parked before the guard); false if the ring did not come up.
+ */
+static bool park_rank0_allreduce(const char *name, struct trial *t, bool *waited)
+{
+	uint32_t w0;
+
+	if (!tap_ok(ring_up(2, 0), "%s (inline %s): 2 devices, every port UP", name,
+		    inline_db ? "on" : "off"))
+		return false;
+	prepare(t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	w0 = fabric_waits(0);
+	submit(t, 0);
+	*waited = wait_fabric_waits(w0 + 1);
+	return true;
+}
+
+/*
  * Doorbells behind a parked job (issue 33): rank 0's all-reduce waits for
  * rank 1; PARKED_JOBS no-op jobs rung one by one on rank 0's queue behind
  * it wake rank 0's worker not once (fw_sched_worker_kicks(): the
@@ -1684,19 +1703,13 @@ static void test_parked_doorbells(void)
 	struct env *e = &nodes[0].e;
 	struct tq *q = &nodes[0].q[0];
 	struct outcome o = { .wrong = 0 };
-	uint32_t slot[PARKED_JOBS], w0, irqs;
+	uint32_t slot[PARKED_JOBS], irqs;
 	uint64_t k0, k_rung, k_end, prev_end;
 	bool waited, early = false, order = true;
 	struct trial t;
 
-	if (!tap_ok(ring_up(2, 0), "parked doorbells (inline %s): 2 devices, every port UP",
-		    inline_db ? "on" : "off"))
+	if (!park_rank0_allreduce("parked doorbells", &t, &waited))
 		return;
-	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
-		LONG_TIMEOUT_MS);
-	w0 = fabric_waits(0);
-	submit(&t, 0);
-	waited = wait_fabric_waits(w0 + 1);
 	maia_sim_drain(nodes[1].e.sim);
 	k0 = fw_sched_worker_kicks(e->sim);
 	irqs = t.irqs[0];
@@ -1818,18 +1831,12 @@ static void test_parked_crash(void)
 	struct env *e = &nodes[0].e;
 	struct tq *q = &nodes[0].q[0];
 	struct outcome o = { .wrong = 0 };
-	uint32_t slot[PARKED_JOBS], w0, f0, f1;
+	uint32_t slot[PARKED_JOBS], f0, f1;
 	bool waited, done = false;
 	struct trial t;
 
-	if (!tap_ok(ring_up(2, 0), "parked crash (inline %s): 2 devices, every port UP",
-		    inline_db ? "on" : "off"))
+	if (!park_rank0_allreduce("parked crash", &t, &waited))
 		return;
-	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
-		LONG_TIMEOUT_MS);
-	w0 = fabric_waits(0);
-	submit(&t, 0);
-	waited = wait_fabric_waits(w0 + 1);
 	for (unsigned int i = 0; i < PARKED_JOBS; i++)
 		slot[i] = queue_push(e, q, 0, 0, 0, MAIA_SQE_NOP, 0x9c00 + i, true);
 	f0 = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED));
