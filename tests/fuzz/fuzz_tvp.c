@@ -10,8 +10,9 @@
  *
  * Input: byte 0 bit 0 picks in-place access (map()/map_write()) or
  * read()/write() only; byte 1 the number of args (mod 17); bytes 2-4 the
- * grid (1..4 each); bytes 5-6 the budget (at most 65535, so that no input
- * is a long job); then the program words (up to 256), which also start the
+ * grid (1..4 each); bytes 5-6 the budget of the whole grid (at most 65535
+ * instructions, shared out among its instances, so that no input is a long
+ * job); then the program words (up to 256), which also start the
  * 64 KiB device memory the args point into.
  */
 #include <stdint.h>
@@ -91,7 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.num_args = data[1] % (MAIA_TVP_MAX_ARGS + 1);
 	for (int i = 0; i < 3; i++)
 		c.grid[i] = 1 + data[2 + i] % 4;
-	c.budget = (uint32_t)data[5] | (uint32_t)data[6] << 8;
+	/* the budget is per instance: bytes 5-6 bound the instructions of the whole grid */
+	c.budget = ((uint32_t)data[5] | (uint32_t)data[6] << 8) /
+		   (c.grid[0] * c.grid[1] * c.grid[2]);
 	if (!c.budget)
 		c.budget = 1;
 	n = (uint32_t)((size - HDR) / sizeof(struct maia_tvp_insn));
