@@ -463,20 +463,6 @@ static void snap_queue_locked(struct maia_sim *sim, unsigned int qi, struct queu
 }
 
 /*
- * Doorbell fast path, part 1, in the doorbell writer's thread with
- * sim->lock held, before the doorbell is applied: if the worker sleeps with
- * nothing to do (no job, no timed wait, no boot, reset or crash) and no
- * other thread has its place (inline_busy: another doorbell writer, or the
- * fabric thread, which drops the lock before its run and does not clear
- * worker_idle), this thread takes it until fw_sched_inline_run() returns.
- * The worker's kicks meanwhile are deferred (fw_kick_worker_locked()).
- */
-/*
- * Whether a thread other than the worker may take its place now: the fast
- * path on, the worker not running, no other thread in its place, no boot,
- * reset or crash. One list for the doorbell writer and the fabric thread.
- */
-/*
  * Whether the firmware may start a job now: no stop, boot, reset or crash
  * (the worker's loop checks each before every turn). A thread in the
  * worker's place asks again before every turn after its first.
@@ -488,6 +474,12 @@ static bool jobs_may_run_locked(struct maia_sim *sim)
 	       !__atomic_load_n(&sim->fw_crashed, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Whether a thread other than the worker may take its place now: the fast
+ * path on, the worker not running, no other thread in its place, jobs may
+ * run (jobs_may_run_locked()). One list for the doorbell writer and the
+ * fabric thread.
+ */
 static bool worker_place_free_locked(struct maia_sim *sim)
 {
 	return sim->inline_doorbell && !sim->inline_busy && !sim->worker_busy &&
@@ -526,6 +518,15 @@ uint64_t fw_sched_worker_kicks(struct maia_sim *sim)
 	return n;
 }
 
+/*
+ * Doorbell fast path, part 1, in the doorbell writer's thread with
+ * sim->lock held, before the doorbell is applied: if the worker sleeps with
+ * nothing to do (no job, no timed wait, no boot, reset or crash) and no
+ * other thread has its place (inline_busy: another doorbell writer, or the
+ * fabric thread, which drops the lock before its run and does not clear
+ * worker_idle), this thread takes it until fw_sched_inline_run() returns.
+ * The worker's kicks meanwhile are deferred (fw_kick_worker_locked()).
+ */
 bool fw_sched_inline_begin_locked(struct maia_sim *sim)
 {
 	if (!worker_place_free_locked(sim) || !sim->worker_idle)

@@ -174,15 +174,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 1:
 			fixed_frame(op, data, len);
 			break;
-		case 2:
+		case 2: {
+			uint64_t due = fw_link_next_deadline(&la);
+
 			if (op & 4)
 				a_refuses = !a_refuses;
 			if (op & 8)
-				tick(fw_link_next_deadline(&la) > now ?
-				     fw_link_next_deadline(&la) - now : 0);
+				tick(due > now ? due - now : 0);
 			else
 				tick((len ? data[0] : 1) * MS);
 			break;
+		}
 		case 3:
 			fw_link_send(&la, data, len, now);
 			break;
