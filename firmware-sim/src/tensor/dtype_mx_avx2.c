@@ -23,8 +23,15 @@
  * Each block's 32 values go to dst as two halves of 16, each anywhere, so
  * that a GEMM's panels (16 or 32 columns, or 16-k blocks of A) are decoded
  * in place (fw_mx_decode_groups()).
+ *
+ * Which of them run is decided once, by fw_mx_simd(): the AVX-512 ones
+ * only where the CPU has them and MAIA_TE_ISA does not make the engine
+ * take the avx2 (or a portable) kernel, so that the AVX2 stand-in decodes
+ * as an AVX2-only CPU does.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "te.h"
 
@@ -297,15 +304,53 @@ RUN_MSMX_OF(run_mx9, MAIA_DTYPE_MX9)
 RUN_MSMX_OF(run_mx6, MAIA_DTYPE_MX6)
 RUN_MSMX_OF(run_mx4, MAIA_DTYPE_MX4)
 
-bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
-			 size_t nblocks, unsigned int g, size_t gstride, float *dst)
+/* The CPU's widest MX decoders, capped by the FP32 kernel MAIA_TE_ISA forces. */
+static enum fw_mx_simd mx_simd_decide(void)
+{
+	enum fw_mx_simd cpu = FW_MX_SCALAR;
+	const struct fw_gemm_kernel *k;
+
+	__builtin_cpu_init();
+	/* every AVX2 CPU has F16C; not every compiler can ask for "f16c" */
+	if (__builtin_cpu_supports("avx2"))
+		cpu = FW_MX_AVX2;
+	if (cpu && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))
+		cpu = FW_MX_AVX512;
+	if (!getenv("MAIA_TE_ISA"))
+		return cpu;
+	k = fw_gemm_kernel_find(NULL);	/* the engine's (fw_tensor_create()) */
+	if (!strncmp(k->name, "portable", 8))
+		return FW_MX_SCALAR;
+	if (!strcmp(k->name, "avx2") && cpu > FW_MX_AVX2)
+		return FW_MX_AVX2;
+	return cpu;
+}
+
+enum fw_mx_simd fw_mx_simd(void)
+{
+	static int decided = -1;
+	int v = __atomic_load_n(&decided, __ATOMIC_ACQUIRE);
+
+	if (v < 0) {	/* racing threads decide the same */
+		v = (int)mx_simd_decide();
+		__atomic_store_n(&decided, v, __ATOMIC_RELEASE);
+	}
+	return (enum fw_mx_simd)v;
+}
+
+bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,
+			  const uint8_t *scales, size_t nblocks, unsigned int g, size_t gstride,
+			  float *dst)
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype);
 	struct mx_walk w = { dst, 0, g, gstride };
+	bool vbmi;
 
-	/* every AVX2 CPU has F16C; not every compiler can ask for "f16c" */
-	if (!__builtin_cpu_supports("avx2") || !g || g % 16)
+	__builtin_cpu_init();
+	if (simd < FW_MX_AVX2 || !__builtin_cpu_supports("avx2") || !g || g % 16)
 		return false;
+	vbmi = simd >= FW_MX_AVX512 && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vbmi");
 	switch (dtype) {
 	case MAIA_DTYPE_MXFP8_E4M3:
 		run_e4m3(blocks, scales, nblocks, bb, w);
@@ -321,14 +366,14 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 		return true;
 	case MAIA_DTYPE_MXFP6_E3M2:
 	case MAIA_DTYPE_MXFP6_E2M3:
-		if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
+		if (!vbmi)
 			return false;
 		run_fp6(dtype, blocks, scales, nblocks, bb, w);
 		return true;
 	case MAIA_DTYPE_MX9:
 	case MAIA_DTYPE_MX6:
 	case MAIA_DTYPE_MX4:
-		if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
+		if (!vbmi)
 			return false;
 		if (dtype == MAIA_DTYPE_MX9)
 			run_mx9(blocks, scales, nblocks, w);
@@ -341,10 +386,24 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 		return false;
 	}
 }
-#else
+
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
-			 size_t nblocks, unsigned int g, size_t gstride, float *dst)
+		       size_t nblocks, unsigned int g, size_t gstride, float *dst)
 {
+	return fw_mx_decode_simd_as(fw_mx_simd(), dtype, blocks, scales, nblocks, g, gstride,
+				    dst);
+}
+#else
+enum fw_mx_simd fw_mx_simd(void)
+{
+	return FW_MX_SCALAR;
+}
+
+bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,
+			  const uint8_t *scales, size_t nblocks, unsigned int g, size_t gstride,
+			  float *dst)
+{
+	(void)simd;
 	(void)dtype;
 	(void)blocks;
 	(void)scales;
@@ -353,5 +412,12 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 	(void)gstride;
 	(void)dst;
 	return false;
+}
+
+bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+		       size_t nblocks, unsigned int g, size_t gstride, float *dst)
+{
+	return fw_mx_decode_simd_as(FW_MX_SCALAR, dtype, blocks, scales, nblocks, g, gstride,
+				    dst);
 }
 #endif

@@ -717,8 +717,7 @@ bool fw_gemm_mx_pair_row(unsigned int dtype, const uint8_t *e0, const uint8_t *s
 #if HAVE_X86
 	if (dtype >= sizeof(mx_pairs) / sizeof(mx_pairs[0]) || !mx_pairs[dtype])
 		return false;
-	if (n % maia_dtype_block(dtype) || nr % 16 || np % 16 ||
-	    !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi"))
+	if (n % maia_dtype_block(dtype) || nr % 16 || np % 16 || fw_mx_simd() < FW_MX_AVX512)
 		return false;
 	mx_pairs[dtype](e0, s0, e1, s1, n, np, nr, pstride, dst);
 	return true;

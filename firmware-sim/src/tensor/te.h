@@ -71,10 +71,23 @@ void fw_mx_decode_scalar(unsigned int dtype, const uint8_t *blocks, const uint8_
  */
 void fw_mx_decode_groups(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			   size_t nblocks, unsigned int g, size_t gstride, float *dst);
+/* The SIMD of the MX decoders: none, AVX2 (with F16C), AVX-512 (BW, VBMI). */
+enum fw_mx_simd { FW_MX_SCALAR, FW_MX_AVX2, FW_MX_AVX512 };
 /*
- * fw_mx_decode_groups() with SIMD where this CPU and dtype have it and g is
- * a multiple of 16; false: not done.
+ * The widest the MX decoders (A and B, FP32 and BF16 pairs) use in this
+ * process, decided once: the CPU's, no wider than the FP32 kernel that
+ * MAIA_TE_ISA makes the engine take (avx2: an AVX2-only CPU, as issue
+ * 28's; portable: scalar).
  */
+enum fw_mx_simd fw_mx_simd(void);
+/*
+ * fw_mx_decode_groups() with SIMD no wider than simd, where this CPU and
+ * dtype have it and g is a multiple of 16; false: not done.
+ */
+bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,
+			  const uint8_t *scales, size_t nblocks, unsigned int g, size_t gstride,
+			  float *dst);
+/* fw_mx_decode_simd_as(fw_mx_simd(), ...) */
 bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 			 size_t nblocks, unsigned int g, size_t gstride, float *dst);
 
