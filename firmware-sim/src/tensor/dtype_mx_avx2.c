@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * AVX2 decoders for the OCP MX formats GEMM reads most (MXFP8 E4M3/E5M2,
- * MXFP4, MXINT8), and AVX-512 VBMI ones for MXFP6. Same results as the scalar reference in dtype_mx.c, bit
+ * AVX2 decoders for every MX format (MXFP8 E4M3/E5M2, MXFP6 E3M2/E2M3,
+ * MXFP4, MXINT8, MX9/MX6/MX4), and AVX-512 VBMI ones for MXFP6 and
+ * MX9/MX6/MX4. Same results as the scalar reference in dtype_mx.c, bit
  * for bit: every element value is exact in FP32 and is multiplied by the
  * block scale once, as there. The table lookups there cost about a
  * quarter of an MXFP8 GEMM's time.
@@ -15,10 +16,14 @@
  * - FP4 E2M1: the 8 magnitudes times the scale, picked by the code's low
  *   3 bits (a permute), the sign bit set separately so -0 stays -0.
  * - INT8: int8 * 2^-6.
- * - FP6 E3M2/E2M3 (CPUs with AVX512BW and VBMI): the 32 magnitudes times
- *   the scale, picked by each 6-bit field (run_fp6()).
- * - MX9/MX6/MX4 (the same CPUs): each 16-element block by msmx_values()
- *   (msmx_avx512.h, shared with the BF16 pair decoder; run_msmx()).
+ * - FP6 E3M2/E2M3: AVX2, each field moved to the top of a word and made an
+ *   FP16 worth 2^-12 / 2^-14 of the element (fp6_block()); with AVX512BW
+ *   and VBMI, the 32 magnitudes times the scale, picked by each 6-bit
+ *   field (run_fp6()).
+ * - MX9/MX6/MX4: AVX2, 8 fields a register by VPSHUFB and VPSRLVD
+ *   (run_msmx_avx2()); with AVX512BW and VBMI each 16-element block by
+ *   msmx_values() (msmx_avx512.h, shared with the BF16 pair decoder;
+ *   run_msmx()). Both take the block's factors from msmx_pow2.
  *
  * Each block's 32 values go to dst as two halves of 16, each anywhere, so
  * that a GEMM's panels (16 or 32 columns, or 16-k blocks of A) are decoded
@@ -222,6 +227,147 @@ MX_RUN(run_fp4, "avx2", fp4_block(blocks, sc, d))
 MX_RUN(run_int8, "avx2", int8_block(blocks, sc, d))
 
 /*
+ * FP6 (E3M2, E2M3) with AVX2: four codes in three bytes. Each 16 bytes of
+ * the block (bytes 0-15 in the low lane, 8-23 in the high one) go through
+ * a VPSHUFB that puts in word i the two bytes holding field i (its bits 6
+ * i % 8 of bytes 0-1 of its group of three, the fourth field at bit 10 of
+ * bytes 1-2), and a VPMULLW by 2^10, 2^4, 2^6 or 1 moves the field to bits
+ * 10-15. Shifted right arithmetically by 2 (E3M2) or 3 (E2M3) and masked,
+ * the field's sign is an FP16's sign and its exponent and mantissa the low
+ * bits of the FP16's: the FP16 is worth 2^-12 (E3M2) or 2^-14 (E2M3) of
+ * the element, subnormal codes included (FP6 has no Inf or NaN), and F16C
+ * converts it exactly. That power of two joins the scale in one multiply
+ * when the product is a float, as E4M3's 2^8 does: the exact element value
+ * times sc, rounded once, as the reference's table lookup and multiply.
+ */
+#define FP6_W(b, j)	(b) + 3 * (j), (b) + 3 * (j) + 1, (b) + 3 * (j), (b) + 3 * (j) + 1, \
+			(b) + 3 * (j) + 1, (b) + 3 * (j) + 2, (b) + 3 * (j) + 1, (b) + 3 * (j) + 2
+#define FP6_W8(b)	FP6_W(b, 0), FP6_W(b, 1)
+/* elements 0-7 and 16-23 (bytes 0-5, 12-17), then 8-15 and 24-31 (6-11, 18-23) */
+static const uint8_t fp6_words[2][32] = { { FP6_W8(0), FP6_W8(4) }, { FP6_W8(6), FP6_W8(10) } };
+static const uint16_t fp6_mul[16] = { 1024, 16, 64, 1, 1024, 16, 64, 1,
+				      1024, 16, 64, 1, 1024, 16, 64, 1 };
+
+__attribute__((target("avx2,f16c"), always_inline))
+static inline void fp6_block(bool e3m2, const uint8_t *blk, float sc, float *const d[2])
+{
+	const float k = e3m2 ? 0x1p12f : 0x1p14f;
+	const bool join = sc <= (e3m2 ? 0x1p115f : 0x1p113f);
+	const __m256 vsc = _mm256_set1_ps(join ? sc * k : sc), vk = _mm256_set1_ps(k);
+	const __m256i mul = _mm256_loadu_si256((const __m256i *)(const void *)fp6_mul);
+	const __m256i keep = _mm256_set1_epi16((short)(e3m2 ? 0x9f00 : 0x8f80));
+	__m256i x = _mm256_inserti128_si256(
+		_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk)),
+		_mm_loadu_si128((const __m128i *)(const void *)(blk + 8)), 1);
+
+#pragma GCC unroll 2
+	for (unsigned int q = 0; q < 2; q++) {
+		__m256i h = _mm256_mullo_epi16(_mm256_shuffle_epi8(x, _mm256_loadu_si256(
+			(const __m256i *)(const void *)fp6_words[q])), mul);
+
+		h = _mm256_and_si256(e3m2 ? _mm256_srai_epi16(h, 2) : _mm256_srai_epi16(h, 3), keep);
+#pragma GCC unroll 2
+		for (unsigned int l = 0; l < 2; l++) {
+			__m256 f = _mm256_cvtph_ps(l ? _mm256_extracti128_si256(h, 1) :
+						       _mm256_castsi256_si128(h));
+
+			if (!join)
+				f = _mm256_mul_ps(f, vk);
+			/* elements 16 l + 8 q .. + 7 */
+			_mm256_storeu_ps(d[l] + 8 * q, _mm256_mul_ps(f, vsc));
+		}
+	}
+}
+
+MX_RUN(run_e3m2, "avx2,f16c", fp6_block(true, blocks, sc, d))
+MX_RUN(run_e2m3, "avx2,f16c", fp6_block(false, blocks, sc, d))
+
+/*
+ * MX9/MX6/MX4 with AVX2, 8 elements a register: the block's first 16
+ * bytes in both lanes, a VPSHUFB puts in dword i the byte(s) holding field
+ * i (w i / 8, and the next when the field crosses into it), VPSRLVD by w i
+ * % 8 brings it down; the pair's microexponent bit, VPSLLVD'd to bit 31 of
+ * the broadcast microexponent byte, picks 2^(s - 127 - (m - 1)) or half
+ * it by VBLENDVPS, both from msmx_pow2 (msmx_avx512.h); the magnitude
+ * converted to FP32 times it, the sign ORed in: the same one rounding as
+ * msmx_values() and the reference.
+ */
+#define MSMX2_B1(w, i)	((w) * (i) % 8 + (w) > 8 ? (w) * (i) / 8 + 1 : 0x80)
+#define MSMX2_EL(w, i)	(w) * (i) / 8, MSMX2_B1(w, i), 0x80, 0x80
+#define MSMX2_EL4(w, i)	MSMX2_EL(w, i), MSMX2_EL(w, (i) + 1), MSMX2_EL(w, (i) + 2), \
+			MSMX2_EL(w, (i) + 3)
+#define MSMX2_IDX(w)	{ { MSMX2_EL4(w, 0), MSMX2_EL4(w, 4) }, { MSMX2_EL4(w, 8), MSMX2_EL4(w, 12) } }
+#define MSMX2_SH(w)	{ 0, (w) % 8, 2 * (w) % 8, 3 * (w) % 8, 4 * (w) % 8, 5 * (w) % 8, \
+			  6 * (w) % 8, 7 * (w) % 8 }
+/* MX9, MX6, MX4 (dtype - MAIA_DTYPE_MX9): elements 0-7, then 8-15 */
+static const uint8_t msmx2_idx[3][2][32] = { MSMX2_IDX(8), MSMX2_IDX(5), MSMX2_IDX(3) };
+static const uint32_t msmx2_shift[3][8] = { MSMX2_SH(8), MSMX2_SH(5), MSMX2_SH(3) };
+/* element i's microexponent (bit i / 2 of its byte) to bit 31 */
+static const uint32_t msmx2_ushift[2][8] = { { 31, 31, 30, 30, 29, 29, 28, 28 },
+					     { 27, 27, 26, 26, 25, 25, 24, 24 } };
+
+__attribute__((target("avx2"), always_inline))
+static inline void run_msmx_avx2(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
+				 size_t nblocks, struct mx_walk w)
+{
+	const unsigned int m = msmx_m(dtype), bb = maia_dtype_block_bytes(dtype);
+	const __m256i mag = _mm256_set1_epi32((int)((1u << m) - 1));
+	const __m256i sbit = _mm256_set1_epi32((int)0x80000000u);
+	uint8_t tail[32] = { 0 };	/* a block too near the end for a 16-byte load */
+	__m256i idx[2], sh, ush[2];
+
+	sh = _mm256_loadu_si256((const __m256i *)(const void *)msmx2_shift[dtype - MAIA_DTYPE_MX9]);
+	for (unsigned int h = 0; h < 2; h++) {
+		idx[h] = _mm256_loadu_si256((const __m256i *)(const void *)
+					    msmx2_idx[dtype - MAIA_DTYPE_MX9][h]);
+		ush[h] = _mm256_loadu_si256((const __m256i *)(const void *)msmx2_ushift[h]);
+	}
+	for (size_t b = 0; b < nblocks; b++, blocks += bb) {
+		const uint32_t *p = msmx_pow2 + scales[b] + 8 - m;
+		float *d = mx_next_half(&w);
+		const uint8_t *src = blocks;
+		__m256i x, u;
+		__m256 st0, st1;
+
+		if (scales[b] == E8M0_NAN) {
+			for (unsigned int i = 0; i < MAIA_MSMX_BLOCK; i++)
+				d[i] = NAN;
+			continue;
+		}
+		if ((nblocks - b) * bb < 16) {	/* not 16 bytes left to read */
+			memcpy(tail, blocks, bb);
+			src = tail;
+		}
+		x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)src));
+		u = _mm256_set1_epi32(src[2 * (m + 1)]);
+		st0 = _mm256_set1_ps(fw_f32_from_bits(p[0]));
+		st1 = _mm256_set1_ps(fw_f32_from_bits(p[-1]));
+#pragma GCC unroll 2
+		for (unsigned int h = 0; h < 2; h++) {
+			__m256i f = _mm256_srlv_epi32(_mm256_shuffle_epi8(x, idx[h]), sh);
+			__m256 st = _mm256_blendv_ps(st0, st1, _mm256_castsi256_ps(
+							     _mm256_sllv_epi32(u, ush[h])));
+			__m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(f, mag)), st);
+			__m256i sign = _mm256_and_si256(_mm256_slli_epi32(f, 31 - (int)m), sbit);
+
+			_mm256_storeu_ps(d + 8 * h, _mm256_or_ps(v, _mm256_castsi256_ps(sign)));
+		}
+	}
+}
+
+/* run_msmx_avx2() per format, its constants known inside. */
+#define RUN_MSMX2_OF(name, dtype)							\
+	__attribute__((target("avx2")))							\
+	static void name(const uint8_t *blocks, const uint8_t *scales, size_t nblocks,	\
+			 struct mx_walk w)						\
+	{										\
+		run_msmx_avx2(dtype, blocks, scales, nblocks, w);			\
+	}
+RUN_MSMX2_OF(run_mx9_avx2, MAIA_DTYPE_MX9)
+RUN_MSMX2_OF(run_mx6_avx2, MAIA_DTYPE_MX6)
+RUN_MSMX2_OF(run_mx4_avx2, MAIA_DTYPE_MX4)
+
+/*
  * FP6 (E3M2, E2M3) with AVX-512 VBMI: per block the 32 magnitudes times
  * the scale (the reference's multiply, two registers), each 16 elements a
  * VPERMB that puts the two bytes holding element i's 6-bit field (at bit
@@ -366,21 +512,28 @@ bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_
 		return true;
 	case MAIA_DTYPE_MXFP6_E3M2:
 	case MAIA_DTYPE_MXFP6_E2M3:
-		if (!vbmi)
-			return false;
-		run_fp6(dtype, blocks, scales, nblocks, bb, w);
+		if (vbmi)
+			run_fp6(dtype, blocks, scales, nblocks, bb, w);
+		else if (dtype == MAIA_DTYPE_MXFP6_E3M2)
+			run_e3m2(blocks, scales, nblocks, bb, w);
+		else
+			run_e2m3(blocks, scales, nblocks, bb, w);
 		return true;
 	case MAIA_DTYPE_MX9:
 	case MAIA_DTYPE_MX6:
 	case MAIA_DTYPE_MX4:
-		if (!vbmi)
-			return false;
-		if (dtype == MAIA_DTYPE_MX9)
+		if (vbmi && dtype == MAIA_DTYPE_MX9)
 			run_mx9(blocks, scales, nblocks, w);
-		else if (dtype == MAIA_DTYPE_MX6)
+		else if (vbmi && dtype == MAIA_DTYPE_MX6)
 			run_mx6(blocks, scales, nblocks, w);
-		else
+		else if (vbmi)
 			run_mx4(blocks, scales, nblocks, w);
+		else if (dtype == MAIA_DTYPE_MX9)
+			run_mx9_avx2(blocks, scales, nblocks, w);
+		else if (dtype == MAIA_DTYPE_MX6)
+			run_mx6_avx2(blocks, scales, nblocks, w);
+		else
+			run_mx4_avx2(blocks, scales, nblocks, w);
 		return true;
 	default:
 		return false;

@@ -46,7 +46,8 @@ static const uint32_t msmx_ubit[16] = {
 /*
  * msmx_pow2[j] = 2^(j - 134) by its bits, j = 0 .. 260: a normal FP32 from
  * j = 8, below it the subnormals 2^-127 .. 2^-134. The factor of a lane
- * under scale s, 2^(s - 127 - (m - 1) - u), is msmx_pow2[s - m + 8 - u].
+ * under scale s, 2^(s - 127 - (m - 1) - u), is msmx_pow2[s - m + 8 - u]
+ * (here and in the AVX2 decoder, run_msmx_avx2() in dtype_mx_avx2.c).
  */
 #define MSMX_P2(j)	((j) >= 8 ? (uint32_t)((j) - 7) << 23 : 0x00400000u >> ((7 - (j)) & 31))
 #define MSMX_P2_4(j)	MSMX_P2(j), MSMX_P2((j) + 1), MSMX_P2((j) + 2), MSMX_P2((j) + 3)

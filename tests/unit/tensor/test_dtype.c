@@ -8,10 +8,13 @@
  * round-tripped with their corner cases (NaN/Inf, all-zero and
  * max-magnitude blocks, subnormal scales).
  */
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "tap.h"
@@ -805,8 +808,8 @@ static void test_msmx_subnormal(unsigned int dt)
  * one FP32 ulp either side, the top itself, both signs, with block scales
  * from 2^-127 (a subnormal scale) up; and blocks of FP32 subnormals. The
  * engine's quantizer against mx_ref_block() (elements saturate, so every
- * one of these is the element max), and the decoders: AVX2 (where this CPU
- * and format have it) and scalar bit for bit, both against the reference.
+ * one of these is the element max), and the decoders: the SIMD ones (each
+ * level this CPU has) and scalar bit for bit, both against the reference.
  */
 static void test_mx_edges(unsigned int mx)
 {
@@ -863,7 +866,9 @@ static void test_mx_edges(unsigned int mx)
 					bad_enc += fabs(rd[at[i]]) != ldexp(top, xs[k]) ||
 						   !signbit(rd[at[i]]) != !signbit(x[at[i]]);
 			}
-			if (fw_mx_decode_simd(mx, blk, sc, 1, 32, 32, yv)) {
+			for (int simd = FW_MX_AVX2; simd <= FW_MX_AVX512; simd++) {
+				if (!fw_mx_decode_simd_as(simd, mx, blk, sc, 1, 32, 32, yv))
+					continue;
 				nsimd++;
 				bad_simd += memcmp(ys, yv, sizeof(ys)) != 0;
 			}
@@ -944,15 +949,30 @@ static void test_msmx(unsigned int dt)
 	tmem_free(&m);
 }
 
+/* Whether this CPU has the SIMD MX decoders (AVX2: every MX format, at either level). */
+static bool cpu_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_cpu_supports("avx2");
+#else
+	return false;
+#endif
+}
+
+static const char *simd_name(enum fw_mx_simd simd)
+{
+	return simd == FW_MX_AVX2 ? "avx2" : "up to avx512";
+}
+
 /*
- * The SIMD decoder (fw_mx_decode_simd(), when this CPU has one for the
- * format) against the scalar one, bit for bit: every code in every
+ * The SIMD decoders (fw_mx_decode_simd_as() at each level: AVX2 alone,
+ * then with AVX-512 VBMI where the CPU has it) against the scalar one, bit for bit: every code in every
  * element slot (FP8, INT8: code c at element c of 8 blocks; FP4: byte i
  * of a block i | (15 - i) << 4, and again with the halves swapped; FP6:
  * element i of 8 blocks code i % 64 in the first 4, (37 i + 11) % 64 in
  * the others) under each of the 256 scales.
  */
-static void test_mx_simd_all_scales(unsigned int mx, const char *name)
+static void test_mx_simd_all_scales(unsigned int mx, const char *name, enum fw_mx_simd simd)
 {
 	unsigned int bb = maia_dtype_block_bytes(mx), nb = bb == 16 ? 2 : 8;
 	uint8_t raw[8 * 32], sc[8];
@@ -973,14 +993,14 @@ static void test_mx_simd_all_scales(unsigned int mx, const char *name)
 	for (unsigned int s = 0; s < 256; s++) {
 		memset(sc, (int)s, sizeof(sc));
 		fw_mx_decode_scalar(mx, raw, sc, nb, ys);
-		if (!fw_mx_decode_simd(mx, raw, sc, nb, 32, 32, yv))
+		if (!fw_mx_decode_simd_as(simd, mx, raw, sc, nb, 32, 32, yv))
 			break;
 		bad += memcmp(ys, yv, sizeof(float) * nb * 32) != 0;
 		n++;
 	}
-	tap_ok(!bad && (n == 256 || n == 0), "mx %s: %s (every code x %u scales; %u scales "
-	       "differ)", name, n ? "SIMD decode bit for bit as the scalar one" :
-	       "no SIMD decoder here", n, bad);
+	tap_ok(!bad && n == (cpu_avx2() ? 256 : 0), "mx %s, %s: %s (every code x %u scales; "
+	       "%u scales differ)", name, simd_name(simd), n ? "SIMD decode bit for bit as the "
+	       "scalar one" : "no SIMD decoder here", n, bad);
 }
 
 /*
@@ -991,7 +1011,7 @@ static void test_mx_simd_all_scales(unsigned int mx, const char *name)
  * both microexponents),
  * under each of the 256 scales; decoded in groups of 16, 48 floats apart.
  */
-static void test_msmx_simd_all_scales(unsigned int mx, const char *name)
+static void test_msmx_simd_all_scales(unsigned int mx, const char *name, enum fw_mx_simd simd)
 {
 	unsigned int bb = maia_dtype_block_bytes(mx), w = (bb - 1) / 2, nb = 16;
 	uint8_t raw[16 * 17], sc[16];
@@ -1013,20 +1033,92 @@ static void test_msmx_simd_all_scales(unsigned int mx, const char *name)
 		for (unsigned int s = 0; s < 256; s++) {
 			memset(sc, (int)s, sizeof(sc));
 			fw_mx_decode_scalar(mx, raw, sc, nb, ys);
-			if (!fw_mx_decode_simd(mx, raw, sc, nb, 16, 48, yv))
+			if (!fw_mx_decode_simd_as(simd, mx, raw, sc, nb, 16, 48, yv))
 				break;
 			for (unsigned int b = 0; b < nb; b++)
 				bad += memcmp(ys + 16 * b, yv + 48 * b, sizeof(float) * 16) != 0;
 			n++;
 		}
 	}
-	tap_ok(!bad && (n == 512 || n == 0), "mx %s: %s (every code x both microexponents x "
-	       "%u scales; %u blocks differ)", name, n ? "SIMD decode bit for bit as the "
-	       "scalar one" : "no SIMD decoder here", n / 2, bad);
+	tap_ok(!bad && n == (cpu_avx2() ? 512 : 0), "mx %s, %s: %s (every code x both "
+	       "microexponents x %u scales; %u blocks differ)", name, simd_name(simd),
+	       n ? "SIMD decode bit for bit as the scalar one" : "no SIMD decoder here", n / 2,
+	       bad);
+}
+
+/*
+ * The SIMD decoders at the end of readable memory (the blocks end where a
+ * PROT_NONE page starts: a read past the last block faults), 1 to 9 blocks
+ * of random bytes under random scales (0, 1, 254 and 255 among them), into
+ * groups of 16 floats 24 apart and of 32 and 48 floats 56 apart:
+ * bit for bit the scalar decode, nothing between the groups written.
+ */
+static void test_mx_simd_ends(unsigned int mx, const char *name, enum fw_mx_simd simd)
+{
+	static const uint8_t some[] = { 0, 1, 254, 255 };
+	static const unsigned int gs[][2] = { { 16, 24 }, { 32, 56 }, { 48, 56 } };
+	unsigned int bb = maia_dtype_block_bytes(mx), bs = maia_dtype_block(mx);
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *map = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned int bad = 0, calls = 0, done = 0;
+	uint8_t sc[9];
+	float ys[9 * 32], yv[9 * 32 / 16 * 56];
+
+	if (map == MAP_FAILED || mprotect(map + page, (size_t)page, PROT_NONE)) {
+		tap_ok(0, "mx %s, %s: guard page (%s)", name, simd_name(simd), strerror(errno));
+		return;
+	}
+	trand_seed(mx * 7 + simd);
+	for (unsigned int nb = 1; nb <= 9; nb++) {
+		for (unsigned int t = 0; t < 40; t++) {
+			uint8_t *raw = map + page - nb * bb;
+
+			for (unsigned int i = 0; i < nb * bb; i++)
+				raw[i] = (uint8_t)trand_uniform(0, 256);
+			for (unsigned int b = 0; b < nb; b++)
+				sc[b] = t % 3 ? (uint8_t)trand_uniform(0, 256) : some[(b + t) % 4];
+			fw_mx_decode_scalar(mx, raw, sc, nb, ys);
+			for (size_t v = 0; v < sizeof(gs) / sizeof(gs[0]); v++) {
+				unsigned int g = gs[v][0], gst = gs[v][1];
+				size_t cap = (nb * bs + g - 1) / g * gst;
+
+				for (size_t i = 0; i < sizeof(yv) / sizeof(yv[0]); i++)
+					yv[i] = 12345.0f;
+				calls++;
+				if (!fw_mx_decode_simd_as(simd, mx, raw, sc, nb, g, gst, yv))
+					continue;
+				done++;
+				for (size_t i = 0; i < sizeof(yv) / sizeof(yv[0]); i++) {
+					size_t e = i / gst * g + i % gst;
+
+					if (i < cap && i % gst < g && e < nb * bs)
+						bad += memcmp(&yv[i], &ys[e], 4) != 0;
+					else
+						bad += yv[i] != 12345.0f;
+				}
+			}
+		}
+	}
+	munmap(map, 2 * (size_t)page);
+	tap_ok(!bad && done == (cpu_avx2() ? calls : 0), "mx %s, %s: %u decodes of 1-9 blocks "
+	       "ending at a guard page, in groups of 16, 32 and 48: bit for bit the scalar one, "
+	       "nothing between the groups written (%u floats wrong)", name, simd_name(simd),
+	       done, bad);
 }
 
 int main(void)
 {
+	static const struct {
+		unsigned int dt;
+		const char *name;
+	} simd_types[] = {
+		{ MAIA_DTYPE_MXFP8_E4M3, "mxfp8_e4m3" }, { MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2" },
+		{ MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2" }, { MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3" },
+		{ MAIA_DTYPE_MXFP4_E2M1, "mxfp4" }, { MAIA_DTYPE_MXINT8, "mxint8" },
+		{ MAIA_DTYPE_MX9, "mx9" }, { MAIA_DTYPE_MX6, "mx6" }, { MAIA_DTYPE_MX4, "mx4" },
+	};
+
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
 		test_minifloat(&fmts[i]);
 	test_bf16();
@@ -1043,14 +1135,18 @@ int main(void)
 	test_msmx_subnormal(MAIA_DTYPE_MX9);
 	test_msmx_subnormal(MAIA_DTYPE_MX6);
 	test_msmx_subnormal(MAIA_DTYPE_MX4);
-	test_mx_simd_all_scales(MAIA_DTYPE_MXFP8_E4M3, "mxfp8_e4m3");
-	test_mx_simd_all_scales(MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2");
-	test_mx_simd_all_scales(MAIA_DTYPE_MXFP4_E2M1, "mxfp4");
-	test_mx_simd_all_scales(MAIA_DTYPE_MXINT8, "mxint8");
-	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2");
-	test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3");
-	test_msmx_simd_all_scales(MAIA_DTYPE_MX9, "mx9");
-	test_msmx_simd_all_scales(MAIA_DTYPE_MX6, "mx6");
-	test_msmx_simd_all_scales(MAIA_DTYPE_MX4, "mx4");
+	for (int simd = FW_MX_AVX2; simd <= FW_MX_AVX512; simd++) {
+		test_mx_simd_all_scales(MAIA_DTYPE_MXFP8_E4M3, "mxfp8_e4m3", simd);
+		test_mx_simd_all_scales(MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2", simd);
+		test_mx_simd_all_scales(MAIA_DTYPE_MXFP4_E2M1, "mxfp4", simd);
+		test_mx_simd_all_scales(MAIA_DTYPE_MXINT8, "mxint8", simd);
+		test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2", simd);
+		test_mx_simd_all_scales(MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3", simd);
+		test_msmx_simd_all_scales(MAIA_DTYPE_MX9, "mx9", simd);
+		test_msmx_simd_all_scales(MAIA_DTYPE_MX6, "mx6", simd);
+		test_msmx_simd_all_scales(MAIA_DTYPE_MX4, "mx4", simd);
+		for (size_t i = 0; i < sizeof(simd_types) / sizeof(simd_types[0]); i++)
+			test_mx_simd_ends(simd_types[i].dt, simd_types[i].name, simd);
+	}
 	return tap_done();
 }
