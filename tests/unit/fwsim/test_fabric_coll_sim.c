@@ -1859,6 +1859,382 @@ static void test_parked_crash(void)
 	ring_down();
 }
 
+/*
+ * Jobs of one FENCE_WRITE each (a cheap command: the thread in the
+ * worker's place runs it), rung on a queue: job i writes value[i], a
+ * number the test draws, at fence[i]. The reference is the test's own
+ * array; a job run twice shows in MAIA_Q_FETCHED and MAIA_Q_COMPLETED and
+ * in the queue's interrupts, one out of order in the modeled times of its
+ * completion entry.
+ */
+#define FENCE_JOBS_MAX	64u
+
+struct fence_jobs {
+	unsigned int n;
+	uint32_t slot[FENCE_JOBS_MAX];
+	uint64_t fence[FENCE_JOBS_MAX], value[FENCE_JOBS_MAX], id[FENCE_JOBS_MAX];
+};
+
+/* Rings n more such jobs on node r's queue qi (ids from id_base). */
+static void push_fence_jobs(unsigned int r, unsigned int qi, struct fence_jobs *j,
+			    unsigned int n, uint64_t id_base)
+{
+	struct env *e = &nodes[r].e;
+
+	for (unsigned int i = 0; i < n && j->n < FENCE_JOBS_MAX; i++) {
+		unsigned int k = j->n++;
+		struct cmdbuf cb;
+
+		j->fence[k] = host_alloc(e, 8, 64);
+		memset(host_ptr(e, j->fence[k]), 0, 8);
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		j->value[k] = rng | 1u;
+		j->id[k] = id_base + k;
+		cb_init(&cb);
+		cmd_fence(&cb, j->fence[k], j->value[k]);
+		j->slot[k] = queue_push(e, &nodes[r].q[qi], cb_to_host(e, &cb), cb.len, 0, 0,
+					j->id[k], true);
+	}
+}
+
+/* Jobs of j (from first) whose completion entry is there. */
+static unsigned int fence_jobs_done(unsigned int r, unsigned int qi, const struct fence_jobs *j,
+				    unsigned int first)
+{
+	unsigned int done = 0;
+
+	for (unsigned int k = first; k < j->n; k++)
+		done += !!(cqe_at(&nodes[r].e, &nodes[r].q[qi], j->slot[k])->flags &
+			   MAIA_CQE_VALID);
+	return done;
+}
+
+/*
+ * Whether every job of j completed OK with its own id, each started (in
+ * modeled time) after the one before it ended (*prev_end: the end of the
+ * job before the first; updated), and its value landed.
+ */
+static bool fence_jobs_ok(unsigned int r, unsigned int qi, const struct fence_jobs *j,
+			  uint64_t *prev_end)
+{
+	struct env *e = &nodes[r].e;
+	bool ok = true;
+
+	for (unsigned int k = 0; k < j->n; k++) {
+		const struct maia_cq_entry *c = cqe_at(e, &nodes[r].q[qi], j->slot[k]);
+
+		ok &= (c->flags & MAIA_CQE_VALID) && c->status == MAIA_STATUS_OK &&
+		      c->job_id == j->id[k] && c->start_ns >= *prev_end &&
+		      *(volatile uint64_t *)host_ptr(e, j->fence[k]) == j->value[k];
+		*prev_end = c->end_ns;
+	}
+	return ok;
+}
+
+/* A queue's FETCHED and COMPLETED registers and its interrupts. */
+struct qcount {
+	uint32_t fetched, completed;
+	unsigned int irqs;
+};
+
+static struct qcount qcount(unsigned int r, unsigned int qi)
+{
+	struct env *e = &nodes[r].e;
+
+	return (struct qcount){
+		.fetched = rd(e, MAIA_REG_Q(qi, MAIA_Q_FETCHED)),
+		.completed = rd(e, MAIA_REG_Q(qi, MAIA_Q_COMPLETED)),
+		.irqs = irq_count(e, MAIA_VEC_QUEUE(qi)),
+	};
+}
+
+/*
+ * Whether, since a, node r's queue qi fetched @fetched jobs and completed
+ * @completed, each completion with one interrupt: no job ran twice.
+ */
+static bool qcount_since(unsigned int r, unsigned int qi, const struct qcount *a,
+			 unsigned int fetched, unsigned int completed)
+{
+	struct qcount b = qcount(r, qi);
+
+	return b.fetched - a->fetched == fetched && b.completed - a->completed == completed &&
+	       b.irqs - a->irqs == completed;
+}
+
+/* Until node r's queue qi has begun @want fabric waits and is waiting; false at the guard. */
+static bool wait_parked(unsigned int r, unsigned int qi, uint32_t want)
+{
+	struct env *e = &nodes[r].e;
+	uint64_t t_end = now_ms() + HANG_GUARD_MS;
+
+	while (now_ms() < t_end) {
+		if (rd(e, MAIA_REG_Q(qi, MAIA_Q_FABRIC_WAITS)) == want &&
+		    (rd(e, MAIA_REG_Q(qi, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * The thread of each queue-0 interrupt of device 0 in order (the thread
+ * that wrote the completion before it), while resume_rec_on.
+ */
+#define RESUME_REC_MAX	128u
+static bool resume_rec_on;
+static unsigned int resume_rec_n;
+static pthread_t resume_rec[RESUME_REC_MAX];
+
+static void record_queue_irq(struct env *e, unsigned int vector)
+{
+	unsigned int i;
+
+	if (e != &nodes[0].e || vector != MAIA_VEC_QUEUE(0) ||
+	    !__atomic_load_n(&resume_rec_on, __ATOMIC_ACQUIRE))
+		return;
+	i = __atomic_fetch_add(&resume_rec_n, 1, __ATOMIC_ACQ_REL);
+	if (i < RESUME_REC_MAX)
+		resume_rec[i] = pthread_self();
+}
+
+/*
+ * More jobs rung behind a parked job than the thread that resumes it runs
+ * on (FW_SCHED_RESUME_TURNS in fw_sched.c): OVERFLOW_JOBS fence jobs rung
+ * on rank 0's queue behind its parked all-reduce. None is fetched while it
+ * waits; after rank 1 joins, the all-reduce is right and every job
+ * completes exactly once, in queue order, its value written. With the
+ * doorbell fast path on, the thread that resumed the all-reduce ran some
+ * of them and handed the rest to the worker (the interrupts' threads:
+ * neither none nor all by the resumer); off, the worker runs them all.
+ */
+#define OVERFLOW_JOBS	53u	/* 3 x 16 + 5 */
+
+static void test_parked_overflow(void)
+{
+	struct env *e = &nodes[0].e;
+	struct outcome o = { .wrong = 0 };
+	struct fence_jobs j = { .n = 0 };
+	unsigned int by_resumer = 0, n_rec, switches = 0;
+	bool waited, early, order, once;
+	struct qcount c0;
+	uint64_t prev_end;
+	uint32_t f_rung;
+	struct trial t;
+
+	if (!park_rank0_allreduce("parked overflow", &t, &waited))
+		return;
+	maia_sim_drain(nodes[1].e.sim);
+	c0 = qcount(0, 0);
+	push_fence_jobs(0, 0, &j, OVERFLOW_JOBS, 0x9d00);
+	f_rung = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED));
+	early = fence_jobs_done(0, 0, &j, 0) || f_rung != c0.fetched;
+	__atomic_store_n(&resume_rec_n, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&resume_rec_on, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->irq_hook, record_queue_irq, __ATOMIC_RELEASE);
+	submit(&t, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&t, r, &o);
+	o.hung |= !wait_irq(e, MAIA_VEC_QUEUE(0), c0.irqs + 1 + OVERFLOW_JOBS, HANG_GUARD_MS);
+	maia_sim_drain(e->sim);
+	__atomic_store_n(&e->irq_hook, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&resume_rec_on, false, __ATOMIC_RELEASE);
+	finish_trial(&t, &o, true);
+	prev_end = o.model_end[0];
+	order = fence_jobs_ok(0, 0, &j, &prev_end);
+	/* The all-reduce was fetched before c0; its completion is counted after. */
+	once = qcount_since(0, 0, &c0, OVERFLOW_JOBS, OVERFLOW_JOBS + 1);
+	n_rec = __atomic_load_n(&resume_rec_n, __ATOMIC_ACQUIRE);
+	/* The resumer's completions come first, then the other thread's. */
+	for (unsigned int i = 1; i < n_rec && i < RESUME_REC_MAX; i++) {
+		switches += !pthread_equal(resume_rec[i], resume_rec[i - 1]);
+		by_resumer += !switches;
+	}
+	tap_ok(waited && !early && all_ok(&o) && !o.wrong && order && once &&
+	       n_rec == OVERFLOW_JOBS + 1 && switches <= 1 &&
+	       (inline_db ? by_resumer >= 1 && by_resumer < OVERFLOW_JOBS :
+			    by_resumer == OVERFLOW_JOBS),
+	       "inline %s: %u jobs rung behind rank 0's parked all-reduce: %s fetched early; "
+	       "after rank 1 joined the all-reduce OK (#wrong %ld), the jobs %s, %s; "
+	       "the thread that completed the all-reduce completed %u of them, then %u hand-overs",
+	       inline_db ? "on" : "off", OVERFLOW_JOBS, early ? "some" : "none", o.wrong,
+	       order ? "OK in order, values right" : "NOT OK IN ORDER",
+	       once ? "each fetched and completed once" : "NOT EXACTLY ONCE", by_resumer,
+	       switches);
+	ring_down();
+}
+
+/*
+ * Two queues of one device with jobs rung behind parked collectives: rank
+ * 0's all-reduce A parks on queue 0 and TWOQ_JOBS fence jobs are rung
+ * behind it, each followed by one on queue 1, whose jobs all complete
+ * while A waits (they do not wait for another queue's collective) and none
+ * of queue 0's is fetched. Then all-reduce B (another communicator) parks
+ * on queue 1 with TWOQ_JOBS more behind it, and TWOQ_MORE more go behind
+ * A. Rank 1 joins B first: queue 1's jobs complete, queue 0's still wait;
+ * then A: queue 0's complete. Both all-reduces right, every job exactly
+ * once, in its queue's order, its value written.
+ */
+#define TWOQ_JOBS	20u
+#define TWOQ_MORE	5u
+
+static void test_parked_two_queues(void)
+{
+	struct env *e = &nodes[0].e;
+	struct outcome oa = { .wrong = 0 }, ob = { .wrong = 0 };
+	struct fence_jobs ja = { .n = 0 }, jb1 = { .n = 0 }, jb2 = { .n = 0 };
+	uint32_t a_early, a_during_b;
+	bool waited, b_waited, q1_free, b_done, order_a, order_b, once;
+	struct qcount c0, c1;
+	uint64_t end_a, end_b;
+	uint32_t f_a;
+	struct trial a, b;
+
+	trial_comm = 0xa1;
+	if (!park_rank0_allreduce("parked, two queues", &a, &waited)) {
+		trial_comm = 0xfab;
+		return;
+	}
+	trial_comm = 0xb1;
+	prepare(&b, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 3, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	trial_comm = 0xfab;
+	b.qi = 1;
+	maia_sim_drain(nodes[1].e.sim);
+	c0 = qcount(0, 0);
+	c1 = qcount(0, 1);
+	for (unsigned int i = 0; i < TWOQ_JOBS; i++) {
+		push_fence_jobs(0, 0, &ja, 1, 0xa000);
+		push_fence_jobs(0, 1, &jb1, 1, 0xb000);
+	}
+	q1_free = wait_irq(e, MAIA_VEC_QUEUE(1), c1.irqs + TWOQ_JOBS, HANG_GUARD_MS);
+	f_a = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED));
+	/* Fetched counts every job of queue 0 that started, done or not. */
+	a_early = f_a - c0.fetched;
+	submit(&b, 0);
+	b_waited = wait_parked(0, 1, 1);
+	push_fence_jobs(0, 1, &jb2, TWOQ_JOBS, 0xb100);
+	push_fence_jobs(0, 0, &ja, TWOQ_MORE, 0xa000);
+	submit(&b, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&b, r, &ob);
+	b_done = wait_irq(e, MAIA_VEC_QUEUE(1), c1.irqs + 2 * TWOQ_JOBS + 1, HANG_GUARD_MS);
+	/* Queue 0's jobs wait for A alone. */
+	a_during_b = rd(e, MAIA_REG_Q(0, MAIA_Q_FETCHED)) - c0.fetched;
+	submit(&a, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&a, r, &oa);
+	oa.hung |= !wait_irq(e, MAIA_VEC_QUEUE(0), c0.irqs + 1 + TWOQ_JOBS + TWOQ_MORE,
+			     HANG_GUARD_MS);
+	maia_sim_drain(e->sim);
+	maia_sim_drain(nodes[1].e.sim);
+	finish_trial(&a, &oa, true);
+	finish_trial(&b, &ob, true);
+	end_a = oa.model_end[0];
+	order_a = fence_jobs_ok(0, 0, &ja, &end_a);
+	end_b = 0;
+	order_b = fence_jobs_ok(0, 1, &jb1, &end_b) && ob.model_start[0] >= end_b;
+	end_b = ob.model_end[0];
+	order_b &= fence_jobs_ok(0, 1, &jb2, &end_b);
+	/* A was fetched before c0; B after c1. */
+	once = qcount_since(0, 0, &c0, TWOQ_JOBS + TWOQ_MORE, TWOQ_JOBS + TWOQ_MORE + 1) &&
+	       qcount_since(0, 1, &c1, 2 * TWOQ_JOBS + 1, 2 * TWOQ_JOBS + 1);
+	tap_ok(waited && b_waited && q1_free && !a_early && b_done && !a_during_b &&
+	       all_ok(&oa) && all_ok(&ob) && !oa.wrong && !ob.wrong && order_a && order_b && once,
+	       "inline %s: rank 0's queue 1 ran its %u jobs while queue 0's all-reduce waited "
+	       "(%u of queue 0's %u jobs behind it fetched, want 0); behind B on queue 1 %u more, "
+	       "behind A %u more; B joined first (status %u, #wrong %ld): %u of queue 0's jobs "
+	       "fetched (want 0); then A (status %u, #wrong %ld): queue 0's jobs %s, queue 1's "
+	       "%s, %s",
+	       inline_db ? "on" : "off", TWOQ_JOBS, a_early, TWOQ_JOBS, TWOQ_JOBS, TWOQ_MORE,
+	       ob.status[0], ob.wrong, a_during_b, oa.status[0], oa.wrong,
+	       order_a ? "OK in order" : "NOT OK IN ORDER",
+	       order_b ? "OK in order" : "NOT OK IN ORDER",
+	       once ? "each fetched and completed once" : "NOT EXACTLY ONCE");
+	ring_down();
+}
+
+/*
+ * The queue is destroyed (disabled), or the device reset, while
+ * DESTROY_JOBS fence jobs wait behind rank 0's parked all-reduce. None of
+ * them runs: no completion entry, no value written, MAIA_Q_FETCHED and the
+ * queue's interrupts as they were; the all-reduce gets no entry (disabled:
+ * the ring may be gone) or an ABORTED one (reset). Then the queue, set up
+ * again (after a boot), runs a new all-reduce of both ranks with
+ * DESTROY_JOBS jobs rung behind it: right, each job once, in order, and
+ * still no value of the old jobs written.
+ */
+#define DESTROY_JOBS	20u
+
+static void test_parked_destroy(bool reset)
+{
+	const char *what = reset ? "device reset" : "queue destroyed";
+	struct env *e = &nodes[0].e;
+	struct tq *q = &nodes[0].q[0];
+	struct outcome o = { .wrong = 0 }, o2 = { .wrong = 0 };
+	struct fence_jobs jd = { .n = 0 }, jn = { .n = 0 };
+	const struct maia_cq_entry *c;
+	bool waited, waited2, up = true, gone, order, once, old_clean = true;
+	struct qcount c0;
+	uint64_t prev_end;
+	struct trial t, t2;
+
+	if (!park_rank0_allreduce(reset ? "parked, device reset" : "parked, queue destroyed", &t,
+				  &waited))
+		return;
+	c0 = qcount(0, 0);
+	push_fence_jobs(0, 0, &jd, DESTROY_JOBS, 0x9e00);
+	if (reset)
+		wr(e, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+	else
+		wr(e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+	maia_sim_drain(e->sim);
+	c = cqe_at(e, q, t.slot[0]);
+	gone = !fence_jobs_done(0, 0, &jd, 0) &&
+	       (reset ? (c->flags & MAIA_CQE_VALID) && c->status == MAIA_STATUS_ABORTED :
+			!c->flags && qcount_since(0, 0, &c0, 0, 0));
+	for (unsigned int k = 0; k < jd.n; k++)
+		gone &= !*(volatile uint64_t *)host_ptr(e, jd.fence[k]);
+	finish_trial(&t, &o, false);
+	if (reset) {
+		uint64_t t0 = now_ms();
+
+		boot_or_die(e);
+		maia_sim_set_inline_doorbell(e->sim, inline_db);
+		while (!all_up() && now_ms() - t0 < HANG_GUARD_MS)
+			usleep(1000);
+		up = all_up();
+	}
+	queue_setup(e, q, 0, 64, 0);
+	prepare(&t2, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false, -1,
+		LONG_TIMEOUT_MS);
+	submit(&t2, 0);
+	waited2 = wait_parked(0, 0, 1);
+	c0 = qcount(0, 0);
+	push_fence_jobs(0, 0, &jn, DESTROY_JOBS, 0x9f00);
+	submit(&t2, 1);
+	for (unsigned int r = 0; r < 2; r++)
+		collect(&t2, r, &o2);
+	o2.hung |= !wait_irq(e, MAIA_VEC_QUEUE(0), c0.irqs + 1 + DESTROY_JOBS, HANG_GUARD_MS);
+	maia_sim_drain(e->sim);
+	finish_trial(&t2, &o2, true);
+	prev_end = o2.model_end[0];
+	order = fence_jobs_ok(0, 0, &jn, &prev_end);
+	once = qcount_since(0, 0, &c0, DESTROY_JOBS, DESTROY_JOBS + 1);
+	for (unsigned int k = 0; k < jd.n; k++)
+		old_clean &= !*(volatile uint64_t *)host_ptr(e, jd.fence[k]);
+	tap_ok(waited && gone && up && waited2 && all_ok(&o2) && !o2.wrong && order && once &&
+	       old_clean,
+	       "inline %s, %s with %u jobs behind rank 0's parked all-reduce: %s (all-reduce "
+	       "entry flags %u status %u); set up again, a new all-reduce OK (#wrong %ld) and %u "
+	       "jobs behind it %s, %s; the old jobs' values %s",
+	       inline_db ? "on" : "off", what, DESTROY_JOBS,
+	       gone ? "none of them ran" : "SOME RAN or the entry is wrong", c->flags, c->status,
+	       o2.wrong, DESTROY_JOBS, order ? "OK in order" : "NOT OK IN ORDER",
+	       once ? "each fetched and completed once" : "NOT EXACTLY ONCE",
+	       old_clean ? "never written" : "WRITTEN");
+	ring_down();
+}
+
 /* Rounds of every device's run by another device's thread (fw_fabric_inline_rounds()). */
 static uint64_t inline_rounds(void)
 {
@@ -2334,6 +2710,10 @@ int main(void)
 	test_parked_doorbells();
 	test_parked_race();
 	test_parked_crash();
+	test_parked_overflow();
+	test_parked_two_queues();
+	test_parked_destroy(false);
+	test_parked_destroy(true);
 	/* The doorbell writer starts collectives, the fabric thread completes them. */
 	inline_db = true;
 	test_inline_rx(4, true);
@@ -2341,6 +2721,10 @@ int main(void)
 	test_parked_doorbells();
 	test_parked_race();
 	test_parked_crash();
+	test_parked_overflow();
+	test_parked_two_queues();
+	test_parked_destroy(false);
+	test_parked_destroy(true);
 	test_peer_behind();
 	test_doorbell_direct(2);
 	test_doorbell_direct(4);
