@@ -450,11 +450,10 @@ RUN_MSMX_OF(run_mx9, MAIA_DTYPE_MX9)
 RUN_MSMX_OF(run_mx6, MAIA_DTYPE_MX6)
 RUN_MSMX_OF(run_mx4, MAIA_DTYPE_MX4)
 
-/* The CPU's widest MX decoders, capped by the FP32 kernel MAIA_TE_ISA forces. */
-static enum fw_mx_simd mx_simd_decide(void)
+/* The widest MX decoders this CPU runs. */
+static enum fw_mx_simd mx_simd_cpu(void)
 {
 	enum fw_mx_simd cpu = FW_MX_SCALAR;
-	const struct fw_gemm_kernel *k;
 
 	__builtin_cpu_init();
 	/* every AVX2 CPU has F16C; not every compiler can ask for "f16c" */
@@ -462,6 +461,17 @@ static enum fw_mx_simd mx_simd_decide(void)
 		cpu = FW_MX_AVX2;
 	if (cpu && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))
 		cpu = FW_MX_AVX512;
+	return cpu;
+}
+
+static enum fw_mx_simd simd_once(unsigned int which);
+
+/* The CPU's, capped by the FP32 kernel MAIA_TE_ISA forces. */
+static enum fw_mx_simd mx_simd_decide(void)
+{
+	enum fw_mx_simd cpu = simd_once(0);
+	const struct fw_gemm_kernel *k;
+
 	if (!getenv("MAIA_TE_ISA"))
 		return cpu;
 	k = fw_gemm_kernel_find(NULL);	/* the engine's (fw_tensor_create()) */
@@ -472,16 +482,22 @@ static enum fw_mx_simd mx_simd_decide(void)
 	return cpu;
 }
 
-enum fw_mx_simd fw_mx_simd(void)
+/* Decided once: mx_simd_cpu() (which 0), mx_simd_decide() (1). */
+static enum fw_mx_simd simd_once(unsigned int which)
 {
-	static int decided = -1;
-	int v = __atomic_load_n(&decided, __ATOMIC_ACQUIRE);
+	static int decided[2] = { -1, -1 };
+	int v = __atomic_load_n(&decided[which], __ATOMIC_ACQUIRE);
 
 	if (v < 0) {	/* racing threads decide the same */
-		v = (int)mx_simd_decide();
-		__atomic_store_n(&decided, v, __ATOMIC_RELEASE);
+		v = (int)(which ? mx_simd_decide() : mx_simd_cpu());
+		__atomic_store_n(&decided[which], v, __ATOMIC_RELEASE);
 	}
 	return (enum fw_mx_simd)v;
+}
+
+enum fw_mx_simd fw_mx_simd(void)
+{
+	return simd_once(1);
 }
 
 bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,
@@ -492,11 +508,11 @@ bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_
 	struct mx_walk w = { dst, 0, g, gstride };
 	bool vbmi;
 
-	__builtin_cpu_init();
-	if (simd < FW_MX_AVX2 || !__builtin_cpu_supports("avx2") || !g || g % 16)
+	if (simd > simd_once(0))
+		simd = simd_once(0);
+	if (simd < FW_MX_AVX2 || !g || g % 16)
 		return false;
-	vbmi = simd >= FW_MX_AVX512 && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vbmi");
+	vbmi = simd == FW_MX_AVX512;
 	switch (dtype) {
 	case MAIA_DTYPE_MXFP8_E4M3:
 		run_e4m3(blocks, scales, nblocks, bb, w);

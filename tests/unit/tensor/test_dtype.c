@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -959,6 +960,43 @@ static bool cpu_avx2(void)
 #endif
 }
 
+/*
+ * fw_mx_simd() in a fresh process (a child, before anything decoded) with
+ * MAIA_TE_ISA unset, avx2 and portable: the CPU's level, no AVX-512
+ * decoder (the AVX2 stand-in decodes as an AVX2-only CPU), none at all.
+ */
+static void test_mx_simd_choice(void)
+{
+	static const char *const isa[] = { NULL, "avx2", "portable" };
+	int got[3], cpu = -1, want_avx2;
+
+	for (int i = 0; i < 3; i++) {
+		pid_t pid = fork();
+		int st = 0;
+
+		if (pid == 0) {
+			if (isa[i])
+				setenv("MAIA_TE_ISA", isa[i], 1);
+			else
+				unsetenv("MAIA_TE_ISA");
+			_exit((int)fw_mx_simd());
+		}
+		got[i] = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ?
+			 WEXITSTATUS(st) : -1;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	cpu = !__builtin_cpu_supports("avx2") ? FW_MX_SCALAR :
+	      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") ?
+	      FW_MX_AVX512 : FW_MX_AVX2;
+#else
+	cpu = FW_MX_SCALAR;
+#endif
+	want_avx2 = cpu < FW_MX_AVX2 ? cpu : FW_MX_AVX2;
+	tap_ok(got[0] == cpu && got[1] == want_avx2 && got[2] == FW_MX_SCALAR,
+	       "fw_mx_simd(): MAIA_TE_ISA unset %d (the CPU's %d), avx2 %d (want %d), portable %d "
+	       "(want 0)", got[0], cpu, got[1], want_avx2, got[2]);
+}
+
 static const char *simd_name(enum fw_mx_simd simd)
 {
 	return simd == FW_MX_AVX2 ? "avx2" : "up to avx512";
@@ -1118,6 +1156,8 @@ int main(void)
 		{ MAIA_DTYPE_MXFP4_E2M1, "mxfp4" }, { MAIA_DTYPE_MXINT8, "mxint8" },
 		{ MAIA_DTYPE_MX9, "mx9" }, { MAIA_DTYPE_MX6, "mx6" }, { MAIA_DTYPE_MX4, "mx4" },
 	};
+
+	test_mx_simd_choice();	/* first: its children must not inherit a decision */
 
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
 		test_minifloat(&fmts[i]);
