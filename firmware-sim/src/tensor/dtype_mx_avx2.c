@@ -464,7 +464,16 @@ static enum fw_mx_simd mx_simd_cpu(void)
 	return cpu;
 }
 
-static enum fw_mx_simd simd_once(unsigned int which);
+/* mx_simd_cpu() (which 0), mx_simd_decide() (1), once decided; -1 before */
+static int decided[2] = { -1, -1 };
+static enum fw_mx_simd decide(unsigned int which);
+
+static inline enum fw_mx_simd simd_once(unsigned int which)
+{
+	int v = __atomic_load_n(&decided[which], __ATOMIC_ACQUIRE);
+
+	return v >= 0 ? (enum fw_mx_simd)v : decide(which);
+}
 
 /* The CPU's, capped by the FP32 kernel MAIA_TE_ISA forces. */
 static enum fw_mx_simd mx_simd_decide(void)
@@ -482,16 +491,12 @@ static enum fw_mx_simd mx_simd_decide(void)
 	return cpu;
 }
 
-/* Decided once: mx_simd_cpu() (which 0), mx_simd_decide() (1). */
-static enum fw_mx_simd simd_once(unsigned int which)
+static enum fw_mx_simd decide(unsigned int which)
 {
-	static int decided[2] = { -1, -1 };
-	int v = __atomic_load_n(&decided[which], __ATOMIC_ACQUIRE);
+	int v = (int)(which ? mx_simd_decide() : mx_simd_cpu());
 
-	if (v < 0) {	/* racing threads decide the same */
-		v = (int)(which ? mx_simd_decide() : mx_simd_cpu());
-		__atomic_store_n(&decided[which], v, __ATOMIC_RELEASE);
-	}
+	/* racing threads decide the same */
+	__atomic_store_n(&decided[which], v, __ATOMIC_RELEASE);
 	return (enum fw_mx_simd)v;
 }
 
@@ -506,10 +511,11 @@ bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_
 {
 	unsigned int bb = maia_dtype_block_bytes(dtype);
 	struct mx_walk w = { dst, 0, g, gstride };
+	enum fw_mx_simd cpu = simd_once(0);
 	bool vbmi;
 
-	if (simd > simd_once(0))
-		simd = simd_once(0);
+	if (simd > cpu)
+		simd = cpu;
 	if (simd < FW_MX_AVX2 || !g || g % 16)
 		return false;
 	vbmi = simd == FW_MX_AVX512;
