@@ -599,7 +599,10 @@ static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend, unsigned int
 	if (!tap_ok(ring_up_lend(n, loss_ppm, lend), "%u devices cabled in a ring%s: every port UP",
 		    n, lend ? " (DATA frames lent)" : ""))
 		return;
+	/* Under the cable's lock: its sender reads it from now on. */
+	pthread_mutex_lock(&nodes[0].out[SEND_PORT].lock);
 	nodes[0].out[SEND_PORT].flip_every = flip_every;
+	pthread_mutex_unlock(&nodes[0].out[SEND_PORT].lock);
 	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct outcome o = run(t[i].coll, t[i].dtype, t[i].redop, t[i].count, t[i].chunk,
 				       t[i].in_place, -1, LONG_TIMEOUT_MS);
@@ -615,23 +618,32 @@ static void test_ring(unsigned int n, uint32_t loss_ppm, bool lend, unsigned int
 	if (loss_ppm) {
 		struct maia_sim_fabric_port_info info;
 
+		unsigned long lost;
+
 		maia_sim_fabric_port_info(nodes[0].e.sim, SEND_PORT, &info);
 		retx = info.retransmits;
 		copies = info.tx_lend_copies;
-		tap_ok(retx > 0 && nodes[0].out[SEND_PORT].lost > 0,
-		       "%u devices: %lu frames lost on the cable, %lu retransmitted", n,
-		       nodes[0].out[SEND_PORT].lost, retx);
+		pthread_mutex_lock(&nodes[0].out[SEND_PORT].lock);
+		lost = nodes[0].out[SEND_PORT].lost;
+		pthread_mutex_unlock(&nodes[0].out[SEND_PORT].lock);
+		tap_ok(retx > 0 && lost > 0,
+		       "%u devices: %lu frames lost on the cable, %lu retransmitted", n, lost, retx);
 		check_nak_counters(n);
 	} else if (flip_every) {
 		struct maia_sim_fabric_port_info info;
 		struct dir *d = &nodes[0].out[SEND_PORT];
+		unsigned long flipped, payload_frames;
 
 		maia_sim_fabric_port_info(nodes[1].e.sim, RECV_PORT, &info);
-		tap_ok(d->flipped >= 2 && info.rx_dropped >= d->flipped,
+		pthread_mutex_lock(&d->lock);
+		flipped = d->flipped;
+		payload_frames = d->payload_frames;
+		d->flip_every = 0;
+		pthread_mutex_unlock(&d->lock);
+		tap_ok(flipped >= 2 && info.rx_dropped >= flipped,
 		       "%u devices: %lu frames of %lu with a payload bit flipped on the cable, %llu "
 		       "frames dropped by the receiver (CRC checked on a copied frame)",
-		       n, d->flipped, d->payload_frames, (unsigned long long)info.rx_dropped);
-		d->flip_every = 0;
+		       n, flipped, payload_frames, (unsigned long long)info.rx_dropped);
 		measure(n);
 	} else {
 		measure(n);

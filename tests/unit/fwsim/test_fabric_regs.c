@@ -38,9 +38,11 @@
 #define WIRE_HELD_MAX	64u
 
 struct wire {
-	pthread_mutex_t lock;		/* protects to, to_port and the held frames */
+	pthread_mutex_t lock;		/* protects every field */
+	pthread_cond_t cond;		/* sending went to 0 */
 	struct maia_sim *to;		/* NULL: unplugged */
 	unsigned int to_port;
+	unsigned int sending;		/* frames being handed over, lock dropped */
 	/* hold: frames other than HELLO are kept (late, not lost) until released. */
 	bool hold;
 	unsigned int nheld;
@@ -86,10 +88,33 @@ static void count_guest_error(void *opaque, const char *msg)
 	__atomic_add_fetch(&n->guest_errors, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Hands frames to w's receiver with w->lock dropped (held on entry and
+ * return): a thread in a round runs the receiver's round right there
+ * (fw_fabric_port.c, "Rounds without a wake-up"), whose sends take the
+ * other wire's lock. No wire lock nests, so ThreadSanitizer's lock-order
+ * checking sees the library's own locks only. unplug() waits for it.
+ */
+static void hand_over_locked(struct wire *w, uint8_t *const *frames, const size_t *lens,
+			     unsigned int n)
+{
+	struct maia_sim *sim = w->to;
+	unsigned int port = w->to_port;
+
+	w->sending++;
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned int i = 0; i < n; i++)
+		maia_sim_fabric_rx(sim, port, frames[i], lens[i]);
+	pthread_mutex_lock(&w->lock);
+	if (!--w->sending)
+		pthread_cond_broadcast(&w->cond);
+}
+
 static int wire_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct node *n = opaque;
 	struct wire *w = &n->out[port];
+	uint8_t *f = (uint8_t *)frame;
 	int ret = -1;
 
 	pthread_mutex_lock(&w->lock);
@@ -102,7 +127,7 @@ static int wire_tx(void *opaque, unsigned int port, const void *frame, size_t le
 		}
 		ret = 0;
 	} else if (w->to) {
-		maia_sim_fabric_rx(w->to, w->to_port, frame, len);
+		hand_over_locked(w, &f, &len, 1);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -123,8 +148,10 @@ static int node_create(struct node *n, unsigned int ports, uint64_t serial,
 	struct maia_sim_config cfg;
 
 	memset(n, 0, sizeof(*n));
-	for (unsigned int i = 0; i < NPORTS; i++)
+	for (unsigned int i = 0; i < NPORTS; i++) {
 		pthread_mutex_init(&n->out[i].lock, NULL);
+		pthread_cond_init(&n->out[i].cond, NULL);
+	}
 	n->hbm = calloc(1, HBM_SIZE);
 	maia_sim_config_defaults(&cfg);
 	cfg.hbm = n->hbm;
@@ -155,19 +182,30 @@ static void plug(struct node *a, unsigned int pa, struct node *b, unsigned int p
 	pthread_mutex_unlock(&b->out[pb].lock);
 }
 
-/* Stop holding: what was held arrives now, in the order it was sent. */
+/*
+ * Stop holding: what was held arrives now, in the order it was sent. The
+ * wire holds on while they are handed over (lock dropped), so a frame sent
+ * meanwhile is held too and arrives after them.
+ */
 static unsigned int release(struct wire *w)
 {
-	unsigned int n;
+	uint8_t *frames[WIRE_HELD_MAX];
+	size_t lens[WIRE_HELD_MAX];
+	unsigned int n = 0;
 
 	pthread_mutex_lock(&w->lock);
-	n = w->nheld;
-	for (unsigned int i = 0; i < n; i++) {
+	while (w->nheld) {
+		unsigned int k = w->nheld;
+
+		memcpy(frames, w->held, k * sizeof(frames[0]));
+		memcpy(lens, w->held_len, k * sizeof(lens[0]));
+		w->nheld = 0;
 		if (w->to)
-			maia_sim_fabric_rx(w->to, w->to_port, w->held[i], w->held_len[i]);
-		free(w->held[i]);
+			hand_over_locked(w, frames, lens, k);
+		for (unsigned int i = 0; i < k; i++)
+			free(frames[i]);
+		n += k;
 	}
-	w->nheld = 0;
 	w->hold = false;
 	pthread_mutex_unlock(&w->lock);
 	return n;
@@ -188,6 +226,9 @@ static void unplug(struct node *n)
 	for (unsigned int i = 0; i < NPORTS; i++) {
 		pthread_mutex_lock(&n->out[i].lock);
 		n->out[i].to = NULL;
+		/* No frame reaches the receiver once this returns. */
+		while (n->out[i].sending)
+			pthread_cond_wait(&n->out[i].cond, &n->out[i].lock);
 		pthread_mutex_unlock(&n->out[i].lock);
 	}
 }
@@ -196,8 +237,10 @@ static void node_destroy(struct node *n)
 {
 	maia_sim_destroy(n->sim);
 	n->sim = NULL;
-	for (unsigned int i = 0; i < NPORTS; i++)
+	for (unsigned int i = 0; i < NPORTS; i++) {
 		pthread_mutex_destroy(&n->out[i].lock);
+		pthread_cond_destroy(&n->out[i].cond);
+	}
 	free(n->hbm);
 }
 
