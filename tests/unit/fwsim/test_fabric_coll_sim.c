@@ -667,18 +667,25 @@ static uint32_t fabric_waits(unsigned int dev)
 	return rd(&nodes[dev].e, MAIA_REG_Q(0, MAIA_Q_FABRIC_WAITS));
 }
 
-/* Until device 0's queue 0 has begun @want fabric waits and is waiting; false at the guard. */
-static bool wait_fabric_waits(uint32_t want)
+/* Until node r's queue qi has begun @want fabric waits and is waiting; false at the guard. */
+static bool wait_parked(unsigned int r, unsigned int qi, uint32_t want)
 {
+	struct env *e = &nodes[r].e;
 	uint64_t t_end = now_ms() + HANG_GUARD_MS;
 
 	while (now_ms() < t_end) {
-		if (fabric_waits(0) == want &&
-		    (rd(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT))
+		if (rd(e, MAIA_REG_Q(qi, MAIA_Q_FABRIC_WAITS)) == want &&
+		    (rd(e, MAIA_REG_Q(qi, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT))
 			return true;
 		usleep(1000);
 	}
 	return false;
+}
+
+/* The same for device 0's queue 0. */
+static bool wait_fabric_waits(uint32_t want)
+{
+	return wait_parked(0, 0, want);
 }
 
 /*
@@ -1971,21 +1978,6 @@ static bool qcount_since(unsigned int r, unsigned int qi, const struct qcount *a
 
 	return b.fetched - a->fetched == fetched && b.completed - a->completed == completed &&
 	       b.irqs - a->irqs == completed;
-}
-
-/* Until node r's queue qi has begun @want fabric waits and is waiting; false at the guard. */
-static bool wait_parked(unsigned int r, unsigned int qi, uint32_t want)
-{
-	struct env *e = &nodes[r].e;
-	uint64_t t_end = now_ms() + HANG_GUARD_MS;
-
-	while (now_ms() < t_end) {
-		if (rd(e, MAIA_REG_Q(qi, MAIA_Q_FABRIC_WAITS)) == want &&
-		    (rd(e, MAIA_REG_Q(qi, MAIA_Q_STATUS)) & MAIA_Q_STATUS_FABRIC_WAIT))
-			return true;
-		usleep(1000);
-	}
-	return false;
 }
 
 /*
