@@ -355,17 +355,17 @@ static inline void run_msmx_avx2(unsigned int dtype, const uint8_t *blocks, cons
 	}
 }
 
-/* run_msmx_avx2() per format, its constants known inside. */
-#define RUN_MSMX2_OF(name, dtype)							\
-	__attribute__((target("avx2")))							\
+/* An MX9/MX6/MX4 loop (run) per format, its constants known inside. */
+#define RUN_MSMX_OF(name, target_isa, run, dtype)					\
+	__attribute__((target(target_isa)))						\
 	static void name(const uint8_t *blocks, const uint8_t *scales, size_t nblocks,	\
 			 struct mx_walk w)						\
 	{										\
-		run_msmx_avx2(dtype, blocks, scales, nblocks, w);			\
+		run(dtype, blocks, scales, nblocks, w);					\
 	}
-RUN_MSMX2_OF(run_mx9_avx2, MAIA_DTYPE_MX9)
-RUN_MSMX2_OF(run_mx6_avx2, MAIA_DTYPE_MX6)
-RUN_MSMX2_OF(run_mx4_avx2, MAIA_DTYPE_MX4)
+RUN_MSMX_OF(run_mx9_avx2, "avx2", run_msmx_avx2, MAIA_DTYPE_MX9)
+RUN_MSMX_OF(run_mx6_avx2, "avx2", run_msmx_avx2, MAIA_DTYPE_MX6)
+RUN_MSMX_OF(run_mx4_avx2, "avx2", run_msmx_avx2, MAIA_DTYPE_MX4)
 
 /*
  * FP6 (E3M2, E2M3) with AVX-512 VBMI: per block the 32 magnitudes times
@@ -438,17 +438,10 @@ static inline void run_msmx(unsigned int dtype, const uint8_t *blocks, const uin
 	}
 }
 
-/* run_msmx() per format, its constants known inside. */
-#define RUN_MSMX_OF(name, dtype)							\
-	__attribute__((target("avx512f,avx512bw,avx512vbmi")))				\
-	static void name(const uint8_t *blocks, const uint8_t *scales, size_t nblocks,	\
-			 struct mx_walk w)						\
-	{										\
-		run_msmx(dtype, blocks, scales, nblocks, w);				\
-	}
-RUN_MSMX_OF(run_mx9, MAIA_DTYPE_MX9)
-RUN_MSMX_OF(run_mx6, MAIA_DTYPE_MX6)
-RUN_MSMX_OF(run_mx4, MAIA_DTYPE_MX4)
+#define AVX512_VBMI	"avx512f,avx512bw,avx512vbmi"
+RUN_MSMX_OF(run_mx9, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX9)
+RUN_MSMX_OF(run_mx6, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX6)
+RUN_MSMX_OF(run_mx4, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX4)
 
 /* The widest MX decoders this CPU runs. */
 static enum fw_mx_simd mx_simd_cpu(void)
