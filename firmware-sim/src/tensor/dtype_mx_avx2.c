@@ -29,10 +29,10 @@
  * that a GEMM's panels (16 or 32 columns, or 16-k blocks of A) are decoded
  * in place (fw_mx_decode_groups()).
  *
- * Which of them run is decided once, by fw_mx_simd(): the AVX-512 ones
- * only where the CPU has them and MAIA_TE_ISA does not make the engine
- * take the avx2 (or a portable) kernel, so that the AVX2 stand-in decodes
- * as an AVX2-only CPU does.
+ * Which of them run is fw_mx_simd()'s decision, made again at each GEMM
+ * (fw_mx_simd_again()): the AVX-512 ones only where the CPU has them and
+ * MAIA_TE_ISA does not make the engine take the avx2 (or a portable)
+ * kernel, so that the AVX2 stand-in decodes as an AVX2-only CPU does.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -457,7 +457,7 @@ static enum fw_mx_simd mx_simd_cpu(void)
 	return cpu;
 }
 
-/* mx_simd_cpu() (which 0), mx_simd_decide() (1), once decided; -1 before */
+/* mx_simd_cpu() (which 0), once decided, and mx_simd_decide() (1), as last decided; -1 before */
 static int decided[2] = { -1, -1 };
 static enum fw_mx_simd decide(unsigned int which);
 
@@ -468,18 +468,19 @@ static inline enum fw_mx_simd simd_once(unsigned int which)
 	return v >= 0 ? (enum fw_mx_simd)v : decide(which);
 }
 
-/* The CPU's, capped by the FP32 kernel MAIA_TE_ISA forces. */
+/*
+ * The CPU's, capped by the kernel MAIA_TE_ISA names, as the engine takes
+ * it (fw_gemm_kernel_find(): where the CPU runs it; avx2 needs AVX2, which
+ * every CPU with the AVX-512 decoders has).
+ */
 static enum fw_mx_simd mx_simd_decide(void)
 {
 	enum fw_mx_simd cpu = simd_once(0);
-	const struct fw_gemm_kernel *k;
+	const char *isa = getenv("MAIA_TE_ISA");
 
-	if (!getenv("MAIA_TE_ISA"))
-		return cpu;
-	k = fw_gemm_kernel_find(NULL);	/* the engine's (fw_tensor_create()) */
-	if (!strncmp(k->name, "portable", 8))
+	if (isa && !strncmp(isa, "portable", 8))
 		return FW_MX_SCALAR;
-	if (!strcmp(k->name, "avx2") && cpu > FW_MX_AVX2)
+	if (isa && !strcmp(isa, "avx2") && cpu > FW_MX_AVX2)
 		return FW_MX_AVX2;
 	return cpu;
 }
@@ -488,7 +489,7 @@ static enum fw_mx_simd decide(unsigned int which)
 {
 	int v = (int)(which ? mx_simd_decide() : mx_simd_cpu());
 
-	/* racing threads decide the same */
+	/* racing threads decide the same, or (fw_mx_simd_again()) bit-identical decoders */
 	__atomic_store_n(&decided[which], v, __ATOMIC_RELEASE);
 	return (enum fw_mx_simd)v;
 }
@@ -496,6 +497,11 @@ static enum fw_mx_simd decide(unsigned int which)
 enum fw_mx_simd fw_mx_simd(void)
 {
 	return simd_once(1);
+}
+
+void fw_mx_simd_again(void)
+{
+	decide(1);
 }
 
 bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,
@@ -565,6 +571,10 @@ bool fw_mx_decode_simd(unsigned int dtype, const uint8_t *blocks, const uint8_t 
 enum fw_mx_simd fw_mx_simd(void)
 {
 	return FW_MX_SCALAR;
+}
+
+void fw_mx_simd_again(void)
+{
 }
 
 bool fw_mx_decode_simd_as(enum fw_mx_simd simd, unsigned int dtype, const uint8_t *blocks,

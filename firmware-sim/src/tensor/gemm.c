@@ -1256,6 +1256,7 @@ static int gemm_run(struct fw_tensor_engine *te, struct gemm_op *g,
 {
 	struct fw_te_job job = { .te = te, .mem = mem, .run = gemm_task, .op = g };
 
+	fw_mx_simd_again();	/* the MX decoders as MAIA_TE_ISA is now (the AVX2 stand-in) */
 	g->kern = fw_gemm_kernel_for(te->gemm_kernel, bf16_exact(g->a.dtype) &&
 						      bf16_exact(g->b.dtype));
 	/* a kernel taking A as rows (AMX) leaves a column-major A to the FP32 ones */

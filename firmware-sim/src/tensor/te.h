@@ -74,12 +74,14 @@ void fw_mx_decode_groups(unsigned int dtype, const uint8_t *blocks, const uint8_
 /* The SIMD of the MX decoders: none, AVX2 (with F16C), AVX-512 (BW, VBMI). */
 enum fw_mx_simd { FW_MX_SCALAR, FW_MX_AVX2, FW_MX_AVX512 };
 /*
- * The widest the MX decoders (A and B, FP32 and BF16 pairs) use in this
- * process, decided once: the CPU's, no wider than the FP32 kernel that
- * MAIA_TE_ISA makes the engine take (avx2: an AVX2-only CPU, as issue
- * 28's; portable: scalar).
+ * The widest the MX decoders (A and B, FP32 and BF16 pairs) use: the
+ * CPU's, no wider than the FP32 kernel that MAIA_TE_ISA makes the engine
+ * take (avx2: an AVX2-only CPU, as issue 28's; portable: scalar), as
+ * MAIA_TE_ISA was at the first decode or the last fw_mx_simd_again().
  */
 enum fw_mx_simd fw_mx_simd(void);
+/* fw_mx_simd() decided again from MAIA_TE_ISA as it is now (each GEMM: gemm_run()). */
+void fw_mx_simd_again(void);
 /*
  * fw_mx_decode_groups() with SIMD no wider than simd, where this CPU and
  * dtype have it and g is a multiple of 16; false: not done.

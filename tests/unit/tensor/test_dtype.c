@@ -963,22 +963,27 @@ static bool cpu_avx2(void)
 /*
  * fw_mx_simd() in a fresh process (a child, before anything decoded) with
  * MAIA_TE_ISA unset, avx2 and portable: the CPU's level, no AVX-512
- * decoder (the AVX2 stand-in decodes as an AVX2-only CPU), none at all.
+ * decoder (the AVX2 stand-in decodes as an AVX2-only CPU), none at all;
+ * and decided unset, then MAIA_TE_ISA=avx2 and fw_mx_simd_again() (as at
+ * each GEMM): AVX2's.
  */
 static void test_mx_simd_choice(void)
 {
-	static const char *const isa[] = { NULL, "avx2", "portable" };
-	int got[3], cpu = -1, want_avx2;
+	static const char *const isa[] = { NULL, "avx2", "portable", "avx2" };
+	int got[4], cpu = -1, want_avx2;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		pid_t pid = fork();
 		int st = 0;
 
 		if (pid == 0) {
+			unsetenv("MAIA_TE_ISA");
+			if (i == 3)
+				(void)fw_mx_simd();
 			if (isa[i])
 				setenv("MAIA_TE_ISA", isa[i], 1);
-			else
-				unsetenv("MAIA_TE_ISA");
+			if (i == 3)
+				fw_mx_simd_again();
 			_exit((int)fw_mx_simd());
 		}
 		got[i] = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ?
@@ -992,9 +997,10 @@ static void test_mx_simd_choice(void)
 	cpu = FW_MX_SCALAR;
 #endif
 	want_avx2 = cpu < FW_MX_AVX2 ? cpu : FW_MX_AVX2;
-	tap_ok(got[0] == cpu && got[1] == want_avx2 && got[2] == FW_MX_SCALAR,
-	       "fw_mx_simd(): MAIA_TE_ISA unset %d (the CPU's %d), avx2 %d (want %d), portable %d "
-	       "(want 0)", got[0], cpu, got[1], want_avx2, got[2]);
+	tap_ok(got[0] == cpu && got[1] == want_avx2 && got[2] == FW_MX_SCALAR &&
+	       got[3] == want_avx2, "fw_mx_simd(): MAIA_TE_ISA unset %d (the CPU's %d), avx2 %d "
+	       "(want %d), portable %d (want 0), avx2 after a decision unset %d", got[0], cpu,
+	       got[1], want_avx2, got[2], got[3]);
 }
 
 static const char *simd_name(enum fw_mx_simd simd)
