@@ -19,6 +19,23 @@
 
 #include "maia/hw/fabric.h"
 
+/*
+ * 1 when built with AddressSanitizer: memory the fabric would keep for
+ * reuse (frame buffers, fw_fabric_buf.c; a finished operation,
+ * fw_fop_free()) is freed instead, so that a use after free reaches ASan.
+ */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FW_FABRIC_ASAN	1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(FW_FABRIC_ASAN)
+#define FW_FABRIC_ASAN	1
+#endif
+#ifndef FW_FABRIC_ASAN
+#define FW_FABRIC_ASAN	0
+#endif
+
 /* A parsed, checked frame; payload points into the caller's buffer. */
 struct fw_fabric_frame {
 	struct maia_fabric_hdr hdr;

@@ -28,12 +28,7 @@
 
 #define FW_BUF_BIG	(FW_LINK_HEADROOM + MAIA_FABRIC_BACKEND_MAX_FRAME)
 #define FW_BUF_SMALL	4096u		/* below this, malloc's own bins do well */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FW_BUF_ASAN	1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(FW_BUF_ASAN)
+#if FW_FABRIC_ASAN
 #define FW_BUF_KEEP	0u		/* a use after free must reach ASan */
 #else
 #define FW_BUF_KEEP	256u		/* at most 17.5 MiB kept */

@@ -114,6 +114,36 @@ void fw_coll_destroy(struct fw_coll *c)
 	c->buf_bytes = c->gathered_bytes = 0;
 }
 
+int fw_coll_reinit(struct fw_coll *c, const struct fw_coll_config *cfg,
+		   const struct fw_coll_ops *ops, void *opaque)
+{
+	uint8_t *txbuf = c->txbuf, *own = c->own, *gathered = c->gathered;
+	size_t buf_bytes = c->buf_bytes, gathered_bytes = c->gathered_bytes;
+	struct fw_coll_ops old_ops = c->ops;
+	void *old_opaque = c->opaque;
+	float *acc = c->acc;
+	int rc;
+
+	/* What the engine held for one collective goes; its work buffers stay. */
+	c->txbuf = c->own = c->gathered = NULL;
+	c->acc = NULL;
+	fw_coll_destroy(c);
+	rc = fw_coll_init(c, cfg, ops, opaque);
+	c->txbuf = txbuf;
+	c->own = own;
+	c->acc = acc;
+	c->gathered = gathered;
+	c->buf_bytes = buf_bytes;
+	c->gathered_bytes = gathered_bytes;
+	if (rc) {
+		/* The buffers go back to whom they came from. */
+		c->ops = old_ops;
+		c->opaque = old_opaque;
+		fw_coll_destroy(c);
+	}
+	return rc;
+}
+
 void fw_coll_reset(struct fw_coll *c)
 {
 	early_free_all(c);

@@ -178,6 +178,13 @@ void fw_coll_config_defaults(struct fw_coll_config *cfg);
 int fw_coll_init(struct fw_coll *c, const struct fw_coll_config *cfg,
 		 const struct fw_coll_ops *ops, void *opaque);
 void fw_coll_destroy(struct fw_coll *c);
+/*
+ * fw_coll_init() on an engine that ran before, with the same kind of ops:
+ * its work buffers are kept for the next collective (buffers()). On an
+ * error the engine is destroyed.
+ */
+int fw_coll_reinit(struct fw_coll *c, const struct fw_coll_config *cfg,
+		   const struct fw_coll_ops *ops, void *opaque);
 
 /* MAIA_STATUS_OK, or BAD_CMD: what fw_coll_start() checks before it starts. */
 uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nports);

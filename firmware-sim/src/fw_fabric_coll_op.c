@@ -13,6 +13,7 @@
  * needs no fabric.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -456,10 +457,17 @@ static void op_destroy(struct fw_fop *op)
 	fw_coll_destroy(&((struct coll_op *)op)->eng);
 }
 
+/* Kept for the device's next collective with its engine's work buffers: no allocation then. */
+static void op_keep(struct fw_fop *op)
+{
+	fw_coll_reset(&((struct coll_op *)op)->eng);
+}
+
 static const struct fw_fop_ops coll_fop_ops = {
 	.pump = op_pump,
 	.rx = op_rx,
 	.destroy = op_destroy,
+	.keep = op_keep,
 	.finished = op_finished,
 	.route = op_route,
 	.reroute = op_reroute,
@@ -468,12 +476,20 @@ static const struct fw_fop_ops coll_fop_ops = {
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 				const struct maia_cmd_collective *cmd, uint64_t model_start_ns)
 {
-	struct coll_op *c = calloc(1, sizeof(*c));
+	struct coll_op *c = (struct coll_op *)fw_fop_spare(sim, &coll_fop_ops);
 	struct fw_coll_config cfg;
+	bool reused = c != NULL;
 	uint32_t ports = 0;
+	int rc;
 
-	if (!c)
-		return NULL;
+	if (reused) {
+		/* The engine's buffers stay (fw_coll_reinit()); the rest starts from zero. */
+		memset(c, 0, offsetof(struct coll_op, eng));
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+	}
 	if (cmd->nranks > 1)
 		ports = (1u << cmd->send_port) | (1u << cmd->recv_port);
 	fw_fop_init(&c->op, &coll_fop_ops, sim, asid, ports);
@@ -487,7 +503,9 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 	cfg.early_bytes = (size_t)COLL_OP_HOLD_MSGS * MAIA_FABRIC_MSG_MAX_DATA;
 	cfg.model_chip = &sim->chip;
 	memcpy(cfg.model_cable_ns, sim->cfg.fabric_lat_ns, sizeof(cfg.model_cable_ns));
-	if (fw_coll_init(&c->eng, &cfg, &coll_ops, c)) {
+	rc = reused ? fw_coll_reinit(&c->eng, &cfg, &coll_ops, c) :
+		      fw_coll_init(&c->eng, &cfg, &coll_ops, c);
+	if (rc) {
 		free(c);
 		return NULL;
 	}

@@ -8,11 +8,12 @@
  * fw_fabric_xfer.c, collectives in fw_fabric_coll_op.c.
  *
  * Everything here runs on the fabric thread, except fw_fop_init(),
- * fw_fop_submit(), fw_fop_done_locked() and fw_fop_release_locked(),
- * which the worker calls. struct fw_xport's fields
+ * fw_fop_spare(), fw_fop_submit(), fw_fop_done_locked(),
+ * fw_fop_release_locked() and fw_fop_free(), which the worker calls. struct fw_xport's fields
  * are the fabric thread's, except `submitted` (under sim->lock).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,11 @@ struct fw_xport {
 	struct fw_fop *active;		/* running (and finished, until sync) */
 	struct comm_ring rings[RING_COMMS];
 	unsigned int rings_next;
+	/*
+	 * A freed operation of a kind that keeps (fw_fop_ops.keep), for the
+	 * next fw_fop_spare(): any thread, so exchanged atomically.
+	 */
+	struct fw_fop *_Atomic spare;
 	struct xport_port port[];
 };
 
@@ -191,11 +197,34 @@ void fw_fop_init(struct fw_fop *op, const struct fw_fop_ops *ops, struct maia_si
 	fw_as_init(&op->as, sim, asid);
 }
 
-void fw_fop_free(struct fw_fop *op)
+static void fop_destroy(struct fw_fop *op)
 {
-	if (op->ops->destroy)
+	if (op && op->ops->destroy)
 		op->ops->destroy(op);
 	free(op);
+}
+
+void fw_fop_free(struct fw_fop *op)
+{
+	struct fw_xport *x = op->as.sim->xport;
+
+	if (!FW_FABRIC_ASAN && op->ops->keep && x) {
+		op->ops->keep(op);
+		op = atomic_exchange(&x->spare, op);
+	}
+	fop_destroy(op);
+}
+
+struct fw_fop *fw_fop_spare(struct maia_sim *sim, const struct fw_fop_ops *ops)
+{
+	struct fw_xport *x = sim->xport;
+	struct fw_fop *op = x ? atomic_exchange(&x->spare, NULL) : NULL;
+
+	if (op && op->ops != ops) {
+		fop_destroy(op);
+		op = NULL;
+	}
+	return op;
 }
 
 void fw_fop_submit(struct maia_sim *sim, struct fw_fop *op)
@@ -339,6 +368,7 @@ void fw_xport_destroy(struct fw_xport *x)
 	free_op_list(&x->submitted);
 	free_op_list(&x->starting);
 	free_op_list(&x->active);
+	fop_destroy(atomic_exchange(&x->spare, NULL));
 	for (unsigned int i = 0; i < x->nports; i++)
 		port_forget(&x->port[i]);
 	free(x);

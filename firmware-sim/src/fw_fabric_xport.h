@@ -63,6 +63,13 @@ struct fw_fop_ops {
 	/* Optional: frees what the kind allocated besides the operation itself. */
 	void (*destroy)(struct fw_fop *op);
 	/*
+	 * Optional: instead of destroy at fw_fop_free(), op lets go of what it
+	 * held for its one operation and is kept, with what it may reuse
+	 * (buffers), for the device's next operation of its kind
+	 * (fw_fop_spare()); a kept op that no one takes is destroyed.
+	 */
+	void (*keep)(struct fw_fop *op);
+	/*
 	 * Optional: op was just finished (fw_fop_finish(), by the kind itself
 	 * or by the transport: a port down, the deadline), on the fabric thread.
 	 */
@@ -105,6 +112,11 @@ bool fw_fop_done_locked(const struct fw_fop *op);
 /* The job is done with op (finished or not); sim->lock held. */
 void fw_fop_release_locked(struct maia_sim *sim, struct fw_fop *op);
 void fw_fop_free(struct fw_fop *op);
+/*
+ * The device's kept operation (fw_fop_ops.keep) if it is of ops' kind, to
+ * be initialized again (fw_fop_init()) and reused, or NULL. Any thread.
+ */
+struct fw_fop *fw_fop_spare(struct maia_sim *sim, const struct fw_fop_ops *ops);
 
 /* Fabric thread side. */
 void fw_fop_finish(struct fw_fop *op, uint32_t status);	/* the first status stays */
