@@ -79,6 +79,14 @@
  */
 #define FW_FABRIC_NAP_NS	(MAIA_FABRIC_RTO_MS * 1000000ull / 2)
 
+/*
+ * How long a fabric thread that finds such a round running sleeps before it
+ * looks again (fabric_main()): under the delayed ack
+ * (MAIA_FABRIC_ACK_DELAY_US), so that an ack the round defers does not
+ * wake it.
+ */
+#define FW_FABRIC_BUSY_NAP_NS	(MAIA_FABRIC_ACK_DELAY_US * 1000ull / 2)
+
 /* Adaptive retransmit timeout's ceiling: well below MAIA_FABRIC_DEAD_MS. */
 #define FW_FABRIC_RTO_MAX_NS	(100 * 1000000ull)
 
@@ -937,13 +945,21 @@ static void *fabric_main(void *arg)
 			pthread_cond_wait(&sim->fab_cond, &sim->lock);
 			continue;
 		}
-		/* A sender's thread runs a round of ours inline: it wakes us after. */
+		now = fab_now(sim);
+		/*
+		 * A sender's thread runs a round of ours inline. It wakes us
+		 * after it for frames left or a deadline due before we wake
+		 * (rx_inline_locked()); else we look again in a while: waiting
+		 * for its end cost a wake-up of ours at most of them, and
+		 * those rounds follow one another while a collective runs.
+		 */
 		if (fab->busy) {
-			fab->sleep_ns = UINT64_MAX;
-			pthread_cond_wait(&sim->fab_cond, &sim->lock);
+			struct timespec ts = fw_monotonic_deadline(FW_FABRIC_BUSY_NAP_NS);
+
+			fab->sleep_ns = now + FW_FABRIC_BUSY_NAP_NS;
+			pthread_cond_timedwait(&sim->fab_cond, &sim->lock, &ts);
 			continue;
 		}
-		now = fab_now(sim);
 		if (!fab->kicked && now < fab->next_ns) {
 			uint64_t until = fab->next_ns;
 			struct timespec ts;
