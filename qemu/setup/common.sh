@@ -30,6 +30,15 @@ KERNEL_DIR=$MAIA_CACHE/kernel-$GUEST_KERNEL_ABI
 KERNEL_HEADERS=$KERNEL_DIR/usr/src/linux-headers-$GUEST_KERNEL_ABI-amd64
 LINUX_SOURCE_DIR=$MAIA_CACHE/linux-source-$GUEST_KERNEL_DEB_VERSION
 
+# The device's sources as one hash (their names and contents: firmware-sim and
+# the QEMU glue). qemu.sh stores it beside each build it finishes, so a user of
+# a build can tell whether it was built from the sources in front of it.
+device_sources_hash() {
+	(cd "$MAIA_TOP" && find firmware-sim/src firmware-sim/include qemu/hw -type f \
+		\( -name '*.[ch]' -o -name meson.build -o -name Kconfig -o -name trace-events \) |
+		LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16
+}
+
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }

@@ -217,4 +217,5 @@ log "building QEMU in $QEMU_BUILD_DIR (first build takes several minutes)"
 ninja -C "$QEMU_BUILD_DIR" -j"${JOBS:-2}" "${NINJA_TARGETS[@]}" >"$QEMU_BUILD_DIR/ninja.log" 2>&1 ||
 	{ grep -E 'error|Error' "$QEMU_BUILD_DIR/ninja.log" | head -40; tail -20 "$QEMU_BUILD_DIR/ninja.log"; exit 1; }
 link_firmware
+device_sources_hash >"$QEMU_BUILD_DIR/maia-device-sources"
 log "QEMU ready: $QEMU_BUILD_DIR/qemu-system-x86_64"
