@@ -41,6 +41,7 @@
 #include "te.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "msmx_avx512.h"
@@ -443,14 +444,19 @@ RUN_MSMX_OF(run_mx9, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX9)
 RUN_MSMX_OF(run_mx6, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX6)
 RUN_MSMX_OF(run_mx4, AVX512_VBMI, run_msmx, MAIA_DTYPE_MX4)
 
-/* The widest MX decoders this CPU runs. */
+/*
+ * The widest MX decoders this CPU runs. The AVX2 ones convert by F16C: every
+ * AVX2 processor has it, but a hypervisor may offer AVX2 without it; asked
+ * by CPUID, as not every compiler's __builtin_cpu_supports() knows "f16c"
+ * (AVX2's answer includes the OS's AVX state, which F16C needs too).
+ */
 static enum fw_mx_simd mx_simd_cpu(void)
 {
 	enum fw_mx_simd cpu = FW_MX_SCALAR;
+	unsigned int a, b, c, d;
 
 	__builtin_cpu_init();
-	/* every AVX2 CPU has F16C; not every compiler can ask for "f16c" */
-	if (__builtin_cpu_supports("avx2"))
+	if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C))
 		cpu = FW_MX_AVX2;
 	if (cpu && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))
 		cpu = FW_MX_AVX512;

@@ -17,6 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "helpers.h"
 #include "tap.h"
 #include "../../../firmware-sim/src/tensor/te.h"
@@ -951,10 +955,13 @@ static void test_msmx(unsigned int dt)
 }
 
 /* Whether this CPU has the SIMD MX decoders (AVX2: every MX format, at either level). */
+/* AVX2 and F16C (cpuid.h: not every compiler's __builtin_cpu_supports() knows "f16c") */
 static bool cpu_avx2(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	return __builtin_cpu_supports("avx2");
+	unsigned int a, b, c, d;
+
+	return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 #else
 	return false;
 #endif
@@ -990,7 +997,7 @@ static void test_mx_simd_choice(void)
 			 WEXITSTATUS(st) : -1;
 	}
 #if defined(__x86_64__) || defined(__i386__)
-	cpu = !__builtin_cpu_supports("avx2") ? FW_MX_SCALAR :
+	cpu = !cpu_avx2() ? FW_MX_SCALAR :
 	      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") ?
 	      FW_MX_AVX512 : FW_MX_AVX2;
 #else
