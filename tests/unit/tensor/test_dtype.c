@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1158,18 +1159,108 @@ static void test_mx_simd_ends(unsigned int mx, const char *name, enum fw_mx_simd
 	       done, bad);
 }
 
+/*
+ * Device worker threads decode at once while others start GEMMs
+ * (gemm_run(): fw_mx_simd_again()): three threads decode blocks of every
+ * MX format (random bytes, random scales with 0, 1, 254 and 255) through
+ * fw_mx_decode(), the level fw_mx_simd() gives, while a fourth decides
+ * again and again (MAIA_TE_ISA unchanged). Every thread sees the same
+ * level, every decode bit for bit the scalar one; under
+ * ThreadSanitizer (make -C tests/unit tsan TSAN_TESTS=tensor/test_dtype)
+ * the decision's store and loads are no data race.
+ */
+/* every MX format, for the SIMD tests */
+static const struct {
+	unsigned int dt;
+	const char *name;
+} simd_types[] = {
+	{ MAIA_DTYPE_MXFP8_E4M3, "mxfp8_e4m3" }, { MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2" },
+	{ MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2" }, { MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3" },
+	{ MAIA_DTYPE_MXFP4_E2M1, "mxfp4" }, { MAIA_DTYPE_MXINT8, "mxint8" },
+	{ MAIA_DTYPE_MX9, "mx9" }, { MAIA_DTYPE_MX6, "mx6" }, { MAIA_DTYPE_MX4, "mx4" },
+};
+
+#define RACE_TYPES	(sizeof(simd_types) / sizeof(simd_types[0]))
+#define RACE_BLOCKS	8
+
+struct mx_race {
+	uint8_t raw[RACE_TYPES][RACE_BLOCKS * 32], sc[RACE_TYPES][RACE_BLOCKS];
+	float ref[RACE_TYPES][RACE_BLOCKS * 32];
+	int stop;
+};
+
+struct mx_race_arg {
+	struct mx_race *r;
+	unsigned int bad, decodes, levels;	/* levels: bit fw_mx_simd() of each decode */
+};
+
+static void *mx_race_decoder(void *p)
+{
+	struct mx_race_arg *a = p;
+	float y[RACE_BLOCKS * 32];
+
+	for (unsigned int it = 0; it < 200; it++) {
+		for (size_t t = 0; t < RACE_TYPES; t++) {
+			unsigned int bs = maia_dtype_block(simd_types[t].dt);
+
+			a->levels |= 1u << fw_mx_simd();
+			fw_mx_decode(simd_types[t].dt, a->r->raw[t], a->r->sc[t], RACE_BLOCKS, y);
+			a->bad += memcmp(y, a->r->ref[t], RACE_BLOCKS * bs * sizeof(float)) != 0;
+			a->decodes++;
+		}
+	}
+	return NULL;
+}
+
+static void *mx_race_decider(void *p)
+{
+	struct mx_race *r = p;
+	unsigned long n = 0;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE) || n < 1000) {
+		fw_mx_simd_again();
+		n++;
+	}
+	return NULL;
+}
+
+static void test_mx_simd_threads(void)
+{
+	static const uint8_t some[] = { 0, 1, 254, 255 };
+	static struct mx_race r;
+	struct mx_race_arg arg[3] = { { &r, 0, 0, 0 }, { &r, 0, 0, 0 }, { &r, 0, 0, 0 } };
+	pthread_t dec[3], decider;
+	unsigned int bad = 0, decodes = 0, started = 0, levels = 0, want = 1u << fw_mx_simd();
+	bool decider_up;
+
+	trand_seed(28);
+	for (size_t t = 0; t < RACE_TYPES; t++) {
+		for (unsigned int i = 0; i < sizeof(r.raw[t]); i++)
+			r.raw[t][i] = (uint8_t)trand_uniform(0, 256);
+		for (unsigned int b = 0; b < RACE_BLOCKS; b++)
+			r.sc[t][b] = b < 4 ? some[b] : (uint8_t)trand_uniform(0, 256);
+		fw_mx_decode_scalar(simd_types[t].dt, r.raw[t], r.sc[t], RACE_BLOCKS, r.ref[t]);
+	}
+	decider_up = !pthread_create(&decider, NULL, mx_race_decider, &r);
+	for (unsigned int i = 0; i < 3; i++)
+		started += !pthread_create(&dec[i], NULL, mx_race_decoder, &arg[i]);
+	for (unsigned int i = 0; i < started; i++) {
+		pthread_join(dec[i], NULL);
+		bad += arg[i].bad;
+		decodes += arg[i].decodes;
+		levels |= arg[i].levels;
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	if (decider_up)
+		pthread_join(decider, NULL);
+	tap_ok(decider_up && started == 3 && !bad && decodes == 3 * 200 * RACE_TYPES &&
+	       levels == want, "mx: %u decodes of every format on 3 threads while a fourth "
+	       "decides the decoders again: all at fw_mx_simd() %#x (want %#x), bit for bit the "
+	       "scalar one (%u wrong)", decodes, levels, want, bad);
+}
+
 int main(void)
 {
-	static const struct {
-		unsigned int dt;
-		const char *name;
-	} simd_types[] = {
-		{ MAIA_DTYPE_MXFP8_E4M3, "mxfp8_e4m3" }, { MAIA_DTYPE_MXFP8_E5M2, "mxfp8_e5m2" },
-		{ MAIA_DTYPE_MXFP6_E3M2, "mxfp6_e3m2" }, { MAIA_DTYPE_MXFP6_E2M3, "mxfp6_e2m3" },
-		{ MAIA_DTYPE_MXFP4_E2M1, "mxfp4" }, { MAIA_DTYPE_MXINT8, "mxint8" },
-		{ MAIA_DTYPE_MX9, "mx9" }, { MAIA_DTYPE_MX6, "mx6" }, { MAIA_DTYPE_MX4, "mx4" },
-	};
-
 	test_mx_simd_choice();	/* first: its children must not inherit a decision */
 
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
@@ -1201,5 +1292,6 @@ int main(void)
 		for (size_t i = 0; i < sizeof(simd_types) / sizeof(simd_types[0]); i++)
 			test_mx_simd_ends(simd_types[i].dt, simd_types[i].name, simd);
 	}
+	test_mx_simd_threads();
 	return tap_done();
 }
