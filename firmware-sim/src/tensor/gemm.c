@@ -236,6 +236,61 @@ static bool pack_b_mapped(struct fw_io *io, const struct gemm_op *g, const struc
 }
 
 /*
+ * Rows ahead of the decode whose scales pack_b_mx_mapped() and
+ * pack_b_pairs_mx() fetch into L2: a row's scales are a line of their own
+ * (1/32 of its elements, rows a scale row apart), outside next_b_slice()'s
+ * stream, and came from memory when the decode reached them (the decode's
+ * loads waited on them).
+ */
+#define MX_SCALES_AHEAD	32
+
+/*
+ * An MX B slice (unit column stride) whose elements and scales each map as
+ * one range, decoded row by row straight into the kernel's layout (rows ldb
+ * apart, zero-padded to np, or whole nr-column panels), its elements fetched
+ * ROWS_AHEAD rows ahead, its scales MX_SCALES_AHEAD rows ahead into L2, as
+ * pack_b_pairs_mx() does. The slice is mapped once: per row, one decoder
+ * call and no fw_io_load() / fw_io_prefetch() (each mapped the row again).
+ * False, nothing read or written, when it does not map or (panels) nn is
+ * not a multiple of nr; pack_b_slice() then takes the general path.
+ */
+static bool pack_b_mx_mapped(struct fw_io *io, const struct gemm_op *g, const struct fw_tview *b,
+			     uint64_t base, uint64_t k0, uint64_t kc, uint64_t n0, uint64_t nn,
+			     float *bp, uint64_t ldb, bool panels)
+{
+	unsigned int nr = g->kern->nr, bb = maia_dtype_block_bytes(b->dtype), bs = b->block;
+	uint64_t np = round_up(nn, nr), ers = g->b_rs / bs * bb, srs = g->b_rs / bs;
+	uint64_t len = nn / bs * bb;	/* a row's element bytes */
+	const uint8_t *e, *s;
+
+	if (bs <= 1 || g->b_cs != 1 || g->stage_b || g->b_rs % bs || (panels && np != nn) ||
+	    !mx_map(io, b, AT(base, g->b_rs, 1, k0, n0), (kc - 1) * g->b_rs + nn, &e, &s))
+		return false;
+	for (uint64_t k = 0; k < kc && k < MX_SCALES_AHEAD; k++)
+		prefetch_l2(s + k * srs);
+	for (uint64_t k = 0; k < kc && k < ROWS_AHEAD; k++)
+		for (uint64_t o = 0; o < len; o += 64)
+			__builtin_prefetch(e + k * ers + o);
+	for (uint64_t k = 0; k < kc; k++) {
+		if (k + ROWS_AHEAD < kc)
+			for (uint64_t o = 0; o < len; o += 64)
+				__builtin_prefetch(e + (k + ROWS_AHEAD) * ers + o);
+		if (k + MX_SCALES_AHEAD < kc)
+			prefetch_l2(s + (k + MX_SCALES_AHEAD) * srs);
+		if (panels) {
+			fw_mx_decode_groups(b->dtype, e + k * ers, s + k * srs, nn / bs, nr, kc * nr,
+					    bp + k * nr);
+			continue;
+		}
+		fw_mx_decode(b->dtype, e + k * ers, s + k * srs, nn / bs, bp + k * ldb);
+		if (np > nn)
+			memset(bp + k * ldb + nn, 0, (np - nn) * sizeof(float));
+	}
+	io->bytes_read += kc * (len + nn / bs);
+	return true;
+}
+
+/*
  * Load op(B) rows k0..k0+kc-1, columns n0..n0+nn-1 into SRAM, zero-padded to
  * a multiple of nr columns, in one of two layouts the kernels take:
  * - rows (panels = false): row-major with row stride ldb; each row is decoded
@@ -269,6 +324,8 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 		return st;
 	}
 	if (l2 && pack_b_mapped(io, g, b, base, k0, kc, n0, nn, bp, ldb, panels))
+		return MAIA_STATUS_OK;
+	if (pack_b_mx_mapped(io, g, b, base, k0, kc, n0, nn, bp, ldb, panels))
 		return MAIA_STATUS_OK;
 	if (hints)
 		prefetch_rows(io, b, base + n0, g->b_rs, k0 + 1, k0 + 1 + ROWS_AHEAD, k0 + kc, nn);
@@ -306,14 +363,6 @@ static int pack_b_slice(struct fw_io *io, const struct gemm_op *g, const struct 
 	}
 	return MAIA_STATUS_OK;
 }
-
-/*
- * Rows ahead of the decode whose scales pack_b_pairs_mx() fetches into L2:
- * a row's scales are a line of their own (1/32 of its elements, rows a
- * scale row apart), outside next_b_slice()'s stream, and came from memory
- * when the decode reached them (the decode's loads waited on them).
- */
-#define MX_SCALES_AHEAD	32
 
 /*
  * pack_b_pairs() of an MX slice whose elements and scales each map as one

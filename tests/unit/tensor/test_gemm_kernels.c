@@ -571,19 +571,19 @@ static long engine_case(const struct fw_gemm_kernel *k, unsigned int threads, bo
 }
 
 /*
- * An MXFP8 A (40 x 608: three K slices) and B through the engine with
+ * An MXFP8 A (m x 608: three K slices) and B through the engine with
  * kernel k (forced, as MAIA_TE_ISA does: the engine would give MX operands
  * to the fastest BF16 kernel), on small integers (exact in MXFP8), its A
- * decoded straight into the kernel's panels, C an FP32 40 x 64 placed
+ * decoded straight into the kernel's panels, C an FP32 m x 64 placed
  * between A's elements and A's scales or, with on_scales, over A's scales.
  * An operand's elements and scales are separate ranges: C between them
  * may be written in place, C over the scales must not be (the later K
  * slices read them). Returns the number of wrong floats in C plus the
  * bytes outside C that changed.
  */
-static long engine_mx_case(const struct fw_gemm_kernel *k, bool on_scales)
+static long engine_mx_case(const struct fw_gemm_kernel *k, uint32_t m, bool on_scales)
 {
-	const uint32_t m = 40, n = 64, kd = 608;
+	const uint32_t n = 64, kd = 608;
 	const unsigned int dt = MAIA_DTYPE_MXFP8_E4M3;
 	uint64_t na = (uint64_t)m * kd, nb = (uint64_t)kd * n, nc = (uint64_t)m * n;
 	uint64_t size = na + nb + 4 * nc + na / 32 + nb / 32 + 8192, va, vc, sa, vb, sb;
@@ -663,10 +663,10 @@ static void test_engine(const struct fw_gemm_kernel *k)
 	long bad;
 
 	if (k->kpair) {	/* the engine gives BF16 pair kernels BF16-exact operands only */
-		bad = engine_mx_case(k, false);
+		bad = engine_mx_case(k, 40, false);
 		tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C between A's elements and "
 		       "scales: exact (%ld wrong)", k->name, bad);
-		bad = engine_mx_case(k, true);
+		bad = engine_mx_case(k, 40, true);
 		tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C over A's scales is not "
 		       "written in place: exact (%ld wrong)", k->name, bad);
 		return;
@@ -718,12 +718,16 @@ static void test_engine(const struct fw_gemm_kernel *k)
 	bad = engine_case(k, 1, true, 1024, 1, 300, 64, 608, 608, 608, 304);
 	tap_ok(!bad, "kernel %s, engine: C overlapping A is not written in place: exact "
 	       "(%ld wrong)", k->name, bad);
-	bad = engine_mx_case(k, false);
+	bad = engine_mx_case(k, 40, false);
 	tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C between A's elements and scales: "
 	       "exact (%ld wrong)", k->name, bad);
-	bad = engine_mx_case(k, true);
+	bad = engine_mx_case(k, 40, true);
 	tap_ok(!bad, "kernel %s, engine: MXFP8 40x64x608, C over A's scales is not written in "
 	       "place: exact (%ld wrong)", k->name, bad);
+	/* more than two A sub-blocks: B's MX rows decoded straight into its panels */
+	bad = engine_mx_case(k, 230, false);
+	tap_ok(!bad, "kernel %s, engine: MXFP8 230x64x608, B in panels: exact (%ld wrong)",
+	       k->name, bad);
 }
 
 /*
