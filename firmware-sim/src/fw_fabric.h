@@ -20,9 +20,12 @@
 #include "maia/hw/fabric.h"
 
 /*
- * 1 when built with AddressSanitizer: memory the fabric would keep for
- * reuse (frame buffers, fw_fabric_buf.c; a finished operation,
- * fw_fop_free()) is freed instead, so that a use after free reaches ASan.
+ * 1 when built with AddressSanitizer: frame buffers the fabric would keep
+ * for reuse (fw_fabric_buf.c) are freed instead, so that a use after free
+ * reaches ASan. A finished collective operation is kept as in any build
+ * (fw_fop_free()), so that the fuzzers run that path too, but poisoned
+ * while it is idle (FW_FABRIC_POISON()): a use of it after its end is
+ * still reported, as a use after poison.
  */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -34,6 +37,16 @@
 #endif
 #ifndef FW_FABRIC_ASAN
 #define FW_FABRIC_ASAN	0
+#endif
+
+/* Memory kept for reuse, poisoned while idle (ASan), and unpoisoned when taken again. */
+#if FW_FABRIC_ASAN
+#include <sanitizer/asan_interface.h>
+#define FW_FABRIC_POISON(p, n)		ASAN_POISON_MEMORY_REGION((p), (n))
+#define FW_FABRIC_UNPOISON(p, n)	ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define FW_FABRIC_POISON(p, n)		((void)(p), (void)(n))
+#define FW_FABRIC_UNPOISON(p, n)	((void)(p), (void)(n))
 #endif
 
 /* A parsed, checked frame; payload points into the caller's buffer. */

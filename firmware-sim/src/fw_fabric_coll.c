@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_fabric.h"
 #include "fw_fabric_coll.h"
 #include "maia/hw/dtype.h"
 #include "maia/hw/queue.h"
@@ -142,6 +143,24 @@ int fw_coll_reinit(struct fw_coll *c, const struct fw_coll_config *cfg,
 		fw_coll_destroy(c);
 	}
 	return rc;
+}
+
+static void poison_buf(void *p, size_t n, bool poison)
+{
+	if (!p)
+		return;
+	if (poison)
+		FW_FABRIC_POISON(p, n);
+	else
+		FW_FABRIC_UNPOISON(p, n);
+}
+
+void fw_coll_poison(struct fw_coll *c, bool poison)
+{
+	poison_buf(c->txbuf, HDR + c->buf_bytes, poison);
+	poison_buf(c->own, c->buf_bytes, poison);
+	poison_buf(c->acc, c->buf_bytes, poison);
+	poison_buf(c->gathered, c->gathered_bytes, poison);
 }
 
 void fw_coll_reset(struct fw_coll *c)

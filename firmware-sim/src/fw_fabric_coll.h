@@ -185,6 +185,12 @@ void fw_coll_destroy(struct fw_coll *c);
  */
 int fw_coll_reinit(struct fw_coll *c, const struct fw_coll_config *cfg,
 		   const struct fw_coll_ops *ops, void *opaque);
+/*
+ * The work buffers of an engine kept for later (fw_coll_reset()) poisoned
+ * (ASan: any use of them reported until unpoisoned), or unpoisoned before
+ * the engine is used or destroyed again. Nothing without ASan.
+ */
+void fw_coll_poison(struct fw_coll *c, bool poison);
 
 /* MAIA_STATUS_OK, or BAD_CMD: what fw_coll_start() checks before it starts. */
 uint32_t fw_coll_check(const struct maia_cmd_collective *cmd, unsigned int nports);

@@ -452,15 +452,35 @@ static bool op_reroute(struct maia_sim *sim, struct fw_fop *op, unsigned int por
 	return true;
 }
 
-static void op_destroy(struct fw_fop *op)
+/* What a kept operation poisons while idle (ASan): all of it but op.ops. */
+#define COLL_OP_KEPT_FROM	offsetof(struct coll_op, op.ports)
+
+static void op_unpoison(struct coll_op *c)
 {
-	fw_coll_destroy(&((struct coll_op *)op)->eng);
+	FW_FABRIC_UNPOISON((uint8_t *)c + COLL_OP_KEPT_FROM, sizeof(*c) - COLL_OP_KEPT_FROM);
+	fw_coll_poison(&c->eng, false);
 }
 
-/* Kept for the device's next collective with its engine's work buffers: no allocation then. */
+/* Also for a kept one (fw_fop_spare(), fw_xport_destroy()): it may be poisoned. */
+static void op_destroy(struct fw_fop *op)
+{
+	struct coll_op *c = (struct coll_op *)op;
+
+	op_unpoison(c);
+	fw_coll_destroy(&c->eng);
+}
+
+/*
+ * Kept for the device's next collective with its engine's work buffers: no
+ * allocation then. Poisoned until fw_coll_op_start() takes it (ASan).
+ */
 static void op_keep(struct fw_fop *op)
 {
-	fw_coll_reset(&((struct coll_op *)op)->eng);
+	struct coll_op *c = (struct coll_op *)op;
+
+	fw_coll_reset(&c->eng);
+	fw_coll_poison(&c->eng, true);
+	FW_FABRIC_POISON((uint8_t *)c + COLL_OP_KEPT_FROM, sizeof(*c) - COLL_OP_KEPT_FROM);
 }
 
 static const struct fw_fop_ops coll_fop_ops = {
@@ -484,6 +504,7 @@ struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,
 
 	if (reused) {
 		/* The engine's buffers stay (fw_coll_reinit()); the rest starts from zero. */
+		op_unpoison(c);
 		memset(c, 0, offsetof(struct coll_op, eng));
 	} else {
 		c = calloc(1, sizeof(*c));

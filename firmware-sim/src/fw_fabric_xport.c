@@ -10,7 +10,8 @@
  * Everything here runs on the fabric thread, except fw_fop_init(),
  * fw_fop_spare(), fw_fop_submit(), fw_fop_done_locked(),
  * fw_fop_release_locked() and fw_fop_free(), which the worker calls. struct fw_xport's fields
- * are the fabric thread's, except `submitted` (under sim->lock).
+ * are the fabric thread's, except `submitted` (under sim->lock) and `spare`
+ * (atomic: whoever takes it by the exchange owns it).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -208,7 +209,7 @@ void fw_fop_free(struct fw_fop *op)
 {
 	struct fw_xport *x = op->as.sim->xport;
 
-	if (!FW_FABRIC_ASAN && op->ops->keep && x) {
+	if (op->ops->keep && x) {
 		op->ops->keep(op);
 		op = atomic_exchange(&x->spare, op);
 	}

@@ -66,7 +66,9 @@ struct fw_fop_ops {
 	 * Optional: instead of destroy at fw_fop_free(), op lets go of what it
 	 * held for its one operation and is kept, with what it may reuse
 	 * (buffers), for the device's next operation of its kind
-	 * (fw_fop_spare()); a kept op that no one takes is destroyed.
+	 * (fw_fop_spare()); a kept op that no one takes is destroyed. Under
+	 * ASan it poisons what it keeps, all but op->ops (fw_fop_spare() and
+	 * destroy read that), and unpoisons it when taken or destroyed.
 	 */
 	void (*keep)(struct fw_fop *op);
 	/*

@@ -790,6 +790,92 @@ static void test_failure(unsigned int n)
 	ring_down();
 }
 
+/*
+ * Each device keeps its last collective operation and its engine's work
+ * buffers for the next (fw_fop_ops.keep, fw_coll_reinit()): collectives of
+ * alternating kinds, data types, reductions, algorithms (gather-reduce and
+ * ring), chunk sizes and counts (a small one after a large one and the
+ * reverse) on the same devices, a failed one (a rank's send buffer missing,
+ * the others time out) and a lone rank's one (nranks 1 on device 0, which
+ * the worker runs without the fabric) between them: each one's results are
+ * the reference's bits, so nothing of the previous one (its size, rank
+ * geometry, buffers, messages, a failure) reaches it. Under ASan the kept
+ * operation is poisoned between collectives (FW_FABRIC_POISON()).
+ */
+static void test_kept_op(unsigned int n)
+{
+	static const struct {
+		unsigned int coll, dtype, redop;
+		uint64_t count;
+		uint32_t chunk;
+		bool in_place;
+		uint8_t algo;
+		int bad_rank;		/* -1: none; -3: a lone rank's collective */
+	} t[] = {
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 2, 0, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_MAX, 70001, 1024, true,
+		  MAIA_COLL_ALGO_RING, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_MIN, 3, 0, false,
+		  MAIA_COLL_ALGO_RING, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 5003, 0, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_TO_ALL, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 1, 4, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 40009, 0, false,
+		  MAIA_COLL_ALGO_AUTO, 1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 7, 0, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 30011, 0, true,
+		  MAIA_COLL_ALGO_AUTO, -3 },
+		{ MAIA_COLL_BROADCAST, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 33333, 512, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_REDUCE_SCATTER, MAIA_DTYPE_FP32, MAIA_REDOP_MAX, 1, 0, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_GATHER, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 20011, 2048, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, 0, 0, false,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+		{ MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_BF16, MAIA_REDOP_SUM, 3001, 0, true,
+		  MAIA_COLL_ALGO_AUTO, -1 },
+	};
+	unsigned int ranks = n;
+
+	if (!tap_ok(ring_up(n, 0), "%u devices cabled in a ring: every port UP", n))
+		return;
+	for (unsigned int i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct outcome o;
+		bool ok;
+
+		trial_algo = t[i].algo;
+		if (t[i].bad_rank == -3)
+			ndev = 1;	/* device 0 alone: a communicator of 1 */
+		o = run(t[i].coll, t[i].dtype, t[i].redop, t[i].count, t[i].chunk, t[i].in_place,
+			t[i].bad_rank < -1 ? -1 : t[i].bad_rank,
+			t[i].bad_rank >= 0 ? 300 : LONG_TIMEOUT_MS);
+		ndev = ranks;
+		trial_algo = MAIA_COLL_ALGO_AUTO;
+		if (t[i].bad_rank >= 0) {
+			ok = !o.hung && o.status[1] != MAIA_STATUS_OK;
+			for (unsigned int r = 0; r < n; r++)
+				if (r != 1)
+					ok &= o.status[r] == MAIA_STATUS_FABRIC_TIMEOUT;
+		} else {
+			ok = all_ok(&o) && o.wrong == 0;
+			if (t[i].bad_rank == -3)
+				ok = !o.hung && o.status[0] == MAIA_STATUS_OK && o.wrong == 0;
+		}
+		tap_ok(ok, "%u devices, operation kept: %s %s count %llu%s%s: %s, #wrong = %ld", n,
+		       coll_name[t[i].coll], t[i].dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16",
+		       (unsigned long long)t[i].count, t[i].in_place ? " in place" : "",
+		       t[i].bad_rank >= 0 ? ", rank 1's send buffer missing" :
+		       t[i].bad_rank == -3 ? ", rank 0 alone" : "",
+		       t[i].bad_rank >= 0 ? "rank 1 fails, the others time out" : "every job OK",
+		       o.wrong);
+	}
+	ring_down();
+}
+
 static bool wait_port(unsigned int dev, unsigned int port, bool up)
 {
 	uint64_t t0 = now_ms();
@@ -2700,6 +2786,8 @@ int main(void)
 	test_rounds_cut();
 	test_fabric_wait_status();
 	test_failure(3);
+	test_kept_op(3);
+	test_kept_op(4);
 	test_failover_ring(3);
 	test_failover_ring(4);
 	test_failover_two();
