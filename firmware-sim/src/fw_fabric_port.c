@@ -884,6 +884,13 @@ static void fabric_round_locked(struct maia_sim *sim)
 			break;
 		}
 		fab->kicked = false;
+		/*
+		 * The jobs this sync completes read what the pass counted
+		 * (a collective's failover, its relays) once they see their
+		 * completion: published first, as at the round's end.
+		 */
+		for (i = 0; i < fab->nports; i++)
+			publish_locked(fab, &fab->port[i]);
 		fw_xport_sync_locked(sim);
 		take_frames_locked(fab);
 		pthread_mutex_unlock(&sim->lock);
