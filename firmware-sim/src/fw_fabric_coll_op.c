@@ -452,12 +452,19 @@ static bool op_reroute(struct maia_sim *sim, struct fw_fop *op, unsigned int por
 	return true;
 }
 
-/* What a kept operation poisons while idle (ASan): all of it but op.ops. */
+/*
+ * What a kept operation poisons while idle (ASan): its fields from op.ports
+ * up to the engine, and the engine's work buffers (fw_coll_poison()). Not
+ * op.ops, which fw_fop_spare() reads, and not the engine itself: it holds the
+ * pointers to those buffers, and LeakSanitizer does not look for pointers in
+ * poisoned memory, so it would report the kept buffers as leaked at exit.
+ */
 #define COLL_OP_KEPT_FROM	offsetof(struct coll_op, op.ports)
+#define COLL_OP_KEPT_LEN	(offsetof(struct coll_op, eng) - COLL_OP_KEPT_FROM)
 
 static void op_unpoison(struct coll_op *c)
 {
-	FW_FABRIC_UNPOISON((uint8_t *)c + COLL_OP_KEPT_FROM, sizeof(*c) - COLL_OP_KEPT_FROM);
+	FW_FABRIC_UNPOISON((uint8_t *)c + COLL_OP_KEPT_FROM, COLL_OP_KEPT_LEN);
 	fw_coll_poison(&c->eng, false);
 }
 
@@ -480,7 +487,7 @@ static void op_keep(struct fw_fop *op)
 
 	fw_coll_reset(&c->eng);
 	fw_coll_poison(&c->eng, true);
-	FW_FABRIC_POISON((uint8_t *)c + COLL_OP_KEPT_FROM, sizeof(*c) - COLL_OP_KEPT_FROM);
+	FW_FABRIC_POISON((uint8_t *)c + COLL_OP_KEPT_FROM, COLL_OP_KEPT_LEN);
 }
 
 static const struct fw_fop_ops coll_fop_ops = {
