@@ -475,18 +475,18 @@ static inline enum fw_mx_simd simd_once(unsigned int which)
 }
 
 /*
- * The CPU's, capped by the kernel MAIA_TE_ISA names, as the engine takes
- * it (fw_gemm_kernel_find(): where the CPU runs it; avx2 needs AVX2, which
+ * The CPU's, capped by the kernel MAIA_TE_ISA makes the engine take
+ * (fw_gemm_kernel_forced(): only one the CPU runs; avx2 needs AVX2, which
  * every CPU with the AVX-512 decoders has).
  */
 static enum fw_mx_simd mx_simd_decide(void)
 {
 	enum fw_mx_simd cpu = simd_once(0);
-	const char *isa = getenv("MAIA_TE_ISA");
+	const struct fw_gemm_kernel *k = fw_gemm_kernel_forced();
 
-	if (isa && !strncmp(isa, "portable", 8))
+	if (k && !strncmp(k->name, "portable", 8))
 		return FW_MX_SCALAR;
-	if (isa && !strcmp(isa, "avx2") && cpu > FW_MX_AVX2)
+	if (k && !strcmp(k->name, "avx2") && cpu > FW_MX_AVX2)
 		return FW_MX_AVX2;
 	return cpu;
 }

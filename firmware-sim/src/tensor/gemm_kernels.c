@@ -812,6 +812,11 @@ static const struct fw_gemm_kernel *env_kernel(void)
 	return NULL;
 }
 
+const struct fw_gemm_kernel *fw_gemm_kernel_forced(void)
+{
+	return env_kernel();
+}
+
 const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name)
 {
 	const struct fw_gemm_kernel *k = NULL;

@@ -289,6 +289,8 @@ const struct fw_gemm_kernel *fw_gemm_kernel_list(size_t *n);
 bool fw_gemm_kernel_usable(const struct fw_gemm_kernel *k);
 /* By name, else MAIA_TE_ISA from the environment, else the fastest usable FP32 kernel. */
 const struct fw_gemm_kernel *fw_gemm_kernel_find(const char *name);
+/* The kernel MAIA_TE_ISA names, where it runs here, or NULL. */
+const struct fw_gemm_kernel *fw_gemm_kernel_forced(void);
 /*
  * The kernel for one GEMM on an engine set to k: k itself, except that a
  * BF16 kernel falls back to the fastest FP32 one when an operand is not
