@@ -44,6 +44,7 @@
 
 #define MAX_DEV		4u
 #define MAX_EV		4096u
+#define MAX_ITERS	100000u		/* enough for a profile's samples */
 
 struct node {
 	struct env e;
@@ -134,10 +135,9 @@ static bool wait_done(unsigned int r, uint32_t slot, unsigned int irqs)
 int main(int argc, char **argv)
 {
 	unsigned int iters = 200;
-	uint64_t t_empty[1000], t_ar[1000], t_sub[1000], t_start[1000], t_fin[1000];
-	uint64_t t_hop[8000], t_db[4000];
+	uint64_t *t_empty, *t_ar, *t_sub, *t_start, *t_fin, *t_hop, *t_db;
 	unsigned int nhop = 0, ndb = 0, seq = 1;
-	uint64_t cb_nop, cb_ar[MAX_DEV];
+	uint64_t cb_nop, cb_ar[MAX_DEV], buf[MAX_DEV];
 	bool json = false, trace = false;
 
 	for (int i = 1; i < argc; i++) {
@@ -152,14 +152,25 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--trace"))
 			trace = true;
 		else {
-			fprintf(stderr, "usage: coll_lat_bench [--devices 2..4] [--iters 1..1000] "
+			fprintf(stderr, "usage: coll_lat_bench [--devices 2..4] [--iters 1..100000] "
 				"[--wait poll|irq] [--json] [--trace]\n");
 			return 2;
 		}
 	}
-	if (ndev < 2 || ndev > MAX_DEV || !iters || iters > 1000) {
-		fprintf(stderr, "coll_lat_bench: --devices 2..4, --iters 1..1000\n");
+	if (ndev < 2 || ndev > MAX_DEV || !iters || iters > MAX_ITERS) {
+		fprintf(stderr, "coll_lat_bench: --devices 2..4, --iters 1..100000\n");
 		return 2;
+	}
+	t_empty = calloc(iters, sizeof(*t_empty));
+	t_ar = calloc(iters, sizeof(*t_ar));
+	t_sub = calloc(iters, sizeof(*t_sub));
+	t_start = calloc(iters, sizeof(*t_start));
+	t_fin = calloc(iters, sizeof(*t_fin));
+	t_hop = calloc((size_t)iters * 8, sizeof(*t_hop));
+	t_db = calloc((size_t)iters * MAX_DEV, sizeof(*t_db));
+	if (!t_empty || !t_ar || !t_sub || !t_start || !t_fin || !t_hop || !t_db) {
+		fprintf(stderr, "coll_lat_bench: out of memory\n");
+		return 1;
 	}
 	for (unsigned int i = 0; i < ndev; i++) {
 		nodes[i].index = i;
@@ -199,6 +210,11 @@ int main(int argc, char **argv)
 		cb_add(&cb, &nop, sizeof(nop));
 		cb_nop = cb_to_host(&nodes[0].e, &cb);
 	}
+	/* Each rank's buffer and command buffer, rewritten in place every iteration. */
+	for (unsigned int r = 0; r < ndev; r++) {
+		buf[r] = host_alloc(&nodes[r].e, 64, 64);
+		cb_ar[r] = host_alloc(&nodes[r].e, sizeof(struct maia_cmd_collective), 64);
+	}
 	for (unsigned int it = 0; it < iters + 10; it++) {
 		struct maia_cmd_collective k[MAX_DEV];
 		uint32_t slot[MAX_DEV];
@@ -215,22 +231,14 @@ int main(int argc, char **argv)
 			t_empty[it - 10] = now_ns() - t0;
 
 		for (unsigned int r = 0; r < ndev; r++) {
-			struct env *e = &nodes[r].e;
-			struct cmdbuf cb;
-			uint64_t buf = host_alloc(e, 64, 64);
-
-			if (it == 0)
-				memset(host_ptr(e, buf), 0, 8);
 			k[r] = (struct maia_cmd_collective){
 				.hdr = { .opcode = MAIA_OP_COLLECTIVE, .size = sizeof(k[r]) },
 				.coll = MAIA_COLL_ALL_REDUCE, .redop = MAIA_REDOP_SUM,
 				.dtype = MAIA_DTYPE_FP32, .send_port = 0, .recv_port = 1,
 				.rank = (uint16_t)r, .nranks = (uint16_t)ndev, .comm_id = 0xbe,
-				.seq = seq, .count = 2, .send_addr = buf, .recv_addr = buf,
+				.seq = seq, .count = 2, .send_addr = buf[r], .recv_addr = buf[r],
 			};
-			cb_init(&cb);
-			cb_add(&cb, &k[r], sizeof(k[r]));
-			cb_ar[r] = cb_to_host(e, &cb);
+			memcpy(host_ptr(&nodes[r].e, cb_ar[r]), &k[r], sizeof(k[r]));
 		}
 		seq++;
 		pthread_mutex_lock(&ev_lock);
@@ -243,7 +251,7 @@ int main(int argc, char **argv)
 			slot[r] = queue_push(&nodes[r].e, &nodes[r].q, cb_ar[r], sizeof(k[r]), 0, 0,
 					     seq, true);
 			tdb_end[r] = now_ns();
-			if (it >= 10 && ndb < 4000)
+			if (it >= 10 && ndb < iters * MAX_DEV)
 				t_db[ndb++] = tdb_end[r] - tdb[r];
 		}
 		for (unsigned int r = 0; r < ndev; r++) {
@@ -287,7 +295,7 @@ int main(int argc, char **argv)
 				/* the receiver's next frame after this DATA */
 				for (unsigned int j = i + 1; j < nev; j++)
 					if (evs[j].dev == (evs[i].dev + 1) % ndev) {
-						if (nhop < 8000)
+						if (nhop < iters * 8)
 							t_hop[nhop++] = evs[j].ns - evs[i].ns;
 						break;
 					}
