@@ -53,8 +53,9 @@ struct dir {
 	unsigned long hold_after;	/* 0: never; else hold the sender at this count */
 	bool hold_any;			/* hold the sender at its next frame of any type */
 	unsigned long cut_after;	/* 0: never; else unplug at this count ... */
-	struct dir *cut_also;		/* ... and this direction with it (lock nests here only) */
+	struct dir *cut_also;		/* ... and this direction with it */
 	bool holding;			/* the sender is held in fabric_tx */
+	unsigned int sending;		/* frames being handed over, lock dropped */
 };
 
 struct node {
@@ -66,22 +67,6 @@ struct node {
 	uint64_t win_size;
 	uint64_t cmd_bus;		/* host page mapped at VA_CMD */
 };
-
-/*
- * ThreadSanitizer: a cable's lock is held while the receiving device takes
- * the frame, and a thread in a round runs the receiver's round there, whose
- * sends take the receiver's own cable locks (fw_fabric_port.c, "Rounds
- * without a wake-up"): two threads take two cables' locks in both orders.
- * They never wait for each other: a cable's lock is taken only by the
- * thread in its sending device's round (one at a time, busy) and by the
- * test's plugging, which holds nothing else. The lock-order report on
- * cable_tx is that, not a deadlock; races are still reported.
- */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return "deadlock:cable_tx\n";
-}
 
 static uint64_t now_ms(void)
 {
@@ -134,11 +119,24 @@ static void lend(struct maia_sim *sim, unsigned int port, void *buf, size_t len)
 	maia_sim_fabric_rx_lent(sim, port, buf, len, release_lent, buf);
 }
 
+/*
+ * The frames are handed over with the cable's lock dropped: a thread in a
+ * round runs the receiver's round right there (fw_fabric_port.c, "Rounds
+ * without a wake-up"), whose sends take the receiver's own cables' locks.
+ * No test lock nests (a cut unplugs its reverse direction after dropping
+ * this one's), so ThreadSanitizer's lock-order checking sees the library's
+ * own locks only. dir_set() and unplug() wait for the handers.
+ */
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct node *n = opaque;
 	struct dir *d = &n->out[port];
-	int ret = -1;
+	struct dir *cut_also = NULL;
+	struct env *to;
+	unsigned int to_port;
+	void *dup = NULL, *held = NULL;
+	size_t held_len = 0;
+	bool pass = false;
 
 	pthread_mutex_lock(&d->lock);
 	if (d->to && d->hold_any) {
@@ -159,16 +157,14 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 		}
 		if (d->cut_after && d->data_frames >= d->cut_after) {
 			d->to = NULL;
-			if (d->cut_also) {
-				pthread_mutex_lock(&d->cut_also->lock);
-				d->cut_also->to = NULL;
-				pthread_mutex_unlock(&d->cut_also->lock);
-			}
+			cut_also = d->cut_also;
 		}
 	}
-	if (!d->to)
+	to = d->to;
+	to_port = d->to_port;
+	if (!to)
 		goto out;
-	ret = 0;
+	d->sending++;
 	/*
 	 * Besides the random faults, DATA frames 3, 5 and 7 are lost, held back
 	 * and duplicated: how many frames a transfer takes depends on how acks
@@ -185,21 +181,35 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 		d->reordered++;
 		goto out;
 	}
-	maia_sim_fabric_rx(d->to->sim, d->to_port, frame, len);
+	pass = true;
 	if (d->dup_ppm && (rnd(d) < d->dup_ppm || forced(d, 7))) {
-		void *dup = malloc(len);
-
+		dup = malloc(len);
 		memcpy(dup, frame, len);
-		lend(d->to->sim, d->to_port, dup, len);
 		d->dups++;
 	}
-	if (d->held) {
-		lend(d->to->sim, d->to_port, d->held, d->held_len);
-		d->held = NULL;
-	}
+	held = d->held;
+	held_len = d->held_len;
+	d->held = NULL;
 out:
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	if (cut_also) {
+		pthread_mutex_lock(&cut_also->lock);
+		cut_also->to = NULL;
+		pthread_mutex_unlock(&cut_also->lock);
+	}
+	if (!to)
+		return -1;
+	if (pass)
+		maia_sim_fabric_rx(to->sim, to_port, frame, len);
+	if (dup)
+		lend(to->sim, to_port, dup, len);
+	if (held)
+		lend(to->sim, to_port, held, held_len);
+	pthread_mutex_lock(&d->lock);
+	if (!--d->sending)
+		pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 /*
@@ -265,11 +275,20 @@ static unsigned int kept_put_all(unsigned int *count)
 	return changed;
 }
 
+/* Waits until no frame is being handed over on d (d->lock held). */
+static void dir_idle_locked(struct dir *d)
+{
+	while (d->sending)
+		pthread_cond_wait(&d->cond, &d->lock);
+}
+
+/* Unplugged (to NULL): no frame reaches the old peer once this returns. */
 static void dir_set(struct dir *d, struct env *to, unsigned int to_port)
 {
 	pthread_mutex_lock(&d->lock);
 	d->to = to;
 	d->to_port = to_port;
+	dir_idle_locked(d);
 	pthread_mutex_unlock(&d->lock);
 }
 
@@ -424,10 +443,12 @@ static void unplug(struct node *a, struct node *b)
 		pthread_mutex_lock(&a->out[i].lock);
 		if (a->out[i].to == &b->e)
 			a->out[i].to = NULL;
+		dir_idle_locked(&a->out[i]);
 		pthread_mutex_unlock(&a->out[i].lock);
 		pthread_mutex_lock(&b->out[i].lock);
 		if (b->out[i].to == &a->e)
 			b->out[i].to = NULL;
+		dir_idle_locked(&b->out[i]);
 		pthread_mutex_unlock(&b->out[i].lock);
 	}
 	fw_fabric_inline_rx(true);	/* after a cut_at() */
