@@ -280,11 +280,20 @@ static void free_op_list(struct fw_fop **head)
 	}
 }
 
+/* fw_xport_test_on_done(): a test's callback, or NULL. */
+static void (*test_on_done)(struct maia_sim *sim);
+
+void fw_xport_test_on_done(void (*fn)(struct maia_sim *sim))
+{
+	__atomic_store_n(&test_on_done, fn, __ATOMIC_RELEASE);
+}
+
 void fw_xport_sync_locked(struct maia_sim *sim)
 {
 	struct fw_xport *x = sim->xport;
 	struct fw_fop **pp, **tail;
-	bool kick = x->sem_moved;
+	void (*on_done)(struct maia_sim *sim);
+	bool kick = x->sem_moved, done = false;
 
 	for (tail = &x->starting; *tail; tail = &(*tail)->next)
 		;
@@ -311,12 +320,15 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 			op->next = NULL;
 			op->in_fabric = false;
 			op->done = true;
-			kick = true;
+			kick = done = true;
 		} else {
 			pp = &op->next;
 		}
 	}
 	x->sem_moved = false;
+	on_done = __atomic_load_n(&test_on_done, __ATOMIC_ACQUIRE);
+	if (done && on_done)
+		on_done(sim);
 	/* May run the job on here, with the lock dropped: the lists are whole. */
 	if (kick)
 		fw_sched_fabric_done_locked(sim);

@@ -230,6 +230,12 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now);
 uint64_t fw_xport_next_deadline(struct maia_sim *sim);
 /* Under sim->lock: take submitted ops, free abandoned ones, publish finished ones. */
 void fw_xport_sync_locked(struct maia_sim *sim);
+/*
+ * Tests: fn is called by fw_xport_sync_locked(), sim->lock held, each time
+ * it has marked operations done, before their jobs may see it (and read
+ * what the operations counted); NULL: none (the default).
+ */
+void fw_xport_test_on_done(void (*fn)(struct maia_sim *sim));
 /* Reset / destroy, threads parked: every operation and held message freed. */
 void fw_xport_reset(struct maia_sim *sim);
 /* Malformed or unclaimed messages dropped on a port, refusals sent and received. */

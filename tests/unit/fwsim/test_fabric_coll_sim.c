@@ -38,6 +38,7 @@
 #include "maia/hw/fabric.h"
 #include "tap.h"
 #include "../../../firmware-sim/src/fw_fabric.h"
+#include "../../../firmware-sim/src/fw_fabric_xport.h"
 #include "../../../firmware-sim/src/fw_internal.h"
 
 #define MAX_DEV		4u
@@ -66,6 +67,12 @@ struct dir {
 	unsigned long payload_frames, flipped;
 	unsigned long carried;		/* frames handed to the receiving device */
 	unsigned int sending;		/* frames being handed over, lock dropped */
+	/* A copy of the last frame with a payload handed over (keep_last) ... */
+	bool keep_last;
+	uint8_t *last;
+	size_t last_len;
+	/* ... handed to its receiver again after each frame with a payload of this one. */
+	struct dir *again;
 };
 
 struct node {
@@ -183,11 +190,30 @@ static void rx_flipped(struct dir *d, const void *frame, size_t len)
 	d->flipped++;
 }
 
+/*
+ * e's kept frame (keep_last) to e's receiver again, a duplicate: on the
+ * thread in the round of that receiver, which takes it into its queue and
+ * does another pass for it (fw_fabric_port.c, fabric_round_locked()).
+ */
+static void hand_again(struct dir *e)
+{
+	uint8_t *frame;
+
+	pthread_mutex_lock(&e->lock);
+	frame = e->last;
+	e->last = NULL;
+	if (frame && e->to)
+		hand_over_locked(e, frame, e->last_len, false);
+	pthread_mutex_unlock(&e->lock);
+	free(frame);
+}
+
 /* On the sending device's fabric thread. */
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct node *n = opaque;
 	struct dir *d = &n->out[port];
+	struct dir *again = NULL;
 	int ret = -1;
 
 	if (submitting)
@@ -213,8 +239,18 @@ static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t l
 		else
 			hand_over_locked(d, frame, len, false);
 		d->carried++;
+		if (d->keep_last && len > MAIA_FABRIC_MIN_FRAME) {
+			free(d->last);
+			d->last = malloc(len);
+			memcpy(d->last, frame, len);
+			d->last_len = len;
+		}
+		if (len > MAIA_FABRIC_MIN_FRAME)
+			again = d->again;
 	}
 	pthread_mutex_unlock(&d->lock);
+	if (again)
+		hand_again(again);
 	return ret;
 }
 
@@ -311,6 +347,8 @@ static void ring_down(void)
 		for (unsigned int p = 0; p < NPORTS; p++) {
 			pthread_mutex_lock(&nodes[i].out[p].lock);
 			unplug_locked(&nodes[i].out[p]);
+			free(nodes[i].out[p].last);
+			nodes[i].out[p].last = NULL;
 			pthread_mutex_unlock(&nodes[i].out[p].lock);
 		}
 	for (unsigned int i = 0; i < ndev; i++)
@@ -1241,6 +1279,122 @@ static bool wait_data_msgs(unsigned int dev, unsigned int port, uint64_t base, u
 		usleep(1000);
 	}
 	return true;
+}
+
+/*
+ * fw_xport_test_on_done(): each time a device's transport marks operations
+ * done (their jobs may see it from then on), the failover registers of every
+ * port, as a driver reads them (the published snapshot), against what the
+ * transport counted. Called on the thread in the device's round, sim->lock
+ * held.
+ */
+static unsigned long done_checks, done_unpublished;	/* atomic */
+static pthread_mutex_t unpublished_lock = PTHREAD_MUTEX_INITIALIZER;
+static char unpublished_first[192];	/* under unpublished_lock */
+
+static void check_published(struct maia_sim *sim)
+{
+	for (unsigned int p = 0; p < NPORTS; p++) {
+		struct fw_xport_failover fo;
+		uint32_t failovers = 0, relayed = 0;
+
+		fw_xport_failover_counters(sim, p, &fo);
+		fw_fabric_reg_read_locked(sim, MAIA_REG_FPORT_FO(p, MAIA_FPORT_FO_FAILOVERS),
+					  &failovers);
+		fw_fabric_reg_read_locked(sim, MAIA_REG_FPORT_FO(p, MAIA_FPORT_FO_RELAYED),
+					  &relayed);
+		if (failovers == (uint32_t)fo.failovers && relayed == (uint32_t)fo.relayed)
+			continue;
+		if (__atomic_add_fetch(&done_unpublished, 1, __ATOMIC_RELAXED) == 1) {
+			unsigned int dev = 0;
+
+			while (dev < ndev && nodes[dev].e.sim != sim)
+				dev++;
+			pthread_mutex_lock(&unpublished_lock);
+			snprintf(unpublished_first, sizeof(unpublished_first),
+				 "device %u port %u: FAILOVERS %u, RELAYED %u read; %llu and %llu counted",
+				 dev, p, failovers, relayed, (unsigned long long)fo.failovers,
+				 (unsigned long long)fo.relayed);
+			pthread_mutex_unlock(&unpublished_lock);
+		}
+	}
+	__atomic_add_fetch(&done_checks, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A job that sees its collective done may read what the collective counted
+ * (edc3c56): a round publishes the ports' snapshot before a sync hands
+ * operations to their jobs, also the sync of a pass the round does because
+ * it was kicked meanwhile. A ring of two, cable 0-1 pulled: each collective
+ * goes over the other cable both ways, a failover at both of the cut's ends
+ * counted as the collective starts. Rank 1 submits first; its chunk reaches
+ * rank 0 (held there); then rank 0 submits, and its round starts the
+ * collective (counted), takes the chunk held, sends its own and ends it in
+ * the same pass. The cable hands rank 0 a duplicate of rank 1's chunk as
+ * rank 0 sends (keep_last, again), in that pass: the round is kicked and
+ * does another, whose sync hands the collective to its job. At every
+ * hand-over on either device (check_published()) the failover registers
+ * must equal the transport's counts; with the sync before the publish, every
+ * collective's failover was a round late. count collectives.
+ */
+static void test_counted_before_done(unsigned int count)
+{
+	struct dir *d10 = &nodes[1].out[SEND_PORT], *d01 = &nodes[0].out[RECV_PORT];
+	char first[sizeof(unpublished_first)];
+	unsigned long checks, bad;
+	unsigned int okays = 0, late = 0;
+	bool ok;
+
+	if (!tap_ok(ring_up(2, 0), "2 devices cabled in a ring: every port UP"))
+		return;
+	plug_off(0, SEND_PORT);
+	plug_off(1, RECV_PORT);
+	ok = wait_port(0, SEND_PORT, false) && wait_port(1, RECV_PORT, false);
+	pthread_mutex_lock(&d10->lock);
+	d10->keep_last = true;
+	pthread_mutex_unlock(&d10->lock);
+	pthread_mutex_lock(&d01->lock);
+	d01->again = d10;
+	pthread_mutex_unlock(&d01->lock);
+	__atomic_store_n(&done_checks, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&done_unpublished, 0, __ATOMIC_RELAXED);
+	fw_xport_test_on_done(check_published);
+	for (unsigned int i = 0; i < count && ok; i++) {
+		struct outcome o = { .wrong = 0 };
+		uint64_t msgs = data_msgs(0, RECV_PORT);
+		struct trial t;
+
+		prepare(&t, i % 2 ? MAIA_COLL_ALL_GATHER : MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32,
+			MAIA_REDOP_SUM, 2 + i % 7, 0, false, -1, LONG_TIMEOUT_MS);
+		submit(&t, 1);
+		ok = wait_data_msgs(0, RECV_PORT, msgs, 1);
+		submit(&t, 0);
+		for (unsigned int r = 0; r < 2; r++)
+			collect(&t, r, &o);
+		finish_trial(&t, &o, true);
+		okays += all_ok(&o) && o.wrong == 0;
+		/* What a driver reads once it sees the completions. */
+		late += rd(&nodes[0].e, MAIA_REG_FPORT_FO(SEND_PORT, MAIA_FPORT_FO_FAILOVERS)) !=
+			i + 1 ||
+			rd(&nodes[1].e, MAIA_REG_FPORT_FO(RECV_PORT, MAIA_FPORT_FO_FAILOVERS)) !=
+			i + 1;
+	}
+	fw_xport_test_on_done(NULL);
+	checks = __atomic_load_n(&done_checks, __ATOMIC_RELAXED);
+	bad = __atomic_load_n(&done_unpublished, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&unpublished_lock);
+	memcpy(first, unpublished_first, sizeof(first));
+	unpublished_first[0] = '\0';
+	pthread_mutex_unlock(&unpublished_lock);
+	tap_ok(ok && okays == count && late == 0 && port_info(0, SEND_PORT).failovers == count &&
+	       port_info(1, RECV_PORT).failovers == count,
+	       "ring of 2, cable 0-1 pulled: %u small collectives (rank 1's chunk at rank 0 first) over the other cable, %u OK; failovers %llu and %llu, FAILOVERS registers behind after %u completions",
+	       count, okays, (unsigned long long)port_info(0, SEND_PORT).failovers,
+	       (unsigned long long)port_info(1, RECV_PORT).failovers, late);
+	tap_ok(checks >= 2ul * count && bad == 0,
+	       "at %lu hand-overs of done collectives to their jobs, the failover registers were behind the counts %lu times%s%s",
+	       checks, bad, bad ? ": first " : "", bad ? first : "");
+	ring_down();
 }
 
 /*
@@ -2792,6 +2946,7 @@ int main(void)
 	test_failover_ring(4);
 	test_failover_two();
 	test_failover_threshold();
+	test_counted_before_done(40);
 	test_two_cuts();
 	test_cable_pulled_mid_collective();
 	test_two_communicators();
@@ -2822,6 +2977,7 @@ int main(void)
 	test_doorbell_direct(4);
 	test_delayed_acks(2);
 	test_delayed_acks(4);
+	test_counted_before_done(40);
 	test_ring(2, 0, false, 0);
 	test_ring(4, 0, true, 0);
 	test_fabric_wait_status();
