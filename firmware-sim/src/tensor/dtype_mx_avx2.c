@@ -307,15 +307,48 @@ static const uint32_t msmx2_shift[3][8] = { MSMX2_SH(8), MSMX2_SH(5), MSMX2_SH(3
 static const uint32_t msmx2_ushift[2][8] = { { 31, 31, 30, 30, 29, 29, 28, 28 },
 					     { 27, 27, 26, 26, 25, 25, 24, 24 } };
 
+/* One MX9/MX6/MX4 block's 16 values to d: 16 bytes readable at src. */
+__attribute__((target("avx2"), always_inline))
+static inline void msmx_block_avx2(unsigned int m, const uint8_t *src, uint8_t s, float *d,
+				   const __m256i idx[2], __m256i sh, const __m256i ush[2])
+{
+	const __m256i mag = _mm256_set1_epi32((int)((1u << m) - 1));
+	const __m256i sbit = _mm256_set1_epi32((int)0x80000000u);
+	const uint32_t *p = msmx_pow2 + s + 8 - m;
+	__m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)src));
+	__m256i u = _mm256_set1_epi32(src[2 * (m + 1)]);
+	__m256 st0 = _mm256_set1_ps(fw_f32_from_bits(p[0]));
+	__m256 st1 = _mm256_set1_ps(fw_f32_from_bits(p[-1]));
+
+#pragma GCC unroll 2
+	for (unsigned int h = 0; h < 2; h++) {
+		__m256i f = _mm256_srlv_epi32(_mm256_shuffle_epi8(x, idx[h]), sh);
+		__m256 st = _mm256_blendv_ps(st0, st1, _mm256_castsi256_ps(
+						     _mm256_sllv_epi32(u, ush[h])));
+		__m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(f, mag)), st);
+		__m256i sign = _mm256_and_si256(_mm256_slli_epi32(f, 31 - (int)m), sbit);
+
+		_mm256_storeu_ps(d + 8 * h, _mm256_or_ps(v, _mm256_castsi256_ps(sign)));
+	}
+}
+
+/*
+ * The last one or two blocks (MX6, MX4: fewer than 16 bytes left to read)
+ * from a zero-padded copy, found by a count worked out once; where the
+ * halves are consecutive (g == gstride: a row, as fw_mx_decode() asks),
+ * their places without the walk.
+ */
 __attribute__((target("avx2"), always_inline))
 static inline void run_msmx_avx2(unsigned int dtype, const uint8_t *blocks, const uint8_t *scales,
 				 size_t nblocks, struct mx_walk w)
 {
 	const unsigned int m = msmx_m(dtype), bb = maia_dtype_block_bytes(dtype);
-	const __m256i mag = _mm256_set1_epi32((int)((1u << m) - 1));
-	const __m256i sbit = _mm256_set1_epi32((int)0x80000000u);
-	uint8_t tail[32] = { 0 };	/* a block too near the end for a 16-byte load */
+	const size_t tail = (16 + bb - 1) / bb - 1;	/* blocks too near the end for a 16-byte load */
+	const size_t nmain = nblocks > tail ? nblocks - tail : 0;
+	const bool row = w.g == w.gstride;
+	uint8_t pad[32] = { 0 };
 	__m256i idx[2], sh, ush[2];
+	size_t b;
 
 	sh = _mm256_loadu_si256((const __m256i *)(const void *)msmx2_shift[dtype - MAIA_DTYPE_MX9]);
 	for (unsigned int h = 0; h < 2; h++) {
@@ -323,36 +356,20 @@ static inline void run_msmx_avx2(unsigned int dtype, const uint8_t *blocks, cons
 					    msmx2_idx[dtype - MAIA_DTYPE_MX9][h]);
 		ush[h] = _mm256_loadu_si256((const __m256i *)(const void *)msmx2_ushift[h]);
 	}
-	for (size_t b = 0; b < nblocks; b++, blocks += bb) {
-		const uint32_t *p = msmx_pow2 + scales[b] + 8 - m;
-		float *d = mx_next_half(&w);
+	for (b = 0; b < nblocks; b++, blocks += bb) {
+		float *d = row ? w.grp + b * MAIA_MSMX_BLOCK : mx_next_half(&w);
 		const uint8_t *src = blocks;
-		__m256i x, u;
-		__m256 st0, st1;
 
 		if (scales[b] == E8M0_NAN) {
 			for (unsigned int i = 0; i < MAIA_MSMX_BLOCK; i++)
 				d[i] = NAN;
 			continue;
 		}
-		if ((nblocks - b) * bb < 16) {	/* not 16 bytes left to read */
-			memcpy(tail, blocks, bb);
-			src = tail;
+		if (b >= nmain) {	/* not 16 bytes left to read */
+			memcpy(pad, blocks, bb);
+			src = pad;
 		}
-		x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)src));
-		u = _mm256_set1_epi32(src[2 * (m + 1)]);
-		st0 = _mm256_set1_ps(fw_f32_from_bits(p[0]));
-		st1 = _mm256_set1_ps(fw_f32_from_bits(p[-1]));
-#pragma GCC unroll 2
-		for (unsigned int h = 0; h < 2; h++) {
-			__m256i f = _mm256_srlv_epi32(_mm256_shuffle_epi8(x, idx[h]), sh);
-			__m256 st = _mm256_blendv_ps(st0, st1, _mm256_castsi256_ps(
-							     _mm256_sllv_epi32(u, ush[h])));
-			__m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(f, mag)), st);
-			__m256i sign = _mm256_and_si256(_mm256_slli_epi32(f, 31 - (int)m), sbit);
-
-			_mm256_storeu_ps(d + 8 * h, _mm256_or_ps(v, _mm256_castsi256_ps(sign)));
-		}
+		msmx_block_avx2(m, src, scales[b], d, idx, sh, ush);
 	}
 }
 

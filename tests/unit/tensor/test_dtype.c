@@ -1102,13 +1102,14 @@ static void test_msmx_simd_all_scales(unsigned int mx, const char *name, enum fw
  * The SIMD decoders at the end of readable memory (the blocks end where a
  * PROT_NONE page starts: a read past the last block faults), 1 to 9 blocks
  * of random bytes under random scales (0, 1, 254 and 255 among them), into
- * groups of 16 floats 24 apart and of 32 and 48 floats 56 apart:
- * bit for bit the scalar decode, nothing between the groups written.
+ * groups of 16 floats 24 apart, of 32 and 48 floats 56 apart and of 32
+ * back to back (a row, as fw_mx_decode() asks): bit for bit the scalar
+ * decode, nothing between the groups written.
  */
 static void test_mx_simd_ends(unsigned int mx, const char *name, enum fw_mx_simd simd)
 {
 	static const uint8_t some[] = { 0, 1, 254, 255 };
-	static const unsigned int gs[][2] = { { 16, 24 }, { 32, 56 }, { 48, 56 } };
+	static const unsigned int gs[][2] = { { 16, 24 }, { 32, 56 }, { 48, 56 }, { 32, 32 } };
 	unsigned int bb = maia_dtype_block_bytes(mx), bs = maia_dtype_block(mx);
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *map = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
@@ -1154,7 +1155,7 @@ static void test_mx_simd_ends(unsigned int mx, const char *name, enum fw_mx_simd
 	}
 	munmap(map, 2 * (size_t)page);
 	tap_ok(!bad && done == (cpu_avx2() ? calls : 0), "mx %s, %s: %u decodes of 1-9 blocks "
-	       "ending at a guard page, in groups of 16, 32 and 48: bit for bit the scalar one, "
+	       "ending at a guard page, in groups of 16, 32, 48 and a row: bit for bit the scalar one, "
 	       "nothing between the groups written (%u floats wrong)", name, simd_name(simd),
 	       done, bad);
 }
