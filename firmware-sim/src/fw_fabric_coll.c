@@ -920,34 +920,37 @@ static void run_held(struct fw_coll *c, uint64_t now_ns)
 /*
  * Gather-reduce's end, every rank's input gathered: each block folded in the
  * ring's order (block b from rank b+1 round to rank b, as the ring reduction
- * would) and written. 0, or the failed access's status.
+ * would) into its place in acc, then the whole result written in one access
+ * (a block's own write was an access per rank, most of them a few bytes:
+ * the 8-byte all-reduce on 4 ranks wrote twice). acc and own hold count
+ * elements (buffers(): count * 4 <= MAIA_COLL_GATHER_REDUCE_BYTES / 2).
+ * 0, or the failed access's status.
  */
 static int fold_gathered(struct fw_coll *c)
 {
 	unsigned int n = nranks(c);
 	uint64_t in_bytes = c->cmd.count * c->es;
+	uint8_t *out = (uint8_t *)c->acc;
 
 	for (unsigned int b = 0; b < n; b++) {
 		uint64_t e0 = block_start(c, b), cnt = block_len(c, b);
 		const uint8_t *blk = c->gathered + e0 * c->es;	/* rank 0's block b */
 		const uint8_t *first = blk + (b + 1) % n * in_bytes;
-		uint8_t *out = (uint8_t *)c->acc;
-		int rc;
+		float *acc = c->acc + e0;
 
+		if (!cnt)
+			continue;	/* fewer elements than ranks */
 		for (uint64_t i = 0; i < cnt; i++)
-			c->acc[i] = ld_elem(c, first, i);
+			acc[i] = ld_elem(c, first, i);
 		for (unsigned int j = 2; j <= n; j++)
-			fw_coll_reduce(c->cmd.redop, c->es, (uint8_t *)c->acc, (uint8_t *)c->acc,
+			fw_coll_reduce(c->cmd.redop, c->es, (uint8_t *)acc, (uint8_t *)acc,
 				     blk + (b + j) % n * in_bytes, cnt);
-		if (c->es != 4) {
-			out = c->own;
-			fw_coll_round_bf16(out, c->acc, cnt);
-		}
-		rc = mem_write(c, c->cmd.recv_addr + e0 * c->es, out, cnt * c->es);
-		if (rc)
-			return rc;
 	}
-	return 0;
+	if (c->es != 4) {
+		out = c->own;
+		fw_coll_round_bf16(out, c->acc, c->cmd.count);
+	}
+	return mem_write(c, c->cmd.recv_addr, out, in_bytes);
 }
 
 /*

@@ -79,6 +79,7 @@ struct rank {
 	struct maia_coll_report report;
 	size_t send_len, recv_len;
 	uint64_t fault_va;		/* an access touching [fault_va, +4096) faults; 0: none */
+	unsigned int recv_writes;	/* mem_write() calls into recv (send, in place) */
 	struct maia_cmd_collective cmd[MAX_CMDS];
 	unsigned int ncmds, next;	/* next command to start */
 	bool active;			/* cmd[next] started and not yet recorded */
@@ -148,10 +149,13 @@ static int cb_read(void *opaque, uint64_t va, void *buf, size_t len)
 
 static int cb_write(void *opaque, uint64_t va, const void *buf, size_t len)
 {
-	uint8_t *p = mem_at(opaque, va, len);
+	struct rank *k = opaque;
+	uint8_t *p = mem_at(k, va, len);
 
 	if (!p)
 		return -EFAULT;
+	if (p >= k->recv && p < k->recv + k->recv_len)
+		k->recv_writes++;
 	memcpy(p, buf, len);
 	return 0;
 }
@@ -1094,7 +1098,8 @@ static void test_one_cable(void)
  * holds in one message, so rank 0 sends its own, then ranks 3's and 2's
  * inputs; rank 1 its own with rank 0's, then rank 3's; ranks 2 and 3 one
  * message of three inputs: 6 messages where one per input and hop made 12.
- * The results are the reference's, bit for bit (FP32 and BF16, in place).
+ * The results are the reference's, bit for bit (FP32 and BF16, in place),
+ * each written in one access (2 elements: blocks of 1, 1, 0, 0 were two).
  */
 static void test_gather_stream(unsigned int dtype, bool in_place)
 {
@@ -1102,7 +1107,7 @@ static void test_gather_stream(unsigned int dtype, bool in_place)
 	const unsigned int n = 4, es = maia_dtype_size(dtype);
 	const uint64_t count = 2;
 	uint8_t *in[4];
-	unsigned int msgs[4];
+	unsigned int msgs[4], writes[4];
 	long wrong = 0;
 	bool ok = true;
 
@@ -1127,7 +1132,9 @@ static void test_gather_stream(unsigned int dtype, bool in_place)
 		uint8_t exp[16];
 
 		msgs[r] = (unsigned int)k->eng.stats.tx_msgs;
+		writes[r] = k->recv_writes;
 		ok &= k->ended[0] && k->status[0] == MAIA_STATUS_OK && msgs[r] == want_msgs[r] &&
+		      writes[r] == 1 &&
 		      k->report.step == 0 && k->report.bytes_sent == (n - 1) * count * es &&
 		      k->report.bytes_received == (n - 1) * count * es;
 		ref_expected(in, r, &k->cmd[0], exp);
@@ -1139,9 +1146,11 @@ static void test_gather_stream(unsigned int dtype, bool in_place)
 	ring_fini();
 	tap_ok(ok && !wrong,
 	       "gather-reduce, 4 ranks starting in turn (%s%s): messages sent %u %u %u %u (want 2 2 1 1), "
-	       "every rank OK, step 0, %u bytes sent and received, #wrong %ld",
+	       "every rank OK, step 0, %u bytes sent and received, result writes %u %u %u %u "
+	       "(want 1 each), #wrong %ld",
 	       dtype == MAIA_DTYPE_FP32 ? "fp32" : "bf16", in_place ? ", in place" : "",
-	       msgs[0], msgs[1], msgs[2], msgs[3], (unsigned int)((n - 1) * count * es), wrong);
+	       msgs[0], msgs[1], msgs[2], msgs[3], (unsigned int)((n - 1) * count * es),
+	       writes[0], writes[1], writes[2], writes[3], wrong);
 }
 
 /*
