@@ -956,6 +956,48 @@ static void test_fault(unsigned int coll, bool fault_recv)
 	ring_fini();
 }
 
+/*
+ * The same under gather-reduce (3000 elements on 4 ranks: each rank's whole
+ * result written in one access at the end, fold_gathered()). A fault in
+ * rank 2's recv buffer fails that write: MMU_FAULT there, and the others,
+ * which had every input before it, finish OK. A fault in its send buffer
+ * fails its first read: MMU_FAULT there, the others end (none hangs).
+ */
+static void test_fault_gather(bool fault_recv)
+{
+	unsigned int n = 4, bad = 2, oks = 0, ended = 0;
+	const uint64_t count = 3000;
+	bool ok;
+
+	ring_init(n, 4);
+	for (unsigned int r = 0; r < n; r++) {
+		struct rank *k = &R.r[r];
+
+		k->cmd[0] = make_cmd(MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, MAIA_REDOP_SUM, n, r,
+				     count, 0, false, 1);
+		k->ncmds = 1;
+		zero_buffers(k);
+		if (r == bad)
+			k->fault_va = fault_recv ? RECV_VA + k->recv_len / 2 :
+						   SEND_VA + k->send_len / 2;
+	}
+	ok = maia_coll_gather_reduce(&R.r[0].cmd[0]);
+	ring_run();
+	ok &= R.r[bad].ended[0] && R.r[bad].status[0] == MAIA_STATUS_MMU_FAULT;
+	for (unsigned int r = 0; r < n; r++) {
+		if (r == bad)
+			continue;
+		ended += R.r[r].ended[0];
+		oks += R.r[r].status[0] == MAIA_STATUS_OK;
+	}
+	ok &= ended == n - 1 && (!fault_recv || oks == n - 1);
+	tap_ok(ok, "all-reduce by gather-reduce, n=4, %llu elements, fault in rank 2's %s buffer: "
+	       "its status %u (want MMU_FAULT %u), %u peers ended, %u OK%s",
+	       (unsigned long long)count, fault_recv ? "recv" : "send", R.r[bad].status[0],
+	       MAIA_STATUS_MMU_FAULT, ended, oks, fault_recv ? " (want 3)" : "");
+	ring_fini();
+}
+
 /* Malformed, stale and unexpected messages are counted and dropped. */
 static void test_bad_messages(void)
 {
@@ -1210,6 +1252,8 @@ int main(void)
 	test_fault(MAIA_COLL_ALL_REDUCE, false);
 	test_fault(MAIA_COLL_ALL_REDUCE, true);
 	test_fault(MAIA_COLL_BROADCAST, true);
+	test_fault_gather(true);
+	test_fault_gather(false);
 	test_bad_messages();
 	test_abort();
 	test_one_cable();
