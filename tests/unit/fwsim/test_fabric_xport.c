@@ -636,6 +636,21 @@ static void test_two_devices(void)
 	st = remote_write(&a, 0, key, 0, src, big);
 	tap_ok(st == MAIA_STATUS_OK && !memcmp(b.e.hbm + b.win_pa, a.e.hbm + src, big),
 	       "remote write of 64 MiB: status %u, every byte equal", st);
+	/*
+	 * The cable keeps each direction's order (cable_tx() hands frames over
+	 * with its lock dropped, one sending round at a time): without loss or
+	 * reordering no receiver saw a gap, so none held a frame after one or
+	 * named one in a NAK (a frame its queue dropped would make one).
+	 */
+	ia = pinfo(&a, 0);
+	ib = pinfo(&b, 0);
+	tap_ok((ia.rx_held == 0 && ia.link_nak_tx == 0 && ib.rx_held == 0 &&
+		ib.link_nak_tx == 0) || ia.rx_queue_drops || ib.rx_queue_drops,
+	       "a clean cable kept the frames' order: frames held after a gap %llu and %llu, NAKs "
+	       "sent %llu and %llu (queue drops %llu and %llu)",
+	       (unsigned long long)ia.rx_held, (unsigned long long)ib.rx_held,
+	       (unsigned long long)ia.link_nak_tx, (unsigned long long)ib.link_nak_tx,
+	       (unsigned long long)ia.rx_queue_drops, (unsigned long long)ib.rx_queue_drops);
 
 	/* With a semaphore: B's SEM_WAIT job (ASID 1) ends once the data landed. */
 	{
