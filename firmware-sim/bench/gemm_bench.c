@@ -19,7 +19,8 @@
  * --rounds N times exactly N rounds. MAIA_TE_ISA=<kernel> measures only that
  * kernel.
  * With --cpu-time, values are GFLOP per CPU-second of all threads (names end
- * in _cpu, unit "GFLOP/cpu-s").
+ * in _cpu, unit "GFLOP/cpu-s"). On stderr first: each kernel's rate on cached
+ * panels and, on x86 with AVX2 and FMA, the 256-bit FMA ports' (fma256_peak()).
  */
 #include <cblas.h>
 #include <math.h>
@@ -106,6 +107,63 @@ static double now(void)
 	clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/*
+ * The 256-bit FMA ports' rate on this thread, GFLOP per thread-CPU-second:
+ * 12 independent FMA chains (the avx2 kernel's 12 accumulators) with
+ * operands in registers, best of 5 runs of 2^21 steps: the ceiling of the
+ * avx2 kernel's k loop (12 FMAs per k), printed beside the kernels' rates
+ * on cached panels.
+ */
+__attribute__((target("avx2,fma"), noinline))
+static double fma256_peak(void)
+{
+	double best = 0;
+
+	for (int r = 0; r < 5; r++) {
+		__m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f);
+		/* distinct starts, or the compiler merges equal chains */
+		__m256 a0 = _mm256_set1_ps(0.f), a1 = _mm256_set1_ps(1.f);
+		__m256 a2 = _mm256_set1_ps(2.f), a3 = _mm256_set1_ps(3.f);
+		__m256 a4 = _mm256_set1_ps(4.f), a5 = _mm256_set1_ps(5.f);
+		__m256 a6 = _mm256_set1_ps(6.f), a7 = _mm256_set1_ps(7.f);
+		__m256 a8 = _mm256_set1_ps(8.f), a9 = _mm256_set1_ps(9.f);
+		__m256 a10 = _mm256_set1_ps(10.f), a11 = _mm256_set1_ps(11.f);
+		struct timespec t0, t1;
+		volatile float sink;
+		double s;
+
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+		for (long i = 0; i < 1L << 21; i++) {
+			a0 = _mm256_fmadd_ps(a0, x, y);
+			a1 = _mm256_fmadd_ps(a1, x, y);
+			a2 = _mm256_fmadd_ps(a2, x, y);
+			a3 = _mm256_fmadd_ps(a3, x, y);
+			a4 = _mm256_fmadd_ps(a4, x, y);
+			a5 = _mm256_fmadd_ps(a5, x, y);
+			a6 = _mm256_fmadd_ps(a6, x, y);
+			a7 = _mm256_fmadd_ps(a7, x, y);
+			a8 = _mm256_fmadd_ps(a8, x, y);
+			a9 = _mm256_fmadd_ps(a9, x, y);
+			a10 = _mm256_fmadd_ps(a10, x, y);
+			a11 = _mm256_fmadd_ps(a11, x, y);
+		}
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+		a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+				   _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+		a0 = _mm256_add_ps(a0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+		sink = _mm256_cvtss_f32(a0);
+		(void)sink;
+		s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		if (s > 0 && (double)(1L << 21) * 12 * 16 / s > best)
+			best = (double)(1L << 21) * 12 * 16 / s;
+	}
+	return best * 1e-9;
+}
+#endif
 
 static struct maia_tensor_desc desc2(unsigned int dt, uint64_t va, uint64_t sva,
 				     uint32_t r, uint32_t c)
@@ -406,6 +464,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nall; i++)
 		fprintf(stderr, "gemm_bench: kernel %-13s %6.1f GFLOP/s per thread (cached panels)\n",
 			all[i]->name, fw_gemm_kernel_speed(all[i]) * 1e-9);
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		fprintf(stderr, "gemm_bench: 256-bit FMA peak  %6.1f GFLOP/s per thread "
+			"(12 chains, thread CPU time)\n", fma256_peak());
+#endif
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		if (only && strcmp(only, dt_name(types[t])))
 			continue;
