@@ -124,38 +124,26 @@ static double fma256_peak(void)
 	double best = 0;
 
 	for (int r = 0; r < 5; r++) {
-		__m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f);
-		/* distinct starts, or the compiler merges equal chains */
-		__m256 a0 = _mm256_set1_ps(0.f), a1 = _mm256_set1_ps(1.f);
-		__m256 a2 = _mm256_set1_ps(2.f), a3 = _mm256_set1_ps(3.f);
-		__m256 a4 = _mm256_set1_ps(4.f), a5 = _mm256_set1_ps(5.f);
-		__m256 a6 = _mm256_set1_ps(6.f), a7 = _mm256_set1_ps(7.f);
-		__m256 a8 = _mm256_set1_ps(8.f), a9 = _mm256_set1_ps(9.f);
-		__m256 a10 = _mm256_set1_ps(10.f), a11 = _mm256_set1_ps(11.f);
+		__m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f), acc[12], sum;
 		struct timespec t0, t1;
 		volatile float sink;
 		double s;
 
+#pragma GCC unroll 12
+		for (int j = 0; j < 12; j++)	/* distinct starts: equal chains would be merged */
+			acc[j] = _mm256_set1_ps((float)j);
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 		for (long i = 0; i < 1L << 21; i++) {
-			a0 = _mm256_fmadd_ps(a0, x, y);
-			a1 = _mm256_fmadd_ps(a1, x, y);
-			a2 = _mm256_fmadd_ps(a2, x, y);
-			a3 = _mm256_fmadd_ps(a3, x, y);
-			a4 = _mm256_fmadd_ps(a4, x, y);
-			a5 = _mm256_fmadd_ps(a5, x, y);
-			a6 = _mm256_fmadd_ps(a6, x, y);
-			a7 = _mm256_fmadd_ps(a7, x, y);
-			a8 = _mm256_fmadd_ps(a8, x, y);
-			a9 = _mm256_fmadd_ps(a9, x, y);
-			a10 = _mm256_fmadd_ps(a10, x, y);
-			a11 = _mm256_fmadd_ps(a11, x, y);
+#pragma GCC unroll 12
+			for (int j = 0; j < 12; j++)
+				acc[j] = _mm256_fmadd_ps(acc[j], x, y);
 		}
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-		a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-				   _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-		a0 = _mm256_add_ps(a0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-		sink = _mm256_cvtss_f32(a0);
+		sum = acc[0];
+#pragma GCC unroll 11
+		for (int j = 1; j < 12; j++)
+			sum = _mm256_add_ps(sum, acc[j]);
+		sink = _mm256_cvtss_f32(sum);
 		(void)sink;
 		s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 		if (s > 0 && (double)(1L << 21) * 12 * 16 / s > best)
