@@ -80,6 +80,18 @@ struct MaiaState {
     uint32_t irq_pending;
     QEMUBH *irq_bh;
 
+    /*
+     * The guest RAM range the last DMA that missed it went to, mapped
+     * (maia_dma_cached()); dma_cache.mrs.mr is NULL while there is none.
+     * Dropped at every change of the memory map (dma_listener): the
+     * mapping holds a flat view, which holds every region in it, and so
+     * their owners (another device being unplugged among them).
+     */
+    QemuSpin dma_lock;
+    MemoryRegionCache dma_cache;
+    uint64_t dma_cache_base;    /* bus address of dma_cache.ptr */
+    MemoryListener dma_listener;
+
     /* Doorbell kicks to replay from kick_bh; BQL. */
     uint32_t kick_pending;
     QEMUBH *kick_bh;
@@ -402,6 +414,109 @@ static bool maia_dma_is_ram(MaiaState *s, uint64_t addr, size_t len,
     return true;
 }
 
+/* Called with dma_lock held, in an RCU critical section. */
+static bool maia_dma_cache_covers(MaiaState *s, AddressSpace *as,
+                                  uint64_t addr, size_t len)
+{
+    MemoryRegionCache *c = &s->dma_cache;
+
+    return c->mrs.mr && c->fv == address_space_to_flatview(as) &&
+           addr >= s->dma_cache_base && addr - s->dma_cache_base < c->len &&
+           len <= c->len - (addr - s->dma_cache_base);
+}
+
+/*
+ * Maps the guest RAM around addr in place of the last mapping: from the
+ * start of the flat range that holds addr, as far as the RAM goes on.
+ * Called with dma_lock held, in an RCU critical section.
+ */
+static void maia_dma_cache_fill(MaiaState *s, AddressSpace *as, uint64_t addr)
+{
+    MemoryRegionCache *c = &s->dma_cache;
+    uint64_t base = addr;
+
+    for (;;) {
+        address_space_cache_destroy(c);
+        address_space_cache_init(c, as, base, UINT64_MAX - base, true);
+        if (!c->ptr) {
+            address_space_cache_destroy(c);
+            return;
+        }
+        s->dma_cache_base = base;
+        if (base != addr ||
+            c->mrs.offset_within_address_space >= base) {
+            return;
+        }
+        /* Once more from the start of the range. */
+        base = c->mrs.offset_within_address_space;
+    }
+}
+
+/* A memory map changed (BQL): the mapping goes with the old flat view. */
+static void maia_dma_listener_commit(MemoryListener *listener)
+{
+    MaiaState *s = container_of(listener, MaiaState, dma_listener);
+    MemoryRegionCache old;
+
+    /* Let go of it outside the lock: its references may be the last. */
+    qemu_spin_lock(&s->dma_lock);
+    old = s->dma_cache;
+    s->dma_cache = (MemoryRegionCache) { .mrs.mr = NULL };
+    qemu_spin_unlock(&s->dma_lock);
+    address_space_cache_destroy(&old);
+}
+
+/*
+ * The fast path of a DMA: inside the mapped range, a copy through the
+ * mapping, with the dirty and translated-code bookkeeping a write through
+ * address_space_rw does; no address translation. The mapping holds while
+ * the bus master address space keeps the flat view it was made on: any
+ * change of the memory map, or bus mastering turned off, makes a new one
+ * (and drops the mapping, maia_dma_listener_commit()), and the next DMA
+ * maps again (or takes the slow path with its checks).
+ * Only guest RAM is ever mapped, so the copy is allowed from any thread.
+ * False: not RAM (or no longer), the caller takes the slow path.
+ */
+static bool maia_dma_cached(MaiaState *s, uint64_t addr, void *buf,
+                            size_t len, DMADirection dir)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    MemoryRegionCache c;
+    hwaddr off;
+    bool hit;
+
+    if (!len) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    qemu_spin_lock(&s->dma_lock);
+    hit = maia_dma_cache_covers(s, as, addr, len);
+    if (!hit) {
+        maia_dma_cache_fill(s, as, addr);
+        hit = maia_dma_cache_covers(s, as, addr, len);
+    }
+    /*
+     * A copy of the mapping outlives the lock: its flat view and the
+     * memory regions in it stay until this RCU critical section ends.
+     */
+    c = s->dma_cache;
+    off = addr - s->dma_cache_base;
+    qemu_spin_unlock(&s->dma_lock);
+    if (!hit) {
+        return false;
+    }
+    dma_barrier(as, dir);
+    if (dir == DMA_DIRECTION_FROM_DEVICE) {
+        address_space_write_cached(&c, off, buf, len);
+        address_space_cache_invalidate(&c, off, len);
+        trace_maia_dma_write(addr, len, MEMTX_OK);
+    } else {
+        address_space_read_cached(&c, off, buf, len);
+        trace_maia_dma_read(addr, len, MEMTX_OK);
+    }
+    return true;
+}
+
 static int maia_dma(MaiaState *s, uint64_t addr, void *buf, size_t len,
                     DMADirection dir)
 {
@@ -413,6 +528,9 @@ static int maia_dma(MaiaState *s, uint64_t addr, void *buf, size_t len,
         maia_guest_error_fmt(s, "DMA %s at 0x%" PRIx64 " len %zu wraps",
                              what, addr, len);
         return -1;
+    }
+    if (maia_dma_cached(s, addr, buf, len, dir)) {
+        return 0;
     }
     if ((!bql_locked() || maia_doorbells_on_thread) &&
         !maia_dma_is_ram(s, addr, len, is_write)) {
@@ -812,6 +930,13 @@ static void maia_realize(PCIDevice *pci_dev, Error **errp)
         return;
     }
 
+    qemu_spin_init(&s->dma_lock);
+    s->dma_listener = (MemoryListener) {
+        .name = "maia-dma",
+        .commit = maia_dma_listener_commit,
+    };
+    memory_listener_register(&s->dma_listener,
+                             pci_get_address_space(pci_dev));
     s->irq_bh = qemu_bh_new_guarded(maia_irq_bh, s,
                                     &DEVICE(s)->mem_reentrancy_guard);
     s->kick_bh = qemu_bh_new_guarded(maia_kick_bh, s,
@@ -881,6 +1006,7 @@ err_sim:
     maia_sim_destroy(s->sim);
     s->sim = NULL;
 err_bh:
+    memory_listener_unregister(&s->dma_listener);
     maia_fabric_cleanup(&s->fabric);
     qemu_bh_delete(s->kick_bh);
     qemu_bh_delete(s->irq_bh);
@@ -900,6 +1026,9 @@ static void maia_exit(PCIDevice *pci_dev)
     maia_fabric_cleanup(&s->fabric);
     qemu_bh_delete(s->kick_bh);
     qemu_bh_delete(s->irq_bh);
+    /* No thread DMAs any more. */
+    memory_listener_unregister(&s->dma_listener);
+    address_space_cache_destroy(&s->dma_cache);
     msix_unuse_all_vectors(pci_dev);
     msix_uninit_exclusive_bar(pci_dev);
     if (pci_is_express(pci_dev)) {

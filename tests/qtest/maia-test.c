@@ -725,6 +725,37 @@ static void test_dma_not_ram(void)
     maia_stop(&m);
 }
 
+/*
+ * DMA goes through a mapping of the guest RAM the last DMA went to: bus
+ * mastering turned off after a DMA that made it must fail the next one
+ * (the firmware image read), and turned on again let it work.
+ */
+static void test_dma_mapping_master_off(void)
+{
+    Maia m;
+    MaiaQueue q;
+    uint16_t cmd;
+
+    maia_start(&m, ",hbm-size=16M,worker-threads=1");
+    maia_boot_ok(&m);
+    queue_init(&m, &q, 0);
+    queue_nop_ok(&m, &q, 0x600d);
+
+    cmd = qpci_config_readw(m.dev, PCI_COMMAND);
+    qpci_config_writew(m.dev, PCI_COMMAND, cmd & ~PCI_COMMAND_MASTER);
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    g_assert_cmphex(maia_boot(&m, false), ==, MAIA_BOOT_STATUS_FAILED);
+    g_assert_cmphex(rd(&m, MAIA_REG_BOOT_ERROR), ==, MAIA_BOOT_ERR_DMA);
+
+    qpci_config_writew(m.dev, PCI_COMMAND, cmd);
+    wr(&m, MAIA_REG_RESET, MAIA_RESET_MAGIC);
+    maia_boot_ok(&m);
+    queue_init(&m, &q, 0);
+    queue_nop_ok(&m, &q, 0x900d);
+
+    maia_stop(&m);
+}
+
 static void collect_dev(QPCIDevice *dev, int devfn, void *data)
 {
     g_ptr_array_add(data, dev);
@@ -1069,6 +1100,8 @@ int main(int argc, char **argv)
     qtest_add_func("/maia/doorbell-pages", test_doorbell_pages);
     qtest_add_func("/maia/bad-access", test_bad_access);
     qtest_add_func("/maia/dma-not-ram", test_dma_not_ram);
+    qtest_add_func("/maia/dma-mapping-master-off",
+                   test_dma_mapping_master_off);
     qtest_add_func("/maia/mmio-fuzz", test_mmio_fuzz);
     qtest_add_func("/maia/two-devices", test_two_devices);
     qtest_add_func("/maia/hbm-64g", test_hbm_64g);
