@@ -122,6 +122,11 @@ void fw_fabric_round_rx_limit(uint64_t ns);
  * no thread is in one (fw_fabric_port.c, rx_enqueue()); default on.
  */
 void fw_fabric_inline_rx(bool on);
+/*
+ * Whether collectives may send frames that point at device memory to
+ * devices of this process (fw_fabric_ref.h; default on): tests compare.
+ */
+void fw_fabric_ref_frames(bool on);
 struct maia_sim;
 /* Rounds of sim's run by a sender's thread rather than its fabric thread. */
 uint64_t fw_fabric_inline_rounds(struct maia_sim *sim);
@@ -227,6 +232,7 @@ struct fw_link_stats {
 	uint64_t tx_injected_drops;			/* dropped by drop_ppm */
 	uint64_t tx_errors;				/* ops.tx returned < 0 */
 	uint64_t tx_lend_copies;			/* a lent frame still out: copied */
+	uint64_t tx_ref;				/* lent with its data elsewhere (F_REF) */
 	uint64_t link_ups, link_downs, dead_peer;	/* dead_peer: keepalive timeouts */
 	uint64_t starved;				/* a gap of ours or the peer behind: time given */
 	uint64_t spurious_rto;				/* timeouts undone: the peer had the frame */
@@ -303,6 +309,8 @@ struct fw_link {
 	uint64_t srtt_ns, rttvar_ns;	/* cfg.rto_max_ns: ack delay estimate; 0 = none */
 	uint64_t rng;			/* drop_ppm */
 	uint8_t *frame;			/* MAIA_FABRIC_MAX_FRAME bytes: tx buffer */
+	uint8_t *ref_scratch;		/* a message by reference, copied (xmit()) */
+	bool rx_ref_ok;			/* the frame being fed is a pinned one (fw_fabric_ref.h) */
 	struct fw_link_stats stats;
 };
 

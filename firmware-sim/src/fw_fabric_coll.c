@@ -440,8 +440,28 @@ static void gather_price(struct fw_coll *c, struct maia_fabric_coll_msg *h)
 	}
 }
 
+/*
+ * Whether a message to the send port may leave its data where they are in
+ * this device's memory (fw_fabric_ref.h): the FP32 reductions' and every
+ * dtype's gather steps, as a ring runs them.
+ */
+static bool by_ref(struct fw_coll *c)
+{
+	return c->ops.tx_ref && !c->gather && c->ops.tx_ref_ok(c->opaque, c->cmd.send_port);
+}
+
+static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len,
+			const void *ref);
+
 /* Send the len data bytes already in txbuf + HDR as step s at offset. */
 static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
+{
+	return send_msg_ref(c, s, offset, len, NULL);
+}
+
+/* The same, or (ref: by_ref() said so) with the len bytes at ref as its data. */
+static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len,
+			const void *ref)
 {
 	struct maia_fabric_coll_msg h = {
 		.type = MAIA_FMSG_COLL,
@@ -467,7 +487,12 @@ static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t
 		/* txbuf goes as the message; the next one is built in a new buffer. */
 		uint8_t *next = c->ops.tx_buf(c->opaque, HDR + c->buf_bytes);
 
-		rc = next ? c->ops.tx_owned(c->opaque, c->cmd.send_port, c->txbuf, HDR + len) : -1;
+		if (!next)
+			rc = -1;
+		else if (ref)
+			rc = c->ops.tx_ref(c->opaque, c->cmd.send_port, c->txbuf, HDR, ref, len);
+		else
+			rc = c->ops.tx_owned(c->opaque, c->cmd.send_port, c->txbuf, HDR + len);
 		if (next)
 			c->txbuf = next;
 	} else {
@@ -574,6 +599,24 @@ static void gather_out(struct fw_coll *c, uint64_t off, uint8_t *out, uint64_t l
 	}
 }
 
+/*
+ * Step 0's chunk at off (len bytes at va of this rank's memory) by
+ * reference, if it can go so: true when it was sent (or its sending failed
+ * the collective), false: the caller copies it.
+ */
+static bool inject_ref(struct fw_coll *c, uint64_t va, uint64_t off, uint64_t len)
+{
+	const void *p = by_ref(c) && c->ops.mem_map ? c->ops.mem_map(c->opaque, va, len) : NULL;
+
+	if (!p)
+		return false;
+	if (!send_msg_ref(c, 0, off, (uint32_t)len, p)) {
+		c->model_fwd_ns = 0;
+		c->inject_off += len;
+	}
+	return true;
+}
+
 /* Send one chunk of this rank's step-0 stream. 0, or -1: the collective failed. */
 static int inject_one(struct fw_coll *c)
 {
@@ -597,6 +640,8 @@ static int inject_one(struct fw_coll *c)
 		unsigned int b = ring(c, -1);
 
 		src = c->cmd.send_addr + (block_start(c, b) + e0) * c->es;
+		if (c->es == 4 && inject_ref(c, src, off, len))
+			return c->state == FW_COLL_RUNNING ? 0 : -1;
 		/* FP32 values go on as they are: straight into the message. */
 		rc = mem_read(c, src, c->es == 4 ? out : c->own, n * c->es);
 		if (rc)
@@ -617,6 +662,8 @@ static int inject_one(struct fw_coll *c)
 		if (rc)
 			goto fault;
 	} else {
+		if (inject_ref(c, c->cmd.send_addr + off, off, len))
+			return c->state == FW_COLL_RUNNING ? 0 : -1;
 		rc = mem_read(c, c->cmd.send_addr + off, out, len);
 		if (rc)
 			goto fault;
@@ -721,6 +768,11 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 		dst = c->ops.mem_map_write(c->opaque, rx_dest(c, s, e0), cnt * 4);
 	if (dst && !sends)
 		out = dst;
+	if (dst && sends && by_ref(c)) {
+		/* Stored once, where it lands; the message goes on pointing at it. */
+		fw_coll_reduce2(c->cmd.redop, c->es, dst, NULL, data, own, cnt, true);
+		return send_msg_ref(c, n - 1, e0 * 4, (uint32_t)(cnt * 4), dst);
+	}
 	/* One pass, into the message that goes on (BF16's last step: acc, to round). */
 	fw_coll_reduce2(c->cmd.redop, c->es, c->es == 4 || s < n - 2 ? out : (uint8_t *)c->acc,
 			sends ? dst : NULL, data, own, cnt, true);
@@ -791,6 +843,11 @@ static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *
 		uint8_t *dst = here && c->ops.mem_map_write ?
 			       c->ops.mem_map_write(c->opaque, rx_dest(c, s, off / c->es), here) : NULL;
 
+		if (dst && here == h->len && by_ref(c)) {
+			/* Landed once; the message goes on pointing at it. */
+			fw_coll_land(dst, data, here);
+			return send_msg_ref(c, s + 1, off, h->len, dst);
+		}
 		fw_coll_copy2(c->txbuf + HDR, dst, data, h->len);
 		here = dst ? 0 : here;
 		if (send_msg(c, s + 1, off, h->len))
@@ -1261,12 +1318,13 @@ int fw_coll_rx(struct fw_coll *c, unsigned int port, const void *msg, size_t len
 	       uint64_t now_ns)
 {
 	struct maia_fabric_coll_msg h;
-	const uint8_t *data = (const uint8_t *)msg + HDR;
+	const uint8_t *data;
 
 	if (len < HDR) {
 		c->stats.drop_malformed++;
 		return 0;
 	}
+	data = c->ops.rx_data ? c->ops.rx_data(c->opaque, msg) : (const uint8_t *)msg + HDR;
 	memcpy(&h, msg, sizeof(h));
 	if (h.type != MAIA_FMSG_COLL || h.len > MAIA_FABRIC_MSG_MAX_DATA || h.len != len - HDR ||
 	    port >= c->cfg.nports) {

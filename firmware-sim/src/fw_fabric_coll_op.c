@@ -19,6 +19,7 @@
 
 #include "fw_fabric_coll.h"
 #include "fw_fabric_coll_op.h"
+#include "fw_fabric_ref.h"
 #include "fw_fabric_xport.h"
 
 /* The engine's own hold: more than the transport holds, so a start never refuses. */
@@ -32,8 +33,20 @@ struct coll_op {
 	uint32_t relay_hops;		/* > 0: what it sends is relayed (failover) */
 	uint32_t unreach_first, unreach_count;	/* ranks it cannot reach (count 0: none) */
 	bool started;
+	/* Its frames that point at the job's memory (fw_fabric_ref.h); none when it ends. */
+	struct fw_ref_owner refs;
+	uint64_t hold_since;		/* its engine ended while some still did */
 	struct fw_coll eng;
 };
+
+/*
+ * How long an operation whose engine ended waits for its frames that point
+ * at the job's memory to be given back (the peer's ack, at the end of its
+ * round) before it copies their data into them (fw_ref_owner_settle()), and
+ * how often it looks meanwhile.
+ */
+#define COLL_REF_WAIT_NS	(5ull * 1000000ull)
+#define COLL_REF_POLL_NS	(200ull * 1000ull)
 
 static unsigned int op_tx_room(void *opaque, unsigned int port)
 {
@@ -133,6 +146,37 @@ static void *op_map_write(void *opaque, uint64_t va, size_t len)
 	return p;
 }
 
+static bool op_tx_ref_ok(void *opaque, unsigned int port)
+{
+	struct coll_op *c = opaque;
+
+	/* Not while relayed: a relay copies what it passes on anyway. */
+	return !c->relay_hops && fw_xport_ref_ok(c->sim, port);
+}
+
+/* A message whose data stay in the job's memory; its job waits for its frames (op_hold()). */
+static int op_tx_ref(void *opaque, unsigned int port, void *msg, size_t hdr_len,
+		     const void *src, uint32_t len)
+{
+	struct coll_op *c = opaque;
+	int rc = fw_xport_can_send(c->sim, port);
+
+	if (rc) {
+		fw_link_msg_free(msg);
+		return rc;
+	}
+	if (fw_ref_attach((uint8_t *)msg - FW_LINK_HEADROOM, FW_LINK_HEADROOM + hdr_len, src, len,
+			  &c->refs))
+		memcpy((uint8_t *)msg + hdr_len, src, len);	/* no record: the data go in it */
+	return fw_xport_send_owned(c->sim, port, msg, hdr_len + len);
+}
+
+static const uint8_t *op_rx_data(void *opaque, const void *msg)
+{
+	(void)opaque;
+	return fw_ref_data(msg);
+}
+
 static const struct fw_coll_ops coll_ops = {
 	.tx_room = op_tx_room,
 	.tx = op_tx,
@@ -143,6 +187,9 @@ static const struct fw_coll_ops coll_ops = {
 	.mem_write = op_write,
 	.mem_map = op_map,
 	.mem_map_write = op_map_write,
+	.tx_ref_ok = op_tx_ref_ok,
+	.tx_ref = op_tx_ref,
+	.rx_data = op_rx_data,
 };
 
 /* A failure is traced, and what its peers still send for it is not kept. */
@@ -468,12 +515,49 @@ static void op_unpoison(struct coll_op *c)
 	fw_coll_poison(&c->eng, false);
 }
 
+/*
+ * Finished: its job completes only when no frame of it points at the job's
+ * memory any more. Given back by the peer (acked) and the host in the
+ * round's time, as a rule; after COLL_REF_WAIT_NS, on a failure or for an
+ * abandoned job, the data of those no receiver is reading are copied into
+ * them instead (fw_ref_owner_settle()), without waiting for those that one
+ * is (it may be this thread, further up).
+ */
+static bool op_hold(struct fw_fop *op, bool abandoned)
+{
+	struct coll_op *c = (struct coll_op *)op;
+	uint64_t now;
+
+	if (!fw_ref_owner_out(&c->refs))
+		return false;
+	now = fw_xport_now(c->sim);
+	if (!c->hold_since)
+		c->hold_since = now;
+	if ((op->status != MAIA_STATUS_OK || abandoned ||
+	     now - c->hold_since >= COLL_REF_WAIT_NS) && !fw_ref_owner_settle(&c->refs, false))
+		return false;
+	op->deadline_ns = now + COLL_REF_POLL_NS;
+	return true;
+}
+
+/*
+ * Freed or kept while frames of it may still point at the job's memory (a
+ * reset, the device destroyed): their data are copied in first, once no
+ * receiver reads them. Never in a fabric round (op_hold() keeps it until
+ * then).
+ */
+static void op_refs_settle(struct coll_op *c)
+{
+	fw_ref_owner_settle(&c->refs, true);
+}
+
 /* Also for a kept one (fw_fop_spare(), fw_xport_destroy()): it may be poisoned. */
 static void op_destroy(struct fw_fop *op)
 {
 	struct coll_op *c = (struct coll_op *)op;
 
 	op_unpoison(c);
+	op_refs_settle(c);
 	fw_coll_destroy(&c->eng);
 }
 
@@ -485,6 +569,7 @@ static void op_keep(struct fw_fop *op)
 {
 	struct coll_op *c = (struct coll_op *)op;
 
+	op_refs_settle(c);
 	fw_coll_reset(&c->eng);
 	fw_coll_poison(&c->eng, true);
 	FW_FABRIC_POISON((uint8_t *)c + COLL_OP_KEPT_FROM, COLL_OP_KEPT_LEN);
@@ -498,6 +583,7 @@ static const struct fw_fop_ops coll_fop_ops = {
 	.finished = op_finished,
 	.route = op_route,
 	.reroute = op_reroute,
+	.hold = op_hold,
 };
 
 struct fw_fop *fw_coll_op_start(struct maia_sim *sim, unsigned int asid,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fw_fabric.h"
+#include "fw_fabric_ref.h"
 
 #define NS_PER_MS	1000000ull
 
@@ -109,6 +110,28 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 		lend = false;
 		l->stats.tx_lend_copies++;
 	}
+	/*
+	 * A message whose data are in device memory (fw_fabric_ref.h) goes as
+	 * it is only lent, marked; a copy gets its data (and its CRC) here.
+	 */
+	if (m && fw_ref_msg_has(m->data)) {
+		if (lend && fw_ref_live(frame)) {
+			h->flags |= MAIA_FABRIC_F_REF;
+			l->stats.tx_ref++;
+		} else if (!lend) {
+			if (!l->ref_scratch)
+				l->ref_scratch = malloc(MAIA_FABRIC_MAX_PAYLOAD);
+			if (!l->ref_scratch) {
+				l->stats.tx_errors++;
+				return;
+			}
+			fw_ref_msg_read(m->data, l->ref_scratch, len);
+			payload = l->ref_scratch;
+			m->crc = fw_fabric_crc_copy(0, NULL, payload, len);
+			n = fw_fabric_build_crc(frame, l->mac, dst, h, payload, len, m->crc);
+			goto built;
+		}
+	}
 	/* The ack this frame carries tells the peer its timeout sent a duplicate. */
 	if (l->dup_rx && h->type != MAIA_FABRIC_HELLO) {
 		h->flags |= MAIA_FABRIC_F_DUP;
@@ -123,6 +146,7 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 		n = fw_fabric_build_unsealed(frame, l->mac, dst, h, payload, len);
 	else
 		n = fw_fabric_build_crc(frame, l->mac, dst, h, payload, len, m ? m->crc : 0);
+built:
 	if (lend)
 		fw_buf_set_unsealed(frame, !m->crc_known);
 	l->stats.tx_frames++;
@@ -323,9 +347,11 @@ void fw_link_destroy(struct fw_link *l)
 	free(l->q);
 	free(l->held);
 	free(l->frame);
+	free(l->ref_scratch);
 	l->q = NULL;
 	l->held = NULL;
 	l->frame = NULL;
+	l->ref_scratch = NULL;
 }
 
 void fw_link_reset(struct fw_link *l, uint64_t now_ns)
@@ -671,7 +697,7 @@ static bool hold(struct fw_link *l, uint32_t seq, const void *msg, uint32_t len)
 
 	if (!copy)
 		return false;
-	memcpy(copy, msg, len);
+	fw_ref_copy(copy, msg, len);	/* with its data, if they are elsewhere */
 	slot->msg = copy;
 	slot->len = len;
 	l->nheld++;
@@ -793,6 +819,18 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 	drain(l, now_ns);
 }
 
+/* Whether a frame's header says MAIA_FABRIC_F_REF (nothing else checked). */
+static bool frame_marked(const void *frame, size_t len)
+{
+	uint16_t flags;
+
+	if (len < MAIA_FABRIC_MIN_FRAME)
+		return false;
+	memcpy(&flags, (const uint8_t *)frame + MAIA_ETH_HLEN +
+	       offsetof(struct maia_fabric_hdr, flags), sizeof(flags));
+	return flags & MAIA_FABRIC_F_REF;
+}
+
 static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc, uint64_t now_ns)
 {
 	struct fw_fabric_frame f;
@@ -801,6 +839,16 @@ static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc,
 
 	l->stats.rx_frames++;
 	l->stats.rx_bytes += len;
+	/*
+	 * Data in device memory: only a frame the process lent and knows
+	 * (rx_ref_ok). Checked before the CRC: a copy of such a frame is
+	 * malformed whatever its CRC says.
+	 */
+	if (frame_marked(frame, len) && (check_crc || !l->rx_ref_ok) &&
+	    !fw_fabric_parse_ext(frame, len, &f, &why, false)) {
+		l->stats.drops[MAIA_FABRIC_DROP_REF]++;
+		return;
+	}
 	if (fw_fabric_parse_ext(frame, len, &f, &why, check_crc) < 0) {
 		l->stats.drops[why]++;
 		return;

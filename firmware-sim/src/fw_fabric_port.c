@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "fw_fabric.h"
+#include "fw_fabric_ref.h"
 #include "fw_fabric_xport.h"
 #include "fw_internal.h"
 
@@ -377,6 +378,11 @@ void maia_sim_fabric_frame_put(const void *frame)
 void maia_sim_fabric_frame_seal(const void *frame, size_t len)
 {
 	/* The host holds the frame: the link does not write it meanwhile. */
+	if (fw_ref_msg_has((const uint8_t *)frame + FW_LINK_HEADROOM)) {
+		/* Its data copied in, the mark cleared: a frame like any other. */
+		fw_ref_seal((void *)frame, len);
+		fw_buf_set_unsealed((void *)frame, true);
+	}
 	if (!fw_buf_unsealed(frame))
 		return;
 	fw_fabric_seal((void *)frame, len);
@@ -429,8 +435,19 @@ static void link_state_changed(void *opaque, unsigned int port, bool up,
 static void link_unsent(void *opaque, unsigned int port, const void *msg, size_t len)
 {
 	struct fw_fabric_port *p = opaque;
+	uint8_t *copy;
 
-	fw_xport_link_unsent(p->sim, port, msg, len);
+	if (!fw_ref_msg_has(msg)) {
+		fw_xport_link_unsent(p->sim, port, msg, len);
+		return;
+	}
+	/* Its data are in device memory: the other way gets them in the message. */
+	copy = malloc(len);
+	if (!copy)
+		return;
+	fw_ref_msg_read(msg, copy, len);
+	fw_xport_link_unsent(p->sim, port, copy, len);
+	free(copy);
 }
 
 static const struct fw_link_ops link_ops = {
@@ -515,6 +532,8 @@ static void publish_locked(struct fw_fabric *fab, struct fw_fabric_port *p)
 	i->rx_bytes = l->stats.rx_bytes;
 	i->injected_drops = l->stats.tx_injected_drops;
 	i->tx_lend_copies = l->stats.tx_lend_copies;
+	i->tx_ref = l->stats.tx_ref;
+	i->rx_ref_drops = l->stats.drops[MAIA_FABRIC_DROP_REF];
 	i->rx_cut = p->rx_cut;
 	i->link_nak_tx = l->stats.tx_nak;
 	i->link_nak_rx = l->stats.rx_nak;
@@ -761,6 +780,44 @@ void fw_fabric_kick_locked(struct maia_sim *sim)
 	}
 }
 
+/* Whether f is marked as pointing at device memory (MAIA_FABRIC_F_REF). */
+static bool frame_ref(const struct rx_frame *f)
+{
+	struct maia_fabric_hdr h;
+
+	if (!f->data || f->len < MAIA_FABRIC_MIN_FRAME)
+		return false;
+	memcpy(&h, f->data + MAIA_ETH_HLEN, sizeof(h));
+	return h.flags & MAIA_FABRIC_F_REF;
+}
+
+/*
+ * A frame marked MAIA_FABRIC_F_REF: only a frame lent by a device of this
+ * process, as it is, and recorded as such (fw_fabric_ref.h) is taken, its
+ * record pinned while the link reads the data where they are; a copy, or a
+ * lent frame the process does not know, is dropped and counted.
+ */
+static void rx_ref(struct fw_fabric_port *p, const struct rx_frame *f, uint64_t now)
+{
+	struct fw_ref *r = f->release ? fw_ref_pin(f->data) : NULL;
+	struct fw_ref_rx saved;
+
+	if (!r) {
+		/* The link drops it (MAIA_FABRIC_DROP_REF) once it parses. */
+		if (f->release)
+			fw_link_rx_lent(&p->link, f->data, f->len, now);
+		else
+			fw_link_rx(&p->link, f->data, f->len, now);
+		return;
+	}
+	saved = fw_ref_rx_enter(r, f->data);
+	p->link.rx_ref_ok = true;
+	fw_link_rx_lent(&p->link, f->data, f->len, now);
+	p->link.rx_ref_ok = false;
+	fw_ref_rx_leave(saved);
+	fw_ref_unpin(r);
+}
+
 /*
  * Feeds the taken frames to the links, the ports in turn from fab->rx_first,
  * until FW_FABRIC_ROUND_RX_NS have passed. Returns whether frames are left;
@@ -796,7 +853,9 @@ static bool feed_rx(struct maia_sim *sim)
 			fed = true;
 			moved_bytes += f->len;
 			/* A lent frame is the sending device's own buffer: no CRC to check. */
-			if (f->release)
+			if (frame_ref(f))
+				rx_ref(p, f, now);
+			else if (f->release)
 				fw_link_rx_lent(&p->link, f->data, f->len, now);
 			else
 				fw_link_rx(&p->link, f->data, f->len, now);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_fabric_ref.h"
 #include "fw_fabric_xport.h"
 
 #define FAILED_TAGS	16u	/* write tags refused per port whose rest is ignored */
@@ -181,6 +182,28 @@ bool fw_xport_port_up(struct maia_sim *sim, unsigned int port)
 	return port < sim->xport->nports && xport_link(sim, port)->state == FW_LINK_UP;
 }
 
+static bool ref_frames_on = true;
+
+void fw_fabric_ref_frames(bool on)
+{
+	__atomic_store_n(&ref_frames_on, on, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether a message may leave port with its data in device memory: the
+ * link lends its frames to the host and sends them unsealed (lazy_crc:
+ * fabric_tx_lend and no fault injection).
+ */
+bool fw_xport_ref_ok(struct maia_sim *sim, unsigned int port)
+{
+	const struct fw_link *l;
+
+	if (port >= sim->xport->nports || !__atomic_load_n(&ref_frames_on, __ATOMIC_RELAXED))
+		return false;
+	l = xport_link(sim, port);
+	return l->cfg.lazy_crc && l->ops.tx_lend;
+}
+
 uint64_t fw_xport_peer_serial(struct maia_sim *sim, unsigned int port)
 {
 	return port < sim->xport->nports ? xport_link(sim, port)->peer_serial : 0;
@@ -268,6 +291,7 @@ void fw_fop_finish(struct fw_fop *op, uint32_t status)
 	op->status = status;
 	if (op->ops->finished)
 		op->ops->finished(op);
+	op->held = op->ops->hold && op->ops->hold(op, false);
 }
 
 static void free_op_list(struct fw_fop **head)
@@ -312,10 +336,13 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 	for (pp = &x->active; *pp;) {
 		struct fw_fop *op = *pp;
 
-		if (op->abandoned) {
+		if (op->held && op->abandoned && op->ops->hold(op, true)) {
+			/* Its frames still point at its memory: freed once they do not. */
+			pp = &op->next;
+		} else if (op->abandoned) {
 			*pp = op->next;
 			fw_fop_free(op);
-		} else if (op->finished) {
+		} else if (op->finished && !op->held) {
 			*pp = op->next;
 			op->next = NULL;
 			op->in_fabric = false;
@@ -711,7 +738,7 @@ static bool hold_coll(struct maia_sim *sim, unsigned int port, const void *msg, 
 	}
 	m->len = len;
 	m->held_ns = now;
-	memcpy(m->data, msg, len);
+	fw_ref_copy(m->data, msg, len);		/* with its data, if they are elsewhere */
 	list_push(&p->held, m);
 	return true;
 }
@@ -738,7 +765,7 @@ static struct held_msg *coll_copy(const void *msg, size_t len, uint8_t flags, ui
 	}
 	m->len = len;
 	m->held_ns = 0;
-	memcpy(m->data, msg, len);
+	fw_ref_copy(m->data, msg, len);
 	memcpy(&c, m->data, sizeof(c));
 	c.flags = flags;
 	c.relay_hops = hops;
@@ -1192,8 +1219,10 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 	for (unsigned int i = 0; i < x->nports; i++)
 		flush_backlog(sim, i);
 	for (struct fw_fop *op = x->active; op; op = op->next) {
-		if (op->finished)
+		if (op->finished) {
+			op->held = op->ops->hold && op->ops->hold(op, false);
 			continue;
+		}
 		/* pump first: an operation may time itself out with more detail. */
 		op->ops->pump(sim, op);
 		if (!op->finished && now >= op->deadline_ns)
@@ -1207,7 +1236,7 @@ uint64_t fw_xport_next_deadline(struct maia_sim *sim)
 	uint64_t d = UINT64_MAX;
 
 	for (struct fw_fop *op = x->active; op; op = op->next)
-		if (!op->finished && op->deadline_ns < d)
+		if ((!op->finished || op->held) && op->deadline_ns < d)
 			d = op->deadline_ns;
 	return d;
 }

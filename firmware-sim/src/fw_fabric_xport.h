@@ -87,6 +87,14 @@ struct fw_fop_ops {
 	 * what they hold); false: op fails with MAIA_STATUS_FABRIC_LINK.
 	 */
 	bool (*reroute)(struct maia_sim *sim, struct fw_fop *op, unsigned int port);
+	/*
+	 * Optional: op is finished, but true: its job is not completed yet
+	 * (frames of it still point at the job's memory, fw_fabric_ref.h);
+	 * asked again at each round, by op->deadline_ns at the latest. An
+	 * abandoned op is not freed while it says so either (asked with
+	 * abandoned true, under the device lock: it must not wait).
+	 */
+	bool (*hold)(struct fw_fop *op, bool abandoned);
 };
 
 struct fw_fop {
@@ -98,6 +106,7 @@ struct fw_fop {
 	/* Fabric-thread-owned. */
 	struct fw_fop *next;
 	bool finished;
+	bool held;			/* finished, its job held back (fw_fop_ops.hold) */
 	uint32_t status;		/* MAIA_STATUS_*, once finished */
 	uint64_t model_end_ns;		/* modeled time it ended, once finished; 0: none */
 	/* Under sim->lock. */
@@ -135,6 +144,8 @@ int fw_xport_send(struct maia_sim *sim, unsigned int port, void *hdr, const void
 unsigned int fw_xport_room(struct maia_sim *sim, unsigned int port);
 /* Whether port takes an operation's message now: 0, -EAGAIN, -ENOTCONN, -EINVAL. */
 int fw_xport_can_send(struct maia_sim *sim, unsigned int port);
+/* Whether port's link takes messages whose data are in device memory (fw_fabric_ref.h). */
+bool fw_xport_ref_ok(struct maia_sim *sim, unsigned int port);
 /*
  * Hands msg (from fw_link_msg_alloc(), len bytes, a header then its data)
  * to port's link once fw_xport_can_send() said 0: the zero-copy send.

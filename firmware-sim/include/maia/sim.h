@@ -343,6 +343,13 @@ struct maia_sim_fabric_port_info {
 	uint32_t lat_ns;		/* modeled latency: the chip's link + fabric_lat_ns */
 	uint32_t loss_ppm;		/* gaps the peer named per frame sent, last window */
 	uint32_t fo_state;		/* MAIA_FPORT_FO_DOWN | _LATENCY | _LOSS */
+	/*
+	 * DATA frames lent with their data in this device's memory
+	 * (MAIA_FABRIC_F_REF), and received frames with the mark that were a
+	 * copy or not lent by a device of this process: dropped.
+	 */
+	uint64_t tx_ref;
+	uint64_t rx_ref_drops;
 };
 /* 0, or -EINVAL if port >= fabric_ports. May be called from any thread. */
 int maia_sim_fabric_port_info(struct maia_sim *sim, unsigned int port,

@@ -84,6 +84,16 @@ struct maia_fabric_hdr {
  * than it lets wait (firmware-sim: 4 KiB, a bulk transfer's).
  */
 #define MAIA_FABRIC_F_ACK_NOW		0x0002u
+/*
+ * maia_fabric_hdr.flags of a DATA frame lent to a device of the same
+ * process (firmware-sim, maia_sim_fabric_rx_lent()): its message's data
+ * are not in the frame but in the sending device's memory, which the
+ * receiver reads through the process's own record of the frame. Never on
+ * a wire: a host seals such a frame (the data copied in, the flag cleared)
+ * before it goes anywhere else, and a receiver drops a frame with the flag
+ * that is a copy, or that its process did not lend.
+ */
+#define MAIA_FABRIC_F_REF		0x0004u
 #define MAIA_FABRIC_HDR_LEN		48u
 /* What QEMU's net layer carries per frame (NET_BUFSIZE). */
 #define MAIA_FABRIC_BACKEND_MAX_FRAME	69632u
@@ -134,6 +144,7 @@ enum maia_fabric_drop {
 	MAIA_FABRIC_DROP_OUT_OF_WINDOW,		/* DATA at or beyond the granted credit */
 	MAIA_FABRIC_DROP_OUT_OF_ORDER,		/* DATA after a gap not held (no memory) */
 	MAIA_FABRIC_DROP_DUPLICATE,		/* DATA already delivered or held */
+	MAIA_FABRIC_DROP_REF,			/* MAIA_FABRIC_F_REF on a copy, or not lent here */
 	MAIA_FABRIC_DROP_COUNT
 };
 
