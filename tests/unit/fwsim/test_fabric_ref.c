@@ -126,19 +126,20 @@ struct kept_frame {
 /* KEEP: the receiver is done with a marked frame; the test keeps the reference. */
 static void keep_frame(void *opaque)
 {
-	struct kept_frame *k = opaque;
+	struct kept_frame k = *(struct kept_frame *)opaque;
+	bool keep;
 
+	free(opaque);
 	pthread_mutex_lock(&count_lock);
-	if (nkept < KEEP_MAX) {
-		kept[nkept] = k->frame;
-		kept_len[nkept] = k->len;
+	keep = nkept < KEEP_MAX;
+	if (keep) {
+		kept[nkept] = k.frame;
+		kept_len[nkept] = k.len;
 		nkept++;
-		k = NULL;
 	}
 	pthread_mutex_unlock(&count_lock);
-	if (k)
-		maia_sim_fabric_frame_put(k->frame);
-	free(k);
+	if (!keep)
+		maia_sim_fabric_frame_put(k.frame);
 }
 
 /* A frame of the test's own, given back by the receiver. */
