@@ -345,6 +345,8 @@ bool fw_buf_unsealed(const void *p);
 
 /* A received frame; malformed or unexpected frames are counted and dropped. */
 void fw_link_rx(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
+/* Whether a frame's header says MAIA_FABRIC_F_REF (fw_fabric_ref.h; nothing else checked). */
+bool fw_link_frame_marked(const void *frame, size_t len);
 /* A frame a device of this process built, lent as it is: its CRC is not recomputed. */
 void fw_link_rx_lent(struct fw_link *l, const void *frame, size_t len, uint64_t now_ns);
 /* Timers: HELLO, retransmission, keepalive, dead peer. Call every few ms. */

@@ -819,8 +819,7 @@ static void rx_data(struct fw_link *l, const struct fw_fabric_frame *f, uint64_t
 	drain(l, now_ns);
 }
 
-/* Whether a frame's header says MAIA_FABRIC_F_REF (nothing else checked). */
-static bool frame_marked(const void *frame, size_t len)
+bool fw_link_frame_marked(const void *frame, size_t len)
 {
 	uint16_t flags;
 
@@ -844,7 +843,7 @@ static void rx(struct fw_link *l, const void *frame, size_t len, bool check_crc,
 	 * (rx_ref_ok). Checked before the CRC: a copy of such a frame is
 	 * malformed whatever its CRC says.
 	 */
-	if (frame_marked(frame, len) && (check_crc || !l->rx_ref_ok) &&
+	if (fw_link_frame_marked(frame, len) && (check_crc || !l->rx_ref_ok) &&
 	    !fw_fabric_parse_ext(frame, len, &f, &why, false)) {
 		l->stats.drops[MAIA_FABRIC_DROP_REF]++;
 		return;

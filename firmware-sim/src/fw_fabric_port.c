@@ -780,17 +780,6 @@ void fw_fabric_kick_locked(struct maia_sim *sim)
 	}
 }
 
-/* Whether f is marked as pointing at device memory (MAIA_FABRIC_F_REF). */
-static bool frame_ref(const struct rx_frame *f)
-{
-	struct maia_fabric_hdr h;
-
-	if (!f->data || f->len < MAIA_FABRIC_MIN_FRAME)
-		return false;
-	memcpy(&h, f->data + MAIA_ETH_HLEN, sizeof(h));
-	return h.flags & MAIA_FABRIC_F_REF;
-}
-
 /*
  * A frame marked MAIA_FABRIC_F_REF: only a frame lent by a device of this
  * process, as it is, and recorded as such (fw_fabric_ref.h) is taken, its
@@ -853,7 +842,7 @@ static bool feed_rx(struct maia_sim *sim)
 			fed = true;
 			moved_bytes += f->len;
 			/* A lent frame is the sending device's own buffer: no CRC to check. */
-			if (frame_ref(f))
+			if (f->data && fw_link_frame_marked(f->data, f->len))
 				rx_ref(p, f, now);
 			else if (f->release)
 				fw_link_rx_lent(&p->link, f->data, f->len, now);
