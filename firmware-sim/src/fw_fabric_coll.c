@@ -445,9 +445,10 @@ static void gather_price(struct fw_coll *c, struct maia_fabric_coll_msg *h)
  * this device's memory (fw_fabric_ref.h): the FP32 reductions' and every
  * dtype's gather steps, as a ring runs them.
  */
-static bool by_ref(struct fw_coll *c)
+static bool by_ref(struct fw_coll *c, uint64_t len)
 {
-	return c->ops.tx_ref && !c->gather && c->ops.tx_ref_ok(c->opaque, c->cmd.send_port);
+	return c->ops.tx_ref && !c->gather &&
+	       c->ops.tx_ref_ok(c->opaque, c->cmd.send_port, (uint32_t)len);
 }
 
 static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len,
@@ -606,7 +607,7 @@ static void gather_out(struct fw_coll *c, uint64_t off, uint8_t *out, uint64_t l
  */
 static bool inject_ref(struct fw_coll *c, uint64_t va, uint64_t off, uint64_t len)
 {
-	const void *p = by_ref(c) && c->ops.mem_map ? c->ops.mem_map(c->opaque, va, len) : NULL;
+	const void *p = by_ref(c, len) && c->ops.mem_map ? c->ops.mem_map(c->opaque, va, len) : NULL;
 
 	if (!p)
 		return false;
@@ -768,7 +769,7 @@ static int use_reduce(struct fw_coll *c, unsigned int s, uint64_t off, const uin
 		dst = c->ops.mem_map_write(c->opaque, rx_dest(c, s, e0), cnt * 4);
 	if (dst && !sends)
 		out = dst;
-	if (dst && sends && by_ref(c)) {
+	if (dst && sends && by_ref(c, cnt * 4)) {
 		/* Stored once, where it lands; the message goes on pointing at it. */
 		fw_coll_reduce2(c->cmd.redop, c->es, dst, NULL, data, own, cnt, true);
 		return send_msg_ref(c, n - 1, e0 * 4, (uint32_t)(cnt * 4), dst);
@@ -843,7 +844,7 @@ static int use_chunk_data(struct fw_coll *c, const struct maia_fabric_coll_msg *
 		uint8_t *dst = here && c->ops.mem_map_write ?
 			       c->ops.mem_map_write(c->opaque, rx_dest(c, s, off / c->es), here) : NULL;
 
-		if (dst && here == h->len && by_ref(c)) {
+		if (dst && here == h->len && by_ref(c, here)) {
 			/* Landed once; the message goes on pointing at it. */
 			fw_coll_land(dst, data, here);
 			return send_msg_ref(c, s + 1, off, h->len, dst);

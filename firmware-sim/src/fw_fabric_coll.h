@@ -60,13 +60,13 @@ struct fw_coll_ops {
 	/*
 	 * Optional, all three or none (and tx_owned with them): messages whose
 	 * data stay in this device's memory (fw_fabric_ref.h). tx_ref_ok():
-	 * whether port takes them now. tx_ref() sends a buffer of tx_buf()
+	 * whether port takes one of len data bytes now. tx_ref() sends a buffer of tx_buf()
 	 * with the message's header in its first hdr_len bytes and the len
 	 * bytes at src (memory of mem_map() or mem_map_write(), which the
 	 * collective does not write again) as its data (same returns as
 	 * tx_owned()). rx_data(): where a received message's data are.
 	 */
-	bool (*tx_ref_ok)(void *opaque, unsigned int port);
+	bool (*tx_ref_ok)(void *opaque, unsigned int port, uint32_t len);
 	int (*tx_ref)(void *opaque, unsigned int port, void *msg, size_t hdr_len, const void *src,
 		      uint32_t len);
 	const uint8_t *(*rx_data)(void *opaque, const void *msg);

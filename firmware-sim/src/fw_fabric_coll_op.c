@@ -146,12 +146,17 @@ static void *op_map_write(void *opaque, uint64_t va, size_t len)
 	return p;
 }
 
-static bool op_tx_ref_ok(void *opaque, unsigned int port)
+/*
+ * Only messages the peer acks at once (longer than FW_LINK_ACK_DELAY_MAX,
+ * MAIA_FABRIC_F_ACK_NOW): a shorter one's ack may wait up to a delayed
+ * ack, and its job with it (op_hold()), where a copy costs little. Not
+ * while relayed: a relay copies what it passes on anyway.
+ */
+static bool op_tx_ref_ok(void *opaque, unsigned int port, uint32_t len)
 {
 	struct coll_op *c = opaque;
 
-	/* Not while relayed: a relay copies what it passes on anyway. */
-	return !c->relay_hops && fw_xport_ref_ok(c->sim, port);
+	return len > FW_LINK_ACK_DELAY_MAX && !c->relay_hops && fw_xport_ref_ok(c->sim, port);
 }
 
 /* A message whose data stay in the job's memory; its job waits for its frames (op_hold()). */
