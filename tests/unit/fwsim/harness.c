@@ -174,6 +174,7 @@ int env_init(struct env *e, unsigned int num_queues, uint64_t hbm_size, uint64_t
 }
 
 unsigned int env_fabric_window;
+uint32_t env_fabric_drop_ppm;
 uint32_t env_fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
 int (*env_fabric_tx_lend)(void *opaque, unsigned int port, const void *frame, size_t len);
 uint32_t (*env_fabric_direct_ports)(void *opaque);
@@ -213,6 +214,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 	cfg.fabric_ports = ports;
 	cfg.serial = serial;
 	cfg.fabric_window = env_fabric_window;
+	for (unsigned int p = 0; p < MAIA_FABRIC_MAX_PORTS; p++)
+		cfg.fabric_drop_ppm[p] = env_fabric_drop_ppm;
 	memcpy(cfg.fabric_lat_ns, env_fabric_lat_ns, sizeof(cfg.fabric_lat_ns));
 	ops = env_ops;
 	if (e->fabric_tx_lend)

@@ -85,6 +85,8 @@ int env_init_fabric(struct env *e, unsigned int num_queues, uint64_t hbm_size,
 void env_fini(struct env *e);
 /* maia_sim_config.fabric_window of the devices env_init_fabric() makes next (0: default). */
 extern unsigned int env_fabric_window;
+/* maia_sim_config.fabric_drop_ppm of every port of the next env_init_fabric() (0: none). */
+extern uint32_t env_fabric_drop_ppm;
 /* maia_sim_config.fabric_lat_ns of the next env_init_fabric() (0: none). */
 extern uint32_t env_fabric_lat_ns[MAIA_FABRIC_MAX_PORTS];
 /* ops.fabric_tx_lend of the devices env_init_fabric() makes next (NULL: none). */

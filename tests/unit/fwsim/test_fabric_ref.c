@@ -22,6 +22,9 @@
  *   memory (their data copied in), each kept frame's data then equal to the
  *   reference's, also after the sender is destroyed or reset.
  *
+ * With refs turned off, or fault injection on (fabric_drop_ppm), no frame
+ * goes by reference and the results are the same.
+ *
  * Decisions are by events (completion entries, port state); the only clock
  * use is a hang guard of 60 s per wait.
  */
@@ -666,6 +669,20 @@ static void test_keep_abort(bool destroy)
 	cable = LEND;
 }
 
+/* Fault injection on (fabric_drop_ppm): no lazy CRC, so no frame by reference; the same bits. */
+static void test_drop_ppm(void)
+{
+	cable = LEND;
+	env_fabric_drop_ppm = 1;
+	if (tap_ok(ring_up(2), "2 devices, fault injection on (1 ppm): every port UP")) {
+		run_shapes(2, "fault injection on");
+		tap_ok(port_sum(true) == 0, "2 devices, fault injection on: %llu frames by reference",
+		       (unsigned long long)port_sum(true));
+	}
+	env_fabric_drop_ppm = 0;
+	ring_down();
+}
+
 int main(void)
 {
 	test_keep_done();
@@ -674,5 +691,6 @@ int main(void)
 	test_cables(2);
 	test_cables(4);
 	test_off(2);
+	test_drop_ppm();
 	return tap_done();
 }
