@@ -336,8 +336,12 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 	for (pp = &x->active; *pp;) {
 		struct fw_fop *op = *pp;
 
-		if (op->held && op->abandoned && op->ops->hold(op, true)) {
-			/* Its frames still point at its memory: freed once they do not. */
+		if (op->abandoned && op->ops->hold && op->ops->hold(op, true)) {
+			/*
+			 * Its frames still point at its memory: freed once they do
+			 * not (no waiting here, under the lock); ended meanwhile.
+			 */
+			op->abandon_seen = true;
 			pp = &op->next;
 		} else if (op->abandoned) {
 			*pp = op->next;
@@ -1219,6 +1223,8 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 	for (unsigned int i = 0; i < x->nports; i++)
 		flush_backlog(sim, i);
 	for (struct fw_fop *op = x->active; op; op = op->next) {
+		if (op->abandon_seen && !op->finished)
+			fw_fop_finish(op, MAIA_STATUS_ABORTED);
 		if (op->finished) {
 			op->held = op->ops->hold && op->ops->hold(op, false);
 			continue;

@@ -91,8 +91,9 @@ struct fw_fop_ops {
 	 * Optional: op is finished, but true: its job is not completed yet
 	 * (frames of it still point at the job's memory, fw_fabric_ref.h);
 	 * asked again at each round, by op->deadline_ns at the latest. An
-	 * abandoned op is not freed while it says so either (asked with
-	 * abandoned true, under the device lock: it must not wait).
+	 * abandoned op, finished or not, is not freed while it says so
+	 * either (asked with abandoned true, under the device lock: it must
+	 * not wait); one still running then ends with MAIA_STATUS_ABORTED.
 	 */
 	bool (*hold)(struct fw_fop *op, bool abandoned);
 };
@@ -107,6 +108,7 @@ struct fw_fop {
 	struct fw_fop *next;
 	bool finished;
 	bool held;			/* finished, its job held back (fw_fop_ops.hold) */
+	bool abandon_seen;		/* abandoned, kept for hold(): ended at the next pump */
 	uint32_t status;		/* MAIA_STATUS_*, once finished */
 	uint64_t model_end_ns;		/* modeled time it ended, once finished; 0: none */
 	/* Under sim->lock. */

@@ -621,12 +621,28 @@ static void test_keep_done(void)
 
 /*
  * Rank 0 alone starts an all-reduce; rank 1 takes its frames (held, early)
- * and the host keeps them. Then rank 0 is reset (its job aborted) or
- * destroyed: its frames' data are copied in first, rank 0's input's bytes.
+ * and the host keeps them. Then rank 0 is reset (its job aborted),
+ * destroyed, or its queue destroyed (the parked job dropped): its frames'
+ * data are copied in, rank 0's input's bytes.
  */
-static void test_keep_abort(bool destroy)
+enum abort_how { RESET, DESTROY, QUEUE_DESTROY };
+
+/* Whether some kept frame still points at device memory. */
+static bool kept_pointing(void)
 {
-	const char *what = destroy ? "destroyed" : "reset";
+	bool any = false;
+
+	pthread_mutex_lock(&count_lock);
+	for (unsigned int i = 0; i < nkept; i++)
+		any |= fw_ref_state(kept[i]) == 1;
+	pthread_mutex_unlock(&count_lock);
+	return any;
+}
+
+static void test_keep_abort(enum abort_how how)
+{
+	static const char *const whats[] = { "reset", "destroyed", "queue destroyed" };
+	const char *what = whats[how];
 	struct trial t;
 	uint64_t t0;
 	unsigned int pointing = 0, bad = 0, n;
@@ -650,11 +666,17 @@ static void test_keep_abort(bool destroy)
 	} while (n < 2 && now_ms() - t0 < HANG_GUARD_MS);
 	unplug(0);
 	unplug(1);
-	if (destroy) {
+	if (how == DESTROY) {
 		env_fini(&nodes[0].e);
 		nodes[0].e.sim = NULL;
-	} else {
+	} else if (how == RESET) {
 		maia_sim_reset(nodes[0].e.sim);
+	} else {
+		/* The parked job is dropped; its operation goes at its device's next round. */
+		wr(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+		t0 = now_ms();
+		while (kept_pointing() && now_ms() - t0 < HANG_GUARD_MS)
+			usleep(1000);
 	}
 	/* Rank 0's step 0 only: its input's block 1, as kept_data_ok() has it. */
 	fine = kept_ok(&t, NULL, &pointing, &bad);
@@ -686,8 +708,9 @@ static void test_drop_ppm(void)
 int main(void)
 {
 	test_keep_done();
-	test_keep_abort(false);
-	test_keep_abort(true);
+	test_keep_abort(RESET);
+	test_keep_abort(DESTROY);
+	test_keep_abort(QUEUE_DESTROY);
 	test_cables(2);
 	test_cables(4);
 	test_off(2);
