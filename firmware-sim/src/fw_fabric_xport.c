@@ -1223,8 +1223,11 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 	for (unsigned int i = 0; i < x->nports; i++)
 		flush_backlog(sim, i);
 	for (struct fw_fop *op = x->active; op; op = op->next) {
-		if (op->abandon_seen && !op->finished)
-			fw_fop_finish(op, MAIA_STATUS_ABORTED);
+		if (op->abandon_seen && !op->finished) {
+			/* Its job is gone: it stops, and writes nothing for it (no finished()). */
+			op->finished = true;
+			op->status = MAIA_STATUS_ABORTED;
+		}
 		if (op->finished) {
 			op->held = op->ops->hold && op->ops->hold(op, false);
 			continue;

@@ -93,7 +93,8 @@ struct fw_fop_ops {
 	 * asked again at each round, by op->deadline_ns at the latest. An
 	 * abandoned op, finished or not, is not freed while it says so
 	 * either (asked with abandoned true, under the device lock: it must
-	 * not wait); one still running then ends with MAIA_STATUS_ABORTED.
+	 * not wait); one still running then stops at the next pump (finished,
+	 * MAIA_STATUS_ABORTED, without finished(): its job is gone).
 	 */
 	bool (*hold)(struct fw_fop *op, bool abandoned);
 };
