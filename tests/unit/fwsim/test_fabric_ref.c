@@ -56,7 +56,9 @@ struct node {
 	struct env e;
 	struct tq q;
 	pthread_mutex_t lock;
+	pthread_cond_t cond;
 	bool plugged;
+	unsigned int inflight;		/* frames being handed over (not under lock) */
 };
 
 static struct node nodes[MAX_DEV];
@@ -151,18 +153,39 @@ static void free_frame(void *frame)
 	free(frame);
 }
 
+/*
+ * Whether n is plugged, counted as handing a frame over until cable_leave().
+ * The node's lock is not held while the peer takes the frame: the peer may
+ * run its round on this thread and send back through its own cable.
+ */
+static bool cable_enter(struct node *n)
+{
+	bool plugged;
+
+	pthread_mutex_lock(&n->lock);
+	plugged = n->plugged;
+	n->inflight += plugged;
+	pthread_mutex_unlock(&n->lock);
+	return plugged;
+}
+
+static void cable_leave(struct node *n)
+{
+	pthread_mutex_lock(&n->lock);
+	if (!--n->inflight)
+		pthread_cond_broadcast(&n->cond);
+	pthread_mutex_unlock(&n->lock);
+}
+
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct node *n = opaque, *p = peer_of(opaque, port);
-	int ret = -1;
 
-	pthread_mutex_lock(&n->lock);
-	if (n->plugged) {
-		maia_sim_fabric_rx(p->e.sim, port ^ 1u, frame, len);
-		ret = 0;
-	}
-	pthread_mutex_unlock(&n->lock);
-	return ret;
+	if (!cable_enter(n))
+		return -1;
+	maia_sim_fabric_rx(p->e.sim, port ^ 1u, frame, len);
+	cable_leave(n);
+	return 0;
 }
 
 static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, size_t len)
@@ -172,9 +195,7 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 	unsigned int to_port = port ^ 1u;
 	bool was_marked = marked(frame, len);
 
-	pthread_mutex_lock(&n->lock);
-	if (!n->plugged) {
-		pthread_mutex_unlock(&n->lock);
+	if (!cable_enter(n)) {
 		maia_sim_fabric_frame_put(frame);
 		return -1;
 	}
@@ -224,7 +245,7 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 		maia_sim_fabric_rx_lent(to, to_port, frame, len, put_frame, (void *)frame);
 		break;
 	}
-	pthread_mutex_unlock(&n->lock);
+	cable_leave(n);
 	return 0;
 }
 
@@ -237,6 +258,7 @@ static bool ring_up(unsigned int n)
 	for (unsigned int i = 0; i < n; i++) {
 		memset(&nodes[i], 0, sizeof(nodes[i]));
 		pthread_mutex_init(&nodes[i].lock, NULL);
+		pthread_cond_init(&nodes[i].cond, NULL);
 		env_fabric_tx_lend = cable_tx_lend;
 		if (env_init_fabric(&nodes[i].e, 1, HBM_SIZE, HOST_SIZE, 2, 0x4d41000000f0ull + i,
 				    cable_tx, &nodes[i]))
@@ -264,10 +286,13 @@ static bool ring_up(unsigned int n)
 	return up;
 }
 
+/* No frame of node i's is handed over once this returns. */
 static void unplug(unsigned int i)
 {
 	pthread_mutex_lock(&nodes[i].lock);
 	nodes[i].plugged = false;
+	while (nodes[i].inflight)
+		pthread_cond_wait(&nodes[i].cond, &nodes[i].lock);
 	pthread_mutex_unlock(&nodes[i].lock);
 }
 
@@ -285,6 +310,7 @@ struct trial {
 	uint8_t *in[MAX_DEV];		/* copies of the inputs */
 	uint64_t send[MAX_DEV], recv[MAX_DEV];	/* HBM offsets */
 	uint32_t slot[MAX_DEV];
+	unsigned int irqs[MAX_DEV];	/* the queue's interrupts before the job */
 	unsigned int es;
 	size_t recv_bytes[MAX_DEV];
 };
@@ -330,6 +356,7 @@ static void submit(struct trial *t, unsigned int r)
 
 	cb_init(&cb);
 	cb_add(&cb, &t->k[r], sizeof(t->k[r]));
+	t->irqs[r] = irq_count(e, MAIA_VEC_QUEUE(0));
 	t->slot[r] = queue_push(e, &nodes[r].q, cb_to_host(e, &cb), sizeof(t->k[r]), 0, 0,
 				t->k[r].seq, true);
 }
@@ -338,13 +365,11 @@ static void submit(struct trial *t, unsigned int r)
 static bool done(struct trial *t, unsigned int r, uint32_t *status)
 {
 	struct maia_cq_entry *c = cqe_at(&nodes[r].e, &nodes[r].q, t->slot[r]);
-	uint64_t t0 = now_ms();
 
-	while (!(__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & MAIA_CQE_VALID)) {
-		if (now_ms() - t0 > HANG_GUARD_MS)
-			return false;
-		usleep(100);
-	}
+	/* The queue's interrupt follows its completion entry (and orders it). */
+	if (!wait_irq(&nodes[r].e, MAIA_VEC_QUEUE(0), t->irqs[r] + 1, HANG_GUARD_MS) ||
+	    !(c->flags & MAIA_CQE_VALID))
+		return false;
 	*status = c->status;
 	return true;
 }
