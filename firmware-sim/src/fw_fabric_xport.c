@@ -339,9 +339,15 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 		if (op->abandoned && op->ops->hold && op->ops->hold(op, true)) {
 			/*
 			 * Its frames still point at its memory: freed once they do
-			 * not (no waiting here, under the lock); ended meanwhile.
+			 * not (no waiting here, under the lock). Its job is gone:
+			 * it stops here, before this round feeds it anything that
+			 * would land in the job's memory, and writes nothing for it
+			 * (no finished()).
 			 */
-			op->abandon_seen = true;
+			if (!op->finished) {
+				op->finished = true;
+				op->status = MAIA_STATUS_ABORTED;
+			}
 			pp = &op->next;
 		} else if (op->abandoned) {
 			*pp = op->next;
@@ -1223,11 +1229,6 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 	for (unsigned int i = 0; i < x->nports; i++)
 		flush_backlog(sim, i);
 	for (struct fw_fop *op = x->active; op; op = op->next) {
-		if (op->abandon_seen && !op->finished) {
-			/* Its job is gone: it stops, and writes nothing for it (no finished()). */
-			op->finished = true;
-			op->status = MAIA_STATUS_ABORTED;
-		}
 		if (op->finished) {
 			op->held = op->ops->hold && op->ops->hold(op, false);
 			continue;

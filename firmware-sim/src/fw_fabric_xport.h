@@ -93,8 +93,9 @@ struct fw_fop_ops {
 	 * asked again at each round, by op->deadline_ns at the latest. An
 	 * abandoned op, finished or not, is not freed while it says so
 	 * either (asked with abandoned true, under the device lock: it must
-	 * not wait); one still running then stops at the next pump (finished,
-	 * MAIA_STATUS_ABORTED, without finished(): its job is gone).
+	 * not wait); one still running then stops right there, before it is
+	 * fed anything more (finished, MAIA_STATUS_ABORTED, without
+	 * finished(): its job is gone).
 	 */
 	bool (*hold)(struct fw_fop *op, bool abandoned);
 };
@@ -109,7 +110,6 @@ struct fw_fop {
 	struct fw_fop *next;
 	bool finished;
 	bool held;			/* finished, its job held back (fw_fop_ops.hold) */
-	bool abandon_seen;		/* abandoned, kept for hold(): ended at the next pump */
 	uint32_t status;		/* MAIA_STATUS_*, once finished */
 	uint64_t model_end_ns;		/* modeled time it ended, once finished; 0: none */
 	/* Under sim->lock. */

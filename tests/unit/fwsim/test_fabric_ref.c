@@ -177,10 +177,58 @@ static void cable_leave(struct node *n)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/*
+ * test_abandon_rx(): node 1's frames parked by the test instead of handed
+ * over (park_from1), and node 0's next send stopped until the test lets
+ * it go (block0): node 0's round then waits in its cable.
+ */
+#define PARK_MAX	1024u
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static bool park_from1, block0, blocked0;
+static struct parked {
+	const void *frame;
+	size_t len;
+	bool lent;
+} parked[PARK_MAX];
+static unsigned int nparked, parked_data;
+
+/* Whether the frame is parked (then the test holds it, or a copy). */
+static bool park(struct node *n, const void *frame, size_t len, bool lent)
+{
+	bool took = false;
+
+	pthread_mutex_lock(&park_lock);
+	if (n == &nodes[1] && park_from1 && nparked < PARK_MAX) {
+		void *copy = lent ? NULL : malloc(len);
+
+		if (copy)
+			memcpy(copy, frame, len);
+		parked[nparked++] = (struct parked){ lent ? frame : copy, len, lent };
+		parked_data += len > MAIA_FABRIC_MIN_FRAME + sizeof(struct maia_fabric_coll_msg) +
+				     4096u;
+		took = true;
+	} else if (n == &nodes[1] && park_from1) {
+		took = true;
+		if (lent)
+			maia_sim_fabric_frame_put(frame);
+	}
+	if (n == &nodes[0] && block0) {
+		blocked0 = true;
+		pthread_cond_broadcast(&park_cond);
+		while (block0)
+			pthread_cond_wait(&park_cond, &park_lock);
+	}
+	pthread_mutex_unlock(&park_lock);
+	return took;
+}
+
 static int cable_tx(void *opaque, unsigned int port, const void *frame, size_t len)
 {
 	struct node *n = opaque, *p = peer_of(opaque, port);
 
+	if (park(n, frame, len, false))
+		return 0;
 	if (!cable_enter(n))
 		return -1;
 	maia_sim_fabric_rx(p->e.sim, port ^ 1u, frame, len);
@@ -195,6 +243,8 @@ static int cable_tx_lend(void *opaque, unsigned int port, const void *frame, siz
 	unsigned int to_port = port ^ 1u;
 	bool was_marked = marked(frame, len);
 
+	if (park(n, frame, len, true))
+		return 0;
 	if (!cable_enter(n)) {
 		maia_sim_fabric_frame_put(frame);
 		return -1;
@@ -716,6 +766,108 @@ static void test_keep_abort(enum abort_how how)
 	cable = LEND;
 }
 
+/* Node 0's port 1 frames received, as its last round published them. */
+static uint64_t rx0(void)
+{
+	struct maia_sim_fabric_port_info info;
+
+	return maia_sim_fabric_port_info(nodes[0].e.sim, 1, &info) ? 0 : info.rx_frames;
+}
+
+/*
+ * Rank 0's queue destroyed while a frame of its collective is being read
+ * (pinned, here by the test) with the peer's messages for it already
+ * waiting in its receive queue: the operation is kept for its frames, but
+ * its job is gone, so nothing of what it receives from then on lands in
+ * the job's memory (rank 0's result buffer stays as it was).
+ */
+static void test_abandon_rx(void)
+{
+	struct trial t;
+	struct fw_ref *pin = NULL;
+	uint64_t t0, rx_before;
+	unsigned int n, data, before = 0, changed = 0;
+	const uint8_t *got;
+	bool ok;
+
+	cable = KEEP;
+	nkept = 0;
+	if (!tap_ok(ring_up(2), "2 devices, rank 0's queue destroyed, a frame pinned: ports UP")) {
+		ring_down();
+		cable = LEND;
+		return;
+	}
+	prepare(&t, MAIA_COLL_ALL_REDUCE, MAIA_DTYPE_FP32, KEEP_COUNT, false);
+	pthread_mutex_lock(&park_lock);
+	park_from1 = true;
+	nparked = parked_data = 0;
+	pthread_mutex_unlock(&park_lock);
+	submit(&t, 0);
+	submit(&t, 1);
+	/* Rank 1's step-0 data for rank 0 parked, rank 0's frames kept pointing. */
+	t0 = now_ms();
+	do {
+		usleep(1000);
+		pthread_mutex_lock(&park_lock);
+		data = parked_data;
+		pthread_mutex_unlock(&park_lock);
+		pthread_mutex_lock(&count_lock);
+		for (unsigned int i = 0; i < nkept && !pin; i++)
+			if (fw_ref_state(kept[i]) == 1)
+				pin = fw_ref_pin(kept[i]);
+		pthread_mutex_unlock(&count_lock);
+	} while ((!data || !pin) && now_ms() - t0 < HANG_GUARD_MS);
+	/* Rank 0's round stopped in its cable (its next send: a timeout's). */
+	pthread_mutex_lock(&park_lock);
+	block0 = true;
+	blocked0 = false;
+	while (!blocked0)
+		pthread_cond_wait(&park_cond, &park_lock);
+	park_from1 = false;
+	n = nparked;
+	pthread_mutex_unlock(&park_lock);
+	rx_before = rx0();
+	/* Waiting in rank 0's receive queue when its queue goes. */
+	for (unsigned int i = 0; i < n; i++) {
+		if (parked[i].lent) {
+			maia_sim_fabric_rx_lent(nodes[0].e.sim, 1, parked[i].frame, parked[i].len,
+						put_frame, (void *)parked[i].frame);
+		} else {
+			maia_sim_fabric_rx(nodes[0].e.sim, 1, parked[i].frame, parked[i].len);
+			free((void *)parked[i].frame);
+		}
+	}
+	wr(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+	got = nodes[0].e.hbm + t.recv[0];
+	for (size_t i = 0; i < t.recv_bytes[0]; i++)
+		before += got[i] != 0xa5;
+	ok = !before;
+	pthread_mutex_lock(&park_lock);
+	block0 = false;
+	pthread_cond_broadcast(&park_cond);
+	pthread_mutex_unlock(&park_lock);
+	/* Every frame handed over taken by rank 0's link (published after its round). */
+	t0 = now_ms();
+	while (rx0() < rx_before + n && now_ms() - t0 < HANG_GUARD_MS)
+		usleep(1000);
+	for (size_t i = 0; i < t.recv_bytes[0]; i++)
+		changed += got[i] != 0xa5;
+	tap_ok(pin && data && ok && !changed,
+	       "2 devices, rank 0's queue destroyed with a frame pinned and %u of rank 1's frames "
+	       "(%u of data) waiting: %u bytes of its result buffer written before, %u after",
+	       n, data, before, changed);
+	if (pin)
+		fw_ref_unpin(pin);
+	t0 = now_ms();
+	while (kept_pointing() && now_ms() - t0 < HANG_GUARD_MS)
+		usleep(1000);
+	tap_ok(!kept_pointing(), "rank 0's queue destroyed, frame unpinned: none pointing");
+	ring_down();
+	put_kept();
+	trial_free(&t);
+	cable = LEND;
+}
+
 /* Fault injection on (fabric_drop_ppm): no lazy CRC, so no frame by reference; the same bits. */
 static void test_drop_ppm(void)
 {
@@ -736,6 +888,7 @@ int main(void)
 	test_keep_abort(RESET);
 	test_keep_abort(DESTROY);
 	test_keep_abort(QUEUE_DESTROY);
+	test_abandon_rx();
 	test_cables(2);
 	test_cables(4);
 	test_off(2);
