@@ -43,6 +43,7 @@
 #include "tap.h"
 #include "../../../firmware-sim/src/fw_fabric.h"
 #include "../../../firmware-sim/src/fw_fabric_ref.h"
+#include "../../../firmware-sim/src/fw_internal.h"
 
 #define MAX_DEV		4u
 #define HBM_SIZE	(48ull << 20)
@@ -788,7 +789,7 @@ static void test_abandon_rx(void)
 	uint64_t t0, rx_before;
 	unsigned int n, data, before = 0, changed = 0;
 	const uint8_t *got;
-	bool ok;
+	bool ok, gone = false;
 
 	cable = KEEP;
 	nkept = 0;
@@ -838,6 +839,15 @@ static void test_abandon_rx(void)
 		}
 	}
 	wr(&nodes[0].e, MAIA_REG_Q(0, MAIA_Q_CTRL), 0);
+	/* The worker drops the job (fw_fop_release_locked()): only then is it gone. */
+	t0 = now_ms();
+	while (!gone && now_ms() - t0 < HANG_GUARD_MS) {
+		pthread_mutex_lock(&nodes[0].e.sim->lock);
+		gone = !nodes[0].e.sim->queues[0].job.fop;
+		pthread_mutex_unlock(&nodes[0].e.sim->lock);
+		if (!gone)
+			usleep(1000);
+	}
 	got = nodes[0].e.hbm + t.recv[0];
 	for (size_t i = 0; i < t.recv_bytes[0]; i++)
 		before += got[i] != 0xa5;
@@ -852,7 +862,7 @@ static void test_abandon_rx(void)
 		usleep(1000);
 	for (size_t i = 0; i < t.recv_bytes[0]; i++)
 		changed += got[i] != 0xa5;
-	tap_ok(pin && data && ok && !changed,
+	tap_ok(pin && data && gone && ok && !changed,
 	       "2 devices, rank 0's queue destroyed with a frame pinned and %u of rank 1's frames "
 	       "(%u of data) waiting: %u bytes of its result buffer written before, %u after",
 	       n, data, before, changed);
