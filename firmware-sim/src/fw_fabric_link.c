@@ -110,6 +110,11 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 		lend = false;
 		l->stats.tx_lend_copies++;
 	}
+	/* The ack this frame carries tells the peer its timeout sent a duplicate. */
+	if (l->dup_rx && h->type != MAIA_FABRIC_HELLO) {
+		h->flags |= MAIA_FABRIC_F_DUP;
+		l->dup_rx = false;
+	}
 	/*
 	 * A message whose data are in device memory (fw_fabric_ref.h) goes as
 	 * it is only lent, marked; a copy gets its data (and its CRC) here.
@@ -131,11 +136,6 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 			n = fw_fabric_build_crc(frame, l->mac, dst, h, payload, len, m->crc);
 			goto built;
 		}
-	}
-	/* The ack this frame carries tells the peer its timeout sent a duplicate. */
-	if (l->dup_rx && h->type != MAIA_FABRIC_HELLO) {
-		h->flags |= MAIA_FABRIC_F_DUP;
-		l->dup_rx = false;
 	}
 	if (m && !m->crc_known && !lend) {
 		m->crc = fw_fabric_crc_copy(0, NULL, payload, len);
