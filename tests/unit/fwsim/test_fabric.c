@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "../../../firmware-sim/src/fw_fabric.h"
+#include "../../../firmware-sim/src/fw_fabric_ref.h"
 #include "tap.h"
 
 #define MAX_NODES	4
@@ -1132,6 +1133,95 @@ static void test_spurious_timeout(void)
 }
 
 /*
+ * The same spurious timeout, and the receiver's next frame a message whose
+ * data are in device memory (fw_fabric_ref.h) sent as a copy (this host
+ * has no tx_lend; also a retransmission, or a frame still out): that very
+ * frame carries the duplicate notice (MAIA_FABRIC_F_DUP) and the sender
+ * undoes its timeout as it arrives, not at a later frame of the receiver.
+ * Acks delayed, so that the duplicate's ack waits for the receiver's tick.
+ */
+static void test_spurious_timeout_ref(void)
+{
+	static uint8_t dev[MAIA_FABRIC_MAX_PAYLOAD];	/* the "device memory" */
+	const uint32_t hdr = MAIA_FABRIC_MSG_HDR_LEN;
+	struct fw_ref_owner owner = { 0 };
+	unsigned int records = fw_ref_records(), id = dir_id(1, 0), ndata = 0;
+	struct endpoint *a, *b;
+	uint64_t retx, spurious = 0;
+	uint16_t flags = 0;
+	struct totals t;
+	uint8_t *msg;
+	uint32_t len;
+	int st;
+
+	net_setup(2, 0, 0, 0, 0xd0f);
+	net.len_override = 16384;	/* as a collective's message by reference (> 4096) */
+	wire(0, 0, 1, 0, 0);
+	a = &net.nodes[0].ep[0];
+	b = &net.nodes[1].ep[0];
+	while (!all_up() && net.now < 3000 * MS)
+		run_until(net.now + MS);
+	net.nodes[1].frozen = true;
+	a->out.total = 1;
+	feed();
+	/* The sender's timeout sends message 0 again; the receiver then gets it twice. */
+	run_until(net.now + (MAIA_FABRIC_RTO_MS + 1) * MS);
+	retx = a->link.stats.retransmits;
+	thaw(1);
+	tap_ok(retx >= 1 && a->link.undo_valid && b->link.dup_rx && b->link.ack_pending &&
+	       b->link.stats.drops[MAIA_FABRIC_DROP_DUPLICATE] == retx,
+	       "%sspurious timeout, message by reference: %llu duplicates received, their "
+	       "notice pending", variant, (unsigned long long)retx);
+
+	/* The receiver's message: header in the buffer, data left in "device memory". */
+	len = msg_len(id, 0);
+	msg_fill(dev, len, id, 0);
+	msg = fw_link_msg_alloc(len);
+	memcpy(msg, dev, hdr);
+	memset(msg + hdr, 0, len - hdr);	/* never sent: the copy reads dev */
+	if (fw_ref_attach(msg - FW_LINK_HEADROOM, FW_LINK_HEADROOM + hdr, dev + hdr, len - hdr,
+			  &owner))
+		abort();
+	b->out.total = b->out.sent = 1;
+	if (fw_link_send_owned(&b->link, msg, len, net.now))
+		abort();
+	st = fw_ref_state(msg - FW_LINK_HEADROOM);
+
+	/* The wire in order, up to the sender's undo at that DATA frame. */
+	while (net.heap_n && !ndata) {
+		struct wframe w = heap_pop();
+		struct fw_fabric_frame f;
+		enum maia_fabric_drop why;
+
+		if (fw_fabric_parse(w.data, w.len, &f, &why) < 0)
+			abort();
+		net.now = w.at > net.now ? w.at : net.now;
+		fw_link_rx(&net.nodes[w.node].ep[w.port].link, w.data, w.len, net.now);
+		if (w.node == 0 && f.hdr.type == MAIA_FABRIC_DATA) {
+			ndata++;
+			flags = f.hdr.flags;
+			spurious = a->link.stats.spurious_rto;
+		}
+		free(w.data);
+	}
+	tap_ok(ndata == 1 && (flags & MAIA_FABRIC_F_DUP) && !(flags & MAIA_FABRIC_F_REF) &&
+	       b->link.stats.tx_ref == 0 && st == 1 && !b->link.dup_rx,
+	       "%sspurious timeout, message by reference: its copied frame carries the "
+	       "duplicate notice (flags 0x%x, record %d)", variant, flags, st);
+	tap_ok(spurious == 1 && !a->link.recovering,
+	       "%sspurious timeout, message by reference: the sender undid its timeout at that "
+	       "frame (%llu)", variant, (unsigned long long)spurious);
+	run_traffic(0, 1000 * MS);
+	t = totals();
+	tap_ok(t.got == 2 && t.bad == 0 && t.pending == 0 && a->link.stats.spurious_rto == 1 &&
+	       fw_ref_owner_out(&owner) == 0 && fw_ref_records() == records,
+	       "%sspurious timeout, message by reference: both messages delivered (%llu), the "
+	       "copy's data those of device memory, the record gone once acked",
+	       variant, (unsigned long long)t.got);
+	net_free();
+}
+
+/*
  * A receive buffer of 3 frames per port, as a UDP socket's (212,992 bytes:
  * three full frames): a full window sent at once mostly overflows it. The
  * congestion window brings what is in flight down to what gets through.
@@ -1404,6 +1494,7 @@ int main(void)
 	test_selective();
 	test_refused_last();
 	test_spurious_timeout();
+	test_spurious_timeout_ref();
 	ack_delay_ns = 0;
 	return tap_done();
 }
