@@ -127,6 +127,9 @@ static void xmit(struct fw_link *l, struct maia_fabric_hdr *h, struct fw_link_ms
 			if (!l->ref_scratch)
 				l->ref_scratch = malloc(MAIA_FABRIC_MAX_PAYLOAD);
 			if (!l->ref_scratch) {
+				/* Not sent: the next frame carries the notice. */
+				if (h->flags & MAIA_FABRIC_F_DUP)
+					l->dup_rx = true;
 				l->stats.tx_errors++;
 				return;
 			}
