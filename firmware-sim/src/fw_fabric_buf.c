@@ -175,6 +175,16 @@ static struct fw_ref **bucket(const void *frame)
 	return &ref_hash[(a >> 6 ^ a >> 14) % REF_BUCKETS];
 }
 
+/* The record of frame, or NULL. ref_lock held. */
+static struct fw_ref *ref_find_locked(const void *frame)
+{
+	struct fw_ref *r = *bucket(frame);
+
+	while (r && r->frame != frame)
+		r = r->next;
+	return r;
+}
+
 int fw_ref_attach(void *frame, size_t data_off, const void *src, uint32_t len,
 		  struct fw_ref_owner *owner)
 {
@@ -300,8 +310,7 @@ struct fw_ref *fw_ref_pin(const void *frame)
 	struct fw_ref *r;
 
 	pthread_mutex_lock(&ref_lock);
-	for (r = *bucket(frame); r && r->frame != frame; r = r->next)
-		;
+	r = ref_find_locked(frame);
 	if (r)
 		r->pins++;
 	pthread_mutex_unlock(&ref_lock);
@@ -375,8 +384,7 @@ int fw_ref_state(const void *frame)
 	int st;
 
 	pthread_mutex_lock(&ref_lock);
-	for (r = *bucket(frame); r && r->frame != frame; r = r->next)
-		;
+	r = ref_find_locked(frame);
 	st = !r ? -1 : r->src != NULL;
 	pthread_mutex_unlock(&ref_lock);
 	return st;

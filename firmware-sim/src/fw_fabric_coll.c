@@ -451,16 +451,10 @@ static bool by_ref(struct fw_coll *c, uint64_t len)
 	       c->ops.tx_ref_ok(c->opaque, c->cmd.send_port, (uint32_t)len);
 }
 
-static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len,
-			const void *ref);
-
-/* Send the len data bytes already in txbuf + HDR as step s at offset. */
-static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
-{
-	return send_msg_ref(c, s, offset, len, NULL);
-}
-
-/* The same, or (ref: by_ref() said so) with the len bytes at ref as its data. */
+/*
+ * Send the len data bytes already in txbuf + HDR as step s at offset, or
+ * (ref: by_ref() said so) with the len bytes at ref as its data.
+ */
 static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len,
 			const void *ref)
 {
@@ -507,6 +501,12 @@ static int send_msg_ref(struct fw_coll *c, unsigned int s, uint64_t offset, uint
 	c->stats.tx_bytes += len;
 	c->sent_bytes += len;
 	return 0;
+}
+
+/* Send the len data bytes already in txbuf + HDR as step s at offset. */
+static int send_msg(struct fw_coll *c, unsigned int s, uint64_t offset, uint32_t len)
+{
+	return send_msg_ref(c, s, offset, len, NULL);
 }
 
 static float ld_f32(const uint8_t *p)

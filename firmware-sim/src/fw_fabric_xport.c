@@ -283,6 +283,12 @@ void fw_fop_release_locked(struct maia_sim *sim, struct fw_fop *op)
 
 /* ---- operations: fabric thread side ---- */
 
+/* Whether frames of op still point at its job's memory, holding it back (fw_fop_ops.hold). */
+static bool op_holds(struct fw_fop *op, bool abandoned)
+{
+	return op->ops->hold && op->ops->hold(op, abandoned);
+}
+
 void fw_fop_finish(struct fw_fop *op, uint32_t status)
 {
 	if (op->finished)
@@ -291,7 +297,7 @@ void fw_fop_finish(struct fw_fop *op, uint32_t status)
 	op->status = status;
 	if (op->ops->finished)
 		op->ops->finished(op);
-	op->held = op->ops->hold && op->ops->hold(op, false);
+	op->held = op_holds(op, false);
 }
 
 static void free_op_list(struct fw_fop **head)
@@ -336,7 +342,7 @@ void fw_xport_sync_locked(struct maia_sim *sim)
 	for (pp = &x->active; *pp;) {
 		struct fw_fop *op = *pp;
 
-		if (op->abandoned && op->ops->hold && op->ops->hold(op, true)) {
+		if (op->abandoned && op_holds(op, true)) {
 			/*
 			 * Its frames still point at its memory: freed once they do
 			 * not (no waiting here, under the lock). Its job is gone:
@@ -1230,7 +1236,7 @@ void fw_xport_pump(struct maia_sim *sim, uint64_t now)
 		flush_backlog(sim, i);
 	for (struct fw_fop *op = x->active; op; op = op->next) {
 		if (op->finished) {
-			op->held = op->ops->hold && op->ops->hold(op, false);
+			op->held = op_holds(op, false);
 			continue;
 		}
 		/* pump first: an operation may time itself out with more detail. */
